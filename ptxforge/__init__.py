@@ -1,0 +1,26 @@
+"""ptxforge: write NVIDIA PTX from Python, check it, assemble it, run it."""
+
+__version__ = "0.1.0"
+
+from .errors import (AssemblyError, DriverError, JitError, LaunchError, PtxforgeError, TargetError,
+                     ToolchainMissing, ValidationError)
+from .isa import types
+from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
+                        s64, u4, u8, u16, u32, u64)
+from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
+from .isa.targets import PtxVersion, Target
+from .isa.tensor import EmulatedInstructionWarning
+from .builder import KernelBuilder, Kernel, Param
+from .module import Module
+from .assembler import AssemblyResult, KernelResources, assemble
+
+__all__ = [
+    "__version__", "KernelBuilder", "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
+    "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
+    "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
+    "DriverError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
+    "KernelResources",
+    "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
+    "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
+]
+

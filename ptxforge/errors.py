@@ -1,0 +1,114 @@
+"""The one exception family of ptxforge.
+
+Every error says what was wrong, where (the Python line that asked for the
+instruction, when there is one) and, where it can, what would be legal.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+from dataclasses import dataclass
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    """A Python source position: where an instruction was asked for."""
+
+    filename: str
+    lineno: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{_short(self.filename)}:{self.lineno}"
+
+    @property
+    def code(self) -> str:
+        return linecache.getline(self.filename, self.lineno).strip()
+
+
+def _short(path: str) -> str:
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:
+        return path
+    return rel if not rel.startswith("..") else path
+
+
+def caller_loc() -> SourceLoc | None:
+    """The first frame outside ptxforge's internal modules.
+
+    A module marks itself internal with a global ``_PTXFORGE_INTERNAL = True``;
+    its frames are skipped, so the position reported is the user's (or the
+    schedule's) line that asked for the instruction.
+    """
+    f = sys._getframe(1)
+    while f is not None:
+        g = f.f_globals
+        if not g.get("_PTXFORGE_INTERNAL", False) and g.get("__name__") != "contextlib":
+            return SourceLoc(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+class PtxforgeError(Exception):
+    """Base of all ptxforge errors."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
+
+    def __str__(self) -> str:
+        if self.loc is None:
+            return self.message
+        code = self.loc.code
+        where = f"\n  at {self.loc}" + (f": {code}" if code else "")
+        return self.message + where
+
+
+class ValidationError(PtxforgeError, ValueError):
+    """An instruction, operand or kernel that is not legal PTX."""
+
+
+class TargetError(PtxforgeError):
+    """Something the chosen target or PTX ISA version does not have."""
+
+
+class AssemblyError(PtxforgeError):
+    """ptxas (or nvJitLink) rejected the module; carries its log, mapped to Python lines."""
+
+    def __init__(self, message: str, log: str = "", diagnostics=()):
+        super().__init__(message)
+        self.log = log
+        self.diagnostics = tuple(diagnostics)
+
+
+class LaunchError(PtxforgeError):
+    """A kernel launch or its arguments are wrong, or the driver refused them."""
+
+
+class DriverError(PtxforgeError):
+    """A CUDA driver API call failed."""
+
+    def __init__(self, message: str, code: int | None = None, name: str = ""):
+        super().__init__(message)
+        self.code = code
+        self.name = name
+
+
+class JitError(AssemblyError):
+    """The driver's JIT rejected the PTX; carries its error and info logs."""
+
+
+class ToolchainMissing(PtxforgeError):
+    """No assembler or driver is available for the requested operation."""
+
+
+def with_loc(err: PtxforgeError, loc: SourceLoc | None) -> PtxforgeError:
+    if err.loc is None and loc is not None:
+        err.loc = loc
+    return err

@@ -1,0 +1,255 @@
+"""Asynchronous copies: cp.async (global -> shared, sm_80), its completion (commit/wait groups,
+mbarrier arrive), createpolicy, and the sm_90 bulk copies (cp.async.bulk, .tensor).
+
+cp.async moves BYTES: cp-size is 4, 8 or 16 (`.cg`: only 16) and src-size (zero-fill) is a
+byte count too.  Element-count helpers live in :mod:`ptxforge.copy`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from . import types as T
+from .instruction import check_addr, check_pred, check_value, make
+from .operands import Addr, Imm, NegPred, Symbol, TensorAddr
+from .targets import Requirement, V
+
+_PTXFORGE_INTERNAL = True
+
+#: cp-size (bytes) each cache operator allows.
+CP_ASYNC_SIZES = {"ca": (4, 8, 16), "cg": (16,)}
+PREFETCH_SIZES = ("L2::64B", "L2::128B", "L2::256B")
+
+REQ_CP_ASYNC = Requirement(80, V("7.0"))
+REQ_HINTS = Requirement(80, V("7.4"))
+REQ_IGNORE_SRC = Requirement(80, V("7.5"))
+
+
+@dataclass(frozen=True)
+class CpAsyncInfo:
+    cache: str  # "ca" / "cg"
+    cp_size: int  # bytes written to shared memory
+    src_size: object = None  # Imm or Reg: bytes read from global (rest zero-filled)
+    ignore_src: object = None  # pred Reg or NegPred: when true, write zeros
+    prefetch: str | None = None
+    cache_hint: bool = False
+
+
+def _static_align_check(a: Addr, size: int, what: str):
+    """The constant part of an address is known here: it must keep the copy's alignment."""
+    if isinstance(a.base, Symbol) and a.base.align < size:
+        raise ValidationError(f"{what}: {a.base.name} is only {a.base.align}-byte aligned; a {size}-byte "
+                              f"cp.async needs {size}-byte aligned addresses (declare it with align={size})")
+    if a.offset % size:
+        raise ValidationError(f"{what}: constant offset {a.offset} is not a multiple of {size}; a {size}-byte "
+                              "cp.async needs both addresses aligned to its size")
+
+
+def cp_async(dst, src, cp_size, cache=None, src_size=None, ignore_src=None, prefetch=None,
+             cache_policy=None, dst_space="shared"):
+    size = cp_size.value if isinstance(cp_size, Imm) else cp_size
+    if not isinstance(size, int) or isinstance(size, bool):
+        raise ValidationError(f"cp.async cp-size must be an immediate byte count (4, 8 or 16), got {cp_size!r}")
+    if cache is None:
+        cache = "cg" if size == 16 else "ca"
+    if cache not in CP_ASYNC_SIZES:
+        raise ValidationError(f"cp.async cache operator must be .ca or .cg, got {cache!r}")
+    if size not in CP_ASYNC_SIZES[cache]:
+        if cache == "cg":
+            raise ValidationError(f"cp.async.cg copies exactly 16 bytes, not {size}; use .ca for 4 or 8 bytes")
+        raise ValidationError(f"cp.async copies 4, 8 or 16 bytes, not {size} (cp-size counts bytes, "
+                              "not elements: 32 int4 or 16 int8 values are 16 bytes)")
+    if src_size is not None and ignore_src is not None:
+        raise ValidationError("cp.async takes either src-size (zero-fill) or ignore-src, not both")
+    req = REQ_CP_ASYNC
+    ops = []
+    if dst_space not in ("shared", "shared::cta"):
+        raise ValidationError(f"cp.async writes shared memory; destination space {dst_space!r} is not legal")
+    d = check_addr(dst, "shared", "cp.async destination")
+    s = check_addr(src, "global", "cp.async source")
+    _static_align_check(d, size, "cp.async destination")
+    _static_align_check(s, size, "cp.async source")
+    ops = [d, s, Imm(size)]
+    if src_size is not None:
+        if isinstance(src_size, Imm) or isinstance(src_size, int):
+            v = src_size.value if isinstance(src_size, Imm) else src_size
+            if not 0 <= v <= size:
+                raise ValidationError(f"cp.async src-size {v} is outside 0..{size}: it counts the bytes read "
+                                      f"from global memory and may not exceed cp-size ({size})")
+            src_size = Imm(v)
+        else:
+            check_value(src_size, T.u32, "cp.async src-size", imm_ok=False)
+        ops.append(src_size)
+    if ignore_src is not None:
+        check_pred(ignore_src.reg if isinstance(ignore_src, NegPred) else ignore_src, "cp.async ignore-src")
+        ops.append(ignore_src)
+        req = req.merge(REQ_IGNORE_SRC)
+    if prefetch is not None:
+        if prefetch not in PREFETCH_SIZES:
+            raise ValidationError(f"cp.async prefetch must be one of {PREFETCH_SIZES}, got {prefetch!r}")
+        req = req.merge(REQ_HINTS)
+    if cache_policy is not None:
+        check_value(cache_policy, T.b64, "cp.async cache policy", imm_ok=False)
+        ops.append(cache_policy)
+        req = req.merge(REQ_HINTS)
+    parts = ("cp.async", cache, "shared" if dst_space == "shared" else "shared::cta", "global",
+             "L2::cache_hint" if cache_policy is not None else None, prefetch)
+    info = CpAsyncInfo(cache, size, src_size, ignore_src, prefetch, cache_policy is not None)
+    return make("cp.async", parts, ops, n_dst=0, req=req, info=info, mods=(cache,))
+
+
+def commit_group():
+    return make("cp.async.commit_group", ("cp.async", "commit_group"), req=REQ_CP_ASYNC)
+
+
+def wait_group(n: int):
+    if not isinstance(n, int) or n < 0:
+        raise ValidationError(f"cp.async.wait_group takes a non-negative immediate, got {n!r}")
+    return make("cp.async.wait_group", ("cp.async", "wait_group"), (Imm(n),), req=REQ_CP_ASYNC, info=n)
+
+
+def wait_all():
+    return make("cp.async.wait_all", ("cp.async", "wait_all"), req=REQ_CP_ASYNC)
+
+
+def cp_async_mbarrier_arrive(mbar, noinc=False, space="shared"):
+    a = check_addr(mbar, "shared", "cp.async.mbarrier.arrive")
+    req = REQ_CP_ASYNC if space == "shared" else Requirement(80, V("7.8"))
+    return make("cp.async.mbarrier.arrive", ("cp.async", "mbarrier", "arrive", "noinc" if noinc else None,
+                                             space, "b64"), (a,), req=req, info=noinc,
+                mods=("noinc",) if noinc else ())
+
+
+CREATEPOLICY = ("L2::evict_last", "L2::evict_normal", "L2::evict_first", "L2::evict_unchanged")
+
+
+def createpolicy(d, primary="L2::evict_last", fraction=1.0):
+    if primary not in CREATEPOLICY:
+        raise ValidationError(f"createpolicy priority must be one of {CREATEPOLICY}, got {primary!r}")
+    if not 0.0 < float(fraction) <= 1.0:
+        raise ValidationError(f"createpolicy fraction must be in (0, 1], got {fraction}")
+    check_value(d, T.b64, "createpolicy destination", imm_ok=False)
+    return make("createpolicy", ("createpolicy", "fractional", primary, "b64"),
+                (d, Imm(float(fraction), T.f32)), n_dst=1, req=REQ_HINTS)
+
+
+# ---------------------------------------------------------------- bulk copies (sm_90)
+
+REQ_BULK = Requirement(90, V("8.0"))
+
+
+@dataclass(frozen=True)
+class BulkInfo:
+    kind: str  # "g2s", "s2g", "tensor_g2s", "tensor_s2g"
+    size: object = None
+    dims: int = 0
+
+
+def bulk_g2s(dst, src, size, mbar):
+    """cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]."""
+    d = check_addr(dst, "shared", "cp.async.bulk destination")
+    s = check_addr(src, "global", "cp.async.bulk source")
+    m = check_addr(mbar, "shared", "cp.async.bulk mbarrier")
+    if isinstance(size, Imm) or isinstance(size, int):
+        v = size.value if isinstance(size, Imm) else size
+        if v <= 0 or v % 16:
+            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
+        size = Imm(v)
+    else:
+        check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    return make("cp.async.bulk", ("cp.async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"),
+                (d, s, size, m), req=REQ_BULK, info=BulkInfo("g2s", size))
+
+
+def bulk_tensor_g2s(dst, tmap, coords, mbar):
+    n = len(coords)
+    if not 1 <= n <= 5:
+        raise ValidationError(f"cp.async.bulk.tensor takes 1 to 5 coordinates, got {n}")
+    d = check_addr(dst, "shared", "cp.async.bulk.tensor destination")
+    for i, c in enumerate(coords):
+        check_value(c, T.s32, f"tensor coordinate {i}")
+    m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
+    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", "tile",
+                                         "mbarrier::complete_tx::bytes"),
+                (d, TensorAddr(tmap, tuple(coords)), m), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n))
+
+
+def bulk_tensor_s2g(tmap, coords, src):
+    n = len(coords)
+    s = check_addr(src, "shared", "cp.async.bulk.tensor source")
+    for i, c in enumerate(coords):
+        check_value(c, T.s32, f"tensor coordinate {i}")
+    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "global", "shared::cta", "tile",
+                                         "bulk_group"),
+                (TensorAddr(tmap, tuple(coords)), s), req=REQ_BULK, info=BulkInfo("tensor_s2g", dims=n))
+
+
+def bulk_commit_group():
+    return make("cp.async.bulk.commit_group", ("cp.async", "bulk", "commit_group"), req=REQ_BULK)
+
+
+def bulk_wait_group(n: int, read: bool = False):
+    if not isinstance(n, int) or n < 0:
+        raise ValidationError(f"cp.async.bulk.wait_group takes a non-negative immediate, got {n!r}")
+    return make("cp.async.bulk.wait_group", ("cp.async", "bulk", "wait_group", "read" if read else None),
+                (Imm(n),), req=REQ_BULK, info=n)
+
+
+class AsyncCopyOps:
+    def cp_async(self, dst, src, size, *, cache=None, src_size=None, ignore_src=None, prefetch=None,
+                 cache_policy=None, pred=None):
+        """cp.async of `size` BYTES (4, 8, 16) from global `src` to shared `dst`.
+
+        `src_size` (bytes, register or int) zero-fills the rest; `ignore_src` (a pred, or ~pred)
+        writes zeros; guard with `pred` to skip the copy entirely.  `cache` defaults to .cg for
+        16 bytes (L1 bypass) and .ca otherwise.
+        """
+        if ignore_src is not None:
+            g = self._guard(ignore_src)
+            ignore_src = NegPred(g.reg) if g.negate else g.reg
+        if src_size is not None and not isinstance(src_size, int):
+            src_size = self._val(src_size)
+        if cache_policy is not None:
+            cache_policy = self._val(cache_policy)
+        self.emit(cp_async(self._addr(dst), self._addr(src), size, cache, src_size, ignore_src, prefetch,
+                           cache_policy), pred)
+
+    def cp_async_commit(self, *, pred=None):
+        self.emit(commit_group(), pred)
+
+    def cp_async_wait(self, n: int = 0):
+        """cp.async.wait_group n: wait until at most n of this thread's newest groups are pending."""
+        self.emit(wait_group(n))
+
+    def cp_async_wait_all(self):
+        self.emit(wait_all())
+
+    def cp_async_mbarrier_arrive(self, mbar, *, noinc=False, pred=None):
+        """Make the mbarrier track this thread's earlier cp.asyncs (.noinc: that IS the arrival)."""
+        self.emit(cp_async_mbarrier_arrive(self._addr(mbar), noinc), pred)
+
+    def createpolicy(self, primary="L2::evict_last", fraction=1.0, *, dst=None):
+        d = self._dst(dst, T.b64)
+        self.emit(createpolicy(d, primary, fraction))
+        return d
+
+    def bulk_copy(self, dst, src, size, mbar, *, pred=None):
+        """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count."""
+        size = size if isinstance(size, int) else self._val(size)
+        self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
+
+    def tensor_load(self, dst, tmap, coords, mbar, *, pred=None):
+        """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter."""
+        self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap),
+                                  tuple(self._val(c, T.s32) for c in coords), self._addr(mbar)), pred)
+
+    def tensor_store(self, tmap, coords, src, *, pred=None):
+        self.emit(bulk_tensor_s2g(self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
+                                  self._addr(src)), pred)
+
+    def bulk_commit(self, *, pred=None):
+        self.emit(bulk_commit_group(), pred)
+
+    def bulk_wait(self, n: int = 0, *, read=False, pred=None):
+        self.emit(bulk_wait_group(n, read), pred)

@@ -1,0 +1,104 @@
+"""Conversions: cvt (numeric) and cvta (address space)."""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from . import types as T
+from .instruction import check_dst, check_value, make
+from .targets import Requirement, V
+
+_PTXFORGE_INTERNAL = True
+
+CVT_TYPES = (T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64, T.f16, T.bf16, T.f32, T.f64)
+INT_ROUND = ("rni", "rzi", "rmi", "rpi")
+FLOAT_ROUND = ("rn", "rz", "rm", "rp")
+CVTA_SPACES = ("global", "shared", "local", "const", "param")
+
+
+def _rank(t):
+    return t.bits
+
+
+def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
+    """cvt.{rnd}{.ftz}{.sat}.dtype.stype; f16x2/bf16x2 packs two f32 sources (a = high, b = low)."""
+    if dt in (T.f16x2, T.bf16x2):
+        if st is not T.f32 or b is None:
+            raise ValidationError(f"cvt to .{dt.name} packs two .f32 sources: cvt.rn.{dt.name}.f32 d, hi, lo")
+        rnd = rnd or "rn"
+        if rnd not in FLOAT_ROUND:
+            raise ValidationError(f"cvt.{dt.name}.f32 takes a float rounding mode, got .{rnd}")
+        check_dst(d, T.b32, "cvt destination")
+        check_value(a, T.f32, "cvt source (high half)")
+        check_value(b, T.f32, "cvt source (low half)")
+        return make("cvt", ("cvt", rnd, dt.name, "f32"), (d, a, b), n_dst=1,
+                    type=dt, info=(dt, st, rnd), req=Requirement(80, V("7.0")), mods=(rnd,))
+    for t in (dt, st):
+        if t not in CVT_TYPES:
+            raise ValidationError(f"cvt does not convert .{t.name}; types: " + ", ".join("." + x.name for x in CVT_TYPES))
+    if dt.is_int and st.is_float:
+        rnd = rnd or "rzi"
+        if rnd not in INT_ROUND:
+            raise ValidationError(f"float-to-integer cvt needs an integer rounding mode {INT_ROUND}, got .{rnd}")
+    elif dt.is_float and st.is_int:
+        rnd = rnd or "rn"
+        if rnd not in FLOAT_ROUND:
+            raise ValidationError(f"integer-to-float cvt needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
+    elif dt.is_float and st.is_float:
+        if dt.bits < st.bits or (dt.bits == st.bits and dt is not st):
+            rnd = rnd or "rn"
+            if rnd not in FLOAT_ROUND:
+                raise ValidationError(f"narrowing float cvt needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
+        elif rnd is not None and rnd not in INT_ROUND:
+            raise ValidationError(f"widening float cvt takes no float rounding mode (only {INT_ROUND}), got .{rnd}")
+    elif rnd is not None:
+        raise ValidationError("integer-to-integer cvt takes no rounding mode")
+    req = Requirement(80, V("7.0")) if T.bf16 in (dt, st) else Requirement()
+    check_dst(d, dt if dt is not T.bf16 else T.b16, "cvt destination", wide_ok=dt.is_int)
+    check_value(a, st if st is not T.bf16 else T.b16, "cvt source", wide_ok=st.is_int)
+    mods = tuple(m for m in (rnd, "ftz" if ftz else None, "sat" if sat else None) if m)
+    return make("cvt", ("cvt", *mods, dt.name, st.name), (d, a), n_dst=1, type=dt, info=(dt, st, rnd),
+                req=req, mods=mods)
+
+
+def cvta(d, a, space, to: bool):
+    if space not in CVTA_SPACES:
+        raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
+    size = T.u64 if d.type.bits == 64 else T.u32
+    if space == "param":
+        req = Requirement(80, V("7.7"))
+    else:
+        req = Requirement()
+    if size is T.u32 and space == "global":
+        raise ValidationError("global addresses are 64-bit: cvta.global needs .u64 registers")
+    check_dst(d, size, "cvta destination")
+    check_value(a, size, "cvta source", imm_ok=False)
+    return make("cvta", ("cvta", "to" if to else None, space, size.name), (d, a), n_dst=1, type=size,
+                req=req, mods=(("to",) if to else ()) + (space,))
+
+
+class ConvertOps:
+    def cvt(self, a, to, *, frm=None, rnd=None, sat=False, ftz=False, dst=None, pred=None, b=None):
+        """Convert `a` (of type `frm`, default its register type) to type `to`."""
+        from .arith import infer_type
+        a = self._val(a)
+        dt = T.lookup(to)
+        st = infer_type(frm, a)
+        if st.kind == "b":
+            st = st.as_unsigned()  # untyped bits convert as unsigned
+        if b is not None:
+            b = self._val(b, T.f32)
+        a = self._val(a, st)
+        from ..builder import decl_type
+        d = self._dst(dst, decl_type(dt))
+        self.emit(cvt(dt, st, d, a, rnd, sat, ftz, b), pred)
+        return d
+
+    def cvta(self, a, *, to=None, frm=None, dst=None, pred=None):
+        """`cvta.to.<to>` (generic -> space) or `cvta.<frm>` (space -> generic)."""
+        if (to is None) == (frm is None):
+            raise ValidationError("cvta: give exactly one of to= (generic -> space) or frm= (space -> generic)")
+        a = self._val(a)
+        width = a.type.bits if hasattr(a, "type") else 64
+        d = self._dst(dst, T.u64 if (to == "global" or frm is not None or width == 64) else T.u32)
+        self.emit(cvta(d, a, to or frm, to is not None), pred)
+        return d

@@ -1,0 +1,193 @@
+"""The instruction value and the checks every family shares.
+
+An `Instruction` is immutable data: its mnemonic, its operands in PTX order,
+how many leading operands it writes, an optional guard, the requirement of its
+form (least arch / PTX ISA) and a family-specific `info` record that carries
+its semantics (the interpreter and the resource checks read it).  Rendering
+is a pure function of these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ..errors import SourceLoc, ValidationError
+from . import types as T
+from .operands import Addr, Guard, Imm, Operand, Reg, SpecialReg, Symbol, Vec
+from .targets import BASE, Requirement
+from .types import ScalarType
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    opcode: str  # family dispatch key: "add", "mma", "cp.async", "ld", ...
+    mnemonic: str  # full spelling: "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
+    operands: tuple = ()
+    n_dst: int = 0  # operands[:n_dst] are written
+    guard: Guard | None = None
+    req: Requirement = BASE
+    info: Any = None
+    mods: tuple = ()  # modifiers, for semantic dispatch ("lo", "wide", "cg", ...)
+    type: ScalarType | None = None  # the instruction type where there is one
+    loc: SourceLoc | None = field(default=None, compare=False)
+    comment: str | None = field(default=None, compare=False)
+
+    def render(self) -> str:
+        head = self.mnemonic if self.guard is None else f"{self.guard} {self.mnemonic}"
+        if not self.operands:
+            return head + ";"
+        return f"{head:<15} " + ", ".join(str(o) for o in self.operands) + ";"
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def with_guard(self, guard: Guard | None) -> "Instruction":
+        return replace(self, guard=guard)
+
+    def with_loc(self, loc: SourceLoc | None) -> "Instruction":
+        return replace(self, loc=loc)
+
+    @property
+    def dsts(self) -> tuple:
+        return self.operands[: self.n_dst]
+
+    @property
+    def srcs(self) -> tuple:
+        return self.operands[self.n_dst:]
+
+    def registers(self):
+        """Every register this instruction names (operands, address bases, guard)."""
+        for op in self.operands:
+            yield from _regs_of(op)
+        if self.guard is not None:
+            yield self.guard.reg
+
+
+def _regs_of(op):
+    if isinstance(op, Reg):
+        yield op
+    elif isinstance(op, Vec):
+        for r in op.regs:
+            yield from _regs_of(r)
+    elif isinstance(op, Addr):
+        if isinstance(op.base, Reg):
+            yield op.base
+    elif hasattr(op, "reg"):  # NegPred, PairDst
+        yield from _regs_of(op.reg)
+        if getattr(op, "pred", None) is not None:
+            yield op.pred
+    elif hasattr(op, "coords"):
+        yield from _regs_of(op.tmap)
+        for c in op.coords:
+            yield from _regs_of(c)
+
+
+# ---------------------------------------------------------------- shared checks
+
+def describe(op) -> str:
+    if isinstance(op, Reg):
+        return f"{op} (.{op.type.name})"
+    if isinstance(op, Imm):
+        return f"immediate {op}"
+    return str(op)
+
+
+def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: bool = False) -> None:
+    """An operand read or written as type `t`: a compatible register or (if allowed) an immediate."""
+    if isinstance(op, (Reg, SpecialReg)):
+        rt = op.type
+        if T.compatible(t, rt):
+            return
+        # ld/st/cvt may use a register wider than the instruction's integer/bit type
+        if wide_ok and not (rt.is_pred or t.is_pred) and rt.bits > t.bits and (
+                rt.kind == "b" or not (rt.is_float or t.is_float)):
+            return
+        raise ValidationError(
+            f"{what}: {describe(op)} cannot be used as .{t.name}; "
+            f"it needs a {t.bits}-bit register of a compatible type"
+            + (" (.b/.u/.s)" if t.is_int else f" (.{t.name} or .b{t.bits})" if t.is_float else ""))
+    if isinstance(op, Imm):
+        if not imm_ok:
+            raise ValidationError(f"{what}: an immediate ({op}) is not allowed here; use a register")
+        if not op.fits(t):
+            raise ValidationError(f"{what}: immediate {op.value} does not fit .{t.name}")
+        return
+    if isinstance(op, Symbol) and imm_ok and t.bits in (32, 64) and not t.is_float:
+        return  # address of a variable used as a value (mov.u32 %r, tile)
+    raise ValidationError(f"{what}: expected a .{t.name} register{' or immediate' if imm_ok else ''}, "
+                          f"got {op!r}")
+
+
+def check_dst(op, t: ScalarType, what: str, *, wide_ok: bool = False) -> None:
+    if not isinstance(op, Reg):
+        raise ValidationError(f"{what}: the destination must be a register, got {op!r}")
+    check_value(op, t, what, imm_ok=False, wide_ok=wide_ok)
+
+
+def check_pred(op, what: str) -> None:
+    if not isinstance(op, Reg) or not op.type.is_pred:
+        raise ValidationError(f"{what}: expected a .pred register, got {describe(op) if op is not None else None}")
+
+
+def check_vec(op, n: int, t: ScalarType, what: str, *, imm_ok: bool = False) -> Vec:
+    """A brace list of exactly n registers, each compatible with t."""
+    regs = op.regs if isinstance(op, Vec) else tuple(op) if isinstance(op, (list, tuple)) else (op,)
+    if len(regs) != n:
+        raise ValidationError(f"{what}: needs {n} register{'s' if n != 1 else ''} of .{t.name}, "
+                              f"got {len(regs)}")
+    for i, r in enumerate(regs):
+        check_value(r, t, f"{what}[{i}]", imm_ok=imm_ok)
+    return op if isinstance(op, Vec) else Vec(tuple(regs))
+
+
+def check_addr(op, space: str, what: str) -> Addr:
+    """A memory operand for `space`; global addresses need a 64-bit register base."""
+    if isinstance(op, (Reg, Symbol)):
+        op = Addr(op)
+    if not isinstance(op, Addr):
+        raise ValidationError(f"{what}: expected an address [reg+offset] or a variable, got {op!r}")
+    base = op.base
+    if isinstance(base, Reg):
+        if base.type.is_pred or base.type.is_float or base.type.bits not in (32, 64):
+            raise ValidationError(f"{what}: address base {describe(base)} must be a 32- or 64-bit integer register")
+        if space in ("global", "generic", "") and base.type.bits != 64:
+            raise ValidationError(
+                f"{what}: {'generic' if space in ('generic', '') else space} addresses are 64-bit; "
+                f"{describe(base)} is {base.type.bits}-bit (a 32-bit register works only for .shared/.param/.local)")
+    elif isinstance(base, Symbol):
+        if space not in ("", "generic") and base.space != space and not (
+                base.space == "shared" and space.startswith("shared")):
+            raise ValidationError(f"{what}: variable {base.name} lives in .{base.space}, not .{space}")
+    return op
+
+
+def check_imm_in(value, allowed, what: str) -> int:
+    v = value.value if isinstance(value, Imm) else value
+    if not isinstance(v, int) or v not in allowed:
+        raise ValidationError(f"{what} must be one of {sorted(allowed)}, got {v!r}")
+    return v
+
+
+def imm(value, t: ScalarType | None = None) -> Imm:
+    return value if isinstance(value, Imm) else Imm(value, t)
+
+
+def as_operand(x, t: ScalarType | None = None):
+    """Python ints/floats become immediates; operands pass through."""
+    if isinstance(x, (Operand, Guard)):
+        return x
+    if isinstance(x, bool):
+        return Imm(int(x), t)
+    if isinstance(x, (int, float)):
+        return Imm(x, t if t is not None and (t.is_float or isinstance(x, int)) else None)
+    raise ValidationError(f"cannot use {x!r} ({type(x).__name__}) as a PTX operand")
+
+
+def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=(), type=None,
+         guard=None) -> Instruction:
+    """Build an Instruction whose mnemonic is the dot-joined parts (empty parts skipped)."""
+    mnemonic = ".".join(p.lstrip(".") for p in parts if p)
+    return Instruction(opcode, mnemonic, tuple(operands), n_dst, guard, req, info, tuple(mods), type)

@@ -1,0 +1,318 @@
+"""Memory: ld, st (scalar and vector, every state space), atom/red, ldmatrix, stmatrix.
+
+Legal forms as data: `LDMATRIX_FORMS`, `STMATRIX_FORMS` (shape x count x trans ->
+registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from . import types as T
+from .instruction import check_addr, check_dst, check_value, check_vec, make
+from .operands import Addr, Reg, Symbol, Vec
+from .targets import Requirement, V
+
+_PTXFORGE_INTERNAL = True
+
+SPACES = ("global", "shared", "shared::cta", "local", "param", "const", "generic")
+LD_TYPES = (T.b8, T.b16, T.b32, T.b64, T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64,
+            T.f16, T.f32, T.f64, T.b128)
+CACHE_OPS = {"ld": ("ca", "cg", "cs", "lu", "cv"), "st": ("wb", "cg", "cs", "wt")}
+PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
+EVICT = ("L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evict_last",
+         "L1::no_allocate")
+
+
+@dataclass(frozen=True)
+class MemInfo:
+    """Semantics of one ld/st: space, element type, vector width, cache hints."""
+
+    space: str
+    type: T.ScalarType
+    vec: int
+    nc: bool = False
+    cop: str | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return self.type.bits // 8 * self.vec
+
+
+def _space_part(space):
+    if space not in SPACES:
+        raise ValidationError(f"unknown state space {space!r}; one of {SPACES}")
+    return None if space == "generic" else space
+
+
+def _mem_req(space, t, hints):
+    req = Requirement()
+    if space == "shared::cta":
+        req = req.merge(Requirement(80, V("7.8")))
+    if t is T.b128:
+        req = req.merge(Requirement(80, V("8.3")))
+    if any(h in PREFETCH or h in EVICT for h in hints):
+        req = req.merge(Requirement(80, V("7.4")))
+    return req
+
+
+def _vec_check(t, vec, what):
+    if vec not in (1, 2, 4):
+        raise ValidationError(f"{what}: vector width must be 1, 2 or 4, got {vec}")
+    if vec > 1 and t.bits * vec > 128:
+        raise ValidationError(f"{what}: .v{vec}.{t.name} is {t.bits * vec} bits; a vector access moves at most 128")
+    if t is T.b128 and vec != 1:
+        raise ValidationError(f"{what}: .b128 cannot be a vector")
+
+
+def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
+    what = f"ld.{space}"
+    if t not in LD_TYPES:
+        raise ValidationError(f"{what} does not take .{t.name}; types: " + ", ".join("." + x.name for x in LD_TYPES))
+    _vec_check(t, vec, what)
+    if nc and space != "global":
+        raise ValidationError("ld.nc (read-only data cache) exists only for .global")
+    if cop is not None and cop not in CACHE_OPS["ld"]:
+        raise ValidationError(f"ld cache operator must be one of {CACHE_OPS['ld']}, got {cop!r}")
+    for h in hints:
+        if h not in PREFETCH + EVICT:
+            raise ValidationError(f"unknown ld hint {h!r}; one of {PREFETCH + EVICT}")
+    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    wide = t.is_int or t.kind == "b"
+    if vec == 1:
+        if isinstance(d, Vec):
+            raise ValidationError(f"{what}: a scalar load has one destination register, got {len(d)}; pass vec=")
+        check_dst(d, t, f"{what} destination", wide_ok=wide)
+    else:
+        check_vec(d, vec, t, f"{what}.v{vec} destination")
+    parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
+    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints),
+                info=MemInfo(space, t, vec, nc, cop), mods=(space,))
+
+
+def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
+    what = f"st.{space}"
+    if t not in LD_TYPES:
+        raise ValidationError(f"{what} does not take .{t.name}")
+    if space in ("param", "const"):
+        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel")
+    _vec_check(t, vec, what)
+    if cop is not None and cop not in CACHE_OPS["st"]:
+        raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")
+    for h in hints:
+        if h not in EVICT:
+            raise ValidationError(f"unknown st hint {h!r}; one of {EVICT}")
+    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    if vec == 1:
+        if isinstance(v, Vec):
+            raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
+        check_value(v, t, f"{what} source", wide_ok=t.is_int or t.kind == "b")
+    else:
+        check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True)
+    parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
+    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints),
+                info=MemInfo(space, t, vec, False, cop), mods=(space,))
+
+
+# ------------------------------------------------------------------ atomics
+
+ATOM_OPS = {
+    "add": (T.u32, T.s32, T.u64, T.f32, T.f64),
+    "min": (T.u32, T.s32, T.u64, T.s64), "max": (T.u32, T.s32, T.u64, T.s64),
+    "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
+    "exch": (T.b32, T.b64), "cas": (T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
+}
+
+
+@dataclass(frozen=True)
+class AtomInfo:
+    op: str
+    space: str
+    type: T.ScalarType
+
+
+def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
+    name = "red" if reduce_only else "atom"
+    if op not in ATOM_OPS:
+        raise ValidationError(f"{name} operation must be one of {tuple(ATOM_OPS)}, got {op!r}")
+    legal = ATOM_OPS[op]
+    if t not in legal:
+        raise ValidationError(f"{name}.{op} takes " + ", ".join("." + x.name for x in legal) + f", not .{t.name}")
+    if reduce_only and op in ("exch", "cas"):
+        raise ValidationError(f"red has no .{op}; use atom")
+    if space not in ("global", "shared", "generic"):
+        raise ValidationError(f"{name} works on .global, .shared or generic addresses, not .{space}")
+    a = check_addr(addr, space, name)
+    check_value(b, t, f"{name} operand")
+    ops = [a, b]
+    if op == "cas":
+        if c is None:
+            raise ValidationError("atom.cas needs a compare value and a new value")
+        check_value(c, t, "atom.cas new value")
+        ops.append(c)
+    n_dst = 0
+    if not reduce_only:
+        check_dst(d, t, f"{name} destination")
+        ops = [d] + ops
+        n_dst = 1
+    parts = (name, _space_part(space), op, t.name)
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,))
+
+
+# ------------------------------------------------------------------ ldmatrix / stmatrix
+
+@dataclass(frozen=True)
+class MatrixForm:
+    """One legal ldmatrix/stmatrix form: registers per thread, least arch and ISA."""
+
+    opcode: str  # "ldmatrix" / "stmatrix"
+    shape: str
+    num: int  # x1 / x2 / x4
+    trans: bool
+    type: T.ScalarType
+    regs: int
+    req: Requirement
+
+    @property
+    def address_lanes(self) -> int:
+        """Lanes whose addresses are read: 8 rows per matrix."""
+        return 8 * self.num
+
+    @property
+    def row_bytes(self) -> int:
+        return 16
+
+
+LDMATRIX_FORMS = tuple(
+    MatrixForm("ldmatrix", "m8n8", num, trans, T.b16, num, Requirement(75, V("6.5")).merge(Requirement(80, V("7.0"))))
+    for num in (1, 2, 4) for trans in (False, True)
+) + tuple(
+    # 8-bit transposing forms exist only on arch-specific Blackwell targets
+    MatrixForm("ldmatrix", "m16n16", num, True, T.b8, 2 * num, Requirement(100, V("8.6"), True))
+    for num in (1, 2)
+)
+STMATRIX_FORMS = tuple(
+    MatrixForm("stmatrix", "m8n8", num, trans, T.b16, num, Requirement(90, V("7.8")))
+    for num in (1, 2, 4) for trans in (False, True)
+)
+
+
+def matrix_form(opcode, shape, num, trans, t) -> MatrixForm:
+    table = LDMATRIX_FORMS if opcode == "ldmatrix" else STMATRIX_FORMS
+    for f in table:
+        if (f.shape, f.num, f.trans, f.type) == (shape, num, trans, t):
+            return f
+    legal = sorted({f"{f.shape}.x{f.num}{'.trans' if f.trans else ''}.{f.type.name}" for f in table})
+    raise ValidationError(f"{opcode}.{shape}.x{num}{'.trans' if trans else ''}.{t.name} is not a legal form; "
+                          f"legal: {', '.join(legal)}")
+
+
+def ldmatrix(d, addr, num=4, trans=False, shape="m8n8", t=T.b16, space="shared"):
+    form = matrix_form("ldmatrix", shape, num, trans, t)
+    if space not in ("shared", "shared::cta", "generic"):
+        raise ValidationError(f"ldmatrix reads shared memory; space must be shared or generic, got {space!r}")
+    a = check_addr(addr, "shared" if space != "generic" else "generic", "ldmatrix")
+    d = check_vec(d, form.regs, T.b32, f"ldmatrix.x{num} destination")
+    req = form.req.merge(Requirement(80, V("7.8"))) if space == "shared::cta" else form.req
+    parts = ("ldmatrix", "sync", "aligned", shape, f"x{num}", "trans" if trans else None, _space_part(space), t.name)
+    return make("ldmatrix", parts, (d, a), n_dst=1, req=req, info=form, type=t, mods=(space,))
+
+
+def stmatrix(addr, v, num=4, trans=False, shape="m8n8", t=T.b16, space="shared"):
+    form = matrix_form("stmatrix", shape, num, trans, t)
+    if space not in ("shared", "shared::cta", "generic"):
+        raise ValidationError(f"stmatrix writes shared memory; space must be shared or generic, got {space!r}")
+    a = check_addr(addr, "shared" if space != "generic" else "generic", "stmatrix")
+    v = check_vec(v, form.regs, T.b32, f"stmatrix.x{num} source")
+    parts = ("stmatrix", "sync", "aligned", shape, f"x{num}", "trans" if trans else None, _space_part(space), t.name)
+    return make("stmatrix", parts, (a, v), n_dst=0, req=form.req, info=form, type=t, mods=(space,))
+
+
+class MemoryOps:
+    def _addr(self, addr, offset=0):
+        a = self._val(addr)
+        if isinstance(a, (Reg, Symbol)):
+            a = Addr(a, offset)
+        elif offset:
+            a = a + offset
+        return a
+
+    def ld(self, addr, *, type, space="global", vec=1, nc=False, cop=None, hints=(), offset=0,
+           dst=None, pred=None):
+        """Load `vec` values of `type` from `addr` (a register, Addr or variable) in `space`.
+
+        Returns the destination register, or a Vec of registers for vector loads.
+        """
+        t = T.lookup(type)
+        from ..builder import decl_type
+        if dst is None:
+            # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
+            if t.bits < 32 and (t.is_int or t.kind == "b"):
+                rt = T.lookup(f"{t.kind}32")
+            else:
+                rt = decl_type(t)
+            d = self.reg(rt) if vec == 1 else Vec(tuple(self.reg(rt) for _ in range(vec)))
+        else:
+            d = self._val(dst)
+        self.emit(ld(t, d, self._addr(addr, offset), space, vec, nc, cop, tuple(hints)), pred)
+        return d
+
+    def st(self, addr, value, *, type=None, space="global", vec=None, cop=None, hints=(), offset=0, pred=None):
+        """Store a register/immediate (or a list of them: a vector store) to `addr` in `space`."""
+        if isinstance(value, (list, tuple, Vec)):
+            vals = tuple(self._val(v) for v in (value.regs if isinstance(value, Vec) else value))
+            vec = vec or len(vals)
+            if type is None:
+                type = next((v.type for v in vals if isinstance(v, Reg)), None)
+            t = T.lookup(type) if type is not None else None
+            if t is None:
+                raise ValidationError("st of immediates needs type=")
+            v = Vec(tuple(self._val(x, t) for x in vals))
+        else:
+            v = self._val(value)
+            if type is None:
+                type = getattr(v, "type", None)
+                if type is None:
+                    raise ValidationError("st of an immediate needs type=")
+            t = T.lookup(type)
+            v = self._val(value, t)
+            vec = vec or 1
+        if t in (T.bf16, T.bf16x2, T.f16x2):
+            t = t.bits_type()
+        self.emit(st(t, self._addr(addr, offset), v, space, vec, cop, tuple(hints)), pred)
+
+    def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None):
+        """Atomic read-modify-write; returns the old value."""
+        v = self._val(value)
+        from .arith import infer_type
+        t = infer_type(type, v)
+        d = self._dst(dst, t)
+        cas_new = None
+        if op == "cas":
+            v, cas_new = self._val(compare, t), self._val(value, t)
+        self.emit(atom(op, t, d, self._addr(addr), self._val(v, t), cas_new, space), pred)
+        return d
+
+    def red(self, op, addr, value, *, type=None, space="global", pred=None):
+        """Reduction into memory with no result (red.global.add.s32 ...)."""
+        v = self._val(value)
+        from .arith import infer_type
+        t = infer_type(type, v)
+        self.emit(atom(op, t, None, self._addr(addr), self._val(v, t), None, space, reduce_only=True), pred)
+
+    def ldmatrix(self, addr, *, num=4, trans=False, shape="m8n8", type=T.b16, space="shared", dst=None,
+                 pred=None):
+        """Warp-collective load of `num` 8x8 b16 matrices; returns a Vec of .b32 registers."""
+        t = T.lookup(type)
+        form = matrix_form("ldmatrix", shape, num, trans, t)
+        d = self._val(dst) if dst is not None else Vec(tuple(self.reg(T.b32) for _ in range(form.regs)))
+        self.emit(ldmatrix(d, self._addr(addr), num, trans, shape, t, space), pred)
+        return d
+
+    def stmatrix(self, addr, values, *, num=None, trans=False, shape="m8n8", type=T.b16, space="shared",
+                 pred=None):
+        """Warp-collective store of 8x8 b16 matrices (sm_90)."""
+        v = self._val(values)
+        num = num or len(v)
+        self.emit(stmatrix(self._addr(addr), v, num, trans, shape, T.lookup(type), space), pred)

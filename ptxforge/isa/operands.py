@@ -1,0 +1,241 @@
+"""PTX operands: registers, register vectors, immediates, symbols, addresses, labels, guards.
+
+Operands are immutable values.  `str(op)` is the PTX spelling.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from . import types as T
+from .types import ScalarType
+
+_PTXFORGE_INTERNAL = True
+
+
+class Operand:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reg(Operand):
+    """A virtual register of one kernel."""
+
+    name: str  # without the leading '%'
+    type: ScalarType
+    owner: int = 0  # id of the KernelBuilder that allocated it
+    kernel: str = ""
+
+    def __str__(self) -> str:
+        return "%" + self.name
+
+    def __invert__(self) -> "Guard":
+        if not self.type.is_pred:
+            raise ValidationError(f"~{self} negates a guard, but {self} is .{self.type.name}, not .pred")
+        return Guard(self, True)
+
+    def __repr__(self) -> str:
+        return f"Reg(%{self.name}: .{self.type.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class SpecialReg(Operand):
+    """A read-only special register such as %tid.x."""
+
+    name: str  # e.g. "tid.x"
+    type: ScalarType
+
+    def __str__(self) -> str:
+        return "%" + self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Vec(Operand):
+    """A brace list of registers: `{%a0, %a1, %a2, %a3}`."""
+
+    regs: tuple
+
+    def __str__(self) -> str:
+        return "{" + ", ".join(str(r) for r in self.regs) + "}"
+
+    def __len__(self) -> int:
+        return len(self.regs)
+
+    def __iter__(self):
+        return iter(self.regs)
+
+    def __getitem__(self, i):
+        return self.regs[i]
+
+
+@dataclass(frozen=True, slots=True)
+class Imm(Operand):
+    """An immediate; rendered exactly (floats as 0f/0d hex, so no rounding surprises)."""
+
+    value: int | float
+    type: ScalarType | None = None
+
+    def __str__(self) -> str:
+        t, v = self.type, self.value
+        if t is not None and t.is_float:
+            if t.bits == 64:
+                return "0d%016X" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+            # f32 immediates are also how f16/bf16 constants are written (mov.b16 takes ints)
+            return "0f%08X" % struct.unpack("<I", struct.pack("<f", float(v)))[0]
+        if isinstance(v, bool):
+            v = int(v)
+        if isinstance(v, float):
+            if not v.is_integer():
+                return "0d%016X" % struct.unpack("<Q", struct.pack("<d", v))[0]
+            v = int(v)
+        if v >= 4096:
+            return "0x%X" % v
+        return str(v)
+
+    def fits(self, t: ScalarType) -> bool:
+        """Whether the literal is representable as `t` (integers: as a signed or unsigned bit pattern)."""
+        if t.is_float:
+            return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
+        if not isinstance(self.value, int):
+            return False
+        return -(1 << (t.bits - 1)) <= self.value <= (1 << t.bits) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol(Operand):
+    """A named variable: a shared-memory array, a kernel parameter, a global."""
+
+    name: str
+    space: str  # "shared", "param", "global"
+    type: ScalarType = T.b8
+    nbytes: int | None = None  # None: unsized (dynamic shared memory)
+    align: int = 1
+    owner: int = 0
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Addr(Operand):
+    """A memory operand `[base+offset]`; base is a register, a symbol or an absolute int."""
+
+    base: Reg | Symbol | int
+    offset: int = 0
+
+    def __str__(self) -> str:
+        if isinstance(self.base, int):
+            return f"[{self.base + self.offset}]"
+        if self.offset > 0:
+            return f"[{self.base}+{self.offset}]"
+        if self.offset < 0:
+            return f"[{self.base}{self.offset}]"
+        return f"[{self.base}]"
+
+    def __add__(self, delta: int) -> "Addr":
+        return Addr(self.base, self.offset + int(delta))
+
+
+@dataclass(frozen=True, slots=True)
+class TensorAddr(Operand):
+    """`[tmap, {c0, c1, ...}]`: a tensor-map address with coordinates (bulk tensor copies)."""
+
+    tmap: Reg | Symbol
+    coords: tuple
+
+    def __str__(self) -> str:
+        return f"[{self.tmap}, {{{', '.join(str(c) for c in self.coords)}}}]"
+
+
+@dataclass(frozen=True, slots=True)
+class Label(Operand):
+    name: str  # rendered as $L_<name>
+    owner: int = 0
+
+    def __str__(self) -> str:
+        return "$L_" + self.name
+
+
+@dataclass(frozen=True, slots=True)
+class Guard:
+    """`@%p` or `@!%p` in front of an instruction."""
+
+    reg: Reg
+    negate: bool = False
+
+    def __str__(self) -> str:
+        return ("@!" if self.negate else "@") + str(self.reg)
+
+    def __invert__(self) -> "Guard":
+        return Guard(self.reg, not self.negate)
+
+
+@dataclass(frozen=True, slots=True)
+class NegPred(Operand):
+    """`!%p` as a source operand (setp combine, cp.async ignore-src)."""
+
+    reg: Reg
+
+    def __str__(self) -> str:
+        return "!" + str(self.reg)
+
+
+@dataclass(frozen=True, slots=True)
+class PairDst(Operand):
+    """`%r|%p`: a destination paired with a predicate (shfl in-range flag, elect.sync)."""
+
+    reg: object
+    pred: Reg
+
+    def __str__(self) -> str:
+        return f"{self.reg}|{self.pred}"
+
+
+@dataclass(frozen=True, slots=True)
+class Discard(Operand):
+    """`_`: a sink destination (mbarrier.arrive state, etc.)."""
+
+    def __str__(self) -> str:
+        return "_"
+
+
+DISCARD = Discard()
+
+SPECIAL_REGISTERS = {
+    **{f"{n}.{d}": T.u32 for n in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"},
+    **{f"{n}.{d}": T.u32 for n in ("clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid")
+       for d in "xyz"},
+    "laneid": T.u32, "warpid": T.u32, "nwarpid": T.u32, "smid": T.u32, "nsmid": T.u32,
+    "gridid": T.u64, "clock": T.u32, "clock64": T.u64, "globaltimer": T.u64,
+    "lanemask_eq": T.u32, "lanemask_le": T.u32, "lanemask_lt": T.u32,
+    "lanemask_ge": T.u32, "lanemask_gt": T.u32,
+    "dynamic_smem_size": T.u32, "total_smem_size": T.u32,
+    "cluster_ctarank": T.u32, "cluster_nctarank": T.u32, "is_explicit_cluster": T.pred,
+}
+
+# Special registers that only exist on sm_90 and newer.
+SM90_SPECIAL = frozenset(n for n in SPECIAL_REGISTERS if n.startswith("cluster")
+                         or n.startswith("ncluster") or n == "is_explicit_cluster")
+
+
+def special(name: str) -> SpecialReg:
+    key = name.lstrip("%")
+    if key not in SPECIAL_REGISTERS:
+        raise ValidationError(
+            f"%{key} is not a PTX special register; known: "
+            + ", ".join("%" + n for n in sorted(SPECIAL_REGISTERS)))
+    return SpecialReg(key, SPECIAL_REGISTERS[key])
+
+
+def reg_list(x) -> tuple:
+    """Flatten a Vec, tuple/list of registers or single register into a tuple of registers."""
+    if isinstance(x, Vec):
+        return x.regs
+    if isinstance(x, (list, tuple)):
+        out = []
+        for r in x:
+            out.extend(reg_list(r))
+        return tuple(out)
+    return (x,)

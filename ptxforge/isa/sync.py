@@ -1,0 +1,259 @@
+"""Synchronization: bar/barrier, membar/fence, mbarrier, nanosleep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from . import types as T
+from .instruction import check_addr, check_dst, check_pred, check_value, make
+from .operands import Discard, Imm
+from .targets import Requirement, V
+
+_PTXFORGE_INTERNAL = True
+
+FENCES = {
+    "membar.cta": Requirement(), "membar.gl": Requirement(), "membar.sys": Requirement(),
+    "fence.sc.cta": Requirement(), "fence.sc.gpu": Requirement(), "fence.sc.sys": Requirement(),
+    "fence.acq_rel.cta": Requirement(), "fence.acq_rel.gpu": Requirement(), "fence.acq_rel.sys": Requirement(),
+    "fence.proxy.async": Requirement(90, V("8.0")),
+    "fence.proxy.async.shared::cta": Requirement(90, V("8.0")),
+    "fence.proxy.async.global": Requirement(90, V("8.0")),
+    "fence.mbarrier_init.release.cluster": Requirement(90, V("8.0")),
+}
+
+
+@dataclass(frozen=True)
+class BarInfo:
+    kind: str  # "sync" / "arrive" / "warp"
+    id: object
+    count: object = None
+
+
+def bar(kind, bid=0, count=None):
+    if kind not in ("sync", "arrive", "red"):
+        raise ValidationError(f"bar kind must be sync or arrive, got {kind!r}")
+    if isinstance(bid, int):
+        if not 0 <= bid <= 15:
+            raise ValidationError(f"barrier id {bid} is out of range: a CTA has barriers 0..15")
+        bid = Imm(bid)
+    else:
+        check_value(bid, T.u32, "barrier id", imm_ok=False)
+    ops = [bid]
+    if count is not None:
+        if isinstance(count, int):
+            if count <= 0 or count % 32:
+                raise ValidationError(f"barrier thread count {count} must be a positive multiple of 32 (warp size)")
+            if count > 1024:
+                raise ValidationError(f"barrier thread count {count} exceeds 1024 threads per CTA")
+            count = Imm(count)
+        else:
+            check_value(count, T.u32, "barrier thread count", imm_ok=False)
+        ops.append(count)
+    elif kind == "arrive":
+        raise ValidationError("bar.arrive needs a thread count (the number of threads that use the barrier)")
+    return make("bar", ("bar", kind), ops, info=BarInfo(kind, bid, count), mods=(kind,))
+
+
+def bar_warp_sync(mask=0xFFFFFFFF):
+    if isinstance(mask, int):
+        if not 0 < mask <= 0xFFFFFFFF:
+            raise ValidationError(f"bar.warp.sync mask must be a non-zero 32-bit lane mask, got {mask:#x}")
+        mask = Imm(mask)
+    else:
+        check_value(mask, T.b32, "bar.warp.sync mask", imm_ok=False)
+    return make("bar.warp.sync", ("bar", "warp", "sync"), (mask,), info=BarInfo("warp", None, mask))
+
+
+def fence(kind):
+    if kind not in FENCES:
+        raise ValidationError(f"unknown fence {kind!r}; one of: {', '.join(FENCES)}")
+    return make(kind.split(".")[0], (kind,), req=FENCES[kind], info=kind, mods=tuple(kind.split(".")[1:]))
+
+
+# ---------------------------------------------------------------- mbarrier
+
+REQ_MBAR = Requirement(80, V("7.0"))
+REQ_MBAR_90 = Requirement(90, V("7.8"))
+REQ_TX = Requirement(90, V("8.0"))
+
+
+@dataclass(frozen=True)
+class MbarInfo:
+    op: str  # init, arrive, arrive_expect_tx, expect_tx, test_wait, try_wait, inval
+    parity: bool = False
+
+
+def _space(space, req):
+    if space not in ("shared", "shared::cta"):
+        raise ValidationError(f"mbarrier objects live in shared memory; space {space!r} is not legal")
+    return req.merge(Requirement(80, V("7.8"))) if space == "shared::cta" else req
+
+
+def mbarrier_init(addr, count, space="shared"):
+    req = _space(space, REQ_MBAR)
+    a = check_addr(addr, "shared", "mbarrier.init")
+    if isinstance(count, int):
+        if not 1 <= count < (1 << 20):
+            raise ValidationError(f"mbarrier.init count {count} is outside 1..{(1 << 20) - 1}")
+        count = Imm(count)
+    else:
+        check_value(count, T.u32, "mbarrier.init count", imm_ok=False)
+    return make("mbarrier.init", ("mbarrier", "init", space, "b64"), (a, count), req=req, info=MbarInfo("init"))
+
+
+def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, release=False):
+    """mbarrier.arrive{.expect_tx}; state is a .b64 register or DISCARD (`_`)."""
+    req = _space(space, REQ_MBAR)
+    a = check_addr(addr, "shared", "mbarrier.arrive")
+    if isinstance(state, Discard):
+        req = req.merge(Requirement(80, V("7.8")))
+        n_dst = 1
+    else:
+        check_dst(state, T.b64, "mbarrier.arrive state")
+        n_dst = 1
+    ops = [state, a]
+    op = "arrive"
+    if expect_tx is not None:
+        req = req.merge(REQ_TX)
+        op = "arrive_expect_tx"
+        if isinstance(expect_tx, int):
+            if not 0 <= expect_tx < (1 << 20):
+                raise ValidationError(f"expect_tx byte count {expect_tx} is outside 0..{(1 << 20) - 1}")
+            expect_tx = Imm(expect_tx)
+        else:
+            check_value(expect_tx, T.u32, "mbarrier.arrive.expect_tx bytes", imm_ok=False)
+        ops.append(expect_tx)
+    elif count is not None:
+        req = req.merge(REQ_MBAR_90)
+        if isinstance(count, int):
+            if not 1 <= count < (1 << 20):
+                raise ValidationError(f"mbarrier.arrive count {count} is outside 1..{(1 << 20) - 1}")
+            count = Imm(count)
+        else:
+            check_value(count, T.u32, "mbarrier.arrive count", imm_ok=False)
+        ops.append(count)
+    if release:
+        req = req.merge(Requirement(80, V("8.0")))
+    parts = ("mbarrier", "arrive", "expect_tx" if expect_tx is not None else None,
+             "release" if release else None, "cta" if release else None, space, "b64")
+    return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op))
+
+
+def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
+    a = check_addr(addr, "shared", "mbarrier.expect_tx")
+    if isinstance(nbytes, int):
+        nbytes = Imm(nbytes)
+    else:
+        check_value(nbytes, T.u32, "mbarrier.expect_tx bytes", imm_ok=False)
+    return make("mbarrier.expect_tx", ("mbarrier", "expect_tx", "relaxed", "cta", space, "b64"), (a, nbytes),
+                req=_space(space, REQ_TX), info=MbarInfo("expect_tx"))
+
+
+def mbarrier_wait(kind, p, addr, phase, parity=True, space=None):
+    """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking)."""
+    if kind not in ("test_wait", "try_wait"):
+        raise ValidationError(f"mbarrier wait is test_wait or try_wait, got {kind!r}")
+    base = REQ_MBAR if kind == "test_wait" else REQ_MBAR_90
+    if parity and kind == "test_wait":
+        base = base.merge(Requirement(80, V("7.1")))
+    space = space or ("shared" if kind == "test_wait" else "shared::cta")
+    req = _space(space, base)
+    check_pred(p, f"mbarrier.{kind} result")
+    a = check_addr(addr, "shared", f"mbarrier.{kind}")
+    if parity:
+        if isinstance(phase, int):
+            if phase not in (0, 1):
+                raise ValidationError(f"mbarrier.{kind}.parity takes a phase parity of 0 or 1, got {phase}")
+            phase = Imm(phase)
+        else:
+            check_value(phase, T.u32, "phase parity")
+    else:
+        check_value(phase, T.b64, "mbarrier state token", imm_ok=False)
+    return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, space, "b64"),
+                (p, a, phase), n_dst=1, req=req, info=MbarInfo(kind, parity))
+
+
+def mbarrier_inval(addr, space="shared"):
+    a = check_addr(addr, "shared", "mbarrier.inval")
+    return make("mbarrier.inval", ("mbarrier", "inval", space, "b64"), (a,), req=_space(space, REQ_MBAR),
+                info=MbarInfo("inval"))
+
+
+class SyncOps:
+    def bar_sync(self, bid=0, count=None, *, pred=None):
+        """CTA barrier `bar.sync id{, count}`; every thread named must reach it."""
+        self.emit(bar("sync", bid if isinstance(bid, int) else self._val(bid),
+                      count if count is None or isinstance(count, int) else self._val(count)), pred)
+
+    def bar_arrive(self, bid, count, *, pred=None):
+        self.emit(bar("arrive", bid if isinstance(bid, int) else self._val(bid),
+                      count if isinstance(count, int) else self._val(count)), pred)
+
+    def bar_warp_sync(self, mask=0xFFFFFFFF, *, pred=None):
+        self.emit(bar_warp_sync(mask if isinstance(mask, int) else self._val(mask)), pred)
+
+    def fence(self, kind="fence.acq_rel.gpu", *, pred=None):
+        """membar/fence by full name: 'membar.gl', 'fence.sc.cta', 'fence.proxy.async.shared::cta' ..."""
+        self.emit(fence(kind), pred)
+
+    def membar(self, level="gl", *, pred=None):
+        self.emit(fence(f"membar.{level}"), pred)
+
+    def mbarrier_init(self, addr, count, *, space="shared", pred=None):
+        self.emit(mbarrier_init(self._addr(addr), count if isinstance(count, int) else self._val(count), space),
+                  pred)
+
+    def mbarrier_arrive(self, addr, *, count=None, expect_tx=None, space="shared", state=None, release=False,
+                        pred=None):
+        """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_')."""
+        from .operands import DISCARD
+        if state == "_" or (state is None and expect_tx is not None):
+            st = DISCARD
+        else:
+            st = self._dst(state, T.b64)
+        if count is not None and not isinstance(count, int):
+            count = self._val(count)
+        if expect_tx is not None and not isinstance(expect_tx, int):
+            expect_tx = self._val(expect_tx)
+        self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release), pred)
+        return None if st is DISCARD else st
+
+    def mbarrier_expect_tx(self, addr, nbytes, *, pred=None):
+        self.emit(mbarrier_expect_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
+                  pred)
+
+    def mbarrier_test_wait(self, addr, phase, *, parity=True, dst=None, pred=None):
+        p = self._dst(dst, T.pred)
+        self.emit(mbarrier_wait("test_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
+                                parity), pred)
+        return p
+
+    def mbarrier_try_wait(self, addr, phase, *, parity=True, dst=None, pred=None):
+        p = self._dst(dst, T.pred)
+        self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
+                                parity), pred)
+        return p
+
+    def mbarrier_wait(self, addr, phase):
+        """Spin until phase `phase` (0/1 parity) of the mbarrier completes.
+
+        Uses try_wait on sm_90+ and test_wait on older targets.
+        """
+        kind = "try_wait" if self.target.sm >= 90 else "test_wait"
+        lbl = self.label("mbar_wait")
+        self.place(lbl)
+        p = self.reg(T.pred)
+        self.emit(mbarrier_wait(kind, p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase), True))
+        self.bra(lbl, pred=~p)
+
+    def mbarrier_inval(self, addr, *, pred=None):
+        self.emit(mbarrier_inval(self._addr(addr)), pred)
+
+    def nanosleep(self, ns, *, pred=None):
+        if isinstance(ns, int):
+            ns = Imm(ns)
+        else:
+            ns = self._val(ns)
+            check_value(ns, T.u32, "nanosleep")
+        self.emit(make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0"))), pred)

@@ -1,0 +1,166 @@
+"""GPU targets, PTX ISA versions and the requirements instruction forms declare.
+
+Every instruction form states the least architecture and PTX ISA version it
+needs (a `Requirement`).  A module's `.version` is the least version that
+covers its target and everything it contains; a cap (from the assembler or
+the driver) bounds it from above.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import total_ordering
+
+from ..errors import TargetError
+
+_PTXFORGE_INTERNAL = True
+
+
+@total_ordering
+@dataclass(frozen=True)
+class PtxVersion:
+    major: int
+    minor: int
+
+    def __str__(self) -> str:
+        return f"{self.major}.{self.minor}"
+
+    def __lt__(self, other: "PtxVersion") -> bool:
+        return (self.major, self.minor) < (other.major, other.minor)
+
+    @staticmethod
+    def parse(v: "PtxVersion | str | float | tuple") -> "PtxVersion":
+        if isinstance(v, PtxVersion):
+            return v
+        if isinstance(v, tuple):
+            return PtxVersion(int(v[0]), int(v[1]))
+        m = re.fullmatch(r"(\d+)\.(\d+)", str(v))
+        if not m:
+            raise TargetError(f"cannot read PTX ISA version {v!r}; write it like '8.0'")
+        return PtxVersion(int(m.group(1)), int(m.group(2)))
+
+
+def V(s: str) -> PtxVersion:
+    return PtxVersion.parse(s)
+
+
+#: PTX ISA versions that released assemblers accept (ptxas 13.0 rejects 6.6-6.9, 7.9 and 8.9).
+RELEASED_VERSIONS = tuple(V(s) for s in (
+    "6.0", "6.1", "6.2", "6.3", "6.4", "6.5",
+    "7.0", "7.1", "7.2", "7.3", "7.4", "7.5", "7.6", "7.7", "7.8",
+    "8.0", "8.1", "8.2", "8.3", "8.4", "8.5", "8.6", "8.7", "8.8",
+    "9.0", "9.1", "9.2",
+))
+
+# CUDA release (major*1000 + minor*10, as the driver API reports) -> PTX ISA it speaks.
+_CUDA_TO_PTX = {
+    11000: "7.0", 11010: "7.1", 11020: "7.2", 11030: "7.3", 11040: "7.4", 11050: "7.5",
+    11060: "7.6", 11070: "7.7", 11080: "7.8", 12000: "8.0", 12010: "8.1", 12020: "8.2",
+    12030: "8.3", 12040: "8.4", 12050: "8.5", 12060: "8.5", 12080: "8.7", 12090: "8.8",
+    13000: "9.0", 13010: "9.1", 13020: "9.2",
+}
+
+
+def ptx_for_cuda(version: int) -> PtxVersion:
+    """The newest PTX ISA that a CUDA release (e.g. 13000 from cuDriverGetVersion) accepts."""
+    best = None
+    for cuda, ptx in sorted(_CUDA_TO_PTX.items()):
+        if cuda <= version:
+            best = ptx
+    if best is None:
+        raise TargetError(f"CUDA {version} is older than 11.0; ptxforge needs CUDA 11.0 or newer")
+    return V(best)
+
+
+@dataclass(frozen=True)
+class Target:
+    """A `.target`: compute capability plus an optional arch-specific 'a' suffix."""
+
+    sm: int
+    arch_specific: bool = False
+
+    @property
+    def name(self) -> str:
+        return f"sm_{self.sm}{'a' if self.arch_specific else ''}"
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def min_ptx(self) -> PtxVersion:
+        key = self.name if self.name in _TARGET_MIN_PTX else f"sm_{self.sm}"
+        return _TARGET_MIN_PTX[key]
+
+    @staticmethod
+    def parse(t: "Target | str") -> "Target":
+        if isinstance(t, Target):
+            return t
+        m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(a?)", str(t).strip())
+        if not m:
+            raise TargetError(f"cannot read target {t!r}; write it like 'sm_90' or 'sm_90a'")
+        tgt = Target(int(m.group(1)), m.group(2) == "a")
+        if tgt.name not in _TARGET_MIN_PTX:
+            raise TargetError(
+                f"target {tgt.name} is not supported; supported targets: {', '.join(SUPPORTED_TARGETS)}")
+        return tgt
+
+    @property
+    def mma_s4_native(self) -> bool:
+        """Whether mma.sync with 4-bit integer operands runs on tensor cores (sm_75..sm_89)."""
+        return self.sm < 90
+
+
+# Least .version that ptxas accepts for each .target.
+_TARGET_MIN_PTX = {
+    "sm_80": V("7.0"), "sm_86": V("7.1"), "sm_87": V("7.4"), "sm_89": V("7.8"),
+    "sm_90": V("7.8"), "sm_90a": V("8.0"),
+    "sm_100": V("8.6"), "sm_100a": V("8.6"), "sm_120": V("8.7"), "sm_120a": V("8.7"),
+}
+SUPPORTED_TARGETS = tuple(_TARGET_MIN_PTX)
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """What an instruction form needs: least sm, least PTX ISA, and whether it is sm_XXa-only."""
+
+    min_sm: int = 80
+    min_ptx: PtxVersion = V("7.0")
+    arch_specific: bool = False  # e.g. wgmma: only on the exact 'a' target
+    feature: str = ""
+
+    def check(self, target: Target, what: str) -> None:
+        if target.sm < self.min_sm:
+            raise TargetError(
+                f"{what} needs sm_{self.min_sm} or newer; the kernel targets {target.name}")
+        if self.arch_specific and not (target.arch_specific and target.sm == self.min_sm):
+            raise TargetError(
+                f"{what} is an arch-specific feature: it needs .target sm_{self.min_sm}a; "
+                f"the kernel targets {target.name}")
+
+    def merge(self, other: "Requirement") -> "Requirement":
+        return Requirement(max(self.min_sm, other.min_sm), max(self.min_ptx, other.min_ptx),
+                           self.arch_specific or other.arch_specific, self.feature or other.feature)
+
+
+BASE = Requirement()
+
+
+def least_version(target: Target, requirements, cap: PtxVersion | None = None) -> PtxVersion:
+    """The least released PTX ISA version covering the target and all requirements.
+
+    `requirements` is an iterable of (Requirement, what) pairs; the error names the one
+    that pushes the version over `cap`.
+    """
+    need = target.min_ptx
+    culprit = f"target {target.name}"
+    for req, what in requirements:
+        if req.min_ptx > need:
+            need, culprit = req.min_ptx, what
+    version = next((v for v in RELEASED_VERSIONS if v >= need), None)
+    if version is None:
+        raise TargetError(f"{culprit} needs PTX ISA {need}, newer than any ptxforge knows")
+    if cap is not None and version > cap:
+        raise TargetError(
+            f"{culprit} needs PTX ISA {version}, but the toolchain accepts at most {cap}")
+    return version

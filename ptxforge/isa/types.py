@@ -1,0 +1,143 @@
+"""PTX scalar types.
+
+A `ScalarType` knows its PTX spelling, its width in bits and its kind:
+``b`` (untyped bits), ``u`` (unsigned), ``s`` (signed), ``f`` (float) or
+``pred``.  Packed sub-byte types (s4, u4, b1) exist only inside registers
+and memory, never as a register declaration, so they are marked ``packed``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True)
+class ScalarType:
+    name: str
+    bits: int
+    kind: str  # "b", "u", "s", "f", "pred"
+    packed: bool = False  # sub-byte / packed-only type: no register of this type exists
+    lanes: int = 1  # f16x2 / bf16x2: two halves in one 32-bit register
+
+    def __str__(self) -> str:
+        return "." + self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def ptx(self) -> str:
+        return "." + self.name
+
+    @property
+    def nbytes(self) -> float:
+        """Bytes per element; fractional for sub-byte types."""
+        return self.bits / 8
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("u", "s")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "s"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_pred(self) -> bool:
+        return self.kind == "pred"
+
+    @property
+    def can_declare(self) -> bool:
+        """True if `.reg <type>` is legal for this type."""
+        return not self.packed
+
+    def bits_type(self) -> "ScalarType":
+        return BY_NAME[f"b{self.bits}"] if self.kind != "pred" else self
+
+    def as_unsigned(self) -> "ScalarType":
+        return BY_NAME[f"u{self.bits}"] if self.kind in ("u", "s", "b") else self
+
+    def as_signed(self) -> "ScalarType":
+        return BY_NAME[f"s{self.bits}"] if self.kind in ("u", "s", "b") else self
+
+
+def _t(name, bits, kind, packed=False, lanes=1):
+    return ScalarType(name, bits, kind, packed, lanes)
+
+
+pred = _t("pred", 1, "pred")
+b8, b16, b32, b64, b128 = (_t(f"b{n}", n, "b") for n in (8, 16, 32, 64, 128))
+u8, u16, u32, u64 = (_t(f"u{n}", n, "u") for n in (8, 16, 32, 64))
+s8, s16, s32, s64 = (_t(f"s{n}", n, "s") for n in (8, 16, 32, 64))
+f16, f32, f64 = _t("f16", 16, "f"), _t("f32", 32, "f"), _t("f64", 64, "f")
+bf16 = _t("bf16", 16, "f")
+f16x2 = _t("f16x2", 32, "f", lanes=2)
+bf16x2 = _t("bf16x2", 32, "f", lanes=2)
+tf32 = _t("tf32", 32, "f", packed=True)  # only as an mma operand format
+s4, u4 = _t("s4", 4, "s", packed=True), _t("u4", 4, "u", packed=True)
+b1 = _t("b1", 1, "b", packed=True)
+
+ALL = (pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
+       f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1)
+BY_NAME = {t.name: t for t in ALL}
+
+#: Types a register may be declared with (PTX allows 8-bit registers too).
+REGISTER_TYPES = tuple(t for t in ALL if t.can_declare and t is not b128)
+
+# numpy dtype <-> PTX type, for parameters and arrays.
+_NUMPY = {
+    "u8": np.uint8, "u16": np.uint16, "u32": np.uint32, "u64": np.uint64,
+    "s8": np.int8, "s16": np.int16, "s32": np.int32, "s64": np.int64,
+    "b8": np.uint8, "b16": np.uint16, "b32": np.uint32, "b64": np.uint64,
+    "f16": np.float16, "f32": np.float32, "f64": np.float64,
+}
+
+
+def numpy_dtype(t: ScalarType) -> np.dtype:
+    """The numpy dtype that holds one value of `t` (packed types: their container byte)."""
+    if t.name in _NUMPY:
+        return np.dtype(_NUMPY[t.name])
+    if t in (s4, u4, b1):
+        return np.dtype(np.uint8)
+    if t is bf16:
+        return np.dtype(np.uint16)
+    raise ValueError(f"no numpy dtype for .{t.name}")
+
+
+def lookup(t: "ScalarType | str") -> ScalarType:
+    """Accept a ScalarType or its name ('u32', '.u32')."""
+    if isinstance(t, ScalarType):
+        return t
+    if isinstance(t, str):
+        key = t.lstrip(".")
+        if key in BY_NAME:
+            return BY_NAME[key]
+    raise ValueError(f"unknown PTX type {t!r}; known: {', '.join(sorted(BY_NAME))}")
+
+
+def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:
+    """PTX operand type-compatibility rule.
+
+    The register must have the instruction type's width; bit types go with
+    anything of that width, signed and unsigned integers go together, and
+    floats go with floats of the same name or with bit types.
+    """
+    if instr_type.is_pred or reg_type.is_pred:
+        return instr_type.is_pred and reg_type.is_pred
+    if instr_type.bits != reg_type.bits:
+        return False
+    if instr_type.kind == "b" or reg_type.kind == "b":
+        return True
+    if instr_type.is_int and reg_type.is_int:
+        return True
+    if instr_type.is_float and reg_type.is_float:
+        return instr_type.name == reg_type.name
+    return False

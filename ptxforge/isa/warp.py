@@ -1,0 +1,111 @@
+"""Warp-level data exchange and votes: shfl.sync, vote.sync, redux.sync, elect.sync, activemask."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from . import types as T
+from .instruction import check_dst, check_pred, check_value, make
+from .operands import Imm, PairDst, Reg
+from .targets import Requirement, V
+
+_PTXFORGE_INTERNAL = True
+
+SHFL_MODES = ("up", "down", "bfly", "idx")
+VOTE_MODES = ("all", "any", "uni", "ballot")
+REDUX_OPS = {"add": (T.u32, T.s32), "min": (T.u32, T.s32), "max": (T.u32, T.s32),
+             "and": (T.b32,), "or": (T.b32,), "xor": (T.b32,)}
+FULL = 0xFFFFFFFF
+
+
+@dataclass(frozen=True)
+class ShflInfo:
+    mode: str
+
+
+def _mask(m):
+    if isinstance(m, int):
+        if not 0 < m <= FULL:
+            raise ValidationError(f"member mask must be a non-zero 32-bit lane mask, got {m:#x}")
+        return Imm(m)
+    check_value(m, T.b32, "member mask", imm_ok=False)
+    return m
+
+
+def shfl(mode, d, a, b, c, mask=FULL, p=None):
+    if mode not in SHFL_MODES:
+        raise ValidationError(f"shfl mode must be one of {SHFL_MODES}, got {mode!r}")
+    check_dst(d, T.b32, "shfl destination")
+    check_value(a, T.b32, "shfl source")
+    check_value(b, T.u32, "shfl lane/offset")
+    check_value(c, T.u32, "shfl clamp/segment")
+    if isinstance(b, Imm) and not 0 <= b.value <= 31:
+        raise ValidationError(f"shfl lane/offset {b.value} is outside 0..31")
+    dst = d if p is None else PairDst(d, p)
+    return make("shfl", ("shfl", "sync", mode, "b32"), (dst, a, b, c, _mask(mask)), n_dst=1, type=T.b32,
+                info=ShflInfo(mode), mods=(mode,))
+
+
+def vote(mode, d, p, mask=FULL):
+    if mode not in VOTE_MODES:
+        raise ValidationError(f"vote mode must be one of {VOTE_MODES}, got {mode!r}")
+    if mode == "ballot":
+        check_dst(d, T.b32, "vote.ballot destination")
+    else:
+        check_pred(d, f"vote.{mode} destination")
+    return make("vote", ("vote", "sync", mode, "b32" if mode == "ballot" else "pred"), (d, p, _mask(mask)),
+                n_dst=1, mods=(mode,))
+
+
+def redux(op, t, d, a, mask=FULL):
+    if op not in REDUX_OPS:
+        raise ValidationError(f"redux.sync op must be one of {tuple(REDUX_OPS)}, got {op!r}")
+    if t not in REDUX_OPS[op]:
+        raise ValidationError(f"redux.sync.{op} takes " + ", ".join("." + x.name for x in REDUX_OPS[op]))
+    check_dst(d, t, "redux destination")
+    check_value(a, t, "redux source", imm_ok=False)
+    return make("redux", ("redux", "sync", op, t.name), (d, a, _mask(mask)), n_dst=1, type=t,
+                req=Requirement(80, V("7.0")), mods=(op,))
+
+
+class WarpOps:
+    def shfl(self, mode, value, lane_or_offset, *, clamp=None, mask=FULL, dst=None, in_range=None, pred=None):
+        """shfl.sync.<mode>.b32.  `clamp` defaults to 31 for idx/bfly/down and 0 for up."""
+        if clamp is None:
+            clamp = 0 if mode == "up" else 31
+        d = self._dst(dst, T.b32)
+        p = self._val(in_range) if in_range is not None else None
+        if isinstance(mask, Reg):
+            mask = self._val(mask)
+        self.emit(shfl(mode, d, self._val(value, T.b32), self._val(lane_or_offset, T.u32), self._val(clamp, T.u32),
+                       mask, p), pred)
+        return d
+
+    def vote(self, mode, p, *, mask=FULL, dst=None, pred=None):
+        d = self._dst(dst, T.b32 if mode == "ballot" else T.pred)
+        self.emit(vote(mode, d, self._val(p), mask), pred)
+        return d
+
+    def redux(self, op, value, *, type=None, mask=FULL, dst=None, pred=None):
+        from .arith import infer_type
+        v = self._val(value)
+        t = infer_type(type, v)
+        if op in ("and", "or", "xor"):
+            t = t.bits_type()
+        d = self._dst(dst, t)
+        self.emit(redux(op, t, d, v, mask), pred)
+        return d
+
+    def elect_sync(self, *, mask=FULL, dst=None):
+        """elect.sync (sm_90): a predicate true in exactly one active lane."""
+        p = self._dst(dst, T.pred)
+        from .operands import DISCARD
+        self.emit(make("elect", ("elect", "sync"), (PairDst(DISCARD, p), _mask(mask)), n_dst=1,
+                       req=Requirement(90, V("8.0"))))
+        return p
+
+    def activemask(self, *, dst=None):
+        d = self._dst(dst, T.b32)
+        self.emit(make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2"))))
+        return d

@@ -1,0 +1,59 @@
+"""The `ptxforge` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .errors import PtxforgeError
+
+
+def _cmd_assemble(args) -> int:
+    from .assembler import assemble
+    with open(args.file) as f:
+        ptx = f.read()
+    r = assemble(ptx, args.arch, backend=args.backend)
+    print(r.report())
+    if args.sass:
+        for op, n in sorted(r.sass_opcodes().items()):
+            print(f"  {n:5d}  {op}")
+    return 0
+
+
+def _cmd_targets(args) -> int:
+    from .assembler import available_backends, backend_ptx_cap
+    from .isa.targets import SUPPORTED_TARGETS, Target
+    for name in SUPPORTED_TARGETS:
+        t = Target.parse(name)
+        s4 = "native" if t.mma_s4_native else "emulated by ptxas (slow)"
+        print(f"{name:8s} least PTX ISA {t.min_ptx}   mma.sync s4/u4: {s4}")
+    for be in available_backends():
+        print(f"assembler {be}: accepts PTX ISA up to {backend_ptx_cap(be)}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="ptxforge", description="Write, check, assemble and run PTX from Python.")
+    sub = p.add_subparsers(dest="command", required=True)
+    a = sub.add_parser("assemble", help="assemble a PTX file offline and report resources (or mapped errors)")
+    a.add_argument("file")
+    a.add_argument("--arch", default=None, help="sm_80, sm_90, sm_90a ... (default: the file's .target)")
+    a.add_argument("--backend", default="auto", choices=("auto", "nvjitlink", "ptxas"))
+    a.add_argument("--sass", action="store_true", help="also list SASS opcode counts")
+    a.set_defaults(func=_cmd_assemble)
+    t = sub.add_parser("targets", help="list supported targets and assemblers")
+    t.set_defaults(func=_cmd_targets)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except PtxforgeError as e:
+        print(f"ptxforge: error: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

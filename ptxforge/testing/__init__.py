@@ -1,0 +1,9 @@
+"""Testing support for ptxforge users: Hypothesis strategies and GPU detection.
+
+`ptxforge.testing.strategies` holds Hypothesis strategies drawn from the same legal-form
+tables the validator uses; import them to property-test your own kernels.
+"""
+
+from .gpu import gpu_available, gpu_skip_reason, REQUIRE_GPU_ENV
+
+__all__ = ["gpu_available", "gpu_skip_reason", "REQUIRE_GPU_ENV"]

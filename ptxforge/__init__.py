@@ -14,6 +14,26 @@ from .builder import KernelBuilder, Kernel, Param
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
 
+# The runtime (driver, arrays, launches, timing) loads on first use, so `import ptxforge` stays fast
+# and works on machines without a GPU or driver.
+_RUNTIME_NAMES = frozenset({
+    "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
+    "benchmark", "Timing", "EventTimer", "device_info", "synchronize",
+})
+
+
+def __getattr__(name):
+    if name in _RUNTIME_NAMES or name == "runtime":
+        import importlib
+        runtime = importlib.import_module(".runtime", __name__)
+        return runtime if name == "runtime" else getattr(runtime, name)
+    raise AttributeError(f"module 'ptxforge' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | _RUNTIME_NAMES)
+
+
 __all__ = [
     "__version__", "KernelBuilder", "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
@@ -22,5 +42,6 @@ __all__ = [
     "KernelResources",
     "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
+    *sorted(_RUNTIME_NAMES),
 ]
 

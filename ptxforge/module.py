@@ -134,6 +134,11 @@ class Module:
                 return k
         raise ValidationError(f"no kernel '{name}' in module; kernels: " + ", ".join(k.name for k in self.kernels))
 
+    def load(self, **options):
+        """JIT-load on the GPU (cached): `module.load()["name"](grid, block, *args)`; see ptxforge.runtime.load."""
+        from .runtime import load
+        return load(self, **options)
+
     def instruction_count(self) -> int:
         return sum(len(k.instructions) for k in self.kernels)
 

@@ -1,0 +1,224 @@
+"""Arrays a kernel argument may be: numpy on the host, or GPU memory from anyone.
+
+Host arrays are copied to the device and back as their wrapper says:
+
+* ``In(a)``: copied to the device before the launch, not back;
+* ``Out(a)``: not copied in (the device buffer starts uninitialized), copied back after;
+* ``InOut(a)``: both.  A bare numpy array means ``InOut`` (``In`` when it is read-only).
+
+GPU arrays pass their address with no copy: ptxforge ``DeviceBuffer``s, anything with
+``__cuda_array_interface__`` (CuPy, torch, Numba) and anything with DLPack
+(``__dlpack__`` + ``__dlpack_device__``) on a CUDA device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..isa import types as T
+from ..isa.types import ScalarType
+from . import dlpack
+
+_PTXFORGE_INTERNAL = True
+
+
+# ---------------------------------------------------------------- element types
+
+@dataclass(frozen=True)
+class Elem:
+    """An array's element type: numpy's kind letter ('i', 'u', 'f', 'b', 'c'; 'bf' for bfloat) and width."""
+
+    kind: str
+    bits: int
+
+    @staticmethod
+    def of_dtype(dtype) -> "Elem":
+        dt = np.dtype(dtype)
+        return Elem(dt.kind, dt.itemsize * 8)
+
+    def __str__(self) -> str:
+        names = {"i": "int", "u": "uint", "f": "float", "bf": "bfloat", "c": "complex", "b": "bool"}
+        if self.kind == "b":
+            return "bool"
+        return f"{names.get(self.kind, self.kind)}{self.bits}"
+
+
+def accepts(pointee: ScalarType | None, elem: Elem) -> bool:
+    """Whether an array of `elem` may be passed for a pointer to `pointee`.
+
+    .b8 (the default pointee) means untyped memory and takes anything; wider .bN take any
+    element of that width.  Integers follow PTX's own rule that signed and unsigned of one
+    width are interchangeable.  Floats must match exactly.  Packed sub-byte types live in
+    bytes; bf16 may also arrive as its 16-bit container.
+    """
+    if pointee is None or pointee is T.b8:
+        return True
+    k, bits = elem.kind, elem.bits
+    if pointee.packed:
+        return k in "iub" and bits == 8
+    if pointee.kind == "b":
+        return bits == pointee.bits
+    if pointee.is_int:
+        return k in ("i", "u") and bits == pointee.bits
+    if pointee is T.bf16:
+        return (k == "bf" and bits == 16) or (k in ("i", "u") and bits == 16)
+    if pointee is T.f16x2:
+        return (k == "f" and bits == 16) or (k in ("i", "u") and bits == 32)
+    if pointee is T.bf16x2:
+        return (k == "bf" and bits == 16) or (k in ("i", "u") and bits in (16, 32))
+    if pointee.is_float:
+        return k == "f" and bits == pointee.bits
+    return False
+
+
+def expected_dtype(pointee: ScalarType | None) -> str:
+    """What to tell a user whose array did not match."""
+    if pointee is None or pointee is T.b8:
+        return "any"
+    if pointee.packed:
+        return f"8-bit integer bytes holding packed .{pointee.name}"
+    if pointee.kind == "b":
+        return f"any {pointee.bits}-bit type"
+    if pointee.is_int:
+        return f"int{pointee.bits} or uint{pointee.bits}"
+    if pointee is T.bf16:
+        return "bfloat16 (or its uint16 container)"
+    try:
+        return str(T.numpy_dtype(pointee))
+    except ValueError:
+        return f".{pointee.name}"
+
+
+# ---------------------------------------------------------------- host copy policy
+
+class HostArray:
+    """A numpy array with a copy policy (use the In / Out / InOut subclasses)."""
+
+    copy_in = True
+    copy_out = True
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        if not isinstance(array, np.ndarray):
+            raise LaunchError(f"{type(self).__name__}() wraps a numpy array, got {type(array).__name__}; "
+                              "GPU arrays are passed as they are")
+        if self.copy_out and not array.flags.writeable:
+            raise LaunchError(f"{type(self).__name__}() needs a writeable array: the result is copied back into it")
+        self.array = array
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(array of {self.array.shape} {self.array.dtype})"
+
+
+class In(HostArray):
+    """Copy this numpy array to the device before the launch; do not copy it back."""
+
+    copy_in, copy_out = True, False
+    __slots__ = ()
+
+
+class Out(HostArray):
+    """Copy this array back from the device after the launch (its device copy starts uninitialized)."""
+
+    copy_in, copy_out = False, True
+    __slots__ = ()
+
+
+class InOut(HostArray):
+    """Copy this numpy array to the device before the launch and back after it."""
+
+    copy_in, copy_out = True, True
+    __slots__ = ()
+
+
+def host_policy(obj) -> HostArray | None:
+    """The HostArray for a host-side argument (wrapped or bare numpy), else None."""
+    if isinstance(obj, HostArray):
+        return obj
+    if isinstance(obj, np.ndarray):
+        return InOut(obj) if obj.flags.writeable else In(obj)
+    return None
+
+
+# ---------------------------------------------------------------- device views
+
+@dataclass(frozen=True)
+class DeviceView:
+    """GPU memory handed to us by another library: address, element type, layout."""
+
+    ptr: int
+    shape: tuple
+    strides: tuple | None  # in bytes; None = C-contiguous
+    elem: Elem
+    stream: int | None = None  # the producer's stream to order against (CAI v3)
+    device_id: int | None = None
+    source: str = ""
+
+    @property
+    def contiguous(self) -> bool:
+        return c_contiguous(self.shape, self.strides, self.elem.bits // 8 or 1)
+
+
+def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
+    """Row-major and dense (dimensions of size 1 may carry any stride)."""
+    if strides_bytes is None:
+        return True
+    expect = itemsize
+    for n, s in zip(reversed(shape), reversed(strides_bytes)):
+        if n != 1 and s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def from_cuda_array_interface(obj, cai: dict) -> DeviceView:
+    try:
+        ptr, _readonly = cai["data"]
+        shape = tuple(int(n) for n in cai["shape"])
+        dt = np.dtype(cai["typestr"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise LaunchError(f"{type(obj).__name__}.__cuda_array_interface__ is malformed: {e}") from e
+    strides = cai.get("strides")
+    if strides is not None:
+        strides = tuple(int(s) for s in strides)
+    if cai.get("mask") is not None:
+        raise LaunchError(f"{type(obj).__name__} has a masked __cuda_array_interface__; masks are not supported")
+    return DeviceView(int(ptr or 0), shape, strides, Elem.of_dtype(dt), cai.get("stream"), None,
+                      "__cuda_array_interface__")
+
+
+def from_dlpack_info(obj, info: dlpack.DLPackInfo) -> DeviceView:
+    if info.lanes != 1:
+        raise LaunchError(f"{type(obj).__name__} has vector elements ({info.lanes} lanes); pass a scalar-typed view")
+    bits = info.bits
+    strides = None if info.strides is None else tuple(s * max(bits // 8, 1) for s in info.strides)
+    return DeviceView(info.ptr, info.shape, strides, Elem(info.kind, bits), None, info.device_id, "DLPack")
+
+
+def device_view(obj, stream_handle: int = 0):
+    """A DeviceView of a GPU array, a numpy array for a host DLPack producer, or None if `obj` is neither."""
+    cai = None
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:
+        pass
+    except Exception:
+        cai = None  # e.g. torch raises for bfloat16: DLPack below still describes it
+    if cai is not None:
+        return from_cuda_array_interface(obj, cai)
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        dev_type, _dev_id = obj.__dlpack_device__()
+        dev_type = int(dev_type)
+        if dev_type in (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST):
+            return np.from_dlpack(obj)
+        if dev_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
+            raise LaunchError(f"{type(obj).__name__} lives on a {dlpack.DEVICE_NAMES.get(dev_type, dev_type)} "
+                              "device; ptxforge launches read CUDA memory")
+        # Tell the producer which stream will use the data so it can order its pending work
+        # before it (DLPack: 1 means the legacy default stream).
+        capsule = obj.__dlpack__(stream=stream_handle if stream_handle else 1)
+        return from_dlpack_info(obj, dlpack.read_capsule(capsule))
+    return None

@@ -1,0 +1,283 @@
+"""KernelFunction: a loaded kernel you call like a function; BoundLaunch: one launch prepared once.
+
+    fn = pf.load(module)["saxpy"]
+    fn(grid, block, x, y, n, a, shared=0, stream=None)
+
+A call with only GPU memory and scalars is asynchronous, like a CUDA launch.  A call
+with host (numpy) arrays stages them through temporary device buffers and returns once
+the results are copied back.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import threading
+
+from . import driver as _drv
+from .driver import api, check, driver_error
+from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, check_grid, check_shared,
+                     fast_values, layout, resolve)
+from .memory import DeviceBuffer
+from .streams import stream_handle
+
+_PTXFORGE_INTERNAL = True
+
+#: CU_FUNC_ATTRIBUTE_* read after loading, by the name ptxforge exposes.
+FUNCTION_ATTRIBUTES = {
+    "registers": "CU_FUNC_ATTRIBUTE_NUM_REGS",
+    "static_shared": "CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES",
+    "local_bytes": "CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES",
+    "const_bytes": "CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES",
+    "max_threads_per_block": "CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK",
+    "max_dynamic_shared": "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES",
+    "ptx_version": "CU_FUNC_ATTRIBUTE_PTX_VERSION",
+    "binary_version": "CU_FUNC_ATTRIBUTE_BINARY_VERSION",
+}
+
+
+class _ArgBlob:
+    """A fixed host buffer holding the packed arguments, plus the void* array cuLaunchKernel reads.
+
+    kernelParams is handed to cuda.bindings as the integer address of a ctypes array of
+    pointers, each pointing at one argument's bytes inside the blob.  cuda.bindings passes an
+    int through as the `void**` unchanged, so no per-launch conversion of Python values
+    happens there, and the driver copies the bytes before cuLaunchKernel returns, so the blob
+    can be reused for the next launch.
+    """
+
+    __slots__ = ("buf", "argv", "addr", "packer")
+
+    def __init__(self, lay: ParamLayout):
+        self.packer = struct.Struct(lay.fmt)
+        self.buf = ctypes.create_string_buffer(max(lay.size, 1))
+        base = ctypes.addressof(self.buf)
+        n = len(lay.specs)
+        self.argv = (ctypes.c_void_p * max(n, 1))(*[base + s.offset for s in lay.specs])
+        self.addr = ctypes.addressof(self.argv) if n else 0
+
+    def fill(self, values) -> None:
+        self.packer.pack_into(self.buf, 0, *values)
+
+
+class KernelFunction:
+    """One kernel of a loaded module: its attributes, checks and launches."""
+
+    def __init__(self, module, name: str, handle, params, block_limit=None):
+        self.module = module
+        self.name = name
+        self._func = handle
+        self.params = tuple(params)
+        self.block_limit = block_limit
+        self.layout = layout(self.params)
+        d = api()
+        self.attributes = {}
+        for key, attr in FUNCTION_ATTRIBUTES.items():
+            enum = getattr(d.CUfunction_attribute, attr, None)
+            if enum is not None:
+                self.attributes[key] = int(check(d.cuFuncGetAttribute(enum, handle),
+                                                 f"cuFuncGetAttribute({attr}) of kernel '{name}'"))
+        self._limits: LaunchLimits = _drv.device_info().limits
+        self._blob = _ArgBlob(self.layout)
+        self._lock = threading.Lock()
+        self._configs: dict = {}
+
+    # ------------------------------------------------------------ attributes
+    registers = property(lambda self: self.attributes["registers"], doc="registers per thread")
+    static_shared = property(lambda self: self.attributes["static_shared"], doc="static shared memory, bytes")
+    local_bytes = property(lambda self: self.attributes["local_bytes"], doc="local memory per thread, bytes")
+    max_threads_per_block = property(lambda self: self.attributes["max_threads_per_block"],
+                                     doc="the largest block this compiled kernel can run")
+
+    def __repr__(self) -> str:
+        a = self.attributes
+        return (f"<KernelFunction {self.name}{self.layout.signature()}: {a.get('registers')} registers, "
+                f"{a.get('static_shared')} B static smem, {a.get('local_bytes')} B local, "
+                f"max {a.get('max_threads_per_block')} threads>")
+
+    # ------------------------------------------------------------ configuration
+    def _config(self, grid, block, shared) -> tuple:
+        try:
+            key = (grid, block, shared)
+            hit = self._configs.get(key)
+        except TypeError:  # lists are not hashable; validate every time
+            key, hit = None, None
+        if hit is not None:
+            return hit
+        g = as_dims(grid, "grid", self.name)
+        b = as_dims(block, "block", self.name)
+        lim = self._limits
+        check_grid(g, lim, kernel=self.name)
+        check_block(b, lim, kernel=self.name, block_limit=self.block_limit,
+                    max_threads=self.attributes.get("max_threads_per_block"))
+        static = self.attributes.get("static_shared", 0)
+        check_shared(shared, static, lim, kernel=self.name)
+        shared = int(shared)
+        self._allow_dynamic_shared(shared)
+        cfg = (*g, *b, shared)
+        if key is not None:
+            if len(self._configs) > 256:
+                self._configs.clear()
+            self._configs[key] = cfg
+        return cfg
+
+    def _allow_dynamic_shared(self, nbytes: int) -> None:
+        """Raise the kernel's dynamic shared memory limit when a launch asks for more (above 48 KB)."""
+        if nbytes <= self.attributes.get("max_dynamic_shared", 0):
+            return
+        d = api()
+        check(d.cuFuncSetAttribute(self._func, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                   nbytes),
+              f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) of kernel '{self.name}'")
+        self.attributes["max_dynamic_shared"] = nbytes
+
+    # ------------------------------------------------------------ launching
+    def _launch(self, cfg, stream: int, blob: _ArgBlob, values) -> None:
+        d = api()
+        with self._lock:
+            blob.fill(values)
+            err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6],
+                                    _stream_obj(stream), blob.addr, 0)
+        if err:
+            raise driver_error(err, f"cuLaunchKernel of '{self.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
+                                    f"{cfg[6]} B dynamic shared memory")
+
+    def __call__(self, grid, block, *args, shared: int = 0, stream=None) -> None:
+        """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream`."""
+        cfg = self._config(grid, block, shared)
+        s = stream_handle(stream) if stream is not None else 0
+        values = fast_values(self.layout, args)
+        if values is not None:
+            self._launch(cfg, s, self._blob, values)
+            return
+        r = resolve(self.layout, args, self.name, s)
+        if r.streams:
+            _wait_for_streams(r.streams, s)
+        if not r.transfers:
+            self._launch(cfg, s, self._blob, r.values)
+            return
+        staged = _stage_in(r, s)
+        try:
+            self._launch(cfg, s, self._blob, r.values)
+            _stage_out(staged, s)
+        finally:
+            for buf, _ in staged:
+                buf.free()
+
+    launch = __call__
+
+    def bind(self, grid, block, *args, shared: int = 0, stream=None) -> "BoundLaunch":
+        """Check and pack everything once; the returned BoundLaunch re-launches with one driver call.
+
+        Host arrays are copied to the device now (In/InOut); ``copy_back()`` fetches Out/InOut results.
+        """
+        cfg = self._config(grid, block, shared)
+        s = stream_handle(stream) if stream is not None else 0
+        r = resolve(self.layout, args, self.name, s)
+        if r.streams:
+            _wait_for_streams(r.streams, s)
+        staged = _stage_in(r, s) if r.transfers else []
+        return BoundLaunch(self, cfg, s, r, staged)
+
+
+class BoundLaunch:
+    """A launch prepared once (checked, staged, packed): ``launch()`` is a single cuLaunchKernel."""
+
+    def __init__(self, fn: KernelFunction, cfg: tuple, stream: int, resolved: Resolved, staged):
+        self.function = fn
+        self.config = cfg
+        self.stream = stream
+        self._resolved = resolved  # keeps producer arrays alive while this launch can run
+        self._staged = staged
+        self._blob = _ArgBlob(fn.layout)
+        self._blob.fill(resolved.values)
+        self._stream_obj = _stream_obj(stream)
+
+    @property
+    def grid(self) -> tuple:
+        return self.config[0:3]
+
+    @property
+    def block(self) -> tuple:
+        return self.config[3:6]
+
+    def launch(self) -> None:
+        c = self.config
+        err, = api().cuLaunchKernel(self.function._func, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+                                    self._stream_obj, self._blob.addr, 0)
+        if err:
+            raise driver_error(err, f"cuLaunchKernel of '{self.function.name}' (bound launch)")
+
+    __call__ = launch
+
+    def copy_back(self) -> None:
+        """Copy Out/InOut host arrays back from their device copies (waits for the stream)."""
+        _stage_out(self._staged, self.stream)
+
+    def close(self) -> None:
+        """Free the device copies of host arrays."""
+        for buf, _ in self._staged:
+            buf.free()
+        self._staged = []
+
+    def __enter__(self) -> "BoundLaunch":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- helpers
+
+_stream_objs: dict = {}
+
+
+def _stream_obj(handle: int):
+    """cuda.bindings' CUstream for a raw handle (kept, so hot loops do not rebuild it)."""
+    s = _stream_objs.get(handle)
+    if s is None:
+        s = api().CUstream(handle)
+        if len(_stream_objs) < 64:
+            _stream_objs[handle] = s
+    return s
+
+
+def _stage_in(r: Resolved, stream: int) -> list:
+    """Device copies of the host arrays; the same numpy array passed twice shares one copy."""
+    staged, by_array = [], {}
+    for t in r.transfers:
+        a = t.array
+        hit = by_array.get(id(a))
+        if hit is None:
+            buf = DeviceBuffer(shape=a.shape, dtype=a.dtype)
+            hit = (buf, t.policy)
+            by_array[id(a)] = hit
+            staged.append(hit)
+            if t.policy.copy_in:
+                buf.copy_from_host(a, stream=stream)
+        elif t.policy.copy_out and not hit[1].copy_out:
+            staged[staged.index(hit)] = hit = (hit[0], t.policy)
+            by_array[id(a)] = hit
+        r.values[t.index] = hit[0].ptr
+    return staged
+
+
+def _stage_out(staged, stream: int) -> None:
+    for buf, policy in staged:
+        if policy.copy_out:
+            buf.copy_to_host(policy.array, stream=stream)
+    if staged:  # In-only copies too: their buffers are freed next, so the kernel must be done with them
+        check(api().cuStreamSynchronize(_stream_obj(stream)), "cuStreamSynchronize")
+
+
+def _wait_for_streams(producers, stream: int) -> None:
+    """Order our stream after the producers' pending work (CUDA array interface v3 'stream')."""
+    d = api()
+    for p in set(producers):
+        ev = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
+        try:
+            check(d.cuEventRecord(ev, _stream_obj(int(p))), "cuEventRecord")
+            check(d.cuStreamWaitEvent(_stream_obj(stream), ev, 0), "cuStreamWaitEvent")
+        finally:
+            check(d.cuEventDestroy(ev), "cuEventDestroy")
+

@@ -1,0 +1,429 @@
+"""Launch checks and argument packing: pure Python, no GPU needed.
+
+Everything a launch can get wrong on the host side is caught here, before the driver sees
+it, with a message naming the kernel and the parameter: the argument count, what each
+argument may be, scalar ranges, dtypes against the pointee type, contiguity, block and
+grid shapes against the kernel's directives and the device, shared memory against the
+device limit.  Arguments are packed into one byte blob in the layout the parameter types
+give; `kernel.py` points cuLaunchKernel's kernelParams into it.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import struct
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..isa import types as T
+from ..isa.types import ScalarType
+from .arrays import DeviceView, Elem, HostArray, accepts, c_contiguous, device_view, expected_dtype, host_policy
+from .memory import DeviceBuffer
+
+_PTXFORGE_INTERNAL = True
+
+
+# ---------------------------------------------------------------- limits and shapes
+
+@dataclass(frozen=True)
+class LaunchLimits:
+    """Device limits a launch is checked against (defaults: every sm_80+ GPU)."""
+
+    max_threads_per_block: int = 1024
+    max_block: tuple = (1024, 1024, 64)
+    max_grid: tuple = (2**31 - 1, 65535, 65535)
+    max_shared_default: int = 48 * 1024  # dynamic + static without opting in
+    max_shared_optin: int = 48 * 1024  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+
+
+def as_dims(v, what: str, kernel: str = "") -> tuple:
+    """An int or 1..3 ints -> (x, y, z), each >= 1."""
+    where = f" for kernel '{kernel}'" if kernel else ""
+    if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+        v = (int(v),)
+    elif isinstance(v, (tuple, list)):
+        if not 1 <= len(v) <= 3 or not all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in v):
+            raise LaunchError(f"{what}{where} must be an int or a tuple of 1 to 3 ints, got {v!r}")
+        v = tuple(int(x) for x in v)
+    else:
+        raise LaunchError(f"{what}{where} must be an int or a tuple of 1 to 3 ints, got {type(v).__name__}")
+    if any(x < 1 for x in v):
+        raise LaunchError(f"{what}{where} must be positive in every dimension, got {v}")
+    return v + (1,) * (3 - len(v))
+
+
+def check_block(block: tuple, limits: LaunchLimits, *, kernel: str, block_limit=None,
+                max_threads: int | None = None) -> None:
+    """The CTA shape against the device, the kernel's .maxntid/.reqntid and its compiled limit."""
+    n = block[0] * block[1] * block[2]
+    for axis, b, m in zip("xyz", block, limits.max_block):
+        if b > m:
+            raise LaunchError(f"block {block} for kernel '{kernel}': {axis} = {b} exceeds the device limit {m}")
+    if n > limits.max_threads_per_block:
+        raise LaunchError(f"block {block} for kernel '{kernel}' has {n} threads; the device allows at most "
+                          f"{limits.max_threads_per_block}")
+    if block_limit is not None:
+        key, dims = block_limit
+        dims = tuple(dims) + (1,) * (3 - len(dims))
+        if key == "reqntid" and block != dims:
+            raise LaunchError(f"kernel '{kernel}' declares .reqntid {', '.join(map(str, dims))}: it must be "
+                              f"launched with exactly block {dims}, got {block}")
+        if key == "maxntid" and n > math.prod(dims):
+            raise LaunchError(f"block {block} for kernel '{kernel}' has {n} threads, but the kernel declares "
+                              f".maxntid {', '.join(map(str, dims))} (at most {math.prod(dims)} threads)")
+    if max_threads is not None and n > max_threads:
+        raise LaunchError(f"block {block} for kernel '{kernel}' has {n} threads; the compiled kernel allows at most "
+                          f"{max_threads} (its register use or directives limit it)")
+
+
+def check_grid(grid: tuple, limits: LaunchLimits, *, kernel: str) -> None:
+    for axis, g, m in zip("xyz", grid, limits.max_grid):
+        if g > m:
+            raise LaunchError(f"grid {grid} for kernel '{kernel}': {axis} = {g} exceeds the device limit {m}")
+
+
+def check_shared(dynamic: int, static: int, limits: LaunchLimits, *, kernel: str) -> None:
+    if isinstance(dynamic, bool) or not isinstance(dynamic, (int, np.integer)) or dynamic < 0:
+        raise LaunchError(f"shared= for kernel '{kernel}' must be a non-negative int of bytes, got {dynamic!r}")
+    total = int(dynamic) + static
+    if total > limits.max_shared_optin:
+        raise LaunchError(f"kernel '{kernel}' asks for {dynamic} bytes of dynamic shared memory on top of {static} "
+                          f"static ({total} in all); the device allows at most {limits.max_shared_optin} per block")
+
+
+# ---------------------------------------------------------------- parameter layout
+
+_CODES = {
+    "s8": "b", "u8": "B", "b8": "B", "s16": "h", "u16": "H", "b16": "H", "s32": "i", "u32": "I", "b32": "I",
+    "s64": "q", "u64": "Q", "b64": "Q", "f16": "e", "f32": "f", "f64": "d", "bf16": "H", "f16x2": "I",
+    "bf16x2": "I",
+}
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    """How one kernel parameter is taken from Python and laid out in the argument blob."""
+
+    index: int
+    name: str
+    type: ScalarType
+    kind: str  # "pointer", "address", "int", "bits", "float", "bf16", "pair", "bytes"
+    size: int
+    offset: int
+    code: str
+    pointee: ScalarType | None = None
+    hi: int = -1  # the largest int an "int"/"address" parameter takes (for the fast range check)
+
+    def describe(self) -> str:
+        if self.kind == "pointer":
+            return f"{self.name}: .{self.pointee.name if self.pointee else 'b8'}*"
+        if self.kind == "bytes":
+            return f"{self.name}: .b8[{self.size}]"
+        return f"{self.name}: .{self.type.name}"
+
+
+@dataclass(frozen=True)
+class ParamLayout:
+    specs: tuple
+    fmt: str
+    size: int
+    # per parameter: (fast kind, int upper bound, pointee, numpy dtypes seen to match it), see fast_values
+    fast: tuple = field(default=(), compare=False)
+
+    def signature(self) -> str:
+        return "(" + ", ".join(s.describe() for s in self.specs) + ")"
+
+
+def _kind(p) -> str:
+    t = p.type
+    if p.nbytes is not None:
+        return "bytes"
+    if p.is_pointer:
+        return "pointer"
+    if t.name in ("u64", "b64"):
+        return "address"  # a raw .u64 parameter: an int, or any array's address
+    if t.is_int:
+        return "int"
+    if t.kind == "b":
+        return "bits"
+    if t is T.bf16:
+        return "bf16"
+    if t.lanes == 2:
+        return "pair"
+    if t.is_float:
+        return "float"
+    raise LaunchError(f"parameter {p.name} has type .{t.name}, which a launch cannot pass")
+
+
+def layout(params) -> ParamLayout:
+    """Offsets and a struct format for a kernel's parameters (each aligned to its size or .align)."""
+    specs, fmt, off = [], "<", 0
+    for i, p in enumerate(params):
+        kind = _kind(p)
+        if kind == "bytes":
+            size, align, code = int(p.nbytes), int(p.align or 1), f"{int(p.nbytes)}s"
+        else:
+            size = p.type.bits // 8
+            align, code = size, _CODES[p.type.name]
+        pad = -off % align
+        if pad:
+            fmt += f"{pad}x"
+            off += pad
+        hi = (1 << (size * 8 - (1 if p.type.is_signed else 0))) - 1 if kind in ("int", "address") else -1
+        specs.append(ParamSpec(i, p.name, p.type, kind, size, off, code, p.pointee if p.is_pointer else None, hi))
+        fmt += code
+        off += size
+    fast = tuple((_FAST.get(s.kind, _SLOW) if not (s.kind == "float" and s.type is T.f16) else _SLOW, s.hi, s.pointee,
+                  set()) for s in specs)
+    return ParamLayout(tuple(specs), fmt, off, fast)
+
+
+_SLOW, _FAST_PTR, _FAST_INT, _FAST_FLOAT = 0, 1, 2, 3
+_F32_MAX = float(np.finfo(np.float32).max)
+_FAST = {"pointer": _FAST_PTR, "int": _FAST_INT, "address": _FAST_INT, "float": _FAST_FLOAT}
+
+
+def fast_values(lay: ParamLayout, args):
+    """The packed values when every argument is a DeviceBuffer, int or float that needs no further
+    thought (the common case of a launch in a loop); None sends the launch through resolve()."""
+    if len(args) != len(lay.fast):
+        return None
+    out = []
+    for (kind, hi, pointee, matching), v in zip(lay.fast, args):
+        tv = type(v)
+        if kind == _FAST_PTR:
+            if tv is not DeviceBuffer or not v._ptr:
+                return None
+            if v.dtype not in matching:
+                if not accepts(pointee, v.elem):
+                    return None
+                matching.add(v.dtype)
+            out.append(v._ptr)
+        elif kind == _FAST_INT:
+            if tv is not int or not 0 <= v <= hi:
+                return None
+            out.append(v)
+        elif kind == _FAST_FLOAT:
+            if (tv is not float and tv is not int) or not -_F32_MAX <= v <= _F32_MAX:
+                return None  # NaN, infinities and f32 overflow take the careful path
+            out.append(v)
+        else:
+            return None
+    return out
+
+
+# ---------------------------------------------------------------- scalar conversion
+
+def _is_int(v) -> bool:
+    return isinstance(v, (int, np.integer))
+
+
+def _scalar(v):
+    if isinstance(v, np.ndarray) and v.ndim == 0:
+        return v[()]
+    return v
+
+
+def _int_arg(spec: ParamSpec, v, kernel: str, signed_ok: bool) -> int:
+    v = _scalar(v)
+    if not _is_int(v):
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            v = int(v)
+        else:
+            raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' "
+                              f"takes an int, got {type(v).__name__} {v!r}")
+    v = int(v)
+    bits = spec.size * 8
+    if spec.type.is_signed:
+        lo, hi = -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    elif signed_ok:  # .bN: any bit pattern, written signed or unsigned
+        lo, hi = -(1 << (bits - 1)), (1 << bits) - 1
+    else:
+        lo, hi = 0, (1 << bits) - 1
+    if not lo <= v <= hi:
+        raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' is "
+                          f"{v}, outside [{lo}, {hi}]")
+    if not spec.type.is_signed and v < 0:
+        v += 1 << bits
+    return v
+
+
+def _float_arg(spec: ParamSpec, v, kernel: str) -> float:
+    v = _scalar(v)
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' "
+                          f"takes a number, got {type(v).__name__} {v!r}")
+    f = float(v)
+    if spec.kind == "float" and spec.size < 8 and math.isfinite(f):
+        try:
+            struct.pack("<" + spec.code, f)
+        except OverflowError:
+            raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' is "
+                              f"{f}, beyond the range of .{spec.type.name}") from None
+    return f
+
+
+def bf16_bits(x: float) -> int:
+    """Round a float to bfloat16 (nearest even) and return its 16 bits."""
+    u = int(np.array(x, dtype=np.float32).view(np.uint32))
+    if (u & 0x7F800000) == 0x7F800000 and u & 0x007FFFFF:
+        return 0x7FC0 | ((u >> 16) & 0x8000)  # NaN stays NaN
+    u += 0x7FFF + ((u >> 16) & 1)
+    return (u >> 16) & 0xFFFF
+
+
+def _half_bits(t, x) -> int:
+    if t is T.bf16x2:
+        return bf16_bits(x)
+    return int(np.array(x, dtype=np.float16).view(np.uint16))
+
+
+def _pair_arg(spec: ParamSpec, v, kernel: str) -> int:
+    v = _scalar(v)
+    if _is_int(v):
+        return _int_arg(spec, v, kernel, signed_ok=True)
+    if isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2:
+        lo, hi = (_float_arg(spec, x, kernel) for x in v)
+        return _half_bits(spec.type, lo) | (_half_bits(spec.type, hi) << 16)
+    raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' takes a pair "
+                      f"(low, high) of numbers or the raw 32 bits as an int, got {type(v).__name__}")
+
+
+def _bytes_arg(spec: ParamSpec, v, kernel: str) -> bytes:
+    getptr = getattr(v, "getPtr", None)
+    if callable(getptr) and not isinstance(v, (bytes, bytearray, memoryview, np.ndarray)):
+        import ctypes
+        return ctypes.string_at(int(getptr()), spec.size)  # cuda.bindings structs, e.g. CUtensorMap
+    try:
+        raw = bytes(memoryview(v).cast("B"))
+    except TypeError:
+        raise LaunchError(f"argument {spec.index} ({spec.name}: .b8[{spec.size}]) of kernel '{kernel}' takes "
+                          f"{spec.size} bytes (bytes, a buffer, or a cuda.bindings struct), got {type(v).__name__}")
+    if len(raw) != spec.size:
+        raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' takes exactly {spec.size} "
+                          f"bytes, got {len(raw)}")
+    return raw
+
+
+# ---------------------------------------------------------------- arguments
+
+@dataclass
+class HostTransfer:
+    """A host array to stage through a temporary device buffer around the launch."""
+
+    index: int
+    policy: HostArray
+
+    @property
+    def array(self) -> np.ndarray:
+        return self.policy.array
+
+
+@dataclass
+class Resolved:
+    """Arguments made ready: values to pack, host transfers to stage, producer streams to wait for."""
+
+    values: list
+    transfers: list
+    streams: list
+    keep: list
+
+
+@functools.lru_cache(maxsize=256)
+def _accepts(pointee, elem: Elem) -> bool:
+    return accepts(pointee, elem)
+
+
+def _check_array(spec: ParamSpec, elem: Elem, contiguous: bool, kernel: str, what: str) -> None:
+    if spec.kind == "pointer" and not _accepts(spec.pointee, elem):
+        raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' points to "
+                          f".{spec.pointee.name}, but the {what} holds {elem}; expected "
+                          f"{expected_dtype(spec.pointee)}")
+    if not contiguous:
+        raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}': the {what} is not "
+                          "C-contiguous; kernels see flat memory, so pass a contiguous copy")
+
+
+def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: int):
+    if isinstance(v, DeviceBuffer):
+        _check_array(spec, v.elem, True, kernel, "DeviceBuffer")
+        return v.ptr
+    pol = host_policy(v)
+    if pol is None and v is not None and not _is_int(v):
+        got = device_view(v, stream)
+        if isinstance(got, np.ndarray):  # a host-side DLPack producer (e.g. a CPU torch tensor)
+            pol = host_policy(got)
+            r.keep.append(v)
+        elif isinstance(got, DeviceView):
+            _check_array(spec, got.elem, got.contiguous, kernel, f"{type(v).__name__} ({got.source})")
+            if got.stream not in (None, stream) and not (got.stream == 1 and stream == 0):
+                r.streams.append(got.stream)
+            r.keep.append(v)
+            return got.ptr
+    if pol is not None:
+        a = pol.array
+        if a.dtype.hasobject:
+            raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' is an object array")
+        _check_array(spec, Elem.of_dtype(a.dtype), c_contiguous(a.shape, a.strides, a.itemsize), kernel,
+                     "numpy array")
+        r.transfers.append(HostTransfer(i, pol))
+        return 0  # filled in with the staging buffer's address
+    if v is None:
+        return 0
+    if _is_int(v) and not isinstance(v, bool):
+        v = int(v)
+        if not 0 <= v < 1 << 64:
+            raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}': address {v} is not a "
+                              "64-bit pointer")
+        return v
+    raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' is a pointer: pass a numpy array "
+                      "(In/Out/InOut to choose the copies), a DeviceBuffer, a GPU array (__cuda_array_interface__ "
+                      f"or DLPack) or an int address; got {type(v).__name__}")
+
+
+def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0) -> Resolved:
+    """Check every argument against its parameter and produce the values to pack."""
+    if len(args) != len(lay.specs):
+        raise LaunchError(f"kernel '{kernel}' takes {len(lay.specs)} argument(s) {lay.signature()}, "
+                          f"got {len(args)}")
+    r = Resolved([], [], [], [])
+    vals = r.values
+    for i, (spec, v) in enumerate(zip(lay.specs, args)):
+        k = spec.kind
+        if k == "pointer" or (k == "address" and not _is_int(v)):
+            vals.append(_pointer_arg(spec, v, kernel, stream, r, i))
+        elif k in ("int", "address"):
+            vals.append(_int_arg(spec, v, kernel, signed_ok=False))
+        elif k == "float":
+            vals.append(_float_arg(spec, v, kernel))
+        elif k == "bits":
+            vals.append(_bits_arg(spec, v, kernel))
+        elif k == "bf16":
+            vals.append(_bf16_arg(spec, v, kernel))
+        elif k == "pair":
+            vals.append(_pair_arg(spec, v, kernel))
+        else:
+            vals.append(_bytes_arg(spec, v, kernel))
+    return r
+
+
+def _bits_arg(spec: ParamSpec, v, kernel: str) -> int:
+    v = _scalar(v)
+    if isinstance(v, np.generic) and not isinstance(v, np.integer) and v.dtype.itemsize == spec.size:
+        return int(np.array(v).view(f"u{spec.size}"))  # the raw bits of a same-width numpy scalar
+    return _int_arg(spec, v, kernel, signed_ok=True)
+
+
+def _bf16_arg(spec: ParamSpec, v, kernel: str) -> int:
+    return bf16_bits(_float_arg(spec, v, kernel))
+
+
+def pack(lay: ParamLayout, values) -> bytes:
+    """The argument blob: every parameter's bytes at its offset, little-endian."""
+    try:
+        return struct.pack(lay.fmt, *values)
+    except struct.error as e:  # resolve() has range-checked everything, so this is a bug
+        raise LaunchError(f"cannot pack arguments {values!r} as {lay.fmt}: {e}") from e

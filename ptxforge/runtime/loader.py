@@ -1,0 +1,350 @@
+"""Load PTX on the GPU: the driver's linker makes a cubin (cached), the cubin becomes a module.
+
+``load(module)`` renders the module with its ``.version`` capped at what the installed
+driver accepts, checks the target against the device, and looks the result up in the
+in-process and disk caches.  On a miss the driver's own JIT compiles it
+(cuLinkCreate / cuLinkAddData(PTX) / cuLinkComplete, with error and info log buffers),
+so cached cubins are exactly what the driver would have produced.  A JIT failure raises
+JitError quoting the driver's log, each line mapped to the PTX line and the Python line
+that emitted it.  Every kernel symbol is then looked up, so a missing entry fails here
+and not at the first launch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import warnings
+import weakref
+from dataclasses import dataclass
+
+from ..errors import DriverError, JitError, TargetError
+from ..isa import types as T
+from ..isa.targets import PtxVersion, Target
+from . import cache as _cache
+from . import driver as _drv
+from .culink import link_ptx
+from .driver import api, check
+
+_PTXFORGE_INTERNAL = True
+
+#: Bytes reserved for each of the driver JIT's error and info logs.
+LOG_BYTES = 1 << 16
+
+
+class JitWarning(UserWarning):
+    """The driver's JIT compiled the PTX but warned about it."""
+
+
+@dataclass(frozen=True)
+class EntryDesc:
+    """What a launch needs to know about one kernel, from a Module or parsed from PTX text."""
+
+    name: str
+    params: tuple
+    block_limit: tuple | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """PTX ready to load: text, its version and target, its kernels, and the Module it came from."""
+
+    text: str
+    version: PtxVersion | None
+    target: Target | None
+    entries: tuple
+    module: object = None  # ptxforge Module, for mapping JIT errors to Python lines
+
+
+# ---------------------------------------------------------------- targets and versions
+
+def check_target(target: Target | None, compute_capability: tuple) -> None:
+    """A module must not target a newer GPU than the device; sm_XYa runs only on exactly X.Y."""
+    if target is None:
+        return
+    major, minor = compute_capability
+    sm = major * 10 + minor
+    if target.sm > sm:
+        raise TargetError(f"the module targets {target.name}, but the GPU is sm_{sm} (compute capability "
+                          f"{major}.{minor}); build it for sm_{sm} or older")
+    if target.arch_specific and target.sm != sm:
+        raise TargetError(f"the module targets {target.name}, whose arch-specific features run only on compute "
+                          f"capability {target.sm // 10}.{target.sm % 10}; the GPU is {major}.{minor}")
+
+
+def jit_target_name(target: Target | None, compute_capability: tuple) -> str:
+    """The SASS target the driver compiles for: the device's own, or the module's sm_XYa."""
+    if target is not None and target.arch_specific:
+        return target.name
+    major, minor = compute_capability
+    return f"sm_{major}{minor}"
+
+
+def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
+    """Turn a Module, KernelBuilder, Kernel or PTX text into a Source capped at `ptx_cap`."""
+    from ..builder import Kernel, KernelBuilder
+    from ..module import Module
+    if isinstance(obj, (KernelBuilder, Kernel)):
+        obj = Module([obj])
+    if isinstance(obj, Module):
+        try:
+            r = obj.render(cap=ptx_cap)
+        except TargetError as e:
+            raise TargetError(f"{e.message} (the installed driver's JIT accepts PTX ISA <= {ptx_cap})", e.loc) from e
+        entries = tuple(EntryDesc(k.name, tuple(k.params), k.block_limit) for k in obj.kernels)
+        return Source(r.text, r.version, obj.target, entries, obj)
+    if isinstance(obj, bytes):
+        obj = obj.decode()
+    if not isinstance(obj, str):
+        raise TypeError(f"load() takes a Module, a KernelBuilder or PTX text, got {type(obj).__name__}")
+    return source_of_text(obj, ptx_cap)
+
+
+def source_of_text(text: str, ptx_cap: PtxVersion | None) -> Source:
+    m = re.search(r"^\s*\.version\s+(\d+\.\d+)", text, re.M)
+    version = PtxVersion.parse(m.group(1)) if m else None
+    if version is not None and ptx_cap is not None and version > ptx_cap:
+        raise TargetError(f"the PTX says .version {version}, but the installed driver's JIT accepts at most {ptx_cap}")
+    m = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
+    target = None
+    if m:
+        try:
+            target = Target.parse(m.group(1))
+        except TargetError:
+            target = None  # an older target ptxforge does not model; the driver decides
+    return Source(text, version, target, parse_entries(text))
+
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*(\((.*?)\))?(.*?)\{", re.S)
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr(?:\.\w+)*(?:\s+\.align)?(?:\s+\d+)?\s+)?"
+                    r"([A-Za-z_$%][\w$]*)\s*(?:\[\s*(\d+)\s*\])?")
+_BLOCK = re.compile(r"\.(maxntid|reqntid)\s+(\d+(?:\s*,\s*\d+){0,2})")
+
+
+def parse_entries(text: str) -> tuple:
+    """The kernels of PTX text: names, parameters (as ptxforge Params) and .maxntid/.reqntid."""
+    from ..builder import Param
+    out = []
+    for m in _ENTRY.finditer(_COMMENTS.sub("", text)):
+        params = []
+        for p in _PARAM.finditer(m.group(3) or ""):
+            align, tname, pname, n = p.groups()
+            if n is not None:
+                params.append(Param(pname, T.b8, None, None, int(n), int(align) if align else None))
+            else:
+                params.append(Param(pname, T.lookup(tname), None, None, None, int(align) if align else None))
+        limit = None
+        b = _BLOCK.search(m.group(4) or "")
+        if b:
+            limit = (b.group(1), tuple(int(x) for x in b.group(2).split(",")))
+        out.append(EntryDesc(m.group(1), tuple(params), limit))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- JIT errors
+
+_DIAG = re.compile(r"line (\d+); (error|warning)\s*:\s*(.*)")
+
+
+def diagnostics(log: str):
+    """(PTX line, severity, message) for each diagnostic in a driver JIT log."""
+    return [(int(m.group(1)), m.group(2), m.group(3).strip()) for m in _DIAG.finditer(log)]
+
+
+def describe(src: Source, line: int) -> str:
+    if src.module is not None:
+        return src.module.describe_line(line, version=src.version)
+    lines = src.text.splitlines()
+    return f"PTX line {line}: {lines[line - 1].strip() if 0 < line <= len(lines) else '?'}"
+
+
+def jit_error(src: Source, target: str, code_name: str, error_log: str, info_log: str) -> JitError:
+    """A JitError quoting the driver's log, each diagnostic mapped to its PTX and Python lines."""
+    log = "\n".join(x for x in (error_log.strip(), info_log.strip()) if x)
+    diags = diagnostics(log)
+    parts = [f"the driver JIT rejected the PTX for {target} ({code_name}):"]
+    seen = set()
+    for line, sev, msg in diags:
+        if (line, sev, msg) in seen:
+            continue
+        seen.add((line, sev, msg))
+        parts.append(f"  {sev}: {msg}\n    {describe(src, line)}")
+    if not diags:
+        parts.append("  " + (log or "(the driver left its logs empty)").replace("\n", "\n  "))
+    if "UNSUPPORTED_PTX_VERSION" in code_name:
+        parts.append("  the driver is older than the PTX ISA version this module needs; update the driver or "
+                     "avoid the newer instructions")
+    return JitError("\n".join(parts), log=log, diagnostics=diags)
+
+
+def _warn_jit(src: Source, log: str) -> None:
+    diags = [d for d in diagnostics(log) if d[1] == "warning"]
+    if diags:
+        text = "\n".join(f"  warning: {msg}\n    {describe(src, line)}" for line, _, msg in diags)
+        warnings.warn(JitWarning("the driver JIT warned:\n" + text), stacklevel=4)
+
+
+# ---------------------------------------------------------------- compile and load
+
+def jit_options(max_registers: int | None = None, opt_level: int | None = None) -> tuple:
+    """The JIT options that change the cubin, as (name, value) pairs (part of the cache key)."""
+    opts = []
+    if max_registers is not None:
+        if not 16 <= int(max_registers) <= 255:
+            raise ValueError(f"max_registers must be in 16..255, got {max_registers}")
+        opts.append(("CU_JIT_MAX_REGISTERS", int(max_registers)))
+    if opt_level is not None:
+        if not 0 <= int(opt_level) <= 4:
+            raise ValueError(f"opt_level must be in 0..4, got {opt_level}")
+        opts.append(("CU_JIT_OPTIMIZATION_LEVEL", int(opt_level)))
+    return tuple(opts)
+
+
+def jit_link(src: Source, target: str, options: tuple = ()) -> tuple:
+    """Compile PTX to a cubin with the driver's linker; returns (cubin bytes, info log)."""
+    d = api()
+    opts = [(int(getattr(d.CUjit_option, name)), value) for name, value in options]
+    if target.endswith("a"):
+        enum = getattr(d.CUjit_target, f"CU_TARGET_COMPUTE_{target[3:-1]}A", None)
+        if enum is not None:
+            opts.append((int(d.CUjit_option.CU_JIT_TARGET), int(enum)))
+    res = link_ptx(src.text.encode() + b"\0", opts, LOG_BYTES)  # the driver reads PTX as a C string
+    if res.code:
+        try:
+            name = d.CUresult(res.code).name
+        except Exception:  # a code newer than these bindings
+            name = f"CUresult {res.code}"
+        raise jit_error(src, target, f"{name} from {res.step}", res.error_log, res.info_log)
+    _warn_jit(src, res.info_log + "\n" + res.error_log)
+    return res.cubin, res.info_log
+
+
+def _load_cubin(cubin: bytes):
+    return check(api().cuModuleLoadData(cubin), "cuModuleLoadData")
+
+
+class LoadedModule:
+    """A module on the GPU: its kernels by name (``m["saxpy"]``), the JIT log and where it came from."""
+
+    def __init__(self, handle, src: Source, *, key: str, jit_target: str, jit_log: str, origin: str, cubin: bytes):
+        from .kernel import KernelFunction
+        self._handle = handle
+        self.ptx = src.text
+        self.version = src.version
+        self.target = src.target
+        self.jit_target = jit_target
+        self.cache_key = key
+        self.jit_log = jit_log
+        self.origin = origin  # "jit" (compiled now) or "disk" (read from the cubin cache)
+        self.cubin = cubin
+        self.source_module = src.module
+        d = api()
+        self.functions = {}
+        for e in src.entries:
+            res = d.cuModuleGetFunction(handle, e.name.encode())
+            if res[0]:
+                raise JitError(f"kernel '{e.name}' is not in the loaded module ({getattr(res[0], 'name', res[0])}); "
+                               f"entries declared: {', '.join(x.name for x in src.entries)}")
+            self.functions[e.name] = KernelFunction(self, e.name, res[1], e.params, e.block_limit)
+
+    @property
+    def names(self) -> tuple:
+        return tuple(self.functions)
+
+    def __getitem__(self, name: str):
+        try:
+            return self.functions[name]
+        except KeyError:
+            raise KeyError(f"no kernel '{name}' in this module; kernels: {', '.join(self.functions)}") from None
+
+    def __contains__(self, name) -> bool:
+        return name in self.functions
+
+    def __iter__(self):
+        return iter(self.functions.values())
+
+    def __len__(self) -> int:
+        return len(self.functions)
+
+    def __call__(self, *args, **kwargs):
+        """Launch the module's only kernel (see KernelFunction.__call__)."""
+        if len(self.functions) != 1:
+            raise TypeError(f"this module has {len(self.functions)} kernels; pick one: module['name'](...)")
+        return next(iter(self.functions.values()))(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return (f"<LoadedModule {', '.join(self.functions)} for {self.jit_target}, PTX ISA {self.version}, "
+                f"from {self.origin}>")
+
+    def unload(self) -> None:
+        """Unload the module now (its kernels must not be launched afterwards)."""
+        if self._handle is not None:
+            check(api().cuModuleUnload(self._handle), "cuModuleUnload")
+            self._handle = None
+
+
+_prepared_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _prepared(source, info, options: tuple):
+    """(Source, JIT target, cache key); remembered per Module, so loading it again costs a dict lookup."""
+    from ..module import Module
+    memo_key = (info.ptx_cap, info.compute_capability, info.driver_version, options)
+    if isinstance(source, Module):
+        hit = _prepared_memo.get(source, {}).get(memo_key)
+        if hit is not None:
+            src, target, key = hit
+            return dataclasses.replace(src, module=source), target, key
+    src = source_of(source, info.ptx_cap)
+    check_target(src.target, info.compute_capability)
+    target = jit_target_name(src.target, info.compute_capability)
+    key = _cache.cache_key(src.text, target, options, info.driver_version)
+    if isinstance(source, Module):
+        # the memo must not refer to the Module, or the weak key would never be released
+        _prepared_memo.setdefault(source, {})[memo_key] = (dataclasses.replace(src, module=None), target, key)
+    return src, target, key
+
+
+def load(source, *, max_registers: int | None = None, opt_level: int | None = None,
+         cache: bool = True) -> LoadedModule:
+    """Load a Module (or KernelBuilder, Kernel, PTX text) on the GPU; returns its kernels by name.
+
+    `cache=False` skips both caches (always JIT-compiles, stores nothing).
+    """
+    ctx = _drv.context()
+    info = ctx.info
+    options = jit_options(max_registers, opt_level)
+    src, target, key = _prepared(source, info, options)
+    mkey = (key, int(ctx.ctx))
+    if cache:
+        hit = _cache.memory_get(mkey)
+        if hit is not None:
+            _cache.stats.memory_hits += 1
+            return hit
+    disk = _cache.disk_cache() if cache else None
+    handle = cubin = None
+    log, origin = "", "jit"
+    if disk is not None:
+        got = disk.get(key)
+        if got is not None:
+            cubin, meta = got
+            try:
+                handle = _load_cubin(cubin)
+                log, origin = str(meta.get("jit_log", "")), "disk"
+                _cache.stats.disk_hits += 1
+            except DriverError:  # intact file, but the driver refuses it: rebuild it
+                _cache.stats.corrupt += 1
+                disk.remove(key)
+                handle = cubin = None
+    if handle is None:
+        cubin, log = jit_link(src, target, options)
+        _cache.stats.compiles += 1
+        handle = _load_cubin(cubin)
+        if disk is not None:
+            disk.put(key, cubin, {"jit_log": log, "target": target, "ptx_version": str(src.version),
+                                  "kernels": [e.name for e in src.entries], "driver": info.driver_version})
+    lm = LoadedModule(handle, src, key=key, jit_target=target, jit_log=log, origin=origin, cubin=cubin)
+    if cache:
+        _cache.memory_put(mkey, lm)
+    return lm

@@ -1,0 +1,172 @@
+"""Timing GPU work with CUDA events: warm up, time many launches, report the median and spread."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import driver as _drv
+from .driver import api, check
+from .streams import stream_handle
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Per-launch times in microseconds, from CUDA events around each launch (or batch of launches)."""
+
+    samples_us: tuple
+    batch: int = 1
+
+    @property
+    def _a(self) -> np.ndarray:
+        return np.asarray(self.samples_us, dtype=np.float64)
+
+    @property
+    def repeat(self) -> int:
+        return len(self.samples_us)
+
+    @property
+    def median_us(self) -> float:
+        return float(np.median(self._a))
+
+    @property
+    def mean_us(self) -> float:
+        return float(self._a.mean())
+
+    @property
+    def min_us(self) -> float:
+        return float(self._a.min())
+
+    @property
+    def max_us(self) -> float:
+        return float(self._a.max())
+
+    @property
+    def q1_us(self) -> float:
+        return float(np.percentile(self._a, 25))
+
+    @property
+    def q3_us(self) -> float:
+        return float(np.percentile(self._a, 75))
+
+    @property
+    def iqr_us(self) -> float:
+        """Interquartile range: the spread of the middle half of the samples."""
+        return self.q3_us - self.q1_us
+
+    @property
+    def spread(self) -> float:
+        """IQR relative to the median (0.02 = the middle half lies within 2 % of the median)."""
+        m = self.median_us
+        return self.iqr_us / m if m else float("nan")
+
+    def as_dict(self) -> dict:
+        return {"median_us": self.median_us, "mean_us": self.mean_us, "min_us": self.min_us, "max_us": self.max_us,
+                "q1_us": self.q1_us, "q3_us": self.q3_us, "iqr_us": self.iqr_us, "repeat": self.repeat,
+                "batch": self.batch}
+
+    def __str__(self) -> str:
+        return (f"median {self.median_us:.2f} us (IQR {self.iqr_us:.2f} us, {100 * self.spread:.1f} %; "
+                f"min {self.min_us:.2f}, max {self.max_us:.2f}; {self.repeat} samples"
+                + (f" of {self.batch} launches" if self.batch > 1 else "") + ")")
+
+
+class _Events:
+    """A pool of timing events, destroyed together."""
+
+    def __init__(self, n: int):
+        d = api()
+        self.events = []
+        try:
+            for _ in range(n):
+                self.events.append(check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DEFAULT)), "cuEventCreate"))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        d = api()
+        events, self.events = self.events, []
+        for e in events:
+            check(d.cuEventDestroy(e), "cuEventDestroy")
+
+
+def _runner(target, args, kwargs, stream):
+    """(callable enqueuing one launch, object to close afterwards)."""
+    from .kernel import BoundLaunch, KernelFunction
+    if isinstance(target, KernelFunction):
+        bound = target.bind(*args, stream=stream, **kwargs)
+        return bound.launch, bound
+    if isinstance(target, BoundLaunch):
+        if args or kwargs:
+            raise TypeError("a BoundLaunch already has its arguments; call benchmark(bound) alone")
+        return target.launch, None
+    if not callable(target):
+        raise TypeError(f"benchmark() times a KernelFunction, a BoundLaunch or a callable, got {type(target).__name__}")
+    return (lambda: target(*args, **kwargs)), None
+
+
+def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1, stream=None, **kwargs) -> Timing:
+    """Time `target` with CUDA events on `stream`.
+
+    `target` is a KernelFunction (then `args` are ``grid, block, *kernel_args`` and `kwargs` may
+    hold ``shared=``; the launch is bound once, so host arrays are copied only once), a BoundLaunch,
+    or any callable that enqueues its GPU work on `stream`.  After `warmup` untimed calls,
+    `repeat` samples are taken, each an event pair around `batch` back-to-back calls; the sample
+    is the event time divided by `batch` (use batch > 1 for kernels of a few microseconds).
+    """
+    if repeat < 1 or batch < 1 or warmup < 0:
+        raise ValueError("benchmark needs repeat >= 1, batch >= 1 and warmup >= 0")
+    _drv.context()
+    d = api()
+    s = stream_handle(stream)
+    sobj = d.CUstream(s)
+    run, owned = _runner(target, args, kwargs, stream)
+    ev = _Events(2 * repeat)
+    try:
+        for _ in range(warmup):
+            run()
+        check(d.cuStreamSynchronize(sobj), "cuStreamSynchronize")
+        e = ev.events
+        for i in range(repeat):
+            check(d.cuEventRecord(e[2 * i], sobj), "cuEventRecord")
+            for _ in range(batch):
+                run()
+            check(d.cuEventRecord(e[2 * i + 1], sobj), "cuEventRecord")
+        check(d.cuEventSynchronize(e[-1]), "cuEventSynchronize")
+        ms = [check(d.cuEventElapsedTime(e[2 * i], e[2 * i + 1]), "cuEventElapsedTime") for i in range(repeat)]
+    finally:
+        ev.close()
+        if owned is not None:
+            owned.close()
+    return Timing(tuple(1000.0 * float(x) / batch for x in ms), batch)
+
+
+class EventTimer:
+    """Time a region of GPU work on a stream: ``with EventTimer(stream) as t: ...``; then ``t.elapsed_us``."""
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.elapsed_us: float | None = None
+        self._ev = None
+
+    def __enter__(self) -> "EventTimer":
+        _drv.context()
+        self._ev = _Events(2)
+        self._sobj = api().CUstream(stream_handle(self.stream))
+        check(api().cuEventRecord(self._ev.events[0], self._sobj), "cuEventRecord")
+        return self
+
+    def __exit__(self, exc_type, *exc) -> None:
+        d = api()
+        try:
+            if exc_type is None:
+                e0, e1 = self._ev.events
+                check(d.cuEventRecord(e1, self._sobj), "cuEventRecord")
+                check(d.cuEventSynchronize(e1), "cuEventSynchronize")
+                self.elapsed_us = 1000.0 * float(check(d.cuEventElapsedTime(e0, e1), "cuEventElapsedTime"))
+        finally:
+            self._ev.close()

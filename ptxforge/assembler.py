@@ -233,12 +233,18 @@ def _run_ptxas(ptx: str, target: Target, options):
             return True, f.read(), log
 
 
-_DIAG = re.compile(r"ptxas[^,\n]*?(?:ptx input|\.ptx), line (\d+); (error|warning)\s*:\s*(.*)")
+_DIAG = re.compile(r"ptxas[^,\n]*?(?:ptx input|\.ptx), line (\d+); (error|warning|fatal)\s*:\s*(.*)")
+# e.g. "ptxas warning : Program uses 32-bit address on line '14' which is conflicting with .address_size 64"
+_DIAG_ON_LINE = re.compile(r"ptxas (error|warning|fatal)\s*:\s*(.*\bon line '(\d+)'.*)")
+# a fatal message with no line ("32-Bit compilation is no longer supported"); the summary line is noise
+_FATAL = re.compile(r"ptxas fatal\s*:(.*)")
 
 
 def diagnostics(log: str):
-    """(line, severity, message) for each ptxas diagnostic in a log."""
-    return [(int(m.group(1)), m.group(2), m.group(3).strip()) for m in _DIAG.finditer(log)]
+    """(line, severity, message) for each ptxas diagnostic in a log that names a PTX line."""
+    out = [(int(m.group(1)), m.group(2), m.group(3).strip()) for m in _DIAG.finditer(log)]
+    out += [(int(m.group(3)), m.group(1), m.group(2).strip()) for m in _DIAG_ON_LINE.finditer(log)]
+    return sorted(out, key=lambda d: d[0])
 
 
 def _assembly_error(log, module, ptx, target, backend, version) -> AssemblyError:
@@ -253,6 +259,9 @@ def _assembly_error(log, module, ptx, target, backend, version) -> AssemblyError
         parts.append(f"  {sev}: {msg}\n    {where}")
     if not diags:
         parts.append("  " + (log.strip() or "(the assembler gave no message)").replace("\n", "\n  "))
+    else:
+        fatal = [m.group(1).strip() for m in _FATAL.finditer(log)]
+        parts += [f"  fatal: {msg}" for msg in fatal if msg and not msg.startswith("Ptx assembly aborted")]
     return AssemblyError("\n".join(parts), log=log, diagnostics=diags)
 
 
@@ -295,6 +304,7 @@ def disassembler() -> str | None:
     return find_tool("nvdisasm") or find_tool("cuobjdump")
 
 
+@functools.lru_cache(maxsize=32)  # per-kernel opcode counts disassemble the same cubin again
 def disassemble(cubin: bytes) -> str:
     tool = disassembler()
     if tool is None:

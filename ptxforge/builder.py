@@ -121,7 +121,7 @@ class Kernel:
     def requirements(self):
         """(Requirement, what) pairs for the version computation."""
         for ins in self.body:
-            if isinstance(ins, Instruction) and ins.req.min_ptx > V("7.0"):
+            if isinstance(ins, Instruction) and ins.req.min_ptx > _BASE_PTX:
                 yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:
@@ -147,6 +147,8 @@ class Kernel:
                 return p
         raise KeyError(name)
 
+
+_BASE_PTX = V("7.0")
 
 _DIRECTIVE_REQ = {
     "reqnctapercluster": Requirement(90, V("7.8")),
@@ -243,7 +245,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     # ------------------------------------------------------------------ registers
     def reg(self, type, name: str | None = None) -> Reg:
         """A new register of `type`; `name` makes it readable (`%name`, deduplicated)."""
-        t = T.lookup(type)
+        try:
+            t = T.lookup(type)
+        except PtxforgeError as e:
+            raise with_loc(e, caller_loc())
         if not t.can_declare:
             raise with_loc(ValidationError(
                 f".{t.name} is a packed type that exists only inside registers and memory; "
@@ -251,10 +256,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if name is None:
             base = _prefix(t)
             n = self._counters.get(base, 0)
-            while f"{base}{n}" in self._regs:
+            rname = base + str(n)
+            while rname in self._regs:
                 n += 1
+                rname = base + str(n)
             self._counters[base] = n + 1
-            rname = f"{base}{n}"
         else:
             if not _IDENT.match(name):
                 raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
@@ -283,6 +289,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def _val(self, x, t: ScalarType | None = None):
         """Coerce a Python value or operand for use in this kernel."""
+        if type(x) is Reg:  # the common case, without the isinstance chain
+            return x if x.owner == self.id else self._own(x)
         if isinstance(x, Reg):
             return self._own(x)
         if isinstance(x, Vec):
@@ -322,18 +330,22 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     # ------------------------------------------------------------------ emission
     def emit(self, ins: Instruction, pred=None) -> Instruction:
         """Append a prebuilt instruction (checked against the target and this kernel's registers)."""
-        if self._kernel is not None:
-            raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
         loc = caller_loc()
-        guard = self._guard(pred)
-        if guard is not None:
-            if ins.guard is not None:
-                raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
-            ins = ins.with_guard(guard)
         try:
-            ins.req.check(self.target, f"'{ins.mnemonic}'")
+            if self._kernel is not None:
+                raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
+            guard = self._guard(pred)
+            if guard is not None:
+                if ins.guard is not None:
+                    raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
+                ins = ins.with_guard(guard)
+            req, target = ins.req, self.target
+            if req.min_sm > target.sm or req.arch_specific:
+                req.check(target, f"'{ins.mnemonic}'")
+            me = self.id
             for r in ins.registers():
-                self._own(r)
+                if r.owner != me:
+                    self._own(r)
         except PtxforgeError as e:
             raise with_loc(e, loc)
         ins = ins.with_loc(loc)
@@ -616,11 +628,15 @@ def _check_align(align):
         raise ValidationError(f"alignment must be a power of two, got {align!r}")
 
 
+# These attach the caller's line themselves; they run for every instruction, so they skip the wrapper.
+_SELF_LOCATING = frozenset({"emit", "reg"})
+
+
 def _wrap_public_methods(cls):
     """Every public builder method reports errors at the caller's line."""
     import inspect
     for name in dir(cls):
-        if name.startswith("_"):
+        if name.startswith("_") or name in _SELF_LOCATING:
             continue
         attr = inspect.getattr_static(cls, name)
         if inspect.isfunction(attr):

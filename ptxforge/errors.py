@@ -6,6 +6,7 @@ instruction, when there is one) and, where it can, what would be legal.
 
 from __future__ import annotations
 
+import functools
 import linecache
 import os
 import sys
@@ -31,8 +32,13 @@ class SourceLoc:
 
 
 def _short(path: str) -> str:
+    return _short_from(path, os.getcwd())
+
+
+@functools.lru_cache(maxsize=4096)  # listings name the same few files on every line
+def _short_from(path: str, cwd: str) -> str:
     try:
-        rel = os.path.relpath(path)
+        rel = os.path.relpath(path, cwd)
     except ValueError:
         return path
     return rel if not rel.startswith("..") else path

@@ -13,7 +13,7 @@ from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
 from .operands import Reg, SpecialReg
-from .targets import Requirement, V
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -55,6 +55,34 @@ ARITH = {
     "cos": ArithForm("cos", (T.f32,), 1, (), ("approx", "ftz"), True),
 }
 
+
+def float_class(t: T.ScalarType) -> str:
+    """Modifier rules are shared by a float type and its packed pair (f16/f16x2, bf16/bf16x2)."""
+    return t.name[:-2] if t.name.endswith("x2") else t.name
+
+
+_SAME_ADD = {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
+             "bf16": (("rn",), ())}
+_SAME_ABS = {"f32": ((), ("ftz",)), "f64": ((), ()), "f16": ((), ("ftz",)), "bf16": ((), ())}
+_SAME_MIN = {"f32": ((), ("ftz", "NaN")), "f64": ((), ()), "f16": ((), ("ftz", "NaN")), "bf16": ((), ("NaN",))}
+_APPROX_F32 = {"f32": (("approx",), ("ftz",))}
+
+#: Float modifiers by opcode and type class: (rounding/approximation modes, flags).  Narrower
+#: than ``ArithForm.float_mods``: f64 has no .ftz/.sat, half types round only to nearest, bf16
+#: has no .ftz/.sat (as ptxas 13 enforces).
+FLOAT_MODS = {
+    "add": _SAME_ADD, "sub": _SAME_ADD, "mul": _SAME_ADD,
+    "mad": {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())},
+    "fma": {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
+            "bf16": (ROUND, ())},
+    "div": {"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())},
+    "abs": _SAME_ABS, "neg": _SAME_ABS, "min": _SAME_MIN, "max": _SAME_MIN,
+    "rcp": {"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND + ("approx",), ("ftz",))},
+    "sqrt": {"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND, ())},
+    "rsqrt": {"f32": (("approx",), ("ftz",)), "f64": (("approx",), ("ftz",))},
+    "ex2": _APPROX_F32, "lg2": _APPROX_F32, "sin": _APPROX_F32, "cos": _APPROX_F32,
+}
+
 _DEFAULT_FLOAT_MODE = {"mad": "rn", "fma": "rn", "div": "rn", "rcp": "rn", "sqrt": "rn",
                        "rsqrt": "approx", "ex2": "approx", "lg2": "approx", "sin": "approx",
                        "cos": "approx"}
@@ -79,16 +107,27 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     if len(srcs) != form.arity:
         raise ValidationError(f"{opcode} takes {form.arity} source operand(s), got {len(srcs)}")
     mods = []
-    flags = tuple(flags)
+    flags = (flags,) if isinstance(flags, str) else tuple(flags)
     if t.is_float:
-        if mode is None:
-            mode = _DEFAULT_FLOAT_MODE.get(opcode) if (form.float_round_required and t in FLT) else None
-        for m in ((mode,) if mode else ()) + flags:
-            if m not in form.float_mods:
-                raise ValidationError(f"{opcode}.{t.name} does not take .{m}; allowed: "
-                                      + ", ".join("." + x for x in form.float_mods))
-        if opcode == "div" and t is T.f64 and mode in ("approx", "full"):
-            raise ValidationError("div.f64 takes a rounding mode (.rn/.rz/.rm/.rp), not .approx/.full")
+        modes, allowed_flags = FLOAT_MODS[opcode][float_class(t)]
+        if mode is not None and mode not in modes and mode in allowed_flags:
+            mode, flags = None, (mode,) + flags  # a lone flag passed as the mode: add(a, b, mode="ftz")
+        if mode is None and form.float_round_required:
+            mode = _DEFAULT_FLOAT_MODE.get(opcode)
+        if mode is not None and mode not in modes:
+            raise ValidationError(
+                f"{opcode}.{t.name} does not take .{mode}; "
+                + (f"modes: {', '.join('.' + x for x in modes)}" if modes else "it takes no rounding mode"))
+        for m in flags:
+            if m not in allowed_flags:
+                raise ValidationError(
+                    f"{opcode}.{t.name} does not take .{m}; "
+                    + (f"flags: {', '.join('.' + x for x in allowed_flags)}" if allowed_flags else "it takes no flags"))
+        if len(set(flags)) != len(flags):
+            raise ValidationError(f"{opcode}.{t.name}: repeated modifier in {flags}")
+        if opcode == "rcp" and t is T.f64 and mode == "approx" and "ftz" not in flags:
+            raise ValidationError("rcp.approx.f64 exists only with .ftz: pass flags=('ftz',) or use .rn")
+        flags = tuple(f for f in ("ftz", "sat", "NaN") if f in flags)  # PTX order
         mods = [m for m in ((mode,) if mode else ()) + flags]
     else:
         if opcode in ("mul", "mad"):
@@ -111,8 +150,8 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     check_dst(d, dt, f"{opcode} destination")
     for i, s in enumerate(srcs):
         src_t = dt if (opcode == "mad" and wide and i == 2) else t
-        check_value(s, src_t, f"{opcode} source {i + 1}")
-    req = Requirement()
+        check_value(s, src_t, f"{opcode} source {i + 1}", imm_ok=t not in HALF)
+    req = BASE
     if t in (T.bf16, T.bf16x2):
         req = Requirement(90 if opcode in ("add", "sub", "mul") else 80,
                           V("7.8") if opcode in ("add", "sub", "mul") else V("7.0"))
@@ -137,52 +176,59 @@ class ArithOps:
         self.emit(arith(opcode, t, d, srcs, mode, flags), pred)
         return d
 
-    def add(self, a, b, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("add", (a, b), type, mode, dst, pred)
+    # `flags` adds float modifiers beside the mode: flags=("ftz", "sat") -> add.rn.ftz.sat.f32
+    def add(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("add", (a, b), type, mode, dst, pred, flags)
 
-    def sub(self, a, b, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("sub", (a, b), type, mode, dst, pred)
+    def sub(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("sub", (a, b), type, mode, dst, pred, flags)
 
-    def mul(self, a, b, *, type=None, mode=None, dst=None, pred=None):
+    def mul(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
         """Integers: mode 'lo' (default), 'hi' or 'wide'; floats: rounding mode."""
-        return self._arith("mul", (a, b), type, mode, dst, pred)
+        return self._arith("mul", (a, b), type, mode, dst, pred, flags)
 
-    def mad(self, a, b, c, *, type=None, mode=None, dst=None, pred=None):
+    def mad(self, a, b, c, *, type=None, mode=None, flags=(), dst=None, pred=None):
         """a*b + c.  Integers: mode 'lo' (default), 'hi' or 'wide' (c and d are double width)."""
-        return self._arith("mad", (a, b, c), type, mode, dst, pred)
+        return self._arith("mad", (a, b, c), type, mode, dst, pred, flags)
 
-    def fma(self, a, b, c, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("fma", (a, b, c), type, mode, dst, pred)
+    def fma(self, a, b, c, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("fma", (a, b, c), type, mode, dst, pred, flags)
 
-    def div(self, a, b, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("div", (a, b), type, mode, dst, pred)
+    def div(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("div", (a, b), type, mode, dst, pred, flags)
 
     def rem(self, a, b, *, type=None, dst=None, pred=None):
         return self._arith("rem", (a, b), type, None, dst, pred)
 
-    def abs(self, a, *, type=None, dst=None, pred=None):
-        return self._arith("abs", (a,), type, None, dst, pred)
+    def abs(self, a, *, type=None, flags=(), dst=None, pred=None):
+        return self._arith("abs", (a,), type, None, dst, pred, flags)
 
-    def neg(self, a, *, type=None, dst=None, pred=None):
-        return self._arith("neg", (a,), type, None, dst, pred)
+    def neg(self, a, *, type=None, flags=(), dst=None, pred=None):
+        return self._arith("neg", (a,), type, None, dst, pred, flags)
 
-    def min(self, a, b, *, type=None, dst=None, pred=None):
-        return self._arith("min", (a, b), type, None, dst, pred)
+    def min(self, a, b, *, type=None, flags=(), dst=None, pred=None):
+        return self._arith("min", (a, b), type, None, dst, pred, flags)
 
-    def max(self, a, b, *, type=None, dst=None, pred=None):
-        return self._arith("max", (a, b), type, None, dst, pred)
+    def max(self, a, b, *, type=None, flags=(), dst=None, pred=None):
+        return self._arith("max", (a, b), type, None, dst, pred, flags)
 
-    def rcp(self, a, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("rcp", (a,), type, mode, dst, pred)
+    def rcp(self, a, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("rcp", (a,), type, mode, dst, pred, flags)
 
-    def sqrt(self, a, *, type=None, mode=None, dst=None, pred=None):
-        return self._arith("sqrt", (a,), type, mode, dst, pred)
+    def sqrt(self, a, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        return self._arith("sqrt", (a,), type, mode, dst, pred, flags)
 
-    def rsqrt(self, a, *, type=None, dst=None, pred=None):
-        return self._arith("rsqrt", (a,), type, None, dst, pred)
+    def rsqrt(self, a, *, type=None, flags=(), dst=None, pred=None):
+        return self._arith("rsqrt", (a,), type, None, dst, pred, flags)
 
-    def ex2(self, a, *, dst=None, pred=None):
-        return self._arith("ex2", (a,), T.f32, None, dst, pred)
+    def ex2(self, a, *, flags=(), dst=None, pred=None):
+        return self._arith("ex2", (a,), T.f32, None, dst, pred, flags)
 
-    def lg2(self, a, *, dst=None, pred=None):
-        return self._arith("lg2", (a,), T.f32, None, dst, pred)
+    def lg2(self, a, *, flags=(), dst=None, pred=None):
+        return self._arith("lg2", (a,), T.f32, None, dst, pred, flags)
+
+    def sin(self, a, *, flags=(), dst=None, pred=None):
+        return self._arith("sin", (a,), T.f32, None, dst, pred, flags)
+
+    def cos(self, a, *, flags=(), dst=None, pred=None):
+        return self._arith("cos", (a,), T.f32, None, dst, pred, flags)

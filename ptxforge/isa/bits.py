@@ -29,6 +29,8 @@ def _types_msg(ts):
 
 
 def logic(opcode, t, d, srcs):
+    if opcode == "cnot" and t.is_pred:
+        raise ValidationError("cnot has no .pred form; use not.pred (or xor with 1)")
     if t not in LOGIC_TYPES:
         # integer registers are fine with a bit type of the same width
         bt = t.bits_type() if not t.is_float else None

@@ -77,8 +77,8 @@ def mov(t, d, a):
                     mods=("unpack",) if isinstance(d, Vec) else ("pack",))
     if t not in MOV_TYPES and t not in (T.bf16, T.f16x2, T.bf16x2):
         raise ValidationError(f"mov does not take .{t.name}")
-    if t in (T.bf16, T.bf16x2, T.f16x2):
-        t = t.bits_type()
+    if t in (T.f16, T.bf16, T.bf16x2, T.f16x2):
+        t = t.bits_type()  # ptxas has no mov.f16: half values move as bits
     check_dst(d, t, "mov destination")
     if isinstance(a, Symbol):
         if t not in (T.u32, T.u64, T.b32, T.b64, T.s32, T.s64):

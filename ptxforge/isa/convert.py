@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
-from .targets import Requirement, V
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -15,8 +15,19 @@ FLOAT_ROUND = ("rn", "rz", "rm", "rp")
 CVTA_SPACES = ("global", "shared", "local", "const", "param")
 
 
-def _rank(t):
-    return t.bits
+PACKED_ROUND = ("rn", "rz")  # f16x2/bf16x2 from two f32
+
+# bf16 conversions: only f32 <-> bf16 exist on sm_80; the rest (ints, f16, f64, bf16 -> bf16) need sm_90.
+_BF16_F32 = Requirement(80, V("7.0"))
+_F32_BF16 = Requirement(80, V("7.1"))
+_BF16_SM90 = Requirement(90, V("7.8"))
+
+
+def _range_covers(dt, st) -> bool:
+    """Whether every value of integer type st fits integer type dt (then .sat has nothing to clamp)."""
+    if dt.kind == st.kind:
+        return dt.bits >= st.bits
+    return dt.is_signed and dt.bits > st.bits
 
 
 def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
@@ -25,8 +36,10 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
         if st is not T.f32 or b is None:
             raise ValidationError(f"cvt to .{dt.name} packs two .f32 sources: cvt.rn.{dt.name}.f32 d, hi, lo")
         rnd = rnd or "rn"
-        if rnd not in FLOAT_ROUND:
-            raise ValidationError(f"cvt.{dt.name}.f32 takes a float rounding mode, got .{rnd}")
+        if rnd not in PACKED_ROUND:
+            raise ValidationError(f"cvt.{dt.name}.f32 rounds with .rn or .rz, not .{rnd}")
+        if sat or ftz:
+            raise ValidationError(f"cvt.{dt.name}.f32 takes no .sat/.ftz")
         check_dst(d, T.b32, "cvt destination")
         check_value(a, T.f32, "cvt source (high half)")
         check_value(b, T.f32, "cvt source (low half)")
@@ -35,24 +48,43 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
     for t in (dt, st):
         if t not in CVT_TYPES:
             raise ValidationError(f"cvt does not convert .{t.name}; types: " + ", ".join("." + x.name for x in CVT_TYPES))
+    what = f"cvt.{dt.name}.{st.name}"
     if dt.is_int and st.is_float:
         rnd = rnd or "rzi"
         if rnd not in INT_ROUND:
-            raise ValidationError(f"float-to-integer cvt needs an integer rounding mode {INT_ROUND}, got .{rnd}")
+            raise ValidationError(f"float-to-integer {what} needs an integer rounding mode {INT_ROUND}, got .{rnd}")
     elif dt.is_float and st.is_int:
         rnd = rnd or "rn"
         if rnd not in FLOAT_ROUND:
-            raise ValidationError(f"integer-to-float cvt needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
+            raise ValidationError(f"integer-to-float {what} needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
     elif dt.is_float and st.is_float:
         if dt.bits < st.bits or (dt.bits == st.bits and dt is not st):
             rnd = rnd or "rn"
             if rnd not in FLOAT_ROUND:
-                raise ValidationError(f"narrowing float cvt needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
-        elif rnd is not None and rnd not in INT_ROUND:
-            raise ValidationError(f"widening float cvt takes no float rounding mode (only {INT_ROUND}), got .{rnd}")
+                raise ValidationError(f"narrowing {what} needs a float rounding mode {FLOAT_ROUND}, got .{rnd}")
+        elif dt is st:
+            if rnd is not None and rnd not in INT_ROUND:
+                raise ValidationError(f"{what} rounds to an integral value ({', '.join(INT_ROUND)}) or not at all, "
+                                      f"not .{rnd}")
+        elif rnd is not None:
+            raise ValidationError(f"widening {what} is exact: it takes no rounding mode, got .{rnd}")
     elif rnd is not None:
-        raise ValidationError("integer-to-integer cvt takes no rounding mode")
-    req = Requirement(80, V("7.0")) if T.bf16 in (dt, st) else Requirement()
+        raise ValidationError(f"integer-to-integer {what} takes no rounding mode")
+    if ftz and T.f32 not in (dt, st):
+        raise ValidationError(f"{what}: .ftz applies only when the source or destination is .f32")
+    if sat:
+        if T.bf16 in (dt, st):
+            raise ValidationError(f"{what} takes no .sat")
+        if dt.is_int and st.is_int and _range_covers(dt, st):
+            raise ValidationError(f"{what}.sat: every .{st.name} value fits .{dt.name}, so ptxas refuses .sat here")
+    if T.bf16 not in (dt, st):
+        req = BASE
+    elif (dt, st) == (T.bf16, T.f32):
+        req = _BF16_F32
+    elif (dt, st) == (T.f32, T.bf16):
+        req = _BF16_SM90 if ftz else _F32_BF16
+    else:
+        req = _BF16_SM90
     check_dst(d, dt if dt is not T.bf16 else T.b16, "cvt destination", wide_ok=dt.is_int)
     check_value(a, st if st is not T.bf16 else T.b16, "cvt source", wide_ok=st.is_int)
     mods = tuple(m for m in (rnd, "ftz" if ftz else None, "sat" if sat else None) if m)
@@ -67,7 +99,7 @@ def cvta(d, a, space, to: bool):
     if space == "param":
         req = Requirement(80, V("7.7"))
     else:
-        req = Requirement()
+        req = BASE
     if size is T.u32 and space == "global":
         raise ValidationError("global addresses are 64-bit: cvta.global needs .u64 registers")
     check_dst(d, size, "cvta destination")

@@ -9,12 +9,12 @@ is a pure function of these fields.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import SourceLoc, ValidationError
 from . import types as T
-from .operands import Addr, Guard, Imm, Operand, Reg, SpecialReg, Symbol, Vec
+from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, Vec
 from .targets import BASE, Requirement
 from .types import ScalarType
 
@@ -39,16 +39,19 @@ class Instruction:
         head = self.mnemonic if self.guard is None else f"{self.guard} {self.mnemonic}"
         if not self.operands:
             return head + ";"
-        return f"{head:<15} " + ", ".join(str(o) for o in self.operands) + ";"
+        return f"{head:<15} " + ", ".join(map(str, self.operands)) + ";"
 
     def __str__(self) -> str:
         return self.render()
 
+    # Direct construction: dataclasses.replace() costs several times more on the emit path.
     def with_guard(self, guard: Guard | None) -> "Instruction":
-        return replace(self, guard=guard)
+        return Instruction(self.opcode, self.mnemonic, self.operands, self.n_dst, guard, self.req, self.info,
+                           self.mods, self.type, self.loc, self.comment)
 
     def with_loc(self, loc: SourceLoc | None) -> "Instruction":
-        return replace(self, loc=loc)
+        return Instruction(self.opcode, self.mnemonic, self.operands, self.n_dst, self.guard, self.req, self.info,
+                           self.mods, self.type, loc, self.comment)
 
     @property
     def dsts(self) -> tuple:
@@ -60,10 +63,24 @@ class Instruction:
 
     def registers(self):
         """Every register this instruction names (operands, address bases, guard)."""
+        out = []
         for op in self.operands:
-            yield from _regs_of(op)
+            cls = type(op)
+            if cls is Reg:  # the common cases first: this runs for every emitted instruction
+                out.append(op)
+            elif cls is Vec:
+                for r in op.regs:
+                    if type(r) is Reg:
+                        out.append(r)
+                    else:
+                        out.extend(_regs_of(r))
+            elif cls is Imm or cls is Label:
+                continue
+            else:
+                out.extend(_regs_of(op))
         if self.guard is not None:
-            yield self.guard.reg
+            out.append(self.guard.reg)
+        return out
 
 
 def _regs_of(op):
@@ -97,6 +114,8 @@ def describe(op) -> str:
 
 def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: bool = False) -> None:
     """An operand read or written as type `t`: a compatible register or (if allowed) an immediate."""
+    if type(op) is Reg and op.type is t:
+        return
     if isinstance(op, (Reg, SpecialReg)):
         rt = op.type
         if T.compatible(t, rt):
@@ -132,14 +151,14 @@ def check_pred(op, what: str) -> None:
         raise ValidationError(f"{what}: expected a .pred register, got {describe(op) if op is not None else None}")
 
 
-def check_vec(op, n: int, t: ScalarType, what: str, *, imm_ok: bool = False) -> Vec:
+def check_vec(op, n: int, t: ScalarType, what: str, *, imm_ok: bool = False, wide_ok: bool = False) -> Vec:
     """A brace list of exactly n registers, each compatible with t."""
     regs = op.regs if isinstance(op, Vec) else tuple(op) if isinstance(op, (list, tuple)) else (op,)
     if len(regs) != n:
         raise ValidationError(f"{what}: needs {n} register{'s' if n != 1 else ''} of .{t.name}, "
                               f"got {len(regs)}")
     for i, r in enumerate(regs):
-        check_value(r, t, f"{what}[{i}]", imm_ok=imm_ok)
+        check_value(r, t, f"{what}[{i}]", imm_ok=imm_ok, wide_ok=wide_ok)
     return op if isinstance(op, Vec) else Vec(tuple(regs))
 
 
@@ -177,6 +196,9 @@ def imm(value, t: ScalarType | None = None) -> Imm:
 
 def as_operand(x, t: ScalarType | None = None):
     """Python ints/floats become immediates; operands pass through."""
+    if isinstance(x, Imm) and x.type is None and t is not None and t.is_float:
+        # an untyped literal read by a float instruction must be spelled as a float (0f.../0d...)
+        return Imm(x.value, t)
     if isinstance(x, (Operand, Guard)):
         return x
     if isinstance(x, bool):
@@ -186,8 +208,17 @@ def as_operand(x, t: ScalarType | None = None):
     raise ValidationError(f"cannot use {x!r} ({type(x).__name__}) as a PTX operand")
 
 
+_MNEMONICS: dict = {}
+
+
 def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=(), type=None,
          guard=None) -> Instruction:
     """Build an Instruction whose mnemonic is the dot-joined parts (empty parts skipped)."""
-    mnemonic = ".".join(p.lstrip(".") for p in parts if p)
+    if parts.__class__ is not tuple:  # (`type` is a parameter here)
+        parts = tuple(parts)
+    mnemonic = _MNEMONICS.get(parts)
+    if mnemonic is None:
+        mnemonic = ".".join([p.lstrip(".") for p in parts if p])
+        if len(_MNEMONICS) < 65536:  # distinct forms are few; the bound only guards odd callers
+            _MNEMONICS[parts] = mnemonic
     return Instruction(opcode, mnemonic, tuple(operands), n_dst, guard, req, info, tuple(mods), type)

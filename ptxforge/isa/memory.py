@@ -1,7 +1,7 @@
-"""Memory: ld, st (scalar and vector, every state space), atom/red, ldmatrix, stmatrix.
+"""Memory: ld, st (scalar and vector, every state space), atom/red, prefetch, ldmatrix, stmatrix.
 
 Legal forms as data: `LDMATRIX_FORMS`, `STMATRIX_FORMS` (shape x count x trans ->
-registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`.
+registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`, `PREFETCH_LEVELS`.
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_dst, check_value, check_vec, make
 from .operands import Addr, Reg, Symbol, Vec
-from .targets import Requirement, V
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
 SPACES = ("global", "shared", "shared::cta", "local", "param", "const", "generic")
+# No .f16/.bf16: ptxas moves half values as .b16 (the builder maps them).
 LD_TYPES = (T.b8, T.b16, T.b32, T.b64, T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64,
-            T.f16, T.f32, T.f64, T.b128)
+            T.f32, T.f64, T.b128)
 CACHE_OPS = {"ld": ("ca", "cg", "cs", "lu", "cv"), "st": ("wb", "cg", "cs", "wt")}
 PREFETCH = ("L2::64B", "L2::128B", "L2::256B")
 EVICT = ("L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evict_last",
@@ -47,7 +48,7 @@ def _space_part(space):
 
 
 def _mem_req(space, t, hints):
-    req = Requirement()
+    req = BASE
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
     if t is T.b128:
@@ -55,6 +56,13 @@ def _mem_req(space, t, hints):
     if any(h in PREFETCH or h in EVICT for h in hints):
         req = req.merge(Requirement(80, V("7.4")))
     return req
+
+
+def _hint_space_check(hints, space, what):
+    # eviction priorities and L2 prefetch sizes steer the global-memory caches only
+    if hints and space not in ("global", "generic"):
+        raise ValidationError(f"{what}: cache hints {', '.join('.' + h for h in hints)} apply to .global "
+                              f"(or generic) addresses, not .{space}")
 
 
 def _vec_check(t, vec, what):
@@ -78,6 +86,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     for h in hints:
         if h not in PREFETCH + EVICT:
             raise ValidationError(f"unknown ld hint {h!r}; one of {PREFETCH + EVICT}")
+    _hint_space_check(hints, space, what)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
     wide = t.is_int or t.kind == "b"
     if vec == 1:
@@ -85,7 +94,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
             raise ValidationError(f"{what}: a scalar load has one destination register, got {len(d)}; pass vec=")
         check_dst(d, t, f"{what} destination", wide_ok=wide)
     else:
-        check_vec(d, vec, t, f"{what}.v{vec} destination")
+        check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
     parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
     return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints),
                 info=MemInfo(space, t, vec, nc, cop), mods=(space,))
@@ -103,16 +112,59 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
     for h in hints:
         if h not in EVICT:
             raise ValidationError(f"unknown st hint {h!r}; one of {EVICT}")
+    _hint_space_check(hints, space, what)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
     if vec == 1:
         if isinstance(v, Vec):
             raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
         check_value(v, t, f"{what} source", wide_ok=t.is_int or t.kind == "b")
     else:
-        check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True)
+        check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
     parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
     return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints),
                 info=MemInfo(space, t, vec, False, cop), mods=(space,))
+
+
+# ------------------------------------------------------------------ prefetch
+
+#: prefetch level -> (state spaces it may name, requirement); None is the generic space.
+PREFETCH_LEVELS = {
+    "L1": ((None, "global", "local"), BASE),
+    "L2": ((None, "global", "local"), BASE),
+    "L2::evict_last": (("global",), Requirement(80, V("7.4"))),
+    "L2::evict_normal": (("global",), Requirement(80, V("7.4"))),
+}
+#: prefetch.tensormap: the tensor map may be named by a generic, .const or .param address.
+TENSORMAP_SPACES = (None, "const", "param")
+REQ_TENSORMAP = Requirement(90, V("8.0"))
+
+
+@dataclass(frozen=True)
+class PrefetchInfo:
+    level: str  # "L1", "L2", "L2::evict_last", ... or "tensormap"
+    space: str | None
+
+
+def prefetch(addr, level="L2", space=None):
+    """prefetch{.space}.level [a]: bring a line into L1/L2 (a hint: no result, no fault)."""
+    if level not in PREFETCH_LEVELS:
+        raise ValidationError(f"prefetch level must be one of {tuple(PREFETCH_LEVELS)}, got {level!r}")
+    spaces, req = PREFETCH_LEVELS[level]
+    if space not in spaces:
+        raise ValidationError(f"prefetch.{level} takes the state spaces "
+                              + ", ".join("generic" if s is None else "." + s for s in spaces) + f", not {space!r}")
+    a = check_addr(addr, space or "generic", "prefetch")
+    return make("prefetch", ("prefetch", space, level), (a,), req=req, info=PrefetchInfo(level, space))
+
+
+def prefetch_tensormap(addr, space=None):
+    """prefetch{.const|.param}.tensormap [a] (sm_90): warm the TMA descriptor cache."""
+    if space not in TENSORMAP_SPACES:
+        raise ValidationError("prefetch.tensormap takes a generic, .const or .param address, not "
+                              f"{space!r}")
+    a = check_addr(addr, space or "generic", "prefetch.tensormap")
+    return make("prefetch", ("prefetch", space, "tensormap"), (a,), req=REQ_TENSORMAP,
+                info=PrefetchInfo("tensormap", space))
 
 
 # ------------------------------------------------------------------ atomics
@@ -198,11 +250,14 @@ STMATRIX_FORMS = tuple(
 )
 
 
+_MATRIX_BY_KEY = {(f.opcode, f.shape, f.num, f.trans, f.type): f for f in LDMATRIX_FORMS + STMATRIX_FORMS}
+
+
 def matrix_form(opcode, shape, num, trans, t) -> MatrixForm:
+    f = _MATRIX_BY_KEY.get((opcode, shape, num, bool(trans), t))
+    if f is not None:
+        return f
     table = LDMATRIX_FORMS if opcode == "ldmatrix" else STMATRIX_FORMS
-    for f in table:
-        if (f.shape, f.num, f.trans, f.type) == (shape, num, trans, t):
-            return f
     legal = sorted({f"{f.shape}.x{f.num}{'.trans' if f.trans else ''}.{f.type.name}" for f in table})
     raise ValidationError(f"{opcode}.{shape}.x{num}{'.trans' if trans else ''}.{t.name} is not a legal form; "
                           f"legal: {', '.join(legal)}")
@@ -229,6 +284,10 @@ def stmatrix(addr, v, num=4, trans=False, shape="m8n8", t=T.b16, space="shared")
     return make("stmatrix", parts, (a, v), n_dst=0, req=form.req, info=form, type=t, mods=(space,))
 
 
+_HALF_TYPES = (T.f16, T.bf16, T.f16x2, T.bf16x2)
+_BIT_OPS = ("and", "or", "xor", "exch", "cas")
+
+
 class MemoryOps:
     def _addr(self, addr, offset=0):
         a = self._val(addr)
@@ -246,9 +305,14 @@ class MemoryOps:
         """
         t = T.lookup(type)
         from ..builder import decl_type
+        reg_t = t
+        if t in _HALF_TYPES:
+            t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
-            if t.bits < 32 and (t.is_int or t.kind == "b"):
+            if reg_t is not t:
+                rt = decl_type(reg_t)
+            elif t.bits < 32 and (t.is_int or t.kind == "b"):
                 rt = T.lookup(f"{t.kind}32")
             else:
                 rt = decl_type(t)
@@ -278,15 +342,25 @@ class MemoryOps:
             t = T.lookup(type)
             v = self._val(value, t)
             vec = vec or 1
-        if t in (T.bf16, T.bf16x2, T.f16x2):
+        if t in _HALF_TYPES:
             t = t.bits_type()
         self.emit(st(t, self._addr(addr, offset), v, space, vec, cop, tuple(hints)), pred)
+
+    def prefetch(self, addr, *, level="L2", space="global", offset=0, pred=None):
+        """prefetch{.space}.level [addr]; space None (generic), 'global' or 'local'."""
+        self.emit(prefetch(self._addr(addr, offset), level, space), pred)
+
+    def prefetch_tensormap(self, tmap, *, space=None, pred=None):
+        """prefetch.tensormap [tmap] (sm_90): `tmap` is the generic address of a CUtensorMap (param_address)."""
+        self.emit(prefetch_tensormap(self._addr(tmap), space), pred)
 
     def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None):
         """Atomic read-modify-write; returns the old value."""
         v = self._val(value)
         from .arith import infer_type
         t = infer_type(type, v)
+        if op in _BIT_OPS and t.is_int:
+            t = t.bits_type()  # atom.and/or/xor/exch/cas exist only for bit types
         d = self._dst(dst, t)
         cas_new = None
         if op == "cas":
@@ -299,6 +373,8 @@ class MemoryOps:
         v = self._val(value)
         from .arith import infer_type
         t = infer_type(type, v)
+        if op in _BIT_OPS and t.is_int:
+            t = t.bits_type()
         self.emit(atom(op, t, None, self._addr(addr), self._val(v, t), None, space, reduce_only=True), pred)
 
     def ldmatrix(self, addr, *, num=4, trans=False, shape="m8n8", type=T.b16, space="shared", dst=None,

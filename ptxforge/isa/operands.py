@@ -131,7 +131,7 @@ class Addr(Operand):
         if self.offset > 0:
             return f"[{self.base}+{self.offset}]"
         if self.offset < 0:
-            return f"[{self.base}{self.offset}]"
+            return f"[{self.base}+{self.offset}]"  # ptxas reads [%r-8] as a syntax error
         return f"[{self.base}]"
 
     def __add__(self, delta: int) -> "Addr":

@@ -28,9 +28,11 @@ class BarInfo:
     kind: str  # "sync" / "arrive" / "warp"
     id: object
     count: object = None
+    aligned: bool = True  # bar.* is barrier.*.aligned: every thread of a warp executes the same barrier
 
 
-def bar(kind, bid=0, count=None):
+def bar(kind, bid=0, count=None, aligned=True):
+    """bar.sync/arrive (aligned) or barrier.sync/arrive (threads of a warp may reach it divergently)."""
     if kind not in ("sync", "arrive", "red"):
         raise ValidationError(f"bar kind must be sync or arrive, got {kind!r}")
     if isinstance(bid, int):
@@ -52,7 +54,8 @@ def bar(kind, bid=0, count=None):
         ops.append(count)
     elif kind == "arrive":
         raise ValidationError("bar.arrive needs a thread count (the number of threads that use the barrier)")
-    return make("bar", ("bar", kind), ops, info=BarInfo(kind, bid, count), mods=(kind,))
+    return make("bar", ("bar" if aligned else "barrier", kind), ops, info=BarInfo(kind, bid, count, aligned),
+                mods=(kind,) if aligned else (kind, "unaligned"))
 
 
 def bar_warp_sync(mask=0xFFFFFFFF):
@@ -181,14 +184,21 @@ def mbarrier_inval(addr, space="shared"):
 
 
 class SyncOps:
-    def bar_sync(self, bid=0, count=None, *, pred=None):
-        """CTA barrier `bar.sync id{, count}`; every thread named must reach it."""
-        self.emit(bar("sync", bid if isinstance(bid, int) else self._val(bid),
-                      count if count is None or isinstance(count, int) else self._val(count)), pred)
+    def bar_sync(self, bid=0, count=None, *, aligned=True, pred=None):
+        """CTA barrier `bar.sync id{, count}`; every thread named must reach it.
 
-    def bar_arrive(self, bid, count, *, pred=None):
+        `aligned=False` emits `barrier.sync`, which the threads of a warp may reach at different points.
+        """
+        self.emit(bar("sync", bid if isinstance(bid, int) else self._val(bid),
+                      count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
+
+    def bar_arrive(self, bid, count, *, aligned=True, pred=None):
         self.emit(bar("arrive", bid if isinstance(bid, int) else self._val(bid),
-                      count if isinstance(count, int) else self._val(count)), pred)
+                      count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
+
+    def barrier_sync(self, bid=0, count=None, *, pred=None):
+        """`barrier.sync id{, count}`: the non-aligned barrier (bar_sync(aligned=False))."""
+        self.bar_sync(bid, count, aligned=False, pred=pred)
 
     def bar_warp_sync(self, mask=0xFFFFFFFF, *, pred=None):
         self.emit(bar_warp_sync(mask if isinstance(mask, int) else self._val(mask)), pred)

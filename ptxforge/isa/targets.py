@@ -10,24 +10,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import total_ordering
 
 from ..errors import TargetError
 
 _PTXFORGE_INTERNAL = True
 
 
-@total_ordering
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)  # generated comparisons: the version walk runs once per instruction
 class PtxVersion:
     major: int
     minor: int
 
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}"
-
-    def __lt__(self, other: "PtxVersion") -> bool:
-        return (self.major, self.minor) < (other.major, other.minor)
 
     @staticmethod
     def parse(v: "PtxVersion | str | float | tuple") -> "PtxVersion":

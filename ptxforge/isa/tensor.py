@@ -246,6 +246,16 @@ def wgmma(form: WgmmaForm, d, a, b_desc, scale_d, satfinite=False):
     return make("wgmma", (".".join(parts),), ops, n_dst=1, req=form.req, info=form, type=form.d_type)
 
 
+def setmaxnreg(action: str, n: int):
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 n (sm_90a): move registers between warpgroups."""
+    if action not in ("inc", "dec"):
+        raise ValidationError(f"setmaxnreg action is 'inc' or 'dec', got {action!r}")
+    if not isinstance(n, int) or not 24 <= n <= 256 or n % 8:
+        raise ValidationError(f"setmaxnreg register count must be a multiple of 8 in 24..256, got {n!r}")
+    return make("setmaxnreg", ("setmaxnreg", action, "sync", "aligned", "u32"), (Imm(n),), req=REQ_WGMMA,
+                info=(action, n), mods=(action,))
+
+
 class TensorOps:
     def mma(self, a, b, c=0, *, shape, a_type, b_type=None, acc=None, satfinite=False, bitop=None, dst=None,
             pred=None):
@@ -279,6 +289,10 @@ class TensorOps:
 
     def wgmma_commit(self):
         self.emit(make("wgmma.commit_group", ("wgmma", "commit_group", "sync", "aligned"), req=REQ_WGMMA))
+
+    def setmaxnreg(self, action: str, n: int):
+        """Raise ('inc') or lower ('dec') this warpgroup's register budget to n (sm_90a)."""
+        self.emit(setmaxnreg(action, n))
 
     def wgmma_wait(self, n=0):
         self.emit(make("wgmma.wait_group", ("wgmma", "wait_group", "sync", "aligned"), (Imm(int(n)),), req=REQ_WGMMA,

@@ -15,8 +15,11 @@ import numpy as np
 _PTXFORGE_INTERNAL = True
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ScalarType:
+    """One PTX type.  Every type is a module-level singleton, so equality is identity (cheap on the
+    validation path, where types are looked up in legal-form tables); pickling keeps the singletons."""
+
     name: str
     bits: int
     kind: str  # "b", "u", "s", "f", "pred"
@@ -28,6 +31,9 @@ class ScalarType:
 
     def __repr__(self) -> str:
         return self.name
+
+    def __reduce__(self):
+        return lookup, (self.name,)
 
     @property
     def ptx(self) -> str:
@@ -120,7 +126,8 @@ def lookup(t: "ScalarType | str") -> ScalarType:
         key = t.lstrip(".")
         if key in BY_NAME:
             return BY_NAME[key]
-    raise ValueError(f"unknown PTX type {t!r}; known: {', '.join(sorted(BY_NAME))}")
+    from ..errors import ValidationError  # a ValueError too
+    raise ValidationError(f"unknown PTX type {t!r}; known: {', '.join(sorted(BY_NAME))}")
 
 
 def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:
@@ -130,14 +137,17 @@ def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:
     anything of that width, signed and unsigned integers go together, and
     floats go with floats of the same name or with bit types.
     """
-    if instr_type.is_pred or reg_type.is_pred:
-        return instr_type.is_pred and reg_type.is_pred
+    if instr_type is reg_type:
+        return True
+    ik, rk = instr_type.kind, reg_type.kind
+    if ik == "pred" or rk == "pred":
+        return ik == rk
     if instr_type.bits != reg_type.bits:
         return False
-    if instr_type.kind == "b" or reg_type.kind == "b":
+    if ik == "b" or rk == "b":
         return True
-    if instr_type.is_int and reg_type.is_int:
+    if ik in ("u", "s") and rk in ("u", "s"):
         return True
-    if instr_type.is_float and reg_type.is_float:
+    if ik == "f" and rk == "f":
         return instr_type.name == reg_type.name
     return False

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import Imm, PairDst, Reg
+from .operands import Imm, NegPred, PairDst, Reg
 from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -50,6 +50,7 @@ def shfl(mode, d, a, b, c, mask=FULL, p=None):
 def vote(mode, d, p, mask=FULL):
     if mode not in VOTE_MODES:
         raise ValidationError(f"vote mode must be one of {VOTE_MODES}, got {mode!r}")
+    check_pred(p.reg if isinstance(p, NegPred) else p, f"vote.{mode} source")
     if mode == "ballot":
         check_dst(d, T.b32, "vote.ballot destination")
     else:
@@ -84,7 +85,8 @@ class WarpOps:
 
     def vote(self, mode, p, *, mask=FULL, dst=None, pred=None):
         d = self._dst(dst, T.b32 if mode == "ballot" else T.pred)
-        self.emit(vote(mode, d, self._val(p), mask), pred)
+        g = self._guard(p)
+        self.emit(vote(mode, d, NegPred(g.reg) if g.negate else g.reg, mask), pred)
         return d
 
     def redux(self, op, value, *, type=None, mask=FULL, dst=None, pred=None):

@@ -1,0 +1,273 @@
+"""Candidate instructions enumerated from the ISA tables, filtered by the validator per target."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import warnings
+
+from ..errors import PtxforgeError
+from ..isa import types as T
+from ..isa.arith import ARITH, FLOAT_MODS, float_class
+from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
+from ..isa.bits import BITFIELD, LOGIC_TYPES, PRMT_MODES, SHIFT_TYPES
+from ..isa.control import MOV_TYPES, SELP_TYPES, SETP_TYPES, cmp_ops
+from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
+from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
+                          STMATRIX_FORMS)
+from ..isa.operands import SPECIAL_REGISTERS
+from ..isa.sync import FENCES
+from ..isa.targets import Target
+from ..isa.tensor import MMA_FORMS, WGMMA_N
+from ..isa.warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
+from .emit import ARITH_HAS_MODE, LOGIC_METHODS, emit_spec
+from .spec import FAMILIES, TARGETS, Scratch, Spec, spec
+
+
+def _subsets(items):
+    items = tuple(items)
+    return [c for n in range(len(items) + 1) for c in itertools.combinations(items, n)]
+
+
+def _arith_candidates():
+    out = []
+    for op, form in ARITH.items():
+        for t in form.types:
+            if t.is_float:
+                modes, flags = FLOAT_MODS[op][float_class(t)]
+                mode_opts = (None,) + tuple(modes) if op in ARITH_HAS_MODE else (None,)
+                for mode in mode_opts:
+                    for fl in _subsets(flags):
+                        out.append(spec("arith", op, type=t.name, mode=mode, flags=fl))
+            else:
+                modes = ("lo", "hi", "wide") if op in ("mul", "mad") else (None, "sat") if op in ("add", "sub") \
+                    else (None,)
+                for mode in modes:
+                    out.append(spec("arith", op, type=t.name, mode=mode, flags=()))
+    return out
+
+
+_INT_TYPES = (T.u16, T.u32, T.u64, T.s16, T.s32, T.s64)
+
+
+def _bits_candidates():
+    out = []
+    for op in LOGIC_METHODS:
+        for t in LOGIC_TYPES + _INT_TYPES:
+            out.append(spec("bits", op, type=t.name))
+    for op, types in SHIFT_TYPES.items():
+        for t in types + _INT_TYPES:
+            out.append(spec("bits", op, type=t.name))
+    out += [spec("bits", "lop3", lut=lut) for lut in (0x00, 0x96, 0xE8, 0xF0, 0xFF, 0x6A)]
+    out += [spec("bits", "prmt", mode=m) for m in (None,) + PRMT_MODES]
+    out += [spec("bits", "shf", direction=d, mode=m) for d in ("l", "r") for m in ("wrap", "clamp")]
+    for op, types in BITFIELD.items():
+        for t in types + (T.b32, T.u32, T.s64):
+            out.append(spec("bits", op, type=t.name))
+    return out
+
+
+def _control_candidates():
+    out = []
+    for t in SETP_TYPES:
+        for cmp in cmp_ops(t):
+            for combine in (None, "and", "or", "xor"):
+                for neg in ((False, True) if combine else (False,)):
+                    out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=neg))
+    out += [spec("control", "selp", type=t.name) for t in SELP_TYPES]
+    out += [spec("control", "mov", type=t.name) for t in MOV_TYPES + (T.f16x2, T.bf16, T.bf16x2)]
+    out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in ((32, 2), (64, 2), (64, 4))]
+    out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
+    out += [spec("control", "bra", uni=u) for u in (False, True)]
+    out += [spec("control", op) for op in ("ret", "exit")]
+    return out
+
+
+def _convert_candidates():
+    out = []
+    rounds = (None,) + INT_ROUND + FLOAT_ROUND
+    for dt in CVT_TYPES:
+        for st_ in CVT_TYPES:
+            for rnd in rounds:
+                for sat in (False, True):
+                    out.append(spec("convert", "cvt", to=dt.name, frm=st_.name, rnd=rnd, sat=sat, ftz=False))
+            if T.f32 in (dt, st_):
+                out.append(spec("convert", "cvt", to=dt.name, frm=st_.name, rnd=None, sat=False, ftz=True))
+    for dt in (T.f16x2, T.bf16x2):
+        for rnd in (None,) + FLOAT_ROUND:
+            out.append(spec("convert", "cvt", to=dt.name, frm="f32", rnd=rnd, sat=False, ftz=False))
+    out += [spec("convert", "cvta", space=sp, to=to) for sp in CVTA_SPACES for to in (True, False)]
+    return out
+
+
+_LD_SPACES = ("global", "shared", "shared::cta", "local", "generic")
+
+
+_MOD_TYPES = (T.u8, T.b16, T.b32, T.f32, T.u64, T.b128)  # cache modifiers are drawn with these
+
+
+def _memory_candidates():
+    out = []
+    for op in ("ld", "st"):
+        hint_opts = [(h,) for h in (PREFETCH + EVICT if op == "ld" else EVICT)]
+        for t in LD_TYPES + (T.f16, T.bf16):
+            for vec in (1, 2, 4):
+                for space in _LD_SPACES:
+                    out.append(spec("memory", op, type=t.name, vec=vec, space=space, cop=None, hints=(), nc=False))
+                    if t not in _MOD_TYPES or vec == 2:
+                        continue  # one modifier at a time, on a few types, keeps the list small
+                    for cop in CACHE_OPS[op]:
+                        out.append(spec("memory", op, type=t.name, vec=vec, space=space, cop=cop, hints=(),
+                                        nc=False))
+                    for hints in hint_opts:
+                        out.append(spec("memory", op, type=t.name, vec=vec, space=space, cop=None, hints=hints,
+                                        nc=False))
+                    if op == "ld":
+                        out.append(spec("memory", op, type=t.name, vec=vec, space=space, cop=None, hints=(),
+                                        nc=True))
+    for name in ("atom", "red"):
+        for aop, types in ATOM_OPS.items():
+            for t in types + (T.u32, T.s32):
+                for space in ("global", "shared", "generic"):
+                    out.append(spec("memory", name, atom_op=aop, type=t.name, space=space))
+    for f in LDMATRIX_FORMS:
+        for space in ("shared", "shared::cta", "generic"):
+            out.append(spec("memory", "ldmatrix", shape=f.shape, num=f.num, trans=f.trans, type=f.type.name,
+                            space=space))
+    for f in STMATRIX_FORMS:
+        for space in ("shared", "shared::cta", "generic"):
+            out.append(spec("memory", "stmatrix", shape=f.shape, num=f.num, trans=f.trans, type=f.type.name,
+                            space=space))
+    for level, (spaces, _) in PREFETCH_LEVELS.items():
+        for space in spaces:
+            out.append(spec("memory", "prefetch", level=level, space=space))
+    out += [spec("memory", "prefetch_tensormap", space=None)]
+    return out
+
+
+def _async_copy_candidates():
+    out = []
+    for cache, sizes in CP_ASYNC_SIZES.items():
+        for size in sizes:
+            for fill in (None, "imm", "reg", "ignore", "~ignore"):
+                for prefetch in (None,) + PREFETCH_SIZES:
+                    for policy in (False, True):
+                        out.append(spec("async_copy", "cp_async", cache=cache, size=size, fill=fill,
+                                        prefetch=prefetch, policy=policy))
+    out += [spec("async_copy", "commit"), spec("async_copy", "wait_all")]
+    out += [spec("async_copy", "mbarrier_arrive", noinc=b) for b in (False, True)]
+    out += [spec("async_copy", "createpolicy", level=lv, fraction=fr) for lv in CREATEPOLICY for fr in (1.0, 0.5)]
+    out += [spec("async_copy", "wait", n=0)]
+    out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
+    out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store") for d in range(1, 6)]
+    out += [spec("async_copy", "bulk_commit")]
+    out += [spec("async_copy", "bulk_wait", n=n, read=r) for n in (0, 1) for r in (False, True)]
+    return out
+
+
+def _sync_candidates():
+    out = []
+    for op in ("bar_sync", "bar_arrive"):
+        for count in ((None, 32, "reg") if op == "bar_sync" else (32, "reg")):
+            for bid in (0, None):
+                out.append(spec("sync", op, id=bid, count=count))
+    out += [spec("sync", "bar_warp_sync", mask=m) for m in (0xFFFFFFFF, 0x0000FFFF)]
+    out += [spec("sync", "fence", kind=kind) for kind in FENCES]
+    for space in ("shared", "shared::cta"):
+        out.append(spec("sync", "mbarrier_init", count=1, space=space))
+        out.append(spec("sync", "mbarrier_inval", space=space))
+        for discard in (False, True):
+            for release in (False, True):
+                out.append(spec("sync", "mbarrier_arrive", space=space, discard=discard, release=release))
+            out.append(spec("sync", "mbarrier_arrive", space=space, discard=discard, count=2))
+        out.append(spec("sync", "mbarrier_arrive", space=space, expect_tx=4096))
+        for parity in (True, False):
+            for op in ("mbarrier_test_wait", "mbarrier_try_wait"):
+                out.append(spec("sync", op, parity=parity, phase=0))
+    out += [spec("sync", "mbarrier_expect_tx", nbytes=64)]
+    out += [spec("sync", "nanosleep", ns=100), spec("sync", "nanosleep", ns=None)]
+    return out
+
+
+def _tensor_candidates():
+    out = []
+    for f in MMA_FORMS:
+        for sat in ((False, True) if f.satfinite else (False,)):
+            for c in ("zero", "regs", "inplace"):
+                out.append(spec("tensor", "mma", shape=f.shape, a_type=f.a_type.name, b_type=f.b_type.name,
+                                acc=f.c_type.name, bitop=f.bitop, satfinite=sat, c=c))
+    for n in WGMMA_N:
+        for a, b in (("s8", "s8"), ("s8", "u8"), ("u8", "u8"), ("f16", "f16"), ("bf16", "bf16")):
+            accs = ("s32",) if a in ("s8", "u8") else ("f32", "f16") if a == "f16" else ("f32",)
+            for acc in accs:
+                for a_regs in (False, True):
+                    out.append(spec("tensor", "wgmma", n=n, a_type=a, b_type=b, acc=acc, a_regs=a_regs))
+    out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
+    return out
+
+
+def _warp_candidates():
+    out = []
+    for mode in SHFL_MODES:
+        for t in ("b32", "u32", "f32"):
+            for in_range in (False, True):
+                out.append(spec("warp", "shfl", mode=mode, type=t, in_range=in_range, lane=1, mask=0xFFFFFFFF))
+    out += [spec("warp", "vote", mode=m, negate=n) for m in VOTE_MODES for n in (False, True)]
+    out += [spec("warp", "redux", redux_op=op, type=t.name) for op, ts in REDUX_OPS.items() for t in ts + (T.u32,)]
+    out += [spec("warp", "elect"), spec("warp", "activemask")]
+    return out
+
+
+_CANDIDATES = {
+    "arith": _arith_candidates, "bits": _bits_candidates, "control": _control_candidates,
+    "convert": _convert_candidates, "memory": _memory_candidates, "async_copy": _async_copy_candidates,
+    "sync": _sync_candidates, "tensor": _tensor_candidates, "warp": _warp_candidates,
+}
+
+
+def accepts(target, s: Spec) -> bool:
+    """Whether ptxforge accepts the spec for `target` (the validator is the filter)."""
+    try:
+        emit_spec(_probe(str(Target.parse(target))), s)
+    except PtxforgeError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=None)
+def _probe(target: str) -> Scratch:
+    return Scratch(target, "probe")
+
+
+@functools.lru_cache(maxsize=None)
+def legal_candidates(target: str, family: str) -> tuple:
+    """The table-enumerated specs of a family that ptxforge accepts for `target` (cached)."""
+    target = str(Target.parse(target))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # emulated-instruction warnings are expected here
+        return tuple(s for s in _CANDIDATES[family]() if accepts(target, s))
+
+
+def _too_new_for(target: str) -> list:
+    """Legal specs of newer targets that `target` does not have (its target checks must refuse them)."""
+    newer = [t for t in TARGETS if _is_newer(t, target)]
+    out = []
+    for fam in FAMILIES:
+        have = set(legal_candidates(target, fam))
+        for t in newer:
+            for s in legal_candidates(t, fam):
+                if s not in have:
+                    have.add(s)
+                    out.append(s)
+    return out
+
+
+def _is_newer(new: str, old: str) -> bool:
+    n, o = Target.parse(new), Target.parse(old)
+    return (n.sm, n.arch_specific) > (o.sm, o.arch_specific)
+
+
+@functools.lru_cache(maxsize=None)
+def too_new_candidates(target: str) -> tuple:
+    """Specs ptxforge accepts for some newer target but must refuse for `target` (cached)."""
+    return tuple(_too_new_for(str(Target.parse(target))))

@@ -1,0 +1,368 @@
+"""Emit a drawn `Spec` through the public KernelBuilder API, one family at a time."""
+
+from __future__ import annotations
+
+from ..builder import KernelBuilder
+from ..isa import types as T
+from ..isa.arith import ARITH
+from ..isa.bits import BITFIELD
+from ..isa.operands import Addr
+from ..isa.tensor import MMA_FORMS
+from ..module import Module
+from .spec import Scratch, Spec
+
+
+ARITH_HAS_MODE = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt"})
+ARITH_F32_ONLY = frozenset({"ex2", "lg2", "sin", "cos"})
+
+
+def _emit_arith(sc: Scratch, s: Spec):
+    k, t, op = sc.k, T.lookup(s["type"]), s.op
+    form = ARITH[op]
+    wide = s.get("mode") == "wide"
+    wide_t = T.lookup(f"{'s' if t.kind == 's' else 'u'}{t.bits * 2}") if wide and t.bits <= 32 else t
+    imm = s.get("imm")  # (position, value) or None
+    srcs = []
+    for i in range(form.arity):
+        src_t = wide_t if (op == "mad" and wide and i == 2) else t
+        srcs.append(imm[1] if imm is not None and imm[0] == i else sc.reg(src_t))
+    kw = {"pred": sc.guard(s.get("guard"))}
+    if op not in ARITH_F32_ONLY:
+        kw["type"] = t
+    if op in ARITH_HAS_MODE and s.get("mode") is not None:
+        kw["mode"] = s["mode"]
+    if s.get("flags"):
+        kw["flags"] = s["flags"]
+    getattr(k, op)(*srcs, **kw)
+
+
+LOGIC_METHODS = {"and": "and_", "or": "or_", "xor": "xor", "not": "not_", "cnot": "cnot"}
+
+
+def _emit_bits(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    imm = s.get("imm")
+    if op in LOGIC_METHODS:
+        t = T.lookup(s["type"])
+        n = 1 if op in ("not", "cnot") else 2
+        srcs = [imm if (imm is not None and i == n - 1 and not t.is_pred) else sc.reg(t) for i in range(n)]
+        getattr(k, LOGIC_METHODS[op])(*srcs, type=t, pred=g)
+    elif op in ("shl", "shr"):
+        t = T.lookup(s["type"])
+        k.shl(sc.reg(t), imm if imm is not None else sc.reg(T.u32), type=t, pred=g) if op == "shl" else \
+            k.shr(sc.reg(t), imm if imm is not None else sc.reg(T.u32), type=t, pred=g)
+    elif op == "lop3":
+        b = imm if imm is not None else sc.reg(T.b32)
+        k.lop3(sc.reg(T.b32), b, sc.reg(T.b32), s["lut"], pred=g)
+    elif op == "prmt":
+        sel = imm if imm is not None else sc.reg(T.b32)
+        k.prmt(sc.reg(T.b32), sc.reg(T.b32), sel, mode=s.get("mode"), pred=g)
+    elif op == "shf":
+        n = imm if imm is not None else sc.reg(T.u32)
+        k.shf(s["direction"], sc.reg(T.b32), sc.reg(T.b32), n, mode=s["mode"], pred=g)
+    elif op in BITFIELD:
+        t = T.lookup(s["type"])
+        pos = imm if imm is not None else sc.reg(T.u32)
+        if op == "bfe":
+            k.bfe(sc.reg(t), pos, sc.reg(T.u32), type=t, pred=g)
+        elif op == "bfi":
+            k.bfi(sc.reg(t), sc.reg(t), pos, sc.reg(T.u32), type=t, pred=g)
+        else:
+            getattr(k, op)(sc.reg(t), type=t, pred=g)
+    else:
+        raise ValueError(f"unknown bits op {op}")
+
+
+def _emit_control(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    imm = s.get("imm")
+    if op == "setp":
+        t = T.lookup(s["type"])
+        combine = None
+        if s.get("combine") is not None:
+            combine = (s["combine"], ~sc.p if s.get("negate") else sc.p)
+        k.setp(s["cmp"], sc.reg(t), imm if imm is not None else sc.reg(t), type=t, combine=combine, pred=g)
+    elif op == "selp":
+        t = T.lookup(s["type"])
+        k.selp(sc.reg(t), imm if imm is not None else sc.reg(t), sc.p, type=t, pred=g)
+    elif op == "mov":
+        t = T.lookup(s["type"])
+        k.mov(imm if imm is not None else sc.reg(t), type=t, pred=g)
+    elif op == "pack":
+        bits, parts = s["bits"], s["parts"]
+        k.mov(sc.regs(T.lookup(f"b{bits // parts}"), parts), type=T.lookup(f"b{bits}"), pred=g)
+    elif op == "unpack":
+        k.unpack(sc.reg(T.lookup(f"b{s['bits']}")), s["parts"], pred=g)
+    elif op == "sreg":
+        k.sreg(s["name"])
+    elif op == "bra":
+        lbl = k.label("fwd")
+        k.bra(lbl, pred=g, uni=s.get("uni", False))
+        k.place(lbl)
+    elif op in ("ret", "exit"):
+        getattr(k, op)(pred=sc.p if g is None else g)  # guarded, so the rest of the kernel stays reachable
+    else:
+        raise ValueError(f"unknown control op {op}")
+
+
+def _emit_convert(sc: Scratch, s: Spec):
+    k, g = sc.k, sc.guard(s.get("guard"))
+    if s.op == "cvt":
+        dt, st_ = T.lookup(s["to"]), T.lookup(s["frm"])
+        b = sc.reg(T.f32) if dt in (T.f16x2, T.bf16x2) else None
+        k.cvt(sc.reg(st_), dt, frm=st_, rnd=s.get("rnd"), sat=s.get("sat", False), ftz=s.get("ftz", False),
+              b=b, pred=g)
+    elif s.op == "cvta":
+        src = sc.reg(T.u64)
+        if s["to"]:
+            k.cvta(src, to=s["space"], pred=g)
+        else:
+            k.cvta(src, frm=s["space"], pred=g)
+    else:
+        raise ValueError(f"unknown convert op {s.op}")
+
+
+def _address(sc: Scratch, space):
+    """A base address for `space` (offsets are added by the spec)."""
+    if space in ("global",):
+        return sc.g
+    if space in ("generic", None):
+        return sc.g64
+    if space in ("shared", "shared::cta"):
+        return sc.s
+    if space == "local":
+        return sc.reg(T.u64)
+    if space in ("const", "param"):
+        return sc.reg(T.u64)
+    raise ValueError(space)
+
+
+def _emit_memory(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    if op in ("ld", "st"):
+        t, vec, space = T.lookup(s["type"]), s["vec"], s["space"]
+        addr = _address(sc, space)
+        off = s.get("offset", 0)
+        if op == "ld":
+            k.ld(addr, type=t, space=space, vec=vec, nc=s.get("nc", False), cop=s.get("cop"),
+                 hints=s.get("hints", ()), offset=off, pred=g)
+        else:
+            imm = s.get("imm")
+            reg_t = t if t.bits >= 32 or not (t.is_int or t.kind == "b") else T.lookup(f"{t.kind}32")
+            vals = [imm if imm is not None else sc.reg(reg_t) for _ in range(vec)]
+            k.st(addr, vals if vec > 1 else vals[0], type=t, space=space, cop=s.get("cop"),
+                 hints=s.get("hints", ()), offset=off, pred=g)
+    elif op in ("atom", "red"):
+        t, space = T.lookup(s["type"]), s["space"]
+        addr = _address(sc, space)
+        if op == "atom":
+            cmp = sc.reg(t) if s["atom_op"] == "cas" else None
+            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g)
+        else:
+            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g)
+    elif op == "ldmatrix":
+        space = s["space"]
+        addr = sc.g64 if space == "generic" else sc.s
+        k.ldmatrix(addr, num=s["num"], trans=s["trans"], shape=s["shape"], type=s["type"], space=space, pred=g)
+    elif op == "stmatrix":
+        space = s["space"]
+        addr = sc.g64 if space == "generic" else sc.s
+        n = s.get("regs", s["num"])
+        k.stmatrix(addr, sc.regs(T.b32, n), num=s["num"], trans=s["trans"], shape=s["shape"], type=s["type"],
+                   space=space, pred=g)
+    elif op == "prefetch":
+        space = s.get("space")
+        k.prefetch(_address(sc, space), level=s["level"], space=space, offset=s.get("offset", 0), pred=g)
+    elif op == "prefetch_tensormap":
+        k.prefetch_tensormap(sc.tmap(), space=s.get("space"), pred=g)
+    else:
+        raise ValueError(f"unknown memory op {op}")
+
+
+def _emit_async_copy(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    if op == "cp_async":
+        size = s["size"]
+        fill = s.get("fill")
+        kw = {}
+        if fill == "imm":
+            kw["src_size"] = s.get("src_size", size)
+        elif fill == "reg":
+            kw["src_size"] = sc.reg(T.u32)
+        elif fill == "ignore":
+            kw["ignore_src"] = sc.p
+        elif fill == "~ignore":
+            kw["ignore_src"] = ~sc.p
+        elif fill == "imm+ignore":  # illegal on purpose: both zero-fill forms
+            kw["src_size"], kw["ignore_src"] = s["src_size"], sc.p
+        if s.get("policy"):
+            kw["cache_policy"] = k.createpolicy()
+        dst = Addr(sc.s, s.get("dst_offset", 0))
+        src = Addr(sc.g, s.get("src_offset", 0))
+        k.cp_async(dst, src, size, cache=s.get("cache"), prefetch=s.get("prefetch"), pred=g, **kw)
+    elif op == "commit":
+        k.cp_async_commit(pred=g)
+    elif op == "wait":
+        k.cp_async_wait(s["n"])
+    elif op == "wait_all":
+        k.cp_async_wait_all()
+    elif op == "mbarrier_arrive":
+        k.cp_async_mbarrier_arrive(sc.mb, noinc=s["noinc"], pred=g)
+    elif op == "createpolicy":
+        k.createpolicy(s["level"], s["fraction"])
+    elif op == "bulk_copy":
+        size = s["size"] if s["size"] is not None else sc.reg(T.u32)
+        k.bulk_copy(sc.s, sc.g, size, sc.mb, pred=g)
+    elif op == "tensor_load":
+        coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
+        k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, pred=g)
+    elif op == "tensor_store":
+        coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
+        k.tensor_store(sc.tmap(), coords, sc.s, pred=g)
+    elif op == "bulk_commit":
+        k.bulk_commit(pred=g)
+    elif op == "bulk_wait":
+        k.bulk_wait(s["n"], read=s["read"], pred=g)
+    else:
+        raise ValueError(f"unknown async_copy op {op}")
+
+
+def _emit_sync(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    if op in ("bar_sync", "bar_arrive"):
+        bid = s["id"] if s["id"] is not None else sc.reg(T.u32)
+        count = s.get("count")
+        if count == "reg":
+            count = sc.reg(T.u32)
+        if op == "bar_sync":
+            k.bar_sync(bid, count, pred=g)
+        else:
+            k.bar_arrive(bid, count, pred=g)
+    elif op == "bar_warp_sync":
+        k.bar_warp_sync(s["mask"], pred=g)
+    elif op == "fence":
+        k.fence(s["kind"], pred=g)
+    elif op == "mbarrier_init":
+        k.mbarrier_init(sc.mb, s["count"], space=s["space"], pred=g)
+    elif op == "mbarrier_arrive":
+        k.mbarrier_arrive(sc.mb, count=s.get("count"), expect_tx=s.get("expect_tx"), space=s["space"],
+                          state="_" if s.get("discard") else None, release=s.get("release", False), pred=g)
+    elif op == "mbarrier_expect_tx":
+        k.mbarrier_expect_tx(sc.mb, s["nbytes"], pred=g)
+    elif op in ("mbarrier_test_wait", "mbarrier_try_wait"):
+        phase = s["phase"] if s["parity"] else sc.reg(T.b64)
+        if s["parity"] and phase is None:
+            phase = sc.reg(T.u32)
+        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g)
+    elif op == "mbarrier_inval":
+        k.mbarrier_inval(sc.mb, pred=g)
+    elif op == "nanosleep":
+        k.nanosleep(s["ns"] if s["ns"] is not None else sc.reg(T.u32), pred=g)
+    else:
+        raise ValueError(f"unknown sync op {op}")
+
+
+def _mma_form(s: Spec):
+    for f in MMA_FORMS:
+        if (f.shape, f.a_type.name, f.b_type.name, f.c_type.name, f.bitop) == (
+                s["shape"], s["a_type"], s["b_type"], s["acc"], s.get("bitop")):
+            return f
+    return None
+
+
+def _emit_tensor(sc: Scratch, s: Spec):
+    k, op = sc.k, s.op
+    if op == "mma":
+        f = _mma_form(s)
+        ft = f.frag_type if f is not None else T.b32
+        acc_t = f.acc_reg_type if f is not None else T.s32
+        n_a = s.get("a_regs", f.a_regs if f else 4)
+        n_b = s.get("b_regs", f.b_regs if f else 2)
+        n_c = s.get("c_regs", f.c_regs if f else 4)
+        a = sc.regs(T.lookup(s.get("frag_reg", ft.name)), n_a)
+        b = sc.regs(ft, n_b)
+        c = s["c"]
+        if c == "regs":
+            c = sc.regs(acc_t, n_c)
+        dst = None
+        if c == "inplace":
+            c = dst = sc.regs(acc_t, n_c)
+        k.mma(a, b, c, shape=s["shape"], a_type=s["a_type"], b_type=s["b_type"], acc=s["acc"],
+              satfinite=s.get("satfinite", False), bitop=s.get("bitop"), dst=dst,
+              pred=sc.guard(s.get("guard")))
+    elif op == "setmaxnreg":
+        k.setmaxnreg(s["action"], s["n"])
+    elif op == "wgmma":
+        a_t = T.lookup(s["a_type"])
+        acc = T.lookup(s["acc"])
+        n = s["n"]
+        d = sc.regs(T.f32 if acc is T.f32 else T.b32 if acc is T.f16 else T.s32,
+                    s.get("d_regs", n // 2 if acc is not T.f16 else n // 4))
+        a = sc.regs(T.b32, 4) if s["a_regs"] else sc.reg(T.b64)
+        k.wgmma_fence()
+        k.wgmma(a, sc.reg(T.b64), d, n=n, a_type=a_t, b_type=s["b_type"], acc=acc, scale_d=sc.p,
+                satfinite=s.get("satfinite", False))
+        k.wgmma_commit()
+        k.wgmma_wait(s.get("wait", 0))
+    else:
+        raise ValueError(f"unknown tensor op {op}")
+
+
+def _emit_warp(sc: Scratch, s: Spec):
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    if op == "shfl":
+        lane = s["lane"] if s["lane"] is not None else sc.reg(T.u32)
+        mask = s["mask"] if s["mask"] != "reg" else sc.reg(T.b32)
+        k.shfl(s["mode"], sc.reg(T.lookup(s["type"])), lane, clamp=s.get("clamp"), mask=mask,
+               in_range=sc.reg(T.pred) if s.get("in_range") else None, pred=g)
+    elif op == "vote":
+        k.vote(s["mode"], ~sc.p if s.get("negate") else sc.p, pred=g)
+    elif op == "redux":
+        t = T.lookup(s["type"])
+        k.redux(s["redux_op"], sc.reg(t), type=t, pred=g)
+    elif op == "elect":
+        k.elect_sync()
+    elif op == "activemask":
+        k.activemask()
+    else:
+        raise ValueError(f"unknown warp op {op}")
+
+
+def _emit_kernel(sc: Scratch, s: Spec):
+    """Kernel-level mistakes (drawn only as illegal specs)."""
+    k, op = sc.k, s.op
+    if op == "foreign_register":
+        other = KernelBuilder("other", target=sc.target)
+        k.add(other.reg(T.u32), 1)
+    elif op == "foreign_label":
+        other = KernelBuilder("other", target=sc.target)
+        k.bra(other.label("elsewhere"))
+    elif op == "unplaced_label":
+        k.bra(k.label("nowhere"))
+        k.finish()
+    elif op == "maxntid_and_reqntid":
+        KernelBuilder("both", target=sc.target, maxntid=s["maxntid"], reqntid=s["reqntid"])
+    elif op == "static_shared":
+        k.shared("huge", s["nbytes"])
+    else:
+        raise ValueError(f"unknown kernel op {op}")
+
+
+_EMITTERS = {
+    "arith": _emit_arith, "bits": _emit_bits, "control": _emit_control, "convert": _emit_convert,
+    "memory": _emit_memory, "async_copy": _emit_async_copy, "sync": _emit_sync, "tensor": _emit_tensor,
+    "warp": _emit_warp, "kernel": _emit_kernel,
+}
+
+
+def emit_spec(sc: Scratch, s: Spec) -> None:
+    """Emit one drawn instruction (and the few helpers it needs) into a Scratch kernel."""
+    _EMITTERS[s.family](sc, s)
+
+
+def build_module(target, specs, name: str = "prop") -> Module:
+    """A minimal kernel for `target` holding the drawn instructions, as a Module."""
+    sc = Scratch(target, name)
+    for s in specs:
+        emit_spec(sc, s)
+    return sc.module()

@@ -1,0 +1,325 @@
+"""Memory accesses of one instruction by many threads: address mapping with bounds and alignment
+checks, typed gathers and scatters, and the shared-memory shadow that catches races and reads of
+in-flight asynchronous copies.
+
+Shadow state per shared byte (per CTA): the last writer thread, the step it wrote at and the
+instruction; the last reader (or -2 for "several threads") and its step; and, while a cp.async
+or bulk copy targeting the byte is in flight, that copy's instruction.  Two accesses by different
+threads are ordered when a synchronization event (bar.sync, bar.warp.sync, an mbarrier phase)
+that both took part in happened between them; CTA-wide barriers are kept as one timestamp per
+CTA so the common check costs one comparison.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .memory import PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+
+_PTXFORGE_INTERNAL = True
+
+GLOBAL, SHARED, PARAM = "global", "shared", "param"
+
+
+class Part:
+    """The threads of one access that fall in one space, with their offsets in that space's array."""
+
+    __slots__ = ("space", "sel", "off", "thr")
+
+    def __init__(self, space, sel, off, thr):
+        self.space = space
+        self.sel = sel  # positions into the instruction's active-thread arrays
+        self.off = off  # heap offset (global), flat CTA-shared offset (shared), param offset
+        self.thr = thr  # global thread indices
+
+
+def _space_of(space: str) -> str:
+    if space in ("shared", "shared::cta", "shared::cluster"):
+        return SHARED
+    if space in ("global", "param"):
+        return space
+    if space in ("generic", "", None):
+        return "generic"
+    return space
+
+
+def map_access(S, op, space, addr, thr, nbytes, *, align=None, write=False, what=None):
+    """Map per-thread addresses to Parts; report and drop misaligned and out-of-bounds accesses.
+
+    `addr`: uint64 addresses (window offsets for .shared/.param), `thr`: thread indices.
+    """
+    space = _space_of(space)
+    align = nbytes if align is None else align
+    what = what or ("write" if write else "read")
+    n = len(thr)
+    if n == 0:
+        return []
+    addr = np.asarray(addr, dtype=np.uint64)
+    pos = np.arange(n)
+    if align > 1:
+        mis = (addr % np.uint64(align)) != 0
+        if mis.any():
+            bad = np.flatnonzero(mis)
+            S.report("misaligned", f"{what} of {nbytes} bytes at {_fmt_space(space, int(addr[bad[0]]))} is not "
+                     f"{align}-byte aligned", op, thr[bad], details={"address": int(addr[bad[0]])})
+            keep = ~mis
+            addr, thr, pos = addr[keep], thr[keep], pos[keep]
+            if len(thr) == 0:
+                return []
+    if space == "generic":
+        parts = []
+        in_sh = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+        in_pa = (addr >= np.uint64(PARAM_WINDOW)) & (addr < np.uint64(PARAM_WINDOW + WINDOW_SIZE))
+        in_gl = ~(in_sh | in_pa)
+        for sp, sel, base in ((GLOBAL, in_gl, 0), (SHARED, in_sh, SHARED_WINDOW), (PARAM, in_pa, PARAM_WINDOW)):
+            if sel.all():
+                parts += _map_space(S, op, sp, addr - np.uint64(base), thr, pos, nbytes, write, what, generic=True)
+                break
+            if sel.any():
+                parts += _map_space(S, op, sp, addr[sel] - np.uint64(base), thr[sel], pos[sel], nbytes, write, what,
+                                    generic=True)
+        return parts
+    return _map_space(S, op, space, addr, thr, pos, nbytes, write, what)
+
+
+def _fmt_space(space, a):
+    return f"{space} address {a:#x}" if space != "generic" else f"address {a:#x}"
+
+
+def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False):
+    L = S.launch
+    if space == GLOBAL:
+        if write is None:
+            pass
+        k, off = L.heap.locate(addr, nbytes)
+        ok = k >= 0
+    elif space == SHARED:
+        off = addr.astype(np.int64)
+        big = addr >= np.uint64(L.smem.size)
+        off = np.where(big, -1, off)
+        ok = L.smem.check(off, nbytes)
+        off = off + S.smem_base[thr]
+    elif space == PARAM:
+        if write:
+            S.report("oob", f"{what} into the .param space, which is read-only in a kernel", op, thr)
+            return []
+        off = np.where(addr >= np.uint64(L.params.size), -1, addr.astype(np.int64))
+        ok = L.params.check(off, nbytes)
+    else:
+        raise AssertionError(space)
+    if not ok.all():
+        bad = np.flatnonzero(~ok)
+        a0 = int(addr[bad[0]])
+        if space == GLOBAL:
+            where = L.heap.describe(a0, nbytes)
+            msg = f"out-of-bounds global {what} of {nbytes} bytes at {a0:#x}: {where}"
+        elif space == SHARED:
+            msg = f"out-of-bounds shared {what} of {nbytes} bytes: {L.smem.describe(a0, nbytes)}"
+        else:
+            msg = f"out-of-bounds .param {what} of {nbytes} bytes at offset {a0}"
+        if generic:
+            msg += " (generic address)"
+        S.report("oob", msg, op, thr[bad], details={"address": a0, "space": space})
+        addr, thr, pos, off = addr[ok], thr[ok], pos[ok], off[ok]
+        if len(thr) == 0:
+            return []
+    return [Part(space, pos, off, thr)]
+
+
+# ---------------------------------------------------------------- typed data movement
+
+def _views(S, space):
+    if space == GLOBAL:
+        return S.launch.heap.views
+    if space == SHARED:
+        return S.smem_views
+    return S.launch.params.views
+
+
+def gather(S, part, width, count):
+    """(n, count) unsigned values of `width` bytes (1, 2, 4, 8 or 16 -> two uint64) at part.off."""
+    if width == 16:
+        v = gather(S, part, 8, 2 * count)
+        return v
+    view = _views(S, part.space)[width]
+    idx = part.off // width
+    if count == 1:
+        return view[idx][:, None]
+    return view[idx[:, None] + np.arange(count)]
+
+
+def scatter(S, part, width, values):
+    """Store (n, count) unsigned values of `width` bytes at part.off (later threads win ties)."""
+    if width == 16:
+        scatter(S, part, 8, values)
+        return
+    view = _views(S, part.space)[width]
+    idx = part.off // width
+    count = values.shape[1]
+    if count == 1:
+        view[idx] = values[:, 0]
+    else:
+        view[idx[:, None] + np.arange(count)] = values
+
+
+def gather_bytes(S, part, nbytes):
+    return _views(S, part.space)[1][part.off[:, None] + np.arange(nbytes)]
+
+
+def scatter_bytes(S, part, data):
+    _views(S, part.space)[1][part.off[:, None] + np.arange(data.shape[1])] = data
+
+
+# ---------------------------------------------------------------- the shared-memory shadow
+
+def where_shared(S, flat: int) -> str:
+    """'var'+offset of a flat shared byte index, for messages."""
+    sm = S.launch.smem
+    off = int(flat) % sm.size
+    i = int(sm.owner[off])
+    if i < 0:
+        return f"shared {off:#x}"
+    v = sm.vars[i]
+    return f"'{v.name}'+{off - v.offset}"
+
+
+def _bytes(part, nbytes):
+    b = (part.off[:, None] + np.arange(nbytes)).ravel()
+    t = np.repeat(part.thr, nbytes)
+    return b, t
+
+
+def ordered(S, first_tid, first_time, second_tid):
+    """Mask: the earlier access (first_tid at first_time) happens before second_tid's access now."""
+    cta = S.cta_local[second_tid]
+    ok = (first_tid == second_tid) | (S.last_full[cta] > first_time)
+    if ok.all() or not S.events:
+        return ok
+    rem = np.flatnonzero(~ok)
+    t0 = first_time[rem].min()
+    for time, groups in reversed(S.events):
+        if time <= t0:
+            break
+        g1 = groups[first_tid[rem]]
+        hit = (time > first_time[rem]) & (g1 >= 0) & (g1 == groups[second_tid[rem]])
+        if hit.any():
+            ok[rem[hit]] = True
+            rem = rem[~hit]
+            if len(rem) == 0:
+                break
+    return ok
+
+
+def shadow_read(S, op, part, nbytes, *, record=True):
+    """Check a shared read against in-flight copies and unordered writes, then record the reader."""
+    if not S.track:
+        return
+    b, t = _bytes(part, nbytes)
+    pend = S.pend_pc[b]
+    if (pend >= 0).any():
+        i = np.flatnonzero(pend >= 0)
+        other = S.prog.instructions[int(pend[i[0]])]
+        S.report("async", f"reads shared memory ({where_shared(S, b[i[0]])}) that an asynchronous copy has not "
+                 "finished writing: the copy's group (cp.async.wait_group / wait_all) or mbarrier was not waited for "
+                 "before this read",
+                 op, np.unique(t[i]), other=other, other_threads=np.unique(S.pend_tid[b[i]]),
+                 details={"shared_offset": int(b[i[0]] % S.launch.smem.size)})
+    w = S.w_tid[b]
+    conflict = (w >= 0) & (w != t)
+    if conflict.any():
+        c = np.flatnonzero(conflict)
+        ok = ordered(S, w[c], S.w_time[b[c]], t[c])
+        if not ok.all():
+            bad = c[~ok]
+            other = S.prog.instructions[int(S.w_pc[b[bad[0]]])]
+            S.report("race", f"read-after-write race on shared memory ({where_shared(S, b[bad[0]])}): the bytes were "
+                     "written by another thread with no barrier (bar.sync / bar.warp.sync / mbarrier wait) in between",
+                     op, np.unique(t[bad]), other=other, other_threads=np.unique(w[bad]),
+                     details={"shared_offset": int(b[bad[0]] % S.launch.smem.size)})
+    if S.check_uninit and (w == -1).any():
+        i = np.flatnonzero(w == -1)
+        S.report("uninit", "reads shared memory that nothing has written", op, np.unique(t[i]),
+                 details={"shared_offset": int(b[i[0]] % S.launch.smem.size)})
+    if not record:
+        return
+    rt = S.r_tid[b]
+    cta = S.cta_local[t]
+    single = (rt == -1) | (rt == t) | (S.r_time[b] <= S.last_full[cta])
+    S.r_tid[b] = np.where(single, t, -2)
+    if len(part.thr) > 1:
+        again = S.r_tid[b]
+        dup = (again != t) & (again != -2)
+        if dup.any():
+            S.r_tid[b[dup]] = -2
+    S.r_time[b] = S.step
+
+
+def shadow_write(S, op, part, nbytes, *, pc, landing=False):
+    """Check a shared write (or the issue of an async copy) for WAR/WAW races, then record it.
+
+    `landing`: an async copy arriving; it was checked when issued, so it is only recorded.
+    """
+    if not S.track:
+        return
+    b, t = _bytes(part, nbytes)
+    if landing:
+        S.w_tid[b] = t
+        S.w_time[b] = S.step
+        S.w_pc[b] = pc
+        S.r_tid[b] = -1
+        S.pend_pc[b] = -1
+        return
+    pend = S.pend_pc[b]
+    if (pend >= 0).any():
+        i = np.flatnonzero(pend >= 0)
+        other = S.prog.instructions[int(pend[i[0]])]
+        S.report("async", "writes shared memory that an asynchronous copy in flight will also write",
+                 op, np.unique(t[i]), other=other, other_threads=np.unique(S.pend_tid[b[i]]))
+    r = S.r_tid[b]
+    cta = S.cta_local[t]
+    war = (r != -1) & (r != t) & (S.r_time[b] > S.last_full[cta])
+    if war.any():
+        c = np.flatnonzero(war)
+        rc = r[c]
+        several = rc == -2
+        ok = np.zeros(len(c), dtype=bool)
+        if (~several).any():
+            k = np.flatnonzero(~several)
+            ok[k] = ordered(S, rc[k], S.r_time[b[c[k]]], t[c[k]])
+        if not ok.all():
+            bad = c[~ok]
+            S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
+                     "read these bytes and no barrier separates their reads from this write", op, np.unique(t[bad]),
+                     other_threads=np.unique(r[bad][r[bad] >= 0]),
+                     details={"shared_offset": int(b[bad[0]] % S.launch.smem.size)})
+    w = S.w_tid[b]
+    waw = (w >= 0) & (w != t)
+    if waw.any():
+        c = np.flatnonzero(waw)
+        ok = ordered(S, w[c], S.w_time[b[c]], t[c])
+        if not ok.all():
+            bad = c[~ok]
+            other = S.prog.instructions[int(S.w_pc[b[bad[0]]])]
+            S.report("race", f"write-after-write race on shared memory ({where_shared(S, b[bad[0]])}): another "
+                     "thread wrote these bytes with no barrier in between", op, np.unique(t[bad]), other=other,
+                     other_threads=np.unique(w[bad]))
+    S.w_tid[b] = t
+    if len(part.thr) > 1:
+        again = S.w_tid[b]
+        dup = again != t
+        if dup.any():
+            S.report("race", f"several threads write the same shared bytes ({where_shared(S, b[dup][0])}) in one "
+                     "instruction", op,
+                     np.unique(np.concatenate([t[dup], again[dup]])))
+    S.w_time[b] = S.step
+    S.w_pc[b] = pc
+    S.r_tid[b] = -1
+
+
+def mark_pending(S, part, nbytes, pc):
+    """An async copy was issued into these bytes: reads before it lands are errors."""
+    if not S.track:
+        return
+    b, t = _bytes(part, nbytes)
+    S.pend_pc[b] = pc
+    S.pend_tid[b] = t

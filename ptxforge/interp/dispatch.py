@@ -1,0 +1,82 @@
+"""Instruction -> executor: the table of what the interpreter models.
+
+An instruction whose opcode is not here, or whose form a factory refuses, becomes an executor
+that raises `InterpUnsupported` naming the instruction and its Python line when (and only when)
+a thread executes it.
+"""
+
+from __future__ import annotations
+
+from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
+               exec_tensor, exec_warp)
+from .findings import InterpUnsupported
+from .program import BLOCKING, BRANCH, PLAIN, Op
+
+_PTXFORGE_INTERNAL = True
+
+ARITH = ("add", "sub", "mul", "mad", "fma", "div", "rem", "abs", "neg", "min", "max",
+         "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos")
+
+FACTORIES = {
+    **{k: exec_arith.make_arith for k in ARITH},
+    **{k: exec_bits.make_logic for k in ("and", "or", "xor", "not", "cnot")},
+    "shl": exec_bits.make_shift, "shr": exec_bits.make_shift,
+    "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
+    **{k: exec_bits.make_bitfield for k in ("bfe", "bfi", "popc", "clz", "brev", "bfind")},
+    "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
+    "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta,
+    "ld": exec_memory.make_ld, "st": exec_memory.make_st,
+    "atom": exec_memory.make_atom, "red": exec_memory.make_atom,
+    "ldmatrix": exec_memory.make_ldmatrix, "stmatrix": exec_memory.make_stmatrix,
+    "cp.async": exec_async.make_cp_async, "cp.async.commit_group": exec_async.make_commit,
+    "cp.async.wait_group": exec_async.make_wait_group, "cp.async.wait_all": exec_async.make_wait_all,
+    "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
+    "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_async.make_bulk,
+    "createpolicy": exec_async.make_createpolicy,
+    "membar": exec_async.make_noop, "fence": exec_async.make_noop, "nanosleep": exec_async.make_noop,
+    "prefetch": exec_async.make_noop,
+    "bar.warp.sync": exec_sync.make_bar_warp_sync,
+    "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
+    "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
+    "mma": exec_tensor.make_mma,
+}
+
+BLOCKING_FACTORIES = {
+    "bar": exec_sync.make_bar,
+    "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
+    **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier
+       for k in ("init", "arrive", "expect_tx", "test_wait", "try_wait", "inval")},
+}
+
+
+def _refusal(exc):
+    def refuse(S, m):
+        raise exc
+    return refuse
+
+
+def build_op(P, pc, ins) -> Op:
+    op = Op(pc, ins, None)
+    if ins.guard is not None:
+        op.guard = P.slot(ins.guard.reg, bool)
+        op.negate = ins.guard.negate
+    if ins.opcode == "bra":
+        op.flow = BRANCH
+        op.target = P.target(ins.info, ins)
+        op.uni = "uni" in ins.mods
+        op.fn = None
+        return op
+    factory = FACTORIES.get(ins.opcode)
+    flow = PLAIN
+    if factory is None:
+        factory = BLOCKING_FACTORIES.get(ins.opcode)
+        flow = BLOCKING
+    if factory is None:
+        op.fn = _refusal(InterpUnsupported(f"the interpreter does not model '{ins.opcode}'", ins))
+        return op
+    op.flow = flow
+    try:
+        op.fn = factory(P, op)
+    except InterpUnsupported as e:
+        op.fn = _refusal(e)
+    return op

@@ -1,0 +1,263 @@
+"""Integer and floating-point arithmetic: add sub mul mad fma div rem abs neg min max rcp sqrt
+rsqrt ex2 lg2 sin cos.
+
+Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
+.wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
+f32 fma is exact: the product is exact in float64 and the sum is rounded to odd before the final
+rounding to float32, which gives the correctly rounded fused result.  Half types compute in
+float64 and round once.  Approximate instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute
+the exact function and round it: they agree with a GPU to within the instruction's ulp bound,
+not bit for bit.  Directed rounding modes (.rz/.rm/.rp) on arithmetic are refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .findings import InterpUnsupported
+from .values import SINT, UINT, flush_subnormal, half_to_f32, mulhi_s64, mulhi_u64, view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+_DIRECTED = ("rz", "rm", "rp")
+
+
+# ---------------------------------------------------------------- integers
+
+def _int_binary(opname, t, mode):
+    if opname == "add":
+        if mode == "sat":
+            return lambda a, b: np.clip(a.astype(np.int64) + b, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
+        return lambda a, b: a + b
+    if opname == "sub":
+        if mode == "sat":
+            return lambda a, b: np.clip(a.astype(np.int64) - b, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
+        return lambda a, b: a - b
+    if opname == "mul":
+        return _int_mul(t, mode or "lo")
+    if opname == "min":
+        return np.minimum
+    if opname == "max":
+        return np.maximum
+    raise AssertionError(opname)
+
+
+def _int_mul(t, mode):
+    bits = t.bits
+    signed = t.kind == "s"
+    if mode == "lo":
+        return lambda a, b: a * b
+    if mode == "wide":
+        wide = np.dtype(("int" if signed else "uint") + str(2 * bits))
+        return lambda a, b: np.asarray(a).astype(wide) * np.asarray(b).astype(wide)
+    # hi
+    if bits < 64:
+        wide = np.int64 if signed else np.uint64
+        out = view_dtype(t)
+        sh = np.uint64(bits) if not signed else bits
+        return lambda a, b: ((np.asarray(a).astype(wide) * np.asarray(b).astype(wide)) >> sh).astype(out)
+    if signed:
+        return lambda a, b: mulhi_s64(a, b).view(np.int64)
+    return lambda a, b: mulhi_u64(a, b)
+
+
+def _divmod(a, b, t, want):
+    """PTX div/rem: truncating division; division by zero gives all ones (div) / the dividend (rem)."""
+    bits = t.bits
+    signed = t.kind == "s"
+    a = np.asarray(a)
+    b = np.asarray(b)
+    if not signed:
+        ua = a.astype(np.uint64)
+        ub = b.astype(np.uint64)
+        zero = ub == 0
+        q = ua // np.where(zero, np.uint64(1), ub)
+        if want == "div":
+            res = np.where(zero, np.uint64((1 << bits) - 1), q)
+        else:
+            res = np.where(zero, ua, ua - q * ub)
+        return res.astype(UINT[bits]).view(view_dtype(t)), zero
+    sa = a.astype(np.int64)
+    sb = b.astype(np.int64)
+    zero = sb == 0
+    ua = sa.view(np.uint64)
+    ub = sb.view(np.uint64)
+    mag_a = np.where(sa < 0, ~ua + np.uint64(1), ua)
+    mag_b = np.where(sb < 0, ~ub + np.uint64(1), ub)
+    qm = mag_a // np.where(zero, np.uint64(1), mag_b)
+    neg = (sa < 0) ^ (sb < 0)
+    q = np.where(neg, ~qm + np.uint64(1), qm)
+    if want == "div":
+        res = np.where(zero, np.uint64(0xFFFFFFFFFFFFFFFF), q)
+    else:
+        res = np.where(zero, ua, ua - q * ub)
+    return res.astype(UINT[bits]).view(SINT[bits]), zero
+
+
+# ---------------------------------------------------------------- floats
+
+def _fma_f32(a, b, c):
+    """Correctly rounded fused multiply-add of float32 arrays."""
+    p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits
+    c = np.asarray(c).astype(np.float64)
+    s = p + c
+    bb = s - p
+    err = (p - (s - bb)) + (c - bb)
+    even = (s.view(np.uint64) & np.uint64(1)) == 0
+    fix = (err != 0) & even & np.isfinite(s)
+    if fix.any():
+        s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
+    return s.astype(np.float32)
+
+
+def _half_out(x64, is_bf16):
+    """float64 -> f16/bf16 bits, rounded once."""
+    if not is_bf16:
+        return np.asarray(x64).astype(np.float16).view(np.uint16)
+    u = np.asarray(x64, dtype=np.float64).view(np.uint64)
+    r = (u + np.uint64((1 << 44) - 1) + ((u >> np.uint64(45)) & np.uint64(1))) & ~np.uint64((1 << 45) - 1)
+    r = np.where(np.isnan(x64), u, r)
+    f = r.view(np.float64).astype(np.float32)
+    bits = f.view(np.uint32) >> np.uint32(16)
+    bits = np.where(np.isnan(f), bits | np.uint32(0x40), bits)
+    return bits.astype(np.uint16)
+
+
+def _float_fn(opname, n_src):
+    """The exact function, computed in float64."""
+    return {
+        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+        "div": lambda a, b: a / b,
+        "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
+        "min": np.fmin, "max": np.fmax,
+        "rcp": lambda a: 1.0 / a, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
+        "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos,
+    }[opname]
+
+
+def make_arith(P, op):
+    ins = op.ins
+    opname = ins.opcode
+    t = ins.type
+    mods = set(ins.mods)
+    srcs = ins.operands[1:]
+    if t.is_float:
+        return _make_float(P, op, opname, t, mods, srcs)
+    mode = next((m for m in ins.mods if m in ("lo", "hi", "wide", "sat")), None)
+    dt_out = t
+    if mode == "wide":
+        dt_out = T.lookup(f"{'s' if t.kind == 's' else 'u'}{2 * t.bits}")
+    put = P.writer(ins.operands[0], dt_out, ins)
+    if opname == "mad":
+        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
+        rc = P.reader(srcs[2], dt_out, ins)
+        mul = _int_mul(t, mode or "lo")
+
+        def mad(S, m):
+            put(S, mul(ra(S), rb(S)) + rc(S), m)
+        return mad
+    if opname in ("div", "rem"):
+        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
+
+        def divrem(S, m):
+            res, zero = _divmod(ra(S), rb(S), t, opname)
+            if (zero & m).any():
+                S.report("arith", f"integer {opname} by zero (the result is undefined in PTX; here all ones "
+                         "for div, the dividend for rem)", op, np.flatnonzero(zero & m))
+            put(S, res, m)
+        return divrem
+    if opname in ("abs", "neg"):
+        ra = P.reader(srcs[0], t, ins)
+        zero = view_dtype(t).type(0)
+        if opname == "neg":
+            return lambda S, m: put(S, zero - ra(S), m)
+
+        def absolute(S, m):
+            a = ra(S)
+            put(S, np.where(a < 0, zero - a, a), m)
+        return absolute
+    if opname in ("add", "sub", "mul", "min", "max"):
+        f = _int_binary(opname, t, mode)
+        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
+        return lambda S, m: put(S, f(ra(S), rb(S)), m)
+    raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
+
+
+def _make_float(P, op, opname, t, mods, srcs):
+    ins = op.ins
+    if mods & set(_DIRECTED):
+        raise InterpUnsupported(f"directed rounding (.{'/.'.join(sorted(mods & set(_DIRECTED)))}) on {opname} is "
+                                "not modelled; only round-to-nearest", ins)
+    ftz = "ftz" in mods
+    sat = "sat" in mods
+    nan_prop = "NaN" in mods
+    half = t.bits == 16 or t.lanes == 2
+    n = len(srcs)
+    put = P.writer(ins.operands[0], t, ins)
+    if opname in ("abs", "neg"):
+        bits = t.bits
+        u = UINT[bits]
+        sign = (1 << (t.bits // t.lanes - 1))
+        sign_mask = sign if t.lanes == 1 else sign | (sign << 16)
+        ra = P.reader(srcs[0], T.lookup(f"b{bits}"), ins)
+        sm = u(sign_mask)
+        out_dt = view_dtype(t)
+        if opname == "neg":
+            return lambda S, m: put(S, (ra(S) ^ sm).view(out_dt), m)
+        return lambda S, m: put(S, (ra(S) & ~sm).view(out_dt), m)
+    fn = _float_fn(opname, n)
+    if opname in ("min", "max") and nan_prop:
+        fn = np.minimum if opname == "min" else np.maximum
+    if half:
+        is_bf16 = t in (T.bf16, T.bf16x2)
+        lanes = t.lanes
+        bt = T.lookup(f"b{t.bits}")
+        readers = [P.reader(s, bt, ins) for s in srcs]
+
+        def halves(S, m):
+            vals = [r(S) for r in readers]
+            out = None
+            for lane in range(lanes):
+                sh = np.uint32(16 * lane)
+                xs = []
+                for v in vals:
+                    hb = ((np.asarray(v).astype(np.uint32) >> sh) & np.uint32(0xFFFF)).astype(np.uint16)
+                    x = half_to_f32(hb, is_bf16).astype(np.float64)
+                    if ftz:
+                        x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
+                    xs.append(x)
+                r = fn(*xs)
+                if sat:
+                    r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+                hbits = _half_out(r, is_bf16).astype(np.uint32)
+                out = hbits if out is None else out | (hbits << sh)
+            if lanes == 1:
+                put(S, out.astype(np.uint16).view(view_dtype(t)), m)
+            else:
+                put(S, out.astype(np.uint32), m)
+        return halves
+    readers = [P.reader(s, t, ins) for s in srcs]
+    f64 = t.bits == 64
+    if opname in ("fma", "mad") and not f64:
+        fused = _fma_f32
+    else:
+        fused = None
+    exact_native = opname in ("add", "sub", "mul", "div", "sqrt", "min", "max")
+
+    def flt(S, m):
+        xs = [r(S) for r in readers]
+        if ftz and not f64:
+            xs = [flush_subnormal(np.asarray(x, dtype=np.float32)) for x in xs]
+        if fused is not None:
+            r = fused(*xs)
+        elif f64 or exact_native:
+            r = fn(*xs)  # IEEE round-to-nearest in the type's own precision
+        else:
+            r = fn(*[np.asarray(x).astype(np.float64) for x in xs]).astype(np.float32)
+        if ftz and not f64:
+            r = flush_subnormal(np.asarray(r, dtype=np.float32))
+        if sat:
+            r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
+        put(S, r, m)
+    return flt

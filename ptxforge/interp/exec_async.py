@@ -1,0 +1,227 @@
+"""Asynchronous copies: cp.async (with src-size zero-fill and ignore-src), commit/wait groups,
+cp.async.mbarrier.arrive, and the sm_90 1-D bulk copy that completes on an mbarrier.
+
+A copy reads its source when it is issued but lands in shared memory as late as the PTX memory
+model allows: when its thread waits for its group (wait_group / wait_all), or when an mbarrier
+it is tracked by is polled.  Until then its destination bytes are marked in flight, so a read
+that a missing wait leaves unordered is reported instead of silently seeing the new data.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .access import mark_pending, map_access, shadow_write
+from .exec_memory import address_reader
+from .findings import InterpUnsupported
+
+_PTXFORGE_INTERNAL = True
+
+
+class CopyRecord:
+    """In-flight copies issued by one instruction: one row per issuing thread."""
+
+    __slots__ = ("pc", "thr", "dst", "data", "group", "time", "mbar")
+
+    def __init__(self, pc, thr, dst, data, group, time, mbar=None):
+        self.pc = pc
+        self.thr = thr  # issuing threads
+        self.dst = dst  # flat shared offsets of each row's first byte
+        self.data = data  # (rows, nbytes) uint8
+        self.group = group  # commit-group number each row belongs to (cp.async)
+        self.time = time  # issue step
+        self.mbar = mbar  # bulk copies: the mbarrier key they complete on
+
+
+def land_rows(S, rec, rows):
+    """Write rows of a record into shared memory now and forget them."""
+    if not rows.any():
+        return
+    sel = np.flatnonzero(rows)
+    n = rec.data.shape[1]
+    S.smem[rec.dst[sel][:, None] + np.arange(n)] = rec.data[sel]
+    if S.track:
+        from .access import Part
+        shadow_write(S, None, Part("shared", sel, rec.dst[sel], rec.thr[sel]), n, pc=rec.pc, landing=True)
+    keep = ~rows
+    rec.thr, rec.dst, rec.data, rec.group = rec.thr[keep], rec.dst[keep], rec.data[keep], rec.group[keep]
+
+
+def _prune(S):
+    S.cp_records = [r for r in S.cp_records if len(r.thr)]
+
+
+def land_waited(S, m, keep_newest: int):
+    """cp.async.wait_group: land every copy of the threads in `m` except their newest groups."""
+    limit = S.cp_committed - keep_newest  # groups numbered below this are complete
+    for rec in S.cp_records:
+        rows = m[rec.thr] & (rec.group < limit[rec.thr])
+        land_rows(S, rec, rows)
+    _prune(S)
+
+
+def land_before(S, thr_mask, time):
+    """Land every cp.async issued by the threads in `thr_mask` before step `time`."""
+    for rec in S.cp_records:
+        if rec.time < time:
+            land_rows(S, rec, thr_mask[rec.thr])
+    _prune(S)
+
+
+def _read_source(S, op, src, thr, nsrc, size, align=None):
+    """Bytes of the source (nsrc per thread, rest zero); reports misaligned / out-of-bounds reads."""
+    align = size if align is None else align
+    data = np.zeros((len(thr), size), dtype=np.uint8)
+    ok = np.ones(len(thr), dtype=bool)
+    reading = np.flatnonzero(nsrc > 0)
+    if len(reading) == 0:
+        return data, ok
+    heap = S.launch.heap
+    s = src[reading]
+    mis = (s % np.uint64(align)) != 0
+    if mis.any():
+        S.report("misaligned", f"{op.ins.opcode} source address is not {align}-byte aligned (both addresses "
+                 f"must be aligned to {align} bytes)", op, thr[reading[mis]])
+    k0, off = heap.locate(s, 1)
+    k1, _ = heap.locate(s + (nsrc[reading] - 1).astype(np.uint64), 1)
+    inb = (k0 >= 0) & (k0 == k1)
+    if not inb.all():
+        bad = np.flatnonzero(~inb)
+        a0 = int(s[bad[0]])
+        S.report("oob", f"out-of-bounds cp.async source read of {int(nsrc[reading[bad[0]]])} bytes at {a0:#x}: "
+                 f"{heap.describe(a0, int(nsrc[reading[bad[0]]]))}", op, thr[reading[bad]],
+                 details={"address": a0, "space": "global"})
+    good = inb & ~mis
+    ok[reading[~good]] = False
+    rows = reading[good]
+    if len(rows):
+        j = np.arange(size)
+        valid = j[None, :] < nsrc[rows][:, None]
+        idx = np.where(valid, off[good][:, None] + j, 0)
+        data[rows] = np.where(valid, heap.heap[idx], 0)
+    return data, ok
+
+
+def make_cp_async(P, op):
+    ins = op.ins
+    info = ins.info
+    size = info.cp_size
+    get_dst = address_reader(P, ins.operands[0], ins, "shared")
+    get_src = address_reader(P, ins.operands[1], ins, "global")
+    if info.src_size is not None:
+        get_n = P.reader(info.src_size, T.u32, ins)
+    else:
+        get_n = None
+    if info.ignore_src is not None:
+        get_ignore = P.pred_reader(info.ignore_src, ins)
+    else:
+        get_ignore = None
+
+    def cp_async(S, m):
+        thr = np.flatnonzero(m)
+        if get_n is not None:
+            nsrc = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,))[thr]
+            over = nsrc > size
+            if over.any():
+                S.report("async", f"cp.async src-size {int(nsrc[over][0])} exceeds cp-size {size} (undefined "
+                         "behaviour)", op, thr[over])
+                nsrc = np.minimum(nsrc, size)
+        else:
+            nsrc = np.full(len(thr), size, dtype=np.int64)
+        if get_ignore is not None:
+            ig = np.broadcast_to(get_ignore(S), (S.N,))[thr]
+            nsrc = np.where(ig, 0, nsrc)
+        data, _ = _read_source(S, op, get_src(S)[thr], thr, nsrc, size)
+        parts = map_access(S, op, "shared", get_dst(S)[thr], thr, size, write=True, what="cp.async destination write")
+        for part in parts:
+            shadow_write(S, op, part, size, pc=op.pc)
+            mark_pending(S, part, size, op.pc)
+            S.cp_records.append(CopyRecord(op.pc, part.thr, part.off, data[part.sel],
+                                           S.cp_committed[part.thr].copy(), S.step))
+    return cp_async
+
+
+def make_commit(P, op):
+    def commit(S, m):
+        S.cp_committed[m] += 1
+    return commit
+
+
+def make_wait_group(P, op):
+    n = int(op.ins.info)
+
+    def wait_group(S, m):
+        land_waited(S, m, n)
+    return wait_group
+
+
+def make_wait_all(P, op):
+    def wait_all(S, m):
+        S.cp_committed[m] += 1
+        land_waited(S, m, 0)
+    return wait_all
+
+
+def make_cp_mbarrier_arrive(P, op):
+    ins = op.ins
+    noinc = bool(ins.info)
+    get_addr = address_reader(P, ins.operands[0], ins, "shared")
+
+    def cp_arrive(S, m):
+        from .exec_mbarrier import mbar_lookup
+        thr = np.flatnonzero(m)
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            if not noinc:
+                state.pending += len(kthr)  # the async arrival is an extra one; the thread still arrives
+            mask = np.zeros(S.N, dtype=bool)
+            mask[kthr] = True
+            state.queue.append(("arrive", S.step, mask))
+    return cp_arrive
+
+
+def make_bulk(P, op):
+    ins = op.ins
+    kind = ins.info.kind
+    if kind != "g2s":
+        raise InterpUnsupported("tensor (TMA) bulk copies are not modelled: they need the CUtensorMap decoded", ins)
+    get_dst = address_reader(P, ins.operands[0], ins, "shared")
+    get_src = address_reader(P, ins.operands[1], ins, "global")
+    get_size = P.reader(ins.operands[2], T.u32, ins)
+    get_mbar = address_reader(P, ins.operands[3], ins, "shared")
+
+    def bulk(S, m):
+        from .exec_mbarrier import mbar_lookup
+        thr = np.flatnonzero(m)
+        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
+        src, dst = get_src(S)[thr], get_dst(S)[thr]
+        for i, t in enumerate(thr):
+            n = int(sizes[i])
+            one = np.array([t])
+            if n <= 0 or n % 16:
+                S.report("async", f"cp.async.bulk size {n} is not a positive multiple of 16", op, one)
+                continue
+            data, ok = _read_source(S, op, src[i:i + 1], one, np.array([n]), n, align=16)
+            if int(src[i]) % 16 or int(dst[i]) % 16:
+                S.report("misaligned", "cp.async.bulk addresses must be 16-byte aligned", op, one)
+                continue
+            parts = map_access(S, op, "shared", dst[i:i + 1], one, n, align=16, write=True,
+                               what="cp.async.bulk destination write")
+            targets = list(mbar_lookup(S, op, get_mbar(S)[one], one))
+            for part in parts:
+                shadow_write(S, op, part, n, pc=op.pc)
+                mark_pending(S, part, n, op.pc)
+                rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step)
+                for key, _, state in targets:
+                    state.queue.append(("bulk", S.step, rec, n))
+    return bulk
+
+
+def make_createpolicy(P, op):
+    put = P.writer(op.ins.operands[0], T.b64, op.ins)
+    policy = np.uint64(0x10E0_0000_0000_0000)  # an opaque value; only cp.async hints consume it
+    return lambda S, m: put(S, policy, m)
+
+
+def make_noop(P, op):
+    return lambda S, m: None

@@ -1,0 +1,236 @@
+"""Bit logic: and or xor not cnot, shl shr, lop3, prmt, shf, bfe bfi, popc clz brev bfind.
+
+Shift amounts at or beyond the width are clamped explicitly (numpy, like C, leaves them
+undefined): shl and shr.u give 0, shr.s fills with the sign.  lop3 evaluates its truth table
+by Shannon expansion on the first operand, at most a handful of numpy operations.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .findings import InterpUnsupported
+from .values import UINT, bit_length, bit_reverse, popcount, view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+
+def make_logic(P, op):
+    ins = op.ins
+    t = ins.type
+    put = P.writer(ins.operands[0], t, ins)
+    rs = [P.reader(s, t, ins) for s in ins.operands[1:]]
+    name = ins.opcode
+    if name == "and":
+        a, b = rs
+        return lambda S, m: put(S, a(S) & b(S), m)
+    if name == "or":
+        a, b = rs
+        return lambda S, m: put(S, a(S) | b(S), m)
+    if name == "xor":
+        a, b = rs
+        return lambda S, m: put(S, a(S) ^ b(S), m)
+    if name == "not":
+        a, = rs
+        return lambda S, m: put(S, ~a(S), m)
+    if name == "cnot":
+        a, = rs
+        dt = view_dtype(t)
+        return lambda S, m: put(S, (a(S) == 0).astype(dt), m)
+    raise AssertionError(name)
+
+
+def make_shift(P, op):
+    ins = op.ins
+    t = ins.type
+    bits = t.bits
+    put = P.writer(ins.operands[0], t, ins)
+    ra = P.reader(ins.operands[1], t, ins)
+    rn = P.reader(ins.operands[2], T.u32, ins)
+    dt = view_dtype(t)
+    if ins.opcode == "shl":
+        def shl(S, m):
+            a = ra(S)
+            n = np.asarray(rn(S)).astype(np.uint64)
+            big = n >= bits
+            r = np.asarray(a).view(UINT[bits]) << np.minimum(n, bits - 1).astype(UINT[bits])
+            put(S, np.where(big, dt.type(0), r.view(dt)), m)
+        return shl
+    signed = t.kind == "s"
+
+    def shr(S, m):
+        a = np.asarray(ra(S))
+        n = np.asarray(rn(S)).astype(np.uint64)
+        k = np.minimum(n, bits - 1).astype(UINT[bits] if not signed else np.int64)
+        if signed:
+            r = a >> k.astype(a.dtype)  # arithmetic; amounts >= width act like width-1
+        else:
+            r = np.where(n >= bits, dt.type(0), a >> k.astype(a.dtype))
+        put(S, r, m)
+    return shr
+
+
+def _lop2(code: int, b, c):
+    """Two-input function with truth table `code` (bit (b<<1|c) of code)."""
+    ones = ~(b ^ b)
+    table = {
+        0x0: lambda: b ^ b, 0xF: lambda: ones,
+        0xC: lambda: b, 0x3: lambda: ~b, 0xA: lambda: c, 0x5: lambda: ~c,
+        0x8: lambda: b & c, 0xE: lambda: b | c, 0x6: lambda: b ^ c, 0x9: lambda: ~(b ^ c),
+        0x7: lambda: ~(b & c), 0x1: lambda: ~(b | c),
+        0x4: lambda: b & ~c, 0x2: lambda: ~b & c, 0xD: lambda: b | ~c, 0xB: lambda: ~b | c,
+    }
+    return table[code]()
+
+
+def lop3_eval(lut: int, a, b, c):
+    """lop3 truth table `lut`: result bit = lut[(a<<2)|(b<<1)|c] for each bit position."""
+    hi = (lut >> 4) & 0xF  # a = 1
+    lo = lut & 0xF  # a = 0
+    # reorder each nibble into the (b<<1|c) indexing of _lop2: nibble bit i = (b<<1|c) = i
+    f1 = _lop2(hi, b, c)
+    if hi == lo:
+        return f1
+    f0 = _lop2(lo, b, c)
+    return (a & f1) | (~a & f0)
+
+
+def make_lop3(P, op):
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    ra, rb, rc = (P.reader(s, T.b32, ins) for s in ins.operands[1:4])
+    lut = int(ins.info)
+    return lambda S, m: put(S, lop3_eval(lut, ra(S), rb(S), rc(S)), m)
+
+
+_PRMT_MODES = {
+    "f4e": ((0, 1, 2, 3), (1, 2, 3, 4), (2, 3, 4, 5), (3, 4, 5, 6)),
+    "b4e": ((0, 7, 6, 5), (1, 0, 7, 6), (2, 1, 0, 7), (3, 2, 1, 0)),
+    "rc8": ((0, 0, 0, 0), (1, 1, 1, 1), (2, 2, 2, 2), (3, 3, 3, 3)),
+    "ecl": ((0, 1, 2, 3), (1, 1, 2, 3), (2, 2, 2, 3), (3, 3, 3, 3)),
+    "ecr": ((0, 0, 0, 0), (0, 1, 1, 1), (0, 1, 2, 2), (0, 1, 2, 3)),
+    "rc16": ((0, 1, 0, 1), (2, 3, 2, 3), (0, 1, 0, 1), (2, 3, 2, 3)),
+}  # mode -> selector c[1:0] -> source byte for d.b0, d.b1, d.b2, d.b3
+
+
+def make_prmt(P, op):
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    ra, rb, rc = (P.reader(s, T.b32, ins) for s in ins.operands[1:4])
+    mode = ins.mods[0] if ins.mods else None
+    table = np.array(_PRMT_MODES[mode], dtype=np.uint64) if mode else None
+
+    def prmt(S, m):
+        a = np.asarray(ra(S)).astype(np.uint64)
+        b = np.asarray(rb(S)).astype(np.uint64)
+        c = np.asarray(rc(S)).astype(np.uint64)
+        src = (b << np.uint64(32)) | a
+        out = np.zeros(np.broadcast(a, b, c).shape, dtype=np.uint64)
+        for i in range(4):
+            if table is None:
+                sel = (c >> np.uint64(4 * i)) & np.uint64(0xF)
+                byte = (src >> ((sel & np.uint64(7)) * np.uint64(8))) & np.uint64(0xFF)
+                sign = (byte >> np.uint64(7)) * np.uint64(0xFF)
+                byte = np.where(sel & np.uint64(8), sign, byte)
+            else:
+                sel = table[(c & np.uint64(3)).astype(np.intp), i]
+                byte = (src >> (sel * np.uint64(8))) & np.uint64(0xFF)
+            out |= byte << np.uint64(8 * i)
+        put(S, out.astype(np.uint32), m)
+    return prmt
+
+
+def make_shf(P, op):
+    ins = op.ins
+    direction, mode = ins.mods[0], ins.mods[1]
+    put = P.writer(ins.operands[0], T.b32, ins)
+    rlo, rhi = P.reader(ins.operands[1], T.b32, ins), P.reader(ins.operands[2], T.b32, ins)
+    rn = P.reader(ins.operands[3], T.u32, ins)
+
+    def shf(S, m):
+        lo = np.asarray(rlo(S)).astype(np.uint64)
+        hi = np.asarray(rhi(S)).astype(np.uint64)
+        n = np.asarray(rn(S)).astype(np.uint64)
+        n = np.minimum(n, np.uint64(32)) if mode == "clamp" else n & np.uint64(31)
+        v = (hi << np.uint64(32)) | lo
+        if direction == "l":
+            r = (v << n) >> np.uint64(32)
+        else:
+            r = v >> n
+        put(S, (r & np.uint64(0xFFFFFFFF)).astype(np.uint32), m)
+    return shf
+
+
+def make_bitfield(P, op):
+    ins = op.ins
+    t = ins.type
+    bits = t.bits
+    name = ins.opcode
+    srcs = ins.operands[1:]
+    if name == "bfe":
+        put = P.writer(ins.operands[0], t, ins)
+        ra = P.reader(srcs[0], T.lookup(f"u{bits}"), ins)
+        rp, rl = P.reader(srcs[1], T.u32, ins), P.reader(srcs[2], T.u32, ins)
+        signed = t.kind == "s"
+
+        def bfe(S, m):
+            a = np.asarray(ra(S)).astype(np.uint64)
+            pos = np.asarray(rp(S)).astype(np.int64) & 0xFF
+            ln = np.asarray(rl(S)).astype(np.int64) & 0xFF
+            take = np.clip(np.minimum(ln, bits - pos), 0, bits)  # bits that come from a
+            field = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
+            keep = _low_mask(take)
+            field &= keep
+            if signed:
+                top = np.clip(pos + ln - 1, 0, bits - 1).astype(np.uint64)
+                sbit = np.where(ln == 0, np.uint64(0), (a >> top) & np.uint64(1))
+                field |= np.where(sbit == 1, ~keep & _low_mask(np.full_like(take, bits)), np.uint64(0))
+            put(S, field.astype(UINT[bits]).view(view_dtype(t)), m)
+        return bfe
+    if name == "bfi":
+        put = P.writer(ins.operands[0], t, ins)
+        rf, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
+        rp, rl = P.reader(srcs[2], T.u32, ins), P.reader(srcs[3], T.u32, ins)
+
+        def bfi(S, m):
+            f = np.asarray(rf(S)).astype(np.uint64)
+            b = np.asarray(rb(S)).astype(np.uint64)
+            pos = np.asarray(rp(S)).astype(np.int64) & 0xFF
+            ln = np.asarray(rl(S)).astype(np.int64) & 0xFF
+            take = np.clip(np.minimum(ln, bits - pos), 0, bits)
+            sh = np.minimum(pos, bits - 1).astype(np.uint64)
+            field_mask = np.where(pos >= bits, np.uint64(0), _low_mask(take) << sh)
+            r = (b & ~field_mask) | ((f << sh) & field_mask)
+            put(S, (r & _low_mask(np.int64(bits))).astype(UINT[bits]), m)
+        return bfi
+    put = P.writer(ins.operands[0], T.u32 if name in ("popc", "clz", "bfind") else t, ins)
+    ra = P.reader(srcs[0], t if name == "bfind" else T.lookup(f"b{bits}"), ins)
+    if name == "popc":
+        return lambda S, m: put(S, popcount(ra(S)), m)
+    if name == "clz":
+        return lambda S, m: put(S, (np.uint32(bits) - bit_length(ra(S), bits)).astype(np.uint32), m)
+    if name == "brev":
+        return lambda S, m: put(S, bit_reverse(ra(S), bits), m)
+    if name == "bfind":
+        if "shiftamt" in ins.mods:
+            raise InterpUnsupported("bfind.shiftamt is not modelled", ins)
+        signed = t.kind == "s"
+
+        def bfind(S, m):
+            a = np.asarray(ra(S))
+            u = a.view(UINT[bits])
+            if signed:
+                u = np.where(a < 0, ~u, u)
+            n = bit_length(u, bits).astype(np.int64)
+            put(S, np.where(n == 0, np.uint32(0xFFFFFFFF), (n - 1).astype(np.uint32)), m)
+        return bfind
+    raise AssertionError(name)
+
+
+def _low_mask(n):
+    """(1 << n) - 1 as uint64 for n in 0..64 (n = 64: all ones)."""
+    n = np.asarray(n).astype(np.int64)
+    full = n >= 64
+    nn = np.minimum(n, 63).astype(np.uint64)
+    return np.where(full, np.uint64(0xFFFFFFFFFFFFFFFF), (np.uint64(1) << nn) - np.uint64(1))

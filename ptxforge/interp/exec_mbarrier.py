@@ -1,0 +1,200 @@
+"""mbarrier: init, arrive (with count or expect_tx), expect_tx, test_wait / try_wait (parity or state
+token), inval, and the asynchronous completions that target a barrier.
+
+An mbarrier is modelled by its state, not its 8 bytes: expected arrivals, pending arrivals,
+transaction bytes and the number of completed phases.  A phase completes when pending arrivals
+and the transaction count both reach zero.  `test_wait`/`try_wait` with parity `q` succeed
+when the phase of parity `q` has completed (the current phase has the other parity); with a
+state token, when the phase the token was taken in has completed.  A thread whose wait fails
+is parked until the barrier completes a phase.  Completing a phase synchronizes the threads
+that arrived with the threads that later observe the completion.
+
+Asynchronous completions (cp.async.mbarrier.arrive, bulk copies) queue on the barrier and are
+delivered when a thread polls it: the copies land then, as late as the memory model allows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .access import Part, map_access, shadow_read, shadow_write
+from .exec_async import land_before, land_rows
+from .exec_memory import address_reader
+from .findings import InterpUnsupported
+
+_PTXFORGE_INTERNAL = True
+
+
+class MBar:
+    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key")
+
+    def __init__(self, key, count, N):
+        self.key = key
+        self.count = count
+        self.pending = count
+        self.tx = 0
+        self.phase = 0  # completed phases
+        self.arrivers = np.zeros(N, dtype=bool)
+        self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
+        self.phase_members = {}  # completed phase index -> participant mask (observers join it)
+
+
+def mbar_lookup(S, op, addr, thr, *, init=False):
+    """Group the threads of an mbarrier instruction by barrier: yields (key, threads, state)."""
+    for part in map_access(S, op, "shared", addr, thr, 8, what="mbarrier access"):
+        keys = part.off
+        for key in np.unique(keys):
+            sel = keys == key
+            kthr = part.thr[sel]
+            state = S.mbars.get(int(key))
+            if init:
+                yield int(key), kthr, None, part, sel
+                continue
+            if state is None:
+                S.report("barrier", "mbarrier used before mbarrier.init (or after mbarrier.inval)", op, kthr)
+                continue
+            if S.track:
+                shadow_read(S, op, Part("shared", part.sel[sel], part.off[sel], kthr), 8, record=False)
+            yield int(key), kthr, state
+
+
+def _complete(S, state):
+    state.phase += 1
+    state.pending = state.count
+    S.step += 1
+    groups = S.sync_event(None, groups=np.where(state.arrivers, state.key, -1))
+    if groups is None:  # nobody arrived (only asynchronous completions): observers still join
+        groups = np.full(S.N, -1, dtype=np.int64)
+        S.events.append((S.step, groups))
+    state.phase_members[state.phase - 1] = groups  # observers of the phase join its group later
+    for old in [p for p in state.phase_members if p < state.phase - 2]:
+        del state.phase_members[old]
+    state.arrivers = np.zeros(S.N, dtype=bool)
+    S.parked &= ~(S.park_key == state.key)
+    S.mbar_epoch += 1
+
+
+def _arrive(S, op, state, thr, n):
+    state.pending -= n
+    state.arrivers[thr] = True
+    S.mbar_epoch += 1
+    if state.pending < 0:
+        S.report("barrier", f"more arrivals than the mbarrier expects ({state.count} per phase)", op, thr)
+        state.pending = 0
+    _maybe_complete(S, state)
+
+
+def _maybe_complete(S, state):
+    if state.pending == 0 and state.tx <= 0:
+        _complete(S, state)
+
+
+def flush(S, state):
+    """Deliver the barrier's asynchronous completions (copies land, async arrivals count)."""
+    if not state.queue:
+        return False
+    queue, state.queue = state.queue, []
+    for item in queue:
+        if item[0] == "arrive":
+            _, time, mask = item
+            land_before(S, mask, time)
+            state.pending -= int(np.count_nonzero(mask))
+            state.arrivers |= mask
+        else:
+            _, time, rec, nbytes = item
+            land_rows(S, rec, np.ones(len(rec.thr), dtype=bool))
+            state.tx -= nbytes
+            state.arrivers[rec.thr] = True
+        S.mbar_epoch += 1
+        if state.pending < 0:
+            state.pending = 0
+        _maybe_complete(S, state)
+    return True
+
+
+def make_mbarrier(P, op):
+    ins = op.ins
+    kind = ins.info.op
+    addr_op = ins.operands[1] if ins.n_dst else ins.operands[0]
+    get_addr = address_reader(P, addr_op, ins, "shared")
+    if kind == "init":
+        get_count = P.reader(ins.operands[1], T.u32, ins)
+
+        def init(S, m):
+            thr = np.flatnonzero(m)
+            counts = np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
+            for key, kthr, _, part, sel in mbar_lookup(S, op, get_addr(S)[thr], thr, init=True):
+                shadow_write(S, op, Part("shared", part.sel[sel][:1], part.off[sel][:1], kthr[:1]), 8, pc=op.pc)
+                S.mbars[key] = MBar(key, int(counts[kthr[0]]), S.N)
+                S.mbar_epoch += 1
+        return init
+    if kind == "inval":
+        def inval(S, m):
+            thr = np.flatnonzero(m)
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                del S.mbars[key]
+                S.mbar_epoch += 1
+        return inval
+    if kind in ("arrive", "arrive_expect_tx"):
+        put = P.writer(ins.operands[0], T.b64, ins)
+        extra = ins.operands[2] if len(ins.operands) > 2 else None
+        get_extra = P.reader(extra, T.u32, ins) if extra is not None else None
+
+        def arrive(S, m):
+            thr = np.flatnonzero(m)
+            ex = (np.broadcast_to(np.asarray(get_extra(S)).astype(np.int64), (S.N,))
+                  if get_extra is not None else None)
+            tokens = np.zeros(S.N, dtype=np.uint64)
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                tokens[kthr] = state.phase
+                if kind == "arrive_expect_tx":
+                    state.tx += int(ex[kthr].sum())
+                    _arrive(S, op, state, kthr, len(kthr))
+                else:
+                    n = int(ex[kthr].sum()) if ex is not None else len(kthr)
+                    _arrive(S, op, state, kthr, n)
+            put(S, tokens, m)
+        return arrive
+    if kind == "expect_tx":
+        get_bytes = P.reader(ins.operands[1], T.u32, ins)
+
+        def expect_tx(S, m):
+            thr = np.flatnonzero(m)
+            nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                state.tx += int(nb[kthr].sum())
+                S.mbar_epoch += 1
+        return expect_tx
+    if kind in ("test_wait", "try_wait"):
+        parity = ins.info.parity
+        put = P.writer(ins.operands[0], T.pred, ins)
+        phase_op = ins.operands[2]
+        get_phase = P.reader(phase_op, T.u32 if parity else T.b64, ins)
+
+        def wait(S, m):
+            thr = np.flatnonzero(m)
+            ph = np.broadcast_to(np.asarray(get_phase(S)).astype(np.int64), (S.N,))
+            done = np.zeros(S.N, dtype=bool)
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                flush(S, state)
+                q = ph[kthr]
+                if parity:
+                    q = q & 1
+                    ok = (state.phase & 1) != q
+                    observed = np.where(((state.phase - 1) & 1) == q, state.phase - 1, state.phase - 2)
+                else:
+                    ok = state.phase > q
+                    observed = q
+                done[kthr] = ok
+                for p in np.unique(observed[ok]):
+                    groups = state.phase_members.get(int(p))
+                    if groups is not None:
+                        groups[kthr[ok & (observed == p)]] = key
+                waiting = kthr[~ok]
+                if len(waiting):
+                    S.parked[waiting] = True
+                    S.park_key[waiting] = key
+            put(S, done, m)
+        return wait
+    raise InterpUnsupported(f"mbarrier.{kind} is not modelled", ins)

@@ -1,0 +1,262 @@
+"""Loads, stores, atomics and the warp-collective matrix loads/stores (ldmatrix, stmatrix).
+
+Sub-word loads widen into the destination register (sign-extended for .s types), stores take
+the low bits of a wider register.  Vector accesses must be aligned to their whole size.
+Atomics whose addresses collide within one instruction are applied one thread after another
+in thread order, so every thread gets a distinct old value, as on hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.operands import Reg, Symbol
+from .access import SHARED, gather, map_access, scatter, shadow_read, shadow_write
+from .findings import InterpUnsupported
+from .layouts import matrix_layout
+from .memory import PARAM_WINDOW, SHARED_WINDOW
+from .program import address_parts
+from .values import UINT, view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+
+def address_reader(P, addr, ins, space):
+    """S -> uint64 addresses (full thread width) of a memory operand in `space`."""
+    base, off = address_parts(addr)
+    if isinstance(base, Reg):
+        r = P.reader(base, T.u64 if base.type.bits == 64 else T.u32, ins)
+        if off == 0:
+            return lambda S: np.asarray(r(S)).astype(np.uint64)
+        return lambda S: (np.asarray(r(S)).astype(np.int64) + off).astype(np.uint64)
+    if isinstance(base, Symbol):
+        name, sym_space = base.name, base.space
+
+        def sym(S):
+            a = S.launch.symbol_address(name, sym_space) + off
+            if space in ("generic", "", None):
+                a += SHARED_WINDOW if sym_space == "shared" else PARAM_WINDOW if sym_space == "param" else 0
+            return np.full(S.N, a, dtype=np.uint64)
+        return sym
+    if isinstance(base, int):
+        return lambda S: np.full(S.N, base + off, dtype=np.uint64)
+    raise InterpUnsupported(f"address {addr} is not modelled", ins)
+
+
+def _width(t):
+    return 16 if t is T.b128 else t.bits // 8
+
+
+def _spread(S, thr, values, dtype):
+    """Values for threads `thr` -> a full-width array plus the mask of those threads."""
+    full = np.zeros(S.N, dtype=dtype)
+    full[thr] = values
+    mask = np.zeros(S.N, dtype=bool)
+    mask[thr] = True
+    return full, mask
+
+
+def make_ld(P, op):
+    ins = op.ins
+    info = ins.info
+    t, vec, space = info.type, info.vec, info.space
+    if t is T.b128:
+        raise InterpUnsupported("ld.b128 is not modelled", ins)
+    if space in ("local", "const"):
+        raise InterpUnsupported(f"ld.{space} is not modelled (the builder declares no .{space} variables)", ins)
+    width = _width(t)
+    get_addr = address_reader(P, ins.operands[1], ins, space)
+    dsts = P.regs_of(ins.operands[0])
+    ext = "sign" if t.kind == "s" else "zero"
+    puts = [P.writer(d, t, ins, extend=ext) for d in dsts]
+    udt = UINT[t.bits]
+    vdt = view_dtype(t)
+    nbytes = width * vec
+
+    def ld(S, m):
+        thr = np.flatnonzero(m)
+        parts = map_access(S, op, space, get_addr(S)[thr], thr, nbytes, what="load")
+        for part in parts:
+            vals = gather(S, part, width, vec)
+            if part.space == SHARED:
+                shadow_read(S, op, part, nbytes)
+            for i, put in enumerate(puts):
+                full, mask = _spread(S, part.thr, vals[:, i].astype(udt), udt)
+                put(S, full.view(vdt), mask)
+    return ld
+
+
+def make_st(P, op):
+    ins = op.ins
+    info = ins.info
+    t, vec, space = info.type, info.vec, info.space
+    if t is T.b128:
+        raise InterpUnsupported("st.b128 is not modelled", ins)
+    if space in ("local",):
+        raise InterpUnsupported(f"st.{space} is not modelled", ins)
+    width = _width(t)
+    get_addr = address_reader(P, ins.operands[0], ins, space)
+    srcs = P.regs_of(ins.operands[1])
+    bt = T.lookup(f"b{t.bits}")
+    readers = [P.reader(s, bt, ins) for s in srcs]
+    udt = UINT[t.bits]
+    nbytes = width * vec
+
+    def st(S, m):
+        thr = np.flatnonzero(m)
+        parts = map_access(S, op, space, get_addr(S)[thr], thr, nbytes, write=True, what="store")
+        if not parts:
+            return
+        cols = [np.broadcast_to(np.asarray(r(S)).astype(udt), (S.N,)) for r in readers]
+        for part in parts:
+            vals = np.stack([c[part.thr] for c in cols], axis=1)
+            if part.space == SHARED:
+                shadow_write(S, op, part, nbytes, pc=op.pc)
+            scatter(S, part, width, vals)
+    return st
+
+
+# ---------------------------------------------------------------- atomics
+
+def _atom_apply(opname, t, old, b, c):
+    """New memory value for atom op (vectorized over threads; values in t's view dtype)."""
+    if opname == "add":
+        return old + b
+    if opname == "min":
+        return np.minimum(old, b)
+    if opname == "max":
+        return np.maximum(old, b)
+    if opname == "and":
+        return old & b
+    if opname == "or":
+        return old | b
+    if opname == "xor":
+        return old ^ b
+    if opname == "exch":
+        return np.broadcast_to(b, np.shape(old)).copy() if np.ndim(b) == 0 else b
+    if opname == "cas":
+        return np.where(old == b, c, old)
+    if opname == "inc":
+        return np.where(old >= b, old.dtype.type(0), old + old.dtype.type(1))
+    if opname == "dec":
+        return np.where((old == 0) | (old > b), b, old - old.dtype.type(1))
+    raise AssertionError(opname)
+
+
+def make_atom(P, op):
+    ins = op.ins
+    info = ins.info
+    t, space, opname = info.type, info.space, info.op
+    width = t.bits // 8
+    is_red = ins.opcode == "red"
+    k = 0 if is_red else 1
+    get_addr = address_reader(P, ins.operands[k], ins, space)
+    rb = P.reader(ins.operands[k + 1], t, ins)
+    rc = P.reader(ins.operands[k + 2], t, ins) if opname == "cas" else (lambda S: None)
+    put = None if is_red else P.writer(ins.operands[0], t, ins)
+    vdt = view_dtype(t)
+    udt = UINT[t.bits]
+
+    def atom(S, m):
+        thr = np.flatnonzero(m)
+        parts = map_access(S, op, space, get_addr(S)[thr], thr, width, write=True, what=ins.opcode)
+        bfull = np.broadcast_to(rb(S), (S.N,))
+        cv = rc(S)
+        cfull = np.broadcast_to(cv, (S.N,)) if cv is not None else None
+        for part in parts:
+            b = bfull[part.thr]
+            c = cfull[part.thr] if cfull is not None else None
+            uniq = len(np.unique(part.off)) == len(part.off)
+            if uniq:
+                old = gather(S, part, width, 1)[:, 0].view(vdt)
+                new = _atom_apply(opname, t, old, b, c)
+                scatter(S, part, width, np.asarray(new).astype(vdt).view(udt)[:, None])
+            else:
+                old = np.empty(len(part.thr), dtype=vdt)
+                for i in range(len(part.thr)):
+                    one = type(part)(part.space, part.sel[i:i + 1], part.off[i:i + 1], part.thr[i:i + 1])
+                    o = gather(S, one, width, 1)[:, 0].view(vdt)
+                    n = _atom_apply(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1])
+                    scatter(S, one, width, np.asarray(n).astype(vdt).view(udt)[:, None])
+                    old[i] = o[0]
+            if put is not None:
+                full, mask = _spread(S, part.thr, old.view(udt), udt)
+                put(S, full.view(vdt), mask)
+    return atom
+
+
+# ---------------------------------------------------------------- ldmatrix / stmatrix
+
+def _matrix_space(ins):
+    return ins.mods[0] if ins.mods else "shared"
+
+
+def make_ldmatrix(P, op):
+    ins = op.ins
+    form = ins.info
+    if form.shape != "m8n8" or form.type is not T.b16:
+        raise InterpUnsupported(f"ldmatrix.{form.shape}...{form.type.name} is not modelled (only m8n8 .b16: the "
+                                "8-bit m16n16 layouts are given only as figures)", ins)
+    num, trans = form.num, form.trans
+    lay = matrix_layout(num, trans)
+    space = _matrix_space(ins)
+    get_addr = address_reader(P, ins.operands[1], ins, space)
+    puts = [P.writer(d, T.b32, ins) for d in P.regs_of(ins.operands[0])]
+    jidx = np.broadcast_to(np.arange(num)[None, :, None], lay.rows.shape)
+    nlanes = 8 * num
+
+    def ldmatrix(S, m):
+        S.check_full_warps(op, m, "ldmatrix")
+        warps = S.warps_touched(m)
+        nw = len(warps)
+        lanes = (warps[:, None] * 32 + np.arange(nlanes)).ravel()  # address-supplying threads
+        tiles = np.zeros((nw * nlanes, 8), dtype=np.uint16)  # row r of matrix j for each warp
+        addr = get_addr(S)[lanes]
+        for part in map_access(S, op, space, addr, lanes, 16, what="ldmatrix row read"):
+            tiles[part.sel] = gather(S, part, 2, 8)
+            if part.space == SHARED:
+                shadow_read(S, op, part, 16)
+        tiles = tiles.reshape(nw, num, 8, 8)
+        halves = tiles[:, jidx, lay.rows, lay.cols].astype(np.uint32)  # (nw, 32, num, 2)
+        words = halves[..., 0] | (halves[..., 1] << np.uint32(16))
+        thr = (warps[:, None] * 32 + np.arange(32)).ravel()
+        keep = m[thr]
+        for j, put in enumerate(puts):
+            full, mask = _spread(S, thr[keep], words[:, :, j].ravel()[keep], np.uint32)
+            put(S, full, mask)
+    return ldmatrix
+
+
+def make_stmatrix(P, op):
+    ins = op.ins
+    form = ins.info
+    if form.shape != "m8n8" or form.type is not T.b16:
+        raise InterpUnsupported(f"stmatrix.{form.shape}.{form.type.name} is not modelled", ins)
+    num, trans = form.num, form.trans
+    lay = matrix_layout(num, trans)
+    space = _matrix_space(ins)
+    get_addr = address_reader(P, ins.operands[0], ins, space)
+    readers = [P.reader(r, T.b32, ins) for r in P.regs_of(ins.operands[1])]
+    jidx = np.broadcast_to(np.arange(num)[None, :, None], lay.rows.shape)
+    nlanes = 8 * num
+
+    def stmatrix(S, m):
+        S.check_full_warps(op, m, "stmatrix")
+        warps = S.warps_touched(m)
+        nw = len(warps)
+        thr = (warps[:, None] * 32 + np.arange(32)).ravel()
+        words = np.stack([np.broadcast_to(np.asarray(r(S)), (S.N,))[thr] for r in readers], axis=1)
+        words = words.reshape(nw, 32, num).astype(np.uint32)
+        halves = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=-1).astype(np.uint16)
+        tiles = np.zeros((nw, num, 8, 8), dtype=np.uint16)
+        w_idx = np.arange(nw)[:, None, None, None]
+        tiles[w_idx, jidx[None], lay.rows[None], lay.cols[None]] = halves
+        rows = tiles.reshape(nw * nlanes, 8)
+        lanes = (warps[:, None] * 32 + np.arange(nlanes)).ravel()
+        addr = get_addr(S)[lanes]
+        for part in map_access(S, op, space, addr, lanes, 16, write=True, what="stmatrix row write"):
+            if part.space == SHARED:
+                shadow_write(S, op, part, 16, pc=op.pc)
+            scatter(S, part, 2, rows[part.sel])
+    return stmatrix

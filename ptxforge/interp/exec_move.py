@@ -1,0 +1,262 @@
+"""Moves, comparisons, selection and conversions: mov (incl. pack/unpack, addresses of variables,
+special registers), setp, selp, cvt, cvta.
+
+cvt follows PTX: integer to integer truncates or extends by the source's signedness (.sat
+clamps to the destination range); float to integer rounds as asked (.rni/.rzi/.rmi/.rpi) and
+always saturates, NaN giving 0; narrowing float conversions round to nearest even; a destination
+register wider than the type is sign- or zero-extended by the destination type.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.operands import Vec
+from .exec_arith import _half_out
+from .findings import InterpUnsupported
+from .memory import PARAM_WINDOW, SHARED_WINDOW
+from .values import UINT, flush_subnormal, half_to_f32, storage_dtype, view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+
+def make_mov(P, op):
+    ins = op.ins
+    t = ins.type
+    d, a = ins.operands[0], ins.operands[1]
+    if "pack" in ins.mods or isinstance(a, Vec):
+        parts = list(a.regs)
+        pbits = t.bits // len(parts)
+        pt = T.lookup(f"b{pbits}")
+        rs = [P.reader(r, pt, ins) for r in parts]
+        put = P.writer(d, T.lookup(f"b{t.bits}"), ins)
+        wide = UINT[t.bits]
+
+        def pack(S, m):
+            out = None
+            for i, r in enumerate(rs):
+                v = np.asarray(r(S)).astype(wide) << wide(i * pbits)
+                out = v if out is None else out | v
+            put(S, out, m)
+        return pack
+    if "unpack" in ins.mods or isinstance(d, Vec):
+        parts = list(d.regs)
+        pbits = t.bits // len(parts)
+        pt = T.lookup(f"b{pbits}")
+        ra = P.reader(a, T.lookup(f"b{t.bits}"), ins)
+        puts = [P.writer(r, pt, ins) for r in parts]
+        pdt = UINT[pbits]
+        wide = UINT[t.bits]
+
+        def unpack(S, m):
+            v = np.asarray(ra(S))
+            for i, put in enumerate(puts):
+                put(S, ((v >> wide(i * pbits)) & wide((1 << pbits) - 1)).astype(pdt), m)
+        return unpack
+    put = P.writer(d, t, ins)
+    ra = P.reader(a, t, ins)
+    return lambda S, m: put(S, ra(S), m)
+
+
+# ---------------------------------------------------------------- comparisons
+
+def compare(cmp: str, a, b, t: T.ScalarType):
+    if t.is_float:
+        nan = np.isnan(a) | np.isnan(b)
+        ordered = {
+            "eq": lambda: a == b, "ne": lambda: (a != b) & ~nan, "lt": lambda: a < b, "le": lambda: a <= b,
+            "gt": lambda: a > b, "ge": lambda: a >= b,
+            "num": lambda: ~nan, "nan": lambda: nan,
+        }
+        if cmp in ("num", "nan"):
+            return ordered[cmp]()
+        if len(cmp) == 3 and cmp.endswith("u"):  # equ, neu, ltu ...: true when unordered
+            return ordered[cmp[:2]]() | nan
+        return ordered[cmp]() & ~nan
+    return {
+        "eq": lambda: a == b, "ne": lambda: a != b, "lt": lambda: a < b, "le": lambda: a <= b,
+        "gt": lambda: a > b, "ge": lambda: a >= b, "lo": lambda: a < b, "ls": lambda: a <= b,
+        "hi": lambda: a > b, "hs": lambda: a >= b,
+    }[cmp]()
+
+
+def make_setp(P, op):
+    ins = op.ins
+    t = ins.type
+    cmp = ins.mods[0]
+    boolop = ins.mods[1] if len(ins.mods) > 1 else None
+    rt = t
+    if t.kind == "b" and cmp in ("lo", "ls", "hi", "hs"):
+        rt = t.as_unsigned()
+    ra, rb = P.reader(ins.operands[1], rt, ins), P.reader(ins.operands[2], rt, ins)
+    put = P.writer(ins.operands[0], T.pred, ins)
+    if boolop is None:
+        return lambda S, m: put(S, compare(cmp, ra(S), rb(S), rt), m)
+    rc = P.pred_reader(ins.operands[3], ins)
+    combine = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
+    return lambda S, m: put(S, combine(compare(cmp, ra(S), rb(S), rt), rc(S)), m)
+
+
+def make_selp(P, op):
+    ins = op.ins
+    t = ins.type
+    ra, rb = P.reader(ins.operands[1], t, ins), P.reader(ins.operands[2], t, ins)
+    rp = P.pred_reader(ins.operands[3], ins)
+    put = P.writer(ins.operands[0], t, ins)
+    dt = view_dtype(t)
+    return lambda S, m: put(S, np.where(rp(S), ra(S), rb(S)).astype(dt, copy=False), m)
+
+
+# ---------------------------------------------------------------- cvt
+
+def _int_range(t):
+    if t.kind == "s":
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
+def _float_value(x, st):
+    """A source of float type st (already read with its view dtype) as float64."""
+    if st is T.bf16:
+        return half_to_f32(x, True).astype(np.float64)
+    return np.asarray(x).astype(np.float64)
+
+
+def _to_int(r, dt):
+    """float64 (already rounded to an integer value) -> dt, saturating, NaN -> 0."""
+    lo, hi = _int_range(dt)
+    out_dt = view_dtype(dt)
+    big = r >= float(hi)
+    small = r <= float(lo)
+    safe = np.where(np.isnan(r) | big | small, 0.0, r)
+    if dt.kind == "u" and dt.bits == 64:
+        v = safe.astype(np.uint64)
+    else:
+        v = safe.astype(np.int64)
+    v = np.where(big, np.array(hi).astype(out_dt), np.where(small, np.array(lo).astype(out_dt), v.astype(out_dt)))
+    return v.astype(out_dt)
+
+
+_INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
+
+
+def make_cvt(P, op):
+    ins = op.ins
+    dt, st, rnd = ins.info
+    mods = set(ins.mods)
+    sat = "sat" in mods
+    ftz = "ftz" in mods
+    d = ins.operands[0]
+    if dt in (T.f16x2, T.bf16x2):
+        if rnd not in (None, "rn"):
+            raise InterpUnsupported(f"cvt.{rnd}.{dt.name}.f32 is not modelled (only .rn)", ins)
+        ra, rb = P.reader(ins.operands[1], T.f32, ins), P.reader(ins.operands[2], T.f32, ins)
+        put = P.writer(d, T.b32, ins)
+        is_bf16 = dt is T.bf16x2
+
+        def pack(S, m):
+            hi = _half_out(_maybe_sat(np.asarray(ra(S)).astype(np.float64), sat), is_bf16).astype(np.uint32)
+            lo = _half_out(_maybe_sat(np.asarray(rb(S)).astype(np.float64), sat), is_bf16).astype(np.uint32)
+            put(S, (hi << np.uint32(16)) | lo, m)
+        return pack
+    src_t = T.b16 if st is T.bf16 else st
+    ra = P.reader(ins.operands[1], src_t, ins)
+    dst_t = T.b16 if dt is T.bf16 else dt
+    put = P.writer(d, dst_t, ins, extend="sign" if dt.kind == "s" else "zero")
+    if dt.is_int and st.is_int:
+        lo, hi = _int_range(dt)
+        out_dt = view_dtype(dt)
+        src_signed = st.kind == "s"
+
+        def i2i(S, m):
+            a = np.asarray(ra(S))
+            if sat:
+                if src_signed:
+                    v = np.clip(a.astype(np.int64), max(lo, -(1 << 63)), min(hi, (1 << 63) - 1))
+                else:
+                    v = np.minimum(a.astype(np.uint64), np.uint64(hi))
+                put(S, v.astype(out_dt), m)
+            else:
+                wide = a.astype(np.int64) if src_signed else a.astype(np.uint64)
+                put(S, wide.astype(out_dt), m)
+        return i2i
+    if dt.is_int and st.is_float:
+        rounder = _INT_ROUND[rnd or "rzi"]
+
+        def f2i(S, m):
+            x = _float_value(ra(S), st)
+            if ftz and st is T.f32:
+                x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
+            put(S, _to_int(rounder(x), dt), m)
+        return f2i
+    if dt.is_float and st.is_int:
+        if rnd not in (None, "rn"):
+            raise InterpUnsupported(f"cvt.{rnd} from an integer is not modelled (only .rn)", ins)
+
+        def i2f(S, m):
+            a = np.asarray(ra(S))
+            put(S, _float_out(_maybe_sat(a.astype(np.float64), sat), dt, exact_src=a), m)
+        return i2f
+    # float -> float
+    narrowing = dt.bits < st.bits or (dt.bits == st.bits and dt is not st)
+    if narrowing and rnd not in (None, "rn"):
+        raise InterpUnsupported(f"cvt.{rnd}.{dt.name}.{st.name} is not modelled (only .rn)", ins)
+    rounder = _INT_ROUND.get(rnd) if rnd in _INT_ROUND else None
+
+    def f2f(S, m):
+        x = _float_value(ra(S), st)
+        if ftz and st is T.f32:
+            x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
+        if rounder is not None:
+            x = rounder(x)
+        x = _maybe_sat(x, sat)
+        r = _float_out(x, dt)
+        if ftz and dt is T.f32:
+            r = flush_subnormal(r)
+        put(S, r, m)
+    return f2f
+
+
+def _maybe_sat(x, sat):
+    if not sat:
+        return x
+    return np.where(np.isnan(x), 0.0, np.clip(x, 0.0, 1.0))
+
+
+def _float_out(x64, dt, exact_src=None):
+    if dt is T.f64:
+        if exact_src is not None and exact_src.dtype.itemsize == 8:
+            return exact_src.astype(np.float64)  # one rounding straight from the 64-bit integer
+        return x64
+    if dt is T.f32:
+        return x64.astype(np.float32)  # 64-bit integers round twice here (to f64, then f32)
+    if dt is T.f16:
+        return x64.astype(np.float16)
+    if dt is T.bf16:
+        return _half_out(x64, True)
+    raise AssertionError(dt)
+
+
+# ---------------------------------------------------------------- cvta
+
+def make_cvta(P, op):
+    ins = op.ins
+    t = ins.type
+    to = "to" in ins.mods
+    space = ins.mods[-1]
+    ra = P.reader(ins.operands[1], t, ins)
+    put = P.writer(ins.operands[0], t, ins)
+    if space == "global":
+        return lambda S, m: put(S, ra(S), m)
+    if space == "shared":
+        base = SHARED_WINDOW
+    elif space == "param":
+        base = PARAM_WINDOW
+    else:
+        raise InterpUnsupported(f"cvta for .{space} is not modelled", ins)
+    dt = view_dtype(t)
+    delta = np.array(base & ((1 << t.bits) - 1), dtype=storage_dtype(t)).view(dt)[()]
+    if to:
+        return lambda S, m: put(S, ra(S) - delta, m)
+    return lambda S, m: put(S, ra(S) + delta, m)

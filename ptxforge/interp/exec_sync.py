@@ -1,0 +1,206 @@
+"""Synchronization: bar.sync / bar.arrive, bar.warp.sync, ret/exit/trap, and what happens when no
+thread can run.
+
+bar.sync blocks the arriving threads; the barrier completes when every thread of the CTA that
+has not exited arrived (or, with a thread count, when that many warps' worth did).  The
+threads that took part then count as synchronized for the race checks.  `bar` is `.aligned`
+per warp: a warp arrives as a whole at one instruction (different warps may use different
+instructions, as producer/consumer code with bar.arrive does).
+
+When nothing can run, pending asynchronous arrivals are delivered and threads parked on
+mbarriers retried; if that changes nothing it is a deadlock, reported with where every stuck
+thread waits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .exec_mbarrier import flush
+from .findings import InterpUnsupported
+
+_PTXFORGE_INTERNAL = True
+
+
+# ---------------------------------------------------------------- bar.sync / bar.arrive
+
+def make_bar(P, op):
+    ins = op.ins
+    info = ins.info
+    if info.kind not in ("sync", "arrive"):
+        raise InterpUnsupported(f"bar.{info.kind} is not modelled", ins)
+    blocking = info.kind == "sync"
+    get_id = P.reader(info.id, T.u32, ins)
+    get_count = P.reader(info.count, T.u32, ins) if info.count is not None else None
+
+    def bar(S, m):
+        ids = np.broadcast_to(np.asarray(get_id(S)).astype(np.int64), (S.N,))
+        counts = (np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
+                  if get_count is not None else None)
+        for b in np.unique(ids[m]):
+            mb = m & (ids == b)
+            b = int(b)
+            arrived = S.bar_arrived.get(b)
+            if arrived is None:
+                arrived = S.bar_arrived[b] = np.zeros(S.N, dtype=bool)
+                S.bar_pc[b] = np.full(S.N, -1, dtype=np.int64)
+                S.bar_count[b] = np.zeros(S.N, dtype=np.int64)
+            S.bar_count[b][mb] = counts[mb] if counts is not None else 0
+            arrived |= mb
+            S.bar_pc[b][mb] = op.pc
+            if blocking:
+                S.blocked |= mb
+            check_barrier(S, b, np.unique(S.cta_local[mb]), op)
+    return bar
+
+
+def check_barrier(S, b, ctas, op=None):
+    arrived = S.bar_arrived.get(b)
+    if arrived is None:
+        return
+    Tp = S.Tp
+    for c in ctas:
+        sl = slice(int(c) * Tp, (int(c) + 1) * Tp)
+        arr = arrived[sl]
+        if not arr.any():
+            continue
+        live = S.exists[sl] & ~S.exited[sl]
+        cnt = S.bar_count[b][sl][arr]
+        want = int(cnt.max()) if len(cnt) else 0
+        if want == 0:
+            complete = not (live & ~arr).any()
+        else:
+            warps = np.count_nonzero(arr.reshape(-1, 32).any(axis=1))
+            complete = warps * 32 >= want
+        if not complete:
+            continue
+        _check_warp_arrivals(S, b, int(c), arr, live)
+        members = np.zeros(S.N, dtype=bool)
+        members[sl] = arr
+        everyone = not (live & ~arr).any()
+        S.step += 1  # the barrier is an event between the steps before and after it
+        if everyone:
+            S.sync_event(members, cta_full=np.array([int(c)]))
+        else:
+            S.sync_event(members)
+        S.blocked[sl] &= ~arr
+        arrived[sl] = False
+
+
+def _check_warp_arrivals(S, b, c, arr, live):
+    """bar is .aligned per warp: a warp arrives as a whole (its non-exited lanes), at one instruction.
+    Different warps may use different bar instructions (producer/consumer with bar.arrive)."""
+    Tp = S.Tp
+    pcw = S.bar_pc[b][c * Tp:(c + 1) * Tp].reshape(-1, 32)
+    aw, lw = arr.reshape(-1, 32), live.reshape(-1, 32)
+    for w in np.flatnonzero(aw.any(axis=1)):
+        pcs = np.unique(pcw[w][aw[w]])
+        first = c * Tp + 32 * int(w)
+        if len(pcs) > 1:
+            where = "; ".join(f"'{S.prog.instructions[int(p)].render()}' ({S.prog.instructions[int(p)].loc})"
+                              for p in pcs)
+            S.report("barrier", f"barrier {b}: lanes of {S.warp_of(first)} arrived at different bar instructions "
+                     f"({where}); bar is .aligned: a warp must execute one barrier instruction together",
+                     S.prog.ops[int(pcs[0])], np.flatnonzero(aw[w]) + first)
+        missing = lw[w] & ~aw[w]
+        if missing.any():
+            S.report("barrier", f"barrier {b} completed with only part of {S.warp_of(first)} arrived (lanes "
+                     f"{np.flatnonzero(missing).tolist()} did not); bar is .aligned: the whole warp must execute it",
+                     S.prog.ops[int(pcs[0])], np.flatnonzero(aw[w]) + first)
+
+
+def recheck_barriers(S, ctas):
+    for b in list(S.bar_arrived):
+        check_barrier(S, b, ctas)
+
+
+# ---------------------------------------------------------------- bar.warp.sync and member masks
+
+def check_members(S, op, m, masks, what):
+    """Warp-level .sync instructions: every lane named in a thread's member mask must execute the
+    instruction with it, and the thread itself must be in its mask."""
+    # lanes past the end of a partial last warp do not exist: naming them in a mask is harmless
+    present = m | ~S.exists
+    executing = (present.reshape(-1, 32).astype(np.uint64) << np.arange(32, dtype=np.uint64)).sum(axis=1)
+    ex = np.repeat(executing, 32)
+    masks = np.broadcast_to(np.asarray(masks).astype(np.uint64), (S.N,))
+    own = np.uint64(1) << S.laneid.astype(np.uint64)
+    bad = m & (((masks & ~ex) != 0) | ((masks & own) == 0))
+    if bad.any():
+        t = int(np.flatnonzero(bad)[0])
+        missing = int(masks[t]) & ~int(ex[t]) & 0xFFFFFFFF
+        why = (f"member mask {int(masks[t]):#010x} names lanes {_lanes(missing)} that did not execute it"
+               if missing else f"lane {int(S.laneid[t])} is not in its own member mask {int(masks[t]):#010x}")
+        S.report("collective", f"{what} in {S.warp_of(t)}: {why}", op, np.flatnonzero(bad))
+        return False
+    return True
+
+
+def _lanes(bits: int) -> str:
+    return ",".join(str(i) for i in range(32) if bits >> i & 1)
+
+
+def make_bar_warp_sync(P, op):
+    ins = op.ins
+    get_mask = P.reader(ins.operands[0], T.b32, ins)
+
+    def bar_warp_sync(S, m):
+        masks = np.broadcast_to(np.asarray(get_mask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, "bar.warp.sync")
+        S.step += 1
+        S.sync_event(None, groups=np.where(m, np.arange(S.N) // 32, -1))
+    return bar_warp_sync
+
+
+# ---------------------------------------------------------------- exit, trap, no-ops
+
+def make_exit(P, op):
+    def exit_(S, m):
+        S.exited |= m
+        S.blocked &= ~m
+        S.parked &= ~m
+        recheck_barriers(S, np.unique(S.cta_local[m]))
+    return exit_
+
+
+def make_trap(P, op):
+    def trap(S, m):
+        S.fail("trap", "trap executed", op, np.flatnonzero(m))
+    return trap
+
+
+# ---------------------------------------------------------------- nothing can run
+
+def on_stall(S):
+    """Called when no thread can run.  Returns True if something changed (run again)."""
+    live = S.exists & ~S.exited
+    if not live.any():
+        return False
+    progressed = False
+    for state in list(S.mbars.values()):
+        progressed |= flush(S, state)
+    if progressed:
+        return True
+    if S.parked.any() and S.mbar_epoch != S.unpark_epoch:
+        S.unpark_epoch = S.mbar_epoch
+        S.parked[:] = False
+        return True
+    # deadlock: describe who waits where, then end the batch
+    stuck = live & (S.blocked | S.parked)
+    groups = {}
+    for t in np.flatnonzero(stuck):
+        groups.setdefault(int(S.pcs[t]) - 1, []).append(t)
+    msgs = []
+    for pc, ts in sorted(groups.items()):
+        ins = S.prog.instructions[pc]
+        msgs.append(f"{len(ts)} threads at '{ins.render()}' ({ins.loc})")
+    exited_n = int(np.count_nonzero(S.exists & S.exited))
+    first_pc = min(groups) if groups else 0
+    S.report("barrier", "deadlock: no thread can make progress; " + "; ".join(msgs)
+             + (f"; {exited_n} threads have exited" if exited_n else ""),
+             S.prog.ops[first_pc], np.flatnonzero(stuck))
+    S.exited |= stuck
+    S.blocked[:] = False
+    S.parked[:] = False
+    return True

@@ -1,0 +1,163 @@
+"""Warp-level exchange and votes: shfl.sync, vote.sync, redux.sync, elect.sync, activemask.
+
+Every lane named in a member mask must execute the instruction together with the lane (the
+.sync contract); a shuffle that reads a lane which did not execute it is reported, since its
+value is undefined on hardware.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.operands import PairDst
+from .exec_sync import check_members
+from .values import view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+
+def _mask_reader(P, op, ins):
+    return P.reader(op, T.b32, ins)
+
+
+def make_shfl(P, op):
+    ins = op.ins
+    mode = ins.info.mode
+    dst = ins.operands[0]
+    put = P.writer(dst.reg if isinstance(dst, PairDst) else dst, T.b32, ins)
+    put_p = P.writer(dst.pred, T.pred, ins) if isinstance(dst, PairDst) else None
+    ra = P.reader(ins.operands[1], T.b32, ins)
+    rb = P.reader(ins.operands[2], T.u32, ins)
+    rc = P.reader(ins.operands[3], T.u32, ins)
+    rmask = _mask_reader(P, ins.operands[4], ins)
+
+    def shfl(S, m):
+        N = S.N
+        check_members(S, op, m, rmask(S), "shfl.sync")
+        a = np.broadcast_to(np.asarray(ra(S)), (N,))
+        lane = S.laneid.astype(np.int64)
+        b = np.broadcast_to(np.asarray(rb(S)).astype(np.int64), (N,)) & 0x1F
+        c = np.broadcast_to(np.asarray(rc(S)).astype(np.int64), (N,))
+        cval = c & 0x1F
+        seg = (c >> 8) & 0x1F
+        max_lane = (lane & seg) | (cval & ~seg)
+        min_lane = lane & seg
+        if mode == "up":
+            j = lane - b
+            ok = j >= max_lane
+        elif mode == "down":
+            j = lane + b
+            ok = j <= max_lane
+        elif mode == "bfly":
+            j = lane ^ b
+            ok = j <= max_lane
+        else:
+            j = min_lane | (b & ~seg)
+            ok = j <= max_lane
+        j = np.where(ok, j, lane)
+        src = np.arange(N) - lane + j
+        inactive = m & ~m[src]
+        if inactive.any():
+            t = int(np.flatnonzero(inactive)[0])
+            S.report("collective", f"shfl.sync.{mode} in {S.warp_of(t)}: lanes read lanes that did not execute the "
+                     f"shuffle (lane {int(lane[t])} reads lane {int(j[t])}); the value is undefined",
+                     op, np.flatnonzero(inactive))
+        put(S, a[src], m)
+        if put_p is not None:
+            put_p(S, ok, m)
+    return shfl
+
+
+def _per_warp(m):
+    return m.reshape(-1, 32)
+
+
+def make_vote(P, op):
+    ins = op.ins
+    mode = ins.mods[0]
+    rp = P.pred_reader(ins.operands[1], ins)
+    rmask = _mask_reader(P, ins.operands[2], ins)
+    put = P.writer(ins.operands[0], T.b32 if mode == "ballot" else T.pred, ins)
+    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
+
+    def vote(S, m):
+        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, f"vote.sync.{mode}")
+        p = np.broadcast_to(rp(S), (S.N,))
+        # each lane votes over the executing lanes of its member mask
+        inmask = ((masks.reshape(-1, 32)[:, :, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+        voters = inmask & _per_warp(m)[:, None, :]  # (warps, lane, voter)
+        pv = _per_warp(p)[:, None, :]
+        if mode == "ballot":
+            bits = ((voters & pv) * weights).sum(axis=2).astype(np.uint32)
+            put(S, bits.ravel(), m)
+            return
+        if mode == "all":
+            r = ~(voters & ~pv).any(axis=2)
+        elif mode == "any":
+            r = (voters & pv).any(axis=2)
+        else:  # uni
+            r = ~((voters & pv).any(axis=2) & (voters & ~pv).any(axis=2))
+        put(S, r.ravel(), m)
+    return vote
+
+
+def make_redux(P, op):
+    ins = op.ins
+    t = ins.type
+    opname = ins.mods[0]
+    ra = P.reader(ins.operands[1], t, ins)
+    rmask = _mask_reader(P, ins.operands[2], ins)
+    put = P.writer(ins.operands[0], t, ins)
+    dt = view_dtype(t)
+
+    def redux(S, m):
+        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, f"redux.sync.{opname}")
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)
+        mw = _per_warp(m)
+        if opname == "add":
+            r = np.where(mw, a.astype(np.int64), 0).sum(axis=1).astype(np.int64)
+            r = (r & 0xFFFFFFFF).astype(np.uint32).view(dt)
+        elif opname in ("min", "max"):
+            info = np.iinfo(dt)
+            fill = info.max if opname == "min" else info.min
+            f = np.min if opname == "min" else np.max
+            r = f(np.where(mw, a, dt.type(fill)), axis=1)
+        else:
+            ident = {"and": dt.type(0xFFFFFFFF), "or": dt.type(0), "xor": dt.type(0)}[opname]
+            uf = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[opname]
+            r = uf.reduce(np.where(mw, a, ident), axis=1)
+        put(S, np.repeat(r, 32), m)
+    return redux
+
+
+def make_elect(P, op):
+    ins = op.ins
+    dst = ins.operands[0]
+    put_d = P.writer(dst.reg, T.b32, ins) if isinstance(dst, PairDst) else None
+    put_p = P.writer(dst.pred, T.pred, ins)
+    rmask = _mask_reader(P, ins.operands[1], ins)
+
+    def elect(S, m):
+        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, "elect.sync")
+        mw = _per_warp(m)
+        leader = np.argmax(mw, axis=1)  # lowest executing lane
+        lead = np.repeat(leader, 32)
+        if put_d is not None:
+            put_d(S, lead.astype(np.uint32), m)
+        put_p(S, S.laneid == lead, m)
+    return elect
+
+
+def make_activemask(P, op):
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
+
+    def activemask(S, m):
+        bits = (_per_warp(m) * weights).sum(axis=1).astype(np.uint32)
+        put(S, np.repeat(bits, 32), m)
+    return activemask

@@ -1,0 +1,283 @@
+"""`run()`: launch a kernel on the interpreter with the call shape of a GPU launch.
+
+    report = ptxforge.interp.run(module, "kernel", grid=(gx, gy), block=128,
+                                 args=[a, b, c, n], shared=dynamic_bytes)
+
+Pointer parameters take numpy arrays; the kernel's stores land in those arrays (in place, like
+a GPU launch followed by a copy back).  Scalar parameters take Python or numpy numbers, checked
+against the parameter's type.  CTAs run in batches: all threads of a batch are one numpy
+vector, so many small CTAs cost about as much as one large one.
+
+Findings: with `check=True` (the default) the first finding raises `InterpError` carrying it;
+with `check=False` execution goes on (a faulting access is skipped) and the returned `Report`
+lists every finding once, with a count of repeats.  `checks=` chooses which kinds are looked
+for (see `findings.KINDS`; "uninit" is off by default).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..builder import Kernel, KernelBuilder
+from ..errors import LaunchError
+from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
+from .machine import Machine
+from .memory import GlobalHeap, ParamLayout, SharedLayout
+from .program import Program
+from .scheduler import Stats, run_batch
+
+_PTXFORGE_INTERNAL = True
+
+#: Shared memory a CTA may use (static + dynamic), by SM version.
+SHARED_LIMIT = {80: 167936, 86: 101376, 87: 167936, 89: 101376, 90: 232448}
+
+#: Memory a batch may spend on shared memory and its shadow (bounds how many CTAs run together).
+BATCH_MEMORY = 128 << 20
+SHADOW_BYTES_PER_BYTE = 48
+
+_CACHE: dict = {}
+
+
+def compile_kernel(kernel: Kernel) -> Program:
+    """The interpreter's executors for a kernel (built once, cached)."""
+    hit = _CACHE.get(id(kernel))
+    if hit is not None and hit[0] is kernel:
+        return hit[1]
+    prog = Program(kernel)
+    if len(_CACHE) > 64:
+        _CACHE.pop(next(iter(_CACHE)))
+    _CACHE[id(kernel)] = (kernel, prog)
+    return prog
+
+
+@dataclass
+class Report:
+    """What a run did: findings (empty when clean) and execution counts."""
+
+    kernel: str
+    findings: list = field(default_factory=list)
+    steps: int = 0  # scheduler steps (one instruction for one group of threads at one pc)
+    warp_instructions: int = 0  # instructions issued, counted once per warp
+    thread_instructions: int = 0  # instructions issued, counted once per thread
+    seconds: float = 0.0
+    ctas: int = 0
+    batches: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def by_kind(self, kind: str) -> list:
+        return [f for f in self.findings if f.kind == kind]
+
+    def raise_for_findings(self):
+        if self.findings:
+            raise InterpError(_summary(self.kernel, self.findings), self.findings, self.findings[0].loc)
+
+    def __str__(self) -> str:
+        head = (f"{self.kernel}: {self.ctas} CTAs, {self.warp_instructions} warp-instructions "
+                f"({self.thread_instructions} thread-instructions) in {self.seconds:.3f} s")
+        if not self.findings:
+            return head + ", no findings"
+        return head + "\n" + "\n".join(str(f) for f in self.findings)
+
+
+def _summary(kernel, findings):
+    lines = [f"the interpreter found {len(findings)} problem(s) in kernel {kernel}:"]
+    lines += [str(f) for f in findings]
+    return "\n".join(lines)
+
+
+def _dims(v, what):
+    if isinstance(v, (int, np.integer)):
+        v = (int(v),)
+    v = tuple(int(x) for x in v)
+    if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
+        raise LaunchError(f"{what} takes 1 to 3 positive sizes, got {v}")
+    return v + (1,) * (3 - len(v))
+
+
+def resolve_kernel(module, kernel=None) -> Kernel:
+    if isinstance(module, KernelBuilder):
+        module = module.finish()
+    if isinstance(module, Kernel):
+        if kernel is not None and kernel != module.name:
+            raise LaunchError(f"kernel {kernel!r} asked for, but {module.name!r} was given")
+        return module
+    if isinstance(kernel, Kernel):
+        return kernel
+    try:
+        return module.kernel(kernel)
+    except Exception as e:  # ValidationError from Module.kernel names what exists
+        raise LaunchError(str(e)) from None
+
+
+class Launch:
+    """Everything one launch shares across its batches: memory, parameters, findings."""
+
+    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races):
+        self.kernel = kernel
+        self.prog = prog
+        self.grid = _dims(grid, "grid")
+        self.block = _dims(block, "block")
+        self.nthreads = self.block[0] * self.block[1] * self.block[2]
+        if self.nthreads > 1024:
+            raise LaunchError(f"block {self.block} has {self.nthreads} threads; a CTA has at most 1024")
+        lim = kernel.block_limit
+        if lim is not None:
+            key, val = lim
+            if key == "reqntid" and tuple(val) != self.block:
+                raise LaunchError(f"kernel {kernel.name} requires block {val} (.reqntid), launched with {self.block}")
+            if key == "maxntid" and self.nthreads > val[0] * val[1] * val[2]:
+                raise LaunchError(f"kernel {kernel.name} allows at most {val} threads (.maxntid), "
+                                  f"launched with {self.block}")
+        self.check = check
+        self.checks = frozenset(checks)
+        unknown = self.checks - set(KINDS)
+        if unknown:
+            raise LaunchError(f"unknown check kinds {sorted(unknown)}; known: {sorted(KINDS)}")
+        self.track_shared = races and bool(self.checks & {"race", "async", "uninit"})
+        self.findings: list = []
+        self._seen: dict = {}
+        self.dynamic_shared = int(dynamic_shared)
+        self.smem = SharedLayout(kernel, self.dynamic_shared)
+        self.total_shared = self.smem.static_bytes + self.dynamic_shared
+        limit = SHARED_LIMIT.get(kernel.target.sm, 232448)
+        if self.total_shared > limit:
+            raise LaunchError(f"kernel {kernel.name} needs {self.total_shared} bytes of shared memory per CTA; "
+                              f"{kernel.target.name} allows {limit}")
+        self._bind(args)
+
+    # ------------------------------------------------------------ arguments
+    def _bind(self, args):
+        params = self.kernel.params
+        args = list(args)
+        if len(args) != len(params):
+            raise LaunchError(f"kernel {self.kernel.name} takes {len(params)} arguments "
+                              f"({', '.join(p.name for p in params)}), got {len(args)}")
+        arrays, values = [], []
+        index_of = {}
+        for p, a in zip(params, args):
+            copy_in = copy_out = True
+            if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
+                copy_in, copy_out, a = a.copy_in, a.copy_out, a.array
+            if isinstance(a, np.ndarray) and p.nbytes is None:
+                if p.type.bits != 64:
+                    raise LaunchError(f"parameter {p.name} is .{p.type.name}; a pointer (numpy array) needs .u64")
+                _check_pointee(self.kernel.name, p, a)
+                copy_out = copy_out and a.flags.writeable  # a read-only array is input only, as on a GPU
+                key = id(a)
+                if key not in index_of:
+                    for other in arrays:
+                        if np.shares_memory(other[1], a):
+                            raise LaunchError(f"arrays for {other[0]} and {p.name} overlap; pass the same array "
+                                              "object for both, or separate arrays")
+                    index_of[key] = len(arrays)
+                    arrays.append((p.name, a, copy_in, copy_out))
+                values.append(("ptr", index_of[key]))
+            else:
+                values.append(("val", _encode(p, a)))
+        self.heap = GlobalHeap(arrays)
+        raw = []
+        for p, (kind, v) in zip(params, values):
+            if kind == "ptr":
+                raw.append(int(self.heap.address_of(v)).to_bytes(8, "little"))
+            else:
+                raw.append(v)
+        self.params = ParamLayout(params, raw)
+
+    def symbol_address(self, name, space):
+        if space == "shared":
+            return self.smem.offsets[name]
+        if space == "param":
+            return self.params.offsets[name]
+        raise LaunchError(f"the address of {name} (.{space}) is not modelled")
+
+    # ------------------------------------------------------------ findings
+    def add_finding(self, f: Finding):
+        seen = self._seen.get(f.key)
+        if seen is not None:
+            seen.count += 1
+            return
+        self._seen[f.key] = f
+        self.findings.append(f)
+        if self.check:
+            raise InterpError(_summary(self.kernel.name, [f]), [f], f.loc)
+
+
+def _check_pointee(kernel, p, a):
+    """The element type rule of a GPU launch (ptxforge.runtime): an array must suit the pointee."""
+    from ..runtime.arrays import Elem, accepts, expected_dtype
+    if p.pointee is not None and not accepts(p.pointee, Elem.of_dtype(a.dtype)):
+        raise LaunchError(f"kernel {kernel}: parameter {p.name} points to .{p.pointee.name} "
+                          f"({expected_dtype(p.pointee)}), but the array is {a.dtype}")
+
+
+def _encode(p, a) -> bytes:
+    """A scalar argument as the bytes of its parameter type."""
+    if p.nbytes is not None:
+        if isinstance(a, np.ndarray):
+            a = a.tobytes()
+        if not isinstance(a, (bytes, bytearray)) or len(a) != p.nbytes:
+            raise LaunchError(f"parameter {p.name} is a {p.nbytes}-byte block; pass {p.nbytes} bytes")
+        return bytes(a)
+    t = p.type
+    if isinstance(a, np.generic):
+        a = a.item()
+    if t.is_float:
+        if not isinstance(a, (int, float)):
+            raise LaunchError(f"parameter {p.name} is .{t.name}; got {a!r}")
+        dt = {16: np.float16, 32: np.float32, 64: np.float64}[t.bits]
+        return np.array(a, dtype=dt).tobytes()
+    if isinstance(a, bool) or not isinstance(a, int):
+        raise LaunchError(f"parameter {p.name} is .{t.name}; pass an int (got {type(a).__name__})")
+    lo = -(1 << (t.bits - 1)) if t.kind == "s" else 0
+    hi = (1 << t.bits) - 1 if t.kind != "s" else (1 << (t.bits - 1)) - 1
+    if t.kind == "b":
+        lo = -(1 << (t.bits - 1))
+    if not lo <= a <= hi:
+        raise LaunchError(f"argument {a} does not fit parameter {p.name} (.{t.name})")
+    return (a & ((1 << t.bits) - 1)).to_bytes(t.bits // 8, "little")
+
+
+def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, checks=None, races=True,
+        max_steps=1_000_000, batch_threads=8192) -> Report:
+    """Run `kernel` of `module` (a Module, Kernel or KernelBuilder) on the CPU.
+
+    grid, block: like a CUDA launch (int or up to three sizes).  args: one per parameter (numpy
+    arrays for pointers).  shared: dynamic shared memory in bytes.  check: raise InterpError on
+    the first finding (True) or collect them in the report (False).  checks: the finding kinds
+    to look for (default: all but "uninit").  races: track shared memory per byte (turn off for
+    speed).  max_steps: stop (a "limit" finding) after this many steps per batch.
+    batch_threads: about how many threads (whole CTAs) run together as one vector.
+    """
+    k = resolve_kernel(module, kernel)
+    prog = compile_kernel(k)
+    L = Launch(k, prog, grid, block, args, shared, check=check,
+               checks=DEFAULT_CHECKS if checks is None else checks, races=races)
+    gx, gy, gz = L.grid
+    ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    tp = -(-L.nthreads // 32) * 32
+    per_cta_bytes = L.smem.size * (SHADOW_BYTES_PER_BYTE + 1 if L.track_shared else 1)
+    per_batch = max(1, min(int(batch_threads) // tp, BATCH_MEMORY // per_cta_bytes))
+    stats = Stats()
+    report = Report(k.name)
+    t0 = time.perf_counter()
+    try:
+        with np.errstate(all="ignore"):
+            for i in range(0, len(ctas), per_batch):
+                S = Machine(L, prog, ctas[i:i + per_batch])
+                run_batch(S, stats, max_steps)
+                report.batches += 1
+    finally:
+        L.heap.write_back()
+        report.seconds = time.perf_counter() - t0
+        report.findings = L.findings
+        report.steps = stats.steps
+        report.warp_instructions = stats.warp_instructions
+        report.thread_instructions = stats.thread_instructions
+        report.ctas = len(ctas)
+    return report

@@ -1,0 +1,172 @@
+"""Fragment layouts: which matrix element each lane's register holds, for every `mma.sync` form in
+`ptxforge.isa.tensor.MMA_FORMS` and every m8n8 `ldmatrix`/`stmatrix` form.
+
+Source: the PTX ISA sections "Matrix Fragments for mma.mMnNkK" and "Warp-level matrix load
+instruction: ldmatrix" (groupID g = lane >> 2, threadID_in_group t = lane % 4), checked bit-exactly
+on an H200 for the forms in ../shared/ptx-notes.md §4.2.
+
+All register-operand mma forms follow one pattern once a register is seen as a row of packed
+elements (`per_reg` elements of `elem_bits` bits, element j at bits [j*elem_bits, (j+1)*elem_bits)):
+
+* A (M x K): register r, element j -> row g + 8*(r % 2) when the fragment has an even number of
+  registers (m16 shapes), else row g; column per_reg*t + j + 4*per_reg*(r // 2).
+* B (K x N): register r, element j -> row per_reg*t + j + 4*per_reg*r, column g.
+* C / D (M x N): element e (register r = e // per_reg for packed f16 pairs, else e = r)
+  -> row g + 8*(e // 2), column 2t + e % 2.
+
+For example m16n8k64.s4 (8 nibbles a register) gives a1 = (g+8, k 8t..8t+7) and
+a2 = (g, k 32+8t..), and m16n8k8.tf32 gives a2 = (g, t+4) — the documented tables.
+The m16n8k256.b1 A table in the PTX ISA text reads "col = 32t + i for i < 64", which would
+overlap the i >= 64 half; the byte-for-byte analogy with every other shape (and its own
+m16n8k128 table) gives 32t + (i & 31), used here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.tensor import MmaForm
+
+_PTXFORGE_INTERNAL = True
+
+WARP = 32
+
+
+@dataclass(frozen=True)
+class Fragment:
+    """Where each element of one operand lives: lane x register x element -> (row, col)."""
+
+    operand: str  # "a", "b", "c"
+    shape: tuple  # (rows, cols) of the operand matrix
+    nregs: int
+    per_reg: int  # elements in one register
+    elem_bits: int
+    rows: np.ndarray  # (32, nregs, per_reg) int
+    cols: np.ndarray  # (32, nregs, per_reg) int
+
+    def covers_once(self) -> bool:
+        """Each matrix element is held by exactly one (lane, register, element)."""
+        counts = np.zeros(self.shape, dtype=np.int64)
+        np.add.at(counts, (self.rows.ravel(), self.cols.ravel()), 1)
+        return bool((counts == 1).all())
+
+
+def _elem_bits(t: T.ScalarType) -> int:
+    return 32 if t is T.tf32 else t.bits
+
+
+def _operand_regs(form: MmaForm, operand: str) -> int:
+    return {"a": form.a_regs, "b": form.b_regs, "c": form.c_regs}[operand]
+
+
+@lru_cache(maxsize=None)
+def mma_fragment(form: MmaForm, operand: str) -> Fragment:
+    """The layout of operand 'a', 'b' or 'c' (C and D share it) of an mma.sync form."""
+    lane = np.arange(WARP)
+    g = (lane >> 2)[:, None, None]
+    t = (lane & 3)[:, None, None]
+    nregs = _operand_regs(form, operand)
+    if operand == "c":
+        packed_half = form.d_type is T.f16  # two f16 accumulators per .b32 register
+        per_reg = 2 if packed_half else 1
+        ebits = 16 if packed_half else form.d_type.bits
+        r = np.arange(nregs)[None, :, None]
+        j = np.arange(per_reg)[None, None, :]
+        e = r * per_reg + j
+        rows = g + 8 * (e // 2)
+        cols = 2 * t + e % 2
+        shape = (form.m, form.n)
+    else:
+        et = form.a_type if operand == "a" else form.b_type
+        ebits = _elem_bits(et)
+        reg_bits = 64 if et is T.f64 else 32
+        per_reg = reg_bits // ebits
+        r = np.arange(nregs)[None, :, None]
+        j = np.arange(per_reg)[None, None, :]
+        if operand == "a":
+            rows = g + 8 * (r % 2) if form.m == 16 else g + 0 * r
+            cols = per_reg * t + j + 4 * per_reg * (r // 2 if form.m == 16 else r)
+            shape = (form.m, form.k)
+        else:
+            rows = per_reg * t + j + 4 * per_reg * r
+            cols = g + 0 * j
+            shape = (form.k, form.n)
+    rows = np.broadcast_to(rows, (WARP, nregs, per_reg)).astype(np.intp)
+    cols = np.broadcast_to(cols, (WARP, nregs, per_reg)).astype(np.intp)
+    return Fragment(operand, shape, nregs, per_reg, ebits, rows, cols)
+
+
+# ---------------------------------------------------------------- packing helpers (numpy models)
+
+def _unsigned(values, bits):
+    v = np.asarray(values)
+    if bits == 64:
+        return v.view(np.uint64) if v.dtype.kind in "iu" and v.dtype.itemsize == 8 else v.astype(np.uint64)
+    return v.astype(np.int64) & ((1 << bits) - 1)
+
+
+def pack_fragment(frag: Fragment, matrix: np.ndarray) -> np.ndarray:
+    """Matrix element values (ints of the element width, or raw bit patterns) -> register words.
+
+    Returns uint64 words of shape (32, nregs); use the low 32 bits for .b32 registers.
+    """
+    vals = _unsigned(np.asarray(matrix)[frag.rows, frag.cols], frag.elem_bits).astype(np.uint64)
+    shifts = (np.arange(frag.per_reg, dtype=np.uint64) * np.uint64(frag.elem_bits))[None, None, :]
+    return np.bitwise_or.reduce(vals << shifts, axis=2)
+
+
+def unpack_fragment(frag: Fragment, words: np.ndarray, signed: bool = False) -> np.ndarray:
+    """Register words (32, nregs) -> the operand matrix of raw element values."""
+    w = np.asarray(words).astype(np.uint64)[:, :, None]
+    shifts = (np.arange(frag.per_reg, dtype=np.uint64) * np.uint64(frag.elem_bits))[None, None, :]
+    mask = np.uint64((1 << frag.elem_bits) - 1) if frag.elem_bits < 64 else np.uint64(0xFFFFFFFFFFFFFFFF)
+    vals = ((w >> shifts) & mask).astype(np.int64) if frag.elem_bits < 64 else (w >> shifts)
+    if signed and frag.elem_bits < 64:
+        half = 1 << (frag.elem_bits - 1)
+        vals = np.where(vals >= half, vals - (1 << frag.elem_bits), vals)
+    out = np.zeros(frag.shape, dtype=vals.dtype)
+    out[frag.rows, frag.cols] = vals
+    return out
+
+
+# ---------------------------------------------------------------- ldmatrix / stmatrix (m8n8, b16)
+
+@dataclass(frozen=True)
+class MatrixLayout:
+    """m8n8 x num b16 matrices: address lanes and the (matrix, row, col) of each destination half."""
+
+    num: int
+    trans: bool
+    # (32, num, 2): for lane l, register j, half h (0 = low 16 bits) -> row / col inside matrix j
+    rows: np.ndarray
+    cols: np.ndarray
+
+    @property
+    def address_lanes(self) -> int:
+        return 8 * self.num
+
+    @staticmethod
+    def address_lane(matrix: int, row: int) -> int:
+        """Matrix j row r starts at the address held by lane 8*j + r."""
+        return 8 * matrix + row
+
+
+@lru_cache(maxsize=None)
+def matrix_layout(num: int, trans: bool) -> MatrixLayout:
+    lane = np.arange(WARP)[:, None, None]
+    h = np.arange(2)[None, None, :]
+    j = np.arange(num)[None, :, None]
+    quad, pos = lane >> 2, lane & 3
+    if not trans:
+        rows = quad + 0 * h + 0 * j  # lane l holds row l/4, elements 2(l%4) and 2(l%4)+1
+        cols = 2 * pos + h + 0 * j
+    else:
+        rows = 2 * pos + h + 0 * j  # transposed: column l/4, rows 2(l%4) and 2(l%4)+1
+        cols = quad + 0 * h + 0 * j
+    shape = (WARP, num, 2)
+    return MatrixLayout(num, trans, np.broadcast_to(rows, shape).astype(np.intp),
+                        np.broadcast_to(cols, shape).astype(np.intp))

@@ -1,0 +1,184 @@
+"""The state of one batch of CTAs executing together: every thread of every CTA in the batch is one
+element of the register arrays.
+
+Each CTA's threads are padded to a whole number of warps (padding threads never exist), so warp
+w of the batch is threads 32w..32w+31 and never straddles two CTAs.  %laneid is the linear
+thread index modulo 32 (what hardware does); %warpid is documented by PTX as a volatile physical
+slot, and here it is the linear thread index / 32 — never index with it on a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .findings import Finding, InterpError, ThreadId
+
+_PTXFORGE_INTERNAL = True
+
+#: Registers start with this pattern rather than zero, so code that reads a register it never
+#: wrote computes garbage here as it would on a GPU instead of passing by luck.
+REGISTER_POISON = 0x5A5A5A5A5A5A5A5A
+#: Shared memory starts filled with this byte for the same reason.
+SHARED_POISON = 0xA5
+
+
+class Machine:
+    def __init__(self, launch, prog, ctas):
+        self.launch = launch
+        self.prog = prog
+        self.ctas = list(ctas)  # CTA indices (x, y, z) of this batch
+        L = launch
+        B = len(self.ctas)
+        T = L.nthreads
+        Tp = -(-T // 32) * 32
+        N = B * Tp
+        self.B, self.T, self.Tp, self.N = B, T, Tp, N
+        idx = np.arange(N, dtype=np.int64)
+        local = idx % Tp
+        cta_local = idx // Tp
+        self.cta_local = cta_local
+        self.local_tid = local
+        exists = local < T
+        self.exists = exists
+        bx, by, _ = L.block
+        self.tid_x = np.where(exists, local % bx, 0).astype(np.uint32)
+        self.tid_y = np.where(exists, (local // bx) % by, 0).astype(np.uint32)
+        self.tid_z = np.where(exists, local // (bx * by), 0).astype(np.uint32)
+        cta = np.array(self.ctas, dtype=np.uint32).reshape(B, 3)
+        self.ctaid_x = cta[cta_local, 0]
+        self.ctaid_y = cta[cta_local, 1]
+        self.ctaid_z = cta[cta_local, 2]
+        lane = (local % 32).astype(np.uint32)
+        self.laneid = lane
+        self.warpid = (local // 32).astype(np.uint32)
+        one = np.uint64(1)
+        bit = (one << lane.astype(np.uint64))
+        self.lanemask_eq = bit.astype(np.uint32)
+        self.lanemask_lt = (bit - one).astype(np.uint32)
+        self.lanemask_le = ((bit << one) - one).astype(np.uint32)
+        self.lanemask_ge = (~self.lanemask_lt).astype(np.uint32)
+        self.lanemask_gt = (~self.lanemask_le).astype(np.uint32)
+        # registers and their typed views
+        self.R = []
+        for dt in prog.reg_types:
+            if dt == np.bool_:
+                self.R.append(np.zeros(N, dtype=bool))
+            else:
+                self.R.append(np.full(N, REGISTER_POISON & ((1 << (8 * dt.itemsize)) - 1), dtype=dt))
+        self.V = [self.R[i].view(dt) for i, dt in prog.slots]
+        # control state
+        self.pcs = np.zeros(N, dtype=np.int64)
+        self.exited = ~exists
+        self.blocked = np.zeros(N, dtype=bool)
+        self.parked = np.zeros(N, dtype=bool)
+        self.step = 0
+        # shared memory and its shadow
+        S_bytes = L.smem.size
+        self.smem = np.full(B * S_bytes, SHARED_POISON, dtype=np.uint8)
+        self.smem_views = {1: self.smem, 2: self.smem.view(np.uint16), 4: self.smem.view(np.uint32),
+                           8: self.smem.view(np.uint64)}
+        self.smem_base = cta_local * S_bytes
+        self.track = L.track_shared
+        self.check_uninit = "uninit" in L.checks
+        if self.track:
+            n = B * S_bytes
+            self.w_tid = np.full(n, -1, dtype=np.int64)
+            self.w_time = np.full(n, -1, dtype=np.int64)
+            self.w_pc = np.full(n, -1, dtype=np.int32)
+            self.r_tid = np.full(n, -1, dtype=np.int64)
+            self.r_time = np.full(n, -1, dtype=np.int64)
+            self.pend_pc = np.full(n, -1, dtype=np.int32)
+            self.pend_tid = np.full(n, -1, dtype=np.int64)
+        self.events = []  # (time, group per thread) of partial synchronizations
+        self.last_full = np.full(B, -1, dtype=np.int64)  # time of the last CTA-wide barrier per CTA
+        # barriers, async copies, mbarriers (see exec_sync / exec_async)
+        self.bar_arrived = {}
+        self.bar_pc = {}
+        self.bar_count = {}
+        self.park_key = np.full(N, -1, dtype=np.int64)
+        self.cp_records = []
+        self.cp_committed = np.zeros(N, dtype=np.int64)
+        self.bulk_groups = []
+        self.mbars = {}
+        self.mbar_epoch = 0
+        self.unpark_epoch = -1
+
+    # ------------------------------------------------------------ identities
+    def thread_id(self, n: int) -> ThreadId:
+        b, local = divmod(int(n), self.Tp)
+        bx, by, _ = self.launch.block
+        return ThreadId(tuple(int(c) for c in self.ctas[b]), (local % bx, (local // bx) % by, local // (bx * by)))
+
+    def warp_of(self, n: int) -> str:
+        b, local = divmod(int(n), self.Tp)
+        return f"cta {self.ctas[b]} warp {local // 32}"
+
+    # ------------------------------------------------------------ findings
+    def report(self, kind, message, op, threads=(), *, other=None, other_threads=(), details=None):
+        L = self.launch
+        if kind not in L.checks:
+            return
+        threads = np.asarray(threads, dtype=np.int64).ravel()
+        other_threads = np.asarray(other_threads, dtype=np.int64).ravel()
+        f = Finding(kind, message, self.prog.name, op.pc if op is not None else -1,
+                    op.ins if op is not None else None,
+                    tuple(self.thread_id(t) for t in threads[:4]), int(len(threads)), other,
+                    tuple(self.thread_id(t) for t in other_threads[:4]), 1, dict(details or {}))
+        L.add_finding(f)
+
+    def fail(self, kind, message, op, threads=()):
+        """A finding that stops execution whatever the collection mode (nothing sensible follows)."""
+        self.report(kind, message, op, threads)
+        raise InterpError(message + (f"\n{self.launch.findings[-1]}" if self.launch.findings else ""),
+                          self.launch.findings, getattr(op, "ins", None) and op.ins.loc)
+
+    # ------------------------------------------------------------ synchronization events
+    def sync_event(self, members, cta_full=None, groups=None):
+        """Record that threads synchronized now: their earlier accesses are ordered before the later
+        accesses of every thread of the same group.  `members`: bool mask (one group per CTA), or
+        `groups`: int group per thread (-1: not taking part).  `cta_full`: CTA indices where every
+        live thread took part (kept as one timestamp per CTA)."""
+        if groups is None:
+            groups = np.where(members, self.cta_local, -1)
+        if cta_full is not None and len(cta_full):
+            self.last_full[cta_full] = self.step
+            groups = np.where(np.isin(self.cta_local, cta_full), -1, groups)
+        if not (groups >= 0).any():
+            return None
+        self.events.append((self.step, groups))
+        if len(self.events) > 4096:
+            del self.events[:2048]
+        return groups
+
+    def warps_touched(self, m):
+        return np.flatnonzero(m.reshape(-1, 32).any(axis=1))
+
+    def check_full_warps(self, op, m, what="warp-collective instruction"):
+        """`.aligned` instructions: every existing lane of each participating warp must execute it."""
+        mw = m.reshape(-1, 32)
+        ew = self.exists.reshape(-1, 32)
+        touched = mw.any(axis=1)
+        missing = touched & (ew & ~mw).any(axis=1)
+        if missing.any():
+            w = int(np.flatnonzero(missing)[0])
+            lanes = np.flatnonzero(ew[w] & ~mw[w])
+            exited = np.flatnonzero(ew[w] & ~mw[w] & self.exited.reshape(-1, 32)[w])
+            why = f"lanes {_ranges(lanes)} of {self.warp_of(w * 32)} did not execute it"
+            if len(exited):
+                why += f" (lanes {_ranges(exited)} have exited)"
+            self.report("collective", f"{what} reached by part of a warp: {why}; it must be executed by all "
+                        "32 lanes together (.sync.aligned)", op, np.flatnonzero(mw[w]) + w * 32)
+            return False
+        return True
+
+
+def _ranges(xs) -> str:
+    xs = [int(x) for x in xs]
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(f"{xs[i]}" if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ",".join(out)

@@ -1,0 +1,224 @@
+"""The interpreter's address spaces.
+
+* Global: every pointer argument gets its own virtual range inside one heap (start 256-byte
+  aligned, at least 256 unmapped bytes between buffers), so an access is mapped back to the
+  argument it belongs to and any byte outside every buffer is out of bounds.
+* Shared: per CTA, the first 1024 bytes are reserved (as on sm_90, where user shared memory
+  starts at 0x400), then the static variables in declaration order, then the dynamic area.
+  Between variables lie red zones of at least 16 bytes: an access that strays from one variable
+  into the padding is reported, which hardware would not do.
+* Param: the kernel parameters laid out with natural alignment; `mov %rd, param` gives an
+  offset in this space, `cvta.param` a generic address.
+* Generic addresses: global addresses are themselves (cvta.to.global is the identity); the
+  shared window and the param window are fixed ranges, so `cvta.shared` adds a base and
+  `cvta.to.shared` subtracts it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+_PTXFORGE_INTERNAL = True
+
+GLOBAL_BASE = 0x7F00_0000_0000
+SHARED_WINDOW = 0x1000_0000_0000
+PARAM_WINDOW = 0x2000_0000_0000
+WINDOW_SIZE = 0x0001_0000_0000  # 4 GiB per window
+SHARED_RESERVED = 1024
+RED_ZONE = 16
+BUFFER_ALIGN = 256
+UNINITIALIZED_GLOBAL = 0xC7  # what an Out() array's device copy holds before the kernel writes it
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+@dataclass
+class Buffer:
+    name: str
+    start: int  # virtual address
+    nbytes: int
+    heap_offset: int
+    array: object  # the caller's numpy array
+    copy_out: bool  # results go back into the array (not for In() or read-only arrays)
+
+
+class GlobalHeap:
+    """All pointer arguments of a launch in one padded byte array."""
+
+    def __init__(self, arrays):
+        """`arrays`: list of (name, numpy array, copy in, copy out)."""
+        self.buffers: list = []
+        offset = BUFFER_ALIGN
+        for name, arr, cin, cout in arrays:
+            nbytes = arr.nbytes
+            self.buffers.append((name, offset, nbytes, arr, cin, cout))
+            offset = _round_up(offset + max(nbytes, 1) + BUFFER_ALIGN, BUFFER_ALIGN)
+        self.size = _round_up(offset, 16)
+        self.heap = np.zeros(self.size, dtype=np.uint8)
+        starts, ends, bufs = [], [], []
+        for name, off, nbytes, arr, cin, cout in self.buffers:
+            if cin:
+                self.heap[off:off + nbytes] = np.ascontiguousarray(arr).reshape(-1).view(np.uint8)
+            else:  # Out(): device memory starts with whatever was there
+                self.heap[off:off + nbytes] = UNINITIALIZED_GLOBAL
+            b = Buffer(name, GLOBAL_BASE + off, nbytes, off, arr, cout)
+            bufs.append(b)
+            starts.append(b.start)
+            ends.append(b.start + nbytes)
+        self.bufs = bufs
+        self.starts = np.array(starts, dtype=np.uint64)
+        self.ends = np.array(ends, dtype=np.uint64)
+        self.views = {1: self.heap, 2: self.heap.view(np.uint16), 4: self.heap.view(np.uint32),
+                      8: self.heap.view(np.uint64)}
+
+    def address_of(self, index: int) -> int:
+        return self.bufs[index].start
+
+    def write_back(self):
+        """Copy the heap back into the callers' arrays (in place, keeping their dtype and shape)."""
+        for b in self.bufs:
+            if not b.copy_out:
+                continue
+            data = self.heap[b.heap_offset:b.heap_offset + b.nbytes]
+            arr = b.array
+            if arr.flags.c_contiguous and arr.flags.writeable:
+                arr.reshape(-1).view(np.uint8)[...] = data
+            elif arr.flags.writeable:
+                arr[...] = data.view(arr.dtype).reshape(arr.shape)
+
+    def locate(self, addr: np.ndarray, nbytes: int):
+        """Per address: (buffer index or -1, offset in heap); -1 when [addr, addr+nbytes) is not
+        inside one buffer."""
+        k = np.searchsorted(self.starts, addr, side="right").astype(np.int64) - 1
+        kk = np.maximum(k, 0)
+        ok = (k >= 0) & (addr + np.uint64(nbytes) <= self.ends[kk]) if len(self.starts) else np.zeros(
+            addr.shape, dtype=bool)
+        off = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
+        return np.where(ok, k, -1), off
+
+    def describe(self, addr: int, nbytes: int) -> str:
+        """Where an out-of-bounds access lies relative to the nearest buffer."""
+        if addr < 65536:
+            return f"address {addr:#x} is a null (or nearly null) pointer"
+        best = None
+        for b in self.bufs:
+            if b.start <= addr < b.start + b.nbytes and addr + nbytes <= b.start + b.nbytes:
+                continue
+            dist = b.start - addr if addr < b.start else max(0, addr + nbytes - (b.start + b.nbytes))
+            lo = addr - b.start
+            what = _array_desc(b)
+            if addr < b.start:
+                text = f"{b.start - addr} bytes before the start of '{b.name}' ({what})"
+            else:
+                text = f"bytes {lo}..{lo + nbytes - 1} of '{b.name}', which has {b.nbytes} bytes ({what})"
+            if best is None or dist < best[0]:
+                best = (dist, text)
+        return best[1] if best else "no buffer is mapped there"
+
+
+def _array_desc(b) -> str:
+    a = b.array
+    return f"{a.dtype}{list(a.shape)}"
+
+
+@dataclass(frozen=True)
+class SharedVar:
+    name: str
+    offset: int  # shared-window address of its first byte
+    nbytes: int
+
+
+class SharedLayout:
+    """Per-CTA shared memory: reserved bytes, static variables, red zones, the dynamic area."""
+
+    def __init__(self, kernel, dynamic_bytes: int):
+        self.vars: list = []
+        self.offsets: dict = {}
+        off = SHARED_RESERVED
+        for s in kernel.shared:
+            off = _round_up(off, max(s.align, 16))
+            self.vars.append(SharedVar(s.name, off, s.nbytes))
+            self.offsets[s.name] = off
+            off += s.nbytes + RED_ZONE
+        dyn_align = max([16] + [s.align for s in kernel.extern_shared])
+        off = _round_up(off, dyn_align)
+        self.dynamic_offset = off
+        self.dynamic_bytes = int(dynamic_bytes)
+        if self.dynamic_bytes or kernel.extern_shared:
+            names = ", ".join(s.name for s in kernel.extern_shared) or "dynamic shared memory"
+            self.vars.append(SharedVar(names, off, self.dynamic_bytes))
+        for s in kernel.extern_shared:
+            self.offsets[s.name] = off
+        off += self.dynamic_bytes + RED_ZONE
+        self.size = _round_up(off, 16)
+        owner = np.full(self.size, -1, dtype=np.int32)
+        for i, v in enumerate(self.vars):
+            owner[v.offset:v.offset + v.nbytes] = i
+        self.owner = owner
+        self.static_bytes = kernel.static_shared_bytes
+
+    def check(self, off: np.ndarray, nbytes: int):
+        """Mask of accesses [off, off+nbytes) that lie inside one variable."""
+        first = np.clip(off, 0, self.size - 1)
+        last = np.clip(off + (nbytes - 1), 0, self.size - 1)
+        inside = (off >= 0) & (off + nbytes <= self.size)
+        o1 = self.owner[first]
+        return inside & (o1 >= 0) & (o1 == self.owner[last])
+
+    def describe(self, addr: int, nbytes: int) -> str:
+        if addr >= self.size:
+            return (f"shared address {addr:#x} is beyond this CTA's {self.size} bytes of shared memory (a generic "
+                    "address used with .shared? cvta.to.shared converts one)")
+        if addr < SHARED_RESERVED:
+            return (f"shared address {addr:#x} is below the first shared variable (at {SHARED_RESERVED:#x}); "
+                    "was the variable's base address (mov %r, var) forgotten?")
+        best = None
+        for v in self.vars:
+            if addr >= v.offset and addr + nbytes <= v.offset + v.nbytes:
+                continue
+            if addr < v.offset:
+                d = (v.offset - addr, f"{v.offset - addr} bytes before '{v.name}' ({v.nbytes} bytes)")
+            else:
+                d = (addr + nbytes - v.offset - v.nbytes,
+                     f"{addr + nbytes - v.offset - v.nbytes} bytes past the end of '{v.name}' "
+                     f"({v.nbytes} bytes, access at offset {addr - v.offset})")
+            if best is None or d[0] < best[0]:
+                best = d
+        return best[1] if best else f"shared address {addr:#x} is outside every shared variable"
+
+
+class ParamLayout:
+    """Kernel parameters as bytes: `.param` space (ld.param, cvta.param)."""
+
+    def __init__(self, params, values):
+        """`values`: one bytes object per parameter, already encoded."""
+        off = 0
+        self.offsets, self.sizes = {}, {}
+        chunks = []
+        for p, raw in zip(params, values):
+            align = p.align or min(max(p.size, 1), 8) if p.nbytes is None else (p.align or 1)
+            off = _round_up(off, align)
+            self.offsets[p.name] = off
+            self.sizes[p.name] = p.size
+            chunks.append((off, raw))
+            off += p.size
+        self.size = _round_up(max(off, 16), 16)
+        self.data = np.zeros(self.size, dtype=np.uint8)
+        for o, raw in chunks:
+            self.data[o:o + len(raw)] = np.frombuffer(raw, dtype=np.uint8)
+        self.owner = np.full(self.size, -1, dtype=np.int32)
+        for i, p in enumerate(params):
+            self.owner[self.offsets[p.name]:self.offsets[p.name] + p.size] = i
+        self.views = {1: self.data, 2: self.data.view(np.uint16), 4: self.data.view(np.uint32),
+                      8: self.data.view(np.uint64)}
+
+    def check(self, off: np.ndarray, nbytes: int):
+        first = np.clip(off, 0, self.size - 1)
+        last = np.clip(off + (nbytes - 1), 0, self.size - 1)
+        inside = (off >= 0) & (off + nbytes <= self.size)
+        o1 = self.owner[first]
+        return inside & (o1 >= 0) & (o1 == self.owner[last])

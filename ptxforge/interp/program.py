@@ -1,0 +1,253 @@
+"""A kernel compiled for the interpreter: one executor closure per instruction, built once.
+
+Registers get indices; every (register, view dtype) pair an instruction reads or writes gets a
+*slot*, so an executor finds its numpy view with one list index (`S.V[slot]`).  Operand readers
+and writers are small closures made here; the per-family modules (`exec_*`) build executors
+from them.  Building never touches numpy state of a launch, so a Program is cached per kernel
+and reused by every launch and every batch of CTAs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..builder import Kernel, LabelDef
+from ..isa import types as T
+from ..isa.instruction import Instruction
+from ..isa.operands import Addr, Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
+from .findings import InterpUnsupported
+from .values import const, storage_dtype, view_dtype
+
+_PTXFORGE_INTERNAL = True
+
+# How an op changes control flow (the scheduler dispatches on it).
+PLAIN = 0  # every thread of the step moves to pc + 1
+BRANCH = 1  # bra: the scheduler splits the step by the guard
+BLOCKING = 2  # may exit, block or park threads (ret, bar, mbarrier waits, trap)
+
+
+@dataclass
+class Op:
+    pc: int
+    ins: Instruction
+    fn: object  # fn(S, m) -> None
+    flow: int = PLAIN
+    target: int = -1  # branch target pc
+    uni: bool = False
+    guard: int = -1  # slot of the guard predicate, -1 when unguarded
+    negate: bool = False
+
+
+class Program:
+    """Executors for one kernel, plus the register and shared-memory tables a Machine needs."""
+
+    def __init__(self, kernel: Kernel):
+        self.kernel = kernel
+        self.name = kernel.name
+        self.reg_index: dict = {}
+        self.reg_types: list = []  # storage dtype per register index
+        self.slots: list = []  # (register index, view dtype)
+        self._slot_of: dict = {}
+        self.instructions: list = []
+        labels: dict = {}
+        for item in kernel.body:
+            if isinstance(item, LabelDef):
+                labels[item.label.name] = len(self.instructions)
+            elif isinstance(item, Instruction):
+                self.instructions.append(item)
+        self.labels = labels
+        for r in kernel.registers:
+            self._reg(r)
+        from .dispatch import build_op
+        self.ops = [build_op(self, pc, ins) for pc, ins in enumerate(self.instructions)]
+        self.uses_async = any(i.opcode.startswith("cp.async") or i.opcode.startswith("mbarrier")
+                              for i in self.instructions)
+
+    # ------------------------------------------------------------ registers and slots
+    def _reg(self, r: Reg) -> int:
+        i = self.reg_index.get(r.name)
+        if i is None:
+            i = len(self.reg_types)
+            self.reg_index[r.name] = i
+            self.reg_types.append(storage_dtype(r.type))
+        return i
+
+    def slot(self, r: Reg, dt) -> int:
+        """The slot of register `r` viewed as `dt` (same width as its storage)."""
+        i = self._reg(r)
+        dt = np.dtype(dt)
+        key = (i, dt)
+        s = self._slot_of.get(key)
+        if s is None:
+            if dt.itemsize != self.reg_types[i].itemsize:
+                raise AssertionError(f"view {dt} of {r} does not match its width")
+            s = len(self.slots)
+            self.slots.append(key)
+            self._slot_of[key] = s
+        return s
+
+    def raw_slot(self, r: Reg) -> int:
+        return self.slot(r, self.reg_types[self._reg(r)])
+
+    def target(self, label, ins) -> int:
+        pc = self.labels.get(label.name)
+        if pc is None:
+            raise InterpUnsupported(f"branch to {label}, which is not placed in kernel {self.name}", ins)
+        return pc
+
+    # ------------------------------------------------------------ operand readers
+    def reader(self, op, t: T.ScalarType, ins, *, extend: str | None = None):
+        """A function S -> numpy array (or scalar) holding operand `op` read as type `t`.
+
+        A register wider than `t` (ld/st/cvt allow it) is truncated; one narrower is widened,
+        sign-extended when `extend` is 'sign' (or, by default, when `t` is signed).
+        """
+        dt = view_dtype(t)
+        if isinstance(op, Reg):
+            rb = op.type.bits if not op.type.is_pred else 1
+            tb = t.bits if not t.is_pred else 1
+            if rb == tb:
+                s = self.slot(op, dt)
+                return lambda S: S.V[s]
+            if rb > tb:
+                s = self.raw_slot(op)
+                udt = storage_dtype(t)
+                return lambda S: S.V[s].astype(udt).view(dt)
+            # a register narrower than the type: widen it, by the instruction type's signedness
+            signed = extend == "sign" or (extend is None and t.kind == "s")
+            src_dt = view_dtype(op.type.as_signed() if signed else op.type.as_unsigned())
+            s = self.slot(op, src_dt)
+            wide = np.dtype(("int" if signed else "uint") + str(t.bits))
+            return lambda S: S.V[s].astype(wide).view(dt)
+        if isinstance(op, Imm):
+            if t.is_float and op.type is not None and not op.type.is_float and not isinstance(op.value, float):
+                c = const(op.value, T.lookup(f"b{t.bits}")).view(dt)  # an integer literal gives the bits
+            else:
+                c = const(op.value, t)
+            return lambda S: c
+        if isinstance(op, SpecialReg):
+            get = special_reader(op.name, ins)
+            udt = storage_dtype(t)
+            if op.type.bits != t.bits:
+                return lambda S: get(S).astype(udt).view(dt)
+            return lambda S: get(S).view(dt)
+        if isinstance(op, Symbol):
+            name = op.name
+            space = op.space
+
+            def sym(S):
+                return np.array(S.launch.symbol_address(name, space), dtype=storage_dtype(t)).view(dt)[()]
+            return sym
+        if isinstance(op, NegPred):
+            g = self.reader(op.reg, T.pred, ins)
+            return lambda S: ~g(S)
+        raise InterpUnsupported(f"operand {op!r} is not modelled", ins)
+
+    def pred_reader(self, op, ins):
+        if isinstance(op, NegPred):
+            s = self.slot(op.reg, bool)
+            return lambda S: ~S.V[s]
+        if isinstance(op, Imm):
+            c = bool(op.value)
+            return lambda S: c
+        s = self.slot(op, bool)
+        return lambda S: S.V[s]
+
+    # ------------------------------------------------------------ operand writers
+    def writer(self, op, t: T.ScalarType, ins, *, extend: str = "zero"):
+        """A function (S, value, mask) storing `value` (of t's view dtype) into register `op`.
+
+        Writing a register wider than `t` extends the value ('sign' or 'zero'), as ld/cvt do.
+        """
+        if isinstance(op, Discard):
+            return lambda S, v, m: None
+        if isinstance(op, PairDst):
+            return self.writer(op.reg, t, ins, extend=extend)
+        if not isinstance(op, Reg):
+            raise InterpUnsupported(f"destination {op!r} is not a register", ins)
+        dt = view_dtype(t)
+        rb = op.type.bits if not op.type.is_pred else 1
+        tb = t.bits if not t.is_pred else 1
+        if rb == tb:
+            s = self.slot(op, dt)
+
+            def put(S, v, m):
+                np.copyto(S.V[s], v, where=m, casting="unsafe")
+            return put
+        s = self.raw_slot(op)
+        if rb > tb:
+            src = np.dtype(("int" if extend == "sign" else "uint") + str(tb))
+            wide = np.dtype(("int" if extend == "sign" else "uint") + str(rb))
+
+            def put_wide(S, v, m):
+                v = np.asarray(v)
+                if v.dtype.itemsize != src.itemsize:
+                    v = v.astype(storage_dtype(t))  # keep the low bits of the type
+                np.copyto(S.V[s], v.view(src).astype(wide), where=m, casting="unsafe")
+            return put_wide
+        # a narrower register than the type (e.g. 16-bit register written by a .b32 op): truncate
+        udt = storage_dtype(op.type)
+
+        def put_narrow(S, v, m):
+            np.copyto(S.V[s], np.asarray(v).view(storage_dtype(t)).astype(udt), where=m, casting="unsafe")
+        return put_narrow
+
+    def regs_of(self, vec) -> tuple:
+        return tuple(vec.regs) if isinstance(vec, Vec) else (vec,)
+
+
+# ---------------------------------------------------------------- special registers
+
+def special_reader(name: str, ins):
+    """%tid.x ... as a function of the machine; values are uint32 (uint64 for 64-bit ones)."""
+    simple = {
+        "tid.x": "tid_x", "tid.y": "tid_y", "tid.z": "tid_z",
+        "ctaid.x": "ctaid_x", "ctaid.y": "ctaid_y", "ctaid.z": "ctaid_z",
+        "laneid": "laneid", "warpid": "warpid",
+        "lanemask_eq": "lanemask_eq", "lanemask_le": "lanemask_le", "lanemask_lt": "lanemask_lt",
+        "lanemask_ge": "lanemask_ge", "lanemask_gt": "lanemask_gt",
+        "clusterid.x": "ctaid_x", "clusterid.y": "ctaid_y", "clusterid.z": "ctaid_z",
+    }
+    if name in simple:
+        attr = simple[name]
+        return lambda S: getattr(S, attr)
+    consts = {
+        "ntid.x": lambda S: S.launch.block[0], "ntid.y": lambda S: S.launch.block[1],
+        "ntid.z": lambda S: S.launch.block[2],
+        "nctaid.x": lambda S: S.launch.grid[0], "nctaid.y": lambda S: S.launch.grid[1],
+        "nctaid.z": lambda S: S.launch.grid[2],
+        "nclusterid.x": lambda S: S.launch.grid[0], "nclusterid.y": lambda S: S.launch.grid[1],
+        "nclusterid.z": lambda S: S.launch.grid[2],
+        "cluster_ctaid.x": lambda S: 0, "cluster_ctaid.y": lambda S: 0, "cluster_ctaid.z": lambda S: 0,
+        "cluster_nctaid.x": lambda S: 1, "cluster_nctaid.y": lambda S: 1, "cluster_nctaid.z": lambda S: 1,
+        "cluster_ctarank": lambda S: 0, "cluster_nctarank": lambda S: 1,
+        "nwarpid": lambda S: 64, "smid": lambda S: 0, "nsmid": lambda S: 1,
+        "dynamic_smem_size": lambda S: S.launch.dynamic_shared,
+        "total_smem_size": lambda S: S.launch.total_shared,
+        "gridid": lambda S: 0,
+    }
+    if name in consts:
+        f = consts[name]
+        sixty_four = name == "gridid"
+
+        def get(S):
+            return np.full(S.N, f(S), dtype=np.uint64 if sixty_four else np.uint32)
+        return get
+    if name in ("clock", "clock64", "globaltimer"):
+        wide = name != "clock"
+
+        def clock(S):
+            return np.full(S.N, S.step * 4, dtype=np.uint64 if wide else np.uint32)
+        return clock
+    if name == "is_explicit_cluster":
+        return lambda S: np.zeros(S.N, dtype=bool)
+    raise InterpUnsupported(f"special register %{name} is not modelled", ins)
+
+
+def address_parts(addr):
+    """(base operand, constant offset) of a memory operand."""
+    if isinstance(addr, Addr):
+        return addr.base, addr.offset
+    return addr, 0

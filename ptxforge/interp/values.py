@@ -1,0 +1,162 @@
+"""Register values as numpy arrays: storage dtypes, typed views, and the numeric helpers PTX
+semantics need that numpy lacks (128-bit high products, bf16 rounding, bit counts).
+
+Registers store raw bits in unsigned arrays of their declared width (pred: bool); an
+instruction reads them through a view of its own type (`.s32` -> int32, `.f32` -> float32),
+so no value is ever converted by accident.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .findings import InterpUnsupported
+
+_PTXFORGE_INTERNAL = True
+
+UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+FLOAT = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+def storage_dtype(t: T.ScalarType) -> np.dtype:
+    """How a register of type `t` is stored: bool for predicates, else unsigned of its width."""
+    if t.is_pred:
+        return np.dtype(bool)
+    return np.dtype(UINT[t.bits])
+
+
+def view_dtype(t: T.ScalarType) -> np.dtype:
+    """The dtype an instruction of type `t` computes with (bf16 and packed pairs stay as bits)."""
+    if t.is_pred:
+        return np.dtype(bool)
+    if t.kind == "s":
+        return np.dtype(SINT[t.bits])
+    if t.kind == "f" and t.lanes == 1 and t is not T.bf16 and t is not T.tf32:
+        return np.dtype(FLOAT[t.bits])
+    return np.dtype(UINT[t.bits])
+
+
+def mask_bits(bits: int) -> int:
+    return (1 << bits) - 1
+
+
+def const(value, t: T.ScalarType):
+    """A Python immediate as a numpy scalar of `t`'s view dtype (integers wrap to the width)."""
+    dt = view_dtype(t)
+    if t.is_pred:
+        return np.bool_(bool(value))
+    if dt.kind == "f":
+        return dt.type(float(value))
+    if t is T.bf16:
+        return np.uint16(f32_to_bf16(np.float32(value)))
+    if t.is_float:  # f16x2 / bf16x2 / tf32 take no immediates in PTX
+        raise InterpUnsupported(f"an immediate ({value!r}) of type .{t.name} is not modelled")
+    if isinstance(value, float):
+        value = int(value)
+    bits = t.bits
+    raw = np.array(int(value) & mask_bits(bits), dtype=UINT[bits])
+    return raw.view(dt)[()]
+
+
+# ---------------------------------------------------------------- wide products
+
+_M32 = np.uint64(0xFFFFFFFF)
+_S32 = np.uint64(32)
+
+
+def mulhi_u64(a, b):
+    """High 64 bits of the 128-bit product of two uint64 arrays."""
+    a = np.asarray(a, dtype=np.uint64)
+    b = np.asarray(b, dtype=np.uint64)
+    a0, a1 = a & _M32, a >> _S32
+    b0, b1 = b & _M32, b >> _S32
+    p00 = a0 * b0
+    p01 = a0 * b1
+    p10 = a1 * b0
+    p11 = a1 * b1
+    mid = (p00 >> _S32) + (p01 & _M32) + (p10 & _M32)
+    return p11 + (p01 >> _S32) + (p10 >> _S32) + (mid >> _S32)
+
+
+def mulhi_s64(a, b):
+    """High 64 bits (as uint64 bits) of the signed 128-bit product of two int64 arrays."""
+    ua = np.asarray(a).view(np.uint64) if np.ndim(a) else np.uint64(np.int64(a).view(np.uint64))
+    ub = np.asarray(b).view(np.uint64) if np.ndim(b) else np.uint64(np.int64(b).view(np.uint64))
+    hi = mulhi_u64(ua, ub)
+    # signed high = unsigned high - (a<0 ? b : 0) - (b<0 ? a : 0)  (mod 2^64)
+    hi = hi - np.where(np.asarray(a) < 0, ub, np.uint64(0)) - np.where(np.asarray(b) < 0, ua, np.uint64(0))
+    return hi
+
+
+# ---------------------------------------------------------------- half precision
+
+def bf16_to_f32(bits):
+    """bf16 bit patterns (uint16) -> float32."""
+    return (np.asarray(bits, dtype=np.uint32) << np.uint32(16)).view(np.float32)
+
+
+def f32_to_bf16(x):
+    """float32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN."""
+    x = np.asarray(x, dtype=np.float32)
+    u = x.view(np.uint32).astype(np.uint64)
+    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
+    nan = np.isnan(x)
+    out = np.where(nan, (u >> np.uint64(16)) | np.uint64(0x40), rounded)
+    return out.astype(np.uint16)
+
+
+def f16_bits_to_f32(bits):
+    return np.asarray(bits, dtype=np.uint16).view(np.float16).astype(np.float32)
+
+
+def f32_to_f16_bits(x):
+    return np.asarray(x, dtype=np.float32).astype(np.float16).view(np.uint16)
+
+
+def half_to_f32(bits, is_bf16: bool):
+    return bf16_to_f32(bits) if is_bf16 else f16_bits_to_f32(bits)
+
+
+def f32_to_half(x, is_bf16: bool):
+    return f32_to_bf16(x) if is_bf16 else f32_to_f16_bits(x)
+
+
+def flush_subnormal(x):
+    """.ftz: subnormal inputs and results become zero of the same sign."""
+    tiny = np.finfo(x.dtype).tiny
+    return np.where(np.abs(x) < tiny, np.copysign(x.dtype.type(0), x), x)
+
+
+# ---------------------------------------------------------------- bit counting
+
+def popcount(x):
+    x = np.asarray(x)
+    return np.bitwise_count(x).astype(np.uint32)
+
+
+def bit_length(x, bits: int):
+    """Index of the most significant set bit + 1 (0 for 0), for unsigned arrays."""
+    x = np.asarray(x).astype(np.uint64)
+    n = np.zeros(x.shape, dtype=np.uint32)
+    for shift in (32, 16, 8, 4, 2, 1):
+        if shift >= bits:
+            continue
+        s = np.uint64(shift)
+        big = (x >> s) != 0
+        n = n + np.where(big, np.uint32(shift), np.uint32(0))
+        x = np.where(big, x >> s, x)
+    return n + (x != 0).astype(np.uint32)
+
+
+_REV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint64)
+
+
+def bit_reverse(x, bits: int):
+    x = np.asarray(x).astype(np.uint64)
+    out = np.zeros(x.shape, dtype=np.uint64)
+    for i in range(bits // 8):
+        byte = (x >> np.uint64(8 * i)) & np.uint64(0xFF)
+        out |= _REV8[byte.astype(np.intp)] << np.uint64(bits - 8 - 8 * i)
+    return out.astype(UINT[bits])

@@ -1,0 +1,97 @@
+"""Hypothesis strategies and a checker for running kernels on the CPU interpreter.
+
+    from hypothesis import given
+    from ptxforge.testing.interp_strategies import check_against_reference, seeds
+
+    @given(m=st.integers(1, 100), seed=seeds())
+    def test_my_kernel(m, seed):
+        rng = np.random.default_rng(seed)
+        x = rng.integers(...); out = poison(np.empty(m, np.int32))
+        check_against_reference(module, "kern", grid=..., block=128, args=[x, out, m],
+                                expected={1: reference(x)})
+
+`check_against_reference` runs the kernel under the interpreter with every check on (a race,
+out-of-bounds access or missing wait fails the test with the interpreter's report) and
+compares the arrays the kernel wrote with the reference, bit for bit unless a tolerance is
+given.  The strategies draw from the same legal-form tables the validator uses.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..interp import run
+from ..isa.memory import LDMATRIX_FORMS, STMATRIX_FORMS
+from ..isa.tensor import MMA_FORMS
+
+POISON_BYTE = 0xA7
+
+
+def seeds():
+    """A seed for numpy's generator: arrays are drawn with numpy, shrinking works on the seed."""
+    return st.integers(0, 2 ** 32 - 1)
+
+
+def mma_forms(*, integer=None, max_sm=None):
+    """Every mma.sync form of the ISA table (optionally only integer / float ones, or up to an arch)."""
+    forms = [f for f in MMA_FORMS
+             if (integer is None or (f.a_type.is_int or f.bitop is not None) == integer)
+             and (max_sm is None or f.req.min_sm <= max_sm)]
+    return st.sampled_from(forms)
+
+
+def ldmatrix_forms():
+    """The ldmatrix forms the interpreter models (m8n8 .b16: x1/x2/x4, with and without .trans)."""
+    return st.sampled_from([f for f in LDMATRIX_FORMS if f.shape == "m8n8"])
+
+
+def stmatrix_forms():
+    return st.sampled_from([f for f in STMATRIX_FORMS if f.shape == "m8n8"])
+
+
+def launch_shapes(max_threads=256, max_ctas=4):
+    """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs."""
+    def blocks(total):
+        return st.tuples(st.integers(1, total), st.integers(1, 4), st.integers(1, 2)).filter(
+            lambda b: b[0] * b[1] * b[2] <= total)
+    return st.tuples(st.tuples(st.integers(1, max_ctas), st.integers(1, 2)).filter(
+        lambda g: g[0] * g[1] <= max_ctas), blocks(max_threads))
+
+
+def poison(array: np.ndarray) -> np.ndarray:
+    """Fill an output array with a recognizable byte pattern (in place); returns it."""
+    array.reshape(-1).view(np.uint8)[...] = POISON_BYTE
+    return array
+
+
+def check_against_reference(module, kernel=None, *, grid, block, args, expected, shared=0, rtol=0.0, atol=0.0,
+                            checks=None, **run_options):
+    """Run under the interpreter (raising on any finding) and compare outputs with a reference.
+
+    expected: {argument index: array} or a function of the arguments (copies taken before the
+    run) returning such a dict.  Integer outputs must match exactly; float outputs within
+    rtol/atol.  Returns the interpreter's Report.
+    """
+    if callable(expected):
+        expected = expected([a.copy() if isinstance(a, np.ndarray) else a for a in args])
+    report = run(module, kernel, grid=grid, block=block, args=args, shared=shared, check=True, checks=checks,
+                 **run_options)
+    for idx, want in expected.items():
+        got = args[idx]
+        want = np.asarray(want)
+        if got.shape != want.shape and got.size == want.size:
+            want = want.reshape(got.shape)
+        if got.dtype.kind in "fc" and (rtol or atol):
+            ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        elif got.dtype.kind in "fc":
+            ok = (got.view(f"u{got.dtype.itemsize}") == want.astype(got.dtype).view(f"u{got.dtype.itemsize}"))
+        else:
+            ok = got == want.astype(got.dtype)
+        if not np.all(ok):
+            bad = np.argwhere(~np.asarray(ok))
+            first = [tuple(int(i) for i in b) for b in bad[:5]]
+            pairs = ", ".join(f"{i}: got {got[i]!r} want {want[i]!r}" for i in first)
+            raise AssertionError(f"argument {idx}: {len(bad)} of {got.size} elements differ from the reference "
+                                 f"(first {pairs})\n{report}")
+    return report

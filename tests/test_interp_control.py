@@ -1,0 +1,203 @@
+"""Control flow and barriers: divergent branches reconverge, loops with per-thread trip counts,
+early exit, bar.sync semantics, and the reports for deadlocks, divergent barriers and bra.uni."""
+
+import numpy as np
+import pytest
+from hypothesis import given, strategies as st
+
+import ptxforge as pf
+from ptxforge import b32, s32, u32
+from ptxforge import interp
+from ptxforge.errors import LaunchError
+from ptxforge.testing.interp_strategies import launch_shapes, poison, seeds
+
+
+def collatz_probe():
+    """Per-thread while loop (data-dependent trip count) inside an if/else."""
+    k = pf.KernelBuilder("collatz", target="sm_80", maxntid=256)
+    src, out = k.param_ptr("src", u32), k.param_ptr("out", u32)
+    i = k.global_index()
+    off = k.mul(i, 4, mode="wide")
+    x = k.ld(k.add(src, off), type=u32)
+    steps = k.mov(0, type=u32)
+    with k.if_(k.setp("ne", k.and_(i, 3, type=b32), 3)):
+        with k.loop():
+            k.break_(k.setp("le", x, 1))
+            odd = k.setp("ne", k.and_(x, 1, type=b32), 0)
+            k.mad(x, 3, 1, dst=x, pred=odd)
+            k.shr(x, 1, dst=x, pred=~odd)
+            k.add(steps, 1, dst=steps)
+    with k.else_():
+        k.mov(12345, dst=steps)
+    k.st(k.add(out, off), steps, type=u32)
+    return k.module()
+
+
+def collatz(x):
+    n = 0
+    while x > 1:
+        x = 3 * x + 1 if x & 1 else x >> 1
+        n += 1
+    return n
+
+
+@given(seed=seeds(), shape=launch_shapes(max_threads=128, max_ctas=3))
+def test_divergent_loops_reconverge(seed, shape):
+    grid, block = shape
+    nb = block[0] * block[1] * block[2]
+    k = collatz_probe()
+    total = grid[0] * nb  # 1-D global index along x (blocks are linear here)
+    x = np.random.default_rng(seed).integers(1, 200, total, dtype=np.uint32)
+    out = poison(np.empty(total, np.uint32))
+    interp.run(k, grid=grid[0], block=nb, args=[x, out])
+    want = [12345 if i % 4 == 3 else collatz(int(v)) for i, v in enumerate(x)]
+    np.testing.assert_array_equal(out, want)
+
+
+def test_multi_dimensional_thread_indices():
+    k = pf.KernelBuilder("dims", target="sm_80")
+    out = k.param_ptr("out", u32)
+    vals = [k.tid("x"), k.tid("y"), k.tid("z"), k.ctaid("x"), k.ctaid("y"), k.laneid()]
+    lin = k.mad(k.tid("z"), 12, k.mad(k.tid("y"), 4, k.tid("x")))
+    cta = k.mad(k.ctaid("y"), 2, k.ctaid("x"))
+    g = k.mad(cta, 24, lin)
+    base = k.add(out, k.mul(g, 24, mode="wide"))
+    for j, v in enumerate(vals):
+        k.st(pf.Addr(base, 4 * j), v, type=u32)
+    out = poison(np.empty((2 * 3 * 24, 6), np.uint32))
+    interp.run(k.module(), grid=(2, 3), block=(4, 3, 2), args=[out])
+    for g in range(2 * 3 * 24):
+        cta, lin = divmod(g, 24)
+        z, rest = divmod(lin, 12)
+        y, x = divmod(rest, 4)
+        assert out[g].tolist() == [x, y, z, cta % 2, cta // 2, lin % 32]
+
+
+def test_early_exit_then_barrier_completes_for_the_rest():
+    k = pf.KernelBuilder("early_exit", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 256, align=16)
+    t = k.tid()
+    k.exit(pred=k.setp("ge", t, 40))
+    base = k.shared_base(buf)
+    k.st(k.add(base, k.shl(t, 2)), t, type=u32, space="shared")
+    k.bar_sync(0)
+    v = k.ld(k.add(base, k.shl(k.sub(39, t, type=u32), 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), v, type=u32)
+    out = poison(np.empty(64, np.uint32))
+    r = interp.run(k.module(), block=64, args=[out])
+    assert r.ok
+    np.testing.assert_array_equal(out[:40], 39 - np.arange(40))
+    assert (out[40:] == 0xA7A7A7A7).all()
+
+
+def test_barrier_skipped_by_an_exited_warp_completes():
+    k = pf.KernelBuilder("deadlock", target="sm_80", reqntid=64)
+    t = k.tid()
+    with k.if_(k.setp("lt", t, 32)):
+        k.bar_sync(0)
+    r = interp.run(k.module(), block=64, args=[], check=False)
+    assert r.ok  # threads 32..63 exit, and exited threads do not count: the barrier completes
+
+
+def test_barrier_reached_from_two_instructions_is_reported():
+    k = pf.KernelBuilder("two_bars", target="sm_80", reqntid=64)
+    t = k.tid()
+    p = k.setp("lt", t, 16)  # half of warp 0 here, half in the else branch
+    with k.if_(p):
+        k.bar_sync(1)
+    with k.else_():
+        k.bar_sync(1)
+    r = interp.run(k.module(), block=64, args=[], check=False)
+    assert [f.kind for f in r.findings] == ["barrier"]
+    assert "different bar instructions" in r.findings[0].message and "warp 0" in r.findings[0].message
+
+
+def test_real_deadlock_waits_forever():
+    k = pf.KernelBuilder("stuck", target="sm_80", reqntid=64)
+    t = k.tid()
+    with k.if_(k.setp("lt", t, 32)):
+        k.bar_sync(0, count=64)  # waits for 64 threads, but the other warp goes to barrier 1
+    with k.if_(k.setp("ge", t, 32)):
+        k.bar_sync(1, count=64)
+    with pytest.raises(interp.InterpError, match="deadlock"):
+        interp.run(k.module(), block=64, args=[])
+
+
+def test_named_barrier_with_count_lets_producer_and_consumer_meet():
+    k = pf.KernelBuilder("producer_consumer", target="sm_80", reqntid=96)
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 128, align=16)
+    t = k.tid()
+    base = k.shared_base(buf)
+    warp = k.shr(t, 5)
+    with k.if_(k.setp("eq", warp, 0)):  # producer
+        k.st(k.add(base, k.shl(t, 2)), k.mul(t, 7, type=u32), type=u32, space="shared")
+        k.bar_arrive(2, 64)
+    with k.if_(k.setp("eq", warp, 1)):  # consumer
+        k.bar_sync(2, 64)
+        lane = k.and_(t, 31, type=b32)
+        v = k.ld(k.add(base, k.shl(lane, 2)), type=u32, space="shared")
+        k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
+    out = poison(np.empty(32, np.uint32))
+    r = interp.run(k.module(), block=96, args=[out])  # warp 2 never takes part
+    assert r.ok
+    np.testing.assert_array_equal(out, 7 * np.arange(32))
+
+
+def test_divergent_bra_uni_is_reported():
+    k = pf.KernelBuilder("uni", target="sm_80", reqntid=32)
+    out = k.param_ptr("out", u32)
+    t = k.tid()
+    acc = k.mov(0, type=u32)
+    with k.for_range(0, k.and_(t, 3, type=b32)):  # per-thread trip count, but uniform=True
+        k.add(acc, 1, dst=acc)
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), acc, type=u32)
+    out = np.empty(32, np.uint32)
+    r = interp.run(k.module(), block=32, args=[out], check=False)
+    assert [f.kind for f in r.findings] == ["branch"]
+    np.testing.assert_array_equal(out, np.arange(32) % 4)  # execution still follows each thread
+
+
+def test_launch_errors():
+    k = pf.KernelBuilder("req", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", s32)
+    n = k.param_value("n", u32)
+    k.st(out, n, type=u32)
+    m = k.module()
+    with pytest.raises(LaunchError, match="requires block"):
+        interp.run(m, block=32, args=[np.zeros(4, np.int32), 1])
+    with pytest.raises(LaunchError, match="takes 2 arguments"):
+        interp.run(m, block=64, args=[np.zeros(4, np.int32)])
+    with pytest.raises(LaunchError, match="does not fit"):
+        interp.run(m, block=64, args=[np.zeros(4, np.int32), -1])
+    a = np.zeros(8, np.int32)
+    with pytest.raises(LaunchError, match="overlap"):
+        k2 = pf.KernelBuilder("two", target="sm_80")
+        k2.param_ptr("x", s32)
+        k2.param_ptr("y", s32)
+        interp.run(k2.module(), block=1, args=[a[:6], a[2:]])
+
+
+def test_endless_loop_hits_the_step_limit():
+    k = pf.KernelBuilder("spin", target="sm_80", reqntid=32)
+    with k.loop():
+        k.nanosleep(10)
+    with pytest.raises(interp.InterpError, match="limit"):
+        interp.run(k.module(), block=32, args=[], max_steps=1000)
+
+
+@given(seed=seeds(), n=st.integers(1, 300))
+def test_ragged_tail_guard(seed, n):
+    """The guard pattern every kernel uses: threads past n must not touch memory."""
+    k = pf.KernelBuilder("tail", target="sm_80", maxntid=128)
+    x, y = k.param_ptr("x", s32), k.param_ptr("y", s32)
+    nn = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, nn)):
+        off = k.mul(i, 4, mode="wide")
+        k.st(k.add(y, off), k.mul(k.ld(k.add(x, off), type=s32), 3), type=s32)
+    xs = np.random.default_rng(seed).integers(-1000, 1000, n).astype(np.int32)
+    ys = poison(np.empty(n, np.int32))
+    interp.run(k.module(), grid=-(-n // 128), block=128, args=[xs, ys, n])
+    np.testing.assert_array_equal(ys, 3 * xs)

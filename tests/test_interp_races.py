@@ -1,0 +1,147 @@
+"""Shared-memory race detection: an access by one thread to bytes another thread accessed, with no
+barrier that both took part in between, is reported (read-after-write, write-after-read,
+write-after-write); bar.sync, bar.warp.sync and mbarrier phases order accesses."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import b32, u32
+from ptxforge import interp
+
+
+def exchange(sync=None, threads=64, partner=lambda k, t: k.xor(t, 1, type=b32)):
+    """Each thread writes its slot, synchronizes with `sync`, reads its partner's slot."""
+    k = pf.KernelBuilder("exchange", target="sm_80", reqntid=threads)
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 4 * threads, align=16)
+    t = k.tid()
+    base = k.shared_base(buf)
+    k.st(k.add(base, k.shl(t, 2)), k.mul(t, 3, type=u32), type=u32, space="shared")
+    if sync == "bar":
+        k.bar_sync(0)
+    elif sync == "warp":
+        k.bar_warp_sync()
+    v = k.ld(k.add(base, k.shl(partner(k, t), 2, type=b32)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), v, type=u32)
+    return k.module()
+
+
+def run(mod, threads=64):
+    out = np.zeros(threads, np.uint32)
+    return interp.run(mod, block=threads, args=[out], check=False), out
+
+
+def test_raw_without_barrier_is_a_race():
+    r, _ = run(exchange(None))
+    assert [f.kind for f in r.findings] == ["race"]
+    f = r.findings[0]
+    assert "read-after-write" in f.message and f.other is not None and f.other.opcode == "st"
+    assert "test_interp_races.py" in str(f)
+
+
+def test_bar_sync_orders_the_exchange():
+    r, out = run(exchange("bar"))
+    assert r.ok
+    np.testing.assert_array_equal(out, 3 * (np.arange(64) ^ 1))
+
+
+def test_bar_warp_sync_orders_within_a_warp_only():
+    r, _ = run(exchange("warp"))  # partner = t ^ 1: same warp
+    assert r.ok
+    r, _ = run(exchange("warp", partner=lambda k, t: k.xor(t, 32, type=b32)))  # other warp
+    assert [f.kind for f in r.findings] == ["race"]
+
+
+def test_own_writes_need_no_barrier():
+    r, _ = run(exchange(None, partner=lambda k, t: k.mov(t, type=u32)))
+    assert r.ok
+
+
+def test_write_after_read_without_barrier():
+    k = pf.KernelBuilder("war", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 256, align=16)
+    t = k.tid()
+    base = k.shared_base(buf)
+    slot = k.add(base, k.shl(t, 2))
+    k.st(slot, t, type=u32, space="shared")
+    k.bar_sync(0)
+    v = k.ld(k.add(base, k.shl(k.xor(t, 3, type=b32), 2, type=b32)), type=u32, space="shared")
+    k.st(slot, 7, type=u32, space="shared")  # overwrites a slot the partner may not have read yet
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), v, type=u32)
+    r = interp.run(k.module(), block=64, args=[np.zeros(64, np.uint32)], check=False)
+    assert [f.kind for f in r.findings] == ["race"] and "write-after-read" in r.findings[0].message
+
+
+def test_write_after_write_and_same_instruction_collisions():
+    k = pf.KernelBuilder("waw", target="sm_80", reqntid=64)
+    buf = k.shared("buf", 256, align=16)
+    t = k.tid()
+    base = k.shared_base(buf)
+    k.st(k.add(base, k.shl(k.shr(t, 1), 2)), t, type=u32, space="shared")  # two threads per slot
+    r = interp.run(k.module(), block=64, args=[], check=False)
+    assert [f.kind for f in r.findings] == ["race"] and "in one instruction" in r.findings[0].message
+
+
+def test_mbarrier_phase_orders_producer_and_consumer():
+    """Warp 0 fills a buffer and arrives; warp 1 waits on the phase, then reads: no race.  Without the
+    wait the same read is a race."""
+    def kernel(wait):
+        k = pf.KernelBuilder("pc", target="sm_90", reqntid=64)
+        out = k.param_ptr("out", u32)
+        buf = k.shared("buf", 128, align=16)
+        bar = k.shared("bar", 8, align=8)
+        t = k.tid()
+        rb, base = k.shared_base(bar), k.shared_base(buf)
+        k.mbarrier_init(rb, 32, pred=k.setp("eq", t, 0))
+        k.bar_sync(0)
+        lane = k.and_(t, 31, type=b32)
+        with k.if_(k.setp("lt", t, 32)):
+            k.st(k.add(base, k.shl(lane, 2)), k.add(lane, 100), type=u32, space="shared")
+            k.mbarrier_arrive(rb)
+        with k.if_(k.setp("ge", t, 32)):
+            if wait:
+                k.mbarrier_wait(rb, 0)
+            v = k.ld(k.add(base, k.shl(k.xor(lane, 5, type=b32), 2, type=b32)), type=u32, space="shared")
+            k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
+        return k.module()
+    out = np.zeros(32, np.uint32)
+    r = interp.run(kernel(True), block=64, args=[out])
+    assert r.ok
+    np.testing.assert_array_equal(out, (np.arange(32) ^ 5) + 100)
+    r = interp.run(kernel(False), block=64, args=[out], check=False)
+    assert "race" in [f.kind for f in r.findings]
+
+
+def test_mbarrier_used_without_init_barrier_is_a_race():
+    k = pf.KernelBuilder("init_race", target="sm_90", reqntid=64)
+    bar = k.shared("bar", 8, align=8)
+    t = k.tid()
+    rb = k.shared_base(bar)
+    k.mbarrier_init(rb, 64, pred=k.setp("eq", t, 0))
+    k.mbarrier_arrive(rb)  # no bar.sync after the init: other threads may see it uninitialized
+    r = interp.run(k.module(), block=64, args=[], check=False)
+    assert "race" in [f.kind for f in r.findings]
+
+
+def test_races_can_be_turned_off():
+    r, _ = run(exchange(None))
+    assert r.findings
+    out = np.zeros(64, np.uint32)
+    r = interp.run(exchange(None), block=64, args=[out], races=False)
+    assert r.ok
+
+
+def test_uninitialized_shared_reads_on_request():
+    k = pf.KernelBuilder("uninit", target="sm_80", reqntid=32)
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 256, align=16)
+    t = k.tid()
+    v = k.ld(k.add(k.shared_base(buf), k.shl(t, 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), v, type=u32)
+    out = np.zeros(32, np.uint32)
+    assert interp.run(k.module(), block=32, args=[out]).ok  # off by default
+    assert (out == 0xA5A5A5A5).all()  # shared memory starts poisoned, as garbage would on a GPU
+    with pytest.raises(interp.InterpError, match="nothing has written"):
+        interp.run(k.module(), block=32, args=[out], checks=interp.DEFAULT_CHECKS | {"uninit"})

@@ -1,0 +1,516 @@
+"""TileCopy: stream a matrix global -> shared -> global through a multi-stage cp.async pipeline.
+
+Each CTA walks its share of the tiles (tile t, t + gridDim, ...), so a few CTAs per SM keep
+`stages - 1` tiles in flight while they store an earlier one; the pipeline, not the grid size,
+hides memory latency.  It is the data-movement skeleton of every tiled kernel, kept on its own
+so it can be checked bit-exactly and timed against a plain device-to-device copy.
+
+Matrices are rows x cols elements of `dtype`, row-major, with row strides in bytes.  Packed
+int4 rows of n values are n/2 bytes; an odd n is allowed only with an explicit row stride
+(whole bytes, so each row starts on a byte): the last byte's unused high nibble is copied along
+with its row, exactly like the padding nibble of the numpy reference.  Bytes of a row beyond
+the data (the rest of the stride) are never touched.
+
+completion="groups": every thread copies and stores; cp.async groups plus bar.sync order the
+stages.  completion="mbarrier": the first half of the warps are producers (cp.async, arriving
+on the stage's "full" mbarrier with .noinc), the second half consumers (wait "full", store,
+arrive on "empty"); no CTA-wide barrier in the loop.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..builder import KernelBuilder
+from ..copy import (SmemLayout, emit_copy_commit, emit_copy_wait, emit_mbarrier_init, emit_tile_copy,
+                    emit_tile_store, mbarrier_arrival_count, plan_tile_copy, plan_tile_store)
+from ..errors import ValidationError
+from ..copy import _fold as F
+from ..isa import types as T
+from ..isa.operands import Addr
+from ..isa.targets import Target
+
+#: dtype name -> (PTX type, numpy container of one element; packed int4 lives in bytes)
+DTYPES = {"s4": (T.s4, np.uint8), "s8": (T.s8, np.int8), "bf16": (T.bf16, np.uint16), "f32": (T.f32, np.float32)}
+DTYPE_ALIASES = {"int4": "s4", "int8": "s8", "bfloat16": "bf16", "float32": "f32"}
+COMPLETIONS = ("groups", "mbarrier")
+LAYOUTS = ("linear", "padded", "swizzle")
+STATIC_SHARED_LIMIT = 48 * 1024
+MAX_SHARED = 227 * 1024
+DEFAULT_TILE_ROW_BYTES = 256
+POISON = 0xA5
+
+
+def canonical_dtype(name) -> str:
+    key = str(name).lower().lstrip(".")
+    key = DTYPE_ALIASES.get(key, key)
+    if key not in DTYPES:
+        raise ValidationError(f"TileCopy dtype must be one of {sorted(DTYPES)} (or {sorted(DTYPE_ALIASES)}), "
+                              f"got {name!r}")
+    return key
+
+
+@dataclass(frozen=True)
+class TileCopy:
+    """A pipelined tile copy of a rows x cols matrix of `dtype` (see the module docstring).
+
+    tile_cols defaults to 256 bytes of elements.  src/dst_row_stride_bytes default to the packed
+    row length.  ctas_per_sm sizes the grid: min(tiles, SMs * ctas_per_sm) CTAs walk the tiles.
+    """
+
+    rows: int
+    cols: int
+    dtype: str = "s8"
+    tile_rows: int = 32
+    tile_cols: int | None = None
+    threads: int = 256
+    stages: int = 4
+    layout: str = "linear"
+    completion: str = "groups"
+    target: str = "sm_90"
+    src_row_stride_bytes: int | None = None
+    dst_row_stride_bytes: int | None = None
+    ctas_per_sm: int = 4
+    _plans: tuple = field(default=(), init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 (frozen dataclass)
+        set_("dtype", canonical_dtype(self.dtype))
+        t = self.elem
+        if self.tile_cols is None:
+            set_("tile_cols", DEFAULT_TILE_ROW_BYTES * 8 // t.bits)
+        for name in ("rows", "cols", "tile_rows", "tile_cols", "threads", "stages", "ctas_per_sm"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise ValidationError(f"TileCopy.{name} must be a positive int, got {v!r}")
+        if self.rows >= 2**31 or self.cols >= 2**31:
+            raise ValidationError(f"TileCopy handles matrices below 2**31 rows and columns, got {self.rows}x{self.cols}")
+        if (self.tile_cols * t.bits) % 8:
+            raise ValidationError(f"TileCopy: a tile row of {self.tile_cols} .{t.name} values is not whole bytes; "
+                                  f"tile_cols must be a multiple of {8 // t.bits}")
+        if self.layout not in LAYOUTS:
+            raise ValidationError(f"TileCopy.layout must be one of {LAYOUTS}, got {self.layout!r}")
+        if self.completion not in COMPLETIONS:
+            raise ValidationError(f"TileCopy.completion must be one of {COMPLETIONS}, got {self.completion!r}")
+        target = Target.parse(self.target)
+        if target.sm < 80:
+            raise ValidationError(f"TileCopy uses cp.async, which needs sm_80 or newer; got {self.target}")
+        if self.threads % 32 or self.threads > 1024:
+            raise ValidationError(f"TileCopy.threads must be a multiple of 32 up to 1024, got {self.threads}")
+        if self.completion == "mbarrier" and self.threads % 64:
+            raise ValidationError(f"completion='mbarrier' splits the CTA into producer and consumer warps: threads "
+                                  f"must be a multiple of 64, got {self.threads}")
+        if self.stages > 16:
+            raise ValidationError(f"TileCopy.stages must be at most 16, got {self.stages}")
+        set_("src_row_stride_bytes", self._stride(self.src_row_stride_bytes, "src_row_stride_bytes"))
+        set_("dst_row_stride_bytes", self._stride(self.dst_row_stride_bytes, "dst_row_stride_bytes"))
+        if self.n_tiles >= 2**32:
+            raise ValidationError(f"{self.n_tiles} tiles do not fit a 32-bit tile index; use larger tiles")
+        copy = plan_tile_copy(self.tile_rows, self.tile_cols, t, self.producers,
+                              src_row_stride_bytes=self.src_row_stride_bytes, src_align_bytes=16,
+                              layout=self.smem_layout)
+        store = plan_tile_store(self.tile_rows, self.tile_cols, t, self.consumers,
+                                dst_row_stride_bytes=self.dst_row_stride_bytes, dst_align_bytes=16,
+                                layout=self.smem_layout)
+        set_("_plans", (copy, store))
+        if self.smem_total > MAX_SHARED:
+            raise ValidationError(f"TileCopy needs {self.smem_total} bytes of shared memory ({self.stages} stages of "
+                                  f"{self.stage_bytes} B); a CTA may use at most {MAX_SHARED}: use fewer stages or "
+                                  "smaller tiles")
+
+    def _stride(self, stride, name):
+        t = self.elem
+        if stride is None:
+            bits = self.cols * t.bits
+            if bits % 8:
+                raise ValidationError(
+                    f"rows of {self.cols} .{t.name} values are {bits / 8:g} bytes, so packed rows would start "
+                    f"inside a byte; give {name} (whole bytes, at least {self.row_bytes}) to pad each row")
+            return bits // 8
+        if not isinstance(stride, int) or stride < self.row_bytes:
+            raise ValidationError(f"{name} must be an int of at least the row's {self.row_bytes} bytes, got {stride!r}")
+        if stride % self.itemsize:
+            raise ValidationError(f"{name} {stride} is not a multiple of the {self.itemsize}-byte element size")
+        if stride >= 2**32:
+            raise ValidationError(f"{name} {stride} does not fit 32 bits")
+        return stride
+
+    # ------------------------------------------------------------ derived sizes
+    @property
+    def elem(self) -> T.ScalarType:
+        return DTYPES[canonical_dtype(self.dtype)][0]
+
+    @property
+    def numpy_dtype(self) -> np.dtype:
+        return np.dtype(DTYPES[self.dtype][1])
+
+    @property
+    def itemsize(self) -> int:
+        """Bytes per element of the host container (1 for packed int4: two values per byte)."""
+        return self.numpy_dtype.itemsize
+
+    @property
+    def row_bytes(self) -> int:
+        """Bytes of data in one row (an odd int4 row rounds up to its half-used last byte)."""
+        return -(-self.cols * self.elem.bits // 8)
+
+    @property
+    def tile_row_bytes(self) -> int:
+        return self.tile_cols * self.elem.bits // 8
+
+    @property
+    def tiles_x(self) -> int:
+        return -(-self.cols // self.tile_cols)
+
+    @property
+    def tiles_y(self) -> int:
+        return -(-self.rows // self.tile_rows)
+
+    @property
+    def n_tiles(self) -> int:
+        return self.tiles_x * self.tiles_y
+
+    @property
+    def producers(self) -> int:
+        return self.threads // 2 if self.completion == "mbarrier" else self.threads
+
+    @property
+    def consumers(self) -> int:
+        return self.threads - self.producers if self.completion == "mbarrier" else self.threads
+
+    @property
+    def smem_layout(self) -> SmemLayout:
+        return SmemLayout(self.tile_rows, self.tile_row_bytes, self.layout)
+
+    @property
+    def copy_plan(self):
+        return self._plans[0]
+
+    @property
+    def store_plan(self):
+        return self._plans[1]
+
+    @property
+    def stage_bytes(self) -> int:
+        return -(-self.smem_layout.nbytes // 128) * 128
+
+    @property
+    def mbarrier_bytes(self) -> int:
+        return 16 * self.stages if self.completion == "mbarrier" else 0
+
+    @property
+    def smem_total(self) -> int:
+        return self.stages * self.stage_bytes + self.mbarrier_bytes
+
+    @property
+    def uses_dynamic_shared(self) -> bool:
+        return self.smem_total > STATIC_SHARED_LIMIT
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory to pass at launch (0 when the stages fit static shared memory)."""
+        return self.smem_total if self.uses_dynamic_shared else 0
+
+    @property
+    def block(self) -> tuple:
+        return (self.threads, 1, 1)
+
+    def grid(self, shape=None, *, sm_count: int = 132) -> tuple:
+        """CTAs for a rows x cols `shape` (default: this copy's): min(tiles, sm_count * ctas_per_sm)."""
+        if shape is None:
+            n = self.n_tiles
+        else:
+            r, c = shape
+            n = -(-r // self.tile_rows) * -(-c // self.tile_cols)
+        return (max(1, min(n, sm_count * self.ctas_per_sm)), 1, 1)
+
+    @property
+    def kernel_name(self) -> str:
+        name = (f"tile_copy_{self.dtype}_{self.tile_rows}x{self.tile_cols}_t{self.threads}_s{self.stages}_"
+                f"{self.layout}_{self.completion}_w{self.copy_plan.width_bytes}_{self.store_plan.width_bytes}")
+        return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+    @property
+    def bytes_moved(self) -> int:
+        """Bytes read plus bytes written by one run (the bandwidth numerator)."""
+        return 2 * self.rows * self.row_bytes
+
+    def describe(self) -> str:
+        return (f"TileCopy {self.rows}x{self.cols} .{self.dtype}, tiles {self.tile_rows}x{self.tile_cols} "
+                f"({self.n_tiles}), {self.threads} threads, {self.stages} stages, {self.layout}, {self.completion}\n"
+                f"  load:  {self.copy_plan.describe()}\n  store: {self.store_plan.describe()}\n"
+                f"  shared: {self.smem_total} B ({'dynamic' if self.uses_dynamic_shared else 'static'})")
+
+    # ------------------------------------------------------------ host data
+    @property
+    def src_shape(self) -> tuple:
+        return (self.rows, self.src_row_stride_bytes // self.itemsize)
+
+    @property
+    def dst_shape(self) -> tuple:
+        return (self.rows, self.dst_row_stride_bytes // self.itemsize)
+
+    def random_source(self, rng=None) -> np.ndarray:
+        """A source array of random bytes, none of them zero (so zero-fill and skipped bytes show)."""
+        rng = np.random.default_rng(rng)
+        raw = rng.integers(1, 256, size=self.rows * self.src_row_stride_bytes, dtype=np.uint8)
+        return raw.view(self.numpy_dtype).reshape(self.src_shape)
+
+    def poisoned_destination(self) -> np.ndarray:
+        raw = np.full(self.rows * self.dst_row_stride_bytes, POISON, dtype=np.uint8)
+        return raw.view(self.numpy_dtype).reshape(self.dst_shape)
+
+    def _bytes(self, a, shape, what) -> np.ndarray:
+        a = np.asarray(a)
+        if a.shape != shape or a.dtype.itemsize != self.itemsize or not a.flags.c_contiguous:
+            raise ValidationError(f"{what} must be a C-contiguous {shape} array of {self.itemsize}-byte elements "
+                                  f"(rows x row stride), got {a.shape} {a.dtype}")
+        return a.view(np.uint8).reshape(self.rows, -1)
+
+    def reference(self, src, dst=None) -> np.ndarray:
+        """What the kernel leaves in dst: each row's data bytes from src, dst's other bytes unchanged."""
+        s = self._bytes(src, self.src_shape, "src")
+        out = self.poisoned_destination() if dst is None else np.array(dst, copy=True)
+        o = self._bytes(out, self.dst_shape, "dst")
+        o[:, :self.row_bytes] = s[:, :self.row_bytes]
+        return out
+
+    def args(self, src, dst) -> tuple:
+        """Kernel arguments after the two pointers' owners: src, dst, rows, cols, strides, tiles."""
+        return (src, dst, self.rows, self.cols, self.src_row_stride_bytes, self.dst_row_stride_bytes,
+                self.tiles_x, self.n_tiles)
+
+    # ------------------------------------------------------------ kernel
+    def emit(self):
+        """The kernel as a Module (a function of the tile configuration and the strides' alignment)."""
+        return _TileCopyEmitter(self).module()
+
+    def run(self, src, dst=None, *, stream=None, ctas=None):
+        """Copy `src` on the GPU and return dst.
+
+        src/dst: host numpy arrays (copied in and out) or device arrays (DeviceBuffer, torch,
+        CuPy: no copies), shaped as src_shape/dst_shape.  Without dst, a poisoned one is made
+        (host for a host src, a DeviceBuffer otherwise).  Device bases must be 16-byte aligned,
+        as the plans assume.  `ctas` caps the grid (fewer CTAs walk more tiles each).
+        """
+        from .. import runtime as rt
+        fn = rt.load(self.emit())[self.kernel_name]
+        grid = self.grid(sm_count=rt.device_info().sm_count)
+        if ctas is not None:
+            grid = (max(1, min(grid[0], int(ctas))), 1, 1)
+        host = isinstance(src, np.ndarray)
+        if dst is None:
+            if host:
+                dst = self.poisoned_destination()
+            else:
+                dst = rt.DeviceBuffer.empty(self.dst_shape, self.numpy_dtype).fill_bytes(POISON, stream=stream)
+        for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
+            if isinstance(a, np.ndarray):
+                self._bytes(a, shape, what)
+            else:
+                _check_device_array(a, self.rows * (shape[1] * self.itemsize), what)
+        s_arg = rt.In(src) if isinstance(src, np.ndarray) else src
+        d_arg = rt.InOut(dst) if isinstance(dst, np.ndarray) else dst
+        fn(grid, self.block, *self.args(s_arg, d_arg), shared=self.shared_bytes, stream=stream)
+        return dst
+
+
+def _check_device_array(a, nbytes, what):
+    cai = getattr(a, "__cuda_array_interface__", None)
+    if cai is None:
+        return  # DLPack-only arrays: the runtime checks what it can
+    ptr = int(cai["data"][0])
+    if ptr % 16:
+        raise ValidationError(f"{what} starts at {ptr:#x}, not 16-byte aligned; the copy plans assume 16")
+    size = getattr(a, "nbytes", None)
+    if size is not None and int(size) < nbytes:
+        raise ValidationError(f"{what} holds {size} bytes; the copy needs {nbytes}")
+
+
+@contextmanager
+def _uniform_if(k, cond):
+    """Body runs where `cond` holds; the condition is the same for the whole CTA (bra.uni)."""
+    end = k.label("uend")
+    k.bra(end, pred=~cond, uni=True)
+    yield
+    k.place(end)
+
+
+class _TileCopyEmitter:
+    def __init__(self, tc: TileCopy):
+        self.tc = tc
+        self.copy_plan, self.store_plan = tc.copy_plan, tc.store_plan
+        self.layout = tc.smem_layout
+
+    def module(self):
+        tc = self.tc
+        k = self.k = KernelBuilder(tc.kernel_name, target=tc.target, maxntid=tc.threads)
+        k.note("tiles", f"{tc.tile_rows}x{tc.tile_cols} .{tc.dtype}, {tc.stages} stages, {self.layout.describe()}")
+        k.note("load", self.copy_plan.describe())
+        k.note("store", self.store_plan.describe())
+        self.src = k.param_ptr("src")
+        self.dst = k.param_ptr("dst")
+        self.rows = k.param_value("rows", T.u32)
+        self.cols = k.param_value("cols", T.u32)
+        self.sstride = k.param_value("src_stride", T.u32)
+        self.dstride = k.param_value("dst_stride", T.u32)
+        self.tiles_x = k.param_value("tiles_x", T.u32)
+        n_tiles = k.param_value("n_tiles", T.u32)
+        self.tid = k.tid()
+        cta, ncta = k.ctaid(), k.nctaid()
+        self.cta, self.ncta = cta, ncta
+        with k.section("shared memory"):
+            if tc.uses_dynamic_shared:
+                sym = k.dynamic_shared("smem", 128)
+                self.stage0 = k.shared_base(sym)
+                self.mbar0 = k.add(self.stage0, tc.stages * tc.stage_bytes) if tc.mbarrier_bytes else None
+            else:
+                self.stage0 = k.shared_base(k.shared("stages", tc.stages * tc.stage_bytes, 128))
+                self.mbar0 = k.shared_base(k.shared("mbar", tc.mbarrier_bytes, 8)) if tc.mbarrier_bytes else None
+        with k.section("tiles of this CTA"):
+            # tiles cta, cta + ncta, ...: ceil((n_tiles - cta) / ncta) of them
+            has = k.setp("gt", n_tiles, cta)
+            left = k.add(k.sub(n_tiles, cta), k.sub(ncta, 1))
+            self.my = k.selp(k.div(left, ncta), 0, has, type=T.u32)
+        if tc.completion == "groups":
+            self._groups()
+        else:
+            self._mbarrier()
+        return k.module()
+
+    # ------------------------------------------------------------ tiles
+    def _tile(self, t):
+        """(row0, col0, inside) of tile index t; `inside` holds when no edge of the matrix cuts the tile."""
+        k, tc = self.k, self.tc
+        ty = k.div(t, self.tiles_x)
+        tx = k.sub(t, k.mul(ty, self.tiles_x))
+        row0 = k.mul(ty, tc.tile_rows)
+        col0 = k.mul(tx, tc.tile_cols)
+        in_r = k.setp("le", k.add(row0, tc.tile_rows), self.rows)
+        inside = k.setp("le", k.add(col0, tc.tile_cols), self.cols, combine=("and", in_r))
+        return row0, col0, inside
+
+    def _stage_addr(self, stage):
+        return self.k.mad(stage, self.tc.stage_bytes, self.stage0)
+
+    def _issue(self, t, stage, tid):
+        k = self.k
+        row0, col0, inside = self._tile(t)
+        sdst = self._stage_addr(stage)
+        common = dict(src=self.src, src_row_stride=self.sstride, row0=row0, col0=col0, dst=sdst, tid=tid,
+                      layout=self.layout)
+        skip = k.label("ragged_load")
+        done = k.label("loaded")
+        k.bra(skip, pred=~inside, uni=True)
+        with k.section("load a whole tile"):
+            emit_tile_copy(k, self.copy_plan, rows_total=None, cols_total=None, **common)
+        k.bra(done, uni=True)
+        k.place(skip)
+        with k.section("load a tile cut by the matrix edge (zero-filled)"):
+            emit_tile_copy(k, self.copy_plan, rows_total=self.rows, cols_total=self.cols, **common)
+        k.place(done)
+
+    def _store(self, t, stage, tid):
+        k = self.k
+        row0, col0, inside = self._tile(t)
+        ssrc = self._stage_addr(stage)
+        common = dict(src=ssrc, dst=self.dst, dst_row_stride=self.dstride, row0=row0, col0=col0, tid=tid,
+                      layout=self.layout)
+        skip = k.label("ragged_store")
+        done = k.label("stored")
+        k.bra(skip, pred=~inside, uni=True)
+        with k.section("store a whole tile"):
+            emit_tile_store(k, self.store_plan, rows_total=None, cols_total=None, **common)
+        k.bra(done, uni=True)
+        k.place(skip)
+        with k.section("store the part of the tile inside the matrix"):
+            emit_tile_store(k, self.store_plan, rows_total=self.rows, cols_total=self.cols, **common)
+        k.place(done)
+
+    def _next_stage(self, stage, parity=None):
+        """stage = (stage + 1) % stages; flips `parity` when it wraps."""
+        k, S = self.k, self.tc.stages
+        if S == 1:
+            if parity is not None:
+                k.xor(parity, 1, dst=parity)
+            return
+        nxt = k.add(stage, 1)
+        wrap = k.setp("eq", nxt, S)
+        k.selp(0, nxt, wrap, type=T.u32, dst=stage)
+        if parity is not None:
+            k.xor(parity, 1, dst=parity, pred=wrap)
+
+    # ------------------------------------------------------------ completion by groups
+    def _groups(self):
+        k, tc = self.k, self.tc
+        S = tc.stages
+        # consumers read bytes another warp copied, so the barriers are what makes them visible
+        ctid = F.rem(k, k.add(self.tid, 32), tc.threads) if tc.threads > 32 else self.tid
+        wstage = k.mov(0, type=T.u32)
+        t_w = k.mov(self.cta, type=T.u32)
+        back = (S - 1)
+        with k.for_range(0, k.add(self.my, S - 1), name="it") as it:
+            with k.section("issue the copy of tile it"):
+                with _uniform_if(k, k.setp("lt", it, self.my)):
+                    self._issue(t_w, wstage, self.tid)
+                emit_copy_commit(k, "groups")
+            with _uniform_if(k, k.setp("ge", it, back)):
+                with k.section(f"tile it-{back} has landed: store it"):
+                    emit_copy_wait(k, "groups", pending=back)
+                    k.bar_sync(0)
+                    rstage = wstage
+                    if S > 1:
+                        rstage = k.add(wstage, 1)
+                        k.selp(0, rstage, k.setp("eq", rstage, S), type=T.u32, dst=rstage)
+                    t_r = k.sub(t_w, k.mul(self.ncta, back)) if back else t_w
+                    self._store(t_r, rstage, ctid)
+                    k.bar_sync(0)
+            self._next_stage(wstage)
+            k.add(t_w, self.ncta, dst=t_w)
+        k.cp_async_wait_all()
+
+    # ------------------------------------------------------------ completion by mbarriers
+    def _mbarrier(self):
+        k, tc = self.k, self.tc
+        S, P = tc.stages, tc.producers
+        full0, empty0 = self.mbar0, k.add(self.mbar0, 8 * S)
+        with k.section("mbarriers: full (producers arrive) and empty (consumers arrive), one pair per stage"):
+            first = k.setp("eq", self.tid, 0)
+            for s in range(S):
+                emit_mbarrier_init(k, Addr(full0, 8 * s), mbarrier_arrival_count(P), first=first)
+                emit_mbarrier_init(k, Addr(empty0, 8 * s), mbarrier_arrival_count(tc.consumers), first=first)
+            k.bar_sync(0)
+        consumer = k.label("consumer")
+        end = k.label("end")
+        k.bra(consumer, pred=k.setp("ge", self.tid, P), uni=True)  # whole warps take one side
+        with k.section("producer warps"):
+            stage = k.mov(0, type=T.u32)
+            parity = k.mov(0, type=T.u32)
+            t = k.mov(self.cta, type=T.u32)
+            with k.for_range(0, self.my, name="i") as i:
+                with _uniform_if(k, k.setp("ge", i, S)):
+                    # the consumers released this stage's previous tile
+                    emit_copy_wait(k, "mbarrier", mbar=k.mad(stage, 8, empty0), phase=k.xor(parity, 1))
+                self._issue(t, stage, self.tid)
+                emit_copy_commit(k, "mbarrier", mbar=k.mad(stage, 8, full0), method=self.copy_plan.method)
+                self._next_stage(stage, parity)
+                k.add(t, self.ncta, dst=t)
+            k.cp_async_wait_all()
+            k.bra(end, uni=True)
+        k.place(consumer)
+        with k.section("consumer warps"):
+            ctid = k.sub(self.tid, P)
+            stage = k.mov(0, type=T.u32)
+            parity = k.mov(0, type=T.u32)
+            t = k.mov(self.cta, type=T.u32)
+            with k.for_range(0, self.my, name="i") as i:
+                emit_copy_wait(k, "mbarrier", mbar=k.mad(stage, 8, full0), phase=parity)
+                self._store(t, stage, ctid)
+                k.mbarrier_arrive(k.mad(stage, 8, empty0), state=k.reg(T.b64))
+                self._next_stage(stage, parity)
+                k.add(t, self.ncta, dst=t)
+        k.place(end)

@@ -1,0 +1,158 @@
+"""Hypothesis strategies for data movement: element counts, copy plans, layouts, tile-copy schedules.
+
+They draw from the same rules the copy planner enforces (ptxforge.copy), so a property test can
+ask for "any legal request" or "any illegal one" and check what the library does with it.
+"""
+
+from __future__ import annotations
+
+from hypothesis import assume, strategies as st
+
+from ..copy import SmemLayout, legal_counts
+from ..isa import types as T
+
+#: Element types a copy counts (packed 1- and 4-bit types included).
+COPY_ELEM_TYPES = (T.b1, T.s4, T.u4, T.s8, T.u8, T.b16, T.f16, T.bf16, T.s32, T.f32, T.u64, T.f64)
+#: The types TileCopy streams.
+TILE_COPY_DTYPES = ("s4", "s8", "bf16", "f32")
+ALIGNMENTS = (1, 2, 4, 8, 16, 32, 256)
+
+
+def elem_types():
+    return st.sampled_from(COPY_ELEM_TYPES)
+
+
+@st.composite
+def legal_cp_async(draw, types=None):
+    """(elem_type, count, nbytes) for one legal cp.async."""
+    t = draw(st.sampled_from(types) if types is not None else elem_types())
+    legal = legal_counts(t)
+    assume(legal)
+    w = draw(st.sampled_from(sorted(legal)))
+    return t, legal[w], w
+
+
+@st.composite
+def illegal_cp_async(draw):
+    """(elem_type, count) that no cp.async can express: not whole bytes, or not 4/8/16 bytes."""
+    t = draw(elem_types())
+    count = draw(st.integers(min_value=-3, max_value=300))
+    legal = set(legal_counts(t).values())
+    assume(count not in legal)
+    return t, count
+
+
+@st.composite
+def zero_fill_tails(draw, types=None):
+    """(elem_type, count, valid, nbytes): a legal copy and a valid-element count in 0..count."""
+    t, count, w = draw(legal_cp_async(types))
+    valid = draw(st.integers(min_value=0, max_value=count))
+    return t, count, valid, w
+
+
+def _feasible_layouts(rows, row_bytes):
+    kinds = ["linear"]
+    if row_bytes % 16 == 0:
+        kinds.append("padded")
+        n = row_bytes // 16
+        if n in (1, 2, 4) or n % 8 == 0:
+            kinds.append("swizzle")
+    return kinds
+
+
+@st.composite
+def smem_layouts(draw, max_rows=40, max_row_bytes=512, kinds=("linear", "padded", "swizzle")):
+    """A SmemLayout of any kind its row length allows."""
+    kind = draw(st.sampled_from(kinds))
+    rows = draw(st.integers(min_value=1, max_value=max_rows))
+    if kind == "swizzle":
+        row_bytes = draw(st.sampled_from([b for b in (16, 32, 64, 128, 256, 384, 512) if b <= max_row_bytes]))
+    elif kind == "padded":
+        row_bytes = 16 * draw(st.integers(min_value=1, max_value=max_row_bytes // 16))
+    else:
+        row_bytes = draw(st.integers(min_value=1, max_value=max_row_bytes))
+    pad = 16 * draw(st.integers(min_value=1, max_value=4)) if kind == "padded" else 16
+    return SmemLayout(rows, row_bytes, kind, pad)
+
+
+@st.composite
+def tile_copy_requests(draw, max_rows=24, max_row_bytes=256, types=(T.s4, T.u4, T.s8, T.bf16, T.f16, T.f32, T.f64),
+                       thread_counts=(32, 64, 96, 128, 256)):
+    """Keyword arguments of plan_tile_copy: tile shape, type, threads, source stride/alignment, layout.
+
+    Some requests are legal and some are not (e.g. 2-byte aligned data); the planner decides.
+    """
+    t = draw(st.sampled_from(types))
+    per_byte = 8 // t.bits if t.bits < 8 else 1
+    elem_bytes = max(t.bits // 8, 1)
+    rows = draw(st.integers(min_value=1, max_value=max_rows))
+    row_bytes = elem_bytes * draw(st.integers(min_value=1, max_value=max_row_bytes // elem_bytes))
+    cols = row_bytes * per_byte // elem_bytes
+    threads = draw(st.sampled_from(thread_counts))
+    stride = draw(st.one_of(st.none(), st.integers(min_value=row_bytes, max_value=row_bytes + 64)))
+    if stride is not None:
+        stride = stride - stride % elem_bytes
+        stride = max(stride, row_bytes)
+    align = draw(st.sampled_from(ALIGNMENTS))
+    kind = draw(st.sampled_from(_feasible_layouts(rows, row_bytes)))
+    layout = SmemLayout(rows, row_bytes, kind, 16 * draw(st.integers(1, 3)) if kind == "padded" else 16)
+    return dict(rows=rows, cols=cols, elem_type=t, threads=threads, src_row_stride_bytes=stride,
+                src_align_bytes=align, layout=layout)
+
+
+@st.composite
+def copy_situations(draw, plan):
+    """Where the planned tile sits in a matrix: dict(rows, cols, stride, row0, col0) in elements/bytes.
+
+    The tile origin is a multiple of the tile's shape; the tile may hang over any edge, and the
+    matrix may be narrower or shorter than one tile.  The stride keeps the plan's alignment.
+    """
+    t = plan.elem_type
+    w = plan.width_bytes
+    tiles_down = draw(st.integers(min_value=0, max_value=2))
+    tiles_across = draw(st.integers(min_value=0, max_value=2))
+    row0, col0 = tiles_down * plan.rows, tiles_across * plan.cols
+    rows = draw(st.integers(min_value=max(1, row0 - plan.rows // 2), max_value=row0 + plan.rows + 3))
+    assume(rows > row0 or draw(st.booleans()))  # mostly tiles that touch the matrix
+    cols_min = max(1, col0 - plan.cols // 2)
+    cols = draw(st.integers(min_value=cols_min, max_value=col0 + plan.cols + 8))
+    row_len = -(-cols * t.bits // 8)
+    stride = row_len + draw(st.integers(min_value=0, max_value=3 * w))
+    stride = -(-stride // w) * w
+    return dict(rows=rows, cols=cols, stride=stride, row0=row0, col0=col0)
+
+
+@st.composite
+def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=("sm_90",),
+                        completions=("groups", "mbarrier"), tile_rows=(1, 2, 4, 8, 16),
+                        tile_row_bytes=(16, 32, 64, 128), threads=(32, 64, 128), stages=(1, 2, 3, 4),
+                        ctas_per_sm=(1, 2)):
+    """A TileCopy of any shape up to `max_tiles` tiles (ragged edges included), strides with padding,
+    any layout and completion.  Shapes are drawn as a tile count plus a partial last tile."""
+    from ..schedules.tile_copy import TileCopy, DTYPES
+    dtype = draw(st.sampled_from(dtypes))
+    t = DTYPES[dtype][0]
+    itemsize = max(t.bits // 8, 1)
+    per_byte = 8 // t.bits if t.bits < 8 else 1
+    t_rows = draw(st.sampled_from(tile_rows))
+    t_bytes = draw(st.sampled_from(tile_row_bytes))
+    t_cols = t_bytes * per_byte // itemsize
+    tiles_y = draw(st.integers(min_value=1, max_value=max_tiles))
+    tiles_x = draw(st.integers(min_value=1, max_value=max(1, max_tiles // tiles_y)))
+    rows = draw(st.integers(min_value=(tiles_y - 1) * t_rows + 1, max_value=tiles_y * t_rows))
+    cols = draw(st.integers(min_value=(tiles_x - 1) * t_cols + 1, max_value=tiles_x * t_cols))
+    row_bytes = -(-cols * t.bits // 8)
+    need_stride = (cols * t.bits) % 8 != 0
+
+    def stride():
+        extra = draw(st.sampled_from([0, 0, 1, 2, 4, 8, 16, 24, 48]))
+        return -(-(row_bytes + extra) // itemsize) * itemsize
+
+    s_stride = stride() if need_stride or draw(st.booleans()) else None
+    d_stride = stride() if need_stride or draw(st.booleans()) else None
+    completion = draw(st.sampled_from(completions))
+    n_threads = draw(st.sampled_from([n for n in threads if completion != "mbarrier" or n % 64 == 0] or [64]))
+    return TileCopy(rows, cols, dtype, tile_rows=t_rows, tile_cols=t_cols, threads=n_threads,
+                    stages=draw(st.sampled_from(stages)), layout=draw(st.sampled_from(["linear", "padded", "swizzle"])),
+                    completion=completion, target=draw(st.sampled_from(targets)), src_row_stride_bytes=s_stride,
+                    dst_row_stride_bytes=d_stride, ctas_per_sm=draw(st.sampled_from(ctas_per_sm)))

@@ -1,0 +1,362 @@
+"""Integer GEMM schedules: C[M, N] (s32) = A[M, K] . B[N, K]^T with both operands K-contiguous ("NT").
+
+`Int4Gemm` takes packed 4-bit operands (two per byte, even k in the low nibble; s4 by default,
+u4 too), `Int8Gemm` 8-bit ones through the same machinery, so the two compare on equal footing.
+
+    g = Int4Gemm()                          # 128x128x64 tiles, 3 stages, 4 warps of 64x64, sm_90
+    g.path, g.path_reason                   # 's8_scaled', why
+    print(g.listing())                      # the PTX, each line with the Python line that wrote it
+    print(g.assemble("sm_90"))              # registers, spills, shared memory, CTAs per SM
+    c = g.run(a_packed, b_packed)           # numpy or GPU arrays; exact int32 result
+    Int4Gemm.for_shape(32, 8192, 8192)      # a configuration chosen for a problem shape
+
+One kernel serves every M, N and K of one alignment class: they are kernel parameters.  K whose
+packed rows are a multiple of 16 bytes (K % 32 == 0 for 4-bit) use 16-byte cp.async; other K
+get a kernel with narrower copies (`copy_bytes`), chosen by `run` and `for_problem`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..copy.layout import SmemLayout
+from ..errors import ValidationError
+from ..isa.targets import Target
+from ..isa.tensor import EmulatedInstructionWarning
+from .gemm_config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, limits_for, operand_bits,
+                          resolve_path, validate)
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True)
+class GemmSchedule:
+    """Parameters of the tiled integer GEMM kernel (see the module docstring).
+
+    block_m, block_n: the CTA's C tile; block_k: k-tile in operand elements (int4 values for
+    4-bit operands); warps_m x warps_n warps each own a (block_m/warps_m) x (block_n/warps_n)
+    warp tile; stages: depth of the cp.async pipeline; path: compute path (None: the target's
+    default, see `path_reason`); smem_layout: "swizzle" (XOR of 16-byte chunks, no waste) or
+    "padded" (16 bytes after each row); target: the PTX target; operand: "s4"/"u4" (Int4Gemm),
+    "s8"/"u8" (Int8Gemm); raster_group: CTAs walk groups of this many tile rows for L2 reuse (1:
+    a plain 2-D grid); copy_bytes: widest global->shared copy (16 unless K forbids it);
+    c_vector: 2 stores C in aligned pairs (N even), 1 value by value (any N); max_registers:
+    optional .maxnreg cap.  `run` and `for_problem` pick copy_bytes and c_vector for a problem.
+    """
+
+    block_m: int = 128
+    block_n: int = 128
+    block_k: int = 64
+    warps_m: int = 2
+    warps_n: int = 2
+    stages: int = 3
+    path: str | None = None
+    smem_layout: str = "swizzle"
+    target: str = "sm_90"
+    operand: str = "s4"
+    raster_group: int = 8
+    copy_bytes: int = 16
+    c_vector: int = 2
+    max_registers: int | None = None
+
+    def __post_init__(self):
+        t = Target.parse(self.target)
+        object.__setattr__(self, "target", t.name)
+        validate(self)
+
+    # ------------------------------------------------------------ derived geometry
+    @property
+    def bits(self) -> int:
+        return operand_bits(self.operand)
+
+    @property
+    def threads(self) -> int:
+        return 32 * self.warps_m * self.warps_n
+
+    @property
+    def block(self) -> tuple:
+        return (self.threads, 1, 1)
+
+    @property
+    def warp_m(self) -> int:
+        return self.block_m // self.warps_m
+
+    @property
+    def warp_n(self) -> int:
+        return self.block_n // self.warps_n
+
+    @property
+    def row_bytes_k(self) -> int:
+        """Bytes of one tile row per k-tile."""
+        return self.block_k * self.bits // 8
+
+    @property
+    def ksteps(self) -> int:
+        return self.row_bytes_k // KSTEP_BYTES
+
+    @property
+    def layouts(self) -> tuple:
+        """SmemLayout of the A tile and of the B tile of one stage."""
+        return (SmemLayout(self.block_m, self.row_bytes_k, self.smem_layout),
+                SmemLayout(self.block_n, self.row_bytes_k, self.smem_layout))
+
+    @property
+    def stage_bytes(self) -> int:
+        la, lb = self.layouts
+        return la.nbytes + lb.nbytes
+
+    @property
+    def shared_bytes(self) -> int:
+        """Dynamic shared memory of one CTA (all stages)."""
+        return self.stages * self.stage_bytes
+
+    @property
+    def accumulators(self) -> int:
+        """s32 accumulator registers per thread."""
+        return self.warp_m * self.warp_n // 32
+
+    def grid(self, m: int, n: int) -> tuple:
+        tm, tn = -(-m // self.block_m), -(-n // self.block_n)
+        if self.raster_group == 1:
+            return (tn, tm, 1)
+        return (tm * tn, 1, 1)
+
+    # ------------------------------------------------------------ the compute path
+    @property
+    def compute_path(self) -> ComputePath:
+        return resolve_path(self.operand, self.path, Target.parse(self.target))
+
+    @property
+    def path_name(self) -> str:
+        return self.compute_path.name
+
+    @property
+    def path_reason(self) -> str:
+        t = Target.parse(self.target)
+        p = self.compute_path
+        if self.path is None:
+            return default_path(self.operand, t)[1]
+        if not p.native_on(t):
+            return (f"chosen by the caller; on {t.name} mma.sync .{p.mma_type} is emulated by ptxas "
+                    "(a software routine per mma, ~25x slower than .s8)")
+        return "chosen by the caller"
+
+    @property
+    def kernel_name(self) -> str:
+        lay = "swz" if self.smem_layout == "swizzle" else "pad"
+        name = (f"gemm_{self.operand}_{self.path_name}_{self.block_m}x{self.block_n}x{self.block_k}"
+                f"_w{self.warps_m}x{self.warps_n}_s{self.stages}_{lay}_c{self.copy_bytes}v{self.c_vector}"
+                f"_g{self.raster_group}")
+        if self.max_registers:
+            name += f"_r{self.max_registers}"
+        return name
+
+    # ------------------------------------------------------------ emission
+    def emit(self):
+        """Build the kernel: a Module with one entry, `kernel_name`.
+
+        Parameters: a, b (packed operands, u64), c (s32 output), m, n, k (u32, k in elements).
+        Launch with `grid(m, n)`, `block` and `shared_bytes` of dynamic shared memory.
+        """
+        from ..module import Module
+        from .gemm_kernel import build_kernel
+        kernel = build_kernel(self).finish()
+        p = self.compute_path
+        if not p.native_on(Target.parse(self.target)):
+            n = sum(1 for ins in kernel.instructions if ins.opcode == "mma")
+            warnings.warn(EmulatedInstructionWarning(
+                f"{self.kernel_name}: its {n} mma.sync.{p.mma_shape}.{p.mma_type} instructions run as a ptxas "
+                f"software routine on {self.target} (~25x slower than mma.sync .s8); the default path there is "
+                f"{default_path(self.operand, Target.parse(self.target))[0]}"), stacklevel=2)
+        return Module([kernel])
+
+    @property
+    def module(self):
+        """The emitted Module, built once per schedule."""
+        return _module_for(self)
+
+    def ptx(self) -> str:
+        return str(self.module)
+
+    def listing(self, **kwargs) -> str:
+        return self.module.listing(**kwargs)
+
+    def instruction_mix(self) -> dict:
+        """{opcode: count} over the kernel's instructions (each appears once, loops not unrolled)."""
+        mix: dict = {}
+        for ins in self.module.kernels[0].instructions:
+            mix[ins.opcode] = mix.get(ins.opcode, 0) + 1
+        return dict(sorted(mix.items(), key=lambda kv: -kv[1]))
+
+    def assemble(self, arch=None, *, backend: str = "auto") -> "GemmReport":
+        """Assemble offline for `arch` (default: the schedule's target) and report the resources.
+
+        For another arch the schedule is re-targeted first (the default path follows the arch).
+        """
+        from ..assembler import assemble
+        s = self if arch is None or Target.parse(arch).name == self.target else self.retarget(arch)
+        res = assemble(s.module, backend=backend)
+        return GemmReport(s, res)
+
+    def retarget(self, target) -> "GemmSchedule":
+        """The same tiles for another target (shared memory re-checked against its limit)."""
+        return dataclasses.replace(self, target=Target.parse(target).name)
+
+    # ------------------------------------------------------------ problems
+    def check_problem(self, m: int, n: int, k: int) -> None:
+        for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 0)):
+            if not isinstance(v, (int, np.integer)) or v < least:
+                raise ValidationError(f"{name} must be an int >= {least}, got {v!r}")
+        if self.bits == 4 and k % 2:
+            raise ValidationError(f"K={k} is odd: packed 4-bit rows must be whole bytes (two values per byte); "
+                                  f"pad K to {k + 1} with zeros")
+        p = self.compute_path
+        if p.k_limit is not None and k >= p.k_limit:
+            raise ValidationError(f"path {p.name} is exact only for K < {p.k_limit} (the scaled accumulators "
+                                  f"hold 256*C); K={k}: use path='s8_signext'")
+        if max(m, n, k) >= 2 ** 31:
+            raise ValidationError("M, N and K must be below 2**31")
+        if self.raster_group == 1 and -(-m // self.block_m) > 65535:
+            raise ValidationError(f"M={m} needs {-(-m // self.block_m)} tile rows, more than a grid's y dimension "
+                                  "holds (65535): use raster_group > 1 (a 1-D grid)")
+
+    def for_problem(self, k: int, n: int | None = None, *, align: int = 16, c_align: int = 16) -> "GemmSchedule":
+        """The variant of this schedule that runs a problem with this K (and N).
+
+        align: alignment (bytes) of the A and B base addresses; c_align: of C.  Keeps this
+        schedule's copy width and C pair stores where the problem allows them and narrows them
+        where it does not (packed rows not a multiple of the width, odd N, misaligned bases);
+        when the path is the default, takes the exact sign-extension path for K too large for
+        the scaled one.
+        """
+        row_bytes = k * self.bits // 8
+        w = self.copy_bytes
+        while w > 1 and (row_bytes % w or align % w):
+            w //= 2
+        changes = {}
+        if w != self.copy_bytes:
+            changes["copy_bytes"] = w
+        if n is not None:
+            vec = 2 if n % 2 == 0 and c_align % 8 == 0 and self.c_vector == 2 else 1
+            if vec != self.c_vector:
+                changes["c_vector"] = vec
+        if self.path is None and self.operand == "s4" and k >= SCALED_K_LIMIT and \
+                not Target.parse(self.target).mma_s4_native:
+            changes["path"] = "s8_signext"
+        return dataclasses.replace(self, **changes) if changes else self
+
+    @classmethod
+    def for_shape(cls, m: int, n: int, k: int, target="sm_90", **overrides) -> "GemmSchedule":
+        """A configuration for an M x N x K problem (see `choose_config`); `overrides` win."""
+        from .gemm_tuning import choose_config
+        operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
+        params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
+        params.update(overrides)
+        params["target"] = Target.parse(target).name
+        return cls(**params).for_problem(k, n)
+
+    # ------------------------------------------------------------ reference and running
+    def reference(self, a, b, k: int | None = None) -> np.ndarray:
+        """The exact product (int64) of numpy operands in this schedule's format."""
+        from ..int4 import reference_gemm, reference_gemm_int8
+        if self.bits == 4:
+            return reference_gemm(a, b, k, signed=self.operand == "s4")
+        return reference_gemm_int8(a, b)
+
+    def run(self, a, b, c=None, *, k: int | None = None, stream=None):
+        """C = A . B^T on the GPU.  a: [M, K/2] packed bytes (4-bit) or [M, K] (8-bit); b: [N, ...].
+
+        Numpy inputs are copied to the device and the result comes back as a numpy int32 array
+        (into `c` when given).  GPU arrays (DeviceBuffer, __cuda_array_interface__, DLPack) are
+        used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
+        asynchronous on `stream`.  `k` is the logical K (default: from the row length).
+        """
+        from .gemm_run import run_gemm
+        return run_gemm(self, a, b, c, k=k, stream=stream)
+
+    def kernel(self):
+        """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""
+        from .gemm_run import load_kernel
+        return load_kernel(self)
+
+    def describe(self) -> str:
+        p = self.compute_path
+        return (f"{type(self).__name__} {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, "
+                f"{self.warps_m}x{self.warps_n} warps ({self.warp_m}x{self.warp_n} each, {self.threads} threads), "
+                f"{self.stages} stages, {self.smem_layout}, {self.shared_bytes} B shared, {self.target}, "
+                f"path {p.name} ({p.summary})")
+
+
+@dataclass(frozen=True)
+class Int4Gemm(GemmSchedule):
+    """Packed 4-bit GEMM (s4 by default; operand='u4' for unsigned)."""
+
+    operand: str = "s4"
+
+    def __post_init__(self):
+        if self.operand not in ("s4", "u4"):
+            raise ValidationError(f"Int4Gemm takes operand 's4' or 'u4', got {self.operand!r}; use Int8Gemm for "
+                                  "8-bit operands")
+        super().__post_init__()
+
+
+@dataclass(frozen=True)
+class Int8Gemm(GemmSchedule):
+    """8-bit GEMM on the same machinery (s8 by default; operand='u8' for unsigned)."""
+
+    operand: str = "s8"
+
+    def __post_init__(self):
+        if self.operand not in ("s8", "u8"):
+            raise ValidationError(f"Int8Gemm takes operand 's8' or 'u8', got {self.operand!r}; use Int4Gemm for "
+                                  "packed 4-bit operands")
+        super().__post_init__()
+
+
+@functools.lru_cache(maxsize=64)
+def _module_for(s: GemmSchedule):
+    return s.emit()
+
+
+@dataclass(frozen=True)
+class GemmReport:
+    """What the assembler says about one schedule's kernel."""
+
+    schedule: GemmSchedule
+    assembly: object  # AssemblyResult
+
+    @property
+    def arch(self) -> str:
+        return self.assembly.arch
+
+    @property
+    def resources(self):
+        return self.assembly.resources(self.schedule.kernel_name)
+
+    @property
+    def registers(self) -> int:
+        return self.resources.registers
+
+    @property
+    def spills(self) -> int:
+        return self.resources.spills
+
+    @property
+    def ctas_per_sm(self) -> int:
+        s = self.schedule
+        return limits_for(Target.parse(self.arch)).ctas_per_sm(s.threads, self.registers, s.shared_bytes)
+
+    def sass_opcodes(self):
+        return self.assembly.sass_opcodes(self.schedule.kernel_name)
+
+    def __str__(self) -> str:
+        r, s = self.resources, self.schedule
+        return (f"{self.arch}: {r.registers} registers, spills {r.spill_stores} B stored / {r.spill_loads} B loaded, "
+                f"{r.stack} B stack, {s.shared_bytes} B dynamic shared memory, {s.threads} threads, "
+                f"{self.ctas_per_sm} CTA(s)/SM, path {s.path_name}")
+

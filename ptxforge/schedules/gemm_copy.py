@@ -1,0 +1,194 @@
+"""Global -> shared staging of one GEMM operand, split into what the pipeline hoists and what it repeats.
+
+The copy width (16-byte cp.async when rows and alignment allow, else 8 or 4, else plain loads)
+comes from :func:`ptxforge.copy.plan_tile_copy`; the shared layout from
+:class:`ptxforge.copy.SmemLayout`.  Each thread fills whole 16-byte chunks (narrower widths
+issue several copies per chunk from one address).  Because the same tile shape is copied
+once per k-tile, everything that does not change along K is computed once before the main loop
+(`setup_operand_copy`): the shared destinations (a base register per group of copies, the rest
+immediates), the row predicates of ragged M/N edges and the global pointer.  Each k-tile then
+costs, per copy, one compare (folded with the row predicate) and the copy itself
+(`issue_operand_copy`).
+
+Ragged edges: rows past the matrix and bytes past K are zero-filled (cp.async ignore-src, or
+zeroed registers for the plain-load fallback), so they add nothing to the products; the source
+address of such a copy is never read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..copy import _fold as F
+from ..copy.layout import SmemLayout
+from ..copy.plan import TileCopyPlan
+from ..isa import types as T
+from ..isa.operands import Addr
+from .gemm_addressing import AddressFamily, plan_family
+
+CHUNK = 16  # bytes: one ldmatrix row segment, one swizzle unit, one 16-byte cp.async
+
+
+@dataclass
+class OperandCopy:
+    plan: TileCopyPlan
+    family: AddressFamily
+    dst_bases: list  # u32 shared addresses of the base chunks in stage 0
+    rows: list  # r_j: row of chunk j relative to the thread's first row
+    cols: list  # c_j: byte of chunk j relative to the thread's first byte
+    row_ok: list  # pred per chunk: its row lies inside the matrix (and the chunk exists)
+    exists: list  # pred or None per chunk: None when every thread has chunk j
+    gptr: object  # u64: global address of the thread's first byte of the current k-tile
+    row_step: dict  # row delta -> u64 register holding delta * row_bytes
+    krem: object  # s32: row_bytes - first byte - k-tile start (bytes still valid at the thread's byte)
+    loop: dict | None = None  # registers of the plain-load fallback (a run-time loop over chunks)
+
+
+def chunks_per_thread(rows: int, row_bytes: int, threads: int) -> int:
+    return -(-rows * (row_bytes // CHUNK) // threads)
+
+
+def copy_geometry(rows: int, row_bytes: int, threads: int):
+    """The 16-byte chunks each thread fills: chunk q = tid + j*threads is byte (q % cpr)*16 of row q // cpr.
+
+    Returns (row0, byte0) per thread (numpy) and (r_j, c_j) per chunk such that chunk j of a
+    thread sits at (row0 + r_j, byte0 + c_j): threads and chunks per row are powers of two, so
+    adding j*threads never carries across the thread's own position within a row.
+    """
+    cpr = row_bytes // CHUNK
+    tid = np.arange(threads)
+    row0, byte0 = tid // cpr, (tid % cpr) * CHUNK
+    rs, cs = [], []
+    for j in range(chunks_per_thread(rows, row_bytes, threads)):
+        q0 = j * threads
+        rs.append(q0 // cpr)
+        cs.append((q0 % cpr) * CHUNK)
+    return row0, byte0, rs, cs
+
+
+def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *, threads: int, src, rows_total,
+                       tile_row0, row_bytes, tid, smem_base, name: str, krem=None) -> OperandCopy:
+    """Hoisted part of the copy of one operand tile (see the module docstring).
+
+    Each thread fills whole 16-byte chunks of the tile (one cp.async, or 16/width narrower
+    copies when the plan's width is smaller), so one address serves a chunk.
+    src: u64 global address of the matrix; rows_total: u32 rows of the matrix (M or N);
+    tile_row0: u32 first row of this CTA's tile; row_bytes: u32 bytes per matrix row;
+    krem: a register from another operand with the same per-thread byte pattern, to share.
+    """
+    thr = threads
+    cpr = layout.row_bytes // CHUNK
+    row0_np, byte0_np, rows, cols = copy_geometry(plan.rows, layout.row_bytes, thr)
+    fam = plan_family(layout, row0_np, byte0_np, list(zip(rows, cols)), region)
+    row0 = F.div(k, tid, cpr)
+    byte0 = F.mul(k, F.rem(k, tid, cpr), CHUNK)
+    dst_bases = fam.emit_bases(k, row0, byte0, smem_base, name=f"s{name}_dst")
+
+    # rows still inside the matrix below the thread's first row: rows_total - tile_row0 - row0
+    rowrem = k.sub(k.sub(rows_total, tile_row0, type=T.s32), row0, type=T.s32) if F.is_reg(row0) else \
+        k.sub(rows_total, tile_row0, type=T.s32)
+    total = plan.rows * cpr
+    row_ok, exists = [], []
+    for j, r in enumerate(rows):
+        ok = k.setp("gt", rowrem, r, type=T.s32)
+        ex = None
+        if (j + 1) * thr > total:  # last, partial round: some threads have no chunk j
+            ex = k.setp("lt", tid, total - j * thr, type=T.u32)
+            k.setp("lt", tid, total - j * thr, type=T.u32, dst=ok, combine=("and", ok))
+        row_ok.append(ok)
+        exists.append(ex)
+
+    # global pointer of the thread's first byte: src + (tile_row0 + row0) * row_bytes + byte0
+    first_row = k.add(tile_row0, row0) if F.is_reg(row0) else tile_row0
+    gptr = k.mad(first_row, row_bytes, src, mode="wide")
+    gptr = F.add64(k, gptr, byte0) if F.is_reg(byte0) or byte0 else gptr
+    row_step = {}
+    prev = 0
+    for r in rows:
+        d = r - prev
+        if d and d not in row_step:
+            row_step[d] = k.mul(row_bytes, d, mode="wide")
+        prev = r
+    if krem is None:
+        krem = k.sub(row_bytes, byte0, type=T.s32) if F.is_reg(byte0) else k.mov(row_bytes, type=T.s32)
+    loop = None
+    if plan.method != "cp.async":
+        # plain loads stay in registers until stored: unrolling every chunk would keep them all
+        # live at once, so the fallback walks the chunks in a run-time loop
+        loop = dict(tptr=k.mad(tile_row0, row_bytes, src, mode="wide"),
+                    tkrem=k.mov(row_bytes, type=T.s32),
+                    rows_left=k.sub(rows_total, tile_row0, type=T.s32),
+                    region=k.add(smem_base, region) if region else smem_base,
+                    tid=tid, row_bytes=row_bytes, layout=layout, chunks=len(rows), total=total, name=name,
+                    threads=thr)
+    return OperandCopy(plan, fam, dst_bases, rows, cols, row_ok, exists, gptr, row_step, krem, loop)
+
+
+def issue_operand_copy(k, oc: OperandCopy, stage_off) -> None:
+    """Copy the current k-tile into the stage at byte offset `stage_off` (u32 register or int)."""
+    plan, w = oc.plan, oc.plan.width_bytes
+    if oc.loop is not None:
+        _load_store_loop(k, oc.loop, stage_off, w)
+        return
+    dsts = [k.add(b, stage_off) for b in oc.dst_bases] if F.is_reg(stage_off) else None
+    cur, prev = oc.gptr, 0
+    for j, acc in enumerate(oc.family.accesses):
+        r, c = oc.rows[j], oc.cols[j]
+        if r != prev:
+            cur = k.add(cur, oc.row_step[r - prev])
+            prev = r
+        if dsts is not None:
+            dst = Addr(dsts[acc.base], acc.imm)
+        else:
+            dst = Addr(oc.dst_bases[acc.base], acc.imm + stage_off)
+        cache = plan.cache.lstrip(".") if plan.cache else None
+        for x in range(0, CHUNK, w):
+            # bytes past K (or a row past M/N) are zero-filled, never read
+            valid = k.setp("gt", oc.krem, c + x, type=T.s32, combine=("and", oc.row_ok[j]))
+            k.cp_async(dst + x, Addr(cur, c + x), w, cache=cache, ignore_src=~valid, pred=oc.exists[j])
+
+
+def _load_store_loop(k, lp, stage_off, w):
+    """The plain-load fallback: per chunk 16/w loads of w bytes (zero where invalid) and one
+    16-byte shared store, in a run-time loop so only one chunk's bytes are live at a time."""
+    lay = lp["layout"]
+    cpr = lay.row_bytes // CHUNK
+    t = T.u8 if w == 1 else T.u16
+    with k.for_range(0, lp["chunks"], name=f"{lp['name']}_chunk") as j:
+        q = k.add(k.mul(j, lp["threads"]), lp["tid"])
+        row = F.div(k, q, cpr)
+        byte = F.mul(k, F.rem(k, q, cpr), CHUNK)
+        ok = k.setp("lt", row, lp["rows_left"], type=T.s32)
+        exists = k.setp("lt", q, lp["total"], type=T.u32)
+        src = k.add(k.mad(row, lp["row_bytes"], lp["tptr"], mode="wide"), k.cvt(byte, T.u64))
+        dst = k.add(k.add(lp["region"], lay.emit_byte_offset(k, row, byte)), stage_off)
+        left = k.sub(lp["tkrem"], byte, type=T.s32)
+        parts = []
+        for x in range(0, CHUNK, w):
+            valid = k.setp("gt", left, x, type=T.s32, combine=("and", ok))
+            v = k.mov(0, type=T.u32)
+            k.ld(Addr(src, x), type=t, space="global", dst=v, pred=valid)
+            parts.append(v)
+        words = []
+        if w == 1:
+            for i in range(0, CHUNK, 4):
+                lo = k.prmt(parts[i], parts[i + 1], 0x0040)
+                hi = k.prmt(parts[i + 2], parts[i + 3], 0x0040)
+                words.append(k.prmt(lo, hi, 0x5410))
+        else:
+            for i in range(0, len(parts), 2):
+                words.append(k.prmt(parts[i], parts[i + 1], 0x5410))
+        k.st(Addr(dst), words, type=T.b32, space="shared", pred=exists)
+
+
+def advance_operand_copy(k, oc: OperandCopy, tile_bytes: int, *, krem_too: bool = True) -> None:
+    """Move to the next k-tile: the global pointer and the remaining-bytes counter."""
+    if oc.loop is not None:
+        k.add(oc.loop["tptr"], tile_bytes, dst=oc.loop["tptr"])
+        k.sub(oc.loop["tkrem"], tile_bytes, dst=oc.loop["tkrem"])
+        return
+    k.add(oc.gptr, tile_bytes, dst=oc.gptr)
+    if krem_too:
+        k.sub(oc.krem, tile_bytes, dst=oc.krem)

@@ -1,0 +1,136 @@
+"""Warp fragments: ldmatrix addresses, nibble unpacking and the mma.sync issue of one k-step.
+
+One k-step reads 32 bytes of every tile row.  For `.row.col` integer mma, A and B are
+K-contiguous and a thread's register holds 4 consecutive bytes of one row at byte 4*(lane%4) of
+a 16-byte chunk, so one ldmatrix pattern feeds every operand width:
+
+* A (16 rows x 32 B) : ldmatrix.x4, lane l addresses row l%16, chunk l/16
+  -> {a0, a1, a2, a3} = m16n8k64 .s4/.u4 A, or m16n8k32 .s8/.u8 A;
+* B (16 rows x 32 B = two n8 blocks): ldmatrix.x4, lane l addresses row (l%8) + 8*(l/16),
+  chunk (l/8)%2 -> {b0, b1} of the first n8 block, {b2, b3} of the second.
+
+4-bit paths that compute in 8 bits split every fragment register into its low and high
+nibbles: the low nibbles of A and B form an s8 fragment over the even k, the high nibbles one
+over the odd k, with identical register positions, so two m16n8k32 mmas give the k64 product.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import gemm_emit as E
+from .gemm_addressing import AddressFamily, plan_family
+from .gemm_config import KSTEP_BYTES, ComputePath
+
+
+NIBBLE_HI = 0xF0F0F0F0
+NIBBLE_LO = 0x0F0F0F0F
+NIBBLE_SIGN = 0x08080808
+
+
+def warp_lane_grid(threads: int, warps_m: int):
+    tid = np.arange(threads)
+    warp, lane = tid // 32, tid % 32
+    return warp % warps_m, warp // warps_m, lane
+
+
+def plan_a_fragments(layout, region, threads, warps_m, warp_m, ksteps) -> AddressFamily:
+    """ldmatrix.x4 of A: one access per (k-step, m16 block), in that order."""
+    wm, _, lane = warp_lane_grid(threads, warps_m)
+    rows0 = wm * warp_m + lane % 16
+    bytes0 = (lane // 16) * 16
+    consts = [(16 * i, KSTEP_BYTES * ks) for ks in range(ksteps) for i in range(warp_m // 16)]
+    return plan_family(layout, rows0, bytes0, consts, region)
+
+
+def plan_b_fragments(layout, region, threads, warps_m, warp_n, ksteps) -> AddressFamily:
+    """ldmatrix.x4 of B: one access per (k-step, pair of n8 blocks), in that order."""
+    _, wn, lane = warp_lane_grid(threads, warps_m)
+    rows0 = wn * warp_n + lane % 8 + 8 * (lane // 16)
+    bytes0 = ((lane // 8) % 2) * 16
+    consts = [(16 * p, KSTEP_BYTES * ks) for ks in range(ksteps) for p in range(warp_n // 16)]
+    return plan_family(layout, rows0, bytes0, consts, region)
+
+
+def emit_a_lane_origin(k, lane, wm_row):
+    """(row0, byte0) registers of the A ldmatrix pattern: wm_row + lane%16, 16*(lane/16)."""
+    row0 = k.add(wm_row, k.and_(lane, 15))
+    byte0 = k.shl(k.shr(lane, 4), 4)
+    return row0, byte0
+
+
+def emit_b_lane_origin(k, lane, wn_row):
+    """(row0, byte0) of the B ldmatrix.x4 pattern: wn_row + lane%8 + 8*(lane/16), 16*((lane/8)%2)."""
+    row0 = k.add(wn_row, k.add(k.and_(lane, 7), k.shl(k.shr(lane, 4), 3)))
+    byte0 = k.and_(k.shl(lane, 1), 16)
+    return row0, byte0
+
+
+def load_kstep(k, fam: AddressFamily, bases, ks: int, per_step: int):
+    """The ldmatrix.x4 loads of one k-step: Vec of 4 b32 per access."""
+    from ..isa.operands import Addr
+    out = []
+    for i in range(per_step):
+        acc = fam.accesses[ks * per_step + i]
+        out.append(k.ldmatrix(Addr(bases[acc.base], acc.imm), num=4))
+    return out
+
+
+# ---------------------------------------------------------------- unpacking
+
+def unpack_reg(k, x, how: str):
+    """(lo, hi) byte registers from a register x of 8 nibbles; hi is computed in x itself (the
+    loaded fragment is dead once split), so each register costs one new register."""
+    if how == "scaled":
+        # 16*value as s8: the low nibble moved up, the high nibble masked in place
+        lo = E.shl(k, x, 4)
+        E.and_imm(k, lo, NIBBLE_HI, d=lo)
+        hi = E.and_imm(k, x, NIBBLE_HI, d=x)
+    elif how == "signext":
+        # byte = nibble | 0xF0 where the nibble's sign bit is set; 8*0x1E = 0xF0 never carries
+        lo = E.and_imm(k, x, NIBBLE_LO)
+        sign = E.and_imm(k, x, NIBBLE_SIGN)
+        E.mad_u32(k, sign, 0x1E, lo, d=lo)
+        h = E.shr_u32(k, x, 4, d=x)
+        E.and_imm(k, h, NIBBLE_LO, d=h)
+        E.and_imm(k, h, NIBBLE_SIGN, d=sign)
+        hi = E.mad_u32(k, sign, 0x1E, h, d=h)
+    elif how == "u4":
+        lo = E.and_imm(k, x, NIBBLE_LO)
+        E.shr_u32(k, x, 4, d=x)
+        hi = E.and_imm(k, x, NIBBLE_LO, d=x)
+    else:
+        raise ValueError(how)
+    return lo, hi
+
+
+def unpack_frag(k, frag, how):
+    """(lo registers, hi registers) of a fragment."""
+    pairs = [unpack_reg(k, r, how) for r in frag]
+    return [p[0] for p in pairs], [p[1] for p in pairs]
+
+
+# ---------------------------------------------------------------- the k-step
+
+def compute_kstep(k, path: ComputePath, a_frags, b_frags, acc, issue=None):
+    """All mmas of one k-step of the warp tile.
+
+    a_frags: per m16 block a Vec of 4; b_frags: per n8-pair a Vec of 4 (two n8 blocks);
+    acc[i][j]: Vec of 4 s32 for m16 block i, n8 block j; issue: an E.MmaIssuer for the path.
+    """
+    issue = issue or E.MmaIssuer(k, path.mma_shape, path.mma_type)
+    if path.unpack is None:
+        for p, bf in enumerate(b_frags):
+            for h in range(2):
+                for i, af in enumerate(a_frags):
+                    issue(af, bf[2 * h:2 * h + 2], acc[i][2 * p + h])
+        return
+    a_un = [unpack_frag(k, af, path.unpack) for af in a_frags]
+    for p, bf in enumerate(b_frags):
+        b_un = unpack_frag(k, bf, path.unpack)
+        # the low-nibble mmas of both n8 blocks first, then the high ones: the two mmas into one
+        # accumulator are far apart, so they never wait on each other
+        for half in (0, 1):
+            for h in range(2):
+                for i in range(len(a_frags)):
+                    issue(a_un[i][half], b_un[half][2 * h:2 * h + 2], acc[i][2 * p + h])

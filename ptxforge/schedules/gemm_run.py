@@ -1,0 +1,107 @@
+"""Running a GEMM schedule on the GPU: operand checks, the variant for the problem, the launch."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ..errors import LaunchError, ValidationError
+
+
+_kernels: dict = {}
+_lock = threading.Lock()
+
+
+def load_kernel(s):
+    """The KernelFunction of schedule `s`, loaded once per schedule (emission is not free)."""
+    hit = _kernels.get(s)
+    if hit is not None:
+        return hit
+    from ..runtime import load
+    fn = load(s.module)[s.kernel_name]
+    with _lock:
+        if len(_kernels) > 128:
+            _kernels.clear()
+        _kernels[s] = fn
+    return fn
+
+
+def _describe(x, what: str, stream: int):
+    """(shape, device address or None for host arrays, dtype kind/bits) of an operand."""
+    from ..runtime import DeviceBuffer
+    from ..runtime.arrays import HostArray, device_view
+    if isinstance(x, HostArray):
+        x = x.array
+    if isinstance(x, np.ndarray):
+        return x.shape, None, (x.dtype.kind, x.dtype.itemsize * 8)
+    if isinstance(x, DeviceBuffer):
+        return x.shape, x.ptr, (x.dtype.kind, x.dtype.itemsize * 8)
+    v = device_view(x, stream)
+    if v is None:
+        raise LaunchError(f"{what} must be a numpy array, a DeviceBuffer or a GPU array (__cuda_array_interface__ "
+                          f"or DLPack); got {type(x).__name__}")
+    if isinstance(v, np.ndarray):
+        return v.shape, None, (v.dtype.kind, v.dtype.itemsize * 8)
+    if not v.contiguous:
+        raise LaunchError(f"{what} is not C-contiguous: the kernel reads rows back to back; pass a contiguous copy")
+    return v.shape, v.ptr, (v.elem.kind, v.elem.bits)
+
+
+def _align(ptr) -> int:
+    if ptr is None:
+        return 256  # host arrays are staged in fresh device allocations
+    return ptr & -ptr if ptr else 256
+
+
+def run_gemm(s, a, b, c=None, *, k=None, stream=None):
+    """See GemmSchedule.run."""
+    from ..runtime import DeviceBuffer, In, Out
+    from ..runtime.streams import stream_handle
+    sh = stream_handle(stream) if stream is not None else 0
+    a_shape, a_ptr, a_el = _describe(a, "A", sh)
+    b_shape, b_ptr, b_el = _describe(b, "B", sh)
+    for name, shape, el in (("A", a_shape, a_el), ("B", b_shape, b_el)):
+        if len(shape) != 2:
+            raise ValidationError(f"{name} must be 2-D [rows, K{'/2' if s.bits == 4 else ''}], got shape {shape}")
+        if el[1] != 8 or el[0] not in "iu":
+            what = f"packed .{s.operand} bytes" if s.bits == 4 else f".{s.operand} values"
+            raise ValidationError(f"{name} must hold 8-bit integers ({what}), got {el[0]}{el[1]}")
+    m, row_bytes = a_shape
+    n, b_row_bytes = b_shape
+    if row_bytes != b_row_bytes:
+        raise ValidationError(f"A rows hold {row_bytes} bytes and B rows {b_row_bytes}: both are K-contiguous over "
+                              "the same K")
+    per_byte = 8 // s.bits
+    if k is None:
+        k = row_bytes * per_byte
+    if k * s.bits != 8 * row_bytes:
+        raise ValidationError(f"K={k} .{s.operand} values take {k * s.bits / 8:g} bytes per row, but the rows hold "
+                              f"{row_bytes}; rows must be exactly K{'/2' if s.bits == 4 else ''} bytes")
+    s.for_problem(k).check_problem(m, n, k)  # the variant: a default path may change with K
+    host_out = c is None and a_ptr is None and b_ptr is None
+    if c is None:
+        c = np.empty((m, n), np.int32) if host_out else DeviceBuffer.empty((m, n), np.int32)
+    c_shape, c_ptr, c_el = _describe(c, "C", sh)
+    if tuple(c_shape) != (m, n) or c_el != ("i", 32):
+        raise ValidationError(f"C must be an int32 array of shape ({m}, {n}), got {c_el[0]}{c_el[1]} {tuple(c_shape)}")
+    v = s.for_problem(k, n, align=min(_align(a_ptr), _align(b_ptr)), c_align=_align(c_ptr))
+    fn = load_kernel(v)
+    args = [In(a) if isinstance(a, np.ndarray) else a, In(b) if isinstance(b, np.ndarray) else b,
+            Out(c) if isinstance(c, np.ndarray) else c, m, n, k]
+    fn(v.grid(m, n), v.block, *args, shared=v.shared_bytes, stream=stream)
+    return c
+
+
+def bind_gemm(s, a, b, c, *, k=None, stream=None):
+    """A BoundLaunch of the variant of `s` for GPU operands (for timing loops: one driver call per launch)."""
+    from ..runtime.streams import stream_handle
+    sh = stream_handle(stream) if stream is not None else 0
+    (m, row_bytes), a_ptr, _ = _describe(a, "A", sh)
+    (n, _), b_ptr, _ = _describe(b, "B", sh)
+    _, c_ptr, _ = _describe(c, "C", sh)
+    if k is None:
+        k = row_bytes * 8 // s.bits
+    v = s.for_problem(k, n, align=min(_align(a_ptr), _align(b_ptr)), c_align=_align(c_ptr))
+    v.check_problem(m, n, k)
+    return load_kernel(v).bind(v.grid(m, n), v.block, a, b, c, m, n, k, shared=v.shared_bytes, stream=stream)

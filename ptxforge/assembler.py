@@ -270,16 +270,30 @@ _USED = re.compile(r"[Uu]sed (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+)
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 
+_LINK_USED = re.compile(r"used (\d+) registers, used (\d+) barriers, (\d+) stack, (\d+) bytes smem, "
+                        r"(\d+) bytes cmem\[0\], (\d+) bytes lmem")
+
+
 def parse_resources(log: str) -> dict:
-    """Resource usage per kernel from a ptxas -v (or nvJitLink -verbose) log."""
+    """Resource usage per kernel from a ptxas -v (or nvJitLink -verbose) log.
+
+    ptxas's own lines are preferred.  Some nvJitLink builds print only their summary
+    ("info : used N registers, ..., N bytes lmem"); it has no spill counts, so there the
+    local-memory bytes beyond the stack frame stand in for them (a spilling kernel has some).
+    """
+    ptxas = _parse_ptxas_lines(log)
+    if ptxas:
+        return ptxas
+    return _parse_link_summary(log)
+
+
+def _parse_ptxas_lines(log: str) -> dict:
     out: dict = {}
     cur = None
     vals: dict = {}
     for line in log.splitlines():
-        if "info    : Function properties for '" in line or line.startswith("info    :"):
-            # nvJitLink's own summary repeats what ptxas said; the ptxas lines are enough
-            if not line.startswith("ptxas"):
-                continue
+        if line.startswith("info"):
+            continue  # nvJitLink's own summary repeats what ptxas said
         m = _FUNC.search(line)
         if m:
             cur = m.group(1)
@@ -296,6 +310,22 @@ def parse_resources(log: str) -> dict:
             vals.update(registers=int(m.group(1)), barriers=int(m.group(2) or 0), shared=int(m.group(3) or 0),
                         cmem=int(m.group(4) or 0))
     return {k: KernelResources(**v) for k, v in out.items()}
+
+
+def _parse_link_summary(log: str) -> dict:
+    out: dict = {}
+    cur = None
+    for line in log.splitlines():
+        m = _FUNC.search(line)
+        if m:
+            cur = m.group(1)
+            continue
+        m = _LINK_USED.search(line)
+        if m and cur is not None:
+            regs, bars, stack, smem, cmem, lmem = (int(g) for g in m.groups())
+            beyond = max(0, lmem - stack)
+            out[cur] = KernelResources(cur, regs, bars, smem, stack, beyond, beyond, cmem)
+    return out
 
 
 # ---------------------------------------------------------------- disassembly

@@ -157,3 +157,18 @@ def test_sass_opcodes_of_a_kernel():
     assert any(op.startswith("LDG") for op in ops) and any(op.startswith("STG") for op in ops)
     assert r.sass_opcodes() == ops
     assert sass_opcodes(r.sass(), "no_such_kernel") == {}
+
+
+def test_resources_from_an_nvjitlink_summary_alone():
+    # some nvJitLink builds print only their own summary, without ptxas's lines
+    log = "\n".join([
+        "info    : 0 bytes gmem",
+        "info    : Function properties for 'k1':",
+        "info    : used 40 registers, used 1 barriers, 16 stack, 5120 bytes smem, 380 bytes cmem[0], 48 bytes lmem",
+        "info    : Function properties for 'k2':",
+        "info    : used 8 registers, used 0 barriers, 0 stack, 0 bytes smem, 368 bytes cmem[0], 0 bytes lmem",
+    ])
+    res = parse_resources(log)
+    assert (res["k1"].registers, res["k1"].barriers, res["k1"].stack, res["k1"].shared) == (40, 1, 16, 5120)
+    assert res["k1"].spills > 0  # local memory beyond the stack frame means spilled registers
+    assert (res["k2"].registers, res["k2"].spills) == (8, 0)

@@ -233,6 +233,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._shared: list[Symbol] = []
         self._extern: list[Symbol] = []
         self._body: list = []
+        self._used: set = set()
         self._labels_placed: dict[str, SourceLoc | None] = {}
         self._labels_used: dict[str, SourceLoc | None] = {}
         self._label_counter = itertools.count()
@@ -330,11 +331,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     # ------------------------------------------------------------------ emission
     def emit(self, ins: Instruction, pred=None) -> Instruction:
         """Append a prebuilt instruction (checked against the target and this kernel's registers)."""
-        loc = caller_loc()
         try:
             if self._kernel is not None:
                 raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
-            guard = self._guard(pred)
+            guard = self._guard(pred) if pred is not None else None
             if guard is not None:
                 if ins.guard is not None:
                     raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
@@ -342,13 +342,15 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             req, target = ins.req, self.target
             if req.min_sm > target.sm or req.arch_specific:
                 req.check(target, f"'{ins.mnemonic}'")
-            me = self.id
+            me, used = self.id, self._used
             for r in ins.registers():
                 if r.owner != me:
                     self._own(r)
+                used.add(r.name)
         except PtxforgeError as e:
-            raise with_loc(e, loc)
-        ins = ins.with_loc(loc)
+            raise with_loc(e, caller_loc())
+        if ins.loc is None:  # built by hand rather than by a family constructor
+            ins = ins.with_loc(caller_loc())
         self._body.append(ins)
         return ins
 
@@ -604,11 +606,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         last = next((x for x in reversed(self._body) if isinstance(x, (Instruction, LabelDef))), None)
         if not (isinstance(last, Instruction) and last.opcode in ("ret", "exit") and last.guard is None):
             self._body.append(make("ret", ("ret",)).with_loc(caller_loc()))
-        used = {}
-        for ins in self._body:
-            if isinstance(ins, Instruction):
-                for r in ins.registers():
-                    used[r.name] = r
+        used = self._used  # every register an emitted instruction names (collected by emit)
         regs = tuple(r for n, r in self._regs.items() if n in used)
         self._kernel = Kernel(self.name, self.target, tuple(self.params), tuple(self.directives), regs,
                               tuple(self._shared), tuple(self._extern), tuple(self._body), self.id,

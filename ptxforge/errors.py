@@ -10,14 +10,16 @@ import functools
 import linecache
 import os
 import sys
-from dataclasses import dataclass
+from typing import NamedTuple
 
 _PTXFORGE_INTERNAL = True
 
 
-@dataclass(frozen=True)
-class SourceLoc:
-    """A Python source position: where an instruction was asked for."""
+class SourceLoc(NamedTuple):
+    """A Python source position: where an instruction was asked for.
+
+    A named tuple rather than a dataclass: one is made for every emitted instruction.
+    """
 
     filename: str
     lineno: int

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import SourceLoc, ValidationError
+from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
 from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, Vec
 from .targets import BASE, Requirement
@@ -213,7 +213,11 @@ _MNEMONICS: dict = {}
 
 def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=(), type=None,
          guard=None) -> Instruction:
-    """Build an Instruction whose mnemonic is the dot-joined parts (empty parts skipped)."""
+    """Build an Instruction whose mnemonic is the dot-joined parts (empty parts skipped).
+
+    The instruction records the Python line that asked for it here, once, so that emitting it
+    needs no second copy.
+    """
     if parts.__class__ is not tuple:  # (`type` is a parameter here)
         parts = tuple(parts)
     mnemonic = _MNEMONICS.get(parts)
@@ -221,4 +225,5 @@ def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=
         mnemonic = ".".join([p.lstrip(".") for p in parts if p])
         if len(_MNEMONICS) < 65536:  # distinct forms are few; the bound only guards odd callers
             _MNEMONICS[parts] = mnemonic
-    return Instruction(opcode, mnemonic, tuple(operands), n_dst, guard, req, info, tuple(mods), type)
+    return Instruction(opcode, mnemonic, tuple(operands), n_dst, guard, req, info, tuple(mods), type,
+                       caller_loc())

@@ -51,6 +51,8 @@ def parse(argv=None):
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--listing", action="store_true", help="print the annotated PTX and exit")
     p.add_argument("--simulate", action="store_true", help="run on the CPU simulator")
+    p.add_argument("--sanitizer", action="store_true",
+                   help="accepted like the other examples; the defaults are already sized for compute-sanitizer")
     return p.parse_args(argv)
 
 

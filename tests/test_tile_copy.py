@@ -42,7 +42,7 @@ def as_bytes(a):
     (dict(rows=4, cols=8, dtype="s8", layout="zigzag"), "layout"),
     (dict(rows=4, cols=8, dtype="s8", src_row_stride_bytes=7), "at least"),
     (dict(rows=4, cols=8, dtype="f32", src_row_stride_bytes=34), "element size"),
-    (dict(rows=4, cols=8, dtype="s8", tile_rows=256, tile_cols=1024, stages=2), "shared memory"),
+    (dict(rows=4, cols=8, dtype="s8", tile_rows=256, tile_cols=1024, stages=2, threads=256), "shared memory"),
     (dict(rows=4, cols=8, dtype="s4", tile_cols=33), "whole bytes"),
     (dict(rows=0, cols=8, dtype="s8"), "positive"),
     (dict(rows=4, cols=8, dtype="s8", stages=17), "at most 16"),
@@ -68,13 +68,14 @@ def test_odd_int4_rows_need_a_whole_byte_stride_and_then_copy_the_half_byte():
 def test_defaults_and_geometry():
     tc = TileCopy(8192, 8192, "bf16")
     assert tc.tile_cols == 128 and tc.tile_row_bytes == 256
-    assert tc.block == (256, 1, 1)
-    assert tc.grid(sm_count=132) == (132 * 4, 1, 1)
+    assert tc.block == (128, 1, 1)
+    assert tc.completion == "mbarrier"
+    assert tc.grid(sm_count=132) == (132 * 2, 1, 1)
     assert TileCopy(40, 40, "s8").grid(sm_count=132) == (2, 1, 1)
     assert tc.grid((10, 10)) == (1, 1, 1)
-    assert tc.shared_bytes == 0 and tc.smem_total == 4 * 8192
+    assert tc.shared_bytes == 0 and tc.smem_total == 3 * 8192 + 3 * 2 * 8  # stages + a full/empty mbarrier pair each
     big = TileCopy(8192, 8192, "s8", tile_rows=64, stages=6)
-    assert big.uses_dynamic_shared and big.shared_bytes == 6 * 16384
+    assert big.uses_dynamic_shared and big.shared_bytes == 6 * 16384 + 6 * 2 * 8
     assert tc.bytes_moved == 2 * 8192 * 8192 * 2
     assert TileCopy(64, 64, "f32").copy_plan.width_bytes == 16
 
@@ -159,7 +160,7 @@ def test_ragged_shapes_per_dtype_on_the_simulator(dtype, cols, completion):
 
 
 def test_the_pipeline_overlaps_loads_and_the_store_side_reads_other_warps_bytes():
-    tc = TileCopy(64, 64, "s8", tile_rows=8, tile_cols=64, threads=64, stages=3)
+    tc = TileCopy(64, 64, "s8", tile_rows=8, tile_cols=64, threads=64, stages=3, completion="groups")
     kern = tc.emit().kernel(tc.kernel_name)
     mn = [i.mnemonic for i in kern.instructions]
     assert "cp.async.wait_group" in mn

@@ -67,14 +67,14 @@ class TileCopy:
     dtype: str = "s8"
     tile_rows: int = 32
     tile_cols: int | None = None
-    threads: int = 256
-    stages: int = 4
+    threads: int = 128
+    stages: int = 3
     layout: str = "linear"
-    completion: str = "groups"
+    completion: str = "mbarrier"
     target: str = "sm_90"
     src_row_stride_bytes: int | None = None
     dst_row_stride_bytes: int | None = None
-    ctas_per_sm: int = 4
+    ctas_per_sm: int = 2
     _plans: tuple = field(default=(), init=False, repr=False, compare=False)
 
     def __post_init__(self):

@@ -17,8 +17,9 @@ import statistics
 import time
 
 import ptxforge as pf
-from ptxforge import f32, s32, u32
+from ptxforge import s32, u32
 from ptxforge.assembler import available_backends
+from ptxforge.testing.kernels import saxpy
 
 
 def tile_loop_kernel(n_instructions: int, target: str = "sm_80") -> pf.Module:
@@ -65,20 +66,6 @@ def tile_loop_kernel(n_instructions: int, target: str = "sm_80") -> pf.Module:
     return k.module()
 
 
-def small_kernel(target: str = "sm_80") -> pf.Module:
-    k = pf.KernelBuilder("saxpy", target=target, maxntid=256)
-    x = k.param_ptr("x", f32)
-    y = k.param_ptr("y", f32)
-    n = k.param_value("n", u32)
-    alpha = k.param_value("alpha", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(alpha, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
-
-
 def _best(fn, repeat):
     times = []
     result = None
@@ -116,7 +103,7 @@ def main(argv=None) -> int:
         ("emitted per second", f"{n / (build_best + render_best):,.0f} instr/s", "build + validate + render"),
     ]
     if not args.no_assemble:
-        small = small_kernel()
+        small = saxpy()
         for be in available_backends():
             t_small, _, r = _best(lambda: pf.assemble(small, backend=be), args.repeat)
             rows.append((f"assemble saxpy ({be})", f"{t_small * 1e3:.1f} ms",

@@ -21,21 +21,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ptxforge as pf  # noqa: E402
-from ptxforge import b32, f32, u8, u32, u64  # noqa: E402
+from ptxforge import b32, u8, u32, u64  # noqa: E402
 from ptxforge import interp  # noqa: E402
 from ptxforge.interp.samples import Int4GemmSample, pack_int4  # noqa: E402
-
-
-def saxpy():
-    k = pf.KernelBuilder("saxpy", target="sm_80", maxntid=256)
-    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
-    n, a = k.param_value("n", u32), k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
+from ptxforge.testing.kernels import saxpy  # noqa: E402
 
 
 def pipeline_copy():

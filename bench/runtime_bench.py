@@ -28,23 +28,16 @@ sys.path.insert(0, ROOT)
 import numpy as np  # noqa: E402
 
 import ptxforge as pf  # noqa: E402
-from ptxforge import f32, u32  # noqa: E402
+from ptxforge import f32  # noqa: E402
 from ptxforge.testing import gpu_skip_reason  # noqa: E402
+from ptxforge.testing.kernels import saxpy  # noqa: E402
 
 TARGET_US = 20.0
 
 
 def saxpy_module() -> pf.Module:
     """The 4-argument kernel of the overhead measurement: y = a*x + y with a guarded tail."""
-    k = pf.KernelBuilder("saxpy", target="sm_80", maxntid=256)
-    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
-    n, a = k.param_value("n", u32), k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
+    return saxpy()
 
 
 def large_module(steps: int = 250) -> pf.Module:

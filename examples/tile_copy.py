@@ -8,9 +8,11 @@ under compute-sanitizer memcheck and racecheck):
     compute-sanitizer --tool racecheck python examples/tile_copy.py --completion groups
     python examples/tile_copy.py --dtype s4 --rows 77 --cols 301 --src-stride 160 --completion mbarrier
     python examples/tile_copy.py --listing        # the PTX, with the Python line of every instruction
-    python examples/tile_copy.py --simulate       # run on the CPU simulator instead of a GPU
+    python examples/tile_copy.py --interpret      # run on the CPU interpreter instead of a GPU
 
-Exit status 0 when the copy matches, 1 when it does not.  Without a GPU it runs on the simulator.
+Exit status 0 when the copy matches, 1 when it does not.  Without a GPU it runs on the
+interpreter, which also reports races and early reads of copies, and checks that every byte of
+the matrix was read and written exactly once and the stride padding never touched.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from ptxforge.copy.simulator import CtaSimulator, GlobalMemory  # noqa: E402
+from ptxforge import interp  # noqa: E402
 from ptxforge.schedules import TileCopy  # noqa: E402
 from ptxforge.testing import gpu_skip_reason  # noqa: E402
 
@@ -50,7 +52,7 @@ def parse(argv=None):
     p.add_argument("--target", default="sm_90")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--listing", action="store_true", help="print the annotated PTX and exit")
-    p.add_argument("--simulate", action="store_true", help="run on the CPU simulator")
+    p.add_argument("--interpret", action="store_true", help="run on the CPU interpreter (ptxforge.interp)")
     p.add_argument("--sanitizer", action="store_true",
                    help="accepted like the other examples; the defaults are already sized for compute-sanitizer")
     return p.parse_args(argv)
@@ -70,14 +72,21 @@ def make(a) -> TileCopy:
                     src_row_stride_bytes=src_stride, dst_row_stride_bytes=dst_stride, ctas_per_sm=a.ctas_per_sm)
 
 
-def run_simulated(tc: TileCopy, src, dst, cap):
-    kern = tc.emit().kernel(tc.kernel_name)
-    mem = GlobalMemory()
-    s, d = mem.upload(src), mem.upload(dst)
-    sim = CtaSimulator(kern, mem, dynamic_shared=tc.shared_bytes)
+def run_interpreted(tc: TileCopy, src, dst, cap):
+    """dst after the copy on the interpreter, and a list of problems (findings, bytes moved not once)."""
     ctas = tc.grid(sm_count=2)[0] if not cap else min(cap, tc.grid()[0])
-    sim.launch(ctas, tc.threads, dict(zip([p.name for p in kern.params], tc.args(s, d))))
-    return np.frombuffer(mem.download(d, dst.nbytes), dst.dtype).reshape(dst.shape)
+    report = interp.run(tc.emit(), tc.kernel_name, grid=ctas, block=tc.threads, args=list(tc.args(src, dst)),
+                        shared=tc.shared_bytes, check=False, count_accesses=True)
+    problems = [str(f) for f in report.findings]
+    traffic = (("read from src", report.accesses["src"].reads), ("written to dst", report.accesses["dst"].writes))
+    for what, counts in traffic:
+        data, padding = counts[:, :tc.row_bytes], counts[:, tc.row_bytes:]
+        if (data != 1).any():
+            problems.append(f"{int((data != 1).sum())} matrix bytes {what} other than exactly once")
+        if padding.any():
+            problems.append(f"{int((padding != 0).sum())} padding bytes {what}")
+    print(f"interpreter: {report.ctas} CTAs, {report.warp_instructions} warp-instructions in {report.seconds:.2f} s")
+    return dst, problems
 
 
 def main(argv=None) -> int:
@@ -90,11 +99,12 @@ def main(argv=None) -> int:
     src = tc.random_source(a.seed)
     dst = tc.poisoned_destination()
     reason = gpu_skip_reason()
-    if a.simulate or reason is not None:
-        if reason is not None and not a.simulate:
-            print(f"no GPU ({reason}): running on the simulator")
-        got = run_simulated(tc, src, dst.copy(), a.ctas)
-        where = "simulator"
+    problems = []
+    if a.interpret or reason is not None:
+        if reason is not None and not a.interpret:
+            print(f"no GPU ({reason}): running on the interpreter")
+        got, problems = run_interpreted(tc, src, dst.copy(), a.ctas)
+        where = "interpreter"
     else:
         got = tc.run(src, dst.copy(), ctas=a.ctas or None)
         where = "GPU"
@@ -104,10 +114,13 @@ def main(argv=None) -> int:
     bad = np.argwhere(g != w)
     if len(bad):
         r, c = bad[0]
-        print(f"MISMATCH on the {where}: {len(bad)} bytes differ; first at row {r}, byte {c}: "
-              f"{g[r, c]:#04x} instead of {w[r, c]:#04x}")
+        problems.insert(0, f"MISMATCH: {len(bad)} bytes differ; first at row {r}, byte {c}: "
+                           f"{g[r, c]:#04x} instead of {w[r, c]:#04x}")
+    if problems:
+        print(f"FAILED on the {where}:\n" + "\n".join(problems))
         return 1
-    print(f"OK on the {where}: {tc.rows}x{tc.cols} .{tc.dtype} copied bit-exactly ({tc.n_tiles} tiles)")
+    checked = ", each byte read and written once, no findings" if where == "interpreter" else ""
+    print(f"OK on the {where}: {tc.rows}x{tc.cols} .{tc.dtype} copied bit-exactly ({tc.n_tiles} tiles){checked}")
     return 0
 
 

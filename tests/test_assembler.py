@@ -10,24 +10,11 @@ from ptxforge.assembler import (available_backends, backend_ptx_cap, diagnostics
                                 sass_opcodes)
 from ptxforge.isa.instruction import make
 from ptxforge.isa.operands import Imm
+from ptxforge.testing.kernels import saxpy
 from ptxforge.testing.located import marked_line
 
 HERE = __file__
 BACKENDS = available_backends()
-
-
-def saxpy(target="sm_80"):
-    k = pf.KernelBuilder("saxpy", target=target, maxntid=256)
-    x = k.param_ptr("x", f32)
-    y = k.param_ptr("y", f32)
-    n = k.param_value("n", u32)
-    a = k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
 
 
 def test_at_least_one_backend_is_available_here():

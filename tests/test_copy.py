@@ -1,8 +1,10 @@
 """Data movement building blocks: element counts -> cp.async bytes, layouts, copy plans, emission.
 
 Everything here runs on the CPU: plans are checked against an independent model of which bytes
-each thread moves, emitted kernels are assembled (nvJitLink/ptxas) and executed on the copy
-simulator, which rejects any global access outside the matrix's allocation.
+each thread moves, emitted kernels are assembled (nvJitLink/ptxas) and executed on the
+interpreter, which reports any access outside the buffers, any race and any read of a copy not
+yet waited for, and counts every byte each kernel reads and writes: a copy must read the tile's
+bytes inside the matrix exactly once and nothing else.
 """
 
 import numpy as np
@@ -10,26 +12,48 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import ptxforge as pf
-from ptxforge import ValidationError
+from ptxforge import ValidationError, interp
 from ptxforge.copy import (SmemLayout, as_elem_type, cp_async_bytes, cp_async_elems, emit_copy_commit, emit_copy_wait,
                            emit_tile_copy, emit_tile_store, legal_counts, plan_tile_copy, plan_tile_store)
-from ptxforge.copy.probe import expected_shared, probe_kernel, probe_out_bytes
-from ptxforge.copy.simulator import CtaSimulator, GlobalMemory, OutOfBounds
+from ptxforge.copy.probe import PARAMS, expected_shared, probe_kernel, probe_out_bytes
 from ptxforge.isa import types as T
 from ptxforge.isa.async_copy import CpAsyncInfo
 from ptxforge.testing.copy_strategies import (COPY_ELEM_TYPES, copy_situations, illegal_cp_async, legal_cp_async,
                                               smem_layouts, tile_copy_requests, zero_fill_tails)
+from ptxforge.testing.interp_strategies import poison
+from ptxforge.testing.mutants import drop_bar_sync, drop_mbarrier_wait, loosen_wait_group
 
 
 def cp_asyncs(kernel):
     return [i for i in kernel.instructions if i.opcode == "cp.async"]
 
 
-def simulate(module, params, threads, *, memory, grid=1):
-    kern = module.kernels[0]
-    sim = CtaSimulator(kern, memory)
-    sim.launch(grid, threads, params)
-    return sim
+def run_probe(plan, src, where, *, module=None, check=True, **probe_options):
+    """The probe's output bytes and the interpreter's report (with traffic counts)."""
+    m = module if module is not None else probe_kernel(plan, **probe_options)
+    out = poison(np.empty(probe_out_bytes(plan), np.uint8))
+    report = interp.run(m, block=plan.threads, args=[src, out] + [where[p] for p in PARAMS[2:]], check=check,
+                        count_accesses=True)
+    return out, report
+
+
+def tile_inside(plan, shape, *, row0, col0, rows, cols):
+    """Mask over a matrix's bytes (`shape`: rows x stride): the tile's bytes that hold matrix data."""
+    bits = plan.elem_type.bits
+    row_len, c0 = -(-cols * bits // 8), col0 * bits // 8
+    mask = np.zeros(shape, bool)
+    mask[row0:min(row0 + plan.rows, rows), c0:min(c0 + plan.row_bytes, row_len)] = True
+    return mask
+
+
+def assert_reads_the_tile_once(report, plan, src, where):
+    """Every tile byte inside the matrix read exactly once; padding, other rows, other columns never."""
+    want = tile_inside(plan, src.shape, **{k: where[k] for k in ("row0", "col0", "rows", "cols")})
+    reads = report.accesses["src"].reads
+    outside = reads[~want]
+    assert not outside.any(), f"read outside the tile's matrix data: byte ranges {report.accesses['src'].read_ranges()}"
+    assert (reads[want] == 1).all(), f"tile bytes read {sorted(set(reads[want].tolist()))} times, not once each"
+    assert not report.accesses["src"].writes.any()
 
 
 # ---------------------------------------------------------------- element counts -> bytes
@@ -214,10 +238,8 @@ def test_ptx_offsets_equal_python_offsets(layout, data):
     chunks = np.array(data.draw(st.lists(st.integers(0, layout.chunks_per_row - 1), min_size=n, max_size=n)),
                       np.uint32)
     m = _offset_kernel(layout, n)
-    mem = GlobalMemory()
-    a, b, o = mem.upload(rows), mem.upload(chunks), mem.alloc(4 * n)
-    simulate(m, dict(rows=a, chunks=b, out=o), n, memory=mem)
-    got = np.frombuffer(mem.download(o, 4 * n), np.uint32)
+    got = poison(np.empty(n, np.uint32))
+    interp.run(m, block=n, args=[rows, chunks, got])
     want = [layout.offset(int(r), int(c)) for r, c in zip(rows, chunks)]
     assert got.tolist() == want
     # integer rows and chunks fold to the same numbers
@@ -330,28 +352,16 @@ def test_every_accepted_plan_assembles_and_moves_exactly_the_tile(req):
 
 @settings(max_examples=25)
 @given(tile_copy_requests(max_rows=12, max_row_bytes=96, thread_counts=(32, 64, 96)), st.data())
-def test_tile_copy_on_the_simulator_matches_the_model_and_reads_only_the_matrix(req, data):
+def test_tile_copy_matches_the_model_and_reads_each_tile_byte_of_the_matrix_once(req, data):
     plan = plan_tile_copy(**req)
     where = data.draw(copy_situations(plan))
-    bounded = True
-    t = plan.elem_type
-    row_len = -(-where["cols"] * t.bits // 8)
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     src = rng.integers(1, 256, size=(where["rows"], where["stride"]), dtype=np.uint8)
-    mem = GlobalMemory()
-    a = mem.upload(src)
-    o = mem.alloc(probe_out_bytes(plan))
-    mem.track = True
     static = where["stride"] if data.draw(st.booleans()) else None
-    m = probe_kernel(plan, bounded=bounded, static_stride=static)
-    simulate(m, dict(src=a, out=o, **where), plan.threads, memory=mem)
-    got = np.frombuffer(mem.download(o, probe_out_bytes(plan)), np.uint8)
+    got, report = run_probe(plan, src, where, bounded=True, static_stride=static)
     want = expected_shared(plan, src, **{k: where[k] for k in ("row0", "col0", "rows", "cols")})
     np.testing.assert_array_equal(got, want)
-    for addr, n in mem.reads:
-        if a <= addr < a + src.nbytes:
-            r, b = divmod(addr - a, where["stride"])
-            assert r < where["rows"] and b + n <= row_len, "read outside the matrix's data"
+    assert_reads_the_tile_once(report, plan, src, where)
 
 
 @settings(max_examples=10)
@@ -363,33 +373,29 @@ def test_unbounded_copy_of_an_inner_tile_matches_the_model(req, data):
     rows = 3 * plan.rows
     src = np.random.default_rng(1).integers(1, 256, size=(rows, stride), dtype=np.uint8)
     where = dict(rows=rows, cols=3 * plan.cols, stride=stride, row0=plan.rows, col0=plan.cols)
-    mem = GlobalMemory()
-    a, o = mem.upload(src), mem.alloc(probe_out_bytes(plan))
-    simulate(probe_kernel(plan, bounded=False), dict(src=a, out=o, **where), plan.threads, memory=mem)
-    got = np.frombuffer(mem.download(o, probe_out_bytes(plan)), np.uint8)
+    got, report = run_probe(plan, src, where, bounded=False)
     np.testing.assert_array_equal(got, expected_shared(plan, src, **{k: where[k] for k in
                                                                       ("row0", "col0", "rows", "cols")}))
+    assert_reads_the_tile_once(report, plan, src, where)
 
 
 def test_mbarrier_completion_probe_matches_the_model():
     plan = plan_tile_copy(8, 64, "s4", 32, layout=SmemLayout(8, 32, "swizzle"))
     src = np.random.default_rng(2).integers(1, 256, size=(5, 32), dtype=np.uint8)
     where = dict(rows=5, cols=57, stride=32, row0=0, col0=0)
-    mem = GlobalMemory()
-    a, o = mem.upload(src), mem.alloc(probe_out_bytes(plan))
     m = probe_kernel(plan, completion="mbarrier")
     assert any(i.opcode == "cp.async.mbarrier.arrive" and i.info for i in m.kernels[0].instructions)
-    simulate(m, dict(src=a, out=o, **where), plan.threads, memory=mem)
-    got = np.frombuffer(mem.download(o, probe_out_bytes(plan)), np.uint8)
+    got, report = run_probe(plan, src, where, module=m)
     np.testing.assert_array_equal(got, expected_shared(plan, src, row0=0, col0=0, rows=5, cols=57))
+    assert_reads_the_tile_once(report, plan, src, where)
     pf.assemble(m)
     pf.assemble(probe_kernel(plan, completion="mbarrier", target="sm_80"))
 
 
-def test_the_simulator_catches_a_missing_wait_and_an_overrun():
+def test_the_interpreter_catches_a_missing_wait_and_an_overrun():
     plan = plan_tile_copy(4, 64, "s8", 32)
     src = np.random.default_rng(3).integers(1, 256, size=(4, 64), dtype=np.uint8)
-    # no wait between the copy and the reads: the bytes have not landed
+    # no wait between the copy and the reads: the reads see bytes not yet landed
     k = pf.KernelBuilder("nowait", target="sm_90", maxntid=32)
     s, o = k.param_ptr("src"), k.param_ptr("out")
     tile = k.shared_base(k.shared("tile", plan.tile_bytes, 16))
@@ -399,16 +405,47 @@ def test_the_simulator_catches_a_missing_wait_and_an_overrun():
     k.bar_sync(0)
     off = k.mul(tid, 8)
     k.st(k.add(o, k.cvt(off, pf.u64)), k.ld(k.add(tile, off), type=pf.b64, space="shared"), type=pf.b64)
-    mem = GlobalMemory()
-    a, out = mem.upload(src), mem.alloc(256)
-    simulate(k.module(), dict(src=a, out=out), 32, memory=mem)
-    assert not np.array_equal(np.frombuffer(mem.download(out, 256), np.uint8), src.reshape(-1))
+    out = poison(np.empty(256, np.uint8))
+    report = interp.run(k.module(), block=32, args=[src, out], check=False)
+    assert {f.kind for f in report.findings} == {"async"}
+    assert {f.instruction.opcode for f in report.findings} == {"ld"}
+    assert not np.array_equal(out, src.reshape(-1))
     # the same copy told the matrix has 9 rows reads past the 4-row allocation
-    mem = GlobalMemory()
-    a, out = mem.upload(src), mem.alloc(probe_out_bytes(plan))
-    with pytest.raises(OutOfBounds):
-        simulate(probe_kernel(plan, bounded=False), dict(src=a, out=out, stride=64 * 9, rows=9, cols=64, row0=0,
-                                                         col0=0), 32, memory=mem)
+    where = dict(stride=64 * 9, rows=9, cols=64, row0=0, col0=0)
+    with pytest.raises(interp.InterpError) as e:
+        run_probe(plan, src, where, bounded=False)
+    (f,) = e.value.findings
+    assert f.kind == "oob" and f.instruction.opcode == "cp.async" and "cp.async source read" in f.message
+
+
+# planted bugs in the probe: (completion, mutation, the finding kinds it must produce)
+PROBE_BUGS = {
+    "no barrier after the fill": ("groups", lambda k: drop_bar_sync(k, nth=0), {"race"}),
+    "no barrier after the wait": ("groups", lambda k: drop_bar_sync(k, nth=1), {"race"}),
+    "wait_group 1 instead of 0": ("groups", loosen_wait_group, {"async"}),
+    "no mbarrier wait": ("mbarrier", drop_mbarrier_wait, {"async"}),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PROBE_BUGS))
+def test_planted_synchronization_bugs_in_the_probe_are_findings(bug):
+    completion, mutate, kinds = PROBE_BUGS[bug]
+    plan = plan_tile_copy(8, 64, "s8", 64, layout=SmemLayout(8, 64, "swizzle"))
+    src = np.random.default_rng(4).integers(1, 256, size=(8, 64), dtype=np.uint8)
+    where = dict(rows=8, cols=64, stride=64, row0=0, col0=0)
+    m = probe_kernel(plan, completion=completion)
+    assert run_probe(plan, src, where, module=m)[1].ok
+    _, report = run_probe(plan, src, where, module=mutate(m.kernels[0]), check=False)
+    assert kinds <= {f.kind for f in report.findings}, str(report)
+
+
+def test_a_planted_bug_that_matches_nothing_is_refused():
+    kern = probe_kernel(plan_tile_copy(8, 64, "s8", 64)).kernels[0]  # groups: no mbarrier anywhere
+    with pytest.raises(ValidationError, match="no mbarrier"):
+        drop_mbarrier_wait(kern)
+    with pytest.raises(ValidationError, match="nth=2"):
+        drop_bar_sync(kern, nth=2)
+    assert len(drop_bar_sync(kern).instructions) == len(kern.instructions) - 2
 
 
 def test_emit_checks_what_it_can_know():
@@ -449,7 +486,7 @@ def test_tile_store_writes_exactly_the_bytes_inside_the_matrix(req, data):
     nbytes = -(-layout.nbytes // 16) * 16
     sm = k.shared_base(k.shared("tile", nbytes, 128))
     tid = k.tid()
-    with k.for_range(tid, nbytes // 4, plan.threads) as w:
+    with k.for_range(tid, nbytes // 4, plan.threads, uniform=False) as w:
         off = k.shl(w, 2)
         k.st(k.add(sm, off), k.ld(k.add(tile_in, k.cvt(off, pf.u64)), type=pf.b32), type=pf.b32, space="shared")
     k.bar_sync(0)
@@ -460,10 +497,12 @@ def test_tile_store_writes_exactly_the_bytes_inside_the_matrix(req, data):
     rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
     tile = rng.integers(1, 256, size=nbytes, dtype=np.uint8)
     out = np.full((where["rows"], where["stride"]), 0xA5, np.uint8)
-    mem = GlobalMemory()
-    a, b = mem.upload(tile), mem.upload(out)
-    simulate(m, dict(tile_in=a, dst=b, **where), plan.threads, memory=mem)
-    got = np.frombuffer(mem.download(b, out.nbytes), np.uint8).reshape(out.shape)
+    got = out.copy()
+    scalars = [where[p] for p in ("stride", "rows", "cols", "row0", "col0")]
+    report = interp.run(m, block=plan.threads, args=[tile, got, *scalars], count_accesses=True)
+    inside = tile_inside(plan, out.shape, **{k: where[k] for k in ("row0", "col0", "rows", "cols")})
+    np.testing.assert_array_equal(report.accesses["dst"].writes, inside.astype(np.uint32))  # each byte once
+    assert not report.accesses["dst"].reads.any()
     want = out.copy()
     bits = plan.elem_type.bits
     row_len = -(-where["cols"] * bits // 8)

@@ -25,6 +25,7 @@ from ptxforge.runtime.memory import DeviceBuffer
 from ptxforge.runtime.streams import stream_handle
 from ptxforge.runtime.timing import Timing
 from ptxforge.testing import launch_strategies as ls
+from ptxforge.testing.kernels import saxpy
 
 H200 = LaunchLimits(max_shared_optin=232448)
 
@@ -445,22 +446,10 @@ def test_cache_dir_and_switch(monkeypatch, tmp_path):
 
 # ---------------------------------------------------------------- versions and targets
 
-def _saxpy_module(target="sm_80"):
-    k = pf.KernelBuilder("saxpy", target=target, maxntid=256)
-    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
-    n, a = k.param_value("n", u32), k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
-
-
 def test_version_is_capped_by_the_driver():
-    src = source_of(_saxpy_module(), PtxVersion(9, 0))
+    src = source_of(saxpy(), PtxVersion(9, 0))
     assert src.version <= PtxVersion(9, 0) and f".version {src.version}\n" in src.text
-    m = pf.Module([_saxpy_module("sm_90a").kernels[0]])
+    m = pf.Module([saxpy("sm_90a").kernels[0]])
     with pytest.raises(TargetError, match=r"driver's JIT accepts PTX ISA <= 7\.8"):
         source_of(m, PtxVersion(7, 8))
     with pytest.raises(TargetError, match=r"\.version 9\.1"):
@@ -479,7 +468,7 @@ def test_target_must_not_be_newer_than_the_device():
 
 
 def test_entries_parsed_from_text_match_the_module():
-    m = _saxpy_module()
+    m = saxpy()
     (e,) = parse_entries(str(m))
     assert e.name == "saxpy" and e.block_limit == ("maxntid", (256, 1, 1))
     assert [(p.name, p.type.name) for p in e.params] == [(p.name, p.type.name) for p in m.kernels[0].params]

@@ -16,6 +16,7 @@ from ptxforge.errors import JitError, LaunchError, TargetError
 from ptxforge.runtime import cache as C
 from ptxforge.runtime import loader
 from ptxforge.testing import launch_strategies as ls
+from ptxforge.testing.kernels import saxpy
 
 pytestmark = pytest.mark.gpu
 
@@ -26,27 +27,12 @@ PAD = 37  # poisoned elements after n: a missing tail guard writes into them
 
 def saxpy_out_module(name="saxpy_out", maxntid=1024):
     """out[i] = a * x[i] + y[i] for i < n."""
-    k = pf.KernelBuilder(name, target="sm_80", maxntid=maxntid)
-    x, y, out = k.param_ptr("x", f32), k.param_ptr("y", f32), k.param_ptr("out", f32)
-    n, a = k.param_value("n", u32), k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        k.st(k.add(out, off), k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(k.add(y, off), type=f32)))
-    return k.module()
+    return saxpy(block=maxntid, name=name, out=True)
 
 
 def saxpy_inplace_module():
     """y[i] = a * x[i] + y[i] for i < n (four arguments)."""
-    k = pf.KernelBuilder("saxpy", target="sm_80", maxntid=1024)
-    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
-    n, a = k.param_value("n", u32), k.param_value("a", f32)
-    i = k.global_index()
-    with k.if_(k.setp("lt", i, n)):
-        off = k.mul(i, 4, mode="wide")
-        py = k.add(y, off)
-        k.st(py, k.fma(a, k.ld(k.add(x, off), type=f32), k.ld(py, type=f32)))
-    return k.module()
+    return saxpy(block=1024)
 
 
 MAX_SEG = 256

@@ -1,5 +1,7 @@
 """TileCopy on the CPU: validation, launch geometry, assembly for sm_80/sm_90, and bit-exact runs
-of the emitted kernels on the copy simulator (which refuses any access outside the buffers)."""
+of the emitted kernels on the interpreter, which reports any access outside the buffers, any
+race and any read of a copy not yet waited for, and counts the bytes each kernel reads and
+writes: every matrix byte is read once and written once, stride padding never touched."""
 
 import numpy as np
 import pytest
@@ -7,28 +9,37 @@ from hypothesis import given, settings, strategies as st
 
 import ptxforge as pf
 from ptxforge import ValidationError, interp
-from ptxforge.copy.simulator import CtaSimulator, GlobalMemory
 from ptxforge.schedules import TileCopy
 from ptxforge.schedules.tile_copy import POISON
 from ptxforge.testing.copy_strategies import TILE_COPY_DTYPES, tile_copy_schedules
+from ptxforge.testing.mutants import drop_bar_sync, drop_mbarrier_wait, loosen_wait_group
 
 
-def simulate(tc: TileCopy, src, dst, *, sm_count=1):
-    """Run tc's kernel on the simulator over the whole grid; returns dst's bytes after the run.
+def run_counted(tc: TileCopy, src, dst, *, kernel=None, check=True):
+    """Run tc's kernel (or a mutant of it) on the interpreter over the whole grid, counting traffic.
 
     One or two CTAs (sm_count=1) walk all the tiles, so every stage of the ring is reused."""
-    m = tc.emit()
-    kern = m.kernel(tc.kernel_name)
-    mem = GlobalMemory()
-    a, b = mem.upload(src), mem.upload(dst)
-    sim = CtaSimulator(kern, mem, dynamic_shared=tc.shared_bytes)
-    names = [p.name for p in kern.params]
-    sim.launch(tc.grid(sm_count=sm_count)[0], tc.threads, dict(zip(names, tc.args(a, b))))
-    return np.frombuffer(mem.download(b, dst.nbytes), np.uint8).reshape(dst.shape[0], -1)
+    return interp.run(kernel if kernel is not None else tc.emit(), tc.kernel_name, grid=tc.grid(sm_count=1),
+                      block=tc.threads, args=list(tc.args(src, dst)), shared=tc.shared_bytes, check=check,
+                      count_accesses=True)
 
 
 def as_bytes(a):
     return np.ascontiguousarray(a).view(np.uint8).reshape(a.shape[0], -1)
+
+
+def assert_each_data_byte_moved_once(tc: TileCopy, report):
+    """src: every byte of the matrix's rows read exactly once, the stride padding never; dst: the
+    same for writes; neither written / read the other way."""
+    src, dst = report.accesses["src"], report.accesses["dst"]
+    for counts, stride in ((src.reads, tc.src_shape[1] * tc.itemsize), (dst.writes, tc.dst_shape[1] * tc.itemsize)):
+        assert counts.shape == (tc.rows, stride)
+        want = np.zeros_like(counts)
+        want[:, :tc.row_bytes] = 1
+        bad = np.argwhere(counts != want)
+        assert not len(bad), (f"byte {tuple(bad[0])} moved {counts[tuple(bad[0])]} times, not {want[tuple(bad[0])]} "
+                              f"({len(bad)} such bytes); {tc.describe()}")
+    assert not src.writes.any() and not dst.reads.any()
 
 
 # ---------------------------------------------------------------- validation
@@ -121,42 +132,68 @@ def test_emission_is_deterministic_and_shape_independent():
     assert a.kernel_name == b.kernel_name
 
 
-# ---------------------------------------------------------------- bit-exact on the simulator
-
-@settings(max_examples=12)
-@given(tile_copy_schedules(targets=("sm_80", "sm_90")), st.integers(0, 2**32 - 1))
-def test_tile_copy_is_bit_exact_on_the_simulator(tc, seed):
-    src = tc.random_source(seed)
-    dst = tc.poisoned_destination()
-    got = simulate(tc, src, dst)
-    np.testing.assert_array_equal(got, as_bytes(tc.reference(src, dst)), err_msg=tc.describe())
-
+# ---------------------------------------------------------------- bit-exact on the interpreter
 
 @settings(max_examples=15)
 @given(tile_copy_schedules(targets=("sm_80", "sm_90")), st.integers(0, 2**32 - 1))
-def test_tile_copy_is_exact_and_race_free_on_the_interpreter(tc, seed):
-    # an independent executor that also tracks every shared byte: a missing barrier or wait is a
-    # race / early-read finding there, not just possibly stale data
+def test_tile_copy_is_exact_race_free_and_moves_every_matrix_byte_once(tc, seed):
+    # every shared byte is tracked: a missing barrier or wait is a race / early-read finding, not
+    # just possibly stale data.  The union of all tiles' copies covers the matrix exactly once, on
+    # both sides, and never the padding between rows: what a bit-exact comparison cannot see (a
+    # byte copied twice, a read of padding that is thrown away)
     src = tc.random_source(seed)
     dst = tc.poisoned_destination()
     want = as_bytes(tc.reference(src, dst))
-    report = interp.run(tc.emit(), tc.kernel_name, grid=tc.grid(sm_count=1), block=tc.threads,
-                        args=list(tc.args(src, dst)), shared=tc.shared_bytes)
+    report = run_counted(tc, src, dst)
     assert report.ok, str(report)
     np.testing.assert_array_equal(as_bytes(dst), want, err_msg=tc.describe())
+    assert_each_data_byte_moved_once(tc, report)
+
+
+def ragged(dtype, cols, completion):
+    """45 rows, ragged on both edges, 64 threads, 3 stages: the ring is reused several times."""
+    stride = {"s4": 200, "s8": 136, "bf16": 144, "f32": 160}[dtype]
+    return TileCopy(45, cols, dtype, tile_rows=16, tile_cols={"s4": 128, "s8": 64, "bf16": 32, "f32": 16}[dtype],
+                    threads=64, stages=3, layout="swizzle", completion=completion, src_row_stride_bytes=stride,
+                    dst_row_stride_bytes=stride, ctas_per_sm=1)
 
 
 @pytest.mark.parametrize("dtype, cols", [("s4", 333), ("s8", 129), ("bf16", 70), ("f32", 37)])
 @pytest.mark.parametrize("completion", ["groups", "mbarrier"])
-def test_ragged_shapes_per_dtype_on_the_simulator(dtype, cols, completion):
-    stride = {"s4": 200, "s8": 136, "bf16": 144, "f32": 160}[dtype]
-    tc = TileCopy(45, cols, dtype, tile_rows=16, tile_cols={"s4": 128, "s8": 64, "bf16": 32, "f32": 16}[dtype],
-                  threads=64, stages=3, layout="swizzle", completion=completion, src_row_stride_bytes=stride,
-                  dst_row_stride_bytes=stride, ctas_per_sm=1)
+def test_ragged_shapes_per_dtype_on_the_interpreter(dtype, cols, completion):
+    tc = ragged(dtype, cols, completion)
     src = tc.random_source(5)
     dst = tc.poisoned_destination()
     assert tc.n_tiles > 2 * tc.stages
-    np.testing.assert_array_equal(simulate(tc, src, dst), as_bytes(tc.reference(src, dst)))
+    want = as_bytes(tc.reference(src, dst))
+    report = run_counted(tc, src, dst)
+    np.testing.assert_array_equal(as_bytes(dst), want)
+    assert_each_data_byte_moved_once(tc, report)
+
+
+# planted bugs: (completion, mutation of the kernel, finding kinds it must produce).  The first two
+# leave the copied bytes right in this run, so only the interpreter's race tracking catches them.
+PLANTED = {
+    "groups: no bar.sync between the wait and the store": ("groups", lambda k: drop_bar_sync(k, nth=0), {"race"}),
+    "groups: no bar.sync before a stage is refilled": ("groups", lambda k: drop_bar_sync(k, nth=1), {"race"}),
+    "groups: wait_group one group too loose": ("groups", loosen_wait_group, {"async"}),
+    "mbarrier: no bar.sync after mbarrier.init": ("mbarrier", drop_bar_sync, {"race"}),
+    "mbarrier: producers do not wait for an empty stage": ("mbarrier", lambda k: drop_mbarrier_wait(k, nth=0),
+                                                           {"async"}),
+    "mbarrier: consumers do not wait for a full stage": ("mbarrier", lambda k: drop_mbarrier_wait(k, nth=1),
+                                                         {"async", "race"}),
+}
+
+
+@pytest.mark.parametrize("bug", sorted(PLANTED))
+def test_planted_synchronization_bugs_are_findings(bug):
+    completion, mutate, kinds = PLANTED[bug]
+    tc = ragged("s8", 129, completion)
+    src = tc.random_source(6)
+    bad = mutate(tc.emit().kernel(tc.kernel_name))
+    report = run_counted(tc, src, tc.poisoned_destination(), kernel=bad, check=False)
+    found = {f.kind for f in report.findings}
+    assert kinds <= found, f"{bug}: expected {sorted(kinds)} findings, got:\n{report}"
 
 
 def test_the_pipeline_overlaps_loads_and_the_store_side_reads_other_warps_bytes():

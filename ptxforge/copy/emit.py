@@ -204,6 +204,30 @@ def _bounds_args(k, plan, rows_total, cols_total):
     return rows_total, row_len
 
 
+# what each direction calls its global side, and the planner that makes its plans
+_DIRECTIONS = {
+    "g2s": ("emit_tile_copy", "global -> shared", "plan_tile_copy", "src", "source"),
+    "s2g": ("emit_tile_store", "shared -> global", "plan_tile_store", "dst", "destination"),
+}
+
+
+def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_total, cols_total, shared, tid, pred):
+    """The checks and per-copy slots of both directions: (global base, bounded?, slots)."""
+    layout = _layout_of(plan, layout)
+    fn, arrow, planner, gname, side = _DIRECTIONS[direction]
+    if plan.direction != direction:
+        raise ValidationError(f"{fn} needs a {arrow} plan from {planner}")
+    gbase = _global_base(gbase, gname)
+    col0_bytes = emit_elems_to_bytes(k, F.as_u32(k, col0), plan.elem_type)
+    _check_static(plan, gstride, col0_bytes, side)
+    rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)
+    bounded = rows_total is not None or row_len is not None
+    sbase = _shared_base(k, shared)
+    slots = _slots(k, plan, layout, gbase=gbase, gstride=gstride, row0=row0, col0_bytes=col0_bytes,
+                   rows_total=rows_total, row_len=row_len, sbase=sbase, tid=tid, pred=pred)
+    return gbase, bounded, slots
+
+
 def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols_total, dst, tid, layout=None,
                    pred=None):
     """Copy one tile global -> shared as `plan` says (cp.async, or ld/st where the plan fell back).
@@ -220,17 +244,9 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     Completion is the caller's: commit a group, or arrive on an mbarrier (see
     ptxforge.copy.completion).  Returns the plan.
     """
-    layout = _layout_of(plan, layout)
-    if plan.direction != "g2s":
-        raise ValidationError("emit_tile_copy needs a global -> shared plan from plan_tile_copy")
-    gbase = _global_base(src, "src")
-    col0_bytes = emit_elems_to_bytes(k, F.as_u32(k, col0), plan.elem_type)
-    _check_static(plan, src_row_stride, col0_bytes, "source")
-    rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)
-    bounded = rows_total is not None or row_len is not None
-    sbase = _shared_base(k, dst)
-    slots = _slots(k, plan, layout, gbase=gbase, gstride=src_row_stride, row0=row0, col0_bytes=col0_bytes,
-                   rows_total=rows_total, row_len=row_len, sbase=sbase, tid=tid, pred=pred)
+    gbase, bounded, slots = _prepare(k, plan, "g2s", layout=layout, gbase=src, gstride=src_row_stride, row0=row0,
+                                     col0=col0, rows_total=rows_total, cols_total=cols_total, shared=dst, tid=tid,
+                                     pred=pred)
     w = plan.width_bytes
     if plan.method == "cp.async":
         cache = plan.cache.lstrip(".")
@@ -295,17 +311,9 @@ def emit_tile_store(k, plan, *, src, dst, dst_row_stride, row0, col0, rows_total
     bounds, only bytes inside the matrix are written: whole copies with one vector store, the
     copy that holds a row's end byte by byte (behind a branch, so inner tiles do not pay).
     """
-    layout = _layout_of(plan, layout)
-    if plan.direction != "s2g":
-        raise ValidationError("emit_tile_store needs a shared -> global plan from plan_tile_store")
-    gbase = _global_base(dst, "dst")
-    col0_bytes = emit_elems_to_bytes(k, F.as_u32(k, col0), plan.elem_type)
-    _check_static(plan, dst_row_stride, col0_bytes, "destination")
-    rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)
-    bounded = rows_total is not None or row_len is not None
-    sbase = _shared_base(k, src)
-    slots = _slots(k, plan, layout, gbase=gbase, gstride=dst_row_stride, row0=row0, col0_bytes=col0_bytes,
-                   rows_total=rows_total, row_len=row_len, sbase=sbase, tid=tid, pred=pred)
+    _, bounded, slots = _prepare(k, plan, "s2g", layout=layout, gbase=dst, gstride=dst_row_stride, row0=row0,
+                                 col0=col0, rows_total=rows_total, cols_total=cols_total, shared=src, tid=tid,
+                                 pred=pred)
     w = plan.width_bytes
     loaded = [_vec_load(k, s.saddr, w, s.guard) for s in slots]
     for s, regs in zip(slots, loaded):

@@ -4,7 +4,8 @@
 writes the raw shared bytes (layout, padding and all) to an output buffer.  `expected_shared`
 says what those bytes must be: the tile's bytes inside the matrix at their layout offsets,
 zeros for the parts of the tile outside it, and untouched padding.  Run the probe on the
-simulator (CPU) or on a GPU to check a plan, a layout and the ragged-edge zero fill at once.
+interpreter (CPU: `ptxforge.interp.run`, which also counts the source bytes it reads) or on a
+GPU to check a plan, a layout and the ragged-edge zero fill at once.
 """
 
 from __future__ import annotations
@@ -50,7 +51,8 @@ def probe_kernel(plan: TileCopyPlan, *, target="sm_90", bounded=True, static_str
     tid = k.tid()
     base = k.shared_base(tile)
     fill = PROBE_FILL * 0x01010101
-    with k.for_range(tid, nbytes // 4, plan.threads, name="w") as w:
+    # a small tile has fewer words than threads: the trip count differs per thread (no bra.uni)
+    with k.for_range(tid, nbytes // 4, plan.threads, name="w", uniform=False) as w:
         k.st(k.mad(w, 4, base), fill, type=T.b32, space="shared")
     if mbar is not None:
         emit_mbarrier_init(k, mbar, plan.threads, tid=tid)
@@ -65,7 +67,7 @@ def probe_kernel(plan: TileCopyPlan, *, target="sm_90", bounded=True, static_str
         emit_copy_commit(k, "mbarrier", mbar=mbar, method=plan.method)
         emit_copy_wait(k, "mbarrier", mbar=mbar, phase=0)
     k.bar_sync(0)
-    with k.for_range(tid, nbytes // 4, plan.threads, name="o") as o:
+    with k.for_range(tid, nbytes // 4, plan.threads, name="o", uniform=False) as o:
         off = k.shl(o, 2)
         v = k.ld(k.add(base, off), type=T.b32, space="shared")
         k.st(k.add(out, k.cvt(off, T.u64)), v, type=T.b32)

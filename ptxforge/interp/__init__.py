@@ -11,6 +11,9 @@ the instruction: out-of-bounds and misaligned accesses, shared-memory races (no 
 two threads' accesses), reads of cp.async destinations before their wait, warp-collective
 instructions reached by part of a warp, divergent bra.uni, barrier deadlocks.  `check=True`
 (default) raises `InterpError` at the first finding; `check=False` collects them in the Report.
+`count_accesses=True` also counts every read and write of every byte of the pointer arguments
+(`Report.accesses`): what a kernel touched outside its data, and whether copies cover a tile
+exactly once, become array checks.
 
 Differences from a GPU, on purpose: %warpid is the linear thread index / 32 (on hardware it is
 a physical slot that changes), %smid is 0, clocks count interpreter steps.  Registers and shared
@@ -21,14 +24,16 @@ memory and between CTAs.
 
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported), `layouts`
 (mma / ldmatrix fragment layouts, usable as numpy models), `machine` and `scheduler` (execution),
-`memory` / `access` (address spaces, checks), `exec_*` (instruction semantics by family),
+`memory` / `access` (address spaces, checks), `traffic` (per-byte read / write counts of the
+arguments), `exec_*` (instruction semantics by family),
 `samples` (a pipelined int4 GEMM with switches that plant bugs).
 """
 
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError, InterpUnsupported, ThreadId
 from .launch import Report, compile_kernel, run
 from .layouts import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
+from .traffic import AccessCounts
 
-__all__ = ["run", "Report", "compile_kernel", "Finding", "InterpError", "InterpUnsupported", "ThreadId",
-           "KINDS", "DEFAULT_CHECKS", "mma_fragment", "matrix_layout", "pack_fragment", "unpack_fragment",
+__all__ = ["run", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",
+           "ThreadId", "KINDS", "DEFAULT_CHECKS", "mma_fragment", "matrix_layout", "pack_fragment", "unpack_fragment",
            "Fragment", "MatrixLayout"]

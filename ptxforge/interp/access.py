@@ -89,8 +89,6 @@ def _fmt_space(space, a):
 def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False):
     L = S.launch
     if space == GLOBAL:
-        if write is None:
-            pass
         k, off = L.heap.locate(addr, nbytes)
         ok = k >= 0
     elif space == SHARED:
@@ -136,11 +134,18 @@ def _views(S, space):
     return S.launch.params.views
 
 
+def _count(S, part, kind, nbytes):
+    """Count a global access when the launch counts accesses (see traffic.py)."""
+    counter = S.launch.heap.counter
+    if counter is not None and part.space == GLOBAL:
+        counter.add(kind, part.off, nbytes)
+
+
 def gather(S, part, width, count):
     """(n, count) unsigned values of `width` bytes (1, 2, 4, 8 or 16 -> two uint64) at part.off."""
     if width == 16:
-        v = gather(S, part, 8, 2 * count)
-        return v
+        width, count = 8, 2 * count
+    _count(S, part, "reads", width * count)
     view = _views(S, part.space)[width]
     idx = part.off // width
     if count == 1:
@@ -151,23 +156,15 @@ def gather(S, part, width, count):
 def scatter(S, part, width, values):
     """Store (n, count) unsigned values of `width` bytes at part.off (later threads win ties)."""
     if width == 16:
-        scatter(S, part, 8, values)
-        return
+        width = 8
+    count = values.shape[1]
+    _count(S, part, "writes", width * count)
     view = _views(S, part.space)[width]
     idx = part.off // width
-    count = values.shape[1]
     if count == 1:
         view[idx] = values[:, 0]
     else:
         view[idx[:, None] + np.arange(count)] = values
-
-
-def gather_bytes(S, part, nbytes):
-    return _views(S, part.space)[1][part.off[:, None] + np.arange(nbytes)]
-
-
-def scatter_bytes(S, part, data):
-    _views(S, part.space)[1][part.off[:, None] + np.arange(data.shape[1])] = data
 
 
 # ---------------------------------------------------------------- the shared-memory shadow
@@ -210,21 +207,23 @@ def ordered(S, first_tid, first_time, second_tid):
     return ok
 
 
-def shadow_read(S, op, part, nbytes, *, record=True):
-    """Check a shared read against in-flight copies and unordered writes, then record the reader."""
-    if not S.track:
-        return
-    b, t = _bytes(part, nbytes)
+def _offset(S, flat):
+    return {"shared_offset": int(flat % S.launch.smem.size)}
+
+
+def _check_in_flight(S, op, b, t, message):
+    """Report bytes `b` (accessed now by threads `t`) that an issued async copy has not landed in yet."""
     pend = S.pend_pc[b]
     if (pend >= 0).any():
         i = np.flatnonzero(pend >= 0)
         other = S.prog.instructions[int(pend[i[0]])]
-        S.report("async", f"reads shared memory ({where_shared(S, b[i[0]])}) that an asynchronous copy has not "
-                 "finished writing: the copy's group (cp.async.wait_group / wait_all) or mbarrier was not waited for "
-                 "before this read",
-                 op, np.unique(t[i]), other=other, other_threads=np.unique(S.pend_tid[b[i]]),
-                 details={"shared_offset": int(b[i[0]] % S.launch.smem.size)})
-    w = S.w_tid[b]
+        S.report("async", message.format(where=where_shared(S, b[i[0]])), op, np.unique(t[i]), other=other,
+                 other_threads=np.unique(S.pend_tid[b[i]]), details=_offset(S, b[i[0]]))
+
+
+def _check_unordered_write(S, op, b, t, w, message):
+    """Report bytes `b` (accessed now by threads `t`) whose last writer `w`, another thread, is not
+    ordered before this access by any synchronization."""
     conflict = (w >= 0) & (w != t)
     if conflict.any():
         c = np.flatnonzero(conflict)
@@ -232,14 +231,25 @@ def shadow_read(S, op, part, nbytes, *, record=True):
         if not ok.all():
             bad = c[~ok]
             other = S.prog.instructions[int(S.w_pc[b[bad[0]]])]
-            S.report("race", f"read-after-write race on shared memory ({where_shared(S, b[bad[0]])}): the bytes were "
-                     "written by another thread with no barrier (bar.sync / bar.warp.sync / mbarrier wait) in between",
-                     op, np.unique(t[bad]), other=other, other_threads=np.unique(w[bad]),
-                     details={"shared_offset": int(b[bad[0]] % S.launch.smem.size)})
+            S.report("race", message.format(where=where_shared(S, b[bad[0]])), op, np.unique(t[bad]), other=other,
+                     other_threads=np.unique(w[bad]), details=_offset(S, b[bad[0]]))
+
+
+def shadow_read(S, op, part, nbytes, *, record=True):
+    """Check a shared read against in-flight copies and unordered writes, then record the reader."""
+    if not S.track:
+        return
+    b, t = _bytes(part, nbytes)
+    _check_in_flight(S, op, b, t, "reads shared memory ({where}) that an asynchronous copy has not finished writing: "
+                     "the copy's group (cp.async.wait_group / wait_all) or mbarrier was not waited for before this "
+                     "read")
+    w = S.w_tid[b]
+    _check_unordered_write(S, op, b, t, w, "read-after-write race on shared memory ({where}): the bytes were written "
+                           "by another thread with no barrier (bar.sync / bar.warp.sync / mbarrier wait) in between")
     if S.check_uninit and (w == -1).any():
         i = np.flatnonzero(w == -1)
         S.report("uninit", "reads shared memory that nothing has written", op, np.unique(t[i]),
-                 details={"shared_offset": int(b[i[0]] % S.launch.smem.size)})
+                 details=_offset(S, b[i[0]]))
     if not record:
         return
     rt = S.r_tid[b]
@@ -269,12 +279,7 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.r_tid[b] = -1
         S.pend_pc[b] = -1
         return
-    pend = S.pend_pc[b]
-    if (pend >= 0).any():
-        i = np.flatnonzero(pend >= 0)
-        other = S.prog.instructions[int(pend[i[0]])]
-        S.report("async", "writes shared memory that an asynchronous copy in flight will also write",
-                 op, np.unique(t[i]), other=other, other_threads=np.unique(S.pend_tid[b[i]]))
+    _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
     r = S.r_tid[b]
     cta = S.cta_local[t]
     war = (r != -1) & (r != t) & (S.r_time[b] > S.last_full[cta])
@@ -290,19 +295,9 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
             bad = c[~ok]
             S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
                      "read these bytes and no barrier separates their reads from this write", op, np.unique(t[bad]),
-                     other_threads=np.unique(r[bad][r[bad] >= 0]),
-                     details={"shared_offset": int(b[bad[0]] % S.launch.smem.size)})
-    w = S.w_tid[b]
-    waw = (w >= 0) & (w != t)
-    if waw.any():
-        c = np.flatnonzero(waw)
-        ok = ordered(S, w[c], S.w_time[b[c]], t[c])
-        if not ok.all():
-            bad = c[~ok]
-            other = S.prog.instructions[int(S.w_pc[b[bad[0]]])]
-            S.report("race", f"write-after-write race on shared memory ({where_shared(S, b[bad[0]])}): another "
-                     "thread wrote these bytes with no barrier in between", op, np.unique(t[bad]), other=other,
-                     other_threads=np.unique(w[bad]))
+                     other_threads=np.unique(r[bad][r[bad] >= 0]), details=_offset(S, b[bad[0]]))
+    _check_unordered_write(S, op, b, t, S.w_tid[b], "write-after-write race on shared memory ({where}): another "
+                           "thread wrote these bytes with no barrier in between")
     S.w_tid[b] = t
     if len(part.thr) > 1:
         again = S.w_tid[b]

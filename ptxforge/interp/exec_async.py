@@ -100,6 +100,8 @@ def _read_source(S, op, src, thr, nsrc, size, align=None):
         valid = j[None, :] < nsrc[rows][:, None]
         idx = np.where(valid, off[good][:, None] + j, 0)
         data[rows] = np.where(valid, heap.heap[idx], 0)
+        if heap.counter is not None:
+            heap.counter.add("reads", off[good], nsrc[rows])
     return data, ok
 
 

@@ -188,31 +188,43 @@ def make_atom(P, op):
 
 # ---------------------------------------------------------------- ldmatrix / stmatrix
 
-def _matrix_space(ins):
-    return ins.mods[0] if ins.mods else "shared"
+class _MatrixOp:
+    """What ldmatrix and stmatrix share: the m8n8 .b16 form, its fragment layout, the row addresses."""
+
+    def __init__(self, P, op, addr_operand):
+        ins = op.ins
+        form = ins.info
+        if form.shape != "m8n8" or form.type is not T.b16:
+            raise InterpUnsupported(f"{ins.opcode}.{form.shape}...{form.type.name} is not modelled (only m8n8 .b16: "
+                                    "the 8-bit m16n16 layouts are given only as figures)", ins)
+        self.num = form.num
+        self.lay = matrix_layout(form.num, form.trans)
+        self.space = ins.mods[0] if ins.mods else "shared"
+        self.get_addr = address_reader(P, ins.operands[addr_operand], ins, self.space)
+        self.jidx = np.broadcast_to(np.arange(form.num)[None, :, None], self.lay.rows.shape)
+        self.nlanes = 8 * form.num  # lanes 0..nlanes-1 of a warp give one row address each
+        self.op = op
+
+    def warps(self, S, m):
+        """(warps, every thread of them, the address-supplying threads, their row addresses) for the
+        threads in `m`, after reporting warps that only part of reached the instruction."""
+        S.check_full_warps(self.op, m, self.op.ins.opcode)
+        warps = S.warps_touched(m)
+        thr = (warps[:, None] * 32 + np.arange(32)).ravel()
+        lanes = (warps[:, None] * 32 + np.arange(self.nlanes)).ravel()
+        return warps, thr, lanes, self.get_addr(S)[lanes]
 
 
 def make_ldmatrix(P, op):
     ins = op.ins
-    form = ins.info
-    if form.shape != "m8n8" or form.type is not T.b16:
-        raise InterpUnsupported(f"ldmatrix.{form.shape}...{form.type.name} is not modelled (only m8n8 .b16: the "
-                                "8-bit m16n16 layouts are given only as figures)", ins)
-    num, trans = form.num, form.trans
-    lay = matrix_layout(num, trans)
-    space = _matrix_space(ins)
-    get_addr = address_reader(P, ins.operands[1], ins, space)
+    mx = _MatrixOp(P, op, 1)
+    num, lay, space, jidx, nlanes = mx.num, mx.lay, mx.space, mx.jidx, mx.nlanes
     puts = [P.writer(d, T.b32, ins) for d in P.regs_of(ins.operands[0])]
-    jidx = np.broadcast_to(np.arange(num)[None, :, None], lay.rows.shape)
-    nlanes = 8 * num
 
     def ldmatrix(S, m):
-        S.check_full_warps(op, m, "ldmatrix")
-        warps = S.warps_touched(m)
+        warps, thr, lanes, addr = mx.warps(S, m)
         nw = len(warps)
-        lanes = (warps[:, None] * 32 + np.arange(nlanes)).ravel()  # address-supplying threads
         tiles = np.zeros((nw * nlanes, 8), dtype=np.uint16)  # row r of matrix j for each warp
-        addr = get_addr(S)[lanes]
         for part in map_access(S, op, space, addr, lanes, 16, what="ldmatrix row read"):
             tiles[part.sel] = gather(S, part, 2, 8)
             if part.space == SHARED:
@@ -220,7 +232,6 @@ def make_ldmatrix(P, op):
         tiles = tiles.reshape(nw, num, 8, 8)
         halves = tiles[:, jidx, lay.rows, lay.cols].astype(np.uint32)  # (nw, 32, num, 2)
         words = halves[..., 0] | (halves[..., 1] << np.uint32(16))
-        thr = (warps[:, None] * 32 + np.arange(32)).ravel()
         keep = m[thr]
         for j, put in enumerate(puts):
             full, mask = _spread(S, thr[keep], words[:, :, j].ravel()[keep], np.uint32)
@@ -230,22 +241,13 @@ def make_ldmatrix(P, op):
 
 def make_stmatrix(P, op):
     ins = op.ins
-    form = ins.info
-    if form.shape != "m8n8" or form.type is not T.b16:
-        raise InterpUnsupported(f"stmatrix.{form.shape}.{form.type.name} is not modelled", ins)
-    num, trans = form.num, form.trans
-    lay = matrix_layout(num, trans)
-    space = _matrix_space(ins)
-    get_addr = address_reader(P, ins.operands[0], ins, space)
+    mx = _MatrixOp(P, op, 0)
+    num, lay, space, jidx, nlanes = mx.num, mx.lay, mx.space, mx.jidx, mx.nlanes
     readers = [P.reader(r, T.b32, ins) for r in P.regs_of(ins.operands[1])]
-    jidx = np.broadcast_to(np.arange(num)[None, :, None], lay.rows.shape)
-    nlanes = 8 * num
 
     def stmatrix(S, m):
-        S.check_full_warps(op, m, "stmatrix")
-        warps = S.warps_touched(m)
+        warps, thr, lanes, addr = mx.warps(S, m)
         nw = len(warps)
-        thr = (warps[:, None] * 32 + np.arange(32)).ravel()
         words = np.stack([np.broadcast_to(np.asarray(r(S)), (S.N,))[thr] for r in readers], axis=1)
         words = words.reshape(nw, 32, num).astype(np.uint32)
         halves = np.stack([words & np.uint32(0xFFFF), words >> np.uint32(16)], axis=-1).astype(np.uint16)
@@ -253,8 +255,6 @@ def make_stmatrix(P, op):
         w_idx = np.arange(nw)[:, None, None, None]
         tiles[w_idx, jidx[None], lay.rows[None], lay.cols[None]] = halves
         rows = tiles.reshape(nw * nlanes, 8)
-        lanes = (warps[:, None] * 32 + np.arange(nlanes)).ravel()
-        addr = get_addr(S)[lanes]
         for part in map_access(S, op, space, addr, lanes, 16, write=True, what="stmatrix row write"):
             if part.space == SHARED:
                 shadow_write(S, op, part, 16, pc=op.pc)

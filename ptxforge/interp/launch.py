@@ -12,6 +12,9 @@ Findings: with `check=True` (the default) the first finding raises `InterpError`
 with `check=False` execution goes on (a faulting access is skipped) and the returned `Report`
 lists every finding once, with a count of repeats.  `checks=` chooses which kinds are looked
 for (see `findings.KINDS`; "uninit" is off by default).
+
+Traffic: with `count_accesses=True` the Report also says how many times each byte of each
+pointer argument was read and written (`Report.accesses`, see traffic.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from .machine import Machine
 from .memory import GlobalHeap, ParamLayout, SharedLayout
 from .program import Program
 from .scheduler import Stats, run_batch
+from .traffic import ByteCounter, access_counts
 
 _PTXFORGE_INTERNAL = True
 
@@ -65,6 +69,7 @@ class Report:
     seconds: float = 0.0
     ctas: int = 0
     batches: int = 0
+    accesses: dict | None = None  # {pointer parameter: traffic.AccessCounts}, with count_accesses=True
 
     @property
     def ok(self) -> bool:
@@ -160,6 +165,7 @@ class Launch:
                               f"({', '.join(p.name for p in params)}), got {len(args)}")
         arrays, values = [], []
         index_of = {}
+        self.pointer_bindings = []  # (parameter name, buffer index)
         for p, a in zip(params, args):
             copy_in = copy_out = True
             if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
@@ -178,6 +184,7 @@ class Launch:
                     index_of[key] = len(arrays)
                     arrays.append((p.name, a, copy_in, copy_out))
                 values.append(("ptr", index_of[key]))
+                self.pointer_bindings.append((p.name, index_of[key]))
             else:
                 values.append(("val", _encode(p, a)))
         self.heap = GlobalHeap(arrays)
@@ -244,7 +251,7 @@ def _encode(p, a) -> bytes:
 
 
 def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, checks=None, races=True,
-        max_steps=1_000_000, batch_threads=8192) -> Report:
+        max_steps=1_000_000, batch_threads=8192, count_accesses=False) -> Report:
     """Run `kernel` of `module` (a Module, Kernel or KernelBuilder) on the CPU.
 
     grid, block: like a CUDA launch (int or up to three sizes).  args: one per parameter (numpy
@@ -253,11 +260,21 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     to look for (default: all but "uninit").  races: track shared memory per byte (turn off for
     speed).  max_steps: stop (a "limit" finding) after this many steps per batch.
     batch_threads: about how many threads (whole CTAs) run together as one vector.
+
+    count_accesses: also count, per byte of every pointer argument, how many times the kernel
+    read and wrote it.  The report's `accesses` then maps each pointer parameter's name to a
+    `traffic.AccessCounts` whose `reads` and `writes` are uint32 arrays shaped like the
+    argument's bytes (last axis times the item size): loads, cp.async / bulk-copy sources and
+    atomics read, stores and atomics write; a cp.async with src-size n reads its first n bytes
+    only.  Accesses reported as findings (out of bounds, misaligned) are not counted.
+    `read_ranges()` / `written_ranges()` give the same as runs of flat byte offsets.
     """
     k = resolve_kernel(module, kernel)
     prog = compile_kernel(k)
     L = Launch(k, prog, grid, block, args, shared, check=check,
                checks=DEFAULT_CHECKS if checks is None else checks, races=races)
+    if count_accesses:
+        L.heap.counter = ByteCounter(L.heap.size)
     gx, gy, gz = L.grid
     ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
     tp = -(-L.nthreads // 32) * 32
@@ -280,4 +297,6 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         report.warp_instructions = stats.warp_instructions
         report.thread_instructions = stats.thread_instructions
         report.ctas = len(ctas)
+        if count_accesses:
+            report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
     return report

@@ -36,6 +36,17 @@ def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
+def _inside_one_owner(owner: np.ndarray, off: np.ndarray, nbytes: int):
+    """Mask of accesses [off, off+nbytes) that lie inside the space and inside one variable
+    (`owner`: per byte, the index of the variable holding it, -1 for padding)."""
+    size = len(owner)
+    first = np.clip(off, 0, size - 1)
+    last = np.clip(off + (nbytes - 1), 0, size - 1)
+    inside = (off >= 0) & (off + nbytes <= size)
+    o1 = owner[first]
+    return inside & (o1 >= 0) & (o1 == owner[last])
+
+
 @dataclass
 class Buffer:
     name: str
@@ -74,6 +85,7 @@ class GlobalHeap:
         self.ends = np.array(ends, dtype=np.uint64)
         self.views = {1: self.heap, 2: self.heap.view(np.uint16), 4: self.heap.view(np.uint32),
                       8: self.heap.view(np.uint64)}
+        self.counter = None  # a traffic.ByteCounter while the launch counts accesses
 
     def address_of(self, index: int) -> int:
         return self.bufs[index].start
@@ -163,11 +175,7 @@ class SharedLayout:
 
     def check(self, off: np.ndarray, nbytes: int):
         """Mask of accesses [off, off+nbytes) that lie inside one variable."""
-        first = np.clip(off, 0, self.size - 1)
-        last = np.clip(off + (nbytes - 1), 0, self.size - 1)
-        inside = (off >= 0) & (off + nbytes <= self.size)
-        o1 = self.owner[first]
-        return inside & (o1 >= 0) & (o1 == self.owner[last])
+        return _inside_one_owner(self.owner, off, nbytes)
 
     def describe(self, addr: int, nbytes: int) -> str:
         if addr >= self.size:
@@ -217,8 +225,5 @@ class ParamLayout:
                       8: self.data.view(np.uint64)}
 
     def check(self, off: np.ndarray, nbytes: int):
-        first = np.clip(off, 0, self.size - 1)
-        last = np.clip(off + (nbytes - 1), 0, self.size - 1)
-        inside = (off >= 0) & (off + nbytes <= self.size)
-        o1 = self.owner[first]
-        return inside & (o1 >= 0) & (o1 == self.owner[last])
+        """Mask of accesses [off, off+nbytes) that lie inside one parameter."""
+        return _inside_one_owner(self.owner, off, nbytes)

@@ -398,37 +398,31 @@ class _TileCopyEmitter:
         return self.k.mad(stage, self.tc.stage_bytes, self.stage0)
 
     def _issue(self, t, stage, tid):
-        k = self.k
-        row0, col0, inside = self._tile(t)
-        sdst = self._stage_addr(stage)
-        common = dict(src=self.src, src_row_stride=self.sstride, row0=row0, col0=col0, dst=sdst, tid=tid,
-                      layout=self.layout)
-        skip = k.label("ragged_load")
-        done = k.label("loaded")
-        k.bra(skip, pred=~inside, uni=True)
-        with k.section("load a whole tile"):
-            emit_tile_copy(k, self.copy_plan, rows_total=None, cols_total=None, **common)
-        k.bra(done, uni=True)
-        k.place(skip)
-        with k.section("load a tile cut by the matrix edge (zero-filled)"):
-            emit_tile_copy(k, self.copy_plan, rows_total=self.rows, cols_total=self.cols, **common)
-        k.place(done)
+        self._whole_or_ragged(t, stage, "dst", emit_tile_copy, self.copy_plan, ("ragged_load", "loaded"),
+                              ("load a whole tile", "load a tile cut by the matrix edge (zero-filled)"),
+                              src=self.src, src_row_stride=self.sstride, tid=tid)
 
     def _store(self, t, stage, tid):
+        self._whole_or_ragged(t, stage, "src", emit_tile_store, self.store_plan, ("ragged_store", "stored"),
+                              ("store a whole tile", "store the part of the tile inside the matrix"),
+                              dst=self.dst, dst_row_stride=self.dstride, tid=tid)
+
+    def _whole_or_ragged(self, t, stage, shared_side, emit, plan, labels, sections, **operands):
+        """Tile t moved by `emit` between global memory and `stage` (the `shared_side` operand):
+        without bounds arithmetic when no matrix edge cuts the tile (the CTA branches uniformly),
+        clipped to the matrix otherwise."""
         k = self.k
         row0, col0, inside = self._tile(t)
-        ssrc = self._stage_addr(stage)
-        common = dict(src=ssrc, dst=self.dst, dst_row_stride=self.dstride, row0=row0, col0=col0, tid=tid,
-                      layout=self.layout)
-        skip = k.label("ragged_store")
-        done = k.label("stored")
+        operands[shared_side] = self._stage_addr(stage)
+        common = dict(row0=row0, col0=col0, layout=self.layout, **operands)
+        skip, done = k.label(labels[0]), k.label(labels[1])
         k.bra(skip, pred=~inside, uni=True)
-        with k.section("store a whole tile"):
-            emit_tile_store(k, self.store_plan, rows_total=None, cols_total=None, **common)
+        with k.section(sections[0]):
+            emit(k, plan, rows_total=None, cols_total=None, **common)
         k.bra(done, uni=True)
         k.place(skip)
-        with k.section("store the part of the tile inside the matrix"):
-            emit_tile_store(k, self.store_plan, rows_total=self.rows, cols_total=self.cols, **common)
+        with k.section(sections[1]):
+            emit(k, plan, rows_total=self.rows, cols_total=self.cols, **common)
         k.place(done)
 
     def _next_stage(self, stage, parity=None):

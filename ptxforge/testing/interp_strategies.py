@@ -59,6 +59,30 @@ def launch_shapes(max_threads=256, max_ctas=4):
         lambda g: g[0] * g[1] <= max_ctas), blocks(max_threads))
 
 
+@st.composite
+def access_patterns(draw, max_threads=96, max_buffer_bytes=512):
+    """Per-thread global accesses for checking the interpreter's traffic counts.
+
+    A dict: `threads`; `width` (element bytes: 1, 2, 4 or 8) and `vec` (1, 2 or 4; width*vec
+    <= 16); `nbytes` (size of the buffers); per thread, `reads` and `writes` (byte offsets aligned
+    to width*vec, inside the buffers), `active` (whether the thread accesses at all) and
+    `src_size` (0..16: bytes a 16-byte zero-filling cp.async reads).  Offsets are drawn from a
+    few values, so several threads often touch the same bytes.
+    """
+    threads = draw(st.integers(1, max_threads))
+    width = draw(st.sampled_from([1, 2, 4, 8]))
+    vec = draw(st.sampled_from([v for v in (1, 2, 4) if width * v <= 16]))
+    size = width * vec
+    slots = draw(st.integers(1, max_buffer_bytes // 16))
+    nbytes = 16 * slots
+    offsets = st.integers(0, nbytes // size - 1).map(lambda i: i * size)
+    few = draw(st.lists(offsets, min_size=1, max_size=6))
+    per_thread = st.lists(st.one_of(st.sampled_from(few), offsets), min_size=threads, max_size=threads)
+    return dict(threads=threads, width=width, vec=vec, nbytes=nbytes, reads=draw(per_thread),
+                writes=draw(per_thread), active=draw(st.lists(st.booleans(), min_size=threads, max_size=threads)),
+                src_size=draw(st.lists(st.integers(0, 16), min_size=threads, max_size=threads)))
+
+
 def poison(array: np.ndarray) -> np.ndarray:
     """Fill an output array with a recognizable byte pattern (in place); returns it."""
     array.reshape(-1).view(np.uint8)[...] = POISON_BYTE

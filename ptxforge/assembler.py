@@ -274,6 +274,9 @@ _LINK_USED = re.compile(r"used (\d+) registers, used (\d+) barriers, (\d+) stack
                         r"(\d+) bytes cmem\[0\], (\d+) bytes lmem")
 
 
+_RESERVED_SMEM = 1024
+
+
 def parse_resources(log: str) -> dict:
     """Resource usage per kernel from a ptxas -v (or nvJitLink -verbose) log.
 
@@ -324,7 +327,10 @@ def _parse_link_summary(log: str) -> dict:
         if m and cur is not None:
             regs, bars, stack, smem, cmem, lmem = (int(g) for g in m.groups())
             beyond = max(0, lmem - stack)
-            out[cur] = KernelResources(cur, regs, bars, smem, stack, beyond, beyond, cmem)
+            # the summary adds the 1 KB the driver reserves for any block that uses shared memory
+            # (sm_80 and newer); ptxas's figure, which the rest of ptxforge uses, is without it
+            shared = max(0, smem - _RESERVED_SMEM) if smem else 0
+            out[cur] = KernelResources(cur, regs, bars, shared, stack, beyond, beyond, cmem)
     return out
 
 

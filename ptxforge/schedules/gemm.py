@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import warnings
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -64,7 +65,15 @@ class GemmSchedule:
     c_vector: int = 2
     max_registers: int | None = None
 
+    #: operands this class takes, and the sibling to point to for the others (set by subclasses)
+    OPERANDS: ClassVar[tuple] = ()
+    SIBLING: ClassVar[str] = ""
+
     def __post_init__(self):
+        if self.OPERANDS and self.operand not in self.OPERANDS:
+            raise ValidationError(
+                f"{type(self).__name__} takes operand {' or '.join(repr(o) for o in self.OPERANDS)}, got "
+                f"{self.operand!r}; use {self.SIBLING}")
         t = Target.parse(self.target)
         object.__setattr__(self, "target", t.name)
         validate(self)
@@ -296,26 +305,18 @@ class GemmSchedule:
 class Int4Gemm(GemmSchedule):
     """Packed 4-bit GEMM (s4 by default; operand='u4' for unsigned)."""
 
+    OPERANDS: ClassVar[tuple] = ("s4", "u4")
+    SIBLING: ClassVar[str] = "Int8Gemm for 8-bit operands"
     operand: str = "s4"
-
-    def __post_init__(self):
-        if self.operand not in ("s4", "u4"):
-            raise ValidationError(f"Int4Gemm takes operand 's4' or 'u4', got {self.operand!r}; use Int8Gemm for "
-                                  "8-bit operands")
-        super().__post_init__()
 
 
 @dataclass(frozen=True)
 class Int8Gemm(GemmSchedule):
     """8-bit GEMM on the same machinery (s8 by default; operand='u8' for unsigned)."""
 
+    OPERANDS: ClassVar[tuple] = ("s8", "u8")
+    SIBLING: ClassVar[str] = "Int4Gemm for packed 4-bit operands"
     operand: str = "s8"
-
-    def __post_init__(self):
-        if self.operand not in ("s8", "u8"):
-            raise ValidationError(f"Int8Gemm takes operand 's8' or 'u8', got {self.operand!r}; use Int4Gemm for "
-                                  "packed 4-bit operands")
-        super().__post_init__()
 
 
 @functools.lru_cache(maxsize=64)

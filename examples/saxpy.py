@@ -17,7 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
-from ptxforge.testing import gpu_skip_reason
+from ptxforge.testing import gpu_skip_reason, offline_summary
 
 
 def build(target: str = "sm_80", block: int = 256) -> pf.Module:
@@ -51,11 +51,7 @@ def main(argv=None) -> int:
     if reason is not None or args.listing:
         print(module.listing())
     if reason is not None:
-        print(f"no GPU here ({reason}); assembling offline instead of running")
-        try:
-            print(pf.assemble(module).report())
-        except pf.ToolchainMissing as e:
-            print(f"(no offline assembler either: {e})")
+        print(offline_summary(module, reason))
         return 0
 
     rng = np.random.default_rng(args.seed)

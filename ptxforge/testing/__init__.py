@@ -7,6 +7,6 @@ tables the validator uses; import them to property-test your own kernels.
 wait_group, a missing mbarrier wait) to show that a test catches them.
 """
 
-from .gpu import gpu_available, gpu_skip_reason, REQUIRE_GPU_ENV
+from .gpu import gpu_available, gpu_skip_reason, offline_summary, REQUIRE_GPU_ENV
 
-__all__ = ["gpu_available", "gpu_skip_reason", "REQUIRE_GPU_ENV"]
+__all__ = ["gpu_available", "gpu_skip_reason", "offline_summary", "REQUIRE_GPU_ENV"]

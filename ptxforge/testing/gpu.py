@@ -34,3 +34,14 @@ def gpu_available() -> bool:
 
 def gpu_required() -> bool:
     return os.environ.get(REQUIRE_GPU_ENV, "") not in ("", "0")
+
+
+def offline_summary(module, reason: str) -> str:
+    """What a script can still say without a GPU: why, and the offline assembler's resource report."""
+    from ..assembler import assemble
+    from ..errors import ToolchainMissing
+    try:
+        report = assemble(module).report()
+    except ToolchainMissing as e:
+        report = f"(no offline assembler either: {e})"
+    return f"no GPU here ({reason}); assembling offline instead of running\n{report}"

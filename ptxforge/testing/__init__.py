@@ -20,14 +20,15 @@ from .gpu import gpu_available, gpu_skip_reason, offline_summary, REQUIRE_GPU_EN
 
 __all__ = ["gpu_available", "gpu_skip_reason", "offline_summary", "REQUIRE_GPU_ENV",
            "ProblemSpace", "Problem", "Size", "Array", "Scalar", "cdiv",
-           "check", "check_problem", "run_problem", "property_test", "PropertyFailure", "CheckReport", "Outcome",
-           "exact", "ulps", "relative", "Tolerance", "mutation_check", "MutationReport", "problem_space",
-           "register_problem_space"]
+           "check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
+           "CheckReport", "Outcome", "exact", "ulps", "relative", "Tolerance", "mutation_check", "MutationReport",
+           "problem_space", "register_problem_space"]
 
 _LAZY = {
     "ProblemSpace": ".problem", "Problem": ".problem", "Size": ".problem", "Array": ".problem",
     "Scalar": ".problem", "cdiv": ".problem",
-    "check": ".runner", "check_problem": ".runner", "run_problem": ".runner", "property_test": ".runner",
+    "check": ".runner", "check_schedules": ".runner", "check_problem": ".runner", "run_problem": ".runner",
+    "property_test": ".runner",
     "PropertyFailure": ".runner", "CheckReport": ".runner", "Outcome": ".runner",
     "exact": ".tolerance", "ulps": ".tolerance", "relative": ".tolerance", "Tolerance": ".tolerance",
     "mutation_check": ".mutation", "MutationReport": ".mutation",

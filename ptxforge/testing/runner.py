@@ -4,6 +4,7 @@
 
     check(module, space)                    # raises PropertyFailure with the smallest failing problem
     check(Int4Gemm())                       # schedules bring their own space (schedule_problems.py)
+    check_schedules(gemm_schedules())       # a drawn schedule and a drawn problem per example
 
     @property_test(module, space)           # the same as a pytest test function
     def test_transpose(problem, outcome):   # optional extra assertions on each problem
@@ -52,7 +53,8 @@ from .gpu import REQUIRE_GPU_ENV, gpu_required, gpu_skip_reason
 from .problem import POISON_BYTE, Problem, ProblemSpace
 from .tolerance import exact
 
-__all__ = ["check", "check_problem", "run_problem", "property_test", "PropertyFailure", "CheckReport", "Outcome",
+__all__ = ["check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
+           "CheckReport", "Outcome",
            "BACKENDS", "choose_backends"]
 
 BACKENDS = ("interp", "gpu")
@@ -171,14 +173,20 @@ class _Plan:
         self.transform = transform
         self.interp_unsupported = None
         self._loaded = {}
+        self._transformed = {}
 
     def kernel_for(self, p: Problem) -> Kernel:
         k = self.fixed if self.fixed is not None else _as_kernel(self.space.kernel(p), self.kernel_name)
         if self.transform is not None:
+            hit = self._transformed.get(id(k))
+            if hit is not None and hit[0] is k:
+                return hit[1]  # one mutated kernel per kernel: the interpreter compiles it once
             try:
-                k = self.transform(k)
+                mutated = self.transform(k)
             except ValidationError as e:  # the mutation finds nothing to change in this variant
                 raise MutantNotApplicable(str(e)) from None
+            self._transformed[id(k)] = (k, mutated)
+            return mutated
         return k
 
     @property
@@ -405,26 +413,59 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     report = CheckReport(plan.name)
 
     def one_problem(problem):
-        try:
-            out = run_problem(plan, problem=problem)
-        except MutantNotApplicable:
-            reject()
-        if out.failures:
-            raise PropertyFailure(_failure_message(plan, out), problem, out)
-        if property is not None:
-            property(problem, out)
-        report.add(out)
+        _judge(plan, problem, property, report)
 
-    test = given(problem=plan.space.problems())(one_problem)
+    _hypothesis(given(problem=plan.space.problems())(one_problem), max_examples, settings, shrink)
+    return report
+
+
+def check_schedules(schedules, *, space_options=None, backends="auto", property=None, max_examples=None,
+                    settings=None, shrink=True) -> CheckReport:
+    """Property-test a family of schedules: each example draws a schedule from the Hypothesis
+    strategy `schedules` (e.g. testing.gemm_strategies.gemm_schedules()) and a problem from its
+    space (schedule_problems.problem_space(schedule, **space_options)); judged as in `check`."""
+    from hypothesis import strategies as st
+    from .schedule_problems import problem_space
+    choose_backends(backends)  # a demanded, missing GPU fails before anything is drawn
+    plans: dict = {}
+
+    def plan_for(s):
+        if s not in plans:
+            plans[s] = _Plan(s, problem_space(s, **(space_options or {})), None, backends)
+        return plans[s]
+
+    report = CheckReport("schedules")
+
+    def one_problem(schedule_and_problem):
+        s, problem = schedule_and_problem
+        _judge(plan_for(s), problem, property, report)
+
+    drawn = schedules.flatmap(lambda s: st.tuples(st.just(s), plan_for(s).space.problems()))
+    _hypothesis(given(schedule_and_problem=drawn)(one_problem), max_examples, settings, shrink)
+    return report
+
+
+def _judge(plan, problem, property, report):
+    try:
+        out = run_problem(plan, problem=problem)
+    except MutantNotApplicable:
+        reject()
+    if out.failures:
+        raise PropertyFailure(_failure_message(plan, out), problem, out)
+    if property is not None:
+        property(problem, out)
+    report.add(out)
+
+
+def _hypothesis(test, max_examples, settings, shrink):
     options = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
                                                            HealthCheck.filter_too_much]}
     if max_examples is not None:
         options["max_examples"] = int(max_examples)
-    if not shrink:
-        options["phases"] = [Phase.explicit, Phase.reuse, Phase.generate]
+    # no "explain" phase: it reruns the failure many times to word a hint the report already gives
+    options["phases"] = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if shrink else [])
     base = settings if settings is not None else hyp_settings.default
     hyp_settings(base, **options)(test)()
-    return report
 
 
 def property_test(target=None, space=None, **options):

@@ -270,6 +270,9 @@ class Problem:
     def __repr__(self) -> str:
         return f"Problem({self.call_args()})"
 
+    def _repr_pretty_(self, printer, cycle):  # Hypothesis prints examples this way: sizes and seed, no arrays
+        printer.text(repr(self))
+
 
 def _plain(v):
     return v.item() if isinstance(v, np.generic) else v

@@ -25,3 +25,25 @@ def test_the_example_reports_its_planted_bug(capsys):
     assert load_example().main(["--bug", "--examples", "15"]) == 0
     out = capsys.readouterr().out
     assert "out-of-bounds global load" in out and "property_test.py:" in out and "check_problem(" in out
+
+
+def guide_blocks():
+    text = (EXAMPLE.parent.parent / "docs" / "property-testing.md").read_text()
+    return [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
+
+
+def test_the_guides_kernel_space_and_mutation_claims_hold():
+    blocks = guide_blocks()
+    ns = {}
+    exec(blocks[0] + blocks[1], ns)  # the kernel and its space, as printed
+    from hypothesis import settings
+    from ptxforge.testing import Size, check, mutation_check
+    seeded = settings(derandomize=True, database=None)
+    assert check(ns["transpose"](), ns["space"], max_examples=15, settings=seeded).problems == 15
+    strong = mutation_check(ns["transpose"](), ns["space"], max_examples=30, max_per_kind=2, settings=seeded)
+    assert strong.results and not strong.survivors, str(strong)
+    # "restrict the space to whole tiles and every off_by_one_guard mutant survives"
+    sp = ns["space"]
+    sp.sizes = (Size("rows", 32, 96, multiple_of=32), Size("cols", 32, 96, multiple_of=32))
+    weak = mutation_check(ns["transpose"](), sp, kinds=["off_by_one_guard"], max_examples=5, max_per_kind=4)
+    assert len(weak.survivors) == len(weak.results) == 4

@@ -147,6 +147,21 @@ def test_float_tolerances_on_a_fused_multiply_add():
         check_problem(m, saxpy_space(ulps(0)), n=4096, **interp_only)
 
 
+def test_block_choices_and_drawn_scalars_reach_the_launch():
+    from hypothesis import strategies as st
+    from ptxforge.testing import Scalar
+    blocks, scalars = set(), set()
+    sp = ProblemSpace(
+        sizes=[Size("n", 1, 700, tile=128)], block=[64, 128, 256], grid=lambda p: cdiv(p.n, p.block[0]),
+        arrays=[Array("x", ("n",), np.float32, low=1, high=4), Array("y", ("n",), np.float32, low=1, high=4),
+                Array("out", ("n",), np.float32, role="out", tolerance=ulps(1))],
+        scalars=[Scalar("a", st.floats(1, 2, width=32))],
+        reference=lambda x, y, a: np.float32(a) * x + y)
+    check(saxpy(out=True), sp, max_examples=20, settings=SEEDED, **interp_only,
+          property=lambda p, o: (blocks.add(p.block[0]), scalars.add(p.scalars["a"])))
+    assert len(blocks) > 1 and len(scalars) > 1
+
+
 def test_ulps_count_across_zero_and_nan_matches_nan():
     t = ulps(2)
     tiny = np.array([1], np.uint32).view(np.float32)  # the smallest positive subnormal

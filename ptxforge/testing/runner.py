@@ -50,7 +50,7 @@ from ..builder import Kernel, KernelBuilder
 from ..errors import ValidationError
 from ..module import Module
 from .gpu import REQUIRE_GPU_ENV, gpu_required, gpu_skip_reason
-from .problem import POISON_BYTE, Problem, ProblemSpace
+from .problem import INT4_DTYPES, POISON_BYTE, Problem, ProblemSpace
 from .tolerance import exact
 
 __all__ = ["check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
@@ -335,13 +335,16 @@ def _compare_backends(sp, out):
 def _fmt(a, v) -> str:
     """One element: its value and, for floats or poison, its bits."""
     if a.int4:
-        return f"0x{int(v):02x} (nibbles {int(v) & 15}, {int(v) >> 4})"
+        lo, hi = int(v) & 15, (int(v) >> 4) & 15
+        if INT4_DTYPES[a.dtype]:
+            lo, hi = (lo ^ 8) - 8, (hi ^ 8) - 8
+        return f"0x{int(v):02x} (values {lo}, {hi})"
     if a.bf16:
         f = np.array([int(v) << 16], np.uint32).view(np.float32)[0]
-        return f"{f!r} (0x{int(v):04x})"
+        return f"{f} (0x{int(v):04x})"
     if isinstance(v, np.floating):
         bits = np.array([v]).view(f"u{v.itemsize}")[0]
-        return f"{v!r} (0x{int(bits):0{2 * v.itemsize}x})"
+        return f"{v} (0x{int(bits):0{2 * v.itemsize}x})"
     return repr(v.item() if isinstance(v, np.generic) else v)
 
 

@@ -87,9 +87,11 @@ class Mutant:
 
     @property
     def label(self) -> str:
+        """kind #nth: the instruction (file:line)."""
         return f"{self.kind} #{self.nth}: {self.instruction}  ({self.where})"
 
     def apply(self, kernel: Kernel) -> Kernel:
+        """The mutated copy of `kernel` (ValidationError when it has no such site)."""
         return MUTANT_KINDS[self.kind][0](kernel, nth=self.nth)
 
     def __str__(self) -> str:

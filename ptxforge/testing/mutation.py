@@ -45,10 +45,12 @@ class MutationReport:
 
     @property
     def survivors(self) -> list:
+        """The mutants no drawn problem caught: bugs the property test lets through."""
         return [r.mutant for r in self.results if not r.killed]
 
     @property
     def killed(self) -> list:
+        """The mutants some problem caught."""
         return [r.mutant for r in self.results if r.killed]
 
     def __str__(self) -> str:

@@ -132,14 +132,17 @@ class Array:
 
     @property
     def is_output(self) -> bool:
+        """Whether the kernel writes this array (role "out" or "inout") and the reference judges it."""
         return self.role in ("out", "inout")
 
     @property
     def int4(self) -> bool:
+        """Whether this is packed 4-bit data ("s4" / "u4")."""
         return isinstance(self.dtype, str) and self.dtype in INT4_DTYPES
 
     @property
     def bf16(self) -> bool:
+        """Whether this is bfloat16 (held in uint16)."""
         return isinstance(self.dtype, str) and self.dtype == _BF16
 
     @property
@@ -265,6 +268,7 @@ class Problem:
         return ", ".join(parts)
 
     def describe(self) -> str:
+        """The problem's values and its resolved launch, on one line."""
         return f"{self.call_args()}; grid={self.grid}, block={self.block}, shared={self.shared}"
 
     def __repr__(self) -> str:
@@ -332,9 +336,11 @@ class ProblemSpace:
 
     @property
     def outputs(self) -> tuple:
+        """The arrays the kernel writes (role "out" or "inout")."""
         return tuple(a for a in self.arrays if a.is_output)
 
     def array(self, name: str) -> Array:
+        """The Array called `name`."""
         for a in self.arrays:
             if a.name == name:
                 return a

@@ -89,6 +89,7 @@ class Outcome:
 
     @property
     def ok(self) -> bool:
+        """Whether every backend's run passed every check."""
         return not self.failures
 
 
@@ -103,6 +104,7 @@ class CheckReport:
     largest: dict = field(default_factory=dict)  # {size name: largest value drawn}
 
     def add(self, outcome: Outcome):
+        """Count one passing problem."""
         self.problems += 1
         for b in outcome.outputs:
             self.runs[b] = self.runs.get(b, 0) + 1

@@ -60,6 +60,7 @@ class Tolerance:
         raise ValueError(f"unknown tolerance mode {self.mode!r}")
 
     def describe(self) -> str:
+        """The bound in words, for failure reports."""
         if self.mode == "ulps":
             return f"within {self.ulps} ulp"
         if self.mode == "relative":

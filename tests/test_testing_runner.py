@@ -252,3 +252,16 @@ def test_mutants_of_lists_every_site():
     assert {m.kind for m in found} == {"drop_bar_sync", "off_by_one_guard"}
     assert sum(m.kind == "off_by_one_guard" for m in found) == 16  # two guards per pass, 4 passes in, 4 out
     assert all("kernels.py:" in m.where for m in found)
+
+
+def test_a_schedules_failure_reruns_from_its_snippet_alone():
+    import textwrap
+    tc = TileCopy(16, 64, "s8", tile_rows=4, tile_cols=16, threads=64, stages=3, completion="groups")
+    wait = mutants_of(tc.emit().kernels[0], ["loosen_wait_group"])[0]
+    e = failure_of(tc, transform=wait.apply, max_examples=30, **interp_only)
+    assert "(a mutant: loosen_wait_group #0" in str(e)
+    snippet = textwrap.dedent(str(e).split("reproduce:\n", 1)[1])
+    assert "TileCopy(" in snippet and "Mutant(" in snippet
+    with pytest.raises(PropertyFailure) as again:
+        exec(snippet, {})
+    assert again.value.problem.sizes == e.problem.sizes and again.value.problem.seed == e.problem.seed

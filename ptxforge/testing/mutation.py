@@ -86,9 +86,7 @@ def mutation_check(target=None, space=None, *, kernel=None, kinds=None, max_per_
           settings=settings)  # the kernel itself must pass, or no verdict below means anything
     report = MutationReport(base.name)
     for m in mutants_of(base, kinds, max_per_kind=max_per_kind):
-        def transform(k, m=m):
-            return m.apply(k)
-        transform.label = m.label
+        transform = m.apply
         try:
             check(target, space, kernel=kernel, backends=backends, property=property, max_examples=max_examples,
                   settings=settings, shrink=False, transform=transform)

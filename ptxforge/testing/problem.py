@@ -383,11 +383,10 @@ class ProblemSpace:
     def make(self, *, seed: int = 0, **values) -> Problem:
         """The problem with these sizes, launch choices and scalars (defaults: sizes at their low
         bound, the first block and choice, scalars' constants) and data from `seed`."""
-        sizes = {s.name: int(values.pop(s.name, max(s.low, s.values_near_edges()[0]))) for s in self.sizes}
-        launch = {"block": _dims(values.pop("block")) if "block" in values else _first(self._block_strategy())}
+        sizes = {s.name: int(values.pop(s.name, s.values_near_edges()[0])) for s in self.sizes}
+        launch = {"block": _dims(values.pop("block")) if "block" in values else _first(self.block, _dims)}
         for k, v in self.choices.items():
-            launch[k] = values.pop(k) if k in values else _first(v if isinstance(v, st.SearchStrategy)
-                                                                 else st.sampled_from(list(v)))
+            launch[k] = values.pop(k) if k in values else _first(v if isinstance(v, st.SearchStrategy) else list(v))
         scalars = {}
         for sc in self.scalars:
             if sc.name in values:
@@ -468,7 +467,12 @@ class _SizesView:
         self.__dict__.update(d)
 
 
-def _first(strategy):
-    """A fixed first value of a strategy (a sampled_from list's first, a just's value)."""
-    from hypothesis import find
-    return find(strategy, lambda _: True)
+def _first(spec, convert=lambda v: v):
+    """The value `make` takes when none is given: a list's first, a constant itself, and for a
+    Hypothesis strategy its simplest example."""
+    if isinstance(spec, st.SearchStrategy):
+        from hypothesis import find
+        return convert(find(spec, lambda _: True))
+    if isinstance(spec, list):
+        return convert(spec[0])
+    return convert(spec)

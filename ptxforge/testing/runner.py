@@ -372,17 +372,29 @@ def _failure_message(plan, out: Outcome) -> str:
     head = (f"kernel {out.kernel.name} fails on problem {p.call_args()}\n"
             f"  launch: grid={p.grid}, block={p.block}, shared={p.shared}; sizes {p.sizes}")
     if plan.transform is not None:
-        head += f"\n  (a mutant: {getattr(plan.transform, 'label', plan.transform)})"
+        owner = getattr(plan.transform, "__self__", None)
+        head += f"\n  (a mutant: {getattr(owner, 'label', None) or getattr(plan.transform, '__name__', 'transformed')})"
     body = "\n".join(_indent(f, "  ") for f in out.failures)
     return f"{head}\n{body}\nreproduce:\n{_indent(_snippet(plan, p), '    ')}"
 
 
 def _snippet(plan, p) -> str:
+    """Python that reruns problem `p` alone (check_problem), with the plan's mutation when it has one."""
     sp = plan.space
+    lines, extra = [], ""
+    t = plan.transform
+    if t is not None:
+        owner = getattr(t, "__self__", None)
+        if type(owner).__name__ == "Mutant":
+            lines.append(f"from ptxforge.testing.mutants import Mutant\ntransform = {owner!r}.apply")
+        else:
+            lines.append("transform = ...  # the transform given to check")
+        extra = ", transform=transform"
     if sp.repro:
-        return f"{sp.repro}\ncheck_problem(target, space, {p.call_args()})"
-    return ("from ptxforge.testing import check_problem\n"
-            f"check_problem(kernel, space, {p.call_args()})  # the kernel and the space given to check")
+        return "\n".join([sp.repro] + lines + [f"check_problem(target, space, {p.call_args()}{extra})"])
+    return "\n".join(["from ptxforge.testing import check_problem"] + lines +
+                     [f"check_problem(kernel, space, {p.call_args()}{extra})  # the kernel and the space given to "
+                      "check"])
 
 
 # ---------------------------------------------------------------- the public calls

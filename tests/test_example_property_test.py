@@ -21,6 +21,13 @@ def test_the_example_passes_and_kills_every_mutant(capsys):
     assert "0 survived" in out and "SURVIVED" not in out
 
 
+def test_the_examples_kernels_assemble():
+    from ptxforge.assembler import assemble
+    ex = load_example()
+    for bug in (False, True):
+        assert assemble(ex.block_sums("sm_90", bug=bug)).resources("block_sums").registers > 0
+
+
 def test_the_example_reports_its_planted_bug(capsys):
     assert load_example().main(["--bug", "--examples", "15"]) == 0
     out = capsys.readouterr().out

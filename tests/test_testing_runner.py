@@ -265,3 +265,16 @@ def test_a_schedules_failure_reruns_from_its_snippet_alone():
     with pytest.raises(PropertyFailure) as again:
         exec(snippet, {})
     assert again.value.problem.sizes == e.problem.sizes and again.value.problem.seed == e.problem.seed
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_the_sample_kernels_and_their_mutants_assemble(target):
+    from ptxforge import Module
+    from ptxforge.assembler import assemble
+    k = transpose(target).kernel("transpose")
+    assert assemble(Module([k])).resources("transpose").registers > 0
+    for m in mutants_of(k, max_per_kind=2):  # a mutant is still legal PTX: only its meaning changed
+        bad = m.apply(k)
+        assert assemble(Module([bad])).resources("transpose").registers > 0
+    for build in (writes_its_input, unmodelled):
+        assert assemble(build()).report()

@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ptxforge import interp
-from ptxforge.interp.samples import Int4GemmSample, pack_int4
+from ptxforge.int4 import pack_int4
 from ptxforge.testing.interp_strategies import check_against_reference, poison, seeds
+
+from support.samples import Int4GemmSample
 
 
 def operands(seed, m, n, k):

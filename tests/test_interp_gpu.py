@@ -8,10 +8,12 @@ from hypothesis import given, strategies as st
 
 import ptxforge as pf
 from ptxforge import interp
-from ptxforge.interp.layouts import mma_fragment, unpack_fragment
-from ptxforge.interp.samples import Int4GemmSample, pack_int4
+from ptxforge.isa.fragments import mma_fragment, unpack_fragment
+from ptxforge.int4 import pack_int4
 from ptxforge.isa import types as T
 from ptxforge.testing.interp_strategies import ldmatrix_forms, mma_forms, poison, seeds
+
+from support.samples import Int4GemmSample
 
 from test_interp_async import zero_fill_probe
 from test_interp_mma import _acc_words, _decode, _random_words, ldmatrix_probe, mma_probe

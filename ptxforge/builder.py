@@ -12,7 +12,6 @@ import itertools
 import re
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 from .errors import SourceLoc, ValidationError, caller_loc, with_loc, PtxforgeError
 from .isa import types as T
@@ -26,9 +25,10 @@ from .isa.async_copy import AsyncCopyOps
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
-from .isa.targets import Requirement, Target, V
+from .isa.targets import Target
 from .isa.tensor import TensorOps
-from .isa.types import ScalarType
+from .isa.types import ScalarType, decl_type
+from .kernel import Comment, Kernel, LabelDef, Param
 from .isa.warp import WarpOps
 
 _PTXFORGE_INTERNAL = True
@@ -46,115 +46,6 @@ def _prefix(t: ScalarType) -> str:
     if t.name in _PREFIX:
         return _PREFIX[t.name]
     return {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}[t.bits]
-
-
-def decl_type(t: ScalarType) -> ScalarType:
-    """The type a register of `t` is declared with (bf16 values live in .b16/.b32 registers)."""
-    if t is T.bf16:
-        return T.b16
-    if t is T.bf16x2:
-        return T.b32
-    return t
-
-
-@dataclass(frozen=True)
-class Param:
-    """A kernel parameter (`.param`)."""
-
-    name: str
-    type: ScalarType
-    pointee: ScalarType | None = None  # element type when this is a pointer
-    space: str | None = None  # "global" for device pointers
-    nbytes: int | None = None  # byte-array parameters (e.g. a 128-byte tensor map)
-    align: int | None = None
-
-    @property
-    def symbol(self) -> Symbol:
-        return Symbol(self.name, "param", self.type, self.nbytes, self.align or 1)
-
-    @property
-    def is_pointer(self) -> bool:
-        return self.pointee is not None or self.space is not None
-
-    def render(self) -> str:
-        if self.nbytes is not None:
-            return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
-        return f".param .{self.type.name} {self.name}"
-
-    @property
-    def size(self) -> int:
-        return self.nbytes if self.nbytes is not None else self.type.bits // 8
-
-
-@dataclass(frozen=True)
-class LabelDef:
-    label: Label
-    loc: SourceLoc | None = None
-
-
-@dataclass(frozen=True)
-class Comment:
-    text: str
-    section: bool = False
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A finished kernel: immutable."""
-
-    name: str
-    target: Target
-    params: tuple
-    directives: tuple  # (("maxntid", (256, 1, 1)), ...)
-    registers: tuple  # Reg, in allocation order
-    shared: tuple  # static Symbols
-    extern_shared: tuple  # dynamic Symbols (module scope)
-    body: tuple  # Instruction | LabelDef | Comment
-    owner: int
-    loc: SourceLoc | None = None
-    notes: tuple = ()  # (key, value) facts a schedule wants in the listing header
-
-    @property
-    def instructions(self):
-        return [i for i in self.body if isinstance(i, Instruction)]
-
-    def requirements(self):
-        """(Requirement, what) pairs for the version computation."""
-        for ins in self.body:
-            if isinstance(ins, Instruction) and ins.req.min_ptx > _BASE_PTX:
-                yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
-        for key, _ in self.directives:
-            if key in _DIRECTIVE_REQ:
-                yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})"
-
-    @property
-    def block_limit(self) -> tuple | None:
-        for key, val in self.directives:
-            if key in ("maxntid", "reqntid"):
-                return key, val
-        return None
-
-    @property
-    def static_shared_bytes(self) -> int:
-        total = 0
-        for s in self.shared:
-            total = -(-total // s.align) * s.align + (s.nbytes or 0)
-        return total
-
-    def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-
-_BASE_PTX = V("7.0")
-
-_DIRECTIVE_REQ = {
-    "reqnctapercluster": Requirement(90, V("7.8")),
-    "explicitcluster": Requirement(90, V("7.8")),
-    "maxclusterrank": Requirement(90, V("7.8")),
-}
 
 
 def _dims(v, what):

@@ -11,7 +11,7 @@ from ptxforge.assembler import (available_backends, backend_ptx_cap, diagnostics
 from ptxforge.isa.instruction import make
 from ptxforge.isa.operands import Imm
 from ptxforge.testing.kernels import saxpy
-from ptxforge.testing.located import marked_line
+from support.located import marked_line
 
 HERE = __file__
 BACKENDS = available_backends()

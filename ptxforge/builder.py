@@ -13,7 +13,7 @@ import re
 import warnings
 from contextlib import contextmanager
 
-from .errors import SourceLoc, ValidationError, caller_loc, with_loc, PtxforgeError
+from .errors import PtxforgeError, SourceLoc, TargetError, ValidationError, caller_loc, with_loc
 from .isa import types as T
 from .isa.arith import ArithOps
 from .isa.bits import BitOps
@@ -60,11 +60,8 @@ def _dims(v, what):
     return v
 
 
-def builder_method(fn):
-    """Attach the caller's line to any PtxforgeError raised inside a builder method."""
-    if getattr(fn, "_ptxforge_wrapped", False):
-        return fn
-
+def _report_at_caller(fn):
+    """Wrap a builder method so that a PtxforgeError raised inside it carries the caller's line."""
     def wrapper(self, *args, **kwargs):
         try:
             return fn(self, *args, **kwargs)
@@ -74,7 +71,6 @@ def builder_method(fn):
     wrapper.__qualname__ = fn.__qualname__
     wrapper.__doc__ = fn.__doc__
     wrapper.__wrapped__ = fn
-    wrapper._ptxforge_wrapped = True
     return wrapper
 
 
@@ -128,7 +124,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._labels_placed: dict[str, SourceLoc | None] = {}
         self._labels_used: dict[str, SourceLoc | None] = {}
         self._label_counter = itertools.count()
-        self._if_stack: list = []
         self._last_if = None
         self._loop_stack: list = []
         self._notes: list = []
@@ -245,8 +240,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._body.append(ins)
         return ins
 
-    _emit = emit
-
     def comment(self, text: str) -> None:
         """A `// comment` line in the body."""
         for line in str(text).splitlines() or [""]:
@@ -270,7 +263,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
         self._names.add(name)
 
-    @builder_method
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
         """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param)."""
         self._claim(name, "parameter")
@@ -281,7 +273,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.params.append(p)
         return p
 
-    @builder_method
     def load_param(self, p: Param | str, dst=None) -> Reg:
         """`ld.param` a scalar parameter into a register."""
         if isinstance(p, str):
@@ -296,13 +287,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         raise ValidationError(f"kernel '{self.name}' has no parameter '{name}'; it has: "
                               + ", ".join(q.name for q in self.params))
 
-    @builder_method
     def param_value(self, name: str, type) -> Reg:
         """Declare a scalar parameter and load it: `.param .u32 n` + `ld.param.u32`."""
         p = self.param(name, type)
         return self.load_param(p, dst=self.reg(decl_type(p.type), name))
 
-    @builder_method
     def param_ptr(self, name: str, pointee=T.b8, *, space: str = "global") -> Reg:
         """Declare a pointer parameter, load it and convert it to a `space` address (cvta.to)."""
         p = self.param(name, T.u64, pointee=pointee, space=space)
@@ -311,19 +300,16 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             return r
         return self.cvta(r, to=space, dst=r)
 
-    @builder_method
     def param_address(self, p: Param) -> Reg:
         """Generic address of a by-value parameter block (mov + cvta.param; PTX 7.7)."""
         r = self.mov(p.symbol, type=T.u64)
         return self.cvta(r, frm="param", dst=r)
 
     # ------------------------------------------------------------------ special registers
-    @builder_method
     def sreg(self, name: str, dst=None) -> Reg:
         """Read a special register: `mov.u32 %tid_x, %tid.x`."""
         s = special(name)
         if s.name in SM90_SPECIAL and self.target.sm < 90:
-            from .errors import TargetError
             raise TargetError(f"%{s.name} needs sm_90 or newer; the kernel targets {self.target}")
         d = dst if dst is not None else self.reg(s.type, s.name.replace(".", "_"))
         return self.mov(s, dst=d)
@@ -343,14 +329,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def laneid(self) -> Reg:
         return self.sreg("laneid")
 
-    @builder_method
     def global_index(self, dim="x") -> Reg:
         """ctaid*ntid + tid along one dimension (u32)."""
         i = self.reg(T.u32, f"gid_{dim}")
         return self.mad(self.ctaid(dim), self.ntid(dim), self.tid(dim), mode="lo", dst=i)
 
     # ------------------------------------------------------------------ shared memory
-    @builder_method
     def shared(self, name: str, nbytes: int, align: int = 16) -> Symbol:
         """Static shared memory: `.shared .align A .b8 name[nbytes];` (at most 48 KB per kernel)."""
         self._claim(name, "shared variable")
@@ -372,7 +356,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             total = -(-total // x.align) * x.align + x.nbytes
         return total
 
-    @builder_method
     def dynamic_shared(self, name: str = "dyn_smem", align: int = 16) -> Symbol:
         """Dynamic shared memory (`.extern .shared`, module scope); its size is given at launch."""
         _check_align(align)
@@ -381,7 +364,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._extern.append(s)
         return s
 
-    @builder_method
     def shared_base(self, sym: Symbol, offset: int = 0, dst=None) -> Reg:
         """32-bit shared-window address of a shared variable (`mov.u32 %r, sym`), plus an offset."""
         if not isinstance(sym, Symbol) or sym.space != "shared":
@@ -398,7 +380,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise with_loc(ValidationError(f"label name {name!r} is not a PTX identifier"), caller_loc())
         return Label(f"{name}_{next(self._label_counter)}", self.id)
 
-    @builder_method
     def place(self, label: Label) -> Label:
         """Put a label at the current position."""
         if label.owner != self.id:
@@ -479,7 +460,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.bra(top)
         self.place(end)
 
-    @builder_method
     def break_(self, pred=None) -> None:
         """Leave the innermost for_range/loop (where `pred` holds, if given)."""
         if not self._loop_stack:
@@ -509,8 +489,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         from .module import Module
         return Module([self.finish()], **kwargs)
 
-    build = module
-
 
 def _check_align(align):
     if not isinstance(align, int) or align < 1 or align & (align - 1):
@@ -522,14 +500,16 @@ _SELF_LOCATING = frozenset({"emit", "reg"})
 
 
 def _wrap_public_methods(cls):
-    """Every public builder method reports errors at the caller's line."""
+    """Every public builder method (the mixins' included) reports errors at the caller's line.
+
+    This is the one wrapping mechanism: methods are not decorated one by one."""
     import inspect
     for name in dir(cls):
         if name.startswith("_") or name in _SELF_LOCATING:
             continue
         attr = inspect.getattr_static(cls, name)
         if inspect.isfunction(attr):
-            setattr(cls, name, builder_method(attr))
+            setattr(cls, name, _report_at_caller(attr))
 
 
 _wrap_public_methods(KernelBuilder)

@@ -106,9 +106,13 @@ def decl_type(t: ScalarType) -> ScalarType:
 
 
 def wide_type(t: ScalarType) -> ScalarType:
-    """The double-width type of the same kind that `.wide` arithmetic produces
-    (`mul.wide.s32` -> `.s64`, `mad.wide.u16` -> `.u32`)."""
-    return lookup(f"{t.kind}{t.bits * 2}")
+    """The result type of `.wide` integer arithmetic on `t`: twice the width, signed for signed
+    sources and unsigned otherwise (`mul.wide.s32` -> `.s64`, `mad.wide.u16` -> `.u32`; untyped
+    bits count as unsigned).  `t` must be an 8-, 16- or 32-bit integer or bit type."""
+    if t.kind not in ("u", "s", "b") or t.packed or t.bits > 32:
+        from ..errors import ValidationError  # a ValueError too
+        raise ValidationError(f".wide doubles 8-, 16- or 32-bit integers; .{t.name} has no wide type")
+    return lookup(f"{'s' if t.kind == 's' else 'u'}{t.bits * 2}")
 
 
 # numpy dtype <-> PTX type, for parameters and arrays.

@@ -1,4 +1,4 @@
-"""A complete pipelined int4 GEMM (ptxforge.interp.samples) under the interpreter: exact results on
+"""A complete pipelined int4 GEMM (tests/support/samples.py) under the interpreter: exact results on
 drawn ragged shapes for both compute paths, and the planted bugs it exists to catch — a removed
 cp.async.wait_group, a removed bar.sync, an off-by-one tail bound — each reported precisely."""
 

@@ -1,2 +1,2 @@
-"""Test assets shared by the tests and benchmarks: sample kernels and helpers that are not part of
-the package."""
+"""Test assets shared by the test files and benchmarks: probe and sample kernels, PTX cross-checks,
+error-location asserts."""

@@ -7,6 +7,7 @@ a thread executes it.
 
 from __future__ import annotations
 
+from ..isa.arith import ARITH
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_warp)
 from .findings import InterpUnsupported
@@ -14,11 +15,8 @@ from .program import BLOCKING, BRANCH, PLAIN, Op
 
 _PTXFORGE_INTERNAL = True
 
-ARITH = ("add", "sub", "mul", "mad", "fma", "div", "rem", "abs", "neg", "min", "max",
-         "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos")
-
 FACTORIES = {
-    **{k: exec_arith.make_arith for k in ARITH},
+    **{k: exec_arith.make_arith for k in ARITH},  # every row of the table; semantics by opcode there
     **{k: exec_bits.make_logic for k in ("and", "or", "xor", "not", "cnot")},
     "shl": exec_bits.make_shift, "shr": exec_bits.make_shift,
     "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
@@ -52,6 +50,7 @@ BLOCKING_FACTORIES = {
 def _refusal(exc):
     def refuse(S, m):
         raise exc
+    refuse.unsupported = exc  # what the executor will raise: readable without running it
     return refuse
 
 

@@ -12,7 +12,7 @@ from ..isa.bits import BITFIELD, SHIFT_TYPES
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_warp)
 from .findings import InterpUnsupported
-from .program import BLOCKING, BRANCH, PLAIN, Op
+from .ops import BLOCKING, BRANCH, PLAIN, Op
 
 _PTXFORGE_INTERNAL = True
 

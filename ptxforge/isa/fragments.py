@@ -156,6 +156,7 @@ class MatrixLayout:
 
     @property
     def address_lanes(self) -> int:
+        """How many lanes supply a row address: 8 per matrix."""
         return 8 * self.num
 
     @staticmethod
@@ -166,6 +167,9 @@ class MatrixLayout:
 
 @lru_cache(maxsize=None)
 def matrix_layout(num: int, trans: bool) -> MatrixLayout:
+    """The register layout of `ldmatrix`/`stmatrix` .m8n8.x{num}[.trans].b16: which row and column of
+    each 8x8 matrix every lane's register halves hold (lane l: row l // 4, columns 2(l % 4) and
+    2(l % 4) + 1; transposed with .trans)."""
     lane = np.arange(WARP)[:, None, None]
     h = np.arange(2)[None, None, :]
     j = np.arange(num)[None, :, None]

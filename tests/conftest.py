@@ -1,9 +1,17 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ptxforge.testing.gpu import REQUIRE_GPU_ENV, gpu_required, gpu_skip_reason
+from ptxforge.runtime.device import gpu_skip_reason
+
+# tests/ on the path, whatever pytest's import mode: test assets live in tests/support, golden builders in tests/golden.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# PTXFORGE_REQUIRE_GPU=1 turns "no GPU, skipped" into a failure (run GPU lanes this way); the
+# property-test runner reads the same switch.
+from ptxforge.testing.runner import REQUIRE_GPU_ENV, gpu_required  # noqa: E402
 
 # Bounded examples on CI (2 cores, no GPU); more where asked.
 settings.register_profile("ci", max_examples=20, deadline=None,

@@ -13,7 +13,8 @@ from ptxforge import KernelBuilder, f32, u32
 from ptxforge.schedules import TileCopy
 from ptxforge.testing import (Array, ProblemSpace, PropertyFailure, Size, cdiv, check, check_problem, mutation_check,
                               property_test, relative, ulps)
-from ptxforge.testing.gpu import REQUIRE_GPU_ENV, gpu_skip_reason
+from ptxforge.runtime import gpu_skip_reason
+from ptxforge.testing import REQUIRE_GPU_ENV
 from ptxforge.testing.kernels import saxpy, transpose
 from ptxforge.testing.mutants import (drop_bar_sync, drop_mbarrier_wait, loosen_wait_group, mutants_of,
                                       off_by_one_guard)

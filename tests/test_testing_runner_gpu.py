@@ -10,7 +10,7 @@ from hypothesis import settings
 from ptxforge import KernelBuilder, f32, u32
 from ptxforge.schedules import Int4Gemm, Int8Gemm, TileCopy
 from ptxforge.testing import Array, ProblemSpace, PropertyFailure, Size, cdiv, check
-from ptxforge.testing.gpu import REQUIRE_GPU_ENV
+from ptxforge.testing import REQUIRE_GPU_ENV
 from ptxforge.testing.kernels import transpose
 from ptxforge.testing.mutants import off_by_one_guard
 

@@ -14,12 +14,10 @@ relative), `mutation` (mutation_check) and `schedule_problems` (spaces of the sc
 `strategies` holds Hypothesis strategies drawn from the same legal-form tables the validator
 uses; `kernels` small reference kernels (saxpy, transpose); `mutants` planted bugs (a dropped
 bar.sync, a looser wait_group, a missing mbarrier wait, an off-by-one guard).
+GPU detection is `ptxforge.runtime.gpu_available` / `gpu_skip_reason`.
 """
 
-from .gpu import gpu_available, gpu_skip_reason, offline_summary, REQUIRE_GPU_ENV
-
-__all__ = ["gpu_available", "gpu_skip_reason", "offline_summary", "REQUIRE_GPU_ENV",
-           "ProblemSpace", "Problem", "Size", "Array", "Scalar", "cdiv",
+__all__ = ["REQUIRE_GPU_ENV", "gpu_required", "ProblemSpace", "Problem", "Size", "Array", "Scalar", "cdiv",
            "check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
            "CheckReport", "Outcome", "exact", "ulps", "relative", "Tolerance", "mutation_check", "MutationReport",
            "problem_space", "register_problem_space"]
@@ -28,7 +26,7 @@ _LAZY = {
     "ProblemSpace": ".problem", "Problem": ".problem", "Size": ".problem", "Array": ".problem",
     "Scalar": ".problem", "cdiv": ".problem",
     "check": ".runner", "check_schedules": ".runner", "check_problem": ".runner", "run_problem": ".runner",
-    "property_test": ".runner",
+    "property_test": ".runner", "REQUIRE_GPU_ENV": ".runner", "gpu_required": ".runner",
     "PropertyFailure": ".runner", "CheckReport": ".runner", "Outcome": ".runner",
     "exact": ".tolerance", "ulps": ".tolerance", "relative": ".tolerance", "Tolerance": ".tolerance",
     "mutation_check": ".mutation", "MutationReport": ".mutation",
@@ -37,7 +35,7 @@ _LAZY = {
 
 
 def __getattr__(name):
-    # the runner pulls in Hypothesis and the interpreter: load on first use (examples import gpu helpers only)
+    # the runner pulls in Hypothesis and the interpreter: load on first use
     if name in _LAZY:
         import importlib
         return getattr(importlib.import_module(_LAZY[name], __name__), name)

@@ -40,24 +40,28 @@ from __future__ import annotations
 
 import functools
 import inspect
+import os
 import unittest
 from dataclasses import dataclass, field
 
 import numpy as np
 from hypothesis import HealthCheck, Phase, given, reject, settings as hyp_settings
 
-from ..builder import Kernel, KernelBuilder
+from ..builder import KernelBuilder
+from ..kernel import Kernel
 from ..errors import ValidationError
 from ..module import Module
-from .gpu import REQUIRE_GPU_ENV, gpu_required, gpu_skip_reason
+from ..runtime.device import gpu_skip_reason
 from .problem import INT4_DTYPES, POISON_BYTE, Problem, ProblemSpace
 from .tolerance import exact
 
 __all__ = ["check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
            "CheckReport", "Outcome",
-           "BACKENDS", "choose_backends"]
+           "BACKENDS", "choose_backends", "REQUIRE_GPU_ENV", "gpu_required"]
 
 BACKENDS = ("interp", "gpu")
+#: Set to 1 to make a missing GPU a failure: check's "auto" then demands the GPU backend (GPU lanes set it).
+REQUIRE_GPU_ENV = "PTXFORGE_REQUIRE_GPU"
 #: How many differing elements a report lists.
 SHOWN = 5
 
@@ -119,6 +123,11 @@ class CheckReport:
 
 
 # ---------------------------------------------------------------- choosing backends
+
+def gpu_required() -> bool:
+    """Whether PTXFORGE_REQUIRE_GPU asks for the GPU (set, and not "0")."""
+    return os.environ.get(REQUIRE_GPU_ENV, "") not in ("", "0")
+
 
 def choose_backends(backends="auto") -> tuple:
     """(backends to run, backends demanded) for a `backends=` argument; raises PropertyFailure when a

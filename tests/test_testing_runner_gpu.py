@@ -69,3 +69,11 @@ def test_the_gpu_backend_alone_finds_and_shrinks_a_planted_bug():
 def test_the_require_switch_puts_the_gpu_into_auto(monkeypatch):
     monkeypatch.setenv(REQUIRE_GPU_ENV, "1")
     assert check(transpose(), transpose_space(), max_examples=5).runs == {"interp": 5, "gpu": 5}
+
+
+def test_a_problem_with_out_of_bounds_accesses_is_kept_off_the_gpu():
+    with pytest.raises(PropertyFailure) as info:
+        check(transpose(), transpose_space(), backends=BOTH, transform=lambda k: off_by_one_guard(k, nth=0),
+              max_examples=20, settings=SEEDED)
+    assert "out-of-bounds" in str(info.value) and "gpu" in info.value.outcome.skipped
+    assert check(transpose(), transpose_space(), backends=BOTH, max_examples=3).runs["gpu"] == 3  # still healthy

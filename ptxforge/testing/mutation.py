@@ -71,10 +71,13 @@ def _reason(e: BaseException) -> str:
 
 
 def mutation_check(target=None, space=None, *, kernel=None, kinds=None, max_per_kind: int | None = 4,
-                   max_examples: int = 10, backends="auto", property=None, settings=None) -> MutationReport:
+                   max_examples: int = 10, backends=("interp",), property=None, settings=None) -> MutationReport:
     """Run `check` against each mutant of the kernel; report which were killed and which survived.
 
-    target, space, kernel, backends, property, settings: as for `check`.  kinds: mutant kinds
+    target, space, kernel, property, settings: as for `check`.  backends: the interpreter alone by
+    default (its findings kill most synchronization mutants, and a mutant's stray store could fault
+    a GPU's context for the rest of the process); pass "auto" or ("interp", "gpu") to add the
+    device.  kinds: mutant kinds
     (default: all of testing.mutants.MUTANT_KINDS that apply); max_per_kind: at most this many
     sites of each kind (spread over the kernel; None: all).  max_examples: problems per mutant.
     Mutants are taken from the kernel of the space's first problem (`space.make()`); for a

@@ -30,6 +30,10 @@ demands exactly those (a missing one is a failure).  What must hold, per problem
 4. integer outputs (and float outputs compared exactly) are bit-identical on the interpreter
    and the GPU.
 
+The interpreter runs first; a problem in which it finds an out-of-bounds or misaligned access
+has failed already and is not launched on the GPU, where the stray access could fault the
+context (and with it every later launch of the process).
+
 A failure raises PropertyFailure; Hypothesis shrinks it first, so the report names the
 smallest problem it found: its sizes and launch, the first differing elements with their
 indices, the findings with the Python lines that emitted the instructions, and a snippet that
@@ -62,6 +66,8 @@ __all__ = ["check", "check_schedules", "check_problem", "run_problem", "property
 BACKENDS = ("interp", "gpu")
 #: Set to 1 to make a missing GPU a failure: check's "auto" then demands the GPU backend (GPU lanes set it).
 REQUIRE_GPU_ENV = "PTXFORGE_REQUIRE_GPU"
+#: Interpreter findings that keep a problem off the GPU (the access could fault the device).
+UNSAFE_ON_GPU = frozenset({"oob", "misaligned"})
 #: How many differing elements a report lists.
 SHOWN = 5
 
@@ -228,12 +234,15 @@ def run_problem(plan_or_target, space=None, problem=None, *, kernel=None, backen
     out = Outcome(p, k)
     out.expected = sp.expected(p)
     names = [q.name for q in k.params]
-    for backend in plan.backends:
+    for backend in sorted(plan.backends, key=BACKENDS.index):  # the interpreter first
         if backend == "interp":
             if plan.interp_unsupported is not None and "interp" not in plan.demanded:
                 out.skipped["interp"] = plan.interp_unsupported
                 continue
             _run_interp(plan, k, p, names, out)
+        elif out.report is not None and any(f.kind in UNSAFE_ON_GPU for f in out.report.findings):
+            # already failed; on the device the stray access could fault the context for every later launch
+            out.skipped["gpu"] = "not launched: the interpreter found out-of-bounds or misaligned accesses"
         else:
             _run_gpu(plan, k, p, names, out)
     if not out.outputs and not out.failures:

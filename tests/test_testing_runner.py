@@ -43,7 +43,7 @@ def failure_of(*args, **kwargs) -> PropertyFailure:
 def test_a_correct_kernel_passes_over_edge_sizes():
     seen = set()
     report = check(transpose(), transpose_space(), max_examples=25, property=lambda p, o: seen.add(p.sizes["rows"]),
-                   **interp_only)
+                   settings=SEEDED, **interp_only)
     assert report.problems == 25 and report.runs == {"interp": 25}
     assert seen & {0, 1, 31, 32, 33}  # the edges come up by default
 
@@ -279,3 +279,11 @@ def test_the_sample_kernels_and_their_mutants_assemble(target):
         assert assemble(Module([bad])).resources("transpose").registers > 0
     for build in (writes_its_input, unmodelled):
         assert assemble(build()).report()
+
+
+def test_one_kernel_of_a_module_is_picked_by_name():
+    from ptxforge import Module
+    both = Module([transpose().kernel("transpose"), saxpy().kernel("saxpy")])
+    assert check(both, transpose_space(), kernel="transpose", max_examples=3, **interp_only).kernel == "transpose"
+    with pytest.raises(Exception, match="saxpy"):
+        check(both, transpose_space(), kernel="nope", max_examples=3, **interp_only)

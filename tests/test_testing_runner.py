@@ -7,7 +7,7 @@ import unittest
 
 import numpy as np
 import pytest
-from hypothesis import settings
+from hypothesis import given, settings, strategies as st
 
 from ptxforge import KernelBuilder, f32, u32
 from ptxforge.schedules import TileCopy
@@ -15,7 +15,10 @@ from ptxforge.testing import (Array, ProblemSpace, PropertyFailure, Size, cdiv, 
                               property_test, relative, ulps)
 from ptxforge.runtime import gpu_skip_reason
 from ptxforge.testing import REQUIRE_GPU_ENV
+from ptxforge.testing.copy_strategies import tile_copy_schedules
+from ptxforge.testing.gemm_strategies import gemm_schedules
 from ptxforge.testing.kernels import saxpy, transpose
+from ptxforge.testing.schedule_problems import constructor_text
 from ptxforge.testing.mutants import (drop_bar_sync, drop_mbarrier_wait, loosen_wait_group, mutants_of,
                                       off_by_one_guard)
 
@@ -287,3 +290,9 @@ def test_one_kernel_of_a_module_is_picked_by_name():
     assert check(both, transpose_space(), kernel="transpose", max_examples=3, **interp_only).kernel == "transpose"
     with pytest.raises(Exception, match="saxpy"):
         check(both, transpose_space(), kernel="nope", max_examples=3, **interp_only)
+
+
+@given(schedule=st.one_of(gemm_schedules(), tile_copy_schedules()))
+def test_a_schedules_reproducer_text_rebuilds_it(schedule):
+    from ptxforge.schedules import Int4Gemm, Int8Gemm, TileCopy  # noqa: F401 (the text names them)
+    assert eval(constructor_text(schedule)) == schedule

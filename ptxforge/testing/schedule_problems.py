@@ -57,9 +57,31 @@ def problem_space(schedule, **options) -> ProblemSpace:
 
 
 def _repro(schedule) -> str:
+    """Python that rebuilds `schedule` (its non-default constructor fields) for a reproducer."""
     cls = type(schedule).__name__
     return f"from ptxforge.schedules import {cls}\nfrom ptxforge.testing import check_problem\n" \
-           f"target, space = {schedule!r}, None"
+           f"target, space = {constructor_text(schedule)}, None"
+
+
+def constructor_text(schedule) -> str:
+    """`Cls(field=value, ...)` for a dataclass schedule: the init fields that differ from their
+    defaults, targets by name, so the text evaluates with only the class imported."""
+    parts = []
+    for f in dataclasses.fields(schedule):
+        if not f.init:
+            continue
+        v = getattr(schedule, f.name)
+        if type(v).__name__ == "Target":
+            v = v.name
+        if f.default is not dataclasses.MISSING and _same(v, f.default):
+            continue
+        parts.append(f"{f.name}={v!r}" if f.default is not dataclasses.MISSING or f.kw_only else repr(v))
+    return f"{type(schedule).__name__}({', '.join(parts)})"
+
+
+def _same(v, default) -> bool:
+    d = default.name if type(default).__name__ == "Target" else default
+    return type(v) is type(d) and v == d
 
 
 # ---------------------------------------------------------------- the integer GEMMs

@@ -296,3 +296,12 @@ def test_one_kernel_of_a_module_is_picked_by_name():
 def test_a_schedules_reproducer_text_rebuilds_it(schedule):
     from ptxforge.schedules import Int4Gemm, Int8Gemm, TileCopy  # noqa: F401 (the text names them)
     assert eval(constructor_text(schedule)) == schedule
+
+
+@settings(max_examples=1)
+@given(data=st.data())
+def test_check_inside_a_given_test_says_what_to_do_instead(data):
+    with pytest.raises(RuntimeError, match="check_schedules"):
+        check(transpose(), transpose_space(), max_examples=2, **interp_only)
+    problem = data.draw(transpose_space().problems())  # what it suggests works
+    assert check_problem(transpose(), transpose_space(), problem, **interp_only).ok

@@ -444,6 +444,7 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     stops at the first failure without shrinking.  transform: Kernel -> Kernel applied before
     running (how mutants are run).
     """
+    _refuse_nesting()
     plan = _Plan(target, space, kernel, backends, transform)
     report = CheckReport(plan.name)
 
@@ -461,6 +462,7 @@ def check_schedules(schedules, *, space_options=None, backends="auto", property=
     space (schedule_problems.problem_space(schedule, **space_options)); judged as in `check`."""
     from hypothesis import strategies as st
     from .schedule_problems import problem_space
+    _refuse_nesting()
     choose_backends(backends)  # a demanded, missing GPU fails before anything is drawn
     plans: dict = {}
 
@@ -490,6 +492,15 @@ def _judge(plan, problem, property, report):
     if property is not None:
         property(problem, out)
     report.add(out)
+
+
+def _refuse_nesting():
+    from hypothesis import currently_in_test_context
+    if currently_in_test_context():
+        raise RuntimeError(
+            "check runs its own Hypothesis loop, so it cannot run inside a @given test (Hypothesis refuses nested "
+            "@given). Draw the schedule and the problem together with check_schedules(strategy), or draw a "
+            "problem yourself (data.draw(space.problems())) and call check_problem(target, space, problem)")
 
 
 def _hypothesis(test, max_examples, settings, shrink):

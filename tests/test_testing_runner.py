@@ -229,7 +229,7 @@ calls = []
 @property_test(transpose(), transpose_space(40), max_examples=5, **interp_only)
 def decorated(problem, outcome):
     calls.append(problem)
-    assert np.array_equal(outcome.outputs["interp"]["dst"], problem.inputs["src"].T)
+    assert np.array_equal(outcome.outputs["interp"]["dst"], problem.initial["src"].T)
 
 
 def test_the_decorator_makes_an_argument_free_test():

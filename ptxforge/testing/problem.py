@@ -227,7 +227,7 @@ class Problem:
     """One drawn problem: sizes, launch, scalars, fresh arrays (outputs poisoned) and its seed.
 
     Attribute access falls back to sizes and scalars (`p.rows`), which is how grid, shape and
-    shared-memory callables read them.  `inputs` keeps pristine copies of every array as made.
+    shared-memory callables read them.  `initial` keeps pristine copies of every array as made.
     """
 
     sizes: dict
@@ -235,7 +235,7 @@ class Problem:
     seed: int
     scalars: dict = field(default_factory=dict)
     arrays: dict = field(default_factory=dict)
-    inputs: dict = field(default_factory=dict)
+    initial: dict = field(default_factory=dict)  # every array as made (outputs poisoned), kept pristine
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)
     shared: int = 0
@@ -249,14 +249,14 @@ class Problem:
 
     def fresh_arrays(self) -> dict:
         """New copies of the arrays as made (for another backend's run)."""
-        return {k: v.copy() for k, v in self.inputs.items()}
+        return {k: v.copy() for k, v in self.initial.items()}
 
     def values(self) -> dict:
         """Every named value: sizes, scalars, launch choices, and the arrays as made."""
         out = dict(self.sizes)
         out.update(self.scalars)
         out.update(self.launch)
-        out.update(self.inputs)
+        out.update(self.initial)
         return out
 
     def call_args(self) -> str:
@@ -408,7 +408,7 @@ class ProblemSpace:
         p.shared = int(self.shared(p) if callable(self.shared) else self.shared)
         rng = np.random.default_rng(p.seed)
         for a in self.arrays:
-            p.inputs[a.name] = a.make(p, rng)
+            p.initial[a.name] = a.make(p, rng)
         p.arrays = p.fresh_arrays()
         return p
 

@@ -311,7 +311,7 @@ def _run_gpu(plan, k, p, names, out):
     out.outputs["gpu"] = arrays
     for a in sp.arrays:
         if not a.is_output and a.name in arrays:
-            before, after = p.inputs[a.name], arrays[a.name]
+            before, after = p.initial[a.name], arrays[a.name]
             if before.tobytes() != after.tobytes():
                 changed = np.flatnonzero(before.reshape(-1).view(np.uint8) != after.reshape(-1).view(np.uint8))
                 out.failures.append(f"[gpu] wrote outside the outputs: input {a.name} changed in "

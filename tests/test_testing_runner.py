@@ -32,7 +32,8 @@ def transpose_space(max_size=70, multiple_of=1):
     return ProblemSpace(
         sizes=[Size("rows", 0, max_size, tile=32, multiple_of=multiple_of),
                Size("cols", multiple_of, max_size, tile=32, multiple_of=multiple_of)],
-        arrays=[Array("src", ("rows", "cols"), np.float32), Array("dst", ("cols", "rows"), np.float32, role="out")],
+        arrays=[Array("src", ("rows", "cols"), np.float32),
+                Array("dst", ("cols", "rows"), np.float32, role="out", write_once=True)],
         grid=lambda p: (cdiv(p.cols, 32), cdiv(p.rows, 32)), block=(32, 8),
         reference=lambda src: src.T)
 
@@ -128,6 +129,35 @@ def test_a_write_outside_the_outputs_fails_even_when_outputs_match():
                       grid=lambda p: cdiv(p.n, 128), block=128, reference=lambda x: x)
     e = failure_of(writes_its_input(), sp, max_examples=20, **interp_only)
     assert e.problem.sizes["n"] == 1 and "wrote outside the outputs: input x" in str(e)
+
+
+def stores_twice():
+    """out[i] = x[i], and CTA 0 also stores the next CTA's first element: right values, written twice."""
+    k = KernelBuilder("stores_twice", target="sm_80", maxntid=128)
+    x, out = k.param_ptr("x", f32), k.param_ptr("out", f32)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        k.st(k.add(out, off), k.ld(k.add(x, off), type=f32))
+    j = k.add(i, 1)
+    with k.if_(k.setp("lt", j, n, combine=("and", k.setp("eq", k.tid(), 127)))):
+        off = k.mul(j, 4, mode="wide")
+        k.st(k.add(out, off), k.ld(k.add(x, off), type=f32))
+    return k.module()
+
+
+@pytest.mark.parametrize("once", [False, True])
+def test_write_once_outputs_catch_an_element_stored_twice(once):
+    sp = ProblemSpace(sizes=[Size("n", 0, 300, tile=128)],
+                      arrays=[Array("x", ("n",), np.float32),
+                              Array("out", ("n",), np.float32, role="out", write_once=once)],
+                      grid=lambda p: cdiv(p.n, 128), block=128, reference=lambda x: x)
+    if not once:
+        check(stores_twice(), sp, max_examples=20, **interp_only)  # the values are right
+        return
+    e = failure_of(stores_twice(), sp, max_examples=20, **interp_only)
+    assert e.problem.sizes["n"] == 129 and "written more than once" in str(e) and "byte offsets 512" in str(e)
 
 
 # ---------------------------------------------------------------- tolerances

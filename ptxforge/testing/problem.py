@@ -115,6 +115,9 @@ class Array:
     [low, high), integers in [low, high]; default: floats in [-4, 4), every integer of the
     type, every 4-bit value).  tolerance: how outputs of floats compare (see testing.tolerance;
     default exact bits).  fill: a function (rng, shape) -> array replacing the random data.
+    write_once: an output none of whose bytes may be written twice (checked on the interpreter's
+    access counts): catches two CTAs or threads storing the same element, a global-memory
+    conflict that the interpreter's race tracking (shared memory only) does not report.
     """
 
     name: str
@@ -125,8 +128,11 @@ class Array:
     high: float | None = None
     tolerance: Any = None
     fill: Callable | None = None
+    write_once: bool = False
 
     def __post_init__(self):
+        if self.write_once and self.role == "in":
+            raise ValueError(f"Array {self.name}: write_once is for outputs; an input may not be written at all")
         if self.role not in ("in", "out", "inout"):
             raise ValueError(f"Array {self.name}: role must be 'in', 'out' or 'inout', got {self.role!r}")
 

@@ -24,7 +24,8 @@ demands exactly those (a missing one is a failure).  What must hold, per problem
 1. every output equals the reference: integers exactly, floats by the output's tolerance
    (testing.tolerance: exact bits by default, `ulps(n)` or `relative(rtol, atol)`);
 2. nothing is written outside the outputs: the interpreter counts no write to any byte of an
-   input array (and on the GPU the inputs come back unchanged);
+   input array (and on the GPU the inputs come back unchanged); an output declared
+   `write_once` has no byte written twice;
 3. the interpreter reports no findings (races, reads of unfinished async copies, out-of-bounds
    or misaligned accesses, partial-warp collectives, barrier misuse);
 4. integer outputs (and float outputs compared exactly) are bit-identical on the interpreter
@@ -284,9 +285,17 @@ def _run_interp(plan, k, p, names, out):
                             "\n".join(_indent(str(f)) for f in report.findings))
     params = _arg_names(args, names, arrays)
     for a in sp.arrays:
-        if a.is_output or a.name not in params:
+        if a.name not in params:
             continue
         counts = report.accesses[params[a.name]]
+        if a.write_once and (counts.writes > 1).any():
+            twice = np.flatnonzero(counts.writes.reshape(-1) > 1)
+            where = ", ".join(str(int(b)) for b in twice[:SHOWN]) + (" ..." if len(twice) > SHOWN else "")
+            out.failures.append(f"[interp] output {a.name} (parameter {params[a.name]}) has {len(twice)} byte(s) "
+                                f"written more than once (up to {int(counts.writes.max())} times), at byte offsets "
+                                f"{where}")
+        if a.is_output:
+            continue
         if counts.writes.any():
             ranges = counts.written_ranges()
             shown = ", ".join(f"[{s}, {e})" for s, e in ranges[:SHOWN]) + (" ..." if len(ranges) > SHOWN else "")

@@ -89,7 +89,7 @@ def _same(v, default) -> bool:
 def gemm_space(s, *, max_m: int | None = None, max_n: int | None = None, max_k: int | None = None) -> ProblemSpace:
     """C[M, N] = A[M, K] . B[N, K]^T for a GemmSchedule: M, N from 1 (default up to 2 tiles + 1),
     K from 0 (even for 4-bit; default up to 2 k-tiles + one k-step), data over every value of
-    the operand type, C poisoned and compared exactly with `schedule.reference`."""
+    the operand type, C poisoned, each element stored once and equal to `schedule.reference`."""
     bits = s.bits
     kstep = 256 // bits
     max_m = max_m or 2 * s.block_m + 1
@@ -113,7 +113,7 @@ def gemm_space(s, *, max_m: int | None = None, max_n: int | None = None, max_k: 
         sizes=[Size("m", 1, max_m, tile=s.block_m), Size("n", 1, max_n, tile=s.block_n),
                Size("k", 0, max_k, tile=s.block_k, multiple_of=even, edges=(kstep, kstep + even))],
         arrays=[Array("a", ("m", "k"), operand), Array("b", ("n", "k"), operand),
-                Array("c", ("m", "n"), np.int32, role="out")],
+                Array("c", ("m", "n"), np.int32, role="out", write_once=True)],
         kernel=lambda p: v(p).module,
         grid=lambda p: v(p).grid(p.m, p.n), block=s.block, shared=lambda p: v(p).shared_bytes,
         reference=lambda a, b, k: s.reference(a, b, k),
@@ -126,7 +126,8 @@ def tile_copy_space(tc, *, max_tiles: int = 3, max_ctas: int = 6, max_pad: int =
     """A TileCopy's tiles over matrices of 1 to `max_tiles` tiles + 1 per side (ragged edges
     included), each row padded by 0..max_pad bytes in src and dst, walked by 1..max_ctas CTAs
     (a launch choice; CTAs beyond the tile count must leave).  Source bytes are random and never
-    zero; dst starts poisoned; the padding must come back untouched."""
+    zero; dst starts poisoned; each byte is stored at most once and the padding comes back
+    untouched."""
     item = tc.itemsize
 
     @functools.lru_cache(maxsize=64)
@@ -162,7 +163,7 @@ def tile_copy_space(tc, *, max_tiles: int = 3, max_ctas: int = 6, max_pad: int =
                Size("src_pad", 0, max_pad, multiple_of=item, edges=(16,)),
                Size("dst_pad", 0, max_pad, multiple_of=item, edges=(16,))],
         arrays=[Array("src", source, tc.numpy_dtype, fill=fill),
-                Array("dst", lambda p: v(p).dst_shape, tc.numpy_dtype, role="out")],
+                Array("dst", lambda p: v(p).dst_shape, tc.numpy_dtype, role="out", write_once=True)],
         # mostly few CTAs, so each walks more tiles than it has stages and the pipeline wraps
         choices={"ctas": st.one_of(st.just(1), st.just(2), st.integers(1, max_ctas))},
         kernel=lambda p: module(v(p)),

@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_assemble)
     t = sub.add_parser("targets", help="list supported targets and assemblers")
     t.set_defaults(func=_cmd_targets)
-    from .schedules.gemm_cli import add_parser as add_gemm_int4
+    from .cli_gemm import add_parser as add_gemm_int4
     add_gemm_int4(sub)
     return p
 

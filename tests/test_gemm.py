@@ -11,10 +11,10 @@ import ptxforge as pf
 from ptxforge.assembler import disassembler
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
-from ptxforge.schedules.gemm_addressing import layout_offsets
-from ptxforge.schedules.gemm_config import SCALED_K_LIMIT
-from ptxforge.schedules.gemm_copy import copy_geometry
-from ptxforge.schedules.gemm_fragments import plan_a_fragments, plan_b_fragments
+from ptxforge.schedules.gemm.addressing import layout_offsets
+from ptxforge.schedules.gemm.config import SCALED_K_LIMIT
+from ptxforge.schedules.gemm.copy import copy_geometry
+from ptxforge.schedules.gemm.fragments import plan_a_fragments, plan_b_fragments
 from ptxforge.copy.layout import SmemLayout
 from ptxforge.testing.gemm_strategies import gemm_schedules
 
@@ -305,7 +305,7 @@ def test_main_loop_instruction_mix():
 
 def test_listing_maps_lines_to_python():
     text = Int4Gemm().listing()
-    assert "gemm_fragments.py" in text and "gemm_copy.py" in text
+    assert "gemm/fragments.py" in text and "gemm/copy.py" in text
 
 
 @given(st.sampled_from([Int4Gemm(), Int4Gemm(operand="u4"), Int8Gemm()]))
@@ -384,7 +384,7 @@ def test_interpreter_property(g, m, n, k, seed):
 def test_run_plumbing_through_the_interpreter(monkeypatch):
     """GemmSchedule.run's checks, variant choice and arguments, with the launch done by the interpreter."""
     from ptxforge.runtime.arrays import HostArray
-    from ptxforge.schedules import gemm_run
+    from ptxforge.schedules.gemm import run as gemm_run
 
     launched = []
 
@@ -416,7 +416,7 @@ def test_run_plumbing_through_the_interpreter(monkeypatch):
 
 
 def test_run_accepts_k_beyond_the_scaled_limit_with_the_default_path(monkeypatch):
-    from ptxforge.schedules import gemm_run
+    from ptxforge.schedules.gemm import run as gemm_run
     used = []
 
     def fake_load(s):

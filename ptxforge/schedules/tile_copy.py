@@ -29,7 +29,7 @@ from ..builder import KernelBuilder
 from ..copy import (SmemLayout, emit_copy_commit, emit_copy_wait, emit_mbarrier_init, emit_tile_copy,
                     emit_tile_store, mbarrier_arrival_count, plan_tile_copy, plan_tile_store)
 from ..errors import ValidationError
-from ..copy import _fold as F
+from .. import fold as F
 from ..isa import types as T
 from ..isa.operands import Addr
 from ..isa.targets import Target

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ..isa.targets import Target
 from ..schedules.gemm import Int4Gemm, Int8Gemm
-from ..schedules.gemm_config import MAX_ACC_REGS, REG_MARGIN, limits_for, paths_for
+from ..schedules.gemm.config import MAX_ACC_REGS, REG_MARGIN, limits_for, paths_for
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90")
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 
-from ..isa.targets import Target
-from .gemm_config import SMEM_LAYOUTS, limits_for, operand_bits
+from ...isa.targets import Target
+from .config import SMEM_LAYOUTS, limits_for, operand_bits
 
 
 #: (block_m, block_n, warps_m, warps_n), largest first: warp tiles of 64x64 where the block allows.

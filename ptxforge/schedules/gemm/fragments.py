@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import gemm_emit as E
-from .gemm_addressing import AddressFamily, plan_family
-from .gemm_config import KSTEP_BYTES, ComputePath
+from . import emit as E
+from .addressing import AddressFamily, plan_family
+from .config import KSTEP_BYTES, ComputePath
 
 
 NIBBLE_HI = 0xF0F0F0F0
@@ -68,7 +68,7 @@ def emit_b_lane_origin(k, lane, wn_row):
 
 def load_kstep(k, fam: AddressFamily, bases, ks: int, per_step: int):
     """The ldmatrix.x4 loads of one k-step: Vec of 4 b32 per access."""
-    from ..isa.operands import Addr
+    from ...isa.operands import Addr
     out = []
     for i in range(per_step):
         acc = fam.accesses[ks * per_step + i]

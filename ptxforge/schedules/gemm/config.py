@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ValidationError
-from ..isa.targets import Target
+from ...errors import ValidationError
+from ...isa.targets import Target
 
 
 #: Largest K for which the scaled path is exact: |C| <= 64*K must stay below 2**23.
@@ -47,11 +47,8 @@ class ComputePath:
         """mma instructions per 32-byte k-step for one m16 x n8 accumulator block."""
         return 2 if self.unpack else 1
 
-    @property
-    def emulated_on(self) -> str:
-        return "sm_90" if self.mma_type in ("s4", "u4") else ""
-
     def native_on(self, target: Target) -> bool:
+        """True when `target` runs this path's mma.sync in tensor-core hardware (not a ptxas routine)."""
         return self.mma_type not in ("s4", "u4") or target.mma_s4_native
 
 

@@ -25,11 +25,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..copy.layout import SmemLayout
-from ..errors import ValidationError
-from ..isa.targets import Target
-from ..isa.tensor import EmulatedInstructionWarning
-from .gemm_config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, limits_for, operand_bits,
+from ...copy.layout import SmemLayout
+from ...errors import ValidationError
+from ...isa.targets import Target
+from ...isa.tensor import EmulatedInstructionWarning
+from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, limits_for, operand_bits,
                           resolve_path, validate)
 
 _PTXFORGE_INTERNAL = True
@@ -172,8 +172,8 @@ class GemmSchedule:
         Parameters: a, b (packed operands, u64), c (s32 output), m, n, k (u32, k in elements).
         Launch with `grid(m, n)`, `block` and `shared_bytes` of dynamic shared memory.
         """
-        from ..module import Module
-        from .gemm_kernel import build_kernel
+        from ...module import Module
+        from .kernel import build_kernel
         kernel = build_kernel(self).finish()
         p = self.compute_path
         if not p.native_on(Target.parse(self.target)):
@@ -207,7 +207,7 @@ class GemmSchedule:
 
         For another arch the schedule is re-targeted first (the default path follows the arch).
         """
-        from ..assembler import assemble
+        from ...assembler import assemble
         s = self if arch is None or Target.parse(arch).name == self.target else self.retarget(arch)
         res = assemble(s.module, backend=backend)
         return GemmReport(s, res)
@@ -262,7 +262,7 @@ class GemmSchedule:
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, target="sm_90", **overrides) -> "GemmSchedule":
         """A configuration for an M x N x K problem (see `choose_config`); `overrides` win."""
-        from .gemm_tuning import choose_config
+        from .tuning import choose_config
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
@@ -272,7 +272,7 @@ class GemmSchedule:
     # ------------------------------------------------------------ reference and running
     def reference(self, a, b, k: int | None = None) -> np.ndarray:
         """The exact product (int64) of numpy operands in this schedule's format."""
-        from ..int4 import reference_gemm, reference_gemm_int8
+        from ...int4 import reference_gemm, reference_gemm_int8
         if self.bits == 4:
             return reference_gemm(a, b, k, signed=self.operand == "s4")
         return reference_gemm_int8(a, b)
@@ -285,12 +285,12 @@ class GemmSchedule:
         used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
         asynchronous on `stream`.  `k` is the logical K (default: from the row length).
         """
-        from .gemm_run import run_gemm
+        from .run import run_gemm
         return run_gemm(self, a, b, c, k=k, stream=stream)
 
     def kernel(self):
         """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""
-        from .gemm_run import load_kernel
+        from .run import load_kernel
         return load_kernel(self)
 
     def describe(self) -> str:

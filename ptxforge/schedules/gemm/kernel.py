@@ -17,14 +17,14 @@ Copies of k-tiles past the end zero-fill whole stages that are never read.
 
 from __future__ import annotations
 
-from ..builder import KernelBuilder
-from ..copy.plan import plan_tile_copy
-from ..errors import ValidationError
-from ..isa import types as T
-from . import gemm_emit as E
-from .gemm_copy import advance_operand_copy, issue_operand_copy, setup_operand_copy
-from .gemm_epilogue import scale_back, store_tile
-from .gemm_fragments import (compute_kstep, emit_a_lane_origin, emit_b_lane_origin, load_kstep,
+from ...builder import KernelBuilder
+from ...copy.plan import plan_tile_copy
+from ...errors import ValidationError
+from ...isa import types as T
+from . import emit as E
+from .copy import advance_operand_copy, issue_operand_copy, setup_operand_copy
+from .epilogue import scale_back, store_tile
+from .fragments import (compute_kstep, emit_a_lane_origin, emit_b_lane_origin, load_kstep,
                              plan_a_fragments, plan_b_fragments)
 
 
@@ -65,7 +65,7 @@ def _pow2(n):
 def copy_plan(rows, cols, elem, threads, align, layout):
     """The copy planner's choice of width and method for one operand tile.
 
-    The schedule splits the tile into 16-byte chunks per thread itself (gemm_copy), so only the
+    The schedule splits the tile into 16-byte chunks per thread itself (gemm.copy), so only the
     width decision is taken from the plan; when narrow widths would exceed the planner's limit
     on unrolled copies per thread, the same decision is asked for with more threads.
     """

@@ -9,8 +9,8 @@ branch per row, columns past N with a predicate per store.
 
 from __future__ import annotations
 
-from ..isa import types as T
-from . import gemm_emit as E
+from ...isa import types as T
+from . import emit as E
 
 
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..copy import _fold as F
-from ..copy.layout import SmemLayout
-from ..copy.plan import TileCopyPlan
-from ..isa import types as T
-from ..isa.operands import Addr
-from .gemm_addressing import AddressFamily, plan_family
+from ... import fold as F
+from ...copy.layout import SmemLayout
+from ...copy.plan import TileCopyPlan
+from ...isa import types as T
+from ...isa.operands import Addr
+from .addressing import AddressFamily, plan_family
 
 CHUNK = 16  # bytes: one ldmatrix row segment, one swizzle unit, one 16-byte cp.async
 

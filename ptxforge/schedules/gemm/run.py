@@ -6,7 +6,7 @@ import threading
 
 import numpy as np
 
-from ..errors import LaunchError, ValidationError
+from ...errors import LaunchError, ValidationError
 
 
 _kernels: dict = {}
@@ -18,7 +18,7 @@ def load_kernel(s):
     hit = _kernels.get(s)
     if hit is not None:
         return hit
-    from ..runtime import load
+    from ...runtime import load
     fn = load(s.module)[s.kernel_name]
     with _lock:
         if len(_kernels) > 128:
@@ -29,8 +29,8 @@ def load_kernel(s):
 
 def _describe(x, what: str, stream: int):
     """(shape, device address or None for host arrays, dtype kind/bits) of an operand."""
-    from ..runtime import DeviceBuffer
-    from ..runtime.arrays import HostArray, device_view
+    from ...runtime import DeviceBuffer
+    from ...runtime.arrays import HostArray, device_view
     if isinstance(x, HostArray):
         x = x.array
     if isinstance(x, np.ndarray):
@@ -56,8 +56,8 @@ def _align(ptr) -> int:
 
 def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     """See GemmSchedule.run."""
-    from ..runtime import DeviceBuffer, In, Out
-    from ..runtime.streams import stream_handle
+    from ...runtime import DeviceBuffer, In, Out
+    from ...runtime.streams import stream_handle
     sh = stream_handle(stream) if stream is not None else 0
     a_shape, a_ptr, a_el = _describe(a, "A", sh)
     b_shape, b_ptr, b_el = _describe(b, "B", sh)
@@ -95,7 +95,7 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
 
 def bind_gemm(s, a, b, c, *, k=None, stream=None):
     """A BoundLaunch of the variant of `s` for GPU operands (for timing loops: one driver call per launch)."""
-    from ..runtime.streams import stream_handle
+    from ...runtime.streams import stream_handle
     sh = stream_handle(stream) if stream is not None else 0
     (m, row_bytes), a_ptr, _ = _describe(a, "A", sh)
     (n, _), b_ptr, _ = _describe(b, "B", sh)

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..isa import types as T
+from ..isa.targets import STATIC_SHARED
 from ..isa.types import ScalarType
 from .arrays import DeviceView, Elem, HostArray, accepts, c_contiguous, device_view, expected_dtype, host_policy
 from .memory import DeviceBuffer
@@ -35,8 +36,8 @@ class LaunchLimits:
     max_threads_per_block: int = 1024
     max_block: tuple = (1024, 1024, 64)
     max_grid: tuple = (2**31 - 1, 65535, 65535)
-    max_shared_default: int = 48 * 1024  # dynamic + static without opting in
-    max_shared_optin: int = 48 * 1024  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    max_shared_default: int = STATIC_SHARED  # dynamic + static without opting in
+    max_shared_optin: int = STATIC_SHARED  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 def as_dims(v, what: str, kernel: str = "") -> tuple:

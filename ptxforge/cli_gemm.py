@@ -97,7 +97,7 @@ def run_cli(args) -> int:
         print(g.listing())
     for arch in [a.strip() for a in args.arch.split(",") if a.strip()]:
         try:
-            rep = g.assemble(arch)
+            rep = g.retarget(arch).assemble()
         except Exception as e:  # the report goes on for the other archs
             print(f"{arch}: cannot assemble: {e}")
             continue

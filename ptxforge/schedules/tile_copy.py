@@ -39,8 +39,6 @@ DTYPES = {"s4": (T.s4, np.uint8), "s8": (T.s8, np.int8), "bf16": (T.bf16, np.uin
 DTYPE_ALIASES = {"int4": "s4", "int8": "s8", "bfloat16": "bf16", "float32": "f32"}
 COMPLETIONS = ("groups", "mbarrier")
 LAYOUTS = ("linear", "padded", "swizzle")
-STATIC_SHARED_LIMIT = 48 * 1024
-MAX_SHARED = 227 * 1024
 DEFAULT_TILE_ROW_BYTES = 256
 POISON = 0xA5
 
@@ -60,6 +58,8 @@ class TileCopy:
 
     tile_cols defaults to 256 bytes of elements.  src/dst_row_stride_bytes default to the packed
     row length.  ctas_per_sm sizes the grid: min(tiles, SMs * ctas_per_sm) CTAs walk the tiles.
+    target: the PTX target, stored as a `Target` (a name such as "sm_90" is parsed once, here); its
+    `limits` bound the shared memory.
     """
 
     rows: int
@@ -71,7 +71,7 @@ class TileCopy:
     stages: int = 3
     layout: str = "linear"
     completion: str = "mbarrier"
-    target: str = "sm_90"
+    target: Target | str = "sm_90"
     src_row_stride_bytes: int | None = None
     dst_row_stride_bytes: int | None = None
     ctas_per_sm: int = 2
@@ -97,6 +97,7 @@ class TileCopy:
         if self.completion not in COMPLETIONS:
             raise ValidationError(f"TileCopy.completion must be one of {COMPLETIONS}, got {self.completion!r}")
         target = Target.parse(self.target)
+        set_("target", target)
         if target.sm < 80:
             raise ValidationError(f"TileCopy uses cp.async, which needs sm_80 or newer; got {self.target}")
         if self.threads % 32 or self.threads > 1024:
@@ -117,10 +118,11 @@ class TileCopy:
                                 dst_row_stride_bytes=self.dst_row_stride_bytes, dst_align_bytes=16,
                                 layout=self.smem_layout)
         set_("_plans", (copy, store))
-        if self.smem_total > MAX_SHARED:
+        most = target.limits.shared_per_cta
+        if self.smem_total > most:
             raise ValidationError(f"TileCopy needs {self.smem_total} bytes of shared memory ({self.stages} stages of "
-                                  f"{self.stage_bytes} B); a CTA may use at most {MAX_SHARED}: use fewer stages or "
-                                  "smaller tiles")
+                                  f"{self.stage_bytes} B); a CTA on {target.name} may use at most {most}: use fewer "
+                                  "stages or smaller tiles")
 
     def _stride(self, stride, name):
         t = self.elem
@@ -208,7 +210,7 @@ class TileCopy:
 
     @property
     def uses_dynamic_shared(self) -> bool:
-        return self.smem_total > STATIC_SHARED_LIMIT
+        return self.smem_total > self.target.limits.static_shared
 
     @property
     def shared_bytes(self) -> int:

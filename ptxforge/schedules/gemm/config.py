@@ -1,4 +1,4 @@
-"""The parameter space of the integer GEMM schedules: compute paths, device limits, validation.
+"""The parameter space of the integer GEMM schedules: compute paths and validation (device limits: `Target.limits`).
 
 A compute path says which tensor-core instruction the kernel issues and how packed operands
 reach it:
@@ -123,42 +123,6 @@ def resolve_path(operand: str, path: str | None, target: Target) -> ComputePath:
     return info
 
 
-@dataclass(frozen=True)
-class DeviceLimits:
-    """Per-architecture limits the schedule validates against (the largest part of each arch)."""
-
-    smem_per_block: int  # bytes of dynamic shared memory one CTA may opt in to
-    smem_per_sm: int
-    max_threads_per_sm: int
-    max_ctas_per_sm: int
-    regs_per_sm: int = 65536
-    sms: int = 0  # a typical SM count, for choosing tile shapes
-
-    def ctas_per_sm(self, threads: int, registers: int, shared: int) -> int:
-        """Resident CTAs per SM allowed by threads, registers (8-per-warp granules) and shared memory."""
-        warps = -(-threads // 32)
-        per_warp = -(-max(registers, 1) // 8) * 8 * 32
-        by_regs = self.regs_per_sm // (per_warp * warps)
-        by_smem = self.smem_per_sm // (shared + 1024) if shared else self.max_ctas_per_sm
-        by_threads = self.max_threads_per_sm // threads
-        return max(0, min(by_regs, by_smem, by_threads, self.max_ctas_per_sm))
-
-
-_LIMITS = {
-    80: DeviceLimits(166912, 167936, 2048, 32, sms=108),
-    86: DeviceLimits(101376, 102400, 1536, 16, sms=84),
-    87: DeviceLimits(166912, 167936, 2048, 32, sms=16),
-    89: DeviceLimits(101376, 102400, 1536, 24, sms=128),
-    90: DeviceLimits(232448, 233472, 2048, 32, sms=132),
-    100: DeviceLimits(232448, 233472, 2048, 32, sms=148),
-    120: DeviceLimits(101376, 102400, 1536, 32, sms=84),
-}
-
-
-def limits_for(target: Target) -> DeviceLimits:
-    return _LIMITS.get(target.sm) or _LIMITS[max(s for s in _LIMITS if s <= target.sm)]
-
-
 def _pow2(n) -> bool:
     return isinstance(n, int) and not isinstance(n, bool) and n > 0 and n & (n - 1) == 0
 
@@ -179,7 +143,7 @@ def validate(s) -> None:
     """Check a schedule's parameters; raise ValidationError naming the first problem and a fix."""
     for name in ("block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "raster_group"):
         _int(name, getattr(s, name))
-    target = Target.parse(s.target)
+    target = s.target
     resolve_path(s.operand, s.path, target)  # raises for a path the operand type does not take
     bits = operand_bits(s.operand)
     if s.smem_layout not in SMEM_LAYOUTS:
@@ -227,10 +191,10 @@ def validate(s) -> None:
         raise ValidationError(f"c_vector must be 2 (pairs of C values, N even) or 1 (any N), got {s.c_vector!r}")
     if s.max_registers is not None and not (isinstance(s.max_registers, int) and 16 <= s.max_registers <= 255):
         raise ValidationError(f"max_registers must be an int in 16..255 or None, got {s.max_registers!r}")
-    lim = limits_for(target)
+    lim = target.limits
     smem = s.shared_bytes
-    if smem > lim.smem_per_block:
+    if smem > lim.shared_per_cta:
         raise ValidationError(
             f"{s.stages} stages of {s.block_m}x{s.block_k} + {s.block_n}x{s.block_k} .{s.operand} tiles need "
-            f"{smem} bytes of shared memory; {target.name} allows at most {lim.smem_per_block} per CTA: "
+            f"{smem} bytes of shared memory; {target.name} allows at most {lim.shared_per_cta} per CTA: "
             "use fewer stages or smaller tiles")

@@ -115,8 +115,9 @@ def unpack_frag(k, frag, how):
 def compute_kstep(k, path: ComputePath, a_frags, b_frags, acc, issue=None):
     """All mmas of one k-step of the warp tile.
 
-    a_frags: per m16 block a Vec of 4; b_frags: per n8-pair a Vec of 4 (two n8 blocks);
-    acc[i][j]: Vec of 4 s32 for m16 block i, n8 block j; issue: an E.MmaIssuer for the path.
+    a_frags: per m16 block a Vec of 4; b_frags: per n8-pair a Vec of 4 (two n8 blocks), as
+    `WarpFragments.load` gives them; acc: an `AccumulatorTile` (acc[i][j]: Vec of 4 s32 of m16
+    block i, n8 block j), updated in place; issue: an `emit.MmaIssuer` for the path.
     """
     issue = issue or E.MmaIssuer(k, path.mma_shape, path.mma_type)
     if path.unpack is None:
@@ -134,3 +135,39 @@ def compute_kstep(k, path: ComputePath, a_frags, b_frags, acc, issue=None):
             for h in range(2):
                 for i in range(len(a_frags)):
                     issue(a_un[i][half], b_un[half][2 * h:2 * h + 2], acc[i][2 * p + h])
+
+
+class WarpFragments:
+    """The ldmatrix.x4 fragment loads of one warp tile from a `StageLayout`, their addresses hoisted:
+    one u32 base register per group of loads, the rest immediates.
+
+    a, b: the `AddressFamily` of the A loads (per k-step and m16 block) and of the B loads (per
+    k-step and pair of n8 blocks); a_bases, b_bases: their base registers in stage 0.
+    """
+
+    def __init__(self, a: AddressFamily, b: AddressFamily, a_bases, b_bases, m_blocks: int, n_pairs: int):
+        self.a, self.b, self.a_bases, self.b_bases = a, b, a_bases, b_bases
+        self.m_blocks, self.n_pairs = m_blocks, n_pairs
+
+    @classmethod
+    def setup(cls, k, schedule, stage, *, lane, wm_row, wn_row, smem_base) -> "WarpFragments":
+        """Plan the loads of `schedule`'s warp tile and emit their base registers.
+
+        lane: u32 lane index; wm_row, wn_row: the warp tile's first row of A and of B in the CTA
+        tile (u32 registers, or the int 0); smem_base: u32 shared address of the pipeline.
+        """
+        s = schedule
+        fa = plan_a_fragments(stage.a, stage.a_offset, s.threads, s.warps_m, s.warp_m, s.ksteps)
+        fb = plan_b_fragments(stage.b, stage.b_offset, s.threads, s.warps_m, s.warp_n, s.ksteps)
+        a_bases = fa.emit_bases(k, *emit_a_lane_origin(k, lane, wm_row), smem_base, name="sa_ld")
+        b_bases = fb.emit_bases(k, *emit_b_lane_origin(k, lane, wn_row), smem_base, name="sb_ld")
+        return cls(fa, fb, a_bases, b_bases, s.warp_m // 16, s.warp_n // 16)
+
+    def at_stage(self, k, stage_off) -> tuple:
+        """(A base registers, B base registers) of the stage at byte `stage_off` (one add.u32 each)."""
+        return [k.add(x, stage_off) for x in self.a_bases], [k.add(x, stage_off) for x in self.b_bases]
+
+    def load(self, k, bases, ks: int) -> tuple:
+        """(A fragments, B fragments) of k-step `ks` from `at_stage`'s bases: per m16 block and per
+        pair of n8 blocks a Vec of 4 b32 (ldmatrix.sync.aligned.m8n8.x4.shared.b16)."""
+        return load_kstep(k, self.a, bases[0], ks, self.m_blocks), load_kstep(k, self.b, bases[1], ks, self.n_pairs)

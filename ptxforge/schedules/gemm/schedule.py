@@ -6,7 +6,8 @@ u4 too), `Int8Gemm` 8-bit ones through the same machinery, so the two compare on
     g = Int4Gemm()                          # 128x128x64 tiles, 3 stages, 4 warps of 64x64, sm_90
     g.path, g.path_reason                   # 's8_scaled', why
     print(g.listing())                      # the PTX, each line with the Python line that wrote it
-    print(g.assemble("sm_90"))              # registers, spills, shared memory, CTAs per SM
+    print(g.assemble())                     # registers, spills, shared memory, CTAs per SM (sm_90)
+    print(g.retarget("sm_80").assemble())   # the same tiles re-emitted for another target
     c = g.run(a_packed, b_packed)           # numpy or GPU arrays; exact int32 result
     Int4Gemm.for_shape(32, 8192, 8192)      # a configuration chosen for a problem shape
 
@@ -29,7 +30,7 @@ from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...isa.tensor import EmulatedInstructionWarning
-from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, limits_for, operand_bits,
+from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
 
 _PTXFORGE_INTERNAL = True
@@ -43,7 +44,8 @@ class GemmSchedule:
     4-bit operands); warps_m x warps_n warps each own a (block_m/warps_m) x (block_n/warps_n)
     warp tile; stages: depth of the cp.async pipeline; path: compute path (None: the target's
     default, see `path_reason`); smem_layout: "swizzle" (XOR of 16-byte chunks, no waste) or
-    "padded" (16 bytes after each row); target: the PTX target; operand: "s4"/"u4" (Int4Gemm),
+    "padded" (16 bytes after each row); target: the PTX target (a `Target`; a string such as
+    "sm_90" is parsed once, here); operand: "s4"/"u4" (Int4Gemm),
     "s8"/"u8" (Int8Gemm); raster_group: CTAs walk groups of this many tile rows for L2 reuse (1:
     a plain 2-D grid); copy_bytes: widest global->shared copy (16 unless K forbids it);
     c_vector: 2 stores C in aligned pairs (N even), 1 value by value (any N); max_registers:
@@ -58,7 +60,7 @@ class GemmSchedule:
     stages: int = 3
     path: str | None = None
     smem_layout: str = "swizzle"
-    target: str = "sm_90"
+    target: Target | str = "sm_90"
     operand: str = "s4"
     raster_group: int = 8
     copy_bytes: int = 16
@@ -74,8 +76,7 @@ class GemmSchedule:
             raise ValidationError(
                 f"{type(self).__name__} takes operand {' or '.join(repr(o) for o in self.OPERANDS)}, got "
                 f"{self.operand!r}; use {self.SIBLING}")
-        t = Target.parse(self.target)
-        object.__setattr__(self, "target", t.name)
+        object.__setattr__(self, "target", Target.parse(self.target))
         validate(self)
 
     # ------------------------------------------------------------ derived geometry
@@ -129,6 +130,12 @@ class GemmSchedule:
         """s32 accumulator registers per thread."""
         return self.warp_m * self.warp_n // 32
 
+    @property
+    def mma_count(self) -> int:
+        """mma.sync instructions in the kernel (the main loop's body appears once): per k-step,
+        one per (m16 block, n8 block) of the warp tile, times the path's mmas per k-step."""
+        return self.ksteps * (self.warp_m // 16) * (self.warp_n // 8) * self.compute_path.mmas_per_kstep
+
     def grid(self, m: int, n: int) -> tuple:
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.raster_group == 1:
@@ -138,7 +145,7 @@ class GemmSchedule:
     # ------------------------------------------------------------ the compute path
     @property
     def compute_path(self) -> ComputePath:
-        return resolve_path(self.operand, self.path, Target.parse(self.target))
+        return resolve_path(self.operand, self.path, self.target)
 
     @property
     def path_name(self) -> str:
@@ -146,7 +153,7 @@ class GemmSchedule:
 
     @property
     def path_reason(self) -> str:
-        t = Target.parse(self.target)
+        t = self.target
         p = self.compute_path
         if self.path is None:
             return default_path(self.operand, t)[1]
@@ -166,22 +173,26 @@ class GemmSchedule:
         return name
 
     # ------------------------------------------------------------ emission
-    def emit(self):
+    def emit(self, *, epilogue=None):
         """Build the kernel: a Module with one entry, `kernel_name`.
 
         Parameters: a, b (packed operands, u64), c (s32 output), m, n, k (u32, k in elements).
         Launch with `grid(m, n)`, `block` and `shared_bytes` of dynamic shared memory.
+        epilogue: what the kernel does with its finished accumulators (see
+        `ptxforge.schedules.gemm.kernel.build_kernel`; default: `store_c`, the s32 C store).  A
+        custom epilogue may add its own kernel parameters after these; `module`, `run` and
+        `kernel` always use the default one.
         """
         from ...module import Module
         from .kernel import build_kernel
-        kernel = build_kernel(self).finish()
+        kernel = build_kernel(self, epilogue=epilogue).finish()
         p = self.compute_path
-        if not p.native_on(Target.parse(self.target)):
-            n = sum(1 for ins in kernel.instructions if ins.opcode == "mma")
+        if not p.native_on(self.target):
+            n = self.mma_count
             warnings.warn(EmulatedInstructionWarning(
                 f"{self.kernel_name}: its {n} mma.sync.{p.mma_shape}.{p.mma_type} instructions run as a ptxas "
                 f"software routine on {self.target} (~25x slower than mma.sync .s8); the default path there is "
-                f"{default_path(self.operand, Target.parse(self.target))[0]}"), stacklevel=2)
+                f"{default_path(self.operand, self.target)[0]}"), stacklevel=2)
         return Module([kernel])
 
     @property
@@ -202,19 +213,20 @@ class GemmSchedule:
             mix[ins.opcode] = mix.get(ins.opcode, 0) + 1
         return dict(sorted(mix.items(), key=lambda kv: -kv[1]))
 
-    def assemble(self, arch=None, *, backend: str = "auto") -> "GemmReport":
-        """Assemble offline for `arch` (default: the schedule's target) and report the resources.
+    def assemble(self, *, backend: str = "auto") -> "GemmReport":
+        """Assemble this schedule's kernel offline for its own target and report the resources.
 
-        For another arch the schedule is re-targeted first (the default path follows the arch).
+        For another target, re-emit first: `schedule.retarget("sm_80").assemble()` (the default
+        compute path follows the target).  `ptxforge.assemble(module, arch)` is the other
+        meaning of an arch: existing text assembled as it is.
         """
         from ...assembler import assemble
-        s = self if arch is None or Target.parse(arch).name == self.target else self.retarget(arch)
-        res = assemble(s.module, backend=backend)
-        return GemmReport(s, res)
+        return GemmReport(self, assemble(self.module, backend=backend))
 
     def retarget(self, target) -> "GemmSchedule":
-        """The same tiles for another target (shared memory re-checked against its limit)."""
-        return dataclasses.replace(self, target=Target.parse(target).name)
+        """The same tiles for another target (a `Target` or a name such as "sm_80"), re-validated
+        against its limits; emission then follows that target (default path, instruction checks)."""
+        return dataclasses.replace(self, target=Target.parse(target))
 
     # ------------------------------------------------------------ problems
     def check_problem(self, m: int, n: int, k: int) -> None:
@@ -255,7 +267,7 @@ class GemmSchedule:
             if vec != self.c_vector:
                 changes["c_vector"] = vec
         if self.path is None and self.operand == "s4" and k >= SCALED_K_LIMIT and \
-                not Target.parse(self.target).mma_s4_native:
+                not self.target.mma_s4_native:
             changes["path"] = "s8_signext"
         return dataclasses.replace(self, **changes) if changes else self
 
@@ -266,7 +278,7 @@ class GemmSchedule:
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
-        params["target"] = Target.parse(target).name
+        params["target"] = Target.parse(target)
         return cls(**params).for_problem(k, n)
 
     # ------------------------------------------------------------ reference and running
@@ -350,7 +362,7 @@ class GemmReport:
     @property
     def ctas_per_sm(self) -> int:
         s = self.schedule
-        return limits_for(Target.parse(self.arch)).ctas_per_sm(s.threads, self.registers, s.shared_bytes)
+        return Target.parse(self.arch).limits.resident_ctas(s.threads, self.registers, s.shared_bytes)
 
     def sass_opcodes(self):
         return self.assembly.sass_opcodes(self.schedule.kernel_name)

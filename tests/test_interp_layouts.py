@@ -1,12 +1,12 @@
 """The interpreter's fragment layout tables against the formulas as the PTX ISA writes them, one
 family at a time (g = lane >> 2, t = lane % 4, i = element index across the fragment's
 registers, low element first).  These formulas are typed in from the ISA's "Matrix Fragments
-for mma.mMnNkK" sections, independently of the general rule layouts.py implements.
+for mma.mMnNkK" sections, independently of the general rule ptxforge/isa/fragments.py implements.
 """
 
 import pytest
 
-from ptxforge.interp.layouts import matrix_layout, mma_fragment
+from ptxforge.isa.fragments import matrix_layout, mma_fragment
 from ptxforge.isa import types as T
 from ptxforge.isa.tensor import MMA_FORMS
 

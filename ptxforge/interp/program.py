@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..builder import Kernel, LabelDef
+from ..kernel import Kernel, LabelDef
 from ..isa import types as T
 from ..isa.instruction import Instruction
 from ..isa.operands import Addr, Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec

@@ -102,7 +102,12 @@ class Target:
 
     @property
     def mma_s4_native(self) -> bool:
-        """Whether mma.sync with 4-bit integer operands runs on tensor cores (sm_75..sm_89)."""
+        """Whether mma.sync with 4-bit integer operands (.s4/.u4) runs on tensor cores.
+
+        True for sm_80, sm_86, sm_87 and sm_89.  From sm_90 on, ptxas still accepts those forms
+        but replaces them with a software routine (the builder warns with
+        EmulatedInstructionWarning).
+        """
         return self.sm < 90
 
     @property

@@ -1,9 +1,11 @@
 """Fragment layouts: which matrix element each lane's register holds, for every `mma.sync` form in
-`ptxforge.isa.tensor.MMA_FORMS` and every m8n8 `ldmatrix`/`stmatrix` form.
+`ptxforge.isa.tensor.MMA_FORMS` and every m8n8 `ldmatrix`/`stmatrix` form, and which address each
+lane gives `ldmatrix`.
 
 Source: the PTX ISA sections "Matrix Fragments for mma.mMnNkK" and "Warp-level matrix load
-instruction: ldmatrix" (groupID g = lane >> 2, threadID_in_group t = lane % 4), checked bit-exactly
-on an H200 for the forms in ../shared/ptx-notes.md §4.2.
+instruction: ldmatrix" (groupID g = lane >> 2, threadID_in_group t = lane % 4).  The interpreter
+executes mma and ldmatrix through these tables, and `tests/test_interp_gpu.py` checks them
+bit-exactly against a GPU.
 
 All register-operand mma forms follow one pattern once a register is seen as a row of packed
 elements (`per_reg` elements of `elem_bits` bits, element j at bits [j*elem_bits, (j+1)*elem_bits)):
@@ -19,6 +21,13 @@ a2 = (g, k 32+8t..), and m16n8k8.tf32 gives a2 = (g, t+4) — the documented tab
 The m16n8k256.b1 A table in the PTX ISA text reads "col = 32t + i for i < 64", which would
 overlap the i >= 64 half; the byte-for-byte analogy with every other shape (and its own
 m16n8k128 table) gives 32t + (i & 31), used here.
+
+Two kinds of reader use this module: numpy models (`mma_fragment`, `matrix_layout`, the packers),
+and code that emits PTX.  The lane maps (`lane_group`, `acc_lane_origin`, `ldmatrix_tile_origin`)
+are written once over a small set of operations (`>>`, `&`, `<<`, `+`) and take an `ops`
+argument: `INT_OPS` (the default) evaluates them on Python ints or numpy arrays; a
+`KernelBuilder` passed as `ops` emits them as `shr`/`and`/`shl`/`add` instructions on a lane
+register, so a kernel and its model read the same formula.
 """
 
 from __future__ import annotations
@@ -28,8 +37,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..isa import types as T
-from ..isa.tensor import MmaForm
+from . import types as T
+from .tensor import MmaForm
 
 _PTXFORGE_INTERNAL = True
 
@@ -170,3 +179,132 @@ def matrix_layout(num: int, trans: bool) -> MatrixLayout:
     shape = (WARP, num, 2)
     return MatrixLayout(num, trans, np.broadcast_to(rows, shape).astype(np.intp),
                         np.broadcast_to(cols, shape).astype(np.intp))
+
+
+# ---------------------------------------------------------------- lane maps, for models and emitters
+
+class IntOps:
+    """The operations lane maps are written in, on Python ints or numpy integer arrays.
+
+    A `KernelBuilder` has the same four methods (emitting `shr`, `and`, `shl`, `add`), so a lane
+    map given `ops=kernel_builder` and a lane register emits its PTX instead.
+    """
+
+    @staticmethod
+    def shr(x, n):
+        """x >> n."""
+        return x >> n
+
+    @staticmethod
+    def and_(x, m):
+        """x & m."""
+        return x & m
+
+    @staticmethod
+    def shl(x, n):
+        """x << n."""
+        return x << n
+
+    @staticmethod
+    def add(x, y):
+        """x + y."""
+        return x + y
+
+
+#: Lane maps evaluated on ints / numpy arrays (the default `ops`).
+INT_OPS = IntOps()
+
+#: Bytes of one ldmatrix / stmatrix row: eight b16 elements, one 16-byte chunk of a tile row.
+MATRIX_ROW_BYTES = 16
+
+
+def lane_group(lane, ops=INT_OPS):
+    """(groupID, threadID_in_group) of a lane: (lane >> 2, lane & 3), the g and t of the PTX ISA
+    fragment tables."""
+    return ops.shr(lane, 2), ops.and_(lane, 3)
+
+
+def acc_offset(e: int) -> tuple:
+    """(row, col) of accumulator element e relative to its lane's origin: (8*(e // 2), e % 2).
+
+    Element e is register e of the C/D fragment, or half e % 2 of register e // 2 for packed f16
+    accumulators; together with `acc_lane_origin` it gives row g + 8*(e//2), column 2t + e%2.
+    """
+    e = int(e)
+    if e < 0:
+        raise ValueError(f"accumulator element index must be >= 0, got {e}")
+    return 8 * (e // 2), e % 2
+
+
+def acc_lane_origin(lane, ops=INT_OPS):
+    """(row, col) of a lane's first accumulator element in an mma C/D tile: (g, 2t).
+
+    With a KernelBuilder as `ops` this emits `shr.u32 g, lane, 2; and.b32 t, lane, 3;
+    shl.b32 col, t, 1` and returns the registers (g, col).
+    """
+    g, t = lane_group(lane, ops)
+    return g, ops.shl(t, 1)
+
+
+def acc_coords(form: MmaForm, lane, e: int) -> tuple:
+    """(row, col) in the M x N tile of accumulator element e of `lane` for an mma.sync form.
+
+    `lane` is an int or a numpy array of lanes; e counts the form's accumulator elements
+    (`form.c_regs` of them, twice that for packed f16 accumulators).
+    """
+    count = form.c_regs * (2 if form.d_type is T.f16 else 1)
+    if not 0 <= int(e) < count:
+        raise ValueError(f"{form.mnemonic} has accumulator elements 0..{count - 1}; got {e}")
+    row0, col0 = acc_lane_origin(lane)
+    dr, dc = acc_offset(e)
+    return row0 + dr, col0 + dc
+
+
+def ldmatrix_lane_origin(num: int, lane) -> tuple:
+    """(matrix, row) whose start address lane `lane` supplies to `ldmatrix`/`stmatrix` .x`num`.
+
+    Lane l gives the address of row l % 8 of matrix l // 8; only lanes 0 .. 8*num-1 supply one
+    (for the others the returned matrix index is >= num and their address is not read).
+    """
+    _check_num(num)
+    return lane >> 3, lane & 7
+
+
+def ldmatrix_tile_origin(num: int, lane, *, row_blocks: int, rows_first: bool = True, ops=INT_OPS):
+    """(tile row, 16-byte chunk) that lane `lane` addresses when one `ldmatrix.x{num}` reads a tile
+    of 8*row_blocks rows split into 16-byte chunks.
+
+    The num matrices cover the tile's 8-row blocks and chunks in one of two orders:
+    rows_first (the m16 A fragment: matrices 0, 1 are rows 0-7 and 8-15 of chunk 0, registers
+    a0, a1): matrix j is block j % row_blocks, chunk j // row_blocks; chunks first (two n8 B
+    fragments from one x4: matrices 0, 1 are chunks 0, 1 of rows 0-7, registers b0, b1):
+    matrix j is block j // chunks, chunk j % chunks, with chunks = num // row_blocks.
+    Lane l then addresses row l % 8 of its matrix l // 8 (`ldmatrix_lane_origin`).
+
+    Returns ints/arrays, or registers when `ops` is a KernelBuilder; a chunk that is always 0
+    is returned as the int 0 (nothing emitted).  Lanes past 8*num get an in-range address.
+    """
+    _check_num(num)
+    if row_blocks not in (1, 2, 4) or num % row_blocks:
+        raise ValueError(f"row_blocks must be 1, 2 or 4 and divide num={num}; got {row_blocks}")
+    chunks = num // row_blocks
+    rb_bits, ch_bits = row_blocks.bit_length() - 1, chunks.bit_length() - 1
+    wraps = 8 * num < 32  # lanes past 8*num would otherwise index past the tile
+    if rows_first or chunks == 1 or row_blocks == 1:
+        # matrix j = block j % row_blocks, chunk j // row_blocks  ->  row = lane % (8*row_blocks)
+        row = ops.and_(lane, 8 * row_blocks - 1)
+        if chunks == 1:
+            return row, 0
+        chunk = ops.shr(lane, 3 + rb_bits)
+        return row, (ops.and_(chunk, chunks - 1) if wraps else chunk)
+    # chunks first: matrix j = block j // chunks, chunk j % chunks
+    block = ops.shr(lane, 3 + ch_bits)
+    if wraps:
+        block = ops.and_(block, row_blocks - 1)
+    row = ops.add(ops.and_(lane, 7), ops.shl(block, 3))
+    return row, ops.and_(ops.shr(lane, 3), chunks - 1)
+
+
+def _check_num(num):
+    if num not in (1, 2, 4):
+        raise ValueError(f"ldmatrix/stmatrix load 1, 2 or 4 matrices (.x1, .x2, .x4); got {num}")

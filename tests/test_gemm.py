@@ -472,7 +472,7 @@ def test_default_epilogue_is_the_c_store():
 
 
 def test_accumulator_tile_elements_cover_the_warp_tile_once():
-    from ptxforge.interp.layouts import mma_fragment
+    from ptxforge.isa.fragments import mma_fragment
     from ptxforge.isa.tensor import mma_form
     from ptxforge.schedules.gemm import AccumulatorTile
     tile = AccumulatorTile([[list(range(4 * (2 * i + j), 4 * (2 * i + j) + 4)) for j in range(2)] for i in range(3)])

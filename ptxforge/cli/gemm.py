@@ -39,7 +39,7 @@ def add_parser(sub) -> None:
 
 
 def _schedule(args, target):
-    from .schedules.gemm import Int4Gemm
+    from ..schedules.gemm import Int4Gemm
     given = {name: getattr(args, attr) for name, attr in (
         ("block_m", "block_m"), ("block_n", "block_n"), ("block_k", "block_k"), ("warps_m", "warps_m"),
         ("warps_n", "warps_n"), ("stages", "stages"), ("smem_layout", "layout"), ("raster_group", "raster_group"),
@@ -65,13 +65,13 @@ def _mix_line(mix: dict) -> str:
 
 
 def run_cli(args) -> int:
-    from .testing.gpu import gpu_available
+    from ..runtime.device import gpu_available
     on_gpu = gpu_available() and not args.no_run
     target = args.target
     if target is None:
         target = "sm_90"
         if gpu_available():
-            from .runtime import device_info
+            from ..runtime import device_info
             target = device_info().arch
     g = _schedule(args, target)
     t0 = time.perf_counter()
@@ -116,9 +116,9 @@ def run_cli(args) -> int:
 
 def _run_on_gpu(g, args) -> int:
     import numpy as np
-    from .int4 import pack_int4, random_int4
-    from .runtime import DeviceBuffer, benchmark
-    from .schedules.gemm.run import bind_gemm
+    from ..int4 import pack_int4, random_int4
+    from ..runtime import DeviceBuffer, benchmark
+    from ..schedules.gemm.run import bind_gemm
     rng = np.random.default_rng(0)
     signed = g.operand == "s4"
     m, n, k = args.m, args.n, args.k

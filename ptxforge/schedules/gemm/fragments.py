@@ -9,6 +9,9 @@ a 16-byte chunk, so one ldmatrix pattern feeds every operand width:
 * B (16 rows x 32 B = two n8 blocks): ldmatrix.x4, lane l addresses row (l%8) + 8*(l/16),
   chunk (l/8)%2 -> {b0, b1} of the first n8 block, {b2, b3} of the second.
 
+Both lane maps are `ptxforge.isa.fragments.ldmatrix_tile_origin` (rows first for A, chunks first
+for B), evaluated on numpy arrays to plan the addresses and emitted on the lane register.
+
 4-bit paths that compute in 8 bits split every fragment register into its low and high
 nibbles: the low nibbles of A and B form an s8 fragment over the even k, the high nibbles one
 over the odd k, with identical register positions, so two m16n8k32 mmas give the k64 product.
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...isa.fragments import MATRIX_ROW_BYTES, ldmatrix_tile_origin
 from . import emit as E
 from .addressing import AddressFamily, plan_family
 from .config import KSTEP_BYTES, ComputePath
@@ -37,8 +41,9 @@ def warp_lane_grid(threads: int, warps_m: int):
 def plan_a_fragments(layout, region, threads, warps_m, warp_m, ksteps) -> AddressFamily:
     """ldmatrix.x4 of A: one access per (k-step, m16 block), in that order."""
     wm, _, lane = warp_lane_grid(threads, warps_m)
-    rows0 = wm * warp_m + lane % 16
-    bytes0 = (lane // 16) * 16
+    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2)
+    rows0 = wm * warp_m + row
+    bytes0 = chunk * MATRIX_ROW_BYTES
     consts = [(16 * i, KSTEP_BYTES * ks) for ks in range(ksteps) for i in range(warp_m // 16)]
     return plan_family(layout, rows0, bytes0, consts, region)
 
@@ -46,24 +51,23 @@ def plan_a_fragments(layout, region, threads, warps_m, warp_m, ksteps) -> Addres
 def plan_b_fragments(layout, region, threads, warps_m, warp_n, ksteps) -> AddressFamily:
     """ldmatrix.x4 of B: one access per (k-step, pair of n8 blocks), in that order."""
     _, wn, lane = warp_lane_grid(threads, warps_m)
-    rows0 = wn * warp_n + lane % 8 + 8 * (lane // 16)
-    bytes0 = ((lane // 8) % 2) * 16
+    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False)
+    rows0 = wn * warp_n + row
+    bytes0 = chunk * MATRIX_ROW_BYTES
     consts = [(16 * p, KSTEP_BYTES * ks) for ks in range(ksteps) for p in range(warp_n // 16)]
     return plan_family(layout, rows0, bytes0, consts, region)
 
 
 def emit_a_lane_origin(k, lane, wm_row):
-    """(row0, byte0) registers of the A ldmatrix pattern: wm_row + lane%16, 16*(lane/16)."""
-    row0 = k.add(wm_row, k.and_(lane, 15))
-    byte0 = k.shl(k.shr(lane, 4), 4)
-    return row0, byte0
+    """(row0, byte0) registers of the A ldmatrix.x4 pattern: wm_row + lane%16, 16*(lane/16)."""
+    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, ops=k)
+    return k.add(wm_row, row), k.shl(chunk, 4)
 
 
 def emit_b_lane_origin(k, lane, wn_row):
     """(row0, byte0) of the B ldmatrix.x4 pattern: wn_row + lane%8 + 8*(lane/16), 16*((lane/8)%2)."""
-    row0 = k.add(wn_row, k.add(k.and_(lane, 7), k.shl(k.shr(lane, 4), 3)))
-    byte0 = k.and_(k.shl(lane, 1), 16)
-    return row0, byte0
+    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, ops=k)
+    return k.add(wn_row, row), k.shl(chunk, 4)
 
 
 def load_kstep(k, fam: AddressFamily, bases, ks: int, per_step: int):

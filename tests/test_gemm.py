@@ -511,3 +511,20 @@ def test_targets_are_target_objects_and_retarget_reemits():
     assert Int4Gemm(target=pf.Target.parse("sm_80")) == g
     with pytest.raises(TypeError):
         g.assemble("sm_90")  # re-emitting for another target is spelled retarget(...).assemble()
+
+
+def test_emission_parses_no_target_string(monkeypatch):
+    from ptxforge.isa import targets
+    from ptxforge.schedules import TileCopy
+    parsed = []
+    real = targets.Target.parse
+
+    def counting(t):
+        if not isinstance(t, targets.Target):
+            parsed.append(t)
+        return real(t)
+    monkeypatch.setattr(targets.Target, "parse", staticmethod(counting))
+    g, tc = Int4Gemm(block_m=64, target="sm_80"), TileCopy(rows=100, cols=300, target="sm_80")
+    assert parsed == ["sm_80", "sm_80"]  # once each, in the constructors
+    g.emit(), tc.emit(), g.retarget(g.target).emit()
+    assert parsed == ["sm_80", "sm_80"]

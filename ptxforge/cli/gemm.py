@@ -12,6 +12,7 @@ import time
 
 
 def add_parser(sub) -> None:
+    """Add the `gemm-int4` subcommand to the subparsers `sub`."""
     p = sub.add_parser("gemm-int4", help="the int4 GEMM schedule: listing summary, resources, run and TOPS",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--m", type=int, default=1024)
@@ -65,6 +66,7 @@ def _mix_line(mix: dict) -> str:
 
 
 def run_cli(args) -> int:
+    """Run `ptxforge gemm-int4` with parsed arguments; returns the exit status."""
     from ..runtime.device import gpu_available
     on_gpu = gpu_available() and not args.no_run
     target = args.target

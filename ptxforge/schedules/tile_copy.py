@@ -44,6 +44,7 @@ POISON = 0xA5
 
 
 def canonical_dtype(name) -> str:
+    """The canonical dtype name ('s4', 's8', 'bf16', 'f32') of a name or alias such as 'int8'."""
     key = str(name).lower().lstrip(".")
     key = DTYPE_ALIASES.get(key, key)
     if key not in DTYPES:
@@ -144,10 +145,12 @@ class TileCopy:
     # ------------------------------------------------------------ derived sizes
     @property
     def elem(self) -> T.ScalarType:
+        """The PTX element type of `dtype`."""
         return DTYPES[canonical_dtype(self.dtype)][0]
 
     @property
     def numpy_dtype(self) -> np.dtype:
+        """The numpy dtype of one element's container (bytes for packed s4)."""
         return np.dtype(DTYPES[self.dtype][1])
 
     @property
@@ -162,54 +165,67 @@ class TileCopy:
 
     @property
     def tile_row_bytes(self) -> int:
+        """Bytes of one tile row."""
         return self.tile_cols * self.elem.bits // 8
 
     @property
     def tiles_x(self) -> int:
+        """Tiles across the columns (the last one may be ragged)."""
         return -(-self.cols // self.tile_cols)
 
     @property
     def tiles_y(self) -> int:
+        """Tiles down the rows (the last one may be ragged)."""
         return -(-self.rows // self.tile_rows)
 
     @property
     def n_tiles(self) -> int:
+        """Tiles of the whole matrix."""
         return self.tiles_x * self.tiles_y
 
     @property
     def producers(self) -> int:
+        """Threads that copy global -> shared (half the CTA with mbarrier completion, else all)."""
         return self.threads // 2 if self.completion == "mbarrier" else self.threads
 
     @property
     def consumers(self) -> int:
+        """Threads that store shared -> global (the other half with mbarrier completion, else all)."""
         return self.threads - self.producers if self.completion == "mbarrier" else self.threads
 
     @property
     def smem_layout(self) -> SmemLayout:
+        """The `SmemLayout` of one stage's tile."""
         return SmemLayout(self.tile_rows, self.tile_row_bytes, self.layout)
 
     @property
     def copy_plan(self):
+        """The `TileCopyPlan` of the global -> shared copy."""
         return self._plans[0]
 
     @property
     def store_plan(self):
+        """The `TileCopyPlan` of the shared -> global store."""
         return self._plans[1]
 
     @property
     def stage_bytes(self) -> int:
+        """Bytes of one pipeline stage (the tile, rounded up to 128)."""
         return -(-self.smem_layout.nbytes // 128) * 128
 
     @property
     def mbarrier_bytes(self) -> int:
+        """Bytes of the full/empty mbarrier pair of every stage (0 with commit-group completion)."""
         return 16 * self.stages if self.completion == "mbarrier" else 0
 
     @property
     def smem_total(self) -> int:
+        """Shared memory of the CTA: all stages plus their mbarriers."""
         return self.stages * self.stage_bytes + self.mbarrier_bytes
 
     @property
     def uses_dynamic_shared(self) -> bool:
+        """True when the shared memory exceeds what the target allows statically (48 KB)."""
         return self.smem_total > self.target.limits.static_shared
 
     @property
@@ -219,6 +235,7 @@ class TileCopy:
 
     @property
     def block(self) -> tuple:
+        """The CTA shape, (threads, 1, 1)."""
         return (self.threads, 1, 1)
 
     def grid(self, shape=None, *, sm_count: int = 132) -> tuple:
@@ -232,6 +249,7 @@ class TileCopy:
 
     @property
     def kernel_name(self) -> str:
+        """The kernel's entry name, spelling out the parameters that change its code."""
         name = (f"tile_copy_{self.dtype}_{self.tile_rows}x{self.tile_cols}_t{self.threads}_s{self.stages}_"
                 f"{self.layout}_{self.completion}_w{self.copy_plan.width_bytes}_{self.store_plan.width_bytes}")
         return re.sub(r"[^A-Za-z0-9_]", "_", name)
@@ -242,6 +260,7 @@ class TileCopy:
         return 2 * self.rows * self.row_bytes
 
     def describe(self) -> str:
+        """A few lines: the matrix, tiles, threads, stages, the copy and store plans, shared memory."""
         return (f"TileCopy {self.rows}x{self.cols} .{self.dtype}, tiles {self.tile_rows}x{self.tile_cols} "
                 f"({self.n_tiles}), {self.threads} threads, {self.stages} stages, {self.layout}, {self.completion}\n"
                 f"  load:  {self.copy_plan.describe()}\n  store: {self.store_plan.describe()}\n"
@@ -250,10 +269,12 @@ class TileCopy:
     # ------------------------------------------------------------ host data
     @property
     def src_shape(self) -> tuple:
+        """The source array's shape in elements (rows, row stride)."""
         return (self.rows, self.src_row_stride_bytes // self.itemsize)
 
     @property
     def dst_shape(self) -> tuple:
+        """The destination array's shape in elements (rows, row stride)."""
         return (self.rows, self.dst_row_stride_bytes // self.itemsize)
 
     def random_source(self, rng=None) -> np.ndarray:
@@ -263,6 +284,7 @@ class TileCopy:
         return raw.view(self.numpy_dtype).reshape(self.src_shape)
 
     def poisoned_destination(self) -> np.ndarray:
+        """A destination array filled with the POISON byte, so unwritten elements show."""
         raw = np.full(self.rows * self.dst_row_stride_bytes, POISON, dtype=np.uint8)
         return raw.view(self.numpy_dtype).reshape(self.dst_shape)
 

@@ -33,6 +33,7 @@ def layout_offsets(layout: SmemLayout, rows: np.ndarray, col_bytes: np.ndarray) 
 
 @dataclass(frozen=True)
 class Access:
+    """One shared access: base register `base` plus the immediate `imm` bytes."""
     base: int  # index of the base register
     imm: int  # constant byte offset from it
 

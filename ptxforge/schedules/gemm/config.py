@@ -33,6 +33,8 @@ KSTEP_BYTES = 32
 
 @dataclass(frozen=True)
 class ComputePath:
+    """One way of computing the GEMM on tensor cores: the mma.sync shape and A/B type, how packed
+    operands are unpacked for it, the final shift and the K limit (see the module docstring)."""
     name: str
     operand: str  # "s4", "u4", "s8", "u8"
     mma_shape: str
@@ -82,10 +84,12 @@ SMEM_LAYOUTS = ("swizzle", "padded")
 
 
 def operand_bits(operand: str) -> int:
+    """Bits of one operand element: 4 for s4/u4, 8 for s8/u8."""
     return 4 if operand in ("s4", "u4") else 8
 
 
 def paths_for(operand: str) -> tuple:
+    """Names of the compute paths that take `operand` elements."""
     return tuple(name for (op, name) in PATHS if op == operand)
 
 
@@ -109,6 +113,8 @@ def default_path(operand: str, target: Target, k: int | None = None) -> tuple:
 
 
 def resolve_path(operand: str, path: str | None, target: Target) -> ComputePath:
+    """The `ComputePath` named `path` for `operand` (None: the target's default); raises
+    ValidationError naming the paths that exist and those the operand takes."""
     if operand not in OPERANDS:
         raise ValidationError(f"operand type must be one of {OPERANDS}, got {operand!r}")
     if path is None:

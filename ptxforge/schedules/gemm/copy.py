@@ -34,6 +34,7 @@ CHUNK = 16  # bytes: one ldmatrix row segment, one swizzle unit, one 16-byte cp.
 
 @dataclass
 class OperandCopy:
+    """The hoisted registers and constants of one operand's staging (see `setup_operand_copy`)."""
     plan: TileCopyPlan
     family: AddressFamily
     dst_bases: list  # u32 shared addresses of the base chunks in stage 0
@@ -49,6 +50,7 @@ class OperandCopy:
 
 
 def chunks_per_thread(rows: int, row_bytes: int, threads: int) -> int:
+    """16-byte chunks each thread fills for a tile of `rows` rows of `row_bytes` bytes."""
     return -(-rows * (row_bytes // CHUNK) // threads)
 
 

@@ -39,18 +39,21 @@ def and_imm(k, x, mask: int, d=None):
 
 
 def shl(k, x, n: int, d=None):
+    """d = x << n (shl.b32; a new register unless d is given)."""
     d = d if d is not None else k.reg(T.b32)
     k.emit(shift("shl", T.b32, d, x, _SHIFT[n]))
     return d
 
 
 def shr_u32(k, x, n: int, d=None):
+    """d = x >> n, logical (shr.u32; a new register unless d is given)."""
     d = d if d is not None else k.reg(T.b32)
     k.emit(shift("shr", T.u32, d, x, _SHIFT[n]))
     return d
 
 
 def shr_s32_in_place(k, regs, n: int) -> None:
+    """r = r >> n, arithmetic (shr.s32), for every register."""
     emit = k.emit
     s = _SHIFT[n]
     for r in regs:

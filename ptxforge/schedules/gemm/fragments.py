@@ -33,6 +33,7 @@ NIBBLE_SIGN = 0x08080808
 
 
 def warp_lane_grid(threads: int, warps_m: int):
+    """(warp index along M, warp index along N, lane) of every thread of a CTA, as numpy arrays."""
     tid = np.arange(threads)
     warp, lane = tid // 32, tid % 32
     return warp % warps_m, warp // warps_m, lane

@@ -82,22 +82,27 @@ class GemmSchedule:
     # ------------------------------------------------------------ derived geometry
     @property
     def bits(self) -> int:
+        """Bits of one operand element (4 or 8)."""
         return operand_bits(self.operand)
 
     @property
     def threads(self) -> int:
+        """Threads of one CTA (32 per warp)."""
         return 32 * self.warps_m * self.warps_n
 
     @property
     def block(self) -> tuple:
+        """The CTA shape, (threads, 1, 1)."""
         return (self.threads, 1, 1)
 
     @property
     def warp_m(self) -> int:
+        """Rows of one warp's C tile."""
         return self.block_m // self.warps_m
 
     @property
     def warp_n(self) -> int:
+        """Columns of one warp's C tile."""
         return self.block_n // self.warps_n
 
     @property
@@ -107,6 +112,7 @@ class GemmSchedule:
 
     @property
     def ksteps(self) -> int:
+        """mma k-steps (32 bytes of every tile row each) per k-tile."""
         return self.row_bytes_k // KSTEP_BYTES
 
     @property
@@ -117,6 +123,7 @@ class GemmSchedule:
 
     @property
     def stage_bytes(self) -> int:
+        """Shared memory of one pipeline stage (A tile + B tile)."""
         la, lb = self.layouts
         return la.nbytes + lb.nbytes
 
@@ -137,6 +144,7 @@ class GemmSchedule:
         return self.ksteps * (self.warp_m // 16) * (self.warp_n // 8) * self.compute_path.mmas_per_kstep
 
     def grid(self, m: int, n: int) -> tuple:
+        """The launch grid for an M x N problem: 2-D, or 1-D for raster groups."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.raster_group == 1:
             return (tn, tm, 1)
@@ -145,14 +153,17 @@ class GemmSchedule:
     # ------------------------------------------------------------ the compute path
     @property
     def compute_path(self) -> ComputePath:
+        """The `ComputePath` this schedule emits (the target's default when `path` is None)."""
         return resolve_path(self.operand, self.path, self.target)
 
     @property
     def path_name(self) -> str:
+        """The compute path's name."""
         return self.compute_path.name
 
     @property
     def path_reason(self) -> str:
+        """Why this compute path: the default's reason on this target, or the caller's choice."""
         t = self.target
         p = self.compute_path
         if self.path is None:
@@ -164,6 +175,7 @@ class GemmSchedule:
 
     @property
     def kernel_name(self) -> str:
+        """The kernel's entry name, spelling out every parameter that changes its code."""
         lay = "swz" if self.smem_layout == "swizzle" else "pad"
         name = (f"gemm_{self.operand}_{self.path_name}_{self.block_m}x{self.block_n}x{self.block_k}"
                 f"_w{self.warps_m}x{self.warps_n}_s{self.stages}_{lay}_c{self.copy_bytes}v{self.c_vector}"
@@ -201,9 +213,11 @@ class GemmSchedule:
         return _module_for(self)
 
     def ptx(self) -> str:
+        """The PTX text of `module`."""
         return str(self.module)
 
     def listing(self, **kwargs) -> str:
+        """The PTX with each line's Python source (see `Module.listing`)."""
         return self.module.listing(**kwargs)
 
     def instruction_mix(self) -> dict:
@@ -230,6 +244,7 @@ class GemmSchedule:
 
     # ------------------------------------------------------------ problems
     def check_problem(self, m: int, n: int, k: int) -> None:
+        """Raise ValidationError when this kernel cannot compute an M x N x K problem exactly."""
         for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 0)):
             if not isinstance(v, (int, np.integer)) or v < least:
                 raise ValidationError(f"{name} must be an int >= {least}, got {v!r}")
@@ -306,6 +321,7 @@ class GemmSchedule:
         return load_kernel(self)
 
     def describe(self) -> str:
+        """One line: tiles, warps, stages, layout, shared memory, target and compute path."""
         p = self.compute_path
         return (f"{type(self).__name__} {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, "
                 f"{self.warps_m}x{self.warps_n} warps ({self.warp_m}x{self.warp_n} each, {self.threads} threads), "
@@ -345,26 +361,32 @@ class GemmReport:
 
     @property
     def arch(self) -> str:
+        """The arch the kernel was assembled for."""
         return self.assembly.arch
 
     @property
     def resources(self):
+        """The assembler's `KernelResources` of the kernel."""
         return self.assembly.resources(self.schedule.kernel_name)
 
     @property
     def registers(self) -> int:
+        """Registers per thread."""
         return self.resources.registers
 
     @property
     def spills(self) -> int:
+        """Bytes spilled (stores + loads)."""
         return self.resources.spills
 
     @property
     def ctas_per_sm(self) -> int:
+        """CTAs one SM holds at once with these registers and this shared memory (`DeviceLimits.resident_ctas`)."""
         s = self.schedule
         return Target.parse(self.arch).limits.resident_ctas(s.threads, self.registers, s.shared_bytes)
 
     def sass_opcodes(self):
+        """Counter of the kernel's SASS opcodes with their modifiers (e.g. 'IMMA.16832.S8.S8')."""
         return self.assembly.sass_opcodes(self.schedule.kernel_name)
 
     def __str__(self) -> str:

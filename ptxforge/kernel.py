@@ -20,7 +20,7 @@ _PTXFORGE_INTERNAL = True
 
 @dataclass(frozen=True)
 class Param:
-    """A kernel parameter (`.param`)."""
+    """A kernel parameter: `.param .u64 x` (a scalar or pointer) or `.param .align A .b8 name[N]` (a byte block)."""
 
     name: str
     type: ScalarType
@@ -31,37 +31,46 @@ class Param:
 
     @property
     def symbol(self) -> Symbol:
+        """The parameter as a `.param` symbol, the address operand of `ld.param`."""
         return Symbol(self.name, "param", self.type, self.nbytes, self.align or 1)
 
     @property
     def is_pointer(self) -> bool:
+        """True for a device pointer (declared with a pointee type or a state space)."""
         return self.pointee is not None or self.space is not None
 
     def render(self) -> str:
+        """The parameter's line in the `.entry` signature."""
         if self.nbytes is not None:
             return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
         return f".param .{self.type.name} {self.name}"
 
     @property
     def size(self) -> int:
+        """Bytes the parameter takes in the launch's parameter buffer."""
         return self.nbytes if self.nbytes is not None else self.type.bits // 8
 
 
 @dataclass(frozen=True)
 class LabelDef:
+    """A label placed in the body (`$L_name:`), with the Python line that placed it."""
+
     label: Label
     loc: SourceLoc | None = None
 
 
 @dataclass(frozen=True)
 class Comment:
+    """A `// text` line in the body; a section comment (`// ---- name`) groups the listing."""
+
     text: str
     section: bool = False
 
 
 @dataclass(frozen=True)
 class Kernel:
-    """A finished kernel: immutable."""
+    """A finished kernel, immutable: what `KernelBuilder.finish()` returns and `Module` renders as one
+    `.visible .entry` with its directives, register and shared declarations and body."""
 
     name: str
     target: Target
@@ -77,6 +86,7 @@ class Kernel:
 
     @property
     def instructions(self):
+        """The body's instructions, without labels and comments."""
         return [i for i in self.body if isinstance(i, Instruction)]
 
     def requirements(self):
@@ -90,6 +100,7 @@ class Kernel:
 
     @property
     def block_limit(self) -> tuple | None:
+        """("maxntid" | "reqntid", (x, y, z)) when the kernel declares a CTA shape, else None."""
         for key, val in self.directives:
             if key in ("maxntid", "reqntid"):
                 return key, val
@@ -97,20 +108,24 @@ class Kernel:
 
     @property
     def static_shared_bytes(self) -> int:
+        """Bytes of static `.shared` arrays, laid out in declaration order with their alignment."""
         total = 0
         for s in self.shared:
             total = -(-total // s.align) * s.align + (s.nbytes or 0)
         return total
 
     def param(self, name: str) -> Param:
+        """The parameter called `name` (KeyError if there is none)."""
         for p in self.params:
             if p.name == name:
                 return p
         raise KeyError(name)
 
 
+#: The least PTX ISA any kernel gets; instructions needing no more do not count as requirements.
 _BASE_PTX = V("7.0")
 
+#: Entry directives that need more than the base: the cluster directives are sm_90 and PTX 7.8.
 _DIRECTIVE_REQ = {
     "reqnctapercluster": Requirement(90, V("7.8")),
     "explicitcluster": Requirement(90, V("7.8")),

@@ -14,7 +14,7 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 import ptxforge as pf
-from ptxforge import b32, b64, u32
+from ptxforge import b32, u32
 from ptxforge import interp
 from ptxforge.isa.fragments import mma_fragment, pack_fragment, unpack_fragment
 from ptxforge.isa import types as T

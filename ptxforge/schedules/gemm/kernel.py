@@ -25,7 +25,6 @@ from .copy import OperandStaging
 from .emit import MmaIssuer
 from .epilogue import GemmOutput, scale_back, store_c
 from .fragments import WarpFragments, compute_kstep
-from .stage import StageLayout
 
 
 _ELEM = {"s4": T.s4, "u4": T.u4, "s8": T.s8, "u8": T.u8}
@@ -103,7 +102,7 @@ def build_kernel(s, epilogue=None):
         tile_m0, tile_n0 = cta_tile(k, s, m, n)
         row_bytes = k.shr(kk, 1, dst=k.reg(T.u32, "row_bytes")) if s.bits == 4 else kk
 
-    stage = StageLayout.of(s)
+    stage = s.stage_layout
     with k.section("global -> shared copy plan (hoisted)"):
         staging = OperandStaging.setup(k, s, stage, a=a, b=b, m=m, n=n, tile_m0=tile_m0, tile_n0=tile_n0,
                                        row_bytes=row_bytes, tid=tid, smem_base=sbase, elem=_ELEM[s.operand])

@@ -122,15 +122,20 @@ class GemmSchedule:
                 SmemLayout(self.block_n, self.row_bytes_k, self.smem_layout))
 
     @property
+    def stage_layout(self):
+        """The pipeline's shared memory as a `StageLayout` (region offsets of the A and B tiles)."""
+        from .stage import StageLayout
+        return StageLayout.of(self)
+
+    @property
     def stage_bytes(self) -> int:
         """Shared memory of one pipeline stage (A tile + B tile)."""
-        la, lb = self.layouts
-        return la.nbytes + lb.nbytes
+        return self.stage_layout.stage_bytes
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of one CTA (all stages)."""
-        return self.stages * self.stage_bytes
+        return self.stage_layout.total_bytes
 
     @property
     def accumulators(self) -> int:

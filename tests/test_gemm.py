@@ -528,3 +528,27 @@ def test_emission_parses_no_target_string(monkeypatch):
     assert parsed == ["sm_80", "sm_80"]  # once each, in the constructors
     g.emit(), tc.emit(), g.retarget(g.target).emit()
     assert parsed == ["sm_80", "sm_80"]
+
+
+@pytest.mark.parametrize("g", [Int4Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1),  # scaled: shift first
+                               Int4Gemm(operand="u4", block_m=64, block_n=32, warps_m=2, warps_n=1, target="sm_80")])
+def test_a_custom_epilogue_sees_exact_c_and_the_element_coordinates(g):
+    """Epilogue C'[r, c] = C[r, c] + 1000*r + c from AccumulatorTile.elements(): wrong offsets, a
+    missing shift or a wrong origin all change the result."""
+    from ptxforge.schedules.gemm import store_c
+
+    def epi(k, acc, out):
+        for reg, dr, dc in acc.elements():
+            extra = k.add(k.mul(k.add(out.row0, dr), 1000), k.add(out.col0, dc))
+            k.add(reg, extra, dst=reg)
+        store_c(k, acc, out)
+
+    m, n, kk = 37, 29, 96
+    a, b = _operands(g, m, n, kk, np.random.default_rng(5))
+    v = g.for_problem(kk, n)
+    c = np.full((m, n), -0x5A5A5A5A, np.int32)
+    rep = interp.run(v.emit(epilogue=epi), grid=v.grid(m, n), block=v.block, args=[a, b, c, m, n, kk],
+                     shared=v.shared_bytes)
+    assert rep.ok, str(rep)
+    rows, cols = np.indices((m, n))
+    assert np.array_equal(c.astype(np.int64), g.reference(a, b, kk) + 1000 * rows + cols)

@@ -85,7 +85,7 @@ def test_fragment_tables_match_the_isa_formulas(form):
 
 
 def test_known_entries_from_the_notes():
-    """Spot values quoted in ptx-notes §4.2 for m16n8k64.s4 (checked on an H200)."""
+    """Spot values of the PTX ISA's m16n8k64.s4 fragment tables (also checked on an H200)."""
     form = next(f for f in MMA_FORMS if f.shape == "m16n8k64" and f.a_type is T.s4 and f.b_type is T.s4)
     a = mma_fragment(form, "a")
     lane = 4 * 5 + 3  # g = 5, t = 3

@@ -93,6 +93,14 @@ def test_b_pair_tile_origin_feeds_two_n8_b_fragments():
 
 
 @pytest.mark.parametrize("num,row_blocks,rows_first", TILE_CASES)
+def test_tile_origin_in_bytes_is_sixteen_times_the_chunk(num, row_blocks, rows_first):
+    row, chunk = ldmatrix_tile_origin(num, LANES, row_blocks=row_blocks, rows_first=rows_first)
+    row_b, byte = ldmatrix_tile_origin(num, LANES, row_blocks=row_blocks, rows_first=rows_first, in_bytes=True)
+    assert np.array_equal(row_b, row)
+    assert np.array_equal(np.broadcast_to(byte, LANES.shape), MATRIX_ROW_BYTES * np.broadcast_to(chunk, LANES.shape))
+
+
+@pytest.mark.parametrize("num,row_blocks,rows_first", TILE_CASES)
 def test_tile_origin_stays_inside_the_tile(num, row_blocks, rows_first):
     row, chunk = ldmatrix_tile_origin(num, LANES, row_blocks=row_blocks, rows_first=rows_first)
     chunk = np.broadcast_to(chunk, LANES.shape)
@@ -127,13 +135,25 @@ def test_emitted_lane_maps_equal_their_int_evaluation():
     }
     for num, rb, first in TILE_CASES:
         for i, what in enumerate(("row", "chunk")):
-            maps[f"{what}_{num}_{rb}_{first}"] = (
-                lambda lane, ops, num=num, rb=rb, first=first, i=i:
-                ldmatrix_tile_origin(num, lane, row_blocks=rb, rows_first=first, ops=ops)[i])
+            for in_bytes in (False, True):
+                maps[f"{what}_{num}_{rb}_{first}_{in_bytes}"] = (
+                    lambda lane, ops, num=num, rb=rb, first=first, i=i, in_bytes=in_bytes:
+                    ldmatrix_tile_origin(num, lane, row_blocks=rb, rows_first=first, in_bytes=in_bytes, ops=ops)[i])
     got = _emitted(maps)
     for name, fn in maps.items():
         want = np.broadcast_to(fn(LANES, INT_OPS), LANES.shape)
         assert np.array_equal(got[name], want), name
+
+
+def test_the_gemm_lane_patterns_emit_as_before():
+    """The A and B ldmatrix.x4 patterns of the GEMM, in bytes: the same instructions the GEMM wrote
+    by hand (A: and 15 / shr 4, shl 4; B: and 7, shr 4, shl 3, add / shl 1, and 16)."""
+    k = pf.KernelBuilder("pat", target="sm_80")
+    lane = k.laneid()
+    ldmatrix_tile_origin(4, lane, row_blocks=2, in_bytes=True, ops=k)
+    ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, in_bytes=True, ops=k)
+    ops = [(i.opcode, i.operands[2].value) for i in k.finish().instructions if i.opcode in ("and", "shr", "shl")]
+    assert ops == [("and", 15), ("shr", 4), ("shl", 4), ("and", 7), ("shr", 4), ("shl", 3), ("shl", 1), ("and", 16)]
 
 
 def test_bad_arguments_are_refused():

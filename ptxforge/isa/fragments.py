@@ -156,6 +156,7 @@ class MatrixLayout:
 
     @property
     def address_lanes(self) -> int:
+        """How many lanes supply a row address: 8 per matrix."""
         return 8 * self.num
 
     @staticmethod
@@ -166,6 +167,9 @@ class MatrixLayout:
 
 @lru_cache(maxsize=None)
 def matrix_layout(num: int, trans: bool) -> MatrixLayout:
+    """The register layout of `ldmatrix`/`stmatrix` .m8n8.x{num}[.trans].b16: which row and column of
+    each 8x8 matrix every lane's register halves hold (lane l: row l // 4, columns 2(l % 4) and
+    2(l % 4) + 1; transposed with .trans)."""
     lane = np.arange(WARP)[:, None, None]
     h = np.arange(2)[None, None, :]
     j = np.arange(num)[None, :, None]
@@ -270,7 +274,8 @@ def ldmatrix_lane_origin(num: int, lane) -> tuple:
     return lane >> 3, lane & 7
 
 
-def ldmatrix_tile_origin(num: int, lane, *, row_blocks: int, rows_first: bool = True, ops=INT_OPS):
+def ldmatrix_tile_origin(num: int, lane, *, row_blocks: int, rows_first: bool = True, in_bytes: bool = False,
+                         ops=INT_OPS):
     """(tile row, 16-byte chunk) that lane `lane` addresses when one `ldmatrix.x{num}` reads a tile
     of 8*row_blocks rows split into 16-byte chunks.
 
@@ -281,6 +286,7 @@ def ldmatrix_tile_origin(num: int, lane, *, row_blocks: int, rows_first: bool = 
     matrix j is block j // chunks, chunk j % chunks, with chunks = num // row_blocks.
     Lane l then addresses row l % 8 of its matrix l // 8 (`ldmatrix_lane_origin`).
 
+    in_bytes=True gives the chunk as its byte offset in the row (16 * chunk), computed directly.
     Returns ints/arrays, or registers when `ops` is a KernelBuilder; a chunk that is always 0
     is returned as the int 0 (nothing emitted).  Lanes past 8*num get an in-range address.
     """
@@ -290,19 +296,28 @@ def ldmatrix_tile_origin(num: int, lane, *, row_blocks: int, rows_first: bool = 
     chunks = num // row_blocks
     rb_bits, ch_bits = row_blocks.bit_length() - 1, chunks.bit_length() - 1
     wraps = 8 * num < 32  # lanes past 8*num would otherwise index past the tile
+    chunk_mask = (chunks - 1) << (4 if in_bytes else 0)
     if rows_first or chunks == 1 or row_blocks == 1:
         # matrix j = block j % row_blocks, chunk j // row_blocks  ->  row = lane % (8*row_blocks)
         row = ops.and_(lane, 8 * row_blocks - 1)
         if chunks == 1:
             return row, 0
-        chunk = ops.shr(lane, 3 + rb_bits)
-        return row, (ops.and_(chunk, chunks - 1) if wraps else chunk)
+        shift = 3 + rb_bits  # chunk = lane >> shift
+        if not in_bytes:
+            chunk = ops.shr(lane, shift)
+            return row, (ops.and_(chunk, chunk_mask) if wraps else chunk)
+        if not wraps:
+            return row, ops.shl(ops.shr(lane, shift), 4)
+        moved = ops.shr(lane, shift - 4) if shift >= 4 else ops.shl(lane, 4 - shift)
+        return row, ops.and_(moved, chunk_mask)
     # chunks first: matrix j = block j // chunks, chunk j % chunks
+    low = ops.and_(lane, 7)
     block = ops.shr(lane, 3 + ch_bits)
     if wraps:
         block = ops.and_(block, row_blocks - 1)
-    row = ops.add(ops.and_(lane, 7), ops.shl(block, 3))
-    return row, ops.and_(ops.shr(lane, 3), chunks - 1)
+    row = ops.add(low, ops.shl(block, 3))
+    # chunk = (lane >> 3) % chunks; as bytes (chunk << 4) that is (lane << 1) & mask
+    return row, (ops.and_(ops.shl(lane, 1), chunk_mask) if in_bytes else ops.and_(ops.shr(lane, 3), chunk_mask))
 
 
 def _check_num(num):

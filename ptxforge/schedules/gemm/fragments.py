@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...isa.fragments import MATRIX_ROW_BYTES, ldmatrix_tile_origin
+from ...isa.fragments import ldmatrix_tile_origin
 from . import emit as E
 from .addressing import AddressFamily, plan_family
 from .config import KSTEP_BYTES, ComputePath
@@ -42,9 +42,9 @@ def warp_lane_grid(threads: int, warps_m: int):
 def plan_a_fragments(layout, region, threads, warps_m, warp_m, ksteps) -> AddressFamily:
     """ldmatrix.x4 of A: one access per (k-step, m16 block), in that order."""
     wm, _, lane = warp_lane_grid(threads, warps_m)
-    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2)
+    row, byte = ldmatrix_tile_origin(4, lane, row_blocks=2, in_bytes=True)
     rows0 = wm * warp_m + row
-    bytes0 = chunk * MATRIX_ROW_BYTES
+    bytes0 = byte
     consts = [(16 * i, KSTEP_BYTES * ks) for ks in range(ksteps) for i in range(warp_m // 16)]
     return plan_family(layout, rows0, bytes0, consts, region)
 
@@ -52,23 +52,23 @@ def plan_a_fragments(layout, region, threads, warps_m, warp_m, ksteps) -> Addres
 def plan_b_fragments(layout, region, threads, warps_m, warp_n, ksteps) -> AddressFamily:
     """ldmatrix.x4 of B: one access per (k-step, pair of n8 blocks), in that order."""
     _, wn, lane = warp_lane_grid(threads, warps_m)
-    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False)
+    row, byte = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, in_bytes=True)
     rows0 = wn * warp_n + row
-    bytes0 = chunk * MATRIX_ROW_BYTES
+    bytes0 = byte
     consts = [(16 * p, KSTEP_BYTES * ks) for ks in range(ksteps) for p in range(warp_n // 16)]
     return plan_family(layout, rows0, bytes0, consts, region)
 
 
 def emit_a_lane_origin(k, lane, wm_row):
     """(row0, byte0) registers of the A ldmatrix.x4 pattern: wm_row + lane%16, 16*(lane/16)."""
-    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, ops=k)
-    return k.add(wm_row, row), k.shl(chunk, 4)
+    row, byte = ldmatrix_tile_origin(4, lane, row_blocks=2, in_bytes=True, ops=k)
+    return k.add(wm_row, row), byte
 
 
 def emit_b_lane_origin(k, lane, wn_row):
     """(row0, byte0) of the B ldmatrix.x4 pattern: wn_row + lane%8 + 8*(lane/16), 16*((lane/8)%2)."""
-    row, chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, ops=k)
-    return k.add(wn_row, row), k.shl(chunk, 4)
+    row, byte = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, in_bytes=True, ops=k)
+    return k.add(wn_row, row), byte
 
 
 def load_kstep(k, fam: AddressFamily, bases, ks: int, per_step: int):

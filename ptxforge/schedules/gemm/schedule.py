@@ -316,9 +316,26 @@ class GemmSchedule:
         (into `c` when given).  GPU arrays (DeviceBuffer, __cuda_array_interface__, DLPack) are
         used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
         asynchronous on `stream`.  `k` is the logical K (default: from the row length).
+
+        With GPU operands and `c` given, the first call of a problem kind (shapes, dtypes,
+        alignment class, device, stream) resolves a `GemmPlan` and keeps it; later calls of that
+        kind only read the three addresses and launch (see ``ptxforge.schedules.gemm.plan`` for
+        how operands are read quickly and when stream ordering sends a call the careful way).
         """
         from .run import run_gemm
         return run_gemm(self, a, b, c, k=k, stream=stream)
+
+    def plan(self, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None):
+        """A `GemmPlan`: this GEMM resolved once for an M x N x K problem on GPU operands.
+
+        The plan picks the variant for the problem (``for_problem``), loads its kernel and packs
+        the launch; ``plan(a, b, c)`` then checks the operands' shapes, dtypes and alignment
+        class cheaply and issues one ``cuLaunchKernel`` on `stream` (no allocation, no sync:
+        it can be captured into a CUDA graph).  align / c_align: the least alignment in bytes the
+        A/B and C base addresses will have (16 lets the widest copies and C pair stores run).
+        """
+        from .plan import GemmPlan
+        return GemmPlan(self, m, n, k, align=align, c_align=c_align, stream=stream)
 
     def kernel(self):
         """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""

@@ -335,3 +335,68 @@ def test_check_inside_a_given_test_says_what_to_do_instead(data):
         check(transpose(), transpose_space(), max_examples=2, **interp_only)
     problem = data.draw(transpose_space().problems())  # what it suggests works
     assert check_problem(transpose(), transpose_space(), problem, **interp_only).ok
+
+
+# ---------------------------------------------------------------- the GPU backend's plumbing, on the CPU
+
+@pytest.fixture
+def stand_in_device(monkeypatch):
+    """A "GPU" that is the interpreter, optionally damaged after each launch: the GPU backend's
+    argument wrapping, checks and comparisons run on the CPU."""
+    from ptxforge import interp
+    from ptxforge.testing import runner
+    state = {"launches": 0, "damage": None}
+
+    def function(plan, kernel):
+        def launch(grid, block, *args, shared=0):
+            state["launches"] += 1
+            interp.run(kernel, grid=grid, block=block, args=list(args), shared=shared, check=False)
+            if state["damage"] is not None:
+                state["damage"]([a.array if hasattr(a, "array") else a for a in args])
+        return launch
+    monkeypatch.setattr(runner, "gpu_skip_reason", lambda: None)
+    monkeypatch.setattr(runner._Plan, "gpu_function", function)
+    return state
+
+
+def test_the_gpu_backend_runs_beside_the_interpreter(stand_in_device):
+    report = check(transpose(), transpose_space(), backends=("interp", "gpu"), max_examples=6, settings=SEEDED)
+    assert report.runs == {"interp": 6, "gpu": 6} and stand_in_device["launches"] >= 6
+
+
+def copies():
+    """out[i] = x[i] for i < n."""
+    k = KernelBuilder("copy", target="sm_80", maxntid=128)
+    x, out = k.param_ptr("x", f32), k.param_ptr("out", f32)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        k.st(k.add(out, off), k.ld(k.add(x, off), type=f32))
+    return k.module()
+
+
+def copy_space():
+    return ProblemSpace(sizes=[Size("n", 1, 300, tile=128)], grid=lambda p: cdiv(p.n, 128), block=128,
+                        arrays=[Array("x", ("n",), np.float32), Array("out", ("n",), np.float32, role="out")],
+                        reference=lambda x: x)
+
+
+def test_the_backends_must_agree_and_the_gpu_may_not_touch_inputs(stand_in_device):
+    def flip_last_output(args):
+        args[1].reshape(-1).view(np.uint32)[-1] ^= 1
+    stand_in_device["damage"] = flip_last_output
+    e = failure_of(copies(), copy_space(), backends=("interp", "gpu"), max_examples=10)
+    assert "[interp vs gpu] output out differs between the backends" in str(e) and e.problem.sizes["n"] == 1
+
+    def scribble_on_input(args):
+        args[0].reshape(-1).view(np.uint8)[0] ^= 0xFF
+    stand_in_device["damage"] = scribble_on_input
+    e = failure_of(copies(), copy_space(), backends=("interp", "gpu"), max_examples=10)
+    assert "[gpu] wrote outside the outputs: input x changed in 1 byte(s)" in str(e)
+
+
+def test_a_problem_with_out_of_bounds_accesses_never_reaches_the_device(stand_in_device):
+    e = failure_of(transpose(), transpose_space(), backends=("interp", "gpu"), max_examples=20,
+                   transform=lambda k: off_by_one_guard(k, nth=0))
+    assert "gpu" in e.outcome.skipped and "out-of-bounds" in str(e)

@@ -400,3 +400,12 @@ def test_a_problem_with_out_of_bounds_accesses_never_reaches_the_device(stand_in
     e = failure_of(transpose(), transpose_space(), backends=("interp", "gpu"), max_examples=20,
                    transform=lambda k: off_by_one_guard(k, nth=0))
     assert "gpu" in e.outcome.skipped and "out-of-bounds" in str(e)
+
+
+def test_where_relates_sizes_and_shapes_follow_them():
+    seen = []
+    sp = transpose_space()
+    sp.where = lambda s: s.rows <= s.cols
+    check(transpose(), sp, max_examples=15, property=lambda p, o: seen.append((p.rows, p.cols, p.grid)),
+          **interp_only)
+    assert seen and all(r <= c and g == (max(1, cdiv(c, 32)), max(1, cdiv(r, 32)), 1) for r, c, g in seen)

@@ -315,7 +315,9 @@ class ProblemSpace:
     the kernel's parameter names.  where: a predicate on the Problem's sizes; drawn sizes that
     fail it are discarded (keep it loose).  kernel: for a kernel that depends on the problem
     (a schedule's variant), a callable of the Problem returning the Module / Kernel to run.
-    name: what reports call the kernel.
+    name: what reports call the kernel.  repro: Python text defining `target` and `space` for
+    the reproducer a failure prints (the schedules' spaces set it; by default the reproducer
+    names them `kernel` and `space`).
     """
 
     def __init__(self, *, sizes=(), arrays=(), scalars=(), grid=1, block=(128,), reference=None, args=None,

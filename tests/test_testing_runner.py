@@ -409,3 +409,19 @@ def test_where_relates_sizes_and_shapes_follow_them():
     check(transpose(), sp, max_examples=15, property=lambda p, o: seen.append((p.rows, p.cols, p.grid)),
           **interp_only)
     assert seen and all(r <= c and g == (max(1, cdiv(c, 32)), max(1, cdiv(r, 32)), 1) for r, c, g in seen)
+
+
+def test_a_scalar_may_depend_on_the_sizes():
+    from ptxforge.testing import Scalar
+    sp = ProblemSpace(
+        sizes=[Size("n", 1, 300, tile=128)], block=128, grid=lambda p: cdiv(p.n, 128),
+        arrays=[Array("x", ("n",), np.float32, low=0, high=1), Array("y", ("n",), np.float32, low=0, high=1),
+                Array("out", ("n",), np.float32, role="out", tolerance=ulps(1))],
+        scalars=[Scalar("a", lambda s: st.sampled_from([float(s.n), 0.5]))],
+        reference=lambda x, y, a: np.float32(a) * x + y)
+    seen = []
+    check(saxpy(out=True), sp, max_examples=10, property=lambda p, o: seen.append((p.n, p.a)), **interp_only)
+    assert all(a in (float(n), 0.5) for n, a in seen)
+    with pytest.raises(ValueError, match="give a value for scalar 'a'"):
+        sp.make(n=3)
+    assert sp.make(n=3, a=2.0).scalars == {"a": 2.0}

@@ -220,7 +220,8 @@ class Array:
 
 @dataclass(frozen=True)
 class Scalar:
-    """A scalar parameter: a constant, a Hypothesis strategy, or a callable of the Problem's sizes."""
+    """A scalar parameter: a constant, a Hypothesis strategy, or a callable of the drawn sizes
+    (attributes: `s.n`) returning a strategy, for a scalar whose range depends on them."""
 
     name: str
     values: Any

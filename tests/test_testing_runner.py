@@ -270,6 +270,16 @@ def test_the_decorator_makes_an_argument_free_test():
     assert len(calls) == 5
 
 
+def test_check_test_is_the_decorator_too():
+    sizes = []
+
+    @check.test(transpose(), transpose_space(40), max_examples=4, **interp_only)
+    def one_argument(problem):
+        sizes.append(problem.sizes)
+    one_argument()
+    assert len(sizes) == 4
+
+
 def test_mutation_check_names_the_survivors_of_a_weak_space():
     strong = mutation_check(transpose(), transpose_space(), kinds=["drop_bar_sync", "off_by_one_guard"],
                             max_per_kind=3, max_examples=40, settings=SEEDED, **interp_only)

@@ -541,3 +541,7 @@ def property_test(target=None, space=None, **options):
         del test.__wrapped__
         return test
     return wrap
+
+
+#: The decorator form of `check`: `@check.test(kernel, space)` is `@property_test(kernel, space)`.
+check.test = property_test

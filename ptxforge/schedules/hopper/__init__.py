@@ -1,0 +1,12 @@
+"""Hopper (sm_90a) GEMM schedules: warp-specialized persistent TMA + wgmma kernels.
+
+    from ptxforge.schedules.hopper import HopperGemm, prepare, run
+    g = HopperGemm("s8", block_n=256, stages=4)     # s8 x s8 -> s32; "s4" packed, "bf16"/"f16" -> f32
+    print(g.listing())
+    plan = prepare(g, a_dev, b_dev, c_dev); plan.launch()
+"""
+
+from .config import OPERANDS, HopperGemm
+from .run import Plan, assembled, load_kernel, prepare, reference, run
+
+__all__ = ["HopperGemm", "OPERANDS", "Plan", "prepare", "run", "reference", "assembled", "load_kernel"]

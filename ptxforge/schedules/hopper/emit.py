@@ -1,0 +1,226 @@
+"""Emission of the warp-specialized persistent TMA + wgmma GEMM kernel (see config.HopperGemm).
+
+Kernel parameters: `tmap_a`, `tmap_b` (by-value tensor maps over A [M, K] and B [N, K], boxes
+and swizzle from `HopperGemm.load_tiles`), `c` (C [M, N], dense), `m`, `n`, `k`.
+Dynamic shared memory: `HopperGemm.smem_bytes` (the base is rounded up to 1024 in the kernel).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ...builder import KernelBuilder
+from ...hopper.pipeline import MbarrierRing, WarpSpecialized
+from ...isa import types as T
+from ...isa.operands import Addr
+from .config import HopperGemm
+from .convert import emit_s4_widen
+
+_PTXFORGE_INTERNAL = True
+
+
+def _ceil_div(k, a, b: int):
+    return k.div(k.add(a, b - 1, type=T.u32), b, type=T.u32)
+
+
+def _tile_loop(k, ntiles):
+    """Yield inside `for tile = ctaid.x; tile < ntiles; tile += nctaid.x` (the persistent grid)."""
+    tile = k.mov(k.ctaid(), type=T.u32, dst=k.reg(T.u32, "tile"))
+    step = k.nctaid()
+
+    class _Loop:
+        def __enter__(self):
+            self.cm = k.loop("tiles")
+            self.cm.__enter__()
+            k.break_(k.setp("ge", tile, ntiles, type=T.u32))
+            return tile
+
+        def __exit__(self, *exc):
+            if exc[0] is None:
+                k.add(tile, step, dst=tile)
+            return self.cm.__exit__(*exc)
+    return _Loop()
+
+
+def _raster(k, cfg: HopperGemm, tile, tiles_m, tiles_n):
+    """(tm, tn) of a linear tile index: groups of `raster_group` tile rows walked column by column."""
+    g = cfg.raster_group
+    per_group = k.mul(tiles_n, g, type=T.u32)
+    group = k.div(tile, per_group, type=T.u32)
+    first = k.mul(group, g, type=T.u32)
+    gsz = k.min(k.sub(tiles_m, first, type=T.u32), g, type=T.u32)
+    r = k.sub(tile, k.mul(group, per_group, type=T.u32), type=T.u32)
+    tm = k.add(first, k.rem(r, gsz, type=T.u32), type=T.u32)
+    tn = k.div(r, gsz, type=T.u32)
+    return tm, tn
+
+
+def emit_kernel(cfg: HopperGemm) -> KernelBuilder:
+    """The KernelBuilder of configuration `cfg` (finished by the caller)."""
+    k = KernelBuilder(cfg.kernel_name, target="sm_90a", maxntid=cfg.threads, minnctapersm=1)
+    k.note("path", f"sm_90a warp-specialized TMA + wgmma ({cfg.operand})")
+    tmap_a = k.param_tensormap("tmap_a")
+    tmap_b = k.param_tensormap("tmap_b")
+    c_t = T.lookup(cfg.c_type)
+    c_ptr = k.param_ptr("c", c_t)
+    m = k.param_value("m", T.u32)
+    n = k.param_value("n", T.u32)
+    kk = k.param_value("k", T.u32)
+
+    smem = k.dynamic_shared("smem", align=1024)
+    raw = k.shared_base(smem)
+    base = k.and_(k.add(raw, 1023, type=T.u32), 0xFFFFFC00, type=T.b32, dst=k.reg(T.u32, "smem_base"))
+    la, lb = cfg.load_tiles
+    ta, tb = cfg.tiles
+    conv_base = k.add(base, cfg.stages * cfg.stage_bytes, type=T.u32, dst=k.reg(T.u32, "conv_base"))
+    bars = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+
+    ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
+    ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1, consumer_arrivals=4 * cfg.consumers)
+    t0 = k.setp("eq", ws.tid, 0, type=T.u32)
+    ring.init(pred=t0)
+    k.prefetch_tensormap(tmap_a, pred=t0)
+    k.prefetch_tensormap(tmap_b, pred=t0)
+    k.bar_sync(0)
+
+    tiles_m = _ceil_div(k, m, cfg.block_m)
+    tiles_n = _ceil_div(k, n, cfg.block_n)
+    ntiles = k.mul(tiles_m, tiles_n, type=T.u32)
+    ktiles = _ceil_div(k, kk, cfg.block_k)
+
+    with ws.producer():
+        warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
+        with k.if_(warp0):
+            lead = k.elect_sync()
+            st = ring.producer_state()
+            with _tile_loop(k, ntiles) as tile:
+                tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+                row_a = k.mul(tm, cfg.block_m, type=T.u32)
+                row_b = k.mul(tn, cfg.block_n, type=T.u32)
+                with k.for_range(0, ktiles, name="kt") as kt:
+                    ring.acquire(st)
+                    ring.expect_tx(st, cfg.stage_bytes, pred=lead)
+                    sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                    kx = k.mul(kt, la.cols, type=T.u32)
+                    for tile_l, tmap, row, off in ((la, tmap_a, row_a, 0), (lb, tmap_b, row_b, la.nbytes)):
+                        for i in range(tile_l.tma_copies):
+                            soff, coff = tile_l.tma_copy_offset(i)
+                            x = k.add(kx, coff, type=T.u32) if coff else kx
+                            k.tensor_load(Addr(sa, off + soff), tmap, (x, row), ring.full(st), pred=lead)
+                    st.advance()
+
+    with ws.consumer() as cidx:
+        _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
+    return k
+
+
+def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles):
+    ta, tb = cfg.tiles
+    la, lb = cfg.load_tiles
+    lane = ws.lane
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    ptrue = k.setp("eq", lane, lane, type=T.u32)
+    st = ring.consumer_state()
+    tmpl_a, tmpl_b = ta.descriptor_template(), tb.descriptor_template()
+    a_hi, b_hi = tmpl_a >> 32, tmpl_b >> 32
+    mma_t = T.lookup(cfg.mma_type)
+    acc_t = T.s32 if cfg.c_type == "s32" else T.f32
+    nsub = cfg.wg_m // 64
+    accs = [k.regs(acc_t, cfg.block_n // 2, name=f"acc{i}_") for i in range(nsub)]
+    a_row_bytes = k.mul(cidx, cfg.wg_m * 128, type=T.u32)  # this consumer's first A row, in one atom
+    prev = k.reg(T.u32, "prev_stage")
+    k.mov(0, type=T.u32, dst=prev)
+    if cfg.operand == "s4":
+        it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the s8 buffer
+        ctid = k.sub(ws.tid, 128, type=T.u32)
+        buf_bytes = ta.nbytes + tb.nbytes
+
+    w = ws.warp_in_group
+    g = k.shr(lane, 2, type=T.u32)
+    t = k.and_(lane, 3, type=T.b32)
+
+    with _tile_loop(k, ntiles) as tile:
+        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        with k.for_range(0, ktiles, name="kt") as kt:
+            ring.wait_full(st)
+            not_first = k.setp("ne", kt, 0, type=T.u32)
+            if cfg.operand == "s4":
+                stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                buf = k.mad(k.and_(it, 1, type=T.b32), buf_bytes, conv_base, type=T.u32)
+                emit_s4_widen(k, cfg, stage_addr, buf, ctid)
+                k.fence("fence.proxy.async.shared::cta")  # generic writes -> wgmma (async proxy)
+                ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
+                # the other buffer was read by the previous k-step's wgmmas: all of them must be done
+                # before any consumer widens into it next step (the barrier below orders that)
+                k.wgmma_wait(0)
+                k.bar_sync(1, 128 * cfg.consumers)
+                k.add(it, 1, dst=it)
+                sa_lo = k.shr(buf, 4, type=T.u32)
+            else:
+                sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                sa_lo = k.shr(sa, 4, type=T.u32)
+            a_lo0 = k.add(sa_lo, k.shr(a_row_bytes, 4, type=T.u32), type=T.u32)
+            a_lo0 = k.add(a_lo0, tmpl_a & 0xFFFFFFFF, type=T.u32)
+            b_lo0 = k.add(sa_lo, (ta.nbytes >> 4) + (tmpl_b & 0xFFFFFFFF), type=T.u32)
+            k.wgmma_fence()
+            for ks in range(ta.k_slices):
+                b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+                b_desc = k.mov([b_lo, b_hi], type=T.b64)
+                for mi in range(nsub):
+                    a_lo = k.add(a_lo0, (ta.slice_start(ks) + mi * 64 * 128) >> 4, type=T.u32)
+                    a_desc = k.mov([a_lo, a_hi], type=T.b64)
+                    k.wgmma(a_desc, b_desc, accs[mi], n=cfg.block_n, a_type=mma_t,
+                            scale_d=not_first if ks == 0 else ptrue)
+            k.wgmma_commit()
+            if cfg.operand != "s4":
+                # the previous stage's wgmmas are done once at most this one group is pending
+                k.wgmma_wait(1)
+                rel = k.and_(not_first, lane0, type=T.pred)
+                ring.release(prev, pred=rel)
+                k.mov(st.stage, type=T.u32, dst=prev)
+            st.advance()
+        k.wgmma_wait(0)
+        if cfg.operand != "s4":
+            ring.release(prev, pred=lane0)
+        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
+
+
+def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t):
+    """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
+    c_t = T.lookup(cfg.c_type)
+    row_t = k.mul(tm, cfg.block_m, type=T.u32)
+    col_t = k.mul(tn, cfg.block_n, type=T.u32)
+    full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
+    # 8-byte vector stores need an even row pitch: odd N takes the masked path everywhere
+    n_even = k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)
+    full_mn = k.setp("le", k.add(col_t, cfg.block_n, type=T.u32), n, type=T.u32, combine=("and", full_m))
+    full = k.and_(full_mn, n_even, type=T.pred)
+    row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
+    col0 = k.mad(t, 2, col_t, type=T.u32)
+    n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
+    for mi, acc in enumerate(accs):
+        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
+        lin = k.mad(r0, n, col0, type=T.u32)
+        p0 = k.mad(lin, 4, c_ptr, type=T.u32, mode="wide")
+        p1 = k.add(p0, n8, type=T.u64)
+        nj = cfg.block_n // 8
+        with k.if_(full):
+            for j in range(nj):
+                k.st(Addr(p0, 32 * j), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2)
+                k.st(Addr(p1, 32 * j), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2)
+        with k.else_():
+            ok0 = k.setp("lt", r0, m, type=T.u32)
+            ok1 = k.setp("lt", k.add(r0, 8, type=T.u32), m, type=T.u32)
+            for j in range(nj):
+                cj = k.add(col0, 8 * j, type=T.u32)
+                cj1 = k.add(cj, 1, type=T.u32)
+                for q, (col, rowok, p, off) in enumerate(((cj, ok0, p0, 0), (cj1, ok0, p0, 4),
+                                                          (cj, ok1, p1, 0), (cj1, ok1, p1, 4))):
+                    pq = k.setp("lt", col, n, type=T.u32, combine=("and", rowok))
+                    k.st(Addr(p, 32 * j + off), acc[4 * j + q], type=c_t, pred=pq)
+
+
+@functools.lru_cache(maxsize=64)
+def module_for(cfg: HopperGemm):
+    """The Module of one configuration (emitted once per process)."""
+    return emit_kernel(cfg).module()

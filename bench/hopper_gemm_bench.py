@@ -166,7 +166,7 @@ def triton_matmul(op):
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit
     def kern(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-             G: tl.constexpr, INT: tl.constexpr):
+             G: tl.constexpr, ACC: tl.constexpr):
         pid = tl.program_id(0)
         npm = tl.cdiv(M, BM)
         npn = tl.cdiv(N, BN)
@@ -181,11 +181,11 @@ def triton_matmul(op):
         rk = tl.arange(0, BK)
         a_p = a_ptr + rm[:, None] * K + rk[None, :]
         b_p = b_ptr + rn[None, :] * K + rk[:, None]  # B is N x K: load a [BK, BN] tile of B^T
-        acc = tl.zeros((BM, BN), dtype=tl.int32 if INT else tl.float32)
+        acc = tl.zeros((BM, BN), dtype=ACC)
         for kk in range(0, tl.cdiv(K, BK)):
             a = tl.load(a_p, mask=(rm[:, None] < M) & (rk[None, :] + kk * BK < K), other=0)
             b = tl.load(b_p, mask=(rn[None, :] < N) & (rk[:, None] + kk * BK < K), other=0)
-            acc = tl.dot(a, b, acc)
+            acc = tl.dot(a, b, acc, out_dtype=ACC)
             a_p += BK
             b_p += BK
         c_p = c_ptr + rm[:, None] * N + rn[None, :]
@@ -195,7 +195,7 @@ def triton_matmul(op):
         M, K = a.shape
         N = b.shape[0]
         grid = lambda meta: (triton.cdiv(M, meta["BM"]) * triton.cdiv(N, meta["BN"]),)  # noqa: E731
-        kern[grid](a, b, c, M, N, K, INT=(op == "s8"))
+        kern[grid](a, b, c, M, N, K, ACC=tl.int32 if op == "s8" else tl.float32)
     return call
 
 

@@ -31,15 +31,16 @@ L2_BYTES = 60 << 20
 
 CONFIGS = {
     "s8": [dict(block_n=256, wg_m=64, consumers=2, stages=4),
-           dict(block_n=128, wg_m=128, consumers=2, stages=4),
-           dict(block_n=256, wg_m=64, consumers=2, stages=3),
-           dict(block_n=128, wg_m=64, consumers=2, stages=5),
-           dict(block_n=256, wg_m=64, consumers=2, stages=4, raster_group=16)],
+           dict(block_n=256, wg_m=64, consumers=2, stages=4, raster_group=16),
+           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+           dict(block_n=128, wg_m=128, consumers=2, stages=4)],
     "bf16": [dict(block_n=256, wg_m=64, consumers=2, stages=4),
              dict(block_n=128, wg_m=128, consumers=2, stages=4),
              dict(block_n=256, wg_m=64, consumers=2, stages=3)],
-    "s4": [dict(block_n=128, wg_m=64, consumers=2, stages=3, block_k_bytes=256),
-           dict(block_n=128, wg_m=64, consumers=2, stages=2, block_k_bytes=256)],
+    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+           dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256),
+           dict(block_n=128, wg_m=64, consumers=2, stages=3, block_k_bytes=256),
+           dict(block_n=128, wg_m=64, consumers=2, stages=3, block_k_bytes=256, a_registers=False)],
 }
 RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192)]
 
@@ -282,7 +283,7 @@ def main():
     if args.check:
         allok = True
         for op in ops:
-            for kw in configs.get(op, [])[:2]:
+            for kw in configs.get(op, []):
                 cfg = HopperGemm(op, **kw)
                 t = time.time()
                 _ = cfg.module

@@ -15,7 +15,9 @@ from ptxforge.testing import gpu_skip_reason
 
 CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm("s8", consumers=1, stages=5),
            HopperGemm("bf16"), HopperGemm("f16", block_n=128, wg_m=128),
-           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3)]
+           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2),
+           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)]
 MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
@@ -73,28 +75,18 @@ def test_widen_numpy_matches_nibble_definition():
     assert np.array_equal(w[:, 1::2], np.where(hi > 7, hi.astype(int) - 16, hi))
 
 
-def test_widen_word_sequence_on_all_nibbles():
-    """The 9-operation s4x8 -> 2 x s8x4 sequence, evaluated with numpy integer ops, is exact."""
-    w = np.array([0x76543210, 0xFEDCBA98, 0x8F7F0F80], dtype=np.uint64)
-    lo = (w & 0x0F0F0F0F) ^ 0x08080808
-    hi = ((w >> 4) & 0x0F0F0F0F) ^ 0x08080808
-
-    def prmt(a, b, sel):
-        src = [(int(a) >> (8 * i)) & 255 for i in range(4)] + [(int(b) >> (8 * i)) & 255 for i in range(4)]
-        return sum(src[(sel >> (4 * i)) & 7] << (8 * i) for i in range(4))
-    for i, x in enumerate(w):
-        outs = []
-        for sel in (0x5140, 0x7362):
-            v = prmt(lo[i], hi[i], sel)
-            outs.append(((v + 0x78787878) & 0xFFFFFFFF) ^ 0x80808080)
-        got = np.array(outs, dtype=np.uint32).view(np.int8)
-        want = widen_numpy(np.array([int(x)], dtype=np.uint32).view(np.uint8)[None, :])[0]
-        assert np.array_equal(got, want)
+def test_sign_extension_identity_has_no_carry():
+    """((v ^ 8) + 120) ^ 128 is v sign-extended, and never carries out of a byte, for every nibble."""
+    for v in range(16):
+        x = ((v ^ 8) + 0x78)
+        assert x < 256 and np.int8(np.uint8(x ^ 0x80)) == (v - 16 if v > 7 else v)
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(gpu_skip_reason() is not None, reason=str(gpu_skip_reason()))
-@pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=128, block_k_bytes=256, stages=3))])
+@pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=128, block_k_bytes=256, stages=3)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
+                                   ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False))])
 @pytest.mark.parametrize("shape", [(200, 328, 256), (96, 131, 64), (257, 511, 1024)])
 def test_gpu_matches_numpy(op, kw, shape):
     from ptxforge.schedules.hopper import run
@@ -116,3 +108,75 @@ def test_gpu_matches_numpy(op, kw, shape):
         assert np.all(np.abs(got - want) <= k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30)
     else:
         assert np.array_equal(got.astype(np.int64), want)
+
+
+def _widen_kernel(cfg, with_a_frags):
+    """A CPU-interpretable kernel: packed stage (global) -> shared -> emit_s4_widen -> global (+ A fragments)."""
+    from ptxforge.builder import KernelBuilder
+    from ptxforge.isa import types as T
+    from ptxforge.isa.operands import Addr
+    from ptxforge.schedules.hopper.convert import AFragments, emit_s4_widen
+    nthr = 128 * cfg.consumers
+    (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
+    k = KernelBuilder("widen", target="sm_90", maxntid=nthr)
+    src_g = k.param_ptr("src", T.u32)
+    dst_g = k.param_ptr("dst", T.u32)
+    frag_g = k.param_ptr("frag", T.u32)
+    smem = k.dynamic_shared("smem", align=1024)
+    base = k.shared_base(smem)
+    tid = k.tid()
+    stage = pa.nbytes + pb.nbytes
+    wide = ta.nbytes + tb.nbytes
+    with k.for_range(tid, stage // 4, nthr, uniform=False) as i:
+        off = k.mul(i, 4, type=T.u32)
+        v = k.ld(k.mad(i, 4, src_g, mode="wide", type=T.u32), type=T.u32)
+        k.st(Addr(k.add(base, off, type=T.u32)), v, type=T.u32, space="shared")
+    k.bar_sync(0)
+    dst = k.add(base, stage, type=T.u32)
+    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)])
+    if with_a_frags:
+        lane = k.and_(tid, 31, type=T.b32)
+        w = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32)
+        cidx = k.shr(tid, 7, type=T.u32)
+        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32))
+        regs = fr.load(base, 0)
+        out = k.mad(tid, 4 * 4 * len(regs), frag_g, mode="wide", type=T.u32)
+        for s, frag in enumerate(regs):
+            k.st(Addr(out, 16 * s), frag, type=T.u32, vec=4)
+    k.bar_sync(0)
+    with k.for_range(tid, wide // 4, nthr, uniform=False) as i:
+        v = k.ld(Addr(k.add(dst, k.mul(i, 4, type=T.u32), type=T.u32)), type=T.u32, space="shared")
+        k.st(k.mad(i, 4, dst_g, mode="wide", type=T.u32), v, type=T.u32)
+    return k, stage, wide
+
+
+def test_widen_step_and_a_fragments_on_the_interpreter():
+    """The emitted s4 -> s8 step writes exactly the slot-ordered widened tiles; A fragments hold the right values."""
+    from ptxforge import interp
+    from ptxforge.schedules.hopper.convert import slot_order_numpy
+    cfg = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)
+    (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
+    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True)
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (pa.rows, 128), dtype=np.uint8)
+    b = rng.integers(0, 256, (pb.rows, 128), dtype=np.uint8)
+    src = np.concatenate([pa.store(a), pb.store(b)]).view(np.uint32)
+    dst = np.zeros(wide // 4, np.uint32)
+    nthr = 128 * cfg.consumers
+    frag = np.zeros(nthr * 8 * 4, np.uint32)
+    interp.run(kern.module(), grid=1, block=nthr, args=[src, dst, frag], shared=stage + wide + 1024)
+    wa = slot_order_numpy(widen_numpy(a)).astype(np.int8)
+    wb = slot_order_numpy(widen_numpy(b)).astype(np.int8)
+    want = np.concatenate([ta.store(wa), tb.store(wb)])
+    assert np.array_equal(dst.view(np.uint8), want)
+    f = frag.view(np.int8).reshape(nthr, 8, 4, 4)  # thread, k-step, register, byte
+    for tid in range(nthr):
+        c, w, lane = tid // 128, tid // 32 % 4, tid % 32
+        g, t = lane // 4, lane % 4
+        r = c * cfg.wg_m + 16 * w + g
+        for s in range(8):
+            ks = wa[:, 32 * s:32 * s + 32]
+            assert np.array_equal(f[tid, s, 0], ks[r, 4 * t:4 * t + 4])
+            assert np.array_equal(f[tid, s, 1], ks[r + 8, 4 * t:4 * t + 4])
+            assert np.array_equal(f[tid, s, 2], ks[r, 16 + 4 * t:20 + 4 * t])
+            assert np.array_equal(f[tid, s, 3], ks[r + 8, 16 + 4 * t:20 + 4 * t])

@@ -5,8 +5,10 @@ C[M, N] = A[M, K] . B[N, K]^T, both operands K-contiguous ("NT", like Int4Gemm/I
 * operand "s8": s8 x s8 -> s32, exact.
 * operand "bf16" / "f16": 16-bit floats -> f32 accumulation and f32 C.
 * operand "s4": packed signed nibbles (two per byte, even k in the low nibble) in global memory
-  and in the TMA-fed shared tiles; a conversion step widens each stage to s8 in shared memory
-  (then `fence.proxy.async`) before the s8 wgmma reads it.
+  and in the TMA-fed shared tiles.  wgmma has no 4-bit form: with `a_registers` (default) each
+  consumer loads its A rows from the packed stage and widens them in registers (a register-sourced
+  wgmma), while B is widened into an s8 shared tile by the consumers together (then
+  `fence.proxy.async` and a named barrier); without it both operands are widened in shared memory.
 
 One CTA per SM loops over C tiles (persistent grid, grouped raster for L2 reuse).  Warpgroup 0
 is the producer (one thread issues the TMA copies into a `stages`-deep ring of full/empty
@@ -44,7 +46,8 @@ class HopperGemm:
     per consumer warpgroup (64 or 128: one or two m64 wgmmas per k-step); consumers: 1 or 2 consumer
     warpgroups (block_m = wg_m x consumers); block_k_bytes: K bytes per stage of the wgmma
     operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
-    raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target.
+    raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
+    a_registers (s4 only): A widened in registers and fed to wgmma from registers.
     """
 
     operand: str = "s8"
@@ -56,6 +59,7 @@ class HopperGemm:
     raster_group: int = 8
     consumer_regs: int = 232
     producer_regs: int = 40
+    a_registers: bool = True
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -151,7 +155,12 @@ class HopperGemm:
         if self.operand != "s4":
             return 0
         a, b = self.tiles
-        return 2 * (a.nbytes + b.nbytes)
+        return 2 * (b.nbytes + (0 if self.a_registers else a.nbytes))
+
+    @property
+    def widened_a(self) -> bool:
+        """Whether A is widened into shared memory (s4 without a_registers)."""
+        return self.operand == "s4" and not self.a_registers
 
     @property
     def smem_bytes(self) -> int:
@@ -162,7 +171,8 @@ class HopperGemm:
     def kernel_name(self) -> str:
         """The entry's name: every parameter that changes the code."""
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
-                f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}")
+                f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
+                + ("_rs" if self.operand == "s4" and self.a_registers else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of a problem."""

@@ -14,7 +14,7 @@ from ...hopper.pipeline import MbarrierRing, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
 from .config import HopperGemm
-from .convert import emit_s4_widen
+from .convert import AFragments, emit_s4_widen
 
 _PTXFORGE_INTERNAL = True
 
@@ -110,7 +110,10 @@ def emit_kernel(cfg: HopperGemm) -> KernelBuilder:
                     st.advance()
 
     with ws.consumer() as cidx:
-        _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
+        if cfg.operand == "s4" and cfg.a_registers:
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
+        else:
+            _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
     return k
 
 
@@ -147,7 +150,8 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
             if cfg.operand == "s4":
                 stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
                 buf = k.mad(k.and_(it, 1, type=T.b32), buf_bytes, conv_base, type=T.u32)
-                emit_s4_widen(k, cfg, stage_addr, buf, ctid)
+                (pa, pb) = cfg.packed_tiles
+                emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)])
                 k.fence("fence.proxy.async.shared::cta")  # generic writes -> wgmma (async proxy)
                 ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
                 # the other buffer was read by the previous k-step's wgmmas: all of them must be done
@@ -182,6 +186,65 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
         k.wgmma_wait(0)
         if cfg.operand != "s4":
             ring.release(prev, pred=lane0)
+        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
+
+
+def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles):
+    """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
+
+    Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
+    kt % 2 (overlapping the wgmmas of kt - 1, which read the other buffer); fence.proxy.async;
+    wait for the wgmmas of kt - 1; widen this warp's A fragments into registers; release the
+    stage; named barrier among the consumers (B complete, and nobody still reads the buffer the
+    next iteration rewrites); issue the wgmmas of kt.
+    """
+    ta, tb = cfg.tiles
+    pa, pb = cfg.packed_tiles
+    lane = ws.lane
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    ptrue = k.setp("eq", lane, lane, type=T.u32)
+    st = ring.consumer_state()
+    tmpl_b = tb.descriptor_template()
+    b_hi = tmpl_b >> 32
+    nsub = cfg.wg_m // 64
+    accs = [k.regs(T.s32, cfg.block_n // 2, name=f"acc{i}_") for i in range(nsub)]
+    w = ws.warp_in_group
+    g = k.shr(lane, 2, type=T.u32)
+    t = k.and_(lane, 3, type=T.b32)
+    frags = AFragments(k, cfg, cidx, w, g, t)
+    ctid = k.sub(ws.tid, 128, type=T.u32)
+    it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
+
+    def body(kt):
+        ring.wait_full(st)
+        not_first = k.setp("ne", kt, 0, type=T.u32)
+        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+        buf = k.mad(k.and_(it, 1, type=T.b32), tb.nbytes, conv_base, type=T.u32)
+        emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)])
+        k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
+        # A is widened into registers only once the previous wgmmas are complete: ptxas serializes
+        # every wgmma (C7513) when registers a wgmma reads are defined while others are in flight
+        k.wgmma_wait(0)
+        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
+        ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
+        k.bar_sync(1, 128 * cfg.consumers)
+        k.add(it, 1, dst=it)
+        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
+        k.wgmma_fence()
+        for ks in range(tb.k_slices):
+            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+            b_desc = k.mov([b_lo, b_hi], type=T.b64)
+            for mi in range(nsub):
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=T.s8,
+                        scale_d=not_first if ks == 0 else ptrue)
+        k.wgmma_commit()
+        st.advance()
+
+    with _tile_loop(k, ntiles) as tile:
+        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        with k.for_range(0, ktiles, name="kt") as kt:
+            body(kt)
+        k.wgmma_wait(0)
         _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
 
 

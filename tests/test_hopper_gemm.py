@@ -17,7 +17,9 @@ CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm
            HopperGemm("bf16"), HopperGemm("f16", block_n=128, wg_m=128),
            HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3),
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2),
-           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)]
+           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, converter=True, producer_regs=56,
+                      consumer_regs=224)]
 MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
@@ -86,7 +88,9 @@ def test_sign_extension_identity_has_no_carry():
 @pytest.mark.skipif(gpu_skip_reason() is not None, reason=str(gpu_skip_reason()))
 @pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=128, block_k_bytes=256, stages=3)),
                                    ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
-                                   ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False))])
+                                   ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2, converter=True,
+                                               producer_regs=56, consumer_regs=224))])
 @pytest.mark.parametrize("shape", [(200, 328, 256), (96, 131, 64), (257, 511, 1024)])
 def test_gpu_matches_numpy(op, kw, shape):
     from ptxforge.schedules.hopper import run

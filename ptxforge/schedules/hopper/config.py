@@ -47,7 +47,9 @@ class HopperGemm:
     warpgroups (block_m = wg_m x consumers); block_k_bytes: K bytes per stage of the wgmma
     operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
     raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
-    a_registers (s4 only): A widened in registers and fed to wgmma from registers.
+    a_registers (s4 only): A widened in registers and fed to wgmma from registers;
+    converter (s4 with a_registers): B is widened by warps 2-3 of the producer warpgroup into two
+    s8 buffers handed over through mbarriers, so the consumers only widen A and multiply.
     """
 
     operand: str = "s8"
@@ -60,6 +62,7 @@ class HopperGemm:
     consumer_regs: int = 232
     producer_regs: int = 40
     a_registers: bool = True
+    converter: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -75,6 +78,8 @@ class HopperGemm:
         if self.operand == "s4" and self.block_k_bytes % 256:
             raise ValidationError("s4 needs block_k_bytes a multiple of 256 (its packed tiles are whole 128-byte "
                                   "atoms)")
+        if self.converter and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
         if self.acc_regs > 160:
@@ -165,14 +170,15 @@ class HopperGemm:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
-        return 1024 + self.stages * self.stage_bytes + self.convert_bytes + 16 * self.stages + 16
+        return 1024 + self.stages * self.stage_bytes + self.convert_bytes + 16 * self.stages + 48
 
     @property
     def kernel_name(self) -> str:
         """The entry's name: every parameter that changes the code."""
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
-                + ("_rs" if self.operand == "s4" and self.a_registers else ""))
+                + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of a problem."""

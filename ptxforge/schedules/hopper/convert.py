@@ -61,11 +61,12 @@ def widen_numpy(packed):
     return np.stack([lo, hi], axis=-1).reshape(*p.shape[:-1], 2 * p.shape[-1])
 
 
-def emit_s4_widen(k, cfg, src, dst, ctid, parts):
+def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None):
     """Widen packed tiles of one stage at shared `src` into s8 tiles at `dst`, shared by the consumers.
 
     parts: (packed SmemTile, widened SmemTile, byte offset in the stage, byte offset in dst) per
-    operand; ctid: this thread's index among the 128 x consumers consumer threads.  Chunk index
+    operand; ctid: this thread's index among the `nthreads` widening threads (default: the
+    128 x consumers consumer threads; a power of two of at least 64).  Chunk index
     Q = ctid + i * nthreads (16 packed bytes = 32 values) is split as cc4 = Q & 3, h = Q >> 2 & 1,
     p = Q >> 3 & 3, row group R = Q >> 5 (mod rows / 8), atom = the rest; the row is
     8 R + (p ^ 5h).  So the 8 threads of one 16-byte access phase take rows whose swizzle phases
@@ -73,7 +74,9 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts):
     (no conflicts), and a thread's later chunks differ only by immediate offsets.  Output chunks
     are written in slot order (SLOT_TO_K).
     """
-    nthr = 128 * cfg.consumers
+    nthr = nthreads or 128 * cfg.consumers
+    if nthr < 64 or nthr & (nthr - 1):
+        raise ValidationError(f"the widening step needs a power of two of at least 64 threads, got {nthr}")
     for packed, _, _, _ in parts:
         if packed.cols != 128:
             raise ValidationError("the s4 widening step handles 128 packed bytes (256 values) of K per stage")

@@ -19,6 +19,50 @@ from .convert import AFragments, emit_s4_widen
 _PTXFORGE_INTERNAL = True
 
 
+#: warps of the producer warpgroup that widen B when HopperGemm.converter is set (the last ones)
+CONVERTER_WARPS = 2
+
+
+def _wait(k, addr, parity):
+    """try_wait.parity loop on the mbarrier at `addr` (an Addr or register) for phase parity `parity`."""
+    top = k.label("hand_wait")
+    k.place(top)
+    p = k.mbarrier_try_wait(addr, parity)
+    k.bra(top, pred=~p)
+
+
+def _converter(k, cfg, ring, ws, base, conv_base, hand, ntiles, ktiles):
+    """Warps 2-3 of the producer warpgroup: widen each stage's packed B into s8 buffer it % 2.
+
+    Before the u-th use of buffer b it waits for phase u - 1 of free[b] (every consumer warp's
+    wgmmas on it are complete; a fresh barrier passes parity 1), widens, fences the generic writes
+    for the async proxy, and arrives on ready[b] and on the stage's empty barrier.
+    """
+    ready, free = hand
+    pa, pb = cfg.packed_tiles
+    _, tb = cfg.tiles
+    nthr = 32 * CONVERTER_WARPS
+    ctid = k.sub(ws.tid, 128 - nthr, type=T.u32)
+    lane0 = k.setp("eq", ws.lane, 0, type=T.u32)
+    st = ring.consumer_state()
+    it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "cv_iter"))
+    with _tile_loop(k, ntiles):
+        with k.for_range(0, ktiles, name="ckt"):
+            ring.wait_full(st)
+            b = k.and_(it, 1, type=T.b32)
+            u = k.shr(it, 1, type=T.u32)
+            _wait(k, Addr(k.mad(b, 8, free, type=T.u32)), k.xor(k.and_(u, 1, type=T.b32), 1, type=T.b32))
+            stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+            buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
+            emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr)
+            k.fence("fence.proxy.async.shared::cta")
+            k.bar_warp_sync()
+            k.mbarrier_arrive(Addr(k.mad(b, 8, ready, type=T.u32)), state="_", pred=lane0)
+            ring.release(st, pred=lane0)
+            k.add(it, 1, dst=it)
+            st.advance()
+
+
 def _ceil_div(k, a, b: int):
     return k.div(k.add(a, b - 1, type=T.u32), b, type=T.u32)
 
@@ -76,8 +120,18 @@ def emit_kernel(cfg: HopperGemm) -> KernelBuilder:
     bars = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
 
     ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
-    ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1, consumer_arrivals=4 * cfg.consumers)
+    ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1,
+                        consumer_arrivals=4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0))
     t0 = k.setp("eq", ws.tid, 0, type=T.u32)
+    hand = None
+    if cfg.converter:
+        # B-buffer handover: ready[b] (the converter warps arrive), free[b] (every consumer warp arrives)
+        ready = k.add(bars, MbarrierRing.nbytes(cfg.stages), type=T.u32, dst=k.reg(T.u32, "bready"))
+        free = k.add(ready, 16, type=T.u32, dst=k.reg(T.u32, "bfree"))
+        for b in range(2):
+            k.mbarrier_init(Addr(ready, 8 * b), CONVERTER_WARPS, pred=t0)
+            k.mbarrier_init(Addr(free, 8 * b), 4 * cfg.consumers, pred=t0)
+        hand = (ready, free)
     ring.init(pred=t0)
     k.prefetch_tensormap(tmap_a, pred=t0)
     k.prefetch_tensormap(tmap_b, pred=t0)
@@ -109,9 +163,15 @@ def emit_kernel(cfg: HopperGemm) -> KernelBuilder:
                             k.tensor_load(Addr(sa, off + soff), tmap, (x, row), ring.full(st), pred=lead)
                     st.advance()
 
+        if cfg.converter:
+            conv = k.setp("ge", ws.warp_in_group, 4 - CONVERTER_WARPS, type=T.u32)
+            with k.if_(conv):
+                _converter(k, cfg, ring, ws, base, conv_base, hand, ntiles, ktiles)
+
     with ws.consumer() as cidx:
         if cfg.operand == "s4" and cfg.a_registers:
-            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
+                            hand)
         else:
             _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
     return k
@@ -189,7 +249,8 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
         _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
 
 
-def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles):
+def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
+                    hand=None):
     """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
 
     Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
@@ -214,6 +275,34 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
     frags = AFragments(k, cfg, cidx, w, g, t)
     ctid = k.sub(ws.tid, 128, type=T.u32)
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
+
+    def body_hand(kt):
+        """With the converter warps: B comes ready in buffer it % 2; only A is widened here."""
+        ready, free = hand
+        ring.wait_full(st)
+        not_first = k.setp("ne", kt, 0, type=T.u32)
+        b = k.and_(it, 1, type=T.b32)
+        u = k.shr(it, 1, type=T.u32)
+        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+        k.wgmma_wait(0)
+        # this warp's wgmmas of the previous step (buffer b ^ 1) are complete
+        k.mbarrier_arrive(Addr(k.mad(k.xor(b, 1, type=T.b32), 8, free, type=T.u32)), state="_",
+                          pred=k.and_(not_first, lane0, type=T.pred))
+        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
+        ring.release(st, pred=lane0)
+        _wait(k, Addr(k.mad(b, 8, ready, type=T.u32)), k.and_(u, 1, type=T.b32))
+        buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
+        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
+        k.wgmma_fence()
+        for ks in range(tb.k_slices):
+            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+            b_desc = k.mov([b_lo, b_hi], type=T.b64)
+            for mi in range(nsub):
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=T.s8,
+                        scale_d=not_first if ks == 0 else ptrue)
+        k.wgmma_commit()
+        k.add(it, 1, dst=it)
+        st.advance()
 
     def body(kt):
         ring.wait_full(st)
@@ -243,8 +332,11 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
     with _tile_loop(k, ntiles) as tile:
         tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
         with k.for_range(0, ktiles, name="kt") as kt:
-            body(kt)
+            (body_hand if hand else body)(kt)
         k.wgmma_wait(0)
+        if hand:
+            last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
+            k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
         _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
 
 

@@ -11,7 +11,6 @@ import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm, assembled, reference
 from ptxforge.schedules.hopper.convert import widen_numpy
-from ptxforge.testing import gpu_skip_reason
 
 CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm("s8", consumers=1, stages=5),
            HopperGemm("bf16"), HopperGemm("f16", block_n=128, wg_m=128),
@@ -85,7 +84,6 @@ def test_sign_extension_identity_has_no_carry():
 
 
 @pytest.mark.gpu
-@pytest.mark.skipif(gpu_skip_reason() is not None, reason=str(gpu_skip_reason()))
 @pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=128, block_k_bytes=256, stages=3)),
                                    ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
                                    ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False)),

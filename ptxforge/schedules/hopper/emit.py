@@ -13,7 +13,7 @@ from ...builder import KernelBuilder
 from ...hopper.pipeline import MbarrierRing, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
-from .config import HopperGemm
+
 from .convert import AFragments, emit_s4_widen
 
 _PTXFORGE_INTERNAL = True
@@ -86,7 +86,7 @@ def _tile_loop(k, ntiles):
     return _Loop()
 
 
-def _raster(k, cfg: HopperGemm, tile, tiles_m, tiles_n):
+def _raster(k, cfg, tile, tiles_m, tiles_n):
     """(tm, tn) of a linear tile index: groups of `raster_group` tile rows walked column by column."""
     g = cfg.raster_group
     per_group = k.mul(tiles_n, g, type=T.u32)
@@ -99,7 +99,7 @@ def _raster(k, cfg: HopperGemm, tile, tiles_m, tiles_n):
     return tm, tn
 
 
-def emit_kernel(cfg: HopperGemm) -> KernelBuilder:
+def emit_kernel(cfg) -> KernelBuilder:
     """The KernelBuilder of configuration `cfg` (finished by the caller)."""
     k = KernelBuilder(cfg.kernel_name, target="sm_90a", maxntid=cfg.threads, minnctapersm=1)
     k.note("path", f"sm_90a warp-specialized TMA + wgmma ({cfg.operand})")
@@ -376,6 +376,6 @@ def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t):
 
 
 @functools.lru_cache(maxsize=64)
-def module_for(cfg: HopperGemm):
+def module_for(cfg):
     """The Module of one configuration (emitted once per process)."""
     return emit_kernel(cfg).module()

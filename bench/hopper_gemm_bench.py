@@ -38,9 +38,13 @@ CONFIGS = {
              dict(block_n=128, wg_m=128, consumers=2, stages=4),
              dict(block_n=256, wg_m=64, consumers=2, stages=3)],
     "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
-           dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256),
-           dict(block_n=128, wg_m=64, consumers=2, stages=3, block_k_bytes=256),
-           dict(block_n=128, wg_m=64, consumers=2, stages=3, block_k_bytes=256, a_registers=False)],
+           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, converter=True, producer_regs=56,
+                consumer_regs=224),
+           dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256),
+           dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256, converter=True, producer_regs=56,
+                consumer_regs=224),
+           dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, converter=True, producer_regs=56,
+                consumer_regs=224)],
 }
 RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192)]
 
@@ -149,7 +153,7 @@ def time_launches(fn_list, iters, warmup=3):
 
 
 def n_sets(bytes_per_set):
-    return max(2, -(-2 * L2_BYTES // bytes_per_set))
+    return int(max(2, -(-2 * L2_BYTES // int(bytes_per_set))))
 
 
 def triton_matmul(op):
@@ -276,6 +280,7 @@ def main():
     ap.add_argument("--shape", action="append", default=None)
     ap.add_argument("--configs", default=None, help="JSON {op: [kwargs, ...]} replacing the built-in list")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--top", type=int, default=0, help="bench only the first N configurations per op")
     args = ap.parse_args()
     configs = json.loads(args.configs) if args.configs else CONFIGS
     ops = args.ops.split(",")
@@ -297,7 +302,8 @@ def main():
         for op in ops:
             for shape in shapes:
                 log(f"{op} {shape}:")
-                bench_shape(op, shape, configs.get(op, []), rows)
+                cl = configs.get(op, [])
+                bench_shape(op, shape, cl[:args.top] if args.top else cl, rows)
         log("\n| impl | op | M,N,K | us | TOPS |\n|---|---|---|---|---|")
         for r in rows:
             log(f"| {r['impl']} | {r['op']} | {','.join(map(str, r['shape']))} | {r['ms'] * 1e3:.1f} | "

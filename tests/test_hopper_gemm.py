@@ -18,8 +18,9 @@ CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2),
            HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False),
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, converter=True, producer_regs=56,
-                      consumer_regs=224)]
-MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}
+                      consumer_regs=224),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, biased=True)]
+MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}  # IGMMA.64xN...: s8.s8 or u8.u8
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
 
@@ -88,7 +89,8 @@ def test_sign_extension_identity_has_no_carry():
                                    ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
                                    ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False)),
                                    ("s4", dict(block_n=256, block_k_bytes=256, stages=2, converter=True,
-                                               producer_regs=56, consumer_regs=224))])
+                                               producer_regs=56, consumer_regs=224)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2, biased=True))])
 @pytest.mark.parametrize("shape", [(200, 328, 256), (96, 131, 64), (257, 511, 1024)])
 def test_gpu_matches_numpy(op, kw, shape):
     from ptxforge.schedules.hopper import run
@@ -112,7 +114,7 @@ def test_gpu_matches_numpy(op, kw, shape):
         assert np.array_equal(got.astype(np.int64), want)
 
 
-def _widen_kernel(cfg, with_a_frags):
+def _widen_kernel(cfg, with_a_frags, biased=False):
     """A CPU-interpretable kernel: packed stage (global) -> shared -> emit_s4_widen -> global (+ A fragments)."""
     from ptxforge.builder import KernelBuilder
     from ptxforge.isa import types as T
@@ -135,12 +137,12 @@ def _widen_kernel(cfg, with_a_frags):
         k.st(Addr(k.add(base, off, type=T.u32)), v, type=T.u32, space="shared")
     k.bar_sync(0)
     dst = k.add(base, stage, type=T.u32)
-    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)])
+    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)], biased=biased)
     if with_a_frags:
         lane = k.and_(tid, 31, type=T.b32)
         w = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32)
         cidx = k.shr(tid, 7, type=T.u32)
-        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32))
+        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32), biased=biased)
         regs = fr.load(base, 0)
         out = k.mad(tid, 4 * 4 * len(regs), frag_g, mode="wide", type=T.u32)
         for s, frag in enumerate(regs):
@@ -152,13 +154,17 @@ def _widen_kernel(cfg, with_a_frags):
     return k, stage, wide
 
 
-def test_widen_step_and_a_fragments_on_the_interpreter():
-    """The emitted s4 -> s8 step writes exactly the slot-ordered widened tiles; A fragments hold the right values."""
+@pytest.mark.parametrize("biased", [False, True])
+def test_widen_step_and_a_fragments_on_the_interpreter(biased):
+    """The emitted s4 -> s8 step writes exactly the slot-ordered widened tiles; A fragments hold the right values.
+
+    biased: the values are v + 8 (u8) instead of v.
+    """
     from ptxforge import interp
     from ptxforge.schedules.hopper.convert import slot_order_numpy
     cfg = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)
     (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
-    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True)
+    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True, biased=biased)
     rng = np.random.default_rng(3)
     a = rng.integers(0, 256, (pa.rows, 128), dtype=np.uint8)
     b = rng.integers(0, 256, (pb.rows, 128), dtype=np.uint8)
@@ -167,8 +173,9 @@ def test_widen_step_and_a_fragments_on_the_interpreter():
     nthr = 128 * cfg.consumers
     frag = np.zeros(nthr * 8 * 4, np.uint32)
     interp.run(kern.module(), grid=1, block=nthr, args=[src, dst, frag], shared=stage + wide + 1024)
-    wa = slot_order_numpy(widen_numpy(a)).astype(np.int8)
-    wb = slot_order_numpy(widen_numpy(b)).astype(np.int8)
+    bias = 8 if biased else 0
+    wa = (slot_order_numpy(widen_numpy(a)).astype(np.int16) + bias).astype(np.int8)
+    wb = (slot_order_numpy(widen_numpy(b)).astype(np.int16) + bias).astype(np.int8)
     want = np.concatenate([ta.store(wa), tb.store(wb)])
     assert np.array_equal(dst.view(np.uint8), want)
     f = frag.view(np.int8).reshape(nthr, 8, 4, 4)  # thread, k-step, register, byte
@@ -182,3 +189,29 @@ def test_widen_step_and_a_fragments_on_the_interpreter():
             assert np.array_equal(f[tid, s, 1], ks[r + 8, 4 * t:4 * t + 4])
             assert np.array_equal(f[tid, s, 2], ks[r, 16 + 4 * t:20 + 4 * t])
             assert np.array_equal(f[tid, s, 3], ks[r + 8, 16 + 4 * t:20 + 4 * t])
+
+
+def test_row_sums_kernel_on_the_interpreter():
+    """biased_row_sums: out[r] = sum of (v + 8) over the row's packed nibbles; rows past `rows` untouched."""
+    from ptxforge import interp
+    from ptxforge.schedules.hopper.convert import sums_module
+    rng = np.random.default_rng(5)
+    rows, row_bytes = 13, 48
+    p = rng.integers(0, 256, (rows, row_bytes), dtype=np.uint8)
+    out = np.full(16, -7, np.int32)
+    interp.run(sums_module(), grid=2, block=256, args=[p, out, rows, row_bytes])
+    want = (widen_numpy(p).astype(np.int64) + 8).sum(axis=1)
+    assert np.array_equal(out[:rows], want) and np.all(out[rows:] == -7)
+
+
+def test_biased_correction_algebra():
+    """sum over Kpad of (a+8)(b+8) - 8 A' - 8 B' + 128 K - 64 Kpad == a . b (zero-filled tail: 8 x 8)."""
+    rng = np.random.default_rng(2)
+    K, Kpad = 96, 256
+    a = rng.integers(-8, 8, (5, K))
+    b = rng.integers(-8, 8, (7, K))
+    ap = np.concatenate([a + 8, np.full((5, Kpad - K), 8)], axis=1)
+    bp = np.concatenate([b + 8, np.full((7, Kpad - K), 8)], axis=1)
+    s = ap @ bp.T
+    got = s - 8 * (a + 8).sum(1)[:, None] - 8 * (b + 8).sum(1)[None, :] + 128 * K - 64 * Kpad
+    assert np.array_equal(got, a @ b.T)

@@ -49,7 +49,11 @@ class HopperGemm:
     raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
     a_registers (s4 only): A widened in registers and fed to wgmma from registers;
     converter (s4 with a_registers): B is widened by warps 2-3 of the producer warpgroup into two
-    s8 buffers handed over through mbarriers, so the consumers only widen A and multiply.
+    s8 buffers handed over through mbarriers, so the consumers only widen A and multiply;
+    biased (s4 with a_registers): the nibbles are widened to v + 8 (u8, 3 operations per word
+    instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
+    adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
+    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`).
     """
 
     operand: str = "s8"
@@ -63,6 +67,7 @@ class HopperGemm:
     producer_regs: int = 40
     a_registers: bool = True
     converter: bool = False
+    biased: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -80,6 +85,8 @@ class HopperGemm:
                                   "atoms)")
         if self.converter and not (self.operand == "s4" and self.a_registers):
             raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
+        if self.biased and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
         if self.acc_regs > 160:
@@ -178,7 +185,7 @@ class HopperGemm:
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
-                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else ""))
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of a problem."""
@@ -194,6 +201,14 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
+
+    @property
+    def sums_module(self):
+        """The row-sum kernel of the biased s4 path (`biased_row_sums`), or None."""
+        if not self.biased:
+            return None
+        from .convert import sums_module
+        return sums_module()
 
     @property
     def module(self):

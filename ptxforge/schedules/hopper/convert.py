@@ -42,6 +42,61 @@ def widen_word(k, w):
     return [k.xor(k.add(x, 0x78787878, type=T.u32), 0x80808080, type=T.b32) for x in (lo, hi)]
 
 
+def widen_word_biased(k, w):
+    """(lo, hi): values 0, 2, 4, 6 and 1, 3, 5, 7 of a packed s4x8 word as u8 v + 8 (xor, and; shift, and)."""
+    x = k.xor(w, 0x88888888, type=T.b32)
+    return [k.and_(x, 0x0F0F0F0F, type=T.b32), k.and_(k.shr(x, 4, type=T.b32), 0x0F0F0F0F, type=T.b32)]
+
+
+#: rows per CTA of the row-sum kernel (one warp per row)
+SUMS_ROWS_PER_CTA = 8
+
+
+def emit_row_sums():
+    """Kernel `biased_row_sums(src, out, rows, row_bytes)`: out[r] = sum over the row of (v + 8).
+
+    src: packed s4 rows (row_bytes a multiple of 16); one warp per row, lanes over 16-byte chunks;
+    per word (v + 8) per nibble is (w ^ 0x88888888) split into low and high nibbles, whose 4
+    bytes are summed with a multiply (no byte exceeds 30, so no carry reaches the top byte),
+    and redux.sync adds the lanes.  Grid: ceil(rows / 8) CTAs of 256 threads.
+    """
+    from ...builder import KernelBuilder
+    k = KernelBuilder("biased_row_sums", target="sm_90", maxntid=32 * SUMS_ROWS_PER_CTA)
+    src = k.param_ptr("src", T.u8)
+    out = k.param_ptr("out", T.s32)
+    rows = k.param_value("rows", T.u32)
+    row_bytes = k.param_value("row_bytes", T.u32)
+    tid = k.tid()
+    lane = k.and_(tid, 31, type=T.b32)
+    row = k.mad(k.ctaid(), SUMS_ROWS_PER_CTA, k.shr(tid, 5, type=T.u32), type=T.u32)
+    acc = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rowsum"))
+    ok = k.setp("lt", row, rows, type=T.u32)
+    with k.if_(ok):
+        base = k.mad(row, row_bytes, src, mode="wide", type=T.u32)
+        chunks = k.shr(row_bytes, 4, type=T.u32)
+        with k.for_range(lane, chunks, 32, uniform=False) as c:
+            words = k.ld(k.mad(c, 16, base, mode="wide", type=T.u32), type=T.b32, vec=4)
+            for w in words:
+                lo, hi = widen_word_biased(k, w)
+                s2 = k.add(lo, hi, type=T.u32)
+                k.add(acc, k.shr(k.mul(s2, 0x01010101, type=T.u32), 24, type=T.u32), dst=acc)
+    total = k.redux("add", acc, type=T.u32)
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    k.st(k.mad(row, 4, out, mode="wide", type=T.u32), total, type=T.u32,
+         pred=k.and_(lane0, ok, type=T.pred))
+    return k
+
+
+_SUMS = []
+
+
+def sums_module():
+    """The Module of the row-sum kernel (emitted once)."""
+    if not _SUMS:
+        _SUMS.append(emit_row_sums().module())
+    return _SUMS[0]
+
+
 def slot_order_numpy(wide):
     """numpy model of a widened tile's K order: [..., K] actual order -> [..., K] slot order."""
     import numpy as np
@@ -61,7 +116,7 @@ def widen_numpy(packed):
     return np.stack([lo, hi], axis=-1).reshape(*p.shape[:-1], 2 * p.shape[-1])
 
 
-def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None):
+def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
     """Widen packed tiles of one stage at shared `src` into s8 tiles at `dst`, shared by the consumers.
 
     parts: (packed SmemTile, widened SmemTile, byte offset in the stage, byte offset in dst) per
@@ -104,7 +159,7 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None):
             words = k.ld(Addr(src1 if atom else src0, s_off), type=T.b32, space="shared", vec=4)
             outs = []
             for w in words:
-                outs += widen_word(k, w)
+                outs += (widen_word_biased if biased else widen_word)(k, w)
             k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
             k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
 
@@ -118,8 +173,8 @@ class AFragments:
     once and every k-iteration adds only the stage address.
     """
 
-    def __init__(self, k, cfg, cidx, w, g, t):
-        self.k, self.cfg = k, cfg
+    def __init__(self, k, cfg, cidx, w, g, t, biased=False):
+        self.k, self.cfg, self.widen = k, cfg, (widen_word_biased if biased else widen_word)
         pa, _ = cfg.packed_tiles
         self.steps = pa.cols // 16
         r0 = k.add(k.mul(cidx, cfg.wg_m, type=T.u32), k.mad(w, 16, g, type=T.u32), type=T.u32)
@@ -135,7 +190,7 @@ class AFragments:
             a = k.add(stage_addr, off, type=T.u32)
             w0 = k.ld(Addr(a, mi * 64 * 128), type=T.b32, space="shared")
             w1 = k.ld(Addr(a, mi * 64 * 128 + 8 * 128), type=T.b32, space="shared")
-            x0, x1 = widen_word(k, w0)
-            y0, y1 = widen_word(k, w1)
+            x0, x1 = self.widen(k, w0)
+            y0, y1 = self.widen(k, w1)
             out.append([x0, y0, x1, y1])
         return out

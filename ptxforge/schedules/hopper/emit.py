@@ -110,6 +110,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     m = k.param_value("m", T.u32)
     n = k.param_value("n", T.u32)
     kk = k.param_value("k", T.u32)
+    sums = (k.param_ptr("a_sums", T.s32), k.param_ptr("b_sums", T.s32)) if cfg.biased else None
 
     smem = k.dynamic_shared("smem", align=1024)
     raw = k.shared_base(smem)
@@ -171,7 +172,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     with ws.consumer() as cidx:
         if cfg.operand == "s4" and cfg.a_registers:
             _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
-                            hand)
+                            hand, sums, kk)
         else:
             _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
     return k
@@ -250,7 +251,7 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
 
 
 def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
-                    hand=None):
+                    hand=None, sums=None, kk=None):
     """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
 
     Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
@@ -272,7 +273,14 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
     w = ws.warp_in_group
     g = k.shr(lane, 2, type=T.u32)
     t = k.and_(lane, 3, type=T.b32)
-    frags = AFragments(k, cfg, cidx, w, g, t)
+    frags = AFragments(k, cfg, cidx, w, g, t, biased=cfg.biased)
+    op_t = T.u8 if cfg.biased else T.s8
+    bias = None
+    if cfg.biased:
+        # 128 K - 64 Kpad: what the biased products add beyond 8 (rowsum A + colsum B)
+        kpad = k.mul(ktiles, cfg.block_k, type=T.u32)
+        kc = k.sub(k.shl(kk, 7, type=T.b32), k.shl(kpad, 6, type=T.b32), type=T.u32, dst=k.reg(T.u32, "kconst"))
+        bias = (sums[0], sums[1], kc)
     ctid = k.sub(ws.tid, 128, type=T.u32)
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
 
@@ -298,7 +306,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
             b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
             b_desc = k.mov([b_lo, b_hi], type=T.b64)
             for mi in range(nsub):
-                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=T.s8,
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
                         scale_d=not_first if ks == 0 else ptrue)
         k.wgmma_commit()
         k.add(it, 1, dst=it)
@@ -309,7 +317,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
         not_first = k.setp("ne", kt, 0, type=T.u32)
         stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
         buf = k.mad(k.and_(it, 1, type=T.b32), tb.nbytes, conv_base, type=T.u32)
-        emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)])
+        emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], biased=cfg.biased)
         k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
         # A is widened into registers only once the previous wgmmas are complete: ptxas serializes
         # every wgmma (C7513) when registers a wgmma reads are defined while others are in flight
@@ -324,7 +332,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
             b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
             b_desc = k.mov([b_lo, b_hi], type=T.b64)
             for mi in range(nsub):
-                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=T.s8,
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
                         scale_d=not_first if ks == 0 else ptrue)
         k.wgmma_commit()
         st.advance()
@@ -337,10 +345,29 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
         if hand:
             last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
             k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
-        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
+        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias)
 
 
-def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t):
+def _unbias(k, accs, bias, row0, col0):
+    """Biased s4: acc += kc - 8 rowsum[r] - 8 colsum[c] in place (sums buffers padded to whole tiles)."""
+    a_sums, b_sums, kc = bias
+    for mi, acc in enumerate(accs):
+        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
+        pa = k.mad(r0, 4, a_sums, mode="wide", type=T.u32)
+        rt = []
+        for off in (0, 8 * 4):
+            ra = k.ld(Addr(pa, off), type=T.s32)
+            rt.append(k.sub(kc, k.shl(ra, 3, type=T.b32), type=T.s32))
+        pb = k.mad(col0, 4, b_sums, mode="wide", type=T.u32)
+        for j in range(len(acc) // 4):
+            cb = k.ld(Addr(pb, 32 * j), type=T.s32, vec=2)
+            c8 = [k.shl(x, 3, type=T.b32) for x in cb]
+            for q in range(4):
+                r = acc[4 * j + q]
+                k.add(r, k.sub(rt[q // 2], c8[q % 2], type=T.s32), dst=r, type=T.s32)
+
+
+def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None):
     """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
     c_t = T.lookup(cfg.c_type)
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
@@ -353,6 +380,8 @@ def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t):
     row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
     col0 = k.mad(t, 2, col_t, type=T.u32)
     n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
+    if bias is not None:
+        _unbias(k, accs, bias, row0, col0)
     for mi, acc in enumerate(accs):
         r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
         lin = k.mad(r0, n, col0, type=T.u32)

@@ -97,11 +97,29 @@ class Plan:
             sms = drv.device_info().sm_count
         self.grid = (max(1, min(tiles_m * tiles_n, sms)), 1, 1)
         self.fn = load_kernel(cfg)
-        self.bound = self.fn.bind(self.grid, (cfg.threads, 1, 1), self.tmap_a, self.tmap_b, c_ptr, m, n, k,
+        extra, self.pre = (), ()
+        if cfg.biased:
+            from ...runtime import DeviceBuffer, load
+            from .convert import SUMS_ROWS_PER_CTA
+            sums_fn = load(cfg.sums_module)["biased_row_sums"]
+            row_bytes = k // 2
+            self.sums = []
+            pre = []
+            for ptr, rows, pad in ((a_ptr, m, tiles_m * cfg.block_m), (b_ptr, n, tiles_n * cfg.block_n)):
+                buf = DeviceBuffer.empty((pad,), np.int32)
+                buf.fill_bytes(0)  # rows past the matrix stay 0: the epilogue reads whole tiles
+                self.sums.append(buf)
+                pre.append(sums_fn.bind((-(-rows // SUMS_ROWS_PER_CTA), 1, 1), (32 * SUMS_ROWS_PER_CTA, 1, 1),
+                                        ptr, buf, rows, row_bytes, stream=stream))
+            self.pre = tuple(pre)
+            extra = tuple(self.sums)
+        self.bound = self.fn.bind(self.grid, (cfg.threads, 1, 1), self.tmap_a, self.tmap_b, c_ptr, m, n, k, *extra,
                                   shared=cfg.smem_bytes, stream=stream)
 
     def launch(self) -> None:
-        """Launch once (asynchronous on the plan's stream)."""
+        """Launch once (asynchronous on the plan's stream): the row sums first on the biased path."""
+        for p in self.pre:
+            p.launch()
         self.bound.launch()
 
 

@@ -32,21 +32,16 @@ L2_BYTES = 60 << 20
 CONFIGS = {
     "s8": [dict(block_n=256, wg_m=64, consumers=2, stages=4),
            dict(block_n=256, wg_m=64, consumers=2, stages=4, raster_group=16),
-           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
            dict(block_n=128, wg_m=128, consumers=2, stages=4)],
-    "bf16": [dict(block_n=256, wg_m=64, consumers=2, stages=4),
-             dict(block_n=128, wg_m=128, consumers=2, stages=4),
-             dict(block_n=256, wg_m=64, consumers=2, stages=3)],
-    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
-           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, converter=True, producer_regs=56,
-                consumer_regs=224),
-           dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256),
-           dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256, converter=True, producer_regs=56,
-                consumer_regs=224),
-           dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, converter=True, producer_regs=56,
-                consumer_regs=224)],
+    "bf16": [dict(block_n=256, wg_m=64, consumers=2, stages=3),
+             dict(block_n=256, wg_m=64, consumers=2, stages=4)],
+    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
+           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+           dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256, biased=True),
+           dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, biased=True)],
 }
-RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192)]
+RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192),
+          (40, 300, 1792, 3), (32, 1024, 8192)]
 
 
 def log(*a):
@@ -105,10 +100,11 @@ def out_tensor(op, m, n):
 def check_config(cfg, shapes, rng):
     import torch
     ok = True
-    for (m, n, k) in shapes:
+    for (m, n, k, *sp) in shapes:
+        splits = sp[0] if sp else None
         a, b = host_operands(cfg.operand, m, n, k, rng)
         c = out_tensor(cfg.operand, m, n)
-        p = prepare(cfg, to_dev(a, cfg.operand), to_dev(b, cfg.operand), c, k=k)
+        p = prepare(cfg, to_dev(a, cfg.operand), to_dev(b, cfg.operand), c, k=k, splits=splits)
         p.launch()
         torch.cuda.synchronize()
         got = c.cpu().numpy()
@@ -125,7 +121,8 @@ def check_config(cfg, shapes, rng):
             good = bool(np.all(np.isfinite(got)) and np.all(d <= bound))
             err = float(np.nanmax(d / bound))
         ok &= good
-        log(f"  check {cfg.kernel_name} {m}x{n}x{k}: {'OK' if good else 'MISMATCH'} (max err {err})")
+        log(f"  check {cfg.kernel_name} {m}x{n}x{k} splits {p.splits}: {'OK' if good else 'MISMATCH'} "
+            f"(max err {err})")
         if not good and cfg.operand in ("s8", "s4"):
             bad = np.argwhere(got.astype(np.int64) != ref)
             log(f"    {len(bad)} wrong of {got.size}; first {bad[:5].tolist()}; got {got[tuple(bad[0])]} "

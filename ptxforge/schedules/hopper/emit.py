@@ -31,7 +31,7 @@ def _wait(k, addr, parity):
     k.bra(top, pred=~p)
 
 
-def _converter(k, cfg, ring, ws, base, conv_base, hand, ntiles, ktiles):
+def _converter(k, cfg, ring, ws, base, conv_base, hand, work):
     """Warps 2-3 of the producer warpgroup: widen each stage's packed B into s8 buffer it % 2.
 
     Before the u-th use of buffer b it waits for phase u - 1 of free[b] (every consumer warp's
@@ -46,8 +46,8 @@ def _converter(k, cfg, ring, ws, base, conv_base, hand, ntiles, ktiles):
     lane0 = k.setp("eq", ws.lane, 0, type=T.u32)
     st = ring.consumer_state()
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "cv_iter"))
-    with _tile_loop(k, ntiles):
-        with k.for_range(0, ktiles, name="ckt"):
+    with work.loop() as (_, _, kt0, kt1):
+        with k.for_range(kt0, kt1, name="ckt"):
             ring.wait_full(st)
             b = k.and_(it, 1, type=T.b32)
             u = k.shr(it, 1, type=T.u32)
@@ -67,23 +67,49 @@ def _ceil_div(k, a, b: int):
     return k.div(k.add(a, b - 1, type=T.u32), b, type=T.u32)
 
 
-def _tile_loop(k, ntiles):
-    """Yield inside `for tile = ctaid.x; tile < ntiles; tile += nctaid.x` (the persistent grid)."""
-    tile = k.mov(k.ctaid(), type=T.u32, dst=k.reg(T.u32, "tile"))
-    step = k.nctaid()
+class Work:
+    """The persistent grid's work units: (C tile, K split) pairs, computed once per kernel.
 
-    class _Loop:
-        def __enter__(self):
-            self.cm = k.loop("tiles")
-            self.cm.__enter__()
-            k.break_(k.setp("ge", tile, ntiles, type=T.u32))
-            return tile
+    unit u -> split = u / ntiles, tile = u % ntiles; split s covers k-stages
+    [s * kper, min((s + 1) * kper, ktiles)) with kper = ceil(ktiles / splits) (the host passes a
+    split count whose every split is non-empty).
+    """
 
-        def __exit__(self, *exc):
-            if exc[0] is None:
-                k.add(tile, step, dst=tile)
-            return self.cm.__exit__(*exc)
-    return _Loop()
+    def __init__(self, k, ntiles, ktiles, splits):
+        self.k, self.ntiles, self.ktiles, self.splits = k, ntiles, ktiles, splits
+        self.units = k.mul(ntiles, splits, type=T.u32, dst=k.reg(T.u32, "units"))
+        self.kper = k.div(k.add(ktiles, k.sub(splits, 1, type=T.u32), type=T.u32), splits, type=T.u32,
+                          dst=k.reg(T.u32, "kper"))
+
+    def loop(self):
+        """with w.loop() as (tile, split, kt0, kt1): the body runs once per unit of this CTA."""
+        k, work = self.k, self
+
+        class _Loop:
+            def __enter__(self):
+                self.unit = k.mov(k.ctaid(), type=T.u32, dst=k.reg(T.u32, "unit"))
+                self.step = k.nctaid()
+                self.cm = k.loop("units")
+                self.cm.__enter__()
+                k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
+                split = k.div(self.unit, work.ntiles, type=T.u32)
+                tile = k.sub(self.unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32)
+                kt0 = k.mul(split, work.kper, type=T.u32)
+                kt1 = k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32)
+                return tile, split, kt0, kt1
+
+            def __exit__(self, *exc):
+                if exc[0] is None:
+                    k.add(self.unit, self.step, dst=self.unit)
+                return self.cm.__exit__(*exc)
+        return _Loop()
+
+
+def _unit_c(k, c_ptr, split, m, n, elem_bytes: int):
+    """C (or this split's slice of the split-K workspace): c + split * M * N * elem_bytes."""
+    mn = k.mul(m, n, type=T.u32, mode="wide")
+    off = k.mul(k.mul(mn, elem_bytes, type=T.u64), k.cvt(split, T.u64, frm=T.u32), type=T.u64)
+    return k.add(c_ptr, off, type=T.u64)
 
 
 def _raster(k, cfg, tile, tiles_m, tiles_n):
@@ -110,6 +136,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     m = k.param_value("m", T.u32)
     n = k.param_value("n", T.u32)
     kk = k.param_value("k", T.u32)
+    splits = k.param_value("splits", T.u32)
     sums = (k.param_ptr("a_sums", T.s32), k.param_ptr("b_sums", T.s32)) if cfg.biased else None
 
     smem = k.dynamic_shared("smem", align=1024)
@@ -142,17 +169,18 @@ def emit_kernel(cfg) -> KernelBuilder:
     tiles_n = _ceil_div(k, n, cfg.block_n)
     ntiles = k.mul(tiles_m, tiles_n, type=T.u32)
     ktiles = _ceil_div(k, kk, cfg.block_k)
+    work = Work(k, ntiles, ktiles, splits)
 
     with ws.producer():
         warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
         with k.if_(warp0):
             lead = k.elect_sync()
             st = ring.producer_state()
-            with _tile_loop(k, ntiles) as tile:
+            with work.loop() as (tile, split, kt0, kt1):
                 tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
                 row_a = k.mul(tm, cfg.block_m, type=T.u32)
                 row_b = k.mul(tn, cfg.block_n, type=T.u32)
-                with k.for_range(0, ktiles, name="kt") as kt:
+                with k.for_range(kt0, kt1, name="kt") as kt:
                     ring.acquire(st)
                     ring.expect_tx(st, cfg.stage_bytes, pred=lead)
                     sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
@@ -167,18 +195,18 @@ def emit_kernel(cfg) -> KernelBuilder:
         if cfg.converter:
             conv = k.setp("ge", ws.warp_in_group, 4 - CONVERTER_WARPS, type=T.u32)
             with k.if_(conv):
-                _converter(k, cfg, ring, ws, base, conv_base, hand, ntiles, ktiles)
+                _converter(k, cfg, ring, ws, base, conv_base, hand, work)
 
     with ws.consumer() as cidx:
         if cfg.operand == "s4" and cfg.a_registers:
-            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
                             hand, sums, kk)
         else:
-            _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles)
+            _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n)
     return k
 
 
-def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles):
+def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n):
     ta, tb = cfg.tiles
     la, lb = cfg.load_tiles
     lane = ws.lane
@@ -203,11 +231,11 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
     g = k.shr(lane, 2, type=T.u32)
     t = k.and_(lane, 3, type=T.b32)
 
-    with _tile_loop(k, ntiles) as tile:
+    with work.loop() as (tile, split, kt0, kt1):
         tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
-        with k.for_range(0, ktiles, name="kt") as kt:
+        with k.for_range(kt0, kt1, name="kt") as kt:
             ring.wait_full(st)
-            not_first = k.setp("ne", kt, 0, type=T.u32)
+            not_first = k.setp("ne", kt, kt0, type=T.u32)
             if cfg.operand == "s4":
                 stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
                 buf = k.mad(k.and_(it, 1, type=T.b32), buf_bytes, conv_base, type=T.u32)
@@ -247,10 +275,10 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tile
         k.wgmma_wait(0)
         if cfg.operand != "s4":
             ring.release(prev, pred=lane0)
-        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t)
+        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t)
 
 
-def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles, tiles_m, tiles_n, ktiles,
+def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
                     hand=None, sums=None, kk=None):
     """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
 
@@ -278,17 +306,17 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
     bias = None
     if cfg.biased:
         # 128 K - 64 Kpad: what the biased products add beyond 8 (rowsum A + colsum B)
-        kpad = k.mul(ktiles, cfg.block_k, type=T.u32)
+        kpad = k.mul(work.ktiles, cfg.block_k, type=T.u32)
         kc = k.sub(k.shl(kk, 7, type=T.b32), k.shl(kpad, 6, type=T.b32), type=T.u32, dst=k.reg(T.u32, "kconst"))
         bias = (sums[0], sums[1], kc)
     ctid = k.sub(ws.tid, 128, type=T.u32)
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
 
-    def body_hand(kt):
+    def body_hand(kt, kt0):
         """With the converter warps: B comes ready in buffer it % 2; only A is widened here."""
         ready, free = hand
         ring.wait_full(st)
-        not_first = k.setp("ne", kt, 0, type=T.u32)
+        not_first = k.setp("ne", kt, kt0, type=T.u32)
         b = k.and_(it, 1, type=T.b32)
         u = k.shr(it, 1, type=T.u32)
         stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
@@ -312,9 +340,9 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
         k.add(it, 1, dst=it)
         st.advance()
 
-    def body(kt):
+    def body(kt, kt0):
         ring.wait_full(st)
-        not_first = k.setp("ne", kt, 0, type=T.u32)
+        not_first = k.setp("ne", kt, kt0, type=T.u32)
         stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
         buf = k.mad(k.and_(it, 1, type=T.b32), tb.nbytes, conv_base, type=T.u32)
         emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], biased=cfg.biased)
@@ -337,15 +365,17 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, ntiles
         k.wgmma_commit()
         st.advance()
 
-    with _tile_loop(k, ntiles) as tile:
+    with work.loop() as (tile, split, kt0, kt1):
         tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
-        with k.for_range(0, ktiles, name="kt") as kt:
-            (body_hand if hand else body)(kt)
+        with k.for_range(kt0, kt1, name="kt") as kt:
+            (body_hand if hand else body)(kt, kt0)
         k.wgmma_wait(0)
         if hand:
             last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
             k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
-        _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias)
+        # split-K: the correction of the biased path is added once, by split 0
+        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t, bias,
+                  first_split=k.setp("eq", split, 0, type=T.u32) if bias else None)
 
 
 def _unbias(k, accs, bias, row0, col0):
@@ -367,7 +397,7 @@ def _unbias(k, accs, bias, row0, col0):
                 k.add(r, k.sub(rt[q // 2], c8[q % 2], type=T.s32), dst=r, type=T.s32)
 
 
-def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None):
+def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None, first_split=None):
     """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
     c_t = T.lookup(cfg.c_type)
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
@@ -381,7 +411,8 @@ def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None):
     col0 = k.mad(t, 2, col_t, type=T.u32)
     n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
     if bias is not None:
-        _unbias(k, accs, bias, row0, col0)
+        with k.if_(first_split):
+            _unbias(k, accs, bias, row0, col0)
     for mi, acc in enumerate(accs):
         r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
         lin = k.mad(r0, n, col0, type=T.u32)

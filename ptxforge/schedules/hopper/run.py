@@ -73,7 +73,8 @@ def _ptr_shape(x, what):
 class Plan:
     """A prepared launch of one HopperGemm on fixed device operands: `launch()` is one driver call."""
 
-    def __init__(self, cfg: HopperGemm, a, b, c, *, k: int | None = None, sms: int | None = None, stream=None):
+    def __init__(self, cfg: HopperGemm, a, b, c, *, k: int | None = None, sms: int | None = None,
+                 splits: int | None = None, stream=None):
         from ...runtime import TensorMap
         from ...runtime import driver as drv
         a_ptr, a_shape = _ptr_shape(a, "A")
@@ -92,11 +93,26 @@ class Plan:
         inner = k * cfg.bits // 8 // (T_BYTES[tdt])
         self.tmap_a = TensorMap(tdt, a_ptr, (inner, m), la.tma_box, (k * cfg.bits // 8,), swizzle=128)
         self.tmap_b = TensorMap(tdt, b_ptr, (inner, n), lb.tma_box, (k * cfg.bits // 8,), swizzle=128)
-        tiles_m, tiles_n, _ = cfg.tile_counts(m, n, k)
+        tiles_m, tiles_n, ktiles = cfg.tile_counts(m, n, k)
         if sms is None:
             sms = drv.device_info().sm_count
-        self.grid = (max(1, min(tiles_m * tiles_n, sms)), 1, 1)
+        from .splitk import REDUCE_THREADS, choose_splits, reduce_module
+        if splits is None:
+            splits = choose_splits(tiles_m * tiles_n, ktiles, sms)
+        kper = -(-ktiles // max(1, int(splits)))
+        self.splits = -(-ktiles // kper)  # every split non-empty
+        self.grid = (max(1, min(tiles_m * tiles_n * self.splits, sms)), 1, 1)
         self.fn = load_kernel(cfg)
+        post = ()
+        c_arg = c_ptr
+        if self.splits > 1:
+            from ...runtime import DeviceBuffer, load
+            self.workspace = DeviceBuffer.empty((self.splits, m, n), np.int32 if cfg.c_type == "s32" else np.float32)
+            c_arg = self.workspace
+            red = load(reduce_module(cfg.c_type))[f"splitk_reduce_{cfg.c_type}"]
+            post = (red.bind((-(-(m * n) // REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1), self.workspace, c_ptr,
+                             m * n, self.splits, stream=stream),)
+        self.post = post
         extra, self.pre = (), ()
         if cfg.biased:
             from ...runtime import DeviceBuffer, load
@@ -113,14 +129,16 @@ class Plan:
                                         ptr, buf, rows, row_bytes, stream=stream))
             self.pre = tuple(pre)
             extra = tuple(self.sums)
-        self.bound = self.fn.bind(self.grid, (cfg.threads, 1, 1), self.tmap_a, self.tmap_b, c_ptr, m, n, k, *extra,
-                                  shared=cfg.smem_bytes, stream=stream)
+        self.bound = self.fn.bind(self.grid, (cfg.threads, 1, 1), self.tmap_a, self.tmap_b, c_arg, m, n, k,
+                                  self.splits, *extra, shared=cfg.smem_bytes, stream=stream)
 
     def launch(self) -> None:
         """Launch once (asynchronous on the plan's stream): the row sums first on the biased path."""
         for p in self.pre:
             p.launch()
         self.bound.launch()
+        for p in self.post:
+            p.launch()
 
 
 T_BYTES = {"s8": 1, "u8": 1, "bf16": 2, "f16": 2}
@@ -145,14 +163,15 @@ def reference(cfg: HopperGemm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return af.astype(np.float64) @ bf.astype(np.float64).T
 
 
-def run(cfg: HopperGemm, a: np.ndarray, b: np.ndarray, *, k: int | None = None) -> np.ndarray:
-    """C for host operands: copies to the device, launches once, copies C back."""
+def run(cfg: HopperGemm, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int | None = None
+        ) -> np.ndarray:
+    """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
     m, n = a.shape[0], b.shape[0]
     out_dt = np.int32 if cfg.c_type == "s32" else np.float32
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)
     dc.fill_bytes(0xFF)
-    p = Plan(cfg, da, db, dc, k=k)
+    p = Plan(cfg, da, db, dc, k=k, splits=splits)
     p.launch()
     return dc.to_host()

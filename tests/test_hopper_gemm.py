@@ -268,3 +268,15 @@ def test_gpu_split_k_matches_numpy(op, kw):
         assert np.array_equal(got, run(cfg, a, b, k=k, splits=3))  # deterministic
     else:
         assert np.array_equal(got.astype(np.int64), want)
+
+
+def test_tuning_and_bf16_class():
+    from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason
+    g = choose_hopper(8192, 8192, 8192, "s8")
+    assert g.operand == "s8" and g.block_n == 256 and "wgmma" in g.path_reason
+    assert hopper_reason(64, 64, 24, "s8")[0] is False
+    assert hopper_reason(64, 64, 64, "u4")[0] is False
+    b = Bf16Gemm.for_shape(100, 200, 64)
+    assert b.operand == "bf16" and b.c_type == "f32" and "HopperGemm" in b.describe()
+    with pytest.raises(ValidationError):
+        Bf16Gemm("s8")

@@ -6,7 +6,9 @@
     plan = prepare(g, a_dev, b_dev, c_dev); plan.launch()
 """
 
-from .config import OPERANDS, HopperGemm
+from .config import OPERANDS, Bf16Gemm, HopperGemm
 from .run import Plan, assembled, load_kernel, prepare, reference, run
+from .tuning import DEFAULTS, choose_hopper, hopper_reason
 
-__all__ = ["HopperGemm", "OPERANDS", "Plan", "prepare", "run", "reference", "assembled", "load_kernel"]
+__all__ = ["HopperGemm", "Bf16Gemm", "OPERANDS", "Plan", "prepare", "run", "reference", "assembled", "load_kernel",
+           "DEFAULTS", "choose_hopper", "hopper_reason"]

@@ -202,6 +202,61 @@ class HopperGemm:
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
 
+    # ------------------------------------------------------------ the schedule interface
+    @property
+    def target(self) -> str:
+        """The PTX target: wgmma and setmaxnreg need the Hopper-specific sm_90a."""
+        return "sm_90a"
+
+    @property
+    def path_name(self) -> str:
+        """The compute path: 'wgmma_<operand>'."""
+        return f"wgmma_{self.operand}"
+
+    @property
+    def path_reason(self) -> str:
+        """Why this path (see tuning.hopper_reason)."""
+        return ("sm_90a: TMA loads into an mbarrier ring, warp-specialized producer/consumer warpgroups, wgmma "
+                + ("(s4 widened to s8 in registers for A and in shared memory for B)" if self.operand == "s4"
+                   else f"on .{self.mma_type}"))
+
+    def describe(self) -> str:
+        """One line: tile, pipeline, threads, shared memory, path."""
+        return (f"HopperGemm {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, {self.consumers} consumer "
+                f"warpgroup(s) of {self.wg_m} rows, {self.stages} stages, {self.threads} threads, {self.smem_bytes} B "
+                f"shared, sm_90a, path {self.path_name}")
+
+    def assemble(self):
+        """AssemblyResult of the kernel (whole-program ptxas when present)."""
+        from .run import assembled
+        r = assembled(self)
+        if r is None:
+            from ...assembler import assemble
+            r = assemble(self.module, "sm_90a")
+        return r
+
+    def run(self, a, b, c=None, *, k: int | None = None, splits: int | None = None, stream=None):
+        """C = A . B^T on the GPU (A [M, K(/2)], B [N, K(/2)], as Int8Gemm/Int4Gemm take them).
+
+        numpy operands: copied in, C returned as numpy (int32, or float32 for bf16/f16 whose
+        operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
+        when None (a DeviceBuffer), the launch asynchronous on `stream`.
+        """
+        import numpy as np
+        from .run import prepare, run
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            out = run(self, a, b, k=k, splits=splits)
+            if c is not None:
+                c[...] = out
+                return c
+            return out
+        if c is None:
+            from ...runtime import DeviceBuffer
+            m, n = a.shape[0], b.shape[0]
+            c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
+        prepare(self, a, b, c, k=k, splits=splits, stream=stream).launch()
+        return c
+
     @property
     def sums_module(self):
         """The row-sum kernel of the biased s4 path (`biased_row_sums`), or None."""
@@ -219,3 +274,26 @@ class HopperGemm:
     def listing(self) -> str:
         """The PTX text."""
         return self.module.render().text
+
+
+class Bf16Gemm(HopperGemm):
+    """bf16 (or operand='f16') GEMM with f32 accumulation and f32 C, on sm_90a (TMA + wgmma).
+
+    A [M, K], B [N, K] of 16-bit floats (torch bfloat16/float16 tensors, or numpy uint16 bit
+    patterns).  `Bf16Gemm.for_shape(m, n, k)` gives the measured configuration.
+    """
+
+    def __init__(self, operand: str = "bf16", **kw):
+        if operand not in ("bf16", "f16"):
+            raise ValidationError(f"Bf16Gemm takes operand 'bf16' or 'f16', got {operand!r}; use Int8Gemm/Int4Gemm")
+        super().__init__(operand, **kw)
+
+    @classmethod
+    def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
+        """A configuration for an M x N x K problem (tuning.DEFAULTS); overrides win."""
+        from .tuning import DEFAULTS
+        params = dict(DEFAULTS[operand])
+        params.update(overrides)
+        g = cls(operand, **params)
+        g.check_problem(m, n, k)
+        return g

@@ -37,6 +37,14 @@ SMEM_LIMIT = 227 * 1024
 #: bytes one TMA copy / one swizzle atom spans along K
 ATOM_BYTES = 128
 
+#: operand -> the configuration every shape gets today (measurements: schedules/hopper/tuning.py)
+DEFAULTS = {
+    "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
+    "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
+    "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+}
+
 
 @dataclass(frozen=True)
 class HopperGemm:
@@ -291,7 +299,6 @@ class Bf16Gemm(HopperGemm):
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
         """A configuration for an M x N x K problem (tuning.DEFAULTS); overrides win."""
-        from .tuning import DEFAULTS
         params = dict(DEFAULTS[operand])
         params.update(overrides)
         g = cls(operand, **params)

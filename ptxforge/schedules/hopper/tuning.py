@@ -10,18 +10,9 @@ K so that tiles x splits about fills the SMs (`splitk.choose_splits`, chosen per
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import HopperGemm
+from .config import DEFAULTS, HopperGemm
 
 _PTXFORGE_INTERNAL = True
-
-#: operand -> the configuration every shape gets today
-DEFAULTS = {
-    "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
-    "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
-}
-
 
 def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
     """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win.

@@ -17,7 +17,7 @@ import threading
 import numpy as np
 
 from ...errors import ValidationError
-from .config import HopperGemm
+
 
 _PTXFORGE_INTERNAL = True
 
@@ -25,7 +25,7 @@ _kernels: dict = {}
 _lock = threading.Lock()
 
 
-def assembled(cfg: HopperGemm):
+def assembled(cfg):
     """AssemblyResult of the configuration by whole-program ptxas (None when ptxas is missing)."""
     from ...assembler import assemble, find_tool
     if not find_tool("ptxas"):
@@ -33,7 +33,7 @@ def assembled(cfg: HopperGemm):
     return assemble(cfg.module, "sm_90a", backend="ptxas")
 
 
-def load_kernel(cfg: HopperGemm):
+def load_kernel(cfg):
     """The KernelFunction of `cfg`, loaded once per process."""
     hit = _kernels.get(cfg)
     if hit is not None:
@@ -73,7 +73,7 @@ def _ptr_shape(x, what):
 class Plan:
     """A prepared launch of one HopperGemm on fixed device operands: `launch()` is one driver call."""
 
-    def __init__(self, cfg: HopperGemm, a, b, c, *, k: int | None = None, sms: int | None = None,
+    def __init__(self, cfg, a, b, c, *, k: int | None = None, sms: int | None = None,
                  splits: int | None = None, stream=None):
         from ...runtime import TensorMap
         from ...runtime import driver as drv
@@ -144,12 +144,12 @@ class Plan:
 T_BYTES = {"s8": 1, "u8": 1, "bf16": 2, "f16": 2}
 
 
-def prepare(cfg: HopperGemm, a, b, c, **kw) -> Plan:
+def prepare(cfg, a, b, c, **kw) -> Plan:
     """A Plan over device operands A [M, K(/2)], B [N, K(/2)] and C [M, N] (see Plan)."""
     return Plan(cfg, a, b, c, **kw)
 
 
-def reference(cfg: HopperGemm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns)."""
     if cfg.operand == "s8":
         return a.astype(np.int64) @ b.astype(np.int64).T
@@ -163,7 +163,7 @@ def reference(cfg: HopperGemm, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return af.astype(np.float64) @ bf.astype(np.float64).T
 
 
-def run(cfg: HopperGemm, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int | None = None
+def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int | None = None
         ) -> np.ndarray:
     """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer

@@ -280,3 +280,32 @@ def test_tuning_and_bf16_class():
     assert b.operand == "bf16" and b.c_type == "f32" and "HopperGemm" in b.describe()
     with pytest.raises(ValidationError):
         Bf16Gemm("s8")
+
+
+def test_int_gemm_for_shape_picks_hopper_on_sm90a():
+    from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
+    g = Int8Gemm.for_shape(8192, 8192, 8192, "sm_90a")
+    assert isinstance(g, HopperGemm) and g.operand == "s8" and "wgmma" in g.path_reason
+    g4 = Int4Gemm.for_shape(32, 8192, 8192, "sm_90a")
+    assert isinstance(g4, HopperGemm) and g4.operand == "s4"
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
+    assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90a", hopper=False), HopperGemm)
+    assert isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90", hopper=True), HopperGemm)
+    with pytest.raises(ValidationError, match="cannot take"):
+        Int8Gemm.for_shape(64, 64, 24, "sm_90", hopper=True)
+
+
+@pytest.mark.gpu
+def test_gpu_for_shape_hopper_path_runs_exactly():
+    """The schedule Int4Gemm.for_shape gives on sm_90a runs Int4Gemm's operand format exactly."""
+    from ptxforge.int4 import pack_int4
+    from ptxforge.schedules.gemm import Int4Gemm
+    rng = np.random.default_rng(4)
+    m, n, k = 96, 520, 1024
+    a, b = rng.integers(-8, 8, (m, k)), rng.integers(-8, 8, (n, k))
+    g = Int4Gemm.for_shape(m, n, k, "sm_90a")
+    assert isinstance(g, HopperGemm)
+    got = g.run(pack_int4(a), pack_int4(b), k=k)
+    assert np.array_equal(got.astype(np.int64), a @ b.T)

@@ -42,7 +42,7 @@ DEFAULTS = {
     "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
     "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
     "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
 }
 
 

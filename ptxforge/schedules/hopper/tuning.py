@@ -1,10 +1,13 @@
 """Which Hopper GEMM configuration a problem shape gets (measured on the H200, bench/hopper_gemm_bench.py).
 
-At 8192^3 (bench/results/hopper_gemm_h200_*.log): s8 128x256x128, 4 stages, 2 consumer
-warpgroups: 1555-1584 TOPS (cuBLAS int8 898-909, Triton int8 1075); bf16 128x256x64, 3 stages:
-747-781 TFLOPS (cuBLAS 675-692); s4 128x256x256 (register-sourced A), 2 stages (the widened B
-buffers take the shared memory a third stage would need).  Skinny problems (few C tiles) split
-K so that tiles x splits about fills the SMs (`splitk.choose_splits`, chosen per launch).
+At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
+* s8 128x256x128, 4 stages, 2 consumer warpgroups: 1555 TOPS (cuBLAS int8 895, Triton int8 1069);
+* bf16 128x256x64, 3 stages: 750 TFLOPS (cuBLAS 681, Triton 575);
+* s4 128x256x256, 2 stages (the widened B buffers take the shared memory a third would need),
+  A widened in registers, biased u8 x u8 with the row-sum correction: 1260 TOPS (the unbiased
+  s8 widening 1075; converter warps 736).
+Skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
+(`splitk.choose_splits`, per launch).
 """
 
 from __future__ import annotations

@@ -286,8 +286,9 @@ def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
     g = Int8Gemm.for_shape(8192, 8192, 8192, "sm_90a")
     assert isinstance(g, HopperGemm) and g.operand == "s8" and "wgmma" in g.path_reason
-    g4 = Int4Gemm.for_shape(32, 8192, 8192, "sm_90a")
-    assert isinstance(g4, HopperGemm) and g4.operand == "s4"
+    g4 = Int4Gemm.for_shape(1024, 8192, 8192, "sm_90a")
+    assert isinstance(g4, HopperGemm) and g4.operand == "s4" and g4.biased
+    assert not isinstance(Int4Gemm.for_shape(32, 8192, 8192, "sm_90a"), HopperGemm)  # skinny: mma.sync measured faster
     assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
     assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
     assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)
@@ -303,7 +304,7 @@ def test_gpu_for_shape_hopper_path_runs_exactly():
     from ptxforge.int4 import pack_int4
     from ptxforge.schedules.gemm import Int4Gemm
     rng = np.random.default_rng(4)
-    m, n, k = 96, 520, 1024
+    m, n, k = 296, 520, 1024
     a, b = rng.integers(-8, 8, (m, k)), rng.integers(-8, 8, (n, k))
     g = Int4Gemm.for_shape(m, n, k, "sm_90a")
     assert isinstance(g, HopperGemm)

@@ -306,11 +306,13 @@ class GemmSchedule:
         t = Target.parse(target)
         if hopper or (hopper is None and t.name == "sm_90a" and set(overrides) <= {"operand"}):
             from ..hopper.tuning import choose_hopper, hopper_reason
-            fits, why = hopper_reason(m, n, k, operand)
-            if fits:
-                return choose_hopper(m, n, k, operand)
             if hopper:
-                raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {why}")
+                try:
+                    return choose_hopper(m, n, k, operand)
+                except ValidationError as e:
+                    raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e}") from None
+            if hopper_reason(m, n, k, operand)[0]:
+                return choose_hopper(m, n, k, operand)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
         params["target"] = Target.parse(target)

@@ -32,11 +32,20 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     return g
 
 
+#: operand -> largest M for which the mma.sync schedule measured faster on the H200 (skinny problems:
+#: s4 M=32, N=K=8192 16.1 us with mma.sync (README) against 38.7 us here; M=128 551 against 371 TOPS;
+#: s8 M=32 160 against 152 TOPS).  The Hopper path's split-K is not yet at the bandwidth floor.
+SKINNY_M = {"s4": 256, "s8": 64}
+
+
 def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
-    """(True, why) when the TMA + wgmma path takes the problem, (False, why not) otherwise."""
+    """(True, why) when the TMA + wgmma path should take the problem, (False, why not) otherwise."""
     if operand not in DEFAULTS:
         return False, (f".{operand} operands have no Hopper path (wgmma takes s8/u8, f16, bf16; s4 is widened "
                        "to s8): the mma.sync schedule runs it")
+    if m <= SKINNY_M.get(operand, 0):
+        return False, (f"M={m} <= {SKINNY_M[operand]}: for skinny .{operand} problems the mma.sync schedule "
+                       "measured faster on the H200 than the TMA + wgmma one (split-K not yet at the byte floor)")
     try:
         HopperGemm(operand, **DEFAULTS[operand]).check_problem(m, n, k)
     except ValidationError as e:

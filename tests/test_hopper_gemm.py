@@ -6,11 +6,13 @@ with more configurations).
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
 
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm, assembled, reference
 from ptxforge.schedules.hopper.convert import widen_numpy
+from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 
 CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm("s8", consumers=1, stages=5),
            HopperGemm("bf16"), HopperGemm("f16", block_n=128, wg_m=128),
@@ -310,3 +312,17 @@ def test_gpu_for_shape_hopper_path_runs_exactly():
     assert isinstance(g, HopperGemm)
     got = g.run(pack_int4(a), pack_int4(b), k=k)
     assert np.array_equal(got.astype(np.int64), a @ b.T)
+
+
+@needs_ptxas
+@settings(max_examples=10, deadline=None)
+@given(hopper_gemm_configs())
+def test_drawn_configurations_are_refused_with_a_reason_or_assemble_cleanly(kw):
+    try:
+        cfg = HopperGemm(**kw)
+    except ValidationError as e:
+        assert str(e)  # a refusal says why
+        return
+    r = assembled(cfg)
+    assert r.resources(cfg.kernel_name).spills == 0
+    assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log

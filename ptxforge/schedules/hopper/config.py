@@ -100,6 +100,11 @@ class HopperGemm:
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
+        if self.operand == "s4" and self.a_registers and self.acc_regs + 32 * (self.wg_m // 64) > 160:
+            raise ValidationError(f"s4 with A in registers holds {self.acc_regs} accumulator and "
+                                  f"{32 * (self.wg_m // 64)} A-fragment registers per thread (wg_m {self.wg_m} x "
+                                  f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
+                                  "narrower block_n")
         need = 128 * (self.producer_regs + self.consumers * self.consumer_regs)
         if need > REGISTER_FILE:
             raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "

@@ -435,3 +435,41 @@ def test_a_scalar_may_depend_on_the_sizes():
     with pytest.raises(ValueError, match="give a value for scalar 'a'"):
         sp.make(n=3)
     assert sp.make(n=3, a=2.0).scalars == {"a": 2.0}
+
+
+# ---------------------------------------------------------------- spaces that run on the device only
+
+def test_the_hopper_gemm_has_a_space_that_runs_on_the_gpu_only():
+    from ptxforge.schedules.hopper import Bf16Gemm, HopperGemm
+    from ptxforge.testing import problem_space
+    for g, dtype, k_step in ((HopperGemm("s8", block_n=128), np.int8, 16),
+                             (HopperGemm("s4", block_n=128, block_k_bytes=256), np.uint8, 32),
+                             (Bf16Gemm(), np.uint16, 8)):
+        sp = problem_space(g)
+        assert not sp.interpretable and sp.sizes[2].multiple_of == k_step
+        p = sp.make(m=3, n=5, k=2 * k_step)
+        row = 2 * k_step * g.bits // (8 * np.dtype(dtype).itemsize)  # containers per row: 32 bytes
+        assert p.arrays["a"].dtype == dtype and p.arrays["a"].shape == (3, row)
+        assert sp.expected(p)["c"].shape == (3, 5)
+        with pytest.raises(PropertyFailure, match="GPU only"):
+            check(g, max_examples=2, **interp_only)
+        if NO_GPU:
+            with pytest.raises(unittest.SkipTest, match="no GPU here"):
+                check(g, max_examples=2)
+        assert eval(constructor_text(g), {"HopperGemm": HopperGemm, "Bf16Gemm": Bf16Gemm}) == g
+
+
+def test_a_device_hook_replaces_the_launch(stand_in_device):
+    launched = []
+
+    def device(p, arrays):
+        launched.append(p.n)
+        arrays["out"][...] = arrays["x"] * 2
+    sp = ProblemSpace(sizes=[Size("n", 1, 50)], arrays=[Array("x", ("n",), np.float32),
+                                                       Array("out", ("n",), np.float32, role="out")],
+                      reference=lambda x: x * 2, device=device, interpretable=False)
+    report = check(transpose(), sp, backends=("gpu",), max_examples=5)  # the kernel is never launched
+    assert report.runs == {"gpu": 5} and len(launched) == 5 and stand_in_device["launches"] == 0
+    sp.reference = lambda x: x * 3
+    e = failure_of(transpose(), sp, backends=("gpu",), max_examples=5)
+    assert "[gpu] output out differs" in str(e) and e.problem.sizes["n"] == 1

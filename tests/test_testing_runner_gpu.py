@@ -77,3 +77,12 @@ def test_a_problem_with_out_of_bounds_accesses_is_kept_off_the_gpu():
               max_examples=20, settings=SEEDED)
     assert "out-of-bounds" in str(info.value) and "gpu" in info.value.outcome.skipped
     assert check(transpose(), transpose_space(), backends=BOTH, max_examples=3).runs["gpu"] == 3  # still healthy
+
+
+@pytest.mark.parametrize("operand", ["s8", "s4", "bf16"])
+def test_the_hopper_gemm_checks_itself_on_the_gpu(operand):
+    from ptxforge.schedules.hopper import Bf16Gemm, HopperGemm
+    g = {"s8": HopperGemm("s8", block_n=128), "s4": HopperGemm("s4", block_n=128, block_k_bytes=256),
+         "bf16": Bf16Gemm()}[operand]
+    report = check(g, max_examples=10)  # auto: the interpreter does not run it, the GPU does
+    assert report.runs == {"gpu": 10} and "interp" in report.skipped

@@ -319,10 +319,16 @@ class ProblemSpace:
     name: what reports call the kernel.  repro: Python text defining `target` and `space` for
     the reproducer a failure prints (the schedules' spaces set it; by default the reproducer
     names them `kernel` and `space`).
+    device: for a kernel whose launch needs device addresses (tensor maps, workspaces), a
+    function (problem, arrays) that runs the problem on the GPU itself and leaves the outputs in
+    `arrays` (numpy); the GPU backend calls it instead of launching the kernel with `args`.
+    interpretable: False for a space the interpreter cannot run (such a device launch): the
+    interpreter backend is then skipped, or fails when it is demanded.
     """
 
     def __init__(self, *, sizes=(), arrays=(), scalars=(), grid=1, block=(128,), reference=None, args=None,
-                 shared=0, choices=None, where=None, kernel=None, name=None, repro=None):
+                 shared=0, choices=None, where=None, kernel=None, name=None, repro=None, device=None,
+                 interpretable=True):
         self.sizes = tuple(sizes)
         self.arrays = tuple(arrays)
         self.scalars = tuple(scalars)
@@ -336,6 +342,8 @@ class ProblemSpace:
         self.kernel = kernel
         self.name = name
         self.repro = repro  # Python text that rebuilds this space (schedules set it), for reproducers
+        self.device = device
+        self.interpretable = interpretable
         names = [s.name for s in self.sizes] + [a.name for a in self.arrays] + [s.name for s in self.scalars]
         dup = {n for n in names if names.count(n) > 1}
         if dup:

@@ -237,6 +237,13 @@ def run_problem(plan_or_target, space=None, problem=None, *, kernel=None, backen
     names = [q.name for q in k.params]
     for backend in sorted(plan.backends, key=BACKENDS.index):  # the interpreter first
         if backend == "interp":
+            if not sp.interpretable:
+                why = "the space runs on the GPU only (its launch needs device addresses)"
+                if "interp" in plan.demanded:
+                    out.failures.append(f"[interp] cannot run this problem: {why}")
+                else:
+                    out.skipped["interp"] = why
+                continue
             if plan.interp_unsupported is not None and "interp" not in plan.demanded:
                 out.skipped["interp"] = plan.interp_unsupported
                 continue
@@ -309,11 +316,13 @@ def _run_gpu(plan, k, p, names, out):
     from ..runtime import InOut
     sp = plan.space
     arrays = p.fresh_arrays()
-    args = sp.kernel_args(p, arrays, names)
-    wrapped = [InOut(a) if any(a is v for v in arrays.values()) else a for a in args]
     try:
-        fn = plan.gpu_function(k)
-        fn(p.grid, p.block, *wrapped, shared=p.shared)
+        if sp.device is not None:
+            sp.device(p, arrays)
+        else:
+            args = sp.kernel_args(p, arrays, names)
+            wrapped = [InOut(a) if any(a is v for v in arrays.values()) else a for a in args]
+            plan.gpu_function(k)(p.grid, p.block, *wrapped, shared=p.shared)
     except Exception as e:  # a launch or JIT error is this problem's failure, not the runner's
         out.failures.append(f"[gpu] the launch failed: {type(e).__name__}: {e}")
         return
@@ -455,6 +464,7 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     """
     _refuse_nesting()
     plan = _Plan(target, space, kernel, backends, transform)
+    _require_a_backend(plan)
     report = CheckReport(plan.name)
 
     def one_problem(problem):
@@ -489,6 +499,18 @@ def check_schedules(schedules, *, space_options=None, backends="auto", property=
     drawn = schedules.flatmap(lambda s: st.tuples(st.just(s), plan_for(s).space.problems()))
     _hypothesis(given(schedule_and_problem=drawn)(one_problem), max_examples, settings, shrink)
     return report
+
+
+def _require_a_backend(plan):
+    """Before drawing anything: a space only the GPU runs, checked where there is none (or the
+    interpreter demanded for it), is skipped (or fails) at once."""
+    if plan.space.interpretable:
+        return
+    why = "the space runs on the GPU only (its launch needs device addresses)"
+    if "interp" in plan.demanded:
+        raise PropertyFailure(f"{plan.name}: the interpreter backend is demanded, but {why}")
+    if "gpu" not in plan.backends:
+        raise unittest.SkipTest(f"{plan.name}: no GPU here ({gpu_skip_reason()}) and {why}")
 
 
 def _judge(plan, problem, property, report):

@@ -2,6 +2,7 @@
 
     check(Int4Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1))   # M, N, K around the tiles
     check(TileCopy(40, 70, "s8", tile_rows=8, tile_cols=32))        # shapes, strides, CTA counts
+    check(HopperGemm("s8", block_n=128))                             # on the GPU (TMA + wgmma)
     problem_space(schedule)                                          # the ProblemSpace itself
 
 A schedule is a family of kernels: each problem runs the variant the schedule would pick for
@@ -26,7 +27,8 @@ from hypothesis import strategies as st
 
 from .problem import Array, ProblemSpace, Size
 
-__all__ = ["problem_space", "register_problem_space", "gemm_space", "tile_copy_space", "registered"]
+__all__ = ["problem_space", "register_problem_space", "gemm_space", "tile_copy_space", "hopper_gemm_space",
+           "registered", "constructor_text"]
 
 _REGISTRY: dict = {}  # class -> factory(schedule, **options) -> ProblemSpace
 
@@ -176,6 +178,44 @@ def tile_copy_space(tc, *, max_tiles: int = 3, max_ctas: int = 6, max_pad: int =
         repro=_repro(tc))
 
 
+# ---------------------------------------------------------------- the Hopper GEMM (TMA + wgmma)
+
+def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
+                      max_k: int | None = None) -> ProblemSpace:
+    """C = A . B^T for a HopperGemm: M, N from 1 (default up to 2 tiles + 1), K a positive
+    multiple of what the tensor maps need (16-byte rows; default up to 2 stages + one step).
+    s8 / s4 data over every value, bf16 / f16 in [-1, 1); C poisoned, integers compared exactly,
+    floats within relative(1e-3, atol=1e-3).  The interpreter models neither TMA nor wgmma and
+    the launch needs the operands' device addresses (tensor maps), so problems run on the GPU
+    only, through `schedule.run`."""
+    from .tolerance import relative
+    step = 128 // g.bits  # K values per 16 bytes of row
+    block_k = g.block_k_bytes * 8 // g.bits
+    max_m = max_m or 2 * g.wg_m * g.consumers + 1
+    max_n = max_n or 2 * g.block_n + 1
+    max_k = max_k or 2 * block_k + step
+    floats = g.operand in ("bf16", "f16")
+    dtype = {"s8": np.int8, "s4": "s4", "bf16": "bf16", "f16": np.float16}[g.operand]
+    bounds = dict(low=-1, high=1) if floats else {}
+    c = Array("c", ("m", "n"), np.float32 if floats else np.int32, role="out",
+              tolerance=relative(1e-3, atol=1e-3) if floats else None)
+
+    def device(p, arrays):
+        arrays["c"][...] = g.run(arrays["a"], arrays["b"], k=p.k)
+
+    def reference(a, b):
+        from ..schedules.hopper import reference as hopper_reference
+        return hopper_reference(g, a, b)
+
+    return ProblemSpace(
+        name=g.kernel_name,
+        sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers), Size("n", 1, max_n, tile=g.block_n),
+               Size("k", step, max_k, tile=block_k, multiple_of=step)],
+        arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
+        kernel=lambda p: g.module, block=g.threads, reference=reference, device=device, interpretable=False,
+        repro=_repro(g).replace("from ptxforge.schedules import", "from ptxforge.schedules.hopper import"))
+
+
 def _builtin():
     """Register the built-in schedules (imported on first lookup: the GEMM machinery is not small)."""
     if _builtin.done:
@@ -184,6 +224,8 @@ def _builtin():
     from .. import schedules
     _REGISTRY.setdefault(schedules.GemmSchedule, gemm_space)
     _REGISTRY.setdefault(schedules.TileCopy, tile_copy_space)
+    from ..schedules.hopper import HopperGemm
+    _REGISTRY.setdefault(HopperGemm, hopper_gemm_space)
 
 
 _builtin.done = False

@@ -57,7 +57,8 @@ from ..kernel import Kernel
 from ..errors import ValidationError
 from ..module import Module
 from ..runtime.device import gpu_skip_reason
-from .problem import INT4_DTYPES, POISON_BYTE, Problem, ProblemSpace
+from .problem import Problem, ProblemSpace
+from .report import differences, failure_message, indent
 from .tolerance import exact
 
 __all__ = ["check", "check_schedules", "check_problem", "run_problem", "property_test", "PropertyFailure",
@@ -69,7 +70,7 @@ BACKENDS = ("interp", "gpu")
 REQUIRE_GPU_ENV = "PTXFORGE_REQUIRE_GPU"
 #: Interpreter findings that keep a problem off the GPU (the access could fault the device).
 UNSAFE_ON_GPU = frozenset({"oob", "misaligned"})
-#: How many differing elements a report lists.
+#: How many written ranges a report lists.
 SHOWN = 5
 
 
@@ -280,7 +281,7 @@ def _run_interp(plan, k, p, names, out):
         report = run(k, grid=p.grid, block=p.block, args=args, shared=p.shared, check=False, count_accesses=True)
     except InterpUnsupported as e:
         if "interp" in plan.demanded:
-            out.failures.append(f"[interp] the interpreter does not model this kernel:\n{_indent(str(e))}")
+            out.failures.append(f"[interp] the interpreter does not model this kernel:\n{indent(str(e))}")
         else:
             plan.interp_unsupported = str(e).splitlines()[0]
             out.skipped["interp"] = plan.interp_unsupported
@@ -289,7 +290,7 @@ def _run_interp(plan, k, p, names, out):
     out.outputs["interp"] = arrays
     if report.findings:
         out.failures.append(f"[interp] {len(report.findings)} finding(s):\n" +
-                            "\n".join(_indent(str(f)) for f in report.findings))
+                            "\n".join(indent(str(f)) for f in report.findings))
     params = _arg_names(args, names, arrays)
     for a in sp.arrays:
         if a.name not in params:
@@ -353,7 +354,7 @@ def _compare_reference(sp, backend, arrays, out):
         ok = tol.passes(got, want, bf16=a.bf16)
         if not ok.all():
             out.failures.append(f"[{backend}] output {a.name} differs from the reference ({tol.describe()}):\n"
-                                + _indent(_differences(a, got, want, ok)))
+                                + indent(differences(a, got, want, ok)))
 
 
 def _compare_backends(sp, out):
@@ -367,70 +368,7 @@ def _compare_backends(sp, out):
         ok = exact().passes(gg, gi, bf16=a.bf16)
         if not ok.all():
             out.failures.append(f"[interp vs gpu] output {a.name} differs between the backends (bit-exact):\n"
-                                + _indent(_differences(a, gg, gi, ok, got_name="gpu", want_name="interp")))
-
-
-def _fmt(a, v) -> str:
-    """One element: its value and, for floats or poison, its bits."""
-    if a.int4:
-        lo, hi = int(v) & 15, (int(v) >> 4) & 15
-        if INT4_DTYPES[a.dtype]:
-            lo, hi = (lo ^ 8) - 8, (hi ^ 8) - 8
-        return f"0x{int(v):02x} (values {lo}, {hi})"
-    if a.bf16:
-        f = np.array([int(v) << 16], np.uint32).view(np.float32)[0]
-        return f"{f} (0x{int(v):04x})"
-    if isinstance(v, np.floating):
-        bits = np.array([v]).view(f"u{v.itemsize}")[0]
-        return f"{v} (0x{int(bits):0{2 * v.itemsize}x})"
-    return repr(v.item() if isinstance(v, np.generic) else v)
-
-
-def _differences(a, got, want, ok, got_name="got", want_name="want") -> str:
-    bad = np.argwhere(~ok)
-    lines = [f"{len(bad)} of {got.size} element(s) differ; first {min(len(bad), SHOWN)}:"]
-    poison = np.full(got.dtype.itemsize, POISON_BYTE, np.uint8).view(got.dtype)[0]
-    for idx in bad[:SHOWN]:
-        i = tuple(int(x) for x in idx)
-        g = got[i]
-        w = want[i].astype(got.dtype) if want.dtype != got.dtype and got.dtype.kind != "f" else want[i]
-        note = "  (poison: never written)" if g.tobytes() == poison.tobytes() else ""
-        lines.append(f"{a.name}{list(i)}: {got_name} {_fmt(a, g)}, {want_name} {_fmt(a, w)}{note}")
-    return "\n".join(lines)
-
-
-def _indent(text: str, by: str = "    ") -> str:
-    return "\n".join(by + line for line in text.splitlines())
-
-
-def _failure_message(plan, out: Outcome) -> str:
-    p = out.problem
-    head = (f"kernel {out.kernel.name} fails on problem {p.call_args()}\n"
-            f"  launch: grid={p.grid}, block={p.block}, shared={p.shared}; sizes {p.sizes}")
-    if plan.transform is not None:
-        owner = getattr(plan.transform, "__self__", None)
-        head += f"\n  (a mutant: {getattr(owner, 'label', None) or getattr(plan.transform, '__name__', 'transformed')})"
-    body = "\n".join(_indent(f, "  ") for f in out.failures)
-    return f"{head}\n{body}\nreproduce:\n{_indent(_snippet(plan, p), '    ')}"
-
-
-def _snippet(plan, p) -> str:
-    """Python that reruns problem `p` alone (check_problem), with the plan's mutation when it has one."""
-    sp = plan.space
-    lines, extra = [], ""
-    t = plan.transform
-    if t is not None:
-        owner = getattr(t, "__self__", None)
-        if type(owner).__name__ == "Mutant":
-            lines.append(f"from ptxforge.testing.mutants import Mutant\ntransform = {owner!r}.apply")
-        else:
-            lines.append("transform = ...  # the transform given to check")
-        extra = ", transform=transform"
-    if sp.repro:
-        return "\n".join([sp.repro] + lines + [f"check_problem(target, space, {p.call_args()}{extra})"])
-    return "\n".join(["from ptxforge.testing import check_problem"] + lines +
-                     [f"check_problem(kernel, space, {p.call_args()}{extra})  # the kernel and the space given to "
-                      "check"])
+                                + indent(differences(a, gg, gi, ok, got_name="gpu", want_name="interp")))
 
 
 # ---------------------------------------------------------------- the public calls
@@ -445,7 +383,7 @@ def check_problem(target=None, space=None, problem=None, *, kernel=None, backend
     p = problem if problem is not None else plan.space.make(**values)
     out = run_problem(plan, problem=p)
     if out.failures:
-        raise PropertyFailure(_failure_message(plan, out), p, out)
+        raise PropertyFailure(failure_message(plan, out), p, out)
     return out
 
 
@@ -519,7 +457,7 @@ def _judge(plan, problem, property, report):
     except MutantNotApplicable:
         reject()
     if out.failures:
-        raise PropertyFailure(_failure_message(plan, out), problem, out)
+        raise PropertyFailure(failure_message(plan, out), problem, out)
     if property is not None:
         property(problem, out)
     report.add(out)

@@ -9,8 +9,9 @@ Property-test a kernel (docs/property-testing.md):
     check(Int4Gemm())               # schedules bring their own space (schedule_problems)
     mutation_check(module, space)   # which planted bugs the property test lets through
 
-`problem` (ProblemSpace, Size, Array, Scalar), `runner` (check, the runner), `report` (failure texts),
-`tolerance` (exact, ulps, relative), `mutation` (mutation_check) and `schedule_problems` (spaces of the schedules).
+`problem` (ProblemSpace, Size, Array, Scalar), `runner` (check, the runner), `report` (failure
+texts), `tolerance` (exact, ulps, relative), `mutation` (mutation_check) and `schedule_problems`
+(spaces of the schedules).
 `strategies` holds Hypothesis strategies drawn from the same legal-form tables the validator
 uses; `kernels` small reference kernels (saxpy, transpose); `mutants` planted bugs (a dropped
 bar.sync, a looser wait_group, a missing mbarrier wait, an off-by-one guard).

@@ -197,6 +197,8 @@ def validate(s) -> None:
         raise ValidationError(f"copy_bytes must be 16, 8, 4, 2 or 1, got {s.copy_bytes!r}")
     if s.c_vector not in (1, 2):
         raise ValidationError(f"c_vector must be 2 (pairs of C values, N even) or 1 (any N), got {s.c_vector!r}")
+    if not isinstance(s.splits, int) or isinstance(s.splits, bool) or not 1 <= s.splits <= 32:
+        raise ValidationError(f"splits must be an int in 1..32 (CTAs per C tile along K), got {s.splits!r}")
     if s.max_registers is not None and not (isinstance(s.max_registers, int) and 16 <= s.max_registers <= 255):
         raise ValidationError(f"max_registers must be an int in 16..255 or None, got {s.max_registers!r}")
     lim = target.limits

@@ -99,3 +99,35 @@ def sweep_space(m: int, n: int, k: int, target: Target, operand: str = "s4", *, 
         if cand not in out:
             out.append(cand)
     return out
+
+
+#: Skinny tiles (block_m, block_n, warps_m, warps_n) the split-K sweep tries, by the largest M they serve.
+SKINNY_TILES = {
+    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 32, 1, 2)),
+    128: ((128, 64, 2, 2), (128, 128, 2, 2), (64, 64, 2, 2), (64, 128, 2, 2)),
+    256: ((128, 64, 2, 2), (128, 128, 2, 2), (256, 128, 4, 2)),
+}
+
+
+def splitk_space(m: int, n: int, k: int, target: Target, operand: str = "s4") -> list:
+    """Candidate parameter dicts for a skinny problem (M <= 256): tiles x k-tiles x stages x splits,
+    each fitting shared memory and leaving every split at least two k-tiles (the rule's choice first)."""
+    bits = operand_bits(operand)
+    base = choose_config(m, n, k, target, operand)
+    out = [base]
+    tiles = next(v for lim, v in sorted(SKINNY_TILES.items()) if m <= lim or lim == 256)
+    row_bytes = k * bits // 8
+    for (bm, bn, wm, wn) in tiles:
+        for kb in (128, 256):
+            bk = kb * 8 // bits
+            for st in (3, 4, 6):
+                for sp in (1, 2, 4, 8):
+                    if sp > 1 and -(-row_bytes // kb) < 2 * sp:
+                        continue
+                    if (bm + bn) * kb * st > target.limits.shared_per_cta or (st == 6 and bm > 32):
+                        continue
+                    cand = dict(block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
+                                operand=operand, raster_group=1, splits=sp)
+                    if cand not in out:
+                        out.append(cand)
+    return out

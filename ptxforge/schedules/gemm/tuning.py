@@ -103,7 +103,7 @@ def sweep_space(m: int, n: int, k: int, target: Target, operand: str = "s4", *, 
 
 #: Skinny tiles (block_m, block_n, warps_m, warps_n) the split-K sweep tries, by the largest M they serve.
 SKINNY_TILES = {
-    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 32, 1, 2)),
+    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 128, 1, 8), (32, 256, 1, 4), (32, 32, 1, 2)),
     128: ((128, 64, 2, 2), (128, 128, 2, 2), (64, 64, 2, 2), (64, 128, 2, 2)),
     256: ((128, 64, 2, 2), (128, 128, 2, 2), (256, 128, 4, 2)),
 }

@@ -165,3 +165,15 @@ def test_a_plan_launches_with_its_workspace_after_k(monkeypatch):
     plan.launch_pointers(0x100, 0x200, 0x300)
     (cfg, values), = launched
     assert cfg[:3] == (128, 1, 4) and values == (0x100, 0x200, 0x300, 32, 8192, 8192, 0x1000, 0x2000)
+
+
+def test_for_shape_takes_the_measured_skinny_configurations():
+    """M=32: 256-byte k-tiles (fewer barriers per byte of B); M=128: 64x64 tiles, two CTAs per SM."""
+    g32 = Int4Gemm.for_shape(32, 8192, 8192, "sm_90")
+    assert g32.row_bytes_k == 256 and g32.splits == 1 and g32.block_m == 32
+    g128 = Int4Gemm.for_shape(128, 8192, 8192, "sm_90")
+    ctas = g128.grid(128, 8192)[0] * g128.grid(128, 8192)[1]
+    assert ctas >= 2 * 132 * 9 // 10 and g128.splits == 1
+    for g in (g32, g128):
+        r = g.assemble()
+        assert r.spills == 0 and r.ctas_per_sm >= 2, str(r)

@@ -59,9 +59,20 @@ def choose_config(m: int, n: int, k: int, target: Target, operand: str = "s4", p
         # N=K=8192: 32x64 with 4 warps and 4 stages ran 267 TOPS, with 2 warps and 6 stages 196)
         block_n = 64 if -(-n // 64) >= sms * 3 // 4 else 32
         warps_n = block_n // 16
+        # k-tiles of 256 bytes per row when K is long: half the barriers per byte of B, and each row
+        # read in 256-byte pieces (H200, M=32, N=K=8192: 13.8 us against 14.6 for 128-byte k-tiles
+        # with 4 stages; 3 stages of 256 bytes beat 4 and 6)
+        skinny_k = bits == 4 and row_bytes >= 2048 and not emulated
+        if skinny_k:
+            block_k = 256 * 8 // bits
         return dict(block_m=block_m, block_n=block_n, block_k=block_k, warps_m=1, warps_n=warps_n,
-                    stages=_fit_stages(block_m, block_n, block_k, bits, target, 4), operand=operand,
-                    raster_group=1)
+                    stages=_fit_stages(block_m, block_n, block_k, bits, target, 3 if skinny_k else 4),
+                    operand=operand, raster_group=1)
+    if m <= 128 and bits == 4 and not emulated and -(-m // 64) * -(-n // 64) >= 2 * sms * 9 // 10:
+        # decode-sized M: 64x64 tiles give two CTAs per SM where 128x64 gives one (H200, M=128,
+        # N=K=8192: 27.7 us against 29.5 for 128x64; split-K measured slower, see splitk_space)
+        return dict(block_m=64, block_n=64, block_k=block_k, warps_m=2, warps_n=2,
+                    stages=_fit_stages(64, 64, block_k, bits, target, 3), operand=operand, raster_group=1)
     tiles_by_size = ((128, 64, 2, 2), (64, 64, 2, 2)) if emulated else PREFERRED
     chosen = tiles_by_size[-1]
     for t in tiles_by_size:

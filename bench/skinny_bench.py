@@ -65,14 +65,14 @@ def candidates(m):
             out.append(g)
     if m > 256:
         import dataclasses
-        for sp in (2,):
-            out.append(dataclasses.replace(base, splits=sp))
+        out.append(dataclasses.replace(base, l2_prefetch=256))
     return out
 
 
 def desc(g):
     return (f"{g.block_m}x{g.block_n}x{g.block_k} w{g.warps_m}x{g.warps_n} s{g.stages} "
-            f"g{g.raster_group} k{g.splits}")
+            f"g{g.raster_group} k{g.splits}" + ("l" if g.splits > 1 and g.splitk_sync == "leader" else "")
+            + (f" p{g.l2_prefetch}" if g.l2_prefetch else ""))
 
 
 class Inputs:
@@ -130,6 +130,10 @@ def check_ragged(torch, log):
         Int4Gemm(block_m=32, block_n=64, block_k=256, warps_m=1, warps_n=4, stages=4, raster_group=1, splits=4),
         Int4Gemm(block_m=32, block_n=128, block_k=512, warps_m=1, warps_n=4, stages=3, raster_group=1, splits=8),
         Int4Gemm(block_m=128, block_n=64, block_k=256, warps_m=2, warps_n=2, stages=3, raster_group=1, splits=2),
+        Int4Gemm(block_m=32, block_n=64, block_k=1024, warps_m=1, warps_n=4, stages=3, raster_group=1, splits=4,
+                 splitk_sync="leader", l2_prefetch=256),
+        Int4Gemm(block_m=64, block_n=64, block_k=256, warps_m=2, warps_n=2, stages=3, raster_group=1, splits=2,
+                 splitk_sync="leader"),
     ]
     rng = np.random.default_rng(11)
     bad = 0
@@ -176,7 +180,8 @@ def run_m(torch, m, budget_end, log, results):
             break
         row = dict(m=m, impl="ptxforge Int4Gemm" + (" (for_shape today)" if idx == 0 else ""), config=desc(g),
                    params=dict(block_m=g.block_m, block_n=g.block_n, block_k=g.block_k, warps_m=g.warps_m,
-                               warps_n=g.warps_n, stages=g.stages, raster_group=g.raster_group, splits=g.splits))
+                               warps_n=g.warps_n, stages=g.stages, raster_group=g.raster_group, splits=g.splits,
+                               splitk_sync=g.splitk_sync, l2_prefetch=g.l2_prefetch))
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -231,7 +236,6 @@ def run_m(torch, m, budget_end, log, results):
     except Exception as e:
         log(f"  reduction-kernel timing skipped: {type(e).__name__}: {str(e)[:200]}")
     results.extend(rows)
-    del inp
     torch.cuda.empty_cache()
 
 

@@ -148,11 +148,15 @@ SPLITK = [
     Int4Gemm(block_m=128, block_n=64, block_k=256, warps_m=2, warps_n=2, stages=3, raster_group=1, splits=2),
     Int4Gemm(block_m=64, block_n=64, block_k=128, warps_m=2, warps_n=2, stages=3, raster_group=8, splits=3),
     Int8Gemm(block_m=32, block_n=64, block_k=128, warps_m=1, warps_n=4, stages=4, raster_group=1, splits=4),
+    Int4Gemm(block_m=32, block_n=64, block_k=1024, warps_m=1, warps_n=4, stages=3, raster_group=1, splits=4,
+             splitk_sync="leader", l2_prefetch=256),
+    Int4Gemm(block_m=64, block_n=64, block_k=256, warps_m=2, warps_n=2, stages=3, raster_group=1, splits=2,
+             splitk_sync="leader"),
 ]
 
 
 @pytest.mark.parametrize("g", SPLITK, ids=lambda g: g.kernel_name)
-@pytest.mark.parametrize("m, n, k", [(32, 8192, 8192), (33, 1000, 4000), (1, 77, 8192 + 64), (130, 520, 2050),
+@pytest.mark.parametrize("m, n, k", [(32, 2048, 8192), (33, 1000, 4000), (1, 77, 8192 + 64), (130, 520, 2050),
                                      (17, 3001, 96)])
 def test_split_k_ragged_skinny_shapes(g, m, n, k):
     # twice on fresh data and a poisoned C: the second launch must find the arrival counters reset

@@ -61,6 +61,33 @@ def test_split_k_ragged_problems_on_the_interpreter(m, n, k):
     run_split(SKINNY, m, n, k, seed=m + n + k)
 
 
+@pytest.mark.parametrize("m, n, k", [(20, 40, 200), (1, 9, 62)])
+def test_leader_handshake_and_l2_prefetch_on_the_interpreter(m, n, k):
+    run_split(dataclasses.replace(SKINNY, splitk_sync="leader", l2_prefetch=256), m, n, k, seed=m * n + k)
+
+
+def test_leader_handshake_fences_only_in_thread_0():
+    """'all': every thread's membar.gl (MEMBAR.SC.GPU); 'leader': fence.acq_rel.gpu under thread 0's
+    predicate (MEMBAR.ALL.GPU), no sequentially consistent fence."""
+    ptx = dataclasses.replace(SKINNY, splitk_sync="leader").ptx()
+    assert "membar.gl" not in ptx and ptx.count("fence.acq_rel.gpu") == 2
+    lines = [ln.strip() for ln in ptx.splitlines() if "fence.acq_rel.gpu" in ln]
+    assert all(ln.startswith("@%p") for ln in lines), lines
+    sass = dataclasses.replace(SKINNY, splitk_sync="leader").assemble().sass_opcodes()
+    assert "MEMBAR.SC.GPU" not in sass and sass.get("MEMBAR.ALL.GPU", 0) >= 1
+    assert "MEMBAR.SC.GPU" in SKINNY.assemble().sass_opcodes()
+
+
+def test_l2_prefetch_hint_reaches_the_copies():
+    g = dataclasses.replace(SKINNY, splits=1, l2_prefetch=256)
+    assert "cp.async.cg.shared.global.L2::256B" in g.ptx() and g.kernel_name.endswith("_p256")
+    assert any("LTC256B" in op for op in g.assemble().sass_opcodes())
+    with pytest.raises(ValidationError, match="l2_prefetch"):
+        dataclasses.replace(SKINNY, l2_prefetch=512)
+    with pytest.raises(ValidationError, match="splitk_sync"):
+        dataclasses.replace(SKINNY, splitk_sync="none")
+
+
 def test_split_k_odd_n_and_raster_groups_on_the_interpreter():
     g = Int8Gemm(block_m=32, block_n=32, block_k=32, warps_m=1, warps_n=2, stages=2, raster_group=2, splits=4)
     run_split(g, 70, 33, 300, seed=3)

@@ -20,7 +20,10 @@ from .gemm_strategies import gemm_schedules
 @st.composite
 def splitk_schedules(draw, *, max_splits: int = 8, targets=("sm_90",), operands=("s4", "u4", "s8", "u8"),
                      max_acc: int = 32, max_threads: int = 128, allow_emulated: bool = False):
-    """A legal Int4Gemm / Int8Gemm with `splits` in 1..max_splits (see `gemm_schedules` for the rest)."""
+    """A legal Int4Gemm / Int8Gemm with `splits` in 1..max_splits, either split-K handshake and any
+    cp.async L2 prefetch hint (see `gemm_schedules` for the rest)."""
     g = draw(gemm_schedules(targets=targets, operands=operands, max_acc=max_acc, max_threads=max_threads,
                             allow_emulated=allow_emulated))
-    return dataclasses.replace(g, splits=draw(st.integers(1, max_splits)))
+    return dataclasses.replace(g, splits=draw(st.integers(1, max_splits)),
+                               splitk_sync=draw(st.sampled_from(["all", "leader"])),
+                               l2_prefetch=draw(st.sampled_from([None, 64, 128, 256])))

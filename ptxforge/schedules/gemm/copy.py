@@ -46,6 +46,7 @@ class OperandCopy:
     krem: object  # s32: row_bytes - first byte - k-tile start (bytes still valid at the thread's byte)
     loop: dict | None = None  # registers of the plain-load fallback (a run-time loop over chunks)
     owns_krem: bool = True  # False when krem belongs to another operand's copy (which advances it)
+    prefetch: str | None = None  # cp.async L2 prefetch qualifier ("L2::128B", "L2::256B") or None
 
 
 def chunks_per_thread(rows: int, row_bytes: int, threads: int) -> int:
@@ -161,7 +162,8 @@ def issue_operand_copy(k, oc: OperandCopy, stage_off) -> None:
         for x in range(0, CHUNK, w):
             # bytes past K (or a row past M/N) are zero-filled, never read
             valid = k.setp("gt", oc.krem, c + x, type=T.s32, combine=("and", oc.row_ok[j]))
-            k.cp_async(dst + x, Addr(cur, c + x), w, cache=cache, ignore_src=~valid, pred=oc.exists[j])
+            k.cp_async(dst + x, Addr(cur, c + x), w, cache=cache, ignore_src=~valid, pred=oc.exists[j],
+                       prefetch=oc.prefetch)
 
 
 def _load_store_loop(k, lp, stage_off, w):
@@ -249,12 +251,14 @@ class OperandStaging:
         plan_a = copy_plan(schedule.block_m, schedule.block_k, elem, threads, schedule.copy_bytes, stage.a)
         plan_b = copy_plan(schedule.block_n, schedule.block_k, elem, threads, schedule.copy_bytes, stage.b)
         k.note("global -> shared copies", plan_a.reason)
+        hint = f"L2::{schedule.l2_prefetch}B" if schedule.l2_prefetch else None
         ca = setup_operand_copy(k, plan_a, stage.a, stage.a_offset, threads=threads, src=a, rows_total=m,
                                 tile_row0=tile_m0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="a",
                                 k_window=k_window)
         cb = setup_operand_copy(k, plan_b, stage.b, stage.b_offset, threads=threads, src=b, rows_total=n,
                                 tile_row0=tile_n0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="b",
                                 krem=ca.krem, k_window=k_window)
+        ca.prefetch = cb.prefetch = hint
         return cls(ca, cb, stage)
 
     def copy_ktile(self, k, stage_off) -> None:

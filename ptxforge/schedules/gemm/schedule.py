@@ -50,7 +50,10 @@ class GemmSchedule:
     a plain 2-D grid); copy_bytes: widest global->shared copy (16 unless K forbids it);
     c_vector: 2 stores C in aligned pairs (N even), 1 value by value (any N); max_registers:
     optional .maxnreg cap; splits: CTAs per C tile along K (grid z), each a K range, the last to
-    finish summing the partials (``schedules.gemm.splitk``; needs the `splitk_workspace`).  `run`
+    finish summing the partials (``schedules.gemm.splitk``; needs the `splitk_workspace`);
+    splitk_sync: how the split CTAs hand over their partials, "all" (every thread's membar.gl) or
+    "leader" (thread 0 alone: fence.acq_rel.gpu around a relaxed atomic); l2_prefetch: None, 64, 128
+    or 256, the cp.async `.L2::<n>B` hint (L2 fetches that many bytes around each copy).  `run`
     and `for_problem` pick copy_bytes and c_vector for a problem.
     """
 
@@ -69,6 +72,8 @@ class GemmSchedule:
     c_vector: int = 2
     max_registers: int | None = None
     splits: int = 1
+    splitk_sync: str = "all"
+    l2_prefetch: int | None = None
 
     #: operands this class takes, and the sibling to point to for the others (set by subclasses)
     OPERANDS: ClassVar[tuple] = ()
@@ -199,7 +204,9 @@ class GemmSchedule:
         if self.max_registers:
             name += f"_r{self.max_registers}"
         if self.splits > 1:
-            name += f"_k{self.splits}"
+            name += f"_k{self.splits}" + ("l" if self.splitk_sync == "leader" else "")
+        if self.l2_prefetch:
+            name += f"_p{self.l2_prefetch}"
         return name
 
     # ------------------------------------------------------------ emission

@@ -8,13 +8,18 @@ zero-filling past the end of that range (it never reads another split's bytes).
 Reduction, in the same launch (no second kernel, no zeroed C):
 
     store the partial tile to slice z of the workspace W [S, M, N] (s32, masked like C)
-    fence (membar.gl), bar.sync
+    fence (membar.gl, every thread), bar.sync
     thread 0: old = atom.global.add.u32 [counters + 4*tile], 1   -> shared
     bar.sync; every thread reads old
     if old == S-1 (this CTA arrived last; every other slice is written and fenced):
         thread 0 resets the counter to 0 (the next launch finds it zeroed)
-        membar.gl; acc = W[0] + W[1] + ... + W[S-1] (ld.global.cg: L2, never a stale L1 line)
+        membar.gl; acc = W[0] + W[1] + ... + W[S-1] (ld.global.cg: L2, never a stale L1 line;
+        the slices unrolled, their loads independent)
         the ordinary epilogue stores C
+
+With ``splitk_sync="leader"`` only thread 0 fences: bar.sync, then fence.acq_rel.gpu, the
+(relaxed) atom and fence.acq_rel.gpu again (a release and an acquire pattern; the CTA barriers
+carry the order to and from the other threads), and the last CTA needs no second membar.gl.
 
 Integer addition is exact and associative, so C is the same on every run whatever order the
 CTAs finish in.  The counters must be zero before the first launch (`SplitKWorkspace` allocates
@@ -108,7 +113,8 @@ def splitk_epilogue(k, s, acc, out, *, w, counters, tid, finish) -> None:
     slice0 = k.add(w, k.mul(k.cvt(z, T.u64), mn4, type=T.u64))
     with k.section(f"split-K: partial tile to workspace slice ctaid.z of {sp}"):
         store_tile(k, acc, c_ptr=slice0, m=out.m, n=out.n, row0=out.row0, col0=out.col0, vector=s.c_vector)
-        k.membar("gl")
+        if s.splitk_sync == "all":
+            k.membar("gl")
         k.bar_sync(0)
     with k.section("split-K: count arrivals at this tile"):
         flag = k.shared("splitk_arrived", 4, align=4)
@@ -117,7 +123,13 @@ def splitk_epilogue(k, s, acc, out, *, w, counters, tid, finish) -> None:
         first = k.setp("eq", tid, 0, type=T.u32)
         old = k.reg(T.u32, "arrived")
         k.mov(0, type=T.u32, dst=old)
+        if s.splitk_sync == "leader":
+            # release: the CTA barrier orders every thread's partial stores before thread 0's fence
+            k.fence("fence.acq_rel.gpu", pred=first)
         k.atom("add", cptr, 1, type=T.u32, dst=old, pred=first)
+        if s.splitk_sync == "leader":
+            # acquire: the other CTAs' partials are visible to everything thread 0 orders after this
+            k.fence("fence.acq_rel.gpu", pred=first)
         k.st(flag, old, type=T.u32, space="shared", pred=first)
         k.bar_sync(0)
         seen = k.ld(flag, type=T.u32, space="shared")
@@ -125,15 +137,17 @@ def splitk_epilogue(k, s, acc, out, *, w, counters, tid, finish) -> None:
     with k.if_(last):
         with k.section("split-K: the last CTA of the tile sums every slice in order"):
             k.st(cptr, 0, type=T.u32, pred=first)
-            k.membar("gl")
+            if s.splitk_sync == "all":
+                k.membar("gl")
             off, down8, rowrem, col_ok, col_ok1 = _tile_positions(k, acc, m=out.m, n=out.n, row0=out.row0,
                                                                   col0=out.col0)
             base = k.add(w, off)
             vec = s.c_vector
             _walk(k, acc, base, down8, rowrem,
                   lambda ptr, j, pair: _load_pair(k, ptr, 32 * j, pair, vec, col_ok, col_ok1, j))
-            with k.for_range(1, sp, name="split"):
-                k.add(base, mn4, dst=base)
+            # the slices' loads do not depend on each other: unrolled, so they can all be in flight
+            for _ in range(1, sp):
+                base = k.add(base, mn4)
 
                 def add_pair(ptr, j, pair):
                     # a fresh zeroed pair per load: lanes past N add 0, and the registers live only here

@@ -112,33 +112,43 @@ def sweep_space(m: int, n: int, k: int, target: Target, operand: str = "s4", *, 
     return out
 
 
-#: Skinny tiles (block_m, block_n, warps_m, warps_n) the split-K sweep tries, by the largest M they serve.
+#: Skinny tiles (block_m, block_n, warps_m, warps_n) the skinny sweep tries, by the largest M they serve.
 SKINNY_TILES = {
-    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 128, 1, 8), (32, 256, 1, 4), (32, 32, 1, 2)),
-    128: ((128, 64, 2, 2), (128, 128, 2, 2), (64, 64, 2, 2), (64, 128, 2, 2)),
-    256: ((128, 64, 2, 2), (128, 128, 2, 2), (256, 128, 4, 2)),
+    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 128, 1, 8)),
+    128: ((64, 64, 2, 2), (128, 64, 2, 2), (64, 128, 2, 2)),
+    256: ((128, 64, 2, 2), (128, 128, 2, 2)),
 }
 
 
 def splitk_space(m: int, n: int, k: int, target: Target, operand: str = "s4") -> list:
-    """Candidate parameter dicts for a skinny problem (M <= 256): tiles x k-tiles x stages x splits,
-    each fitting shared memory and leaving every split at least two k-tiles (the rule's choice first)."""
+    """Candidate parameter dicts for a skinny problem (M <= 256), the rule's choice first.
+
+    Tiles x k-tile bytes per row x stages x the cp.async L2 prefetch hint x splits.  The first H200
+    sweep (bench/results/skinny_h200.md) found split-K with every thread's membar.gl slower at
+    every M and 256-byte k-tiles best at M = 32; this space follows up: 512-byte k-tiles, the
+    `.L2::256B` hint, and split-K only with the leader handshake (splits 2 and 4).  Every candidate
+    fits shared memory and leaves each split at least two k-tiles.
+    """
     bits = operand_bits(operand)
     base = choose_config(m, n, k, target, operand)
     out = [base]
     tiles = next(v for lim, v in sorted(SKINNY_TILES.items()) if m <= lim or lim == 256)
     row_bytes = k * bits // 8
+    kbytes = (256, 512) if m <= 64 else (128, 256)
+    stage_opts = (3, 4) if m <= 64 else (3,)
     for (bm, bn, wm, wn) in tiles:
-        for kb in (128, 256):
+        for kb in kbytes:
             bk = kb * 8 // bits
-            for st in (3, 4, 6):
-                for sp in (1, 2, 4, 8):
-                    if sp > 1 and -(-row_bytes // kb) < 2 * sp:
-                        continue
-                    if (bm + bn) * kb * st > target.limits.shared_per_cta or (st == 6 and bm > 32):
-                        continue
-                    cand = dict(block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
-                                operand=operand, raster_group=1, splits=sp)
-                    if cand not in out:
-                        out.append(cand)
+            for st in stage_opts:
+                if (bm + bn) * kb * st > target.limits.shared_per_cta:
+                    continue
+                for pf in (None, 256):
+                    for sp in (1, 2, 4):
+                        if sp > 1 and -(-row_bytes // kb) < 2 * sp:
+                            continue
+                        cand = dict(block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
+                                    operand=operand, raster_group=1, splits=sp, l2_prefetch=pf,
+                                    splitk_sync="leader" if sp > 1 else "all")
+                        if cand not in out:
+                            out.append(cand)
     return out

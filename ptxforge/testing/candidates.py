@@ -18,7 +18,8 @@ from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, 
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
 from ..isa.targets import Target
-from ..isa.tensor import MMA_FORMS, WGMMA_N
+from ..isa.tensor import MMA_FORMS
+from ..isa.wgmma import WGMMA_FORMS
 from ..isa.warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
 from .emit import ARITH_HAS_MODE, LOGIC_METHODS, emit_spec
 from .spec import FAMILIES, TARGETS, Scratch, Spec, spec
@@ -196,12 +197,12 @@ def _tensor_candidates():
             for c in ("zero", "regs", "inplace"):
                 out.append(spec("tensor", "mma", shape=f.shape, a_type=f.a_type.name, b_type=f.b_type.name,
                                 acc=f.c_type.name, bitop=f.bitop, satfinite=sat, c=c))
-    for n in WGMMA_N:
-        for a, b in (("s8", "s8"), ("s8", "u8"), ("u8", "u8"), ("f16", "f16"), ("bf16", "bf16")):
-            accs = ("s32",) if a in ("s8", "u8") else ("f32", "f16") if a == "f16" else ("f32",)
-            for acc in accs:
-                for a_regs in (False, True):
-                    out.append(spec("tensor", "wgmma", n=n, a_type=a, b_type=b, acc=acc, a_regs=a_regs))
+    for f in WGMMA_FORMS:  # every type combination; N sampled at its edges and a few inside
+        if f.n not in (8, 16, 24, 32, 48, 64, 128, 136, 256):
+            continue
+        for a_regs in (False, True):
+            out.append(spec("tensor", "wgmma", n=f.n, a_type=f.a_type.name, b_type=f.b_type.name,
+                            acc=f.d_type.name, a_regs=a_regs))
     out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
     return out
 

@@ -298,10 +298,11 @@ def _emit_tensor(sc: Scratch, s: Spec):
         n = s["n"]
         d = sc.regs(T.f32 if acc is T.f32 else T.b32 if acc is T.f16 else T.s32,
                     s.get("d_regs", n // 2 if acc is not T.f16 else n // 4))
+        bitop = "and" if a_t is T.b1 else None
         a = sc.regs(T.b32, 4) if s["a_regs"] else sc.reg(T.b64)
         k.wgmma_fence()
         k.wgmma(a, sc.reg(T.b64), d, n=n, a_type=a_t, b_type=s["b_type"], acc=acc, scale_d=sc.p,
-                satfinite=s.get("satfinite", False))
+                satfinite=s.get("satfinite", False), bitop=bitop)
         k.wgmma_commit()
         k.wgmma_wait(s.get("wait", 0))
     else:

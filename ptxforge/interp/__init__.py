@@ -18,7 +18,7 @@ exactly once, become array checks.
 Differences from a GPU, on purpose: %warpid is the linear thread index / 32 (on hardware it is
 a physical slot that changes), %smid is 0, clocks count interpreter steps.  Registers and shared
 memory start with a poison pattern.  Not modelled, and refused with `InterpUnsupported` when
-executed: wgmma, tensor (TMA) bulk copies, ldmatrix .m16n16 (sm_100a), bar.red, directed
+executed: tensor (TMA) bulk copies, ldmatrix .m16n16 (sm_100a), bar.red, directed
 rounding (.rz/.rm/.rp) on float arithmetic, .local/.const memory.  Not checked: races on global
 memory and between CTAs.
 

@@ -8,7 +8,7 @@ a thread executes it.
 from __future__ import annotations
 
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
-               exec_tensor, exec_warp)
+               exec_tensor, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .program import BLOCKING, BRANCH, PLAIN, Op
 
@@ -33,12 +33,14 @@ FACTORIES = {
     "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
     "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_async.make_bulk,
     "createpolicy": exec_async.make_createpolicy,
-    "membar": exec_async.make_noop, "fence": exec_async.make_noop, "nanosleep": exec_async.make_noop,
+    "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
+    "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {

@@ -227,3 +227,18 @@ def make_createpolicy(P, op):
 
 def make_noop(P, op):
     return lambda S, m: None
+
+
+def make_fence(P, op):
+    """fence.*: a no-op for values (the interpreter is sequentially consistent), except that
+    fence.proxy.async records when each thread made its generic shared writes visible to the
+    async proxy (wgmma and TMA reads check it)."""
+    if not str(op.ins.info).startswith("fence.proxy.async"):
+        return make_noop(P, op)
+
+    def proxy_fence(S, m):
+        f = getattr(S, "proxy_fence", None)
+        if f is None:
+            f = S.proxy_fence = np.full(S.N, -1, dtype=np.int64)
+        f[m] = S.step
+    return proxy_fence

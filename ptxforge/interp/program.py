@@ -62,6 +62,8 @@ class Program:
             self._reg(r)
         from .dispatch import build_op
         self.ops = [build_op(self, pc, ins) for pc, ins in enumerate(self.instructions)]
+        from .exec_wgmma import guard_accumulators
+        guard_accumulators(self)
         self.uses_async = any(i.opcode.startswith("cp.async") or i.opcode.startswith("mbarrier")
                               for i in self.instructions)
 

@@ -381,3 +381,30 @@ class WgmmaOps:
         self.and_(lane, 3, dst=col0)
         self.shl(col0, 1, dst=col0)
         return row0, col0
+
+
+# ---------------------------------------------------------------- shared-memory operands
+
+def descriptor_rows(desc: int, rows: int, elem_bits: int, mn_major: bool) -> np.ndarray:
+    """The shared-memory byte addresses one wgmma reads for an operand of `rows` M (or N) rows.
+
+    Returns (rows, 32) int64 addresses.  K-major (the default): entry [r, b] is byte b of the
+    32-byte K slice of row r (any element width, .b1 included).  MN-major (16-bit types,
+    imm-trans = 1): entries [r, 2k] and [r, 2k + 1] are the two bytes of element (r, k), k < 16.
+    The addresses are `isa.descriptors.descriptor_address` of the decoded descriptor, vectorized.
+    """
+    from .descriptors import decode_descriptor, descriptor_address
+    fields = decode_descriptor(int(desc))
+    r = np.arange(rows, dtype=np.int64)[:, None]
+    if not mn_major:
+        return descriptor_address(fields, "K", 8, r, np.arange(32, dtype=np.int64)[None, :])
+    if elem_bits != 16:
+        raise ValidationError("only 16-bit operands may be MN-major (transposed) in shared memory")
+    a = descriptor_address(fields, "MN", 16, r, np.arange(16, dtype=np.int64)[None, :])
+    return (a[:, :, None] + np.arange(2)).reshape(rows, 32)
+
+
+def descriptor_base_offset(desc: int) -> int:
+    """The base-offset field (bits 49-51) of a matrix descriptor."""
+    from .descriptors import decode_descriptor
+    return decode_descriptor(int(desc)).base_offset

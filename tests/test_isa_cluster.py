@@ -7,7 +7,7 @@ import ptxforge as pf
 from ptxforge import b16, b32, u32
 from ptxforge.errors import LaunchError
 from ptxforge.runtime.cluster import check_cluster_shape
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.ptx_text import assembler_verdict, raw_kernel
 
 
 def _cluster_kernel(**kw):

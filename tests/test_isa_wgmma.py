@@ -9,7 +9,7 @@ from ptxforge import b32, b64, f32, pred, s32
 from ptxforge.isa import types as T
 from ptxforge.isa.wgmma import (WGMMA_FORMS, WGMMA_N_FLOAT, WGMMA_N_INT, a_fragment_layout, accumulator_layout,
                                 accumulator_offset, a_fragment_offset, wgmma_form)
-from ptxforge.testing.ptx_text import assembler_verdict
+from support.ptx_text import assembler_verdict
 
 COMBOS = sorted({(f.a_type.name, f.b_type.name, f.d_type.name) for f in WGMMA_FORMS})
 

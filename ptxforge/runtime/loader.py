@@ -82,9 +82,9 @@ def jit_target_name(target: Target | None, compute_capability: tuple) -> str:
 
 def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
     """Turn a Module, KernelBuilder, Kernel or PTX text into a Source capped at `ptx_cap`."""
-    from ..builder import Kernel, KernelBuilder
+    from ..kernel import Kernel
     from ..module import Module
-    if isinstance(obj, (KernelBuilder, Kernel)):
+    if isinstance(obj, Kernel) or hasattr(obj, "finish"):  # a Kernel or a KernelBuilder
         obj = Module([obj])
     if isinstance(obj, Module):
         try:
@@ -124,7 +124,7 @@ _BLOCK = re.compile(r"\.(maxntid|reqntid)\s+(\d+(?:\s*,\s*\d+){0,2})")
 
 def parse_entries(text: str) -> tuple:
     """The kernels of PTX text: names, parameters (as ptxforge Params) and .maxntid/.reqntid."""
-    from ..builder import Param
+    from ..kernel import Param
     out = []
     for m in _ENTRY.finditer(_COMMENTS.sub("", text)):
         params = []

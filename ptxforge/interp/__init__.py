@@ -32,8 +32,9 @@ arguments), `exec_*` (instruction semantics by family),
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError, InterpUnsupported, ThreadId
 from .launch import Report, compile_kernel, run
 from .layouts import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
+from .tensormaps import HostTensorMap, host_tensor_map
 from .traffic import AccessCounts
 
 __all__ = ["run", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",
            "ThreadId", "KINDS", "DEFAULT_CHECKS", "mma_fragment", "matrix_layout", "pack_fragment", "unpack_fragment",
-           "Fragment", "MatrixLayout"]
+           "Fragment", "MatrixLayout", "host_tensor_map", "HostTensorMap"]

@@ -280,6 +280,12 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.pend_pc[b] = -1
         return
     _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
+    held = getattr(S, "bulk_src_pc", None)
+    if held is not None and (held[b] >= 0).any():
+        i = np.flatnonzero(held[b] >= 0)
+        S.report("async", f"writes shared memory ({where_shared(S, b[i[0]])}) that a TMA store is still reading: "
+                 "cp.async.bulk.wait_group.read must retire the store's group before its source is rewritten", op,
+                 np.unique(t[i]), other=S.prog.instructions[int(held[b[i[0]]])], details=_offset(S, b[i[0]]))
     r = S.r_tid[b]
     cta = S.cta_local[t]
     war = (r != -1) & (r != t) & (S.r_time[b] > S.last_full[cta])

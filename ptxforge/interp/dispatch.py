@@ -8,7 +8,7 @@ a thread executes it.
 from __future__ import annotations
 
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
-               exec_tensor, exec_warp, exec_wgmma)
+               exec_tensor, exec_tma, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -31,7 +31,8 @@ FACTORIES = {
     "cp.async": exec_async.make_cp_async, "cp.async.commit_group": exec_async.make_commit,
     "cp.async.wait_group": exec_async.make_wait_group, "cp.async.wait_all": exec_async.make_wait_all,
     "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
-    "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_async.make_bulk,
+    "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_tma.make_tensor,
+    "cp.async.bulk.commit_group": exec_tma.make_bulk_commit, "cp.async.bulk.wait_group": exec_tma.make_bulk_wait,
     "createpolicy": exec_async.make_createpolicy,
     "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,

@@ -35,6 +35,7 @@ from ..isa import types as T
 from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_base_offset, descriptor_rows
 from .access import Part, shadow_read
 from .findings import InterpUnsupported
+from .proxy import proxy_check
 from .values import bf16_to_f32
 
 _PTXFORGE_INTERNAL = True
@@ -133,34 +134,6 @@ def _warpgroups(S, op, m, what):
     return np.flatnonzero(touched & ~partial)
 
 
-def _proxy_check(S, op, flat, reader):
-    """Bytes `flat` read through the async proxy: last written by a generic write not yet fenced?"""
-    if not S.track:
-        return
-    w = S.w_tid[flat]
-    written = w >= 0
-    if not written.any():
-        return
-    idx = np.flatnonzero(written)
-    pcs = S.w_pc[flat[idx]]
-    ins = S.prog.instructions
-    generic = np.array([not ins[int(p)].opcode.startswith("cp.async.bulk") for p in np.unique(pcs)])
-    gen_pcs = np.unique(pcs)[generic]
-    if not len(gen_pcs):
-        return
-    idx = idx[np.isin(pcs, gen_pcs)]
-    fence = getattr(S, "proxy_fence", None)
-    fenced_at = fence[w[idx]] if fence is not None else np.full(len(idx), -1)
-    bad = idx[fenced_at < S.w_time[flat[idx]]]
-    if len(bad):
-        from .access import where_shared
-        writer = ins[int(S.w_pc[flat[bad[0]]])]
-        S.report("proxy", f"{op.ins.opcode} reads shared memory ({where_shared(S, flat[bad[0]])}) through the async "
-                 "proxy that ordinary stores wrote without a later fence.proxy.async (the writing threads must "
-                 "execute fence.proxy.async.shared::cta before the barrier that precedes this read)", op,
-                 np.array([reader]), other=writer, other_threads=np.unique(w[bad]))
-
-
 def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
     """(rows, K) element bits of a shared-memory operand described by `desc`, as the hardware reads
     them; None when an access is out of bounds (reported)."""
@@ -181,7 +154,7 @@ def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
     flat = flat_local + int(S.smem_base[thr0])
     if S.track:
         shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), thr0)), 1)
-        _proxy_check(S, op, flat, thr0)
+        proxy_check(S, op, flat, thr0)
     data = S.smem[flat].reshape(rows, 32)
     if mn_major:  # (rows, 32) addresses were for 2-byte elements (mn, k) laid out as [k][byte]
         return data.reshape(rows, 16, 2).view(np.uint16)[..., 0].astype(np.uint32)

@@ -31,6 +31,7 @@ from .machine import Machine
 from .memory import GlobalHeap, ParamLayout, SharedLayout
 from .program import Program
 from .scheduler import Stats, run_batch
+from .tensormaps import HostTensorMap, handle_bytes
 from .traffic import ByteCounter, access_counts
 
 _PTXFORGE_INTERNAL = True
@@ -166,8 +167,21 @@ class Launch:
         arrays, values = [], []
         index_of = {}
         self.pointer_bindings = []  # (parameter name, buffer index)
+        tmaps = []  # (TensorMap, buffer index): tensor-map parameters (see tensormaps.py)
         for p, a in zip(params, args):
             copy_in = copy_out = True
+            if isinstance(a, HostTensorMap):
+                if p.nbytes != 128:
+                    raise LaunchError(f"parameter {p.name} is not a tensor-map parameter (.b8 [128]); "
+                                      "declare it with param_tensormap()")
+                tmaps.append((a.tmap, a.array))
+                a = a.array
+                key = id(a)
+                if key not in index_of:
+                    index_of[key] = len(arrays)
+                    arrays.append((p.name, a, True, a.flags.writeable))
+                values.append(("tmap", len(tmaps) - 1))
+                continue
             if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
                 copy_in, copy_out, a = a.copy_in, a.copy_out, a.array
             if isinstance(a, np.ndarray) and p.nbytes is None:
@@ -188,10 +202,13 @@ class Launch:
             else:
                 values.append(("val", _encode(p, a)))
         self.heap = GlobalHeap(arrays)
+        self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
         for p, (kind, v) in zip(params, values):
             if kind == "ptr":
                 raw.append(int(self.heap.address_of(v)).to_bytes(8, "little"))
+            elif kind == "tmap":
+                raw.append(handle_bytes(v))
             else:
                 raw.append(v)
         self.params = ParamLayout(params, raw)

@@ -28,7 +28,7 @@ _PTXFORGE_INTERNAL = True
 
 
 class MBar:
-    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key")
+    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc")
 
     def __init__(self, key, count, N):
         self.key = key
@@ -39,6 +39,7 @@ class MBar:
         self.arrivers = np.zeros(N, dtype=bool)
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
+        self.tx_pc = -1  # the last instruction that announced transaction bytes
 
 
 def _complete(S, state):
@@ -132,6 +133,7 @@ def make_mbarrier(P, op):
                 tokens[kthr] = state.phase
                 if kind == "arrive_expect_tx":
                     state.tx += int(ex[kthr].sum())
+                    state.tx_pc = op.pc
                     _arrive(S, op, state, kthr, len(kthr))
                 else:
                     n = int(ex[kthr].sum()) if ex is not None else len(kthr)
@@ -146,6 +148,7 @@ def make_mbarrier(P, op):
             nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
             for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
                 state.tx += int(nb[kthr].sum())
+                state.tx_pc = op.pc
                 S.mbar_epoch += 1
         return expect_tx
     if kind in ("test_wait", "try_wait"):
@@ -164,6 +167,12 @@ def make_mbarrier(P, op):
                 if parity:
                     q = q & 1
                     ok = (state.phase & 1) != q
+                    early = ok & (state.phase == 0)
+                    if early.any():
+                        S.report("barrier", "mbarrier wait on parity 1 of a barrier that has not completed any "
+                                 "phase succeeds at once: the first phase has parity 0 (a wait on the wrong "
+                                 "phase; a consumer starts at parity 0, only a producer waiting on free slots "
+                                 "starts at 1)", op, kthr[early])
                     observed = np.where(((state.phase - 1) & 1) == q, state.phase - 1, state.phase - 2)
                 else:
                     ok = state.phase > q

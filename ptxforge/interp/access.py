@@ -19,6 +19,8 @@ from .memory import PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 _PTXFORGE_INTERNAL = True
 
 GLOBAL, SHARED, PARAM = "global", "shared", "param"
+#: A .shared::cluster address names CTA r of the cluster with (r + 1) in the bits from here up.
+CLUSTER_RANK_SHIFT = 24
 
 
 class Part:
@@ -93,10 +95,14 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
         ok = k >= 0
     elif space == SHARED:
         off = addr.astype(np.int64)
-        big = addr >= np.uint64(L.smem.size)
+        rank = off >> CLUSTER_RANK_SHIFT  # 0: this CTA; r + 1: CTA r of the cluster (an address from mapa)
+        off = off & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        big = (off >= L.smem.size) | (rank > S.cluster_size)
         off = np.where(big, -1, off)
         ok = L.smem.check(off, nbytes)
-        off = off + S.smem_base[thr]
+        cta = np.where(rank > 0, S.cta_local[thr] - S.cluster_rank_of_cta[S.cta_local[thr]] + rank - 1,
+                       S.cta_local[thr])
+        off = off + cta * L.smem.size
     elif space == PARAM:
         if write:
             S.report("oob", f"{what} into the .param space, which is read-only in a kernel", op, thr)

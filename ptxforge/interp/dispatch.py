@@ -7,7 +7,7 @@ a thread executes it.
 
 from __future__ import annotations
 
-from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
+from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_tma, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
@@ -40,11 +40,13 @@ FACTORIES = {
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    "mapa": exec_cluster.make_mapa,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {
+    "barrier.cluster": exec_cluster.make_barrier_cluster,
     "bar": exec_sync.make_bar,
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier

@@ -167,12 +167,6 @@ def make_mbarrier(P, op):
                 if parity:
                     q = q & 1
                     ok = (state.phase & 1) != q
-                    early = ok & (state.phase == 0)
-                    if early.any():
-                        S.report("barrier", "mbarrier wait on parity 1 of a barrier that has not completed any "
-                                 "phase succeeds at once: the first phase has parity 0 (a wait on the wrong "
-                                 "phase; a consumer starts at parity 0, only a producer waiting on free slots "
-                                 "starts at 1)", op, kthr[early])
                     observed = np.where(((state.phase - 1) & 1) == q, state.phase - 1, state.phase - 2)
                 else:
                     ok = state.phase > q

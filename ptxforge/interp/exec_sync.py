@@ -163,6 +163,9 @@ def make_exit(P, op):
         S.blocked &= ~m
         S.parked &= ~m
         recheck_barriers(S, np.unique(S.cta_local[m]))
+        if getattr(S, "cluster_bar", None) is not None:
+            from .exec_cluster import check_clusters
+            check_clusters(S, np.unique(S.cluster_of[m]))
     return exit_
 
 

@@ -86,9 +86,9 @@ def flush(S, state):
             state.arrivers |= mask
         else:
             _, time, rec, nbytes = item
+            state.arrivers[rec.thr] = True  # the issuers take part in the phase (before landing empties rec)
             land_rows(S, rec, np.ones(len(rec.thr), dtype=bool))
             state.tx -= nbytes
-            state.arrivers[rec.thr] = True
         S.mbar_epoch += 1
         if state.pending < 0:
             state.pending = 0

@@ -106,7 +106,7 @@ def bench_copy(quick):
     tx, nt = ex.tiles(rows, cols)
     sm = rt.device_info().sm_count
     results = []
-    for stages, per_sm in ([(4, 4)] if quick else [(4, 2), (4, 4), (6, 3), (4, 6)]):
+    for stages, per_sm in ([(4, 4)] if quick else [(4, 2), (4, 4), (5, 3), (4, 6)]):
         fn = rt.load(ex.build(stages))["tma_copy"]
         sm_ = rt.TensorMap.from_array(src, ex.BOX, swizzle=128)
         dm_ = rt.TensorMap.from_array(dst, ex.BOX, swizzle=128)

@@ -7,7 +7,7 @@ data-movement results must be bit-identical; float results (small exact values) 
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 
 import ptxforge as pf
 from ptxforge import interp
@@ -41,7 +41,7 @@ def _same(case, gpu, cpu):
     np.testing.assert_array_equal(cpu, case.expected())
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=25, deadline=None, phases=(Phase.explicit, Phase.generate))  # no shrinking on the device
 @given(spec=wgmma_probe_specs(), seed=seeds())
 def test_wgmma_forms_and_layouts_match_the_interpreter(spec, seed):
     form = spec.pop("form")

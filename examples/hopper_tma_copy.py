@@ -30,22 +30,30 @@ BOX = (64, 64)  # innermost first: 64 u16 = 128 bytes (one 128-byte swizzle span
 BOX_BYTES = BOX[0] * BOX[1] * 2
 
 
-def build(stages: int = 4, target: str = "sm_90a") -> pf.Module:
-    """The copy kernel `tma_copy(src_map, dst_map, tiles_x, ntiles)` and `tma_box_dump`."""
+def copy_shared_bytes(stages: int = 4, box_rows: int = BOX[1]) -> int:
+    """Dynamic shared memory of `tma_copy`: `stages` boxes and their mbarriers."""
+    return stages * BOX[0] * 2 * box_rows + 8 * stages
+
+
+def build(stages: int = 4, target: str = "sm_90a", box_rows: int = BOX[1]) -> pf.Module:
+    """The copy kernel `tma_copy(src_map, dst_map, tiles_x, ntiles)` (boxes of 64 x `box_rows`, launch
+    with shared=copy_shared_bytes(stages, box_rows)) and `tma_box_dump` (one 64 x 64 box)."""
+    box_bytes = BOX[0] * 2 * box_rows
     k = pf.KernelBuilder("tma_copy", target=target, reqntid=32)
     src = k.param_tensormap("src_map")
     dst = k.param_tensormap("dst_map")
     tiles_x = k.param_value("tiles_x", u32)
     ntiles = k.param_value("ntiles", u32)
-    buf = k.shared("buf", stages * BOX_BYTES, align=1024)
-    bars = k.shared("bars", 8 * stages, align=8)
+    smem = k.dynamic_shared("smem", align=1024)  # the boxes, then the mbarriers
+    buf_base = k.shared_base(smem)
+    bars_base = k.add(buf_base, stages * box_bytes)
     tid = k.tid()
     leader = k.setp("eq", tid, 0)
     with k.if_(leader):
         k.prefetch_tensormap(src)
         k.prefetch_tensormap(dst)
         for s in range(stages):
-            k.mbarrier_init(k.add(k.shared_base(bars), 8 * s), 1)
+            k.mbarrier_init(k.add(bars_base, 8 * s), 1)
         k.fence("fence.mbarrier_init.release.cluster")
         first = k.ctaid()
         step = k.nctaid()
@@ -53,16 +61,16 @@ def build(stages: int = 4, target: str = "sm_90a") -> pf.Module:
         def tile_coords(t):
             ty = k.div(t, tiles_x)
             tx = k.sub(t, k.mul(ty, tiles_x))
-            return k.shl(tx, 6), k.shl(ty, 6)
+            return k.shl(tx, 6), k.mul(ty, box_rows)
 
         def slot(t_local):  # stage of the CTA's t_local-th box
             return k.rem(t_local, stages)
 
         def issue_load(t_global, t_local):
             s = slot(t_local)
-            bar = k.add(k.shared_base(bars), k.shl(s, 3))
-            dst_s = k.add(k.shared_base(buf), k.mul(s, BOX_BYTES))
-            k.mbarrier_arrive(bar, expect_tx=BOX_BYTES)
+            bar = k.add(bars_base, k.shl(s, 3))
+            dst_s = k.add(buf_base, k.mul(s, box_bytes))
+            k.mbarrier_arrive(bar, expect_tx=box_bytes)
             x, y = tile_coords(t_global)
             k.tensor_load(dst_s, src, (x, y), bar)
 
@@ -81,11 +89,11 @@ def build(stages: int = 4, target: str = "sm_90a") -> pf.Module:
         with k.loop("boxes"):
             k.break_(k.setp("ge", ti, ntiles))
             s = slot(i)
-            bar = k.add(k.shared_base(bars), k.shl(s, 3))
+            bar = k.add(bars_base, k.shl(s, 3))
             parity = k.and_(k.div(i, stages), 1)
             k.mbarrier_wait(bar, parity)
             x, y = tile_coords(ti)
-            k.tensor_store(dst, (x, y), k.add(k.shared_base(buf), k.mul(s, BOX_BYTES)))
+            k.tensor_store(dst, (x, y), k.add(buf_base, k.mul(s, box_bytes)))
             k.bulk_commit()
             # refill the previous box's stage once its store has read it
             has_prev = k.setp("ne", i, 0)
@@ -123,10 +131,10 @@ def build(stages: int = 4, target: str = "sm_90a") -> pf.Module:
     return pf.Module([k, d])
 
 
-def tiles(rows: int, cols: int):
-    """(tiles_x, ntiles) for a rows x cols array and the box."""
+def tiles(rows: int, cols: int, box_rows: int = BOX[1]):
+    """(tiles_x, ntiles) for a rows x cols array and boxes of 64 x box_rows."""
     tx = -(-cols // BOX[0])
-    return tx, tx * -(-rows // BOX[1])
+    return tx, tx * -(-rows // box_rows)
 
 
 def swizzled_box(a: np.ndarray, x0: int, y0: int) -> np.ndarray:
@@ -138,18 +146,20 @@ def swizzled_box(a: np.ndarray, x0: int, y0: int) -> np.ndarray:
     return SmemTile("u16", BOX[1], BOX[0], "K", 128).store(box)
 
 
-def run_cpu(rows=200, cols=152, stages=3, grid=2, seed=0):
-    """Run both kernels on the interpreter; returns (dst, dump, src)."""
+def run_cpu(rows=200, cols=152, stages=3, grid=2, seed=0, box_rows=BOX[1]):
+    """Run both kernels on the interpreter; returns (dst, dump, src, corner of the dumped box)."""
     from ptxforge import interp
-    m = build(stages)
+    m = build(stages, box_rows=box_rows)
     rng = np.random.default_rng(seed)
     src = rng.integers(0, 1 << 16, (rows, cols), dtype=np.uint16)
     dst = np.zeros_like(src)
-    tx, nt = tiles(rows, cols)
-    interp.run(m, "tma_copy", grid=grid, block=32,
-               args=[interp.host_tensor_map(src, BOX, swizzle=128), interp.host_tensor_map(dst, BOX, swizzle=128),
+    tx, nt = tiles(rows, cols, box_rows)
+    box = (BOX[0], box_rows)
+    interp.run(m, "tma_copy", grid=grid, block=32, shared=copy_shared_bytes(stages, box_rows),
+               args=[interp.host_tensor_map(src, box, swizzle=128), interp.host_tensor_map(dst, box, swizzle=128),
                      tx, nt])
     dump = np.zeros(BOX_BYTES // 4, np.uint32)
+    tx, nt = tiles(rows, cols)
     x0, y0 = (tx - 1) * BOX[0], (nt // tx - 1) * BOX[1]  # the ragged corner box
     interp.run(m, "tma_box_dump", block=128, args=[interp.host_tensor_map(src, BOX, swizzle=128), dump, x0, y0])
     return dst, dump, src, (x0, y0)
@@ -166,7 +176,7 @@ def run_gpu(rows, cols, stages=4, grid=None, seed=0):
     tx, nt = tiles(rows, cols)
     grid = grid or min(nt, 132 * 2)
     lm["tma_copy"](grid, 32, TensorMap.from_array(d_src, BOX, swizzle=128), TensorMap.from_array(d_dst, BOX, swizzle=128),
-                   tx, nt, shared=0)
+                   tx, nt, shared=copy_shared_bytes(stages))
     dump = np.zeros(BOX_BYTES // 4, np.uint32)
     x0, y0 = (tx - 1) * BOX[0], (nt // tx - 1) * BOX[1]
     lm["tma_box_dump"](1, 128, TensorMap.from_array(d_src, BOX, swizzle=128), pf.Out(dump), x0, y0)

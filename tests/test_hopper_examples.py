@@ -16,6 +16,13 @@ def test_tma_copy_on_the_interpreter():
     assert corner == (128, 192)  # the ragged corner box: 24 of 64 columns and 8 of 64 rows inside
 
 
+@pytest.mark.parametrize("box_rows, stages", [(128, 2), (256, 3)])
+def test_tma_copy_with_taller_boxes(box_rows, stages):
+    ex = load_example("hopper_tma_copy")
+    dst, _, src, _ = ex.run_cpu(300, 200, stages=stages, grid=3, box_rows=box_rows)
+    np.testing.assert_array_equal(dst, src)
+
+
 def test_tma_copy_assembles():
     ex = load_example("hopper_tma_copy")
     for stages in (2, 4):

@@ -178,3 +178,27 @@ def test_a_tma_store_of_unfenced_generic_writes_is_reported():
     dst = np.zeros((8, 16), np.uint32)
     with pytest.raises(interp.InterpError, match=r"\[proxy\]"):
         interp.run(store_probe((16, 8), fence=False), block=128, args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])
+
+
+def test_one_dimensional_bulk_store():
+    k = pf.KernelBuilder("bulk_store", target="sm_90", reqntid=64)
+    dst = k.param_ptr("dst", u32)
+    buf = k.shared("buf", 256, align=16)
+    tid = k.tid()
+    k.st(k.add(k.shared_base(buf), k.shl(tid, 2)), k.mul(tid, 3), type=u32, space="shared")
+    k.fence("fence.proxy.async.shared::cta")
+    k.bar_sync(0)
+    with k.if_(k.setp("eq", tid, 0)):
+        k.bulk_store(k.add(dst, 64), buf, 256)
+        k.bulk_commit()
+        k.bulk_wait(0, read=True)
+    out = np.zeros(96, np.uint32)
+    interp.run(k, block=64, args=[out])
+    np.testing.assert_array_equal(out[16:80], 3 * np.arange(64))
+    assert (out[:16] == 0).all() and (out[80:] == 0).all()
+    line = [i.render() for i in k.finish().instructions if i.opcode == "cp.async.bulk"][0]
+    assert line.startswith("cp.async.bulk.global.shared::cta.bulk_group [")
+    pf.assemble(k.module(), backend="ptxas")
+    with pytest.raises(ValidationError, match="multiple of 16"):
+        k2 = pf.KernelBuilder("b", target="sm_90")
+        k2.bulk_store(k2.param_ptr("p", u32), k2.shared("s", 64), 24)

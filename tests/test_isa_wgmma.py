@@ -159,3 +159,33 @@ def test_accumulator_origin_helper_assembles():
     row0, col0 = k.wgmma_accumulator_origin()
     assert row0.type is T.u32 and col0.type is T.u32
     pf.assemble(k.module())
+
+
+@pytest.mark.parametrize("form", [wgmma_form(64, "s8"), wgmma_form(24, "f16", acc="f16"), wgmma_form(8, "tf32")],
+                         ids=str)
+def test_store_accumulators_puts_each_register_where_the_layout_says(form):
+    from ptxforge import interp
+    k = pf.KernelBuilder("st_acc", target="sm_90a", reqntid=128)
+    out = k.param_ptr("out", pf.u32)
+    tid = k.tid()
+    d = k.regs(b32, form.d_regs, "d")
+    for i in range(form.d_regs):  # register i of thread t holds 1000 * t + i
+        k.mad(tid, 1000, i, mode="lo", dst=d[i])
+    eb = 2 if form.d_type.name == "f16" else 4
+    k.wgmma_store_accumulators(d, form, out, form.n * eb)
+    got = np.zeros(64 * form.n * eb // 4, np.uint32)
+    interp.run(k, block=128, args=[got])
+    rows, cols = accumulator_layout(form)
+    if eb == 2:
+        halves = got.view(np.uint16).reshape(64, form.n)
+        for t in (0, 5, 77, 127):
+            for i in range(form.d_regs):
+                v = 1000 * t + i
+                assert halves[rows[t, i, 0], cols[t, i, 0]] == v & 0xFFFF
+                assert halves[rows[t, i, 1], cols[t, i, 1]] == v >> 16
+    else:
+        mat = got.reshape(64, form.n)
+        want = np.zeros_like(mat)
+        want[rows[..., 0], cols[..., 0]] = 1000 * np.arange(128)[:, None] + np.arange(form.d_regs)[None, :]
+        np.testing.assert_array_equal(mat, want)
+    pf.assemble(k.module(), backend="ptxas")

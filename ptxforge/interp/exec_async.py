@@ -185,8 +185,11 @@ def make_cp_mbarrier_arrive(P, op):
 def make_bulk(P, op):
     ins = op.ins
     kind = ins.info.kind
+    if kind == "s2g":
+        from .exec_tma import make_bulk_store
+        return make_bulk_store(P, op)
     if kind != "g2s":
-        raise InterpUnsupported("tensor (TMA) bulk copies are not modelled: they need the CUtensorMap decoded", ins)
+        raise InterpUnsupported(f"cp.async.bulk {kind} is not modelled", ins)
     get_dst = address_reader(P, ins.operands[0], ins, "shared")
     get_src = address_reader(P, ins.operands[1], ins, "global")
     get_size = P.reader(ins.operands[2], T.u32, ins)

@@ -258,6 +258,48 @@ def make_tensor_store(P, op):
     return tensor_store
 
 
+def make_bulk_store(P, op):
+    """cp.async.bulk.global.shared::cta.bulk_group: `size` bytes shared -> global, read when issued; the
+    source stays held until wait_group.read retires the group (like a tensor store)."""
+    ins = op.ins
+    get_dst = address_reader(P, ins.operands[0], ins, "global")
+    get_src = address_reader(P, ins.operands[1], ins, "shared")
+    get_size = P.reader(ins.operands[2], T.u32, ins)
+
+    def bulk_store(S, m):
+        L = S.launch
+        st = bulk_state(S)
+        thr = np.flatnonzero(m)
+        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
+        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
+        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
+        for i, t in enumerate(thr):
+            t, n = int(t), int(sizes[i])
+            if n <= 0 or n % 16 or int(dsts[i]) % 16 or int(srcs[i]) % 16:
+                S.report("misaligned", f"cp.async.bulk store of {n} bytes: the size must be a positive multiple of "
+                         "16 and both addresses 16-byte aligned", op, np.array([t]))
+                continue
+            local = np.arange(0, n, 16, dtype=np.int64) + int(srcs[i])
+            if not _chunks_ok(S, op, local, t, "read"):
+                continue
+            k0, hoff = L.heap.locate(np.array([dsts[i]], dtype=np.uint64), n)
+            if k0[0] < 0:
+                S.report("oob", f"cp.async.bulk store of {n} bytes at {int(dsts[i]):#x}: "
+                         f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
+                continue
+            flat = (local + int(S.smem_base[t]))[:, None] + np.arange(16)
+            flat = flat.ravel()
+            if S.track:
+                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
+                proxy_check(S, op, flat, t)
+            L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
+            if L.heap.counter is not None:
+                L.heap.counter.add("writes", hoff, n)
+            S.bulk_src_pc[flat] = op.pc
+            st.records.append((t, int(st.committed[t]), flat))
+    return bulk_store
+
+
 def make_bulk_commit(P, op):
     def commit(S, m):
         bulk_state(S).committed[m] += 1

@@ -163,6 +163,22 @@ def bulk_g2s(dst, src, size, mbar):
                 (d, s, size, m), req=REQ_BULK, info=BulkInfo("g2s", size))
 
 
+def bulk_s2g(dst, src, size):
+    """`cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: a 1-D bulk store shared -> global
+    (size a positive multiple of 16 bytes, both addresses 16-byte aligned), completed by bulk groups."""
+    d = check_addr(dst, "global", "cp.async.bulk store destination")
+    s = check_addr(src, "shared", "cp.async.bulk store source")
+    if isinstance(size, Imm) or isinstance(size, int):
+        v = size.value if isinstance(size, Imm) else size
+        if v <= 0 or v % 16:
+            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
+        size = Imm(v)
+    else:
+        check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    return make("cp.async.bulk", ("cp.async", "bulk", "global", "shared::cta", "bulk_group"), (d, s, size),
+                req=REQ_BULK, info=BulkInfo("s2g", size))
+
+
 def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
     {.multicast::cluster} [dst], [tmap, {coords}], [mbar]{, ctaMask}`.
@@ -256,6 +272,12 @@ class AsyncCopyOps:
         """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count."""
         size = size if isinstance(size, int) else self._val(size)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
+
+    def bulk_store(self, dst, src, size, *, pred=None):
+        """sm_90 1-D bulk store shared -> global (`cp.async.bulk.global.shared::cta.bulk_group`); close it
+        with bulk_commit() and bulk_wait(n, read=True) before the shared source is rewritten."""
+        size = size if isinstance(size, int) else self._val(size)
+        self.emit(bulk_s2g(self._addr(dst), self._addr(src), size), pred)
 
     def tensor_load(self, dst, tmap, coords, mbar, *, multicast=None, pred=None):
         """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter.

@@ -382,6 +382,18 @@ class WgmmaOps:
         self.shl(col0, 1, dst=col0)
         return row0, col0
 
+    def wgmma_store_accumulators(self, d, form, base, row_stride: int, *, space="global"):
+        """Store a warpgroup's accumulators `d` (of wgmma form `form`) as the 64 x N tile whose element
+        (0, 0) is at address `base` (a .u64 register), rows `row_stride` bytes apart: one 32-bit store per
+        register (`st.<space>.b32`; an .f16 register holds two adjacent columns)."""
+        eb = 2 if form.d_type is T.f16 else 4
+        row0, col0 = self.wgmma_accumulator_origin()
+        off = self.mad(row0, row_stride, self.mul(col0, eb), mode="lo")
+        addr = self.add(self._val(base), self.cvt(off, "u64"))
+        for i, r in enumerate(self._val(d)):
+            dr, dc = accumulator_offset(form, i * form.per_d_reg)
+            self.st(addr, r, type=T.b32, space=space, offset=dr * row_stride + dc * eb)
+
 
 # ---------------------------------------------------------------- shared-memory operands
 

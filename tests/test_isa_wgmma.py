@@ -145,7 +145,7 @@ def test_accumulator_layout_is_the_mma_m16n8_c_layout_per_warp():
     try:
         from ptxforge.isa.fragments import mma_fragment
     except ImportError:
-        from ptxforge.interp.layouts import mma_fragment
+        from ptxforge.interp import mma_fragment
     c = mma_fragment(mma_form("m16n8k32", "s8"), "c")
     rows, cols = accumulator_layout(wgmma_form(64, "s8"))
     for j in range(8):  # n-block j holds registers 4j..4j+3

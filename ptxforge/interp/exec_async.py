@@ -185,9 +185,6 @@ def make_cp_mbarrier_arrive(P, op):
 def make_bulk(P, op):
     ins = op.ins
     kind = ins.info.kind
-    if kind == "s2g":
-        from .exec_tma import make_bulk_store
-        return make_bulk_store(P, op)
     if kind != "g2s":
         raise InterpUnsupported(f"cp.async.bulk {kind} is not modelled", ins)
     get_dst = address_reader(P, ins.operands[0], ins, "shared")

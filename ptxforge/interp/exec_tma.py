@@ -32,7 +32,7 @@ from ..isa import types as T
 from ..isa.descriptors import apply_swizzle
 from ..isa.operands import Imm, TensorAddr
 from .access import Part, mark_pending, shadow_read, shadow_write
-from .exec_async import CopyRecord
+from .exec_async import CopyRecord, make_bulk
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
@@ -298,6 +298,13 @@ def make_bulk_store(P, op):
             S.bulk_src_pc[flat] = op.pc
             st.records.append((t, int(st.committed[t]), flat))
     return bulk_store
+
+
+def make_bulk_copy(P, op):
+    """Dispatch for cp.async.bulk: the 1-D load (exec_async) or the 1-D store (here)."""
+    if op.ins.info.kind == "s2g":
+        return make_bulk_store(P, op)
+    return make_bulk(P, op)
 
 
 def make_bulk_commit(P, op):

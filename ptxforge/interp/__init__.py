@@ -20,8 +20,9 @@ a physical slot that changes), %smid is 0, clocks count interpreter steps.  Regi
 memory start with a poison pattern.  Hopper: wgmma (every form, descriptors decoded bit for bit,
 exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments and 1-D bulk copies with their
 bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with distributed shared
-memory (`run(..., cluster=)`, exec_cluster).  Not modelled, and refused with `InterpUnsupported`
-when executed: setmaxnreg, ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
+memory (`run(..., cluster=)`, exec_cluster); setmaxnreg is checked (whole warpgroups) and has no
+other effect.  Not modelled, and refused with `InterpUnsupported`
+when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
 on float arithmetic and cvt, .local/.const memory, wgmma descriptors with a non-zero base offset,
 interleaved or element-strided tensor maps, swizzled maps whose inner box is not the swizzle
 span, tensor maps outside the kernel parameters, im2col copies; 128-bit (.b128) registers cannot

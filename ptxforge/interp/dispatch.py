@@ -41,6 +41,7 @@ FACTORIES = {
     "mma": exec_tensor.make_mma,
     "mapa": exec_cluster.make_mapa,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
+    "setmaxnreg": exec_wgmma.make_setmaxnreg,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 

@@ -212,9 +212,9 @@ def on_stall(S):
                         f"{state.count} arrivals")
         elif (S.parked & (S.park_key == state.key) & live).any():
             msgs.append(f"the mbarrier at {where_shared(S, state.key)} has completed {state.phase} phase(s) and "
-                        f"nothing has arrived in its current one (parity {state.phase & 1}): its waiters wait for a "
-                        "phase nobody starts, a wait on the wrong phase (the parity flips once per completed "
-                        "phase)")
+                        f"nothing has arrived in its current one (parity {state.phase & 1}): its waiters wait for "
+                        "arrivals that never come (a missing arrive / release, or a wait on the wrong phase: the "
+                        "parity flips once per completed phase)")
     exited_n = int(np.count_nonzero(S.exists & S.exited))
     first_pc = min(groups) if groups else 0
     S.report("barrier", "deadlock: no thread can make progress; " + "; ".join(msgs)

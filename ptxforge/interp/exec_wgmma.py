@@ -298,6 +298,14 @@ def make_wgmma_wait(P, op):
     return wait
 
 
+def make_setmaxnreg(P, op):
+    """setmaxnreg.{inc,dec}: no effect on values here (the interpreter has no register file to
+    share); checked to be executed by whole warpgroups, as .sync.aligned requires."""
+    def setmaxnreg(S, m):
+        _warpgroups(S, op, m, "setmaxnreg")
+    return setmaxnreg
+
+
 def guard_accumulators(P):
     """Wrap every instruction other than wgmma.mma_async that touches a wgmma accumulator register:
     touching it while a wgmma still owns it (before the wait_group that retires it) is reported."""

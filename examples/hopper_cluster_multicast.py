@@ -96,6 +96,7 @@ def build(n=64, k_total=256, n_total=None) -> pf.Module:
 
 
 def inputs(m, n, kk, seed=0):
+    """Random s8 A (m x kk) and B (n x kk)."""
     rng = np.random.default_rng(seed)
     return rng.integers(-128, 128, (m, kk), dtype=np.int8), rng.integers(-128, 128, (n, kk), dtype=np.int8)
 
@@ -137,6 +138,7 @@ def run_gpu(n=256, m=1024, n_total=512, kk=1024, seed=0):
 
 
 def main(argv=None) -> int:
+    """Run on the GPU (or the interpreter) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=256)

@@ -184,6 +184,7 @@ def run_gpu(rows, cols, stages=4, grid=None, seed=0):
 
 
 def main(argv=None) -> int:
+    """Run on the GPU (or the interpreter without one) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=16384 + 37)

@@ -130,6 +130,7 @@ def bf16_bits(x: np.ndarray) -> np.ndarray:
 
 
 def reference(dtype, a, b):
+    """A * B^T exactly (float64 holds these sums exactly)."""
     if dtype == "s8":  # float64 is exact here (|sum| < 2^53) and much faster than an int64 product
         return np.rint(a.astype(np.float64) @ b.astype(np.float64).T).astype(np.int64)
     fa = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
@@ -171,6 +172,7 @@ def run_gpu(dtype="s8", rs=False, n=256, m=1024, n_total=1024, kk=1024, seed=0):
 
 
 def main(argv=None) -> int:
+    """Run every variant on the GPU (or the interpreter) and check; 0 when all are correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", choices=("s8", "bf16"), default=None, help="default: both")

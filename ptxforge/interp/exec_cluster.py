@@ -24,6 +24,7 @@ _PTXFORGE_INTERNAL = True
 
 
 def make_mapa(P, op):
+    """Executor of mapa: the same shared offset in CTA `rank` of the cluster, as a .shared::cluster address."""
     ins = op.ins
     d, a, rank = ins.operands
     generic = ins.info == "generic"
@@ -58,6 +59,7 @@ class ClusterBarrier:
 
 
 def cluster_state(S) -> ClusterBarrier:
+    """The batch's ClusterBarrier (created on first use)."""
     st = getattr(S, "cluster_bar", None)
     if st is None:
         st = S.cluster_bar = ClusterBarrier(S)
@@ -85,6 +87,7 @@ def check_clusters(S, clusters):
 
 
 def make_barrier_cluster(P, op):
+    """Executor of barrier.cluster.arrive (mark, maybe complete the phase) or .wait (block until it completes)."""
     kind = op.ins.info.kind
 
     if kind == "arrive":

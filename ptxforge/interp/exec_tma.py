@@ -138,6 +138,7 @@ def _cluster_targets(S, thr0, mask):
 
 
 def make_tensor_load(P, op):
+    """Executor of the TMA tile load (global -> shared, optionally multicast), completing on mbarriers."""
     ins = op.ins
     info = ins.info
     dst_op, taddr, mbar_op = ins.operands[:3]
@@ -207,6 +208,7 @@ class BulkStores:
 
 
 def bulk_state(S) -> BulkStores:
+    """The batch's BulkStores (created on first use, with the per-byte held-source map)."""
     st = getattr(S, "bulk", None)
     if st is None:
         st = S.bulk = BulkStores(S)
@@ -215,6 +217,7 @@ def bulk_state(S) -> BulkStores:
 
 
 def make_tensor_store(P, op):
+    """Executor of the TMA tile store (shared -> global, in-bounds part only)."""
     ins = op.ins
     taddr, src_op = ins.operands[:2]
     get_tm = P.reader(taddr.tmap, T.u64, ins)
@@ -308,12 +311,14 @@ def make_bulk_copy(P, op):
 
 
 def make_bulk_commit(P, op):
+    """Executor of cp.async.bulk.commit_group."""
     def commit(S, m):
         bulk_state(S).committed[m] += 1
     return commit
 
 
 def make_bulk_wait(P, op):
+    """Executor of cp.async.bulk.wait_group{.read} n: release the sources of all but the n newest groups."""
     keep = int(op.ins.info)
 
     def wait(S, m):

@@ -111,6 +111,7 @@ class WgState:
 
 
 def wg_state(S) -> WgState:
+    """The batch's WgState (created on first use)."""
     st = getattr(S, "wg", None)
     if st is None:
         st = S.wg = WgState(S.N)
@@ -162,6 +163,7 @@ def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
 
 
 def make_wgmma(P, op):
+    """Executor of wgmma.mma_async: whole warpgroups, operands read at issue, D pending until wait_group."""
     ins = op.ins
     info = ins.info
     form = info.form
@@ -270,12 +272,14 @@ def make_wgmma(P, op):
 
 
 def make_wgmma_fence(P, op):
+    """Executor of wgmma.fence (checked to run in whole warpgroups; no other effect here)."""
     def fence(S, m):
         _warpgroups(S, op, m, "wgmma.fence")
     return fence
 
 
 def make_wgmma_commit(P, op):
+    """Executor of wgmma.commit_group: the pending wgmmas of each thread form a group."""
     def commit(S, m):
         _warpgroups(S, op, m, "wgmma.commit_group")
         wg_state(S).committed[m] += 1
@@ -283,6 +287,7 @@ def make_wgmma_commit(P, op):
 
 
 def make_wgmma_wait(P, op):
+    """Executor of wgmma.wait_group n: accumulators of all but the n newest groups land in the registers."""
     keep = int(op.ins.info)
 
     def wait(S, m):

@@ -77,6 +77,7 @@ class WgmmaForm:
 
     @property
     def m(self) -> int:
+        """M of every wgmma: 64 rows."""
         return 64
 
     @property
@@ -86,6 +87,7 @@ class WgmmaForm:
 
     @property
     def shape(self) -> str:
+        """The shape modifier, e.g. 'm64n128k32'."""
         return f"m64n{self.n}k{self.k}"
 
     @property
@@ -105,10 +107,12 @@ class WgmmaForm:
 
     @property
     def per_d_reg(self) -> int:
+        """Accumulator elements per register: 2 for .f16, else 1."""
         return 2 if self.d_type is T.f16 else 1
 
     @property
     def is_integer(self) -> bool:
+        """An .s8/.u8 or .b1 form (exact integer arithmetic, no scale immediates)."""
         return self.a_type in _INT8 or self.a_type is T.b1
 
     @property
@@ -123,9 +127,11 @@ class WgmmaForm:
 
     @property
     def satfinite_ok(self) -> bool:
+        """Takes .satfinite (the .s8/.u8 forms)."""
         return self.a_type in _INT8
 
     def mnemonic(self, satfinite: bool = False) -> str:
+        """The full opcode: wgmma.mma_async.sync.aligned.<shape>{.satfinite}.<d>.<a>.<b>{.and.popc}."""
         parts = ["wgmma", "mma_async", "sync", "aligned", self.shape]
         if satfinite:
             parts.append("satfinite")

@@ -137,6 +137,7 @@ class WgmmaCase:
 
     @property
     def out(self) -> np.ndarray:
+        """The probe's output words (the `out` argument)."""
         return self.args[6]
 
     def expected(self) -> np.ndarray:

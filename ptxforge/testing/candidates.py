@@ -160,6 +160,8 @@ def _async_copy_candidates():
     out += [spec("async_copy", "wait", n=0)]
     out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
     out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store") for d in range(1, 6)]
+    out += [spec("async_copy", "tensor_load", coords=(None, None), multicast=m) for m in (3, "reg")]
+    out += [spec("async_copy", "bulk_store", size=n) for n in (256, None)]
     out += [spec("async_copy", "bulk_commit")]
     out += [spec("async_copy", "bulk_wait", n=n, read=r) for n in (0, 1) for r in (False, True)]
     return out
@@ -186,6 +188,12 @@ def _sync_candidates():
                 out.append(spec("sync", op, parity=parity, phase=0))
     out += [spec("sync", "mbarrier_expect_tx", nbytes=64)]
     out += [spec("sync", "nanosleep", ns=100), spec("sync", "nanosleep", ns=None)]
+    for aligned in (False, True):
+        out += [spec("sync", "barrier_cluster", kind="arrive", sem=sem, aligned=aligned)
+                for sem in (None, "release", "relaxed")]
+        out += [spec("sync", "barrier_cluster", kind="wait", sem=sem, aligned=aligned) for sem in (None, "acquire")]
+    out += [spec("sync", "mapa", space=sp, rank=r) for sp in ("shared::cluster", "generic") for r in (1, None)]
+    out += [spec("sync", "mbarrier_arrive", space="shared::cluster", discard=True)]
     return out
 
 

@@ -69,3 +69,38 @@ def test_cluster_multicast_example():
 def test_probes_assemble():
     for k in (sreg_probe((2, 2)), ring_probe(4)):
         pf.assemble(k.module(), backend="ptxas")
+
+
+def remote_arrive_probe(remote=True):
+    """CTA 0's mbarrier expects 2 arrivals: thread 0 of CTA 0 and (through mapa) thread 0 of CTA 1.
+    CTA 1 first writes a word into CTA 0's shared memory; CTA 0 waits, then reads it."""
+    k = pf.KernelBuilder("remote_arrive", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    bar = k.shared("bar", 8, align=8)
+    box = k.shared("box", 16, align=16)
+    rank = k.cluster_ctarank()
+    lead = k.setp("eq", k.tid(), 0)
+    is0 = k.setp("eq", rank, 0)
+    k.mbarrier_init(bar, 2, pred=lead)
+    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+    k.cluster_sync()
+    with k.if_(k.setp("ne", rank, 0)):
+        with k.if_(lead):
+            k.st(k.mapa(k.shared_base(box), 0), 4242, type=u32, space="shared::cluster")
+            if remote:
+                k.mbarrier_arrive(k.mapa(k.shared_base(bar), 0), space="shared::cluster")
+    with k.if_(is0):
+        k.mbarrier_arrive(bar, pred=lead)
+        k.mbarrier_wait(bar, 0)
+        k.st(out, k.ld(box, type=u32, space="shared"), type=u32, pred=lead)
+    k.cluster_sync()
+    return k
+
+
+def test_a_remote_mbarrier_arrive_completes_the_partner_phase():
+    out = np.zeros(1, np.uint32)
+    interp.run(remote_arrive_probe(), grid=2, block=32, args=[out])
+    assert out[0] == 4242
+    pf.assemble(remote_arrive_probe().module(), backend="ptxas")
+    with pytest.raises(interp.InterpError, match="deadlock.*still expects 1 of its 2 arrivals"):
+        interp.run(remote_arrive_probe(remote=False), grid=2, block=32, args=[out])

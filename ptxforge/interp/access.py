@@ -261,13 +261,19 @@ def shadow_read(S, op, part, nbytes, *, record=True):
     rt = S.r_tid[b]
     cta = S.cta_local[t]
     single = (rt == -1) | (rt == t) | (S.r_time[b] <= S.last_full[cta])
-    S.r_tid[b] = np.where(single, t, -2)
+    # a second reader is kept by name too (r2): the two consumer warpgroups of a pipeline; a third is "several"
+    r2 = S.r2_tid[b]
+    r2_free = (r2 == -1) | (r2 == t) | (S.r2_time[b] <= S.last_full[cta])
+    second = ~single & (rt != -2) & r2_free
+    S.r2_tid[b] = np.where(single, -1, np.where(second, t, r2))
+    S.r2_time[b] = np.where(second, S.step, S.r2_time[b])
+    S.r_tid[b] = np.where(single, t, np.where(second, rt, -2))
     if len(part.thr) > 1:
         again = S.r_tid[b]
-        dup = (again != t) & (again != -2)
+        dup = ((again != t) & (again != -2) & ~second) | (second & (S.r2_tid[b] != t))
         if dup.any():
             S.r_tid[b[dup]] = -2
-    S.r_time[b] = S.step
+    S.r_time[b] = np.where(second, S.r_time[b], S.step)
 
 
 def shadow_write(S, op, part, nbytes, *, pc, landing=False):
@@ -283,6 +289,7 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.w_time[b] = S.step
         S.w_pc[b] = pc
         S.r_tid[b] = -1
+        S.r2_tid[b] = -1
         S.pend_pc[b] = -1
         return
     _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
@@ -303,6 +310,11 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         if (~several).any():
             k = np.flatnonzero(~several)
             ok[k] = ordered(S, rc[k], S.r_time[b[c[k]]], t[c[k]])
+            r2 = S.r2_tid[b[c[k]]]
+            two = (r2 >= 0) & (r2 != t[c[k]]) & (S.r2_time[b[c[k]]] > S.last_full[cta[c[k]]])
+            if two.any():  # the second named reader must be ordered before the write too
+                kk = k[two]
+                ok[kk] &= ordered(S, S.r2_tid[b[c[kk]]], S.r2_time[b[c[kk]]], t[c[kk]])
         if not ok.all():
             bad = c[~ok]
             S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
@@ -321,6 +333,7 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
     S.w_time[b] = S.step
     S.w_pc[b] = pc
     S.r_tid[b] = -1
+    S.r2_tid[b] = -1
 
 
 def mark_pending(S, part, nbytes, pc):

@@ -38,7 +38,7 @@ _PTXFORGE_INTERNAL = True
 
 #: Memory a batch may spend on shared memory and its shadow (bounds how many CTAs run together).
 BATCH_MEMORY = 128 << 20
-SHADOW_BYTES_PER_BYTE = 48
+SHADOW_BYTES_PER_BYTE = 64
 
 _CACHE: dict = {}
 

@@ -100,6 +100,9 @@ class Machine:
             self.w_pc = np.full(n, -1, dtype=np.int32)
             self.r_tid = np.full(n, -1, dtype=np.int64)
             self.r_time = np.full(n, -1, dtype=np.int64)
+            # a second reader (two consumer warpgroups reading one operand): -1 none; with r_tid -2 unused
+            self.r2_tid = np.full(n, -1, dtype=np.int64)
+            self.r2_time = np.full(n, -1, dtype=np.int64)
             self.pend_pc = np.full(n, -1, dtype=np.int32)
             self.pend_tid = np.full(n, -1, dtype=np.int64)
         self.events = []  # (time, group per thread) of partial synchronizations

@@ -32,3 +32,15 @@ def smem_tiles(draw, majors=("K", "MN"), swizzles=(0, 32, 64, 128)):
         cols = kstep * draw(st.integers(1, 4))
         cols = cols if cols % 8 == 0 else cols * 8
     return SmemTile(dtype, rows, cols, major, swz)
+
+
+@st.composite
+def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16")):
+    """Keyword arguments of a HopperGemm, legal or not (the constructor decides: ValidationError or a schedule)."""
+    op = draw(st.sampled_from(operands))
+    kw = dict(operand=op, block_n=draw(st.sampled_from((64, 128, 192, 256))), wg_m=draw(st.sampled_from((64, 128))),
+              consumers=draw(st.sampled_from((1, 2))), stages=draw(st.integers(2, 5)),
+              block_k_bytes=draw(st.sampled_from((128, 256))), raster_group=draw(st.sampled_from((1, 4, 8, 16))))
+    if op == "s4":
+        kw["biased"] = draw(st.booleans())
+    return kw

@@ -107,3 +107,11 @@ def test_descriptor_outside_shared_memory_is_reported():
     case.args[4] = case.args[4] + np.uint64(3000)  # start address moved 48 KB further
     with pytest.raises(interp.InterpError, match=r"\[oob\].*matrix descriptor"):
         _run(case)
+
+
+def test_rewriting_an_operand_before_the_wait_is_reported():
+    case = wgmma_case(wgmma_form(64, "s8"), np.random.default_rng(9), overwrite_b=True)
+    with pytest.raises(interp.InterpError, match=r"\[async\].*wgmma.mma_async may still be reading") as info:
+        _run(case)
+    f = info.value.findings[0]
+    assert f.instruction.opcode == "st" and f.other.opcode == "wgmma"

@@ -293,6 +293,12 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.pend_pc[b] = -1
         return
     _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
+    wg = getattr(S, "wg_src_pc", None)
+    if wg is not None and (wg[b] >= 0).any():
+        i = np.flatnonzero(wg[b] >= 0)
+        S.report("async", f"writes shared memory ({where_shared(S, b[i[0]])}) that a wgmma.mma_async may still be "
+                 "reading: wgmma.wait_group must retire its group before the operand is rewritten", op,
+                 np.unique(t[i]), other=S.prog.instructions[int(wg[b[i[0]]])], details=_offset(S, b[i[0]]))
     held = getattr(S, "bulk_src_pc", None)
     if held is not None and (held[b] >= 0).any():
         i = np.flatnonzero(held[b] >= 0)

@@ -8,8 +8,10 @@ stride byte offsets, swizzle mode; `ptxforge.isa.wgmma.descriptor_rows`) and app
 swizzle to the resulting shared addresses, so a wrong descriptor reads the same wrong bytes a
 GPU reads.  A descriptor whose base-offset field is not 0 is refused (`InterpUnsupported`).
 
-Asynchrony: the operands are read when the wgmma is issued (shared memory written after the
-issue and before the wait is reported as a race by the shadow), the product lands in the
+Asynchrony: the operands are read when the wgmma is issued, and their shared bytes stay held
+until the wait_group that retires the group: a write to them before (an ordinary store or a TMA
+load refilling the stage too early) is reported ("async"), since the hardware may read them
+then.  The product lands in the
 accumulator registers at the `wgmma.wait_group` that retires its group.  Until then the
 accumulators belong to the async proxy: a later wgmma of the same thread accumulates onto the
 pending value (as the hardware chains them), any other instruction that reads or writes one of
@@ -110,6 +112,7 @@ class WgState:
         self.values = {}  # register name -> uint32 (N,) pending value
         self.group = {}  # register name -> int64 (N,) group of the pending value, -1 when none
         self.issuer = {}  # register name -> pc of the wgmma that owns it
+        self.held = []  # (issuing thread, group, flat shared bytes, pc) of wgmma operands not yet retired
 
 
 def wg_state(S) -> WgState:
@@ -158,10 +161,21 @@ def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
     if S.track:
         shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), thr0)), 1)
         proxy_check(S, op, flat, thr0)
+        hold_operand(S, op, flat, thr0)
     data = S.smem[flat].reshape(rows, 32)
     if mn_major:  # (rows, 32) addresses were for 2-byte elements (mn, k) laid out as [k][byte]
         return data.reshape(rows, 16, 2).view(np.uint16)[..., 0].astype(np.uint32)
     return _bytes_to_elements(data, elem_bits)
+
+
+def hold_operand(S, op, flat, thr0):
+    """The shared bytes a wgmma reads belong to it until the wait_group that retires its group: a write
+    to them before that is reported (access.shadow_write), as the hardware may still be reading."""
+    st = wg_state(S)
+    if getattr(S, "wg_src_pc", None) is None:
+        S.wg_src_pc = np.full(len(S.smem), -1, dtype=np.int32)
+    S.wg_src_pc[flat] = op.pc
+    st.held.append((thr0, int(st.committed[thr0]), flat, op.pc))
 
 
 def make_wgmma(P, op):
@@ -302,6 +316,17 @@ def make_wgmma_wait(P, op):
             if done.any():
                 writers[name](S, st.values[name], done)
                 grp[done] = -1
+        if st.held:
+            left = []
+            for rec in st.held:
+                t, g, flat, _ = rec
+                if m[t] and g < limit[t]:
+                    S.wg_src_pc[flat] = -1
+                else:
+                    left.append(rec)
+            st.held = left
+            for _, _, flat, pc in left:  # bytes that a pending group also reads stay held
+                S.wg_src_pc[flat] = pc
     return wait
 
 

@@ -29,9 +29,11 @@ _PTXFORGE_INTERNAL = True
 
 def wgmma_probe_kernel(form: WgmmaForm, *, k_slices: int, a_bytes: int, b_bytes: int, rs: bool,
                        trans_a: bool = False, trans_b: bool = False, scale_a: int = 1, scale_b: int = 1,
-                       satfinite: bool = False, fence: bool = True, wait: bool = True) -> KernelBuilder:
+                       satfinite: bool = False, fence: bool = True, wait: bool = True,
+                       overwrite_b: bool = False) -> KernelBuilder:
     """The probe kernel for one form (see the module docstring).  `fence=False` leaves out
-    fence.proxy.async and `wait=False` stores D before wgmma.wait_group (both bugs, for tests)."""
+    fence.proxy.async, `wait=False` stores D before wgmma.wait_group and `overwrite_b=True` writes
+    the B tile between the wgmma and its wait (all three bugs, for tests)."""
     k = KernelBuilder(f"wgmma_probe_{form.a_type.name}_{form.d_type.name}_n{form.n}", target="sm_90a",
                       reqntid=128)
     a_img, b_img = k.param_ptr("a_img", T.u8), k.param_ptr("b_img", T.u8)
@@ -76,6 +78,8 @@ def wgmma_probe_kernel(form: WgmmaForm, *, k_slices: int, a_bytes: int, b_bytes:
                 scale_d=p if s == 0 else 1, bitop=form.bitop, scale_a=scale_a, scale_b=scale_b,
                 trans_a=trans_a, trans_b=trans_b, satfinite=satfinite)
     k.wgmma_commit()
+    if overwrite_b:
+        k.st(k.shared_base(sB), 0, type=T.u32, space="shared", pred=k.setp("eq", tid, 0))
     if wait:
         k.wgmma_wait(0)
     for i in range(form.d_regs):

@@ -28,7 +28,7 @@ LAYERS = (
     ("builder",),
     ("assembler",),
     ("runtime",),
-    ("interp", "hopper"),
+    ("interp",),
     ("fold",),
     ("copy", "hopper"),
     ("schedules",),

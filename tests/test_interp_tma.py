@@ -202,3 +202,9 @@ def test_one_dimensional_bulk_store():
     with pytest.raises(ValidationError, match="multiple of 16"):
         k2 = pf.KernelBuilder("b", target="sm_90")
         k2.bulk_store(k2.param_ptr("p", u32), k2.shared("s", 64), 24)
+
+
+def test_exiting_before_a_tma_store_was_read_is_reported():
+    dst = np.zeros((8, 16), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"exits while its bulk \(TMA\) store"):
+        interp.run(store_probe((16, 8), wait=False), block=128, args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])

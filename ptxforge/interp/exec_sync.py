@@ -159,6 +159,13 @@ def make_bar_warp_sync(P, op):
 
 def make_exit(P, op):
     def exit_(S, m):
+        bulk = getattr(S, "bulk", None)
+        if bulk is not None and bulk.records:  # a bulk / TMA store still reading the CTA's shared memory
+            pending = [t for t, _, _ in bulk.records if m[t]]
+            if pending:
+                S.report("async", "a thread exits while its bulk (TMA) store may still be reading shared memory: "
+                         "cp.async.bulk.wait_group.read must retire the store first (the shared memory goes with "
+                         "the CTA)", op, np.array(pending))
         S.exited |= m
         S.blocked &= ~m
         S.parked &= ~m

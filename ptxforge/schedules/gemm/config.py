@@ -197,8 +197,9 @@ def validate(s) -> None:
         raise ValidationError(f"copy_bytes must be 16, 8, 4, 2 or 1, got {s.copy_bytes!r}")
     if s.c_vector not in (1, 2):
         raise ValidationError(f"c_vector must be 2 (pairs of C values, N even) or 1 (any N), got {s.c_vector!r}")
-    if not isinstance(s.splits, int) or isinstance(s.splits, bool) or not 1 <= s.splits <= 32:
-        raise ValidationError(f"splits must be an int in 1..32 (CTAs per C tile along K), got {s.splits!r}")
+    from .splitk import MAX_SPLITS
+    if not isinstance(s.splits, int) or isinstance(s.splits, bool) or not 1 <= s.splits <= MAX_SPLITS:
+        raise ValidationError(f"splits must be an int in 1..{MAX_SPLITS} (CTAs per C tile along K), got {s.splits!r}")
     if s.splitk_sync not in ("all", "leader"):
         raise ValidationError(f"splitk_sync must be 'all' (every thread fences) or 'leader' (thread 0 fences), "
                               f"got {s.splitk_sync!r}")

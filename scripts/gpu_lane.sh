@@ -9,7 +9,7 @@ out=${1:-${OUT:-gpu-lane-out}}
 mkdir -p "$out"
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd) PYTHONUNBUFFERED=1
 export PTXFORGE_REQUIRE_GPU=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-gpu}
-export PTXFORGE_CACHE_DIR=${PTXFORGE_CACHE_DIR:-/tmp/ptxforge-cache}
+# the cubin cache stays in its per-user default (private, mode 0700) unless PTXFORGE_CACHE_DIR names one
 stages=${PTXFORGE_LANE:-tests sanitizer bench}
 summary=()
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import driver as _drv
+from . import faults
 from .driver import api, check
 from .streams import stream_handle
 
@@ -137,6 +138,7 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
                 run()
             check(d.cuEventRecord(e[2 * i + 1], sobj), "cuEventRecord")
         check(d.cuEventSynchronize(e[-1]), "cuEventSynchronize")
+        faults.synchronized(s)
         ms = [check(d.cuEventElapsedTime(e[2 * i], e[2 * i + 1]), "cuEventElapsedTime") for i in range(repeat)]
     finally:
         ev.close()

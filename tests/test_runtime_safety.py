@@ -18,8 +18,8 @@ import pytest
 
 import ptxforge as pf
 import ptxforge.interp
-from ptxforge import f32, u32, u64
-from ptxforge.errors import (AssemblyError, CliError, ContextLost, DriverError, JitError, LaunchError, SyncTimeout,
+from ptxforge import f32, u32
+from ptxforge.errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, SyncTimeout,
                              ToolchainError)
 from ptxforge.runtime import cache as C
 from ptxforge.runtime import driver as D
@@ -28,7 +28,6 @@ from ptxforge.runtime import kernel as K
 from ptxforge.runtime import loader as L
 from ptxforge.runtime.culink import LinkResult
 from ptxforge.runtime.launch import LaunchLimits, layout, resolve
-from ptxforge.testing import launch_strategies as ls
 
 real = pytest.importorskip("cuda.bindings.driver")
 
@@ -398,6 +397,9 @@ def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
     drv.answers["cuPointerGetAttributes"] = _attrs(0, -2, 0)
     with pytest.raises(LaunchError, match="not memory the CUDA driver knows"):
         D.check_pointer(0x7000_0000, "x")
+    drv.answers["cuPointerGetAttributes"] = lambda n, attrs, ptr: (1, None)
+    with pytest.raises(LaunchError, match="not memory the CUDA driver knows"):
+        D.check_pointer(0x1000, "x")
 
 
 # ---------------------------------------------------------------- lifetimes
@@ -559,10 +561,6 @@ def test_foreign_pointers_must_be_aligned_to_the_element():
 
 def test_dlpack_device_ids_are_checked():
     from ptxforge.runtime.arrays import DeviceView, Elem
-
-    class OnDevice1:
-        def __dlpack__(self, stream=None):
-            raise AssertionError("not reached in this test")
     lay = _lay()
     from ptxforge.runtime import launch as LA
     view = DeviceView(0x7000_0000, (4,), None, Elem("f", 32), None, 1, "DLPack")

@@ -333,6 +333,9 @@ def check_pointer(ptr: int, what: str) -> None:
     attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
              A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE]
     err, vals = d.cuPointerGetAttributes(len(attrs), attrs, ptr)
+    if err and int(err) == 1:  # CUDA_ERROR_INVALID_VALUE: an address no context with UVA knows
+        raise LaunchError(f"{what}: address 0x{ptr:x} is not memory the CUDA driver knows (not allocated, mapped "
+                          "or registered by any context)")
     if err:
         raise driver_error(err, f"cuPointerGetAttributes of {what}")
     ctx, dev, mtype = (int(v) for v in vals)

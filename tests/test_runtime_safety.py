@@ -783,3 +783,37 @@ def test_interpreter_makes_its_cta_list_lazily():
     assert list(cta_batches((3, 2, 1), 4)) == [[(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [(1, 1, 0), (2, 1, 0)]]
     rep = pf.interp.run(_noop(), grid=(3, 2), block=32, args=[1], batch_threads=64)
     assert rep.ctas == 6 and rep.batches == 3
+
+
+# ---------------------------------------------------------------- one launch end to end, through the stand-in
+
+def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeypatch):
+    from ptxforge.testing.kernels import saxpy
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    params = layout(saxpy().kernels[0].params)
+    truth = [(s.offset, s.size) for s in params.specs]
+    drv.answers.update({
+        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024), "cuLaunchKernel": (0,),
+        "cuMemAlloc": (0, 0x9000), "cuMemcpyHtoD": (0,), "cuMemcpyDtoH": (0,), "cuMemFree": (0,),
+        "cuStreamSynchronize": (0,),
+        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
+    drv.current = 0xF00
+    fn = L.load(saxpy())["saxpy"]
+    x, y = np.ones(300, np.float32), np.zeros(300, np.float32)
+    fn(2, 256, x, y, 300, 0.5)
+    names = [c[0] for c in drv.calls]
+    assert names.count("cuLaunchKernel") == 1 and names.count("cuMemFree") == 2 and drv.current == 0xF00
+    assert F.pending() == []  # the staged launch synchronized its stream
+    a = pf.DeviceBuffer.empty(300, np.float32)
+    fn(2, 256, a, a, 300, 0.5)  # device memory only: asynchronous, so still a suspect
+    fn(1, 64, a, a, 64, 2.0)
+    drv.answers["cuCtxSynchronize"] = (715,)  # CUDA_ERROR_ILLEGAL_INSTRUCTION
+    with pytest.raises(ContextLost) as e:
+        pf.synchronize()
+    assert "kernel 'saxpy' grid (2, 1, 1) block (256, 1, 1)" in str(e.value)
+    assert "kernel 'saxpy' grid (1, 1, 1) block (64, 1, 1)" in str(e.value)
+    with pytest.raises(ContextLost, match=r"^the CUDA context is unusable after CUDA_ERROR_ILLEGAL_INSTRUCTION in "
+                                          r"kernel 'saxpy'; restart the process$"):
+        fn(2, 256, a, a, 300, 0.5)
+    assert drv.current == 0xF00

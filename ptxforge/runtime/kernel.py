@@ -162,10 +162,10 @@ class KernelFunction:
 
     def __call__(self, grid, block, *args, shared: int = 0, stream=None) -> None:
         """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream`."""
-        cfg = self._config(grid, block, shared)
-        s = stream_handle(stream) if stream is not None else 0
         prev = _drv.enter()
         try:
+            cfg = self._config(grid, block, shared)
+            s = stream_handle(stream) if stream is not None else 0
             values = fast_values(self.layout, args)
             if values is not None:
                 self._launch(cfg, s, self._blob, values)
@@ -196,10 +196,10 @@ class KernelFunction:
         Host arrays are copied to the device now (In/InOut); ``copy_back()`` fetches Out/InOut results.
         """
         self._check_loaded()
-        cfg = self._config(grid, block, shared)
-        s = stream_handle(stream) if stream is not None else 0
         prev = _drv.enter()
         try:
+            cfg = self._config(grid, block, shared)
+            s = stream_handle(stream) if stream is not None else 0
             r = self._resolve(args, s)
             if r.streams:
                 _wait_for_streams(r.streams, s)

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 
 from ptxforge.int4 import pack_int4  # noqa: E402
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm  # noqa: E402
-from ptxforge.testing import gpu_skip_reason  # noqa: E402
+from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
 PEAK_INT8 = 1979e12  # dense int8 tensor peak (H100/H200 SXM datasheet)
 MMA_SYNC_S8 = 1300e12  # measured mma.sync m16n8k32.s8 issue ceiling on the H200

@@ -1,6 +1,6 @@
 """ptxforge: write NVIDIA PTX from Python, check it, assemble it, run it."""
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, PtxforgeError, SyncTimeout,
                      TargetError, ToolchainError, ToolchainMissing, ValidationError)
@@ -10,7 +10,8 @@ from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f6
 from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
 from .isa.tensor import EmulatedInstructionWarning
-from .builder import KernelBuilder, Kernel, Param
+from .kernel import Kernel, Param
+from .builder import KernelBuilder
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
 

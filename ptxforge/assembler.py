@@ -369,7 +369,10 @@ def _assembly_error(log, module, ptx, target, backend, version) -> AssemblyError
 
 
 _FUNC = re.compile(r"(?:Compiling entry function|Function properties for) '?([A-Za-z_$][\w$]*)'?")
-_USED = re.compile(r"[Uu]sed (\d+) registers(?:, used (\d+) barriers)?(?:, (\d+) bytes smem)?(?:, (\d+) bytes cmem\[0\])?")
+# ptxas 13 adds "N bytes cumulative stack size" before the smem clause for kernels with a stack frame;
+# the frame itself is read from the "bytes stack frame" line (_SPILL).
+_USED = re.compile(r"[Uu]sed (\d+) registers(?:, used (\d+) barriers)?(?:, \d+ bytes cumulative stack size)?"
+                   r"(?:, (\d+) bytes smem)?(?:, (\d+) bytes cmem\[0\])?")
 _SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
 
 

@@ -36,7 +36,7 @@ def test_cpu_skip():
 """
 
 PRETEND_GPU = """
-import ptxforge.testing.gpu as gpu
+import ptxforge.runtime.device as gpu
 gpu.gpu_skip_reason = lambda: None
 """
 

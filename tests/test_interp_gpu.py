@@ -13,9 +13,8 @@ from ptxforge.interp.samples import Int4GemmSample, pack_int4
 from ptxforge.isa import types as T
 from ptxforge.testing.interp_strategies import ldmatrix_forms, mma_forms, poison, seeds
 
-from test_interp_async import zero_fill_probe
-from test_interp_mma import _acc_words, _decode, _random_words, ldmatrix_probe, mma_probe
-from test_interp_warp import shfl_probe
+from support.interp_probes import (accumulator_words, decode_values, ldmatrix_probe, mma_probe, random_words,
+                                   shfl_probe, zero_fill_probe)
 
 pytestmark = pytest.mark.gpu
 
@@ -39,16 +38,16 @@ def test_mma_forms_gpu_vs_interpreter(form, sat, seed):
     fa, fb, fc = (mma_fragment(form, x) for x in "abc")
     frag_dt = np.uint64 if form.a_type is T.f64 else np.uint32
     acc_dt = np.uint64 if form.d_type is T.f64 else np.uint32
-    a = _random_words(rng, form, fa, form.a_type).astype(frag_dt)
-    b = _random_words(rng, form, fb, form.b_type).astype(frag_dt)
-    c = _acc_words(rng, form, fc).astype(acc_dt)
+    a = random_words(rng, form, fa, form.a_type).astype(frag_dt)
+    b = random_words(rng, form, fb, form.b_type).astype(frag_dt)
+    c = accumulator_words(rng, form, fc).astype(acc_dt)
     d = poison(np.empty((32, form.c_regs), acc_dt))
     gpu, cpu = both(mma_probe(form, satfinite), "mma_probe", 1, 32, [a, b, c, d])
     if form.a_type.is_int or form.bitop:
         np.testing.assert_array_equal(gpu[3], cpu[3])
         return
-    g = _decode(unpack_fragment(fc, gpu[3].astype(np.uint64)), form.d_type)
-    h = _decode(unpack_fragment(fc, cpu[3].astype(np.uint64)), form.d_type)
+    g = decode_values(unpack_fragment(fc, gpu[3].astype(np.uint64)), form.d_type)
+    h = decode_values(unpack_fragment(fc, cpu[3].astype(np.uint64)), form.d_type)
     rtol, atol = FLOAT_TOL[form.d_type]
     if form.a_type is T.tf32:
         rtol, atol = 5e-3, 5e-2  # the tensor core may round tf32 operands where the model truncates

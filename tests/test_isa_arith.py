@@ -7,8 +7,8 @@ import pytest
 import ptxforge as pf
 from ptxforge import bf16, bf16x2, f16, f16x2, f32, f64, s16, s32, s64, u16, u32, u64
 from ptxforge.isa.arith import ARITH, FLOAT_MODS
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 

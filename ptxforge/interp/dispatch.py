@@ -10,7 +10,7 @@ from __future__ import annotations
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_warp)
 from .findings import InterpUnsupported
-from .program import BLOCKING, BRANCH, PLAIN, Op
+from .ops import BLOCKING, BRANCH, PLAIN, Op
 
 _PTXFORGE_INTERNAL = True
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..builder import Kernel, KernelBuilder
+from ..kernel import Kernel
 from ..errors import LaunchError
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
@@ -135,7 +135,7 @@ def cta_batches(grid, per_batch: int):
 
 
 def resolve_kernel(module, kernel=None) -> Kernel:
-    if isinstance(module, KernelBuilder):
+    if hasattr(module, "finish"):  # a KernelBuilder
         module = module.finish()
     if isinstance(module, Kernel):
         if kernel is not None and kernel != module.name:

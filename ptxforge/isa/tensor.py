@@ -68,10 +68,6 @@ class MmaForm:
     def is_integer(self) -> bool:
         return self.a_type.is_int
 
-    @property
-    def sub_byte(self) -> bool:
-        return self.a_type in (T.s4, T.u4, T.b1)
-
     def mnemonic(self, satfinite=False) -> str:
         parts = ["mma", "sync", "aligned", self.shape, "row", "col"]
         if satfinite:

@@ -92,7 +92,7 @@ def cache_key(ptx: str, target: str, options, driver, ptxforge_version: str | No
     `ptxforge_version` defaults to the running ptxforge's.
     """
     if ptxforge_version is None:
-        from .. import __version__ as ptxforge_version
+        from .._version import __version__ as ptxforge_version
     h = hashlib.sha256()
     for part in (f"ptxforge-cubin-{FORMAT}", ptx, target, repr(tuple(options)), str(driver), str(ptxforge_version)):
         b = part.encode()

@@ -17,14 +17,10 @@ import os
 import re
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import ContextLost, DriverError, LaunchError, SyncTimeout, ToolchainMissing
 from ..isa.targets import PtxVersion, ptx_for_cuda
 from . import faults
-
-if TYPE_CHECKING:
-    from .launch import LaunchLimits
 
 _PTXFORGE_INTERNAL = True
 
@@ -88,6 +84,17 @@ def driver_error(err, what: str) -> DriverError:
     if faults.is_sticky(code):
         return faults.context_lost(code, name, what, desc)
     return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else ""), code=code, name=name)
+
+
+@dataclass(frozen=True)
+class LaunchLimits:
+    """Device limits a launch is checked against (defaults: every sm_80+ GPU)."""
+
+    max_threads_per_block: int = 1024
+    max_block: tuple = (1024, 1024, 64)
+    max_grid: tuple = (2**31 - 1, 65535, 65535)
+    max_shared_default: int = 48 * 1024  # dynamic + static without opting in
+    max_shared_optin: int = 48 * 1024  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 @dataclass(frozen=True)
@@ -178,7 +185,6 @@ def _init() -> _Context:
     with _lock:
         if _state is not None:
             return _state
-        from .launch import LaunchLimits  # here, not at the top: launch -> memory -> driver
         d = api()
         try:
             res = d.cuInit(0)

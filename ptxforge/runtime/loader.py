@@ -83,9 +83,9 @@ def jit_target_name(target: Target | None, compute_capability: tuple) -> str:
 
 def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
     """Turn a Module, KernelBuilder, Kernel or PTX text into a Source capped at `ptx_cap`."""
-    from ..builder import Kernel, KernelBuilder
+    from ..kernel import Kernel
     from ..module import Module
-    if isinstance(obj, (KernelBuilder, Kernel)):
+    if isinstance(obj, Kernel) or hasattr(obj, "finish"):  # a Kernel or a KernelBuilder
         obj = Module([obj])
     if isinstance(obj, Module):
         try:
@@ -130,7 +130,7 @@ def parse_param(decl: str, kernel: str = ""):
     space and the pointee's alignment); ``.param .align 8 .b8 s[24]`` (a by-value struct);
     ``.param .u32 a[4]`` (an array: 16 bytes, aligned as its element unless `.align` says more).
     """
-    from ..builder import Param
+    from ..kernel import Param
     where = f" of kernel '{kernel}'" if kernel else ""
     toks = _TOKEN.findall(decl)
     if not toks or toks[0] != ".param":

@@ -1,0 +1,1 @@
+"""Test assets shared by the test files: probe kernels, PTX cross-checks, error-location asserts."""

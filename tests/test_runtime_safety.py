@@ -774,6 +774,12 @@ def test_interpreter_refuses_what_a_gpu_refuses(grid, block, match):
         pf.interp.run(_noop(), grid=grid, block=block, args=[1])
 
 
+@pytest.mark.parametrize("shared", [1.5, -1, True, "8"])
+def test_interpreter_refuses_shared_sizes_a_gpu_refuses(shared):
+    with pytest.raises(LaunchError, match="shared= takes a non-negative int"):
+        pf.interp.run(_noop(), grid=1, block=32, args=[1], shared=shared)
+
+
 def test_interpreter_makes_its_cta_list_lazily():
     from ptxforge.interp.launch import cta_batches
     t0 = time.monotonic()

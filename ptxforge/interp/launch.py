@@ -176,6 +176,9 @@ class Launch:
         self.track_shared = races and bool(self.checks & {"race", "async", "uninit"})
         self.findings: list = []
         self._seen: dict = {}
+        if isinstance(dynamic_shared, (bool, np.bool_)) or not isinstance(dynamic_shared, (int, np.integer)) \
+                or dynamic_shared < 0:
+            raise LaunchError(f"shared= takes a non-negative int of bytes, got {dynamic_shared!r}")
         self.dynamic_shared = int(dynamic_shared)
         self.smem = SharedLayout(kernel, self.dynamic_shared)
         self.total_shared = self.smem.static_bytes + self.dynamic_shared

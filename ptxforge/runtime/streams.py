@@ -34,9 +34,12 @@ class Stream:
 
     def __init__(self, *, non_blocking: bool = True):
         d = api()
-        _drv.context()  # a stream belongs to the context current at its creation: ours
-        flags = d.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else d.CUstream_flags.CU_STREAM_DEFAULT
-        self._obj = check(d.cuStreamCreate(int(flags)), "cuStreamCreate")
+        prev = _drv.enter()  # a stream belongs to the context current at its creation: ours
+        try:
+            flags = d.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else d.CUstream_flags.CU_STREAM_DEFAULT
+            self._obj = check(d.cuStreamCreate(int(flags)), "cuStreamCreate")
+        finally:
+            _drv.leave(prev)
         self.handle = int(self._obj)
         self._finalizer = weakref.finalize(self, _destroy, self._obj)
 

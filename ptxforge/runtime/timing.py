@@ -121,7 +121,14 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
     """
     if repeat < 1 or batch < 1 or warmup < 0:
         raise ValueError("benchmark needs repeat >= 1, batch >= 1 and warmup >= 0")
-    _drv.context()
+    prev = _drv.enter()
+    try:
+        return _benchmark(target, args, kwargs, stream, warmup, repeat, batch)
+    finally:
+        _drv.leave(prev)
+
+
+def _benchmark(target, args, kwargs, stream, warmup: int, repeat: int, batch: int) -> Timing:
     d = api()
     s = stream_handle(stream)
     sobj = d.CUstream(s)

@@ -92,6 +92,7 @@ def drv(monkeypatch):
                         driver_version=13000, limits=LaunchLimits(max_shared_optin=232448), driver_build="570.1")
     monkeypatch.setattr(D, "_api", sd)
     monkeypatch.setattr(D, "_state", D._Context(0, OURS, info, 0))
+    monkeypatch.setattr(K, "_stream_objs", {})  # the stand-in's stream objects must not outlive it
     F.reset_for_tests()
     C.clear_memory_cache()
     yield sd

@@ -301,10 +301,10 @@ def _synchronize_within(timeout: float) -> None:
     if not timeout >= 0:
         raise ValueError(f"timeout must be a non-negative number of seconds, got {timeout}")
     st = _state
+    d = api()
     box = []
 
     def wait():
-        d = api()
         try:
             d.cuCtxSetCurrent(st.ctx)
             box.append(d.cuCtxSynchronize())

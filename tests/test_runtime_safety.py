@@ -824,3 +824,5 @@ def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeyp
                                           r"kernel 'saxpy'; restart the process$"):
         fn(2, 256, a, a, 300, 0.5)
     assert drv.current == 0xF00
+    a.free()  # with the context dead: forgotten, not handed to the driver
+    assert "cuMemFree" not in [c[0] for c in drv.calls[-3:]]

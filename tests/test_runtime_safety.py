@@ -309,6 +309,10 @@ def test_a_dead_context_during_jit_is_not_blamed_on_the_ptx(drv, monkeypatch):
     with pytest.raises(DriverError, match="OUT_OF_MEMORY") as e:
         L.jit_link(src, "sm_90")
     assert not isinstance(e.value, JitError)
+    monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(201, "cuLinkCreate", b"", "", ""))
+    with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_CONTEXT") as e:
+        L.jit_link(src, "sm_90")
+    assert not isinstance(e.value, JitError)
     monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(218, "cuLinkAddData", b"", "line 3; error : bad", ""))
     with pytest.raises(JitError, match="rejected the PTX"):
         L.jit_link(src, "sm_90")

@@ -43,6 +43,9 @@ STICKY = {
 #: Codes that say memory ran out, not that any input was wrong.
 OUT_OF_RESOURCES = {2: "CUDA_ERROR_OUT_OF_MEMORY"}
 
+#: Codes that say there is no usable context at all (nothing to do with any input).
+NO_CONTEXT = {3: "CUDA_ERROR_NOT_INITIALIZED", 4: "CUDA_ERROR_DEINITIALIZED", 201: "CUDA_ERROR_INVALID_CONTEXT"}
+
 #: Codes with which the driver refuses a module image itself.
 IMAGE_REJECTED = {
     200: "CUDA_ERROR_INVALID_IMAGE",
@@ -64,7 +67,10 @@ def code_name(code: int, name: str = "") -> str:
     """The CUresult's name: the driver's when given, else from the tables here."""
     if name and not name.isdigit():
         return name
-    return STICKY.get(code) or OUT_OF_RESOURCES.get(code) or IMAGE_REJECTED.get(code) or f"CUresult {code}"
+    for table in (STICKY, OUT_OF_RESOURCES, NO_CONTEXT, IMAGE_REJECTED):
+        if code in table:
+            return table[code]
+    return f"CUresult {code}"
 
 
 def is_sticky(code) -> bool:
@@ -75,6 +81,11 @@ def is_sticky(code) -> bool:
 def is_out_of_resources(code) -> bool:
     """Whether `code` says memory ran out."""
     return code is not None and int(code) in OUT_OF_RESOURCES
+
+
+def is_not_the_inputs(code) -> bool:
+    """Whether `code` blames the context or memory (sticky, out of memory, no context), never the PTX or cubin."""
+    return code is not None and (int(code) in STICKY or int(code) in OUT_OF_RESOURCES or int(code) in NO_CONTEXT)
 
 
 def is_image_rejection(code) -> bool:

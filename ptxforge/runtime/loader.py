@@ -276,8 +276,7 @@ def jit_link(src: Source, target: str, options: tuple = ()) -> tuple:
     from ..assembler import refuse_nul
     refuse_nul(src.text)
     res = link_ptx(src.text.encode() + b"\0", opts, LOG_BYTES)  # the driver reads PTX as a C string
-    if res.code and not faults.is_image_rejection(res.code) and (
-            faults.is_sticky(res.code) or faults.is_out_of_resources(res.code) or faults.dead_reason() is not None):
+    if res.code and (faults.is_not_the_inputs(res.code) or faults.dead_reason() is not None):
         raise driver_error(res.code, f"{res.step} (the driver JIT compiling for {target})")  # not the PTX's fault
     if res.code:
         try:

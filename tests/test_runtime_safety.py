@@ -637,10 +637,15 @@ def test_parameter_layout_is_cross_checked_with_the_driver(drv):
     drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)
     K.check_param_layout("k", 0xF, lay)
     wrong = list(truth)
-    wrong[2] = (16, 4)  # what the old parser believed of `.u32 a[4]`
+    wrong[2] = (16, 4)  # the driver's answer for a `.u32 a` read as 16 bytes
     drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *wrong[i]) if i < len(wrong) else (1, 0, 0)
-    with pytest.raises(LaunchError, match=r"parameter 2 \(a: .b8\[16\]\).*by the driver at offset 16, 4 bytes"):
+    with pytest.raises(LaunchError, match=r"parameter 2 \(a: .b8\[16\]\) is 16 bytes as ptxforge read it, but 4 bytes "
+                                          r"to the driver"):
         K.check_param_layout("k", 0xF, lay)
+    moved = list(truth)
+    moved[3] = (48, 128)  # the driver's own offset for `.align 64 .b8 t[128]` (the H200 says 48): not a mismatch
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *moved[i]) if i < len(moved) else (1, 0, 0)
+    K.check_param_layout("k", 0xF, lay)
     drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *truth[i]) if i < len(truth) else (0, 240, 8)
     with pytest.raises(LaunchError, match="more parameters than the 8"):
         K.check_param_layout("k", 0xF, lay)

@@ -376,11 +376,14 @@ def test_foreign_parameter_spellings_agree_with_the_driver():
     from cuda.bindings import driver as d
     lm = pf.load(FOREIGN)  # loading runs the cross-check against cuFuncGetParamInfo
     fn = lm["foreign"]
-    assert [(s.offset, s.size) for s in fn.layout.specs] == [(0, 8), (8, 16), (64, 128), (192, 24), (216, 4),
-                                                             (224, 8)]
     assert hasattr(d, "cuFuncGetParamInfo") and pf.device_info().driver_version >= 12040, \
         "this driver cannot tell its parameter layout: the cross-check is not made"
+    driver_sizes = [int(d.cuFuncGetParamInfo(fn._func, i)[2]) for i in range(len(fn.params))]
+    assert driver_sizes == [s.size for s in fn.layout.specs] == [8, 16, 128, 24, 4, 8]
     old_reading = list(fn.params)
     old_reading[1] = pf.Param("a", pf.u32)  # what the old parser made of `.u32 a[4]`
-    with pytest.raises(LaunchError, match=r"parameter 1 \(a: .u32\).*by the driver at offset 8, 16 bytes"):
+    with pytest.raises(LaunchError, match=r"parameter 1 \(a: .u32\) is 4 bytes as ptxforge read it, but 16 bytes"):
         K.check_param_layout("foreign", fn._func, layout(old_reading))
+    # and a launch packs every one of them (the array as 16 bytes, the blocks as bytes) for the driver
+    fn(1, 1, pf.DeviceBuffer.empty(4, np.uint32), np.arange(4, dtype=np.uint32), bytes(128), bytes(24), 1.0, 0)
+    pf.synchronize()

@@ -347,11 +347,17 @@ _INVALID_VALUE = 1
 
 
 def check_param_layout(kernel: str, func, lay: ParamLayout) -> None:
-    """Compare ptxforge's parameter layout with the driver's own (cuFuncGetParamInfo, driver CUDA >= 12.4).
+    """Compare ptxforge's reading of a kernel's parameters with the driver's own (cuFuncGetParamInfo,
+    driver CUDA >= 12.4): every parameter's size, and their count.
 
-    A parameter at another offset or of another size, or a parameter count that differs, is a
-    LaunchError naming the parameter: arguments packed by the wrong layout would be garbage.
-    Drivers or bindings without the call are not checked.
+    A launch hands cuLaunchKernel one pointer per parameter and the driver copies each parameter's
+    size from it to the parameter's place in its own layout, so the sizes (and the count) are what
+    must agree: a parameter read with the wrong size would take the wrong bytes.  The driver's
+    offsets may differ from ptxforge's packing and need not agree: ptxas aligns parameters within
+    the constant bank, whose parameter area starts on a 16-byte boundary, so on the H200 a
+    `.param .align 64 .b8 t[128]` after 24 bytes of parameters sits at offset 48, not 64.
+    A mismatch is a LaunchError naming the parameter; drivers or bindings without the call are
+    not checked.
     """
     d = api()
     info = getattr(d, "cuFuncGetParamInfo", None)
@@ -367,10 +373,9 @@ def check_param_layout(kernel: str, func, lay: ParamLayout) -> None:
                 return  # not supported by this driver
             raise LaunchError(f"kernel '{kernel}': the driver knows no parameter {spec.index} ({spec.name}); "
                               f"ptxforge read {len(lay.specs)} parameters {lay.signature()} from its PTX")
-        if (int(off), int(size)) != (spec.offset, spec.size):
-            raise LaunchError(f"kernel '{kernel}': parameter {spec.index} ({spec.describe()}) is laid out by ptxforge "
-                              f"at offset {spec.offset}, {spec.size} bytes, but by the driver at offset {int(off)}, "
-                              f"{int(size)} bytes")
+        if int(size) != spec.size:
+            raise LaunchError(f"kernel '{kernel}': parameter {spec.index} ({spec.describe()}) is {spec.size} bytes as "
+                              f"ptxforge read it, but {int(size)} bytes to the driver (at its offset {int(off)})")
     try:
         err, off, size = info(func, len(lay.specs))
     except Exception:

@@ -797,6 +797,7 @@ def test_interpreter_makes_its_cta_list_lazily():
     assert next(batches) == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)]
     assert time.monotonic() - t0 < 1
     assert list(cta_batches((3, 2, 1), 4)) == [[(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [(1, 1, 0), (2, 1, 0)]]
+    assert list(cta_batches((2, 2, 1), 4, (1, 2, 1))) == [[(0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0)]]  # by cluster
     rep = pf.interp.run(_noop(), grid=(3, 2), block=32, args=[1], batch_threads=64)
     assert rep.ctas == 6 and rep.batches == 3
 

@@ -11,6 +11,7 @@ from . import __version__
 from .builder import Comment, Kernel, KernelBuilder, LabelDef, decl_type
 from .errors import TargetError, ValidationError
 from .isa.instruction import Instruction
+from .isa.opaque import OPAQUE
 from .isa.targets import PtxVersion, Target, least_version
 
 _PTXFORGE_INTERNAL = True
@@ -32,7 +33,9 @@ class Rendered:
 class Module:
     """One PTX module: one or more kernels for one target."""
 
-    def __init__(self, kernels, *, target=None, version=None):
+    def __init__(self, kernels, *, target=None, version=None, declarations=()):
+        """`declarations`: module-scope parts rendered after the header, in order (variables,
+        prototypes, verbatim directives: see ptxforge.declarations)."""
         ks = []
         for k in kernels:
             ks.append(k.finish() if isinstance(k, KernelBuilder) else k)
@@ -54,6 +57,7 @@ class Module:
         if dup:
             raise ValidationError(f"kernel names must be unique within a module: {sorted(dup)}")
         self.kernels = tuple(ks)
+        self.declarations = tuple(declarations)
         self.target = target
         self._version = PtxVersion.parse(version) if version is not None else None
         if self._version is not None:
@@ -108,6 +112,9 @@ class Module:
             lines.append("// dynamic shared memory: every .extern .shared array aliases the same base")
             for name, align in externs.items():
                 lines.append(f".extern .shared .align {align} .b8 {name}[];")
+        if self.declarations:
+            lines.append("")
+            lines.extend(d.render() for d in self.declarations)
         for k in self.kernels:
             lines.append("")
             _render_kernel(k, lines, line_map)
@@ -155,6 +162,8 @@ class Module:
             hit = r.line_map.get(i) if sources else None
             if hit is not None and hit[0].loc is not None:
                 line = f"{line:<{width}}  // {hit[0].loc}"
+            if hit is not None and hit[0].opcode == OPAQUE:
+                line += f"  [opaque: {hit[0].info.reason}]"
             out.append(f"{i:>{nw}} | {line}" if numbers else line)
         return "\n".join(out) + "\n"
 
@@ -175,13 +184,14 @@ class Module:
 def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
     for key, value in k.notes:
         lines.append(f"// {k.name}: {key} = {value}")
+    header = getattr(k, "header", None) or f".visible .entry {k.name}"
     if k.params:
-        lines.append(f".visible .entry {k.name}(")
+        lines.append(f"{header}(")
         for i, p in enumerate(k.params):
             lines.append(f"{_INDENT}{p.render()}{',' if i + 1 < len(k.params) else ''}")
         lines.append(")")
     else:
-        lines.append(f".visible .entry {k.name}()")
+        lines.append(f"{header}()")
     for key, val in k.directives:
         if isinstance(val, tuple):
             lines.append(f".{key} {', '.join(str(x) for x in val)}")
@@ -196,6 +206,8 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
             lines.append(f"{_INDENT}.reg .{tname} {', '.join(names[i:i + 12])};")
     for s in k.shared:
         lines.append(f"{_INDENT}.shared .align {s.align} .b8 {s.name}[{s.nbytes}];")
+    for v in getattr(k, "variables", ()):
+        lines.append(_INDENT + v.render())
     lines.append("")
     for item in k.body:
         if isinstance(item, Instruction):
@@ -205,4 +217,6 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
             lines.append(f"{item.label}:")
         elif isinstance(item, Comment):
             lines.append(f"{_INDENT}// ---- {item.text}" if item.section else f"{_INDENT}// {item.text}")
+        else:  # call scopes, scoped declarations, .loc/.pragma lines (ptxforge.declarations)
+            lines.append(_INDENT + item.ptx_line())
     lines.append("}")

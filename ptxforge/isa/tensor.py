@@ -256,6 +256,20 @@ def setmaxnreg(action: str, n: int):
                 info=(action, n), mods=(action,))
 
 
+def wgmma_sync(what: str, n: int | None = None):
+    """wgmma.fence / wgmma.commit_group / wgmma.wait_group n (.sync.aligned, sm_90a)."""
+    if what == "fence":
+        return make("wgmma.fence", ("wgmma", "fence", "sync", "aligned"), req=REQ_WGMMA)
+    if what == "commit_group":
+        return make("wgmma.commit_group", ("wgmma", "commit_group", "sync", "aligned"), req=REQ_WGMMA)
+    if what == "wait_group":
+        if not isinstance(n, int) or n < 0:
+            raise ValidationError(f"wgmma.wait_group takes a non-negative immediate, got {n!r}")
+        return make("wgmma.wait_group", ("wgmma", "wait_group", "sync", "aligned"), (Imm(n),), req=REQ_WGMMA,
+                    info=n)
+    raise ValidationError(f"wgmma.{what} is not one of fence, commit_group, wait_group")
+
+
 class TensorOps:
     def mma(self, a, b, c=0, *, shape, a_type, b_type=None, acc=None, satfinite=False, bitop=None, dst=None,
             pred=None):
@@ -285,15 +299,14 @@ class TensorOps:
         return d
 
     def wgmma_fence(self):
-        self.emit(make("wgmma.fence", ("wgmma", "fence", "sync", "aligned"), req=REQ_WGMMA))
+        self.emit(wgmma_sync("fence"))
 
     def wgmma_commit(self):
-        self.emit(make("wgmma.commit_group", ("wgmma", "commit_group", "sync", "aligned"), req=REQ_WGMMA))
+        self.emit(wgmma_sync("commit_group"))
 
     def setmaxnreg(self, action: str, n: int):
         """Raise ('inc') or lower ('dec') this warpgroup's register budget to n (sm_90a)."""
         self.emit(setmaxnreg(action, n))
 
     def wgmma_wait(self, n=0):
-        self.emit(make("wgmma.wait_group", ("wgmma", "wait_group", "sync", "aligned"), (Imm(int(n)),), req=REQ_WGMMA,
-                       info=int(n)))
+        self.emit(wgmma_sync("wait_group", int(n)))

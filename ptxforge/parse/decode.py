@@ -1,0 +1,501 @@
+"""Mnemonic + operands -> the Instruction the builder would make, through the ISA's constructors.
+
+Each decoder reads the modifiers of one family's mnemonic and calls that family's pure
+constructor (`arith`, `ld`, `mma`, ...) with the parsed operands: the constructor's checks are
+the only legality check.  `decode` then confirms that the constructor spells the same
+instruction (the same mnemonic parts, the same operands); a form it spells otherwise is a form
+the tables do not have.
+"""
+
+from __future__ import annotations
+
+from ..errors import ValidationError
+from ..isa import types as T
+from ..isa.arith import ARITH, arith
+from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_tensor_g2s, bulk_tensor_s2g, bulk_wait_group,
+                              commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
+from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
+from ..isa.calls import ArgList, FuncRef, call
+from ..isa.control import bra, mov, selp, setp, simple
+from ..isa.convert import cvt, cvta
+from ..isa.memory import (CACHE_OPS, SPACES, atom, ld, ldmatrix, prefetch, prefetch_tensormap, st, stmatrix)
+from ..isa.operands import Imm, NegPred, PairDst, Reg, TensorAddr, Vec
+from ..isa.sync import (BARRIER_SPELLINGS, FENCES, bar, bar_warp_sync, fence, mbarrier_arrive, mbarrier_expect_tx,
+                        mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
+from ..isa.tensor import mma, mma_form, setmaxnreg, wgmma, wgmma_form, wgmma_sync
+from ..isa.warp import activemask, elect, redux, shfl, vote
+
+_PTXFORGE_INTERNAL = True
+
+
+class Unknown(ValidationError):
+    """The tables have no instruction of this name (as opposed to an illegal form of a known one)."""
+
+
+def _t(name):
+    return T.lookup(name)
+
+
+def _n(ops, k, what):
+    if len(ops) != k:
+        raise ValidationError(f"{what} takes {k} operand(s), got {len(ops)}")
+    return ops
+
+
+def _int(op, what):
+    if isinstance(op, Imm) and isinstance(op.value, int):
+        return op.value
+    raise ValidationError(f"{what} must be an immediate integer, got {op}")
+
+
+def _int_or_reg(op):
+    return op.value if isinstance(op, Imm) and isinstance(op.value, int) else op
+
+
+def _mask(op):
+    """A 32-bit lane mask written as -1 (nvcc does) is 0xFFFFFFFF."""
+    if isinstance(op, Imm) and isinstance(op.value, int) and op.value < 0:
+        return op.value & 0xFFFFFFFF
+    return _int_or_reg(op)
+
+
+# ------------------------------------------------------------------ families
+
+def d_arith(parts, ops):
+    op, t = parts[0], _t(parts[-1])
+    mods = parts[1:-1]
+    if t.is_float:
+        modes = ("rn", "rz", "rm", "rp", "approx", "full")
+        mode = next((m for m in mods if m in modes), None)
+        flags = tuple(m for m in mods if m != mode)
+    else:
+        if len(mods) > 1:
+            raise ValidationError(f"{op}.{t.name} takes one modifier at most, got {'.'.join(mods)}")
+        mode, flags = (mods[0] if mods else None), ()
+    if not ops:
+        raise ValidationError(f"{op} needs a destination")
+    return arith(op, t, ops[0], list(ops[1:]), mode, flags)
+
+
+def d_setp(parts, ops):
+    if len(parts) == 3:
+        cmp, boolop = parts[1], None
+    elif len(parts) == 4:
+        cmp, boolop = parts[1], parts[2]
+    else:
+        raise ValidationError("setp is setp.cmp{.and|.or|.xor}.type")
+    if boolop is None:
+        p, a, b = _n(ops, 3, "setp")
+        return setp(cmp, _t(parts[-1]), p, a, b)
+    p, a, b, c = _n(ops, 4, f"setp.{cmp}.{boolop}")
+    return setp(cmp, _t(parts[-1]), p, a, b, boolop, c)
+
+
+def d_selp(parts, ops):
+    return selp(_t(parts[-1]), *_n(ops, 4, "selp"))
+
+
+def d_mov(parts, ops):
+    d, a = _n(ops, 2, "mov")
+    return mov(_t(parts[-1]), d, a)
+
+
+def d_bra(parts, ops):
+    (label,) = _n(ops, 1, "bra")
+    return bra(label, uni=parts[1:] == ["uni"])
+
+
+def d_simple(parts, ops):
+    _n(ops, 0, parts[0])
+    return simple(parts[0])
+
+
+def d_logic(parts, ops):
+    return logic(parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
+
+
+def d_shift(parts, ops):
+    d, a, n = _n(ops, 3, parts[0])
+    return shift(parts[0], _t(parts[-1]), d, a, n)
+
+
+def d_lop3(parts, ops):
+    d, a, b, c, lut = _n(ops, 5, "lop3")
+    return lop3(d, a, b, c, _int(lut, "lop3 lookup table"))
+
+
+def d_prmt(parts, ops):
+    d, a, b, c = _n(ops, 4, "prmt")
+    return prmt(d, a, b, c, parts[2] if len(parts) > 2 else None)
+
+
+def d_shf(parts, ops):
+    d, a, b, c = _n(ops, 4, "shf")
+    return shf(parts[1], d, a, b, c, parts[2])
+
+
+def d_bitfield(parts, ops):
+    return bitfield(parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
+
+
+def d_cvt(parts, ops):
+    dt, st_ = _t(parts[-2]), _t(parts[-1])
+    mods = parts[1:-2]
+    rnd = next((m for m in mods if m not in ("ftz", "sat")), None)
+    if dt in (T.f16x2, T.bf16x2):
+        d, a, b = _n(ops, 3, f"cvt.{dt.name}")
+        return cvt(dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods, b)
+    d, a = _n(ops, 2, "cvt")
+    return cvt(dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods)
+
+
+def d_cvta(parts, ops):
+    d, a = _n(ops, 2, "cvta")
+    to = parts[1] == "to"
+    space = parts[2] if to else parts[1]
+    return cvta(d, a, space, to)
+
+
+def _mem_parts(parts):
+    space = "generic"
+    vec, nc, cop, hints = 1, False, None, []
+    for p in parts[1:-1]:
+        if p in SPACES:
+            space = p
+        elif p == "nc":
+            nc = True
+        elif p[0] == "v" and p[1:].isdigit():
+            vec = int(p[1:])
+        elif p in CACHE_OPS["ld"] or p in CACHE_OPS["st"]:
+            cop = p
+        else:
+            hints.append(p)
+    return space, vec, nc, cop, tuple(hints), _t(parts[-1])
+
+
+def d_ld(parts, ops):
+    d, a = _n(ops, 2, "ld")
+    space, vec, nc, cop, hints, t = _mem_parts(parts)
+    return ld(t, d, a, space, vec, nc, cop, hints)
+
+
+def d_st(parts, ops):
+    a, v = _n(ops, 2, "st")
+    space, vec, nc, cop, hints, t = _mem_parts(parts)
+    if nc:
+        raise ValidationError("st has no .nc")
+    return st(t, a, v, space, vec, cop, hints)
+
+
+def d_atom(parts, ops):
+    red = parts[0] == "red"
+    space = parts[1] if len(parts) == 4 else "generic"
+    if len(parts) not in (3, 4):
+        raise ValidationError(f"{parts[0]} is {parts[0]}{{.space}}.op.type (ordering and scope qualifiers are "
+                              "not in the tables)")
+    op, t = parts[-2], _t(parts[-1])
+    if red:
+        a, b = _n(ops, 2, "red")
+        return atom(op, t, None, a, b, None, space, reduce_only=True)
+    if op == "cas":
+        d, a, b, c = _n(ops, 4, "atom.cas")
+        return atom(op, t, d, a, b, c, space)
+    d, a, b = _n(ops, 3, "atom")
+    return atom(op, t, d, a, b, None, space)
+
+
+def _matrix_parts(parts):
+    shape, num, trans, space = None, None, False, "generic"
+    for p in parts[3:-1]:
+        if p[0] == "m" and p[1:2].isdigit():
+            shape = p
+        elif p[0] == "x" and p[1:].isdigit():
+            num = int(p[1:])
+        elif p == "trans":
+            trans = True
+        else:
+            space = p
+    return shape, num, trans, space, _t(parts[-1])
+
+
+def d_ldmatrix(parts, ops):
+    d, a = _n(ops, 2, "ldmatrix")
+    shape, num, trans, space, t = _matrix_parts(parts)
+    return ldmatrix(d, a, num, trans, shape, t, space)
+
+
+def d_stmatrix(parts, ops):
+    a, v = _n(ops, 2, "stmatrix")
+    shape, num, trans, space, t = _matrix_parts(parts)
+    return stmatrix(a, v, num, trans, shape, t, space)
+
+
+def d_prefetch(parts, ops):
+    (a,) = _n(ops, 1, "prefetch")
+    space = parts[1] if len(parts) == 3 else None
+    if parts[-1] == "tensormap":
+        return prefetch_tensormap(a, space)
+    return prefetch(a, parts[-1], space)
+
+
+def d_bar(parts, ops):
+    name = BARRIER_SPELLINGS.get(".".join(parts), ".".join(parts))
+    if name == "bar.warp.sync":
+        (m,) = _n(ops, 1, "bar.warp.sync")
+        return bar_warp_sync(_mask(m))
+    head, kind = name.split(".")[:2]
+    if len(name.split(".")) != 2:
+        raise ValidationError(f"{name}: the tables have bar.sync, bar.arrive, barrier.sync, barrier.arrive, "
+                              "bar.warp.sync")
+    if not 1 <= len(ops) <= 2:
+        raise ValidationError(f"{name} takes a barrier id and an optional thread count")
+    count = _int_or_reg(ops[1]) if len(ops) > 1 else None
+    return bar(kind, _int_or_reg(ops[0]), count, aligned=head == "bar")
+
+
+def d_fence(parts, ops):
+    _n(ops, 0, parts[0])
+    return fence(".".join(parts))
+
+
+def d_mbarrier(parts, ops):
+    kind = parts[1]
+    space = next((p for p in parts if p.startswith("shared")), "shared")
+    if kind == "init":
+        a, n = _n(ops, 2, "mbarrier.init")
+        return mbarrier_init(a, _int_or_reg(n), space)
+    if kind == "arrive":
+        tx = "expect_tx" in parts
+        release = "release" in parts
+        if len(ops) == 3:
+            extra = _int_or_reg(ops[2])
+            return mbarrier_arrive(ops[0], ops[1], None if tx else extra, space, extra if tx else None, release)
+        state, a = _n(ops, 2, "mbarrier.arrive")
+        return mbarrier_arrive(state, a, None, space, None, release)
+    if kind == "expect_tx":
+        a, n = _n(ops, 2, "mbarrier.expect_tx")
+        return mbarrier_expect_tx(a, _int_or_reg(n), space)
+    if kind in ("test_wait", "try_wait"):
+        p, a, phase = _n(ops, 3, f"mbarrier.{kind}")
+        return mbarrier_wait(kind, p, a, _int_or_reg(phase), "parity" in parts, space)
+    if kind == "inval":
+        (a,) = _n(ops, 1, "mbarrier.inval")
+        return mbarrier_inval(a, space)
+    raise Unknown(f"mbarrier.{kind} is not in the tables (they have init, arrive, expect_tx, test_wait, "
+                  "try_wait, inval)")
+
+
+def d_nanosleep(parts, ops):
+    (t,) = _n(ops, 1, "nanosleep")
+    return nanosleep(_int_or_reg(t))
+
+
+def d_shfl(parts, ops):
+    d, a, b, c, m = _n(ops, 5, "shfl.sync")
+    p = None
+    if isinstance(d, PairDst):
+        d, p = d.reg, d.pred
+    return shfl(parts[2], d, a, b, c, _mask(m), p)
+
+
+def d_vote(parts, ops):
+    d, p, m = _n(ops, 3, "vote.sync")
+    return vote(parts[2], d, p, _mask(m))
+
+
+def d_redux(parts, ops):
+    d, a, m = _n(ops, 3, "redux.sync")
+    return redux(parts[2], _t(parts[-1]), d, a, _mask(m))
+
+
+def d_elect(parts, ops):
+    d, m = _n(ops, 2, "elect.sync")
+    if not isinstance(d, PairDst):
+        raise ValidationError("elect.sync writes `_|%p` (or `%r|%p`)")
+    return elect(d.pred, _mask(m))
+
+
+def d_activemask(parts, ops):
+    (d,) = _n(ops, 1, "activemask")
+    return activemask(d)
+
+
+def d_mma(parts, ops):
+    d, a, b, c = _n(ops, 4, "mma")
+    # mma.sync.aligned.SHAPE.row.col{.satfinite}.dt.at.bt.ct{.bitop.popc}
+    rest = parts[6:]
+    satfinite = bool(rest) and rest[0] == "satfinite"
+    if satfinite:
+        rest = rest[1:]
+    bitop = None
+    if len(rest) == 6 and rest[-1] == "popc":
+        bitop, rest = rest[4], rest[:4]
+    if len(rest) != 4:
+        raise ValidationError("mma is mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype")
+    form = mma_form(parts[3], rest[1], rest[2], rest[3], bitop)
+    if form.d_type is not _t(rest[0]):
+        raise ValidationError(f"{form}: the result type is .{form.d_type.name}, not .{rest[0]}")
+    return mma(form, d, a, b, c, satfinite)
+
+
+def d_wgmma(parts, ops):
+    kind = parts[1]
+    if kind in ("fence", "commit_group"):
+        _n(ops, 0, f"wgmma.{kind}")
+        return wgmma_sync(kind)
+    if kind == "wait_group":
+        (n,) = _n(ops, 1, "wgmma.wait_group")
+        return wgmma_sync(kind, _int(n, "wgmma.wait_group count"))
+    if kind != "mma_async":
+        raise Unknown(f"wgmma.{kind} is not in the tables")
+    rest = parts[5:]
+    satfinite = bool(rest) and rest[0] == "satfinite"
+    if satfinite:
+        rest = rest[1:]
+    shape = parts[4]
+    n = int(shape[shape.index("n") + 1:shape.index("k")])
+    if len(rest) != 3:
+        raise ValidationError("wgmma.mma_async is wgmma.mma_async.sync.aligned.shape{.satfinite}.dtype.atype.btype")
+    form = wgmma_form(n, rest[1], rest[2], rest[0])
+    if len(ops) < 4:
+        raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d (and, for floats, scales)")
+    return wgmma(form, ops[0], ops[1], ops[2], ops[3], satfinite)
+
+
+def d_setmaxnreg(parts, ops):
+    (n,) = _n(ops, 1, "setmaxnreg")
+    return setmaxnreg(parts[1], _int(n, "setmaxnreg count"))
+
+
+def d_cp_async(parts, ops):
+    name = ".".join(parts)
+    if name == "cp.async.commit_group":
+        return commit_group()
+    if name == "cp.async.wait_group":
+        (n,) = _n(ops, 1, name)
+        return wait_group(_int(n, "cp.async.wait_group count"))
+    if name == "cp.async.wait_all":
+        return wait_all()
+    if parts[2] == "mbarrier":
+        (a,) = _n(ops, 1, "cp.async.mbarrier.arrive")
+        space = next((p for p in parts if p.startswith("shared")), "shared")
+        return cp_async_mbarrier_arrive(a, "noinc" in parts, space)
+    if parts[2] == "bulk":
+        return _bulk(parts, ops)
+    if parts[2] not in ("ca", "cg") or len(ops) < 3:
+        raise Unknown(f"{name} is not a cp.async form in the tables")
+    dst, src, size = ops[:3]
+    extra = list(ops[3:])
+    policy = extra.pop() if "L2::cache_hint" in parts and extra else None
+    src_size = ignore = None
+    if extra:
+        x = extra.pop(0)
+        if isinstance(x, NegPred) or (isinstance(x, Reg) and x.type.is_pred):
+            ignore = x
+        else:
+            src_size = _int_or_reg(x)
+    if extra:
+        raise ValidationError(f"{name}: too many operands")
+    pf = next((p for p in parts if p.startswith("L2::") and p.endswith("B")), None)
+    return cp_async(dst, src, _int(size, "cp.async cp-size"), parts[2], src_size, ignore, pf, policy, parts[3])
+
+
+def _bulk(parts, ops):
+    name = ".".join(parts)
+    if name == "cp.async.bulk.commit_group":
+        return bulk_commit_group()
+    if parts[3] == "wait_group":
+        (n,) = _n(ops, 1, name)
+        return bulk_wait_group(_int(n, "cp.async.bulk.wait_group count"), "read" in parts)
+    if parts[3] == "tensor":
+        if len(ops) == 3 and isinstance(ops[1], TensorAddr):
+            d, t, m = ops
+            return bulk_tensor_g2s(d, t.tmap, t.coords, m)
+        if len(ops) == 2 and isinstance(ops[0], TensorAddr):
+            t, s = ops
+            return bulk_tensor_s2g(t.tmap, t.coords, s)
+        raise ValidationError(f"{name}: the tables have the tile load [smem], [tmap, {{...}}], [mbar] and "
+                              "the tile store [tmap, {...}], [smem]")
+    d, s, size, m = _n(ops, 4, "cp.async.bulk")
+    return bulk_g2s(d, s, _int_or_reg(size), m)
+
+
+def d_createpolicy(parts, ops):
+    d, frac = _n(ops, 2, "createpolicy")
+    if parts[1] != "fractional":
+        raise Unknown("createpolicy: the tables have only createpolicy.fractional")
+    if not isinstance(frac, Imm):
+        raise ValidationError("createpolicy fraction must be an immediate")
+    return createpolicy(d, parts[2], float(frac.value))
+
+
+def d_call(parts, ops):
+    rets, args, func = (), (), None
+    for op in ops:
+        if isinstance(op, FuncRef):
+            func = op
+        elif isinstance(op, ArgList):
+            if func is None:
+                rets = op.items
+            else:
+                args = op.items
+        else:
+            raise ValidationError(f"call: {op} is neither a function, a (return list) nor an (argument list)")
+    if func is None:
+        raise ValidationError("call names no declared device function (.func)")
+    return call(func, args, rets, uni=parts[1:] == ["uni"])
+
+
+DECODERS = {
+    **{k: d_arith for k in ARITH},
+    "setp": d_setp, "selp": d_selp, "mov": d_mov, "bra": d_bra,
+    "ret": d_simple, "exit": d_simple, "trap": d_simple,
+    **{k: d_logic for k in ("and", "or", "xor", "not", "cnot")},
+    "shl": d_shift, "shr": d_shift, "lop3": d_lop3, "prmt": d_prmt, "shf": d_shf,
+    **{k: d_bitfield for k in BITFIELD},
+    "cvt": d_cvt, "cvta": d_cvta, "ld": d_ld, "st": d_st, "atom": d_atom, "red": d_atom,
+    "ldmatrix": d_ldmatrix, "stmatrix": d_stmatrix, "prefetch": d_prefetch,
+    "bar": d_bar, "barrier": d_bar, "membar": d_fence, "fence": d_fence, "mbarrier": d_mbarrier,
+    "nanosleep": d_nanosleep, "shfl": d_shfl, "vote": d_vote, "redux": d_redux, "elect": d_elect,
+    "activemask": d_activemask, "mma": d_mma, "wgmma": d_wgmma, "setmaxnreg": d_setmaxnreg,
+    "cp": d_cp_async, "createpolicy": d_createpolicy, "call": d_call,
+}
+
+#: Instruction names the reader knows, for the "not in the tables" message.
+KNOWN = tuple(sorted(set(DECODERS) - {"cp", "barrier"}) + ["cp.async"])
+
+
+def _spelled_alike(made: str, read: str) -> bool:
+    if made == read:
+        return True
+    read = BARRIER_SPELLINGS.get(read, read)
+    if made == read:
+        return True
+    a, b = made.split("."), read.split(".")
+    return a[0] == b[0] and sorted(a) == sorted(b)
+
+
+def decode(mnemonic: str, ops: list):
+    """The Instruction for `mnemonic ops...`; ValidationError (or Unknown) says why there is none."""
+    parts = mnemonic.split(".")
+    fn = DECODERS.get(parts[0])
+    if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"]):
+        raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'; they have "
+                      + ", ".join(KNOWN))
+    try:
+        ins = fn(parts, ops)
+    except (IndexError, KeyError, TypeError) as e:
+        raise ValidationError(f"'{mnemonic}' is not a form the tables know ({type(e).__name__}: {e})") from None
+    except ValidationError as e:
+        if "unknown PTX type" in e.message:
+            raise ValidationError(f"'{mnemonic}': {e.message}") from None
+        raise
+    if not _spelled_alike(ins.mnemonic, mnemonic):
+        raise ValidationError(f"'{mnemonic}' is not a form the tables know; the nearest they have is "
+                              f"'{ins.mnemonic}'")
+    made = [str(o) for o in ins.operands]
+    read = [str(o) for o in ops]
+    if made != read:
+        raise ValidationError(f"'{mnemonic}': the tables' form has the operands {', '.join(made)}; "
+                              f"the line has {', '.join(read)}")
+    return ins

@@ -475,13 +475,19 @@ def _spelled_alike(made: str, read: str) -> bool:
     return a[0] == b[0] and sorted(a) == sorted(b)
 
 
+def _same_operand(made, read) -> bool:
+    """Equal spellings, or two immediates of one value (`1.0` and `0f3F800000`)."""
+    if isinstance(made, Imm) and isinstance(read, Imm):
+        return float(made.value) == float(read.value)
+    return str(made) == str(read)
+
+
 def decode(mnemonic: str, ops: list):
     """The Instruction for `mnemonic ops...`; ValidationError (or Unknown) says why there is none."""
     parts = mnemonic.split(".")
     fn = DECODERS.get(parts[0])
     if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"]):
-        raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'; they have "
-                      + ", ".join(KNOWN))
+        raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
     try:
         ins = fn(parts, ops)
     except (IndexError, KeyError, TypeError) as e:
@@ -495,7 +501,7 @@ def decode(mnemonic: str, ops: list):
                               f"'{ins.mnemonic}'")
     made = [str(o) for o in ins.operands]
     read = [str(o) for o in ops]
-    if made != read:
+    if made != read and not all(_same_operand(x, y) for x, y in zip(ins.operands, ops)) or len(made) != len(read):
         raise ValidationError(f"'{mnemonic}': the tables' form has the operands {', '.join(made)}; "
                               f"the line has {', '.join(read)}")
     return ins

@@ -32,6 +32,25 @@ class Unknown(ValidationError):
     """The tables have no instruction of this name (as opposed to an illegal form of a known one)."""
 
 
+class Call:
+    """A constructor call not yet made: `fn(*args, **kwargs)`; arguments may be Calls themselves.
+
+    Decoders return one, `decode` runs it, and `to_python` writes it out as Python source.
+    """
+
+    __slots__ = ("fn", "args", "kwargs", "_value")
+
+    def __init__(self, fn, *args, **kwargs):
+        self.fn, self.args, self.kwargs = fn, args, kwargs
+        self._value = None
+
+    def run(self):
+        if self._value is None:
+            args = [a.run() if isinstance(a, Call) else a for a in self.args]
+            self._value = self.fn(*args, **self.kwargs)
+        return self._value
+
+
 def _t(name):
     return T.lookup(name)
 
@@ -74,7 +93,7 @@ def d_arith(parts, ops):
         mode, flags = (mods[0] if mods else None), ()
     if not ops:
         raise ValidationError(f"{op} needs a destination")
-    return arith(op, t, ops[0], list(ops[1:]), mode, flags)
+    return Call(arith, op, t, ops[0], list(ops[1:]), mode, flags)
 
 
 def d_setp(parts, ops):
@@ -86,56 +105,56 @@ def d_setp(parts, ops):
         raise ValidationError("setp is setp.cmp{.and|.or|.xor}.type")
     if boolop is None:
         p, a, b = _n(ops, 3, "setp")
-        return setp(cmp, _t(parts[-1]), p, a, b)
+        return Call(setp, cmp, _t(parts[-1]), p, a, b)
     p, a, b, c = _n(ops, 4, f"setp.{cmp}.{boolop}")
-    return setp(cmp, _t(parts[-1]), p, a, b, boolop, c)
+    return Call(setp, cmp, _t(parts[-1]), p, a, b, boolop, c)
 
 
 def d_selp(parts, ops):
-    return selp(_t(parts[-1]), *_n(ops, 4, "selp"))
+    return Call(selp, _t(parts[-1]), *_n(ops, 4, "selp"))
 
 
 def d_mov(parts, ops):
     d, a = _n(ops, 2, "mov")
-    return mov(_t(parts[-1]), d, a)
+    return Call(mov, _t(parts[-1]), d, a)
 
 
 def d_bra(parts, ops):
     (label,) = _n(ops, 1, "bra")
-    return bra(label, uni=parts[1:] == ["uni"])
+    return Call(bra, label, uni=parts[1:] == ["uni"])
 
 
 def d_simple(parts, ops):
     _n(ops, 0, parts[0])
-    return simple(parts[0])
+    return Call(simple, parts[0])
 
 
 def d_logic(parts, ops):
-    return logic(parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
+    return Call(logic, parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
 
 
 def d_shift(parts, ops):
     d, a, n = _n(ops, 3, parts[0])
-    return shift(parts[0], _t(parts[-1]), d, a, n)
+    return Call(shift, parts[0], _t(parts[-1]), d, a, n)
 
 
 def d_lop3(parts, ops):
     d, a, b, c, lut = _n(ops, 5, "lop3")
-    return lop3(d, a, b, c, _int(lut, "lop3 lookup table"))
+    return Call(lop3, d, a, b, c, _int(lut, "lop3 lookup table"))
 
 
 def d_prmt(parts, ops):
     d, a, b, c = _n(ops, 4, "prmt")
-    return prmt(d, a, b, c, parts[2] if len(parts) > 2 else None)
+    return Call(prmt, d, a, b, c, parts[2] if len(parts) > 2 else None)
 
 
 def d_shf(parts, ops):
     d, a, b, c = _n(ops, 4, "shf")
-    return shf(parts[1], d, a, b, c, parts[2])
+    return Call(shf, parts[1], d, a, b, c, parts[2])
 
 
 def d_bitfield(parts, ops):
-    return bitfield(parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
+    return Call(bitfield, parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
 
 
 def d_cvt(parts, ops):
@@ -144,16 +163,16 @@ def d_cvt(parts, ops):
     rnd = next((m for m in mods if m not in ("ftz", "sat")), None)
     if dt in (T.f16x2, T.bf16x2):
         d, a, b = _n(ops, 3, f"cvt.{dt.name}")
-        return cvt(dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods, b)
+        return Call(cvt, dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods, b)
     d, a = _n(ops, 2, "cvt")
-    return cvt(dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods)
+    return Call(cvt, dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods)
 
 
 def d_cvta(parts, ops):
     d, a = _n(ops, 2, "cvta")
     to = parts[1] == "to"
     space = parts[2] if to else parts[1]
-    return cvta(d, a, space, to)
+    return Call(cvta, d, a, space, to)
 
 
 def _mem_parts(parts):
@@ -176,7 +195,7 @@ def _mem_parts(parts):
 def d_ld(parts, ops):
     d, a = _n(ops, 2, "ld")
     space, vec, nc, cop, hints, t = _mem_parts(parts)
-    return ld(t, d, a, space, vec, nc, cop, hints)
+    return Call(ld, t, d, a, space, vec, nc, cop, hints)
 
 
 def d_st(parts, ops):
@@ -184,7 +203,7 @@ def d_st(parts, ops):
     space, vec, nc, cop, hints, t = _mem_parts(parts)
     if nc:
         raise ValidationError("st has no .nc")
-    return st(t, a, v, space, vec, cop, hints)
+    return Call(st, t, a, v, space, vec, cop, hints)
 
 
 def d_atom(parts, ops):
@@ -196,12 +215,12 @@ def d_atom(parts, ops):
     op, t = parts[-2], _t(parts[-1])
     if red:
         a, b = _n(ops, 2, "red")
-        return atom(op, t, None, a, b, None, space, reduce_only=True)
+        return Call(atom, op, t, None, a, b, None, space, reduce_only=True)
     if op == "cas":
         d, a, b, c = _n(ops, 4, "atom.cas")
-        return atom(op, t, d, a, b, c, space)
+        return Call(atom, op, t, d, a, b, c, space)
     d, a, b = _n(ops, 3, "atom")
-    return atom(op, t, d, a, b, None, space)
+    return Call(atom, op, t, d, a, b, None, space)
 
 
 def _matrix_parts(parts):
@@ -221,28 +240,28 @@ def _matrix_parts(parts):
 def d_ldmatrix(parts, ops):
     d, a = _n(ops, 2, "ldmatrix")
     shape, num, trans, space, t = _matrix_parts(parts)
-    return ldmatrix(d, a, num, trans, shape, t, space)
+    return Call(ldmatrix, d, a, num, trans, shape, t, space)
 
 
 def d_stmatrix(parts, ops):
     a, v = _n(ops, 2, "stmatrix")
     shape, num, trans, space, t = _matrix_parts(parts)
-    return stmatrix(a, v, num, trans, shape, t, space)
+    return Call(stmatrix, a, v, num, trans, shape, t, space)
 
 
 def d_prefetch(parts, ops):
     (a,) = _n(ops, 1, "prefetch")
     space = parts[1] if len(parts) == 3 else None
     if parts[-1] == "tensormap":
-        return prefetch_tensormap(a, space)
-    return prefetch(a, parts[-1], space)
+        return Call(prefetch_tensormap, a, space)
+    return Call(prefetch, a, parts[-1], space)
 
 
 def d_bar(parts, ops):
     name = BARRIER_SPELLINGS.get(".".join(parts), ".".join(parts))
     if name == "bar.warp.sync":
         (m,) = _n(ops, 1, "bar.warp.sync")
-        return bar_warp_sync(_mask(m))
+        return Call(bar_warp_sync, _mask(m))
     head, kind = name.split(".")[:2]
     if len(name.split(".")) != 2:
         raise ValidationError(f"{name}: the tables have bar.sync, bar.arrive, barrier.sync, barrier.arrive, "
@@ -250,12 +269,12 @@ def d_bar(parts, ops):
     if not 1 <= len(ops) <= 2:
         raise ValidationError(f"{name} takes a barrier id and an optional thread count")
     count = _int_or_reg(ops[1]) if len(ops) > 1 else None
-    return bar(kind, _int_or_reg(ops[0]), count, aligned=head == "bar")
+    return Call(bar, kind, _int_or_reg(ops[0]), count, aligned=head == "bar")
 
 
 def d_fence(parts, ops):
     _n(ops, 0, parts[0])
-    return fence(".".join(parts))
+    return Call(fence, ".".join(parts))
 
 
 def d_mbarrier(parts, ops):
@@ -263,31 +282,31 @@ def d_mbarrier(parts, ops):
     space = next((p for p in parts if p.startswith("shared")), "shared")
     if kind == "init":
         a, n = _n(ops, 2, "mbarrier.init")
-        return mbarrier_init(a, _int_or_reg(n), space)
+        return Call(mbarrier_init, a, _int_or_reg(n), space)
     if kind == "arrive":
         tx = "expect_tx" in parts
         release = "release" in parts
         if len(ops) == 3:
             extra = _int_or_reg(ops[2])
-            return mbarrier_arrive(ops[0], ops[1], None if tx else extra, space, extra if tx else None, release)
+            return Call(mbarrier_arrive, ops[0], ops[1], None if tx else extra, space, extra if tx else None, release)
         state, a = _n(ops, 2, "mbarrier.arrive")
-        return mbarrier_arrive(state, a, None, space, None, release)
+        return Call(mbarrier_arrive, state, a, None, space, None, release)
     if kind == "expect_tx":
         a, n = _n(ops, 2, "mbarrier.expect_tx")
-        return mbarrier_expect_tx(a, _int_or_reg(n), space)
+        return Call(mbarrier_expect_tx, a, _int_or_reg(n), space)
     if kind in ("test_wait", "try_wait"):
         p, a, phase = _n(ops, 3, f"mbarrier.{kind}")
-        return mbarrier_wait(kind, p, a, _int_or_reg(phase), "parity" in parts, space)
+        return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space)
     if kind == "inval":
         (a,) = _n(ops, 1, "mbarrier.inval")
-        return mbarrier_inval(a, space)
+        return Call(mbarrier_inval, a, space)
     raise Unknown(f"mbarrier.{kind} is not in the tables (they have init, arrive, expect_tx, test_wait, "
                   "try_wait, inval)")
 
 
 def d_nanosleep(parts, ops):
     (t,) = _n(ops, 1, "nanosleep")
-    return nanosleep(_int_or_reg(t))
+    return Call(nanosleep, _int_or_reg(t))
 
 
 def d_shfl(parts, ops):
@@ -295,29 +314,29 @@ def d_shfl(parts, ops):
     p = None
     if isinstance(d, PairDst):
         d, p = d.reg, d.pred
-    return shfl(parts[2], d, a, b, c, _mask(m), p)
+    return Call(shfl, parts[2], d, a, b, c, _mask(m), p)
 
 
 def d_vote(parts, ops):
     d, p, m = _n(ops, 3, "vote.sync")
-    return vote(parts[2], d, p, _mask(m))
+    return Call(vote, parts[2], d, p, _mask(m))
 
 
 def d_redux(parts, ops):
     d, a, m = _n(ops, 3, "redux.sync")
-    return redux(parts[2], _t(parts[-1]), d, a, _mask(m))
+    return Call(redux, parts[2], _t(parts[-1]), d, a, _mask(m))
 
 
 def d_elect(parts, ops):
     d, m = _n(ops, 2, "elect.sync")
     if not isinstance(d, PairDst):
         raise ValidationError("elect.sync writes `_|%p` (or `%r|%p`)")
-    return elect(d.pred, _mask(m))
+    return Call(elect, d.pred, _mask(m))
 
 
 def d_activemask(parts, ops):
     (d,) = _n(ops, 1, "activemask")
-    return activemask(d)
+    return Call(activemask, d)
 
 
 def d_mma(parts, ops):
@@ -332,20 +351,20 @@ def d_mma(parts, ops):
         bitop, rest = rest[4], rest[:4]
     if len(rest) != 4:
         raise ValidationError("mma is mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype")
-    form = mma_form(parts[3], rest[1], rest[2], rest[3], bitop)
-    if form.d_type is not _t(rest[0]):
-        raise ValidationError(f"{form}: the result type is .{form.d_type.name}, not .{rest[0]}")
-    return mma(form, d, a, b, c, satfinite)
+    form = Call(mma_form, parts[3], _t(rest[1]), _t(rest[2]), _t(rest[3]), bitop)
+    if form.run().d_type is not _t(rest[0]):
+        raise ValidationError(f"{form.run()}: the result type is .{form.run().d_type.name}, not .{rest[0]}")
+    return Call(mma, form, d, a, b, c, satfinite)
 
 
 def d_wgmma(parts, ops):
     kind = parts[1]
     if kind in ("fence", "commit_group"):
         _n(ops, 0, f"wgmma.{kind}")
-        return wgmma_sync(kind)
+        return Call(wgmma_sync, kind)
     if kind == "wait_group":
         (n,) = _n(ops, 1, "wgmma.wait_group")
-        return wgmma_sync(kind, _int(n, "wgmma.wait_group count"))
+        return Call(wgmma_sync, kind, _int(n, "wgmma.wait_group count"))
     if kind != "mma_async":
         raise Unknown(f"wgmma.{kind} is not in the tables")
     rest = parts[5:]
@@ -356,30 +375,30 @@ def d_wgmma(parts, ops):
     n = int(shape[shape.index("n") + 1:shape.index("k")])
     if len(rest) != 3:
         raise ValidationError("wgmma.mma_async is wgmma.mma_async.sync.aligned.shape{.satfinite}.dtype.atype.btype")
-    form = wgmma_form(n, rest[1], rest[2], rest[0])
+    form = Call(wgmma_form, n, _t(rest[1]), _t(rest[2]), _t(rest[0]))
     if len(ops) < 4:
         raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d (and, for floats, scales)")
-    return wgmma(form, ops[0], ops[1], ops[2], ops[3], satfinite)
+    return Call(wgmma, form, ops[0], ops[1], ops[2], ops[3], satfinite)
 
 
 def d_setmaxnreg(parts, ops):
     (n,) = _n(ops, 1, "setmaxnreg")
-    return setmaxnreg(parts[1], _int(n, "setmaxnreg count"))
+    return Call(setmaxnreg, parts[1], _int(n, "setmaxnreg count"))
 
 
 def d_cp_async(parts, ops):
     name = ".".join(parts)
     if name == "cp.async.commit_group":
-        return commit_group()
+        return Call(commit_group)
     if name == "cp.async.wait_group":
         (n,) = _n(ops, 1, name)
-        return wait_group(_int(n, "cp.async.wait_group count"))
+        return Call(wait_group, _int(n, "cp.async.wait_group count"))
     if name == "cp.async.wait_all":
-        return wait_all()
+        return Call(wait_all)
     if parts[2] == "mbarrier":
         (a,) = _n(ops, 1, "cp.async.mbarrier.arrive")
         space = next((p for p in parts if p.startswith("shared")), "shared")
-        return cp_async_mbarrier_arrive(a, "noinc" in parts, space)
+        return Call(cp_async_mbarrier_arrive, a, "noinc" in parts, space)
     if parts[2] == "bulk":
         return _bulk(parts, ops)
     if parts[2] not in ("ca", "cg") or len(ops) < 3:
@@ -397,27 +416,27 @@ def d_cp_async(parts, ops):
     if extra:
         raise ValidationError(f"{name}: too many operands")
     pf = next((p for p in parts if p.startswith("L2::") and p.endswith("B")), None)
-    return cp_async(dst, src, _int(size, "cp.async cp-size"), parts[2], src_size, ignore, pf, policy, parts[3])
+    return Call(cp_async, dst, src, _int(size, "cp.async cp-size"), parts[2], src_size, ignore, pf, policy, parts[3])
 
 
 def _bulk(parts, ops):
     name = ".".join(parts)
     if name == "cp.async.bulk.commit_group":
-        return bulk_commit_group()
+        return Call(bulk_commit_group)
     if parts[3] == "wait_group":
         (n,) = _n(ops, 1, name)
-        return bulk_wait_group(_int(n, "cp.async.bulk.wait_group count"), "read" in parts)
+        return Call(bulk_wait_group, _int(n, "cp.async.bulk.wait_group count"), "read" in parts)
     if parts[3] == "tensor":
         if len(ops) == 3 and isinstance(ops[1], TensorAddr):
             d, t, m = ops
-            return bulk_tensor_g2s(d, t.tmap, t.coords, m)
+            return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m)
         if len(ops) == 2 and isinstance(ops[0], TensorAddr):
             t, s = ops
-            return bulk_tensor_s2g(t.tmap, t.coords, s)
+            return Call(bulk_tensor_s2g, t.tmap, t.coords, s)
         raise ValidationError(f"{name}: the tables have the tile load [smem], [tmap, {{...}}], [mbar] and "
                               "the tile store [tmap, {...}], [smem]")
     d, s, size, m = _n(ops, 4, "cp.async.bulk")
-    return bulk_g2s(d, s, _int_or_reg(size), m)
+    return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 
 
 def d_createpolicy(parts, ops):
@@ -426,7 +445,7 @@ def d_createpolicy(parts, ops):
         raise Unknown("createpolicy: the tables have only createpolicy.fractional")
     if not isinstance(frac, Imm):
         raise ValidationError("createpolicy fraction must be an immediate")
-    return createpolicy(d, parts[2], float(frac.value))
+    return Call(createpolicy, d, parts[2], float(frac.value))
 
 
 def d_call(parts, ops):
@@ -443,7 +462,7 @@ def d_call(parts, ops):
             raise ValidationError(f"call: {op} is neither a function, a (return list) nor an (argument list)")
     if func is None:
         raise ValidationError("call names no declared device function (.func)")
-    return call(func, args, rets, uni=parts[1:] == ["uni"])
+    return Call(call, func, args, rets, uni=parts[1:] == ["uni"])
 
 
 DECODERS = {
@@ -482,6 +501,12 @@ def _same_operand(made, read) -> bool:
     return str(made) == str(read)
 
 
+def decode_call(mnemonic: str, ops: list) -> Call:
+    """The constructor call that `decode` makes for `mnemonic ops...` (not yet run)."""
+    parts = mnemonic.split(".")
+    return DECODERS[parts[0]](parts, ops)
+
+
 def decode(mnemonic: str, ops: list):
     """The Instruction for `mnemonic ops...`; ValidationError (or Unknown) says why there is none."""
     parts = mnemonic.split(".")
@@ -489,7 +514,7 @@ def decode(mnemonic: str, ops: list):
     if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"]):
         raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
     try:
-        ins = fn(parts, ops)
+        ins = fn(parts, ops).run()
     except (IndexError, KeyError, TypeError) as e:
         raise ValidationError(f"'{mnemonic}' is not a form the tables know ({type(e).__name__}: {e})") from None
     except ValidationError as e:

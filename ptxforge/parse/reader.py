@@ -68,6 +68,7 @@ class Reading:
     opaque: list = field(default_factory=list)  # (line, text, reason)
     version: PtxVersion | None = None
     target: Target | None = None
+    target_line: int = 0
 
 
 class Reader:
@@ -133,14 +134,12 @@ class Reader:
         if self.target is None:
             raise self.error(1, "no .target directive: a PTX module names its target (.target sm_XX)")
         if not self.kernels:
-            return Reading(None, self.findings, self.opaque, self.version, self.target)
-        for k in self.kernels:  # every kernel of a module sees its dynamic shared arrays
-            pass
+            return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line)
         try:
             module = Module(self.kernels, version=self.version, declarations=self.declarations)
         except PtxforgeError as e:
             raise self.error(self.version_line or 1, e.message) from None
-        return Reading(module, self.findings, self.opaque, self.version, self.target)
+        return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line)
 
     def module_line(self, st):
         text = st.text

@@ -15,6 +15,10 @@ modules), `to_python` (a KernelBuilder script that rebuilds a module).
 
 from __future__ import annotations
 
+import gc
+import sys
+import types
+
 from .reader import Finding, ParseError, Reader, Reading
 
 _PTXFORGE_INTERNAL = True
@@ -22,7 +26,15 @@ _PTXFORGE_INTERNAL = True
 
 def read(text: str, *, filename: str | None = None, strict: bool = True) -> Reading:
     """Parse PTX text and return the module with what was found on the way (findings, opaque lines)."""
-    return Reader(text, filename, strict).read()
+    from ..isa.instruction import unlocated
+    collecting = gc.isenabled()
+    gc.disable()  # reading makes many small objects and no cycles: the collector would only rescan them
+    try:
+        with unlocated():  # each instruction gets its PTX file:line instead of a Python line
+            return Reader(text, filename, strict).read()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 def parse(text: str, *, filename: str | None = None, strict: bool = True):
@@ -40,3 +52,13 @@ def parse_file(path: str, *, strict: bool = True):
 
 
 __all__ = ["parse", "parse_file", "read", "ParseError", "Finding", "Reading"]
+
+
+class _ParsePackage(types.ModuleType):
+    """`ptxforge.parse` is this package and, called, its `parse` function: `ptxforge.parse(text)`."""
+
+    def __call__(self, text: str, *, filename: str | None = None, strict: bool = True):
+        return parse(text, filename=filename, strict=strict)
+
+
+sys.modules[__name__].__class__ = _ParsePackage

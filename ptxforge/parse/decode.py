@@ -46,6 +46,17 @@ class Call:
 
     def run(self):
         if self._value is None:
+            self._value = self.fn(*self.args, **self.kwargs)
+        return self._value
+
+
+class NestedCall(Call):
+    """A Call some of whose arguments are Calls (run first): mma(mma_form(...), ...)."""
+
+    __slots__ = ()
+
+    def run(self):
+        if self._value is None:
             args = [a.run() if isinstance(a, Call) else a for a in self.args]
             self._value = self.fn(*args, **self.kwargs)
         return self._value
@@ -354,7 +365,7 @@ def d_mma(parts, ops):
     form = Call(mma_form, parts[3], _t(rest[1]), _t(rest[2]), _t(rest[3]), bitop)
     if form.run().d_type is not _t(rest[0]):
         raise ValidationError(f"{form.run()}: the result type is .{form.run().d_type.name}, not .{rest[0]}")
-    return Call(mma, form, d, a, b, c, satfinite)
+    return NestedCall(mma, form, d, a, b, c, satfinite)
 
 
 def d_wgmma(parts, ops):
@@ -378,7 +389,7 @@ def d_wgmma(parts, ops):
     form = Call(wgmma_form, n, _t(rest[1]), _t(rest[2]), _t(rest[0]))
     if len(ops) < 4:
         raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d (and, for floats, scales)")
-    return Call(wgmma, form, ops[0], ops[1], ops[2], ops[3], satfinite)
+    return NestedCall(wgmma, form, ops[0], ops[1], ops[2], ops[3], satfinite)
 
 
 def d_setmaxnreg(parts, ops):
@@ -507,9 +518,16 @@ def decode_call(mnemonic: str, ops: list) -> Call:
     return DECODERS[parts[0]](parts, ops)
 
 
+_PARTS: dict = {}
+
+
 def decode(mnemonic: str, ops: list):
     """The Instruction for `mnemonic ops...`; ValidationError (or Unknown) says why there is none."""
-    parts = mnemonic.split(".")
+    parts = _PARTS.get(mnemonic)
+    if parts is None:
+        parts = mnemonic.split(".")
+        if len(_PARTS) < 65536:
+            _PARTS[mnemonic] = parts
     fn = DECODERS.get(parts[0])
     if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"]):
         raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
@@ -521,12 +539,11 @@ def decode(mnemonic: str, ops: list):
         if "unknown PTX type" in e.message:
             raise ValidationError(f"'{mnemonic}': {e.message}") from None
         raise
-    if not _spelled_alike(ins.mnemonic, mnemonic):
+    if ins.mnemonic != mnemonic and not _spelled_alike(ins.mnemonic, mnemonic):
         raise ValidationError(f"'{mnemonic}' is not a form the tables know; the nearest they have is "
                               f"'{ins.mnemonic}'")
-    made = [str(o) for o in ins.operands]
-    read = [str(o) for o in ops]
-    if made != read and not all(_same_operand(x, y) for x, y in zip(ins.operands, ops)) or len(made) != len(read):
-        raise ValidationError(f"'{mnemonic}': the tables' form has the operands {', '.join(made)}; "
-                              f"the line has {', '.join(read)}")
+    made = ins.operands
+    if made != tuple(ops) and (len(made) != len(ops) or not all(_same_operand(x, y) for x, y in zip(made, ops))):
+        raise ValidationError(f"'{mnemonic}': the tables' form has the operands {', '.join(map(str, made))}; "
+                              f"the line has {', '.join(map(str, ops))}")
     return ins

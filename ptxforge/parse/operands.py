@@ -47,6 +47,8 @@ def split_top(text: str, sep: str = ",") -> list:
 
 def parse_int(text: str) -> int | None:
     """A PTX integer literal (decimal, 0x hex, 0b binary, 0 octal, optional U suffix), else None."""
+    if text.isdigit() and (text[0] != "0" or len(text) == 1):
+        return int(text)
     if _INT.match(text) is None:
         return None
     t = text.rstrip("uU")
@@ -147,6 +149,8 @@ class Scope:
             return ArgList(tuple(self._named(p) for p in items if p))
         if text == "_":
             return DISCARD
+        if (c.isalpha() or c == "_" or c == "$") and _IDENT.match(text):
+            return self._named(text, line)
         imm = parse_imm(text)
         if imm is not None:
             return imm
@@ -175,7 +179,7 @@ class Scope:
             coords = self._operand(rest.strip(), line)
             tmap = self._operand(head.strip(), line)
             return TensorAddr(tmap, tuple(coords.regs) if isinstance(coords, Vec) else (coords,))
-        m = _ADDR_OFFSET.match(inner)
+        m = _ADDR_OFFSET.match(inner) if ("+" in inner or "-" in inner) else None
         off = 0
         base_text = inner
         if m is not None:
@@ -186,7 +190,7 @@ class Scope:
             if base_text == "":
                 base_text = inner
                 off = 0
-        v = parse_int(base_text)
+        v = parse_int(base_text) if base_text[:1].isdigit() else None
         if v is not None:
             return Addr(v, off)
         base = self._operand(base_text.strip(), line)

@@ -20,9 +20,9 @@ from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Proto
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
 from ..isa.calls import CallParam
-from ..isa.instruction import Instruction
+from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
-from ..isa.operands import Guard, Label, PairDst, Reg, Symbol, Vec
+from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
 from ..isa.tensor import EmulatedInstructionWarning, _warn_emulated
 from ..module import Module
@@ -585,9 +585,8 @@ class BodyReader:
             if self.version is not None and req.min_ptx > self.version:
                 raise TargetError(f"'{ins.mnemonic}' needs PTX ISA {req.min_ptx}; the file says .version "
                                   f"{self.version}")
-            if guard is not None:
-                ins = ins.with_guard(guard)
-            ins = ins.with_loc(loc)
+            ins = Instruction(ins.opcode, ins.mnemonic, ins.operands, ins.n_dst, guard, req, ins.info, ins.mods,
+                              ins.type, loc)
             if ins.opcode == "mma" and ins.info.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
                 r.note(line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path on {self.target.name}: "
                                         "ptxas emulates it (about 25x slower than .s8 mma.sync)")
@@ -601,8 +600,14 @@ class BodyReader:
             n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
             ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
         used = self.used
-        for reg in ins.registers():
-            used.add(reg.name)
+        for op in ins.operands:
+            if type(op) is Reg:
+                used.add(op.name)
+            elif type(op) is not Imm:
+                for reg in _regs_of(op):
+                    used.add(reg.name)
+        if ins.guard is not None:
+            used.add(ins.guard.reg.name)
         return ins
 
 

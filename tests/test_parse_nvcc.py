@@ -83,6 +83,23 @@ def test_lenient_files_list_their_opaque_lines(ptx, name, family):
     assert sorted(f.line for f in errors) == sorted(line for line, _, _ in reading.opaque)
 
 
+@pytest.mark.parametrize("flag", ["-G", "-lineinfo"])
+def test_debug_builds_keep_their_sections_and_lines(tmp_path, flag):
+    dst = tmp_path / "dbg.ptx"
+    subprocess.run(["nvcc", "-ptx", "-arch=sm_90", flag, os.path.join(CUDA, "devfunc.cu"), "-o", str(dst)],
+                   check=True, capture_output=True)
+    text = dst.read_text()
+    module = parse(text, filename=str(dst))
+    out = module.ptx
+    assert out.count(".loc") == text.count(".loc")
+    if flag == "-G":
+        assert ".target sm_90, debug" in out and out.count(".section") == text.count(".section") > 0
+    again = parse(out)
+    assert again.ptx == out and same_module(again, module)
+    if "ptxas" in available_backends() and disassembler() is not None:
+        assert assemble(text, backend="ptxas").sass_opcodes() == assemble(out, backend="ptxas").sass_opcodes()
+
+
 def test_interp_refuses_opaque_lines(ptx):
     path, text = ptx["wmma"]
     module = parse(text, filename=path, strict=False)

@@ -61,7 +61,7 @@ def structure(module) -> tuple:
     for k in module.kernels:
         for s in k.extern_shared:
             externs[s.name] = max(externs.get(s.name, 1), s.align)
-    return (module.target.name, str(module.version),
+    return (module.target.name, tuple(getattr(module, "target_options", ())), str(module.version),
             tuple(d.render() for d in getattr(module, "declarations", ())) + tuple(externs.items()),
             tuple(kernel_structure(k) for k in module.kernels))
 
@@ -76,9 +76,9 @@ def first_difference(a, b) -> str | None:
     sa, sb = structure(a), structure(b)
     if sa == sb:
         return None
-    if sa[:3] != sb[:3]:
-        return f"module header/declarations differ: {sa[:3]} vs {sb[:3]}"
-    for ka, kb in zip(sa[3], sb[3]):
+    if sa[:4] != sb[:4]:
+        return f"module header/declarations differ: {sa[:4]} vs {sb[:4]}"
+    for ka, kb in zip(sa[4], sb[4]):
         if ka != kb:
             names = ("name", "target", "header", "params", "directives", "registers", "shared",
                      "variables", "body", "notes")
@@ -90,4 +90,4 @@ def first_difference(a, b) -> str | None:
                                 return f"kernel {ka[0]}: body item {i} differs: {p} vs {q}"
                         return f"kernel {ka[0]}: body lengths {len(x)} vs {len(y)}"
                     return f"kernel {ka[0]}: {n} differ: {x} vs {y}"
-    return f"kernel counts differ: {len(sa[3])} vs {len(sb[3])}"
+    return f"kernel counts differ: {len(sa[4])} vs {len(sb[4])}"

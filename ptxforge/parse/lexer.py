@@ -16,7 +16,7 @@ _PTXFORGE_INTERNAL = True
 STMT, OPEN, CLOSE, HEADER, LABEL, COMMENT, LINE = "stmt", "open", "close", "header", "label", "comment", "line"
 
 _LABEL = re.compile(r"([A-Za-z_$][\w$]*)\s*:(?!:)\s*")
-_LINE_DIRECTIVES = (".version", ".target", ".address_size", ".loc", ".file", "@@DWARF", ".section")
+_LINE_DIRECTIVES = frozenset((".version", ".target", ".address_size", ".loc", ".file", "@@DWARF", ".section"))
 _HEADER_WORDS = frozenset((".entry", ".func"))
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 
@@ -88,7 +88,7 @@ def statements(text: str) -> list:
                 s = s[m.end():]
                 if not s:
                     continue
-            if s.startswith(_LINE_DIRECTIVES):
+            if (s[0] == "." or s[0] == "@") and s.split(None, 1)[0] in _LINE_DIRECTIVES:
                 if s.startswith(".section"):
                     if "{" not in s and "}" not in s:
                         section, section_depth, section_line = [code.rstrip()], 0, lineno

@@ -80,6 +80,7 @@ class Reader:
         self.version: PtxVersion | None = None
         self.target: Target | None = None
         self.target_line = 0
+        self.target_options = ()
         self.version_line = 0
         self.kernels: list = []
         self.declarations: list = []
@@ -136,7 +137,8 @@ class Reader:
         if not self.kernels:
             return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line)
         try:
-            module = Module(self.kernels, version=self.version, declarations=self.declarations)
+            module = Module(self.kernels, version=self.version, declarations=self.declarations,
+                            target_options=self.target_options)
         except PtxforgeError as e:
             raise self.error(self.version_line or 1, e.message) from None
         return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line)
@@ -159,9 +161,11 @@ class Reader:
             except PtxforgeError as e:
                 raise self.error(st.line, e.message) from None
             self.target_line = st.line
-            if len(names) > 1:
-                raise self.error(st.line, f".target options {', '.join(names[1:])} are not supported "
-                                          "(texmode/debug/map_f64_to_f32)")
+            for opt in names[1:]:
+                if opt not in ("debug", "texmode_unified", "texmode_independent", "map_f64_to_f32"):
+                    raise self.error(st.line, f".target option {opt} is not one of debug, texmode_unified, "
+                                              "texmode_independent, map_f64_to_f32")
+            self.target_options = tuple(names[1:])
         elif head == ".address_size":
             if arg != "64":
                 raise self.error(st.line, f".address_size {arg}: ptxforge writes and reads 64-bit modules only")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import keyword
 import re
 
-from ..builder import Comment, Kernel, KernelBuilder, LabelDef, _prefix
+from ..builder import Comment, Kernel, LabelDef
 from ..errors import ValidationError
 from ..isa.calls import ArgList, CallParam, FuncRef
 from ..isa.instruction import Instruction
@@ -148,32 +148,13 @@ class _Writer:
         out.append("")
 
     def _registers(self):
-        sim = KernelBuilder(self.k.name, self.k.target)
         taken = set()
         for r in self.k.registers:
-            t = r.type
-            base = _prefix(t)
-            m = re.fullmatch(re.escape(base) + r"(\d+)", r.name)
             var = _ident(r.name)
             while var in taken:
                 var += "_"
             taken.add(var)
-            if m is not None:
-                want = int(m.group(1))
-                while True:  # allocate the builder's auto names up to this one (gaps are unused registers)
-                    n = sim._counters.get(base, 0)
-                    if n >= want:
-                        break
-                    sim.reg(t)
-                    self.lines.append(f"    k.reg(T.{t.name})  # %{base}{n}: declared, unused")
-                got = sim.reg(t)
-                if got.name == r.name:
-                    self.lines.append(f"    {var} = k.reg(T.{t.name})  # %{r.name}")
-                    self.regs[r.name] = var
-                    continue
-            got = sim.reg(t, r.name)
-            self.lines.append(f'    {var} = k.reg(T.{t.name}, "{r.name}")'
-                              + (f"  # the builder names it %{got.name}" if got.name != r.name else ""))
+            self.lines.append(f'    {var} = k.reg(T.{r.type.name}, "{r.name}", exact=True)')
             self.regs[r.name] = var
 
     def instruction(self, ins: Instruction) -> str:

@@ -69,6 +69,17 @@ def test_corpus_kernel_runs_on_the_interpreter():
     assert np.allclose(y, want)
 
 
+def test_llvm_style_kernel_runs_on_the_interpreter():
+    path = os.path.join(DATA, "llvm_style.ptx")
+    module = parse(open(path).read(), filename=path)
+    n = 1000
+    a = np.arange(n, dtype=np.float32)
+    b = np.full(n, 0.5, np.float32)
+    c = np.zeros(n, np.float32)
+    interp.run(module, "vec_add", grid=2, block=128, args=[a, b, c, n], shared=16)
+    assert np.array_equal(c, a + b)
+
+
 def test_every_directive_spelling_is_kept():
     path = os.path.join(DATA, "directives.ptx")
     module = parse(open(path).read(), filename=path)

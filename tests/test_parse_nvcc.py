@@ -21,6 +21,9 @@ from ptxforge.parse.lint import has_errors, lint
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
 STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm")
 LENIENT = {"wmma": "wmma", "grid_sync": "atom"}  # file -> the family its opaque lines belong to
+#: breadth.cu: the families whose nvcc forms the tables lack today (a line may leave this set as the
+#: tables grow; none may join it).
+BREADTH_GAPS = {"copysign", "bfind.shiftamt", "sad", "match.any.sync"}
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 
@@ -29,7 +32,7 @@ pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is no
 def ptx(tmp_path_factory):
     out = tmp_path_factory.mktemp("nvcc")
     texts = {}
-    for name in STRICT + tuple(LENIENT):
+    for name in STRICT + tuple(LENIENT) + ("breadth",):
         dst = out / f"{name}.ptx"
         subprocess.run(["nvcc", "-ptx", "-arch=sm_90", os.path.join(CUDA, f"{name}.cu"), "-o", str(dst)],
                        check=True, capture_output=True)
@@ -98,6 +101,19 @@ def test_debug_builds_keep_their_sections_and_lines(tmp_path, flag):
     assert again.ptx == out and same_module(again, module)
     if "ptxas" in available_backends() and disassembler() is not None:
         assert assemble(text, backend="ptxas").sass_opcodes() == assemble(out, backend="ptxas").sass_opcodes()
+
+
+def test_breadth_reads_everything_but_known_gaps(ptx):
+    path, text = ptx["breadth"]
+    reading = read(text, filename=path, strict=False)
+    gaps = {t.split()[0].rsplit(".", 1)[0] for _, t, _ in reading.opaque}  # the mnemonic less its type
+    assert gaps <= BREADTH_GAPS, gaps
+    module = reading.module
+    n = module.instruction_count()
+    assert n > 150 and len(reading.opaque) < 10
+    assert any(i.opcode == "call" for i in module.kernels[0].instructions)  # printf
+    if "ptxas" in available_backends() and disassembler() is not None:
+        assert assemble(text, backend="ptxas").sass_opcodes() == assemble(module.ptx, backend="ptxas").sass_opcodes()
 
 
 def test_interp_refuses_opaque_lines(ptx):

@@ -506,9 +506,12 @@ def _spelled_alike(made: str, read: str) -> bool:
 
 
 def _same_operand(made, read) -> bool:
-    """Equal spellings, or two immediates of one value (`1.0` and `0f3F800000`)."""
+    """Equal spellings, or two immediates of one value (`1.0` and `0f3F800000`, `-1` and `0xFFFFFFFF`)."""
     if isinstance(made, Imm) and isinstance(read, Imm):
-        return float(made.value) == float(read.value)
+        a, b = made.value, read.value
+        if isinstance(a, int) and isinstance(b, int) and a != b:  # -1 and 0xFFFFFFFF: one 32-bit mask
+            return -(1 << 31) <= min(a, b) and max(a, b) < (1 << 32) and (a - b) % (1 << 32) == 0
+        return float(a) == float(b)
     return str(made) == str(read)
 
 

@@ -33,7 +33,7 @@ from .operands import Scope, parse_int, split_top
 _PTXFORGE_INTERNAL = True
 
 _ids = itertools.count(1)
-_INSTR = re.compile(r"(@!?%[\w$]+\s+)?([A-Za-z_][\w.:]*)\s*(.*)\Z", re.S)
+_INSTR = re.compile(r"(@!?%?[\w$]+\s+)?([A-Za-z_][\w.:]*)\s*(.*)\Z", re.S)
 _RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
@@ -568,7 +568,10 @@ class BodyReader:
             if gtext is not None:
                 g = gtext.strip()
                 neg = g[1] == "!"
-                reg = scope._reg(g[2 + neg:] if neg else g[2:])
+                name = g[1 + neg:]
+                reg = scope._reg(name[1:]) if name[0] == "%" else scope.registers.get(name)
+                if reg is None:
+                    raise ValidationError(f"guard {g}: {name} is not a declared register")
                 if not isinstance(reg, Reg) or not reg.type.is_pred:
                     raise ValidationError(f"guard {g} is not a .pred register")
                 guard = Guard(reg, neg)

@@ -480,7 +480,6 @@ class BodyReader:
                         items.append(ins)
             elif kind == LABEL:
                 lab = self.scope._named(st.text)
-                self.scope.labels_used.pop(st.text, None) if st.text not in self.labels else None
                 if st.text in self.labels:
                     raise r.error(st.line, f"label {st.text} is placed twice in {self.name}")
                 if not isinstance(lab, Label):

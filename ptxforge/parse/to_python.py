@@ -9,6 +9,7 @@ builder calls yet, so a module with them is refused with the reason.
 
 from __future__ import annotations
 
+import inspect
 import keyword
 import re
 
@@ -47,8 +48,7 @@ class _Writer:
         if isinstance(x, Call):
             fn = x.fn
             self.imports.add((fn.__module__, fn.__name__))
-            args = [self.expr(a) for a in x.args] + [f"{n}={self.expr(v)}" for n, v in x.kwargs.items()]
-            return f"{fn.__name__}({', '.join(args)})"
+            return f"{fn.__name__}({', '.join(self._arguments(fn, x.args, x.kwargs))})"
         if isinstance(x, Reg):
             return self.regs[x.name]
         if isinstance(x, SpecialReg):
@@ -87,6 +87,24 @@ class _Writer:
         if x is None or isinstance(x, (bool, int, float, str)):
             return repr(x)
         raise ValidationError(f"to-python: cannot write {x!r} as Python")
+
+    def _arguments(self, fn, args, kwargs) -> list:
+        """Required arguments by position; the rest by name, and only where they differ from the default."""
+        params = list(inspect.signature(fn).parameters.values())
+        out = []
+        named = dict(kwargs)
+        for p, a in zip(params, args):
+            if p.default is inspect.Parameter.empty:
+                out.append(self.expr(a))
+            else:
+                named[p.name] = a
+        for p in params:
+            if p.name in named:
+                v = named[p.name]
+                if p.default is not inspect.Parameter.empty and type(v) is type(p.default) and v == p.default:
+                    continue
+                out.append(f"{p.name}={self.expr(v)}")
+        return out
 
     def kernel(self) -> None:
         k = self.k
@@ -148,7 +166,7 @@ class _Writer:
         out.append("")
 
     def _registers(self):
-        taken = set()
+        taken = {v.split(".")[0] for v in self.syms.values()}
         for r in self.k.registers:
             var = _ident(r.name)
             while var in taken:

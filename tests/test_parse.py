@@ -216,6 +216,48 @@ def test_interpreter_findings_name_the_ptx_file_and_line():
     assert np.array_equal(out, np.arange(64, dtype=np.uint32) ^ 1)
 
 
+BAD_CALL = """.version 8.0
+.target sm_80
+.address_size 64
+
+.func (.param .b32 ret) twice(.param .b32 x)
+{
+    .reg .b32 %r<3>;
+    ld.param.b32 %r1, [x];
+    shl.b32 %r2, %r1, 1;
+    st.param.b32 [ret], %r2;
+    ret;
+}
+
+.visible .entry k(.param .u64 p)
+{
+    .reg .b32 %r<4>;
+    mov.u32 %r1, 3;
+    {
+    .param .b64 a0;
+    st.param.b32 [a0], %r1;
+    .param .b32 r0;
+    call (r0), twice, (a0);
+    ld.param.b32 %r2, [r0];
+    }
+    ret;
+}
+"""
+
+
+def test_assembler_errors_name_the_ptx_input_line(tmp_path):
+    if "ptxas" not in available_backends():
+        pytest.skip("needs ptxas")
+    path = tmp_path / "badcall.ptx"
+    path.write_text(BAD_CALL)
+    module = parse(BAD_CALL, filename=str(path))  # the tables accept it; ptxas checks the call's types
+    with pytest.raises(ptxforge.AssemblyError) as e:
+        assemble(module, backend="ptxas")
+    assert f"emitted at {path}:{_line_of(BAD_CALL, 'call (r0)')}" in str(e.value)
+    n = next(i for i, l in enumerate(module.ptx.splitlines(), 1) if "st.param.b32    [a0]" in l)
+    assert f"{path}:{_line_of(BAD_CALL, 'st.param.b32 [a0]')}" in module.describe_line(n)
+
+
 # ---------------------------------------------------------------- to-python
 
 def _run_script(source: str, tmp_path) -> str:

@@ -53,6 +53,11 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
                                                                    f"on {other.name}: ptxas emulates it"))
     if need:
         target = other or file_target
+        arch = max(need, key=lambda x: x[0].min_sm)
+        findings.append(Finding(name, arch[1][0] if arch[0].min_sm > 80 else reading.target_line, "note",
+                                f"the least target the module needs is sm_{arch[0].min_sm}"
+                                + (f" (for '{arch[1][1]}')" if arch[0].min_sm > 80 else "")
+                                + f"; the file targets {file_target.name}"))
         worst = max(need, key=lambda x: x[0].min_ptx)
         least = least_version(target, [(r, w) for r, w in need])
         if worst[0].min_ptx > target.min_ptx:

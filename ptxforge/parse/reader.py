@@ -14,7 +14,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from ..builder import Comment, Kernel, LabelDef, Param
+from ..builder import Comment, Kernel, KernelBuilder, LabelDef, Param
 from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Prototype, RawDirective,
                             ScopeClose, ScopeOpen, Variable)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
@@ -367,19 +367,21 @@ class Reader:
             m = _NOTE.match(c)
             if m is not None and m.group(1) == name:
                 notes.append((m.group(2), m.group(3)))
+        if self.target is None:
+            raise self.error(head.line, f"{name} comes before any .target directive")
+        self.functions.setdefault(name, None)  # a function may call itself
         body = BodyReader(self, name, kind, head.line)
         for p, sym in params:
             body.declare_symbol(sym, head.line)
         for p, sym in returns:
             body.declare_symbol(sym, head.line)
         j = body.read(stmts, i + 2)
+        self.builder_rules(kind, name, directives, [p for p, _ in params], body.shared, head.line)
         ordinary = kind == "entry" and linkage == ".visible" and not returns and not body.variables
         regs = body.used_registers()
         owner = body.owner
         args = (name, self.target, tuple(p for p, _ in params), directives, regs, tuple(body.shared),
                 tuple(self.externs), tuple(body.items), owner, self.loc(head.line, name), tuple(notes))
-        if self.target is None:
-            raise self.error(head.line, "the function comes before any .target directive")
         if ordinary:
             k = Kernel(*args)
         else:
@@ -389,6 +391,26 @@ class Reader:
             self.functions[name] = k
         self.kernels.append(k)
         return j
+
+
+    def builder_rules(self, kind, name, directives, params, shared, line):
+        """The builder's rules for what it also makes: the name, the performance directives, a
+        kernel's parameters, static shared memory (at most 48 KB).  Its warnings become findings."""
+        perf = {k: v for k, v in directives if k in ("maxntid", "reqntid", "minnctapersm", "maxnreg")}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                kb = KernelBuilder(name, self.target, **perf)
+                if kind == "entry":
+                    for p in params:
+                        kb.param(p.name, p.type, pointee=p.pointee, space=p.space, nbytes=p.nbytes,
+                                 align=p.align)
+                for sym in shared:
+                    kb.shared(sym.name, sym.nbytes, sym.align)
+            except PtxforgeError as e:
+                raise self.error(line, f"{name}: {e.message}") from None
+        for w in caught:
+            self.note(line, "warning", f"{name}: {w.message}")
 
 
 def _matching(text: str, start: int) -> int:

@@ -82,7 +82,7 @@ def statements(text: str) -> list:
                 append(Statement(COMMENT, comment.strip(), lineno))
             continue
         if not buf:
-            m = _LABEL.match(s)
+            m = _LABEL.match(s) if ":" in s else None
             if m is not None:
                 append(Statement(LABEL, m.group(1), lineno))
                 s = s[m.end():]

@@ -12,7 +12,7 @@ import struct
 
 from ..errors import ValidationError
 from ..isa import types as T
-from ..isa.operands import (DISCARD, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst, SpecialReg,
+from ..isa.operands import (DISCARD, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst, Reg, SpecialReg,
                             TensorAddr, Vec)
 from ..isa.calls import ArgList, FuncRef
 from ..isa.opaque import PlainLabel, RawOperand
@@ -86,8 +86,11 @@ def parse_imm(text: str) -> Imm | None:
 class Scope:
     """The names one kernel's instructions may use, and a cache of operand spellings."""
 
-    def __init__(self, registers: dict, symbols: dict, module_symbols: dict, functions: dict):
-        self.registers = registers  # name without % -> Reg
+    def __init__(self, declared: dict, symbols: dict, module_symbols: dict, functions: dict, owner: int = 0,
+                 kernel: str = ""):
+        self.declared = declared  # register name without % -> its declared type
+        self.registers: dict = {}  # the Regs made so far (on first use: most declared registers are unused)
+        self.owner, self.kernel = owner, kernel
         self.symbols = symbols  # kernel-scope name -> Symbol
         self.module_symbols = module_symbols  # module-scope name -> Symbol
         self.functions = functions  # device function name -> Function/Prototype
@@ -122,8 +125,18 @@ class Scope:
                 self.cache[text] = op
         return op
 
-    def _reg(self, name: str):
+    def register(self, name: str):
+        """The Reg a declared register name stands for, or None."""
         r = self.registers.get(name)
+        if r is None:
+            t = self.declared.get(name)
+            if t is None:
+                return None
+            r = self.registers[name] = Reg(name, t, self.owner, self.kernel)
+        return r
+
+    def _reg(self, name: str):
+        r = self.register(name)
         if r is not None:
             return r
         if name in SPECIAL_REGISTERS:
@@ -165,7 +178,7 @@ class Scope:
         s = self.symbol(name)
         if s is not None:
             return s
-        r = self.registers.get(name)
+        r = self.register(name)
         if r is not None:
             return r
         if name in self.functions:

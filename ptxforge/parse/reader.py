@@ -33,7 +33,7 @@ from .operands import Scope, parse_int, split_top
 _PTXFORGE_INTERNAL = True
 
 _ids = itertools.count(1)
-_INSTR = re.compile(r"(@!?%?[\w$]+\s+)?([A-Za-z_][\w.:]*)\s*(.*)\Z", re.S)
+_MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
 _RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
@@ -434,15 +434,14 @@ class BodyReader:
         self.kind = kind
         self.line = line
         self.owner = -next(_ids)
-        self.registers: dict = {}
-        self.order: list = []
+        self.declared: dict = {}  # register name -> type, in declaration order
         self.used: set = set()
         self.symbols: dict = {}
         self.shared: list = []
         self.variables: list = []
         self.items: list = []
         self.labels: dict = {}
-        self.scope = Scope(self.registers, self.symbols, reader.module_symbols, reader.functions)
+        self.scope = Scope(self.declared, self.symbols, reader.module_symbols, reader.functions, self.owner, name)
         self.version = reader.version
         self.target = reader.target
 
@@ -469,19 +468,18 @@ class BodyReader:
             m = _RANGE.match(item)
             # a register named without % (legal PTX) is written with one when ptxforge renders it
             names = [f"{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item.lstrip("%")]
+            declared = self.declared
             for nm in names:
-                old = self.registers.get(nm)
-                if old is not None:
-                    if old.type is not t:
-                        raise self.r.error(line, f"%{nm} is declared .{old.type.name} and again .{t.name}")
-                    continue
-                r = Reg(nm, t, self.owner, self.name)
-                self.registers[nm] = r
-                self.order.append(r)
+                old = declared.get(nm)
+                if old is None:
+                    declared[nm] = t
+                elif old is not t:
+                    raise self.r.error(line, f"%{nm} is declared .{old.name} and again .{t.name}")
 
     def used_registers(self) -> tuple:
         used = self.used
-        return tuple(r for r in self.order if r.name in used)
+        regs = self.scope.registers
+        return tuple(regs[n] for n in self.declared if n in used)
 
     def read(self, stmts, i) -> int:
         depth = 0
@@ -577,11 +575,18 @@ class BodyReader:
                             ".reg, .shared, .local, .param in call scopes, .pragma, .loc)")
 
     def instruction(self, text: str, line: int, strict: bool):
-        m = _INSTR.match(text)
         r = self.r
-        if m is None:
+        gtext = None
+        if text[0] == "@":
+            pieces = text.split(None, 1)
+            gtext, text = pieces[0], (pieces[1] if len(pieces) > 1 else "")
+        words = text.split(None, 1)
+        mnemonic = words[0] if words else ""
+        if not mnemonic:
+            raise r.error(line, "a guard with no instruction")
+        rest = words[1] if len(words) > 1 else ""
+        if _MNEMONIC.match(mnemonic) is None:
             raise r.error(line, f"cannot read '{text}' as an instruction")
-        gtext, mnemonic, rest = m.group(1), m.group(2), m.group(3)
         scope = self.scope
         loc = SourceLoc(r.filename, line, self.name)
         try:
@@ -590,7 +595,7 @@ class BodyReader:
                 g = gtext.strip()
                 neg = g[1] == "!"
                 name = g[1 + neg:]
-                reg = scope._reg(name[1:]) if name[0] == "%" else scope.registers.get(name)
+                reg = scope._reg(name[1:]) if name[0] == "%" else scope.register(name)
                 if reg is None:
                     raise ValidationError(f"guard {g}: {name} is not a declared register")
                 if not isinstance(reg, Reg) or not reg.type.is_pred:

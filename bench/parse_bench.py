@@ -22,7 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def corpus_kernels():
     """The entry functions of the project's PTX examples plus a GEMM kernel, as text blocks."""
     from ptxforge.schedules import Int4Gemm
-    texts = [open(p).read() for p in sorted(glob.glob(os.path.join(HERE, "..", "tests", "data", "ptx", "0[1-4]*.ptx")))]
+    texts = [open(p).read() for p in sorted(glob.glob(os.path.join(HERE, "..", "tests", "golden", "0[1-4]*.ptx")))]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         texts.append(Int4Gemm(target="sm_80").module.ptx)

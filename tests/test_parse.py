@@ -22,7 +22,8 @@ from ptxforge.parse.lint import has_errors, lint
 from ptxforge.parse.to_python import to_python
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "ptx")
-CORPUS = sorted(glob.glob(os.path.join(DATA, "*.ptx")))
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")  # the project's hand-written kernels
+CORPUS = sorted(glob.glob(os.path.join(GOLDEN, "*.ptx"))) + sorted(glob.glob(os.path.join(DATA, "*.ptx")))
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 pytestmark = pytest.mark.filterwarnings("ignore::ptxforge.EmulatedInstructionWarning")
@@ -55,7 +56,7 @@ def test_corpus_parses_strictly_and_round_trips(path):
 
 
 def test_corpus_kernel_runs_on_the_interpreter():
-    path = os.path.join(DATA, "01_module_basics.ptx")
+    path = os.path.join(GOLDEN, "01_module_basics.ptx")
     module = parse(open(path).read(), filename=path)
     n, block = 200, 64
     x = np.arange(n, dtype=np.float32)
@@ -156,7 +157,7 @@ def test_lenient_keeps_rejected_lines_verbatim_and_the_interpreter_refuses_them(
 
 
 def test_emulated_s4_mma_warns_with_the_ptx_line():
-    path = os.path.join(DATA, "03_ldmatrix_mma.ptx")
+    path = os.path.join(GOLDEN, "03_ldmatrix_mma.ptx")
     text = open(path).read().replace(".target sm_80", ".target sm_90")
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
@@ -170,7 +171,7 @@ def test_emulated_s4_mma_warns_with_the_ptx_line():
 # ---------------------------------------------------------------- lint
 
 def test_lint_findings():
-    path = os.path.join(DATA, "03_ldmatrix_mma.ptx")
+    path = os.path.join(GOLDEN, "03_ldmatrix_mma.ptx")
     text = open(path).read()
     assert not has_errors(lint(text, filename=path))
     on90 = lint(text, filename=path, arch="sm_90")
@@ -272,7 +273,7 @@ def _run_script(source: str, tmp_path) -> str:
 @pytest.mark.parametrize("name", ["01_module_basics.ptx", "02_cp_async.ptx", "03_ldmatrix_mma.ptx",
                                   "05_mbarrier_bulk_tma_sm90.ptx", "06_wgmma_s8_sm90a.ptx"])
 def test_to_python_rebuilds_the_module(name, tmp_path):
-    text = open(os.path.join(DATA, name)).read()
+    text = open(os.path.join(GOLDEN, name)).read()
     module = parse(text, filename=name)
     script = to_python(module, source=name)
     assert script.count("k.emit(") == module.instruction_count()
@@ -303,19 +304,19 @@ def _cli(*args, cwd=None):
 
 
 def test_cli_lint_exit_status(tmp_path):
-    good = os.path.join(DATA, "01_module_basics.ptx")
+    good = os.path.join(GOLDEN, "01_module_basics.ptx")
     p = _cli("lint", good)
     assert p.returncode == 0, p.stdout + p.stderr
     bad = tmp_path / "bad.ptx"
     bad.write_text(kernel("    add.s32 %f1, %f2, 1;"))
     p = _cli("lint", str(bad))
     assert p.returncode == 1 and f"{bad}:{_line_of(bad.read_text(), 'add.s32')}: error:" in p.stdout
-    p = _cli("lint", os.path.join(DATA, "03_ldmatrix_mma.ptx"), "--arch", "sm_90")
+    p = _cli("lint", os.path.join(GOLDEN, "03_ldmatrix_mma.ptx"), "--arch", "sm_90")
     assert p.returncode == 0 and "warning" in p.stdout and "emulates" in p.stdout
 
 
 def test_cli_listing_to_python_and_interp(tmp_path):
-    path = os.path.join(DATA, "01_module_basics.ptx")
+    path = os.path.join(GOLDEN, "01_module_basics.ptx")
     p = _cli("listing", path)
     assert p.returncode == 0 and "01_module_basics.ptx:44" in p.stdout
     if available_backends():

@@ -6,8 +6,11 @@ planted bugs), TileCopy, the examples' modules.  Each parsed
 module also keeps, per instruction, the line of the rendering it came from.
 """
 
+import glob
 import importlib.util
 import os
+import subprocess
+import sys
 import warnings
 
 import pytest
@@ -93,3 +96,25 @@ def test_structure_tells_different_modules_apart():
     c = parse(saxpy("sm_90").ptx)
     assert first_difference(a, b) is not None
     assert not same_module(a, c)
+
+
+#: Test files whose emitted modules are recorded (tests/record_modules.py) and parsed back.
+RECORDED = ["test_builder.py", "test_module.py", "test_int4.py", "test_tile_copy.py", "test_copy.py", "test_golden.py",
+            "test_gemm.py", "test_interp_alu.py", "test_interp_warp.py", "test_interp_races.py"] + sorted(os.path.basename(p) for p in glob.glob(os.path.join(ROOT, "tests",
+                                                                                               "test_isa_*.py")))
+
+
+def test_every_module_other_tests_emit_round_trips(tmp_path):
+    env = dict(os.environ, PTXFORGE_RECORD_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]))
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "record_modules",
+                        *[os.path.join(ROOT, "tests", f) for f in RECORDED]],
+                       capture_output=True, text=True, env=env, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    texts = sorted(glob.glob(str(tmp_path / "*.ptx")))
+    assert len(texts) > 100, len(texts)
+    for path in texts:
+        text = open(path).read()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            parsed = parse(text, filename=path)
+        assert parsed.ptx == text, path

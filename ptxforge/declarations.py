@@ -52,6 +52,7 @@ class Variable:
                       self.align or max(self.type.bits // 8, 1))
 
     def render(self) -> str:
+        """The declaration as PTX text."""
         parts = [self.linkage] if self.linkage else []
         if self.extra:
             parts.append(self.extra)
@@ -74,6 +75,7 @@ class ParamDecl(Param):
     spelling: str = ""
 
     def render(self) -> str:
+        """The parameter declaration as read (normalized spacing)."""
         return self.spelling or Param.render(self)
 
 
@@ -87,6 +89,7 @@ class Prototype:
     linkage: str = ".extern"
 
     def render(self) -> str:
+        """The prototype as PTX text."""
         head = f"{self.linkage} .func " if self.linkage else ".func "
         if self.returns:
             head += "(" + ", ".join(p.render() for p in self.returns) + ") "
@@ -101,6 +104,7 @@ class RawDirective:
     text: str
 
     def render(self) -> str:
+        """The directive as read."""
         return self.text
 
 
@@ -114,6 +118,7 @@ class BodyDirective:
     loc: object = None
 
     def ptx_line(self) -> str:
+        """The line as read."""
         return self.text
 
 
@@ -122,6 +127,7 @@ class ScopeOpen:
     """`{` inside a body: opens a scope for call-local declarations."""
 
     def ptx_line(self) -> str:
+        """`{`."""
         return "{"
 
 
@@ -130,6 +136,7 @@ class ScopeClose:
     """`}` closing a ScopeOpen."""
 
     def ptx_line(self) -> str:
+        """`}`."""
         return "}"
 
 
@@ -141,6 +148,7 @@ class LocalDecl:
     symbol: Symbol | None = None
 
     def ptx_line(self) -> str:
+        """The declaration as PTX text."""
         return self.text
 
 

@@ -91,7 +91,7 @@ def _mask(op):
 
 # ------------------------------------------------------------------ families
 
-def d_arith(parts, ops):
+def _d_arith(parts, ops):
     op, t = parts[0], _t(parts[-1])
     mods = parts[1:-1]
     if t.is_float:
@@ -107,7 +107,7 @@ def d_arith(parts, ops):
     return Call(arith, op, t, ops[0], list(ops[1:]), mode, flags)
 
 
-def d_setp(parts, ops):
+def _d_setp(parts, ops):
     if len(parts) == 3:
         cmp, boolop = parts[1], None
     elif len(parts) == 4:
@@ -121,54 +121,54 @@ def d_setp(parts, ops):
     return Call(setp, cmp, _t(parts[-1]), p, a, b, boolop, c)
 
 
-def d_selp(parts, ops):
+def _d_selp(parts, ops):
     return Call(selp, _t(parts[-1]), *_n(ops, 4, "selp"))
 
 
-def d_mov(parts, ops):
+def _d_mov(parts, ops):
     d, a = _n(ops, 2, "mov")
     return Call(mov, _t(parts[-1]), d, a)
 
 
-def d_bra(parts, ops):
+def _d_bra(parts, ops):
     (label,) = _n(ops, 1, "bra")
     return Call(bra, label, uni=parts[1:] == ["uni"])
 
 
-def d_simple(parts, ops):
+def _d_simple(parts, ops):
     _n(ops, 0, parts[0])
     return Call(simple, parts[0])
 
 
-def d_logic(parts, ops):
+def _d_logic(parts, ops):
     return Call(logic, parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
 
 
-def d_shift(parts, ops):
+def _d_shift(parts, ops):
     d, a, n = _n(ops, 3, parts[0])
     return Call(shift, parts[0], _t(parts[-1]), d, a, n)
 
 
-def d_lop3(parts, ops):
+def _d_lop3(parts, ops):
     d, a, b, c, lut = _n(ops, 5, "lop3")
     return Call(lop3, d, a, b, c, _int(lut, "lop3 lookup table"))
 
 
-def d_prmt(parts, ops):
+def _d_prmt(parts, ops):
     d, a, b, c = _n(ops, 4, "prmt")
     return Call(prmt, d, a, b, c, parts[2] if len(parts) > 2 else None)
 
 
-def d_shf(parts, ops):
+def _d_shf(parts, ops):
     d, a, b, c = _n(ops, 4, "shf")
     return Call(shf, parts[1], d, a, b, c, parts[2])
 
 
-def d_bitfield(parts, ops):
+def _d_bitfield(parts, ops):
     return Call(bitfield, parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
 
 
-def d_cvt(parts, ops):
+def _d_cvt(parts, ops):
     dt, st_ = _t(parts[-2]), _t(parts[-1])
     mods = parts[1:-2]
     rnd = next((m for m in mods if m not in ("ftz", "sat")), None)
@@ -179,7 +179,7 @@ def d_cvt(parts, ops):
     return Call(cvt, dt, st_, d, a, rnd, "sat" in mods, "ftz" in mods)
 
 
-def d_cvta(parts, ops):
+def _d_cvta(parts, ops):
     d, a = _n(ops, 2, "cvta")
     to = parts[1] == "to"
     space = parts[2] if to else parts[1]
@@ -203,13 +203,13 @@ def _mem_parts(parts):
     return space, vec, nc, cop, tuple(hints), _t(parts[-1])
 
 
-def d_ld(parts, ops):
+def _d_ld(parts, ops):
     d, a = _n(ops, 2, "ld")
     space, vec, nc, cop, hints, t = _mem_parts(parts)
     return Call(ld, t, d, a, space, vec, nc, cop, hints)
 
 
-def d_st(parts, ops):
+def _d_st(parts, ops):
     a, v = _n(ops, 2, "st")
     space, vec, nc, cop, hints, t = _mem_parts(parts)
     if nc:
@@ -217,7 +217,7 @@ def d_st(parts, ops):
     return Call(st, t, a, v, space, vec, cop, hints)
 
 
-def d_atom(parts, ops):
+def _d_atom(parts, ops):
     red = parts[0] == "red"
     space = parts[1] if len(parts) == 4 else "generic"
     if len(parts) not in (3, 4):
@@ -248,19 +248,19 @@ def _matrix_parts(parts):
     return shape, num, trans, space, _t(parts[-1])
 
 
-def d_ldmatrix(parts, ops):
+def _d_ldmatrix(parts, ops):
     d, a = _n(ops, 2, "ldmatrix")
     shape, num, trans, space, t = _matrix_parts(parts)
     return Call(ldmatrix, d, a, num, trans, shape, t, space)
 
 
-def d_stmatrix(parts, ops):
+def _d_stmatrix(parts, ops):
     a, v = _n(ops, 2, "stmatrix")
     shape, num, trans, space, t = _matrix_parts(parts)
     return Call(stmatrix, a, v, num, trans, shape, t, space)
 
 
-def d_prefetch(parts, ops):
+def _d_prefetch(parts, ops):
     (a,) = _n(ops, 1, "prefetch")
     space = parts[1] if len(parts) == 3 else None
     if parts[-1] == "tensormap":
@@ -268,7 +268,7 @@ def d_prefetch(parts, ops):
     return Call(prefetch, a, parts[-1], space)
 
 
-def d_bar(parts, ops):
+def _d_bar(parts, ops):
     name = BARRIER_SPELLINGS.get(".".join(parts), ".".join(parts))
     if name == "bar.warp.sync":
         (m,) = _n(ops, 1, "bar.warp.sync")
@@ -283,12 +283,12 @@ def d_bar(parts, ops):
     return Call(bar, kind, _int_or_reg(ops[0]), count, aligned=head == "bar")
 
 
-def d_fence(parts, ops):
+def _d_fence(parts, ops):
     _n(ops, 0, parts[0])
     return Call(fence, ".".join(parts))
 
 
-def d_mbarrier(parts, ops):
+def _d_mbarrier(parts, ops):
     kind = parts[1]
     space = next((p for p in parts if p.startswith("shared")), "shared")
     if kind == "init":
@@ -315,12 +315,12 @@ def d_mbarrier(parts, ops):
                   "try_wait, inval)")
 
 
-def d_nanosleep(parts, ops):
+def _d_nanosleep(parts, ops):
     (t,) = _n(ops, 1, "nanosleep")
     return Call(nanosleep, _int_or_reg(t))
 
 
-def d_shfl(parts, ops):
+def _d_shfl(parts, ops):
     d, a, b, c, m = _n(ops, 5, "shfl.sync")
     p = None
     if isinstance(d, PairDst):
@@ -328,29 +328,29 @@ def d_shfl(parts, ops):
     return Call(shfl, parts[2], d, a, b, c, _mask(m), p)
 
 
-def d_vote(parts, ops):
+def _d_vote(parts, ops):
     d, p, m = _n(ops, 3, "vote.sync")
     return Call(vote, parts[2], d, p, _mask(m))
 
 
-def d_redux(parts, ops):
+def _d_redux(parts, ops):
     d, a, m = _n(ops, 3, "redux.sync")
     return Call(redux, parts[2], _t(parts[-1]), d, a, _mask(m))
 
 
-def d_elect(parts, ops):
+def _d_elect(parts, ops):
     d, m = _n(ops, 2, "elect.sync")
     if not isinstance(d, PairDst):
         raise ValidationError("elect.sync writes `_|%p` (or `%r|%p`)")
     return Call(elect, d.pred, _mask(m))
 
 
-def d_activemask(parts, ops):
+def _d_activemask(parts, ops):
     (d,) = _n(ops, 1, "activemask")
     return Call(activemask, d)
 
 
-def d_mma(parts, ops):
+def _d_mma(parts, ops):
     d, a, b, c = _n(ops, 4, "mma")
     # mma.sync.aligned.SHAPE.row.col{.satfinite}.dt.at.bt.ct{.bitop.popc}
     rest = parts[6:]
@@ -368,7 +368,7 @@ def d_mma(parts, ops):
     return NestedCall(mma, form, d, a, b, c, satfinite)
 
 
-def d_wgmma(parts, ops):
+def _d_wgmma(parts, ops):
     kind = parts[1]
     if kind in ("fence", "commit_group"):
         _n(ops, 0, f"wgmma.{kind}")
@@ -392,12 +392,12 @@ def d_wgmma(parts, ops):
     return NestedCall(wgmma, form, ops[0], ops[1], ops[2], ops[3], satfinite)
 
 
-def d_setmaxnreg(parts, ops):
+def _d_setmaxnreg(parts, ops):
     (n,) = _n(ops, 1, "setmaxnreg")
     return Call(setmaxnreg, parts[1], _int(n, "setmaxnreg count"))
 
 
-def d_cp_async(parts, ops):
+def _d_cp_async(parts, ops):
     name = ".".join(parts)
     if name == "cp.async.commit_group":
         return Call(commit_group)
@@ -450,7 +450,7 @@ def _bulk(parts, ops):
     return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 
 
-def d_createpolicy(parts, ops):
+def _d_createpolicy(parts, ops):
     d, frac = _n(ops, 2, "createpolicy")
     if parts[1] != "fractional":
         raise Unknown("createpolicy: the tables have only createpolicy.fractional")
@@ -459,7 +459,7 @@ def d_createpolicy(parts, ops):
     return Call(createpolicy, d, parts[2], float(frac.value))
 
 
-def d_call(parts, ops):
+def _d_call(parts, ops):
     rets, args, func = (), (), None
     for op in ops:
         if isinstance(op, FuncRef):
@@ -476,19 +476,20 @@ def d_call(parts, ops):
     return Call(call, func, args, rets, uni=parts[1:] == ["uni"])
 
 
+#: First mnemonic part -> the decoder that reads that family's modifiers and operands.
 DECODERS = {
-    **{k: d_arith for k in ARITH},
-    "setp": d_setp, "selp": d_selp, "mov": d_mov, "bra": d_bra,
-    "ret": d_simple, "exit": d_simple, "trap": d_simple,
-    **{k: d_logic for k in ("and", "or", "xor", "not", "cnot")},
-    "shl": d_shift, "shr": d_shift, "lop3": d_lop3, "prmt": d_prmt, "shf": d_shf,
-    **{k: d_bitfield for k in BITFIELD},
-    "cvt": d_cvt, "cvta": d_cvta, "ld": d_ld, "st": d_st, "atom": d_atom, "red": d_atom,
-    "ldmatrix": d_ldmatrix, "stmatrix": d_stmatrix, "prefetch": d_prefetch,
-    "bar": d_bar, "barrier": d_bar, "membar": d_fence, "fence": d_fence, "mbarrier": d_mbarrier,
-    "nanosleep": d_nanosleep, "shfl": d_shfl, "vote": d_vote, "redux": d_redux, "elect": d_elect,
-    "activemask": d_activemask, "mma": d_mma, "wgmma": d_wgmma, "setmaxnreg": d_setmaxnreg,
-    "cp": d_cp_async, "createpolicy": d_createpolicy, "call": d_call,
+    **{k: _d_arith for k in ARITH},
+    "setp": _d_setp, "selp": _d_selp, "mov": _d_mov, "bra": _d_bra,
+    "ret": _d_simple, "exit": _d_simple, "trap": _d_simple,
+    **{k: _d_logic for k in ("and", "or", "xor", "not", "cnot")},
+    "shl": _d_shift, "shr": _d_shift, "lop3": _d_lop3, "prmt": _d_prmt, "shf": _d_shf,
+    **{k: _d_bitfield for k in BITFIELD},
+    "cvt": _d_cvt, "cvta": _d_cvta, "ld": _d_ld, "st": _d_st, "atom": _d_atom, "red": _d_atom,
+    "ldmatrix": _d_ldmatrix, "stmatrix": _d_stmatrix, "prefetch": _d_prefetch,
+    "bar": _d_bar, "barrier": _d_bar, "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
+    "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
+    "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
+    "cp": _d_cp_async, "createpolicy": _d_createpolicy, "call": _d_call,
 }
 
 #: Instruction names the reader knows, for the "not in the tables" message.

@@ -99,15 +99,18 @@ class Scope:
         self.cache: dict = {}
 
     def push(self):
+        """Enter a `{ }` scope (its `.param` declarations are visible until `pop`)."""
         self.locals.append({})
         self.cache = {}
 
     def pop(self):
+        """Leave the innermost `{ }` scope."""
         if self.locals:
             self.locals.pop()
         self.cache = {}
 
     def symbol(self, name: str):
+        """The variable `name` names here (innermost scope first), or None."""
         for frame in reversed(self.locals):
             s = frame.get(name)
             if s is not None:
@@ -118,6 +121,7 @@ class Scope:
         return self.module_symbols.get(name)
 
     def operand(self, text: str, line: int = 0):
+        """The operand one spelling stands for (ValidationError when it names nothing declared)."""
         op = self.cache.get(text)
         if op is None:
             op = self._operand(text, line)

@@ -56,6 +56,7 @@ class Finding:
     message: str
 
     def __str__(self) -> str:
+        """`FILE:LINE: severity: message`."""
         return f"{self.filename}:{self.line}: {self.severity}: {self.message}"
 
 
@@ -72,6 +73,8 @@ class Reading:
 
 
 class Reader:
+    """Reads one PTX text into a `Reading` (`read()`); `strict` as in `ptxforge.parse`."""
+
     def __init__(self, text: str, filename: str | None, strict: bool):
         self.text = text
         self.filename = filename or "<ptx>"

@@ -156,6 +156,15 @@ def test_lenient_keeps_rejected_lines_verbatim_and_the_interpreter_refuses_them(
     assert "frobnicate" in str(e.value) and "len.ptx" in str(e.value)
 
 
+def test_lenient_keeps_unknown_directives_verbatim():
+    text = kernel("    .branchtargets_demo 1, 2;\n    mov.u32 %r1, %tid.x;")
+    with pytest.raises(ParseError, match="branchtargets_demo"):
+        parse(text, filename="d.ptx")
+    reading = read(text, filename="d.ptx", strict=False)
+    assert "    .branchtargets_demo 1, 2;" in reading.module.ptx
+    assert [line for line, _, _ in reading.opaque] == [_line_of(text, "branchtargets_demo")]
+
+
 def test_emulated_s4_mma_warns_with_the_ptx_line():
     path = os.path.join(GOLDEN, "03_ldmatrix_mma.ptx")
     text = open(path).read().replace(".target sm_80", ".target sm_90")

@@ -199,9 +199,13 @@ class Reader:
             self.module_symbols[var.name] = var.symbol
             self.declarations.append(var)
             return
-        raise self.error(st.line, f"'{head}' is not a module-scope directive ptxforge reads (it reads .version, "
-                                  ".target, .address_size, variables, .func/.entry, .extern, .pragma, .file, "
-                                  ".section)")
+        message = (f"'{head}' is not a module-scope directive ptxforge reads (it reads .version, .target, "
+                   ".address_size, variables, .func/.entry, .extern, .pragma, .file, .section)")
+        if self.strict:
+            raise self.error(st.line, message)
+        self.note(st.line, "error", message + "; kept as written")
+        self.opaque.append((st.line, text, message))
+        self.declarations.append(RawDirective(text + ";"))
 
     # ------------------------------------------------------------ declarations
     def variable(self, text: str, line: int, default_space: str | None = None) -> Variable:
@@ -574,8 +578,13 @@ class BodyReader:
                 self.variables.append(var)
             self.declare_symbol(sym, line)
             return
-        raise r.error(line, f"'{head}' is not a directive ptxforge reads inside a function body (it reads "
-                            ".reg, .shared, .local, .param in call scopes, .pragma, .loc)")
+        message = (f"'{head}' is not a directive ptxforge reads inside a function body (it reads .reg, .shared, "
+                   ".local, .param in call scopes, .pragma, .loc)")
+        if r.strict:
+            raise r.error(line, message)
+        r.note(line, "error", message + "; kept as written")
+        r.opaque.append((line, text, message))
+        self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
 
     def instruction(self, text: str, line: int, strict: bool):
         r = self.r

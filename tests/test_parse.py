@@ -255,6 +255,12 @@ BAD_CALL = """.version 8.0
 """
 
 
+def test_calls_must_match_the_callee():
+    bad = BAD_CALL.replace("call (r0), twice, (a0);", "call (r0), twice, (a0, a0);")
+    err = _strict_error(bad)
+    assert "takes 1 argument(s)" in str(err) and f"bad.ptx:{_line_of(bad, 'call (r0)')}" in str(err)
+
+
 def test_assembler_errors_name_the_ptx_input_line(tmp_path):
     if "ptxas" not in available_backends():
         pytest.skip("needs ptxas")

@@ -19,7 +19,7 @@ from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Proto
                             ScopeClose, ScopeOpen, Variable)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
-from ..isa.calls import CallParam
+from ..isa.calls import CallParam, call
 from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
@@ -376,7 +376,8 @@ class Reader:
                 notes.append((m.group(2), m.group(3)))
         if self.target is None:
             raise self.error(head.line, f"{name} comes before any .target directive")
-        self.functions.setdefault(name, None)  # a function may call itself
+        if kind == "func":
+            self.functions.setdefault(name, None)  # a function may call itself
         body = BodyReader(self, name, kind, head.line)
         for p, sym in params:
             body.declare_symbol(sym, head.line)
@@ -624,6 +625,11 @@ class BodyReader:
             if bad is not None:
                 raise ValidationError(bad)
             ins = decode(mnemonic, ops)
+            if ins.opcode == "call":
+                callee = r.functions.get(ins.info.func)
+                if callee is not None:  # the callee's signature: the same counts (ptxas checks the types)
+                    call(ins.operands[1 if ins.info.returns else 0], ins.info.args, ins.info.returns,
+                         ins.info.uni, (callee.returns, callee.params))
             req = ins.req
             if req.min_sm > self.target.sm or req.arch_specific:
                 req.check(self.target, f"'{ins.mnemonic}'")

@@ -4,15 +4,18 @@ A parsed module and the builder's module differ in allocation ids (each builder 
 registers' owner) and in how a literal was handed over (`Imm(4, u32)` from the builder, `Imm(4)`
 from text).  `structure(module)` is a value that leaves those out and keeps everything that
 renders: kernels, parameters, directives, registers (name and declared type), shared
-variables, and each instruction's opcode, mnemonic, operands (by kind and spelling),
-destination count, guard, requirement, modifiers and type.
+variables (dynamic ones once per module, as rendered), and each instruction's opcode, mnemonic,
+operands (by kind and spelling), destination count, guard, requirement, modifiers, type and
+semantic record (`info`, its operands compared the same way).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from ..builder import Comment, LabelDef, decl_type
 from ..isa.instruction import Instruction
-from ..isa.operands import Imm, Reg, Vec
+from ..isa.operands import Imm, Label, Reg, Vec
 
 _PTXFORGE_INTERNAL = True
 
@@ -27,11 +30,24 @@ def _operand(op):
     return (type(op).__name__, str(op))
 
 
+def _canon(x):
+    """A value of an instruction's `info` with operands by kind and spelling (allocation ids left out)."""
+    if isinstance(x, (Reg, Imm, Vec)):
+        return _operand(x)
+    if isinstance(x, Label):
+        return ("label", str(x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):
+        return (type(x).__name__,) + tuple(_canon(getattr(x, f.name)) for f in dataclasses.fields(x))
+    if isinstance(x, (tuple, list)):
+        return tuple(_canon(v) for v in x)
+    return x
+
+
 def _item(item):
     if isinstance(item, Instruction):
         return ("ins", item.opcode, item.mnemonic, tuple(_operand(o) for o in item.operands), item.n_dst,
                 str(item.guard) if item.guard is not None else None, item.req, item.mods,
-                item.type.name if item.type is not None else None)
+                item.type.name if item.type is not None else None, _canon(item.info))
     if isinstance(item, LabelDef):
         return ("label", str(item.label))
     if isinstance(item, Comment):

@@ -15,7 +15,7 @@ import dataclasses
 
 from ..builder import Comment, LabelDef, decl_type
 from ..isa.instruction import Instruction
-from ..isa.operands import Imm, Label, Reg, Vec
+from ..isa.operands import Imm, Label, Reg, Symbol, Vec
 
 _PTXFORGE_INTERNAL = True
 
@@ -36,6 +36,8 @@ def _canon(x):
         return _operand(x)
     if isinstance(x, Label):
         return ("label", str(x))
+    if isinstance(x, Symbol):
+        return ("symbol", x.name, x.space)
     if dataclasses.is_dataclass(x) and not isinstance(x, type):
         return (type(x).__name__,) + tuple(_canon(getattr(x, f.name)) for f in dataclasses.fields(x))
     if isinstance(x, (tuple, list)):

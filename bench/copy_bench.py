@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 from ptxforge import runtime as rt  # noqa: E402
 from ptxforge.errors import PtxforgeError  # noqa: E402
 from ptxforge.schedules import TileCopy  # noqa: E402
-from ptxforge.testing import gpu_skip_reason  # noqa: E402
+from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
 BITS = {"s4": 4, "s8": 8, "bf16": 16, "f32": 32}
 ROW_BYTES = 16384  # 16-byte-aligned rows: the case the 0.85x goal is about

@@ -29,7 +29,7 @@ import numpy as np  # noqa: E402
 
 import ptxforge as pf  # noqa: E402
 from ptxforge import f32  # noqa: E402
-from ptxforge.testing import gpu_skip_reason  # noqa: E402
+from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 from ptxforge.testing.kernels import saxpy  # noqa: E402
 
 TARGET_US = 20.0

@@ -20,7 +20,7 @@ import numpy as np
 
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules.gemm import Int4Gemm
-from ptxforge.testing import gpu_skip_reason
+from ptxforge.runtime import gpu_skip_reason
 
 POISON = -0x5A5A5A5A
 

@@ -17,7 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
-from ptxforge.testing import gpu_skip_reason, offline_summary
+from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 MAX_BLOCK = 256
 

@@ -27,7 +27,7 @@ import numpy as np  # noqa: E402
 
 from ptxforge import interp  # noqa: E402
 from ptxforge.schedules import TileCopy  # noqa: E402
-from ptxforge.testing import gpu_skip_reason  # noqa: E402
+from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
 
 def parse(argv=None):

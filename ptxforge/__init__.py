@@ -1,6 +1,6 @@
 """ptxforge: write NVIDIA PTX from Python, check it, assemble it, run it."""
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .errors import (AssemblyError, DriverError, JitError, LaunchError, PtxforgeError, TargetError,
                      ToolchainMissing, ValidationError)
@@ -10,7 +10,8 @@ from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f6
 from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
 from .isa.tensor import EmulatedInstructionWarning
-from .builder import KernelBuilder, Kernel, Param
+from .kernel import Kernel, Param
+from .builder import KernelBuilder
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
 from . import parse  # PTX text in: ptxforge.parse(text, filename=..., strict=...) -> Module
@@ -21,6 +22,8 @@ _RUNTIME_NAMES = frozenset({
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "synchronize",
 })
+# The schedules load on first use too.
+_SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm"})
 
 
 def __getattr__(name):
@@ -28,11 +31,14 @@ def __getattr__(name):
         import importlib
         runtime = importlib.import_module(".runtime", __name__)
         return runtime if name == "runtime" else getattr(runtime, name)
+    if name in _SCHEDULE_NAMES:
+        import importlib
+        return getattr(importlib.import_module(".schedules", __name__), name)
     raise AttributeError(f"module 'ptxforge' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _RUNTIME_NAMES)
+    return sorted(set(globals()) | _RUNTIME_NAMES | _SCHEDULE_NAMES)
 
 
 __all__ = [

@@ -12,9 +12,8 @@ import itertools
 import re
 import warnings
 from contextlib import contextmanager
-from dataclasses import dataclass
 
-from .errors import SourceLoc, ValidationError, caller_loc, with_loc, PtxforgeError
+from .errors import PtxforgeError, SourceLoc, TargetError, ValidationError, caller_loc, with_loc
 from .isa import types as T
 from .isa.arith import ArithOps
 from .isa.bits import BitOps
@@ -26,9 +25,10 @@ from .isa.async_copy import AsyncCopyOps
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
-from .isa.targets import Requirement, Target, V
+from .isa.targets import Target
 from .isa.tensor import TensorOps
-from .isa.types import ScalarType
+from .isa.types import ScalarType, decl_type
+from .kernel import Comment, Kernel, LabelDef, Param
 from .isa.warp import WarpOps
 
 _PTXFORGE_INTERNAL = True
@@ -48,115 +48,6 @@ def _prefix(t: ScalarType) -> str:
     return {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}[t.bits]
 
 
-def decl_type(t: ScalarType) -> ScalarType:
-    """The type a register of `t` is declared with (bf16 values live in .b16/.b32 registers)."""
-    if t is T.bf16:
-        return T.b16
-    if t is T.bf16x2:
-        return T.b32
-    return t
-
-
-@dataclass(frozen=True)
-class Param:
-    """A kernel parameter (`.param`)."""
-
-    name: str
-    type: ScalarType
-    pointee: ScalarType | None = None  # element type when this is a pointer
-    space: str | None = None  # "global" for device pointers
-    nbytes: int | None = None  # byte-array parameters (e.g. a 128-byte tensor map)
-    align: int | None = None
-
-    @property
-    def symbol(self) -> Symbol:
-        return Symbol(self.name, "param", self.type, self.nbytes, self.align or 1)
-
-    @property
-    def is_pointer(self) -> bool:
-        return self.pointee is not None or self.space is not None
-
-    def render(self) -> str:
-        if self.nbytes is not None:
-            return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
-        return f".param .{self.type.name} {self.name}"
-
-    @property
-    def size(self) -> int:
-        return self.nbytes if self.nbytes is not None else self.type.bits // 8
-
-
-@dataclass(frozen=True)
-class LabelDef:
-    label: Label
-    loc: SourceLoc | None = None
-
-
-@dataclass(frozen=True)
-class Comment:
-    text: str
-    section: bool = False
-
-
-@dataclass(frozen=True)
-class Kernel:
-    """A finished kernel: immutable."""
-
-    name: str
-    target: Target
-    params: tuple
-    directives: tuple  # (("maxntid", (256, 1, 1)), ...)
-    registers: tuple  # Reg, in allocation order
-    shared: tuple  # static Symbols
-    extern_shared: tuple  # dynamic Symbols (module scope)
-    body: tuple  # Instruction | LabelDef | Comment
-    owner: int
-    loc: SourceLoc | None = None
-    notes: tuple = ()  # (key, value) facts a schedule wants in the listing header
-
-    @property
-    def instructions(self):
-        return [i for i in self.body if isinstance(i, Instruction)]
-
-    def requirements(self):
-        """(Requirement, what) pairs for the version computation."""
-        for ins in self.body:
-            if isinstance(ins, Instruction) and ins.req.min_ptx > _BASE_PTX:
-                yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
-        for key, _ in self.directives:
-            if key in _DIRECTIVE_REQ:
-                yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})"
-
-    @property
-    def block_limit(self) -> tuple | None:
-        for key, val in self.directives:
-            if key in ("maxntid", "reqntid"):
-                return key, val
-        return None
-
-    @property
-    def static_shared_bytes(self) -> int:
-        total = 0
-        for s in self.shared:
-            total = -(-total // s.align) * s.align + (s.nbytes or 0)
-        return total
-
-    def param(self, name: str) -> Param:
-        for p in self.params:
-            if p.name == name:
-                return p
-        raise KeyError(name)
-
-
-_BASE_PTX = V("7.0")
-
-_DIRECTIVE_REQ = {
-    "reqnctapercluster": Requirement(90, V("7.8")),
-    "explicitcluster": Requirement(90, V("7.8")),
-    "maxclusterrank": Requirement(90, V("7.8")),
-}
-
-
 def _dims(v, what):
     if isinstance(v, int):
         v = (v,)
@@ -169,11 +60,8 @@ def _dims(v, what):
     return v
 
 
-def builder_method(fn):
-    """Attach the caller's line to any PtxforgeError raised inside a builder method."""
-    if getattr(fn, "_ptxforge_wrapped", False):
-        return fn
-
+def _report_at_caller(fn):
+    """Wrap a builder method so that a PtxforgeError raised inside it carries the caller's line."""
     def wrapper(self, *args, **kwargs):
         try:
             return fn(self, *args, **kwargs)
@@ -183,7 +71,6 @@ def builder_method(fn):
     wrapper.__qualname__ = fn.__qualname__
     wrapper.__doc__ = fn.__doc__
     wrapper.__wrapped__ = fn
-    wrapper._ptxforge_wrapped = True
     return wrapper
 
 
@@ -237,7 +124,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._labels_placed: dict[str, SourceLoc | None] = {}
         self._labels_used: dict[str, SourceLoc | None] = {}
         self._label_counter = itertools.count()
-        self._if_stack: list = []
         self._last_if = None
         self._loop_stack: list = []
         self._notes: list = []
@@ -366,8 +252,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._body.append(ins)
         return ins
 
-    _emit = emit
-
     def comment(self, text: str) -> None:
         """A `// comment` line in the body."""
         for line in str(text).splitlines() or [""]:
@@ -391,7 +275,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
         self._names.add(name)
 
-    @builder_method
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
         """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param)."""
         self._claim(name, "parameter")
@@ -402,7 +285,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.params.append(p)
         return p
 
-    @builder_method
     def load_param(self, p: Param | str, dst=None) -> Reg:
         """`ld.param` a scalar parameter into a register."""
         if isinstance(p, str):
@@ -417,13 +299,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         raise ValidationError(f"kernel '{self.name}' has no parameter '{name}'; it has: "
                               + ", ".join(q.name for q in self.params))
 
-    @builder_method
     def param_value(self, name: str, type) -> Reg:
         """Declare a scalar parameter and load it: `.param .u32 n` + `ld.param.u32`."""
         p = self.param(name, type)
         return self.load_param(p, dst=self.reg(decl_type(p.type), name))
 
-    @builder_method
     def param_ptr(self, name: str, pointee=T.b8, *, space: str = "global") -> Reg:
         """Declare a pointer parameter, load it and convert it to a `space` address (cvta.to)."""
         p = self.param(name, T.u64, pointee=pointee, space=space)
@@ -432,19 +312,16 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             return r
         return self.cvta(r, to=space, dst=r)
 
-    @builder_method
     def param_address(self, p: Param) -> Reg:
         """Generic address of a by-value parameter block (mov + cvta.param; PTX 7.7)."""
         r = self.mov(p.symbol, type=T.u64)
         return self.cvta(r, frm="param", dst=r)
 
     # ------------------------------------------------------------------ special registers
-    @builder_method
     def sreg(self, name: str, dst=None) -> Reg:
         """Read a special register: `mov.u32 %tid_x, %tid.x`."""
         s = special(name)
         if s.name in SM90_SPECIAL and self.target.sm < 90:
-            from .errors import TargetError
             raise TargetError(f"%{s.name} needs sm_90 or newer; the kernel targets {self.target}")
         d = dst if dst is not None else self.reg(s.type, s.name.replace(".", "_"))
         return self.mov(s, dst=d)
@@ -464,14 +341,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def laneid(self) -> Reg:
         return self.sreg("laneid")
 
-    @builder_method
     def global_index(self, dim="x") -> Reg:
         """ctaid*ntid + tid along one dimension (u32)."""
         i = self.reg(T.u32, f"gid_{dim}")
         return self.mad(self.ctaid(dim), self.ntid(dim), self.tid(dim), mode="lo", dst=i)
 
     # ------------------------------------------------------------------ shared memory
-    @builder_method
     def shared(self, name: str, nbytes: int, align: int = 16) -> Symbol:
         """Static shared memory: `.shared .align A .b8 name[nbytes];` (at most 48 KB per kernel)."""
         self._claim(name, "shared variable")
@@ -480,10 +355,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"shared array {name} needs a positive size, got {nbytes}")
         s = Symbol(name, "shared", T.b8, int(nbytes), int(align), self.id)
         total = self._static_after(s)
-        if total > 48 * 1024:
+        limit = self.target.limits.static_shared
+        if total > limit:
             raise ValidationError(
-                f"static shared memory would be {total} bytes; a kernel may declare at most 49152 "
-                "(48 KB) statically: use dynamic_shared() and a launch-time size for more")
+                f"static shared memory would be {total} bytes; a kernel may declare at most {limit} "
+                f"({limit // 1024} KB) statically: use dynamic_shared() and a launch-time size for more")
         self._shared.append(s)
         return s
 
@@ -493,7 +369,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             total = -(-total // x.align) * x.align + x.nbytes
         return total
 
-    @builder_method
     def dynamic_shared(self, name: str = "dyn_smem", align: int = 16) -> Symbol:
         """Dynamic shared memory (`.extern .shared`, module scope); its size is given at launch."""
         _check_align(align)
@@ -502,7 +377,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._extern.append(s)
         return s
 
-    @builder_method
     def shared_base(self, sym: Symbol, offset: int = 0, dst=None) -> Reg:
         """32-bit shared-window address of a shared variable (`mov.u32 %r, sym`), plus an offset."""
         if not isinstance(sym, Symbol) or sym.space != "shared":
@@ -519,7 +393,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise with_loc(ValidationError(f"label name {name!r} is not a PTX identifier"), caller_loc())
         return Label(f"{name}_{next(self._label_counter)}", self.id)
 
-    @builder_method
     def place(self, label: Label) -> Label:
         """Put a label at the current position."""
         if label.owner != self.id:
@@ -600,7 +473,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.bra(top)
         self.place(end)
 
-    @builder_method
     def break_(self, pred=None) -> None:
         """Leave the innermost for_range/loop (where `pred` holds, if given)."""
         if not self._loop_stack:
@@ -630,8 +502,6 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         from .module import Module
         return Module([self.finish()], **kwargs)
 
-    build = module
-
 
 def _check_align(align):
     if not isinstance(align, int) or align < 1 or align & (align - 1):
@@ -643,14 +513,16 @@ _SELF_LOCATING = frozenset({"emit", "reg"})
 
 
 def _wrap_public_methods(cls):
-    """Every public builder method reports errors at the caller's line."""
+    """Every public builder method (the mixins' included) reports errors at the caller's line.
+
+    This is the one wrapping mechanism: methods are not decorated one by one."""
     import inspect
     for name in dir(cls):
         if name.startswith("_") or name in _SELF_LOCATING:
             continue
         attr = inspect.getattr_static(cls, name)
         if inspect.isfunction(attr):
-            setattr(cls, name, builder_method(attr))
+            setattr(cls, name, _report_at_caller(attr))
 
 
 _wrap_public_methods(KernelBuilder)

@@ -87,12 +87,6 @@ def random_int4(shape, rng=None, *, signed: bool = True, extremes: bool = False)
     return rng.integers(lo, hi + 1, size=shape, dtype=np.int8)
 
 
-def random_packed(rows: int, k: int, rng=None, *, signed: bool = True) -> tuple:
-    """(packed uint8 [rows, k/2], values int8 [rows, k]) of random int4 data."""
-    v = random_int4((rows, k), rng, signed=signed)
-    return pack_int4(v, signed=signed), v
-
-
 def _axis(axis: int, ndim: int) -> int:
     if not -ndim <= axis < ndim:
         raise ValidationError(f"axis {axis} is out of range for an array with {ndim} axes")

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import __version__
-from .builder import Comment, Kernel, KernelBuilder, LabelDef, decl_type
+from ._version import __version__
 from .errors import TargetError, ValidationError
 from .isa.instruction import Instruction
 from .isa.opaque import OPAQUE
 from .isa.targets import PtxVersion, Target, least_version
+from .isa.types import decl_type
+from .kernel import Comment, Kernel, LabelDef
 
 _PTXFORGE_INTERNAL = True
 
@@ -31,7 +32,11 @@ class Rendered:
 
 
 class Module:
-    """One PTX module: one or more kernels for one target."""
+    """One PTX module: one or more kernels for one target.
+
+    `kernels` holds finished `Kernel` values or anything with a `finish()` method that returns one
+    (a `KernelBuilder`).  Load it on a GPU with `ptxforge.load(module)`.
+    """
 
     def __init__(self, kernels, *, target=None, version=None, declarations=(), target_options=()):
         """`declarations`: module-scope parts rendered after the header, in order (variables,
@@ -39,7 +44,7 @@ class Module:
         the target on the .target line (`debug` for modules with DWARF sections)."""
         ks = []
         for k in kernels:
-            ks.append(k.finish() if isinstance(k, KernelBuilder) else k)
+            ks.append(k.finish() if hasattr(k, "finish") else k)
         if not ks:
             raise ValidationError("a module needs at least one kernel")
         targets = {k.target for k in ks}
@@ -142,11 +147,6 @@ class Module:
             if k.name == name:
                 return k
         raise ValidationError(f"no kernel '{name}' in module; kernels: " + ", ".join(k.name for k in self.kernels))
-
-    def load(self, **options):
-        """JIT-load on the GPU (cached): `module.load()["name"](grid, block, *args)`; see ptxforge.runtime.load."""
-        from .runtime import load
-        return load(self, **options)
 
     def instruction_count(self) -> int:
         return sum(len(k.instructions) for k in self.kernels)

@@ -1,9 +1,20 @@
 import os
+import sys
 
 import pytest
 from hypothesis import HealthCheck, settings
 
-from ptxforge.testing.gpu import REQUIRE_GPU_ENV, gpu_required, gpu_skip_reason
+from ptxforge.runtime.device import gpu_skip_reason
+
+# tests/ on the path, whatever pytest's import mode: test assets live in tests/support, golden builders in tests/golden.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+#: Set to 1 to turn "no GPU, skipped" into a failure (run GPU lanes this way).
+REQUIRE_GPU_ENV = "PTXFORGE_REQUIRE_GPU"
+
+
+def gpu_required() -> bool:
+    return os.environ.get(REQUIRE_GPU_ENV, "") not in ("", "0")
 
 # Bounded examples on CI (2 cores, no GPU); more where asked.
 settings.register_profile("ci", max_examples=20, deadline=None,

@@ -11,7 +11,7 @@ from ptxforge.assembler import (available_backends, backend_ptx_cap, diagnostics
 from ptxforge.isa.instruction import make
 from ptxforge.isa.operands import Imm
 from ptxforge.testing.kernels import saxpy
-from ptxforge.testing.located import marked_line
+from support.located import marked_line
 
 HERE = __file__
 BACKENDS = available_backends()
@@ -39,7 +39,8 @@ def test_backends_agree():
     assert (a.registers, a.shared, a.spills) == (b.registers, b.shared, b.spills)
 
 
-def test_resources_report_shared_memory_barriers_and_spills():
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_resources_report_shared_memory_barriers_and_spills(backend):
     k = pf.KernelBuilder("heavy", target="sm_80", maxntid=256, maxnreg=24)
     g = k.param_ptr("g", f32)
     k.shared("tile", 3072, align=128)
@@ -50,7 +51,7 @@ def test_resources_report_shared_memory_barriers_and_spills():
         k.add(acc, v, dst=acc)
     for i, v in enumerate(vals):
         k.st(g, k.mul(v, acc), offset=4 * (64 + i))
-    r = pf.assemble(k.module())
+    r = pf.assemble(k.module(), backend=backend)
     res = r.resources()
     assert res.shared == 3072 and res.barriers == 1
     assert res.registers <= 24
@@ -135,6 +136,19 @@ def test_diagnostics_and_resources_from_a_log():
     assert (res["k2"].registers, res["k2"].shared, res["k2"].spills) == (8, 0, 0)
 
 
+def test_resources_from_a_ptxas_13_log_with_a_cumulative_stack_clause():
+    # ptxas 13.0 names the cumulative stack size between the barriers and the smem clause
+    log = "\n".join([
+        "ptxas info    : Compiling entry function 'heavy' for 'sm_80'",
+        "ptxas info    : Function properties for heavy",
+        "    560 bytes stack frame, 604 bytes spill stores, 780 bytes spill loads",
+        "ptxas info    : Used 24 registers, used 1 barriers, 560 bytes cumulative stack size, 3072 bytes smem, "
+        "360 bytes cmem[0]",
+    ])
+    r = parse_resources(log)["heavy"]
+    assert (r.registers, r.barriers, r.shared, r.cmem, r.stack) == (24, 1, 3072, 360, 560)
+
+
 def test_sass_opcodes_of_a_kernel():
     if disassembler() is None:
         pytest.skip("no disassembler (nvdisasm / cuobjdump) here")
@@ -162,6 +176,7 @@ def test_resources_from_an_nvjitlink_summary_alone():
     assert (res["k2"].registers, res["k2"].spills) == (8, 0)
 
 
+@pytest.mark.skipif("nvjitlink" not in BACKENDS, reason="nvJitLink is not installed here (pip install nvidia-nvjitlink)")
 def test_the_two_log_formats_agree_on_a_real_kernel():
     # both formats are in nvJitLink's verbose log; each parser alone must give the same figures
     from ptxforge.assembler import _parse_link_summary, _parse_ptxas_lines

@@ -8,7 +8,7 @@ import pytest
 import ptxforge as pf
 from ptxforge import Addr, b8, b32, f32, pred, s4, u32, u64
 from ptxforge.isa.arith import arith
-from ptxforge.testing.located import assert_located, marked_line
+from support.located import assert_located, marked_line
 
 HERE = __file__
 
@@ -128,7 +128,7 @@ def test_maxntid_with_reqntid_is_refused_at_the_users_line():
 
 
 def test_ptxas_also_refuses_maxntid_with_reqntid():
-    from ptxforge.testing.ptx_text import assembler_verdict
+    from support.ptx_text import assembler_verdict
     ptx = (".version 8.0\n.target sm_80\n.address_size 64\n"
            ".visible .entry t()\n.maxntid 256, 1, 1\n.reqntid 256, 1, 1\n{\n ret;\n}\n")
     assert assembler_verdict(ptx) is not None

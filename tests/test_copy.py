@@ -15,7 +15,7 @@ import ptxforge as pf
 from ptxforge import ValidationError, interp
 from ptxforge.copy import (SmemLayout, as_elem_type, cp_async_bytes, cp_async_elems, emit_copy_commit, emit_copy_wait,
                            emit_tile_copy, emit_tile_store, legal_counts, plan_tile_copy, plan_tile_store)
-from ptxforge.copy.probe import PARAMS, expected_shared, probe_kernel, probe_out_bytes
+from support.probe import PARAMS, expected_shared, probe_kernel, probe_out_bytes
 from ptxforge.isa import types as T
 from ptxforge.isa.async_copy import CpAsyncInfo
 from ptxforge.testing.copy_strategies import (COPY_ELEM_TYPES, copy_situations, illegal_cp_async, legal_cp_async,

@@ -10,29 +10,7 @@ from ptxforge import b32, u8, u32
 from ptxforge import interp
 from ptxforge.testing.interp_strategies import poison, seeds
 
-
-def zero_fill_probe(size, mode):
-    """Thread t copies `size` bytes from src + size*t; mode 'reg'/'imm' src-size, 'ignore' ignore-src."""
-    k = pf.KernelBuilder("zfill", target="sm_80", reqntid=64)
-    src, dst, ns = k.param_ptr("src", u8), k.param_ptr("dst", u8), k.param_ptr("ns", u32)
-    sbuf = k.shared("sbuf", 64 * size, align=16)
-    t = k.tid()
-    slot = k.add(k.shared_base(sbuf), k.mul(t, size))
-    ff = k.mov(-1, type=b32)
-    k.st(slot, [ff] * (size // 4) if size > 4 else ff, type=b32, space="shared")
-    k.bar_sync(0)
-    n = k.ld(k.add(ns, k.mul(t, 4, mode="wide")), type=u32)
-    s = k.add(src, k.mul(t, size, mode="wide"))
-    if mode == "reg":
-        k.cp_async(slot, s, size, src_size=n)
-    elif mode == "imm3":
-        k.cp_async(slot, s, size, src_size=3 if size >= 4 else 0)
-    else:
-        k.cp_async(slot, s, size, ignore_src=k.setp("ne", k.and_(n, 1, type=b32), 0))
-    k.cp_async_wait_all()
-    v = k.ld(slot, type=b32, space="shared", vec=size // 4)
-    k.st(k.add(dst, k.mul(t, size, mode="wide")), list(v) if size > 4 else v, type=b32)
-    return k.module()
+from support.interp_probes import zero_fill_probe
 
 
 @given(size=st.sampled_from([4, 8, 16]), mode=st.sampled_from(["reg", "imm3", "ignore"]), seed=seeds())

@@ -2,7 +2,7 @@
 
 mma: a one-warp kernel loads each lane's A, B and C fragment registers from global memory,
 issues the mma and stores D; the model decodes the same words into matrices with the
-documented fragment layouts (ptxforge.interp.layouts, itself checked against the PTX ISA
+documented fragment layouts (ptxforge.isa.fragments, itself checked against the PTX ISA
 formulas in test_interp_layouts.py), multiplies with numpy and encodes D.
 
 ldmatrix / stmatrix: the row addresses are a random permutation of 16-byte shared rows; the
@@ -14,56 +14,13 @@ import numpy as np
 from hypothesis import given, strategies as st
 
 import ptxforge as pf
-from ptxforge import b32, b64, u32
+from ptxforge import b32, u32
 from ptxforge import interp
-from ptxforge.interp.layouts import mma_fragment, pack_fragment, unpack_fragment
+from ptxforge.isa.fragments import mma_fragment, pack_fragment, unpack_fragment
 from ptxforge.isa import types as T
 from ptxforge.testing.interp_strategies import ldmatrix_forms, mma_forms, poison, seeds, stmatrix_forms
 
-
-def mma_probe(form, satfinite):
-    k = pf.KernelBuilder("mma_probe", target="sm_80", reqntid=32)
-    ptrs = [k.param_ptr(n, pf.b8) for n in ("a", "b", "c", "d")]
-    lane = k.laneid()
-    frag_t = b64 if form.a_type is T.f64 else b32
-    acc_t = form.acc_reg_type
-    fw, cw = frag_t.bits // 8, acc_t.bits // 8
-
-    def load(ptr, n, t, width):
-        v = k.ld(k.add(ptr, k.mul(lane, n * width, mode="wide")), type=t, vec=n)
-        return list(v) if n > 1 else [v]
-    a = load(ptrs[0], form.a_regs, frag_t if frag_t is b32 else T.f64, fw)
-    b = load(ptrs[1], form.b_regs, frag_t if frag_t is b32 else T.f64, fw)
-    c = load(ptrs[2], form.c_regs, acc_t, cw)
-    d = k.mma(a, b, c, shape=form.shape, a_type=form.a_type.name, b_type=form.b_type.name,
-              acc=form.c_type.name, bitop=form.bitop, satfinite=satfinite)
-    k.st(k.add(ptrs[3], k.mul(lane, form.c_regs * cw, mode="wide")), list(d), type=acc_t)
-    return k.module()
-
-
-def _decode(bits, t):
-    bits = np.asarray(bits)
-    if t is T.f16:
-        return bits.astype(np.uint16).view(np.float16).astype(np.float64)
-    if t is T.bf16:
-        return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
-    if t is T.tf32:
-        return (bits.astype(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32).astype(np.float64)
-    if t is T.f32:
-        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-    if t is T.f64:
-        return bits.astype(np.uint64).view(np.float64)
-    raise AssertionError(t)
-
-
-def _encode(values, t):
-    if t is T.f16:
-        return np.asarray(values).astype(np.float16).view(np.uint16).astype(np.uint64)
-    if t is T.bf16:
-        return (np.asarray(values, dtype=np.float32).view(np.uint32) >> 16).astype(np.uint64)
-    if t in (T.f32, T.tf32):
-        return np.asarray(values).astype(np.float32).view(np.uint32).astype(np.uint64)
-    return np.asarray(values).astype(np.float64).view(np.uint64)
+from support.interp_probes import accumulator_words, decode_values, encode_values, ldmatrix_probe, mma_probe, random_words
 
 
 def mma_model(form, aw, bw, cw, satfinite):
@@ -82,34 +39,11 @@ def mma_model(form, aw, bw, cw, satfinite):
         D = P + C
         D = np.clip(D, -2 ** 31, 2 ** 31 - 1) if satfinite else ((D + 2 ** 31) % 2 ** 32) - 2 ** 31
         return pack_fragment(fc, D), None
-    A = _decode(unpack_fragment(fa, aw), form.a_type)
-    B = _decode(unpack_fragment(fb, bw), form.b_type)
-    C = _decode(unpack_fragment(fc, cw), form.c_type)
+    A = decode_values(unpack_fragment(fa, aw), form.a_type)
+    B = decode_values(unpack_fragment(fb, bw), form.b_type)
+    C = decode_values(unpack_fragment(fc, cw), form.c_type)
     D = A @ B + C
-    return pack_fragment(fc, _encode(D, form.d_type)), D
-
-
-def _random_words(rng, form, frag, t):
-    if t.is_int or t is T.b1:
-        return rng.integers(0, 2 ** 32, size=(32, frag.nregs), dtype=np.uint64)
-    # floats: finite values of moderate size, encoded element by element
-    vals = rng.standard_normal(frag.shape) * 4
-    if t is T.tf32:
-        vals = vals.astype(np.float32)
-    return pack_fragment(frag, _encode(vals, t).astype(np.int64) if t is not T.f64 else _encode(vals, t))
-
-
-def _acc_words(rng, form, fc):
-    if form.d_type is T.s32:
-        pick = rng.integers(0, 3)
-        if pick == 0:  # near the limits: exercises wraparound and .satfinite
-            c = rng.choice([-2 ** 31, 2 ** 31 - 1, -2 ** 31 + 5, 2 ** 31 - 7], size=fc.shape)
-        else:
-            c = rng.integers(-2 ** 31, 2 ** 31, size=fc.shape)
-        return pack_fragment(fc, c)
-    vals = rng.standard_normal(fc.shape) * 8
-    return pack_fragment(fc, _encode(vals, form.c_type).astype(np.int64) if form.c_type is not T.f64
-                         else _encode(vals, form.c_type))
+    return pack_fragment(fc, encode_values(D, form.d_type)), D
 
 
 @given(form=mma_forms(), sat=st.booleans(), seed=seeds())
@@ -117,9 +51,9 @@ def test_every_mma_form_matches_the_layout_model(form, sat, seed):
     satfinite = sat and form.satfinite
     rng = np.random.default_rng(seed)
     fa, fb, fc = (mma_fragment(form, x) for x in "abc")
-    aw = _random_words(rng, form, fa, form.a_type)
-    bw = _random_words(rng, form, fb, form.b_type)
-    cw = _acc_words(rng, form, fc)
+    aw = random_words(rng, form, fa, form.a_type)
+    bw = random_words(rng, form, fb, form.b_type)
+    cw = accumulator_words(rng, form, fc)
     frag_dt = np.uint64 if form.a_type is T.f64 else np.uint32
     acc_dt = np.uint64 if form.d_type is T.f64 else np.uint32
     a, b, c = aw.astype(frag_dt), bw.astype(frag_dt), cw.astype(acc_dt)
@@ -129,7 +63,7 @@ def test_every_mma_form_matches_the_layout_model(form, sat, seed):
     if Dfloat is None:
         np.testing.assert_array_equal(d, want.astype(acc_dt))
     else:
-        got = _decode(unpack_fragment(fc, d.astype(np.uint64)), form.d_type)
+        got = decode_values(unpack_fragment(fc, d.astype(np.uint64)), form.d_type)
         tol = 2e-3 if form.d_type is T.f16 else 1e-6
         np.testing.assert_allclose(got, Dfloat, rtol=tol, atol=tol * 8)
 
@@ -147,22 +81,6 @@ def test_satfinite_clamps_and_plain_wraps():
 
 
 # ---------------------------------------------------------------- ldmatrix / stmatrix
-
-def ldmatrix_probe(form, nslots):
-    k = pf.KernelBuilder("ldmatrix_probe", target="sm_80", reqntid=32)
-    src, slots, out = k.param_ptr("src", pf.b8), k.param_ptr("slots", u32), k.param_ptr("out", pf.b8)
-    tile = k.shared("tile", nslots * 16, align=16)
-    lane = k.laneid()
-    base = k.shared_base(tile)
-    with k.for_range(lane, nslots, 32, uniform=False) as i:  # stage the rows: 16 bytes per slot
-        v = k.ld(k.add(src, k.mul(i, 16, mode="wide")), type=b32, vec=4)
-        k.st(k.add(base, k.shl(i, 4)), list(v), type=b32, space="shared")
-    k.bar_sync(0)
-    slot = k.ld(k.add(slots, k.mul(lane, 4, mode="wide")), type=u32)
-    regs = k.ldmatrix(k.add(base, k.shl(slot, 4)), num=form.num, trans=form.trans)
-    k.st(k.add(out, k.mul(lane, 4 * form.num, mode="wide")), list(regs) if form.num > 1 else regs[0], type=b32)
-    return k.module()
-
 
 def ldmatrix_model(rows, slots, num, trans):
     """rows: (nslots, 8) uint16; returns (32, num) uint32 per the PTX ISA text."""

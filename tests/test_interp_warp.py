@@ -9,19 +9,7 @@ from ptxforge import b32, u32
 from ptxforge import interp
 from ptxforge.testing.interp_strategies import poison, seeds
 
-
-def shfl_probe(mode, b, c, with_pred):
-    k = pf.KernelBuilder("shfl_probe", target="sm_80", reqntid=64)
-    src, out, outp = k.param_ptr("src", u32), k.param_ptr("out", u32), k.param_ptr("outp", u32)
-    t = k.tid()
-    off = k.mul(t, 4, mode="wide")
-    v = k.ld(k.add(src, off), type=u32)
-    p = k.reg(pf.pred) if with_pred else None
-    d = k.shfl(mode, v, b, clamp=c, in_range=p)
-    k.st(k.add(out, off), d, type=b32)
-    if with_pred:
-        k.st(k.add(outp, off), k.selp(1, 0, p, type=u32), type=u32)
-    return k.module()
+from support.interp_probes import shfl_probe
 
 
 def shfl_model(vals, mode, b, c):

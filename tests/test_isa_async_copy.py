@@ -4,8 +4,8 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import Addr, b8, f32, s32, u32
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 

@@ -7,7 +7,7 @@ import pytest
 import ptxforge as pf
 from ptxforge import b16, b32, b64, f32, pred, s32, s64, u32, u64
 from ptxforge.isa.bits import lut_of
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.ptx_text import assembler_verdict, raw_kernel
 
 
 def build(fn, target="sm_80"):

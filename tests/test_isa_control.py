@@ -5,8 +5,8 @@ import pytest
 import ptxforge as pf
 from ptxforge import b32, b64, f16, f32, f64, pred, s32, u16, u32, u64
 from ptxforge.isa.control import FLOAT_CMP, INT_CMP, SIGNED_CMP, cmp_ops
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 

@@ -4,7 +4,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import b8, bf16, bf16x2, f16, f16x2, f32, f64, s8, s32, u8, u16, u32, u64
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.ptx_text import assembler_verdict, raw_kernel
 
 
 def rendered(k):

@@ -5,8 +5,8 @@ import pytest
 import ptxforge as pf
 from ptxforge import b8, b16, b32, bf16, f16, f32, s32, u8, u32, u64
 from ptxforge.isa.memory import LDMATRIX_FORMS, STMATRIX_FORMS
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 

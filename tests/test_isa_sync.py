@@ -5,8 +5,8 @@ import pytest
 import ptxforge as pf
 from ptxforge import b64, u32
 from ptxforge.isa.sync import FENCES
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 

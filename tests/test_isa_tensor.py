@@ -7,8 +7,8 @@ import pytest
 import ptxforge as pf
 from ptxforge import b32, b64, f32, pred, s32
 from ptxforge.isa.tensor import MMA_FORMS, EmulatedInstructionWarning, mma_form
-from ptxforge.testing.located import assert_located
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.located import assert_located
+from support.ptx_text import assembler_verdict, raw_kernel
 
 HERE = __file__
 
@@ -171,7 +171,7 @@ def test_s4_mma_on_sm90_warns_at_the_users_line():
         k.mma(a, b, c, shape="m16n8k64", a_type="s4", dst=c)  # <- s4-on-sm90
     w = rec[0]
     assert "no 4-bit tensor path on sm_90" in str(w.message) and "25x slower" in str(w.message)
-    from ptxforge.testing.located import marked_line
+    from support.located import marked_line
     assert (w.filename, w.lineno) == (HERE, marked_line(HERE, "<- s4-on-sm90"))
 
 

@@ -4,7 +4,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import b32, f32, pred, s32, u32
-from ptxforge.testing.ptx_text import assembler_verdict, raw_kernel
+from support.ptx_text import assembler_verdict, raw_kernel
 
 
 def rendered(k):

@@ -7,7 +7,7 @@ import pytest
 import ptxforge as pf
 from ptxforge import b8, f32, pred, s32, u32
 from ptxforge.isa.targets import PtxVersion, Requirement, Target, least_version, ptx_for_cuda
-from ptxforge.testing.located import marked_line
+from support.located import marked_line
 
 HERE = __file__
 

@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from ptxforge import runtime as rt
 from ptxforge.copy import SmemLayout, plan_tile_copy
-from ptxforge.copy.probe import PROBE_FILL, expected_shared, probe_kernel, probe_out_bytes
+from support.probe import PROBE_FILL, expected_shared, probe_kernel, probe_out_bytes
 from ptxforge.schedules import TileCopy
 from ptxforge.schedules.tile_copy import POISON
 from ptxforge.testing.copy_strategies import TILE_COPY_DTYPES, copy_situations, tile_copy_requests, tile_copy_schedules

@@ -15,6 +15,7 @@ from ..isa import types as T
 from .access import mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
+from .mbarriers import mbar_lookup
 
 _PTXFORGE_INTERNAL = True
 
@@ -171,7 +172,6 @@ def make_cp_mbarrier_arrive(P, op):
     get_addr = address_reader(P, ins.operands[0], ins, "shared")
 
     def cp_arrive(S, m):
-        from .exec_mbarrier import mbar_lookup
         thr = np.flatnonzero(m)
         for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
             if not noinc:
@@ -193,7 +193,6 @@ def make_bulk(P, op):
     get_mbar = address_reader(P, ins.operands[3], ins, "shared")
 
     def bulk(S, m):
-        from .exec_mbarrier import mbar_lookup
         thr = np.flatnonzero(m)
         sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
         src, dst = get_src(S)[thr], get_dst(S)[thr]

@@ -18,10 +18,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from .access import Part, map_access, shadow_read, shadow_write
+from .access import Part, shadow_write
 from .exec_async import land_before, land_rows
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
+from .mbarriers import mbar_lookup
 
 _PTXFORGE_INTERNAL = True
 
@@ -38,25 +39,6 @@ class MBar:
         self.arrivers = np.zeros(N, dtype=bool)
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
-
-
-def mbar_lookup(S, op, addr, thr, *, init=False):
-    """Group the threads of an mbarrier instruction by barrier: yields (key, threads, state)."""
-    for part in map_access(S, op, "shared", addr, thr, 8, what="mbarrier access"):
-        keys = part.off
-        for key in np.unique(keys):
-            sel = keys == key
-            kthr = part.thr[sel]
-            state = S.mbars.get(int(key))
-            if init:
-                yield int(key), kthr, None, part, sel
-                continue
-            if state is None:
-                S.report("barrier", "mbarrier used before mbarrier.init (or after mbarrier.inval)", op, kthr)
-                continue
-            if S.track:
-                shadow_read(S, op, Part("shared", part.sel[sel], part.off[sel], kthr), 8, record=False)
-            yield int(key), kthr, state
 
 
 def _complete(S, state):

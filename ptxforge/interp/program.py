@@ -9,36 +9,17 @@ and reused by every launch and every batch of CTAs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from ..builder import Kernel, LabelDef
+from ..kernel import Kernel, LabelDef
 from ..isa import types as T
 from ..isa.instruction import Instruction
-from ..isa.operands import Addr, Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
+from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
+from .dispatch import build_op
 from .findings import InterpUnsupported
 from .values import const, storage_dtype, view_dtype
 
 _PTXFORGE_INTERNAL = True
-
-# How an op changes control flow (the scheduler dispatches on it).
-PLAIN = 0  # every thread of the step moves to pc + 1
-BRANCH = 1  # bra: the scheduler splits the step by the guard
-BLOCKING = 2  # may exit, block or park threads (ret, bar, mbarrier waits, trap)
-
-
-@dataclass
-class Op:
-    pc: int
-    ins: Instruction
-    fn: object  # fn(S, m) -> None
-    flow: int = PLAIN
-    target: int = -1  # branch target pc
-    uni: bool = False
-    guard: int = -1  # slot of the guard predicate, -1 when unguarded
-    negate: bool = False
-
 
 class Program:
     """Executors for one kernel, plus the register and shared-memory tables a Machine needs."""
@@ -60,7 +41,6 @@ class Program:
         self.labels = labels
         for r in kernel.registers:
             self._reg(r)
-        from .dispatch import build_op
         self.ops = [build_op(self, pc, ins) for pc, ins in enumerate(self.instructions)]
         self.uses_async = any(i.opcode.startswith("cp.async") or i.opcode.startswith("mbarrier")
                               for i in self.instructions)
@@ -245,9 +225,3 @@ def special_reader(name: str, ins):
         return lambda S: np.zeros(S.N, dtype=bool)
     raise InterpUnsupported(f"special register %{name} is not modelled", ins)
 
-
-def address_parts(addr):
-    """(base operand, constant offset) of a memory operand."""
-    if isinstance(addr, Addr):
-        return addr.base, addr.offset
-    return addr, 0

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .program import BRANCH, PLAIN
+from .ops import BRANCH, PLAIN
 
 _PTXFORGE_INTERNAL = True
 

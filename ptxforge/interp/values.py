@@ -111,16 +111,8 @@ def f16_bits_to_f32(bits):
     return np.asarray(bits, dtype=np.uint16).view(np.float16).astype(np.float32)
 
 
-def f32_to_f16_bits(x):
-    return np.asarray(x, dtype=np.float32).astype(np.float16).view(np.uint16)
-
-
 def half_to_f32(bits, is_bf16: bool):
     return bf16_to_f32(bits) if is_bf16 else f16_bits_to_f32(bits)
-
-
-def f32_to_half(x, is_bf16: bool):
-    return f32_to_bf16(x) if is_bf16 else f32_to_f16_bits(x)
 
 
 def flush_subnormal(x):

@@ -121,8 +121,7 @@ class ControlOps:
         else:
             t = infer_type(type, a, dst)
             a = self._val(a, t)
-        from ..builder import decl_type
-        d = self._dst(dst, decl_type(t))
+        d = self._dst(dst, T.decl_type(t))
         self.emit(mov(t, d, a), pred)
         return d
 

@@ -120,8 +120,7 @@ class ConvertOps:
         if b is not None:
             b = self._val(b, T.f32)
         a = self._val(a, st)
-        from ..builder import decl_type
-        d = self._dst(dst, decl_type(dt))
+        d = self._dst(dst, T.decl_type(dt))
         self.emit(cvt(dt, st, d, a, rnd, sat, ftz, b), pred)
         return d
 

@@ -185,13 +185,6 @@ def check_addr(op, space: str, what: str) -> Addr:
     return op
 
 
-def check_imm_in(value, allowed, what: str) -> int:
-    v = value.value if isinstance(value, Imm) else value
-    if not isinstance(v, int) or v not in allowed:
-        raise ValidationError(f"{what} must be one of {sorted(allowed)}, got {v!r}")
-    return v
-
-
 def imm(value, t: ScalarType | None = None) -> Imm:
     return value if isinstance(value, Imm) else Imm(value, t)
 

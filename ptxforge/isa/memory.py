@@ -313,18 +313,17 @@ class MemoryOps:
         Returns the destination register, or a Vec of registers for vector loads.
         """
         t = T.lookup(type)
-        from ..builder import decl_type
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
             if reg_t is not t:
-                rt = decl_type(reg_t)
+                rt = T.decl_type(reg_t)
             elif t.bits < 32 and (t.is_int or t.kind == "b"):
                 rt = T.lookup(f"{t.kind}32")
             else:
-                rt = decl_type(t)
+                rt = T.decl_type(t)
             d = self.reg(rt) if vec == 1 else Vec(tuple(self.reg(rt) for _ in range(vec)))
         else:
             d = self._val(dst)

@@ -95,8 +95,25 @@ ALL = (pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
        f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1)
 BY_NAME = {t.name: t for t in ALL}
 
-#: Types a register may be declared with (PTX allows 8-bit registers too).
-REGISTER_TYPES = tuple(t for t in ALL if t.can_declare and t is not b128)
+def decl_type(t: ScalarType) -> ScalarType:
+    """The type a register holding `t` values is declared with: `.reg .b16` for bf16, `.reg .b32`
+    for bf16x2 (PTX has no bf16 registers), `t` itself for every other type."""
+    if t is bf16:
+        return b16
+    if t is bf16x2:
+        return b32
+    return t
+
+
+def wide_type(t: ScalarType) -> ScalarType:
+    """The result type of `.wide` integer arithmetic on `t`: twice the width, signed for signed
+    sources and unsigned otherwise (`mul.wide.s32` -> `.s64`, `mad.wide.u16` -> `.u32`; untyped
+    bits count as unsigned).  `t` must be an 8-, 16- or 32-bit integer or bit type."""
+    if t.kind not in ("u", "s", "b") or t.packed or t.bits > 32:
+        from ..errors import ValidationError  # a ValueError too
+        raise ValidationError(f".wide doubles 8-, 16- or 32-bit integers; .{t.name} has no wide type")
+    return lookup(f"{'s' if t.kind == 's' else 'u'}{t.bits * 2}")
+
 
 # numpy dtype <-> PTX type, for parameters and arrays.
 _NUMPY = {

@@ -12,9 +12,9 @@ from .arrays import In, InOut, Out
 from .cache import (CacheStats, cache_dir, clear_cache, clear_memory_cache, disk_cache_enabled, set_cache_dir,
                     set_disk_cache)
 from .cache import stats as cache_stats
-from .driver import DeviceInfo, device_info, select_device, synchronize
+from .device import gpu_available, gpu_skip_reason, offline_summary
+from .driver import DeviceInfo, LaunchLimits, device_info, select_device, synchronize
 from .kernel import BoundLaunch, KernelFunction
-from .launch import LaunchLimits
 from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream
@@ -25,4 +25,5 @@ __all__ = [
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
     "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats",
+    "gpu_available", "gpu_skip_reason", "offline_summary",
 ]

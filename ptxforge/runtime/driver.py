@@ -10,13 +10,9 @@ import functools
 import os
 import threading
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..errors import DriverError, ToolchainMissing
-from ..isa.targets import PtxVersion, ptx_for_cuda
-
-if TYPE_CHECKING:
-    from .launch import LaunchLimits
+from ..isa.targets import STATIC_SHARED, PtxVersion, ptx_for_cuda
 
 _PTXFORGE_INTERNAL = True
 
@@ -70,6 +66,17 @@ def driver_error(err, what: str) -> DriverError:
     except Exception:  # the error itself may be that the driver is gone
         pass
     return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else ""), code=code, name=name)
+
+
+@dataclass(frozen=True)
+class LaunchLimits:
+    """Device limits a launch is checked against (defaults: every sm_80+ GPU)."""
+
+    max_threads_per_block: int = 1024
+    max_block: tuple = (1024, 1024, 64)
+    max_grid: tuple = (2**31 - 1, 65535, 65535)
+    max_shared_default: int = STATIC_SHARED  # dynamic + static without opting in
+    max_shared_optin: int = STATIC_SHARED  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 @dataclass(frozen=True)
@@ -141,7 +148,6 @@ def _init() -> _Context:
     with _lock:
         if _state is not None:
             return _state
-        from .launch import LaunchLimits  # here, not at the top: launch -> memory -> driver
         d = api()
         try:
             res = d.cuInit(0)

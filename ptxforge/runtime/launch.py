@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import LaunchError
 from ..isa import types as T
 from ..isa.types import ScalarType
+from .driver import LaunchLimits
 from .arrays import DeviceView, Elem, HostArray, accepts, c_contiguous, device_view, expected_dtype, host_policy
 from .memory import DeviceBuffer
 
@@ -27,17 +28,6 @@ _PTXFORGE_INTERNAL = True
 
 
 # ---------------------------------------------------------------- limits and shapes
-
-@dataclass(frozen=True)
-class LaunchLimits:
-    """Device limits a launch is checked against (defaults: every sm_80+ GPU)."""
-
-    max_threads_per_block: int = 1024
-    max_block: tuple = (1024, 1024, 64)
-    max_grid: tuple = (2**31 - 1, 65535, 65535)
-    max_shared_default: int = 48 * 1024  # dynamic + static without opting in
-    max_shared_optin: int = 48 * 1024  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
-
 
 def as_dims(v, what: str, kernel: str = "") -> tuple:
     """An int or 1..3 ints -> (x, y, z), each >= 1."""

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..builder import Kernel
+from ..kernel import Kernel
 from ..errors import ValidationError
 from ..isa.async_copy import wait_group
 from ..isa.instruction import Instruction

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..builder import KernelBuilder, decl_type
+from ..builder import KernelBuilder
+from ..isa.types import decl_type
 from ..isa import types as T
 from ..module import Module
 

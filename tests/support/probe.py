@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..builder import KernelBuilder
-from ..isa import types as T
-from .completion import emit_copy_commit, emit_copy_wait, emit_mbarrier_init
-from .emit import emit_tile_copy
-from .plan import TileCopyPlan
+from ptxforge.builder import KernelBuilder
+from ptxforge.isa import types as T
+from ptxforge.copy.completion import emit_copy_commit, emit_copy_wait, emit_mbarrier_init
+from ptxforge.copy.emit import emit_tile_copy
+from ptxforge.copy.plan import TileCopyPlan
 
 _PTXFORGE_INTERNAL = True
 

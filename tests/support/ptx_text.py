@@ -7,9 +7,9 @@ refuses and confirm that ptxas refuses it too (and accepts the corrected line).
 
 from __future__ import annotations
 
-from ..assembler import assemble, available_backends
-from ..errors import AssemblyError
-from ..isa.targets import PtxVersion, Target
+from ptxforge.assembler import assemble, available_backends
+from ptxforge.errors import AssemblyError
+from ptxforge.isa.targets import PtxVersion, Target
 
 #: Registers every raw kernel declares (names follow the PTX examples: %r, %rd, %f, %p ...).
 RAW_DECLS = """\

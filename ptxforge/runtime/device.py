@@ -1,17 +1,23 @@
-"""Is there a CUDA GPU here?  Used by the `gpu` pytest marker (tests/conftest.py)."""
+"""Is there a usable CUDA GPU here, and what can a script say without one?
+
+These checks never raise: they are for deciding whether to run on the GPU (the CLI, the
+examples, the test suite's `gpu` marker) and for explaining why not.
+"""
 
 from __future__ import annotations
 
 import functools
-import os
 
-#: Set to 1 to turn "no GPU, skipped" into a failure (run GPU lanes this way).
-REQUIRE_GPU_ENV = "PTXFORGE_REQUIRE_GPU"
+from ..assembler import assemble
+from ..errors import ToolchainMissing
+
+_PTXFORGE_INTERNAL = True
 
 
 @functools.lru_cache(maxsize=None)
 def gpu_skip_reason() -> str | None:
-    """None when a CUDA device is usable, else why not."""
+    """None when a CUDA device is usable (`cuInit` succeeds and counts at least one device),
+    else a sentence saying why not (no cuda-bindings, no driver library, no device)."""
     try:
         from cuda.bindings import driver
     except Exception as e:  # pragma: no cover - depends on the machine
@@ -29,17 +35,13 @@ def gpu_skip_reason() -> str | None:
 
 
 def gpu_available() -> bool:
+    """True when a CUDA device is usable (see `gpu_skip_reason`)."""
     return gpu_skip_reason() is None
 
 
-def gpu_required() -> bool:
-    return os.environ.get(REQUIRE_GPU_ENV, "") not in ("", "0")
-
-
 def offline_summary(module, reason: str) -> str:
-    """What a script can still say without a GPU: why, and the offline assembler's resource report."""
-    from ..assembler import assemble
-    from ..errors import ToolchainMissing
+    """What a script can still say without a GPU: `reason`, then the offline assembler's resource
+    report for `module` (registers, shared memory, spills), or why no assembler is available."""
     try:
         report = assemble(module).report()
     except ToolchainMissing as e:

@@ -1,0 +1,133 @@
+"""The finished kernel and its parts: `Kernel`, `Param`, `LabelDef`, `Comment`.
+
+These are the immutable values a `KernelBuilder` produces with `finish()` and that `Module`
+renders, the runtime loads and the interpreter runs.  They depend only on `ptxforge.isa`, so every
+consumer can read a kernel without importing the builder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import SourceLoc
+from .isa.instruction import Instruction
+from .isa.operands import Label, Symbol
+from .isa.targets import Requirement, Target, V
+from .isa.types import ScalarType
+
+_PTXFORGE_INTERNAL = True
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel parameter: `.param .u64 x` (a scalar or pointer) or `.param .align A .b8 name[N]` (a byte block)."""
+
+    name: str
+    type: ScalarType
+    pointee: ScalarType | None = None  # element type when this is a pointer
+    space: str | None = None  # "global" for device pointers
+    nbytes: int | None = None  # byte-array parameters (e.g. a 128-byte tensor map)
+    align: int | None = None
+
+    @property
+    def symbol(self) -> Symbol:
+        """The parameter as a `.param` symbol, the address operand of `ld.param`."""
+        return Symbol(self.name, "param", self.type, self.nbytes, self.align or 1)
+
+    @property
+    def is_pointer(self) -> bool:
+        """True for a device pointer (declared with a pointee type or a state space)."""
+        return self.pointee is not None or self.space is not None
+
+    def render(self) -> str:
+        """The parameter's line in the `.entry` signature."""
+        if self.nbytes is not None:
+            return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
+        return f".param .{self.type.name} {self.name}"
+
+    @property
+    def size(self) -> int:
+        """Bytes the parameter takes in the launch's parameter buffer."""
+        return self.nbytes if self.nbytes is not None else self.type.bits // 8
+
+
+@dataclass(frozen=True)
+class LabelDef:
+    """A label placed in the body (`$L_name:`), with the Python line that placed it."""
+
+    label: Label
+    loc: SourceLoc | None = None
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A `// text` line in the body; a section comment (`// ---- name`) groups the listing."""
+
+    text: str
+    section: bool = False
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A finished kernel, immutable: what `KernelBuilder.finish()` returns and `Module` renders as one
+    `.visible .entry` with its directives, register and shared declarations and body."""
+
+    name: str
+    target: Target
+    params: tuple
+    directives: tuple  # (("maxntid", (256, 1, 1)), ...)
+    registers: tuple  # Reg, in allocation order
+    shared: tuple  # static Symbols
+    extern_shared: tuple  # dynamic Symbols (module scope)
+    body: tuple  # Instruction | LabelDef | Comment
+    owner: int
+    loc: SourceLoc | None = None
+    notes: tuple = ()  # (key, value) facts a schedule wants in the listing header
+
+    @property
+    def instructions(self):
+        """The body's instructions, without labels and comments."""
+        return [i for i in self.body if isinstance(i, Instruction)]
+
+    def requirements(self):
+        """(Requirement, what) pairs for the version computation."""
+        for ins in self.body:
+            if isinstance(ins, Instruction) and ins.req.min_ptx > _BASE_PTX:
+                yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
+        for key, _ in self.directives:
+            if key in _DIRECTIVE_REQ:
+                yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})"
+
+    @property
+    def block_limit(self) -> tuple | None:
+        """("maxntid" | "reqntid", (x, y, z)) when the kernel declares a CTA shape, else None."""
+        for key, val in self.directives:
+            if key in ("maxntid", "reqntid"):
+                return key, val
+        return None
+
+    @property
+    def static_shared_bytes(self) -> int:
+        """Bytes of static `.shared` arrays, laid out in declaration order with their alignment."""
+        total = 0
+        for s in self.shared:
+            total = -(-total // s.align) * s.align + (s.nbytes or 0)
+        return total
+
+    def param(self, name: str) -> Param:
+        """The parameter called `name` (KeyError if there is none)."""
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+#: The least PTX ISA any kernel gets; instructions needing no more do not count as requirements.
+_BASE_PTX = V("7.0")
+
+#: Entry directives that need more than the base: the cluster directives are sm_90 and PTX 7.8.
+_DIRECTIVE_REQ = {
+    "reqnctapercluster": Requirement(90, V("7.8")),
+    "explicitcluster": Requirement(90, V("7.8")),
+    "maxclusterrank": Requirement(90, V("7.8")),
+}

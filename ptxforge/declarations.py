@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .builder import Kernel, Param
+from .kernel import Kernel, Param
 from .isa.operands import Symbol
 from .isa.types import ScalarType
 

@@ -176,7 +176,7 @@ def test_atomics_on_the_interpreter(ptx):
 
 
 def test_mma_inline_asm_on_the_interpreter(ptx):
-    from ptxforge.interp.layouts import mma_fragment, pack_fragment, unpack_fragment
+    from ptxforge.isa.fragments import mma_fragment, pack_fragment, unpack_fragment
     from ptxforge.isa.tensor import mma_form
     path, text = ptx["mma_asm"]
     module = parse(text, filename=path)

@@ -47,10 +47,10 @@ def _own_modules():
     out.append(("int4gemm:u4", lambda: Int4Gemm(operand="u4").module))
     out.append(("tilecopy:sm_90", lambda: TileCopy(256, 256).emit()))
     out.append(("tilecopy:groups", lambda: TileCopy(128, 512, completion="groups", target="sm_80").emit()))
-    from ptxforge.interp.samples import Int4GemmSample, int4_gemm_kernel
-    out.append(("interp-sample:s8", lambda: int4_gemm_kernel(Int4GemmSample()).module()))
-    out.append(("interp-sample:s4-bugs", lambda: int4_gemm_kernel(
-        Int4GemmSample(path="s4", bugs=("no_wait", "tail_off_by_one"))).module()))
+    from support.samples import Int4GemmSample
+    out.append(("interp-sample:s8", lambda: Int4GemmSample().module()))
+    out.append(("interp-sample:s4-bugs", lambda: Int4GemmSample(path="s4", bugs=("no_wait", "no_barrier",
+                                                                                 "tail_off_by_one")).module()))
     out.append(("example:saxpy", lambda: _example("saxpy").build()))
     out.append(("example:shared_reverse", lambda: _example("shared_reverse").build()))
     return out

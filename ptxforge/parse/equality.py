@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from ..builder import Comment, LabelDef, decl_type
+from ..isa.types import decl_type
+from ..kernel import Comment, LabelDef
 from ..isa.instruction import Instruction
 from ..isa.operands import Imm, Label, Reg, Symbol, Vec
 

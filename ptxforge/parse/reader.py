@@ -14,7 +14,8 @@ import re
 import warnings
 from dataclasses import dataclass, field
 
-from ..builder import Comment, Kernel, KernelBuilder, LabelDef, Param
+from ..builder import KernelBuilder
+from ..kernel import Comment, Kernel, LabelDef, Param
 from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Prototype, RawDirective,
                             ScopeClose, ScopeOpen, Variable)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError

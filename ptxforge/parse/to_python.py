@@ -13,7 +13,7 @@ import inspect
 import keyword
 import re
 
-from ..builder import Comment, Kernel, LabelDef
+from ..kernel import Comment, Kernel, LabelDef
 from ..errors import ValidationError
 from ..isa.calls import ArgList, CallParam, FuncRef
 from ..isa.instruction import Instruction

@@ -14,7 +14,7 @@ def _read(path):
 
 def cmd_lint(args) -> int:
     """`ptxforge lint FILE [--arch sm_XX]`: print the findings; 1 when there are errors."""
-    from .lint import has_errors, lint
+    from ..parse.lint import has_errors, lint
     findings = lint(_read(args.file), filename=args.file, arch=args.arch)
     for f in findings:
         print(f)
@@ -27,7 +27,7 @@ def cmd_lint(args) -> int:
 def cmd_listing(args) -> int:
     """`ptxforge listing FILE`: the annotated listing, the assembler's resources, SASS counts."""
     import warnings
-    from . import parse
+    from ..parse import parse
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
@@ -59,8 +59,8 @@ def cmd_listing(args) -> int:
 
 def cmd_to_python(args) -> int:
     """`ptxforge to-python FILE [-o OUT]`: the KernelBuilder script that rebuilds the file."""
-    from . import parse
-    from .to_python import to_python
+    from ..parse import parse
+    from ..parse.to_python import to_python
     module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
     text = to_python(module, source=args.file)
     if args.output:
@@ -93,7 +93,7 @@ def _arg(spec: str):
 def cmd_interp(args) -> int:
     """`ptxforge interp FILE --kernel K --grid .. --block .. --arg ..`: one run on the CPU interpreter."""
     from .. import interp
-    from . import parse
+    from ..parse import parse
     module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
     values = [_arg(a) for a in args.arg]
     report = interp.run(module, args.kernel, grid=tuple(args.grid), block=tuple(args.block), args=values,

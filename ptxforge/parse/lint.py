@@ -14,6 +14,7 @@ from ..errors import PtxforgeError
 from ..isa.instruction import Instruction
 from ..isa.opaque import is_opaque
 from ..isa.targets import Target, least_version
+from ..isa.tensor import S4_EMULATION_COST
 from .reader import Finding, Reader
 
 _PTXFORGE_INTERNAL = True
@@ -50,7 +51,8 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
                 if ins.opcode == "mma" and ins.info.a_type.name in ("s4", "u4") and not other.mma_s4_native \
                         and file_target.mma_s4_native:
                     findings.append(Finding(name, line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path "
-                                                                   f"on {other.name}: ptxas emulates it"))
+                                                                   f"on {other.name}: ptxas emulates it "
+                                                                   f"({S4_EMULATION_COST})"))
     if need:
         target = other or file_target
         arch = max(need, key=lambda x: x[0].min_sm)

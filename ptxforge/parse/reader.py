@@ -25,7 +25,7 @@ from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
-from ..isa.tensor import EmulatedInstructionWarning, _warn_emulated
+from ..isa.tensor import S4_EMULATION_COST, _warn_emulated
 from ..module import Module
 from .decode import Unknown, decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
@@ -641,7 +641,7 @@ class BodyReader:
                               ins.type, loc)
             if ins.opcode == "mma" and ins.info.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
                 r.note(line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path on {self.target.name}: "
-                                        "ptxas emulates it (about 25x slower than .s8 mma.sync)")
+                                        f"ptxas emulates it ({S4_EMULATION_COST})")
                 _warn_emulated(ins.info, self.target, loc)
         except PtxforgeError as e:
             reason = e.message

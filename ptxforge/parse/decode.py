@@ -537,12 +537,12 @@ def decode(mnemonic: str, ops: list):
         raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
     try:
         ins = fn(parts, ops).run()
-    except (IndexError, KeyError, TypeError) as e:
-        raise ValidationError(f"'{mnemonic}' is not a form the tables know ({type(e).__name__}: {e})") from None
     except ValidationError as e:
         if "unknown PTX type" in e.message:
             raise ValidationError(f"'{mnemonic}': {e.message}") from None
         raise
+    except (IndexError, KeyError, TypeError, AttributeError, ValueError) as e:  # parts or operands of the wrong kind
+        raise ValidationError(f"'{mnemonic}' is not a form the tables know ({type(e).__name__}: {e})") from None
     if ins.mnemonic != mnemonic and not _spelled_alike(ins.mnemonic, mnemonic):
         raise ValidationError(f"'{mnemonic}' is not a form the tables know; the nearest they have is "
                               f"'{ins.mnemonic}'")

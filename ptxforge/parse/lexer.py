@@ -102,7 +102,9 @@ def statements(text: str) -> list:
             # the common case: one whole statement on one line
             c0 = s[0]
             if s[-1] == ";" and c0 != "{" and c0 != "}" and s.count(";") == 1:
-                append(Statement(STMT, s[:-1].strip(), lineno))
+                stmt = s[:-1].strip()
+                if stmt:
+                    append(Statement(STMT, stmt, lineno))
                 continue
         # the general case: scan characters
         i, n = 0, len(s)

@@ -88,7 +88,7 @@ class Scope:
 
     def __init__(self, declared: dict, symbols: dict, module_symbols: dict, functions: dict, owner: int = 0,
                  kernel: str = ""):
-        self.declared = declared  # register name without % -> its declared type
+        self.declared = declared  # register spelling (`%r7`; `P1` when declared without %) -> its type
         self.registers: dict = {}  # the Regs made so far (on first use: most declared registers are unused)
         self.owner, self.kernel = owner, kernel
         self.symbols = symbols  # kernel-scope name -> Symbol
@@ -129,18 +129,19 @@ class Scope:
                 self.cache[text] = op
         return op
 
-    def register(self, name: str):
-        """The Reg a declared register name stands for, or None."""
-        r = self.registers.get(name)
+    def register(self, spelling: str):
+        """The Reg a declared register spelling (`%r7`, or `P1` for one declared without %) stands for,
+        or None."""
+        r = self.registers.get(spelling)
         if r is None:
-            t = self.declared.get(name)
+            t = self.declared.get(spelling)
             if t is None:
                 return None
-            r = self.registers[name] = Reg(name, t, self.owner, self.kernel)
+            r = self.registers[spelling] = Reg(spelling.lstrip("%"), t, self.owner, self.kernel)
         return r
 
     def _reg(self, name: str):
-        r = self.register(name)
+        r = self.register("%" + name)
         if r is not None:
             return r
         if name in SPECIAL_REGISTERS:
@@ -163,7 +164,7 @@ class Scope:
             return NegPred(self._reg(text[1:].strip()[1:]))
         if c == "(":
             items = split_top(text[1:-1])
-            return ArgList(tuple(self._named(p) for p in items if p))
+            return ArgList(tuple(self._named(p, line) for p in items if p))
         if text == "_":
             return DISCARD
         if (c.isalpha() or c == "_" or c == "$") and _IDENT.match(text):

@@ -34,6 +34,8 @@ from .operands import Scope, parse_int, split_top
 _PTXFORGE_INTERNAL = True
 
 _ids = itertools.count(1)
+_REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
+_NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
 _MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
 _RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
@@ -174,6 +176,8 @@ class Reader:
             if arg != "64":
                 raise self.error(st.line, f".address_size {arg}: ptxforge writes and reads 64-bit modules only")
         else:  # .file, .section, @@DWARF: kept as written
+            if head == ".section" and text.count("{") != text.count("}"):
+                raise self.error(st.line, f"the {text.split(None, 2)[:2][-1]} section's {{ }} block is never closed")
             self.declarations.append(RawDirective(text))
 
     def module_statement(self, st):
@@ -202,7 +206,7 @@ class Reader:
             return
         message = (f"'{head}' is not a module-scope directive ptxforge reads (it reads .version, .target, "
                    ".address_size, variables, .func/.entry, .extern, .pragma, .file, .section)")
-        if self.strict:
+        if self.strict or not _keepable(text):
             raise self.error(st.line, message)
         self.note(st.line, "error", message + "; kept as written")
         self.opaque.append((st.line, text, message))
@@ -214,6 +218,8 @@ class Reader:
         if "=" in text:
             text, init = text.split("=", 1)
             init = " ".join(init.split())
+            if not _balanced(init) or (("{" in init) != init.startswith("{")):
+                raise self.error(line, f"initializer '{init}' is neither a value nor a {{ ... }} list")
         words = text.split()
         linkage, extra, space, align, t, name = "", [], None, None, None, None
         i = 0
@@ -225,7 +231,9 @@ class Reader:
                 space = w[1:]
             elif w == ".align":
                 i += 1
-                align = parse_int(words[i])
+                align = parse_int(words[i]) if i < len(words) else None
+                if align is None:
+                    raise self.error(line, ".align takes a power of two")
             elif w.startswith(".attribute"):
                 extra.append(w)
             elif w.startswith(".v") and w[2:].isdigit():
@@ -242,6 +250,8 @@ class Reader:
         if name is None or t is None or (space is None and default_space is None):
             raise self.error(line, "a variable is declared as {linkage} .space {.align N} .type name{[n]} {= init}")
         base, dims = self.dims(name, line)
+        if not _NAME.match(base):
+            raise self.error(line, f"variable name '{base}' is not a PTX identifier")
         if align is not None and (align < 1 or align & (align - 1)):
             raise self.error(line, f".align {align} is not a power of two")
         return Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra))
@@ -274,7 +284,9 @@ class Reader:
             w = words[i]
             if w == ".align":
                 i += 1
-                align = parse_int(words[i])
+                align = parse_int(words[i]) if i < len(words) else None
+                if align is None:
+                    raise self.error(line, ".align takes a power of two")
             elif w == ".ptr":
                 ptr = True
             elif ptr and w in (".global", ".shared", ".const", ".local"):
@@ -291,6 +303,8 @@ class Reader:
         if t is None or name is None:
             raise self.error(line, f"'{text}': a parameter is `.param {{.align N}} .type name{{[n]}}`")
         base, dims = self.dims(name, line)
+        if not _NAME.match(base):
+            raise self.error(line, f"parameter name '{base}' is not a PTX identifier")
         elem = max(t.bits // 8, 1)
         normalized = " ".join(text.split()).replace(" [", "[")
         if dims:
@@ -317,6 +331,14 @@ class Reader:
 
     def signature(self, text: str, line: int):
         """(name, returns, params, directives text) of `{linkage} .entry|.func {(rets)} name (params) dirs`."""
+        try:
+            return self._signature(text, line)
+        except ParseError:
+            raise
+        except ValidationError as e:
+            raise self.error(line, e.message) from None
+
+    def _signature(self, text: str, line: int):
         m = re.match(r"\s*(?:\.\w+\s+)*?\.(?:entry|func)\s*", text)
         if m is None:
             raise self.error(line, "expected .entry or .func")
@@ -422,6 +444,27 @@ class Reader:
             self.note(line, "warning", f"{name}: {w.message}")
 
 
+def _balanced(text: str) -> bool:
+    """Whether (), [] and {} nest properly in `text`."""
+    stack = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in ")]}":
+            if not stack or stack.pop() != "([{"[")]}".index(ch)]:
+                return False
+    return not stack
+
+
+_DIRECTIVE_WORD = re.compile(r"\.[A-Za-z_]\w*\Z")
+
+
+def _keepable(text: str) -> bool:
+    """Whether an unknown directive can be kept verbatim: `.word args` with no brackets that could
+    swallow what follows it when the module is read again."""
+    return _DIRECTIVE_WORD.match(text.split(None, 1)[0]) is not None and not any(c in text for c in "{}()[]")
+
+
 def _matching(text: str, start: int) -> int:
     depth = 0
     for j in range(start, len(text)):
@@ -476,19 +519,27 @@ class BodyReader:
             item = item.strip()
             m = _RANGE.match(item)
             # a register named without % (legal PTX) is written with one when ptxforge renders it
-            names = [f"{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item.lstrip("%")]
+            names = [f"%{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item]
+            if not m and not _REG_NAME.match(item):
+                raise self.r.error(line, f"register name '{item}' is not a PTX identifier")
             declared = self.declared
             for nm in names:
                 old = declared.get(nm)
                 if old is None:
                     declared[nm] = t
                 elif old is not t:
-                    raise self.r.error(line, f"%{nm} is declared .{old.name} and again .{t.name}")
+                    raise self.r.error(line, f"{nm} is declared .{old.name} and again .{t.name}")
 
     def used_registers(self) -> tuple:
         used = self.used
         regs = self.scope.registers
-        return tuple(regs[n] for n in self.declared if n in used)
+        out, names = [], set()
+        for key in self.declared:
+            r = regs.get(key)
+            if r is not None and r.name in used and r.name not in names:  # `%x` and `x` render alike
+                names.add(r.name)
+                out.append(r)
+        return tuple(out)
 
     def read(self, stmts, i) -> int:
         depth = 0
@@ -533,6 +584,9 @@ class BodyReader:
                 self.scope.pop()
                 items.append(ScopeClose())
             elif kind == LINE:
+                if not st.text.startswith(".loc"):
+                    raise r.error(st.line, f"{st.text.split(None, 1)[0]} belongs at module scope, not inside "
+                                           f"{self.name}")
                 items.append(BodyDirective(st.text, r.loc(st.line, self.name)))
             else:
                 raise r.error(st.line, f"unexpected {st.text!r} inside {self.name}")
@@ -582,7 +636,7 @@ class BodyReader:
             return
         message = (f"'{head}' is not a directive ptxforge reads inside a function body (it reads .reg, .shared, "
                    ".local, .param in call scopes, .pragma, .loc)")
-        if r.strict:
+        if r.strict or not _keepable(text):
             raise r.error(line, message)
         r.note(line, "error", message + "; kept as written")
         r.opaque.append((line, text, message))
@@ -602,13 +656,17 @@ class BodyReader:
         if _MNEMONIC.match(mnemonic) is None:
             raise r.error(line, f"cannot read '{text}' as an instruction")
         scope = self.scope
+        if ("[" in rest or "{" in rest or "(" in rest) and not _balanced(rest):
+            raise r.error(line, "unbalanced brackets in the operands")
         loc = SourceLoc(r.filename, line, self.name)
         try:
             guard = None
             if gtext is not None:
                 g = gtext.strip()
-                neg = g[1] == "!"
+                neg = g[1:2] == "!"
                 name = g[1 + neg:]
+                if not name:
+                    raise ValidationError(f"guard {g} names no predicate register")
                 reg = scope._reg(name[1:]) if name[0] == "%" else scope.register(name)
                 if reg is None:
                     raise ValidationError(f"guard {g}: {name} is not a declared register")

@@ -22,6 +22,7 @@ from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
 from .isa.async_copy import AsyncCopyOps
+from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
@@ -75,7 +76,7 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps):
+                    SyncOps, TensorOps, WarpOps, ClusterOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)
@@ -83,7 +84,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
-                 minnctapersm=None, maxnreg=None):
+                 minnctapersm=None, maxnreg=None, reqnctapercluster=None, explicitcluster=False,
+                 maxclusterrank=None):
         self.loc = caller_loc()
         try:
             if not isinstance(name, str) or not _IDENT.match(name):
@@ -110,6 +112,19 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if not 16 <= int(maxnreg) <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
                 directives.append(("maxnreg", int(maxnreg)))
+            # clusters (sm_90): the exact shape, "must launch with a cluster", an upper bound
+            if explicitcluster:
+                directives.append(("explicitcluster", None))
+            if reqnctapercluster is not None:
+                directives.append(("reqnctapercluster", cluster_dims(reqnctapercluster)))
+            if maxclusterrank is not None:
+                if not 1 <= int(maxclusterrank) <= 16:
+                    raise ValidationError(f".maxclusterrank must be in 1..16, got {maxclusterrank}")
+                directives.append(("maxclusterrank", int(maxclusterrank)))
+            if (explicitcluster or reqnctapercluster is not None or maxclusterrank is not None) \
+                    and self.target.sm < 90:
+                from .errors import TargetError
+                raise TargetError(f"cluster directives need sm_90 or newer; the kernel targets {self.target.name}")
         except PtxforgeError as e:
             raise with_loc(e, self.loc)
         self.directives = directives
@@ -284,6 +299,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
         self.params.append(p)
         return p
+
+    def param_tensormap(self, name: str) -> Reg:
+        """Declare a by-value tensor-map parameter and return its generic address.
+
+        Emits `.param .align 64 .b8 name[128]` (a `__grid_constant__` CUtensorMap) and
+        `mov.b64` + `cvta.param.u64` (PTX 7.7) so the register is usable as the tensor-map operand
+        of `cp.async.bulk.tensor` (tensor_load/tensor_store) and of `prefetch.tensormap`.
+        Launch with a `ptxforge.runtime.TensorMap` (its 128 encoded bytes are packed) or raw bytes.
+        """
+        p = self.param(name, T.b8, nbytes=128, align=64)
+        r = self.mov(p.symbol, type=T.u64, dst=self.reg(T.u64, name))
+        return self.cvta(r, frm="param", dst=r)
 
     def load_param(self, p: Param | str, dst=None) -> Reg:
         """`ld.param` a scalar parameter into a register."""

@@ -31,7 +31,7 @@ LAYERS = (
     ("runtime",),
     ("interp",),
     ("fold",),
-    ("copy",),
+    ("copy", "hopper"),
     ("schedules",),
     ("testing",),
     ("cli",),

@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
-from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_tensor_g2s, bulk_tensor_s2g, bulk_wait_group,
+from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g, bulk_wait_group,
                               commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, FuncRef, call
@@ -22,7 +22,9 @@ from ..isa.memory import (CACHE_OPS, SPACES, atom, ld, ldmatrix, prefetch, prefe
 from ..isa.operands import Imm, NegPred, PairDst, Reg, TensorAddr, Vec
 from ..isa.sync import (BARRIER_SPELLINGS, FENCES, bar, bar_warp_sync, fence, mbarrier_arrive, mbarrier_expect_tx,
                         mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
-from ..isa.tensor import mma, mma_form, setmaxnreg, wgmma, wgmma_form, wgmma_sync
+from ..isa.cluster import barrier_cluster, mapa
+from ..isa.tensor import mma, mma_form, setmaxnreg
+from ..isa.wgmma import wgmma, wgmma_commit_group, wgmma_fence, wgmma_form, wgmma_wait_group
 from ..isa.warp import activemask, elect, redux, shfl, vote
 
 _PTXFORGE_INTERNAL = True
@@ -306,6 +308,9 @@ def _d_mbarrier(parts, ops):
         a, n = _n(ops, 2, "mbarrier.expect_tx")
         return Call(mbarrier_expect_tx, a, _int_or_reg(n), space)
     if kind in ("test_wait", "try_wait"):
+        if kind == "try_wait" and len(ops) == 4:  # the suspend-time hint
+            p, a, phase, hint = ops
+            return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space, _int_or_reg(hint))
         p, a, phase = _n(ops, 3, f"mbarrier.{kind}")
         return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space)
     if kind == "inval":
@@ -370,26 +375,67 @@ def _d_mma(parts, ops):
 
 def _d_wgmma(parts, ops):
     kind = parts[1]
-    if kind in ("fence", "commit_group"):
-        _n(ops, 0, f"wgmma.{kind}")
-        return Call(wgmma_sync, kind)
+    if kind == "fence":
+        _n(ops, 0, "wgmma.fence")
+        return Call(wgmma_fence)
+    if kind == "commit_group":
+        _n(ops, 0, "wgmma.commit_group")
+        return Call(wgmma_commit_group)
     if kind == "wait_group":
         (n,) = _n(ops, 1, "wgmma.wait_group")
-        return Call(wgmma_sync, kind, _int(n, "wgmma.wait_group count"))
+        return Call(wgmma_wait_group, _int(n, "wgmma.wait_group count"))
     if kind != "mma_async":
         raise Unknown(f"wgmma.{kind} is not in the tables")
+    # wgmma.mma_async.sync.aligned.SHAPE{.satfinite}.dtype.atype.btype{.and.popc}
     rest = parts[5:]
     satfinite = bool(rest) and rest[0] == "satfinite"
     if satfinite:
         rest = rest[1:]
+    bitop = None
+    if len(rest) == 5 and rest[-1] == "popc":
+        bitop, rest = rest[3], rest[:3]
     shape = parts[4]
-    n = int(shape[shape.index("n") + 1:shape.index("k")])
-    if len(rest) != 3:
-        raise ValidationError("wgmma.mma_async is wgmma.mma_async.sync.aligned.shape{.satfinite}.dtype.atype.btype")
-    form = Call(wgmma_form, n, _t(rest[1]), _t(rest[2]), _t(rest[0]))
+    if len(rest) != 3 or not shape.startswith("m64n") or "k" not in shape:
+        raise ValidationError("wgmma.mma_async is wgmma.mma_async.sync.aligned.m64nNkK{.satfinite}.dtype.atype.btype")
+    n = int(shape[4:shape.index("k")])
+    form = Call(wgmma_form, n, _t(rest[1]), _t(rest[2]), _t(rest[0]), bitop)
+    f = form.run()
+    if f.shape != shape:
+        raise ValidationError(f"wgmma .{rest[1]} has K = {f.k}: the shape is {f.shape}, not {shape}")
     if len(ops) < 4:
-        raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d (and, for floats, scales)")
-    return NestedCall(wgmma, form, ops[0], ops[1], ops[2], ops[3], satfinite)
+        raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d and the immediates of its form")
+    d, a, b, scale_d = ops[:4]
+    extra = list(ops[4:])
+    kw = {}
+    if f.has_scale_ab:
+        if len(extra) < 2:
+            raise ValidationError(f"{f.mnemonic()} takes imm-scale-a and imm-scale-b after scale-d")
+        kw["scale_a"], kw["scale_b"] = _int(extra.pop(0), "imm-scale-a"), _int(extra.pop(0), "imm-scale-b")
+    if f.transposable:
+        if not isinstance(a, Vec):
+            kw["trans_a"] = _int(extra.pop(0), "imm-trans-a") if extra else None
+        kw["trans_b"] = _int(extra.pop(0), "imm-trans-b") if extra else None
+    if extra:
+        raise ValidationError(f"{f.mnemonic()}: too many operands")
+    kw = {k: v for k, v in kw.items() if v is not None}
+    if satfinite:
+        kw["satfinite"] = True
+    return NestedCall(wgmma, form, d, a, b, _int_or_reg(scale_d), **kw)
+
+
+def _d_barrier(parts, ops):
+    if parts[1:2] == ["cluster"]:
+        _n(ops, 0, "barrier.cluster")
+        kind = parts[2] if len(parts) > 2 else None
+        sem = next((p for p in parts[3:] if p != "aligned"), None)
+        return Call(barrier_cluster, kind, sem, "aligned" in parts[3:])
+    return _d_bar(parts, ops)
+
+
+def _d_mapa(parts, ops):
+    d, a, rank = _n(ops, 3, "mapa")
+    space = parts[1] if len(parts) == 3 else "generic"
+    return Call(mapa, d, a, _int_or_reg(rank), space)
 
 
 def _d_setmaxnreg(parts, ops):
@@ -438,14 +484,19 @@ def _bulk(parts, ops):
         (n,) = _n(ops, 1, name)
         return Call(bulk_wait_group, _int(n, "cp.async.bulk.wait_group count"), "read" in parts)
     if parts[3] == "tensor":
-        if len(ops) == 3 and isinstance(ops[1], TensorAddr):
-            d, t, m = ops
+        if len(ops) in (3, 4) and isinstance(ops[1], TensorAddr):
+            d, t, m = ops[:3]
+            if len(ops) == 4:  # .multicast::cluster: the CTA mask
+                return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m, _int_or_reg(ops[3]))
             return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m)
         if len(ops) == 2 and isinstance(ops[0], TensorAddr):
             t, s = ops
             return Call(bulk_tensor_s2g, t.tmap, t.coords, s)
         raise ValidationError(f"{name}: the tables have the tile load [smem], [tmap, {{...}}], [mbar] and "
                               "the tile store [tmap, {...}], [smem]")
+    if parts[3] == "global":  # the 1-D store shared -> global
+        d, s, size = _n(ops, 3, "cp.async.bulk (store)")
+        return Call(bulk_s2g, d, s, _int_or_reg(size))
     d, s, size, m = _n(ops, 4, "cp.async.bulk")
     return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 
@@ -486,14 +537,14 @@ DECODERS = {
     **{k: _d_bitfield for k in BITFIELD},
     "cvt": _d_cvt, "cvta": _d_cvta, "ld": _d_ld, "st": _d_st, "atom": _d_atom, "red": _d_atom,
     "ldmatrix": _d_ldmatrix, "stmatrix": _d_stmatrix, "prefetch": _d_prefetch,
-    "bar": _d_bar, "barrier": _d_bar, "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
+    "bar": _d_bar, "barrier": _d_barrier, "mapa": _d_mapa, "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
     "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
     "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
     "cp": _d_cp_async, "createpolicy": _d_createpolicy, "call": _d_call,
 }
 
 #: Instruction names the reader knows, for the "not in the tables" message.
-KNOWN = tuple(sorted(set(DECODERS) - {"cp", "barrier"}) + ["cp.async"])
+KNOWN = tuple(sorted(set(DECODERS) - {"cp"}) + ["cp.async"])
 
 
 def _spelled_alike(made: str, read: str) -> bool:

@@ -41,6 +41,7 @@ _RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
 _SPACES = (".global", ".const", ".shared", ".local")
+_FLAGS = ("noreturn", "explicitcluster")
 _PERF = {"maxntid": 3, "reqntid": 3, "reqnctapercluster": 3, "minnctapersm": 1, "maxnreg": 1,
          "maxclusterrank": 1}
 
@@ -364,8 +365,10 @@ class Reader:
         out = []
         for piece in re.findall(r"\.(\w+)([^.]*)", text):
             key, val = piece[0], piece[1].strip()
-            if key == "pragma" or key == "noreturn":
-                out.append((key, val))
+            if key in _FLAGS:
+                if val:
+                    raise self.error(line, f".{key} takes no value, got '{val}'")
+                out.append((key, None))  # a flag directive, as the builder records .explicitcluster
                 continue
             if key not in _PERF:
                 raise self.error(line, f".{key} is not a performance directive ptxforge reads; known: "
@@ -427,7 +430,10 @@ class Reader:
     def builder_rules(self, kind, name, directives, params, shared, line):
         """The builder's rules for what it also makes: the name, the performance directives, a
         kernel's parameters, static shared memory (at most 48 KB).  Its warnings become findings."""
-        perf = {k: v for k, v in directives if k in ("maxntid", "reqntid", "minnctapersm", "maxnreg")}
+        perf = {k: v for k, v in directives if k in ("maxntid", "reqntid", "minnctapersm", "maxnreg",
+                                                        "reqnctapercluster", "maxclusterrank")}
+        if any(k == "explicitcluster" for k, _ in directives):
+            perf["explicitcluster"] = True
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             try:

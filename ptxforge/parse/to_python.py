@@ -115,8 +115,10 @@ class _Writer:
         kw = []
         extra = []
         for key, val in k.directives:
-            if key in ("maxntid", "reqntid", "minnctapersm", "maxnreg"):
+            if key in ("maxntid", "reqntid", "minnctapersm", "maxnreg", "reqnctapercluster", "maxclusterrank"):
                 kw.append(f"{key}={val!r}")
+            elif key == "explicitcluster":
+                kw.append("explicitcluster=True")
             else:
                 extra.append((key, val))
         out.append(f"    # kernel {k.name}")

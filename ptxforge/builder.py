@@ -456,7 +456,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         pos, _ = self._last_if
         self._last_if = None
         done = self.label("endelse")
-        skip = make("bra", ("bra", "uni"), (done,), info=done).with_loc(caller_loc())
+        from .isa.control import bra
+        skip = bra(done, uni=True).with_loc(caller_loc())  # the constructor: .uni in mods too, as bra() has it
         self._use_label(done)
         self._body.insert(pos, skip)
         yield

@@ -45,6 +45,10 @@ def _own_modules():
         out.append((f"int4gemm:{target}", lambda t=target: Int4Gemm(target=t).module))
         out.append((f"int8gemm:{target}", lambda t=target: Int8Gemm(target=t).module))
     out.append(("int4gemm:u4", lambda: Int4Gemm(operand="u4").module))
+    from ptxforge.schedules.hopper import HopperGemm
+    out.append(("hopper:s8", lambda: HopperGemm("s8").module))
+    out.append(("hopper:bf16", lambda: HopperGemm("bf16").module))
+    out.append(("hopper:s4", lambda: HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3).module))
     out.append(("tilecopy:sm_90", lambda: TileCopy(256, 256).emit()))
     out.append(("tilecopy:groups", lambda: TileCopy(128, 512, completion="groups", target="sm_80").emit()))
     from support.samples import Int4GemmSample

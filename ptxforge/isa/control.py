@@ -97,6 +97,13 @@ def bra(label: Label, uni=False):
     return make("bra", ("bra", "uni" if uni else None), (label,), info=label, mods=("uni",) if uni else ())
 
 
+def simple(opcode: str):
+    """ret, exit, trap: the control instructions without operands."""
+    if opcode not in ("ret", "exit", "trap"):
+        raise ValidationError(f"{opcode!r} is not one of ret, exit, trap")
+    return make(opcode, (opcode,))
+
+
 class ControlOps:
     def mov(self, a, *, type=None, dst=None, pred=None):
         """Copy a register, immediate, special register or a variable's address into a register.
@@ -157,11 +164,11 @@ class ControlOps:
         self.emit(bra(label, uni), pred)
 
     def ret(self, *, pred=None):
-        self.emit(make("ret", ("ret",)), pred)
+        self.emit(simple("ret"), pred)
 
     def exit(self, *, pred=None):
-        self.emit(make("exit", ("exit",)), pred)
+        self.emit(simple("exit"), pred)
 
     def trap(self, *, pred=None):
-        self.emit(make("trap", ("trap",)), pred)
+        self.emit(simple("trap"), pred)
 

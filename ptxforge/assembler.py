@@ -16,7 +16,7 @@ import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .errors import AssemblyError, ToolchainMissing
+from .errors import AssemblyError, TargetError, ToolchainMissing
 from .isa.targets import PtxVersion, Target, ptx_for_cuda
 
 _PTXFORGE_INTERNAL = True
@@ -163,6 +163,8 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     module = source if isinstance(source, Module) else None
     if module is not None:
         target = Target.parse(arch) if arch is not None else module.target
+        if target != module.target:
+            check_for_target(module, target)
         rendered = module.render(version=version, cap=None if version is not None else backend_ptx_cap(be))
         ptx, ptx_version = rendered.text, rendered.version
     else:
@@ -182,6 +184,34 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     if not ok:
         raise _assembly_error(log, module, ptx, target, be, version)
     return AssemblyResult(cubin, target.name, be, ptx_version, ptx, log, parse_resources(log))
+
+
+def check_for_target(module, target: Target) -> None:
+    """Re-check a module built for one target against another before assembling it there.
+
+    Every instruction's requirement (least sm, arch-specific forms) and every sm_90 special
+    register is checked against `target`, and the error names the Python line that emitted the
+    culprit; 4-bit mma.sync that `target` runs as a software routine warns
+    (`EmulatedInstructionWarning`), as the builder does for a kernel built for that target.
+    """
+    from .errors import with_loc
+    from .isa.operands import SM90_SPECIAL, SpecialReg
+    from .isa.tensor import MmaForm, warn_emulated
+    for k in module.kernels:
+        for ins in k.instructions:
+            try:
+                if ins.req.min_sm > target.sm or ins.req.arch_specific:
+                    ins.req.check(target, f"'{ins.mnemonic}' (kernel {k.name}, built for {module.target.name})")
+                for op in ins.operands:
+                    if type(op) is SpecialReg and op.name in SM90_SPECIAL and target.sm < 90:
+                        raise TargetError(f"%{op.name} needs sm_90 or newer; kernel {k.name} was built for "
+                                          f"{module.target.name} and is assembled for {target.name}")
+            except TargetError as e:
+                raise with_loc(e, ins.loc)
+            form = ins.info
+            if (ins.opcode == "mma" and isinstance(form, MmaForm) and form.a_type.bits == 4
+                    and not target.mma_s4_native):
+                warn_emulated(form, target, ins.loc)
 
 
 def _run_nvjitlink(ptx: str, target: Target, options):

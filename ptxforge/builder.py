@@ -9,6 +9,7 @@ come from the per-family mixins in :mod:`ptxforge.isa`.
 from __future__ import annotations
 
 import itertools
+import numbers
 import re
 import warnings
 from contextlib import contextmanager
@@ -21,6 +22,7 @@ from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
+from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
@@ -28,7 +30,7 @@ from .isa.sync import SyncOps
 from .isa.targets import Target
 from .isa.tensor import TensorOps
 from .isa.types import ScalarType, decl_type
-from .kernel import Comment, Kernel, LabelDef, Param
+from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, param_buffer_bytes
 from .isa.warp import WarpOps
 
 _PTXFORGE_INTERNAL = True
@@ -48,10 +50,17 @@ def _prefix(t: ScalarType) -> str:
     return {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}[t.bits]
 
 
+def _int_arg(x, what) -> int:
+    """A Python or numpy integer as an int; anything else (floats included) is refused."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise ValidationError(f"{what} takes integers, got {x!r} ({type(x).__name__})")
+    return int(x)
+
+
 def _dims(v, what):
-    if isinstance(v, int):
+    if isinstance(v, numbers.Integral) or not isinstance(v, (tuple, list)):
         v = (v,)
-    v = tuple(int(x) for x in v)
+    v = tuple(_int_arg(x, what) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise ValidationError(f"{what} takes 1 to 3 positive sizes, got {v}")
     v = v + (1,) * (3 - len(v))
@@ -105,11 +114,15 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if maxntid is None and reqntid is None:
                     warnings.warn(".minnctapersm is ignored by ptxas unless .maxntid or .reqntid is "
                                   "given too", stacklevel=2)
-                directives.append(("minnctapersm", int(minnctapersm)))
+                n = _int_arg(minnctapersm, ".minnctapersm")
+                if n < 1:
+                    raise ValidationError(f".minnctapersm must be a positive number of CTAs per SM, got {n}")
+                directives.append(("minnctapersm", n))
             if maxnreg is not None:
-                if not 16 <= int(maxnreg) <= 255:
+                n = _int_arg(maxnreg, ".maxnreg")
+                if not 16 <= n <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
-                directives.append(("maxnreg", int(maxnreg)))
+                directives.append(("maxnreg", n))
         except PtxforgeError as e:
             raise with_loc(e, self.loc)
         self.directives = directives
@@ -216,7 +229,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     # ------------------------------------------------------------------ emission
     def emit(self, ins: Instruction, pred=None) -> Instruction:
-        """Append a prebuilt instruction (checked against the target and this kernel's registers)."""
+        """Append a prebuilt instruction (checked against the target and this kernel's registers).
+
+        `ins` should come from a family constructor (`ptxforge.isa.arith.arith`, `memory.ld`, ...),
+        which validates its form; `emit` checks the target, the guard and that every register belongs
+        to this kernel.  An `Instruction(...)` assembled by hand is not re-validated beyond that: for a
+        line no table knows, use `raw()`, which marks it as unchecked.
+        """
         try:
             if self._kernel is not None:
                 raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
@@ -240,20 +259,55 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._body.append(ins)
         return ins
 
+    def raw(self, text: str, pred=None) -> Instruction:
+        """Append one PTX statement verbatim: the documented escape hatch for forms the tables lack.
+
+        `text` is a single statement (`"mov.u32 %r0, %envreg3"`; a trailing `;` is optional).  It is
+        not validated: ptxas is its only check.  The listing marks the line `[opaque: raw PTX ...]`,
+        and the interpreter refuses a kernel that reaches it.  Registers of this kernel that the text
+        names (`%r3`) stay declared; `pred` guards it like any instruction.
+        """
+        text = str(text).strip()
+        if text.endswith(";"):
+            text = text[:-1].rstrip()
+        if not text or "\n" in text or "\r" in text or ";" in text or "//" in text or "/*" in text:
+            raise ValidationError(f"raw() takes one PTX statement on one line, without ';' inside or "
+                                  f"comments, got {text!r}")
+        if text.startswith("@"):
+            raise ValidationError("raw(): give the guard as pred=, not in the text")
+        if text.split()[0].startswith("."):
+            raise ValidationError(f"raw() appends an instruction; a directive ({text.split()[0]}) is not "
+                                  "an instruction")
+        names = set(re.findall(r"%([A-Za-z_$][A-Za-z0-9_$]*)", text))
+        mine = tuple(self._regs[n] for n in sorted(names) if n in self._regs)
+        ins = opaque(text, (), "raw PTX from k.raw(), unchecked", loc=caller_loc())
+        ins = self.emit(ins, pred)
+        self._used.update(r.name for r in mine)
+        return ins
+
     def comment(self, text: str) -> None:
         """A `// comment` line in the body."""
         for line in str(text).splitlines() or [""]:
             self._body.append(Comment(line))
 
-    @contextmanager
     def section(self, name: str):
-        """Group the instructions emitted inside under a named section in the listing."""
+        """Group the instructions emitted inside under a named section in the listing (a context
+        manager; the name must be one line)."""
+        name = str(name)
+        _one_line(name, "section name")
+        return self._section(name)
+
+    @contextmanager
+    def _section(self, name: str):
         self._body.append(Comment(name, section=True))
         yield
 
     def note(self, key: str, value) -> None:
         """A fact shown in the kernel's listing header (e.g. the compute path a schedule chose)."""
-        self._notes.append((str(key), str(value)))
+        key, value = str(key), str(value)
+        _one_line(key, "note key")
+        _one_line(value, "note value")
+        self._notes.append((key, value))
 
     # ------------------------------------------------------------------ parameters
     def _claim(self, name: str, what: str):
@@ -264,12 +318,21 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._names.add(name)
 
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
-        """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param)."""
+        """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param).
+
+        Half types PTX cannot declare as parameters (`.bf16`, `.f16x2`, `.bf16x2`) are declared as
+        their bit container (`.b16`/`.b32`); the Param keeps its type, so launches pack the value."""
         self._claim(name, "parameter")
         t = T.lookup(type) if nbytes is None else T.b8
         if nbytes is None and (not t.can_declare or t.is_pred):
             raise ValidationError(f"parameter type .{t.name} is not allowed; use a scalar such as .u32")
+        if nbytes is not None and (not isinstance(nbytes, int) or nbytes < 1):
+            raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
+        total = param_buffer_bytes([*self.params, p])
+        if total > PARAM_BYTES_MAX:
+            raise ValidationError(f"kernel '{self.name}' would take {total} bytes of parameters; a kernel may "
+                                  f"take at most {PARAM_BYTES_MAX} (PTX ISA 8.1 and newer; 4352 before)")
         self.params.append(p)
         return p
 
@@ -489,6 +552,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """A Module holding just this kernel."""
         from .module import Module
         return Module([self.finish()], **kwargs)
+
+
+def _one_line(text: str, what: str) -> None:
+    # a line break would start a PTX line that is not a comment and shift every mapped line
+    if "\n" in text or "\r" in text:
+        raise ValidationError(f"{what} {text!r} holds a line break; it is rendered as one // comment line "
+                              "(use comment() for several lines)")
 
 
 def _check_align(align):

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from ._version import __version__
 from .errors import TargetError, ValidationError
 from .isa.instruction import Instruction
+from .isa.opaque import OPAQUE
 from .isa.targets import PtxVersion, Target, least_version
 from .isa.types import decl_type
 from .kernel import Comment, Kernel, LabelDef
@@ -155,6 +156,8 @@ class Module:
             hit = r.line_map.get(i) if sources else None
             if hit is not None and hit[0].loc is not None:
                 line = f"{line:<{width}}  // {hit[0].loc}"
+            if hit is not None and hit[0].opcode == OPAQUE:
+                line += f"  [opaque: {hit[0].info.reason}]"
             out.append(f"{i:>{nw}} | {line}" if numbers else line)
         return "\n".join(out) + "\n"
 

@@ -58,11 +58,48 @@ def _mem_req(space, t, hints):
     return req
 
 
-def _hint_space_check(hints, space, what):
+def _hint_space_check(hints, space, what, cop=None, nc=False):
     # eviction priorities and L2 prefetch sizes steer the global-memory caches only
     if hints and space not in ("global", "generic"):
         raise ValidationError(f"{what}: cache hints {', '.join('.' + h for h in hints)} apply to .global "
                               f"(or generic) addresses, not .{space}")
+    evict = [h for h in hints if h in EVICT]
+    sizes = [h for h in hints if h in PREFETCH]
+    if len(evict) > 1:
+        raise ValidationError(f"{what}: one L1 eviction priority per access, got "
+                              + ", ".join("." + h for h in evict))
+    if len(sizes) > 1:
+        raise ValidationError(f"{what}: one L2 prefetch size per access, got " + ", ".join("." + h for h in sizes))
+    if evict and cop is not None:
+        raise ValidationError(f"{what}: the cache operator .{cop} and the L1 eviction priority .{evict[0]} "
+                              "cannot be combined; give one or the other")
+    if nc and cop in ("cv", "lu"):
+        raise ValidationError(f"ld.global.nc reads through the read-only cache: .{cop} is not legal with .nc "
+                              "(use .ca, .cg or .cs, or drop .nc)")
+
+
+def _vec_regs_check(regs, t, what):
+    """The registers of one vector access: ptxas refuses elements of different types (bit types
+    mix with anything of their width)."""
+    typed = {r.type.name if r.type.is_float else "int" for r in regs if isinstance(r, Reg) and r.type.kind != "b"}
+    if len(typed) > 1:
+        raise ValidationError(f"{what}: the registers of a vector access must have one type; got "
+                              + ", ".join(f"{r} (.{r.type.name})" for r in regs if isinstance(r, Reg)))
+
+
+def _addr_form_check(a, space, what, nbytes=0):
+    """Immediate addresses exist only for .local; a vector access must be aligned to its size."""
+    if isinstance(a.base, int) and space != "local":
+        raise ValidationError(f"{what}: an immediate address [{a.base + a.offset}] is legal only for .local; "
+                              "address other spaces through a register or a variable")
+    if nbytes > 1:
+        base = a.base
+        known = base.align if isinstance(base, Symbol) else nbytes  # a register base: its offset must keep it
+        if a.offset % nbytes or (isinstance(base, Symbol) and known % nbytes):
+            raise ValidationError(
+                f"{what}: a {nbytes}-byte vector access must be {nbytes}-byte aligned; "
+                + (f"{base.name} is aligned to {base.align} and the offset is {a.offset}" if isinstance(base, Symbol)
+                   else f"the constant offset {a.offset} is not a multiple of {nbytes}"))
 
 
 def _vec_check(t, vec, what):
@@ -86,8 +123,9 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     for h in hints:
         if h not in PREFETCH + EVICT:
             raise ValidationError(f"unknown ld hint {h!r}; one of {PREFETCH + EVICT}")
-    _hint_space_check(hints, space, what)
+    _hint_space_check(hints, space, what, cop, nc)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
     wide = t.is_int or t.kind == "b"
     if vec == 1:
         if isinstance(d, Vec):
@@ -95,6 +133,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
         check_dst(d, t, f"{what} destination", wide_ok=wide)
     else:
         check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
+        _vec_regs_check(d, t, f"{what}.v{vec} destination")
     parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
     return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints),
                 info=MemInfo(space, t, vec, nc, cop), mods=(space,))
@@ -112,14 +151,16 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
     for h in hints:
         if h not in EVICT:
             raise ValidationError(f"unknown st hint {h!r}; one of {EVICT}")
-    _hint_space_check(hints, space, what)
+    _hint_space_check(hints, space, what, cop)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
     if vec == 1:
         if isinstance(v, Vec):
             raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
         check_value(v, t, f"{what} source", wide_ok=t.is_int or t.kind == "b")
     else:
         check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
+        _vec_regs_check(v, t, f"{what}.v{vec} source")
     parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
     return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints),
                 info=MemInfo(space, t, vec, False, cop), mods=(space,))

@@ -97,7 +97,20 @@ class Imm(Operand):
     def fits(self, t: ScalarType) -> bool:
         """Whether the literal is representable as `t` (integers: as a signed or unsigned bit pattern)."""
         if t.is_float:
-            return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
+            if not isinstance(self.value, (int, float)) or isinstance(self.value, bool):
+                return False
+            if t.bits == 64:
+                try:
+                    float(self.value)
+                except OverflowError:
+                    return False
+                return True
+            # f32 immediates (also how f16/bf16 constants are written) must be representable as f32
+            try:
+                struct.pack("<f", float(self.value))
+            except (OverflowError, struct.error):
+                return False
+            return True
         if not isinstance(self.value, int):
             return False
         return -(1 << (t.bits - 1)) <= self.value <= (1 << t.bits) - 1

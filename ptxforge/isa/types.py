@@ -69,10 +69,22 @@ class ScalarType:
         return BY_NAME[f"b{self.bits}"] if self.kind != "pred" else self
 
     def as_unsigned(self) -> "ScalarType":
-        return BY_NAME[f"u{self.bits}"] if self.kind in ("u", "s", "b") else self
+        """The unsigned integer type of this width (integer and bit types; others unchanged)."""
+        return self._int_kind("u")
 
     def as_signed(self) -> "ScalarType":
-        return BY_NAME[f"s{self.bits}"] if self.kind in ("u", "s", "b") else self
+        """The signed integer type of this width (integer and bit types; others unchanged)."""
+        return self._int_kind("s")
+
+    def _int_kind(self, kind: str) -> "ScalarType":
+        if self.kind not in ("u", "s", "b"):
+            return self
+        t = BY_NAME.get(f"{kind}{self.bits}")
+        if t is None:
+            from ..errors import ValidationError  # a ValueError too
+            raise ValidationError(f".{self.name} has no {'un' if kind == 'u' else ''}signed integer counterpart: "
+                                  f"PTX integers are 8 to 64 bits")
+        return t
 
 
 def _t(name, bits, kind, packed=False, lanes=1):

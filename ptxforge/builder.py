@@ -24,7 +24,7 @@ from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
 from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
-from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
+from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
 from .isa.targets import Target
@@ -35,7 +35,7 @@ from .isa.warp import WarpOps
 
 _PTXFORGE_INTERNAL = True
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")  # PTX identifiers may start with $
 _ids = itertools.count(1)
 
 #: Auto-name prefixes by register type (readable, and unique per width class).
@@ -372,8 +372,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def sreg(self, name: str, dst=None) -> Reg:
         """Read a special register: `mov.u32 %tid_x, %tid.x`."""
         s = special(name)
-        if s.name in SM90_SPECIAL and self.target.sm < 90:
-            raise TargetError(f"%{s.name} needs sm_90 or newer; the kernel targets {self.target}")
+        req = SPECIAL_REQUIREMENTS.get(s.name)
+        if req is not None and self.target.sm < req.min_sm:
+            raise TargetError(f"%{s.name} needs sm_{req.min_sm} or newer; the kernel targets {self.target}")
         d = dst if dst is not None else self.reg(s.type, s.name.replace(".", "_"))
         return self.mov(s, dst=d)
 

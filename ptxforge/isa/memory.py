@@ -172,8 +172,8 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
 PREFETCH_LEVELS = {
     "L1": ((None, "global", "local"), BASE),
     "L2": ((None, "global", "local"), BASE),
-    "L2::evict_last": (("global",), Requirement(80, V("7.4"))),
-    "L2::evict_normal": (("global",), Requirement(80, V("7.4"))),
+    "L2::evict_last": ((None, "global"), Requirement(80, V("7.4"))),
+    "L2::evict_normal": ((None, "global"), Requirement(80, V("7.4"))),
 }
 #: prefetch.tensormap: the tensor map may be named by a generic, .const or .param address.
 TENSORMAP_SPACES = (None, "const", "param")
@@ -214,8 +214,10 @@ ATOM_OPS = {
     "add": (T.u32, T.s32, T.u64, T.f32, T.f64),
     "min": (T.u32, T.s32, T.u64, T.s64), "max": (T.u32, T.s32, T.u64, T.s64),
     "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
-    "exch": (T.b32, T.b64), "cas": (T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
+    "exch": (T.b32, T.b64), "cas": (T.b16, T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
 }
+#: The state spaces atom/red name (None: generic); .shared::cta is PTX ISA 7.8.
+ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
 
 
 @dataclass(frozen=True)
@@ -234,9 +236,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         raise ValidationError(f"{name}.{op} takes " + ", ".join("." + x.name for x in legal) + f", not .{t.name}")
     if reduce_only and op in ("exch", "cas"):
         raise ValidationError(f"red has no .{op}; use atom")
-    if space not in ("global", "shared", "generic"):
-        raise ValidationError(f"{name} works on .global, .shared or generic addresses, not .{space}")
-    a = check_addr(addr, space, name)
+    if space not in ATOM_SPACES:
+        raise ValidationError(f"{name} works on " + ", ".join("." + s for s in ATOM_SPACES) + f" addresses, not .{space}")
+    a = check_addr(addr, space.split("::")[0], name)
     check_value(b, t, f"{name} operand")
     ops = [a, b]
     if op == "cas":
@@ -250,7 +252,8 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         ops = [d] + ops
         n_dst = 1
     parts = (name, _space_part(space), op, t.name)
-    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,))
+    req = Requirement(80, V("7.8")) if space == "shared::cta" else BASE
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,), req=req)
 
 
 # ------------------------------------------------------------------ ldmatrix / stmatrix

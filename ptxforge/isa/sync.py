@@ -20,6 +20,16 @@ FENCES = {
     "fence.proxy.async.shared::cta": Requirement(90, V("8.0")),
     "fence.proxy.async.global": Requirement(90, V("8.0")),
     "fence.mbarrier_init.release.cluster": Requirement(90, V("8.0")),
+    # the default semantics (.acq_rel) spelled by scope alone, and the cluster scope
+    "fence.cta": Requirement(), "fence.gpu": Requirement(), "fence.sys": Requirement(),
+    "fence.cluster": Requirement(90, V("7.8")),
+    "fence.sc.cluster": Requirement(90, V("7.8")), "fence.acq_rel.cluster": Requirement(90, V("7.8")),
+    "fence.proxy.alias": Requirement(80, V("7.5")),
+    "fence.proxy.async.shared::cluster": Requirement(90, V("8.0")),
+    "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster": Requirement(90, V("8.6")),
+    "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster": Requirement(90, V("8.6")),
+    **{f"fence.proxy.tensormap::generic.release.{scope}": Requirement(90, V("8.3"))
+       for scope in ("cta", "cluster", "gpu", "sys")},
 }
 
 

@@ -116,6 +116,13 @@ def _float_forms():
     out.append(MmaForm("m16n8k8", T.tf32, T.tf32, T.f32, T.f32, 4, 2, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m16n8k4", T.tf32, T.tf32, T.f32, T.f32, 2, 1, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m8n8k4", T.f64, T.f64, T.f64, T.f64, 1, 1, 2, Requirement(80, V("7.0"))))
+    for shape, ar, br in (("m16n8k4", 2, 1), ("m16n8k8", 4, 2), ("m16n8k16", 8, 4)):  # sm_90 double mma
+        out.append(MmaForm(shape, T.f64, T.f64, T.f64, T.f64, ar, br, 4, Requirement(90, V("7.8"))))
+    for a in (T.e4m3, T.e5m2):  # fp8 (sm_89): any pairing of the two formats
+        for b in (T.e4m3, T.e5m2):
+            out.append(MmaForm("m16n8k32", a, b, T.f32, T.f32, 4, 2, 4, Requirement(89, V("8.4"))))
+            out.append(MmaForm("m16n8k32", a, b, T.f16, T.f16, 4, 2, 2, Requirement(89, V("8.7"))))
+            out.append(MmaForm("m16n8k16", a, b, T.f32, T.f32, 2, 1, 4, Requirement(89, V("8.7"))))
     return out
 
 

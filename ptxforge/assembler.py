@@ -194,20 +194,21 @@ def check_for_target(module, target: Target) -> None:
     culprit; 4-bit mma.sync that `target` runs as a software routine warns
     (`EmulatedInstructionWarning`), as the builder does for a kernel built for that target.
     """
-    from .errors import with_loc
-    from .isa.operands import SM90_SPECIAL, SpecialReg
+    from .isa.operands import SPECIAL_REQUIREMENTS, SpecialReg
     from .isa.tensor import MmaForm, warn_emulated
     for k in module.kernels:
         for ins in k.instructions:
             try:
+                for op in ins.operands:
+                    req = SPECIAL_REQUIREMENTS.get(op.name) if type(op) is SpecialReg else None
+                    if req is not None and target.sm < req.min_sm:
+                        raise TargetError(f"%{op.name} needs sm_{req.min_sm} or newer; kernel {k.name} was built "
+                                          f"for {module.target.name} and is assembled for {target.name}")
                 if ins.req.min_sm > target.sm or ins.req.arch_specific:
                     ins.req.check(target, f"'{ins.mnemonic}' (kernel {k.name}, built for {module.target.name})")
-                for op in ins.operands:
-                    if type(op) is SpecialReg and op.name in SM90_SPECIAL and target.sm < 90:
-                        raise TargetError(f"%{op.name} needs sm_90 or newer; kernel {k.name} was built for "
-                                          f"{module.target.name} and is assembled for {target.name}")
             except TargetError as e:
-                raise with_loc(e, ins.loc)
+                e.loc = ins.loc or e.loc  # the line that emitted the instruction, not the assemble() call
+                raise
             form = ins.info
             if (ins.opcode == "mma" and isinstance(form, MmaForm) and form.a_type.bits == 4
                     and not target.mma_s4_native):

@@ -141,6 +141,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._loop_stack: list = []
         self._notes: list = []
         self._kernel: Kernel | None = None
+        # register name -> the state space of the address it holds, where the builder knows it
+        # (cvta results, param_ptr, shared_base and what add/sub/mov derive from them)
+        self._spaces: dict[str, str] = {}
 
     # ------------------------------------------------------------------ registers
     def reg(self, type, name: str | None = None) -> Reg:
@@ -254,9 +257,16 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 used.add(r.name)
         except PtxforgeError as e:
             raise with_loc(e, caller_loc())
+        if self._spaces:
+            try:
+                _check_spaces(ins, self._spaces)
+            except PtxforgeError as e:
+                raise with_loc(e, caller_loc())
         if ins.loc is None:  # built by hand rather than by a family constructor
             ins = ins.with_loc(caller_loc())
         self._body.append(ins)
+        if self._spaces or ins.opcode == "cvta":
+            _track_spaces(ins, self._spaces)
         return ins
 
     def raw(self, text: str, pred=None) -> Instruction:
@@ -553,6 +563,74 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """A Module holding just this kernel."""
         from .module import Module
         return Module([self.finish()], **kwargs)
+
+
+_DERIVES = frozenset({"add", "sub", "mov"})  # an address plus/minus offsets stays in its space
+
+
+def _track_spaces(ins: Instruction, spaces: dict) -> None:
+    """Record the state space of the address a register holds after `ins`, or forget it."""
+    if not ins.n_dst:
+        return
+    d = ins.operands[0]
+    if type(d) is not Reg:
+        return
+    space = None
+    op = ins.opcode
+    if op == "cvta":
+        space = ins.mods[-1] if "to" in ins.mods else "generic"
+    elif op in _DERIVES and ins.guard is None:
+        srcs = ins.operands[1:]
+        if op == "mov" and len(srcs) == 1 and type(srcs[0]) is Symbol and srcs[0].space == "shared":
+            space = "shared"
+        else:
+            known = {spaces[r.name] for r in srcs if type(r) is Reg and r.name in spaces}
+            # one addressed source, the rest offsets (sub: only the minuend may be the address)
+            if len(known) == 1 and not (op == "sub" and type(srcs[0]) is Reg and srcs[0].name not in spaces):
+                n_addr = sum(1 for r in srcs if type(r) is Reg and r.name in spaces)
+                if n_addr == 1:
+                    space = known.pop()
+    if space is None:
+        spaces.pop(d.name, None)
+    else:
+        spaces[d.name] = space
+
+
+def _space_of(ins: Instruction, i: int) -> str | None:
+    """The state space operand `i` of `ins` addresses, where one is named."""
+    op = ins.opcode
+    if op == "cp.async":
+        return "shared" if i == 0 else "global"
+    if op in ("ld", "st", "atom", "red"):
+        space = ins.info.space
+    elif op in ("ldmatrix", "stmatrix"):
+        space = ins.mods[0]
+    elif op.startswith("mbarrier."):
+        space = "shared"
+    else:
+        return None
+    return "generic" if space in (None, "", "generic") else space.split("::")[0]
+
+
+#: (space an instruction addresses, space the register's address is in) pairs that are mistakes.
+_SPACE_CLASH = {("shared", "global"), ("shared", "generic"), ("global", "shared"), ("generic", "shared"),
+                ("local", "global"), ("local", "shared"), ("global", "local"), ("shared", "local")}
+
+
+def _check_spaces(ins: Instruction, spaces: dict) -> None:
+    for i, op in enumerate(ins.operands):
+        if type(op) is not Addr or type(op.base) is not Reg or op.base.name not in spaces:
+            continue
+        want = _space_of(ins, i)
+        have = spaces[op.base.name]
+        if want is not None and (want, have) in _SPACE_CLASH:
+            how = {"global": "a global address (param_ptr / cvta.to.global)",
+                   "generic": "a generic address", "shared": "a shared-window address (shared_base / cvta.to.shared)",
+                   "local": "a local-window address"}[have]
+            raise ValidationError(
+                f"'{ins.mnemonic}' addresses .{want} memory through {op.base}, which holds {how}: "
+                + ("convert it with cvta (cvta.to.shared of a generic shared address) or address a shared "
+                   "variable" if want == "shared" else f"use a .{have} access or convert the address with cvta"))
 
 
 def _one_line(text: str, what: str) -> None:

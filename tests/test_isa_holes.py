@@ -296,3 +296,35 @@ def test_assembling_for_another_arch_rechecks_the_module():
     k.sreg("cluster_ctarank")
     with pytest.raises(pf.TargetError, match="cluster_ctarank needs sm_90"):
         pf.assemble(k.module(), "sm_80")
+
+
+@pytest.mark.parametrize("call", [
+    lambda k, g, sb: k.cp_async(g, g, 16),
+    lambda k, g, sb: k.cp_async(sb, k.add(g, 16), 16) or k.cp_async(k.add(g, 32), g, 16),
+    lambda k, g, sb: k.ldmatrix(k.add(g, 128)),
+    lambda k, g, sb: k.ld(g, type=T.u32, space="shared"),
+    lambda k, g, sb: k.st(k.cvta(g, frm="global"), k.reg(T.u32), space="shared"),
+    lambda k, g, sb: k.ld(k.cvta(k.cvta(g, frm="global"), to="shared"), type=T.u32, space="global"),
+])
+def test_an_address_of_one_space_is_refused_in_another(call):
+    k = pf.KernelBuilder("spaces", target="sm_80")
+    g = k.param_ptr("g")
+    sb = k.shared_base(k.shared("tile", 256))
+    with pytest.raises(pf.ValidationError, match="which holds a") as info:
+        call(k, g, sb)
+    assert os.path.samefile(info.value.loc.filename, __file__)
+
+
+def test_addresses_keep_their_space_through_offsets_and_lose_it_when_overwritten():
+    k = pf.KernelBuilder("spaces_ok", target="sm_80")
+    g = k.param_ptr("g")
+    sb = k.shared_base(k.shared("tile", 256))
+    k.cp_async(k.add(sb, 16), k.add(g, 64), 16)
+    k.ldmatrix(k.add(sb, 32))
+    k.ld(k.add(g, 8), type=T.u32)
+    p = k.reg(T.u64)
+    k.mov(g, dst=p)
+    k.ld(k.cvta(p, frm="global"), type=T.u32)  # generic: fine
+    k.cvt(k.tid(), T.u64, dst=p)  # overwritten with a number: no longer known to be global
+    k.ld(p, type=T.u32, space="shared")
+    pf.assemble(k.module())

@@ -46,6 +46,7 @@ REPRODUCE = {
     "vector accesses whose constant offset breaks their alignment": lambda k, g: k.ld(g, type=T.u32, vec=4,
                                                                                        offset=8),
     "integer mma fragments in float registers": _mma_f32_int,
+    "an address of one state space used in another": lambda k, g: k.ld(g, type=T.u32, space="shared"),
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }
 

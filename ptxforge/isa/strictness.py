@@ -72,6 +72,10 @@ STRICTER_THAN_PTXAS = (
                "{%r6, %r7}, {%r2, %r3, %r4, %r5};",
                "packed 8-bit values in .f32 registers are a type confusion; ptxas takes any 32-bit register",
                r"this fragment takes"),
+    Strictness("an address of one state space used in another", "ld.shared.u32 %r2, [%rd0];",
+               "the builder knows %rd0 holds a global address (param_ptr / cvta.to.global); as a shared "
+               "address it reads whatever lies at that offset of the shared window, or faults",
+               r"addresses \.\w+ memory through %\w+, which holds"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),

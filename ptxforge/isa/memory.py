@@ -351,6 +351,7 @@ class MemoryOps:
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
+        _vec_check(t, vec, f"ld.{space}")  # before allocating `vec` registers
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
             if reg_t is not t:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from ..isa import types as T
-from . import _fold as F
+from .. import fold as F
 
 _PTXFORGE_INTERNAL = True
 
@@ -105,6 +105,17 @@ class SmemLayout:
     def byte_offset(self, row: int, col_byte: int) -> int:
         """Byte offset of byte `col_byte` of row `row` (chunks move whole; bytes keep their place in them)."""
         return self.offset(row, col_byte // CHUNK) + col_byte % CHUNK
+
+    def byte_offsets(self, rows, col_bytes):
+        """`byte_offset` over whole numpy arrays of rows and column bytes at once (no bounds check)."""
+        import numpy as np
+        rows = np.asarray(rows, dtype=np.int64)
+        col_bytes = np.asarray(col_bytes, dtype=np.int64)
+        if self.kind != "swizzle":
+            return rows * self.row_stride + col_bytes
+        shift, mask = self._swizzle_params
+        chunk = (col_bytes // CHUNK) ^ ((rows >> shift) & mask)
+        return rows * self.row_bytes + chunk * CHUNK + col_bytes % CHUNK
 
     # ------------------------------------------------------------ PTX
     def emit_offset(self, k, row, chunk):

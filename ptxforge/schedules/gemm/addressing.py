@@ -15,24 +15,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..copy.layout import SmemLayout
+from ...copy.layout import SmemLayout
 
 
 
 def layout_offsets(layout: SmemLayout, rows: np.ndarray, col_bytes: np.ndarray) -> np.ndarray:
     """SmemLayout.byte_offset for whole arrays of (row, byte) at once."""
-    rows = np.asarray(rows, dtype=np.int64)
-    col_bytes = np.asarray(col_bytes, dtype=np.int64)
-    if layout.kind != "swizzle":
-        return rows * layout.row_stride + col_bytes
-    m = min(layout.row_bytes // 16, 8)
-    shift = (8 // m).bit_length() - 1
-    chunk = (col_bytes >> 4) ^ ((rows >> shift) & (m - 1))
-    return rows * layout.row_bytes + (chunk << 4) + (col_bytes & 15)
+    return layout.byte_offsets(rows, col_bytes)
 
 
 @dataclass(frozen=True)
 class Access:
+    """One shared access: base register `base` plus the immediate `imm` bytes."""
     base: int  # index of the base register
     imm: int  # constant byte offset from it
 
@@ -49,8 +43,8 @@ class AddressFamily:
 
     def emit_bases(self, k, row0, byte0, smem_base, name: str = "sa"):
         """u32 registers holding smem_base + region + layout(row0 + r, byte0 + c), one per base."""
-        from ..copy import _fold as F
-        from ..isa import types as T
+        from ... import fold as F
+        from ...isa import types as T
         base = k.add(smem_base, self.region) if self.region else smem_base
         out = []
         for i, (r, c) in enumerate(self.base_consts):

@@ -328,3 +328,10 @@ def test_addresses_keep_their_space_through_offsets_and_lose_it_when_overwritten
     k.cvt(k.tid(), T.u64, dst=p)  # overwritten with a number: no longer known to be global
     k.ld(p, type=T.u32, space="shared")
     pf.assemble(k.module())
+
+
+def test_half_compares_take_no_immediates():
+    k = pf.KernelBuilder("halfimm", target="sm_90")
+    with pytest.raises(pf.ValidationError, match="immediate"):
+        k.setp("lt", k.reg(T.f16), 1.0)
+    assert assembler_verdict(raw_kernel("setp.lt.f16 %p1, %h1, 0f3F800000;", target="sm_90")) is not None

@@ -147,3 +147,16 @@ def test_new_special_registers_read_on_the_interpreter():
     buf = np.full(6, 0xFFFFFFFF, np.uint32)
     interp.run(k.module(), grid=1, block=1, args=[buf], shared=256)
     assert buf[0] == 0 and buf[1] == 0 and buf[2] == 256 and buf[4] == 0 and buf[5] == 0
+
+
+@needs_assembler
+def test_setp_on_half_pairs_writes_two_predicates():
+    k = pf.KernelBuilder("pairs", target="sm_90")
+    p, q = k.setp("lt", k.reg(T.f16x2), k.reg(T.f16x2))
+    k.setp("ltu", k.reg(T.b32), k.reg(T.b32), type=T.bf16x2, combine=("and", p))
+    text = k.module().ptx
+    assert f"%{p.name}|%{q.name}" in text and "setp.ltu.and.bf16x2" in text
+    pf.assemble(k.module())
+    with pytest.raises(pf.TargetError, match="sm_90"):
+        old = pf.KernelBuilder("old", target="sm_80")
+        old.setp("lt", old.reg(T.b32), old.reg(T.b32), type=T.bf16x2)

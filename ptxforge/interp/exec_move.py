@@ -86,6 +86,8 @@ def make_setp(P, op):
     t = ins.type
     cmp = ins.mods[0]
     boolop = ins.mods[1] if len(ins.mods) > 1 else None
+    if t.lanes == 2:
+        raise InterpUnsupported(f"setp on packed half pairs (.{t.name}) is not modelled", ins)
     rt = t
     if t.kind == "b" and cmp in ("lo", "ls", "hi", "hs"):
         rt = t.as_unsigned()

@@ -6,7 +6,7 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import SPECIAL_REQUIREMENTS, Label, NegPred, SpecialReg, Symbol, Vec
+from .operands import SPECIAL_REQUIREMENTS, Label, NegPred, PairDst, SpecialReg, Symbol, Vec
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -15,9 +15,10 @@ INT_CMP = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 SIGNED_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
 FLOAT_CMP = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 BOOL_OPS = ("and", "or", "xor")
-SETP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f32, T.f64, T.f16, T.bf16)
+SETP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f32, T.f64, T.f16, T.bf16,
+              T.f16x2, T.bf16x2)
 #: setp types that need more than the base: .bf16 compares are sm_90 (PTX ISA 7.8).
-SETP_REQ = {T.bf16: Requirement(90, V("7.8"))}
+SETP_REQ = {T.bf16: Requirement(90, V("7.8")), T.bf16x2: Requirement(90, V("7.8"))}
 MOV_TYPES = (T.pred, T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f16, T.f32, T.f64, T.b128)
 #: (bits, parts) of the mov forms that pack registers into one or split one: mov.b16 {b8, b8} ... mov.b128 {b64, b64}.
 PACK_FORMS = ((16, 2), (32, 2), (32, 4), (64, 2), (64, 4), (128, 2))
@@ -41,9 +42,16 @@ def setp(cmp, t, p, a, b, boolop=None, c=None):
     legal = cmp_ops(t)
     if cmp not in legal:
         raise ValidationError(f"setp.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
-    check_pred(p, "setp destination")
-    check_value(a, t, "setp source 1")
-    check_value(b, t, "setp source 2")
+    if t.lanes == 2:  # packed pairs compare both halves: two predicates, written p|q
+        if not isinstance(p, PairDst):
+            raise ValidationError(f"setp.{cmp}.{t.name} writes two predicates (p|q), one per half")
+        check_pred(p.reg, "setp destination (first half)")
+        check_pred(p.pred, "setp destination (second half)")
+    else:
+        check_pred(p, "setp destination")
+    half = t.is_float and (t.bits == 16 or t.lanes == 2)  # ptxas takes no immediates for half compares
+    check_value(a, t, "setp source 1", imm_ok=not half)
+    check_value(b, t, "setp source 2", imm_ok=not half)
     ops = [p, a, b]
     if boolop is not None:
         if boolop not in BOOL_OPS:
@@ -144,14 +152,18 @@ class ControlOps:
         if t.kind == "b" and cmp not in ("eq", "ne"):
             t = t.as_unsigned()
         a, b = self._val(a, t), self._val(b, t)
-        d = self._dst(dst, T.pred)
+        if t.lanes == 2:  # one predicate per half: returns (first, second)
+            pair = tuple(dst) if dst is not None else (self.reg(T.pred), self.reg(T.pred))
+            d = PairDst(self._dst(pair[0], T.pred), self._dst(pair[1], T.pred))
+        else:
+            d = self._dst(dst, T.pred)
         boolop, c = combine if combine else (None, None)
         if c is not None:
             c = self._guard(c)
             c = NegPred(c.reg) if c.negate else c.reg
         ins = setp(cmp, t, d, a, b, boolop, c)
         self.emit(ins, pred)
-        return d
+        return (d.reg, d.pred) if t.lanes == 2 else d
 
     def selp(self, a, b, p, *, type=None, dst=None, pred=None):
         """d = p ? a : b."""

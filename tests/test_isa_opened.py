@@ -160,3 +160,21 @@ def test_setp_on_half_pairs_writes_two_predicates():
     with pytest.raises(pf.TargetError, match="sm_90"):
         old = pf.KernelBuilder("old", target="sm_80")
         old.setp("lt", old.reg(T.b32), old.reg(T.b32), type=T.bf16x2)
+
+
+@needs_assembler
+def test_256_bit_vector_accesses_on_sm100():
+    k = pf.KernelBuilder("wide", target="sm_100")
+    g = k.param_ptr("g")
+    v = k.ld(g, type=T.f32, vec=8)
+    k.st(g, v, type=T.f32, offset=32)
+    k.ld(k.cvta(g, frm="global"), type=T.b64, vec=4, space="generic")
+    m = k.module()
+    assert "ld.global.v8.f32" in m.ptx and str(m.version) == "8.8"
+    pf.assemble(m)
+    with pytest.raises(pf.ValidationError, match="256-bit"):
+        k2 = pf.KernelBuilder("wide2", target="sm_100")
+        k2.ld(k2.shared("t", 64), type=T.b32, vec=8, space="shared")
+    with pytest.raises(pf.TargetError, match="sm_100"):
+        k3 = pf.KernelBuilder("wide3", target="sm_90")
+        k3.ld(k3.param_ptr("g"), type=T.u32, vec=8)

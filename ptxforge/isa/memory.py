@@ -47,8 +47,8 @@ def _space_part(space):
     return None if space == "generic" else space
 
 
-def _mem_req(space, t, hints):
-    req = BASE
+def _mem_req(space, t, hints, vec=1):
+    req = REQ_WIDE_VECTOR if _wide_vector(t, vec) else BASE
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
     if t is T.b128:
@@ -102,20 +102,34 @@ def _addr_form_check(a, space, what, nbytes=0):
                    else f"the constant offset {a.offset} is not a multiple of {nbytes}"))
 
 
-def _vec_check(t, vec, what):
-    if vec not in (1, 2, 4):
-        raise ValidationError(f"{what}: vector width must be 1, 2 or 4, got {vec}")
-    if vec > 1 and t.bits * vec > 128:
-        raise ValidationError(f"{what}: .v{vec}.{t.name} is {t.bits * vec} bits; a vector access moves at most 128")
+#: 256-bit vector accesses (.v8 of 32-bit, .v4 of 64-bit values) to global or generic memory: sm_100, PTX 8.8.
+REQ_WIDE_VECTOR = Requirement(100, V("8.8"))
+
+
+def _wide_vector(t, vec) -> bool:
+    return vec > 1 and t.bits * vec == 256 and t.bits in (32, 64)
+
+
+def _vec_check(t, vec, what, space="global"):
+    if vec not in (1, 2, 4, 8):
+        raise ValidationError(f"{what}: vector width must be 1, 2, 4 or 8, got {vec}")
     if t is T.b128 and vec != 1:
         raise ValidationError(f"{what}: .b128 cannot be a vector")
+    if _wide_vector(t, vec):
+        if space not in ("global", "generic"):
+            raise ValidationError(f"{what}: a 256-bit .v{vec}.{t.name} access exists only for .global (or generic) "
+                                  "addresses")
+        return
+    if vec == 8 or (vec > 1 and t.bits * vec > 128):
+        raise ValidationError(f"{what}: .v{vec}.{t.name} is {t.bits * vec} bits; a vector access moves at most 128 "
+                              "(256 as .v8 of 32-bit or .v4 of 64-bit values in .global memory on sm_100)")
 
 
 def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     what = f"ld.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}; types: " + ", ".join("." + x.name for x in LD_TYPES))
-    _vec_check(t, vec, what)
+    _vec_check(t, vec, what, space)
     if nc and space != "global":
         raise ValidationError("ld.nc (read-only data cache) exists only for .global")
     if cop is not None and cop not in CACHE_OPS["ld"]:
@@ -135,7 +149,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
         check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
         _vec_regs_check(d, t, f"{what}.v{vec} destination")
     parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints),
+    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints, vec),
                 info=MemInfo(space, t, vec, nc, cop), mods=(space,))
 
 
@@ -145,7 +159,7 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
         raise ValidationError(f"{what} does not take .{t.name}")
     if space in ("param", "const"):
         raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel")
-    _vec_check(t, vec, what)
+    _vec_check(t, vec, what, space)
     if cop is not None and cop not in CACHE_OPS["st"]:
         raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")
     for h in hints:
@@ -162,7 +176,7 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
         check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
         _vec_regs_check(v, t, f"{what}.v{vec} source")
     parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints),
+    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints, vec),
                 info=MemInfo(space, t, vec, False, cop), mods=(space,))
 
 
@@ -351,7 +365,7 @@ class MemoryOps:
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
-        _vec_check(t, vec, f"ld.{space}")  # before allocating `vec` registers
+        _vec_check(t, vec, f"ld.{space}", space)  # before allocating `vec` registers
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
             if reg_t is not t:

@@ -335,3 +335,21 @@ def test_half_compares_take_no_immediates():
     with pytest.raises(pf.ValidationError, match="immediate"):
         k.setp("lt", k.reg(T.f16), 1.0)
     assert assembler_verdict(raw_kernel("setp.lt.f16 %p1, %h1, 0f3F800000;", target="sm_90")) is not None
+
+
+def test_pure_constructor_and_render_errors_name_the_calling_line():
+    from ptxforge.isa.memory import ld
+    from ptxforge.isa.targets import V
+    from ptxforge.isa.tensor import mma_form
+    with pytest.raises(pf.ValidationError) as info:
+        ld(T.u32, None, Addr(16), "shared")
+    assert os.path.samefile(info.value.loc.filename, __file__) and "test_isa_holes.py:" in str(info.value)
+    with pytest.raises(pf.ValidationError) as info:
+        mma_form("m16n8k99", "s8")
+    assert os.path.samefile(info.value.loc.filename, __file__)
+    k = pf.KernelBuilder("ver", target="sm_90")
+    k.elect_sync()
+    m = k.module()
+    with pytest.raises(pf.TargetError) as info:
+        m.render(cap=V("7.8"))  # elect.sync needs 8.0
+    assert os.path.samefile(info.value.loc.filename, __file__)

@@ -47,6 +47,7 @@ REPRODUCE = {
                                                                                        offset=8),
     "integer mma fragments in float registers": _mma_f32_int,
     "an address of one state space used in another": lambda k, g: k.ld(g, type=T.u32, space="shared"),
+    "a modifier written twice": lambda k, g: k.mul(k.reg(T.f32), k.reg(T.f32), flags=("sat", "sat")),
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }
 

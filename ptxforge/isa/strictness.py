@@ -76,6 +76,9 @@ STRICTER_THAN_PTXAS = (
                "the builder knows %rd0 holds a global address (param_ptr / cvta.to.global); as a shared "
                "address it reads whatever lies at that offset of the shared window, or faults",
                r"addresses \.\w+ memory through %\w+, which holds"),
+    Strictness("a modifier written twice", "mul.sat.ftz.sat.f32 %f0, %f1, %f2;",
+               "ptxas ignores the repeat; a doubled modifier is a typo for a different one",
+               r"repeated modifier"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),

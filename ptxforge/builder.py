@@ -24,6 +24,7 @@ from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
 from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
+from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
@@ -84,7 +85,7 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps):
+                    SyncOps, TensorOps, WarpOps, ClusterOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)
@@ -92,7 +93,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
-                 minnctapersm=None, maxnreg=None):
+                 minnctapersm=None, maxnreg=None, reqnctapercluster=None, explicitcluster=False,
+                 maxclusterrank=None):
         self.loc = caller_loc()
         try:
             if not isinstance(name, str) or not _IDENT.match(name):
@@ -123,6 +125,20 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if not 16 <= n <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
                 directives.append(("maxnreg", n))
+            # clusters (sm_90): the exact shape, "must launch with a cluster", an upper bound
+            if explicitcluster:
+                directives.append(("explicitcluster", None))
+            if reqnctapercluster is not None:
+                directives.append(("reqnctapercluster", cluster_dims(reqnctapercluster)))
+            if maxclusterrank is not None:
+                n = _int_arg(maxclusterrank, ".maxclusterrank")
+                if not 1 <= n <= 16:
+                    raise ValidationError(f".maxclusterrank must be in 1..16, got {maxclusterrank}")
+                directives.append(("maxclusterrank", n))
+            if (explicitcluster or reqnctapercluster is not None or maxclusterrank is not None) \
+                    and self.target.sm < 90:
+                from .errors import TargetError
+                raise TargetError(f"cluster directives need sm_90 or newer; the kernel targets {self.target.name}")
         except PtxforgeError as e:
             raise with_loc(e, self.loc)
         self.directives = directives

@@ -199,8 +199,6 @@ UNMODELLED = (
     ("arith", r"directed rounding \(\.r[zmp]\)"),
     ("convert", r"^cvt\.r[zmp]"), ("convert", r"cvta for \.(const|local)"),
     ("memory", r"^(ld|st)\.local is not modelled"), ("memory", r"^128-bit registers"),
-    ("async_copy", r"^tensor \(TMA\) bulk copies"), ("async_copy", r"'cp\.async\.bulk\.(commit|wait)_group'"),
-    ("tensor", r"'wgmma(\.\w+)?'"), ("tensor", r"'setmaxnreg'"),
     ("control", r"^setp on packed half pairs"),  # which half writes which predicate: not checked on a GPU
     ("control", r"^128-bit registers"),  # mov.b128 and its pack/unpack, as for ld/st.b128
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler

@@ -18,6 +18,7 @@ from .kernel import BoundLaunch, KernelFunction
 from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream
+from .cluster import launch_cluster
 from .tensormap import TensorMap
 from .timing import EventTimer, Timing, benchmark
 
@@ -26,5 +27,5 @@ __all__ = [
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
     "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap",
-    "gpu_available", "gpu_skip_reason", "native_target", "offline_summary",
+    "gpu_available", "gpu_skip_reason", "native_target", "offline_summary", "launch_cluster",
 ]

@@ -225,7 +225,7 @@ def test_numpy_integers_are_integers():
 
 def test_float_immediates_beyond_f32_are_refused_not_crashing_the_renderer():
     k, _ = _k()
-    with pytest.raises(pf.ValidationError, match="1e\+300 does not fit .f32") as info:
+    with pytest.raises(pf.ValidationError, match=r"1e\+300 does not fit .f32") as info:
         k.add(k.reg(T.f32), 1e300)
     assert os.path.samefile(info.value.loc.filename, __file__)
     k.add(k.reg(T.f64), 1e300)  # an f64 immediate holds it

@@ -49,7 +49,7 @@ REPRODUCE = {
     "an address of one state space used in another": lambda k, g: k.ld(g, type=T.u32, space="shared"),
     "a modifier written twice": lambda k, g: k.mul(k.reg(T.f32), k.reg(T.f32), flags=("sat", "sat")),
     "st.param in a kernel": lambda k, g: k.st(k.reg(T.u64), k.reg(T.u32), space="param"),
-    "ldmatrix counts other than x1, x2 and x4": lambda k, g: k.ldmatrix(k.shared_base(k.shared("t", 256)), num=8),
+    "ldmatrix and stmatrix counts other than x1, x2 and x4": lambda k, g: k.ldmatrix(k.shared_base(k.shared("t", 256)), num=8),
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }
 

@@ -251,6 +251,8 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     module = source if isinstance(source, Module) else None
     if module is not None:
         target = Target.parse(arch) if arch is not None else module.target
+        if target != module.target:
+            check_for_target(module, target)
         rendered = module.render(version=version, cap=None if version is not None else backend_ptx_cap(be))
         ptx, ptx_version = rendered.text, rendered.version
     else:
@@ -273,6 +275,35 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     if not ok:
         raise _assembly_error(log, module, ptx, target, be, version)
     return AssemblyResult(cubin, target.name, be, ptx_version, ptx, log, parse_resources(log))
+
+
+def check_for_target(module, target: Target) -> None:
+    """Re-check a module built for one target against another before assembling it there.
+
+    Every instruction's requirement (least sm, arch-specific forms) and every sm_90 special
+    register is checked against `target`, and the error names the Python line that emitted the
+    culprit; 4-bit mma.sync that `target` runs as a software routine warns
+    (`EmulatedInstructionWarning`), as the builder does for a kernel built for that target.
+    """
+    from .isa.operands import SPECIAL_REQUIREMENTS, SpecialReg
+    from .isa.tensor import MmaForm, warn_emulated
+    for k in module.kernels:
+        for ins in k.instructions:
+            try:
+                for op in ins.operands:
+                    req = SPECIAL_REQUIREMENTS.get(op.name) if type(op) is SpecialReg else None
+                    if req is not None and target.sm < req.min_sm:
+                        raise TargetError(f"%{op.name} needs sm_{req.min_sm} or newer; kernel {k.name} was built "
+                                          f"for {module.target.name} and is assembled for {target.name}")
+                if ins.req.min_sm > target.sm or ins.req.arch_specific:
+                    ins.req.check(target, f"'{ins.mnemonic}' (kernel {k.name}, built for {module.target.name})")
+            except TargetError as e:
+                e.loc = ins.loc or e.loc  # the line that emitted the instruction, not the assemble() call
+                raise
+            form = ins.info
+            if (ins.opcode == "mma" and isinstance(form, MmaForm) and form.a_type.bits == 4
+                    and not target.mma_s4_native):
+                warn_emulated(form, target, ins.loc)
 
 
 def _run_nvjitlink(ptx: str, target: Target, options):

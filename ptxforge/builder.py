@@ -9,6 +9,7 @@ come from the per-family mixins in :mod:`ptxforge.isa`.
 from __future__ import annotations
 
 import itertools
+import numbers
 import re
 import warnings
 from contextlib import contextmanager
@@ -21,20 +22,21 @@ from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
+from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
 from .isa.cluster import ClusterOps, cluster_dims
-from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
+from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
 from .isa.targets import Target
 from .isa.tensor import TensorOps
 from .isa.types import ScalarType, decl_type
-from .kernel import Comment, Kernel, LabelDef, Param
+from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, param_buffer_bytes
 from .isa.warp import WarpOps
 
 _PTXFORGE_INTERNAL = True
 
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_$]*\Z")
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")  # PTX identifiers may start with $
 _ids = itertools.count(1)
 
 #: Auto-name prefixes by register type (readable, and unique per width class).
@@ -49,10 +51,17 @@ def _prefix(t: ScalarType) -> str:
     return {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}[t.bits]
 
 
+def _int_arg(x, what) -> int:
+    """A Python or numpy integer as an int; anything else (floats included) is refused."""
+    if isinstance(x, bool) or not isinstance(x, numbers.Integral):
+        raise ValidationError(f"{what} takes integers, got {x!r} ({type(x).__name__})")
+    return int(x)
+
+
 def _dims(v, what):
-    if isinstance(v, int):
+    if isinstance(v, numbers.Integral) or not isinstance(v, (tuple, list)):
         v = (v,)
-    v = tuple(int(x) for x in v)
+    v = tuple(_int_arg(x, what) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise ValidationError(f"{what} takes 1 to 3 positive sizes, got {v}")
     v = v + (1,) * (3 - len(v))
@@ -107,20 +116,25 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if maxntid is None and reqntid is None:
                     warnings.warn(".minnctapersm is ignored by ptxas unless .maxntid or .reqntid is "
                                   "given too", stacklevel=2)
-                directives.append(("minnctapersm", int(minnctapersm)))
+                n = _int_arg(minnctapersm, ".minnctapersm")
+                if n < 1:
+                    raise ValidationError(f".minnctapersm must be a positive number of CTAs per SM, got {n}")
+                directives.append(("minnctapersm", n))
             if maxnreg is not None:
-                if not 16 <= int(maxnreg) <= 255:
+                n = _int_arg(maxnreg, ".maxnreg")
+                if not 16 <= n <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
-                directives.append(("maxnreg", int(maxnreg)))
+                directives.append(("maxnreg", n))
             # clusters (sm_90): the exact shape, "must launch with a cluster", an upper bound
             if explicitcluster:
                 directives.append(("explicitcluster", None))
             if reqnctapercluster is not None:
                 directives.append(("reqnctapercluster", cluster_dims(reqnctapercluster)))
             if maxclusterrank is not None:
-                if not 1 <= int(maxclusterrank) <= 16:
+                n = _int_arg(maxclusterrank, ".maxclusterrank")
+                if not 1 <= n <= 16:
                     raise ValidationError(f".maxclusterrank must be in 1..16, got {maxclusterrank}")
-                directives.append(("maxclusterrank", int(maxclusterrank)))
+                directives.append(("maxclusterrank", n))
             if (explicitcluster or reqnctapercluster is not None or maxclusterrank is not None) \
                     and self.target.sm < 90:
                 from .errors import TargetError
@@ -143,6 +157,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._loop_stack: list = []
         self._notes: list = []
         self._kernel: Kernel | None = None
+        # register name -> the state space of the address it holds, where the builder knows it
+        # (cvta results, param_ptr, shared_base and what add/sub/mov derive from them)
+        self._spaces: dict[str, str] = {}
 
     # ------------------------------------------------------------------ registers
     def reg(self, type, name: str | None = None, *, exact: bool = False) -> Reg:
@@ -243,7 +260,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     # ------------------------------------------------------------------ emission
     def emit(self, ins: Instruction, pred=None) -> Instruction:
-        """Append a prebuilt instruction (checked against the target and this kernel's registers)."""
+        """Append a prebuilt instruction (checked against the target and this kernel's registers).
+
+        `ins` should come from a family constructor (`ptxforge.isa.arith.arith`, `memory.ld`, ...),
+        which validates its form; `emit` checks the target, the guard and that every register belongs
+        to this kernel.  An `Instruction(...)` assembled by hand is not re-validated beyond that: for a
+        line no table knows, use `raw()`, which marks it as unchecked.
+        """
         try:
             if self._kernel is not None:
                 raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
@@ -262,9 +285,42 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 used.add(r.name)
         except PtxforgeError as e:
             raise with_loc(e, caller_loc())
+        if self._spaces:
+            try:
+                _check_spaces(ins, self._spaces)
+            except PtxforgeError as e:
+                raise with_loc(e, caller_loc())
         if ins.loc is None:  # built by hand rather than by a family constructor
             ins = ins.with_loc(caller_loc())
         self._body.append(ins)
+        if self._spaces or ins.opcode == "cvta":
+            _track_spaces(ins, self._spaces)
+        return ins
+
+    def raw(self, text: str, pred=None) -> Instruction:
+        """Append one PTX statement verbatim: the documented escape hatch for forms the tables lack.
+
+        `text` is a single statement (`"mov.u32 %r0, %envreg3"`; a trailing `;` is optional).  It is
+        not validated: ptxas is its only check.  The listing marks the line `[opaque: raw PTX ...]`,
+        and the interpreter refuses a kernel that reaches it.  Registers of this kernel that the text
+        names (`%r3`) stay declared; `pred` guards it like any instruction.
+        """
+        text = str(text).strip()
+        if text.endswith(";"):
+            text = text[:-1].rstrip()
+        if not text or "\n" in text or "\r" in text or ";" in text or "//" in text or "/*" in text:
+            raise ValidationError(f"raw() takes one PTX statement on one line, without ';' inside or "
+                                  f"comments, got {text!r}")
+        if text.startswith("@"):
+            raise ValidationError("raw(): give the guard as pred=, not in the text")
+        if text.split()[0].startswith("."):
+            raise ValidationError(f"raw() appends an instruction; a directive ({text.split()[0]}) is not "
+                                  "an instruction")
+        names = set(re.findall(r"%([A-Za-z_$][A-Za-z0-9_$]*)", text))
+        mine = tuple(self._regs[n] for n in sorted(names) if n in self._regs)
+        ins = opaque(text, (), "raw PTX from k.raw(), unchecked", loc=caller_loc())
+        ins = self.emit(ins, pred)
+        self._used.update(r.name for r in mine)
         return ins
 
     def comment(self, text: str) -> None:
@@ -272,15 +328,24 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         for line in str(text).splitlines() or [""]:
             self._body.append(Comment(line))
 
-    @contextmanager
     def section(self, name: str):
-        """Group the instructions emitted inside under a named section in the listing."""
+        """Group the instructions emitted inside under a named section in the listing (a context
+        manager; the name must be one line)."""
+        name = str(name)
+        _one_line(name, "section name")
+        return self._section(name)
+
+    @contextmanager
+    def _section(self, name: str):
         self._body.append(Comment(name, section=True))
         yield
 
     def note(self, key: str, value) -> None:
         """A fact shown in the kernel's listing header (e.g. the compute path a schedule chose)."""
-        self._notes.append((str(key), str(value)))
+        key, value = str(key), str(value)
+        _one_line(key, "note key")
+        _one_line(value, "note value")
+        self._notes.append((key, value))
 
     # ------------------------------------------------------------------ parameters
     def _claim(self, name: str, what: str):
@@ -291,12 +356,21 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._names.add(name)
 
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
-        """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param)."""
+        """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param).
+
+        Half types PTX cannot declare as parameters (`.bf16`, `.f16x2`, `.bf16x2`) are declared as
+        their bit container (`.b16`/`.b32`); the Param keeps its type, so launches pack the value."""
         self._claim(name, "parameter")
         t = T.lookup(type) if nbytes is None else T.b8
         if nbytes is None and (not t.can_declare or t.is_pred):
             raise ValidationError(f"parameter type .{t.name} is not allowed; use a scalar such as .u32")
+        if nbytes is not None and (not isinstance(nbytes, int) or nbytes < 1):
+            raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
+        total = param_buffer_bytes([*self.params, p])
+        if total > PARAM_BYTES_MAX:
+            raise ValidationError(f"kernel '{self.name}' would take {total} bytes of parameters; a kernel may "
+                                  f"take at most {PARAM_BYTES_MAX} (PTX ISA 8.1 and newer; 4352 before)")
         self.params.append(p)
         return p
 
@@ -348,8 +422,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def sreg(self, name: str, dst=None) -> Reg:
         """Read a special register: `mov.u32 %tid_x, %tid.x`."""
         s = special(name)
-        if s.name in SM90_SPECIAL and self.target.sm < 90:
-            raise TargetError(f"%{s.name} needs sm_90 or newer; the kernel targets {self.target}")
+        req = SPECIAL_REQUIREMENTS.get(s.name)
+        if req is not None and self.target.sm < req.min_sm:
+            raise TargetError(f"%{s.name} needs sm_{req.min_sm} or newer; the kernel targets {self.target}")
         d = dst if dst is not None else self.reg(s.type, s.name.replace(".", "_"))
         return self.mov(s, dst=d)
 
@@ -529,6 +604,81 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """A Module holding just this kernel."""
         from .module import Module
         return Module([self.finish()], **kwargs)
+
+
+_DERIVES = frozenset({"add", "sub", "mov"})  # an address plus/minus offsets stays in its space
+
+
+def _track_spaces(ins: Instruction, spaces: dict) -> None:
+    """Record the state space of the address a register holds after `ins`, or forget it."""
+    if not ins.n_dst:
+        return
+    d = ins.operands[0]
+    if type(d) is not Reg:
+        return
+    space = None
+    op = ins.opcode
+    if op == "cvta":
+        space = ins.mods[-1] if "to" in ins.mods else "generic"
+    elif op in _DERIVES and ins.guard is None:
+        srcs = ins.operands[1:]
+        if op == "mov" and len(srcs) == 1 and type(srcs[0]) is Symbol and srcs[0].space == "shared":
+            space = "shared"
+        else:
+            known = {spaces[r.name] for r in srcs if type(r) is Reg and r.name in spaces}
+            # one addressed source, the rest offsets (sub: only the minuend may be the address)
+            if len(known) == 1 and not (op == "sub" and type(srcs[0]) is Reg and srcs[0].name not in spaces):
+                n_addr = sum(1 for r in srcs if type(r) is Reg and r.name in spaces)
+                if n_addr == 1:
+                    space = known.pop()
+    if space is None:
+        spaces.pop(d.name, None)
+    else:
+        spaces[d.name] = space
+
+
+def _space_of(ins: Instruction, i: int) -> str | None:
+    """The state space operand `i` of `ins` addresses, where one is named."""
+    op = ins.opcode
+    if op == "cp.async":
+        return "shared" if i == 0 else "global"
+    if op in ("ld", "st", "atom", "red"):
+        space = ins.info.space
+    elif op in ("ldmatrix", "stmatrix"):
+        space = ins.mods[0]
+    elif op.startswith("mbarrier."):
+        space = "shared"
+    else:
+        return None
+    return "generic" if space in (None, "", "generic") else space.split("::")[0]
+
+
+#: (space an instruction addresses, space the register's address is in) pairs that are mistakes.
+_SPACE_CLASH = {("shared", "global"), ("shared", "generic"), ("global", "shared"), ("generic", "shared"),
+                ("local", "global"), ("local", "shared"), ("global", "local"), ("shared", "local")}
+
+
+def _check_spaces(ins: Instruction, spaces: dict) -> None:
+    for i, op in enumerate(ins.operands):
+        if type(op) is not Addr or type(op.base) is not Reg or op.base.name not in spaces:
+            continue
+        want = _space_of(ins, i)
+        have = spaces[op.base.name]
+        if want is not None and (want, have) in _SPACE_CLASH:
+            how = {"global": "a global address (param_ptr / cvta.to.global)",
+                   "generic": "a generic address", "shared": "a shared-window address (shared_base / cvta.to.shared)",
+                   "local": "a local-window address"}[have]
+            raise ValidationError(
+                f"'{ins.mnemonic}' addresses .{want} memory through {op.base}, which holds {how}: "
+                + ("convert it with cvta (cvta.to.shared of a generic shared address) or address a shared "
+                   "variable" if want == "shared" else f"use a .{have} access or convert the address with cvta"))
+
+
+def _one_line(text: str, what: str) -> None:
+    # a line break would start a PTX line that is not a comment and shift every mapped line
+    if "\n" in text or "\r" in text:
+        raise ValidationError(f"{what} {text!r} holds a line break; it is rendered as one // comment line "
+                              "(use comment() for several lines)")
 
 
 def _check_align(align):

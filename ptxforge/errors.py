@@ -78,11 +78,20 @@ class PtxforgeError(Exception):
         return self.message + where
 
 
-class ValidationError(PtxforgeError, ValueError):
+class _LocatedAtCaller(PtxforgeError):
+    """An error that, made without a location, takes the first line outside ptxforge's internal
+    modules: the user's (or schedule's) line that called the pure constructor, rendered the module
+    or built the kernel.  The builder's methods name their caller the same way."""
+
+    def __init__(self, message: str, loc: SourceLoc | None = None):
+        super().__init__(message, loc if loc is not None else caller_loc())
+
+
+class ValidationError(_LocatedAtCaller, ValueError):
     """An instruction, operand or kernel that is not legal PTX."""
 
 
-class TargetError(PtxforgeError):
+class TargetError(_LocatedAtCaller):
     """Something the chosen target or PTX ISA version does not have."""
 
 

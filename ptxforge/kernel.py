@@ -43,7 +43,7 @@ class Param:
         """The parameter's line in the `.entry` signature."""
         if self.nbytes is not None:
             return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
-        return f".param .{self.type.name} {self.name}"
+        return f".param .{_PARAM_SPELLING.get(self.type.name, self.type.name)} {self.name}"
 
     @property
     def size(self) -> int:
@@ -97,6 +97,19 @@ class Kernel:
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:
                 yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})"
+        wide = next((r for r in self.registers if r.type.bits == 128), None)
+        if wide is not None:
+            yield _B128_REQ, f".reg .b128 %{wide.name} (kernel {self.name})"
+        wide = next((p for p in self.params if p.nbytes is None and p.type.bits == 128), None)
+        if wide is not None:
+            yield _B128_REQ, f".param .b128 {wide.name} (kernel {self.name})"
+        if self.param_bytes > PARAM_BYTES_BASE:
+            yield _BIG_PARAMS_REQ, f"{self.param_bytes} bytes of parameters (kernel {self.name})"
+
+    @property
+    def param_bytes(self) -> int:
+        """Bytes of the kernel's parameter buffer (`param_buffer_bytes` of its parameters)."""
+        return param_buffer_bytes(self.params)
 
     @property
     def block_limit(self) -> tuple | None:
@@ -132,6 +145,26 @@ class Kernel:
 
 #: The least PTX ISA any kernel gets; instructions needing no more do not count as requirements.
 _BASE_PTX = V("7.0")
+
+def param_buffer_bytes(params) -> int:
+    """Bytes a kernel's parameter buffer takes: each parameter at its alignment (a scalar at its size,
+    a byte block at its `.align`), in declaration order."""
+    total = 0
+    for p in params:
+        align = p.align or (p.size if p.nbytes is None else 1)
+        total = -(-total // align) * align + p.size
+    return total
+
+
+#: Parameter types ptxas does not parse in a `.param` declaration, spelled as their bit container.
+_PARAM_SPELLING = {"bf16": "b16", "f16x2": "b32", "bf16x2": "b32"}
+
+#: .b128 registers and parameters are PTX ISA 8.3.
+_B128_REQ = Requirement(80, V("8.3"))
+#: A kernel's parameters may take 4352 bytes; PTX ISA 8.1 raised that to 32764 (ptxas checks both).
+PARAM_BYTES_BASE = 4352
+PARAM_BYTES_MAX = 32764
+_BIG_PARAMS_REQ = Requirement(80, V("8.1"))
 
 #: Entry directives that need more than the base: the cluster directives are sm_90 and PTX 7.8.
 _DIRECTIVE_REQ = {

@@ -19,7 +19,7 @@ def _a_doc(form, g, t, i):
         if s == "m16n8k32":
             return (g if i < 8 else g + 8), 8 * t + (i & 7)
         return (g if i < 8 or 16 <= i < 24 else g + 8), 8 * t + (i & 7) + (32 if i >= 16 else 0)
-    if a in (T.s8, T.u8):
+    if a in (T.s8, T.u8, T.e4m3, T.e5m2):  # the fp8 tables are the 8-bit integer ones
         if s == "m8n8k16":
             return g, 4 * t + i
         if s == "m16n8k16":
@@ -40,7 +40,10 @@ def _a_doc(form, g, t, i):
             return (g if i == 0 else g + 8), t
         return (g if i in (0, 2) else g + 8), (t if i < 2 else t + 4)
     if a is T.f64:
-        return g, t
+        if s == "m8n8k4":
+            return g, t
+        # m16n8k4/k8/k16 (sm_90): a_i at row g (even i) or g+8 (odd i), column t + 4*(i // 2)
+        return (g if i % 2 == 0 else g + 8), t + 4 * (i // 2)
     raise AssertionError(form)
 
 
@@ -48,7 +51,7 @@ def _b_doc(form, g, t, i):
     b = form.b_type
     if b in (T.s4, T.u4):
         return (8 * t + (i & 7) + (32 if i >= 8 else 0)), g
-    if b in (T.s8, T.u8):
+    if b in (T.s8, T.u8, T.e4m3, T.e5m2):
         return (4 * t + (i & 3) + (16 if i >= 4 else 0)), g
     if b is T.b1:
         return (32 * t + (i & 31) + (128 if i >= 32 else 0)), g
@@ -57,7 +60,7 @@ def _b_doc(form, g, t, i):
     if b is T.tf32:
         return (t if i == 0 else t + 4), g
     if b is T.f64:
-        return t, g
+        return t + 4 * i, g  # b_i at row t + 4i (m8n8k4 and m16n8k4 have one register)
     raise AssertionError(form)
 
 

@@ -83,8 +83,11 @@ def test_comparison_tables():
     with pytest.raises(pf.ValidationError, match="setp.lo is not defined for .s32"):
         k.setp("lo", k.reg(s32), 0)
     with pytest.raises(pf.ValidationError, match="setp takes"):
-        k.setp("lt", k.reg(f16), k.reg(f16))
+        k.setp("eq", k.reg(pf.pred), k.reg(pf.pred), type=pf.pred)
     assert assembler_verdict(raw_kernel("setp.lo.s32 %p1, %r1, %r2;")) is not None
+    assert assembler_verdict(raw_kernel("setp.eq.pred %p1, %p2, %p3;")) is not None
+    assert assembler_verdict(raw_kernel("setp.lt.f16 %p1, %h1, %h2;")) is None  # legal, and accepted
+    k.setp("lt", k.reg(f16), k.reg(f16))
 
 
 def test_special_registers():

@@ -102,7 +102,7 @@ def test_cvta_forms():
     k.cvta(p, to="shared", dst=q)
     k.cvta(q, frm="shared", dst=p)
     k.cvta(p, to="local", dst=q)
-    with pytest.raises(pf.ValidationError, match="cannot be used as .u32"):
+    with pytest.raises(pf.ValidationError, match="cvta takes .u64 registers"):
         k.cvta(p, to="shared", dst=k.reg(u32, "s32"))  # 64-bit generic -> 32-bit window: not one cvta
     assert assembler_verdict(raw_kernel("cvta.to.shared.u32 %r2, %rd0;")) is not None
     assert rendered(k)[:4] == [

@@ -96,8 +96,9 @@ def test_b128_needs_ptx_8_3():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"type": u64, "vec": 4}, "at most 128"),
-    ({"type": u32, "vec": 3}, "1, 2 or 4"),
+    ({"type": u64, "vec": 4, "space": "shared"}, "exists only for .global"),  # 256 bits: sm_100 and global only
+    ({"type": pf.u16, "vec": 8}, "at most 128"),  # (ptxas: no .v8 of 16-bit values)
+    ({"type": u32, "vec": 3}, "1, 2, 4 or 8"),
     ({"type": f32, "space": "shared", "nc": True}, "only for .global"),
     ({"type": f32, "cop": "wb"}, "cache operator"),
     ({"type": f32, "space": "shared", "hints": ("L1::evict_last",)}, "apply to .global"),

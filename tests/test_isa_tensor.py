@@ -83,9 +83,13 @@ def test_zero_accumulator_is_materialized_in_fresh_registers():
     assert [i.render() for i in k.finish().instructions][:4] == [f"mov.s32         %{r.name}, 0;" for r in d]
 
 
-def test_every_form_of_the_table_assembles_for_sm80():
-    k = pf.KernelBuilder("all_mma", target="sm_80")
+@pytest.mark.parametrize("sm", sorted({f.req.min_sm for f in MMA_FORMS}))
+def test_every_form_of_the_table_assembles_for_its_least_target(sm):
+    """Every form, on the least target it names (sm_80; fp8 on sm_89; the sm_90 double shapes)."""
+    k = pf.KernelBuilder("all_mma", target=f"sm_{sm}")
     for f in MMA_FORMS:
+        if f.req.min_sm != sm:
+            continue
         a, b = k.regs(f.frag_type, f.a_regs), k.regs(f.frag_type, f.b_regs)
         k.mma(a, b, 0, shape=f.shape, a_type=f.a_type, b_type=f.b_type, acc=f.c_type, bitop=f.bitop)
     r = pf.assemble(k.module())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
+from ..isa.opaque import OPAQUE
 from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_tma, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
@@ -77,6 +78,11 @@ def build_op(P, pc, ins) -> Op:
     if factory is None:
         factory = BLOCKING_FACTORIES.get(ins.opcode)
         flow = BLOCKING
+    if factory is None and ins.opcode == OPAQUE:
+        op.fn = _refusal(InterpUnsupported(
+            f"'{ins.render()}' is {ins.info.reason}: no table vouches for it, so the interpreter has no "
+            "semantics for it (the kernel still assembles)", ins))
+        return op
     if factory is None:
         op.fn = _refusal(InterpUnsupported(f"the interpreter does not model '{ins.opcode}'", ins))
         return op

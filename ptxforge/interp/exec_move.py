@@ -86,10 +86,16 @@ def make_setp(P, op):
     t = ins.type
     cmp = ins.mods[0]
     boolop = ins.mods[1] if len(ins.mods) > 1 else None
+    if t.lanes == 2:
+        raise InterpUnsupported(f"setp on packed half pairs (.{t.name}) is not modelled", ins)
     rt = t
     if t.kind == "b" and cmp in ("lo", "ls", "hi", "hs"):
         rt = t.as_unsigned()
     ra, rb = P.reader(ins.operands[1], rt, ins), P.reader(ins.operands[2], rt, ins)
+    if t is T.bf16:  # bf16 bits compare as the floats they hold
+        rawa, rawb = ra, rb
+        ra, rb = (lambda S: _float_value(rawa(S), T.bf16)), (lambda S: _float_value(rawb(S), T.bf16))
+        rt = T.f64
     put = P.writer(ins.operands[0], T.pred, ins)
     if boolop is None:
         return lambda S, m: put(S, compare(cmp, ra(S), rb(S), rt), m)

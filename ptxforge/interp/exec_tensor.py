@@ -30,6 +30,30 @@ _NIBBLES = {
 }
 
 
+def _fp8_table(exp_bits: int, man_bits: int, ieee: bool) -> np.ndarray:
+    """The value of every byte of an fp8 format (sign, exponent, mantissa; subnormals at exponent 0).
+    e5m2 is IEEE-like (an all-ones exponent is infinity or NaN); e4m3 has no infinity and only
+    S.1111.111 is NaN."""
+    bias = (1 << (exp_bits - 1)) - 1
+    out = np.empty(256, dtype=np.float64)
+    for byte in range(256):
+        sign = -1.0 if byte & 0x80 else 1.0
+        e = (byte >> man_bits) & ((1 << exp_bits) - 1)
+        m = byte & ((1 << man_bits) - 1)
+        if ieee and e == (1 << exp_bits) - 1:
+            out[byte] = sign * np.inf if m == 0 else np.nan
+        elif not ieee and e == (1 << exp_bits) - 1 and m == (1 << man_bits) - 1:
+            out[byte] = np.nan
+        elif e == 0:
+            out[byte] = sign * m * 2.0 ** (1 - bias - man_bits)
+        else:
+            out[byte] = sign * (1 + m / (1 << man_bits)) * 2.0 ** (e - bias)
+    return out
+
+
+_FP8 = {"e4m3": _fp8_table(4, 3, False), "e5m2": _fp8_table(5, 2, True)}
+
+
 def _elements(words, et: T.ScalarType):
     """(nw, 32, nregs) register words -> (nw, 32, elements) float64 values, in fragment order."""
     if et is T.f64:
@@ -38,6 +62,8 @@ def _elements(words, et: T.ScalarType):
     if et in (T.s8, T.u8):
         b = w32.view(np.int8 if et is T.s8 else np.uint8)
         return b.astype(np.float64)
+    if et in (T.e4m3, T.e5m2):
+        return _FP8[et.name][w32.view(np.uint8)]
     if et in (T.s4, T.u4):
         b = w32.view(np.uint8)
         return _NIBBLES[et.name][b].reshape(b.shape[:-1] + (-1,))

@@ -223,12 +223,19 @@ def special_reader(name: str, ins):
         def get(S):
             return np.full(S.N, f(S), dtype=np.uint64 if sixty_four else np.uint32)
         return get
-    if name in ("clock", "clock64", "globaltimer"):
-        wide = name != "clock"
+    if name in ("clock", "clock64", "globaltimer", "clock_hi", "globaltimer_lo", "globaltimer_hi"):
+        wide = name in ("clock64", "globaltimer")
+        shift = 32 if name.endswith("_hi") else 0
 
         def clock(S):
-            return np.full(S.N, S.step * 4, dtype=np.uint64 if wide else np.uint32)
+            v = np.full(S.N, S.step * 4, dtype=np.uint64) >> np.uint64(shift)
+            return v if wide else v.astype(np.uint32)
         return clock
+    if name == "aggr_smem_size":  # no shared memory is reserved by the interpreter's "driver"
+        return lambda S: np.full(S.N, S.launch.total_shared, dtype=np.uint32)
+    if name.startswith("reserved_smem_offset_") or name == "current_graph_exec":
+        wide = name == "current_graph_exec"  # not launched from a graph: 0
+        return lambda S: np.zeros(S.N, dtype=np.uint64 if wide else np.uint32)
     if name == "is_explicit_cluster":
         return lambda S: np.full(S.N, S.launch.explicit_cluster, dtype=bool)
     raise InterpUnsupported(f"special register %{name} is not modelled", ins)

@@ -101,6 +101,13 @@ def bitfield(opcode, t, d, srcs):
         t = alt
     dt = T.u32 if opcode in ("popc", "clz", "bfind") else t
     check_dst(d, dt, f"{opcode} destination")
+    n_pos = {"bfe": 1, "bfi": 2}.get(opcode)
+    if n_pos is not None:
+        for i, role in ((n_pos, "position"), (n_pos + 1, "length")):
+            x = srcs[i]
+            if isinstance(x, Imm) and isinstance(x.value, int) and not 0 <= x.value <= 255:
+                raise ValidationError(f"{opcode} {role} {x.value} is outside 0..255 (ptxas takes an 8-bit "
+                                      "immediate; wider fields are pointless anyway)")
     if opcode == "bfe":
         check_value(srcs[0], t, "bfe source")
         check_value(srcs[1], T.u32, "bfe position")

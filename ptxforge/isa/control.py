@@ -6,7 +6,8 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import Label, NegPred, SpecialReg, Symbol, Vec
+from .operands import SPECIAL_REQUIREMENTS, Label, NegPred, PairDst, SpecialReg, Symbol, Vec
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -14,8 +15,14 @@ INT_CMP = ("eq", "ne", "lt", "le", "gt", "ge", "lo", "ls", "hi", "hs")
 SIGNED_CMP = ("eq", "ne", "lt", "le", "gt", "ge")
 FLOAT_CMP = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
 BOOL_OPS = ("and", "or", "xor")
-SETP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f32, T.f64)
-MOV_TYPES = (T.pred, T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f16, T.f32, T.f64)
+SETP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f32, T.f64, T.f16, T.bf16,
+              T.f16x2, T.bf16x2)
+#: setp types that need more than the base: .bf16 compares are sm_90 (PTX ISA 7.8).
+SETP_REQ = {T.bf16: Requirement(90, V("7.8")), T.bf16x2: Requirement(90, V("7.8"))}
+MOV_TYPES = (T.pred, T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f16, T.f32, T.f64, T.b128)
+#: (bits, parts) of the mov forms that pack registers into one or split one: mov.b16 {b8, b8} ... mov.b128 {b64, b64}.
+PACK_FORMS = ((16, 2), (32, 2), (32, 4), (64, 2), (64, 4), (128, 2))
+_B128 = Requirement(80, V("8.3"))
 SELP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f32, T.f64)
 
 
@@ -35,9 +42,16 @@ def setp(cmp, t, p, a, b, boolop=None, c=None):
     legal = cmp_ops(t)
     if cmp not in legal:
         raise ValidationError(f"setp.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
-    check_pred(p, "setp destination")
-    check_value(a, t, "setp source 1")
-    check_value(b, t, "setp source 2")
+    if t.lanes == 2:  # packed pairs compare both halves: two predicates, written p|q
+        if not isinstance(p, PairDst):
+            raise ValidationError(f"setp.{cmp}.{t.name} writes two predicates (p|q), one per half")
+        check_pred(p.reg, "setp destination (first half)")
+        check_pred(p.pred, "setp destination (second half)")
+    else:
+        check_pred(p, "setp destination")
+    half = t.is_float and (t.bits == 16 or t.lanes == 2)  # ptxas takes no immediates for half compares
+    check_value(a, t, "setp source 1", imm_ok=not half)
+    check_value(b, t, "setp source 2", imm_ok=not half)
     ops = [p, a, b]
     if boolop is not None:
         if boolop not in BOOL_OPS:
@@ -46,7 +60,8 @@ def setp(cmp, t, p, a, b, boolop=None, c=None):
             raise ValidationError(f"setp.{cmp}.{boolop} needs a predicate to combine with")
         check_pred(c.reg if isinstance(c, NegPred) else c, "setp combine predicate")
         ops.append(c)
-    return make("setp", ("setp", cmp, boolop, t.name), ops, n_dst=1, type=t, mods=(cmp,) + ((boolop,) if boolop else ()))
+    return make("setp", ("setp", cmp, boolop, t.name), ops, n_dst=1, type=t, mods=(cmp,) + ((boolop,) if boolop else ()),
+                req=SETP_REQ.get(t, BASE))
 
 
 def selp(t, d, a, b, p):
@@ -63,9 +78,9 @@ def mov(t, d, a):
     if isinstance(a, Vec) or isinstance(d, Vec):
         # pack / unpack: mov.b64 %rd, {%lo, %hi}  /  mov.b64 {%lo, %hi}, %rd
         vec, scalar = (a, d) if isinstance(a, Vec) else (d, a)
-        if t.bits not in (32, 64) or len(vec) not in (2, 4) or t.bits % len(vec):
-            raise ValidationError(f"mov pack/unpack needs .b32 or .b64 with 2 or 4 parts, got .{t.name} "
-                                  f"and {len(vec)} parts")
+        if (t.bits, len(vec)) not in PACK_FORMS:
+            raise ValidationError(f"mov pack/unpack takes " + ", ".join(f".b{b} with {n} parts" for b, n in PACK_FORMS)
+                                  + f"; got .{t.name} and {len(vec)} parts")
         part = T.lookup(f"b{t.bits // len(vec)}")
         for i, r in enumerate(vec):
             check_value(r, part, f"mov part {i}", imm_ok=isinstance(a, Vec))
@@ -74,7 +89,7 @@ def mov(t, d, a):
         else:
             check_dst(scalar, t, "mov destination")
         return make("mov", ("mov", T.lookup(f"b{t.bits}").name), (d, a), n_dst=1, type=t,
-                    mods=("unpack",) if isinstance(d, Vec) else ("pack",))
+                    mods=("unpack",) if isinstance(d, Vec) else ("pack",), req=_B128 if t.bits == 128 else BASE)
     if t not in MOV_TYPES and t not in (T.bf16, T.f16x2, T.bf16x2):
         raise ValidationError(f"mov does not take .{t.name}")
     if t in (T.f16, T.bf16, T.bf16x2, T.f16x2):
@@ -86,9 +101,11 @@ def mov(t, d, a):
     elif isinstance(a, SpecialReg):
         if a.type.bits != t.bits:
             raise ValidationError(f"%{a.name} is {a.type.bits}-bit; mov it with a {a.type.bits}-bit type")
+        return make("mov", ("mov", t.name), (d, a), n_dst=1, type=t,
+                    req=SPECIAL_REQUIREMENTS.get(a.name, BASE))
     else:
         check_value(a, t, "mov source")
-    return make("mov", ("mov", t.name), (d, a), n_dst=1, type=t)
+    return make("mov", ("mov", t.name), (d, a), n_dst=1, type=t, req=_B128 if t is T.b128 else BASE)
 
 
 def bra(label: Label, uni=False):
@@ -142,14 +159,18 @@ class ControlOps:
         if t.kind == "b" and cmp not in ("eq", "ne"):
             t = t.as_unsigned()
         a, b = self._val(a, t), self._val(b, t)
-        d = self._dst(dst, T.pred)
+        if t.lanes == 2:  # one predicate per half: returns (first, second)
+            pair = tuple(dst) if dst is not None else (self.reg(T.pred), self.reg(T.pred))
+            d = PairDst(self._dst(pair[0], T.pred), self._dst(pair[1], T.pred))
+        else:
+            d = self._dst(dst, T.pred)
         boolop, c = combine if combine else (None, None)
         if c is not None:
             c = self._guard(c)
             c = NegPred(c.reg) if c.negate else c.reg
         ins = setp(cmp, t, d, a, b, boolop, c)
         self.emit(ins, pred)
-        return d
+        return (d.reg, d.pred) if t.lanes == 2 else d
 
     def selp(self, a, b, p, *, type=None, dst=None, pred=None):
         """d = p ? a : b."""

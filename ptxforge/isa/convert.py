@@ -67,7 +67,8 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
             if rnd is not None and rnd not in INT_ROUND:
                 raise ValidationError(f"{what} rounds to an integral value ({', '.join(INT_ROUND)}) or not at all, "
                                       f"not .{rnd}")
-        elif rnd is not None:
+        elif rnd is not None and not (st is T.bf16 and rnd in FLOAT_ROUND):
+            # (ptxas takes a rounding mode on widening conversions from .bf16 only; it changes nothing)
             raise ValidationError(f"widening {what} is exact: it takes no rounding mode, got .{rnd}")
     elif rnd is not None:
         raise ValidationError(f"integer-to-integer {what} takes no rounding mode")
@@ -88,6 +89,10 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
         req = _BF16_SM90
     check_dst(d, dt if dt is not T.bf16 else T.b16, "cvt destination", wide_ok=dt.is_int)
     check_value(a, st if st is not T.bf16 else T.b16, "cvt source", wide_ok=st.is_int)
+    for r, t, role in ((d, dt, "destination"), (a, st, "source")):
+        if t is T.bf16 and isinstance(r, Reg) and r.type.kind in ("u", "s"):
+            raise ValidationError(f"cvt {role} {r} is .{r.type.name}: a .bf16 value lives in a .b16 register "
+                                  "(ptxas refuses integer registers here)")
     mods = tuple(m for m in (rnd, "ftz" if ftz else None, "sat" if sat else None) if m)
     return make("cvt", ("cvt", *mods, dt.name, st.name), (d, a), n_dst=1, type=dt, info=(dt, st, rnd),
                 req=req, mods=mods)
@@ -98,13 +103,17 @@ def cvta(d, a, space, to: bool):
         raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
     if not isinstance(d, Reg):
         raise ValidationError(f"cvta destination must be a register, got {d!r}")
-    size = T.u64 if d.type.bits == 64 else T.u32
+    size = T.u64
     if space == "param":
         req = Requirement(80, V("7.7"))
     else:
         req = BASE
-    if size is T.u32 and space == "global":
-        raise ValidationError("global addresses are 64-bit: cvta.global needs .u64 registers")
+    for r, role in ((d, "destination"), (a, "source")):
+        if isinstance(r, Reg) and r.type.bits != 64:
+            # .u32 cvta is 32-bit addressing: ptxas 13 aborts the whole module (.address_size 64)
+            raise ValidationError(f"cvta {role} {r} is .{r.type.name}: generic addresses are 64-bit in an "
+                                  ".address_size 64 module, so cvta takes .u64 registers (cvt.u32.u64 the "
+                                  "result for a 32-bit window offset)")
     check_dst(d, size, "cvta destination")
     check_value(a, size, "cvta source", imm_ok=False)
     return make("cvta", ("cvta", "to" if to else None, space, size.name), (d, a), n_dst=1, type=size,

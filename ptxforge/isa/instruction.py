@@ -9,6 +9,7 @@ is a pure function of these fields.
 
 from __future__ import annotations
 
+import numbers
 import threading
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -198,8 +199,16 @@ def as_operand(x, t: ScalarType | None = None):
         return x
     if isinstance(x, bool):
         return Imm(int(x), t)
+    if not isinstance(x, (int, float)):
+        if isinstance(x, numbers.Integral):  # numpy integer scalars are integers
+            x = int(x)
+        elif isinstance(x, numbers.Real):  # numpy float scalars
+            x = float(x)
     if isinstance(x, (int, float)):
-        return Imm(x, t if t is not None and (t.is_float or isinstance(x, int)) else None)
+        imm = Imm(x, t if t is not None and (t.is_float or isinstance(x, int)) else None)
+        if isinstance(x, float) and imm.type is not None and not imm.fits(imm.type):
+            raise ValidationError(f"the float immediate {x!r} is outside the range of .{imm.type.name}")
+        return imm
     raise ValidationError(f"cannot use {x!r} ({type(x).__name__}) as a PTX operand")
 
 

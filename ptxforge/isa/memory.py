@@ -47,8 +47,8 @@ def _space_part(space):
     return None if space == "generic" else space
 
 
-def _mem_req(space, t, hints):
-    req = BASE
+def _mem_req(space, t, hints, vec=1):
+    req = REQ_WIDE_VECTOR if _wide_vector(t, vec) else BASE
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
     if space == "shared::cluster":  # another CTA's shared memory (an address from mapa)
@@ -60,27 +60,79 @@ def _mem_req(space, t, hints):
     return req
 
 
-def _hint_space_check(hints, space, what):
+def _hint_space_check(hints, space, what, cop=None, nc=False):
     # eviction priorities and L2 prefetch sizes steer the global-memory caches only
     if hints and space not in ("global", "generic"):
         raise ValidationError(f"{what}: cache hints {', '.join('.' + h for h in hints)} apply to .global "
                               f"(or generic) addresses, not .{space}")
+    evict = [h for h in hints if h in EVICT]
+    sizes = [h for h in hints if h in PREFETCH]
+    if len(evict) > 1:
+        raise ValidationError(f"{what}: one L1 eviction priority per access, got "
+                              + ", ".join("." + h for h in evict))
+    if len(sizes) > 1:
+        raise ValidationError(f"{what}: one L2 prefetch size per access, got " + ", ".join("." + h for h in sizes))
+    if evict and cop is not None:
+        raise ValidationError(f"{what}: the cache operator .{cop} and the L1 eviction priority .{evict[0]} "
+                              "cannot be combined; give one or the other")
+    if nc and cop in ("cv", "lu"):
+        raise ValidationError(f"ld.global.nc reads through the read-only cache: .{cop} is not legal with .nc "
+                              "(use .ca, .cg or .cs, or drop .nc)")
 
 
-def _vec_check(t, vec, what):
-    if vec not in (1, 2, 4):
-        raise ValidationError(f"{what}: vector width must be 1, 2 or 4, got {vec}")
-    if vec > 1 and t.bits * vec > 128:
-        raise ValidationError(f"{what}: .v{vec}.{t.name} is {t.bits * vec} bits; a vector access moves at most 128")
+def _vec_regs_check(regs, t, what):
+    """The registers of one vector access: ptxas refuses elements of different types (bit types
+    mix with anything of their width)."""
+    typed = {r.type.name if r.type.is_float else "int" for r in regs if isinstance(r, Reg) and r.type.kind != "b"}
+    if len(typed) > 1:
+        raise ValidationError(f"{what}: the registers of a vector access must have one type; got "
+                              + ", ".join(f"{r} (.{r.type.name})" for r in regs if isinstance(r, Reg)))
+
+
+def _addr_form_check(a, space, what, nbytes=0):
+    """Immediate addresses exist only for .local; a vector access must be aligned to its size."""
+    if isinstance(a.base, int) and space != "local":
+        raise ValidationError(f"{what}: an immediate address [{a.base + a.offset}] is legal only for .local; "
+                              "address other spaces through a register or a variable")
+    if nbytes > 1:
+        base = a.base
+        known = base.align if isinstance(base, Symbol) else nbytes  # a register base: its offset must keep it
+        # .param variables are laid out by the calling convention, which packs vectors in them itself
+        if a.offset % nbytes or (isinstance(base, Symbol) and known % nbytes and space != "param"):
+            raise ValidationError(
+                f"{what}: a {nbytes}-byte vector access must be {nbytes}-byte aligned; "
+                + (f"{base.name} is aligned to {base.align} and the offset is {a.offset}" if isinstance(base, Symbol)
+                   else f"the constant offset {a.offset} is not a multiple of {nbytes}"))
+
+
+#: 256-bit vector accesses (.v8 of 32-bit, .v4 of 64-bit values) to global or generic memory: sm_100, PTX 8.8.
+REQ_WIDE_VECTOR = Requirement(100, V("8.8"))
+
+
+def _wide_vector(t, vec) -> bool:
+    return vec > 1 and t.bits * vec == 256 and t.bits in (32, 64)
+
+
+def _vec_check(t, vec, what, space="global"):
+    if vec not in (1, 2, 4, 8):
+        raise ValidationError(f"{what}: vector width must be 1, 2, 4 or 8, got {vec}")
     if t is T.b128 and vec != 1:
         raise ValidationError(f"{what}: .b128 cannot be a vector")
+    if _wide_vector(t, vec):
+        if space not in ("global", "generic"):
+            raise ValidationError(f"{what}: a 256-bit .v{vec}.{t.name} access exists only for .global (or generic) "
+                                  "addresses")
+        return
+    if vec == 8 or (vec > 1 and t.bits * vec > 128):
+        raise ValidationError(f"{what}: .v{vec}.{t.name} is {t.bits * vec} bits; a vector access moves at most 128 "
+                              "(256 as .v8 of 32-bit or .v4 of 64-bit values in .global memory on sm_100)")
 
 
 def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     what = f"ld.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}; types: " + ", ".join("." + x.name for x in LD_TYPES))
-    _vec_check(t, vec, what)
+    _vec_check(t, vec, what, space)
     if nc and space != "global":
         raise ValidationError("ld.nc (read-only data cache) exists only for .global")
     if cop is not None and cop not in CACHE_OPS["ld"]:
@@ -88,8 +140,9 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     for h in hints:
         if h not in PREFETCH + EVICT:
             raise ValidationError(f"unknown ld hint {h!r}; one of {PREFETCH + EVICT}")
-    _hint_space_check(hints, space, what)
+    _hint_space_check(hints, space, what, cop, nc)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
     wide = t.is_int or t.kind == "b"
     if vec == 1:
         if isinstance(d, Vec):
@@ -97,8 +150,9 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
         check_dst(d, t, f"{what} destination", wide_ok=wide)
     else:
         check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
+        _vec_regs_check(d, t, f"{what}.v{vec} destination")
     parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints),
+    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints, vec),
                 info=MemInfo(space, t, vec, nc, cop), mods=(space,))
 
 
@@ -117,22 +171,24 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
         raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel"
                               + (" (only call arguments and return values, .param variables a call or a"
                                  " device function declares, may be stored to)" if space == "param" else ""))
-    _vec_check(t, vec, what)
+    _vec_check(t, vec, what, space)
     if cop is not None and cop not in CACHE_OPS["st"]:
         raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")
     for h in hints:
         if h not in EVICT:
             raise ValidationError(f"unknown st hint {h!r}; one of {EVICT}")
-    _hint_space_check(hints, space, what)
+    _hint_space_check(hints, space, what, cop)
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
     if vec == 1:
         if isinstance(v, Vec):
             raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
         check_value(v, t, f"{what} source", wide_ok=t.is_int or t.kind == "b")
     else:
         check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
+        _vec_regs_check(v, t, f"{what}.v{vec} source")
     parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints),
+    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints, vec),
                 info=MemInfo(space, t, vec, False, cop), mods=(space,))
 
 
@@ -142,8 +198,8 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
 PREFETCH_LEVELS = {
     "L1": ((None, "global", "local"), BASE),
     "L2": ((None, "global", "local"), BASE),
-    "L2::evict_last": (("global",), Requirement(80, V("7.4"))),
-    "L2::evict_normal": (("global",), Requirement(80, V("7.4"))),
+    "L2::evict_last": ((None, "global"), Requirement(80, V("7.4"))),
+    "L2::evict_normal": ((None, "global"), Requirement(80, V("7.4"))),
 }
 #: prefetch.tensormap: the tensor map may be named by a generic, .const or .param address.
 TENSORMAP_SPACES = (None, "const", "param")
@@ -184,8 +240,10 @@ ATOM_OPS = {
     "add": (T.u32, T.s32, T.u64, T.f32, T.f64),
     "min": (T.u32, T.s32, T.u64, T.s64), "max": (T.u32, T.s32, T.u64, T.s64),
     "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
-    "exch": (T.b32, T.b64), "cas": (T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
+    "exch": (T.b32, T.b64), "cas": (T.b16, T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
 }
+#: The state spaces atom/red name (None: generic); .shared::cta is PTX ISA 7.8.
+ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
 
 
 @dataclass(frozen=True)
@@ -204,9 +262,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         raise ValidationError(f"{name}.{op} takes " + ", ".join("." + x.name for x in legal) + f", not .{t.name}")
     if reduce_only and op in ("exch", "cas"):
         raise ValidationError(f"red has no .{op}; use atom")
-    if space not in ("global", "shared", "generic"):
-        raise ValidationError(f"{name} works on .global, .shared or generic addresses, not .{space}")
-    a = check_addr(addr, space, name)
+    if space not in ATOM_SPACES:
+        raise ValidationError(f"{name} works on " + ", ".join("." + s for s in ATOM_SPACES) + f" addresses, not .{space}")
+    a = check_addr(addr, space.split("::")[0], name)
     check_value(b, t, f"{name} operand")
     ops = [a, b]
     if op == "cas":
@@ -220,7 +278,8 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         ops = [d] + ops
         n_dst = 1
     parts = (name, _space_part(space), op, t.name)
-    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,))
+    req = Requirement(80, V("7.8")) if space == "shared::cta" else BASE
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,), req=req)
 
 
 # ------------------------------------------------------------------ ldmatrix / stmatrix
@@ -318,6 +377,7 @@ class MemoryOps:
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
+        _vec_check(t, vec, f"ld.{space}", space)  # before allocating `vec` registers
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
             if reg_t is not t:

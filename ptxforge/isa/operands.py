@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
+from .targets import Requirement, V
 from .types import ScalarType
 
 _PTXFORGE_INTERNAL = True
@@ -97,7 +98,20 @@ class Imm(Operand):
     def fits(self, t: ScalarType) -> bool:
         """Whether the literal is representable as `t` (integers: as a signed or unsigned bit pattern)."""
         if t.is_float:
-            return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
+            if not isinstance(self.value, (int, float)) or isinstance(self.value, bool):
+                return False
+            if t.bits == 64:
+                try:
+                    float(self.value)
+                except OverflowError:
+                    return False
+                return True
+            # f32 immediates (also how f16/bf16 constants are written) must be representable as f32
+            try:
+                struct.pack("<f", float(self.value))
+            except (OverflowError, struct.error):
+                return False
+            return True
         if not isinstance(self.value, int):
             return False
         return -(1 << (t.bits - 1)) <= self.value <= (1 << t.bits) - 1
@@ -214,11 +228,24 @@ SPECIAL_REGISTERS = {
     "dynamic_smem_size": T.u32, "total_smem_size": T.u32,
     "cluster_ctarank": T.u32, "cluster_nctarank": T.u32, "is_explicit_cluster": T.pred,
     **{f"envreg{i}": T.b32 for i in range(32)},  # driver-set values (grid-sync workspace, ...)
+    **{f"pm{i}": T.u32 for i in range(8)}, **{f"pm{i}_64": T.u64 for i in range(8)},  # performance counters
+    "clock_hi": T.u32, "globaltimer_lo": T.u32, "globaltimer_hi": T.u32,
+    "aggr_smem_size": T.u32, "current_graph_exec": T.u64,
+    **{f"reserved_smem_offset_{n}": T.b32 for n in ("begin", "end", "cap", "0", "1")},
 }
 
 # Special registers that only exist on sm_90 and newer.
 SM90_SPECIAL = frozenset(n for n in SPECIAL_REGISTERS if n.startswith("cluster")
                          or n.startswith("ncluster") or n == "is_explicit_cluster")
+
+
+#: What reading a special register needs beyond the base (least sm, least PTX ISA).
+SPECIAL_REQUIREMENTS = {
+    **{n: Requirement(90, V("7.8")) for n in SM90_SPECIAL},
+    "aggr_smem_size": Requirement(90, V("8.1")),
+    "current_graph_exec": Requirement(80, V("8.0")),
+    **{f"reserved_smem_offset_{n}": Requirement(80, V("7.6")) for n in ("begin", "end", "cap", "0", "1")},
+}
 
 
 def special(name: str) -> SpecialReg:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_dst, check_pred, check_value, make
-from .operands import Discard, Imm
+from .operands import Discard, Imm, Reg, Symbol
 from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -20,6 +20,16 @@ FENCES = {
     "fence.proxy.async.shared::cta": Requirement(90, V("8.0")),
     "fence.proxy.async.global": Requirement(90, V("8.0")),
     "fence.mbarrier_init.release.cluster": Requirement(90, V("8.0")),
+    # the default semantics (.acq_rel) spelled by scope alone, and the cluster scope
+    "fence.cta": Requirement(), "fence.gpu": Requirement(), "fence.sys": Requirement(),
+    "fence.cluster": Requirement(90, V("7.8")),
+    "fence.sc.cluster": Requirement(90, V("7.8")), "fence.acq_rel.cluster": Requirement(90, V("7.8")),
+    "fence.proxy.alias": Requirement(80, V("7.5")),
+    "fence.proxy.async.shared::cluster": Requirement(90, V("8.0")),
+    "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster": Requirement(90, V("8.6")),
+    "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster": Requirement(90, V("8.6")),
+    **{f"fence.proxy.tensormap::generic.release.{scope}": Requirement(90, V("8.3"))
+       for scope in ("cta", "cluster", "gpu", "sys")},
 }
 
 
@@ -33,8 +43,10 @@ class BarInfo:
 
 def bar(kind, bid=0, count=None, aligned=True):
     """bar.sync/arrive (aligned) or barrier.sync/arrive (threads of a warp may reach it divergently)."""
-    if kind not in ("sync", "arrive", "red"):
-        raise ValidationError(f"bar kind must be sync or arrive, got {kind!r}")
+    if kind not in ("sync", "arrive"):
+        raise ValidationError(f"bar kind must be sync or arrive, got {kind!r}"
+                              + ("; bar.red also needs a reduction (.popc/.and/.or), a destination and a "
+                                 "predicate, which this constructor does not take" if kind == "red" else ""))
     if isinstance(bid, int):
         if not 0 <= bid <= 15:
             raise ValidationError(f"barrier id {bid} is out of range: a CTA has barriers 0..15")
@@ -98,6 +110,7 @@ def _space(space, req):
 def mbarrier_init(addr, count, space="shared"):
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.init")
+    _mbar_align_check(a, "mbarrier.init")
     if isinstance(count, int):
         if not 1 <= count < (1 << 20):
             raise ValidationError(f"mbarrier.init count {count} is outside 1..{(1 << 20) - 1}")
@@ -111,6 +124,7 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     """mbarrier.arrive{.expect_tx}; state is a .b64 register or DISCARD (`_`)."""
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.arrive")
+    _mbar_align_check(a, "mbarrier.arrive")
     if isinstance(state, Discard):
         req = req.merge(Requirement(80, V("7.8")))
         n_dst = 1
@@ -150,9 +164,29 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op))
 
 
+def _mbar_align_check(a, what):
+    """An mbarrier is an 8-byte object: a shared variable holding one must be 8-byte aligned, and a
+    constant offset must keep it so (ptxas accepts less; the access faults at run time)."""
+    base = getattr(a, "base", None)
+    if isinstance(base, Symbol) and (base.align % 8 or a.offset % 8):
+        raise ValidationError(f"{what}: an mbarrier is an 8-byte object and needs 8-byte alignment; "
+                              f"{base.name} is aligned to {base.align}" + (f" and the offset is {a.offset}"
+                                                                          if a.offset % 8 else "")
+                              + " (declare it with align=8 or more)")
+    if isinstance(base, Reg) and a.offset % 8:
+        raise ValidationError(f"{what}: an mbarrier is 8-byte aligned; the constant offset {a.offset} breaks that")
+
+
+TX_MAX = (1 << 20) - 1  # the transaction count of an mbarrier phase is a 20-bit field
+
+
 def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
     a = check_addr(addr, "shared", "mbarrier.expect_tx")
+    _mbar_align_check(a, "mbarrier.expect_tx")
     if isinstance(nbytes, int):
+        if not 0 <= nbytes <= TX_MAX:
+            raise ValidationError(f"mbarrier.expect_tx byte count {nbytes} is outside 0..{TX_MAX} "
+                                  "(the transaction count is a 20-bit field)")
         nbytes = Imm(nbytes)
     else:
         check_value(nbytes, T.u32, "mbarrier.expect_tx bytes", imm_ok=False)
@@ -175,6 +209,7 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
     req = _space(space, base)
     check_pred(p, f"mbarrier.{kind} result")
     a = check_addr(addr, "shared", f"mbarrier.{kind}")
+    _mbar_align_check(a, f"mbarrier.{kind}")
     if parity:
         if isinstance(phase, int):
             if phase not in (0, 1):
@@ -201,13 +236,20 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
 
 def mbarrier_inval(addr, space="shared"):
     a = check_addr(addr, "shared", "mbarrier.inval")
+    _mbar_align_check(a, "mbarrier.inval")
     return make("mbarrier.inval", ("mbarrier", "inval", space, "b64"), (a,), req=_space(space, REQ_MBAR),
                 info=MbarInfo("inval"))
 
 
+#: nanosleep's duration is a u32 count of nanoseconds; the hardware caps the sleep at 1 ms anyway.
+NANOSLEEP_MAX = 0xFFFFFFFF
+
+
 def nanosleep(ns):
-    """nanosleep.u32 t: suspend the thread for about t nanoseconds (a register or an immediate)."""
-    if isinstance(ns, int):
+    """nanosleep.u32 t: suspend the thread for about t nanoseconds (a .u32 register or an immediate)."""
+    if isinstance(ns, int) and not isinstance(ns, bool):
+        if not 0 <= ns <= NANOSLEEP_MAX:
+            raise ValidationError(f"nanosleep takes 0..{NANOSLEEP_MAX} nanoseconds (.u32), got {ns}")
         ns = Imm(ns)
     else:
         check_value(ns, T.u32, "nanosleep")
@@ -303,4 +345,5 @@ class SyncOps:
         self.emit(mbarrier_inval(self._addr(addr)), pred)
 
     def nanosleep(self, ns, *, pred=None):
+        """`nanosleep.u32 t`: suspend the thread for about `t` nanoseconds (a .u32 register or an int)."""
         self.emit(nanosleep(ns if isinstance(ns, int) else self._val(ns)), pred)

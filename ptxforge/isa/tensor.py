@@ -116,6 +116,13 @@ def _float_forms():
     out.append(MmaForm("m16n8k8", T.tf32, T.tf32, T.f32, T.f32, 4, 2, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m16n8k4", T.tf32, T.tf32, T.f32, T.f32, 2, 1, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m8n8k4", T.f64, T.f64, T.f64, T.f64, 1, 1, 2, Requirement(80, V("7.0"))))
+    for shape, ar, br in (("m16n8k4", 2, 1), ("m16n8k8", 4, 2), ("m16n8k16", 8, 4)):  # sm_90 double mma
+        out.append(MmaForm(shape, T.f64, T.f64, T.f64, T.f64, ar, br, 4, Requirement(90, V("7.8"))))
+    for a in (T.e4m3, T.e5m2):  # fp8 (sm_89): any pairing of the two formats
+        for b in (T.e4m3, T.e5m2):
+            out.append(MmaForm("m16n8k32", a, b, T.f32, T.f32, 4, 2, 4, Requirement(89, V("8.4"))))
+            out.append(MmaForm("m16n8k32", a, b, T.f16, T.f16, 4, 2, 2, Requirement(89, V("8.7"))))
+            out.append(MmaForm("m16n8k16", a, b, T.f32, T.f32, 2, 1, 4, Requirement(89, V("8.7"))))
     return out
 
 
@@ -148,7 +155,8 @@ def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
 S4_EMULATION_COST = "~25x slower than mma.sync .s8 on an H200"
 
 
-def _warn_emulated(form: MmaForm, target, loc: SourceLoc | None):
+def warn_emulated(form: MmaForm, target, loc: SourceLoc | None):
+    """Warn (EmulatedInstructionWarning, at `loc`) that `form` has no tensor-core path on `target`."""
     msg = (f"mma.sync.{form.shape} with .{form.a_type.name}/.{form.b_type.name} operands has no 4-bit tensor "
            f"path on {target.name}: ptxas replaces it with a software routine ({S4_EMULATION_COST}). "
            "Unpack the nibbles to .s8 and use m16n8k32.s8 (ptxforge.schedules.Int4Gemm does this by default).")
@@ -156,6 +164,36 @@ def _warn_emulated(form: MmaForm, target, loc: SourceLoc | None):
         warnings.warn_explicit(EmulatedInstructionWarning(msg), EmulatedInstructionWarning, loc.filename, loc.lineno)
     else:
         warnings.warn(EmulatedInstructionWarning(msg), stacklevel=3)
+
+
+def _fragment_kinds(form: MmaForm, role: str) -> tuple:
+    """The register kinds ptxas takes for one mma.sync fragment (A/B/C/D): packed 16-bit and tf32
+    fragments are untyped .b32 registers, integer ones .b32/.u32/.s32, f64 ones .f64/.b64;
+    accumulators are their own type or bits of it, and f16 accumulators are .b32 pairs."""
+    if role in ("a", "b"):
+        if form.a_type is T.f64:
+            return ("f", "b")
+        return ("b", "u", "s") if form.is_integer or form.a_type is T.b1 else ("b",)
+    if form.d_type is T.f16:
+        return ("b",)
+    return ("f", "b") if form.d_type.is_float else ("b", "u", "s")
+
+
+def _check_fragment_kinds(form: MmaForm, d, a, b, c):
+    for role, vec in (("d", d), ("a", a), ("b", b), ("c", c)):
+        kinds = _fragment_kinds(form, role)
+        for i, r in enumerate(vec.regs):
+            if isinstance(r, Imm):
+                if role == "c" and form.d_type is T.f16:
+                    raise ValidationError(f"{form.mnemonic()}: the f16 C fragment is .b32 pairs; ptxas takes no "
+                                          f"immediates there (C[{i}] is {r}): use zeroed registers")
+                continue
+            rt = getattr(r, "type", None)
+            if rt is not None and rt.kind not in kinds:
+                legal = " or ".join(f".{k}{rt.bits}" if k != "f" else f".{form.d_type.name if role in 'cd' else 'f64'}"
+                                    for k in kinds)
+                raise ValidationError(f"{form.mnemonic()}: {role.upper()}[{i}] {r} is .{rt.name}; this fragment "
+                                      f"takes {legal} registers")
 
 
 def mma(form: MmaForm, d, a, b, c, satfinite=False):
@@ -167,6 +205,9 @@ def mma(form: MmaForm, d, a, b, c, satfinite=False):
     a = check_vec(a, form.a_regs, ft, f"{form.shape} A fragment (.{form.a_type.name})")
     b = check_vec(b, form.b_regs, ft, f"{form.shape} B fragment (.{form.b_type.name})")
     c = check_vec(c, form.c_regs, acc, f"{form.shape} C fragment", imm_ok=True)
+    _check_fragment_kinds(form, d, a, b, c)
+    if acc.is_float:  # an f32/f64 accumulator immediate is spelled as a float (ptxas refuses `0` there)
+        c = Vec(tuple(Imm(x.value, acc) if isinstance(x, Imm) else x for x in c.regs))
     return make("mma", (form.mnemonic(satfinite),), (d, a, b, c), n_dst=1, req=form.req, info=form,
                 mods=("satfinite",) if satfinite else (), type=form.d_type)
 
@@ -199,7 +240,7 @@ class TensorOps(WgmmaOps):
         """
         form = mma_form(shape, a_type, b_type, acc, bitop)
         if form.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
-            _warn_emulated(form, self.target, caller_loc())
+            warn_emulated(form, self.target, caller_loc())
         acc_t = form.acc_reg_type
         d = self._val(dst) if dst is not None else Vec(tuple(self.reg(acc_t) for _ in range(form.c_regs)))
         if isinstance(c, (int, float)) and not isinstance(c, bool):

@@ -69,10 +69,22 @@ class ScalarType:
         return BY_NAME[f"b{self.bits}"] if self.kind != "pred" else self
 
     def as_unsigned(self) -> "ScalarType":
-        return BY_NAME[f"u{self.bits}"] if self.kind in ("u", "s", "b") else self
+        """The unsigned integer type of this width (integer and bit types; others unchanged)."""
+        return self._int_kind("u")
 
     def as_signed(self) -> "ScalarType":
-        return BY_NAME[f"s{self.bits}"] if self.kind in ("u", "s", "b") else self
+        """The signed integer type of this width (integer and bit types; others unchanged)."""
+        return self._int_kind("s")
+
+    def _int_kind(self, kind: str) -> "ScalarType":
+        if self.kind not in ("u", "s", "b"):
+            return self
+        t = BY_NAME.get(f"{kind}{self.bits}")
+        if t is None:
+            from ..errors import ValidationError  # a ValueError too
+            raise ValidationError(f".{self.name} has no {'un' if kind == 'u' else ''}signed integer counterpart: "
+                                  f"PTX integers are 8 to 64 bits")
+        return t
 
 
 def _t(name, bits, kind, packed=False, lanes=1):
@@ -90,7 +102,7 @@ bf16x2 = _t("bf16x2", 32, "f", lanes=2)
 tf32 = _t("tf32", 32, "f", packed=True)  # only as an mma operand format
 s4, u4 = _t("s4", 4, "s", packed=True), _t("u4", 4, "u", packed=True)
 b1 = _t("b1", 1, "b", packed=True)
-e4m3 = _t("e4m3", 8, "f", packed=True)  # fp8 (1-4-3), only as a wgmma / cvt operand format
+e4m3 = _t("e4m3", 8, "f", packed=True)  # fp8 (1-4-3), only as an mma / wgmma / cvt operand format
 e5m2 = _t("e5m2", 8, "f", packed=True)  # fp8 (1-5-2)
 
 ALL = (pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,

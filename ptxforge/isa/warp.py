@@ -64,6 +64,10 @@ def redux(op, t, d, a, mask=FULL):
         raise ValidationError(f"redux.sync op must be one of {tuple(REDUX_OPS)}, got {op!r}")
     if t not in REDUX_OPS[op]:
         raise ValidationError(f"redux.sync.{op} takes " + ", ".join("." + x.name for x in REDUX_OPS[op]))
+    for r, role in ((d, "destination"), (a, "source")):
+        if isinstance(r, Reg) and r.type.is_float:
+            raise ValidationError(f"redux.sync.{op} {role} {r} is .{r.type.name}: redux reduces integer "
+                                  "registers (.b32/.u32/.s32), not floats")
     check_dst(d, t, "redux destination")
     check_value(a, t, "redux source", imm_ok=False)
     return make("redux", ("redux", "sync", op, t.name), (d, a, _mask(mask)), n_dst=1, type=t,

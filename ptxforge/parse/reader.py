@@ -25,7 +25,7 @@ from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
-from ..isa.tensor import S4_EMULATION_COST, _warn_emulated
+from ..isa.tensor import S4_EMULATION_COST, warn_emulated
 from ..module import Module
 from .decode import Unknown, decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
@@ -706,7 +706,7 @@ class BodyReader:
             if ins.opcode == "mma" and ins.info.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
                 r.note(line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path on {self.target.name}: "
                                         f"ptxas emulates it ({S4_EMULATION_COST})")
-                _warn_emulated(ins.info, self.target, loc)
+                warn_emulated(ins.info, self.target, loc)
         except PtxforgeError as e:
             reason = e.message
             if strict:

@@ -11,9 +11,9 @@ from ..isa import types as T
 from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
 from ..isa.bits import BITFIELD, LOGIC_TYPES, PRMT_MODES, SHIFT_TYPES
-from ..isa.control import MOV_TYPES, SELP_TYPES, SETP_TYPES, cmp_ops
+from ..isa.control import MOV_TYPES, PACK_FORMS, SELP_TYPES, SETP_TYPES, cmp_ops
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
-from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
+from ..isa.memory import (ATOM_OPS, ATOM_SPACES, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
                           STMATRIX_FORMS)
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
@@ -76,7 +76,7 @@ def _control_candidates():
                     out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=neg))
     out += [spec("control", "selp", type=t.name) for t in SELP_TYPES]
     out += [spec("control", "mov", type=t.name) for t in MOV_TYPES + (T.f16x2, T.bf16, T.bf16x2)]
-    out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in ((32, 2), (64, 2), (64, 4))]
+    out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in PACK_FORMS]
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit")]
@@ -128,7 +128,7 @@ def _memory_candidates():
     for name in ("atom", "red"):
         for aop, types in ATOM_OPS.items():
             for t in types + (T.u32, T.s32):
-                for space in ("global", "shared", "generic"):
+                for space in ATOM_SPACES:
                     out.append(spec("memory", name, atom_op=aop, type=t.name, space=space))
     for f in LDMATRIX_FORMS:
         for space in ("shared", "shared::cta", "generic"):

@@ -15,7 +15,7 @@ from ptxforge.isa import types as T
 
 def mma_probe(form, satfinite):
     """One-warp kernel: each lane loads its A, B, C fragment words from a, b, c, issues one `mma.sync` of `form` and stores D to d."""
-    k = pf.KernelBuilder("mma_probe", target="sm_80", reqntid=32)
+    k = pf.KernelBuilder("mma_probe", target=f"sm_{max(80, form.req.min_sm)}", reqntid=32)
     ptrs = [k.param_ptr(n, pf.b8) for n in ("a", "b", "c", "d")]
     lane = k.laneid()
     frag_t = b64 if form.a_type is T.f64 else b32
@@ -23,20 +23,44 @@ def mma_probe(form, satfinite):
     fw, cw = frag_t.bits // 8, acc_t.bits // 8
 
     def load(ptr, n, t, width):
-        v = k.ld(k.add(ptr, k.mul(lane, n * width, mode="wide")), type=t, vec=n)
-        return list(v) if n > 1 else [v]
+        base = k.add(ptr, k.mul(lane, n * width, mode="wide"))
+        step = max(1, min(n, 16 // width))  # a vector access moves at most 16 bytes
+        out = []
+        for i in range(0, n, step):
+            v = k.ld(base, type=t, vec=step, offset=i * width)
+            out += list(v) if step > 1 else [v]
+        return out
     a = load(ptrs[0], form.a_regs, frag_t if frag_t is b32 else T.f64, fw)
     b = load(ptrs[1], form.b_regs, frag_t if frag_t is b32 else T.f64, fw)
     c = load(ptrs[2], form.c_regs, acc_t, cw)
     d = k.mma(a, b, c, shape=form.shape, a_type=form.a_type.name, b_type=form.b_type.name,
               acc=form.c_type.name, bitop=form.bitop, satfinite=satfinite)
-    k.st(k.add(ptrs[3], k.mul(lane, form.c_regs * cw, mode="wide")), list(d), type=acc_t)
+    out = k.add(ptrs[3], k.mul(lane, form.c_regs * cw, mode="wide"))
+    step = min(form.c_regs, 16 // cw)
+    for i in range(0, form.c_regs, step):
+        k.st(out, list(d)[i:i + step], type=acc_t, offset=i * cw)
     return k.module()
 
 
+def _fp8_value(byte, exp_bits, man_bits):
+    """One fp8 byte as a float, from the format's definition (finite codes only)."""
+    bias = (1 << (exp_bits - 1)) - 1
+    e = (byte >> man_bits) & ((1 << exp_bits) - 1)
+    m = byte & ((1 << man_bits) - 1)
+    mag = np.ldexp(m / (1 << man_bits), 1 - bias) if e == 0 else np.ldexp(1 + m / (1 << man_bits), e - bias)
+    return -mag if byte & 0x80 else mag
+
+
+_FP8_FORMATS = {"e4m3": (4, 3), "e5m2": (5, 2)}
+
+
 def decode_values(bits, t):
-    """Fragment words `bits` of element type `t` (f16, bf16, tf32, f32, f64) as float64 values."""
+    """Fragment words `bits` of element type `t` (f16, bf16, tf32, f32, f64, e4m3, e5m2) as float64 values."""
     bits = np.asarray(bits)
+    if t.name in _FP8_FORMATS:
+        eb, mb = _FP8_FORMATS[t.name]
+        table = np.array([_fp8_value(b, eb, mb) for b in range(256)])
+        return table[bits.astype(np.int64) & 0xFF]
     if t is T.f16:
         return bits.astype(np.uint16).view(np.float16).astype(np.float64)
     if t is T.bf16:
@@ -65,6 +89,10 @@ def random_words(rng, form, frag, t):
     """Random fragment words for operand `frag` of `form`: any bits for integer types, moderate finite values for floats."""
     if t.is_int or t is T.b1:
         return rng.integers(0, 2 ** 32, size=(32, frag.nregs), dtype=np.uint64)
+    if t.name in _FP8_FORMATS:  # any byte of moderate size (products must stay within f16)
+        eb, mb = _FP8_FORMATS[t.name]
+        finite = [b for b in range(256) if abs(_fp8_value(b, eb, mb)) <= 4]
+        return pack_fragment(frag, rng.choice(finite, size=frag.shape))
     # floats: finite values of moderate size, encoded element by element
     vals = rng.standard_normal(frag.shape) * 4
     if t is T.tf32:

@@ -109,8 +109,9 @@ class GemmPlan:
             if stream_handle(stream) != self.stream:
                 raise LaunchError("this plan launches on the stream it was made for; make a plan per stream")
         ga, gb, gc = _read(a, "A"), _read(b, "B"), _read(c, "C")
-        self.launch_pointers(self._expect("A", ga, (self.m, self.row_bytes), _is_byte),
-                             self._expect("B", gb, (self.n, self.row_bytes), _is_byte),
+        byte_ok = _is_packed_byte if self.schedule.bits == 4 else _is_byte
+        self.launch_pointers(self._expect("A", ga, (self.m, self.row_bytes), byte_ok),
+                             self._expect("B", gb, (self.n, self.row_bytes), byte_ok),
                              self._expect("C", gc, (self.m, self.n), _is_int32))
         return c
 
@@ -156,6 +157,12 @@ def _dtype_elem(dt):
 def _is_byte(dt) -> bool:
     kind, bits = _dtype_elem(dt)
     return kind in ("i", "u") and bits == 8
+
+
+def _is_packed_byte(dt) -> bool:
+    """uint8: packed 4-bit operands (int8 would be unpacked values, one per byte)."""
+    kind, bits = _dtype_elem(dt)
+    return kind == "u" and bits == 8
 
 
 def _is_int32(dt) -> bool:

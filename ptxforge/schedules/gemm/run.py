@@ -47,6 +47,11 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
         if el[1] != 8 or el[0] not in "iu":
             what = f"packed .{s.operand} bytes" if s.bits == 4 else f".{s.operand} values"
             raise ValidationError(f"{name} must hold 8-bit integers ({what}), got {el[0]}{el[1]}")
+        if s.bits == 4 and el[0] != "u":
+            # int8 here is almost always one unpacked value per byte: every result would be wrong
+            raise ValidationError(f"{name} holds int8, but packed .{s.operand} operands are uint8 bytes of two "
+                                  "values each: pack them with ptxforge.int4.pack_int4 (or view packed bytes "
+                                  "as uint8)")
     m, row_bytes = a_shape
     n, b_row_bytes = b_shape
     if row_bytes != b_row_bytes:

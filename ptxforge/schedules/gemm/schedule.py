@@ -268,14 +268,17 @@ class GemmSchedule:
         return dataclasses.replace(self, target=Target.parse(target))
 
     # ------------------------------------------------------------ problems
-    def check_problem(self, m: int, n: int, k: int) -> None:
-        """Raise ValidationError when this kernel cannot compute an M x N x K problem exactly."""
+    def _check_sizes(self, m, n, k) -> None:
         for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 0)):
-            if not isinstance(v, (int, np.integer)) or v < least:
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
                 raise ValidationError(f"{name} must be an int >= {least}, got {v!r}")
         if self.bits == 4 and k % 2:
             raise ValidationError(f"K={k} is odd: packed 4-bit rows must be whole bytes (two values per byte); "
                                   f"pad K to {k + 1} with zeros")
+
+    def check_problem(self, m: int, n: int, k: int) -> None:
+        """Raise ValidationError when this kernel cannot compute an M x N x K problem exactly."""
+        self._check_sizes(m, n, k)
         p = self.compute_path
         if p.k_limit is not None and k >= p.k_limit:
             raise ValidationError(f"path {p.name} is exact only for K < {p.k_limit} (the scaled accumulators "
@@ -295,6 +298,7 @@ class GemmSchedule:
         when the path is the default, takes the exact sign-extension path for K too large for
         the scaled one.
         """
+        self._check_sizes(1, 1 if n is None else n, k)
         row_bytes = k * self.bits // 8
         w = self.copy_bytes
         while w > 1 and (row_bytes % w or align % w):
@@ -325,6 +329,9 @@ class GemmSchedule:
         path on any sm_90 target and raises when the problem does not fit it.
         """
         from .tuning import choose_config
+        for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 1)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
+                raise ValidationError(f"for_shape: {name} must be an int >= {least}, got {v!r}")
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
         if target is None:
             from ...runtime.device import native_target

@@ -1,0 +1,44 @@
+"""The differential lane: ptxforge's verdicts against ptxas's.
+
+Hypothesis draws legal forms from every table and near-miss mutations of them
+(`ptxforge.testing.differential`).  Every form ptxforge accepts must assemble with ptxas; every
+near miss it refuses must be refused by ptxas too, or match a row of the stricter-than-ptxas table
+(`ptxforge.isa.strictness`).  Each draw shares a few assembled modules, bisected on failure.
+
+`PTXFORGE_DEEP=1` draws many more examples (minutes instead of about a minute).
+"""
+
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from ptxforge.assembler import available_backends
+from ptxforge.testing.differential import Counts, lane_draws, run_lane
+
+pytestmark = [pytest.mark.skipif("ptxas" not in available_backends(), reason="the lane compares with ptxas"),
+              pytest.mark.filterwarnings("ignore::ptxforge.EmulatedInstructionWarning")]
+
+DEEP = os.environ.get("PTXFORGE_DEEP") == "1"
+TOTAL = Counts()
+
+
+@settings(max_examples=600 if DEEP else 40, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@given(lane_draws())
+def test_ptxforge_and_ptxas_agree(drawn):
+    target, legal, misses = drawn
+    counts = run_lane(target, legal, misses)
+    TOTAL.add(counts)
+    assert not counts.failures, "\n\n".join(counts.failures[:5])
+
+
+def test_the_lane_saw_both_verdicts():
+    """The lane is not vacuous: it assembled forms, and sent refused near misses to ptxas
+    (run after the lane above; alone it runs a small lane of its own)."""
+    if TOTAL.accepted == 0:
+        test_ptxforge_and_ptxas_agree()
+    assert TOTAL.accepted > 100 and TOTAL.refused > 20 and TOTAL.also_refused > 10, TOTAL
+    print(f"\ndifferential lane: {TOTAL.accepted} accepted and assembled; {TOTAL.refused} near misses refused: "
+          f"{TOTAL.also_refused} also refused by ptxas, {TOTAL.documented} documented stricter than ptxas, "
+          f"{TOTAL.unmapped} without a PTX spelling")

@@ -76,10 +76,36 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps):
-    """Compose one kernel instruction by instruction.
+    """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
-    >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)
-    >>> x = k.param_ptr("x", T.f32)
+    Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`
+    and the target, appends one PTX instruction (a few for the structured helpers such as
+    `if_` and `for_range`), records the Python line that asked for it and returns the
+    destination register. Errors are raised as `ValidationError` or `TargetError` at that line.
+    The instruction methods come from the per-family mixins (`ArithOps`, `BitOps`,
+    `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `SyncOps`, `TensorOps`,
+    `WarpOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
+    operands when omitted), ``dst=`` (a register to write instead of a new one) and ``pred=``
+    (a ``.pred`` register, or ``~reg`` for its negation, that guards the instruction as
+    ``@p`` / ``@!p``).
+
+    Args:
+        name: the kernel's PTX name (``.entry name``), a PTX identifier.
+        target: the ``.target`` (``"sm_80"``, ``"sm_90a"``, a `Target`); instructions the
+            target lacks are rejected.
+        maxntid: ``.maxntid`` -- the most threads per CTA, an int or 1 to 3 sizes.
+        reqntid: ``.reqntid`` -- the exact CTA shape (not together with `maxntid`).
+        minnctapersm: ``.minnctapersm`` -- CTAs per SM to plan registers for.
+        maxnreg: ``.maxnreg`` -- a register cap per thread, 16 to 255.
+
+    >>> import ptxforge as pf
+    >>> k = pf.KernelBuilder("scale", target="sm_80", maxntid=256)
+    >>> x = k.param_ptr("x", pf.f32)              # ld.param.u64 + cvta.to.global.u64
+    >>> i = k.global_index()                      # mad.lo.u32 from %ctaid.x, %ntid.x, %tid.x
+    >>> p = k.add(x, k.mul(i, 4, mode="wide"))    # mul.wide.u32, add.u64
+    >>> k.st(p, k.mul(k.ld(p, type=pf.f32), 2.0))
+    >>> print(k.module().ptx.count("st.global.f32"))
+    1
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,

@@ -16,6 +16,9 @@ _PTXFORGE_INTERNAL = True
 
 
 class Operand:
+    """The base of every PTX operand type (registers, immediates, addresses, labels ...); rendering with
+    ``str()`` gives the PTX spelling.
+    """
     __slots__ = ()
 
 
@@ -151,6 +154,9 @@ class TensorAddr(Operand):
 
 @dataclass(frozen=True, slots=True)
 class Label(Operand):
+    """A branch target of one kernel, rendered as ``$L_name``; made by `KernelBuilder.label` and placed with
+    `KernelBuilder.place`.
+    """
     name: str  # rendered as $L_<name>
     owner: int = 0
 
@@ -221,6 +227,9 @@ SM90_SPECIAL = frozenset(n for n in SPECIAL_REGISTERS if n.startswith("cluster")
 
 
 def special(name: str) -> SpecialReg:
+    """The special register ``%name`` (``tid.x``, ``laneid``, ``clock64`` ...) with its type; the error lists the
+    known ones.
+    """
     key = name.lstrip("%")
     if key not in SPECIAL_REGISTERS:
         raise ValidationError(

@@ -341,18 +341,26 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return self.mov(s, dst=d)
 
     def tid(self, dim="x") -> Reg:
+        """The thread index in the CTA along `dim` ("x", "y", "z"): `mov.u32 %tid_x, %tid.x`; returns the .u32
+        register.
+        """
         return self.sreg(f"tid.{dim}")
 
     def ntid(self, dim="x") -> Reg:
+        """The CTA size along `dim`: `mov.u32 %ntid_x, %ntid.x`; returns the .u32 register."""
         return self.sreg(f"ntid.{dim}")
 
     def ctaid(self, dim="x") -> Reg:
+        """The CTA index in the grid along `dim`: `mov.u32 %ctaid_x, %ctaid.x`; returns the .u32 register."""
         return self.sreg(f"ctaid.{dim}")
 
     def nctaid(self, dim="x") -> Reg:
+        """The grid size in CTAs along `dim`: `mov.u32 %nctaid_x, %nctaid.x`; returns the .u32 register."""
         return self.sreg(f"nctaid.{dim}")
 
     def laneid(self) -> Reg:
+        """The lane of this thread in its warp, 0..31: `mov.u32 %laneid, %laneid`; returns the .u32 register.
+        """
         return self.sreg("laneid")
 
     def global_index(self, dim="x") -> Reg:

@@ -19,12 +19,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the sample GEMM (tests/support)
 
 import ptxforge as pf  # noqa: E402
 from ptxforge import b32, u8, u32, u64  # noqa: E402
 from ptxforge import interp  # noqa: E402
-from ptxforge.interp.samples import Int4GemmSample, pack_int4  # noqa: E402
+from ptxforge.int4 import pack_int4  # noqa: E402
 from ptxforge.testing.kernels import saxpy  # noqa: E402
+from support.samples import Int4GemmSample  # noqa: E402
 
 
 def pipeline_copy():

@@ -10,28 +10,29 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
-from ptxforge.interp.samples import Int4GemmSample, pack_int4
+from ptxforge.int4 import pack_int4, random_int4
+from ptxforge.schedules import Int4Gemm
+from ptxforge.testing.mutants import drop_bar_sync
 
 
 def main():
     rng = np.random.default_rng(0)
     m, n, k = 100, 70, 256
-    a = rng.integers(-8, 8, (m, k))
-    b = rng.integers(-8, 8, (n, k))
-    gemm = Int4GemmSample(path="s8")  # int4 stored, nibbles unpacked to s8, m16n8k32 mma
+    gemm = Int4Gemm(target="sm_90").for_problem(k, n)  # int4 stored, nibbles unpacked to s8, m16n8k32 mma
+    a, b = pack_int4(random_int4((m, k), rng)), pack_int4(random_int4((n, k), rng))
     c = np.zeros((m, n), np.int32)
-    report = interp.run(gemm.module(), grid=gemm.grid(m, n), block=gemm.threads,
-                        args=[pack_int4(a), pack_int4(b), c, m, n, k])
+    report = interp.run(gemm.module, grid=gemm.grid(m, n), block=gemm.block, shared=gemm.shared_bytes,
+                        args=[a, b, c, m, n, k])
     print(report)
-    assert np.array_equal(c, a @ b.T), "the interpreter disagrees with numpy"
+    assert np.array_equal(c, gemm.reference(a, b, k)), "the interpreter disagrees with numpy"
     print("C == A @ B.T exactly\n")
 
-    # The same kernel with the bar.sync between cp.async.wait_group and ldmatrix removed:
-    # every thread waits for its own copies, but reads rows other threads copied.
-    buggy = Int4GemmSample(path="s8", bugs=("no_barrier",))
+    # The same kernel with its bar.sync removed: every thread waits for its own cp.async copies,
+    # but ldmatrix reads rows that other threads copied.
+    buggy = drop_bar_sync(gemm.module.kernels[0])
     try:
-        interp.run(buggy.module(), grid=buggy.grid(m, n), block=buggy.threads,
-                   args=[pack_int4(a), pack_int4(b), c, m, n, k])
+        interp.run(buggy, grid=gemm.grid(m, n), block=gemm.block, shared=gemm.shared_bytes,
+                   args=[a, b, c, m, n, k])
     except interp.InterpError as e:
         print(e)
 

@@ -377,10 +377,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"shared array {name} needs a positive size, got {nbytes}")
         s = Symbol(name, "shared", T.b8, int(nbytes), int(align), self.id)
         total = self._static_after(s)
-        if total > 48 * 1024:
+        limit = self.target.limits.static_shared
+        if total > limit:
             raise ValidationError(
-                f"static shared memory would be {total} bytes; a kernel may declare at most 49152 "
-                "(48 KB) statically: use dynamic_shared() and a launch-time size for more")
+                f"static shared memory would be {total} bytes; a kernel may declare at most {limit} "
+                f"({limit // 1024} KB) statically: use dynamic_shared() and a launch-time size for more")
         self._shared.append(s)
         return s
 

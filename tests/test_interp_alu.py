@@ -132,6 +132,18 @@ def _reg_cases():
             case(f"mul.wide.{t}", (t, t), w, lambda a, b: a * b)(lambda k, a, b: k.mul(a, b, mode="wide"))
             case(f"mad.wide.{t}", (t, t, w), w, lambda a, b, c, w=w: wrap(a * b + c, w))(
                 lambda k, a, b, c: k.mad(a, b, c, mode="wide"))
+        case(f"sad.{t}", (t, t, t), t, lambda a, b, c, t=t: wrap(c + abs(a - b), t))(
+            lambda k, a, b, c: k.sad(a, b, c))
+        if t in ("u32", "s32"):
+            def mul24_ref(a, b, hi, t=t):
+                a24, b24 = a & 0xFFFFFF, b & 0xFFFFFF
+                if t == "s32":  # the low 24 bits, read as a signed 24-bit value
+                    a24, b24 = (a24 ^ 0x800000) - 0x800000, (b24 ^ 0x800000) - 0x800000
+                p = (a24 * b24) & ((1 << 48) - 1)  # the 48-bit product
+                return wrap(p >> 16 if hi else p, t)
+            case(f"mul24.lo.{t}", (t, t), t, functools.partial(mul24_ref, hi=False))(lambda k, a, b: k.mul24(a, b))
+            case(f"mul24.hi.{t}", (t, t), t, functools.partial(mul24_ref, hi=True))(
+                lambda k, a, b: k.mul24(a, b, mode="hi"))
         if t[0] == "s":
             case(f"abs.{t}", (t,), t, lambda a, t=t: wrap(abs(a), t))(lambda k, a: k.abs(a))
             case(f"neg.{t}", (t,), t, lambda a, t=t: wrap(-a, t))(lambda k, a: k.neg(a))

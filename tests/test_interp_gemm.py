@@ -1,4 +1,4 @@
-"""A complete pipelined int4 GEMM (ptxforge.interp.samples) under the interpreter: exact results on
+"""A complete pipelined int4 GEMM (tests/support/samples.py) under the interpreter: exact results on
 drawn ragged shapes for both compute paths, and the planted bugs it exists to catch — a removed
 cp.async.wait_group, a removed bar.sync, an off-by-one tail bound — each reported precisely."""
 
@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ptxforge import interp
-from ptxforge.interp.samples import Int4GemmSample, pack_int4
+from ptxforge.int4 import pack_int4
 from ptxforge.testing.interp_strategies import check_against_reference, poison, seeds
+
+from support.samples import Int4GemmSample
 
 
 def operands(seed, m, n, k):

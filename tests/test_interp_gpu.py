@@ -8,13 +8,14 @@ from hypothesis import given, strategies as st
 
 import ptxforge as pf
 from ptxforge import interp
-from ptxforge.interp.layouts import mma_fragment, unpack_fragment
-from ptxforge.interp.samples import Int4GemmSample, pack_int4
+from ptxforge.isa.fragments import mma_fragment, unpack_fragment
+from ptxforge.int4 import pack_int4
 from ptxforge.isa import types as T
 from ptxforge.testing.interp_strategies import ldmatrix_forms, mma_forms, poison, seeds
 
 from support.interp_probes import (accumulator_words, decode_values, ldmatrix_probe, mma_probe, random_words,
                                    shfl_probe, zero_fill_probe)
+from support.samples import Int4GemmSample
 
 pytestmark = pytest.mark.gpu
 
@@ -96,3 +97,23 @@ def test_cp_async_zero_fill_gpu_vs_interpreter(size, mode, seed):
     dst = poison(np.empty(64 * size, np.uint8))
     gpu, cpu = both(zero_fill_probe(size, mode), "zfill", 1, 64, [src, dst, ns])
     np.testing.assert_array_equal(gpu[1], cpu[1])
+
+
+@given(seed=seeds())
+def test_mul24_and_sad_gpu_vs_interpreter(seed):
+    """mul24 (.lo/.hi x .u32/.s32) and sad (every integer type) on drawn operands, bit for bit."""
+    rng = np.random.default_rng(seed)
+    for t in (T.u16, T.s16, T.u32, T.s32, T.u64, T.s64):
+        dt = np.dtype(f"{'i' if t.kind == 's' else 'u'}{t.bits // 8}")
+        ops = [rng.integers(0, 2 ** 63, 64, dtype=np.uint64).astype(dt) for _ in range(3)]
+        forms = [("sad", None)] + ([("mul24", "lo"), ("mul24", "hi")] if t.bits == 32 else [])
+        for op, mode in forms:
+            k = pf.KernelBuilder(f"{op}_{mode}_{t.name}", target="sm_80", reqntid=64)
+            ptrs = [k.param_ptr(f"p{i}", t) for i in range(4)]
+            off = k.mul(k.tid(), t.bits // 8, mode="wide")
+            vals = [k.ld(k.add(p, off), type=t) for p in ptrs[:3]]
+            r = k.sad(*vals) if op == "sad" else k.mul24(vals[0], vals[1], mode=mode)
+            k.st(k.add(ptrs[3], off), r, type=t)
+            out = poison(np.empty(64, dt))
+            gpu, cpu = both(k.module(), k.name, 1, 64, [*ops, out])
+            np.testing.assert_array_equal(gpu[3], cpu[3], err_msg=k.name)

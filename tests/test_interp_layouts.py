@@ -1,12 +1,12 @@
 """The interpreter's fragment layout tables against the formulas as the PTX ISA writes them, one
 family at a time (g = lane >> 2, t = lane % 4, i = element index across the fragment's
 registers, low element first).  These formulas are typed in from the ISA's "Matrix Fragments
-for mma.mMnNkK" sections, independently of the general rule layouts.py implements.
+for mma.mMnNkK" sections, independently of the general rule ptxforge/isa/fragments.py implements.
 """
 
 import pytest
 
-from ptxforge.interp.layouts import matrix_layout, mma_fragment
+from ptxforge.isa.fragments import matrix_layout, mma_fragment
 from ptxforge.isa import types as T
 from ptxforge.isa.tensor import MMA_FORMS
 
@@ -85,7 +85,7 @@ def test_fragment_tables_match_the_isa_formulas(form):
 
 
 def test_known_entries_from_the_notes():
-    """Spot values quoted in ptx-notes §4.2 for m16n8k64.s4 (checked on an H200)."""
+    """Spot values of the PTX ISA's m16n8k64.s4 fragment tables (also checked on an H200)."""
     form = next(f for f in MMA_FORMS if f.shape == "m16n8k64" and f.a_type is T.s4 and f.b_type is T.s4)
     a = mma_fragment(form, "a")
     lane = 4 * 5 + 3  # g = 5, t = 3

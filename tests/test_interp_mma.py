@@ -2,7 +2,7 @@
 
 mma: a one-warp kernel loads each lane's A, B and C fragment registers from global memory,
 issues the mma and stores D; the model decodes the same words into matrices with the
-documented fragment layouts (ptxforge.interp.layouts, itself checked against the PTX ISA
+documented fragment layouts (ptxforge.isa.fragments, itself checked against the PTX ISA
 formulas in test_interp_layouts.py), multiplies with numpy and encodes D.
 
 ldmatrix / stmatrix: the row addresses are a random permutation of 16-byte shared rows; the
@@ -16,7 +16,7 @@ from hypothesis import given, strategies as st
 import ptxforge as pf
 from ptxforge import b32, u32
 from ptxforge import interp
-from ptxforge.interp.layouts import mma_fragment, pack_fragment, unpack_fragment
+from ptxforge.isa.fragments import mma_fragment, pack_fragment, unpack_fragment
 from ptxforge.isa import types as T
 from ptxforge.testing.interp_strategies import ldmatrix_forms, mma_forms, poison, seeds, stmatrix_forms
 

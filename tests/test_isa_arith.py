@@ -65,6 +65,64 @@ def test_integer_forms():
     pf.assemble(k.module())
 
 
+def test_mul24_and_sad_render_and_assemble():
+    def body(k):
+        a, b = regs(k, s32, "a", "b")
+        x, y = regs(k, u32, "x", "y")
+        w = k.reg(u64, "w")
+        h = k.reg(s16, "h")
+        k.mul24(a, b, dst=a)
+        k.mul24(a, -7, mode="hi", dst=b)
+        k.mul24(x, y, mode="lo", dst=x)
+        k.mul24(x, 0xFFFFFF, mode="hi", dst=y)
+        k.sad(a, b, a, dst=a)
+        k.sad(x, 3, y, dst=x)
+        k.sad(w, w, w, dst=w)
+        k.sad(h, h, h, dst=h)
+    k, body = build(body)
+    assert body == [
+        "mul24.lo.s32    %a, %a, %b;",
+        "mul24.hi.s32    %b, %a, -7;",
+        "mul24.lo.u32    %x, %x, %y;",
+        "mul24.hi.u32    %y, %x, 0xFFFFFF;",
+        "sad.s32         %a, %a, %b, %a;",
+        "sad.u32         %x, %x, 3, %y;",
+        "sad.u64         %w, %w, %w, %w;",
+        "sad.s16         %h, %h, %h, %h;",
+    ]
+    pf.assemble(k.module())
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda k: k.mul24(k.reg(u64), k.reg(u64)), "mul24 does not take .u64"),
+    (lambda k: k.mul24(k.reg(u32), k.reg(u32), mode="wide"), "takes .lo or .hi, got .wide"),
+    (lambda k: k.sad(k.reg(f32), k.reg(f32), k.reg(f32)), "sad does not take .f32"),
+    (lambda k: k.sad(k.reg(u32), k.reg(u32), k.reg(u32), mode="lo"), "sad.u32 does not take .lo"),
+    (lambda k: k.sad(k.reg(u32), k.reg(u32)), "sad takes 3 source operand"),
+])
+def test_mul24_and_sad_refusals(call, match):
+    k = pf.KernelBuilder("t", target="sm_80")
+    with pytest.raises(pf.ValidationError, match=match):
+        call(k)
+
+
+@pytest.mark.parametrize("line", ["mul24.u32 %r1, %r2, %r3;", "mul24.wide.u32 %rd1, %r2, %r3;",
+                                  "mul24.lo.u64 %rd1, %rd2, %rd3;", "sad.lo.u32 %r1, %r2, %r3, %r4;",
+                                  "sad.f32 %f1, %f2, %f3, %f4;"])
+def test_ptxas_refuses_the_mul24_and_sad_forms_the_table_leaves_out(line):
+    assert assembler_verdict(raw_kernel(line, "sm_90")) is not None
+
+
+def test_generated_methods_are_documented_builder_methods():
+    import inspect
+    for op in ("mul24", "sad"):
+        method = getattr(pf.KernelBuilder, op)
+        assert ARITH[op].doc and inspect.cleandoc(ARITH[op].doc) in method.__doc__
+        params = list(inspect.signature(method).parameters)
+        assert params[:ARITH[op].arity + 2] == ["self", "a", "b", "c"][:ARITH[op].arity + 1] + ["type"]
+        assert ("mode" in params) == (op == "mul24") and "flags" not in params  # integer-only rows
+
+
 def test_wide_results_get_a_double_width_register():
     k = pf.KernelBuilder("t", target="sm_80")
     d = k.mul(k.reg(u32), 4, mode="wide")

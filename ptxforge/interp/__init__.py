@@ -18,20 +18,21 @@ exactly once, become array checks.
 Differences from a GPU, on purpose: %warpid is the linear thread index / 32 (on hardware it is
 a physical slot that changes), %smid is 0, clocks count interpreter steps.  Registers and shared
 memory start with a poison pattern.  Not modelled, and refused with `InterpUnsupported` when
-executed: wgmma, tensor (TMA) bulk copies, ldmatrix .m16n16 (sm_100a), bar.red, directed
-rounding (.rz/.rm/.rp) on float arithmetic, .local/.const memory.  Not checked: races on global
-memory and between CTAs.
+executed: wgmma, setmaxnreg, tensor (TMA) bulk copies and cp.async.bulk.commit_group /
+wait_group, ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp) on float
+arithmetic and cvt, .local/.const memory; 128-bit (.b128) registers cannot be stored.  Not
+checked: races on global memory and between CTAs.
 
-Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported), `layouts`
-(mma / ldmatrix fragment layouts, usable as numpy models), `machine` and `scheduler` (execution),
-`memory` / `access` (address spaces, checks), `traffic` (per-byte read / write counts of the
-arguments), `exec_*` (instruction semantics by family),
-`samples` (a pipelined int4 GEMM with switches that plant bugs).
+Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),
+`machine` and `scheduler` (execution), `memory` / `access` (address spaces, checks), `traffic`
+(per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family).
+The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and
+are re-exported here, usable as numpy models).
 """
 
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError, InterpUnsupported, ThreadId
 from .launch import Report, compile_kernel, run
-from .layouts import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
+from ..isa.fragments import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
 from .traffic import AccessCounts
 
 __all__ = ["run", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",

@@ -7,6 +7,8 @@ a thread executes it.
 
 from __future__ import annotations
 
+from ..isa.arith import ARITH
+from ..isa.bits import BITFIELD, SHIFT_TYPES
 from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
                exec_tensor, exec_warp)
 from .findings import InterpUnsupported
@@ -14,15 +16,12 @@ from .ops import BLOCKING, BRANCH, PLAIN, Op
 
 _PTXFORGE_INTERNAL = True
 
-ARITH = ("add", "sub", "mul", "mad", "fma", "div", "rem", "abs", "neg", "min", "max",
-         "rcp", "sqrt", "rsqrt", "ex2", "lg2", "sin", "cos")
-
 FACTORIES = {
-    **{k: exec_arith.make_arith for k in ARITH},
+    **{k: exec_arith.make_arith for k in ARITH},  # every row of the table; semantics by opcode there
     **{k: exec_bits.make_logic for k in ("and", "or", "xor", "not", "cnot")},
-    "shl": exec_bits.make_shift, "shr": exec_bits.make_shift,
+    **{k: exec_bits.make_shift for k in SHIFT_TYPES},
     "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
-    **{k: exec_bits.make_bitfield for k in ("bfe", "bfi", "popc", "clz", "brev", "bfind")},
+    **{k: exec_bits.make_bitfield for k in BITFIELD},
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
     "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta,
     "ld": exec_memory.make_ld, "st": exec_memory.make_st,
@@ -52,6 +51,7 @@ BLOCKING_FACTORIES = {
 def _refusal(exc):
     def refuse(S, m):
         raise exc
+    refuse.unsupported = exc  # what the executor will raise: readable without running it
     return refuse
 
 

@@ -1,5 +1,5 @@
-"""Integer and floating-point arithmetic: add sub mul mad fma div rem abs neg min max rcp sqrt
-rsqrt ex2 lg2 sin cos.
+"""Integer and floating-point arithmetic, every row of `ptxforge.isa.arith.ARITH`: add sub mul mad
+fma div rem abs neg min max mul24 sad rcp sqrt rsqrt ex2 lg2 sin cos.
 
 Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
 .wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
+from ..isa.arith import ARITH
 from .findings import InterpUnsupported
 from .values import SINT, UINT, flush_subnormal, half_to_f32, mulhi_s64, mulhi_u64, view_dtype
 
@@ -25,22 +26,8 @@ _DIRECTED = ("rz", "rm", "rp")
 
 # ---------------------------------------------------------------- integers
 
-def _int_binary(opname, t, mode):
-    if opname == "add":
-        if mode == "sat":
-            return lambda a, b: np.clip(a.astype(np.int64) + b, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
-        return lambda a, b: a + b
-    if opname == "sub":
-        if mode == "sat":
-            return lambda a, b: np.clip(a.astype(np.int64) - b, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
-        return lambda a, b: a - b
-    if opname == "mul":
-        return _int_mul(t, mode or "lo")
-    if opname == "min":
-        return np.minimum
-    if opname == "max":
-        return np.maximum
-    raise AssertionError(opname)
+def _sat_s32(f):
+    return lambda a, b: np.clip(f(a.astype(np.int64), b), -2 ** 31, 2 ** 31 - 1).astype(np.int32)
 
 
 def _int_mul(t, mode):
@@ -60,6 +47,20 @@ def _int_mul(t, mode):
     if signed:
         return lambda a, b: mulhi_s64(a, b).view(np.int64)
     return lambda a, b: mulhi_u64(a, b)
+
+
+def _int_mul24(t, mode):
+    """mul24: the 48-bit product of the low 24 bits of each source (sign-extended for .s32);
+    .lo keeps bits 31..0, .hi bits 47..16."""
+    signed = t.kind == "s"
+    shift = 16 if mode == "hi" else 0
+    out = view_dtype(t)
+
+    def low24(x):
+        v = np.asarray(x).astype(np.int64) & 0xFFFFFF
+        return np.where(v >= 1 << 23, v - (1 << 24), v) if signed else v
+
+    return lambda a, b: ((low24(a) * low24(b)) >> shift & 0xFFFFFFFF).astype(np.uint32).view(out)
 
 
 def _divmod(a, b, t, want):
@@ -124,64 +125,113 @@ def _half_out(x64, is_bf16):
     return bits.astype(np.uint16)
 
 
-def _float_fn(opname, n_src):
-    """The exact function, computed in float64."""
-    return {
-        "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-        "div": lambda a, b: a / b,
-        "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
-        "min": np.fmin, "max": np.fmax,
-        "rcp": lambda a: 1.0 / a, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
-        "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos,
-    }[opname]
+#: Float semantics by opcode: the exact function, computed in float64 and rounded once by the
+#: executor (abs and neg work on the sign bit instead).  Every float type of every `ARITH` row
+#: needs an entry (the coverage test checks it).
+FLOAT_SEMANTICS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / b,
+    "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
+    "min": np.fmin, "max": np.fmax,
+    "rcp": lambda a: 1.0 / a, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
+    "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos,
+    "abs": None, "neg": None,  # sign-bit operations, in _make_float
+}
 
 
 def make_arith(P, op):
+    """The executor of one arithmetic instruction: its row of `ARITH` gives the mode and operand
+    types, `INT_SEMANTICS` / `FLOAT_SEMANTICS` the computation."""
     ins = op.ins
     opname = ins.opcode
     t = ins.type
-    mods = set(ins.mods)
     srcs = ins.operands[1:]
     if t.is_float:
-        return _make_float(P, op, opname, t, mods, srcs)
-    mode = next((m for m in ins.mods if m in ("lo", "hi", "wide", "sat")), None)
-    dt_out = t
-    if mode == "wide":
-        dt_out = T.lookup(f"{'s' if t.kind == 's' else 'u'}{2 * t.bits}")
-    put = P.writer(ins.operands[0], dt_out, ins)
-    if opname == "mad":
-        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
-        rc = P.reader(srcs[2], dt_out, ins)
-        mul = _int_mul(t, mode or "lo")
+        return _make_float(P, op, opname, t, set(ins.mods), srcs)
+    make = INT_SEMANTICS.get(opname)
+    if make is None:
+        raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
+    form = ARITH[opname]
+    mode = next((m for m in ins.mods if m in form.int_modes), form.int_mode_default)
+    put = P.writer(ins.operands[0], form.result_type(t, mode), ins)
+    reads = [P.reader(s, form.source_type(t, mode, i), ins) for i, s in enumerate(srcs)]
+    return make(op, t, mode, put, reads)
 
-        def mad(S, m):
-            put(S, mul(ra(S), rb(S)) + rc(S), m)
-        return mad
-    if opname in ("div", "rem"):
-        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
 
-        def divrem(S, m):
-            res, zero = _divmod(ra(S), rb(S), t, opname)
-            if (zero & m).any():
-                S.report("arith", f"integer {opname} by zero (the result is undefined in PTX; here all ones "
-                         "for div, the dividend for rem)", op, np.flatnonzero(zero & m))
-            put(S, res, m)
-        return divrem
-    if opname in ("abs", "neg"):
-        ra = P.reader(srcs[0], t, ins)
-        zero = view_dtype(t).type(0)
-        if opname == "neg":
-            return lambda S, m: put(S, zero - ra(S), m)
-
-        def absolute(S, m):
-            a = ra(S)
-            put(S, np.where(a < 0, zero - a, a), m)
-        return absolute
-    if opname in ("add", "sub", "mul", "min", "max"):
-        f = _int_binary(opname, t, mode)
-        ra, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
+def _binary(fn_for):
+    """An integer executor d = f(a, b), with f = fn_for(type, mode)."""
+    def make(op, t, mode, put, reads):
+        f = fn_for(t, mode)
+        ra, rb = reads
         return lambda S, m: put(S, f(ra(S), rb(S)), m)
-    raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
+    return make
+
+
+def _mad(op, t, mode, put, reads):
+    ra, rb, rc = reads
+    mul = _int_mul(t, mode)
+
+    def mad(S, m):
+        put(S, mul(ra(S), rb(S)) + rc(S), m)
+    return mad
+
+
+def _divrem(op, t, mode, put, reads):
+    ra, rb = reads
+    opname = op.ins.opcode
+
+    def divrem(S, m):
+        res, zero = _divmod(ra(S), rb(S), t, opname)
+        if (zero & m).any():
+            S.report("arith", f"integer {opname} by zero (the result is undefined in PTX; here all ones "
+                     "for div, the dividend for rem)", op, np.flatnonzero(zero & m))
+        put(S, res, m)
+    return divrem
+
+
+def _neg(op, t, mode, put, reads):
+    ra, = reads
+    zero = view_dtype(t).type(0)
+    return lambda S, m: put(S, zero - ra(S), m)
+
+
+def _abs(op, t, mode, put, reads):
+    ra, = reads
+    zero = view_dtype(t).type(0)
+
+    def absolute(S, m):
+        a = ra(S)
+        put(S, np.where(a < 0, zero - a, a), m)
+    return absolute
+
+
+def _sad(op, t, mode, put, reads):
+    """sad: d = c + |a - b|, every step wrapping in the type's width."""
+    ra, rb, rc = reads
+
+    def sad(S, m):
+        a, b = np.asarray(ra(S)), np.asarray(rb(S))
+        with np.errstate(over="ignore"):
+            put(S, rc(S) + np.where(a < b, b - a, a - b), m)
+    return sad
+
+
+#: Integer semantics by opcode: make(op, type, mode, put, readers) -> executor.  Every integer
+#: type of every `ARITH` row needs one (the coverage test checks it).
+INT_SEMANTICS = {
+    "add": _binary(lambda t, mode: _sat_s32(np.add) if mode == "sat" else (lambda a, b: a + b)),
+    "sub": _binary(lambda t, mode: _sat_s32(np.subtract) if mode == "sat" else (lambda a, b: a - b)),
+    "mul": _binary(_int_mul),
+    "mul24": _binary(_int_mul24),
+    "min": _binary(lambda t, mode: np.minimum),
+    "max": _binary(lambda t, mode: np.maximum),
+    "mad": _mad,
+    "div": _divrem,
+    "rem": _divrem,
+    "abs": _abs,
+    "neg": _neg,
+    "sad": _sad,
+}
 
 
 def _make_float(P, op, opname, t, mods, srcs):
@@ -206,7 +256,9 @@ def _make_float(P, op, opname, t, mods, srcs):
         if opname == "neg":
             return lambda S, m: put(S, (ra(S) ^ sm).view(out_dt), m)
         return lambda S, m: put(S, (ra(S) & ~sm).view(out_dt), m)
-    fn = _float_fn(opname, n)
+    if FLOAT_SEMANTICS.get(opname) is None:
+        raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
+    fn = FLOAT_SEMANTICS[opname]
     if opname in ("min", "max") and nan_prop:
         fn = np.minimum if opname == "min" else np.maximum
     if half:

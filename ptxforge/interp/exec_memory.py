@@ -14,7 +14,7 @@ from ..isa import types as T
 from ..isa.operands import Reg, Symbol
 from .access import SHARED, gather, map_access, scatter, shadow_read, shadow_write
 from .findings import InterpUnsupported
-from .layouts import matrix_layout
+from ..isa.fragments import matrix_layout
 from .memory import PARAM_WINDOW, SHARED_WINDOW
 from .ops import address_parts
 from .values import UINT, view_dtype

@@ -1,6 +1,6 @@
 """mma.sync, every form of `MMA_FORMS`, for all warps of the step at once.
 
-Fragments are unpacked through the layouts of :mod:`ptxforge.interp.layouts` into whole A, B
+Fragments are unpacked through the layouts of :mod:`ptxforge.isa.fragments` into whole A, B
 and C matrices per warp, multiplied, and packed back.  Integer forms are exact: the products
 of 8-bit, 4-bit and 1-bit values and their sums are exact in float64 (|sum| < 2^53), then
 wrap to int32 or, with .satfinite, clamp.  .b1 forms count set bits of A AND B or A XOR B.
@@ -18,7 +18,7 @@ import numpy as np
 
 from ..isa import types as T
 from .findings import InterpUnsupported
-from .layouts import mma_fragment
+from ..isa.fragments import mma_fragment
 from .values import bf16_to_f32
 
 _PTXFORGE_INTERNAL = True

@@ -35,9 +35,6 @@ from .traffic import ByteCounter, access_counts
 
 _PTXFORGE_INTERNAL = True
 
-#: Shared memory a CTA may use (static + dynamic), by SM version.
-SHARED_LIMIT = {80: 167936, 86: 101376, 87: 167936, 89: 101376, 90: 232448}
-
 #: Memory a batch may spend on shared memory and its shadow (bounds how many CTAs run together).
 BATCH_MEMORY = 128 << 20
 SHADOW_BYTES_PER_BYTE = 48
@@ -158,7 +155,7 @@ class Launch:
         self.dynamic_shared = int(dynamic_shared)
         self.smem = SharedLayout(kernel, self.dynamic_shared)
         self.total_shared = self.smem.static_bytes + self.dynamic_shared
-        limit = SHARED_LIMIT.get(kernel.target.sm, 232448)
+        limit = kernel.target.limits.shared_per_cta
         if self.total_shared > limit:
             raise LaunchError(f"kernel {kernel.name} needs {self.total_shared} bytes of shared memory per CTA; "
                               f"{kernel.target.name} allows {limit}")

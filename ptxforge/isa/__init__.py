@@ -4,9 +4,9 @@ Nothing here does I/O or touches CUDA.
 """
 
 from . import types
-from .targets import PtxVersion, Requirement, Target, SUPPORTED_TARGETS
+from .targets import DeviceLimits, PtxVersion, Requirement, Target, SUPPORTED_TARGETS
 from .operands import Addr, Guard, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .instruction import Instruction
 
-__all__ = ["types", "PtxVersion", "Requirement", "Target", "SUPPORTED_TARGETS", "Addr", "Guard", "Imm", "Label",
+__all__ = ["types", "DeviceLimits", "PtxVersion", "Requirement", "Target", "SUPPORTED_TARGETS", "Addr", "Guard", "Imm", "Label",
            "Reg", "Symbol", "Vec", "DISCARD", "Instruction"]

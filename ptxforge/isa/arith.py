@@ -1,103 +1,147 @@
-"""Integer and floating-point arithmetic: add sub mul mad fma div rem abs neg min max, and the
-float-only rcp sqrt rsqrt ex2 lg2 sin cos.
+"""Integer and floating-point arithmetic: add sub mul mad fma div rem abs neg min max, the
+integer-only mul24 sad, and the float-only rcp sqrt rsqrt ex2 lg2 sin cos.
 
-Legal forms as data: ``ARITH`` maps each opcode to the types it takes and the
-modifiers each kind of type allows.
+Legal forms as data: ``ARITH`` maps each opcode to one `ArithForm` row: the types it takes, the
+integer modes (which, for which types, which is the default), the float modifiers by type class,
+and what a type needs beyond the base target.  The validator here, the builder methods, the
+Hypothesis candidates and the interpreter all read the row; an opcode whose row has no
+hand-written builder method gets one generated from the row.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import inspect
+from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
 from .operands import Reg, SpecialReg
 from .targets import BASE, Requirement, V
+from .types import wide_type
 
 _PTXFORGE_INTERNAL = True
+
+@dataclass(frozen=True)
+class ArithForm:
+    """One arithmetic opcode: everything the validator, the builder, the test strategies and the
+    interpreter need to know about its legal forms.
+
+    Fields:
+        opcode: the PTX opcode.
+        types: the instruction types it takes.
+        arity: the number of source operands.
+        int_modes: the modes integer forms take (".lo"/".hi"/".wide", ".sat").
+        int_mode_default: the mode written when an integer form is given none; when set, every
+            integer form writes a mode (`mul.lo.u32`, never `mul.u32`).
+        mode_types: for modes that only some integer types take, which ones (".sat": .s32 only;
+            ".wide": 16- and 32-bit sources); other modes go with every integer type of the row.
+        wide_sources: source positions that are double width under ".wide" (mad's addend).
+        float_mods: by float class (`float_class`), the (rounding/approximation modes, flags)
+            the float forms take.
+        float_default: the mode written when a float form is given none (None: write none).
+        float_needs: (float class, mode) -> a flag that mode exists only with (rcp.approx.f64
+            needs .ftz).
+        type_req: by type, what the form needs beyond the base target (bf16 add/sub/mul need
+            sm_90 and PTX ISA 7.8).
+        doc: what the instruction computes (the builder method's docstring, for rows whose
+            method is generated from the row).
+    """
+
+    opcode: str
+    types: tuple
+    arity: int
+    int_modes: tuple = ()
+    int_mode_default: str | None = None
+    mode_types: dict = field(default_factory=dict)
+    wide_sources: tuple = ()
+    float_mods: dict = field(default_factory=dict)
+    float_default: str | None = None
+    float_needs: dict = field(default_factory=dict)
+    type_req: dict = field(default_factory=dict)
+    doc: str = ""
+
+    def int_modes_for(self, t: T.ScalarType) -> tuple:
+        """The integer modes legal with integer type `t`, plus None when a mode may be left out."""
+        modes = tuple(m for m in self.int_modes if t in self.mode_types.get(m, (t,)))
+        return modes if self.int_mode_default else (None,) + modes
+
+    def result_type(self, t: T.ScalarType, mode) -> T.ScalarType:
+        """The destination type for instruction type `t` and `mode`: double width under .wide."""
+        if mode == "wide" and "wide" in self.int_modes and t in self.mode_types.get("wide", ()):
+            return wide_type(t)
+        return t
+
+    def source_type(self, t: T.ScalarType, mode, i: int) -> T.ScalarType:
+        """The type of source operand i (0-based) for instruction type `t` and `mode`."""
+        return self.result_type(t, mode) if i in self.wide_sources else t
+
+    @property
+    def takes_mode(self) -> bool:
+        """Whether the builder method has a `mode=` argument: some form has a choice of mode."""
+        return bool(self.int_modes) or any(len(modes) > 1 for modes, _ in self.float_mods.values())
+
 
 INT = (T.u16, T.u32, T.u64, T.s16, T.s32, T.s64)
 FLT = (T.f32, T.f64)
 HALF = (T.f16, T.f16x2, T.bf16, T.bf16x2)
 ROUND = ("rn", "rz", "rm", "rp")
 
+_NARROW = (T.u16, T.u32, T.s16, T.s32)  # sources .wide doubles
+_INT_MUL = dict(int_modes=("lo", "hi", "wide"), int_mode_default="lo", mode_types={"wide": _NARROW})
+_INT_SAT = dict(int_modes=("sat",), mode_types={"sat": (T.s32,)})
+_BF16_SM90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
 
-@dataclass(frozen=True)
-class ArithForm:
-    """One row of `ARITH`: the legal forms of one arithmetic opcode.
-
-    Attributes:
-        opcode: the PTX opcode (``add``, ``mad`` ...).
-        types: the PTX types the opcode takes.
-        arity: the number of source operands.
-        int_modes: the integer modifiers (``.lo``/``.hi``/``.wide`` for mul and mad, ``.sat`` for add and
-            sub).
-        float_mods: rounding, approximation and flag modifiers the opcode takes on some float type.
-        float_round_required: whether PTX requires a rounding (or ``.approx``) modifier on floats; the builder
-            then supplies the default.
-    """
-    opcode: str
-    types: tuple
-    arity: int  # number of source operands
-    int_modes: tuple = ()  # "lo"/"hi"/"wide" for mul/mad, "sat" for add/sub
-    float_mods: tuple = ()  # rounding / approx / ftz flags allowed for floats
-    float_round_required: bool = False
-
-
-#: The legal-form table of this family.
-ARITH = {
-    "add": ArithForm("add", INT + FLT + HALF, 2, ("sat",), ROUND + ("ftz", "sat")),
-    "sub": ArithForm("sub", INT + FLT + HALF, 2, ("sat",), ROUND + ("ftz", "sat")),
-    "mul": ArithForm("mul", INT + FLT + HALF, 2, ("lo", "hi", "wide"), ROUND + ("ftz", "sat")),
-    "mad": ArithForm("mad", INT + FLT, 3, ("lo", "hi", "wide"), ROUND + ("ftz", "sat"), True),
-    "fma": ArithForm("fma", FLT + HALF, 3, (), ROUND + ("ftz", "sat"), True),
-    "div": ArithForm("div", INT + FLT, 2, (), ROUND + ("approx", "full", "ftz"), True),
-    "rem": ArithForm("rem", INT, 2),
-    "abs": ArithForm("abs", (T.s16, T.s32, T.s64) + FLT + HALF, 1, (), ("ftz",)),
-    "neg": ArithForm("neg", (T.s16, T.s32, T.s64) + FLT + HALF, 1, (), ("ftz",)),
-    "min": ArithForm("min", INT + FLT + HALF, 2, (), ("ftz", "NaN")),
-    "max": ArithForm("max", INT + FLT + HALF, 2, (), ("ftz", "NaN")),
-    "rcp": ArithForm("rcp", FLT, 1, (), ROUND + ("approx", "ftz"), True),
-    "sqrt": ArithForm("sqrt", FLT, 1, (), ROUND + ("approx", "ftz"), True),
-    "rsqrt": ArithForm("rsqrt", FLT, 1, (), ("approx", "ftz"), True),
-    "ex2": ArithForm("ex2", (T.f32,), 1, (), ("approx", "ftz"), True),
-    "lg2": ArithForm("lg2", (T.f32,), 1, (), ("approx", "ftz"), True),
-    "sin": ArithForm("sin", (T.f32,), 1, (), ("approx", "ftz"), True),
-    "cos": ArithForm("cos", (T.f32,), 1, (), ("approx", "ftz"), True),
-}
-
-
-def float_class(t: T.ScalarType) -> str:
-    """Modifier rules are shared by a float type and its packed pair (f16/f16x2, bf16/bf16x2)."""
-    return t.name[:-2] if t.name.endswith("x2") else t.name
-
-
+# Float modifiers by type class: (rounding/approximation modes, flags).  f64 has no .ftz/.sat,
+# half types round only to nearest, bf16 has no .ftz/.sat (as ptxas 13 enforces).
 _SAME_ADD = {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
              "bf16": (("rn",), ())}
 _SAME_ABS = {"f32": ((), ("ftz",)), "f64": ((), ()), "f16": ((), ("ftz",)), "bf16": ((), ())}
 _SAME_MIN = {"f32": ((), ("ftz", "NaN")), "f64": ((), ()), "f16": ((), ("ftz", "NaN")), "bf16": ((), ("NaN",))}
 _APPROX_F32 = {"f32": (("approx",), ("ftz",))}
 
-#: Float modifiers by opcode and type class: (rounding/approximation modes, flags).  Narrower
-#: than ``ArithForm.float_mods``: f64 has no .ftz/.sat, half types round only to nearest, bf16
-#: has no .ftz/.sat (as ptxas 13 enforces).
-FLOAT_MODS = {
-    "add": _SAME_ADD, "sub": _SAME_ADD, "mul": _SAME_ADD,
-    "mad": {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())},
-    "fma": {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
-            "bf16": (ROUND, ())},
-    "div": {"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())},
-    "abs": _SAME_ABS, "neg": _SAME_ABS, "min": _SAME_MIN, "max": _SAME_MIN,
-    "rcp": {"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND + ("approx",), ("ftz",))},
-    "sqrt": {"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND, ())},
-    "rsqrt": {"f32": (("approx",), ("ftz",)), "f64": (("approx",), ("ftz",))},
-    "ex2": _APPROX_F32, "lg2": _APPROX_F32, "sin": _APPROX_F32, "cos": _APPROX_F32,
+#: The legal-form table of this family: opcode -> ArithForm.
+ARITH = {
+    "add": ArithForm("add", INT + FLT + HALF, 2, **_INT_SAT, float_mods=_SAME_ADD, type_req=_BF16_SM90),
+    "sub": ArithForm("sub", INT + FLT + HALF, 2, **_INT_SAT, float_mods=_SAME_ADD, type_req=_BF16_SM90),
+    "mul": ArithForm("mul", INT + FLT + HALF, 2, **_INT_MUL, float_mods=_SAME_ADD, type_req=_BF16_SM90),
+    "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn",
+                     float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())}),
+    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn",
+                     float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
+                                 "bf16": (ROUND, ())}),
+    "div": ArithForm("div", INT + FLT, 2, float_default="rn",
+                     float_mods={"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())}),
+    "rem": ArithForm("rem", INT, 2),
+    "abs": ArithForm("abs", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
+    "neg": ArithForm("neg", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
+    "min": ArithForm("min", INT + FLT + HALF, 2, float_mods=_SAME_MIN),
+    "max": ArithForm("max", INT + FLT + HALF, 2, float_mods=_SAME_MIN),
+    "rcp": ArithForm("rcp", FLT, 1, float_default="rn", float_needs={("f64", "approx"): "ftz"},
+                     float_mods={"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND + ("approx",), ("ftz",))}),
+    "sqrt": ArithForm("sqrt", FLT, 1, float_default="rn",
+                      float_mods={"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND, ())}),
+    "rsqrt": ArithForm("rsqrt", FLT, 1, float_default="approx",
+                       float_mods={"f32": (("approx",), ("ftz",)), "f64": (("approx",), ("ftz",))}),
+    "ex2": ArithForm("ex2", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
+    "lg2": ArithForm("lg2", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
+    "sin": ArithForm("sin", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
+    "cos": ArithForm("cos", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
+    "mul24": ArithForm("mul24", (T.u32, T.s32), 2, int_modes=("lo", "hi"), int_mode_default="lo", doc="""\
+        `mul24.{lo,hi}.{u32,s32} d, a, b`: the 48-bit product of the low 24 bits of a and b (sign-
+        extended for .s32); .lo (default) returns its bits 31..0, .hi its bits 47..16."""),
+    "sad": ArithForm("sad", INT, 3, doc="""\
+        `sad.type d, a, b, c`: sum of absolute difference, d = c + |a - b| (wrapping to the type's
+        width)."""),
 }
 
-_DEFAULT_FLOAT_MODE = {"mad": "rn", "fma": "rn", "div": "rn", "rcp": "rn", "sqrt": "rn",
-                       "rsqrt": "approx", "ex2": "approx", "lg2": "approx", "sin": "approx",
-                       "cos": "approx"}
+#: Float modifiers by opcode and float class: each ARITH row's `float_mods`, keyed by opcode.
+FLOAT_MODS = {op: form.float_mods for op, form in ARITH.items() if form.float_mods}
+
+
+def float_class(t: T.ScalarType) -> str:
+    """Modifier rules are shared by a float type and its packed pair (f16/f16x2, bf16/bf16x2)."""
+    return t.name[:-2] if t.name.endswith("x2") else t.name
 
 
 def infer_type(t, *ops):
@@ -110,6 +154,56 @@ def infer_type(t, *ops):
     raise ValidationError("cannot tell the operation's type from immediates alone; pass type=")
 
 
+def _either(modes) -> str:
+    names = ["." + m for m in modes]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
+    modes, allowed_flags = form.float_mods[float_class(t)]
+    if mode is not None and mode not in modes and mode in allowed_flags:
+        mode, flags = None, (mode,) + flags  # a lone flag passed as the mode: add(a, b, mode="ftz")
+    if mode is None:
+        mode = form.float_default
+    if mode is not None and mode not in modes:
+        raise ValidationError(
+            f"{opcode}.{t.name} does not take .{mode}; "
+            + (f"modes: {', '.join('.' + x for x in modes)}" if modes else "it takes no rounding mode"))
+    for m in flags:
+        if m not in allowed_flags:
+            raise ValidationError(
+                f"{opcode}.{t.name} does not take .{m}; "
+                + (f"flags: {', '.join('.' + x for x in allowed_flags)}" if allowed_flags else "it takes no flags"))
+    if len(set(flags)) != len(flags):
+        raise ValidationError(f"{opcode}.{t.name}: repeated modifier in {flags}")
+    need = form.float_needs.get((float_class(t), mode))
+    if need is not None and need not in flags:
+        raise ValidationError(f"{opcode}.{mode}.{t.name} exists only with .{need}: pass flags=('{need}',) "
+                              f"or use .{form.float_default}")
+    flags = tuple(f for f in ("ftz", "sat", "NaN") if f in flags)  # PTX order
+    return [m for m in ((mode,) if mode else ()) + flags]
+
+
+def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
+    if mode is None:
+        mode = form.int_mode_default
+    if mode is not None:
+        if mode not in form.int_modes:
+            if form.int_mode_default:
+                raise ValidationError(f"{opcode} on integers takes {_either(form.int_modes)}, got .{mode}")
+            raise ValidationError(f"{opcode}.{t.name} does not take .{mode}")
+        legal = form.mode_types.get(mode)
+        if legal is not None and t not in legal:
+            if mode == "wide":
+                raise ValidationError(f"{opcode}.wide doubles the width: it takes 16- or 32-bit sources, "
+                                      f"not .{t.name}")
+            raise ValidationError(f"{opcode}.{mode} exists only for {', '.join('.' + x.name for x in legal)}, "
+                                  f"not .{t.name}")
+    if flags:
+        raise ValidationError(f"{opcode} on integers takes no flags, got {flags}")
+    return [mode] if mode is not None else []
+
+
 def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     """Build and check one arithmetic instruction (pure: no builder)."""
     form = ARITH[opcode]
@@ -118,56 +212,14 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
                               + ", ".join("." + x.name for x in form.types))
     if len(srcs) != form.arity:
         raise ValidationError(f"{opcode} takes {form.arity} source operand(s), got {len(srcs)}")
-    mods = []
     flags = (flags,) if isinstance(flags, str) else tuple(flags)
-    if t.is_float:
-        modes, allowed_flags = FLOAT_MODS[opcode][float_class(t)]
-        if mode is not None and mode not in modes and mode in allowed_flags:
-            mode, flags = None, (mode,) + flags  # a lone flag passed as the mode: add(a, b, mode="ftz")
-        if mode is None and form.float_round_required:
-            mode = _DEFAULT_FLOAT_MODE.get(opcode)
-        if mode is not None and mode not in modes:
-            raise ValidationError(
-                f"{opcode}.{t.name} does not take .{mode}; "
-                + (f"modes: {', '.join('.' + x for x in modes)}" if modes else "it takes no rounding mode"))
-        for m in flags:
-            if m not in allowed_flags:
-                raise ValidationError(
-                    f"{opcode}.{t.name} does not take .{m}; "
-                    + (f"flags: {', '.join('.' + x for x in allowed_flags)}" if allowed_flags else "it takes no flags"))
-        if len(set(flags)) != len(flags):
-            raise ValidationError(f"{opcode}.{t.name}: repeated modifier in {flags}")
-        if opcode == "rcp" and t is T.f64 and mode == "approx" and "ftz" not in flags:
-            raise ValidationError("rcp.approx.f64 exists only with .ftz: pass flags=('ftz',) or use .rn")
-        flags = tuple(f for f in ("ftz", "sat", "NaN") if f in flags)  # PTX order
-        mods = [m for m in ((mode,) if mode else ()) + flags]
-    else:
-        if opcode in ("mul", "mad"):
-            mode = mode or "lo"
-            if mode not in form.int_modes:
-                raise ValidationError(f"{opcode} on integers takes .lo, .hi or .wide, got .{mode}")
-            if mode == "wide" and t.bits == 64:
-                raise ValidationError(f"{opcode}.wide doubles the width: it takes 16- or 32-bit sources, not .{t.name}")
-            mods = [mode]
-        elif mode is not None:
-            if mode not in form.int_modes:
-                raise ValidationError(f"{opcode}.{t.name} does not take .{mode}")
-            if mode == "sat" and t is not T.s32:
-                raise ValidationError(f"{opcode}.sat exists only for .s32, not .{t.name}")
-            mods = [mode]
-        if flags:
-            raise ValidationError(f"{opcode} on integers takes no flags, got {flags}")
-    wide = "wide" in mods
-    dt = T.lookup(f"{t.kind}{t.bits * 2}") if wide else t
-    check_dst(d, dt, f"{opcode} destination")
+    mods = _float_mods(form, opcode, t, mode, flags) if t.is_float else _int_mods(form, opcode, t, mode, flags)
+    written = mods[0] if mods and not t.is_float else None
+    check_dst(d, form.result_type(t, written), f"{opcode} destination")
     for i, s in enumerate(srcs):
-        src_t = dt if (opcode == "mad" and wide and i == 2) else t
-        check_value(s, src_t, f"{opcode} source {i + 1}", imm_ok=t not in HALF)
-    req = BASE
-    if t in (T.bf16, T.bf16x2):
-        req = Requirement(90 if opcode in ("add", "sub", "mul") else 80,
-                          V("7.8") if opcode in ("add", "sub", "mul") else V("7.0"))
-    return make(opcode, (opcode, *mods, t.name), (d, *srcs), n_dst=1, mods=tuple(mods), type=t, req=req)
+        check_value(s, form.source_type(t, written, i), f"{opcode} source {i + 1}", imm_ok=t not in HALF)
+    return make(opcode, (opcode, *mods, t.name), (d, *srcs), n_dst=1, mods=tuple(mods), type=t,
+                req=form.type_req.get(t, BASE))
 
 
 class ArithOps:
@@ -192,12 +244,7 @@ class ArithOps:
         if t.kind == "b" and type is None:
             t = t.as_unsigned()  # untyped bits do arithmetic as unsigned
         srcs = [self._val(s, t) if not isinstance(s, (Reg, SpecialReg)) else s for s in srcs]
-        wide = mode == "wide"
-        if wide and t.kind in ("u", "s", "b") and t.bits <= 32:
-            dt = T.lookup(f"{'s' if t.kind == 's' else 'u'}{t.bits * 2}")
-        else:
-            dt = t
-        d = self._dst(dst, dt)
+        d = self._dst(dst, ARITH[opcode].result_type(t, mode))
         self.emit(arith(opcode, t, d, srcs, mode, flags), pred)
         return d
 
@@ -323,3 +370,35 @@ class ArithOps:
     def cos(self, a, *, flags=(), dst=None, pred=None):
         """`cos.approx.f32 d, a`: an approximate cosine of a (radians); returns d. Arguments as for `ex2`."""
         return self._arith("cos", (a,), T.f32, None, dst, pred, flags)
+
+
+def _row_method(form: ArithForm):
+    """A builder method for an ARITH row that has no hand-written one: sources, then type=, mode=
+    (where the row has a choice), flags= (where it has float forms), dst=, pred=."""
+    def method(self, *srcs, type=None, mode=None, flags=(), dst=None, pred=None):
+        if len(srcs) != form.arity:
+            raise ValidationError(f"{form.opcode} takes {form.arity} source operand(s), got {len(srcs)}")
+        return self._arith(form.opcode, srcs, type, mode, dst, pred, flags)
+
+    P = inspect.Parameter
+    params = [P("self", P.POSITIONAL_OR_KEYWORD)]
+    params += [P(n, P.POSITIONAL_OR_KEYWORD) for n in "abc"[:form.arity]]
+    params += [P("type", P.KEYWORD_ONLY, default=None)]
+    if form.takes_mode:
+        params.append(P("mode", P.KEYWORD_ONLY, default=None))
+    if form.float_mods:
+        params.append(P("flags", P.KEYWORD_ONLY, default=()))
+    params += [P("dst", P.KEYWORD_ONLY, default=None), P("pred", P.KEYWORD_ONLY, default=None)]
+    method.__signature__ = inspect.Signature(params)
+    method.__name__ = form.opcode
+    method.__qualname__ = f"ArithOps.{form.opcode}"
+    modes = f" Integer modes: {_either(form.int_modes)} (default .{form.int_mode_default})." \
+        if form.int_mode_default else ""
+    method.__doc__ = (inspect.cleandoc(form.doc or f"`{form.opcode}`.") + modes
+                      + "\n\nReturns the destination register (a new one unless dst= is given).")
+    return method
+
+
+for _op, _form in ARITH.items():
+    if _op not in ArithOps.__dict__:
+        setattr(ArithOps, _op, _row_method(_form))

@@ -113,8 +113,25 @@ class Target:
 
     @property
     def mma_s4_native(self) -> bool:
-        """Whether mma.sync with 4-bit integer operands runs on tensor cores (sm_75..sm_89)."""
+        """Whether mma.sync with 4-bit integer operands (.s4/.u4) runs on tensor cores.
+
+        True for sm_80, sm_86, sm_87 and sm_89.  From sm_90 on, ptxas still accepts those forms
+        but replaces them with a software routine (the builder warns with
+        EmulatedInstructionWarning).
+        """
         return self.sm < 90
+
+    @property
+    def limits(self) -> "DeviceLimits":
+        """The device limits of this architecture (shared memory, registers, threads): a `DeviceLimits`.
+
+        The 'a' suffix does not change them; an sm number without its own row takes the row
+        of the nearest older architecture.
+        """
+        row = _DEVICE_LIMITS.get(self.sm)
+        if row is None:
+            row = _DEVICE_LIMITS[max(s for s in _DEVICE_LIMITS if s <= self.sm)]
+        return row
 
 
 # Least .version that ptxas accepts for each .target.
@@ -124,6 +141,70 @@ _TARGET_MIN_PTX = {
     "sm_100": V("8.6"), "sm_100a": V("8.6"), "sm_120": V("8.7"), "sm_120a": V("8.7"),
 }
 SUPPORTED_TARGETS = tuple(_TARGET_MIN_PTX)
+
+
+#: Shared memory a kernel may declare statically (`.shared` variables), on every architecture.
+STATIC_SHARED = 48 * 1024
+
+
+@dataclass(frozen=True)
+class DeviceLimits:
+    """What one CTA and one SM of an architecture may use, as the CUDA programming guide's
+    "Technical Specifications per Compute Capability" table gives them.
+
+    Read it as `Target.parse("sm_80").limits`.  Sizes are in bytes, registers are 32-bit.
+
+    Fields:
+        shared_per_cta: shared memory one CTA may use (static + dynamic) after opting in with
+            CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; the per-SM figure less the 1 KB
+            the driver reserves per CTA.
+        shared_per_sm: shared memory of one SM, shared by its resident CTAs.
+        threads_per_sm: resident threads per SM.
+        max_ctas_per_sm: resident CTAs per SM.
+        static_shared: the most a kernel may declare statically (48 KB); also what a CTA may use
+            without opting in.
+        reserved_shared_per_cta: shared memory the driver reserves for each resident CTA.
+        registers_per_thread: registers one thread may use (255).
+        registers_per_sm: the register file of one SM (65536).
+        threads_per_cta: threads in one CTA (1024).
+        sm_count: SMs on the largest part of the architecture (a product fact, not an
+            architectural one: used only to choose tile shapes).
+    """
+
+    shared_per_cta: int
+    shared_per_sm: int
+    threads_per_sm: int
+    max_ctas_per_sm: int
+    sm_count: int = 0
+    static_shared: int = STATIC_SHARED
+    reserved_shared_per_cta: int = 1024
+    registers_per_thread: int = 255
+    registers_per_sm: int = 65536
+    threads_per_cta: int = 1024
+
+    def resident_ctas(self, threads: int, registers: int, shared: int) -> int:
+        """CTAs of `threads` threads, `registers` registers per thread and `shared` bytes of shared
+        memory that one SM holds at once: the least of what threads, registers (allocated per warp
+        in granules of 256), shared memory (plus the per-CTA reservation) and the CTA cap allow."""
+        warps = -(-threads // 32)
+        per_warp = -(-max(registers, 1) // 8) * 8 * 32
+        by_regs = self.registers_per_sm // (per_warp * warps)
+        by_smem = (self.shared_per_sm // (shared + self.reserved_shared_per_cta)
+                   if shared else self.max_ctas_per_sm)
+        by_threads = self.threads_per_sm // threads
+        return max(0, min(by_regs, by_smem, by_threads, self.max_ctas_per_sm))
+
+
+# Per compute capability: (shared per CTA after opt-in, shared per SM, threads per SM, CTAs per SM).
+_DEVICE_LIMITS = {
+    80: DeviceLimits(166912, 167936, 2048, 32, sm_count=108),   # 163 KB / 164 KB
+    86: DeviceLimits(101376, 102400, 1536, 16, sm_count=84),    # 99 KB / 100 KB
+    87: DeviceLimits(166912, 167936, 1536, 16, sm_count=16),    # 163 KB / 164 KB
+    89: DeviceLimits(101376, 102400, 1536, 24, sm_count=128),   # 99 KB / 100 KB
+    90: DeviceLimits(232448, 233472, 2048, 32, sm_count=132),   # 227 KB / 228 KB
+    100: DeviceLimits(232448, 233472, 2048, 32, sm_count=148),  # 227 KB / 228 KB
+    120: DeviceLimits(101376, 102400, 1536, 24, sm_count=84),   # 99 KB / 100 KB
+}
 
 
 @dataclass(frozen=True)

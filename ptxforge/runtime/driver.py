@@ -12,7 +12,7 @@ import threading
 from dataclasses import dataclass
 
 from ..errors import DriverError, ToolchainMissing
-from ..isa.targets import PtxVersion, ptx_for_cuda
+from ..isa.targets import STATIC_SHARED, PtxVersion, ptx_for_cuda
 
 _PTXFORGE_INTERNAL = True
 
@@ -75,8 +75,8 @@ class LaunchLimits:
     max_threads_per_block: int = 1024
     max_block: tuple = (1024, 1024, 64)
     max_grid: tuple = (2**31 - 1, 65535, 65535)
-    max_shared_default: int = 48 * 1024  # dynamic + static without opting in
-    max_shared_optin: int = 48 * 1024  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    max_shared_default: int = STATIC_SHARED  # dynamic + static without opting in
+    max_shared_optin: int = STATIC_SHARED  # after raising CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
 
 
 @dataclass(frozen=True)

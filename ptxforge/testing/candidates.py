@@ -8,7 +8,7 @@ import warnings
 
 from ..errors import PtxforgeError
 from ..isa import types as T
-from ..isa.arith import ARITH, FLOAT_MODS, float_class
+from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
 from ..isa.bits import BITFIELD, LOGIC_TYPES, PRMT_MODES, SHIFT_TYPES
 from ..isa.control import MOV_TYPES, SELP_TYPES, SETP_TYPES, cmp_ops
@@ -20,7 +20,7 @@ from ..isa.sync import FENCES
 from ..isa.targets import Target
 from ..isa.tensor import MMA_FORMS, WGMMA_N
 from ..isa.warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
-from .emit import ARITH_HAS_MODE, LOGIC_METHODS, emit_spec
+from .emit import LOGIC_METHODS, emit_spec
 from .spec import FAMILIES, TARGETS, Scratch, Spec, spec
 
 
@@ -30,19 +30,18 @@ def _subsets(items):
 
 
 def _arith_candidates():
+    """Every type x mode x flag set of every ARITH row (a mode only where the method takes one)."""
     out = []
     for op, form in ARITH.items():
         for t in form.types:
             if t.is_float:
-                modes, flags = FLOAT_MODS[op][float_class(t)]
-                mode_opts = (None,) + tuple(modes) if op in ARITH_HAS_MODE else (None,)
+                modes, flags = form.float_mods[float_class(t)]
+                mode_opts = (None,) + tuple(modes) if form.takes_mode else (None,)
                 for mode in mode_opts:
                     for fl in _subsets(flags):
                         out.append(spec("arith", op, type=t.name, mode=mode, flags=fl))
             else:
-                modes = ("lo", "hi", "wide") if op in ("mul", "mad") else (None, "sat") if op in ("add", "sub") \
-                    else (None,)
-                for mode in modes:
+                for mode in form.int_modes_for(t):
                     out.append(spec("arith", op, type=t.name, mode=mode, flags=()))
     return out
 

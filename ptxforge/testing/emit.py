@@ -12,25 +12,21 @@ from ..module import Module
 from .spec import Scratch, Spec
 
 
-ARITH_HAS_MODE = frozenset({"add", "sub", "mul", "mad", "fma", "div", "rcp", "sqrt"})
-ARITH_F32_ONLY = frozenset({"ex2", "lg2", "sin", "cos"})
-
-
 def _emit_arith(sc: Scratch, s: Spec):
+    """One arithmetic instruction through its builder method (k.add, k.mul24, ...), as its ARITH
+    row describes it: operand types, whether the method takes type= and mode=."""
     k, t, op = sc.k, T.lookup(s["type"]), s.op
     form = ARITH[op]
-    wide = s.get("mode") == "wide"
-    wide_t = T.lookup(f"{'s' if t.kind == 's' else 'u'}{t.bits * 2}") if wide and t.bits <= 32 else t
+    mode = s.get("mode")
     imm = s.get("imm")  # (position, value) or None
     srcs = []
     for i in range(form.arity):
-        src_t = wide_t if (op == "mad" and wide and i == 2) else t
-        srcs.append(imm[1] if imm is not None and imm[0] == i else sc.reg(src_t))
+        srcs.append(imm[1] if imm is not None and imm[0] == i else sc.reg(form.source_type(t, mode, i)))
     kw = {"pred": sc.guard(s.get("guard"))}
-    if op not in ARITH_F32_ONLY:
+    if len(form.types) > 1:  # ex2, lg2, sin, cos take only .f32 and their methods no type=
         kw["type"] = t
-    if op in ARITH_HAS_MODE and s.get("mode") is not None:
-        kw["mode"] = s["mode"]
+    if form.takes_mode and mode is not None:
+        kw["mode"] = mode
     if s.get("flags"):
         kw["flags"] = s["flags"]
     getattr(k, op)(*srcs, **kw)

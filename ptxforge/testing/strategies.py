@@ -6,7 +6,7 @@ the public `KernelBuilder` API into a `Scratch` kernel: a minimal kernel that pr
 global pointer, shared memory, an mbarrier, a predicate and (sm_90) a tensor map.
 
 * `instruction_specs(target)` draws instructions that ptxforge accepts for `target`.  The
-  candidates are enumerated from the tables the validator reads (``ARITH``, ``FLOAT_MODS``,
+  candidates are enumerated from the tables the validator reads (``ARITH`` and its float modifiers,
   ``LD_TYPES``, ``LDMATRIX_FORMS``, ``STMATRIX_FORMS``, ``CP_ASYNC_SIZES``, ``MMA_FORMS``,
   ``FENCES`` ...) and kept when the validator accepts them for the target
   (`legal_candidates`).  Since ptxas is the authority, "every drawn spec assembles" checks
@@ -32,7 +32,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ..isa import types as T
-from ..isa.arith import ARITH, HALF
+from ..isa.arith import ARITH, FLT, HALF, INT
 from ..isa.targets import Target
 from ..isa.tensor import MMA_FORMS
 from .candidates import accepts, legal_candidates, too_new_candidates
@@ -65,7 +65,7 @@ def _details(s: Spec) -> st.SearchStrategy:
     if fam == "arith":
         t = T.lookup(s["type"])
         form = ARITH[op]
-        if t in HALF or op == "mad" and s.get("mode") == "wide":
+        if t in HALF or (form.wide_sources and s.get("mode") == "wide"):
             imm = st.none()
         else:
             imm = st.none() | st.tuples(st.integers(0, form.arity - 1), _imm_for(t))
@@ -253,7 +253,24 @@ def _illegal_arith():
     half_imm = st.sampled_from(("f16", "bf16", "f16x2")).map(
         lambda t: spec("arith", "add" if t != "bf16" else "min", type=t, mode=None, flags=(), imm=(1, 1.0)))
     sat_u32 = st.just(spec("arith", "add", type="u32", mode="sat", flags=()))
-    return st.one_of(wrong_type, f64_flags, wide64, half_imm, sat_u32)
+    return st.one_of(wrong_type, f64_flags, wide64, half_imm, sat_u32, st.sampled_from(_illegal_arith_forms()))
+
+
+def _illegal_arith_forms() -> list:
+    """From the ARITH rows themselves: each opcode with every type it does not take, and each
+    integer type with every integer mode it does not take (for methods that take a mode)."""
+    every_type = INT + FLT + HALF
+    every_mode = sorted({m for form in ARITH.values() for m in form.int_modes})
+    out = []
+    for op, form in ARITH.items():
+        if len(form.types) > 1:  # single-type methods take no type=
+            out += [spec("arith", op, type=t.name, mode=None, flags=()) for t in every_type if t not in form.types]
+        if form.takes_mode:
+            for t in form.types:
+                if not t.is_float:
+                    legal = form.int_modes_for(t)
+                    out += [spec("arith", op, type=t.name, mode=m, flags=()) for m in every_mode if m not in legal]
+    return out
 
 
 def _illegal_kernel():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ptxforge as pf
 from ptxforge import Addr, b8, b32, f32, s32, u32, u64
+from ptxforge.isa.fragments import MATRIX_ROW_BYTES, acc_lane_origin, acc_offset, ldmatrix_tile_origin
 
 # ============================================================== 01_module_basics.ptx
 
@@ -268,31 +269,24 @@ def _load_tiles(k, a_bytes, b_bytes):
 
 
 def _ldmatrix_rows(k, lane, base, num, row_bytes):
-    """The lane's row address for an ldmatrix of `num` 8x8 matrices over a row_bytes-wide tile."""
-    if num == 4:    # 16 x 32 B: row l%16, 16-byte chunk l/16
-        row, chunk = k.and_(lane, 15), k.shr(lane, 4)
-    elif num == 2 and row_bytes == 32:   # 8 x 32 B: row l%8, chunk (l/8)%2
-        row = k.and_(lane, 7)
-        chunk = k.shr(lane, 3)
-        k.and_(chunk, 1, dst=chunk)
-    else:           # 16 x 16 B (x2) or 8 x 16 B (x1): one chunk per row
-        row, chunk = k.and_(lane, 15 if num == 2 else 7), None
+    """The lane's row address for an ldmatrix of `num` 8x8 matrices over a row_bytes-wide tile:
+    16 x 32 B (x4), 8 x 32 B or 16 x 16 B (x2), 8 x 16 B (x1), matrices down the rows first."""
+    chunks = row_bytes // MATRIX_ROW_BYTES
+    row, chunk = ldmatrix_tile_origin(num, lane, row_blocks=num // chunks, ops=k)
     addr = k.mad(row, row_bytes, base)
-    if chunk is not None:
-        k.mad(chunk, 16, addr, dst=addr)
+    if chunks > 1:
+        k.mad(chunk, MATRIX_ROW_BYTES, addr, dst=addr)
     return addr
 
 
 def _store_d(k, lane, d_ptr, acc):
     """D row-major 16x8 (or 8x8): c0,c1 -> (g, 2t..2t+1), c2,c3 -> (g+8, 2t..2t+1)."""
-    g = k.shr(lane, 2)
-    t = k.and_(lane, 3)
-    col = k.shl(t, 1)
+    g, col = acc_lane_origin(lane, ops=k)
     idx = k.mad(g, 8, col)
     addr = k.add(d_ptr, k.mul(idx, 4, mode="wide"))
     k.st(addr, list(acc[:2]), type=b32)
     if len(acc) == 4:
-        k.st(addr, list(acc[2:]), type=b32, offset=256)          # +8 rows * 8 * 4 B
+        k.st(addr, list(acc[2:]), type=b32, offset=acc_offset(2)[0] * 8 * 4)   # +8 rows of 8 s32
 
 
 def ldmatrix_mma(name, target="sm_80"):

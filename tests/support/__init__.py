@@ -1,1 +1,2 @@
-"""Test assets shared by the test files: probe kernels, PTX cross-checks, error-location asserts."""
+"""Test assets shared by the test files and benchmarks: probe and sample kernels, PTX cross-checks,
+error-location asserts."""

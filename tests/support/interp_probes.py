@@ -9,7 +9,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import b32, b64, u8, u32
-from ptxforge.interp.layouts import pack_fragment
+from ptxforge.isa.fragments import pack_fragment
 from ptxforge.isa import types as T
 
 

@@ -7,8 +7,9 @@ ldmatrix fragments, and either native m16n8k64.s4 mma or the sm_90 path (nibbles
 s8, scaled by 16, two m16n8k32.s8 mma per k64 step, shifted back at the end).  It is a test
 and benchmark subject for the interpreter, not a tuned schedule.
 
-Planted bugs (`bugs=`): "no_wait" drops cp.async.wait_group, "no_barrier" drops the bar.sync
-between the wait and the fragment loads, "tail_off_by_one" accepts row M in the copy guard.
+Planted bugs (`bugs=`): "no_wait" waits for one cp.async group too few (`loosen_wait_group`:
+with two stages that is no wait at all), "no_barrier" drops the bar.sync between the wait and
+the fragment loads (`drop_bar_sync`), "tail_off_by_one" accepts row M in the copy guard.
 """
 
 from __future__ import annotations
@@ -17,14 +18,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..builder import KernelBuilder
-from ..isa import types as T
+from ptxforge.builder import KernelBuilder
+from ptxforge.int4 import unpack_int4
+from ptxforge.isa import types as T
+from ptxforge.isa.fragments import MATRIX_ROW_BYTES, acc_lane_origin, acc_offset, ldmatrix_tile_origin
+from ptxforge.module import Module
+from ptxforge.testing.mutants import drop_bar_sync, loosen_wait_group
 
 BUGS = ("no_wait", "no_barrier", "tail_off_by_one")
 
 
 @dataclass(frozen=True)
 class Int4GemmSample:
+    """The sample GEMM's tile shape, compute path, target and planted bugs."""
+
     block_m: int = 64
     block_n: int = 64
     block_k: int = 128  # int4 elements per k-tile (64 bytes per row)
@@ -36,34 +43,31 @@ class Int4GemmSample:
     stages = 2
 
     def grid(self, m, n):
+        """The launch grid for an M x N output: one CTA per block_m x block_n tile."""
         return (-(-n // self.block_n), -(-m // self.block_m))
 
     def module(self):
-        return int4_gemm_kernel(self).module()
+        """The kernel `int4_gemm` (params a, b, c, m, n, k) in a module, with the planted bugs."""
+        unknown = set(self.bugs) - set(BUGS)
+        if unknown:
+            raise ValueError(f"unknown planted bugs {sorted(unknown)}; known: {', '.join(BUGS)}")
+        kernel = int4_gemm_kernel(self).finish()
+        if "no_wait" in self.bugs:
+            kernel = loosen_wait_group(kernel, by=1)
+        if "no_barrier" in self.bugs:
+            kernel = drop_bar_sync(kernel, nth=0)  # the one between the wait and the ldmatrix loads
+        return Module([kernel])
 
     @staticmethod
     def reference(a_packed, b_packed, k):
+        """C = A . B^T in int32 from the packed operands."""
         a = unpack_int4(a_packed, k).astype(np.int64)
         b = unpack_int4(b_packed, k).astype(np.int64)
         return (a @ b.T).astype(np.int32)
 
 
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """int array [..., K] with values in -8..7 -> uint8 [..., K/2], element 2i in the low nibble."""
-    v = (np.asarray(values).astype(np.int64) & 0xF).astype(np.uint8)
-    return (v[..., 0::2] | (v[..., 1::2] << 4)).astype(np.uint8)
-
-
-def unpack_int4(packed: np.ndarray, k: int) -> np.ndarray:
-    p = np.asarray(packed).astype(np.int64)
-    lo, hi = p & 0xF, p >> 4
-    out = np.empty(p.shape[:-1] + (2 * p.shape[-1],), dtype=np.int64)
-    out[..., 0::2], out[..., 1::2] = lo, hi
-    out = np.where(out >= 8, out - 16, out)
-    return out[..., :k]
-
-
 def int4_gemm_kernel(cfg: Int4GemmSample) -> KernelBuilder:
+    """Build the sample GEMM (without the planted synchronization bugs; see `Int4GemmSample.module`)."""
     BM, BN, BK = cfg.block_m, cfg.block_n, cfg.block_k
     assert (BM, BN) == (64, 64) and BK % 64 == 0
     row_bytes = BK // 2  # bytes of one tile row
@@ -119,11 +123,12 @@ def int4_gemm_kernel(cfg: Int4GemmSample) -> KernelBuilder:
                 dst = k.add(dst, a_bytes, type=u32)
             k.cp_async(dst, k.add(gaddr, k.cvt(koff, "u64")), 16, src_size=nbytes)
 
-    g = k.shr(lane, 2)
-    t = k.and_(lane, 3, type=b32)
-    a_lane = k.mad(k.and_(lane, 15, type=b32), row_bytes, k.mul(k.shr(lane, 4), 16, type=u32), type=u32)
-    b_row = k.add(k.and_(lane, 7, type=b32), k.mul(k.shr(lane, 4), 8, type=u32), type=u32)
-    b_lane = k.mad(b_row, row_bytes, k.mul(k.and_(k.shr(lane, 3), 1, type=b32), 16, type=u32), type=u32)
+    g, col2t = acc_lane_origin(lane, ops=k)
+    # A: one x4 over 16 rows x 2 chunks, rows first; B: one x4 over two n8 blocks, chunks first
+    a_row, a_chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=True, ops=k)
+    b_row, b_chunk = ldmatrix_tile_origin(4, lane, row_blocks=2, rows_first=False, ops=k)
+    a_lane = k.mad(a_row, row_bytes, k.mul(a_chunk, MATRIX_ROW_BYTES, type=u32), type=u32)
+    b_lane = k.mad(b_row, row_bytes, k.mul(b_chunk, MATRIX_ROW_BYTES, type=u32), type=u32)
     a_warp = k.mad(wm, 32 * row_bytes, a_lane, type=u32)
     b_warp = k.add(k.mad(wn, 32 * row_bytes, b_lane, type=u32), a_bytes, type=u32)
 
@@ -144,10 +149,8 @@ def int4_gemm_kernel(cfg: Int4GemmSample) -> KernelBuilder:
         with k.if_(more):
             issue(nxt, stage_next)
         k.cp_async_commit()
-        if "no_wait" not in bugs:
-            k.cp_async_wait(1)
-        if "no_barrier" not in bugs:
-            k.bar_sync()
+        k.cp_async_wait(1)
+        k.bar_sync()
         stage = k.add(sbase, k.mul(k.and_(kt, 1, type=b32), stage_bytes, type=u32), type=u32)
         sa = k.add(stage, a_warp, type=u32)
         sb = k.add(stage, b_warp, type=u32)
@@ -176,15 +179,16 @@ def int4_gemm_kernel(cfg: Int4GemmSample) -> KernelBuilder:
 
     with k.section("epilogue"):
         row_w = k.add(m0, k.mad(wm, 32, g, type=u32), type=u32)
-        col_w = k.add(n0, k.mad(wn, 32, k.shl(t, 1), type=u32), type=u32)
+        col_w = k.add(n0, k.mad(wn, 32, col2t, type=u32), type=u32)
         for mi in range(2):
             for ni in range(4):
                 for r in range(4):
                     val = acc[mi][ni][r]
                     if cfg.path == "s8":
                         val = k.shr(val, 8, type=s32)  # exact: the sum is 256 * D
-                    row = k.add(row_w, mi * 16 + 8 * (r // 2), type=u32)
-                    col = k.add(col_w, ni * 8 + (r % 2), type=u32)
+                    dr, dc = acc_offset(r)
+                    row = k.add(row_w, mi * 16 + dr, type=u32)
+                    col = k.add(col_w, ni * 8 + dc, type=u32)
                     ok = k.setp("lt", col, N, combine=("and", k.setp("lt", row, M)))
                     off = k.mul(k.mad(row, N, col, type=u32), 4, mode="wide")
                     k.st(k.add(C, off), val, type=s32, pred=ok)

@@ -70,14 +70,23 @@ def _function(member):
     return None
 
 
+def _doc_of(member) -> str:
+    """The docstring of a class member: a property's own (given with ``doc=`` or taken from its
+    getter), or that of the function behind it."""
+    if isinstance(member, property) or (hasattr(member, "func") and hasattr(member, "attrname")):
+        return _own_doc(member)
+    fn = _function(member)
+    return _own_doc(fn) if fn is not None else ""
+
+
 def _member_doc(cls, name):
     """The docstring of `cls.name`, its own or that of the same member on a ptxforge base class."""
     for base in cls.__mro__:
         if not _ours(base) or name not in base.__dict__:
             continue
-        fn = _function(base.__dict__[name])
-        if fn is not None and _own_doc(fn):
-            return _own_doc(fn)
+        doc = _doc_of(base.__dict__[name])
+        if doc:
+            return doc
     return ""
 
 

@@ -33,6 +33,8 @@ def _cmd_targets(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ptxforge`` command and its subcommands (assemble, targets, gemm-int4 ...).
+    """
     p = argparse.ArgumentParser(prog="ptxforge", description="Write, check, assemble and run PTX from Python.")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("assemble", help="assemble a PTX file offline and report resources (or mapped errors)")
@@ -49,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """Run the ``ptxforge`` command with `argv` (default: ``sys.argv[1:]``); returns the exit status, printing a
+    ptxforge error as ``ptxforge: error: ...`` instead of a traceback.
+    """
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

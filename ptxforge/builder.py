@@ -93,10 +93,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         name: the kernel's PTX name (``.entry name``), a PTX identifier.
         target: the ``.target`` (``"sm_80"``, ``"sm_90a"``, a `Target`); instructions the
             target lacks are rejected.
-        maxntid: ``.maxntid`` -- the most threads per CTA, an int or 1 to 3 sizes.
-        reqntid: ``.reqntid`` -- the exact CTA shape (not together with `maxntid`).
-        minnctapersm: ``.minnctapersm`` -- CTAs per SM to plan registers for.
-        maxnreg: ``.maxnreg`` -- a register cap per thread, 16 to 255.
+        maxntid: the most threads per CTA (``.maxntid``), an int or 1 to 3 sizes.
+        reqntid: the exact CTA shape (``.reqntid``); not together with `maxntid`.
+        minnctapersm: CTAs per SM to plan registers for (``.minnctapersm``).
+        maxnreg: a register cap per thread, 16 to 255 (``.maxnreg``).
 
     >>> import ptxforge as pf
     >>> k = pf.KernelBuilder("scale", target="sm_80", maxntid=256)

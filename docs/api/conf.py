@@ -21,7 +21,7 @@ project = "ptxforge"
 release = version = ptxforge.__version__
 copyright = "the ptxforge authors"
 
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary", "sphinx.ext.napoleon"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.autosummary"]
 templates_path = ["_templates"]
 exclude_patterns = ["_build"]
 
@@ -31,8 +31,6 @@ autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"            # signatures stay as written; the docstrings say what is legal
 autodoc_inherit_docstrings = True
-napoleon_google_docstring = True
-napoleon_numpy_docstring = False
 
 # `name` in a docstring means code, as it does in the rest of the project's text.
 default_role = "code"
@@ -41,14 +39,32 @@ html_theme = "alabaster"
 html_static_path = []
 html_theme_options = {"nosidebar": False}
 
-# The package's docstrings are plain text with `code` in backticks. Three plain-text habits mean
-# something else in reST: `|a|` (a substitution), a trailing underscore as in if_ or and_ (a
-# hyperlink reference), and an indented example after a paragraph (a block quote, whose own
-# indentation then breaks it). Outside code spans, doctest lines and literal blocks the first two
-# are escaped, and an indented block after a blank line becomes a literal block, so the
-# docstrings stay readable in the source and in help() and the reference builds without warnings.
+# The package's docstrings are plain text, written for help() and the source as much as for this
+# reference: `code` in backticks, Google-style sections (Args:, Attributes:, Fields:, Returns: ...)
+# whose entries continue on more-indented lines, examples indented after a paragraph. A few
+# plain-text habits mean something else in reST, so every docstring passes through
+# `_plain_to_rest` before autodoc renders it:
+#
+# * a section header followed by an indented block becomes a field list (Args, Attributes, Fields)
+#   or a rubric with its text (Returns, Raises, Example ...), continuation lines joined;
+# * an indented block after a blank line, outside a section, becomes a literal block;
+# * a more-indented line that continues the line above it is joined to it;
+# * outside code spans, doctest lines and literal blocks, `|a|` (a substitution) and a trailing
+#   underscore as in if_ or and_ (a hyperlink reference) are escaped.
+#
+# sphinx.ext.napoleon does the first for Google-style docstrings, but it also reads the first line
+# of every property docstring as "type: description", which plain text does not mean.
 _CODE_SPAN = re.compile(r"(``.+?``|`[^`]+`)")
 _TRAILING_UNDERSCORE = re.compile(r"(?<=[A-Za-z0-9])_(?=[\s,.;:)\]'\"]|$)")
+_SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Attributes|Fields|"
+                      r"Returns|Return|Yields|Raises|Example|Examples|Note|Notes|See Also):\s*$")
+_FIELD_KIND = {"Args": "param", "Arguments": "param", "Parameters": "param", "Keyword Args": "keyword",
+               "Keyword Arguments": "keyword", "Attributes": "ivar", "Fields": "ivar"}
+_ENTRY = re.compile(r"^([A-Za-z_*][\w.*, ]*?)(?:\s*\(([^)]*)\))?\s*:\s+(.*)$")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
 
 
 def _escape_plain(text: str) -> str:
@@ -58,11 +74,61 @@ def _escape_plain(text: str) -> str:
     return "".join(parts)
 
 
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip())
+def _join_continuations(block: list[str]) -> list[str]:
+    """Entries of a section: each line at the block's own indentation starts one, deeper lines continue it."""
+    base = min(_indent(x) for x in block if x.strip())
+    entries: list[str] = []
+    for line in block:
+        if not line.strip():
+            continue
+        if _indent(line) <= base or not entries:
+            entries.append(line.strip())
+        else:
+            entries[-1] += " " + line.strip()
+    return entries
 
 
-def _escape_docstring(app, what, name, obj, options, lines):
+def _sections(lines: list[str]) -> list[str]:
+    out, i = [], 0
+    while i < len(lines):
+        m = _SECTION.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        head_indent, name = len(m.group(1)), m.group(2)
+        j = i + 1
+        while j < len(lines) and (not lines[j].strip() or _indent(lines[j]) > head_indent):
+            j += 1
+        block = lines[i + 1:j]
+        while block and not block[-1].strip():
+            block.pop()
+        if not any(x.strip() for x in block):           # a header with nothing under it: plain text
+            out.append(lines[i])
+            i += 1
+            continue
+        pad = " " * head_indent
+        if out and out[-1].strip():
+            out.append("")
+        if name in _FIELD_KIND:
+            for entry in _join_continuations(block):
+                e = _ENTRY.match(entry)
+                if e:
+                    out.append(f"{pad}:{_FIELD_KIND[name]} {e.group(1).strip()}: {e.group(3)}")
+                else:
+                    out.append(f"{pad}* {entry}")
+        elif name in ("Example", "Examples") and not block[0].lstrip().startswith(">>>"):
+            out += [f"{pad}.. rubric:: {name}", "", f"{pad}::", ""] + block
+        else:
+            base = min(_indent(x) for x in block if x.strip())
+            out += [f"{pad}.. rubric:: {name}", ""] + [pad + x[base:] if x.strip() else "" for x in block]
+        out.append("")
+        i = j
+    return out
+
+
+def _plain_to_rest(app, what, name, obj, options, lines):
+    lines[:] = _sections(list(lines))
     out, literal_indent, para_indent, prev_blank = [], None, 0, True
     for line in lines:
         if literal_indent is not None:
@@ -75,14 +141,19 @@ def _escape_docstring(app, what, name, obj, options, lines):
             prev_blank = True
             continue
         stripped = line.lstrip()
-        if prev_blank and out and _indent(line) > para_indent and not stripped.startswith((">>>", ":")):
-            last = next(x for x in reversed(out) if x.strip())
-            if not last.rstrip().endswith("::") and not last.lstrip().startswith(".."):
-                out.extend([" " * para_indent + "::", ""])
-                literal_indent = para_indent
-                out.append(line)
-                prev_blank = False
-                continue
+        last = next((x for x in reversed(out) if x.strip()), "")
+        deeper = _indent(line) > para_indent and not stripped.startswith((">>>", ":"))
+        directive = last.lstrip().startswith(("..", ":")) or last.rstrip().endswith("::")
+        if deeper and prev_blank and out and not directive:
+            out.extend([" " * para_indent + "::", ""])     # an indented example: a literal block
+            literal_indent = para_indent
+            out.append(line)
+            prev_blank = False
+            continue
+        if deeper and not prev_blank and out and not directive and not last.lstrip().startswith((">>>", "...")):
+            idx = max(k for k, x in enumerate(out) if x.strip())
+            out[idx] = out[idx].rstrip() + " " + _escape_plain(stripped)   # a continuation line
+            continue
         prev_blank = False
         para_indent = _indent(line)
         if stripped.startswith((">>>", "...")):
@@ -95,4 +166,4 @@ def _escape_docstring(app, what, name, obj, options, lines):
 
 
 def setup(app):
-    app.connect("autodoc-process-docstring", _escape_docstring)
+    app.connect("autodoc-process-docstring", _plain_to_rest)

@@ -119,7 +119,7 @@ def time_callable(fn, budget_s=0.6, least=20, most=400):
 def ours(g, inp, operands, want):
     """Check then time a schedule cycling through the input sets; returns (timing, schedule used)."""
     from ptxforge.runtime import DeviceBuffer
-    from ptxforge.schedules.gemm_run import bind_gemm
+    from ptxforge.schedules.gemm.run import bind_gemm
     e = inp.sets[0]
     a, b = e[operands[0]], e[operands[1]]
     m, n = want.shape
@@ -201,7 +201,7 @@ def run_shape(shape, arch, torch, args):
 
 def sweep(shape, arch, inp, want, full=False):
     from ptxforge.isa.targets import Target
-    from ptxforge.schedules.gemm_tuning import sweep_space
+    from ptxforge.schedules.gemm.tuning import sweep_space
     m, n, k = shape
     results = []
     space = sweep_space(m, n, k, Target.parse(arch), "s4", quick=not full)

@@ -21,6 +21,8 @@ _RUNTIME_NAMES = frozenset({
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "synchronize",
 })
+# The schedules load on first use too.
+_SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm"})
 
 
 def __getattr__(name):
@@ -28,11 +30,14 @@ def __getattr__(name):
         import importlib
         runtime = importlib.import_module(".runtime", __name__)
         return runtime if name == "runtime" else getattr(runtime, name)
+    if name in _SCHEDULE_NAMES:
+        import importlib
+        return getattr(importlib.import_module(".schedules", __name__), name)
     raise AttributeError(f"module 'ptxforge' has no attribute {name!r}")
 
 
 def __dir__():
-    return sorted(set(globals()) | _RUNTIME_NAMES)
+    return sorted(set(globals()) | _RUNTIME_NAMES | _SCHEDULE_NAMES)
 
 
 __all__ = [

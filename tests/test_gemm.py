@@ -11,10 +11,10 @@ import ptxforge as pf
 from ptxforge.assembler import disassembler
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
-from ptxforge.schedules.gemm_addressing import layout_offsets
-from ptxforge.schedules.gemm_config import SCALED_K_LIMIT
-from ptxforge.schedules.gemm_copy import copy_geometry
-from ptxforge.schedules.gemm_fragments import plan_a_fragments, plan_b_fragments
+from ptxforge.schedules.gemm.addressing import layout_offsets
+from ptxforge.schedules.gemm.config import SCALED_K_LIMIT
+from ptxforge.schedules.gemm.copy import copy_geometry
+from ptxforge.schedules.gemm.fragments import plan_a_fragments, plan_b_fragments
 from ptxforge.copy.layout import SmemLayout
 from ptxforge.testing.gemm_strategies import gemm_schedules
 
@@ -28,7 +28,7 @@ def test_reference_configuration():
     g = Int4Gemm()
     assert (g.block_m, g.block_n, g.block_k, g.stages, g.threads) == (128, 128, 64, 3, 128)
     assert (g.warp_m, g.warp_n, g.accumulators) == (64, 64, 128)
-    assert g.target == "sm_90" and g.path_name == "s8_scaled"
+    assert g.target == pf.Target.parse("sm_90") and g.path_name == "s8_scaled"
     assert g.block == (128, 1, 1)
     # 3 stages of (128 + 128) rows x 32 bytes
     assert g.shared_bytes == 3 * 256 * 32
@@ -64,12 +64,12 @@ def test_int8_paths():
 def test_reference_kernel_assembles_for_sm80_and_sm90():
     g = Int4Gemm()
     for arch in ("sm_80", "sm_90"):
-        rep = g.assemble(arch)
+        rep = g.retarget(arch).assemble()
         assert rep.spills == 0 and rep.resources.stack == 0
         assert 64 < rep.registers <= 255
         assert rep.ctas_per_sm >= 1
         assert arch in str(rep)
-    assert g.assemble("sm_80").schedule.path_name == "native_s4"
+    assert g.retarget("sm_80").assemble().schedule.path_name == "native_s4"
 
 
 # ---------------------------------------------------------------- SASS
@@ -305,7 +305,7 @@ def test_main_loop_instruction_mix():
 
 def test_listing_maps_lines_to_python():
     text = Int4Gemm().listing()
-    assert "gemm_fragments.py" in text and "gemm_copy.py" in text
+    assert "gemm/fragments.py" in text and "gemm/copy.py" in text
 
 
 @given(st.sampled_from([Int4Gemm(), Int4Gemm(operand="u4"), Int8Gemm()]))
@@ -384,7 +384,7 @@ def test_interpreter_property(g, m, n, k, seed):
 def test_run_plumbing_through_the_interpreter(monkeypatch):
     """GemmSchedule.run's checks, variant choice and arguments, with the launch done by the interpreter."""
     from ptxforge.runtime.arrays import HostArray
-    from ptxforge.schedules import gemm_run
+    from ptxforge.schedules.gemm import run as gemm_run
 
     launched = []
 
@@ -416,7 +416,7 @@ def test_run_plumbing_through_the_interpreter(monkeypatch):
 
 
 def test_run_accepts_k_beyond_the_scaled_limit_with_the_default_path(monkeypatch):
-    from ptxforge.schedules import gemm_run
+    from ptxforge.schedules.gemm import run as gemm_run
     used = []
 
     def fake_load(s):
@@ -436,3 +436,119 @@ def test_interpreter_narrow_copies_of_a_long_k_tile():
     # exceeded, its width decision still applies, and the schedule's own split must hold
     g = Int4Gemm(block_m=32, block_n=16, block_k=1024, warps_m=1, warps_n=1, stages=2)
     run_on_interpreter(g, 40, 18, 1026, seed=12)
+
+
+# ---------------------------------------------------------------- the parts API
+
+def _example(name):
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("g, shape", [
+    (Int8Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1), (45, 37, 100)),
+    (Int8Gemm(block_m=64, block_n=64, warps_m=2, warps_n=2), (70, 90, 64)),
+    (Int8Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1, target="sm_80"), (33, 40, 36)),
+])
+def test_fused_epilogue_example_is_exact_and_assembles(g, shape):
+    ex = _example("gemm_fused_epilogue")
+    c, want, module = ex.run(g, *shape, seed=sum(shape))
+    assert (want == ex.LO).any() and (want == ex.HI).any() and ((want > ex.LO) & (want < ex.HI)).any()
+    assert np.array_equal(c.astype(np.int64), want), f"{int((c != want).sum())} wrong elements"
+    assert [p.name for p in module.kernels[0].params][-1] == "bias"
+    res = pf.assemble(module).resources(module.kernels[0].name)
+    assert res.spills == 0
+
+
+def test_default_epilogue_is_the_c_store():
+    from ptxforge.schedules.gemm import store_c
+    g = Int4Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1)
+    assert str(g.emit(epilogue=store_c)) == str(g.emit()) == g.ptx()
+
+
+def test_accumulator_tile_elements_cover_the_warp_tile_once():
+    from ptxforge.isa.fragments import mma_fragment
+    from ptxforge.isa.tensor import mma_form
+    from ptxforge.schedules.gemm import AccumulatorTile
+    tile = AccumulatorTile([[list(range(4 * (2 * i + j), 4 * (2 * i + j) + 4)) for j in range(2)] for i in range(3)])
+    f = mma_fragment(mma_form("m16n8k64", "s4"), "c")  # another form's C table: the same layout
+    seen = np.zeros((48, 16), np.int64)
+    for lane in range(32):
+        r0, c0 = f.rows[lane, 0, 0], f.cols[lane, 0, 0]
+        for reg, dr, dc in tile.elements():
+            i, j, e = reg // 8, reg // 4 % 2, reg % 4
+            assert (r0 + dr - 16 * i, c0 + dc - 8 * j) == (f.rows[lane, e, 0], f.cols[lane, e, 0])
+            seen[r0 + dr, c0 + dc] += 1
+    assert (seen == 1).all()
+    assert tile.m_blocks == 3 and tile.n_blocks == 2 and len(tile.registers()) == 24
+
+
+def test_stage_layout_owns_the_region_offsets():
+    from ptxforge.schedules.gemm import StageLayout
+    g = Int4Gemm(block_m=64, block_n=128, smem_layout="padded")
+    st_ = StageLayout.of(g)
+    assert st_.b_offset == st_.a.nbytes == 64 * (32 + 16) and st_.a_offset == 0
+    assert st_.stage_bytes == g.stage_bytes and st_.total_bytes == g.shared_bytes
+    assert st_.stage_offset(2) == 2 * g.stage_bytes and st_.row_bytes == g.row_bytes_k
+
+
+@pytest.mark.parametrize("g", [Int4Gemm(), Int4Gemm(target="sm_80"), Int4Gemm(path="s8_signext"), Int8Gemm(),
+                               Int4Gemm(block_m=32, block_n=16, warps_m=1, warps_n=1, block_k=256)])
+def test_mma_count_from_the_geometry_matches_the_kernel(g):
+    assert g.mma_count == g.instruction_mix()["mma"]
+
+
+def test_targets_are_target_objects_and_retarget_reemits():
+    g = Int4Gemm(target="sm_80")
+    assert isinstance(g.target, pf.Target) and g.target.sm == 80
+    h = g.retarget(pf.Target.parse("sm_90"))
+    assert h.target.sm == 90 and h.path_name == "s8_scaled" and ".target sm_90" in h.ptx()
+    assert Int4Gemm(target=pf.Target.parse("sm_80")) == g
+    with pytest.raises(TypeError):
+        g.assemble("sm_90")  # re-emitting for another target is spelled retarget(...).assemble()
+
+
+def test_emission_parses_no_target_string(monkeypatch):
+    from ptxforge.isa import targets
+    from ptxforge.schedules import TileCopy
+    parsed = []
+    real = targets.Target.parse
+
+    def counting(t):
+        if not isinstance(t, targets.Target):
+            parsed.append(t)
+        return real(t)
+    monkeypatch.setattr(targets.Target, "parse", staticmethod(counting))
+    g, tc = Int4Gemm(block_m=64, target="sm_80"), TileCopy(rows=100, cols=300, target="sm_80")
+    assert parsed == ["sm_80", "sm_80"]  # once each, in the constructors
+    g.emit(), tc.emit(), g.retarget(g.target).emit()
+    assert parsed == ["sm_80", "sm_80"]
+
+
+@pytest.mark.parametrize("g", [Int4Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1),  # scaled: shift first
+                               Int4Gemm(operand="u4", block_m=64, block_n=32, warps_m=2, warps_n=1, target="sm_80")])
+def test_a_custom_epilogue_sees_exact_c_and_the_element_coordinates(g):
+    """Epilogue C'[r, c] = C[r, c] + 1000*r + c from AccumulatorTile.elements(): wrong offsets, a
+    missing shift or a wrong origin all change the result."""
+    from ptxforge.schedules.gemm import store_c
+
+    def epi(k, acc, out):
+        for reg, dr, dc in acc.elements():
+            extra = k.add(k.mul(k.add(out.row0, dr), 1000), k.add(out.col0, dc))
+            k.add(reg, extra, dst=reg)
+        store_c(k, acc, out)
+
+    m, n, kk = 37, 29, 96
+    a, b = _operands(g, m, n, kk, np.random.default_rng(5))
+    v = g.for_problem(kk, n)
+    c = np.full((m, n), -0x5A5A5A5A, np.int32)
+    rep = interp.run(v.emit(epilogue=epi), grid=v.grid(m, n), block=v.block, args=[a, b, c, m, n, kk],
+                     shared=v.shared_bytes)
+    assert rep.ok, str(rep)
+    rows, cols = np.indices((m, n))
+    assert np.array_equal(c.astype(np.int64), g.reference(a, b, kk) + 1000 * rows + cols)

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 import ptxforge as pf
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
-from ptxforge.schedules.gemm_config import SCALED_K_LIMIT
+from ptxforge.schedules.gemm.config import SCALED_K_LIMIT
 from ptxforge.testing.gemm_strategies import gemm_problems, gemm_schedules
 
 pytestmark = pytest.mark.gpu

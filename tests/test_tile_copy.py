@@ -204,3 +204,12 @@ def test_the_pipeline_overlaps_loads_and_the_store_side_reads_other_warps_bytes(
     waits = [i.info for i in kern.instructions if i.opcode == "cp.async.wait_group"]
     assert waits == [tc.stages - 1]
     assert mn.count("bar.sync") == 2
+
+
+def test_target_is_a_target_and_bounds_shared_memory():
+    tc = TileCopy(rows=64, cols=256, dtype="s8", target="sm_80")
+    assert isinstance(tc.target, pf.Target) and tc.target.sm == 80
+    big = dict(rows=64, cols=4096, dtype="s8", tile_rows=16, tile_cols=4096, stages=3)
+    assert TileCopy(**big, target="sm_90").smem_total > 190 * 1024  # fits the 227 KB of sm_90
+    with pytest.raises(ValidationError, match="sm_86 may use at most 101376"):
+        TileCopy(**big, target="sm_86")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Reg
-from . import _fold as F
+from .. import fold as F
 
 _PTXFORGE_INTERNAL = True
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Addr, Guard, Reg, Symbol
-from . import _fold as F
+from .. import fold as F
 from .elems import emit_elems_to_bytes
 from .layout import SmemLayout
 from .plan import TileCopyPlan, lowbit

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from ..isa import types as T
-from . import _fold as F
+from .. import fold as F
 
 _PTXFORGE_INTERNAL = True
 

@@ -29,7 +29,7 @@ from ..builder import KernelBuilder
 from ..copy import (SmemLayout, emit_copy_commit, emit_copy_wait, emit_mbarrier_init, emit_tile_copy,
                     emit_tile_store, mbarrier_arrival_count, plan_tile_copy, plan_tile_store)
 from ..errors import ValidationError
-from ..copy import _fold as F
+from .. import fold as F
 from ..isa import types as T
 from ..isa.operands import Addr
 from ..isa.targets import Target
@@ -39,13 +39,12 @@ DTYPES = {"s4": (T.s4, np.uint8), "s8": (T.s8, np.int8), "bf16": (T.bf16, np.uin
 DTYPE_ALIASES = {"int4": "s4", "int8": "s8", "bfloat16": "bf16", "float32": "f32"}
 COMPLETIONS = ("groups", "mbarrier")
 LAYOUTS = ("linear", "padded", "swizzle")
-STATIC_SHARED_LIMIT = 48 * 1024
-MAX_SHARED = 227 * 1024
 DEFAULT_TILE_ROW_BYTES = 256
 POISON = 0xA5
 
 
 def canonical_dtype(name) -> str:
+    """The canonical dtype name ('s4', 's8', 'bf16', 'f32') of a name or alias such as 'int8'."""
     key = str(name).lower().lstrip(".")
     key = DTYPE_ALIASES.get(key, key)
     if key not in DTYPES:
@@ -60,6 +59,8 @@ class TileCopy:
 
     tile_cols defaults to 256 bytes of elements.  src/dst_row_stride_bytes default to the packed
     row length.  ctas_per_sm sizes the grid: min(tiles, SMs * ctas_per_sm) CTAs walk the tiles.
+    target: the PTX target, stored as a `Target` (a name such as "sm_90" is parsed once, here); its
+    `limits` bound the shared memory.
     """
 
     rows: int
@@ -71,7 +72,7 @@ class TileCopy:
     stages: int = 3
     layout: str = "linear"
     completion: str = "mbarrier"
-    target: str = "sm_90"
+    target: Target | str = "sm_90"
     src_row_stride_bytes: int | None = None
     dst_row_stride_bytes: int | None = None
     ctas_per_sm: int = 2
@@ -97,6 +98,7 @@ class TileCopy:
         if self.completion not in COMPLETIONS:
             raise ValidationError(f"TileCopy.completion must be one of {COMPLETIONS}, got {self.completion!r}")
         target = Target.parse(self.target)
+        set_("target", target)
         if target.sm < 80:
             raise ValidationError(f"TileCopy uses cp.async, which needs sm_80 or newer; got {self.target}")
         if self.threads % 32 or self.threads > 1024:
@@ -117,10 +119,11 @@ class TileCopy:
                                 dst_row_stride_bytes=self.dst_row_stride_bytes, dst_align_bytes=16,
                                 layout=self.smem_layout)
         set_("_plans", (copy, store))
-        if self.smem_total > MAX_SHARED:
+        most = target.limits.shared_per_cta
+        if self.smem_total > most:
             raise ValidationError(f"TileCopy needs {self.smem_total} bytes of shared memory ({self.stages} stages of "
-                                  f"{self.stage_bytes} B); a CTA may use at most {MAX_SHARED}: use fewer stages or "
-                                  "smaller tiles")
+                                  f"{self.stage_bytes} B); a CTA on {target.name} may use at most {most}: use fewer "
+                                  "stages or smaller tiles")
 
     def _stride(self, stride, name):
         t = self.elem
@@ -142,10 +145,12 @@ class TileCopy:
     # ------------------------------------------------------------ derived sizes
     @property
     def elem(self) -> T.ScalarType:
+        """The PTX element type of `dtype`."""
         return DTYPES[canonical_dtype(self.dtype)][0]
 
     @property
     def numpy_dtype(self) -> np.dtype:
+        """The numpy dtype of one element's container (bytes for packed s4)."""
         return np.dtype(DTYPES[self.dtype][1])
 
     @property
@@ -160,55 +165,68 @@ class TileCopy:
 
     @property
     def tile_row_bytes(self) -> int:
+        """Bytes of one tile row."""
         return self.tile_cols * self.elem.bits // 8
 
     @property
     def tiles_x(self) -> int:
+        """Tiles across the columns (the last one may be ragged)."""
         return -(-self.cols // self.tile_cols)
 
     @property
     def tiles_y(self) -> int:
+        """Tiles down the rows (the last one may be ragged)."""
         return -(-self.rows // self.tile_rows)
 
     @property
     def n_tiles(self) -> int:
+        """Tiles of the whole matrix."""
         return self.tiles_x * self.tiles_y
 
     @property
     def producers(self) -> int:
+        """Threads that copy global -> shared (half the CTA with mbarrier completion, else all)."""
         return self.threads // 2 if self.completion == "mbarrier" else self.threads
 
     @property
     def consumers(self) -> int:
+        """Threads that store shared -> global (the other half with mbarrier completion, else all)."""
         return self.threads - self.producers if self.completion == "mbarrier" else self.threads
 
     @property
     def smem_layout(self) -> SmemLayout:
+        """The `SmemLayout` of one stage's tile."""
         return SmemLayout(self.tile_rows, self.tile_row_bytes, self.layout)
 
     @property
     def copy_plan(self):
+        """The `TileCopyPlan` of the global -> shared copy."""
         return self._plans[0]
 
     @property
     def store_plan(self):
+        """The `TileCopyPlan` of the shared -> global store."""
         return self._plans[1]
 
     @property
     def stage_bytes(self) -> int:
+        """Bytes of one pipeline stage (the tile, rounded up to 128)."""
         return -(-self.smem_layout.nbytes // 128) * 128
 
     @property
     def mbarrier_bytes(self) -> int:
+        """Bytes of the full/empty mbarrier pair of every stage (0 with commit-group completion)."""
         return 16 * self.stages if self.completion == "mbarrier" else 0
 
     @property
     def smem_total(self) -> int:
+        """Shared memory of the CTA: all stages plus their mbarriers."""
         return self.stages * self.stage_bytes + self.mbarrier_bytes
 
     @property
     def uses_dynamic_shared(self) -> bool:
-        return self.smem_total > STATIC_SHARED_LIMIT
+        """True when the shared memory exceeds what the target allows statically (48 KB)."""
+        return self.smem_total > self.target.limits.static_shared
 
     @property
     def shared_bytes(self) -> int:
@@ -217,6 +235,7 @@ class TileCopy:
 
     @property
     def block(self) -> tuple:
+        """The CTA shape, (threads, 1, 1)."""
         return (self.threads, 1, 1)
 
     def grid(self, shape=None, *, sm_count: int = 132) -> tuple:
@@ -230,6 +249,7 @@ class TileCopy:
 
     @property
     def kernel_name(self) -> str:
+        """The kernel's entry name, spelling out the parameters that change its code."""
         name = (f"tile_copy_{self.dtype}_{self.tile_rows}x{self.tile_cols}_t{self.threads}_s{self.stages}_"
                 f"{self.layout}_{self.completion}_w{self.copy_plan.width_bytes}_{self.store_plan.width_bytes}")
         return re.sub(r"[^A-Za-z0-9_]", "_", name)
@@ -240,6 +260,7 @@ class TileCopy:
         return 2 * self.rows * self.row_bytes
 
     def describe(self) -> str:
+        """A few lines: the matrix, tiles, threads, stages, the copy and store plans, shared memory."""
         return (f"TileCopy {self.rows}x{self.cols} .{self.dtype}, tiles {self.tile_rows}x{self.tile_cols} "
                 f"({self.n_tiles}), {self.threads} threads, {self.stages} stages, {self.layout}, {self.completion}\n"
                 f"  load:  {self.copy_plan.describe()}\n  store: {self.store_plan.describe()}\n"
@@ -248,10 +269,12 @@ class TileCopy:
     # ------------------------------------------------------------ host data
     @property
     def src_shape(self) -> tuple:
+        """The source array's shape in elements (rows, row stride)."""
         return (self.rows, self.src_row_stride_bytes // self.itemsize)
 
     @property
     def dst_shape(self) -> tuple:
+        """The destination array's shape in elements (rows, row stride)."""
         return (self.rows, self.dst_row_stride_bytes // self.itemsize)
 
     def random_source(self, rng=None) -> np.ndarray:
@@ -261,6 +284,7 @@ class TileCopy:
         return raw.view(self.numpy_dtype).reshape(self.src_shape)
 
     def poisoned_destination(self) -> np.ndarray:
+        """A destination array filled with the POISON byte, so unwritten elements show."""
         raw = np.full(self.rows * self.dst_row_stride_bytes, POISON, dtype=np.uint8)
         return raw.view(self.numpy_dtype).reshape(self.dst_shape)
 

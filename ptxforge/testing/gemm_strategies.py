@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from ..isa.targets import Target
 from ..schedules.gemm import Int4Gemm, Int8Gemm
-from ..schedules.gemm_config import MAX_ACC_REGS, REG_MARGIN, limits_for, paths_for
+from ..schedules.gemm.config import MAX_ACC_REGS, REG_MARGIN, paths_for
 
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90")
 
@@ -44,7 +44,7 @@ def gemm_schedules(draw, *, targets=TARGETS, operands=("s4", "u4", "s8", "u8"), 
     layout = draw(st.sampled_from(["swizzle", "padded"]))
     block_m, block_n = warp_m * warps_m, warp_n * warps_n
     per_stage = (block_m + block_n) * (block_k * bits // 8 + (16 if layout == "padded" else 0))
-    most = min(4, limits_for(Target.parse(target)).smem_per_block // per_stage)
+    most = min(4, Target.parse(target).limits.shared_per_cta // per_stage)
     stages = draw(st.integers(2, max(2, most)))
     cls = Int4Gemm if bits == 4 else Int8Gemm
     return cls(block_m=block_m, block_n=block_n, block_k=block_k, warps_m=warps_m, warps_n=warps_n,

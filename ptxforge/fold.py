@@ -1,27 +1,35 @@
-"""Integer-or-register arithmetic that folds constants.
+"""Integer-or-register arithmetic that folds constants while a kernel is written.
 
-The copy helpers accept tile origins, bounds and strides either as Python ints (known when the
-kernel is written) or as registers (known at run time).  These functions emit an instruction only
-when a register is involved, and pick shifts and masks for powers of two.
+    from ptxforge import fold as F
+    row = F.div(k, tid, 4)          # shr.u32 when tid is a register, tid // 4 when it is an int
+    off = F.mad(k, row, 64, byte)   # shl + add, mad.lo, or a plain int
+
+Kernel parts (tile copies, shared layouts, GEMM staging) take tile origins, bounds and strides
+either as Python ints (known when the kernel is written) or as registers (known at run time).
+Every function here takes the `KernelBuilder` `k` first, emits an instruction only when a register
+is involved, picks shifts and masks for powers of two, and returns an int or a register.
 """
 
 from __future__ import annotations
 
-from ..isa import types as T
-from ..isa.operands import Reg
+from .isa import types as T
+from .isa.operands import Reg
 
 _PTXFORGE_INTERNAL = True
 
 
 def is_reg(x) -> bool:
+    """True when x is a register (a run-time value), False for a Python int."""
     return isinstance(x, Reg)
 
 
 def is_pow2(n: int) -> bool:
+    """True when the int n is a positive power of two."""
     return n > 0 and n & (n - 1) == 0
 
 
 def log2(n: int) -> int:
+    """floor(log2(n)) of a positive int (the shift count of a power of two)."""
     return n.bit_length() - 1
 
 
@@ -33,6 +41,7 @@ def as_u32(k, x):
 
 
 def add(k, a, b):
+    """a + b: an int when both are ints, a itself when b is 0, else add (of the register's type)."""
     if not is_reg(a) and not is_reg(b):
         return a + b
     if not is_reg(a):
@@ -43,6 +52,7 @@ def add(k, a, b):
 
 
 def sub(k, a, b):
+    """a - b: an int when both are ints, a itself when b is 0, else sub (of the register's type)."""
     if not is_reg(a) and not is_reg(b):
         return a - b
     if not is_reg(b) and b == 0:
@@ -65,16 +75,8 @@ def mul(k, a, n):
     return k.mul(a, n)
 
 
-def mul_reg(k, a, b):
-    """a * b where either may be a register (32-bit result)."""
-    if not is_reg(b):
-        return mul(k, a, b)
-    if not is_reg(a):
-        return mul(k, b, a)
-    return k.mul(a, b)
-
-
 def div(k, a, n):
+    """a // n with n a positive int: shr.u32 for powers of two, div otherwise (unsigned a)."""
     if not is_reg(a):
         return a // n
     if n == 1:
@@ -85,6 +87,7 @@ def div(k, a, n):
 
 
 def rem(k, a, n):
+    """a % n with n a positive int: and with n-1 for powers of two, rem otherwise (unsigned a)."""
     if not is_reg(a):
         return a % n
     if n == 1:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import itertools
 
-from ..isa.targets import Target
-from .gemm_config import SMEM_LAYOUTS, limits_for, operand_bits
+from ...isa.targets import Target
+from .config import SMEM_LAYOUTS, operand_bits
 
 
 #: (block_m, block_n, warps_m, warps_n), largest first: warp tiles of 64x64 where the block allows.
@@ -33,7 +33,7 @@ def _row_bytes(block_k: int, bits: int) -> int:
 
 
 def _fit_stages(block_m, block_n, block_k, bits, target, want, least=2, layout="swizzle") -> int:
-    lim = limits_for(target).smem_per_block
+    lim = target.limits.shared_per_cta
     pad = 16 if layout == "padded" else 0
     per_stage = (block_m + block_n) * (_row_bytes(block_k, bits) + pad)
     return max(least, min(want, lim // per_stage))
@@ -47,7 +47,7 @@ def choose_config(m: int, n: int, k: int, target: Target, operand: str = "s4", p
     """
     bits = operand_bits(operand)
     emulated = path in ("native_s4", "native_u4") and not target.mma_s4_native
-    sms = limits_for(target).sms or 132
+    sms = target.limits.sm_count or 132
     row_bytes = k * bits // 8
     # k-tiles of 128 bytes per row when K is long enough to fill a few of them, else 64 or 32
     tile_bytes = 128 if row_bytes >= 512 else 64 if row_bytes >= 128 else 32
@@ -94,7 +94,7 @@ def sweep_space(m: int, n: int, k: int, target: Target, operand: str = "s4", *, 
         cand = dict(block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st, smem_layout=lay,
                     operand=operand, raster_group=base.get("raster_group", 8))
         per_stage = (bm + bn) * (bk * bits // 8 + (16 if lay == "padded" else 0))
-        if st * per_stage > limits_for(target).smem_per_block:
+        if st * per_stage > target.limits.shared_per_cta:
             continue
         if cand not in out:
             out.append(cand)

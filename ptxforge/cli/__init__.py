@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .errors import PtxforgeError
+from ..errors import PtxforgeError
 
 
 def _cmd_assemble(args) -> int:
-    from .assembler import assemble
+    from ..assembler import assemble
     with open(args.file) as f:
         ptx = f.read()
     r = assemble(ptx, args.arch, backend=args.backend)
@@ -21,8 +21,8 @@ def _cmd_assemble(args) -> int:
 
 
 def _cmd_targets(args) -> int:
-    from .assembler import available_backends, backend_ptx_cap
-    from .isa.targets import SUPPORTED_TARGETS, Target
+    from ..assembler import available_backends, backend_ptx_cap
+    from ..isa.targets import SUPPORTED_TARGETS, Target
     for name in SUPPORTED_TARGETS:
         t = Target.parse(name)
         s4 = "native" if t.mma_s4_native else "emulated by ptxas (slow)"
@@ -33,8 +33,7 @@ def _cmd_targets(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``ptxforge`` command and its subcommands (assemble, targets, gemm-int4 ...).
-    """
+    """The argparse parser of the `ptxforge` command and its subcommands."""
     p = argparse.ArgumentParser(prog="ptxforge", description="Write, check, assemble and run PTX from Python.")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("assemble", help="assemble a PTX file offline and report resources (or mapped errors)")
@@ -45,15 +44,13 @@ def build_parser() -> argparse.ArgumentParser:
     a.set_defaults(func=_cmd_assemble)
     t = sub.add_parser("targets", help="list supported targets and assemblers")
     t.set_defaults(func=_cmd_targets)
-    from .schedules.gemm_cli import add_parser as add_gemm_int4
+    from .gemm import add_parser as add_gemm_int4
     add_gemm_int4(sub)
     return p
 
 
 def main(argv=None) -> int:
-    """Run the ``ptxforge`` command with `argv` (default: ``sys.argv[1:]``); returns the exit status, printing a
-    ptxforge error as ``ptxforge: error: ...`` instead of a traceback.
-    """
+    """Run the `ptxforge` command with `argv` (default: sys.argv); returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)

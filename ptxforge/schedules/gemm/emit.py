@@ -10,12 +10,12 @@ reference kernel must stay within its time budget (bench/gemm_bench.py measures 
 
 from __future__ import annotations
 
-from ..isa import types as T
-from ..isa.bits import logic, shift
-from ..isa.control import mov
-from ..isa.memory import st
-from ..isa.operands import Addr, Imm, Vec
-from ..isa.tensor import mma, mma_form
+from ...isa import types as T
+from ...isa.bits import logic, shift
+from ...isa.control import mov
+from ...isa.memory import st
+from ...isa.operands import Addr, Imm, Vec
+from ...isa.tensor import mma, mma_form
 
 # instructions are attributed to the schedule line that called these helpers
 _PTXFORGE_INTERNAL = True
@@ -39,18 +39,21 @@ def and_imm(k, x, mask: int, d=None):
 
 
 def shl(k, x, n: int, d=None):
+    """d = x << n (shl.b32; a new register unless d is given)."""
     d = d if d is not None else k.reg(T.b32)
     k.emit(shift("shl", T.b32, d, x, _SHIFT[n]))
     return d
 
 
 def shr_u32(k, x, n: int, d=None):
+    """d = x >> n, logical (shr.u32; a new register unless d is given)."""
     d = d if d is not None else k.reg(T.b32)
     k.emit(shift("shr", T.u32, d, x, _SHIFT[n]))
     return d
 
 
 def shr_s32_in_place(k, regs, n: int) -> None:
+    """r = r >> n, arithmetic (shr.s32), for every register."""
     emit = k.emit
     s = _SHIFT[n]
     for r in regs:
@@ -59,7 +62,7 @@ def shr_s32_in_place(k, regs, n: int) -> None:
 
 def mad_u32(k, a, b: int, c, d=None):
     """d = a*b + c (low 32 bits)."""
-    from ..isa.arith import arith
+    from ...isa.arith import arith
     d = d if d is not None else k.reg(T.b32)
     k.emit(arith("mad", T.u32, d, (a, Imm(b, T.u32), c), mode="lo"))
     return d

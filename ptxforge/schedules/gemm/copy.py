@@ -21,18 +21,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..copy import _fold as F
-from ..copy.layout import SmemLayout
-from ..copy.plan import TileCopyPlan
-from ..isa import types as T
-from ..isa.operands import Addr
-from .gemm_addressing import AddressFamily, plan_family
+from ... import fold as F
+from ...copy.layout import SmemLayout
+from ...copy.plan import TileCopyPlan, plan_tile_copy
+from ...errors import ValidationError
+from ...isa import types as T
+from ...isa.operands import Addr
+from .addressing import AddressFamily, plan_family
 
 CHUNK = 16  # bytes: one ldmatrix row segment, one swizzle unit, one 16-byte cp.async
 
 
 @dataclass
 class OperandCopy:
+    """The hoisted registers and constants of one operand's staging (see `setup_operand_copy`)."""
     plan: TileCopyPlan
     family: AddressFamily
     dst_bases: list  # u32 shared addresses of the base chunks in stage 0
@@ -44,9 +46,11 @@ class OperandCopy:
     row_step: dict  # row delta -> u64 register holding delta * row_bytes
     krem: object  # s32: row_bytes - first byte - k-tile start (bytes still valid at the thread's byte)
     loop: dict | None = None  # registers of the plain-load fallback (a run-time loop over chunks)
+    owns_krem: bool = True  # False when krem belongs to another operand's copy (which advances it)
 
 
 def chunks_per_thread(rows: int, row_bytes: int, threads: int) -> int:
+    """16-byte chunks each thread fills for a tile of `rows` rows of `row_bytes` bytes."""
     return -(-rows * (row_bytes // CHUNK) // threads)
 
 
@@ -111,7 +115,8 @@ def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *
         if d and d not in row_step:
             row_step[d] = k.mul(row_bytes, d, mode="wide")
         prev = r
-    if krem is None:
+    owns_krem = krem is None
+    if owns_krem:
         krem = k.sub(row_bytes, byte0, type=T.s32) if F.is_reg(byte0) else k.mov(row_bytes, type=T.s32)
     loop = None
     if plan.method != "cp.async":
@@ -123,7 +128,7 @@ def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *
                     region=k.add(smem_base, region) if region else smem_base,
                     tid=tid, row_bytes=row_bytes, layout=layout, chunks=len(rows), total=total, name=name,
                     threads=thr)
-    return OperandCopy(plan, fam, dst_bases, rows, cols, row_ok, exists, gptr, row_step, krem, loop)
+    return OperandCopy(plan, fam, dst_bases, rows, cols, row_ok, exists, gptr, row_step, krem, loop, owns_krem)
 
 
 def issue_operand_copy(k, oc: OperandCopy, stage_off) -> None:
@@ -183,12 +188,69 @@ def _load_store_loop(k, lp, stage_off, w):
         k.st(Addr(dst), words, type=T.b32, space="shared", pred=exists)
 
 
-def advance_operand_copy(k, oc: OperandCopy, tile_bytes: int, *, krem_too: bool = True) -> None:
-    """Move to the next k-tile: the global pointer and the remaining-bytes counter."""
+def advance_operand_copy(k, oc: OperandCopy, tile_bytes: int) -> None:
+    """Move to the next k-tile: the global pointer and (when this copy owns it) the remaining-bytes counter."""
     if oc.loop is not None:
         k.add(oc.loop["tptr"], tile_bytes, dst=oc.loop["tptr"])
         k.sub(oc.loop["tkrem"], tile_bytes, dst=oc.loop["tkrem"])
         return
     k.add(oc.gptr, tile_bytes, dst=oc.gptr)
-    if krem_too:
+    if oc.owns_krem:
         k.sub(oc.krem, tile_bytes, dst=oc.krem)
+
+
+def copy_plan(rows, cols, elem, threads, align, layout):
+    """The copy planner's choice of width and method for one operand tile.
+
+    The staging splits the tile into 16-byte chunks per thread itself, so only the width
+    decision is taken from the plan; when narrow widths would exceed the planner's limit on
+    unrolled copies per thread, the same decision is asked for with more threads.
+    """
+    try:
+        return plan_tile_copy(rows, cols, elem, threads, src_align_bytes=align, layout=layout)
+    except ValidationError:
+        return plan_tile_copy(rows, cols, elem, 1024, src_align_bytes=align, layout=layout)
+
+
+class OperandStaging:
+    """Global -> shared staging of both operand tiles of a GEMM pipeline (cp.async, or plain loads
+    where the copy width forbids it), set up once before the main loop.
+
+    a, b: the `OperandCopy` of each operand; stage: the `StageLayout` whose regions they fill.
+    Build it with `OperandStaging.setup`; each k-tile then costs one `copy_ktile`.
+    """
+
+    def __init__(self, a: OperandCopy, b: OperandCopy, stage):
+        self.a, self.b, self.stage = a, b, stage
+
+    @classmethod
+    def setup(cls, k, schedule, stage, *, a, b, m, n, tile_m0, tile_n0, row_bytes, tid, smem_base, elem):
+        """Plan and hoist the copies of the A tile (rows tile_m0.. of the M x K matrix at `a`) and
+        the B tile (rows tile_n0.. of the N x K matrix at `b`) into the regions of `stage`.
+
+        k: the KernelBuilder; schedule: the GemmSchedule (tile sizes, threads, copy width);
+        m, n, row_bytes: u32 registers (matrix rows, bytes per packed row); tid: u32 thread index;
+        smem_base: u32 shared address of the pipeline's memory; elem: the operands' PTX type.
+        Writes a note with the copy plan's reason.  The two operands share one remaining-bytes
+        counter (their rows have the same length).
+        """
+        threads = schedule.threads
+        plan_a = copy_plan(schedule.block_m, schedule.block_k, elem, threads, schedule.copy_bytes, stage.a)
+        plan_b = copy_plan(schedule.block_n, schedule.block_k, elem, threads, schedule.copy_bytes, stage.b)
+        k.note("global -> shared copies", plan_a.reason)
+        ca = setup_operand_copy(k, plan_a, stage.a, stage.a_offset, threads=threads, src=a, rows_total=m,
+                                tile_row0=tile_m0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="a")
+        cb = setup_operand_copy(k, plan_b, stage.b, stage.b_offset, threads=threads, src=b, rows_total=n,
+                                tile_row0=tile_n0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="b",
+                                krem=ca.krem)
+        return cls(ca, cb, stage)
+
+    def copy_ktile(self, k, stage_off) -> None:
+        """Copy the current k-tile of A and B into the stage at byte `stage_off` (u32 register or
+        int), step to the next k-tile and close the copies' commit group (cp.async.commit_group)."""
+        issue_operand_copy(k, self.a, stage_off)
+        issue_operand_copy(k, self.b, stage_off)
+        tile_bytes = self.stage.row_bytes
+        advance_operand_copy(k, self.a, tile_bytes)
+        advance_operand_copy(k, self.b, tile_bytes)
+        k.cp_async_commit()

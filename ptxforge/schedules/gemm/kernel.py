@@ -17,15 +17,14 @@ Copies of k-tiles past the end zero-fill whole stages that are never read.
 
 from __future__ import annotations
 
-from ..builder import KernelBuilder
-from ..copy.plan import plan_tile_copy
-from ..errors import ValidationError
-from ..isa import types as T
-from . import gemm_emit as E
-from .gemm_copy import advance_operand_copy, issue_operand_copy, setup_operand_copy
-from .gemm_epilogue import scale_back, store_tile
-from .gemm_fragments import (compute_kstep, emit_a_lane_origin, emit_b_lane_origin, load_kstep,
-                             plan_a_fragments, plan_b_fragments)
+from ... import fold as F
+from ...builder import KernelBuilder
+from ...isa import types as T
+from .accumulators import AccumulatorTile
+from .copy import OperandStaging
+from .emit import MmaIssuer
+from .epilogue import GemmOutput, scale_back, store_c
+from .fragments import WarpFragments, compute_kstep
 
 
 _ELEM = {"s4": T.s4, "u4": T.u4, "s8": T.s8, "u8": T.u8}
@@ -62,21 +61,15 @@ def _pow2(n):
     return n & (n - 1) == 0
 
 
-def copy_plan(rows, cols, elem, threads, align, layout):
-    """The copy planner's choice of width and method for one operand tile.
+def build_kernel(s, epilogue=None):
+    """A KernelBuilder holding the whole kernel of schedule `s` (see GemmSchedule.emit).
 
-    The schedule splits the tile into 16-byte chunks per thread itself (gemm_copy), so only the
-    width decision is taken from the plan; when narrow widths would exceed the planner's limit
-    on unrolled copies per thread, the same decision is asked for with more threads.
+    epilogue: called as `epilogue(k, acc, out)` once the main loop is done and the accumulators
+    hold C exactly (the scaled paths' shift applied): k the KernelBuilder, acc the
+    `AccumulatorTile`, out a `GemmOutput` (C's address, m, n, the thread's origin in C).  It may
+    declare further kernel parameters and emit anything; default `store_c` (C in s32).
     """
-    try:
-        return plan_tile_copy(rows, cols, elem, threads, src_align_bytes=align, layout=layout)
-    except ValidationError:
-        return plan_tile_copy(rows, cols, elem, 1024, src_align_bytes=align, layout=layout)
-
-
-def build_kernel(s):
-    """A KernelBuilder holding the whole kernel of schedule `s` (see GemmSchedule.emit)."""
+    epilogue = store_c if epilogue is None else epilogue
     path = s.compute_path
     nthreads = s.threads
     kw = {"reqntid": nthreads}
@@ -109,71 +102,49 @@ def build_kernel(s):
         tile_m0, tile_n0 = cta_tile(k, s, m, n)
         row_bytes = k.shr(kk, 1, dst=k.reg(T.u32, "row_bytes")) if s.bits == 4 else kk
 
-    la, lb = s.layouts
-    elem = _ELEM[s.operand]
+    stage = s.stage_layout
     with k.section("global -> shared copy plan (hoisted)"):
-        plan_a = copy_plan(s.block_m, s.block_k, elem, nthreads, s.copy_bytes, la)
-        plan_b = copy_plan(s.block_n, s.block_k, elem, nthreads, s.copy_bytes, lb)
-        k.note("global -> shared copies", plan_a.reason)
-        ca = setup_operand_copy(k, plan_a, la, 0, threads=nthreads, src=a, rows_total=m, tile_row0=tile_m0,
-                                row_bytes=row_bytes, tid=tid, smem_base=sbase, name="a")
-        # both tiles have the same row length, so each thread's bytes within a row match: one
-        # remaining-bytes counter serves both operands
-        cb = setup_operand_copy(k, plan_b, lb, la.nbytes, threads=nthreads, src=b, rows_total=n, tile_row0=tile_n0,
-                                row_bytes=row_bytes, tid=tid, smem_base=sbase, name="b", krem=ca.krem)
+        staging = OperandStaging.setup(k, s, stage, a=a, b=b, m=m, n=n, tile_m0=tile_m0, tile_n0=tile_n0,
+                                       row_bytes=row_bytes, tid=tid, smem_base=sbase, elem=_ELEM[s.operand])
 
     ks_n = s.ksteps
     mi, npairs = s.warp_m // 16, s.warp_n // 16
     with k.section("ldmatrix addresses (hoisted)"):
-        fa = plan_a_fragments(la, 0, nthreads, s.warps_m, s.warp_m, ks_n)
-        fb = plan_b_fragments(lb, la.nbytes, nthreads, s.warps_m, s.warp_n, ks_n)
-        wm_row = k.mul(wm, s.warp_m) if not isinstance(wm, int) else 0
+        wm_row = k.mul(wm, s.warp_m) if F.is_reg(wm) else 0
         wn_row = k.mul(wn, s.warp_n)
-        a_bases = fa.emit_bases(k, *emit_a_lane_origin(k, lane, wm_row), sbase, name="sa_ld")
-        b_bases = fb.emit_bases(k, *emit_b_lane_origin(k, lane, wn_row), sbase, name="sb_ld")
+        frags = WarpFragments.setup(k, s, stage, lane=lane, wm_row=wm_row, wn_row=wn_row, smem_base=sbase)
 
     with k.section("accumulators"):
-        acc = [[k.regs(T.s32, 4, name=f"acc{i}_{j}_") for j in range(2 * npairs)] for i in range(mi)]
-        E.zero(k, [r for row in acc for v in row for r in v])
-        issue = E.MmaIssuer(k, path.mma_shape, path.mma_type)
+        acc = AccumulatorTile.zeros(k, mi, 2 * npairs)
+        issue = MmaIssuer(k, path.mma_shape, path.mma_type)
 
-    stage_bytes, n_stages = s.stage_bytes, s.stages
-    tile_k_bytes = s.row_bytes_k
-
-    def issue_and_advance(stage_off):
-        issue_operand_copy(k, ca, stage_off)
-        issue_operand_copy(k, cb, stage_off)
-        advance_operand_copy(k, ca, tile_k_bytes)
-        advance_operand_copy(k, cb, tile_k_bytes, krem_too=cb.krem is not ca.krem)
-        k.cp_async_commit()
+    stage_bytes, n_stages = stage.stage_bytes, s.stages
+    tile_k_bytes = stage.row_bytes
 
     with k.section(f"pipeline prologue: k-tiles 0..{n_stages - 2}"):
         for st in range(n_stages - 1):
-            issue_and_advance(st * stage_bytes)
+            staging.copy_ktile(k, stage.stage_offset(st))
         k_tiles = k.shr(k.add(row_bytes, tile_k_bytes - 1), _log2(tile_k_bytes), dst=k.reg(T.u32, "k_tiles"))
         wstage = k.mov((n_stages - 1) * stage_bytes, type=T.u32, dst=k.reg(T.u32, "write_stage"))
         rstage = k.mov(0, type=T.u32, dst=k.reg(T.u32, "read_stage"))
 
     def next_stage(reg):
         k.add(reg, stage_bytes, dst=reg)
-        k.mov(0, type=T.u32, dst=reg, pred=k.setp("eq", reg, n_stages * stage_bytes, type=T.u32))
+        k.mov(0, type=T.u32, dst=reg, pred=k.setp("eq", reg, stage.total_bytes, type=T.u32))
 
     with k.section("main loop over k-tiles"):
         with k.for_range(0, k_tiles, name="kt"):
             k.cp_async_wait(n_stages - 2)
             k.bar_sync(0)
             with k.section("copy k-tile kt + stages - 1"):
-                issue_and_advance(wstage)
+                staging.copy_ktile(k, wstage)
                 next_stage(wstage)
             with k.section(f"compute k-tile kt: {ks_n} k-steps of {mi}x{2 * npairs} x "
                            f"{path.mmas_per_kstep} mma.{path.mma_shape}.{path.mma_type}"):
-                ra = [k.add(x, rstage) for x in a_bases]
-                rb = [k.add(x, rstage) for x in b_bases]
-                cur = (load_kstep(k, fa, ra, 0, mi), load_kstep(k, fb, rb, 0, npairs))
+                bases = frags.at_stage(k, rstage)
+                cur = frags.load(k, bases, 0)
                 for ks in range(ks_n):
-                    nxt = None
-                    if ks + 1 < ks_n:
-                        nxt = (load_kstep(k, fa, ra, ks + 1, mi), load_kstep(k, fb, rb, ks + 1, npairs))
+                    nxt = frags.load(k, bases, ks + 1) if ks + 1 < ks_n else None
                     compute_kstep(k, path, cur[0], cur[1], acc, issue)
                     cur = nxt
                 next_stage(rstage)
@@ -182,9 +153,8 @@ def build_kernel(s):
     with k.section("epilogue: C = A . B^T, masked at the edges"):
         if path.result_shift:
             scale_back(k, acc, path.result_shift)
-        g = k.shr(lane, 2)
-        t2 = k.shl(k.and_(lane, 3), 1)
-        row0 = k.add(k.add(tile_m0, wm_row) if not isinstance(wm_row, int) else tile_m0, g)
+        g, t2 = AccumulatorTile.emit_lane_origin(k, lane)
+        row0 = k.add(F.add(k, tile_m0, wm_row), g)
         col0 = k.add(k.add(tile_n0, wn_row), t2)
-        store_tile(k, acc, c_ptr=c, m=m, n=n, row0=row0, col0=col0, vector=s.c_vector)
+        epilogue(k, acc, GemmOutput(s, c, m, n, row0, col0))
     return k

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..copy.layout import SmemLayout
+from ...copy.layout import SmemLayout
 
 
 
@@ -33,6 +33,7 @@ def layout_offsets(layout: SmemLayout, rows: np.ndarray, col_bytes: np.ndarray) 
 
 @dataclass(frozen=True)
 class Access:
+    """One shared access: base register `base` plus the immediate `imm` bytes."""
     base: int  # index of the base register
     imm: int  # constant byte offset from it
 
@@ -49,8 +50,8 @@ class AddressFamily:
 
     def emit_bases(self, k, row0, byte0, smem_base, name: str = "sa"):
         """u32 registers holding smem_base + region + layout(row0 + r, byte0 + c), one per base."""
-        from ..copy import _fold as F
-        from ..isa import types as T
+        from ... import fold as F
+        from ...isa import types as T
         base = k.add(smem_base, self.region) if self.region else smem_base
         out = []
         for i, (r, c) in enumerate(self.base_consts):

@@ -1,4 +1,4 @@
-"""The parameter space of the integer GEMM schedules: compute paths, device limits, validation.
+"""The parameter space of the integer GEMM schedules: compute paths and validation (device limits: `Target.limits`).
 
 A compute path says which tensor-core instruction the kernel issues and how packed operands
 reach it:
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import ValidationError
-from ..isa.targets import Target
+from ...errors import ValidationError
+from ...isa.targets import Target
 
 
 #: Largest K for which the scaled path is exact: |C| <= 64*K must stay below 2**23.
@@ -33,6 +33,8 @@ KSTEP_BYTES = 32
 
 @dataclass(frozen=True)
 class ComputePath:
+    """One way of computing the GEMM on tensor cores: the mma.sync shape and A/B type, how packed
+    operands are unpacked for it, the final shift and the K limit (see the module docstring)."""
     name: str
     operand: str  # "s4", "u4", "s8", "u8"
     mma_shape: str
@@ -47,11 +49,8 @@ class ComputePath:
         """mma instructions per 32-byte k-step for one m16 x n8 accumulator block."""
         return 2 if self.unpack else 1
 
-    @property
-    def emulated_on(self) -> str:
-        return "sm_90" if self.mma_type in ("s4", "u4") else ""
-
     def native_on(self, target: Target) -> bool:
+        """True when `target` runs this path's mma.sync in tensor-core hardware (not a ptxas routine)."""
         return self.mma_type not in ("s4", "u4") or target.mma_s4_native
 
 
@@ -85,10 +84,12 @@ SMEM_LAYOUTS = ("swizzle", "padded")
 
 
 def operand_bits(operand: str) -> int:
+    """Bits of one operand element: 4 for s4/u4, 8 for s8/u8."""
     return 4 if operand in ("s4", "u4") else 8
 
 
 def paths_for(operand: str) -> tuple:
+    """Names of the compute paths that take `operand` elements."""
     return tuple(name for (op, name) in PATHS if op == operand)
 
 
@@ -112,6 +113,8 @@ def default_path(operand: str, target: Target, k: int | None = None) -> tuple:
 
 
 def resolve_path(operand: str, path: str | None, target: Target) -> ComputePath:
+    """The `ComputePath` named `path` for `operand` (None: the target's default); raises
+    ValidationError naming the paths that exist and those the operand takes."""
     if operand not in OPERANDS:
         raise ValidationError(f"operand type must be one of {OPERANDS}, got {operand!r}")
     if path is None:
@@ -124,42 +127,6 @@ def resolve_path(operand: str, path: str | None, target: Target) -> ComputePath:
         raise ValidationError(f"compute path {path!r} does not take .{operand} operands; "
                               f".{operand} takes: {', '.join(paths_for(operand))}")
     return info
-
-
-@dataclass(frozen=True)
-class DeviceLimits:
-    """Per-architecture limits the schedule validates against (the largest part of each arch)."""
-
-    smem_per_block: int  # bytes of dynamic shared memory one CTA may opt in to
-    smem_per_sm: int
-    max_threads_per_sm: int
-    max_ctas_per_sm: int
-    regs_per_sm: int = 65536
-    sms: int = 0  # a typical SM count, for choosing tile shapes
-
-    def ctas_per_sm(self, threads: int, registers: int, shared: int) -> int:
-        """Resident CTAs per SM allowed by threads, registers (8-per-warp granules) and shared memory."""
-        warps = -(-threads // 32)
-        per_warp = -(-max(registers, 1) // 8) * 8 * 32
-        by_regs = self.regs_per_sm // (per_warp * warps)
-        by_smem = self.smem_per_sm // (shared + 1024) if shared else self.max_ctas_per_sm
-        by_threads = self.max_threads_per_sm // threads
-        return max(0, min(by_regs, by_smem, by_threads, self.max_ctas_per_sm))
-
-
-_LIMITS = {
-    80: DeviceLimits(166912, 167936, 2048, 32, sms=108),
-    86: DeviceLimits(101376, 102400, 1536, 16, sms=84),
-    87: DeviceLimits(166912, 167936, 2048, 32, sms=16),
-    89: DeviceLimits(101376, 102400, 1536, 24, sms=128),
-    90: DeviceLimits(232448, 233472, 2048, 32, sms=132),
-    100: DeviceLimits(232448, 233472, 2048, 32, sms=148),
-    120: DeviceLimits(101376, 102400, 1536, 32, sms=84),
-}
-
-
-def limits_for(target: Target) -> DeviceLimits:
-    return _LIMITS.get(target.sm) or _LIMITS[max(s for s in _LIMITS if s <= target.sm)]
 
 
 def _pow2(n) -> bool:
@@ -182,7 +149,7 @@ def validate(s) -> None:
     """Check a schedule's parameters; raise ValidationError naming the first problem and a fix."""
     for name in ("block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "raster_group"):
         _int(name, getattr(s, name))
-    target = Target.parse(s.target)
+    target = s.target
     resolve_path(s.operand, s.path, target)  # raises for a path the operand type does not take
     bits = operand_bits(s.operand)
     if s.smem_layout not in SMEM_LAYOUTS:
@@ -230,10 +197,10 @@ def validate(s) -> None:
         raise ValidationError(f"c_vector must be 2 (pairs of C values, N even) or 1 (any N), got {s.c_vector!r}")
     if s.max_registers is not None and not (isinstance(s.max_registers, int) and 16 <= s.max_registers <= 255):
         raise ValidationError(f"max_registers must be an int in 16..255 or None, got {s.max_registers!r}")
-    lim = limits_for(target)
+    lim = target.limits
     smem = s.shared_bytes
-    if smem > lim.smem_per_block:
+    if smem > lim.shared_per_cta:
         raise ValidationError(
             f"{s.stages} stages of {s.block_m}x{s.block_k} + {s.block_n}x{s.block_k} .{s.operand} tiles need "
-            f"{smem} bytes of shared memory; {target.name} allows at most {lim.smem_per_block} per CTA: "
+            f"{smem} bytes of shared memory; {target.name} allows at most {lim.shared_per_cta} per CTA: "
             "use fewer stages or smaller tiles")

@@ -12,6 +12,7 @@ import time
 
 
 def add_parser(sub) -> None:
+    """Add the `gemm-int4` subcommand to the subparsers `sub`."""
     p = sub.add_parser("gemm-int4", help="the int4 GEMM schedule: listing summary, resources, run and TOPS",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--m", type=int, default=1024)
@@ -39,7 +40,7 @@ def add_parser(sub) -> None:
 
 
 def _schedule(args, target):
-    from .gemm import Int4Gemm
+    from ..schedules.gemm import Int4Gemm
     given = {name: getattr(args, attr) for name, attr in (
         ("block_m", "block_m"), ("block_n", "block_n"), ("block_k", "block_k"), ("warps_m", "warps_m"),
         ("warps_n", "warps_n"), ("stages", "stages"), ("smem_layout", "layout"), ("raster_group", "raster_group"),
@@ -65,7 +66,8 @@ def _mix_line(mix: dict) -> str:
 
 
 def run_cli(args) -> int:
-    from ..testing.gpu import gpu_available
+    """Run `ptxforge gemm-int4` with parsed arguments; returns the exit status."""
+    from ..runtime.device import gpu_available
     on_gpu = gpu_available() and not args.no_run
     target = args.target
     if target is None:
@@ -97,7 +99,7 @@ def run_cli(args) -> int:
         print(g.listing())
     for arch in [a.strip() for a in args.arch.split(",") if a.strip()]:
         try:
-            rep = g.assemble(arch)
+            rep = g.retarget(arch).assemble()
         except Exception as e:  # the report goes on for the other archs
             print(f"{arch}: cannot assemble: {e}")
             continue
@@ -118,7 +120,7 @@ def _run_on_gpu(g, args) -> int:
     import numpy as np
     from ..int4 import pack_int4, random_int4
     from ..runtime import DeviceBuffer, benchmark
-    from .gemm_run import bind_gemm
+    from ..schedules.gemm.run import bind_gemm
     rng = np.random.default_rng(0)
     signed = g.operand == "s4"
     m, n, k = args.m, args.n, args.k

@@ -6,7 +6,8 @@ u4 too), `Int8Gemm` 8-bit ones through the same machinery, so the two compare on
     g = Int4Gemm()                          # 128x128x64 tiles, 3 stages, 4 warps of 64x64, sm_90
     g.path, g.path_reason                   # 's8_scaled', why
     print(g.listing())                      # the PTX, each line with the Python line that wrote it
-    print(g.assemble("sm_90"))              # registers, spills, shared memory, CTAs per SM
+    print(g.assemble())                     # registers, spills, shared memory, CTAs per SM (sm_90)
+    print(g.retarget("sm_80").assemble())   # the same tiles re-emitted for another target
     c = g.run(a_packed, b_packed)           # numpy or GPU arrays; exact int32 result
     Int4Gemm.for_shape(32, 8192, 8192)      # a configuration chosen for a problem shape
 
@@ -25,11 +26,11 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..copy.layout import SmemLayout
-from ..errors import ValidationError
-from ..isa.targets import Target
-from ..isa.tensor import EmulatedInstructionWarning
-from .gemm_config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, limits_for, operand_bits,
+from ...copy.layout import SmemLayout
+from ...errors import ValidationError
+from ...isa.targets import Target
+from ...isa.tensor import EmulatedInstructionWarning
+from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
 
 _PTXFORGE_INTERNAL = True
@@ -43,7 +44,8 @@ class GemmSchedule:
     4-bit operands); warps_m x warps_n warps each own a (block_m/warps_m) x (block_n/warps_n)
     warp tile; stages: depth of the cp.async pipeline; path: compute path (None: the target's
     default, see `path_reason`); smem_layout: "swizzle" (XOR of 16-byte chunks, no waste) or
-    "padded" (16 bytes after each row); target: the PTX target; operand: "s4"/"u4" (Int4Gemm),
+    "padded" (16 bytes after each row); target: the PTX target (a `Target`; a string such as
+    "sm_90" is parsed once, here); operand: "s4"/"u4" (Int4Gemm),
     "s8"/"u8" (Int8Gemm); raster_group: CTAs walk groups of this many tile rows for L2 reuse (1:
     a plain 2-D grid); copy_bytes: widest global->shared copy (16 unless K forbids it);
     c_vector: 2 stores C in aligned pairs (N even), 1 value by value (any N); max_registers:
@@ -58,7 +60,7 @@ class GemmSchedule:
     stages: int = 3
     path: str | None = None
     smem_layout: str = "swizzle"
-    target: str = "sm_90"
+    target: Target | str = "sm_90"
     operand: str = "s4"
     raster_group: int = 8
     copy_bytes: int = 16
@@ -74,29 +76,33 @@ class GemmSchedule:
             raise ValidationError(
                 f"{type(self).__name__} takes operand {' or '.join(repr(o) for o in self.OPERANDS)}, got "
                 f"{self.operand!r}; use {self.SIBLING}")
-        t = Target.parse(self.target)
-        object.__setattr__(self, "target", t.name)
+        object.__setattr__(self, "target", Target.parse(self.target))
         validate(self)
 
     # ------------------------------------------------------------ derived geometry
     @property
     def bits(self) -> int:
+        """Bits of one operand element (4 or 8)."""
         return operand_bits(self.operand)
 
     @property
     def threads(self) -> int:
+        """Threads of one CTA (32 per warp)."""
         return 32 * self.warps_m * self.warps_n
 
     @property
     def block(self) -> tuple:
+        """The CTA shape, (threads, 1, 1)."""
         return (self.threads, 1, 1)
 
     @property
     def warp_m(self) -> int:
+        """Rows of one warp's C tile."""
         return self.block_m // self.warps_m
 
     @property
     def warp_n(self) -> int:
+        """Columns of one warp's C tile."""
         return self.block_n // self.warps_n
 
     @property
@@ -106,6 +112,7 @@ class GemmSchedule:
 
     @property
     def ksteps(self) -> int:
+        """mma k-steps (32 bytes of every tile row each) per k-tile."""
         return self.row_bytes_k // KSTEP_BYTES
 
     @property
@@ -115,21 +122,34 @@ class GemmSchedule:
                 SmemLayout(self.block_n, self.row_bytes_k, self.smem_layout))
 
     @property
+    def stage_layout(self):
+        """The pipeline's shared memory as a `StageLayout` (region offsets of the A and B tiles)."""
+        from .stage import StageLayout
+        return StageLayout.of(self)
+
+    @property
     def stage_bytes(self) -> int:
-        la, lb = self.layouts
-        return la.nbytes + lb.nbytes
+        """Shared memory of one pipeline stage (A tile + B tile)."""
+        return self.stage_layout.stage_bytes
 
     @property
     def shared_bytes(self) -> int:
         """Dynamic shared memory of one CTA (all stages)."""
-        return self.stages * self.stage_bytes
+        return self.stage_layout.total_bytes
 
     @property
     def accumulators(self) -> int:
         """s32 accumulator registers per thread."""
         return self.warp_m * self.warp_n // 32
 
+    @property
+    def mma_count(self) -> int:
+        """mma.sync instructions in the kernel (the main loop's body appears once): per k-step,
+        one per (m16 block, n8 block) of the warp tile, times the path's mmas per k-step."""
+        return self.ksteps * (self.warp_m // 16) * (self.warp_n // 8) * self.compute_path.mmas_per_kstep
+
     def grid(self, m: int, n: int) -> tuple:
+        """The launch grid for an M x N problem: 2-D, or 1-D for raster groups."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.raster_group == 1:
             return (tn, tm, 1)
@@ -138,15 +158,18 @@ class GemmSchedule:
     # ------------------------------------------------------------ the compute path
     @property
     def compute_path(self) -> ComputePath:
-        return resolve_path(self.operand, self.path, Target.parse(self.target))
+        """The `ComputePath` this schedule emits (the target's default when `path` is None)."""
+        return resolve_path(self.operand, self.path, self.target)
 
     @property
     def path_name(self) -> str:
+        """The compute path's name."""
         return self.compute_path.name
 
     @property
     def path_reason(self) -> str:
-        t = Target.parse(self.target)
+        """Why this compute path: the default's reason on this target, or the caller's choice."""
+        t = self.target
         p = self.compute_path
         if self.path is None:
             return default_path(self.operand, t)[1]
@@ -157,6 +180,7 @@ class GemmSchedule:
 
     @property
     def kernel_name(self) -> str:
+        """The kernel's entry name, spelling out every parameter that changes its code."""
         lay = "swz" if self.smem_layout == "swizzle" else "pad"
         name = (f"gemm_{self.operand}_{self.path_name}_{self.block_m}x{self.block_n}x{self.block_k}"
                 f"_w{self.warps_m}x{self.warps_n}_s{self.stages}_{lay}_c{self.copy_bytes}v{self.c_vector}"
@@ -166,22 +190,26 @@ class GemmSchedule:
         return name
 
     # ------------------------------------------------------------ emission
-    def emit(self):
+    def emit(self, *, epilogue=None):
         """Build the kernel: a Module with one entry, `kernel_name`.
 
         Parameters: a, b (packed operands, u64), c (s32 output), m, n, k (u32, k in elements).
         Launch with `grid(m, n)`, `block` and `shared_bytes` of dynamic shared memory.
+        epilogue: what the kernel does with its finished accumulators (see
+        `ptxforge.schedules.gemm.kernel.build_kernel`; default: `store_c`, the s32 C store).  A
+        custom epilogue may add its own kernel parameters after these; `module`, `run` and
+        `kernel` always use the default one.
         """
-        from ..module import Module
-        from .gemm_kernel import build_kernel
-        kernel = build_kernel(self).finish()
+        from ...module import Module
+        from .kernel import build_kernel
+        kernel = build_kernel(self, epilogue=epilogue).finish()
         p = self.compute_path
-        if not p.native_on(Target.parse(self.target)):
-            n = sum(1 for ins in kernel.instructions if ins.opcode == "mma")
+        if not p.native_on(self.target):
+            n = self.mma_count
             warnings.warn(EmulatedInstructionWarning(
                 f"{self.kernel_name}: its {n} mma.sync.{p.mma_shape}.{p.mma_type} instructions run as a ptxas "
                 f"software routine on {self.target} (~25x slower than mma.sync .s8); the default path there is "
-                f"{default_path(self.operand, Target.parse(self.target))[0]}"), stacklevel=2)
+                f"{default_path(self.operand, self.target)[0]}"), stacklevel=2)
         return Module([kernel])
 
     @property
@@ -190,9 +218,11 @@ class GemmSchedule:
         return _module_for(self)
 
     def ptx(self) -> str:
+        """The PTX text of `module`."""
         return str(self.module)
 
     def listing(self, **kwargs) -> str:
+        """The PTX with each line's Python source (see `Module.listing`)."""
         return self.module.listing(**kwargs)
 
     def instruction_mix(self) -> dict:
@@ -202,22 +232,24 @@ class GemmSchedule:
             mix[ins.opcode] = mix.get(ins.opcode, 0) + 1
         return dict(sorted(mix.items(), key=lambda kv: -kv[1]))
 
-    def assemble(self, arch=None, *, backend: str = "auto") -> "GemmReport":
-        """Assemble offline for `arch` (default: the schedule's target) and report the resources.
+    def assemble(self, *, backend: str = "auto") -> "GemmReport":
+        """Assemble this schedule's kernel offline for its own target and report the resources.
 
-        For another arch the schedule is re-targeted first (the default path follows the arch).
+        For another target, re-emit first: `schedule.retarget("sm_80").assemble()` (the default
+        compute path follows the target).  `ptxforge.assemble(module, arch)` is the other
+        meaning of an arch: existing text assembled as it is.
         """
-        from ..assembler import assemble
-        s = self if arch is None or Target.parse(arch).name == self.target else self.retarget(arch)
-        res = assemble(s.module, backend=backend)
-        return GemmReport(s, res)
+        from ...assembler import assemble
+        return GemmReport(self, assemble(self.module, backend=backend))
 
     def retarget(self, target) -> "GemmSchedule":
-        """The same tiles for another target (shared memory re-checked against its limit)."""
-        return dataclasses.replace(self, target=Target.parse(target).name)
+        """The same tiles for another target (a `Target` or a name such as "sm_80"), re-validated
+        against its limits; emission then follows that target (default path, instruction checks)."""
+        return dataclasses.replace(self, target=Target.parse(target))
 
     # ------------------------------------------------------------ problems
     def check_problem(self, m: int, n: int, k: int) -> None:
+        """Raise ValidationError when this kernel cannot compute an M x N x K problem exactly."""
         for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 0)):
             if not isinstance(v, (int, np.integer)) or v < least:
                 raise ValidationError(f"{name} must be an int >= {least}, got {v!r}")
@@ -255,24 +287,24 @@ class GemmSchedule:
             if vec != self.c_vector:
                 changes["c_vector"] = vec
         if self.path is None and self.operand == "s4" and k >= SCALED_K_LIMIT and \
-                not Target.parse(self.target).mma_s4_native:
+                not self.target.mma_s4_native:
             changes["path"] = "s8_signext"
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, target="sm_90", **overrides) -> "GemmSchedule":
         """A configuration for an M x N x K problem (see `choose_config`); `overrides` win."""
-        from .gemm_tuning import choose_config
+        from .tuning import choose_config
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
-        params["target"] = Target.parse(target).name
+        params["target"] = Target.parse(target)
         return cls(**params).for_problem(k, n)
 
     # ------------------------------------------------------------ reference and running
     def reference(self, a, b, k: int | None = None) -> np.ndarray:
         """The exact product (int64) of numpy operands in this schedule's format."""
-        from ..int4 import reference_gemm, reference_gemm_int8
+        from ...int4 import reference_gemm, reference_gemm_int8
         if self.bits == 4:
             return reference_gemm(a, b, k, signed=self.operand == "s4")
         return reference_gemm_int8(a, b)
@@ -284,16 +316,34 @@ class GemmSchedule:
         (into `c` when given).  GPU arrays (DeviceBuffer, __cuda_array_interface__, DLPack) are
         used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
         asynchronous on `stream`.  `k` is the logical K (default: from the row length).
+
+        With GPU operands and `c` given, the first call of a problem kind (shapes, dtypes,
+        alignment class, device, stream) resolves a `GemmPlan` and keeps it; later calls of that
+        kind only read the three addresses and launch (see ``ptxforge.schedules.gemm.plan`` for
+        how operands are read quickly and when stream ordering sends a call the careful way).
         """
-        from .gemm_run import run_gemm
+        from .run import run_gemm
         return run_gemm(self, a, b, c, k=k, stream=stream)
+
+    def plan(self, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None):
+        """A `GemmPlan`: this GEMM resolved once for an M x N x K problem on GPU operands.
+
+        The plan picks the variant for the problem (``for_problem``), loads its kernel and packs
+        the launch; ``plan(a, b, c)`` then checks the operands' shapes, dtypes and alignment
+        class cheaply and issues one ``cuLaunchKernel`` on `stream` (no allocation, no sync:
+        it can be captured into a CUDA graph).  align / c_align: the least alignment in bytes the
+        A/B and C base addresses will have (16 lets the widest copies and C pair stores run).
+        """
+        from .plan import GemmPlan
+        return GemmPlan(self, m, n, k, align=align, c_align=c_align, stream=stream)
 
     def kernel(self):
         """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""
-        from .gemm_run import load_kernel
+        from .run import load_kernel
         return load_kernel(self)
 
     def describe(self) -> str:
+        """One line: tiles, warps, stages, layout, shared memory, target and compute path."""
         p = self.compute_path
         return (f"{type(self).__name__} {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, "
                 f"{self.warps_m}x{self.warps_n} warps ({self.warp_m}x{self.warp_n} each, {self.threads} threads), "
@@ -333,26 +383,32 @@ class GemmReport:
 
     @property
     def arch(self) -> str:
+        """The arch the kernel was assembled for."""
         return self.assembly.arch
 
     @property
     def resources(self):
+        """The assembler's `KernelResources` of the kernel."""
         return self.assembly.resources(self.schedule.kernel_name)
 
     @property
     def registers(self) -> int:
+        """Registers per thread."""
         return self.resources.registers
 
     @property
     def spills(self) -> int:
+        """Bytes spilled (stores + loads)."""
         return self.resources.spills
 
     @property
     def ctas_per_sm(self) -> int:
+        """CTAs one SM holds at once with these registers and this shared memory (`DeviceLimits.resident_ctas`)."""
         s = self.schedule
-        return limits_for(Target.parse(self.arch)).ctas_per_sm(s.threads, self.registers, s.shared_bytes)
+        return Target.parse(self.arch).limits.resident_ctas(s.threads, self.registers, s.shared_bytes)
 
     def sass_opcodes(self):
+        """Counter of the kernel's SASS opcodes with their modifiers (e.g. 'IMMA.16832.S8.S8')."""
         return self.assembly.sass_opcodes(self.schedule.kernel_name)
 
     def __str__(self) -> str:

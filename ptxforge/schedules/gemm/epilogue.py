@@ -9,8 +9,34 @@ branch per row, columns past N with a predicate per store.
 
 from __future__ import annotations
 
-from ..isa import types as T
-from . import gemm_emit as E
+from dataclasses import dataclass
+
+from ...isa import types as T
+from . import emit as E
+
+
+@dataclass(frozen=True)
+class GemmOutput:
+    """What an epilogue gets besides the accumulators: where this thread's C elements go.
+
+    schedule: the GemmSchedule; c: the u64 address of C (the kernel's `c` parameter); m, n: u32
+    registers of the problem's rows and columns; row0, col0: u32 registers of the thread's origin
+    in C, so `AccumulatorTile.elements()` register r with offsets (dr, dc) holds
+    C[row0 + dr, col0 + dc].  Elements with row >= m or col >= n lie past the matrix.
+    """
+
+    schedule: object
+    c: object
+    m: object
+    n: object
+    row0: object
+    col0: object
+
+
+def store_c(k, acc, out: GemmOutput) -> None:
+    """The default epilogue: store the s32 accumulators to C, masked at ragged edges (`store_tile`
+    with the schedule's `c_vector`)."""
+    store_tile(k, acc, c_ptr=out.c, m=out.m, n=out.n, row0=out.row0, col0=out.col0, vector=out.schedule.c_vector)
 
 
 
@@ -20,7 +46,7 @@ def scale_back(k, acc, shift: int) -> None:
 
 
 def store_tile(k, acc, *, c_ptr, m, n, row0, col0, vector: int = 2):
-    """Store acc[i][j] (m16 block i, n8 block j) at C[row0 + 16i + {g, g+8}, col0 + 8j + {2t, 2t+1}].
+    """Store acc[i][j] (an `AccumulatorTile` or nested lists of Vecs) (m16 block i, n8 block j) at C[row0 + 16i + {g, g+8}, col0 + 8j + {2t, 2t+1}].
 
     row0/col0: u32 registers of this thread's first row (... + g) and column (... + 2t).
     vector=2 stores each pair with one st.global.v2 (needs N even: rows then start 8-byte

@@ -81,9 +81,8 @@ class MmaForm:
         return self.a_type.is_int
 
     def mnemonic(self, satfinite=False) -> str:
-        """The full PTX opcode, e.g. ``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32`` (``.satfinite`` after
-        the shape when asked; ``.xor.popc`` for .b1).
-        """
+        """The full PTX opcode, e.g. ``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``
+        (``.satfinite`` after ``.row.col`` when asked; ``.xor.popc`` for .b1)."""
         parts = ["mma", "sync", "aligned", self.shape, "row", "col"]
         if satfinite:
             parts.append("satfinite")

@@ -29,7 +29,7 @@ import numpy as np
 from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
-from ...isa.tensor import EmulatedInstructionWarning
+from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
 from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
 
@@ -175,7 +175,7 @@ class GemmSchedule:
             return default_path(self.operand, t)[1]
         if not p.native_on(t):
             return (f"chosen by the caller; on {t.name} mma.sync .{p.mma_type} is emulated by ptxas "
-                    "(a software routine per mma, ~25x slower than .s8)")
+                    f"(a software routine per mma, {S4_EMULATION_COST})")
         return "chosen by the caller"
 
     @property
@@ -208,7 +208,7 @@ class GemmSchedule:
             n = self.mma_count
             warnings.warn(EmulatedInstructionWarning(
                 f"{self.kernel_name}: its {n} mma.sync.{p.mma_shape}.{p.mma_type} instructions run as a ptxas "
-                f"software routine on {self.target} (~25x slower than mma.sync .s8); the default path there is "
+                f"software routine on {self.target} ({S4_EMULATION_COST}); the default path there is "
                 f"{default_path(self.operand, self.target)[0]}"), stacklevel=2)
         return Module([kernel])
 

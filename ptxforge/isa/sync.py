@@ -171,8 +171,12 @@ def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
                 req=_space(space, REQ_TX), info=MbarInfo("expect_tx"))
 
 
-def mbarrier_wait(kind, p, addr, phase, parity=True, space=None):
-    """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking)."""
+def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None):
+    """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking).
+
+    `suspend_ns` (try_wait only): the suspendTimeHint operand, the most nanoseconds the thread
+    may be suspended waiting before try_wait returns false.
+    """
     if kind not in ("test_wait", "try_wait"):
         raise ValidationError(f"mbarrier wait is test_wait or try_wait, got {kind!r}")
     base = REQ_MBAR if kind == "test_wait" else REQ_MBAR_90
@@ -191,8 +195,19 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None):
             check_value(phase, T.u32, "phase parity")
     else:
         check_value(phase, T.b64, "mbarrier state token", imm_ok=False)
+    ops = [p, a, phase]
+    if suspend_ns is not None:
+        if kind != "try_wait":
+            raise ValidationError("only mbarrier.try_wait takes a suspend-time hint")
+        if isinstance(suspend_ns, int):
+            if not 0 < suspend_ns < (1 << 32):
+                raise ValidationError(f"suspend-time hint must be in 1..2^32-1 ns, got {suspend_ns}")
+            suspend_ns = Imm(suspend_ns)
+        else:
+            check_value(suspend_ns, T.u32, "suspend-time hint", imm_ok=False)
+        ops.append(suspend_ns)
     return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, space, "b64"),
-                (p, a, phase), n_dst=1, req=req, info=MbarInfo(kind, parity))
+                tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity))
 
 
 def mbarrier_inval(addr, space="shared"):
@@ -296,13 +311,16 @@ class SyncOps:
                                 parity), pred)
         return p
 
-    def mbarrier_try_wait(self, addr, phase, *, parity=True, dst=None, pred=None):
-        """`mbarrier.try_wait{.parity}.shared::cta.b64 p, [addr], phase` (sm_90): wait a bounded time for the
-        phase to complete; returns the .pred p (true once complete). Arguments as for `mbarrier_test_wait`.
+    def mbarrier_try_wait(self, addr, phase, *, parity=True, suspend_ns=None, dst=None, pred=None):
+        """mbarrier.try_wait{.parity} (sm_90): a predicate, true once the phase has completed.
+
+        `suspend_ns` adds the suspendTimeHint operand (an int or .u32 register).
         """
         p = self._dst(dst, T.pred)
+        if suspend_ns is not None and not isinstance(suspend_ns, int):
+            suspend_ns = self._val(suspend_ns)
         self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
-                                parity), pred)
+                                parity, suspend_ns=suspend_ns), pred)
         return p
 
     def mbarrier_wait(self, addr, phase):

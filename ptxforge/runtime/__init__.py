@@ -18,12 +18,13 @@ from .kernel import BoundLaunch, KernelFunction
 from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream
+from .tensormap import TensorMap
 from .timing import EventTimer, Timing, benchmark
 
 __all__ = [
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
-    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats",
+    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap",
     "gpu_available", "gpu_skip_reason", "offline_summary",
 ]

@@ -22,6 +22,7 @@ from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.memory import MemoryOps
 from .isa.async_copy import AsyncCopyOps
+from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
@@ -75,7 +76,7 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps):
+                    SyncOps, TensorOps, WarpOps, ClusterOps):
     """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
     Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`
@@ -84,7 +85,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     destination register. Errors are raised as `ValidationError` or `TargetError` at that line.
     The instruction methods come from the per-family mixins (`ArithOps`, `BitOps`,
     `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `SyncOps`, `TensorOps`,
-    `WarpOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
+    `WarpOps`, `ClusterOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
     operands when omitted), ``dst=`` (a register to write instead of a new one) and ``pred=``
     (a ``.pred`` register, or ``~reg`` for its negation, that guards the instruction as
     ``@p`` / ``@!p``).
@@ -109,7 +110,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
-                 minnctapersm=None, maxnreg=None):
+                 minnctapersm=None, maxnreg=None, reqnctapercluster=None, explicitcluster=False,
+                 maxclusterrank=None):
         self.loc = caller_loc()
         try:
             if not isinstance(name, str) or not _IDENT.match(name):
@@ -136,6 +138,19 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if not 16 <= int(maxnreg) <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
                 directives.append(("maxnreg", int(maxnreg)))
+            # clusters (sm_90): the exact shape, "must launch with a cluster", an upper bound
+            if explicitcluster:
+                directives.append(("explicitcluster", None))
+            if reqnctapercluster is not None:
+                directives.append(("reqnctapercluster", cluster_dims(reqnctapercluster)))
+            if maxclusterrank is not None:
+                if not 1 <= int(maxclusterrank) <= 16:
+                    raise ValidationError(f".maxclusterrank must be in 1..16, got {maxclusterrank}")
+                directives.append(("maxclusterrank", int(maxclusterrank)))
+            if (explicitcluster or reqnctapercluster is not None or maxclusterrank is not None) \
+                    and self.target.sm < 90:
+                from .errors import TargetError
+                raise TargetError(f"cluster directives need sm_90 or newer; the kernel targets {self.target.name}")
         except PtxforgeError as e:
             raise with_loc(e, self.loc)
         self.directives = directives

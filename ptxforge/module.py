@@ -213,7 +213,9 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
     else:
         lines.append(f".visible .entry {k.name}()")
     for key, val in k.directives:
-        if isinstance(val, tuple):
+        if val is None:  # a flag directive (.explicitcluster)
+            lines.append(f".{key}")
+        elif isinstance(val, tuple):
             lines.append(f".{key} {', '.join(str(x) for x in val)}")
         else:
             lines.append(f".{key} {val}")

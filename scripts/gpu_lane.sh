@@ -20,7 +20,7 @@ if [[ " $stages " == *" tests "* ]]; then
 fi
 
 if [[ " $stages " == *" sanitizer "* ]]; then
-  for ex in ${SANITIZE_EXAMPLES:-examples/saxpy.py examples/shared_reverse.py examples/tile_copy.py examples/int4_gemm.py}; do
+  for ex in ${SANITIZE_EXAMPLES:-examples/saxpy.py examples/shared_reverse.py examples/tile_copy.py examples/int4_gemm.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py}; do
     [ -f "$ex" ] || continue
     for tool in memcheck racecheck; do
       log="$out/sanitizer-$(basename "$ex" .py)-$tool.log"
@@ -32,7 +32,7 @@ if [[ " $stages " == *" sanitizer "* ]]; then
 fi
 
 if [[ " $stages " == *" bench "* ]]; then
-  for b in ${BENCHES:-bench/emit_bench.py bench/runtime_bench.py bench/copy_bench.py bench/interp_bench.py bench/gemm_bench.py}; do
+  for b in ${BENCHES:-bench/emit_bench.py bench/runtime_bench.py bench/copy_bench.py bench/interp_bench.py bench/gemm_bench.py bench/hopper_bench.py}; do
     [ -f "$b" ] || continue
     python3 "$b" ${BENCH_ARGS:-} >"$out/$(basename "$b" .py).log" 2>&1
     summary+=("bench $(basename "$b"): rc=$?")

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
-from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
-               exec_tensor, exec_warp)
+from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_mbarrier, exec_memory, exec_move, exec_sync,
+               exec_tensor, exec_tma, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -30,17 +30,23 @@ FACTORIES = {
     "cp.async": exec_async.make_cp_async, "cp.async.commit_group": exec_async.make_commit,
     "cp.async.wait_group": exec_async.make_wait_group, "cp.async.wait_all": exec_async.make_wait_all,
     "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
-    "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_async.make_bulk,
+    "cp.async.bulk": exec_tma.make_bulk_copy, "cp.async.bulk.tensor": exec_tma.make_tensor,
+    "cp.async.bulk.commit_group": exec_tma.make_bulk_commit, "cp.async.bulk.wait_group": exec_tma.make_bulk_wait,
     "createpolicy": exec_async.make_createpolicy,
-    "membar": exec_async.make_noop, "fence": exec_async.make_noop, "nanosleep": exec_async.make_noop,
+    "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    "mapa": exec_cluster.make_mapa,
+    "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
+    "setmaxnreg": exec_wgmma.make_setmaxnreg,
+    "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {
+    "barrier.cluster": exec_cluster.make_barrier_cluster,
     "bar": exec_sync.make_bar,
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier

@@ -31,13 +31,14 @@ from .machine import Machine
 from .memory import GlobalHeap, ParamLayout, SharedLayout
 from .program import Program
 from .scheduler import Stats, run_batch
+from .tensormaps import HostTensorMap, handle_bytes
 from .traffic import ByteCounter, access_counts
 
 _PTXFORGE_INTERNAL = True
 
 #: Memory a batch may spend on shared memory and its shadow (bounds how many CTAs run together).
 BATCH_MEMORY = 128 << 20
-SHADOW_BYTES_PER_BYTE = 48
+SHADOW_BYTES_PER_BYTE = 64
 
 _CACHE: dict = {}
 
@@ -128,12 +129,26 @@ def resolve_kernel(module, kernel=None) -> Kernel:
 class Launch:
     """Everything one launch shares across its batches: memory, parameters, findings."""
 
-    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races):
+    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races, cluster=None):
         self.kernel = kernel
         self.prog = prog
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         self.nthreads = self.block[0] * self.block[1] * self.block[2]
+        required = kernel.cluster_dims
+        if cluster is not None:
+            cluster = _dims(cluster, "cluster")
+            if required is not None and cluster != tuple(required):
+                raise LaunchError(f"kernel {kernel.name} requires clusters of {tuple(required)} (.reqnctapercluster), "
+                                  f"launched with {cluster}")
+        self.cluster = cluster or (tuple(required) if required is not None else (1, 1, 1))
+        self.explicit_cluster = cluster is not None or required is not None
+        if any(g % c for g, c in zip(self.grid, self.cluster)):
+            raise LaunchError(f"the cluster {self.cluster} does not divide the grid {self.grid}")
+        if self.cluster[0] * self.cluster[1] * self.cluster[2] > 16:
+            raise LaunchError(f"a cluster of {self.cluster} has more than 16 CTAs")
+        if any(key == "explicitcluster" for key, _ in kernel.directives) and not self.explicit_cluster:
+            raise LaunchError(f"kernel {kernel.name} is .explicitcluster: launch it with cluster=")
         if self.nthreads > 1024:
             raise LaunchError(f"block {self.block} has {self.nthreads} threads; a CTA has at most 1024")
         lim = kernel.block_limit
@@ -171,8 +186,21 @@ class Launch:
         arrays, values = [], []
         index_of = {}
         self.pointer_bindings = []  # (parameter name, buffer index)
+        tmaps = []  # (TensorMap, buffer index): tensor-map parameters (see tensormaps.py)
         for p, a in zip(params, args):
             copy_in = copy_out = True
+            if isinstance(a, HostTensorMap):
+                if p.nbytes != 128:
+                    raise LaunchError(f"parameter {p.name} is not a tensor-map parameter (.b8 [128]); "
+                                      "declare it with param_tensormap()")
+                tmaps.append((a.tmap, a.array))
+                a = a.array
+                key = id(a)
+                if key not in index_of:
+                    index_of[key] = len(arrays)
+                    arrays.append((p.name, a, True, a.flags.writeable))
+                values.append(("tmap", len(tmaps) - 1))
+                continue
             if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
                 copy_in, copy_out, a = a.copy_in, a.copy_out, a.array
             if isinstance(a, np.ndarray) and p.nbytes is None:
@@ -193,10 +221,13 @@ class Launch:
             else:
                 values.append(("val", _encode(p, a)))
         self.heap = GlobalHeap(arrays)
+        self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
         for p, (kind, v) in zip(params, values):
             if kind == "ptr":
                 raw.append(int(self.heap.address_of(v)).to_bytes(8, "little"))
+            elif kind == "tmap":
+                raw.append(handle_bytes(v))
             else:
                 raw.append(v)
         self.params = ParamLayout(params, raw)
@@ -262,7 +293,7 @@ def _encode(p, a) -> bytes:
 
 
 def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, checks=None, races=True,
-        max_steps=1_000_000, batch_threads=8192, count_accesses=False) -> Report:
+        max_steps=1_000_000, batch_threads=8192, count_accesses=False, cluster=None) -> Report:
     """Run `kernel` of `module` (a Module, Kernel or KernelBuilder) on the CPU.
 
     grid, block: like a CUDA launch (int or up to three sizes).  args: one per parameter (numpy
@@ -271,6 +302,9 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     to look for (default: all but "uninit").  races: track shared memory per byte (turn off for
     speed).  max_steps: stop (a "limit" finding) after this many steps per batch.
     batch_threads: about how many threads (whole CTAs) run together as one vector.
+
+    cluster: launch in thread-block clusters of this shape (default: the kernel's .reqnctapercluster,
+    else none); the CTAs of a cluster run in one batch and see each other's shared memory.
 
     count_accesses: also count, per byte of every pointer argument, how many times the kernel
     read and wrote it.  The report's `accesses` then maps each pointer parameter's name to a
@@ -283,14 +317,19 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     k = resolve_kernel(module, kernel)
     prog = compile_kernel(k)
     L = Launch(k, prog, grid, block, args, shared, check=check,
-               checks=DEFAULT_CHECKS if checks is None else checks, races=races)
+               checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster)
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
     gx, gy, gz = L.grid
-    ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    cx, cy, cz = L.cluster
+    csize = cx * cy * cz
+    # whole clusters, each one's CTAs consecutive in rank order (x fastest)
+    ctas = [(X + x, Y + y, Z + z) for Z in range(0, gz, cz) for Y in range(0, gy, cy) for X in range(0, gx, cx)
+            for z in range(cz) for y in range(cy) for x in range(cx)]
     tp = -(-L.nthreads // 32) * 32
     per_cta_bytes = L.smem.size * (SHADOW_BYTES_PER_BYTE + 1 if L.track_shared else 1)
     per_batch = max(1, min(int(batch_threads) // tp, BATCH_MEMORY // per_cta_bytes))
+    per_batch = max(csize, per_batch // csize * csize)
     stats = Stats()
     report = Report(k.name)
     t0 = time.perf_counter()

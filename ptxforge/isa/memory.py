@@ -16,7 +16,7 @@ from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
-SPACES = ("global", "shared", "shared::cta", "local", "param", "const", "generic")
+SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "generic")
 # No .f16/.bf16: ptxas moves half values as .b16 (the builder maps them).
 LD_TYPES = (T.b8, T.b16, T.b32, T.b64, T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64,
             T.f32, T.f64, T.b128)
@@ -52,6 +52,8 @@ def _mem_req(space, t, hints):
     req = BASE
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
+    if space == "shared::cluster":  # another CTA's shared memory (an address from mapa)
+        req = req.merge(Requirement(90, V("7.8")))
     if t is T.b128:
         req = req.merge(Requirement(80, V("8.3")))
     if any(h in PREFETCH or h in EVICT for h in hints):

@@ -100,6 +100,8 @@ class MbarInfo:
 
 
 def _space(space, req):
+    if space == "shared::cluster":  # a barrier of another CTA of the cluster (address from mapa)
+        return req.merge(Requirement(90, V("8.0")))
     if space not in ("shared", "shared::cta"):
         raise ValidationError(f"mbarrier objects live in shared memory; space {space!r} is not legal")
     return req.merge(Requirement(80, V("7.8"))) if space == "shared::cta" else req
@@ -127,6 +129,9 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     if isinstance(state, Discard):
         req = req.merge(Requirement(80, V("7.8")))
         n_dst = 1
+    elif space == "shared::cluster":
+        raise ValidationError("mbarrier.arrive on a .shared::cluster barrier returns no state: its destination "
+                              "must be '_' (ptxas: \"Sink '_' is expected\")")
     else:
         check_dst(state, T.b64, "mbarrier.arrive state")
         n_dst = 1
@@ -151,10 +156,12 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
         else:
             check_value(count, T.u32, "mbarrier.arrive count", imm_ok=False)
         ops.append(count)
-    if release:
+    if release or space == "shared::cluster":
         req = req.merge(Requirement(80, V("8.0")))
+    remote = space == "shared::cluster"
     parts = ("mbarrier", "arrive", "expect_tx" if expect_tx is not None else None,
-             "release" if release else None, "cta" if release else None, space, "b64")
+             "release" if release or remote else None, ("cluster" if remote else "cta") if release or remote else None,
+             space, "b64")
     return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op))
 
 
@@ -276,7 +283,7 @@ class SyncOps:
                         pred=None):
         """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_')."""
         from .operands import DISCARD
-        if state == "_" or (state is None and expect_tx is not None):
+        if state == "_" or (state is None and (expect_tx is not None or space == "shared::cluster")):
             st = DISCARD
         else:
             st = self._dst(state, T.b64)

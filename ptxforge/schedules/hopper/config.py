@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...errors import ValidationError
+from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
 
@@ -31,8 +32,8 @@ _PTXFORGE_INTERNAL = True
 OPERANDS = {"s8": ("s8", 8, "s32"), "bf16": ("bf16", 16, "f32"), "f16": ("f16", 16, "f32"),
             "s4": ("s8", 4, "s32")}
 
-#: dynamic shared memory an sm_90 CTA may take (227 KB)
-SMEM_LIMIT = 227 * 1024
+#: dynamic shared memory an sm_90a CTA may take (227 KB)
+SMEM_LIMIT = Target.parse("sm_90a").limits.shared_per_cta
 
 #: bytes one TMA copy / one swizzle atom spans along K
 ATOM_BYTES = 128
@@ -256,7 +257,7 @@ class HopperGemm:
         when None (a DeviceBuffer), the launch asynchronous on `stream`.
         """
         import numpy as np
-        from .run import prepare, run
+        from .run import run, run_device
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             out = run(self, a, b, k=k, splits=splits)
             if c is not None:
@@ -267,8 +268,17 @@ class HopperGemm:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
             c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
-        prepare(self, a, b, c, k=k, splits=splits, stream=stream).launch()
+        run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
+
+    def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):
+        """A `HopperPlan`: this GEMM resolved once for an M x N x K problem on `stream`.
+
+        ``plan(a, b, c)`` then checks shapes and alignment and launches (row sums, GEMM,
+        split-K reduction as the configuration needs), encoding each buffer's tensor map once.
+        """
+        from .run import HopperPlan
+        return HopperPlan(self, m, n, k, splits=splits, stream=stream)
 
     @property
     def sums_module(self):

@@ -177,6 +177,9 @@ def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
 
 
 def from_cuda_array_interface(obj, cai: dict) -> DeviceView:
+    """A DeviceView of a `__cuda_array_interface__` dictionary (pointer, shape, strides, element type); a
+    LaunchError when it is malformed.
+    """
     try:
         ptr, _readonly = cai["data"]
         shape = tuple(int(n) for n in cai["shape"])
@@ -193,6 +196,7 @@ def from_cuda_array_interface(obj, cai: dict) -> DeviceView:
 
 
 def from_dlpack_info(obj, info: dlpack.DLPackInfo) -> DeviceView:
+    """A DeviceView of a parsed DLPack tensor."""
     if info.lanes != 1:
         raise LaunchError(f"{type(obj).__name__} has vector elements ({info.lanes} lanes); pass a scalar-typed view")
     bits = info.bits

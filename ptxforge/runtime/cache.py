@@ -44,6 +44,7 @@ class CacheStats:
     write_errors: int = 0
 
     def reset(self) -> None:
+        """Set every counter back to 0."""
         for k in vars(self):
             setattr(self, k, 0)
 
@@ -65,6 +66,7 @@ def cache_key(ptx: str, target: str, options, driver_version: int) -> str:
 
 
 def default_cache_dir() -> str:
+    """$XDG_CACHE_HOME (else ~/.cache)/ptxforge/cubins."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "ptxforge", "cubins")
 
@@ -81,6 +83,7 @@ def set_cache_dir(path) -> None:
 
 
 def disk_cache_enabled() -> bool:
+    """Whether loads read and write the disk cache (set_disk_cache(), else $PTXFORGE_CACHE, default on)."""
     if _disk_override is not None:
         return _disk_override
     return os.environ.get(CACHE_ENV, "1").strip().lower() not in ("0", "false", "no", "off")
@@ -95,6 +98,9 @@ def set_disk_cache(enabled: bool | None) -> None:
 # ---------------------------------------------------------------- entry format
 
 def encode_entry(key: str, payload: bytes, meta: dict | None = None) -> bytes:
+    """One cache file: header (magic, metadata and payload lengths, sha256 of key, metadata and payload), JSON
+    metadata, payload.
+    """
     m = json.dumps(meta or {}, sort_keys=True).encode()
     digest = hashlib.sha256(key.encode() + m + payload).digest()
     return _HEAD.pack(_MAGIC, len(m), len(payload), digest) + m + payload
@@ -127,6 +133,7 @@ class DiskCache:
         self.root = root
 
     def path(self, key: str) -> str:
+        """The file of `key`'s entry."""
         return os.path.join(self.root, key[:2], key + ".cubin")
 
     def get(self, key: str):
@@ -145,6 +152,9 @@ class DiskCache:
         return payload, meta
 
     def put(self, key: str, payload: bytes, meta: dict | None = None) -> bool:
+        """Write the entry to a temporary file and rename it into place; False (with one warning per process)
+        when the cache directory cannot be written.
+        """
         p = self.path(key)
         try:
             os.makedirs(os.path.dirname(p), exist_ok=True)
@@ -169,6 +179,7 @@ class DiskCache:
         return True
 
     def remove(self, key: str) -> None:
+        """Delete `key`'s entry if present."""
         try:
             os.unlink(self.path(key))
         except OSError:
@@ -205,10 +216,12 @@ _memory_lock = threading.Lock()
 
 
 def memory_get(key):
+    """The LoadedModule cached in this process under `key`, or None."""
     return _memory.get(key)
 
 
 def memory_put(key, value) -> None:
+    """Remember a LoadedModule for this process."""
     with _memory_lock:
         _memory[key] = value
 

@@ -204,6 +204,7 @@ class BoundLaunch:
         return self.config[3:6]
 
     def launch(self) -> None:
+        """Launch again with the arguments bound (one cuLaunchKernel)."""
         c = self.config
         err, = api().cuLaunchKernel(self.function._func, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
                                     self._stream_obj, self._blob.addr, 0)

@@ -7,6 +7,7 @@ for the whole package, recursively, and the template in ``_templates/autosummary
 gives each module one page with its public members.
 """
 
+import inspect
 import re
 import sys
 from pathlib import Path
@@ -14,6 +15,9 @@ from pathlib import Path
 _ROOT = Path(__file__).resolve().parents[2]
 if (_ROOT / "ptxforge" / "__init__.py").exists():
     sys.path.insert(0, str(_ROOT))
+
+import importlib  # noqa: E402
+import pkgutil  # noqa: E402
 
 import ptxforge  # noqa: E402
 
@@ -26,11 +30,31 @@ templates_path = ["_templates"]
 exclude_patterns = ["_build"]
 
 autosummary_generate = True
+
+
+def _exports() -> dict:
+    """For each public package, the classes and functions its ``__all__`` exports (its page lists
+    them in a table; the page of the module that defines each one describes it)."""
+    out = {}
+    for info in pkgutil.walk_packages(ptxforge.__path__, "ptxforge."):
+        if info.ispkg and not any(p.startswith("_") for p in info.name.split(".")):
+            out[info.name] = None
+    out["ptxforge"] = None
+    for name in out:
+        mod = importlib.import_module(name)
+        objs = [getattr(mod, n) for n in getattr(mod, "__all__", ())]
+        out[name] = [f"~{o.__module__.removeprefix(name + '.')}.{o.__qualname__}"
+                     for o in objs if inspect.isclass(o) or inspect.isfunction(o)]
+    return out
+
+
+autosummary_context = {"exports": _exports()}
 autosummary_imported_members = False
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"
 autodoc_typehints = "none"            # signatures stay as written; the docstrings say what is legal
 autodoc_inherit_docstrings = True
+autodoc_preserve_defaults = True      # defaults as written (a table name, not its repr)
 
 # `name` in a docstring means code, as it does in the rest of the project's text.
 default_role = "code"
@@ -38,6 +62,7 @@ default_role = "code"
 html_theme = "alabaster"
 html_static_path = []
 html_theme_options = {"nosidebar": False}
+html_sidebars = {"**": ["searchbox.html"]}   # no whole-tree navigation on each of ~120 pages
 
 # The package's docstrings are plain text, written for help() and the source as much as for this
 # reference: `code` in backticks, Google-style sections (Args:, Attributes:, Fields:, Returns: ...)
@@ -165,5 +190,35 @@ def _plain_to_rest(app, what, name, obj, options, lines):
     lines[:] = out
 
 
+class _Shown:
+    """A default value shown by name: its repr is the given text."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def _short_signature(app, what, name, obj, options, signature, return_annotation):
+    """A default whose repr is long (a whole table of forms) is shown by its module-level name, or
+    as ``...``: such signatures are unreadable, and docutils parses their text in quadratic time."""
+    if not signature or len(signature) < 300:
+        return None
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    names = {id(v): k for k, v in vars(module).items() if not k.startswith("_")} if module else {}
+    params = []
+    for p in sig.parameters.values():
+        if p.default is not p.empty and len(repr(p.default)) > 60:
+            p = p.replace(default=_Shown(names.get(id(p.default), "...")))
+        params.append(p.replace(annotation=p.empty))
+    return str(sig.replace(parameters=params, return_annotation=sig.empty)), return_annotation
+
+
 def setup(app):
+    app.connect("autodoc-process-signature", _short_signature)
     app.connect("autodoc-process-docstring", _plain_to_rest)

@@ -2,8 +2,8 @@
 
 from ._version import __version__
 
-from .errors import (AssemblyError, DriverError, JitError, LaunchError, PtxforgeError, TargetError,
-                     ToolchainMissing, ValidationError)
+from .errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, PtxforgeError, SyncTimeout,
+                     TargetError, ToolchainError, ToolchainMissing, ValidationError)
 from .isa import types
 from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
                         s64, u4, u8, u16, u32, u64)
@@ -19,7 +19,7 @@ from .assembler import AssemblyResult, KernelResources, assemble
 # and works on machines without a GPU or driver.
 _RUNTIME_NAMES = frozenset({
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
-    "benchmark", "Timing", "EventTimer", "device_info", "synchronize",
+    "benchmark", "Timing", "EventTimer", "device_info", "synchronize", "query",
 })
 # The schedules load on first use too.
 _SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm"})
@@ -44,7 +44,7 @@ __all__ = [
     "__version__", "KernelBuilder", "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
-    "DriverError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
+    "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
     "KernelResources",
     "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",

@@ -308,6 +308,9 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
     r = S.r_tid[b]
     cta = S.cta_local[t]
     war = (r != -1) & (r != t) & (S.r_time[b] > S.last_full[cta])
+    # the writer may be the first named reader while the second is another thread: that read needs ordering too
+    r2w = S.r2_tid[b]
+    war |= (r == t) & (r2w >= 0) & (r2w != t) & (S.r2_time[b] > S.last_full[cta])
     if war.any():
         c = np.flatnonzero(war)
         rc = r[c]
@@ -325,7 +328,7 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
             bad = c[~ok]
             S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
                      "read these bytes and no barrier separates their reads from this write", op, np.unique(t[bad]),
-                     other_threads=np.unique(r[bad][r[bad] >= 0]), details=_offset(S, b[bad[0]]))
+                     other_threads=_other_readers(r[bad], r2w[bad], t[bad]), details=_offset(S, b[bad[0]]))
     _check_unordered_write(S, op, b, t, S.w_tid[b], "write-after-write race on shared memory ({where}): another "
                            "thread wrote these bytes with no barrier in between")
     S.w_tid[b] = t
@@ -340,6 +343,12 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
     S.w_pc[b] = pc
     S.r_tid[b] = -1
     S.r2_tid[b] = -1
+
+
+def _other_readers(first, second, writer):
+    """The named readers (first and second) of the racing bytes other than their writers."""
+    both = np.concatenate([first[first != writer], second[(second >= 0) & (second != writer)]])
+    return np.unique(both[both >= 0])
 
 
 def mark_pending(S, part, nbytes, pc):

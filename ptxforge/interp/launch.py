@@ -99,13 +99,48 @@ def _summary(kernel, findings):
     return "\n".join(lines)
 
 
+#: What a GPU launch accepts (every sm_80+ device): grid and block extents per axis.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+
+
 def _dims(v, what):
-    if isinstance(v, (int, np.integer)):
+    """1 to 3 positive ints (no floats, no bools) within the GPU's per-axis limits, as (x, y, z)."""
+    def whole(x):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    if whole(v):
         v = (int(v),)
+    elif not isinstance(v, (tuple, list)) or not all(whole(x) for x in v):
+        raise LaunchError(f"{what} takes an int or 1 to 3 ints, got {v!r}")
     v = tuple(int(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise LaunchError(f"{what} takes 1 to 3 positive sizes, got {v}")
+    limit = {"grid": MAX_GRID, "block": MAX_BLOCK}.get(what, ())
+    for axis, x, m in zip("xyz", v, limit):
+        if x > m:
+            raise LaunchError(f"{what} {v}: {axis} = {x} exceeds what a GPU launch allows ({m})")
     return v + (1,) * (3 - len(v))
+
+
+def cta_batches(grid, per_batch: int, cluster=(1, 1, 1)):
+    """The CTA coordinates of `grid` in lists of at most `per_batch`, made as they are needed: whole
+    clusters of shape `cluster` one after another, each one's CTAs consecutive in rank order (x fastest).
+    `per_batch` should be a multiple of the cluster size, so that no cluster is split."""
+    gx, gy, gz = grid
+    cx, cy, cz = cluster
+    batch = []
+    for Z in range(0, gz, cz):
+        for Y in range(0, gy, cy):
+            for X in range(0, gx, cx):
+                for z in range(cz):
+                    for y in range(cy):
+                        for x in range(cx):
+                            batch.append((X + x, Y + y, Z + z))
+                            if len(batch) == per_batch:
+                                yield batch
+                                batch = []
+    if batch:
+        yield batch
 
 
 def resolve_kernel(module, kernel=None) -> Kernel:
@@ -167,6 +202,9 @@ class Launch:
         self.track_shared = races and bool(self.checks & {"race", "async", "uninit"})
         self.findings: list = []
         self._seen: dict = {}
+        if isinstance(dynamic_shared, (bool, np.bool_)) or not isinstance(dynamic_shared, (int, np.integer)) \
+                or dynamic_shared < 0:
+            raise LaunchError(f"shared= takes a non-negative int of bytes, got {dynamic_shared!r}")
         self.dynamic_shared = int(dynamic_shared)
         self.smem = SharedLayout(kernel, self.dynamic_shared)
         self.total_shared = self.smem.static_bytes + self.dynamic_shared
@@ -259,7 +297,8 @@ class Launch:
 
 def _check_pointee(kernel, p, a):
     """The element type rule of a GPU launch (ptxforge.runtime): an array must suit the pointee."""
-    from ..runtime.arrays import Elem, accepts, expected_dtype
+    from ..runtime.arrays import Elem, accepts, check_byte_order, expected_dtype
+    check_byte_order(a.dtype, f"kernel {kernel}: the array for parameter {p.name}")
     if p.pointee is not None and not accepts(p.pointee, Elem.of_dtype(a.dtype)):
         raise LaunchError(f"kernel {kernel}: parameter {p.name} points to .{p.pointee.name} "
                           f"({expected_dtype(p.pointee)}), but the array is {a.dtype}")
@@ -320,12 +359,7 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
                checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster)
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
-    gx, gy, gz = L.grid
-    cx, cy, cz = L.cluster
-    csize = cx * cy * cz
-    # whole clusters, each one's CTAs consecutive in rank order (x fastest)
-    ctas = [(X + x, Y + y, Z + z) for Z in range(0, gz, cz) for Y in range(0, gy, cy) for X in range(0, gx, cx)
-            for z in range(cz) for y in range(cy) for x in range(cx)]
+    csize = L.cluster[0] * L.cluster[1] * L.cluster[2]
     tp = -(-L.nthreads // 32) * 32
     per_cta_bytes = L.smem.size * (SHADOW_BYTES_PER_BYTE + 1 if L.track_shared else 1)
     per_batch = max(1, min(int(batch_threads) // tp, BATCH_MEMORY // per_cta_bytes))
@@ -335,10 +369,11 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     t0 = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
-            for i in range(0, len(ctas), per_batch):
-                S = Machine(L, prog, ctas[i:i + per_batch])
+            for batch in cta_batches(L.grid, per_batch, L.cluster):
+                S = Machine(L, prog, batch)
                 run_batch(S, stats, max_steps)
                 report.batches += 1
+                report.ctas += len(batch)
     finally:
         L.heap.write_back()
         report.seconds = time.perf_counter() - t0
@@ -346,7 +381,6 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         report.steps = stats.steps
         report.warp_instructions = stats.warp_instructions
         report.thread_instructions = stats.thread_instructions
-        report.ctas = len(ctas)
         if count_accesses:
             report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
     return report

@@ -74,13 +74,14 @@ html_sidebars = {"**": ["searchbox.html"]}   # no whole-tree navigation on each 
 #   or a rubric with its text (Returns, Raises, Example ...), continuation lines joined;
 # * an indented block after a blank line, outside a section, becomes a literal block;
 # * a more-indented line that continues the line above it is joined to it;
-# * outside code spans, doctest lines and literal blocks, `|a|` (a substitution) and a trailing
-#   underscore as in if_ or and_ (a hyperlink reference) are escaped.
+# * outside code spans, doctest lines and literal blocks, `|a|` (a substitution), `*` and `**`
+#   (emphasis; a leading bullet stays), backslashes and a trailing underscore as in if_ or and_
+#   (a hyperlink reference) are escaped, and a code span touching a word (`Mutant`s) is split off.
 #
 # sphinx.ext.napoleon does the first for Google-style docstrings, but it also reads the first line
 # of every property docstring as "type: description", which plain text does not mean.
 _CODE_SPAN = re.compile(r"(``.+?``|`[^`]+`)")
-_TRAILING_UNDERSCORE = re.compile(r"(?<=[A-Za-z0-9])_(?=[\s,.;:)\]'\"]|$)")
+_TRAILING_UNDERSCORE = re.compile(r"(?<=[A-Za-z0-9])_(?=\W|$)")
 _SECTION = re.compile(r"^(\s*)(Args|Arguments|Parameters|Keyword Args|Keyword Arguments|Attributes|Fields|"
                       r"Returns|Return|Yields|Raises|Example|Examples|Note|Notes|See Also):\s*$")
 _FIELD_KIND = {"Args": "param", "Arguments": "param", "Parameters": "param", "Keyword Args": "keyword",
@@ -93,10 +94,18 @@ def _indent(line: str) -> int:
 
 
 def _escape_plain(text: str) -> str:
+    bullet = re.match(r"\s*[*-] ", text)
+    head, text = (text[:bullet.end()], text[bullet.end():]) if bullet else ("", text)
     parts = _CODE_SPAN.split(text)
     for i in range(0, len(parts), 2):
-        parts[i] = _TRAILING_UNDERSCORE.sub(r"\\_", parts[i].replace("|", r"\|"))
-    return "".join(parts)
+        plain = parts[i].replace("\\", "\\\\").replace("|", r"\|").replace("*", r"\*")
+        parts[i] = _TRAILING_UNDERSCORE.sub(r"\\_", plain)
+    for i in range(1, len(parts), 2):                  # `Mutant`s, a`b`: a code span needs a word break
+        if parts[i + 1][:1].isalnum():
+            parts[i] += "\\ "
+        if parts[i - 1][-1:].isalnum():
+            parts[i] = "\\ " + parts[i]
+    return head + "".join(parts)
 
 
 def _join_continuations(block: list[str]) -> list[str]:

@@ -14,6 +14,7 @@ from .kernel import Kernel, Param
 from .builder import KernelBuilder
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
+from . import parse  # PTX text in: ptxforge.parse(text, filename=..., strict=...) -> Module
 
 # The runtime (driver, arrays, launches, timing) loads on first use, so `import ptxforge` stays fast
 # and works on machines without a GPU or driver.
@@ -45,7 +46,7 @@ __all__ = [
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
     "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
-    "KernelResources",
+    "KernelResources", "parse",
     "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
     *sorted(_RUNTIME_NAMES),

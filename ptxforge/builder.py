@@ -171,8 +171,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._kernel: Kernel | None = None
 
     # ------------------------------------------------------------------ registers
-    def reg(self, type, name: str | None = None) -> Reg:
-        """A new register of `type`; `name` makes it readable (`%name`, deduplicated)."""
+    def reg(self, type, name: str | None = None, *, exact: bool = False) -> Reg:
+        """A new register of `type`; `name` makes it readable (`%name`, deduplicated).
+
+        `exact=True` keeps `name` as given even where it has the form of an automatic name
+        (`r7`, `p2`): a module read from PTX keeps its register names; a name already taken
+        is an error then.
+        """
         try:
             t = T.lookup(type)
         except PtxforgeError as e:
@@ -189,6 +194,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 n += 1
                 rname = base + str(n)
             self._counters[base] = n + 1
+        elif exact:
+            if not _IDENT.match(name) or name in SPECIAL_REGISTERS:
+                raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
+            if name in self._regs:
+                raise with_loc(ValidationError(f"register %{name} is already declared in '{self.name}'"),
+                               caller_loc())
+            rname = name
         else:
             if not _IDENT.match(name):
                 raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
@@ -478,7 +490,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         pos, _ = self._last_if
         self._last_if = None
         done = self.label("endelse")
-        skip = make("bra", ("bra", "uni"), (done,), info=done).with_loc(caller_loc())
+        from .isa.control import bra
+        skip = bra(done, uni=True).with_loc(caller_loc())  # the constructor: .uni in mods too, as bra() has it
         self._use_label(done)
         self._body.insert(pos, skip)
         yield

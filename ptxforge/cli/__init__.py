@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_cmd_targets)
     from .gemm import add_parser as add_gemm_int4
     add_gemm_int4(sub)
+    from .ptx_in import add_parsers as add_ptx_in  # lint, listing, to-python, interp
+    add_ptx_in(sub)
     return p
 
 

@@ -219,6 +219,9 @@ def special_reader(name: str, ins):
         "dynamic_smem_size": lambda S: S.launch.dynamic_shared,
         "total_smem_size": lambda S: S.launch.total_shared,
         "gridid": lambda S: 0,
+        # %envreg0..31 hold what a launch asks the driver for (a cooperative launch's grid workspace);
+        # an ordinary launch leaves them 0
+        **{f"envreg{i}": (lambda S: 0) for i in range(32)},
     }
     if name in consts:
         f = consts[name]

@@ -122,6 +122,13 @@ def bra(label: Label, uni=False):
     return make("bra", ("bra", "uni" if uni else None), (label,), info=label, mods=("uni",) if uni else ())
 
 
+def simple(opcode: str):
+    """ret, exit, trap: the control instructions without operands."""
+    if opcode not in ("ret", "exit", "trap"):
+        raise ValidationError(f"{opcode!r} is not one of ret, exit, trap")
+    return make(opcode, (opcode,))
+
+
 class ControlOps:
     """Builder methods for moves, comparisons, selects and branches."""
     def mov(self, a, *, type=None, dst=None, pred=None):
@@ -191,15 +198,15 @@ class ControlOps:
 
     def ret(self, *, pred=None):
         """`ret`: return from the kernel (where `pred` holds, if given); `finish` adds a final one."""
-        self.emit(make("ret", ("ret",)), pred)
+        self.emit(simple("ret"), pred)
 
     def exit(self, *, pred=None):
         """`exit`: end the thread (where `pred` holds, if given)."""
-        self.emit(make("exit", ("exit",)), pred)
+        self.emit(simple("exit"), pred)
 
     def trap(self, *, pred=None):
         """`trap`: abort the kernel with an error the host sees at the next synchronization (where `pred` holds,
         if given).
         """
-        self.emit(make("trap", ("trap",)), pred)
+        self.emit(simple("trap"), pred)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
+from .operands import Reg
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -103,6 +104,8 @@ def cvta(d, a, space, to: bool):
     """
     if space not in CVTA_SPACES:
         raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
+    if not isinstance(d, Reg):
+        raise ValidationError(f"cvta destination must be a register, got {d!r}")
     size = T.u64 if d.type.bits == 64 else T.u32
     if space == "param":
         req = Requirement(80, V("7.7"))

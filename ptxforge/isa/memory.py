@@ -115,6 +115,13 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
                 info=MemInfo(space, t, vec, nc, cop), mods=(space,))
 
 
+def _writable_param(addr) -> bool:
+    """Call arguments and return values (`CallParam`) are the .param variables a store may name."""
+    from .calls import CallParam
+    base = addr.base if isinstance(addr, Addr) else addr
+    return isinstance(base, CallParam)
+
+
 def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
     """Build and check `st.space{.cop}{.hints}{.vN}.type [addr], v` (pure: no builder).
 
@@ -124,8 +131,10 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
     what = f"st.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}")
-    if space in ("param", "const"):
-        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel")
+    if space == "const" or (space == "param" and not _writable_param(addr)):
+        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel"
+                              + (" (only call arguments and return values, .param variables a call or a"
+                                 " device function declares, may be stored to)" if space == "param" else ""))
     _vec_check(t, vec, what)
     if cop is not None and cop not in CACHE_OPS["st"]:
         raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")

@@ -226,6 +226,20 @@ def mbarrier_inval(addr, space="shared"):
                 info=MbarInfo("inval"))
 
 
+def nanosleep(ns):
+    """nanosleep.u32 t: suspend the thread for about t nanoseconds (a register or an immediate)."""
+    if isinstance(ns, int):
+        ns = Imm(ns)
+    else:
+        check_value(ns, T.u32, "nanosleep")
+    return make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0")))
+
+
+#: Spellings PTX gives one barrier: bar.sync is barrier.sync.aligned (and so on).
+BARRIER_SPELLINGS = {"barrier.sync.aligned": "bar.sync", "barrier.arrive.aligned": "bar.arrive",
+                     "bar.sync.aligned": "bar.sync", "bar.arrive.aligned": "bar.arrive"}
+
+
 class SyncOps:
     """Builder methods for CTA and warp barriers, memory fences, mbarriers and nanosleep."""
     def bar_sync(self, bid=0, count=None, *, aligned=True, pred=None):
@@ -349,9 +363,4 @@ class SyncOps:
     def nanosleep(self, ns, *, pred=None):
         """`nanosleep.u32 ns`: suspend the thread for about `ns` nanoseconds (an int or .u32 register; sm_70).
         """
-        if isinstance(ns, int):
-            ns = Imm(ns)
-        else:
-            ns = self._val(ns)
-            check_value(ns, T.u32, "nanosleep")
-        self.emit(make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0"))), pred)
+        self.emit(nanosleep(ns if isinstance(ns, int) else self._val(ns)), pred)

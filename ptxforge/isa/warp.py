@@ -88,6 +88,20 @@ def redux(op, t, d, a, mask=FULL):
                 req=Requirement(80, V("7.0")), mods=(op,))
 
 
+def elect(p, mask=FULL):
+    """elect.sync _|p, mask (sm_90): p is true in exactly one active lane of the mask."""
+    from .operands import DISCARD
+    check_pred(p, "elect.sync predicate")
+    return make("elect", ("elect", "sync"), (PairDst(DISCARD, p), _mask(mask)), n_dst=1,
+                req=Requirement(90, V("8.0")))
+
+
+def activemask(d):
+    """activemask.b32 d: the lanes of the warp executing this instruction."""
+    check_dst(d, T.b32, "activemask destination")
+    return make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2")))
+
+
 class WarpOps:
     """Builder methods for warp-level operations: shuffles, votes, reductions, elect and activemask."""
     def shfl(self, mode, value, lane_or_offset, *, clamp=None, mask=FULL, dst=None, in_range=None, pred=None):
@@ -141,13 +155,11 @@ class WarpOps:
     def elect_sync(self, *, mask=FULL, dst=None):
         """elect.sync (sm_90): a predicate true in exactly one active lane."""
         p = self._dst(dst, T.pred)
-        from .operands import DISCARD
-        self.emit(make("elect", ("elect", "sync"), (PairDst(DISCARD, p), _mask(mask)), n_dst=1,
-                       req=Requirement(90, V("8.0"))))
+        self.emit(elect(p, mask))
         return p
 
     def activemask(self, *, dst=None):
         """`activemask.b32 d`: the mask of the lanes currently executing; returns d."""
         d = self._dst(dst, T.b32)
-        self.emit(make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2"))))
+        self.emit(activemask(d))
         return d

@@ -32,23 +32,25 @@ exclude_patterns = ["_build"]
 autosummary_generate = True
 
 
-def _exports() -> dict:
-    """For each public package, the classes and functions its ``__all__`` exports (its page lists
-    them in a table; the page of the module that defines each one describes it)."""
-    out = {}
-    for info in pkgutil.walk_packages(ptxforge.__path__, "ptxforge."):
-        if info.ispkg and not any(p.startswith("_") for p in info.name.split(".")):
-            out[info.name] = None
-    out["ptxforge"] = None
-    for name in out:
+def _exports() -> tuple[dict, dict]:
+    """For each public package: the classes and functions its ``__all__`` exports from its modules
+    (its page lists them in a table linking to the page of the module that defines and describes
+    each), and those it defines itself (described on its own page)."""
+    names = ["ptxforge"] + [info.name for info in pkgutil.walk_packages(ptxforge.__path__, "ptxforge.")
+                            if info.ispkg and not any(p.startswith("_") for p in info.name.split("."))]
+    exported, own = {}, {}
+    for name in names:
         mod = importlib.import_module(name)
         objs = [getattr(mod, n) for n in getattr(mod, "__all__", ())]
-        out[name] = [f"~{o.__module__.removeprefix(name + '.')}.{o.__qualname__}"
-                     for o in objs if inspect.isclass(o) or inspect.isfunction(o)]
-    return out
+        objs = [o for o in objs if inspect.isclass(o) or inspect.isfunction(o)]
+        exported[name] = [f"~{o.__module__.removeprefix(name + '.')}.{o.__qualname__}"
+                          for o in objs if o.__module__ != name]
+        own[name] = [o.__name__ for o in objs if o.__module__ == name]
+    return exported, own
 
 
-autosummary_context = {"exports": _exports()}
+_EXPORTED, _OWN = _exports()
+autosummary_context = {"exports": _EXPORTED, "own": _OWN}
 autosummary_imported_members = False
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"

@@ -1,5 +1,8 @@
+"""``python -m ptxforge``: the ``ptxforge`` command (see :mod:`ptxforge.cli`)."""
+
 import sys
 
 from .cli import main
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

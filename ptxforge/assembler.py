@@ -91,6 +91,18 @@ def run_tool(args, what: str, timeout=None, **kwargs) -> subprocess.CompletedPro
 
 @dataclass(frozen=True)
 class KernelResources:
+    """What the assembler reports for one kernel of a cubin.
+
+    Attributes:
+        name: the kernel's name.
+        registers: registers per thread.
+        barriers: named barriers used.
+        shared: static shared memory, bytes.
+        stack: stack frame, bytes.
+        spill_stores: bytes of register spills stored.
+        spill_loads: bytes of register spills loaded.
+        cmem: constant memory (bank 0), bytes.
+    """
     name: str
     registers: int = 0
     barriers: int = 0
@@ -102,6 +114,7 @@ class KernelResources:
 
     @property
     def spills(self) -> int:
+        """Spilled bytes, stored and loaded together (0 for a kernel that fits in registers)."""
         return self.spill_stores + self.spill_loads
 
     def __str__(self) -> str:
@@ -111,6 +124,17 @@ class KernelResources:
 
 @dataclass(frozen=True)
 class AssemblyResult:
+    """The outcome of `assemble`: the cubin, how it was made and what each kernel uses.
+
+    Attributes:
+        cubin: the SASS binary.
+        arch: the ``sm_XX`` it was assembled for.
+        backend: "nvjitlink" or "ptxas".
+        version: the PTX ``.version`` the text carried.
+        ptx: the PTX text assembled.
+        log: the assembler's info log.
+        kernels: kernel name -> `KernelResources`.
+    """
     cubin: bytes
     arch: str
     backend: str
@@ -120,6 +144,9 @@ class AssemblyResult:
     kernels: dict = field(default_factory=dict)  # name -> KernelResources
 
     def resources(self, kernel: str | None = None) -> KernelResources:
+        """The `KernelResources` of `kernel`, or of the only kernel when `kernel` is None (KeyError naming the
+        kernels otherwise).
+        """
         if kernel is None:
             if len(self.kernels) != 1:
                 raise KeyError(f"{len(self.kernels)} kernels; name one of {sorted(self.kernels)}")
@@ -181,6 +208,9 @@ def _nvjitlink():
 
 
 def available_backends() -> tuple:
+    """The offline assemblers found on this machine, in order of preference: "nvjitlink" (the pip wheel) and/or
+    "ptxas" (PATH or pip).
+    """
     out = []
     if _nvjitlink() is not None:
         out.append("nvjitlink")
@@ -473,6 +503,7 @@ def _parse_link_summary(log: str) -> dict:
 # ---------------------------------------------------------------- disassembly
 
 def disassembler() -> str | None:
+    """The path of nvdisasm or cuobjdump (PATH or NVIDIA's pip wheels), or None when neither is found."""
     return find_tool("nvdisasm") or find_tool("cuobjdump")
 
 

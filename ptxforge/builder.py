@@ -86,10 +86,36 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps, ClusterOps):
-    """Compose one kernel instruction by instruction.
+    """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
-    >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)
-    >>> x = k.param_ptr("x", T.f32)
+    Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`
+    and the target, appends one PTX instruction (a few for the structured helpers such as
+    `if_` and `for_range`), records the Python line that asked for it and returns the
+    destination register. Errors are raised as `ValidationError` or `TargetError` at that line.
+    The instruction methods come from the per-family mixins (`ArithOps`, `BitOps`,
+    `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `SyncOps`, `TensorOps`,
+    `WarpOps`, `ClusterOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
+    operands when omitted), ``dst=`` (a register to write instead of a new one) and ``pred=``
+    (a ``.pred`` register, or ``~reg`` for its negation, that guards the instruction as
+    ``@p`` / ``@!p``).
+
+    Args:
+        name: the kernel's PTX name (``.entry name``), a PTX identifier.
+        target: the ``.target`` (``"sm_80"``, ``"sm_90a"``, a `Target`); instructions the
+            target lacks are rejected.
+        maxntid: the most threads per CTA (``.maxntid``), an int or 1 to 3 sizes.
+        reqntid: the exact CTA shape (``.reqntid``); not together with `maxntid`.
+        minnctapersm: CTAs per SM to plan registers for (``.minnctapersm``).
+        maxnreg: a register cap per thread, 16 to 255 (``.maxnreg``).
+
+    >>> import ptxforge as pf
+    >>> k = pf.KernelBuilder("scale", target="sm_80", maxntid=256)
+    >>> x = k.param_ptr("x", pf.f32)              # ld.param.u64 + cvta.to.global.u64
+    >>> i = k.global_index()                      # mad.lo.u32 from %ctaid.x, %ntid.x, %tid.x
+    >>> p = k.add(x, k.mul(i, 4, mode="wide"))    # mul.wide.u32, add.u64
+    >>> k.st(p, k.mul(k.ld(p, type=pf.f32), 2.0))
+    >>> print(k.module().ptx.count("st.global.f32"))
+    1
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
@@ -429,18 +455,26 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return self.mov(s, dst=d)
 
     def tid(self, dim="x") -> Reg:
+        """The thread index in the CTA along `dim` ("x", "y", "z"): `mov.u32 %tid_x, %tid.x`; returns the .u32
+        register.
+        """
         return self.sreg(f"tid.{dim}")
 
     def ntid(self, dim="x") -> Reg:
+        """The CTA size along `dim`: `mov.u32 %ntid_x, %ntid.x`; returns the .u32 register."""
         return self.sreg(f"ntid.{dim}")
 
     def ctaid(self, dim="x") -> Reg:
+        """The CTA index in the grid along `dim`: `mov.u32 %ctaid_x, %ctaid.x`; returns the .u32 register."""
         return self.sreg(f"ctaid.{dim}")
 
     def nctaid(self, dim="x") -> Reg:
+        """The grid size in CTAs along `dim`: `mov.u32 %nctaid_x, %nctaid.x`; returns the .u32 register."""
         return self.sreg(f"nctaid.{dim}")
 
     def laneid(self) -> Reg:
+        """The lane of this thread in its warp, 0..31: `mov.u32 %laneid, %laneid`; returns the .u32 register.
+        """
         return self.sreg("laneid")
 
     def global_index(self, dim="x") -> Reg:

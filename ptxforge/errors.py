@@ -30,6 +30,7 @@ class SourceLoc(NamedTuple):
 
     @property
     def code(self) -> str:
+        """The source text of the Python line (stripped; empty when the file cannot be read)."""
         return linecache.getline(self.filename, self.lineno).strip()
 
 
@@ -143,6 +144,8 @@ class ToolchainMissing(PtxforgeError):
 
 
 def with_loc(err: PtxforgeError, loc: SourceLoc | None) -> PtxforgeError:
+    """Attach `loc` to `err` unless it already names a line; returns `err` (for ``raise with_loc(e, loc)``).
+    """
     if err.loc is None and loc is not None:
         err.loc = loc
     return err

@@ -148,8 +148,14 @@ def unpack_uint4(packed, k: int | None = None, axis: int = -1) -> np.ndarray:
 
 
 def random_uint4(shape, rng=None, *, extremes: bool = False) -> np.ndarray:
+    """random_int4 for unsigned values: an int8 array of `shape` with values in [0, 15] (`extremes` favours 0 and
+    15).
+    """
     return random_int4(shape, rng, signed=False, extremes=extremes)
 
 
 def reference_gemm_u4(a_packed, b_packed, k: int | None = None) -> np.ndarray:
+    """reference_gemm for unsigned nibbles: the exact product A . B^T (int64) of packed u4 operands; `k` is the
+    logical K.
+    """
     return reference_gemm(a_packed, b_packed, k, signed=False)

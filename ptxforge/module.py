@@ -22,11 +22,20 @@ _INDENT = "    "
 
 @dataclass(frozen=True)
 class Rendered:
+    """The PTX text of a module at one ``.version``, with the line map from PTX lines back to instructions.
+
+    Attributes:
+        text: the PTX source.
+        version: the ``.version`` it was rendered at.
+        line_map: 1-based PTX line -> (Instruction, kernel name).
+    """
     text: str
     version: PtxVersion
     line_map: dict  # 1-based PTX line -> (Instruction, kernel name)
 
     def instruction_at(self, line: int):
+        """The `Instruction` rendered on PTX line `line` (1-based), or None for a directive, label or blank line.
+        """
         hit = self.line_map.get(line)
         return hit[0] if hit else None
 
@@ -75,6 +84,9 @@ class Module:
 
     # ---------------------------------------------------------------- versions
     def requirements(self):
+        """Yield the `Requirement` of every instruction and directive of every kernel (what decides the least
+        ``.version``).
+        """
         for k in self.kernels:
             yield from k.requirements()
 
@@ -83,6 +95,9 @@ class Module:
         return least_version(self.target, self.requirements(), cap)
 
     def version_for(self, cap: PtxVersion | None = None) -> PtxVersion:
+        """The ``.version`` the module renders at: the one asked for at construction, else the least one covering
+        every instruction; `cap` is the newest the consumer accepts (TargetError above it).
+        """
         if self._version is not None:
             if cap is not None and self._version > cap:
                 raise TargetError(f".version {self._version} was requested, but the toolchain accepts at most {cap}")
@@ -91,10 +106,18 @@ class Module:
 
     @property
     def version(self) -> PtxVersion:
+        """The ``.version`` the module renders at when nothing caps it (see `version_for`)."""
         return self.version_for()
 
     # ---------------------------------------------------------------- rendering
     def render(self, version: PtxVersion | str | None = None, cap: PtxVersion | None = None) -> Rendered:
+        """The module as PTX text at `version` (default: `version_for(cap)`), with its line map; cached per
+        version.
+
+        Args:
+            version: the ``.version`` to write, or None for the least one that covers the module.
+            cap: the newest ``.version`` the consumer (a driver, an assembler) accepts.
+        """
         v = PtxVersion.parse(version) if version is not None else self.version_for(cap)
         key = str(v)
         hit = self._cache.get(key)
@@ -132,12 +155,18 @@ class Module:
 
     @property
     def ptx(self) -> str:
+        """The PTX text at the module's `version` (the same as ``str(module)``), deterministic for the same
+        kernels.
+        """
         return self.render().text
 
     def __str__(self) -> str:
         return self.ptx
 
     def kernel(self, name: str | None = None) -> Kernel:
+        """The kernel called `name`, or the only kernel when `name` is None; a ValidationError lists the kernels
+        otherwise.
+        """
         if name is None:
             if len(self.kernels) != 1:
                 raise ValidationError(f"module has {len(self.kernels)} kernels; name one: "
@@ -149,6 +178,7 @@ class Module:
         raise ValidationError(f"no kernel '{name}' in module; kernels: " + ", ".join(k.name for k in self.kernels))
 
     def instruction_count(self) -> int:
+        """The number of instructions of all kernels (labels and comments not counted)."""
         return sum(len(k.instructions) for k in self.kernels)
 
     # ---------------------------------------------------------------- listing

@@ -65,6 +65,7 @@ class SmemLayout:
     # ------------------------------------------------------------ geometry
     @property
     def chunks_per_row(self) -> int:
+        """16-byte chunks per row (the unit the XOR swizzle permutes), rounded up."""
         return -(-self.row_bytes // CHUNK)
 
     @property
@@ -143,5 +144,6 @@ class SmemLayout:
         return F.mad(k, row, self.row_bytes, moved)
 
     def describe(self) -> str:
+        """One line for listings and reports: kind, rows x row bytes, padding and total bytes."""
         extra = f", {self.pad_bytes} B padding" if self.kind == "padded" else ""
         return f"{self.kind} {self.rows}x{self.row_bytes} B{extra} ({self.nbytes} B)"

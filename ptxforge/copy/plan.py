@@ -52,22 +52,28 @@ class TileCopyPlan:
 
     @property
     def row_bytes(self) -> int:
+        """Bytes of one tile row (`cols` elements; packed 4-bit types count half a byte each)."""
         return self.cols * self.elem_type.bits // 8
 
     @property
     def tile_bytes(self) -> int:
+        """Bytes of the whole tile."""
         return self.rows * self.row_bytes
 
     @property
     def copies_per_row(self) -> int:
+        """Copies of `width_bytes` that cover one row."""
         return self.row_bytes // self.width_bytes
 
     @property
     def total_copies(self) -> int:
+        """Copies of `width_bytes` that cover the tile, over all threads."""
         return self.rows * self.copies_per_row
 
     @property
     def smem_layout(self) -> SmemLayout:
+        """The shared-memory layout the copies write: the one given, or a linear tile of `rows` x `row_bytes`.
+        """
         return self.layout if self.layout is not None else SmemLayout(self.rows, self.row_bytes, "linear")
 
     def copies(self, tid: int):
@@ -80,6 +86,8 @@ class TileCopyPlan:
         return out
 
     def describe(self) -> str:
+        """One line for listings and reports: the tile, the method and width chosen, copies per thread and why.
+        """
         what = (f"{self.method} {self.cache} {self.width_bytes} B" if self.method == "cp.async"
                 else f"ld/st {self.width_bytes} B")
         return (f"{self.rows}x{self.cols} .{self.elem_type.name} ({self.tile_bytes} B) by {self.threads} threads: "

@@ -63,6 +63,10 @@ def _refusal(exc):
 
 
 def build_op(P, pc, ins) -> Op:
+    """The `Op` for instruction `ins` at `pc` of Program `P`: its guard, control-flow kind and executor (branches
+    resolve their target; an instruction the interpreter does not model gets an executor that raises
+    InterpUnsupported when reached).
+    """
     op = Op(pc, ins, None)
     if ins.guard is not None:
         op.guard = P.slot(ins.guard.reg, bool)

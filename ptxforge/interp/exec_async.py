@@ -107,6 +107,11 @@ def _read_source(S, op, src, thr, nsrc, size, align=None):
 
 
 def make_cp_async(P, op):
+    """The executor of `cp.async`: reads the global source (zero-filling past `src_size`, or all of it under
+    `ignore_src`) and records the copy as in flight; it lands in shared memory when a wait or mbarrier
+    completes it, and touching its destination earlier is an "async" finding. Returns ``fn(S, m)``, which
+    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     info = ins.info
     size = info.cp_size
@@ -146,12 +151,20 @@ def make_cp_async(P, op):
 
 
 def make_commit(P, op):
+    """The executor of `cp.async.commit_group`: closes each thread's pending copies into a group. Returns ``fn(S,
+    m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being
+    built.
+    """
     def commit(S, m):
         S.cp_committed[m] += 1
     return commit
 
 
 def make_wait_group(P, op):
+    """The executor of `cp.async.wait_group n`: lands every group of each thread but the newest `n`. Returns
+    ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the
+    Op being built.
+    """
     n = int(op.ins.info)
 
     def wait_group(S, m):
@@ -160,6 +173,9 @@ def make_wait_group(P, op):
 
 
 def make_wait_all(P, op):
+    """The executor of `cp.async.wait_all`: lands every copy of each thread. Returns ``fn(S, m)``, which executes
+    it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     def wait_all(S, m):
         S.cp_committed[m] += 1
         land_waited(S, m, 0)
@@ -167,6 +183,10 @@ def make_wait_all(P, op):
 
 
 def make_cp_mbarrier_arrive(P, op):
+    """The executor of `cp.async.mbarrier.arrive{.noinc}`: queues an arrival on the mbarrier that takes effect
+    when the thread's earlier copies land. Returns ``fn(S, m)``, which executes it on Machine `S` for the
+    threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     noinc = bool(ins.info)
     get_addr = address_reader(P, ins.operands[0], ins, "shared")
@@ -183,6 +203,10 @@ def make_cp_mbarrier_arrive(P, op):
 
 
 def make_bulk(P, op):
+    """The executor of `cp.async.bulk` global -> shared: checks size and alignment (multiples of 16 bytes) and
+    queues the copy on the mbarrier's transaction count; TMA tensor copies are refused. Returns ``fn(S, m)``,
+    which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     kind = ins.info.kind
     if kind != "g2s":
@@ -219,12 +243,20 @@ def make_bulk(P, op):
 
 
 def make_createpolicy(P, op):
+    """The executor of `createpolicy`: writes an opaque .b64 policy value (only cp.async cache hints consume it).
+    Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program,
+    `op` the Op being built.
+    """
     put = P.writer(op.ins.operands[0], T.b64, op.ins)
     policy = np.uint64(0x10E0_0000_0000_0000)  # an opaque value; only cp.async hints consume it
     return lambda S, m: put(S, policy, m)
 
 
 def make_noop(P, op):
+    """The executor of the instructions with no effect the interpreter models (membar, fence, nanosleep,
+    prefetch): does nothing. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask
+    `m`; `P` is the Program, `op` the Op being built.
+    """
     return lambda S, m: None
 
 

@@ -17,6 +17,9 @@ _PTXFORGE_INTERNAL = True
 
 
 def make_logic(P, op):
+    """The executor of `and or xor not cnot` on bit types and .pred. Returns ``fn(S, m)``, which executes it on
+    Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     put = P.writer(ins.operands[0], t, ins)
@@ -42,6 +45,10 @@ def make_logic(P, op):
 
 
 def make_shift(P, op):
+    """The executor of `shl` / `shr` (logical on .b/.u, arithmetic on .s; amounts past the width give 0 or the
+    sign). Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the
+    Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     bits = t.bits
@@ -97,6 +104,10 @@ def lop3_eval(lut: int, a, b, c):
 
 
 def make_lop3(P, op):
+    """The executor of `lop3.b32`: each result bit is the lookup table's entry for the three source bits. Returns
+    ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the
+    Op being built.
+    """
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)
     ra, rb, rc = (P.reader(s, T.b32, ins) for s in ins.operands[1:4])
@@ -115,6 +126,10 @@ _PRMT_MODES = {
 
 
 def make_prmt(P, op):
+    """The executor of `prmt.b32` in the generic form and the f4e b4e rc8 ecl ecr rc16 modes. Returns ``fn(S,
+    m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being
+    built.
+    """
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)
     ra, rb, rc = (P.reader(s, T.b32, ins) for s in ins.operands[1:4])
@@ -142,6 +157,10 @@ def make_prmt(P, op):
 
 
 def make_shf(P, op):
+    """The executor of `shf.l` / `shf.r` (.wrap or .clamp): the funnel shift of a 64-bit pair. Returns ``fn(S,
+    m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being
+    built.
+    """
     ins = op.ins
     direction, mode = ins.mods[0], ins.mods[1]
     put = P.writer(ins.operands[0], T.b32, ins)
@@ -163,6 +182,9 @@ def make_shf(P, op):
 
 
 def make_bitfield(P, op):
+    """The executor of `bfe bfi popc clz brev bfind`. Returns ``fn(S, m)``, which executes it on Machine `S` for
+    the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     bits = t.bits

@@ -28,6 +28,10 @@ _PTXFORGE_INTERNAL = True
 
 
 class MBar:
+    """The state of one mbarrier in the interpreter: expected and pending arrivals, the transaction count,
+    completed phases, the threads that arrived in the current phase, queued asynchronous completions and the
+    members of recent phases (for race checking).
+    """
     __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc")
 
     def __init__(self, key, count, N):
@@ -97,6 +101,11 @@ def flush(S, state):
 
 
 def make_mbarrier(P, op):
+    """The executor of the mbarrier instructions (init, arrive with or without expect_tx, expect_tx, test_wait,
+    try_wait, inval), with findings for use before init (or after inval) and for more arrivals than a phase
+    expects. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the
+    Program, `op` the Op being built.
+    """
     ins = op.ins
     kind = ins.info.op
     addr_op = ins.operands[1] if ins.n_dst else ins.operands[0]

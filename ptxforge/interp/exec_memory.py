@@ -58,6 +58,10 @@ def _spread(S, thr, values, dtype):
 
 
 def make_ld(P, op):
+    """The executor of `ld` (scalar and vector, every space): reads memory with bounds, alignment, race and
+    in-flight-copy checks. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`;
+    `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     info = ins.info
     t, vec, space = info.type, info.vec, info.space
@@ -88,6 +92,10 @@ def make_ld(P, op):
 
 
 def make_st(P, op):
+    """The executor of `st` (scalar and vector): writes memory with the same checks as `make_ld`. Returns ``fn(S,
+    m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being
+    built.
+    """
     ins = op.ins
     info = ins.info
     t, vec, space = info.type, info.vec, info.space
@@ -145,6 +153,10 @@ def _atom_apply(opname, t, old, b, c):
 
 
 def make_atom(P, op):
+    """The executor of `atom` / `red`: a read-modify-write applied in thread order, so the results are those of
+    one legal serialization. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask
+    `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     info = ins.info
     t, space, opname = info.type, info.space, info.op
@@ -216,6 +228,10 @@ class _MatrixOp:
 
 
 def make_ldmatrix(P, op):
+    """The executor of `ldmatrix`: each lane supplies a row address and receives its fragment words as PTX lays
+    them out (transposed with .trans). Returns ``fn(S, m)``, which executes it on Machine `S` for the threads
+    of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     mx = _MatrixOp(P, op, 1)
     num, lay, space, jidx, nlanes = mx.num, mx.lay, mx.space, mx.jidx, mx.nlanes
@@ -240,6 +256,10 @@ def make_ldmatrix(P, op):
 
 
 def make_stmatrix(P, op):
+    """The executor of `stmatrix`: the inverse of `make_ldmatrix`, fragment words to the rows the lanes address.
+    Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program,
+    `op` the Op being built.
+    """
     ins = op.ins
     mx = _MatrixOp(P, op, 0)
     num, lay, space, jidx, nlanes = mx.num, mx.lay, mx.space, mx.jidx, mx.nlanes

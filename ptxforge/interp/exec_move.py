@@ -22,6 +22,10 @@ _PTXFORGE_INTERNAL = True
 
 
 def make_mov(P, op):
+    """The executor of `mov`: registers, immediates, special registers, addresses of variables, and pack/unpack
+    of brace lists. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is
+    the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     d, a = ins.operands[0], ins.operands[1]
@@ -62,6 +66,9 @@ def make_mov(P, op):
 # ---------------------------------------------------------------- comparisons
 
 def compare(cmp: str, a, b, t: T.ScalarType):
+    """The `setp` comparison `cmp` of numpy arrays `a` and `b` of type `t` as a bool array: ordered and unordered
+    float comparisons (NaN-aware), signed and unsigned integer ones.
+    """
     if t.is_float:
         nan = np.isnan(a) | np.isnan(b)
         ordered = {
@@ -82,6 +89,9 @@ def compare(cmp: str, a, b, t: T.ScalarType):
 
 
 def make_setp(P, op):
+    """The executor of `setp` (and its .and/.or/.xor combination with a predicate). Returns ``fn(S, m)``, which
+    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     cmp = ins.mods[0]
@@ -105,6 +115,9 @@ def make_setp(P, op):
 
 
 def make_selp(P, op):
+    """The executor of `selp`: d = p ? a : b per thread. Returns ``fn(S, m)``, which executes it on Machine `S`
+    for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     ra, rb = P.reader(ins.operands[1], t, ins), P.reader(ins.operands[2], t, ins)
@@ -148,6 +161,11 @@ _INT_ROUND = {"rni": np.rint, "rzi": np.trunc, "rmi": np.floor, "rpi": np.ceil}
 
 
 def make_cvt(P, op):
+    """The executor of `cvt` with PTX's rules (see the module docstring): truncation and extension by signedness,
+    float-to-integer rounding with saturation, round-to-nearest-even narrowing, .sat and .ftz. Returns ``fn(S,
+    m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being
+    built.
+    """
     ins = op.ins
     dt, st, rnd = ins.info
     mods = set(ins.mods)
@@ -247,6 +265,10 @@ def _float_out(x64, dt, exact_src=None):
 # ---------------------------------------------------------------- cvta
 
 def make_cvta(P, op):
+    """The executor of `cvta`: converts between generic addresses and the shared and param windows the
+    interpreter maps (global addresses are generic already). Returns ``fn(S, m)``, which executes it on
+    Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     to = "to" in ins.mods

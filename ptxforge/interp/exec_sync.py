@@ -28,6 +28,11 @@ _PTXFORGE_INTERNAL = True
 # ---------------------------------------------------------------- bar.sync / bar.arrive
 
 def make_bar(P, op):
+    """The executor of `bar.sync` / `bar.arrive` / `barrier.*`: records the arrival and blocks syncing threads
+    until the barrier's thread count is reached; the barrier orders shared memory for race checking. Returns
+    ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the
+    Op being built.
+    """
     ins = op.ins
     info = ins.info
     if info.kind not in ("sync", "arrive"):
@@ -58,6 +63,9 @@ def make_bar(P, op):
 
 
 def check_barrier(S, b, ctas, op=None):
+    """Complete barrier `b` in each of `ctas` whose arrivals reach its count: check that warps arrived whole at
+    one instruction (the .aligned rule), record the synchronization and unblock the threads.
+    """
     arrived = S.bar_arrived.get(b)
     if arrived is None:
         return
@@ -113,6 +121,8 @@ def _check_warp_arrivals(S, b, c, arr, live):
 
 
 def recheck_barriers(S, ctas):
+    """Re-check every barrier with arrivals in `ctas` (after threads exit, an arrival count may now be met).
+    """
     for b in list(S.bar_arrived):
         check_barrier(S, b, ctas)
 
@@ -144,6 +154,10 @@ def _lanes(bits: int) -> str:
 
 
 def make_bar_warp_sync(P, op):
+    """The executor of `bar.warp.sync`: the lanes of the member mask must all execute it (a "collective" finding
+    otherwise), and it orders their memory. Returns ``fn(S, m)``, which executes it on Machine `S` for the
+    threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     get_mask = P.reader(ins.operands[0], T.b32, ins)
 
@@ -158,6 +172,10 @@ def make_bar_warp_sync(P, op):
 # ---------------------------------------------------------------- exit, trap, no-ops
 
 def make_exit(P, op):
+    """The executor of `exit` / `ret`: the threads end, and barriers waiting on them are re-checked. Returns
+    ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the
+    Op being built.
+    """
     def exit_(S, m):
         bulk = getattr(S, "bulk", None)
         if bulk is not None and bulk.records:  # a bulk / TMA store still reading the CTA's shared memory
@@ -177,6 +195,9 @@ def make_exit(P, op):
 
 
 def make_trap(P, op):
+    """The executor of `trap`: a "trap" finding that stops the run. Returns ``fn(S, m)``, which executes it on
+    Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     def trap(S, m):
         S.fail("trap", "trap executed", op, np.flatnonzero(m))
     return trap

@@ -91,6 +91,11 @@ def _order(frag):
 
 
 def make_mma(P, op):
+    """The executor of `mma.sync`: gathers each warp's A, B and C fragments by the PTX fragment layouts,
+    multiplies (integers exactly, wrapped or .satfinite-clamped to s32; floats in float64, rounded to the
+    accumulator type) and scatters D back to the lanes. Returns ``fn(S, m)``, which executes it on Machine `S`
+    for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     form = ins.info
     if ins.opcode != "mma":

@@ -22,6 +22,10 @@ def _mask_reader(P, op, ins):
 
 
 def make_shfl(P, op):
+    """The executor of `shfl.sync` (up, down, bfly, idx with clamp and segment mask); reading an inactive or
+    non-member lane is a "collective" finding. Returns ``fn(S, m)``, which executes it on Machine `S` for the
+    threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     mode = ins.info.mode
     dst = ins.operands[0]
@@ -74,6 +78,9 @@ def _per_warp(m):
 
 
 def make_vote(P, op):
+    """The executor of `vote.sync` all/any/uni/ballot over the member mask. Returns ``fn(S, m)``, which executes
+    it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     mode = ins.mods[0]
     rp = P.pred_reader(ins.operands[1], ins)
@@ -104,6 +111,9 @@ def make_vote(P, op):
 
 
 def make_redux(P, op):
+    """The executor of `redux.sync` add/min/max/and/or/xor over the member mask. Returns ``fn(S, m)``, which
+    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     opname = ins.mods[0]
@@ -134,6 +144,9 @@ def make_redux(P, op):
 
 
 def make_elect(P, op):
+    """The executor of `elect.sync`: true in the lowest active member lane of each warp. Returns ``fn(S, m)``,
+    which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     dst = ins.operands[0]
     put_d = P.writer(dst.reg, T.b32, ins) if isinstance(dst, PairDst) else None
@@ -153,6 +166,9 @@ def make_elect(P, op):
 
 
 def make_activemask(P, op):
+    """The executor of `activemask`: the mask of the lanes executing it, per warp. Returns ``fn(S, m)``, which
+    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)
     weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))

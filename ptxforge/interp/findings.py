@@ -44,6 +44,7 @@ class ThreadId:
 
     @property
     def linear_tid(self) -> int:
+        """The thread's x index (the linear index for one-dimensional blocks)."""
         return self.tid[0]  # callers that need more build it from the block shape
 
     def __str__(self) -> str:
@@ -54,6 +55,21 @@ class ThreadId:
 
 @dataclass
 class Finding:
+    """One bug the interpreter caught.
+
+    Attributes:
+        kind: a key of `KINDS` ("race", "oob", "async", "barrier" ...).
+        message: what happened, in words.
+        kernel: the kernel's name.
+        pc: the index of the instruction in the kernel's instruction list.
+        instruction: the `Instruction` (its `loc` is the Python line that emitted it).
+        threads: the first few threads involved (`ThreadId`).
+        nthreads: how many threads were involved in all.
+        other: the conflicting instruction (the writer, the copy in flight), or None.
+        other_threads: the threads that executed `other`.
+        count: how many times the same finding happened.
+        details: kind-specific facts (addresses, sizes ...).
+    """
     kind: str
     message: str
     kernel: str = ""
@@ -68,10 +84,14 @@ class Finding:
 
     @property
     def loc(self) -> SourceLoc | None:
+        """The Python line that emitted the instruction, or None."""
         return getattr(self.instruction, "loc", None)
 
     @property
     def key(self):
+        """What makes two findings the same one (kind, kernel, instruction, other instruction): repeats are
+        counted, not listed.
+        """
         return (self.kind, self.kernel, self.pc, id(self.other) if self.other is not None else None)
 
     def __str__(self) -> str:

@@ -71,12 +71,17 @@ class Report:
 
     @property
     def ok(self) -> bool:
+        """Whether the run found nothing (no findings of the kinds checked)."""
         return not self.findings
 
     def by_kind(self, kind: str) -> list:
+        """The findings of one kind (a key of `KINDS`: "race", "oob", "async" ...)."""
         return [f for f in self.findings if f.kind == kind]
 
     def raise_for_findings(self):
+        """Raise an `InterpError` listing the findings, at the Python line of the first one, unless there are
+        none.
+        """
         if self.findings:
             raise InterpError(_summary(self.kernel, self.findings), self.findings, self.findings[0].loc)
 
@@ -139,6 +144,9 @@ def cta_batches(grid, per_batch: int, cluster=(1, 1, 1)):
 
 
 def resolve_kernel(module, kernel=None) -> Kernel:
+    """The `Kernel` to run from a Module (by `kernel` name, or its only kernel), a Kernel or a KernelBuilder
+    (finished here); a LaunchError names the kernels otherwise.
+    """
     if hasattr(module, "finish"):  # a KernelBuilder
         module = module.finish()
     if isinstance(module, Kernel):
@@ -263,6 +271,9 @@ class Launch:
         self.params = ParamLayout(params, raw)
 
     def symbol_address(self, name, space):
+        """The address of a shared variable (its shared-window offset) or a parameter (its offset in the
+        parameter block); `space` is "shared" or "param".
+        """
         if space == "shared":
             return self.smem.offsets[name]
         if space == "param":
@@ -271,6 +282,9 @@ class Launch:
 
     # ------------------------------------------------------------ findings
     def add_finding(self, f: Finding):
+        """Record `f`, or count it again when the same finding (kind, kernel, instruction, other instruction) is
+        already recorded.
+        """
         seen = self._seen.get(f.key)
         if seen is not None:
             seen.count += 1

@@ -23,6 +23,16 @@ SHARED_POISON = 0xA5
 
 
 class Machine:
+    """The register file, control state and shared memory of one batch of CTAs running together.
+
+    Every thread of every CTA in the batch is one element of numpy arrays (registers, program counters,
+    exited/blocked masks), so one instruction executes for a whole group of threads at once.
+
+    Args:
+        launch: the `Launch` the batch belongs to (memory, parameters, checks).
+        prog: the `Program` (executors and register tables) of the kernel.
+        ctas: the CTA indices (x, y, z) of this batch.
+    """
     def __init__(self, launch, prog, ctas):
         self.launch = launch
         self.prog = prog
@@ -121,16 +131,30 @@ class Machine:
 
     # ------------------------------------------------------------ identities
     def thread_id(self, n: int) -> ThreadId:
+        """The `ThreadId` (CTA and thread index) of batch thread `n`."""
         b, local = divmod(int(n), self.Tp)
         bx, by, _ = self.launch.block
         return ThreadId(tuple(int(c) for c in self.ctas[b]), (local % bx, (local // bx) % by, local // (bx * by)))
 
     def warp_of(self, n: int) -> str:
+        """"cta (x, y, z) warp w" for batch thread `n`, for messages."""
         b, local = divmod(int(n), self.Tp)
         return f"cta {self.ctas[b]} warp {local // 32}"
 
     # ------------------------------------------------------------ findings
     def report(self, kind, message, op, threads=(), *, other=None, other_threads=(), details=None):
+        """Record a finding of `kind` at instruction `op` for `threads` (batch indices), unless the launch does
+        not check that kind.
+
+        Args:
+            kind: a key of `KINDS`.
+            message: what happened.
+            op: the executing op (its pc and instruction are recorded), or None.
+            threads: the batch threads involved.
+            other: the conflicting instruction, if any.
+            other_threads: the threads that executed it.
+            details: kind-specific facts.
+        """
         L = self.launch
         if kind not in L.checks:
             return
@@ -167,6 +191,7 @@ class Machine:
         return groups
 
     def warps_touched(self, m):
+        """The indices of the warps with at least one thread set in the thread mask `m`."""
         return np.flatnonzero(m.reshape(-1, 32).any(axis=1))
 
     def check_full_warps(self, op, m, what="warp-collective instruction"):

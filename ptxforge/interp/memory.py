@@ -49,6 +49,9 @@ def _inside_one_owner(owner: np.ndarray, off: np.ndarray, nbytes: int):
 
 @dataclass
 class Buffer:
+    """One pointer argument placed in the `GlobalHeap`: name, virtual start address, size, offset in the heap,
+    the caller's array and whether results are copied back into it.
+    """
     name: str
     start: int  # virtual address
     nbytes: int
@@ -88,6 +91,7 @@ class GlobalHeap:
         self.counter = None  # a traffic.ByteCounter while the launch counts accesses
 
     def address_of(self, index: int) -> int:
+        """The virtual address of buffer `index` (the pointer value the kernel receives)."""
         return self.bufs[index].start
 
     def write_back(self):
@@ -139,6 +143,7 @@ def _array_desc(b) -> str:
 
 @dataclass(frozen=True)
 class SharedVar:
+    """One shared variable of a CTA's layout: its name, shared-window address and size."""
     name: str
     offset: int  # shared-window address of its first byte
     nbytes: int
@@ -178,6 +183,9 @@ class SharedLayout:
         return _inside_one_owner(self.owner, off, nbytes)
 
     def describe(self, addr: int, nbytes: int) -> str:
+        """Where an out-of-range shared access lies: past the CTA's shared memory, below the first variable, or
+        in the red zone next to a variable (named).
+        """
         if addr >= self.size:
             return (f"shared address {addr:#x} is beyond this CTA's {self.size} bytes of shared memory (a generic "
                     "address used with .shared? cvta.to.shared converts one)")

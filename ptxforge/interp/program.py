@@ -71,9 +71,12 @@ class Program:
         return s
 
     def raw_slot(self, r: Reg) -> int:
+        """The view slot of register `r` in its own storage dtype."""
         return self.slot(r, self.reg_types[self._reg(r)])
 
     def target(self, label, ins) -> int:
+        """The pc of `label` (a branch target of instruction `ins`); InterpUnsupported when it is not placed.
+        """
         pc = self.labels.get(label.name)
         if pc is None:
             raise InterpUnsupported(f"branch to {label}, which is not placed in kernel {self.name}", ins)
@@ -128,6 +131,9 @@ class Program:
         raise InterpUnsupported(f"operand {op!r} is not modelled", ins)
 
     def pred_reader(self, op, ins):
+        """A function of the machine that reads predicate operand `op` of `ins` (a .pred register, its negation
+        or an immediate) as a bool array.
+        """
         if isinstance(op, NegPred):
             s = self.slot(op.reg, bool)
             return lambda S: ~S.V[s]
@@ -177,6 +183,7 @@ class Program:
         return put_narrow
 
     def regs_of(self, vec) -> tuple:
+        """The registers of a Vec operand, or the operand alone as a 1-tuple."""
         return tuple(vec.regs) if isinstance(vec, Vec) else (vec,)
 
 

@@ -26,6 +26,7 @@ _PTXFORGE_INTERNAL = True
 
 
 class Stats:
+    """Execution counts of a run: scheduler steps, thread-instructions and warp-instructions."""
     __slots__ = ("steps", "thread_instructions", "warp_instructions")
 
     def __init__(self):
@@ -35,6 +36,12 @@ class Stats:
 
 
 def run_batch(S, stats: Stats, max_steps: int):
+    """Run the batch `S` (a Machine) until every thread has exited, counting into `stats`.
+
+    Each step picks the lowest pc among runnable threads and executes that instruction for all of them;
+    blocked threads (barriers, waits) are resumed when their condition holds, and a deadlock or `max_steps`
+    steps is a finding.
+    """
     from .exec_sync import on_stall
     ops = S.prog.ops
     nops = len(ops)

@@ -39,6 +39,7 @@ def view_dtype(t: T.ScalarType) -> np.dtype:
 
 
 def mask_bits(bits: int) -> int:
+    """The mask of the low `bits` bits: ``(1 << bits) - 1``."""
     return (1 << bits) - 1
 
 
@@ -108,10 +109,12 @@ def f32_to_bf16(x):
 
 
 def f16_bits_to_f32(bits):
+    """IEEE half-precision bit patterns (uint16) as float32 values."""
     return np.asarray(bits, dtype=np.uint16).view(np.float16).astype(np.float32)
 
 
 def half_to_f32(bits, is_bf16: bool):
+    """16-bit float bit patterns as float32: bf16 when `is_bf16`, else f16."""
     return bf16_to_f32(bits) if is_bf16 else f16_bits_to_f32(bits)
 
 
@@ -124,6 +127,7 @@ def flush_subnormal(x):
 # ---------------------------------------------------------------- bit counting
 
 def popcount(x):
+    """The number of set bits of each element of `x` (``popc``), as uint32."""
     x = np.asarray(x)
     return np.bitwise_count(x).astype(np.uint32)
 
@@ -146,6 +150,7 @@ _REV8 = np.array([int(f"{i:08b}"[::-1], 2) for i in range(256)], dtype=np.uint64
 
 
 def bit_reverse(x, bits: int):
+    """Each element of `x` with its low `bits` bits reversed (``brev``)."""
     x = np.asarray(x).astype(np.uint64)
     out = np.zeros(x.shape, dtype=np.uint64)
     for i in range(bits // 8):

@@ -223,7 +223,20 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
 
 
 class ArithOps:
-    """Builder methods for arithmetic.  Each returns the destination register."""
+    """Builder methods for arithmetic.  Each returns the destination register.
+
+    Sources are registers or Python numbers (immediates); the keywords are the same throughout:
+
+    * `type`: the PTX type suffix (``"s32"``, `f32` ...); by default the type of the first
+      register source (untyped bits as unsigned).
+    * `mode`: integers ``"lo"`` / ``"hi"`` / ``"wide"`` (mul, mad: ``.wide`` writes a register of
+      twice the width) or ``"sat"`` (add, sub on .s32); floats a rounding mode (rn rz rm rp) or
+      ``"approx"`` / ``"full"`` where `FLOAT_MODS` allows it. Opcodes that PTX requires to round
+      get their default (``rn``, or ``approx`` for the special functions).
+    * `flags`: float modifiers beside the mode: ``flags=("ftz", "sat")`` gives ``add.rn.ftz.sat.f32``.
+    * `dst`: a register to write instead of a new one; `pred`: a .pred register (``~p`` for
+      its negation) guarding the instruction (``@p`` / ``@!p``).
+    """
 
     def _arith(self, opcode, srcs, type, mode, dst, pred, flags=()):
         srcs = [self._val(s) for s in srcs]
@@ -237,9 +250,21 @@ class ArithOps:
 
     # `flags` adds float modifiers beside the mode: flags=("ftz", "sat") -> add.rn.ftz.sat.f32
     def add(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`add.type d, a, b`: d = a + b; returns d.
+
+        Integers wrap, or saturate with ``mode="sat"`` (``add.sat.s32``, .s32 only); floats take a rounding
+        `mode` (rn rz rm rp; rn only for the half types) and the `flags` ftz and sat where the type has them.
+        A .u64 pointer register plus a byte offset is an address. `a`, `b`: registers or Python numbers.
+        Keywords as for every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("add", (a, b), type, mode, dst, pred, flags)
 
     def sub(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`sub.type d, a, b`: d = a - b; returns d.
+
+        Modes and flags as for `add` (``.sat`` on .s32, rounding and ftz/sat on floats). Keywords as for every
+        `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("sub", (a, b), type, mode, dst, pred, flags)
 
     def mul(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
@@ -251,45 +276,99 @@ class ArithOps:
         return self._arith("mad", (a, b, c), type, mode, dst, pred, flags)
 
     def fma(self, a, b, c, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`fma.rnd.type d, a, b, c`: d = a * b + c with one rounding; returns d.
+
+        Floats only (.f32 .f64 and the half types); PTX requires a rounding mode, ``rn`` unless `mode` says
+        otherwise. Keywords as for every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("fma", (a, b, c), type, mode, dst, pred, flags)
 
     def div(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`div.type d, a, b`: d = a / b; returns d.
+
+        Integers truncate toward zero; .f32 takes ``mode`` rn rz rm rp (IEEE, default rn), "approx" or "full"
+        and the flag ftz; .f64 a rounding mode. Keywords as for every `ArithOps` method (type, mode, flags,
+        dst, pred).
+        """
         return self._arith("div", (a, b), type, mode, dst, pred, flags)
 
     def rem(self, a, b, *, type=None, dst=None, pred=None):
+        """`rem.type d, a, b`: the integer remainder of a / b (sign of a for .s types); returns d. Keywords as
+        for every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("rem", (a, b), type, None, dst, pred)
 
     def abs(self, a, *, type=None, flags=(), dst=None, pred=None):
+        """`abs.type d, a`: |a| for signed integers and floats (flag ftz on .f32/.f16); returns d. Keywords as
+        for every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("abs", (a,), type, None, dst, pred, flags)
 
     def neg(self, a, *, type=None, flags=(), dst=None, pred=None):
+        """`neg.type d, a`: -a for signed integers and floats (flag ftz on .f32/.f16); returns d. Keywords as for
+        every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("neg", (a,), type, None, dst, pred, flags)
 
     def min(self, a, b, *, type=None, flags=(), dst=None, pred=None):
+        """`min.type d, a, b`: the smaller of a and b; returns d.
+
+        Floats take the flags ftz and NaN (``min.NaN`` returns NaN when either input is NaN). Keywords as for
+        every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("min", (a, b), type, None, dst, pred, flags)
 
     def max(self, a, b, *, type=None, flags=(), dst=None, pred=None):
+        """`max.type d, a, b`: the larger of a and b; returns d.
+
+        Floats take the flags ftz and NaN (``max.NaN`` returns NaN when either input is NaN). Keywords as for
+        every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("max", (a, b), type, None, dst, pred, flags)
 
     def rcp(self, a, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`rcp.rnd.type d, a`: d = 1 / a on .f32 or .f64; returns d.
+
+        `mode` rn (default) rz rm rp, or "approx" (``rcp.approx.f64`` needs ``flags=("ftz",)``). Keywords as
+        for every `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("rcp", (a,), type, mode, dst, pred, flags)
 
     def sqrt(self, a, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`sqrt.rnd.type d, a`: the square root on .f32 or .f64; returns d.
+
+        `mode` rn (default) rz rm rp, or "approx" on .f32. Keywords as for every `ArithOps` method (type,
+        mode, flags, dst, pred).
+        """
         return self._arith("sqrt", (a,), type, mode, dst, pred, flags)
 
     def rsqrt(self, a, *, type=None, flags=(), dst=None, pred=None):
+        """`rsqrt.approx.type d, a`: an approximate 1 / sqrt(a) on .f32 or .f64; returns d. Keywords as for every
+        `ArithOps` method (type, mode, flags, dst, pred).
+        """
         return self._arith("rsqrt", (a,), type, None, dst, pred, flags)
 
     def ex2(self, a, *, flags=(), dst=None, pred=None):
+        """`ex2.approx.f32 d, a`: an approximate 2 ** a; returns d.
+
+        Args:
+            a: an .f32 register or a Python number.
+            flags: ``("ftz",)`` flushes subnormals.
+            dst: a register to write instead of a new one.
+            pred: a .pred register (``~p`` for its negation) guarding the instruction.
+        """
         return self._arith("ex2", (a,), T.f32, None, dst, pred, flags)
 
     def lg2(self, a, *, flags=(), dst=None, pred=None):
+        """`lg2.approx.f32 d, a`: an approximate log2(a); returns d. Arguments as for `ex2`."""
         return self._arith("lg2", (a,), T.f32, None, dst, pred, flags)
 
     def sin(self, a, *, flags=(), dst=None, pred=None):
+        """`sin.approx.f32 d, a`: an approximate sine of a (radians); returns d. Arguments as for `ex2`."""
         return self._arith("sin", (a,), T.f32, None, dst, pred, flags)
 
     def cos(self, a, *, flags=(), dst=None, pred=None):
+        """`cos.approx.f32 d, a`: an approximate cosine of a (radians); returns d. Arguments as for `ex2`."""
         return self._arith("cos", (a,), T.f32, None, dst, pred, flags)
 
 

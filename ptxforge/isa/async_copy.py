@@ -28,6 +28,9 @@ REQ_IGNORE_SRC = Requirement(80, V("7.5"))
 
 @dataclass(frozen=True)
 class CpAsyncInfo:
+    """Semantics of one cp.async: cache level, bytes written, bytes read (the rest zero-filled), the
+    ignore-source predicate, the L2 prefetch size and whether a cache policy is given.
+    """
     cache: str  # "ca" / "cg"
     cp_size: int  # bytes written to shared memory
     src_size: object = None  # Imm or Reg: bytes read from global (rest zero-filled)
@@ -48,6 +51,19 @@ def _static_align_check(a: Addr, size: int, what: str):
 
 def cp_async(dst, src, cp_size, cache=None, src_size=None, ignore_src=None, prefetch=None,
              cache_policy=None, dst_space="shared"):
+    """Build and check `cp.async.{ca,cg}.shared.global{.L2::cache_hint}{.L2::Nb} [dst], [src], size{, src_size}{,
+    ignore_src}{, policy}` (pure: no builder; sm_80).
+
+    Args:
+        dst: the shared-memory address.
+        src: the global address.
+        cp_size: bytes copied, 4, 8 or 16 (16 only for .cg).
+        cache: "ca" or "cg"; by default cg for 16 bytes, ca otherwise.
+        src_size: bytes read from `src` (an int or .u32 register); the rest of `cp_size` is zero-filled.
+        ignore_src: a predicate (or its negation): where it holds, zeros are written.
+        prefetch: an L2 prefetch size ("L2::64B", "L2::128B", "L2::256B").
+        cache_policy: a .b64 policy register from `createpolicy` (``.L2::cache_hint``).
+    """
     size = cp_size.value if isinstance(cp_size, Imm) else cp_size
     if not isinstance(size, int) or isinstance(size, bool):
         raise ValidationError(f"cp.async cp-size must be an immediate byte count (4, 8 or 16), got {cp_size!r}")
@@ -100,20 +116,30 @@ def cp_async(dst, src, cp_size, cache=None, src_size=None, ignore_src=None, pref
 
 
 def commit_group():
+    """Build `cp.async.commit_group` (pure: no builder): close this thread's pending cp.asyncs into a group.
+    """
     return make("cp.async.commit_group", ("cp.async", "commit_group"), req=REQ_CP_ASYNC)
 
 
 def wait_group(n: int):
+    """Build `cp.async.wait_group n` (pure: no builder): wait until at most `n` of this thread's newest groups
+    are pending.
+    """
     if not isinstance(n, int) or n < 0:
         raise ValidationError(f"cp.async.wait_group takes a non-negative immediate, got {n!r}")
     return make("cp.async.wait_group", ("cp.async", "wait_group"), (Imm(n),), req=REQ_CP_ASYNC, info=n)
 
 
 def wait_all():
+    """Build `cp.async.wait_all` (pure: no builder): wait for every cp.async of this thread."""
     return make("cp.async.wait_all", ("cp.async", "wait_all"), req=REQ_CP_ASYNC)
 
 
 def cp_async_mbarrier_arrive(mbar, noinc=False, space="shared"):
+    """Build `cp.async.mbarrier.arrive{.noinc}.space.b64 [mbar]` (pure: no builder): the mbarrier sees one
+    arrival when this thread's earlier cp.asyncs complete; with `noinc` that arrival is counted in the
+    barrier's expected count.
+    """
     a = check_addr(mbar, "shared", "cp.async.mbarrier.arrive")
     req = REQ_CP_ASYNC if space == "shared" else Requirement(80, V("7.8"))
     return make("cp.async.mbarrier.arrive", ("cp.async", "mbarrier", "arrive", "noinc" if noinc else None,
@@ -125,6 +151,14 @@ CREATEPOLICY = ("L2::evict_last", "L2::evict_normal", "L2::evict_first", "L2::ev
 
 
 def createpolicy(d, primary="L2::evict_last", fraction=1.0):
+    """Build `createpolicy.fractional.primary.b64 d, fraction` (pure: no builder): an L2 eviction policy for
+    `fraction` of the accessed lines (sm_80, PTX 7.4).
+
+    Args:
+        d: the .b64 destination.
+        primary: one of `CREATEPOLICY` ("L2::evict_last" ...).
+        fraction: in (0, 1].
+    """
     if primary not in CREATEPOLICY:
         raise ValidationError(f"createpolicy priority must be one of {CREATEPOLICY}, got {primary!r}")
     if not 0.0 < float(fraction) <= 1.0:
@@ -141,6 +175,9 @@ REQ_BULK = Requirement(90, V("8.0"))
 
 @dataclass(frozen=True)
 class BulkInfo:
+    """Semantics of one bulk copy: its kind (g2s, s2g, tensor_g2s, tensor_s2g), size in bytes and tensor
+    dimensions.
+    """
     kind: str  # "g2s", "s2g", "tensor_g2s", "tensor_s2g"
     size: object = None
     dims: int = 0
@@ -210,6 +247,9 @@ def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
 
 
 def bulk_tensor_s2g(tmap, coords, src):
+    """Build `cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group [tmap, {coords}], [src]` (pure: no
+    builder; sm_90): a TMA tile store, completed through bulk groups.
+    """
     n = len(coords)
     s = check_addr(src, "shared", "cp.async.bulk.tensor source")
     for i, c in enumerate(coords):
@@ -220,10 +260,16 @@ def bulk_tensor_s2g(tmap, coords, src):
 
 
 def bulk_commit_group():
+    """Build `cp.async.bulk.commit_group` (pure: no builder): close this thread's pending bulk stores into a bulk
+    group.
+    """
     return make("cp.async.bulk.commit_group", ("cp.async", "bulk", "commit_group"), req=REQ_BULK)
 
 
 def bulk_wait_group(n: int, read: bool = False):
+    """Build `cp.async.bulk.wait_group{.read} n` (pure: no builder): wait until at most `n` bulk groups are
+    pending (with `read`: until their sources have been read).
+    """
     if not isinstance(n, int) or n < 0:
         raise ValidationError(f"cp.async.bulk.wait_group takes a non-negative immediate, got {n!r}")
     return make("cp.async.bulk.wait_group", ("cp.async", "bulk", "wait_group", "read" if read else None),
@@ -231,6 +277,9 @@ def bulk_wait_group(n: int, read: bool = False):
 
 
 class AsyncCopyOps:
+    """Builder methods for asynchronous copies: cp.async (sm_80), bulk and TMA tensor copies (sm_90), and their
+    completion.
+    """
     def cp_async(self, dst, src, size, *, cache=None, src_size=None, ignore_src=None, prefetch=None,
                  cache_policy=None, pred=None):
         """cp.async of `size` BYTES (4, 8, 16) from global `src` to shared `dst`.
@@ -250,6 +299,9 @@ class AsyncCopyOps:
                            cache_policy), pred)
 
     def cp_async_commit(self, *, pred=None):
+        """`cp.async.commit_group`: close this thread's cp.asyncs issued since the last commit into a group
+        (where `pred` holds).
+        """
         self.emit(commit_group(), pred)
 
     def cp_async_wait(self, n: int = 0):
@@ -257,6 +309,7 @@ class AsyncCopyOps:
         self.emit(wait_group(n))
 
     def cp_async_wait_all(self):
+        """`cp.async.wait_all`: wait until every cp.async of this thread has landed in shared memory."""
         self.emit(wait_all())
 
     def cp_async_mbarrier_arrive(self, mbar, *, noinc=False, pred=None):
@@ -264,6 +317,14 @@ class AsyncCopyOps:
         self.emit(cp_async_mbarrier_arrive(self._addr(mbar), noinc), pred)
 
     def createpolicy(self, primary="L2::evict_last", fraction=1.0, *, dst=None):
+        """`createpolicy.fractional.L2::...b64 d, fraction`: an L2 cache policy register for
+        `cp_async(cache_policy=)`; returns d.
+
+        Args:
+            primary: the eviction priority, one of `CREATEPOLICY`.
+            fraction: the fraction of lines it applies to, in (0, 1].
+            dst: a .b64 register to write instead of a new one.
+        """
         d = self._dst(dst, T.b64)
         self.emit(createpolicy(d, primary, fraction))
         return d

@@ -29,6 +29,14 @@ def _types_msg(ts):
 
 
 def logic(opcode, t, d, srcs):
+    """Build and check `and/or/xor/not/cnot.type d, srcs...` (pure: no builder).
+
+    Args:
+        opcode: "and", "or", "xor", "not" or "cnot".
+        t: the type; an integer type is taken as the bit type of its width (.pred .b16 .b32 .b64).
+        d: the destination register.
+        srcs: the source operands (two, or one for not and cnot).
+    """
     if opcode == "cnot" and t.is_pred:
         raise ValidationError("cnot has no .pred form; use not.pred (or xor with 1)")
     if t not in LOGIC_TYPES:
@@ -44,6 +52,15 @@ def logic(opcode, t, d, srcs):
 
 
 def shift(opcode, t, d, a, n):
+    """Build and check `shl.bN` / `shr.type d, a, n` (pure: no builder).
+
+    Args:
+        opcode: "shl" (bit types) or "shr" (logical on .b/.u, arithmetic on .s).
+        t: the type of `a` and `d`.
+        d: the destination register.
+        a: the value shifted.
+        n: the shift amount, .u32.
+    """
     if t not in SHIFT_TYPES[opcode]:
         if opcode == "shl" and not t.is_float and t.bits_type() in SHIFT_TYPES["shl"]:
             t = t.bits_type()
@@ -56,6 +73,9 @@ def shift(opcode, t, d, a, n):
 
 
 def lop3(d, a, b, c, lut: int):
+    """Build and check `lop3.b32 d, a, b, c, lut` (pure: no builder); `lut` is the 8-bit truth table (see
+    `lut_of`).
+    """
     if not isinstance(lut, int) or not 0 <= lut <= 255:
         raise ValidationError(f"lop3 lookup table must be an int in 0..255, got {lut!r}")
     for i, x in enumerate((a, b, c)):
@@ -70,6 +90,9 @@ def lut_of(fn) -> int:
 
 
 def prmt(d, a, b, c, mode=None):
+    """Build and check `prmt.b32{.mode} d, a, b, c` (pure: no builder): a byte permute of the pair {b, a}
+    selected by `c`; `mode` one of `PRMT_MODES` or None for the generic form.
+    """
     if mode is not None and mode not in PRMT_MODES:
         raise ValidationError(f"prmt mode must be one of {PRMT_MODES}, got {mode!r}")
     for i, x in enumerate((a, b, c)):
@@ -80,6 +103,17 @@ def prmt(d, a, b, c, mode=None):
 
 
 def shf(direction, d, a, b, c, mode="wrap"):
+    """Build and check `shf.{l,r}.{wrap,clamp}.b32 d, a, b, c` (pure: no builder): the funnel shift of the 64-bit
+    pair {b, a} by `c`.
+
+    Args:
+        direction: "l" or "r".
+        d: the destination register.
+        a: the low word.
+        b: the high word.
+        c: the shift amount, .u32.
+        mode: "wrap" (amount mod 32) or "clamp" (amount clamped to 32).
+    """
     if direction not in ("l", "r"):
         raise ValidationError(f"shf direction is 'l' or 'r', got {direction!r}")
     if mode not in ("wrap", "clamp"):
@@ -93,6 +127,14 @@ def shf(direction, d, a, b, c, mode="wrap"):
 
 
 def bitfield(opcode, t, d, srcs):
+    """Build and check one of `bfe bfi popc clz brev bfind` (pure: no builder).
+
+    Args:
+        opcode: the opcode; the legal types are in `BITFIELD`.
+        t: the operand type (a bit type of the same width is used where the opcode takes only bit types).
+        d: the destination (.u32 for popc, clz and bfind).
+        srcs: ``(a, pos, len)`` for bfe, ``(field, base, pos, len)`` for bfi, ``(a,)`` otherwise.
+    """
     legal = BITFIELD[opcode]
     if t not in legal:
         alt = t.bits_type() if opcode in ("bfi", "popc", "clz", "brev") and not t.is_float else None
@@ -123,6 +165,11 @@ def bitfield(opcode, t, d, srcs):
 
 
 class BitOps:
+    """Builder methods for bit logic, shifts, permutes and bit fields; each returns the destination register.
+
+    Integer operands are used as the bit type of their width (``and.b32`` on a .u32 register); a Python int is
+    an immediate.
+    """
     def _logic(self, opcode, srcs, type, dst, pred):
         srcs = [self._val(s) for s in srcs]
         t = infer_type(type, *srcs)
@@ -134,18 +181,33 @@ class BitOps:
         return d
 
     def and_(self, a, b, *, type=None, dst=None, pred=None):
+        """`and.type d, a, b`: bitwise and (logical on .pred); returns d. `type` (the PTX type; inferred from the
+        first register), `dst` and `pred` as for every builder method.
+        """
         return self._logic("and", (a, b), type, dst, pred)
 
     def or_(self, a, b, *, type=None, dst=None, pred=None):
+        """`or.type d, a, b`: bitwise or (logical on .pred); returns d. `type` (the PTX type; inferred from the
+        first register), `dst` and `pred` as for every builder method.
+        """
         return self._logic("or", (a, b), type, dst, pred)
 
     def xor(self, a, b, *, type=None, dst=None, pred=None):
+        """`xor.type d, a, b`: bitwise exclusive or (on .pred too); returns d. `type` (the PTX type; inferred
+        from the first register), `dst` and `pred` as for every builder method.
+        """
         return self._logic("xor", (a, b), type, dst, pred)
 
     def not_(self, a, *, type=None, dst=None, pred=None):
+        """`not.type d, a`: bitwise complement (logical not on .pred); returns d. `type` (the PTX type; inferred
+        from the first register), `dst` and `pred` as for every builder method.
+        """
         return self._logic("not", (a,), type, dst, pred)
 
     def cnot(self, a, *, type=None, dst=None, pred=None):
+        """`cnot.type d, a`: d = (a == 0) ? 1 : 0, the C-style logical not (no .pred form); returns d. `type`
+        (the PTX type; inferred from the first register), `dst` and `pred` as for every builder method.
+        """
         return self._logic("cnot", (a,), type, dst, pred)
 
     def _shift(self, opcode, a, n, type, dst, pred):
@@ -158,6 +220,10 @@ class BitOps:
         return d
 
     def shl(self, a, n, *, type=None, dst=None, pred=None):
+        """`shl.bN d, a, n`: a shifted left by `n` (a .u32 register or int; amounts over the width give 0);
+        returns d. `type` (the PTX type; inferred from the first register), `dst` and `pred` as for every
+        builder method.
+        """
         return self._shift("shl", a, n, type, dst, pred)
 
     def shr(self, a, n, *, type=None, dst=None, pred=None):
@@ -173,6 +239,17 @@ class BitOps:
         return d
 
     def prmt(self, a, b, selector, *, mode=None, dst=None, pred=None):
+        """`prmt.b32{.mode} d, a, b, selector`: pick four bytes of the pair {b, a}; returns d.
+
+        Args:
+            a: the low word (bytes 0-3).
+            b: the high word (bytes 4-7).
+            selector: a register or int; in the generic form each nibble picks a byte (bit 3 replicates its
+                sign).
+            mode: one of f4e b4e rc8 ecl ecr rc16, or None for the generic form.
+            dst: a register to write instead of a new one.
+            pred: a .pred register (``~p`` negated) guarding the instruction.
+        """
         d = self._dst(dst, T.b32)
         self.emit(prmt(d, self._val(a, T.b32), self._val(b, T.b32), self._val(selector, T.b32), mode), pred)
         return d
@@ -195,19 +272,40 @@ class BitOps:
         return d
 
     def bfe(self, a, pos, length, *, type=None, dst=None, pred=None):
+        """`bfe.type d, a, pos, length`: extract `length` bits of `a` from bit `pos`, zero- or sign-extended by
+        the type (.u32 .u64 .s32 .s64); returns d. `type` (the PTX type; inferred from the first register),
+        `dst` and `pred` as for every builder method.
+        """
         return self._bitfield("bfe", (a, pos, length), type, dst, pred)
 
     def bfi(self, field, base, pos, length, *, type=None, dst=None, pred=None):
+        """`bfi.bN d, field, base, pos, length`: `base` with `length` bits from bit `pos` replaced by the low
+        bits of `field`; returns d. `type` (the PTX type; inferred from the first register), `dst` and `pred`
+        as for every builder method.
+        """
         return self._bitfield("bfi", (field, base, pos, length), type, dst, pred)
 
     def popc(self, a, *, type=None, dst=None, pred=None):
+        """`popc.bN d, a`: the number of set bits of `a`, into a .u32; returns d. `type` (the PTX type; inferred
+        from the first register), `dst` and `pred` as for every builder method.
+        """
         return self._bitfield("popc", (a,), type, dst, pred)
 
     def clz(self, a, *, type=None, dst=None, pred=None):
+        """`clz.bN d, a`: the number of leading zero bits of `a`, into a .u32; returns d. `type` (the PTX type;
+        inferred from the first register), `dst` and `pred` as for every builder method.
+        """
         return self._bitfield("clz", (a,), type, dst, pred)
 
     def brev(self, a, *, type=None, dst=None, pred=None):
+        """`brev.bN d, a`: `a` with its bits reversed; returns d. `type` (the PTX type; inferred from the first
+        register), `dst` and `pred` as for every builder method.
+        """
         return self._bitfield("brev", (a,), type, dst, pred)
 
     def bfind(self, a, *, type=None, dst=None, pred=None):
+        """`bfind.type d, a`: the bit position of the most significant non-sign bit of `a` (0xFFFFFFFF when
+        none), into a .u32; returns d. `type` (the PTX type; inferred from the first register), `dst` and
+        `pred` as for every builder method.
+        """
         return self._bitfield("bfind", (a,), type, dst, pred)

@@ -27,6 +27,9 @@ SELP_TYPES = (T.b16, T.b32, T.b64, T.u16, T.u32, T.u64, T.s16, T.s32, T.s64, T.f
 
 
 def cmp_ops(t: T.ScalarType):
+    """The comparison operators `setp` takes for type `t`: ordered and unordered ones for floats, signed ones for
+    .s, unsigned (lo ls hi hs too) for .u, eq/ne for bit types.
+    """
     if t.is_float:
         return FLOAT_CMP
     if t.kind == "s":
@@ -37,6 +40,17 @@ def cmp_ops(t: T.ScalarType):
 
 
 def setp(cmp, t, p, a, b, boolop=None, c=None):
+    """Build and check `setp.cmp{.boolop}.type p, a, b{, c}` (pure: no builder).
+
+    Args:
+        cmp: the comparison, one of `cmp_ops(t)`.
+        t: the type of `a` and `b` (one of `SETP_TYPES`).
+        p: the .pred destination.
+        a: first source.
+        b: second source.
+        boolop: "and", "or" or "xor" to combine the result with predicate `c`, or None.
+        c: the predicate combined (a .pred register or its negation), with `boolop`.
+    """
     if t not in SETP_TYPES:
         raise ValidationError(f"setp takes {', '.join('.' + x.name for x in SETP_TYPES)}, not .{t.name}")
     legal = cmp_ops(t)
@@ -65,6 +79,7 @@ def setp(cmp, t, p, a, b, boolop=None, c=None):
 
 
 def selp(t, d, a, b, p):
+    """Build and check `selp.type d, a, b, p` (pure: no builder): d = p ? a : b."""
     if t not in SELP_TYPES:
         raise ValidationError(f"selp takes {', '.join('.' + x.name for x in SELP_TYPES)}, not .{t.name}")
     check_dst(d, t, "selp destination")
@@ -75,6 +90,15 @@ def selp(t, d, a, b, p):
 
 
 def mov(t, d, a):
+    """Build and check `mov.type d, a` (pure: no builder).
+
+    A `Vec` on either side packs or unpacks: ``mov.b64 %rd, {%lo, %hi}`` and ``mov.b64 {%lo, %hi}, %rd``.
+
+    Args:
+        t: the type moved.
+        d: the destination register (or a Vec of parts to unpack into).
+        a: the source: a register, immediate, special register, symbol, or a Vec of parts to pack.
+    """
     if isinstance(a, Vec) or isinstance(d, Vec):
         # pack / unpack: mov.b64 %rd, {%lo, %hi}  /  mov.b64 {%lo, %hi}, %rd
         vec, scalar = (a, d) if isinstance(a, Vec) else (d, a)
@@ -109,6 +133,7 @@ def mov(t, d, a):
 
 
 def bra(label: Label, uni=False):
+    """Build `bra{.uni} label` (pure: no builder); `uni` promises the branch is uniform across the warp."""
     if not isinstance(label, Label):
         raise ValidationError(f"bra needs a Label, got {label!r}")
     return make("bra", ("bra", "uni" if uni else None), (label,), info=label, mods=("uni",) if uni else ())
@@ -122,6 +147,7 @@ def simple(opcode: str):
 
 
 class ControlOps:
+    """Builder methods for moves, comparisons, selects and branches."""
     def mov(self, a, *, type=None, dst=None, pred=None):
         """Copy a register, immediate, special register or a variable's address into a register.
 
@@ -181,15 +207,27 @@ class ControlOps:
         return d
 
     def bra(self, label, *, pred=None, uni=False):
+        """`bra{.uni} label`: jump to `label` (from `label()`; it must be placed before `finish`).
+
+        Args:
+            label: the target Label.
+            pred: a .pred register (``~p`` negated): ``@p bra``, a conditional branch.
+            uni: emit ``bra.uni`` (the branch goes the same way for the whole warp).
+        """
         self._use_label(label)
         self.emit(bra(label, uni), pred)
 
     def ret(self, *, pred=None):
+        """`ret`: return from the kernel (where `pred` holds, if given); `finish` adds a final one."""
         self.emit(simple("ret"), pred)
 
     def exit(self, *, pred=None):
+        """`exit`: end the thread (where `pred` holds, if given)."""
         self.emit(simple("exit"), pred)
 
     def trap(self, *, pred=None):
+        """`trap`: abort the kernel with an error the host sees at the next synchronization (where `pred` holds,
+        if given).
+        """
         self.emit(simple("trap"), pred)
 

@@ -99,6 +99,14 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
 
 
 def cvta(d, a, space, to: bool):
+    """Build and check `cvta{.to}.space.size d, a` (pure: no builder).
+
+    Args:
+        d: the destination register; its width picks .u64 or .u32 (global addresses are always .u64).
+        a: the address converted.
+        space: one of `CVTA_SPACES` (global, shared, local, const, param).
+        to: True for ``cvta.to.space`` (generic -> space), False for ``cvta.space`` (space -> generic).
+    """
     if space not in CVTA_SPACES:
         raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
     if not isinstance(d, Reg):
@@ -121,6 +129,7 @@ def cvta(d, a, space, to: bool):
 
 
 class ConvertOps:
+    """Builder methods for type conversion (`cvt`) and address-space conversion (`cvta`)."""
     def cvt(self, a, to, *, frm=None, rnd=None, sat=False, ftz=False, dst=None, pred=None, b=None):
         """Convert `a` (of type `frm`, default its register type) to type `to`."""
         from .arith import infer_type

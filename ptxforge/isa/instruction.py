@@ -26,6 +26,21 @@ _PTXFORGE_INTERNAL = True
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
+    """One checked PTX instruction, immutable: what a `KernelBuilder` appends and a `Module` renders.
+
+    Attributes:
+        opcode: the family key used for dispatch ("add", "mma", "cp.async", "ld" ...).
+        mnemonic: the full spelling, e.g. ``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``.
+        operands: the operands in PTX order, destinations first.
+        n_dst: how many leading operands are written.
+        guard: the ``@p`` / ``@!p`` guard, or None.
+        req: the least target and PTX ISA version the instruction needs (a `Requirement`).
+        info: family-specific semantics for the interpreter (a form, a MemInfo ...).
+        mods: the modifiers, for semantic dispatch ("lo", "wide", "cg" ...).
+        type: the instruction's type, where it has one.
+        loc: the Python line that asked for it.
+        comment: a comment rendered after it, or None.
+    """
     opcode: str  # family dispatch key: "add", "mma", "cp.async", "ld", ...
     mnemonic: str  # full spelling: "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"
     operands: tuple = ()
@@ -39,6 +54,7 @@ class Instruction:
     comment: str | None = field(default=None, compare=False)
 
     def render(self) -> str:
+        """The PTX line: ``{@guard} mnemonic operands;`` with the mnemonic padded to a column."""
         head = self.mnemonic if self.guard is None else f"{self.guard} {self.mnemonic}"
         if not self.operands:
             return head + ";"
@@ -49,19 +65,23 @@ class Instruction:
 
     # Direct construction: dataclasses.replace() costs several times more on the emit path.
     def with_guard(self, guard: Guard | None) -> "Instruction":
+        """A copy of this instruction under `guard` (a `Guard`, or None for none)."""
         return Instruction(self.opcode, self.mnemonic, self.operands, self.n_dst, guard, self.req, self.info,
                            self.mods, self.type, self.loc, self.comment)
 
     def with_loc(self, loc: SourceLoc | None) -> "Instruction":
+        """A copy of this instruction attributed to the Python line `loc`."""
         return Instruction(self.opcode, self.mnemonic, self.operands, self.n_dst, self.guard, self.req, self.info,
                            self.mods, self.type, loc, self.comment)
 
     @property
     def dsts(self) -> tuple:
+        """The operands the instruction writes (the first `n_dst`)."""
         return self.operands[: self.n_dst]
 
     @property
     def srcs(self) -> tuple:
+        """The operands the instruction reads (all after the destinations)."""
         return self.operands[self.n_dst:]
 
     def registers(self):
@@ -108,6 +128,9 @@ def _regs_of(op):
 # ---------------------------------------------------------------- shared checks
 
 def describe(op) -> str:
+    """An operand as error messages show it: a register with its type (``%r1 (.u32)``), an immediate as
+    "immediate N".
+    """
     if isinstance(op, Reg):
         return f"{op} (.{op.type.name})"
     if isinstance(op, Imm):
@@ -144,12 +167,16 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
 
 
 def check_dst(op, t: ScalarType, what: str, *, wide_ok: bool = False) -> None:
+    """Raise a ValidationError unless `op` is a register that can be written as type `t`; `what` names it in the
+    message.
+    """
     if not isinstance(op, Reg):
         raise ValidationError(f"{what}: the destination must be a register, got {op!r}")
     check_value(op, t, what, imm_ok=False, wide_ok=wide_ok)
 
 
 def check_pred(op, what: str) -> None:
+    """Raise a ValidationError unless `op` is a .pred register; `what` names it in the message."""
     if not isinstance(op, Reg) or not op.type.is_pred:
         raise ValidationError(f"{what}: expected a .pred register, got {describe(op) if op is not None else None}")
 
@@ -187,6 +214,7 @@ def check_addr(op, space: str, what: str) -> Addr:
 
 
 def imm(value, t: ScalarType | None = None) -> Imm:
+    """`value` as an `Imm` of type `t` (an Imm is returned as it is)."""
     return value if isinstance(value, Imm) else Imm(value, t)
 
 

@@ -38,6 +38,7 @@ class MemInfo:
 
     @property
     def nbytes(self) -> int:
+        """Bytes one thread moves: the element size times the vector width."""
         return self.type.bits // 8 * self.vec
 
 
@@ -129,6 +130,18 @@ def _vec_check(t, vec, what, space="global"):
 
 
 def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
+    """Build and check `ld{.nc}.space{.cop}{.hints}{.vN}.type d, [addr]` (pure: no builder).
+
+    Args:
+        t: the element type (one of `LD_TYPES`).
+        d: the destination register, or a Vec of `vec` registers.
+        addr: an `Addr` (register plus constant offset) or a symbol.
+        space: "global", "shared", "local", "param", "const" or "generic".
+        vec: 1, 2 or 4 elements (``.v2``/``.v4``; at most 16 bytes).
+        nc: ``ld.global.nc`` (through the non-coherent read-only cache).
+        cop: a cache operator of `CACHE_OPS` ("ca", "cg", "cs", "lu", "cv").
+        hints: eviction priorities (`EVICT`), sm_80 and PTX 7.4 on.
+    """
     what = f"ld.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}; types: " + ", ".join("." + x.name for x in LD_TYPES))
@@ -164,6 +177,11 @@ def _writable_param(addr) -> bool:
 
 
 def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
+    """Build and check `st.space{.cop}{.hints}{.vN}.type [addr], v` (pure: no builder).
+
+    Arguments as for `ld`, with `v` the value stored (a register, immediate, or a Vec of `vec` of them); the
+    .param and .const spaces are read-only.
+    """
     what = f"st.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}")
@@ -208,6 +226,7 @@ REQ_TENSORMAP = Requirement(90, V("8.0"))
 
 @dataclass(frozen=True)
 class PrefetchInfo:
+    """Semantics of one prefetch: the cache level (or "tensormap") and the space, None for generic."""
     level: str  # "L1", "L2", "L2::evict_last", ... or "tensormap"
     space: str | None
 
@@ -248,12 +267,26 @@ ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
 
 @dataclass(frozen=True)
 class AtomInfo:
+    """Semantics of one atom/red: the operation, the space and the type."""
     op: str
     space: str
     type: T.ScalarType
 
 
 def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
+    """Build and check `atom.space.op.type d, [addr], b{, c}` or `red.space.op.type [addr], b` (pure: no
+    builder).
+
+    Args:
+        op: one of `ATOM_OPS` (add min max and or xor exch cas inc dec).
+        t: the type; legal types per operation in `ATOM_OPS`.
+        d: the destination (the old value); ignored for red.
+        addr: the address.
+        b: the operand (for cas, the value compared).
+        c: cas only: the new value.
+        space: "global", "shared" or "generic".
+        reduce_only: build ``red`` (no result; not for exch and cas).
+    """
     name = "red" if reduce_only else "atom"
     if op not in ATOM_OPS:
         raise ValidationError(f"{name} operation must be one of {tuple(ATOM_OPS)}, got {op!r}")
@@ -303,6 +336,7 @@ class MatrixForm:
 
     @property
     def row_bytes(self) -> int:
+        """Bytes of one matrix row each address points at: 16 (eight b16 values)."""
         return 16
 
 
@@ -324,6 +358,9 @@ _MATRIX_BY_KEY = {(f.opcode, f.shape, f.num, f.trans, f.type): f for f in LDMATR
 
 
 def matrix_form(opcode, shape, num, trans, t) -> MatrixForm:
+    """The legal `MatrixForm` for an ldmatrix/stmatrix shape, count, transpose and type; the error lists the
+    legal ones.
+    """
     f = _MATRIX_BY_KEY.get((opcode, shape, num, bool(trans), t))
     if f is not None:
         return f
@@ -334,6 +371,17 @@ def matrix_form(opcode, shape, num, trans, t) -> MatrixForm:
 
 
 def ldmatrix(d, addr, num=4, trans=False, shape="m8n8", t=T.b16, space="shared"):
+    """Build and check `ldmatrix.sync.aligned.shape.xN{.trans}.type {d...}, [addr]` (pure: no builder).
+
+    Args:
+        d: a Vec of the form's registers (.b32, one per matrix for m8n8).
+        addr: the shared-memory row address this lane supplies (lanes 0..8N-1 supply the rows).
+        num: 1, 2 or 4 matrices.
+        trans: load transposed.
+        shape: "m8n8" (b16), or "m16n16" (b8, transposing, Blackwell arch-specific targets).
+        t: the element type.
+        space: "shared", "shared::cta" or "generic".
+    """
     form = matrix_form("ldmatrix", shape, num, trans, t)
     if space not in ("shared", "shared::cta", "generic"):
         raise ValidationError(f"ldmatrix reads shared memory; space must be shared or generic, got {space!r}")
@@ -345,6 +393,10 @@ def ldmatrix(d, addr, num=4, trans=False, shape="m8n8", t=T.b16, space="shared")
 
 
 def stmatrix(addr, v, num=4, trans=False, shape="m8n8", t=T.b16, space="shared"):
+    """Build and check `stmatrix.sync.aligned.shape.xN{.trans}.type [addr], {v...}` (pure: no builder; sm_90).
+
+    Arguments as for `ldmatrix`, with `v` the Vec of registers stored.
+    """
     form = matrix_form("stmatrix", shape, num, trans, t)
     if space not in ("shared", "shared::cta", "generic"):
         raise ValidationError(f"stmatrix writes shared memory; space must be shared or generic, got {space!r}")
@@ -359,6 +411,10 @@ _BIT_OPS = ("and", "or", "xor", "exch", "cas")
 
 
 class MemoryOps:
+    """Builder methods for loads, stores, prefetches, atomics and ldmatrix/stmatrix.
+
+    Addresses are a register (plus `offset` bytes), an `Addr` or a shared symbol; `space` defaults to global.
+    """
     def _addr(self, addr, offset=0):
         a = self._val(addr)
         if isinstance(a, (Reg, Symbol)):

@@ -17,6 +17,9 @@ _PTXFORGE_INTERNAL = True
 
 
 class Operand:
+    """The base of every PTX operand type (registers, immediates, addresses, labels ...); rendering with
+    ``str()`` gives the PTX spelling.
+    """
     __slots__ = ()
 
 
@@ -165,6 +168,9 @@ class TensorAddr(Operand):
 
 @dataclass(frozen=True, slots=True)
 class Label(Operand):
+    """A branch target of one kernel, rendered as ``$L_name``; made by `KernelBuilder.label` and placed with
+    `KernelBuilder.place`.
+    """
     name: str  # rendered as $L_<name>
     owner: int = 0
 
@@ -249,6 +255,9 @@ SPECIAL_REQUIREMENTS = {
 
 
 def special(name: str) -> SpecialReg:
+    """The special register ``%name`` (``tid.x``, ``laneid``, ``clock64`` ...) with its type; the error lists the
+    known ones.
+    """
     key = name.lstrip("%")
     if key not in SPECIAL_REGISTERS:
         raise ValidationError(

@@ -35,6 +35,9 @@ FENCES = {
 
 @dataclass(frozen=True)
 class BarInfo:
+    """Semantics of one CTA or warp barrier: kind (sync, arrive, warp), barrier id, thread count (None: the whole
+    CTA) and whether it is the aligned ``bar`` form.
+    """
     kind: str  # "sync" / "arrive" / "warp"
     id: object
     count: object = None
@@ -71,6 +74,9 @@ def bar(kind, bid=0, count=None, aligned=True):
 
 
 def bar_warp_sync(mask=0xFFFFFFFF):
+    """Build `bar.warp.sync mask` (pure: no builder): the lanes of `mask` (an int or .b32 register) wait for each
+    other.
+    """
     if isinstance(mask, int):
         if not 0 < mask <= 0xFFFFFFFF:
             raise ValidationError(f"bar.warp.sync mask must be a non-zero 32-bit lane mask, got {mask:#x}")
@@ -81,6 +87,9 @@ def bar_warp_sync(mask=0xFFFFFFFF):
 
 
 def fence(kind):
+    """Build a memory fence by its full PTX name (pure: no builder): one of `FENCES`, such as "membar.gl",
+    "fence.sc.cta", "fence.proxy.async.shared::cta"; the name's requirement (sm, PTX ISA) comes with it.
+    """
     if kind not in FENCES:
         raise ValidationError(f"unknown fence {kind!r}; one of: {', '.join(FENCES)}")
     return make(kind.split(".")[0], (kind,), req=FENCES[kind], info=kind, mods=tuple(kind.split(".")[1:]))
@@ -95,6 +104,9 @@ REQ_TX = Requirement(90, V("8.0"))
 
 @dataclass(frozen=True)
 class MbarInfo:
+    """Semantics of one mbarrier instruction: the operation (init, arrive, arrive_expect_tx, expect_tx,
+    test_wait, try_wait, inval) and, for waits, whether the phase is given as a parity.
+    """
     op: str  # init, arrive, arrive_expect_tx, expect_tx, test_wait, try_wait, inval
     parity: bool = False
 
@@ -108,6 +120,9 @@ def _space(space, req):
 
 
 def mbarrier_init(addr, count, space="shared"):
+    """Build `mbarrier.init.space.b64 [addr], count` (pure: no builder): set the expected arrival count (1 to
+    2**20-1, an int or .u32 register) of the mbarrier at `addr`.
+    """
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.init")
     _mbar_align_check(a, "mbarrier.init")
@@ -181,6 +196,9 @@ TX_MAX = (1 << 20) - 1  # the transaction count of an mbarrier phase is a 20-bit
 
 
 def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
+    """Build `mbarrier.expect_tx.relaxed.cta.space.b64 [addr], nbytes` (pure: no builder; sm_90): add `nbytes` to
+    the transaction count the current phase waits for.
+    """
     a = check_addr(addr, "shared", "mbarrier.expect_tx")
     _mbar_align_check(a, "mbarrier.expect_tx")
     if isinstance(nbytes, int):
@@ -235,6 +253,9 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
 
 
 def mbarrier_inval(addr, space="shared"):
+    """Build `mbarrier.inval.space.b64 [addr]` (pure: no builder): invalidate the mbarrier so its memory can be
+    reused.
+    """
     a = check_addr(addr, "shared", "mbarrier.inval")
     _mbar_align_check(a, "mbarrier.inval")
     return make("mbarrier.inval", ("mbarrier", "inval", space, "b64"), (a,), req=_space(space, REQ_MBAR),
@@ -262,6 +283,7 @@ BARRIER_SPELLINGS = {"barrier.sync.aligned": "bar.sync", "barrier.arrive.aligned
 
 
 class SyncOps:
+    """Builder methods for CTA and warp barriers, memory fences, mbarriers and nanosleep."""
     def bar_sync(self, bid=0, count=None, *, aligned=True, pred=None):
         """CTA barrier `bar.sync id{, count}`; every thread named must reach it.
 
@@ -271,6 +293,14 @@ class SyncOps:
                       count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
 
     def bar_arrive(self, bid, count, *, aligned=True, pred=None):
+        """`bar.arrive id, count` (or `barrier.arrive` when not `aligned`): signal barrier `bid` without waiting.
+
+        Args:
+            bid: the barrier id, 0..15 (int or register).
+            count: the number of threads the barrier waits for (a multiple of 32).
+            aligned: emit ``bar`` (all threads of a warp execute it together) rather than ``barrier``.
+            pred: a .pred register guarding it.
+        """
         self.emit(bar("arrive", bid if isinstance(bid, int) else self._val(bid),
                       count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
 
@@ -279,6 +309,9 @@ class SyncOps:
         self.bar_sync(bid, count, aligned=False, pred=pred)
 
     def bar_warp_sync(self, mask=0xFFFFFFFF, *, pred=None):
+        """`bar.warp.sync mask`: the lanes named in `mask` (default all 32) wait for each other and their memory
+        accesses are ordered.
+        """
         self.emit(bar_warp_sync(mask if isinstance(mask, int) else self._val(mask)), pred)
 
     def fence(self, kind="fence.acq_rel.gpu", *, pred=None):
@@ -286,9 +319,19 @@ class SyncOps:
         self.emit(fence(kind), pred)
 
     def membar(self, level="gl", *, pred=None):
+        """`membar.level`: order this thread's memory accesses at `level` ("cta", "gl" or "sys")."""
         self.emit(fence(f"membar.{level}"), pred)
 
     def mbarrier_init(self, addr, count, *, space="shared", pred=None):
+        """`mbarrier.init.shared.b64 [addr], count`: initialize the mbarrier at `addr` (a shared address) to
+        expect `count` arrivals per phase.
+
+        Args:
+            addr: the shared address of the 8-byte mbarrier.
+            count: arrivals per phase, 1 to 2**20-1 (int or .u32 register).
+            space: "shared" or "shared::cta" (PTX 7.8).
+            pred: a .pred register guarding it (usually one thread initializes).
+        """
         self.emit(mbarrier_init(self._addr(addr), count if isinstance(count, int) else self._val(count), space),
                   pred)
 
@@ -308,10 +351,24 @@ class SyncOps:
         return None if st is DISCARD else st
 
     def mbarrier_expect_tx(self, addr, nbytes, *, pred=None):
+        """`mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [addr], nbytes` (sm_90): make the current phase also
+        wait for `nbytes` bytes of bulk/TMA transactions.
+        """
         self.emit(mbarrier_expect_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
                   pred)
 
     def mbarrier_test_wait(self, addr, phase, *, parity=True, dst=None, pred=None):
+        """`mbarrier.test_wait{.parity}.shared.b64 p, [addr], phase`: a non-blocking test of whether the phase
+        completed; returns the .pred p.
+
+        Args:
+            addr: the mbarrier's shared address.
+            phase: with `parity`, the phase parity 0 or 1 (int or .u32 register); otherwise the .b64 state
+                token `mbarrier_arrive` returned.
+            parity: use the ``.parity`` form (PTX 7.1).
+            dst: a .pred register to write instead of a new one.
+            pred: a .pred register guarding it.
+        """
         p = self._dst(dst, T.pred)
         self.emit(mbarrier_wait("test_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
                                 parity), pred)
@@ -342,6 +399,7 @@ class SyncOps:
         self.bra(lbl, pred=~p)
 
     def mbarrier_inval(self, addr, *, pred=None):
+        """`mbarrier.inval.shared.b64 [addr]`: invalidate the mbarrier before its shared memory is reused."""
         self.emit(mbarrier_inval(self._addr(addr)), pred)
 
     def nanosleep(self, ns, *, pred=None):

@@ -18,6 +18,7 @@ _PTXFORGE_INTERNAL = True
 
 @dataclass(frozen=True, order=True)  # generated comparisons: the version walk runs once per instruction
 class PtxVersion:
+    """A PTX ISA version, the number of the ``.version`` directive (ordered: ``V("7.8") < V("8.0")``)."""
     major: int
     minor: int
 
@@ -26,6 +27,8 @@ class PtxVersion:
 
     @staticmethod
     def parse(v: "PtxVersion | str | float | tuple") -> "PtxVersion":
+        """A PtxVersion from "8.0", 8.0, (8, 0) or a PtxVersion; a TargetError says how to write it otherwise.
+        """
         if isinstance(v, PtxVersion):
             return v
         if isinstance(v, tuple):
@@ -37,6 +40,7 @@ class PtxVersion:
 
 
 def V(s: str) -> PtxVersion:
+    """Shorthand for `PtxVersion.parse`: ``V("8.0")``."""
     return PtxVersion.parse(s)
 
 
@@ -77,6 +81,7 @@ class Target:
 
     @property
     def name(self) -> str:
+        """The ``.target`` spelling: ``sm_90``, or ``sm_90a`` for the arch-specific target."""
         return f"sm_{self.sm}{'a' if self.arch_specific else ''}"
 
     def __str__(self) -> str:
@@ -84,11 +89,17 @@ class Target:
 
     @property
     def min_ptx(self) -> PtxVersion:
+        """The least ``.version`` that ptxas accepts for this ``.target`` (sm_80: 7.0, sm_90: 7.8, sm_90a: 8.0
+        ...).
+        """
         key = self.name if self.name in _TARGET_MIN_PTX else f"sm_{self.sm}"
         return _TARGET_MIN_PTX[key]
 
     @staticmethod
     def parse(t: "Target | str") -> "Target":
+        """A Target from "sm_90", "sm_90a", "compute_80", "90" or a Target; a TargetError lists the supported
+        targets otherwise.
+        """
         if isinstance(t, Target):
             return t
         m = re.fullmatch(r"(?:sm_|compute_)?(\d+)(a?)", str(t).strip())
@@ -206,6 +217,9 @@ class Requirement:
     feature: str = ""
 
     def check(self, target: Target, what: str) -> None:
+        """Raise a TargetError unless `target` meets this requirement's sm (and, for arch-specific features, is
+        exactly ``sm_XXa``); `what` names the instruction in the message.
+        """
         if target.sm < self.min_sm:
             raise TargetError(
                 f"{what} needs sm_{self.min_sm} or newer; the kernel targets {target.name}")
@@ -215,6 +229,7 @@ class Requirement:
                 f"the kernel targets {target.name}")
 
     def merge(self, other: "Requirement") -> "Requirement":
+        """The requirement of needing both: the larger sm and PTX ISA, arch-specific if either is."""
         return Requirement(max(self.min_sm, other.min_sm), max(self.min_ptx, other.min_ptx),
                            self.arch_specific or other.arch_specific, self.feature or other.feature)
 

@@ -25,6 +25,10 @@ class EmulatedInstructionWarning(UserWarning):
 
 @dataclass(frozen=True)
 class MmaForm:
+    """One legal `mma.sync.aligned.shape.row.col` form: shape, the A/B/C/D types, registers per thread of each
+    fragment, the least target and PTX ISA, the .b1 bit operation and whether ``.satfinite`` is allowed. The
+    rows are `MMA_FORMS`.
+    """
     shape: str
     a_type: T.ScalarType
     b_type: T.ScalarType
@@ -39,18 +43,22 @@ class MmaForm:
 
     @property
     def m(self) -> int:
+        """M of the shape (rows of A and D), e.g. 16 for m16n8k32."""
         return int(self.shape[1:self.shape.index("n")])
 
     @property
     def n(self) -> int:
+        """N of the shape (columns of B and D), e.g. 8 for m16n8k32."""
         return int(self.shape[self.shape.index("n") + 1:self.shape.index("k")])
 
     @property
     def k(self) -> int:
+        """K of the shape (the reduction length), e.g. 32 for m16n8k32."""
         return int(self.shape[self.shape.index("k") + 1:])
 
     @property
     def d_regs(self) -> int:
+        """Registers per thread of the D fragment (the same as C)."""
         return self.c_regs
 
     @property
@@ -60,15 +68,21 @@ class MmaForm:
 
     @property
     def acc_reg_type(self) -> T.ScalarType:
+        """Register type of the C/D fragments: .b32 for f16 accumulators (f16x2 pairs), the accumulator type
+        otherwise.
+        """
         if self.d_type is T.f16:
             return T.b32  # f16x2 pairs
         return self.d_type
 
     @property
     def is_integer(self) -> bool:
+        """Whether the A/B operands are integers (s4 u4 s8 u8), accumulating in .s32."""
         return self.a_type.is_int
 
     def mnemonic(self, satfinite=False) -> str:
+        """The full PTX opcode, e.g. ``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``
+        (``.satfinite`` after ``.row.col`` when asked; ``.xor.popc`` for .b1)."""
         parts = ["mma", "sync", "aligned", self.shape, "row", "col"]
         if satfinite:
             parts.append("satfinite")
@@ -131,6 +145,15 @@ _BY_KEY = {(f.shape, f.a_type, f.b_type, f.c_type, f.bitop): f for f in MMA_FORM
 
 
 def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
+    """The `MmaForm` for a shape and operand types; the error names the legal forms of the shape.
+
+    Args:
+        shape: "m16n8k32", "m16n8k16", ...
+        a_type: the A type (s4 u4 s8 u8 b1 f16 bf16 tf32 f64 ...).
+        b_type: the B type; by default `a_type`.
+        acc: the accumulator type; by default s32 for integers, f32 for floats (f64 for f64).
+        bitop: "xor" or "and" for .b1 (default xor).
+    """
     a = T.lookup(a_type)
     b = T.lookup(b_type) if b_type is not None else a
     if acc is None:
@@ -197,6 +220,17 @@ def _check_fragment_kinds(form: MmaForm, d, a, b, c):
 
 
 def mma(form: MmaForm, d, a, b, c, satfinite=False):
+    """Build and check `mma.sync.aligned.shape.row.col{.satfinite}.d.a.b.c {d}, {a}, {b}, {c}` (pure: no
+    builder).
+
+    Args:
+        form: the `MmaForm`.
+        d: the D fragment, a Vec of `form.c_regs` registers of `form.acc_reg_type`.
+        a: the A fragment, `form.a_regs` registers of `form.frag_type`.
+        b: the B fragment, `form.b_regs` registers.
+        c: the C fragment (registers like D).
+        satfinite: ``.satfinite`` (integer forms only): clamp to the s32 range instead of wrapping.
+    """
     if satfinite and not form.satfinite:
         raise ValidationError(f"{form.mnemonic()} does not take .satfinite (only integer s4/u4/s8/u8 forms do)")
     ft = form.frag_type
@@ -231,6 +265,9 @@ def setmaxnreg(action: str, n: int):
 
 
 class TensorOps(WgmmaOps):
+    """Builder methods for tensor-core instructions: warp-level `mma.sync` (sm_80) and warpgroup-level `wgmma`
+    with its fences and waits, and `setmaxnreg` (sm_90a).
+    """
     def mma(self, a, b, c=0, *, shape, a_type, b_type=None, acc=None, satfinite=False, bitop=None, dst=None,
             pred=None):
         """Warp-level `mma.sync.aligned.<shape>.row.col` D = A*B + C.

@@ -37,6 +37,7 @@ class ScalarType:
 
     @property
     def ptx(self) -> str:
+        """The PTX type suffix, e.g. ``.u32``."""
         return "." + self.name
 
     @property
@@ -46,18 +47,22 @@ class ScalarType:
 
     @property
     def is_int(self) -> bool:
+        """Whether the type is a signed or unsigned integer (.u*, .s*; not the .b* bit types)."""
         return self.kind in ("u", "s")
 
     @property
     def is_signed(self) -> bool:
+        """Whether the type is a signed integer (.s*)."""
         return self.kind == "s"
 
     @property
     def is_float(self) -> bool:
+        """Whether the type is a float (.f16 .bf16 .f32 .f64, the packed pairs, tf32 ...)."""
         return self.kind == "f"
 
     @property
     def is_pred(self) -> bool:
+        """Whether the type is .pred."""
         return self.kind == "pred"
 
     @property
@@ -66,6 +71,7 @@ class ScalarType:
         return not self.packed
 
     def bits_type(self) -> "ScalarType":
+        """The untyped bit type of the same width (.u32 -> .b32); .pred stays .pred."""
         return BY_NAME[f"b{self.bits}"] if self.kind != "pred" else self
 
     def as_unsigned(self) -> "ScalarType":

@@ -21,6 +21,7 @@ FULL = 0xFFFFFFFF
 
 @dataclass(frozen=True)
 class ShflInfo:
+    """Semantics of one shfl.sync: its mode (up, down, bfly, idx)."""
     mode: str
 
 
@@ -34,6 +35,17 @@ def _mask(m):
 
 
 def shfl(mode, d, a, b, c, mask=FULL, p=None):
+    """Build and check `shfl.sync.mode.b32 d{|p}, a, b, c, mask` (pure: no builder).
+
+    Args:
+        mode: one of `SHFL_MODES`.
+        d: the .b32 destination.
+        a: the value shared.
+        b: the source lane (idx) or the lane offset / xor mask (up, down, bfly), 0..31.
+        c: the clamp and segment mask operand.
+        mask: the member mask (int or .b32 register).
+        p: an optional .pred written true where the source lane was in range.
+    """
     if mode not in SHFL_MODES:
         raise ValidationError(f"shfl mode must be one of {SHFL_MODES}, got {mode!r}")
     check_dst(d, T.b32, "shfl destination")
@@ -48,6 +60,9 @@ def shfl(mode, d, a, b, c, mask=FULL, p=None):
 
 
 def vote(mode, d, p, mask=FULL):
+    """Build and check `vote.sync.mode.{pred,b32} d, p, mask` (pure: no builder): all/any/uni give a .pred,
+    ballot a .b32 lane mask of where `p` holds.
+    """
     if mode not in VOTE_MODES:
         raise ValidationError(f"vote mode must be one of {VOTE_MODES}, got {mode!r}")
     check_pred(p.reg if isinstance(p, NegPred) else p, f"vote.{mode} source")
@@ -60,6 +75,9 @@ def vote(mode, d, p, mask=FULL):
 
 
 def redux(op, t, d, a, mask=FULL):
+    """Build and check `redux.sync.op.type d, a, mask` (pure: no builder; sm_80): the reduction of `a` over the
+    lanes of `mask`; ops and types in `REDUX_OPS`.
+    """
     if op not in REDUX_OPS:
         raise ValidationError(f"redux.sync op must be one of {tuple(REDUX_OPS)}, got {op!r}")
     if t not in REDUX_OPS[op]:
@@ -89,6 +107,7 @@ def activemask(d):
 
 
 class WarpOps:
+    """Builder methods for warp-level operations: shuffles, votes, reductions, elect and activemask."""
     def shfl(self, mode, value, lane_or_offset, *, clamp=None, mask=FULL, dst=None, in_range=None, pred=None):
         """shfl.sync.<mode>.b32.  `clamp` defaults to 31 for idx/bfly/down and 0 for up."""
         if clamp is None:
@@ -102,12 +121,32 @@ class WarpOps:
         return d
 
     def vote(self, mode, p, *, mask=FULL, dst=None, pred=None):
+        """`vote.sync.mode mask`: a warp vote on predicate `p` (a .pred register or ``~p``); returns d.
+
+        Args:
+            mode: "all", "any", "uni" (a .pred result) or "ballot" (a .b32 mask of the lanes where `p` holds).
+            p: the predicate voted on.
+            mask: the lanes taking part (default all 32).
+            dst: a register to write instead of a new one.
+            pred: a .pred register guarding it.
+        """
         d = self._dst(dst, T.b32 if mode == "ballot" else T.pred)
         g = self._guard(p)
         self.emit(vote(mode, d, NegPred(g.reg) if g.negate else g.reg, mask), pred)
         return d
 
     def redux(self, op, value, *, type=None, mask=FULL, dst=None, pred=None):
+        """`redux.sync.op.type d, value, mask` (sm_80): reduce `value` over the lanes of `mask`; every lane gets
+        the result d.
+
+        Args:
+            op: "add", "min", "max" (.u32/.s32), or "and", "or", "xor" (.b32).
+            value: a 32-bit register.
+            type: the type; by default that of `value` (bit type for the logic ops).
+            mask: the lanes taking part (default all 32).
+            dst: a register to write instead of a new one.
+            pred: a .pred register guarding it.
+        """
         from .arith import infer_type
         v = self._val(value)
         t = infer_type(type, v)
@@ -124,6 +163,7 @@ class WarpOps:
         return p
 
     def activemask(self, *, dst=None):
+        """`activemask.b32 d`: the mask of the lanes currently executing; returns d."""
         d = self._dst(dst, T.b32)
         self.emit(activemask(d))
         return d

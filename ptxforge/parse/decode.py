@@ -47,6 +47,7 @@ class Call:
         self._value = None
 
     def run(self):
+        """Make the call (once; the result is kept) and return its value."""
         if self._value is None:
             self._value = self.fn(*self.args, **self.kwargs)
         return self._value
@@ -58,6 +59,7 @@ class NestedCall(Call):
     __slots__ = ()
 
     def run(self):
+        """Run the argument Calls first, then make this call (once) and return its value."""
         if self._value is None:
             args = [a.run() if isinstance(a, Call) else a for a in self.args]
             self._value = self.fn(*args, **self.kwargs)

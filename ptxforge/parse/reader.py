@@ -100,22 +100,29 @@ class Reader:
 
     # ------------------------------------------------------------ reporting
     def loc(self, line: int, function: str = "") -> SourceLoc:
+        """The SourceLoc of PTX line `line` of this text (in `function`, when given)."""
         return SourceLoc(self.filename, line, function)
 
     def line_text(self, line: int) -> str:
+        """The text of PTX line `line`, stripped ("" past the end)."""
         if self.lines is None:
             self.lines = self.text.split("\n")
         return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
 
     def error(self, line: int, message: str, cls=ParseError):
+        """A ParseError (or `cls`) naming the file and line, with the line's text; the caller raises it."""
         text = self.line_text(line)
         return cls(f"{self.filename}:{line}: {message}" + (f"\n    {text}" if text else ""), self.loc(line))
 
     def note(self, line: int, severity: str, message: str):
+        """Record a `Finding` of `severity` at `line` (kept in the Reading rather than raised)."""
         self.findings.append(Finding(self.filename, line, severity, message))
 
     # ------------------------------------------------------------ module level
     def read(self) -> Reading:
+        """Read the whole text: module directives, variables and functions in order; returns the `Reading`
+        (Module None when the text has no kernel). A missing ``.target`` is an error.
+        """
         stmts = statements(self.text)
         i, n = 0, len(stmts)
         while i < n:
@@ -151,6 +158,7 @@ class Reader:
         return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line)
 
     def module_line(self, st):
+        """One module-level directive line (``.version``, ``.target``, ``.address_size`` ...)."""
         text = st.text
         word = text.split(None, 1)
         head = word[0]
@@ -182,6 +190,9 @@ class Reader:
             self.declarations.append(RawDirective(text))
 
     def module_statement(self, st):
+        """One module-level statement: a ``.pragma``, a variable declaration (global, const, shared, extern) or a
+        function prototype.
+        """
         text = st.text
         words = text.split()
         head = words[0]
@@ -215,6 +226,9 @@ class Reader:
 
     # ------------------------------------------------------------ declarations
     def variable(self, text: str, line: int, default_space: str | None = None) -> Variable:
+        """A `Variable` from a declaration `text` at `line` (space, alignment, type, dimensions, initializer);
+        `default_space` where the text names none.
+        """
         init = None
         if "=" in text:
             text, init = text.split("=", 1)
@@ -258,6 +272,8 @@ class Reader:
         return Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra))
 
     def dims(self, name: str, line: int):
+        """(base name, dimensions) of a declared name such as ``buf[4][8]`` (a dimension may be empty: ``[]``).
+        """
         name = name.replace(" ", "")
         if "[" not in name:
             return name, ()
@@ -327,6 +343,7 @@ class Reader:
         return p, sym
 
     def prototype(self, text: str, line: int, linkage: str):
+        """A `Prototype` (name, returns, params, linkage) from a function header with no body."""
         name, returns, params, rest = self.signature(text, line)
         return Prototype(name, tuple(p for p, _ in returns), tuple(p for p, _ in params), linkage)
 
@@ -362,6 +379,9 @@ class Reader:
         return name, returns, params, rest
 
     def directives(self, text: str, line: int):
+        """The performance directives of a function header (``.maxntid``, ``.reqntid``, ``.minnctapersm``,
+        ``.maxnreg``, cluster ones, flags) as (name, value) pairs; an unknown one or a bad value is an error.
+        """
         out = []
         for piece in re.findall(r"\.(\w+)([^.]*)", text):
             key, val = piece[0], piece[1].strip()
@@ -386,6 +406,9 @@ class Reader:
 
     # ------------------------------------------------------------ functions
     def function(self, stmts, i) -> int:
+        """Read the function whose header is statement `i` (an ``.entry`` or ``.func``, with or without a body)
+        and return the index of the statement after it.
+        """
         head = stmts[i]
         text = head.text
         words = text.split("(", 1)[0].split()
@@ -504,11 +527,15 @@ class BodyReader:
         self.target = reader.target
 
     def declare_symbol(self, sym, line):
+        """Declare a function-scope variable; a name declared twice is an error."""
         if sym.name in self.symbols:
             raise self.r.error(line, f"'{sym.name}' is declared twice in {self.name}")
         self.symbols[sym.name] = sym
 
     def declare_regs(self, text: str, line: int, scoped: bool):
+        """Declare the registers of a ``.reg .type %a, %b<N>, ...`` line (ranges expanded); redeclaring a name
+        with another type is an error.
+        """
         words = text.split(None, 2)
         if len(words) < 3:
             raise self.r.error(line, "a register declaration is `.reg .type %name, %name<N>, ...`")
@@ -537,6 +564,7 @@ class BodyReader:
                     raise self.r.error(line, f"{nm} is declared .{old.name} and again .{t.name}")
 
     def used_registers(self) -> tuple:
+        """The declared registers the body's instructions name, in declaration order."""
         used = self.used
         regs = self.scope.registers
         out, names = [], set()
@@ -548,6 +576,9 @@ class BodyReader:
         return tuple(out)
 
     def read(self, stmts, i) -> int:
+        """Read the body that opens at statement `i` up to its closing brace; returns the index of the statement
+        after it.
+        """
         depth = 0
         items = self.items
         r = self.r
@@ -600,12 +631,17 @@ class BodyReader:
         raise r.error(self.line, f"{self.name}: the body is never closed (missing }})")
 
     def finish_labels(self):
+        """Check that every label a branch names is placed in this body (or is a variable or a device function).
+        """
         for name, line in self.scope.labels_used.items():
             if name not in self.labels:
                 raise self.r.error(line, f"'{name}' is not a label of {self.name}, a declared variable or a "
                                          "device function")
 
     def body_directive(self, text: str, line: int, depth: int):
+        """One directive inside the body (``.reg``, ``.shared``, ``.local``, ``.param``, ``.pragma`` ...) at
+        scope `depth`.
+        """
         head = text.split(None, 1)[0]
         r = self.r
         if head == ".reg":
@@ -649,6 +685,9 @@ class BodyReader:
         self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
 
     def instruction(self, text: str, line: int, strict: bool):
+        """One instruction line: its guard, mnemonic and operands, decoded through the ISA constructors and
+        checked against the target; `strict` refuses what it cannot decode instead of keeping it opaque.
+        """
         r = self.r
         gtext = None
         if text[0] == "@":

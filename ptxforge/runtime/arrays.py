@@ -44,6 +44,7 @@ class Elem:
 
     @staticmethod
     def of_dtype(dtype) -> "Elem":
+        """The `Elem` (kind and bit width) of a numpy dtype."""
         dt = np.dtype(dtype)
         return Elem(dt.kind, dt.itemsize * 8)
 
@@ -168,6 +169,7 @@ class DeviceView:
 
     @property
     def contiguous(self) -> bool:
+        """Whether the view is row-major and dense (the layout a kernel's flat pointer assumes)."""
         return c_contiguous(self.shape, self.strides, self.elem.bits // 8 or 1)
 
 

@@ -77,6 +77,7 @@ class DLPackInfo:
 
     @property
     def device(self) -> str:
+        """The DLPack device type in words ("cuda", "cpu", "cuda_managed" ...)."""
         return DEVICE_NAMES.get(self.device_type, f"device type {self.device_type}")
 
 

@@ -123,6 +123,7 @@ class DeviceInfo:
 
     @property
     def arch(self) -> str:
+        """The device's ``sm_XX`` (from its compute capability), the target to assemble for."""
         return f"sm_{self.sm}"
 
     @functools.cached_property

@@ -226,10 +226,12 @@ class BoundLaunch:
 
     @property
     def grid(self) -> tuple:
+        """The grid of the bound launch, in CTAs (x, y, z)."""
         return self.config[0:3]
 
     @property
     def block(self) -> tuple:
+        """The CTA shape of the bound launch, in threads (x, y, z)."""
         return self.config[3:6]
 
     def _refuse(self) -> None:

@@ -71,12 +71,17 @@ def check_block(block: tuple, limits: LaunchLimits, *, kernel: str, block_limit=
 
 
 def check_grid(grid: tuple, limits: LaunchLimits, *, kernel: str) -> None:
+    """Raise a LaunchError naming `kernel` when a grid dimension exceeds the device's limit (`limits.max_grid`).
+    """
     for axis, g, m in zip("xyz", grid, limits.max_grid):
         if g > m:
             raise LaunchError(f"grid {grid} for kernel '{kernel}': {axis} = {g} exceeds the device limit {m}")
 
 
 def check_shared(dynamic: int, static: int, limits: LaunchLimits, *, kernel: str) -> None:
+    """Raise a LaunchError naming `kernel` when `dynamic` (bytes of dynamic shared memory) is not a non-negative
+    int or, with `static`, exceeds the device's opt-in limit per block.
+    """
     if isinstance(dynamic, bool) or not isinstance(dynamic, (int, np.integer)) or dynamic < 0:
         raise LaunchError(f"shared= for kernel '{kernel}' must be a non-negative int of bytes, got {dynamic!r}")
     total = int(dynamic) + static
@@ -109,6 +114,9 @@ class ParamSpec:
     hi: int = -1  # the largest int an "int"/"address" parameter takes (for the fast range check)
 
     def describe(self) -> str:
+        """The parameter as signatures show it: ``name: .f32*`` for a pointer, ``name: .b8[N]`` for a by-value
+        block, ``name: .u32`` for a scalar.
+        """
         if self.kind == "pointer":
             return f"{self.name}: .{self.pointee.name if self.pointee else 'b8'}*"
         if self.kind == "bytes":
@@ -118,6 +126,9 @@ class ParamSpec:
 
 @dataclass(frozen=True)
 class ParamLayout:
+    """How a kernel's parameters are packed for cuLaunchKernel: their specs, the struct format and total size,
+    and the precomputed fast paths for common argument types.
+    """
     specs: tuple
     fmt: str
     size: int
@@ -125,6 +136,7 @@ class ParamLayout:
     fast: tuple = field(default=(), compare=False)
 
     def signature(self) -> str:
+        """The kernel's parameter list as text, e.g. ``(x: .f32*, n: .u32)``, for error messages."""
         return "(" + ", ".join(s.describe() for s in self.specs) + ")"
 
 
@@ -313,6 +325,7 @@ class HostTransfer:
 
     @property
     def array(self) -> np.ndarray:
+        """The host array this transfer copies in and/or back."""
         return self.policy.array
 
 

@@ -102,6 +102,9 @@ def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
 
 
 def source_of_text(text: str, ptx_cap: PtxVersion | None) -> Source:
+    """A `Source` for PTX text given as a string: its ``.version`` (checked against `ptx_cap`, the newest the
+    driver's JIT accepts) and ``.target`` read from the text.
+    """
     version, named = ptx_header(text)
     if version is not None and ptx_cap is not None and version > ptx_cap:
         raise TargetError(f"the PTX says .version {version}, but the installed driver's JIT accepts at most {ptx_cap}")
@@ -215,6 +218,9 @@ def diagnostics(log: str):
 
 
 def describe(src: Source, line: int) -> str:
+    """PTX line `line` of `src` for error messages, with the Python line that emitted it when the source is a
+    Module.
+    """
     if src.module is not None:
         return src.module.describe_line(line, version=src.version)
     lines = src.text.splitlines()
@@ -324,6 +330,7 @@ class LoadedModule:
 
     @property
     def names(self) -> tuple:
+        """The names of the module's kernels, in module order."""
         return tuple(self.functions)
 
     def __getitem__(self, name: str):

@@ -94,6 +94,7 @@ class DeviceBuffer:
 
     @property
     def size(self) -> int:
+        """The number of elements (the product of the shape)."""
         return math.prod(self.shape)
 
     def __len__(self) -> int:

@@ -27,30 +27,37 @@ class Timing:
 
     @property
     def repeat(self) -> int:
+        """How many samples were taken."""
         return len(self.samples_us)
 
     @property
     def median_us(self) -> float:
+        """The median sample, microseconds per launch."""
         return float(np.median(self._a))
 
     @property
     def mean_us(self) -> float:
+        """The mean sample, microseconds per launch."""
         return float(self._a.mean())
 
     @property
     def min_us(self) -> float:
+        """The fastest sample, microseconds per launch."""
         return float(self._a.min())
 
     @property
     def max_us(self) -> float:
+        """The slowest sample, microseconds per launch."""
         return float(self._a.max())
 
     @property
     def q1_us(self) -> float:
+        """The first quartile (25th percentile) of the samples, microseconds."""
         return float(np.percentile(self._a, 25))
 
     @property
     def q3_us(self) -> float:
+        """The third quartile (75th percentile) of the samples, microseconds."""
         return float(np.percentile(self._a, 75))
 
     @property
@@ -65,6 +72,9 @@ class Timing:
         return self.iqr_us / m if m else float("nan")
 
     def as_dict(self) -> dict:
+        """The statistics as a dict (median, mean, min, max, quartiles, IQR in microseconds; repeat and batch),
+        for JSON results.
+        """
         return {"median_us": self.median_us, "mean_us": self.mean_us, "min_us": self.min_us, "max_us": self.max_us,
                 "q1_us": self.q1_us, "q3_us": self.q3_us, "iqr_us": self.iqr_us, "repeat": self.repeat,
                 "batch": self.batch}

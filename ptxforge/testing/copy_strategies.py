@@ -19,6 +19,8 @@ ALIGNMENTS = (1, 2, 4, 8, 16, 32, 256)
 
 
 def elem_types():
+    """A strategy for the element types the copy layer moves (`COPY_ELEM_TYPES`: 1-bit and packed 4-bit
+    up to 64-bit)."""
     return st.sampled_from(COPY_ELEM_TYPES)
 
 

@@ -47,6 +47,7 @@ def ldmatrix_forms():
 
 
 def stmatrix_forms():
+    """A strategy for the stmatrix forms of the ISA table that the interpreter models (the m8n8 ones)."""
     return st.sampled_from([f for f in STMATRIX_FORMS if f.shape == "m8n8"])
 
 

@@ -17,6 +17,8 @@ SCALAR_PARAM_TYPES = (T.s8, T.u8, T.s16, T.u16, T.s32, T.u32, T.s64, T.u64, T.b8
 
 
 def seeds():
+    """A seed for numpy's generator (0 .. 2**32-1): arrays are drawn with numpy, and shrinking works on the seed.
+    """
     return st.integers(0, 2**32 - 1)
 
 

@@ -30,6 +30,7 @@ class Spec:
     params: tuple = ()
 
     def get(self, key, default=None):
+        """The value of parameter `key`, or `default` when the spec has none."""
         for k, v in self.params:
             if k == key:
                 return v
@@ -42,6 +43,7 @@ class Spec:
         raise KeyError(key)
 
     def with_params(self, **extra) -> "Spec":
+        """A copy of this spec with the parameters in `extra` added or replaced."""
         merged = dict(self.params)
         merged.update(extra)
         return Spec(self.family, self.op, tuple(sorted(merged.items())))
@@ -52,6 +54,7 @@ class Spec:
 
 
 def spec(family: str, op: str, **params) -> Spec:
+    """A `Spec` of `family` and `op` with `params` sorted by name (so equal specs compare and hash equal)."""
     return Spec(family, op, tuple(sorted(params.items())))
 
 
@@ -80,15 +83,22 @@ class Scratch:
         self.g64 = k.cvta(self.g, frm="global", dst=k.reg(T.u64))  # generic address, for generic-space forms
 
     def reg(self, t):
+        """A new register of type `t` in the scratch kernel (a packed type gets its declarable register type).
+        """
         return self.k.reg(decl_type(T.lookup(t)))
 
     def regs(self, t, n):
+        """`n` new registers of type `t`."""
         return [self.reg(t) for _ in range(n)]
 
     def guard(self, g):
+        """The predicate for a drawn guard: None for none, `p` for "p", ``~p`` otherwise."""
         return None if g is None else self.p if g == "p" else ~self.p
 
     def tmap(self):
+        """The generic address of the kernel's tensor-map parameter (sm_90+; before sm_90 a plain .u64 register,
+        so that the target check reports the instruction), made on first use.
+        """
         if self._tmap is None:
             # before sm_90 there is no tensor map; any 64-bit address lets the target check speak
             self._tmap = (self.k.param_address(self._tmap_param) if self._tmap_param is not None
@@ -96,4 +106,5 @@ class Scratch:
         return self._tmap
 
     def module(self) -> Module:
+        """The scratch kernel as a Module, finished."""
         return self.k.module()

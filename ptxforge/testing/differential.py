@@ -78,6 +78,7 @@ class Mutation:
     new: object
 
     def spec(self) -> Spec:
+        """The mutated Spec (the legal one itself when the mutation changes the module's target or version)."""
         if self.param in ("target", "version"):
             return self.base
         return self.base.with_params(**{self.param: self.new})
@@ -138,6 +139,7 @@ class Counts:
     failures: list = field(default_factory=list)
 
     def add(self, other: "Counts") -> None:
+        """Add another run's counts and failures to these."""
         for f in ("accepted", "refused", "also_refused", "documented", "unmapped", "crashed"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.failures += other.failures

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
-from . import (exec_arith, exec_async, exec_bits, exec_mbarrier, exec_memory, exec_move, exec_sync,
-               exec_tensor, exec_warp)
+from . import (exec_arith, exec_async, exec_bits, exec_integer, exec_mbarrier, exec_memory, exec_move,
+               exec_sync, exec_tensor, exec_warp)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -22,7 +22,9 @@ FACTORIES = {
     **{k: exec_bits.make_shift for k in SHIFT_TYPES},
     "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
     **{k: exec_bits.make_bitfield for k in BITFIELD},
+    "bmsk": exec_bits.make_bmsk, "szext": exec_bits.make_szext, "fns": exec_bits.make_fns,
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
+    "set": exec_move.make_set, "slct": exec_move.make_slct, "testp": exec_move.make_testp,
     "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta,
     "ld": exec_memory.make_ld, "st": exec_memory.make_st,
     "atom": exec_memory.make_atom, "red": exec_memory.make_atom,
@@ -38,6 +40,8 @@ FACTORIES = {
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
+    "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
 }
 
 BLOCKING_FACTORIES = {

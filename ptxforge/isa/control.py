@@ -1,4 +1,5 @@
-"""Moves, comparisons and control: mov, setp, selp, bra, ret, exit."""
+"""Moves, comparisons and control: mov, setp (one or two predicates, .ftz), set, selp, slct, testp,
+bra, ret, exit."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import Label, NegPred, SpecialReg, Symbol, Vec
+from .operands import Label, NegPred, PairDst, SpecialReg, Symbol, Vec
 
 _PTXFORGE_INTERNAL = True
 
@@ -29,24 +30,84 @@ def cmp_ops(t: T.ScalarType):
     return ("eq", "ne")  # bit types compare only for equality
 
 
-def setp(cmp, t, p, a, b, boolop=None, c=None):
+#: set: the destination types (true is all ones for integers, 1.0 for .f32).
+SET_DTYPES = (T.u32, T.s32, T.f32)
+#: slct: the types of the selector c (d = c >= 0 ? a : b).
+SLCT_CTYPES = (T.s32, T.f32)
+#: testp: the properties a float can be tested for.
+TESTP_OPS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
+TESTP_TYPES = (T.f32, T.f64)
+
+
+def _compare_check(name, cmp, t, a, b, boolop, c, ftz):
     if t not in SETP_TYPES:
-        raise ValidationError(f"setp takes {', '.join('.' + x.name for x in SETP_TYPES)}, not .{t.name}")
+        raise ValidationError(f"{name} takes {', '.join('.' + x.name for x in SETP_TYPES)}, not .{t.name}")
     legal = cmp_ops(t)
     if cmp not in legal:
-        raise ValidationError(f"setp.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
-    check_pred(p, "setp destination")
-    check_value(a, t, "setp source 1")
-    check_value(b, t, "setp source 2")
-    ops = [p, a, b]
+        raise ValidationError(f"{name}.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
+    if ftz and t is not T.f32:
+        raise ValidationError(f"{name}.ftz applies only to .f32 comparisons, not .{t.name}")
+    check_value(a, t, f"{name} source 1")
+    check_value(b, t, f"{name} source 2")
     if boolop is not None:
         if boolop not in BOOL_OPS:
-            raise ValidationError(f"setp combine op must be one of {BOOL_OPS}, got {boolop!r}")
+            raise ValidationError(f"{name} combine op must be one of {BOOL_OPS}, got {boolop!r}")
         if c is None:
-            raise ValidationError(f"setp.{cmp}.{boolop} needs a predicate to combine with")
-        check_pred(c.reg if isinstance(c, NegPred) else c, "setp combine predicate")
-        ops.append(c)
-    return make("setp", ("setp", cmp, boolop, t.name), ops, n_dst=1, type=t, mods=(cmp,) + ((boolop,) if boolop else ()))
+            raise ValidationError(f"{name}.{cmp}.{boolop} needs a predicate to combine with")
+        check_pred(c.reg if isinstance(c, NegPred) else c, f"{name} combine predicate")
+        return [c]
+    return []
+
+
+def setp(cmp, t, p, a, b, boolop=None, c=None, q=None, ftz=False):
+    """setp.cmp{.boolop}{.ftz}.type p{|q}, a, b{, c}: p = (a cmp b) boolop c; the optional second
+    destination q gets the complement, q = !(a cmp b) boolop c."""
+    tail = _compare_check("setp", cmp, t, a, b, boolop, c, ftz)
+    check_pred(p, "setp destination")
+    if q is not None:
+        check_pred(q, "setp second destination")
+    mods = (cmp,) + ((boolop,) if boolop else ()) + (("ftz",) if ftz else ())
+    return make("setp", ("setp", cmp, boolop, "ftz" if ftz else None, t.name),
+                [p if q is None else PairDst(p, q), a, b, *tail], n_dst=1, type=t, mods=mods)
+
+
+def set_(cmp, dt, t, d, a, b, boolop=None, c=None, ftz=False):
+    """set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}: d = all ones (integer dtype) or 1.0 (.f32)
+    when (a cmp b) boolop c holds, else 0."""
+    if dt not in SET_DTYPES:
+        raise ValidationError(f"set writes {', '.join('.' + x.name for x in SET_DTYPES)}, not .{dt.name}")
+    tail = _compare_check("set", cmp, t, a, b, boolop, c, ftz)
+    check_dst(d, dt, "set destination")
+    mods = (cmp,) + ((boolop,) if boolop else ()) + (("ftz",) if ftz else ())
+    return make("set", ("set", cmp, boolop, "ftz" if ftz else None, dt.name, t.name), [d, a, b, *tail], n_dst=1,
+                type=t, mods=mods, info=dt)
+
+
+def slct(t, ct, d, a, b, c, ftz=False):
+    """slct{.ftz}.type.ctype d, a, b, c: d = a if c >= 0 else b (c .s32 or .f32; .ftz only with .f32)."""
+    if t not in SELP_TYPES:
+        raise ValidationError(f"slct takes {', '.join('.' + x.name for x in SELP_TYPES)}, not .{t.name}")
+    if ct not in SLCT_CTYPES:
+        raise ValidationError(f"slct's selector is .s32 or .f32, not .{ct.name}")
+    if ftz and ct is not T.f32:
+        raise ValidationError("slct.ftz applies only to an .f32 selector")
+    check_dst(d, t, "slct destination")
+    check_value(a, t, "slct source 1")
+    check_value(b, t, "slct source 2")
+    check_value(c, ct, "slct selector")
+    return make("slct", ("slct", "ftz" if ftz else None, t.name, ct.name), (d, a, b, c), n_dst=1, type=t,
+                mods=("ftz",) if ftz else (), info=ct)
+
+
+def testp(op, t, p, a):
+    """testp.op.type p, a: whether a is finite / infinite / a number / NaN / normal / subnormal."""
+    if op not in TESTP_OPS:
+        raise ValidationError(f"testp tests one of {', '.join(TESTP_OPS)}, not {op!r}")
+    if t not in TESTP_TYPES:
+        raise ValidationError(f"testp takes .f32 or .f64, not .{t.name}")
+    check_pred(p, "testp destination")
+    check_value(a, t, "testp source")
+    return make("testp", ("testp", op, t.name), (p, a), n_dst=1, type=t, mods=(op,))
 
 
 def selp(t, d, a, b, p):
@@ -128,21 +189,55 @@ class ControlOps:
         self.emit(mov(t, d, a), pred)
         return d
 
-    def setp(self, cmp, a, b, *, type=None, dst=None, pred=None, combine=None):
-        """Compare: returns a .pred register.  `combine=("and", p)` emits setp.cmp.and."""
+    def _compare_operands(self, cmp, a, b, type, combine):
         a, b = self._val(a), self._val(b)
         t = infer_type(type, a, b)
         if t.kind == "b" and cmp not in ("eq", "ne"):
             t = t.as_unsigned()
-        a, b = self._val(a, t), self._val(b, t)
-        d = self._dst(dst, T.pred)
         boolop, c = combine if combine else (None, None)
         if c is not None:
             c = self._guard(c)
             c = NegPred(c.reg) if c.negate else c.reg
-        ins = setp(cmp, t, d, a, b, boolop, c)
-        self.emit(ins, pred)
+        return t, self._val(a, t), self._val(b, t), boolop, c
+
+    def setp(self, cmp, a, b, *, type=None, dst=None, pred=None, combine=None, ftz=False, both=False,
+             qdst=None):
+        """Compare: returns a .pred register.  `combine=("and", p)` emits setp.cmp.and; ftz=True
+        flushes .f32 subnormal inputs; both=True also writes the complement (`setp p|q`, with q
+        = !(a cmp b) combined the same way) and returns (p, q)."""
+        t, a, b, boolop, c = self._compare_operands(cmp, a, b, type, combine)
+        d = self._dst(dst, T.pred)
+        q = self._dst(qdst, T.pred) if both or qdst is not None else None
+        self.emit(setp(cmp, t, d, a, b, boolop, c, q, ftz), pred)
+        return (d, q) if q is not None else d
+
+    def set(self, cmp, a, b, *, to=T.u32, type=None, dst=None, pred=None, combine=None, ftz=False):
+        """`set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}`: compare into a register, all ones (to=u32/s32)
+        or 1.0 (to=f32) for true and 0 for false; `combine` and `ftz` as for `setp`."""
+        t, a, b, boolop, c = self._compare_operands(cmp, a, b, type, combine)
+        dt = T.lookup(to)
+        d = self._dst(dst, dt)
+        self.emit(set_(cmp, dt, t, d, a, b, boolop, c, ftz), pred)
         return d
+
+    def slct(self, a, b, c, *, type=None, ftz=False, dst=None, pred=None):
+        """`slct{.ftz}.type.ctype d, a, b, c`: d = a if c >= 0 else b; the selector c is .s32 or .f32
+        (its register type; an immediate: .s32 for ints, .f32 for floats)."""
+        a, b, c = self._val(a), self._val(b), self._val(c)
+        t = infer_type(type, a, b)
+        ct = c.type if hasattr(c, "type") and c.type in (T.s32, T.f32) else (
+            T.f32 if isinstance(getattr(c, "value", None), float) else T.s32)
+        d = self._dst(dst, t)
+        self.emit(slct(t, ct, d, self._val(a, t), self._val(b, t), self._val(c, ct), ftz), pred)
+        return d
+
+    def testp(self, op, a, *, type=None, dst=None, pred=None):
+        """`testp.op.type p, a`: op is finite, infinite, number, notanumber, normal or subnormal."""
+        a = self._val(a)
+        t = infer_type(type, a)
+        p = self._dst(dst, T.pred)
+        self.emit(testp(op, t, p, self._val(a, t)), pred)
+        return p
 
     def selp(self, a, b, p, *, type=None, dst=None, pred=None):
         """d = p ? a : b."""

@@ -10,8 +10,10 @@ from ..errors import PtxforgeError
 from ..isa import types as T
 from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
-from ..isa.bits import BITFIELD, LOGIC_TYPES, PRMT_MODES, SHIFT_TYPES
-from ..isa.control import MOV_TYPES, SELP_TYPES, SETP_TYPES, cmp_ops
+from ..isa.bits import BITFIELD, LOGIC_TYPES, LOP3_BOOL_OPS, MASK_MODES, PRMT_MODES, SHIFT_TYPES, SZEXT_TYPES
+from ..isa.control import (MOV_TYPES, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_CTYPES, TESTP_OPS, TESTP_TYPES,
+                           cmp_ops)
+from ..isa.integer import CARRY_FORMS, CARRY_TYPES, DOT_FORMS, DOT_TYPES
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
 from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
                           STMATRIX_FORMS)
@@ -63,6 +65,11 @@ def _bits_candidates():
     for op, types in BITFIELD.items():
         for t in types + (T.b32, T.u32, T.s64):
             out.append(spec("bits", op, type=t.name))
+    out += [spec("bits", "bfind", type=t.name, shiftamt=True) for t in BITFIELD["bfind"]]
+    out += [spec("bits", "lop3", lut=0x96, combine=op, q=q) for op in LOP3_BOOL_OPS for q in ("p", "~p", True)]
+    out += [spec("bits", "bmsk", mode=m) for m in MASK_MODES]
+    out += [spec("bits", "szext", mode=m, type=t.name) for m in MASK_MODES for t in SZEXT_TYPES + (T.b32,)]
+    out += [spec("bits", "fns", base=b) for b in (None, 0, 31)]
     return out
 
 
@@ -73,6 +80,19 @@ def _control_candidates():
             for combine in (None, "and", "or", "xor"):
                 for neg in ((False, True) if combine else (False,)):
                     out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=neg))
+    for t in SETP_TYPES:  # the two-predicate and .ftz forms, one comparison each
+        cmp = cmp_ops(t)[2 % len(cmp_ops(t))]
+        for combine in (None, "and"):
+            for ftz in (False, True):
+                out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, both=True,
+                                ftz=ftz))
+            out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, ftz=True))
+            for dt in SET_DTYPES:
+                for ftz in (False, True):
+                    out.append(spec("control", "set", type=t.name, to=dt.name, cmp=cmp, combine=combine, ftz=ftz))
+    out += [spec("control", "slct", type=t.name, ctype=ct.name, ftz=f) for t in SELP_TYPES for ct in SLCT_CTYPES
+            for f in (False, True)]
+    out += [spec("control", "testp", test=o, type=t.name) for o in TESTP_OPS for t in TESTP_TYPES + (T.u32,)]
     out += [spec("control", "selp", type=t.name) for t in SELP_TYPES]
     out += [spec("control", "mov", type=t.name) for t in MOV_TYPES + (T.f16x2, T.bf16, T.bf16x2)]
     out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in ((32, 2), (64, 2), (64, 4))]
@@ -217,10 +237,26 @@ def _warp_candidates():
     return out
 
 
+def _integer_candidates():
+    out = []
+    for op, form in CARRY_FORMS.items():
+        for t in CARRY_TYPES + (T.u16,):
+            for cc in ((False, True) if form.carry_in else (True, False)):
+                for mode in form.modes or (None,):
+                    out.append(spec("integer", "carry", opcode=op, type=t.name, cc=cc, mode=mode))
+    for op, modes in DOT_FORMS.items():
+        for mode in modes:
+            for a in DOT_TYPES + (T.u16,):
+                for b in DOT_TYPES:
+                    out.append(spec("integer", op, mode=mode, a_type=a.name, b_type=b.name))
+    return out
+
+
 _CANDIDATES = {
     "arith": _arith_candidates, "bits": _bits_candidates, "control": _control_candidates,
     "convert": _convert_candidates, "memory": _memory_candidates, "async_copy": _async_copy_candidates,
     "sync": _sync_candidates, "tensor": _tensor_candidates, "warp": _warp_candidates,
+    "integer": _integer_candidates,
 }
 
 

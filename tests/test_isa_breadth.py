@@ -1,0 +1,475 @@
+"""The instruction forms real kernels are written in beyond the core families: carry chains, dp4a/
+dp2a, min/max .relu and .xorsign.abs, fma .relu, tanh, half-precision ex2, copysign, mad24, bmsk,
+szext, fns, bfind.shiftamt, lop3 with a predicate, two-predicate and .ftz setp, set, slct, testp.
+
+Each form is rendered exactly, every legal candidate of them assembles with ptxas (batched per
+target), illegal ones are refused at the calling line, and the interpreter's results match Python
+references written from the PTX ISA definitions.
+"""
+
+import math
+import struct
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import interp
+from ptxforge.isa import types as T
+from ptxforge.testing import strategies as pst
+from support.located import assert_located
+
+pytestmark = pytest.mark.filterwarnings("ignore::ptxforge.EmulatedInstructionWarning")
+
+NT = 64
+
+
+def _is_new(s) -> bool:
+    """Whether a legal candidate exercises one of the forms this file covers."""
+    if s.family == "integer":
+        return True
+    if s.family == "arith":
+        return (s.op in ("mad24", "tanh", "copysign") or (s.op == "ex2" and s["type"] != "f32")
+                or s.get("mode") == "relu" or any(f in ("relu", "xorsign.abs") for f in s.get("flags", ())))
+    if s.family == "bits":
+        return s.op in ("bmsk", "szext", "fns") or bool(s.get("shiftamt")) or s.get("combine") is not None
+    if s.family == "control":
+        return s.op in ("set", "slct", "testp") or bool(s.get("both")) or bool(s.get("ftz"))
+    return False
+
+
+def _chunks(xs, n):
+    return [xs[i:i + n] for i in range(0, len(xs), n)]
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_90"])
+def test_every_new_legal_form_assembles(target):
+    specs = [s for fam in ("arith", "bits", "control", "integer") for s in pst.legal_candidates(target, fam)
+             if _is_new(s)]
+    assert len(specs) > 100
+    for chunk in _chunks(specs, 400):
+        module = pst.build_module(target, chunk)
+        try:
+            pf.assemble(module)
+        except pf.AssemblyError as e:
+            raise AssertionError(f"{target}: {e}") from e
+
+
+def test_forms_by_target():
+    """Forms that need a newer target are legal only there."""
+    ops = {t: {(s.op, s.get("mode"), tuple(s.get("flags", ())), s.get("type"))
+               for s in pst.legal_candidates(t, "arith") if _is_new(s)} for t in ("sm_80", "sm_86", "sm_90")}
+    assert ("min", "relu", (), "s32") in ops["sm_90"] and ("min", "relu", (), "s32") not in ops["sm_86"]
+    assert ("max", None, ("xorsign.abs",), "f32") in ops["sm_86"] - ops["sm_80"]
+    assert ("tanh", None, (), "bf16") in ops["sm_90"] - ops["sm_86"]
+    assert ("ex2", None, ("ftz",), "bf16x2") in ops["sm_90"] - ops["sm_86"]
+    assert ("ex2", None, (), "f16x2") in ops["sm_80"]
+
+
+# ---------------------------------------------------------------- rendering
+
+def _body(fn, target="sm_90"):
+    k = pf.KernelBuilder("t", target=target)
+    fn(k)
+    return k, [i.render() for i in k.finish().instructions[:-1]]
+
+
+def test_rendering():
+    def body(k):
+        r, s_ = k.reg(pf.u32, "r"), k.reg(pf.s32, "s")
+        f, g = k.reg(pf.f32, "f"), k.reg(pf.f32, "g")
+        p = k.reg(pf.pred, "p")
+        h = k.reg(pf.f16, "h")
+        x = k.reg(pf.b32, "x")
+        k.add_cc(r, r, dst=r)
+        k.addc(r, 1, cc=True, dst=r)
+        k.sub_cc(s_, s_, dst=s_)
+        k.subc(s_, s_, dst=s_)
+        k.mad_cc(r, r, r, mode="hi", dst=r)
+        k.madc(r, r, r, cc=True, dst=r)
+        k.dp4a(r, s_, r, dst=s_)
+        k.dp2a(r, r, r, mode="lo", dst=r)
+        k.mad24(s_, s_, s_, mode="hi", dst=s_)
+        k.copysign(f, g, dst=f)
+        k.tanh(f, dst=f)
+        k.ex2(h, dst=h)
+        k.ex2(x, type="bf16x2", flags=("ftz",), dst=x)
+        k.fma(h, h, h, flags=("ftz", "relu"), dst=h)
+        k.min(s_, 0, mode="relu", dst=s_)
+        k.max(f, g, flags=("xorsign.abs", "NaN"), dst=f)
+        k.bmsk(r, 8, mode="wrap", dst=r)
+        k.szext(s_, 12, dst=s_)
+        k.fns(r, 3, -1, dst=r)
+        k.bfind(s_, shiftamt=True, dst=r)
+        k.lop3(x, x, x, 0xE8, combine=("or", ~p), dst=x, pdst=p)
+        k.setp("lt", f, g, ftz=True, both=True, dst=p, qdst=k.reg(pf.pred, "q"))
+        k.setp("gt", s_, 0, both=True, combine=("xor", p), dst=p, qdst=k.reg(pf.pred, "q2"))
+        k.set("le", f, g, to=pf.f32, combine=("and", p), dst=g)
+        k.set("ne", s_, 4, dst=r)
+        k.slct(r, 7, s_, dst=r)
+        k.slct(f, g, f, ftz=True, dst=f)
+        k.testp("notanumber", f, dst=p)
+    k, lines = _body(body)
+    assert lines == [
+        "add.cc.u32      %r, %r, %r;",
+        "addc.cc.u32     %r, %r, 1;",
+        "sub.cc.s32      %s, %s, %s;",
+        "subc.s32        %s, %s, %s;",
+        "mad.hi.cc.u32   %r, %r, %r, %r;",
+        "madc.lo.cc.u32  %r, %r, %r, %r;",
+        "dp4a.u32.s32    %s, %r, %s, %r;",
+        "dp2a.lo.u32.u32 %r, %r, %r, %r;",
+        "mad24.hi.s32    %s, %s, %s, %s;",
+        "copysign.f32    %f, %f, %g;",
+        "tanh.approx.f32 %f, %f;",
+        "ex2.approx.f16  %h, %h;",
+        "ex2.approx.ftz.bf16x2 %x, %x;",
+        "fma.rn.ftz.relu.f16 %h, %h, %h, %h;",
+        "min.relu.s32    %s, %s, 0;",
+        "max.NaN.xorsign.abs.f32 %f, %f, %g;",
+        "bmsk.wrap.b32   %r, %r, 8;",
+        "szext.clamp.s32 %s, %s, 12;",
+        "fns.b32         %r, %r, 3, -1;",
+        "bfind.shiftamt.s32 %r, %s;",
+        "lop3.or.b32     %x|%p, %x, %x, %x, 232, !%p;",
+        "setp.lt.ftz.f32 %p|%q, %f, %g;",
+        "setp.gt.xor.s32 %p|%q2, %s, 0, %p;",
+        "set.le.and.f32.f32 %g, %f, %g, %p;",
+        "set.ne.u32.s32  %r, %s, 4;",
+        "slct.u32.s32    %r, %r, 7, %s;",
+        "slct.ftz.f32.f32 %f, %f, %g, %f;",
+        "testp.notanumber.f32 %p, %f;",
+    ]
+    pf.assemble(k.module())
+
+
+def test_versions_follow_the_forms():
+    """bmsk/szext need PTX ISA 7.6, lop3 with a predicate 8.2, min.relu 8.0 on sm_90."""
+    def version(fn, target="sm_80"):
+        k = pf.KernelBuilder("v", target=target)
+        fn(k)
+        return str(k.module()).split(".version ")[1].split()[0]
+    assert version(lambda k: k.bmsk(k.reg(pf.u32), 3)) == "7.6"
+    assert version(lambda k: k.lop3(k.reg(pf.b32), 1, 2, 0x80, combine=("and", True))) == "8.2"
+    assert version(lambda k: k.min(k.reg(pf.s32), 1, mode="relu"), "sm_90") == "8.0"
+    with pytest.raises(pf.TargetError):
+        version(lambda k: k.min(k.reg(pf.s32), 1, mode="relu"), "sm_80")
+
+
+# ---------------------------------------------------------------- refusals
+
+def test_refusals_name_the_line():
+    k = pf.KernelBuilder("bad", target="sm_80")
+    r, f, h = k.reg(pf.u32), k.reg(pf.f32), k.reg(pf.f16)
+    cases = [
+        (lambda: k.madc(r, r, r, mode="wide"), "madc-wide", ".lo or .hi"),  # <- madc-wide
+        (lambda: k.add_cc(k.reg(pf.u16), 1), "cc-u16", ".u32, .s32"),  # <- cc-u16
+        (lambda: k.fma(h, h, h, flags=("sat", "relu")), "sat-relu", "cannot be combined"),  # <- sat-relu
+        (lambda: k.min(r, r, mode="relu"), "relu-u32", "only for .s32"),  # <- relu-u32
+        (lambda: k.tanh(f, flags=("ftz",)), "tanh-ftz", "does not take .ftz"),  # <- tanh-ftz
+        (lambda: k.ex2(k.reg(pf.b16), type="bf16"), "ex2-bf16", "only with .ftz"),  # <- ex2-bf16
+        (lambda: k.lop3(r, r, r, 1, combine=("xor", True)), "lop3-xor", "'and' or 'or'"),  # <- lop3-xor
+        (lambda: k.szext(k.reg(pf.s64), 3), "szext-64", ".u32, .s32"),  # <- szext-64
+        (lambda: k.fns(r, 32, 1), "fns-base", "outside 0..31"),  # <- fns-base
+        (lambda: k.setp("lt", r, r, ftz=True), "setp-ftz", "only to .f32"),  # <- setp-ftz
+        (lambda: k.set("lt", f, f, to="f64"), "set-f64", "set writes"),  # <- set-f64
+        (lambda: k.slct(r, r, r, ftz=True), "slct-ftz", ".f32 selector"),  # <- slct-ftz
+        (lambda: k.testp("finite", r), "testp-u32", ".f32 or .f64"),  # <- testp-u32
+        (lambda: k.dp2a(r, r, r, mode=None), "dp2a-mode", ".lo or .hi"),  # <- dp2a-mode
+    ]
+    for fn, marker, text in cases:
+        with pytest.raises(pf.ValidationError) as info:
+            fn()
+        assert text in str(info.value), (marker, str(info.value))
+        assert_located(info.value, "<- " + marker, __file__)
+
+
+def test_min_relu_on_sm80_is_a_target_error():
+    k = pf.KernelBuilder("t", target="sm_86")
+    with pytest.raises(pf.TargetError):
+        k.max(k.reg(pf.s32), 0, mode="relu")
+    k2 = pf.KernelBuilder("t", target="sm_80")
+    with pytest.raises(pf.TargetError):
+        k2.min(k2.reg(pf.f32), 0.0, flags=("xorsign.abs",))
+
+
+# ---------------------------------------------------------------- the interpreter against references
+
+def _probe(in_types, out_types, build, target="sm_90"):
+    """Kernel: outs[j][tid] = build(k, *ins[tid])[j]; values travel as raw bits."""
+    k = pf.KernelBuilder("p", target=target, reqntid=NT)
+    ins = [k.param_ptr(f"in{i}", pf.b8) for i in range(len(in_types))]
+    outs = [k.param_ptr(f"out{j}", pf.b8) for j in range(len(out_types))]
+    tid = k.tid()
+    vals = []
+    for p, t in zip(ins, in_types):
+        t = T.lookup(t)
+        if t.is_pred:
+            b = k.ld(k.add(p, k.cvt(tid, "u64")), type=pf.u8)
+            vals.append(k.setp("ne", b, 0, type=pf.u32))
+            continue
+        lt = T.lookup(f"b{t.bits}")
+        vals.append(k.ld(k.add(p, k.mul(tid, t.bits // 8, mode="wide")), type=lt,
+                         dst=k.reg(T.decl_type(t) if t is not T.bf16 else T.b16)))
+    res = build(k, *vals)
+    res = res if isinstance(res, tuple) else (res,)
+    for p, t, r in zip(outs, out_types, res):
+        t = T.lookup(t)
+        if t.is_pred:
+            r, t = k.selp(1, 0, r, type=pf.u32), T.u32
+        k.st(k.add(p, k.mul(tid, t.bits // 8, mode="wide")), r, type=T.lookup(f"b{t.bits}"))
+    return k.module()
+
+
+_NP = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def _run(in_types, out_types, build, inputs, target="sm_90"):
+    mod = _probe(in_types, out_types, build, target)
+    pf.assemble(mod)
+    outs = [np.zeros(NT, _NP[T.lookup(t).bits if not T.lookup(t).is_pred else 32]) for t in out_types]
+    interp.run(mod, block=NT, args=[np.asarray(a) for a in inputs] + outs)
+    return outs
+
+
+def _words(rng, bits, n=NT):
+    v = rng.integers(0, 2 ** 63, n, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, n).astype(np.uint64)
+    v = v.astype(_NP[bits]) if bits < 64 else v
+    edges = [0, 1, (1 << bits) - 1, 1 << (bits - 1), (1 << (bits - 1)) - 1]
+    v[:len(edges)] = edges
+    return v
+
+
+def test_carry_chains_add_subtract_and_multiply_128_bit_numbers():
+    rng = np.random.default_rng(1)
+    a = [_words(rng, 32) for _ in range(4)]
+    b = [_words(rng, 32) for _ in range(4)]
+    b[0][5:10] = 0xFFFFFFFF
+    a[1][5:10] = 0xFFFFFFFF
+
+    def add(k, *w):
+        x, y = w[:4], w[4:]
+        out = [k.add_cc(x[0], y[0])]
+        out += [k.addc(x[i], y[i], cc=True) for i in (1, 2)]
+        out.append(k.addc(x[3], y[3]))
+        return tuple(out)
+
+    def sub(k, *w):
+        x, y = w[:4], w[4:]
+        out = [k.sub_cc(x[0], y[0])]
+        out += [k.subc(x[i], y[i], cc=True) for i in (1, 2)]
+        out.append(k.subc(x[3], y[3]))
+        return tuple(out)
+
+    def mul(k, x0, x1, y0, y1):
+        # the 64-bit product of two 64-bit numbers' low words, from 32-bit pieces with mad.cc/madc
+        lo = k.mul(x0, y0)
+        hi = k.mul(x0, y0, mode="hi")
+        hi = k.mad(x0, y1, hi)
+        hi = k.mad(x1, y0, hi)
+        t0 = k.mad_cc(x0, y0, 0, mode="lo")
+        t1 = k.madc(x0, y0, 0, mode="hi")
+        return lo, hi, t0, t1
+
+    def num(ws, i):
+        return sum(int(w[i]) << (32 * j) for j, w in enumerate(ws))
+
+    got = _run(("u32",) * 8, ("u32",) * 4, add, a + b)
+    for i in range(NT):
+        assert num(got, i) == (num(a, i) + num(b, i)) % (1 << 128), i
+    got = _run(("u32",) * 8, ("u32",) * 4, sub, a + b)
+    for i in range(NT):
+        assert num(got, i) == (num(a, i) - num(b, i)) % (1 << 128), i
+    got = _run(("u32",) * 4, ("u32",) * 4, mul, [a[0], a[1], b[0], b[1]])
+    for i in range(NT):
+        x, y = num(a[:2], i), num(b[:2], i)
+        assert num(got[:2], i) == (x * y) % (1 << 64), i
+        p = int(a[0][i]) * int(b[0][i])
+        assert (int(got[2][i]), int(got[3][i])) == (p & 0xFFFFFFFF, p >> 32), i  # + 0, carry 0
+
+
+def test_signed_64_bit_carry():
+    rng = np.random.default_rng(2)
+    a, b = _words(rng, 64), _words(rng, 64)
+    got = _run(("s64", "s64"), ("s64", "s64"), lambda k, x, y: (k.add_cc(x, y), k.addc(x, 0, type="s64")), [a, b])
+    for i in range(NT):
+        s = int(a[i]) + int(b[i])
+        assert int(got[0][i]) == s % (1 << 64)
+        assert int(got[1][i]) == (int(a[i]) + (s >> 64)) % (1 << 64)
+
+
+def _sx(v, bits):
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def test_dp4a_and_dp2a():
+    rng = np.random.default_rng(3)
+    a, b, c = (_words(rng, 32) for _ in range(3))
+    for at in ("u32", "s32"):
+        for bt in ("u32", "s32"):
+            def build(k, x, y, z, at=at, bt=bt):
+                return (k.dp4a(x, y, z, a_type=at, b_type=bt), k.dp2a(x, y, z, a_type=at, b_type=bt, mode="lo"),
+                        k.dp2a(x, y, z, a_type=at, b_type=bt, mode="hi"))
+            got = _run(("u32", "u32", "u32"), ("u32",) * 3, build, [a, b, c])
+            for i in range(NT):
+                x, y, z = int(a[i]), int(b[i]), int(c[i])
+                ex = (lambda v, w: _sx(v >> (8 * w), 8)) if at == "s32" else (lambda v, w: (v >> (8 * w)) & 0xFF)
+                ey = (lambda v, w: _sx(v >> (8 * w), 8)) if bt == "s32" else (lambda v, w: (v >> (8 * w)) & 0xFF)
+                hx = (lambda v, w: _sx(v >> (16 * w), 16)) if at == "s32" else (lambda v, w: (v >> (16 * w)) & 0xFFFF)
+                zc = _sx(z, 32) if "s32" in (at, bt) else z
+                d4 = zc + sum(ex(x, j) * ey(y, j) for j in range(4))
+                lo = zc + hx(x, 0) * ey(y, 0) + hx(x, 1) * ey(y, 1)
+                hi = zc + hx(x, 0) * ey(y, 2) + hx(x, 1) * ey(y, 3)
+                assert [int(g[i]) for g in got] == [d4 & 0xFFFFFFFF, lo & 0xFFFFFFFF, hi & 0xFFFFFFFF], (at, bt, i)
+
+
+def test_bit_field_masks_extensions_and_searches():
+    rng = np.random.default_rng(4)
+    a = _words(rng, 32)
+    n = rng.integers(0, 40, NT).astype(np.uint32)
+    off = rng.integers(-34, 34, NT).astype(np.int32).view(np.uint32)
+    base = rng.integers(0, 32, NT).astype(np.uint32)
+
+    def build(k, x, w, o, bs):
+        return (k.bmsk(bs, w, mode="clamp"), k.bmsk(bs, w, mode="wrap"), k.szext(x, w, type="s32"),
+                k.szext(x, w, type="u32", mode="wrap"), k.fns(x, bs, o), k.bfind(x, shiftamt=True),
+                k.bfind(x, type="s32", shiftamt=True))
+    got = _run(("u32",) * 4, ("u32",) * 7, build, [a, n, off, base])
+
+    def bmsk(s, w, wrap):
+        s, w = (s & 31, w & 31) if wrap else (min(s, 32), min(w, 32))
+        return (((1 << w) - 1) << s) & 0xFFFFFFFF if s < 32 else 0
+
+    def szext(v, w, signed, wrap):
+        w = w & 31 if wrap else min(w, 32)
+        if w == 0:
+            return 0
+        v &= (1 << w) - 1
+        return (_sx(v, w) if signed else v) & 0xFFFFFFFF
+
+    def fns(mask, b, o):
+        o = _sx(o, 32)
+        bits = [i for i in range(32) if mask >> i & 1]
+        if o == 0:
+            return b if b in bits else 0xFFFFFFFF
+        cand = [i for i in bits if i >= b] if o > 0 else [i for i in reversed(bits) if i <= b]
+        return cand[abs(o) - 1] if abs(o) <= len(cand) else 0xFFFFFFFF
+
+    def shiftamt(v, signed):
+        if signed and v >> 31:
+            v = ~v & 0xFFFFFFFF
+        return 31 - (v.bit_length() - 1) if v else 0xFFFFFFFF
+
+    for i in range(NT):
+        x, w, o, b = int(a[i]), int(n[i]), int(off[i]), int(base[i])
+        want = [bmsk(b, w, False), bmsk(b, w, True), szext(x, w, True, False), szext(x, w, False, True),
+                fns(x, b, o), shiftamt(x, False), shiftamt(x, True)]
+        assert [int(g[i]) for g in got] == want, (i, x, w, o, b)
+
+
+def test_lop3_predicate_and_two_predicate_setp():
+    rng = np.random.default_rng(5)
+    a, b = _words(rng, 32), _words(rng, 32)
+    a[10:20] = b[10:20]
+    q = rng.integers(0, 2, NT).astype(np.uint8)
+
+    def build(k, x, y, p):
+        d, pa = k.lop3(x, y, 0, 0x3C, combine=("and", p))  # a ^ b
+        _, po = k.lop3(x, y, 0, 0x3C, combine=("or", ~p))
+        lt, ge = k.setp("lt", x, y, type="s32", both=True)
+        c1, c2 = k.setp("eq", x, y, both=True, combine=("and", p))
+        return d, pa, po, lt, ge, c1, c2
+    got = _run(("u32", "u32", "pred"), ("u32", "pred", "pred", "pred", "pred", "pred", "pred"), build, [a, b, q])
+    for i in range(NT):
+        x, y, p = int(a[i]), int(b[i]), bool(q[i])
+        d = x ^ y
+        lt = _sx(x, 32) < _sx(y, 32)
+        eq = x == y
+        want = [d, int(d != 0 and p), int(d != 0 or not p), int(lt), int(not lt), int(eq and p), int(not eq and p)]
+        assert [int(g[i]) for g in got] == want, i
+
+
+def _f32(rng):
+    v = (rng.standard_normal(NT) * 10.0 ** rng.integers(-3, 4, NT)).astype(np.float32)
+    v[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40, -1e-40, 1.5]
+    return v
+
+
+def test_set_slct_testp_copysign():
+    rng = np.random.default_rng(6)
+    x, y = _f32(rng), _f32(rng)
+    y[20:30] = x[20:30]
+    s = rng.integers(-5, 5, NT).astype(np.int32)
+
+    def build(k, a, b, c):
+        return (k.set("lt", a, b), k.set("ge", a, b, to="f32", ftz=True), k.slct(a, b, c), k.slct(c, 7, a),
+                k.slct(c, 7, a, ftz=True), k.testp("normal", a), k.testp("subnormal", a), k.testp("finite", a),
+                k.copysign(a, b), k.setp("lt", a, b, ftz=True))
+    outs = ("u32", "f32", "f32", "s32", "s32", "pred", "pred", "pred", "f32", "pred")
+    got = _run(("f32", "f32", "s32"), outs, build, [x.view(np.uint32), y.view(np.uint32), s.view(np.uint32)])
+    tiny = np.finfo(np.float32).tiny
+
+    def ftz(v):
+        return 0.0 * math.copysign(1, v) if v != 0 and abs(v) < tiny else v
+    for i in range(NT):
+        a, b, c = float(x[i]), float(y[i]), int(s[i])
+        bits = lambda v: struct.unpack("<I", struct.pack("<f", v))[0]
+        want = [0xFFFFFFFF if a < b else 0, bits(1.0) if ftz(a) >= ftz(b) else 0,
+                bits(a) if c >= 0 else bits(b), c if a >= 0 else 7, c if ftz(a) >= 0 else 7,
+                int(math.isfinite(a) and abs(a) >= tiny), int(a != 0 and abs(a) < tiny), int(math.isfinite(a)),
+                (bits(b) & 0x7FFFFFFF) | (bits(a) & 0x80000000), int(ftz(a) < ftz(b))]
+        assert [int(g[i]) for g in got] == [w & 0xFFFFFFFF for w in want], (i, a, b, c)
+
+
+def test_min_max_relu_xorsign_and_fma_relu():
+    rng = np.random.default_rng(7)
+    x, y = _f32(rng), _f32(rng)
+    si, sj = _words(rng, 32).view(np.int32), _words(rng, 32).view(np.int32)
+    hx = (rng.standard_normal(NT) * 4).astype(np.float16)
+    hy = (rng.standard_normal(NT) * 4).astype(np.float16)
+
+    def build(k, a, b, i, j, h, g):
+        return (k.min(a, b, flags=("xorsign.abs",)), k.max(a, b, flags=("xorsign.abs", "NaN")),
+                k.min(i, j, mode="relu"), k.max(i, j, mode="relu"), k.fma(h, g, h, flags=("relu",)),
+                k.max(h, g, flags=("xorsign.abs",)))
+    got = _run(("f32", "f32", "s32", "s32", "f16", "f16"), ("f32", "f32", "s32", "s32", "f16", "f16"), build,
+               [x.view(np.uint32), y.view(np.uint32), si.view(np.uint32), sj.view(np.uint32), hx.view(np.uint16),
+                hy.view(np.uint16)])
+    f = [g.view(np.float32) for g in got[:2]]
+    for i in range(NT):
+        a, b = float(x[i]), float(y[i])
+        sign = -1.0 if (math.copysign(1, a) < 0) != (math.copysign(1, b) < 0) else 1.0
+        if not (math.isnan(a) or math.isnan(b)):
+            assert f[0][i] == sign * min(abs(a), abs(b)), i
+            assert f[1][i] == sign * max(abs(a), abs(b)), i
+        else:
+            assert math.isnan(f[1][i]), i
+        ii, jj = int(si[i]), int(sj[i])
+        assert int(got[2].view(np.int32)[i]) == max(min(ii, jj), 0)
+        assert int(got[3].view(np.int32)[i]) == max(ii, jj, 0)
+        h, g = float(hx[i]), float(hy[i])
+        assert got[4].view(np.float16)[i] == np.float16(max(h * g + h, 0.0)), i
+        hs = -1.0 if (h < 0) != (g < 0) else 1.0
+        assert got[5].view(np.float16)[i] == np.float16(hs * max(abs(h), abs(g))), i
+
+
+def test_tanh_ex2_half_and_mad24():
+    rng = np.random.default_rng(8)
+    x = (rng.standard_normal(NT) * 2).astype(np.float32)
+    h = (rng.standard_normal(NT) * 2).astype(np.float16)
+    a, b, c = _words(rng, 32), _words(rng, 32), _words(rng, 32)
+
+    def build(k, f, hh, i, j, l):
+        return k.tanh(f), k.ex2(hh), k.tanh(hh), k.mad24(i, j, l, type="s32"), k.mad24(i, j, l, mode="hi")
+    got = _run(("f32", "f16", "u32", "u32", "u32"), ("f32", "f16", "f16", "u32", "u32"), build,
+               [x.view(np.uint32), h.view(np.uint16), a, b, c])
+    assert np.allclose(got[0].view(np.float32), np.tanh(x), rtol=2 ** -10, atol=1e-6)
+    assert np.allclose(got[1].view(np.float16).astype(np.float64), np.exp2(h.astype(np.float64)), rtol=2 ** -9)
+    assert np.allclose(got[2].view(np.float16).astype(np.float64), np.tanh(h.astype(np.float64)), rtol=2 ** -9,
+                       atol=1e-3)
+    for i in range(NT):
+        p = _sx(int(a[i]), 24) * _sx(int(b[i]), 24)
+        assert int(got[3][i]) == (p + int(c[i])) & 0xFFFFFFFF
+        pu = (int(a[i]) & 0xFFFFFF) * (int(b[i]) & 0xFFFFFF)
+        assert int(got[4][i]) == ((pu >> 16) + int(c[i])) & 0xFFFFFFFF

@@ -17,7 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from .errors import AssemblyError, ToolchainMissing
-from .isa.targets import PtxVersion, Target, ptx_for_cuda
+from .isa.targets import PtxVersion, Target, ptx_for_cuda, ptx_header
 
 _PTXFORGE_INTERNAL = True
 
@@ -167,13 +167,12 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
         ptx, ptx_version = rendered.text, rendered.version
     else:
         ptx = str(source)
-        m = re.search(r"^\s*\.version\s+(\d+\.\d+)", ptx, re.M)
-        ptx_version = PtxVersion.parse(m.group(1)) if m else PtxVersion(0, 0)
+        ptx_version, named = ptx_header(ptx)
+        ptx_version = ptx_version or PtxVersion(0, 0)
         if arch is None:
-            m = re.search(r"^\s*\.target\s+(sm_\d+a?)", ptx, re.M)
-            if not m:
+            if named is None:
                 raise AssemblyError("PTX text has no .target line; pass arch=")
-            arch = m.group(1)
+            arch = named
         target = Target.parse(arch)
     if be == "nvjitlink":
         ok, cubin, log = _run_nvjitlink(ptx, target, options)

@@ -106,6 +106,17 @@ class SmemLayout:
         """Byte offset of byte `col_byte` of row `row` (chunks move whole; bytes keep their place in them)."""
         return self.offset(row, col_byte // CHUNK) + col_byte % CHUNK
 
+    def byte_offsets(self, rows, col_bytes):
+        """`byte_offset` over whole numpy arrays of rows and column bytes at once (no bounds check)."""
+        import numpy as np
+        rows = np.asarray(rows, dtype=np.int64)
+        col_bytes = np.asarray(col_bytes, dtype=np.int64)
+        if self.kind != "swizzle":
+            return rows * self.row_stride + col_bytes
+        shift, mask = self._swizzle_params
+        chunk = (col_bytes // CHUNK) ^ ((rows >> shift) & mask)
+        return rows * self.row_bytes + chunk * CHUNK + col_bytes % CHUNK
+
     # ------------------------------------------------------------ PTX
     def emit_offset(self, k, row, chunk):
         """The same offset in PTX; `row`/`chunk` are u32 registers or ints.  Returns a u32 register

@@ -240,3 +240,19 @@ def least_version(target: Target, requirements, cap: PtxVersion | None = None) -
         raise TargetError(
             f"{culprit} needs PTX ISA {version}, but the toolchain accepts at most {cap}")
     return version
+
+
+_VERSION_LINE = re.compile(r"^\s*\.version\s+(\d+\.\d+)", re.M)
+_TARGET_LINE = re.compile(r"^\s*\.target\s+(\w+)", re.M)
+
+
+def ptx_header(text: str) -> tuple:
+    """(the `.version` as a PtxVersion or None, the first `.target` name or None) of PTX text.
+
+    Only the header directives are read; whether the target is one ptxforge models is the
+    caller's question (`Target.parse` answers it).
+    """
+    m = _VERSION_LINE.search(text)
+    version = PtxVersion.parse(m.group(1)) if m else None
+    m = _TARGET_LINE.search(text)
+    return version, (m.group(1) if m else None)

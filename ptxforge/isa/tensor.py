@@ -144,10 +144,14 @@ def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
     return f
 
 
+#: what ptxas's software routine for 4-bit mma.sync costs where there is no 4-bit tensor path (H200)
+S4_EMULATION_COST = "~25x slower than mma.sync .s8 on an H200"
+
+
 def _warn_emulated(form: MmaForm, target, loc: SourceLoc | None):
     msg = (f"mma.sync.{form.shape} with .{form.a_type.name}/.{form.b_type.name} operands has no 4-bit tensor "
-           f"path on {target.name}: ptxas replaces it with a software routine (~25x slower than .s8 mma.sync "
-           "on an H200). Unpack the nibbles to .s8 and use m16n8k32.s8 (ptxforge.schedules.Int4Gemm does this by default).")
+           f"path on {target.name}: ptxas replaces it with a software routine ({S4_EMULATION_COST}). "
+           "Unpack the nibbles to .s8 and use m16n8k32.s8 (ptxforge.schedules.Int4Gemm does this by default).")
     if loc is not None:
         warnings.warn_explicit(EmulatedInstructionWarning(msg), EmulatedInstructionWarning, loc.filename, loc.lineno)
     else:

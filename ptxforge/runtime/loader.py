@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ..errors import DriverError, JitError, TargetError
 from ..isa import types as T
-from ..isa.targets import PtxVersion, Target
+from ..isa.targets import PtxVersion, Target, ptx_header
 from . import cache as _cache
 from . import driver as _drv
 from .culink import link_ptx
@@ -101,15 +101,13 @@ def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
 
 
 def source_of_text(text: str, ptx_cap: PtxVersion | None) -> Source:
-    m = re.search(r"^\s*\.version\s+(\d+\.\d+)", text, re.M)
-    version = PtxVersion.parse(m.group(1)) if m else None
+    version, named = ptx_header(text)
     if version is not None and ptx_cap is not None and version > ptx_cap:
         raise TargetError(f"the PTX says .version {version}, but the installed driver's JIT accepts at most {ptx_cap}")
-    m = re.search(r"^\s*\.target\s+(\w+)", text, re.M)
     target = None
-    if m:
+    if named is not None:
         try:
-            target = Target.parse(m.group(1))
+            target = Target.parse(named)
         except TargetError:
             target = None  # an older target ptxforge does not model; the driver decides
     return Source(text, version, target, parse_entries(text))

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..builder import KernelBuilder
+from ..copy import COMPLETIONS, LAYOUT_KINDS as LAYOUTS  # the names TileCopy validates against
 from ..copy import (SmemLayout, emit_copy_commit, emit_copy_wait, emit_mbarrier_init, emit_tile_copy,
                     emit_tile_store, mbarrier_arrival_count, plan_tile_copy, plan_tile_store)
 from ..errors import ValidationError
@@ -37,8 +38,6 @@ from ..isa.targets import Target
 #: dtype name -> (PTX type, numpy container of one element; packed int4 lives in bytes)
 DTYPES = {"s4": (T.s4, np.uint8), "s8": (T.s8, np.int8), "bf16": (T.bf16, np.uint16), "f32": (T.f32, np.float32)}
 DTYPE_ALIASES = {"int4": "s4", "int8": "s8", "bfloat16": "bf16", "float32": "f32"}
-COMPLETIONS = ("groups", "mbarrier")
-LAYOUTS = ("linear", "padded", "swizzle")
 DEFAULT_TILE_ROW_BYTES = 256
 POISON = 0xA5
 

@@ -18,7 +18,8 @@ The parts a kernel is built from (`kernel.build_kernel` composes them; a custom 
 Modules: `schedule` (GemmSchedule, Int4Gemm, Int8Gemm, GemmReport), `config` (compute paths,
 validation), `tuning` (configuration choice), `kernel`, `stage`, `copy`, `addressing` (shared
 addresses planned in numpy), `fragments`, `accumulators`, `epilogue`, `emit` (lean emission of
-the bulk instructions), `run` (GPU launch).
+the bulk instructions), `run` (GPU launch), `plan` (`GemmPlan`: a launch resolved once, and the
+fast path of `GemmSchedule.run`).
 """
 
 from .accumulators import AccumulatorTile
@@ -26,9 +27,10 @@ from .copy import OperandStaging
 from .epilogue import GemmOutput, store_c
 from .fragments import WarpFragments, compute_kstep
 from .kernel import build_kernel
+from .plan import GemmPlan
 from .schedule import GemmReport, GemmSchedule, Int4Gemm, Int8Gemm
 from .stage import StageLayout
 
-__all__ = ["GemmSchedule", "Int4Gemm", "Int8Gemm", "GemmReport",
+__all__ = ["GemmSchedule", "Int4Gemm", "Int8Gemm", "GemmReport", "GemmPlan",
            "StageLayout", "OperandStaging", "WarpFragments", "compute_kstep", "AccumulatorTile", "GemmOutput",
            "store_c", "build_kernel"]

@@ -21,14 +21,7 @@ from ...copy.layout import SmemLayout
 
 def layout_offsets(layout: SmemLayout, rows: np.ndarray, col_bytes: np.ndarray) -> np.ndarray:
     """SmemLayout.byte_offset for whole arrays of (row, byte) at once."""
-    rows = np.asarray(rows, dtype=np.int64)
-    col_bytes = np.asarray(col_bytes, dtype=np.int64)
-    if layout.kind != "swizzle":
-        return rows * layout.row_stride + col_bytes
-    m = min(layout.row_bytes // 16, 8)
-    shift = (8 // m).bit_length() - 1
-    chunk = (col_bytes >> 4) ^ ((rows >> shift) & (m - 1))
-    return rows * layout.row_bytes + (chunk << 4) + (col_bytes & 15)
+    return layout.byte_offsets(rows, col_bytes)
 
 
 @dataclass(frozen=True)

@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ... import fold as F
 from ...errors import ValidationError
 from ...isa.targets import Target
+from ...isa.tensor import S4_EMULATION_COST
 
 
 #: Largest K for which the scaled path is exact: |C| <= 64*K must stay below 2**23.
@@ -99,7 +101,7 @@ def default_path(operand: str, target: Target, k: int | None = None) -> tuple:
         if target.mma_s4_native:
             return "native_s4", f"{target.name} has native 4-bit tensor cores (IMMA.16864.S4, twice the int8 rate)"
         why = (f"{target.name} has no 4-bit tensor-core instruction (ptxas emulates mma.sync .s4 in software, "
-               "~25x slower than .s8), so nibbles are unpacked in registers and fed to m16n8k32.s8")
+               f"{S4_EMULATION_COST}), so nibbles are unpacked in registers and fed to m16n8k32.s8")
         if k is not None and k >= SCALED_K_LIMIT:
             return "s8_signext", why + f"; exact sign extension because K={k} >= {SCALED_K_LIMIT} " \
                                        "would overflow the scaled accumulators"
@@ -130,7 +132,7 @@ def resolve_path(operand: str, path: str | None, target: Target) -> ComputePath:
 
 
 def _pow2(n) -> bool:
-    return isinstance(n, int) and not isinstance(n, bool) and n > 0 and n & (n - 1) == 0
+    return isinstance(n, int) and not isinstance(n, bool) and F.is_pow2(n)
 
 
 def _int(name, v, least=1):

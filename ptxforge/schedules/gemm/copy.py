@@ -22,14 +22,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ... import fold as F
-from ...copy.layout import SmemLayout
+from ...copy.layout import CHUNK, SmemLayout
 from ...copy.plan import TileCopyPlan, plan_tile_copy
 from ...errors import ValidationError
 from ...isa import types as T
 from ...isa.operands import Addr
 from .addressing import AddressFamily, plan_family
 
-CHUNK = 16  # bytes: one ldmatrix row segment, one swizzle unit, one 16-byte cp.async
 
 
 @dataclass

@@ -30,10 +30,6 @@ from .fragments import WarpFragments, compute_kstep
 _ELEM = {"s4": T.s4, "u4": T.u4, "s8": T.s8, "u8": T.u8}
 
 
-def _log2(n: int) -> int:
-    return n.bit_length() - 1
-
-
 def cta_tile(k, s, m, n):
     """(first row of the CTA's C tile, first column) as u32 registers."""
     if s.raster_group == 1:
@@ -43,9 +39,9 @@ def cta_tile(k, s, m, n):
         # same time share A rows and B columns in L2
         g = s.raster_group
         pid = k.ctaid("x")
-        tiles_n = k.shr(k.add(n, s.block_n - 1), _log2(s.block_n)) if _pow2(s.block_n) else \
+        tiles_n = k.shr(k.add(n, s.block_n - 1), F.log2(s.block_n)) if F.is_pow2(s.block_n) else \
             k.div(k.add(n, s.block_n - 1), s.block_n)
-        tiles_m = k.shr(k.add(m, s.block_m - 1), _log2(s.block_m)) if _pow2(s.block_m) else \
+        tiles_m = k.shr(k.add(m, s.block_m - 1), F.log2(s.block_m)) if F.is_pow2(s.block_m) else \
             k.div(k.add(m, s.block_m - 1), s.block_m)
         width = k.mul(tiles_n, g)
         grp = k.div(pid, width)
@@ -55,10 +51,6 @@ def cta_tile(k, s, m, n):
         pid_m = k.add(first_m, k.rem(r, gsz))
         pid_n = k.div(r, gsz)
     return k.mul(pid_m, s.block_m, dst=k.reg(T.u32, "tile_m0")), k.mul(pid_n, s.block_n, dst=k.reg(T.u32, "tile_n0"))
-
-
-def _pow2(n):
-    return n & (n - 1) == 0
 
 
 def build_kernel(s, epilogue=None):
@@ -98,7 +90,7 @@ def build_kernel(s, epilogue=None):
         lane = k.and_(tid, 31, dst=k.reg(T.u32, "lane"))
         warp = k.shr(tid, 5, dst=k.reg(T.u32, "warp"))
         wm = k.and_(warp, s.warps_m - 1) if s.warps_m > 1 else 0
-        wn = k.shr(warp, _log2(s.warps_m)) if s.warps_m > 1 else warp
+        wn = k.shr(warp, F.log2(s.warps_m)) if s.warps_m > 1 else warp
         tile_m0, tile_n0 = cta_tile(k, s, m, n)
         row_bytes = k.shr(kk, 1, dst=k.reg(T.u32, "row_bytes")) if s.bits == 4 else kk
 
@@ -124,7 +116,7 @@ def build_kernel(s, epilogue=None):
     with k.section(f"pipeline prologue: k-tiles 0..{n_stages - 2}"):
         for st in range(n_stages - 1):
             staging.copy_ktile(k, stage.stage_offset(st))
-        k_tiles = k.shr(k.add(row_bytes, tile_k_bytes - 1), _log2(tile_k_bytes), dst=k.reg(T.u32, "k_tiles"))
+        k_tiles = k.shr(k.add(row_bytes, tile_k_bytes - 1), F.log2(tile_k_bytes), dst=k.reg(T.u32, "k_tiles"))
         wstage = k.mov((n_stages - 1) * stage_bytes, type=T.u32, dst=k.reg(T.u32, "write_stage"))
         rstage = k.mov(0, type=T.u32, dst=k.reg(T.u32, "read_stage"))
 

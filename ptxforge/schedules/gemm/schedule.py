@@ -29,7 +29,7 @@ import numpy as np
 from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
-from ...isa.tensor import EmulatedInstructionWarning
+from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
 from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
 
@@ -175,7 +175,7 @@ class GemmSchedule:
             return default_path(self.operand, t)[1]
         if not p.native_on(t):
             return (f"chosen by the caller; on {t.name} mma.sync .{p.mma_type} is emulated by ptxas "
-                    "(a software routine per mma, ~25x slower than .s8)")
+                    f"(a software routine per mma, {S4_EMULATION_COST})")
         return "chosen by the caller"
 
     @property
@@ -208,7 +208,7 @@ class GemmSchedule:
             n = self.mma_count
             warnings.warn(EmulatedInstructionWarning(
                 f"{self.kernel_name}: its {n} mma.sync.{p.mma_shape}.{p.mma_type} instructions run as a ptxas "
-                f"software routine on {self.target} (~25x slower than mma.sync .s8); the default path there is "
+                f"software routine on {self.target} ({S4_EMULATION_COST}); the default path there is "
                 f"{default_path(self.operand, self.target)[0]}"), stacklevel=2)
         return Module([kernel])
 
@@ -316,9 +316,26 @@ class GemmSchedule:
         (into `c` when given).  GPU arrays (DeviceBuffer, __cuda_array_interface__, DLPack) are
         used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
         asynchronous on `stream`.  `k` is the logical K (default: from the row length).
+
+        With GPU operands and `c` given, the first call of a problem kind (shapes, dtypes,
+        alignment class, device, stream) resolves a `GemmPlan` and keeps it; later calls of that
+        kind only read the three addresses and launch (see ``ptxforge.schedules.gemm.plan`` for
+        how operands are read quickly and when stream ordering sends a call the careful way).
         """
         from .run import run_gemm
         return run_gemm(self, a, b, c, k=k, stream=stream)
+
+    def plan(self, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None):
+        """A `GemmPlan`: this GEMM resolved once for an M x N x K problem on GPU operands.
+
+        The plan picks the variant for the problem (``for_problem``), loads its kernel and packs
+        the launch; ``plan(a, b, c)`` then checks the operands' shapes, dtypes and alignment
+        class cheaply and issues one ``cuLaunchKernel`` on `stream` (no allocation, no sync:
+        it can be captured into a CUDA graph).  align / c_align: the least alignment in bytes the
+        A/B and C base addresses will have (16 lets the widest copies and C pair stores run).
+        """
+        from .plan import GemmPlan
+        return GemmPlan(self, m, n, k, align=align, c_align=c_align, stream=stream)
 
     def kernel(self):
         """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""

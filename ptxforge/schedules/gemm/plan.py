@@ -1,0 +1,297 @@
+"""A GEMM launch resolved once: `GemmPlan`, and the fast path `GemmSchedule.run()` takes through it.
+
+Everything that depends only on the *kind* of a problem — the variant of the schedule (copy width,
+C pair stores, compute path), the loaded kernel, grid, block, dynamic shared memory, the operand
+checks — is decided once per (schedule, M, N, K, operand dtypes, alignment class, device, stream)
+and kept in a `GemmPlan`.  A repeated call with operands of the same kind then only reads three
+addresses, compares a few cached facts and issues one ``cuLaunchKernel``.
+
+How an operand is read on the fast path:
+
+* a ptxforge `DeviceBuffer`: its address, shape and dtype;
+* an object with ``data_ptr()`` and ``__cuda_array_interface__`` (torch tensors): the first call
+  reads the array interface in full and checks that ``data_ptr()`` gives the same address; later
+  calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
+  which cost far less than building the interface dictionary again.
+
+Stream ordering: the array interface names the stream that produced an operand.  A plan is made
+for one launch stream; the fast path is only taken when, on the call that made the plan, every
+operand's producer stream was that launch stream (or both were the legacy default stream), so no
+cross-stream wait was needed.  Otherwise every call takes the careful path, which orders the launch
+after the producers' streams with events.  If you switch the stream that produces the operands
+between calls, pass that stream as ``stream=``.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ...errors import LaunchError, ValidationError
+
+_PTXFORGE_INTERNAL = True
+
+#: the legacy default stream, as the CUDA array interface (v3) spells it: 1 legacy, 2 per-thread
+_LEGACY_STREAMS = (None, 0, 1, 2)
+#: alignment classes the variants distinguish (see GemmSchedule.for_problem)
+_ALIGN_CAP = 256
+
+
+def align_class(ptr: int | None) -> int:
+    """The largest power of two dividing `ptr`, capped at 256 (host arrays are staged: 256)."""
+    if not ptr:
+        return _ALIGN_CAP
+    a = ptr & -ptr
+    return a if a < _ALIGN_CAP else _ALIGN_CAP
+
+
+class _FastReader:
+    """Per type: how to read (address, shape, dtype key, device) of a GPU array without its interface dict."""
+
+    __slots__ = ("verified",)
+
+    def __init__(self):
+        self.verified: set = set()  # (type, dtype) pairs whose data_ptr() was checked against the interface
+
+    def read(self, x):
+        """(ptr, shape, dtype key, device) or None when `x` must take the careful path."""
+        from ...runtime.memory import DeviceBuffer
+        t = type(x)
+        if t is DeviceBuffer:
+            return x._ptr, x.shape, x.dtype, None
+        dp = getattr(x, "data_ptr", None)
+        if dp is None:
+            return None
+        try:
+            dt = x.dtype
+            if (t, dt) not in self.verified or not x.is_contiguous():
+                return None
+            dev = x.get_device()
+            if dev < 0:  # a host tensor of a type whose GPU tensors were seen before
+                return None
+            return dp(), tuple(x.shape), dt, dev
+        except Exception:
+            return None
+
+    def learn(self, x, ptr: int) -> None:
+        """After the careful path read `x`'s interface: trust its data_ptr() from now on if it agrees."""
+        dp = getattr(x, "data_ptr", None)
+        if dp is None or not hasattr(x, "__cuda_array_interface__"):
+            return
+        try:
+            if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
+                    and callable(getattr(x, "get_device", None)):
+                self.verified.add((type(x), x.dtype))
+        except Exception:
+            pass
+
+
+_reader = _FastReader()
+
+_kernels: dict = {}
+_lock = threading.Lock()
+
+
+def load_kernel(s):
+    """The KernelFunction of schedule `s`, loaded once per schedule (emission is not free)."""
+    hit = _kernels.get(s)
+    if hit is not None:
+        return hit
+    from ...runtime import load
+    fn = load(s.module)[s.kernel_name]
+    with _lock:
+        if len(_kernels) > 128:
+            _kernels.clear()
+        _kernels[s] = fn
+    return fn
+
+
+
+
+class GemmPlan:
+    """One GEMM problem resolved once: call it with operands of that problem's kind to launch.
+
+    Made by `GemmSchedule.plan(m, n, k)`.  The plan owns the variant (`plan.schedule`), its
+    loaded kernel, the grid, block and shared memory, and a packed argument buffer.  Calling
+    ``plan(a, b, c)`` checks that the operands are GPU arrays of the planned shapes, dtypes,
+    device and alignment class and issues one ``cuLaunchKernel`` on the plan's stream; it does
+    no allocation and no synchronization, so it can be captured into a CUDA graph.
+
+    a: [M, K/2] packed bytes (4-bit) or [M, K] (8-bit); b: [N, same]; c: int32 [M, N].
+    """
+
+    def __init__(self, schedule, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None,
+                 device: int | None = None):
+        from ...runtime.streams import stream_handle
+        from ...runtime.kernel import _ArgBlob
+        schedule.check_problem(m, n, k)
+        v = schedule.for_problem(k, n, align=align, c_align=c_align)
+        v.check_problem(m, n, k)
+        self.schedule = v
+        self.m, self.n, self.k = m, n, k
+        self.align, self.c_align = align, c_align
+        self.stream = stream_handle(stream) if stream is not None else 0
+        self.device = device
+        self.row_bytes = k * v.bits // 8
+        self.function = fn = load_kernel(v)
+        self._cfg = fn._config(v.grid(m, n), v.block, v.shared_bytes)
+        self._blob = _ArgBlob(fn.layout)
+        self._dtypes: dict = {}  # dtype key -> True once checked (per operand slot)
+
+    def __repr__(self) -> str:
+        return (f"<GemmPlan {type(self.schedule).__name__} M={self.m} N={self.n} K={self.k} "
+                f"grid={self._cfg[0:3]} block={self._cfg[3:6]} shared={self._cfg[6]} B>")
+
+    # ------------------------------------------------------------ checks
+    def _expect(self, slot: str, got, shape: tuple, dtype_ok) -> int:
+        """The address of operand `slot` after checking its shape, dtype, device and alignment class."""
+        ptr, shp, dt, dev = got
+        if shp != shape:
+            raise ValidationError(f"{slot} has shape {shp}; this plan is for {shape}")
+        key = (slot, dt)
+        if key not in self._dtypes:
+            if not dtype_ok(dt):
+                raise ValidationError(f"{slot} has dtype {dt}; this plan takes "
+                                      f"{'int32' if slot == 'C' else '8-bit integers'}")
+            self._dtypes[key] = True
+        if self.device is not None and dev is not None and dev != self.device:
+            raise LaunchError(f"{slot} lives on device {dev}; this plan launches on device {self.device}")
+        if align_class(ptr) < (self.c_align if slot == "C" else self.align):
+            raise ValidationError(f"{slot} at 0x{ptr:x} is aligned to {align_class(ptr)} bytes; this plan's "
+                                  f"variant needs {self.c_align if slot == 'C' else self.align}: make a new plan")
+        return ptr
+
+    def __call__(self, a, b, c, stream=None):
+        """Launch C = A . B^T on GPU operands of the planned kind; returns `c`.  `stream` must be the plan's."""
+        if stream is not None:
+            from ...runtime.streams import stream_handle
+            if stream_handle(stream) != self.stream:
+                raise LaunchError("this plan launches on the stream it was made for; make a plan per stream")
+        ga, gb, gc = _read(a, "A"), _read(b, "B"), _read(c, "C")
+        self.launch_pointers(self._expect("A", ga, (self.m, self.row_bytes), _is_byte),
+                             self._expect("B", gb, (self.n, self.row_bytes), _is_byte),
+                             self._expect("C", gc, (self.m, self.n), _is_int32))
+        return c
+
+    def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
+        """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call."""
+        self.function._launch(self._cfg, self.stream, self._blob, (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k))
+
+
+def _read(x, slot: str):
+    got = _reader.read(x)
+    if got is None:
+        from ...runtime.memory import DeviceBuffer
+        from ...runtime.arrays import device_view
+        v = device_view(x, 0) if not isinstance(x, (np.ndarray, DeviceBuffer)) else None
+        if v is None or isinstance(v, np.ndarray):
+            raise LaunchError(f"{slot} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack) for a "
+                              f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")
+        if not v.contiguous:
+            raise LaunchError(f"{slot} is not C-contiguous: the kernel reads rows back to back")
+        _reader.learn(x, v.ptr)
+        dt = np.dtype(f"{v.elem.kind}{v.elem.bits // 8}") if v.elem.kind in ("i", "u") else v.elem
+        return v.ptr, tuple(v.shape), dt, v.device_id
+    return got
+
+
+def _dtype_elem(dt):
+    """(kind, bits) of a numpy dtype, an Elem, or a framework dtype whose name says it (torch.int8)."""
+    if isinstance(dt, np.dtype):
+        return dt.kind, dt.itemsize * 8
+    kind = getattr(dt, "kind", None)
+    bits = getattr(dt, "bits", None)
+    if isinstance(kind, str) and isinstance(bits, int):
+        return kind, bits
+    name = str(dt).rsplit(".", 1)[-1]
+    try:
+        nd = np.dtype(name)
+    except TypeError:
+        return None, None
+    return nd.kind, nd.itemsize * 8
+
+
+def _is_byte(dt) -> bool:
+    kind, bits = _dtype_elem(dt)
+    return kind in ("i", "u") and bits == 8
+
+
+def _is_int32(dt) -> bool:
+    kind, bits = _dtype_elem(dt)
+    return kind == "i" and bits == 32
+
+
+# ---------------------------------------------------------------- the documented call's fast path
+
+_plans: dict = {}
+_plans_lock = threading.Lock()
+_PLAN_CACHE_SIZE = 256
+
+
+def fast_run(s, a, b, c, k, stream):
+    """The launch through a cached plan when all three operands read quickly and a plan of their kind
+    exists; returns `c`, or None to send the call through the careful path (which makes the plan)."""
+    if c is None:
+        return None
+    ga = _reader.read(a)
+    if ga is None:
+        return None
+    gb, gc = _reader.read(b), _reader.read(c)
+    if gb is None or gc is None:
+        return None
+    sh = 0
+    if stream is not None:
+        from ...runtime.streams import stream_handle
+        sh = stream_handle(stream)
+    entry = _plans.get(id(s))
+    if entry is None or entry[0] is not s:
+        return None
+    plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, min(align_class(ga[0]), align_class(gb[0])),
+                         align_class(gc[0]), ga[3], sh))
+    if plan is None:
+        return None
+    plan.launch_pointers(ga[0], gb[0], gc[0])
+    return c
+
+
+def remember_plan(s, a, b, c, k_arg, stream, m: int, n: int, k: int, align: int, c_align: int,
+                  producers_ok: bool) -> None:
+    """After the careful path launched GPU operands: keep a plan so the next such call is fast."""
+    if not producers_ok:
+        return
+    ga, gb, gc = _reader.read(a), _reader.read(b), _reader.read(c)
+    if ga is None or gb is None or gc is None:
+        return
+    sh = 0
+    if stream is not None:
+        from ...runtime.streams import stream_handle
+        sh = stream_handle(stream)
+    key = (ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k_arg, min(align_class(ga[0]), align_class(gb[0])),
+           align_class(gc[0]), ga[3], sh)
+    plan = GemmPlan(s, m, n, k, align=align, c_align=c_align,
+                    stream=stream, device=ga[3])
+    with _plans_lock:
+        entry = _plans.get(id(s))
+        if entry is None or entry[0] is not s:  # keyed by identity (hashing a schedule costs microseconds);
+            if len(_plans) >= _PLAN_CACHE_SIZE:  # the entry holds the schedule, so its id cannot be reused
+                _plans.pop(next(iter(_plans)))
+            entry = _plans[id(s)] = (s, {})
+        if len(entry[1]) >= _PLAN_CACHE_SIZE:
+            entry[1].pop(next(iter(entry[1])))
+        entry[1][key] = plan
+
+
+def producers_ok(stream_handle: int, *arrays) -> bool:
+    """Whether no operand's array interface names a producer stream other than the launch stream."""
+    for x in arrays:
+        try:
+            cai = x.__cuda_array_interface__
+        except Exception:
+            continue
+        p = cai.get("stream") if isinstance(cai, dict) else None
+        if p in _LEGACY_STREAMS and stream_handle == 0:
+            continue
+        if p is not None and p != stream_handle:
+            return False
+    return True

@@ -1,0 +1,83 @@
+"""The fast operand reader behind GemmPlan and GemmSchedule.run(), on the CPU (no driver needed)."""
+
+import numpy as np
+
+from ptxforge.schedules.gemm import plan as plan_mod
+
+
+class FakeTensor:
+    """A GPU-array stand-in with the torch-like accessors the fast path reads."""
+
+    def __init__(self, ptr, shape, dtype="int8", device=0, contiguous=True, cai_ptr=None):
+        self.ptr, self.shape, self.dtype, self.device = ptr, tuple(shape), dtype, device
+        self.contiguous = contiguous
+        self.cai_ptr = ptr if cai_ptr is None else cai_ptr
+
+    def data_ptr(self):
+        return self.ptr
+
+    def is_contiguous(self):
+        return self.contiguous
+
+    def get_device(self):
+        return self.device
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.cai_ptr, False), "shape": self.shape, "typestr": "|i1", "version": 3, "stream": 1}
+
+
+def test_align_class():
+    assert plan_mod.align_class(0x1000) == 256
+    assert plan_mod.align_class(0x1010) == 16
+    assert plan_mod.align_class(0x1001) == 1
+    assert plan_mod.align_class(None) == 256
+
+
+def test_a_type_is_trusted_only_after_its_data_ptr_agreed_with_the_interface():
+    r = plan_mod._FastReader()
+    x = FakeTensor(0x7000, (4, 8))
+    assert r.read(x) is None  # unknown type: careful path
+    r.learn(FakeTensor(0x9000, (2, 2), cai_ptr=0x9100), 0x9100)  # data_ptr disagrees: not trusted
+    assert r.read(x) is None
+    r.learn(x, 0x7000)
+    assert r.read(x) == (0x7000, (4, 8), "int8", 0)
+
+
+def test_non_contiguous_and_host_tensors_take_the_careful_path():
+    r = plan_mod._FastReader()
+    x = FakeTensor(0x7000, (4, 8))
+    r.learn(x, 0x7000)
+    assert r.read(FakeTensor(0x7000, (4, 8), contiguous=False)) is None
+    assert r.read(FakeTensor(0x7000, (4, 8), device=-1)) is None
+    assert r.read(FakeTensor(0x7000, (4, 8), dtype="int32")) is None  # a dtype not seen yet for this type
+
+
+def test_producer_streams():
+    x = FakeTensor(0x7000, (4, 8))
+    assert plan_mod.producers_ok(0, x)  # legacy default stream on both sides
+
+    class OnStream(FakeTensor):
+        @property
+        def __cuda_array_interface__(self):
+            return {"data": (self.ptr, False), "shape": self.shape, "typestr": "|i1", "version": 3,
+                    "stream": 0xABC}
+
+    assert not plan_mod.producers_ok(0, OnStream(0x7000, (4, 8)))
+    assert plan_mod.producers_ok(0xABC, OnStream(0x7000, (4, 8)))
+
+
+def test_dtype_checks_accept_numpy_and_framework_names():
+    assert plan_mod._is_byte(np.dtype(np.int8)) and plan_mod._is_byte(np.dtype(np.uint8))
+    assert not plan_mod._is_byte(np.dtype(np.int16))
+    assert plan_mod._is_int32(np.dtype(np.int32)) and not plan_mod._is_int32(np.dtype(np.uint32))
+
+    class FrameworkDtype:
+        def __init__(self, name):
+            self.name = name
+
+        def __str__(self):
+            return f"framework.{self.name}"
+
+    assert plan_mod._is_byte(FrameworkDtype("int8")) and plan_mod._is_int32(FrameworkDtype("int32"))
+    assert not plan_mod._is_int32(FrameworkDtype("float32"))

@@ -1,0 +1,105 @@
+"""GemmPlan and the fast path of GemmSchedule.run() on a GPU: same results as the careful path.
+
+Every check uses fresh random operands and a poisoned output.
+"""
+
+import numpy as np
+import pytest
+
+from ptxforge.int4 import pack_int4, random_int4
+from ptxforge.schedules.gemm import GemmPlan, Int4Gemm, Int8Gemm
+from ptxforge.schedules.gemm import plan as plan_mod
+
+pytestmark = pytest.mark.gpu
+
+POISON = -0x5A5A5A5A
+
+
+def _arch():
+    from ptxforge.runtime import device_info
+    return device_info().arch
+
+
+def _int4_operands(m, n, k, rng):
+    return (pack_int4(random_int4((m, k), rng, signed=True), signed=True),
+            pack_int4(random_int4((n, k), rng, signed=True), signed=True))
+
+
+def test_two_run_calls_on_torch_tensors_match_the_bound_path_and_numpy():
+    torch = pytest.importorskip("torch")
+    g = Int4Gemm.for_shape(32, 512, 1024, target=_arch())
+    rng = np.random.default_rng(1)
+    a, b = _int4_operands(32, 512, 1024, rng)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    want = g.reference(a, b)
+    outs = []
+    for _ in range(2):  # the first call is careful and makes the plan; the second takes the fast path
+        tc = torch.full((32, 512), POISON, dtype=torch.int32, device="cuda")
+        g.run(ta, tb, tc)
+        outs.append(tc)
+    entry = plan_mod._plans.get(id(g))
+    assert entry is not None and entry[0] is g and entry[1], "the first call kept no plan"
+    bound_c = torch.full((32, 512), POISON, dtype=torch.int32, device="cuda")
+    from ptxforge.schedules.gemm.run import bind_gemm
+    bl = bind_gemm(g, ta, tb, bound_c)
+    bl.launch()
+    torch.cuda.synchronize()
+    for tc in outs + [bound_c]:
+        assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
+
+
+def test_fast_path_follows_new_addresses_and_new_data():
+    torch = pytest.importorskip("torch")
+    g = Int8Gemm.for_shape(64, 128, 256, target=_arch())
+    rng = np.random.default_rng(2)
+    for _ in range(3):  # same kind, new tensors each time: the plan must read each call's addresses
+        a = rng.integers(-128, 128, (64, 256)).astype(np.int8)
+        b = rng.integers(-128, 128, (128, 256)).astype(np.int8)
+        tc = torch.full((64, 128), POISON, dtype=torch.int32, device="cuda")
+        g.run(torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda(), tc)
+        torch.cuda.synchronize()
+        assert np.array_equal(tc.cpu().numpy().astype(np.int64), g.reference(a, b))
+
+
+def test_plan_on_device_buffers_and_its_checks():
+    from ptxforge.errors import LaunchError, ValidationError
+    from ptxforge.runtime import DeviceBuffer
+    g = Int4Gemm.for_shape(96, 160, 512, target=_arch())
+    p = g.plan(96, 160, 512)
+    assert isinstance(p, GemmPlan)
+    rng = np.random.default_rng(3)
+    a, b = _int4_operands(96, 160, 512, rng)
+    da, db = DeviceBuffer.from_host(a), DeviceBuffer.from_host(b)
+    dc = DeviceBuffer.from_host(np.full((96, 160), POISON, np.int32))
+    p(da, db, dc)
+    assert np.array_equal(dc.to_host().astype(np.int64), g.reference(a, b))
+    with pytest.raises(ValidationError, match="shape"):
+        p(da, db, DeviceBuffer.empty((96, 161), np.int32))
+    with pytest.raises(ValidationError, match="dtype"):
+        p(da, db, DeviceBuffer.empty((96, 160), np.float32))
+    with pytest.raises(LaunchError, match="GPU array"):
+        p(a, db, dc)
+
+
+def test_plan_captured_into_a_cuda_graph():
+    torch = pytest.importorskip("torch")
+    g = Int8Gemm.for_shape(128, 256, 512, target=_arch())
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (128, 512)).astype(np.int8)
+    b = rng.integers(-128, 128, (256, 512)).astype(np.int8)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    tc = torch.full((128, 256), POISON, dtype=torch.int32, device="cuda")
+    s = torch.cuda.Stream()
+    p = g.plan(128, 256, 512, stream=s)
+    with torch.cuda.stream(s):
+        p(ta, tb, tc)  # warm: the kernel is loaded and the launch packed before capture
+    torch.cuda.synchronize()
+    tc.fill_(POISON)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        p(ta, tb, tc)
+    torch.cuda.synchronize()
+    assert (tc.cpu().numpy() == POISON).all(), "capture must not run the kernel"
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.array_equal(tc.cpu().numpy().astype(np.int64), g.reference(a, b))

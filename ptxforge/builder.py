@@ -20,6 +20,7 @@ from .isa.bits import BitOps
 from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
+from .isa.cache import CacheOps
 from .isa.integer import IntegerOps
 from .isa.memory import MemoryOps
 from .isa.async_copy import AsyncCopyOps
@@ -76,7 +77,7 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps, IntegerOps):
+                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)

@@ -34,7 +34,16 @@ def _is_new(s) -> bool:
     if s.family == "bits":
         return s.op in ("bmsk", "szext", "fns") or bool(s.get("shiftamt")) or s.get("combine") is not None
     if s.family == "control":
-        return s.op in ("set", "slct", "testp") or bool(s.get("both")) or bool(s.get("ftz"))
+        return s.op in ("set", "slct", "testp", "stacksave", "stackrestore") or bool(s.get("both")) or bool(
+            s.get("ftz"))
+    if s.family == "memory":
+        return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep") or s.get("sem") is not None
+                or s.get("scope") is not None or bool(s.get("policy")))
+    if s.family == "sync":
+        return (s.op in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count", "bar_red",
+                         "griddepcontrol") or s.get("suspend") is not None or "cluster" in str(s.get("kind")))
+    if s.family == "warp":
+        return s.op == "match" or bool(s.get("lane"))
     return False
 
 
@@ -44,8 +53,8 @@ def _chunks(xs, n):
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_90"])
 def test_every_new_legal_form_assembles(target):
-    specs = [s for fam in ("arith", "bits", "control", "integer") for s in pst.legal_candidates(target, fam)
-             if _is_new(s)]
+    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp")
+             for s in pst.legal_candidates(target, fam) if _is_new(s)]
     assert len(specs) > 100
     for chunk in _chunks(specs, 400):
         module = pst.build_module(target, chunk)
@@ -473,3 +482,126 @@ def test_tanh_ex2_half_and_mad24():
         assert int(got[3][i]) == (p + int(c[i])) & 0xFFFFFFFF
         pu = (int(a[i]) & 0xFFFFFF) * (int(b[i]) & 0xFFFFFF)
         assert int(got[4][i]) == ((pu >> 16) + int(c[i])) & 0xFFFFFFFF
+
+
+def test_memory_order_and_cache_rendering():
+    def body(k):
+        g = k.param_ptr("g", pf.u32)
+        r = k.reg(pf.u32, "r")
+        pol = k.createpolicy()
+        k.ld(g, type=pf.u32, sem="acquire", scope="gpu", dst=r)
+        k.ld(g, type=pf.u32, sem="volatile", dst=r)
+        k.st(g, r, sem="release", scope="cluster")
+        k.st(g, r, policy=pol, hints=("L1::no_allocate",))
+        k.ld(g, type=pf.u32, hints=("L2::128B",), policy=pol, dst=r)
+        k.atom("add", g, r, sem="acq_rel", scope="sys", dst=r)
+        k.atom("add", g, r, scope="gpu", policy=pol, dst=r)
+        k.red("add", g, r, sem="release", scope="cta")
+        k.ldu(g, type=pf.u32, vec=2)
+        k.prefetchu(k.cvta(g, frm="global"))
+        k.discard(g)
+        k.applypriority(g)
+        k.isspacep(k.cvta(g, frm="global", dst=k.reg(pf.u64, "gen")), "shared::cta")
+        k.fence("fence.acq_rel.cluster")
+        k.griddepcontrol("wait")
+        k.match("all", r, with_pred=True)
+        k.elect_sync(lane=True)
+        sp = k.stacksave()
+        k.stackrestore(sp)
+        p = k.reg(pf.pred, "p")
+        k.bar_red("popc", ~p, 1, 64)
+    k, lines = _body(body)
+    text = "\n".join(lines)
+    for want in ["ld.acquire.gpu.global.u32 %r, [%g];", "ld.volatile.global.u32 %r, [%g];",
+                 "st.release.cluster.global.u32 [%g], %r;", "st.global.L1::no_allocate.L2::cache_hint.u32 [%g], %r, %rd",
+                 "ld.global.L2::cache_hint.L2::128B.u32 %r, [%g], %rd", "atom.acq_rel.sys.global.add.u32 %r, [%g], %r;",
+                 "atom.gpu.global.add.L2::cache_hint.u32 %r, [%g], %r, %rd", "red.release.cta.global.add.u32 [%g], %r;",
+                 "ldu.global.v2.u32 {%r", "prefetchu.L1    [%rd", "discard.global.L2 [%g], 128;",
+                 "applypriority.global.L2::evict_normal [%g], 128;", "isspacep.shared::cta %p", "fence.acq_rel.cluster;",
+                 "griddepcontrol.wait;", "match.all.sync.b32 %r", "elect.sync      %r", "stacksave.u64   %rd",
+                 "stackrestore.u64 %rd", "bar.red.popc.u32 %r"]:
+        assert want in text, (want, text)
+    assert "1, 64, !%p;" in text
+    pf.assemble(k.module())
+
+
+def test_memory_order_refusals():
+    k = pf.KernelBuilder("bad", target="sm_80")
+    g = k.param_ptr("g", pf.u32)
+    r = k.reg(pf.u32)
+    sh, pol = k.shared_base(k.shared("s", 64)), k.createpolicy()
+    cases = [
+        (lambda: k.ld(g, type=pf.u32, sem="relaxed"), "no-scope", "needs a scope"),  # <- no-scope
+        (lambda: k.ld(g, type=pf.u32, sem="release", scope="gpu"), "ld-release", "memory orders"),  # <- ld-release
+        (lambda: k.ld(g, type=pf.u32, sem="volatile", cop="cg"), "vol-cg", "cannot be combined"),  # <- vol-cg
+        (lambda: k.st(k.reg(pf.u64), r, space="local", sem="relaxed", scope="cta"), "local", ".local"),  # <- local
+        (lambda: k.red("add", g, r, sem="acquire", scope="gpu"), "red-acq", "memory orders"),  # <- red-acq
+        (lambda: k.ld(sh, type=pf.u32, space="shared", policy=pol), "pol-shared", "applies to .global"),  # <- pol-shared
+        (lambda: k.discard(g, space="shared"), "discard", "address"),  # <- discard
+        (lambda: k.isspacep(g, "texture"), "isspacep", "isspacep tests"),  # <- isspacep
+        (lambda: k.match("any", r, with_pred=True), "match-any-p", "only match.all"),  # <- match-any-p
+        (lambda: k.bar_red("xor", k.reg(pf.pred)), "bar-red-xor", "bar.red reduces"),  # <- bar-red-xor
+    ]
+    for fn, marker, text in cases:
+        with pytest.raises(pf.ValidationError) as info:
+            fn()
+        assert text in str(info.value), (marker, str(info.value))
+        assert_located(info.value, "<- " + marker, __file__)
+    with pytest.raises(pf.TargetError):
+        k.ld(g, type=pf.u32, sem="acquire", scope="cluster")
+    with pytest.raises(pf.TargetError):
+        k.griddepcontrol("wait")
+
+
+def test_match_isspacep_ldu_on_the_interpreter():
+    rng = np.random.default_rng(9)
+    vals = rng.integers(0, 4, NT).astype(np.uint32)
+    vals[32:] = 7  # the second warp agrees
+
+    def build(k, v):
+        anym = k.match("any", v)
+        allm, agree = k.match("all", v, with_pred=True)
+        sh = k.shared("buf", 16)
+        gen = k.cvta(k.cvt(k.shared_base(sh), "u64"), frm="shared", dst=k.reg(pf.u64))
+        return anym, allm, agree, k.isspacep(gen, "shared"), k.isspacep(gen, "global")
+    got = _run(("u32",), ("u32", "u32", "pred", "pred", "pred"), build, [vals])
+    for i in range(NT):
+        w = i // 32 * 32
+        same = sum(1 << (j - w) for j in range(w, w + 32) if vals[j] == vals[i])
+        everyone = all(vals[j] == vals[w] for j in range(w, w + 32))
+        assert [int(g[i]) for g in got] == [same, 0xFFFFFFFF if everyone else 0, int(everyone), 1, 0], i
+    data = rng.integers(0, 1 << 32, 4, dtype=np.uint64).astype(np.uint32)
+    k = pf.KernelBuilder("u", target="sm_80", reqntid=32)
+    src, out = k.param_ptr("src", pf.u32), k.param_ptr("out", pf.u32)
+    v = k.ldu(src, type=pf.u32, vec=4)
+    k.st(k.add(out, k.mul(k.tid(), 4, mode="wide")), k.add(k.add(v[0], v[1]), k.add(v[2], v[3])))
+    res = np.zeros(32, np.uint32)
+    interp.run(k.module(), block=32, args=[data, res])
+    assert (res == np.uint32(int(data.astype(np.uint64).sum()) & 0xFFFFFFFF)).all()
+
+
+def test_arrive_drop_and_complete_tx_on_the_interpreter():
+    """Two warps arrive; one drops out, so the next phase completes with one arrival.  A
+    complete_tx of the expected bytes stands in for a copy."""
+    k = pf.KernelBuilder("mb", target="sm_90", reqntid=64)
+    out = k.param_ptr("out", pf.u32)
+    bar = k.shared("bar", 8, 8)
+    mb = k.shared_base(bar)
+    tid = k.tid()
+    first = k.setp("eq", tid, 0)
+    k.mbarrier_init(mb, 2, pred=first)
+    k.bar_sync()
+    warp = k.shr(tid, 5)
+    leader = k.setp("eq", k.and_(tid, 31), 0)
+    k.mbarrier_arrive_drop(mb, state="_", pred=k.and_(leader, k.setp("eq", warp, 1)))
+    k.mbarrier_arrive(mb, expect_tx=128, pred=k.and_(leader, k.setp("eq", warp, 0)))
+    k.mbarrier_complete_tx(mb, 128, pred=k.and_(leader, k.setp("eq", warp, 0)))
+    k.mbarrier_wait(mb, 0)
+    # phase 1 now expects one arrival: warp 0 alone completes it
+    k.mbarrier_arrive(mb, state="_", pred=k.and_(leader, k.setp("eq", warp, 0)))
+    k.mbarrier_wait(mb, 1)
+    k.st(k.add(out, k.mul(tid, 4, mode="wide")), k.add(tid, 1))
+    res = np.zeros(NT, np.uint32)
+    pf.assemble(k.module())
+    interp.run(k.module(), block=NT, args=[res])
+    assert (res == np.arange(1, NT + 1)).all()

@@ -201,6 +201,12 @@ UNMODELLED = (
     ("memory", r"^(ld|st)\.local is not modelled"), ("memory", r"^128-bit registers"),
     ("async_copy", r"^tensor \(TMA\) bulk copies"), ("async_copy", r"'cp\.async\.bulk\.(commit|wait)_group'"),
     ("tensor", r"'wgmma(\.\w+)?'"), ("tensor", r"'setmaxnreg'"),
+    # bar.red: the barrier's reduction across the CTA is not modelled
+    ("sync", r"'bar\.red'"),
+    # the interpreter's state token holds the phase only, not the pending count
+    ("sync", r"'mbarrier\.pending_count'"),
+    # no call stack: stacksave/stackrestore have nothing to save
+    ("control", r"'stack(save|restore)'"),
 )
 
 

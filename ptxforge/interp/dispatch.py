@@ -36,6 +36,11 @@ FACTORIES = {
     "createpolicy": exec_async.make_createpolicy,
     "membar": exec_async.make_noop, "fence": exec_async.make_noop, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
+    # hints with no effect on values: the interpreter has no caches and no dependent grids
+    "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,
+    # discard leaves 128 bytes undefined; keeping their old values is one of the values allowed
+    "discard": exec_async.make_noop,
+    "ldu": exec_memory.make_ld, "isspacep": exec_move.make_isspacep, "match": exec_warp.make_match,
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
@@ -48,7 +53,7 @@ BLOCKING_FACTORIES = {
     "bar": exec_sync.make_bar,
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier
-       for k in ("init", "arrive", "expect_tx", "test_wait", "try_wait", "inval")},
+       for k in ("init", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait", "inval")},
 }
 
 

@@ -313,6 +313,33 @@ def _float_out(x64, dt, exact_src=None):
 
 # ---------------------------------------------------------------- cvta
 
+def make_isspacep(P, op):
+    """isspacep: the interpreter's generic windows (shared, param); any other address is global.
+    It has no generic .local or .const addresses, so those tests are false."""
+    from .memory import WINDOW_SIZE
+    ins = op.ins
+    space = ins.mods[0]
+    ra = P.reader(ins.operands[1], T.u64, ins)
+    put = P.writer(ins.operands[0], T.pred, ins)
+
+    def inside(a, base):
+        return (a >= np.uint64(base)) & (a < np.uint64(base + WINDOW_SIZE))
+
+    def run(S, m):
+        a = np.asarray(ra(S)).astype(np.uint64)
+        shared, param = inside(a, SHARED_WINDOW), inside(a, PARAM_WINDOW)
+        if space.startswith("shared"):
+            r = shared
+        elif space == "param":
+            r = param
+        elif space == "global":
+            r = ~shared & ~param
+        else:
+            r = np.zeros(np.shape(a), dtype=bool)
+        put(S, np.broadcast_to(r, (S.N,)), m)
+    return run
+
+
 def make_cvta(P, op):
     ins = op.ins
     t = ins.type

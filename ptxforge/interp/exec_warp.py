@@ -152,6 +152,37 @@ def make_elect(P, op):
     return elect
 
 
+def make_match(P, op):
+    """match.any: per lane, the lanes of the warp (executing, in mask) holding the same value;
+    match.all: the executing mask when every such lane agrees (and p true), else 0."""
+    ins = op.ins
+    t = ins.type
+    mode = ins.mods[0]
+    dst = ins.operands[0]
+    put = P.writer(dst.reg if isinstance(dst, PairDst) else dst, T.b32, ins)
+    put_p = P.writer(dst.pred, T.pred, ins) if isinstance(dst, PairDst) else None
+    ra = P.reader(ins.operands[1], T.lookup(f"u{t.bits}"), ins)
+    rmask = _mask_reader(P, ins.operands[2], ins)
+    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
+
+    def match(S, m):
+        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, f"match.{mode}.sync")
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)
+        mw = _per_warp(m)
+        same = (a[:, :, None] == a[:, None, :]) & mw[:, None, :]  # [warp, lane, other]
+        anym = (same * weights).sum(axis=2).astype(np.uint32)
+        if mode == "any":
+            put(S, anym.ravel(), m)
+            return
+        full = (mw * weights).sum(axis=1).astype(np.uint32)
+        agree = (anym == full[:, None])
+        put(S, np.where(agree, full[:, None], np.uint32(0)).astype(np.uint32).ravel(), m)
+        if put_p is not None:
+            put_p(S, agree.ravel(), m)
+    return match
+
+
 def make_activemask(P, op):
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)

@@ -8,6 +8,7 @@ from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
 from .operands import Label, NegPred, PairDst, SpecialReg, Symbol, Vec
+from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -158,6 +159,17 @@ def bra(label: Label, uni=False):
     return make("bra", ("bra", "uni" if uni else None), (label,), info=label, mods=("uni",) if uni else ())
 
 
+REQ_STACK = Requirement(80, V("7.3"))
+
+
+def stack(opcode, d):
+    """stacksave.u64 d / stackrestore.u64 d: read or reset the stack pointer (with alloca)."""
+    if opcode not in ("stacksave", "stackrestore"):
+        raise ValidationError(f"{opcode!r} is not stacksave or stackrestore")
+    check_value(d, T.u64, f"{opcode} operand", imm_ok=False)
+    return make(opcode, (opcode, "u64"), (d,), n_dst=1 if opcode == "stacksave" else 0, type=T.u64, req=REQ_STACK)
+
+
 class ControlOps:
     def mov(self, a, *, type=None, dst=None, pred=None):
         """Copy a register, immediate, special register or a variable's address into a register.
@@ -250,6 +262,16 @@ class ControlOps:
     def bra(self, label, *, pred=None, uni=False):
         self._use_label(label)
         self.emit(bra(label, uni), pred)
+
+    def stacksave(self, *, dst=None, pred=None):
+        """`stacksave.u64 d`: the current stack pointer (to restore after alloca-style use)."""
+        d = self._dst(dst, T.u64)
+        self.emit(stack("stacksave", d), pred)
+        return d
+
+    def stackrestore(self, sp, *, pred=None):
+        """`stackrestore.u64 sp`: reset the stack pointer to a value from `stacksave`."""
+        self.emit(stack("stackrestore", self._val(sp)), pred)
 
     def ret(self, *, pred=None):
         self.emit(make("ret", ("ret",)), pred)

@@ -1,4 +1,5 @@
-"""Warp-level data exchange and votes: shfl.sync, vote.sync, redux.sync, elect.sync, activemask."""
+"""Warp-level data exchange and votes: shfl.sync, vote.sync, redux.sync, match.sync, elect.sync,
+activemask."""
 
 from __future__ import annotations
 
@@ -70,6 +71,28 @@ def redux(op, t, d, a, mask=FULL):
                 req=Requirement(80, V("7.0")), mods=(op,))
 
 
+MATCH_MODES = ("any", "all")
+MATCH_TYPES = (T.b32, T.b64)
+REQ_MATCH = Requirement(80, V("6.0"))
+
+
+def match(mode, t, d, a, mask=FULL, p=None):
+    """match.any.sync.type d, a, mask: the lanes of mask whose a equals this lane's; match.all.sync
+    .type d{|p}, a, mask: mask if every lane's a is equal (p true), else 0 (p false)."""
+    if mode not in MATCH_MODES:
+        raise ValidationError(f"match mode is 'any' or 'all', got {mode!r}")
+    if t not in MATCH_TYPES:
+        raise ValidationError(f"match compares .b32 or .b64 values, not .{t.name}")
+    check_dst(d, T.b32, f"match.{mode} destination")
+    check_value(a, t, f"match.{mode} source")
+    if p is not None:
+        if mode != "all":
+            raise ValidationError("only match.all writes a predicate")
+        check_pred(p, "match.all predicate")
+    return make("match", ("match", mode, "sync", t.name), (d if p is None else PairDst(d, p), a, _mask(mask)),
+                n_dst=1, type=t, req=REQ_MATCH, mods=(mode,))
+
+
 class WarpOps:
     def shfl(self, mode, value, lane_or_offset, *, clamp=None, mask=FULL, dst=None, in_range=None, pred=None):
         """shfl.sync.<mode>.b32.  `clamp` defaults to 31 for idx/bfly/down and 0 for up."""
@@ -99,13 +122,34 @@ class WarpOps:
         self.emit(redux(op, t, d, v, mask), pred)
         return d
 
-    def elect_sync(self, *, mask=FULL, dst=None):
-        """elect.sync (sm_90): a predicate true in exactly one active lane."""
+    def elect_sync(self, *, mask=FULL, dst=None, lane=False, lane_dst=None):
+        """elect.sync (sm_90): a predicate true in exactly one active lane.
+
+        lane=True (or lane_dst=) also writes the elected lane's id (`elect.sync %r|%p, mask`) and
+        returns (lane, p)."""
         p = self._dst(dst, T.pred)
         from .operands import DISCARD
-        self.emit(make("elect", ("elect", "sync"), (PairDst(DISCARD, p), _mask(mask)), n_dst=1,
+        want_lane = lane or lane_dst is not None
+        r = self._dst(lane_dst, T.b32) if want_lane else DISCARD
+        if want_lane:
+            check_dst(r, T.b32, "elect.sync lane id")
+        self.emit(make("elect", ("elect", "sync"), (PairDst(r, p), _mask(mask)), n_dst=1,
                        req=Requirement(90, V("8.0"))))
-        return p
+        return (r, p) if want_lane else p
+
+    def match(self, mode, value, *, mask=FULL, type=None, dst=None, pred_dst=None, with_pred=False, pred=None):
+        """`match.any.sync` / `match.all.sync` over the lanes of `mask`: returns the lane mask (and,
+        for mode "all" with with_pred=True or pred_dst=, (mask, p) with p true when all agree)."""
+        from .arith import infer_type
+        v = self._val(value)
+        t = infer_type(type, v)
+        t = T.lookup(f"b{t.bits}")
+        d = self._dst(dst, T.b32)
+        p = self._dst(pred_dst, T.pred) if (with_pred or pred_dst is not None) else None
+        if isinstance(mask, Reg):
+            mask = self._val(mask)
+        self.emit(match(mode, t, d, self._val(v, t), mask, p), pred)
+        return (d, p) if p is not None else d
 
     def activemask(self, *, dst=None):
         d = self._dst(dst, T.b32)

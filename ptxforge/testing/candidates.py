@@ -15,8 +15,12 @@ from ..isa.control import (MOV_TYPES, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_C
                            cmp_ops)
 from ..isa.integer import CARRY_FORMS, CARRY_TYPES, DOT_FORMS, DOT_TYPES
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
-from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
-                          STMATRIX_FORMS)
+from ..isa.cache import CACHE_CONTROL
+from ..isa.convert import ISSPACEP_SPACES
+from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, MEM_SEMANTICS, PREFETCH,
+                          PREFETCH_LEVELS, SCOPES, STMATRIX_FORMS)
+from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
+from ..isa.warp import MATCH_MODES, MATCH_TYPES
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
 from ..isa.targets import Target
@@ -99,6 +103,7 @@ def _control_candidates():
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit")]
+    out += [spec("control", "stacksave"), spec("control", "stackrestore")]
     return out
 
 
@@ -161,6 +166,36 @@ def _memory_candidates():
         for space in spaces:
             out.append(spec("memory", "prefetch", level=level, space=space))
     out += [spec("memory", "prefetch_tensormap", space=None)]
+    for op in ("ld", "st"):  # memory orders and cache policies, on a few types and spaces
+        for sem in MEM_SEMANTICS[op]:
+            for scope in ((None,) if sem == "volatile" else SCOPES + (None,)):
+                for t in (T.u32, T.f64, T.b128):
+                    for space in ("global", "shared", "generic", "local"):
+                        out.append(spec("memory", op, type=t.name, vec=1, space=space, cop=None, hints=(), nc=False,
+                                        sem=sem, scope=scope))
+                out.append(spec("memory", op, type="u32", vec=4, space="global", cop=None, hints=(), nc=False,
+                                sem=sem, scope=scope))
+                out.append(spec("memory", op, type="u32", vec=1, space="global", cop=CACHE_OPS[op][1], hints=(),
+                                nc=False, sem=sem, scope=scope))
+        for space in ("global", "generic", "shared"):
+            for hints in ((), (EVICT[3],)) + (((PREFETCH[1],),) if op == "ld" else ()):
+                out.append(spec("memory", op, type="u32", vec=2, space=space, cop=None, hints=hints, nc=False,
+                                policy=True))
+            out.append(spec("memory", op, type="u32", vec=1, space=space, cop=None, hints=(), nc=False, policy=True,
+                            sem="relaxed", scope="gpu"))
+    for name in ("atom", "red"):
+        for sem in MEM_SEMANTICS[name] + (None,):
+            for scope in SCOPES + (None,):
+                for space in ("global", "shared", "generic"):
+                    out.append(spec("memory", name, atom_op="add", type="u32", space=space, sem=sem, scope=scope))
+        for space in ("global", "shared", "generic"):
+            out.append(spec("memory", name, atom_op="add", type="f32", space=space, policy=True))
+    for t in LD_TYPES + (T.f16,):
+        for vec in (1, 2, 4):
+            out += [spec("memory", "ldu", type=t.name, vec=vec, space=sp) for sp in ("global", "generic", "shared")]
+    for op, form in CACHE_CONTROL.items():
+        out += [spec("memory", op, space=sp) for sp in (None, "global", "local")]
+    out += [spec("memory", "isspacep", space=sp) for sp in tuple(ISSPACEP_SPACES) + ("tex",)]
     return out
 
 
@@ -204,6 +239,17 @@ def _sync_candidates():
             for op in ("mbarrier_test_wait", "mbarrier_try_wait"):
                 out.append(spec("sync", op, parity=parity, phase=0))
     out += [spec("sync", "mbarrier_expect_tx", nbytes=64)]
+    out += [spec("sync", "mbarrier_complete_tx", nbytes=n) for n in (64, None)]
+    for space in ("shared", "shared::cta"):
+        for count in (None, 2):
+            for discard in (False, True):
+                out.append(spec("sync", "mbarrier_arrive_drop", space=space, count=count, discard=discard))
+    out += [spec("sync", "mbarrier_pending_count")]
+    out += [spec("sync", "mbarrier_try_wait", parity=pa, phase=0, suspend=sus) for pa in (True, False)
+            for sus in (1000, "reg")]
+    out += [spec("sync", "bar_red", red_op=o, count=c, negate=n) for o in BAR_RED_OPS for c in (None, 64)
+            for n in (False, True)]
+    out += [spec("sync", "griddepcontrol", action=a) for a in GRIDDEPCONTROL]
     out += [spec("sync", "nanosleep", ns=100), spec("sync", "nanosleep", ns=None)]
     return out
 
@@ -233,7 +279,9 @@ def _warp_candidates():
                 out.append(spec("warp", "shfl", mode=mode, type=t, in_range=in_range, lane=1, mask=0xFFFFFFFF))
     out += [spec("warp", "vote", mode=m, negate=n) for m in VOTE_MODES for n in (False, True)]
     out += [spec("warp", "redux", redux_op=op, type=t.name) for op, ts in REDUX_OPS.items() for t in ts + (T.u32,)]
-    out += [spec("warp", "elect"), spec("warp", "activemask")]
+    out += [spec("warp", "elect"), spec("warp", "activemask"), spec("warp", "elect", lane=True)]
+    out += [spec("warp", "match", mode=m, type=t.name, with_pred=wp) for m in MATCH_MODES
+            for t in MATCH_TYPES + (T.u32, T.f32) for wp in (False, True)]
     return out
 
 

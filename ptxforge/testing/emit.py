@@ -122,6 +122,10 @@ def _emit_control(sc: Scratch, s: Spec):
         lbl = k.label("fwd")
         k.bra(lbl, pred=g, uni=s.get("uni", False))
         k.place(lbl)
+    elif op == "stacksave":
+        k.stacksave(pred=g)
+    elif op == "stackrestore":
+        k.stackrestore(sc.reg(T.u64), pred=g)
     elif op in ("ret", "exit"):
         getattr(k, op)(pred=sc.p if g is None else g)  # guarded, so the rest of the kernel stays reachable
     else:
@@ -166,23 +170,42 @@ def _emit_memory(sc: Scratch, s: Spec):
         t, vec, space = T.lookup(s["type"]), s["vec"], s["space"]
         addr = _address(sc, space)
         off = s.get("offset", 0)
+        order = dict(sem=s.get("sem"), scope=s.get("scope"),
+                     policy=k.createpolicy() if s.get("policy") else None)
         if op == "ld":
             k.ld(addr, type=t, space=space, vec=vec, nc=s.get("nc", False), cop=s.get("cop"),
-                 hints=s.get("hints", ()), offset=off, pred=g)
+                 hints=s.get("hints", ()), offset=off, pred=g, **order)
         else:
             imm = s.get("imm")
             reg_t = t if t.bits >= 32 or not (t.is_int or t.kind == "b") else T.lookup(f"{t.kind}32")
             vals = [imm if imm is not None else sc.reg(reg_t) for _ in range(vec)]
             k.st(addr, vals if vec > 1 else vals[0], type=t, space=space, cop=s.get("cop"),
-                 hints=s.get("hints", ()), offset=off, pred=g)
+                 hints=s.get("hints", ()), offset=off, pred=g, **order)
     elif op in ("atom", "red"):
         t, space = T.lookup(s["type"]), s["space"]
         addr = _address(sc, space)
+        order = dict(sem=s.get("sem"), scope=s.get("scope"),
+                     policy=k.createpolicy() if s.get("policy") else None)
         if op == "atom":
             cmp = sc.reg(t) if s["atom_op"] == "cas" else None
-            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g)
+            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g, **order)
         else:
-            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g)
+            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g, **order)
+    elif op == "ldu":
+        space = s["space"]
+        k.ldu(_address(sc, space), type=s["type"], space=space, vec=s["vec"], offset=s.get("offset", 0), pred=g)
+    elif op in ("prefetchu", "discard", "applypriority"):
+        space = s.get("space")
+        addr = _address(sc, space)
+        if op == "prefetchu":
+            from ..isa.cache import cache_control
+            if space is not None:  # the form with a space does not exist: refused as a user meets it
+                cache_control("prefetchu", addr, space)
+            k.prefetchu(addr, pred=g)
+        else:
+            getattr(k, op)(addr, space=space, pred=g)
+    elif op == "isspacep":
+        k.isspacep(sc.g64, s["space"], pred=g)
     elif op == "ldmatrix":
         space = s["space"]
         addr = sc.g64 if space == "generic" else sc.s
@@ -276,7 +299,21 @@ def _emit_sync(sc: Scratch, s: Spec):
         phase = s["phase"] if s["parity"] else sc.reg(T.b64)
         if s["parity"] and phase is None:
             phase = sc.reg(T.u32)
-        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g)
+        kw = {}
+        if s.get("suspend") is not None:
+            kw["suspend"] = sc.reg(T.u32) if s["suspend"] == "reg" else s["suspend"]
+        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g, **kw)
+    elif op == "mbarrier_complete_tx":
+        k.mbarrier_complete_tx(sc.mb, s["nbytes"] if s["nbytes"] is not None else sc.reg(T.u32), pred=g)
+    elif op == "mbarrier_arrive_drop":
+        k.mbarrier_arrive_drop(sc.mb, count=s.get("count"), space=s["space"], state="_" if s.get("discard") else None,
+                               pred=g)
+    elif op == "mbarrier_pending_count":
+        k.mbarrier_pending_count(sc.reg(T.b64), pred=g)
+    elif op == "bar_red":
+        k.bar_red(s["red_op"], ~sc.p if s.get("negate") else sc.p, 1, s.get("count"), pred=g)
+    elif op == "griddepcontrol":
+        k.griddepcontrol(s["action"], pred=g)
     elif op == "mbarrier_inval":
         k.mbarrier_inval(sc.mb, pred=g)
     elif op == "nanosleep":
@@ -344,7 +381,10 @@ def _emit_warp(sc: Scratch, s: Spec):
         t = T.lookup(s["type"])
         k.redux(s["redux_op"], sc.reg(t), type=t, pred=g)
     elif op == "elect":
-        k.elect_sync()
+        k.elect_sync(lane=s.get("lane", False))
+    elif op == "match":
+        t = T.lookup(s["type"])
+        k.match(s["mode"], sc.reg(t), type=t, with_pred=s["with_pred"], pred=g)
     elif op == "activemask":
         k.activemask()
     else:

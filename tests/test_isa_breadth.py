@@ -34,7 +34,7 @@ def _is_new(s) -> bool:
     if s.family == "bits":
         return s.op in ("bmsk", "szext", "fns") or bool(s.get("shiftamt")) or s.get("combine") is not None
     if s.family == "control":
-        return s.op in ("set", "slct", "testp", "stacksave", "stackrestore") or bool(s.get("both")) or bool(
+        return s.op in ("set", "slct", "testp", "stacksave", "stackrestore", "pmevent", "brkpt") or bool(s.get("both")) or bool(
             s.get("ftz"))
     if s.family == "memory":
         return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep") or s.get("sem") is not None

@@ -207,6 +207,8 @@ UNMODELLED = (
     ("sync", r"'mbarrier\.pending_count'"),
     # no call stack: stacksave/stackrestore have nothing to save
     ("control", r"'stack(save|restore)'"),
+    # a breakpoint needs a debugger
+    ("control", r"'brkpt'"),
 )
 
 

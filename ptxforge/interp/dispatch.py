@@ -39,7 +39,7 @@ FACTORIES = {
     # hints with no effect on values: the interpreter has no caches and no dependent grids
     "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,
     # discard leaves 128 bytes undefined; keeping their old values is one of the values allowed
-    "discard": exec_async.make_noop,
+    "discard": exec_async.make_noop, "pmevent": exec_async.make_noop,
     "ldu": exec_memory.make_ld, "isspacep": exec_move.make_isspacep, "match": exec_warp.make_match,
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,

@@ -170,6 +170,15 @@ def stack(opcode, d):
     return make(opcode, (opcode, "u64"), (d,), n_dst=1 if opcode == "stacksave" else 0, type=T.u64, req=REQ_STACK)
 
 
+def pmevent(event, mask=False):
+    """pmevent a (a performance-monitor event 0..15) / pmevent.mask m (a 16-bit mask of them)."""
+    limit = 0xFFFF if mask else 15
+    if not isinstance(event, int) or isinstance(event, bool) or not 0 <= event <= limit:
+        raise ValidationError(f"pmevent{'.mask' if mask else ''} takes an integer in 0..{limit}, got {event!r}")
+    from .operands import Imm
+    return make("pmevent", ("pmevent", "mask" if mask else None), (Imm(event),), mods=("mask",) if mask else ())
+
+
 class ControlOps:
     def mov(self, a, *, type=None, dst=None, pred=None):
         """Copy a register, immediate, special register or a variable's address into a register.
@@ -272,6 +281,14 @@ class ControlOps:
     def stackrestore(self, sp, *, pred=None):
         """`stackrestore.u64 sp`: reset the stack pointer to a value from `stacksave`."""
         self.emit(stack("stackrestore", self._val(sp)), pred)
+
+    def pmevent(self, event, *, mask=False, pred=None):
+        """`pmevent a` / `pmevent.mask m`: signal performance-monitor event(s) (a counter trigger)."""
+        self.emit(pmevent(event, mask), pred)
+
+    def brkpt(self, *, pred=None):
+        """`brkpt`: suspend the thread at a breakpoint (for a debugger)."""
+        self.emit(make("brkpt", ("brkpt",)), pred)
 
     def ret(self, *, pred=None):
         self.emit(make("ret", ("ret",)), pred)

@@ -103,7 +103,8 @@ def _control_candidates():
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit")]
-    out += [spec("control", "stacksave"), spec("control", "stackrestore")]
+    out += [spec("control", "stacksave"), spec("control", "stackrestore"), spec("control", "brkpt")]
+    out += [spec("control", "pmevent", event=e, mask=m) for e, m in ((3, False), (16, False), (0x8001, True))]
     return out
 
 

@@ -122,6 +122,10 @@ def _emit_control(sc: Scratch, s: Spec):
         lbl = k.label("fwd")
         k.bra(lbl, pred=g, uni=s.get("uni", False))
         k.place(lbl)
+    elif op == "pmevent":
+        k.pmevent(s["event"], mask=s["mask"], pred=g)
+    elif op == "brkpt":
+        k.brkpt(pred=g)
     elif op == "stacksave":
         k.stacksave(pred=g)
     elif op == "stackrestore":

@@ -52,6 +52,10 @@ class MemInfo:
     scope: str | None = None
     policy: bool = False  # an .L2::cache_hint operand follows the value
 
+    @property
+    def nbytes(self) -> int:
+        return self.type.bits // 8 * self.vec
+
 
 def _order_check(name, sem, scope, space, *, cop=None, nc=False, hints=(), t=None):
     """The memory-order qualifier parts (`volatile` / `relaxed`, `gpu`) and their requirement."""
@@ -88,10 +92,6 @@ def _policy_check(name, policy, space, sem):
     if sem == "volatile":
         raise ValidationError(f"{name}.volatile cannot take an .L2::cache_hint policy")
     check_value(policy, T.b64, f"{name} cache policy", imm_ok=False)
-
-    @property
-    def nbytes(self) -> int:
-        return self.type.bits // 8 * self.vec
 
 
 def _space_part(space):

@@ -44,6 +44,8 @@ def _is_new(s) -> bool:
                          "griddepcontrol") or s.get("suspend") is not None or "cluster" in str(s.get("kind")))
     if s.family == "warp":
         return s.op == "match" or bool(s.get("lane"))
+    if s.family == "tensor":
+        return s.op.startswith("wmma")
     return False
 
 
@@ -53,7 +55,7 @@ def _chunks(xs, n):
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_90"])
 def test_every_new_legal_form_assembles(target):
-    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp")
+    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp", "tensor")
              for s in pst.legal_candidates(target, fam) if _is_new(s)]
     assert len(specs) > 100
     for chunk in _chunks(specs, 400):
@@ -605,3 +607,55 @@ def test_arrive_drop_and_complete_tx_on_the_interpreter():
     pf.assemble(k.module())
     interp.run(k.module(), block=NT, args=[res])
     assert (res == np.arange(1, NT + 1)).all()
+
+
+def test_wmma_covers_every_shape_and_type():
+    from ptxforge.isa.wmma import WMMA_FORMS
+    legal = pst.legal_candidates("sm_80", "tensor")
+    mma = {(s["shape"], s["type"], s["acc"], s["c_type"]) for s in legal if s.op == "wmma_mma"}
+    want = {(sh, t.name, d.name, c.name) for (sh, t), f in WMMA_FORMS.items() for d in f.acc for c in f.acc
+            if t is T.f16 or d is c}
+    assert mma == want
+    loads = {(s["which"], s["shape"], s["type"]) for s in legal if s.op == "wmma_load"}
+    assert {(w, sh, t.name) for (sh, t) in WMMA_FORMS for w in "ab"} <= loads
+    stores = {(s["shape"], s["type"]) for s in legal if s.op == "wmma_store"}
+    assert stores == {(sh, acc.name) for (sh, _), f in WMMA_FORMS.items() for acc in f.acc}
+    # sub-byte and single-bit A fragments are row-major only
+    assert not [s for s in legal if s.op == "wmma_load" and s["type"] in ("s4", "u4", "b1") and s["which"] == "a"
+                and s["layout"] == "col"]
+
+
+def test_wmma_rendering_and_refusals():
+    k = pf.KernelBuilder("w", target="sm_80")
+    g = k.param_ptr("g", pf.f16)
+    a = k.wmma_load("a", g, shape="m16n16k16", type="f16", space="global", stride=16)
+    b = k.wmma_load("b", g, shape="m16n16k16", type="f16", layout="col", space="global")
+    c = k.wmma_load("c", g, shape="m16n16k16", type="f32", space="global", stride=16)
+    d = k.wmma_mma(a, b, c, shape="m16n16k16", type="f16", acc="f32")
+    k.wmma_store(g, d, shape="m16n16k16", type="f32", space="global", stride=16)
+    x = k.wmma_load("a", g, shape="m8n8k128", type="b1", space="global")
+    y = k.wmma_load("c", g, shape="m8n8k128", type="s32", space="global")
+    k.wmma_mma(x, x, y, shape="m8n8k128", type="b1", bitop="and.popc")
+    lines = [i.render() for i in k.finish().instructions[:-1]]
+    text = "\n".join(lines)
+    assert "wmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r" in text and "], 16;" in text
+    assert "wmma.load.b.sync.aligned.col.m16n16k16.global.f16" in text
+    assert "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%f" in text
+    assert "wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%g], {%f" in text
+    assert "wmma.mma.and.popc.sync.aligned.row.col.m8n8k128.s32.b1.b1.s32" in text
+    assert len(a) == 8 and len(c) == 8 and len(x) == 1 and len(y) == 2
+    pf.assemble(k.module())
+    f = k.reg(pf.f32)
+    cases = [
+        (lambda: k.wmma_load("a", g, shape="m16n16k8", type="f16"), "shape", "no m16n16k8 form"),  # <- shape
+        (lambda: k.wmma_load("a", g, shape="m8n8k32", type="s4", layout="col"), "s4-col", "layout row"),  # <- s4-col
+        (lambda: k.wmma_mma(a, b, c, shape="m16n16k16", type="f16", acc="f32", satfinite=True), "sat",
+         "no .satfinite"),  # <- sat
+        (lambda: k.wmma_mma(a, b, [f] * 8, shape="m16n16k16", type="s8"), "count", "needs 2 registers"),  # <- count
+        (lambda: k.wmma_store(g, [f] * 8, shape="m16n16k16", type="s32"), "kind", "integer registers"),  # <- kind
+    ]
+    for fn, marker, text in cases:
+        with pytest.raises(pf.ValidationError) as info:
+            fn()
+        assert text in str(info.value), (marker, str(info.value))
+    assert_located(pytest.raises(pf.ValidationError, cases[1][0]).value, "<- s4-col", __file__)

@@ -201,6 +201,8 @@ UNMODELLED = (
     ("memory", r"^(ld|st)\.local is not modelled"), ("memory", r"^128-bit registers"),
     ("async_copy", r"^tensor \(TMA\) bulk copies"), ("async_copy", r"'cp\.async\.bulk\.(commit|wait)_group'"),
     ("tensor", r"'wgmma(\.\w+)?'"), ("tensor", r"'setmaxnreg'"),
+    # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
+    ("tensor", r"'wmma\.(load|store|mma)'"),
     # bar.red: the barrier's reduction across the CTA is not modelled
     ("sync", r"'bar\.red'"),
     # the interpreter's state token holds the phase only, not the pending count

@@ -21,6 +21,7 @@ from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, 
                           PREFETCH_LEVELS, SCOPES, STMATRIX_FORMS)
 from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
 from ..isa.warp import MATCH_MODES, MATCH_TYPES
+from ..isa.wmma import F64_ROUND, LAYOUTS, WMMA_FORMS
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
 from ..isa.targets import Target
@@ -269,6 +270,30 @@ def _tensor_candidates():
                 for a_regs in (False, True):
                     out.append(spec("tensor", "wgmma", n=n, a_type=a, b_type=b, acc=acc, a_regs=a_regs))
     out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
+    for (shape, t), f in WMMA_FORMS.items():
+        for which in ("a", "b"):
+            for lay in LAYOUTS:
+                out.append(spec("tensor", "wmma_load", which=which, shape=shape, type=t.name, layout=lay,
+                                space="generic", stride=None))
+        for acc in f.acc:
+            for lay in LAYOUTS:
+                out.append(spec("tensor", "wmma_load", which="c", shape=shape, type=acc.name, layout=lay,
+                                space="global", stride=16))
+                out.append(spec("tensor", "wmma_store", shape=shape, type=acc.name, layout=lay, space="shared",
+                                stride="reg"))
+        for al, bl in ((a, b) for a in LAYOUTS for b in LAYOUTS):
+            for d in f.acc:
+                for c in f.acc:
+                    for sat in (False, True):
+                        for bitop in (f.bitops or {None: None}):
+                            out.append(spec("tensor", "wmma_mma", shape=shape, type=t.name, acc=d.name,
+                                            c_type=c.name, a_layout=al, b_layout=bl, satfinite=sat, bitop=bitop,
+                                            rnd=None))
+        if t is T.f64:
+            out += [spec("tensor", "wmma_mma", shape=shape, type="f64", acc="f64", c_type="f64", a_layout="row",
+                         b_layout="col", satfinite=False, bitop=None, rnd=r) for r in F64_ROUND]
+    out += [spec("tensor", "wmma_load", which="a", shape="m16n16k16", type="f16", layout="row", space=sp,
+                 stride=None) for sp in ("global", "shared", "shared::cta", "local")]
     return out
 
 

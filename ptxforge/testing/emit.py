@@ -354,6 +354,29 @@ def _emit_tensor(sc: Scratch, s: Spec):
         k.mma(a, b, c, shape=s["shape"], a_type=s["a_type"], b_type=s["b_type"], acc=s["acc"],
               satfinite=s.get("satfinite", False), bitop=s.get("bitop"), dst=dst,
               pred=sc.guard(s.get("guard")))
+    elif op in ("wmma_load", "wmma_store"):
+        space = s["space"]
+        addr = {"generic": sc.g64, "global": sc.g, "local": sc.reg(T.u64)}.get(space, sc.s)
+        stride = sc.reg(T.u32) if s.get("stride") == "reg" else s.get("stride")
+        if op == "wmma_load":
+            k.wmma_load(s["which"], addr, shape=s["shape"], type=s["type"], layout=s["layout"], stride=stride,
+                        space=space, pred=sc.guard(s.get("guard")))
+        else:
+            from ..isa.wmma import _acc_form, _acc_reg_type
+            t = T.lookup(s["type"])
+            frag = sc.regs(_acc_reg_type(t), _acc_form(s["shape"], t).acc[t])
+            k.wmma_store(addr, frag, shape=s["shape"], type=t, layout=s["layout"], stride=stride, space=space,
+                         pred=sc.guard(s.get("guard")))
+    elif op == "wmma_mma":
+        from ..isa.wmma import _acc_reg_type, wmma_form
+        f = wmma_form(s["shape"], T.lookup(s["type"]))
+        d_t, c_t = T.lookup(s["acc"]), T.lookup(s["c_type"])
+        a = sc.regs(f.frag_type, f.a_regs)
+        b = sc.regs(f.frag_type, f.b_regs)
+        c = sc.regs(_acc_reg_type(c_t), f.acc[c_t])
+        k.wmma_mma(a, b, c, shape=s["shape"], type=s["type"], acc=d_t, c_type=c_t, a_layout=s["a_layout"],
+                   b_layout=s["b_layout"], satfinite=s["satfinite"], bitop=s["bitop"], rnd=s["rnd"],
+                   pred=sc.guard(s.get("guard")))
     elif op == "setmaxnreg":
         k.setmaxnreg(s["action"], s["n"])
     elif op == "wgmma":

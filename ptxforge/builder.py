@@ -22,6 +22,7 @@ from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.cache import CacheOps
 from .isa.integer import IntegerOps
+from .isa.video import VideoOps
 from .isa.wmma import WmmaOps
 from .isa.memory import MemoryOps
 from .isa.async_copy import AsyncCopyOps
@@ -78,7 +79,7 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps):
+                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)

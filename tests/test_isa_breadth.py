@@ -659,3 +659,30 @@ def test_wmma_rendering_and_refusals():
             fn()
         assert text in str(info.value), (marker, str(info.value))
     assert_located(pytest.raises(pf.ValidationError, cases[1][0]).value, "<- s4-col", __file__)
+
+
+def test_scalar_video_instructions_on_the_interpreter():
+    rng = np.random.default_rng(10)
+    a, b, c = _words(rng, 32), _words(rng, 32), _words(rng, 32)
+    b[::3] = rng.integers(0, 40, len(b[::3]))  # small shift amounts too
+
+    def build(k, x, y, z):
+        return (k.video("vadd", x, y, dtype="s32", atype="s32", btype="u32", sat=True),
+                k.video("vsub", x, y, z, op2="min"), k.video("vabsdiff", x, y, atype="s32", btype="s32"),
+                k.video("vmax", x, y, z, dtype="s32", atype="s32", btype="s32", op2="add"),
+                k.video("vshl", x, y, mode="clamp", sat=True), k.video("vshr", x, y, atype="s32", dtype="s32",
+                                                                      mode="wrap"),
+                k.video("vmad", x, y, z, atype="s32", btype="u32", dtype="s32", sat=True, scale="shr15"),
+                k.video("vset", x, y, z, atype="s32", btype="s32", cmp="lt", op2="add"))
+    got = _run(("u32",) * 3, ("u32",) * 8, build, [a, b, c])
+
+    def clamp(v, signed):
+        return max(-(1 << 31), min(v, (1 << 31) - 1)) if signed else max(0, min(v, (1 << 32) - 1))
+
+    for i in range(NT):
+        x, y, z = int(a[i]), int(b[i]), int(c[i])
+        sx, sy, sz = _sx(x, 32), _sx(y, 32), _sx(z, 32)
+        want = [clamp(sx + y, True), min(x - y, z), abs(sx - sy), max(sx, sy) + sz,
+                clamp(x << min(y, 32), False), sx >> (y & 31),
+                clamp((sx * y + sz) >> 15, True), int(sx < sy) + z]
+        assert [int(g[i]) for g in got] == [w & 0xFFFFFFFF for w in want], i

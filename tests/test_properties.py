@@ -209,6 +209,8 @@ UNMODELLED = (
     ("sync", r"'mbarrier\.pending_count'"),
     # no call stack: stacksave/stackrestore have nothing to save
     ("control", r"'stack(save|restore)'"),
+    # the SIMD video forms' lane merge and saturation
+    ("integer", r"\(SIMD video\) is not modelled"),
     # a breakpoint needs a debugger
     ("control", r"'brkpt'"),
 )

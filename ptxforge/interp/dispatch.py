@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
+from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_bits, exec_integer, exec_mbarrier, exec_memory, exec_move,
-               exec_sync, exec_tensor, exec_warp)
+               exec_sync, exec_tensor, exec_video, exec_warp)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -47,6 +48,7 @@ FACTORIES = {
     "mma": exec_tensor.make_mma,
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
+    **{k: exec_video.make_video for k in VIDEO},
 }
 
 BLOCKING_FACTORIES = {

@@ -14,6 +14,7 @@ from ..isa.bits import BITFIELD, LOGIC_TYPES, LOP3_BOOL_OPS, MASK_MODES, PRMT_MO
 from ..isa.control import (MOV_TYPES, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_CTYPES, TESTP_OPS, TESTP_TYPES,
                            cmp_ops)
 from ..isa.integer import CARRY_FORMS, CARRY_TYPES, DOT_FORMS, DOT_TYPES
+from ..isa.video import SCALAR_OP2, SHIFT_MODES, VIDEO, VMAD_SCALES, VSET_CMP
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
 from ..isa.cache import CACHE_CONTROL
 from ..isa.convert import ISSPACEP_SPACES
@@ -323,6 +324,21 @@ def _integer_candidates():
             for a in DOT_TYPES + (T.u16,):
                 for b in DOT_TYPES:
                     out.append(spec("integer", op, mode=mode, a_type=a.name, b_type=b.name))
+    for op, f in VIDEO.items():
+        base = dict(dtype="u32", atype="u32", btype="u32", sat=False, op2=None, mode=None, cmp=None, scale=None)
+        if f.shift:
+            base["mode"] = "clamp"
+        if f.op == "set":
+            base["cmp"] = "lt"
+        variants = [base, dict(base, dtype="s32", atype="s32"), dict(base, atype="s32", btype="s32"),
+                    dict(base, sat=True), dict(base, op2="add"), dict(base, sat=True, op2="add"),
+                    dict(base, dtype="u16")]
+        if not f.simd:
+            variants += [dict(base, op2=o) for o in SCALAR_OP2]
+        variants += [dict(base, mode=m) for m in SHIFT_MODES] if f.shift else [dict(base, mode="wrap")]
+        variants += [dict(base, cmp=c) for c in VSET_CMP] if f.op == "set" else [dict(base, cmp="eq")]
+        variants += [dict(base, scale=s_) for s_ in VMAD_SCALES] if f.scale else [dict(base, scale="shr7")]
+        out += [spec("integer", "video", opcode=op, **v) for v in variants]
     return out
 
 

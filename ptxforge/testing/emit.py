@@ -463,6 +463,16 @@ def _emit_integer(sc: Scratch, s: Spec):
         c_t = T.s32 if T.s32 in (at, bt) else T.u32
         getattr(k, op)(sc.reg(at), imm if imm is not None else sc.reg(bt), sc.reg(c_t), a_type=at, b_type=bt,
                        pred=g, **kw)
+    elif op == "video":
+        from ..isa.video import VIDEO
+        f = VIDEO[s["opcode"]]
+        at, bt = T.lookup(s["atype"]), T.lookup(s["btype"])
+        b = imm if imm is not None and not f.simd else sc.reg(bt)
+        c = None
+        if f.simd or f.op == "mad" or s.get("op2") is not None:
+            c = sc.reg(T.u32)
+        k.video(s["opcode"], sc.reg(at), b, c, dtype=s["dtype"], atype=at, btype=bt, sat=s["sat"], op2=s["op2"],
+                mode=s["mode"], cmp=s["cmp"], scale=s["scale"], pred=g)
     else:
         raise ValueError(f"unknown integer op {op}")
 

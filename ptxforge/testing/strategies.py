@@ -146,7 +146,7 @@ def _details(s: Spec) -> st.SearchStrategy:
             return st.builds(lambda g: s.with_params(guard=g), guard)
         return st.builds(lambda w: s.with_params(wait=w), st.integers(0, 7))
     if fam == "integer":
-        t = T.lookup(s["type"]) if op == "carry" else T.lookup(s["b_type"])
+        t = T.lookup(s["type"]) if op == "carry" else T.lookup(s["btype"] if op == "video" else s["b_type"])
         imm = st.none() | _int_imm(t) if t.is_int else st.none()
         return st.builds(lambda i, g: s.with_params(imm=i, guard=g), imm, guard)
     if fam == "warp":

@@ -21,6 +21,7 @@ from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
 from .isa.cache import CacheOps
+from .isa.convert_narrow import NarrowConvertOps
 from .isa.integer import IntegerOps
 from .isa.video import VideoOps
 from .isa.wmma import WmmaOps
@@ -79,7 +80,8 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps):
+                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
+                    NarrowConvertOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)

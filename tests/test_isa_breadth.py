@@ -46,6 +46,8 @@ def _is_new(s) -> bool:
         return s.op == "match" or bool(s.get("lane"))
     if s.family == "tensor":
         return s.op.startswith("wmma")
+    if s.family == "convert":
+        return s.op == "cvt_narrow"
     return False
 
 
@@ -53,9 +55,9 @@ def _chunks(xs, n):
     return [xs[i:i + n] for i in range(0, len(xs), n)]
 
 
-@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_90"])
+@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90"])
 def test_every_new_legal_form_assembles(target):
-    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp", "tensor")
+    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp", "tensor", "convert")
              for s in pst.legal_candidates(target, fam) if _is_new(s)]
     assert len(specs) > 100
     for chunk in _chunks(specs, 400):
@@ -686,3 +688,76 @@ def test_scalar_video_instructions_on_the_interpreter():
                 clamp(x << min(y, 32), False), sx >> (y & 31),
                 clamp((sx * y + sz) >> 15, True), int(sx < sy) + z]
         assert [int(g[i]) for g in got] == [w & 0xFFFFFFFF for w in want], i
+
+
+def _fp8_table(fmt):
+    """Every finite fp8 code of a format and its value, from the format's definition."""
+    eb, mb, bias = (4, 3, 7) if fmt == "e4m3x2" else (5, 2, 15)
+    out = {}
+    for code in range(128):
+        e, m = code >> mb, code & ((1 << mb) - 1)
+        if fmt == "e4m3x2" and e == 15 and m == 7:
+            continue
+        if fmt == "e5m2x2" and e == 31:
+            continue
+        out[code] = (m / (1 << mb)) * 2.0 ** (1 - bias) if e == 0 else (1 + m / (1 << mb)) * 2.0 ** (e - bias)
+    return out
+
+
+def _nearest(x, table):
+    """The code nearest to |x| (ties to the even code), saturating at the largest value."""
+    best = min(table, key=lambda c: (abs(table[c] - abs(x)), c & 1))
+    return best
+
+
+def test_fp8_and_tf32_conversions_on_the_interpreter():
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(NT) * 10.0 ** rng.integers(-3, 4, NT)).astype(np.float32)
+    y = (rng.standard_normal(NT) * 10.0 ** rng.integers(-3, 5, NT)).astype(np.float32)
+    x[:6] = [0.0, -0.0, 1e6, -1e6, 0.001953125, 448.0]
+
+    def build(k, a, b):
+        return (k.cvt_narrow(a, b, to="e4m3x2"), k.cvt_narrow(a, b, to="e5m2x2", relu=True),
+                k.cvt_narrow(a, to="tf32"), k.cvt_narrow(a, to="tf32", rnd="rz"),
+                k.cvt_narrow(a, b, to="bf16x2", relu=True), k.cvt_narrow(a, to="f16", satfinite=True))
+    got = _run(("f32", "f32"), ("b16", "b16", "u32", "u32", "u32", "b16"), build,
+               [x.view(np.uint32), y.view(np.uint32)])
+    tables = {f: _fp8_table(f) for f in ("e4m3x2", "e5m2x2")}
+    for i in range(NT):
+        a, b = float(x[i]), float(y[i])
+        for j, (fmt, relu) in enumerate((("e4m3x2", False), ("e5m2x2", True))):
+            vals = [(v if v > 0 else 0.0) if relu else v for v in (a, b)]
+            want = 0
+            for v in vals:
+                code = _nearest(v, tables[fmt]) | (0x80 if math.copysign(1, v) < 0 and not relu else 0)
+                want = (want << 8) | code
+            assert int(got[j][i]) == want, (i, fmt, a, b)
+        u = int(x.view(np.uint32)[i])
+        assert int(got[3][i]) == u & ~0x1FFF  # rz: truncate
+        lo, up = u & ~0x1FFF, (u & ~0x1FFF) + 0x2000
+        assert int(got[2][i]) == (up if (u & 0x1FFF) >= 0x1000 else lo)  # rna: half away from zero
+        bfa = np.float32(a if a > 0 else 0.0), np.float32(b if b > 0 else 0.0)
+        want_bf = [int(np.array(v).view(np.uint32)) for v in bfa]
+        rne = [(w + 0x7FFF + ((w >> 16) & 1)) >> 16 for w in want_bf]
+        assert int(got[4][i]) == (rne[0] << 16) | rne[1], i
+        h = np.float16(a) if abs(a) <= 65504 else np.float16(math.copysign(65504, a))
+        assert int(got[5][i]) == int(np.array(h).view(np.uint16)), i
+
+
+def test_fp8_pairs_decode_to_f16x2():
+    codes = np.arange(NT * 4, dtype=np.uint32) % 256
+    pairs = (codes[0::2] | (codes[1::2] << 8)).astype(np.uint16)[:NT]
+    for fmt in ("e4m3x2", "e5m2x2"):
+        table = _fp8_table(fmt)
+        got = _run(("b16",), ("u32",), lambda k, p, fmt=fmt: k.cvt_narrow(p, to="f16x2", frm=fmt), [pairs])[0]
+        for i in range(NT):
+            for half, byte in ((0, int(pairs[i]) & 0xFF), (1, int(pairs[i]) >> 8)):
+                h = np.array((int(got[i]) >> (16 * half)) & 0xFFFF, dtype=np.uint16).view(np.float16)
+                mag = byte & 0x7F
+                if mag in table:
+                    want = -table[mag] if byte & 0x80 else table[mag]
+                    assert float(h) == want and math.copysign(1, float(h)) == (-1 if byte & 0x80 else 1), (fmt, byte)
+                elif fmt == "e5m2x2" and mag == 0x7C:
+                    assert np.isinf(h), (fmt, byte)
+                else:
+                    assert np.isnan(h), (fmt, byte)

@@ -11,7 +11,7 @@ from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_bits, exec_integer, exec_mbarrier, exec_memory, exec_move,
-               exec_sync, exec_tensor, exec_video, exec_warp)
+               exec_narrow, exec_sync, exec_tensor, exec_video, exec_warp)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -26,7 +26,7 @@ FACTORIES = {
     "bmsk": exec_bits.make_bmsk, "szext": exec_bits.make_szext, "fns": exec_bits.make_fns,
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
     "set": exec_move.make_set, "slct": exec_move.make_slct, "testp": exec_move.make_testp,
-    "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta,
+    "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta, "cvt.narrow": exec_narrow.make_cvt_narrow,
     "ld": exec_memory.make_ld, "st": exec_memory.make_st,
     "atom": exec_memory.make_atom, "red": exec_memory.make_atom,
     "ldmatrix": exec_memory.make_ldmatrix, "stmatrix": exec_memory.make_stmatrix,

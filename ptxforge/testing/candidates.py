@@ -16,6 +16,7 @@ from ..isa.control import (MOV_TYPES, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_C
 from ..isa.integer import CARRY_FORMS, CARRY_TYPES, DOT_FORMS, DOT_TYPES
 from ..isa.video import SCALAR_OP2, SHIFT_MODES, VIDEO, VMAD_SCALES, VSET_CMP
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
+from ..isa.convert_narrow import NARROW_CVT
 from ..isa.cache import CACHE_CONTROL
 from ..isa.convert import ISSPACEP_SPACES
 from ..isa.memory import (ATOM_OPS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, MEM_SEMANTICS, PREFETCH,
@@ -124,6 +125,11 @@ def _convert_candidates():
         for rnd in (None,) + FLOAT_ROUND:
             out.append(spec("convert", "cvt", to=dt.name, frm="f32", rnd=rnd, sat=False, ftz=False))
     out += [spec("convert", "cvta", space=sp, to=to) for sp in CVTA_SPACES for to in (True, False)]
+    for (to, frm) in NARROW_CVT:
+        for rnd in ("rn", "rz", "rna", "rm"):
+            for relu in (False, True):
+                for sat in (None, False, True):
+                    out.append(spec("convert", "cvt_narrow", to=to, frm=frm, rnd=rnd, relu=relu, satfinite=sat))
     return out
 
 

@@ -143,6 +143,12 @@ def _emit_convert(sc: Scratch, s: Spec):
         b = sc.reg(T.f32) if dt in (T.f16x2, T.bf16x2) else None
         k.cvt(sc.reg(st_), dt, frm=st_, rnd=s.get("rnd"), sat=s.get("sat", False), ftz=s.get("ftz", False),
               b=b, pred=g)
+    elif s.op == "cvt_narrow":
+        from ..isa.convert_narrow import NARROW_CVT
+        f = NARROW_CVT[(s["to"], s["frm"])]
+        srcs = sc.regs(f.src_type, f.nsrc)
+        k.cvt_narrow(*srcs, to=s["to"], frm=s["frm"], rnd=s["rnd"], relu=s["relu"], satfinite=s["satfinite"],
+                     pred=g)
     elif s.op == "cvta":
         src = sc.reg(T.u64)
         if s["to"]:

@@ -37,7 +37,8 @@ def _is_new(s) -> bool:
         return s.op in ("set", "slct", "testp", "stacksave", "stackrestore", "pmevent", "brkpt") or bool(s.get("both")) or bool(
             s.get("ftz"))
     if s.family == "memory":
-        return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep") or s.get("sem") is not None
+        return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep", "createpolicy_range",
+                         "createpolicy_cvt") or s.get("sem") is not None
                 or s.get("scope") is not None or bool(s.get("policy")))
     if s.family == "sync":
         return (s.op in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count", "bar_red",
@@ -514,6 +515,9 @@ def test_memory_order_and_cache_rendering():
         k.stackrestore(sp)
         p = k.reg(pf.pred, "p")
         k.bar_red("popc", ~p, 1, 64)
+        k.createpolicy_range(g, 256, 8192, primary="L2::evict_first", secondary="L2::evict_unchanged",
+                             space="global")
+        k.createpolicy_cvt(k.reg(pf.b64, "prop"))
     k, lines = _body(body)
     text = "\n".join(lines)
     for want in ["ld.acquire.gpu.global.u32 %r, [%g];", "ld.volatile.global.u32 %r, [%g];",
@@ -523,7 +527,9 @@ def test_memory_order_and_cache_rendering():
                  "ldu.global.v2.u32 {%r", "prefetchu.L1    [%rd", "discard.global.L2 [%g], 128;",
                  "applypriority.global.L2::evict_normal [%g], 128;", "isspacep.shared::cta %p", "fence.acq_rel.cluster;",
                  "griddepcontrol.wait;", "match.all.sync.b32 %r", "elect.sync      %r", "stacksave.u64   %rd",
-                 "stackrestore.u64 %rd", "bar.red.popc.u32 %r"]:
+                 "stackrestore.u64 %rd", "bar.red.popc.u32 %r",
+                 "createpolicy.range.global.L2::evict_first.L2::evict_unchanged.b64 %rd", "[%g], 256, 8192;",
+                 "createpolicy.cvt.L2.b64 %rd"]:
         assert want in text, (want, text)
     assert "1, 64, !%p;" in text
     pf.assemble(k.module())

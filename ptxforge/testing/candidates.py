@@ -205,6 +205,11 @@ def _memory_candidates():
     for op, form in CACHE_CONTROL.items():
         out += [spec("memory", op, space=sp) for sp in (None, "global", "local")]
     out += [spec("memory", "isspacep", space=sp) for sp in tuple(ISSPACEP_SPACES) + ("tex",)]
+    from ..isa.cache import POLICY_PRIMARY, POLICY_SECONDARY
+    out += [spec("memory", "createpolicy_range", primary=p, secondary=s_, space=sp, sizes=sz)
+            for p in POLICY_PRIMARY for s_ in (None,) + POLICY_SECONDARY + ("L2::evict_last",)
+            for sp in (None, "global") for sz in ((128, 4096), "reg", (4096, 128))]
+    out += [spec("memory", "createpolicy_cvt")]
     return out
 
 

@@ -216,6 +216,12 @@ def _emit_memory(sc: Scratch, s: Spec):
             getattr(k, op)(addr, space=space, pred=g)
     elif op == "isspacep":
         k.isspacep(sc.g64, s["space"], pred=g)
+    elif op == "createpolicy_range":
+        sizes = (sc.reg(T.u32), sc.reg(T.u32)) if s["sizes"] == "reg" else s["sizes"]
+        k.createpolicy_range(sc.g if s["space"] else sc.g64, *sizes, primary=s["primary"], secondary=s["secondary"],
+                             space=s["space"])
+    elif op == "createpolicy_cvt":
+        k.createpolicy_cvt(sc.reg(T.b64))
     elif op == "ldmatrix":
         space = s["space"]
         addr = sc.g64 if space == "generic" else sc.s

@@ -528,7 +528,7 @@ def test_memory_order_and_cache_rendering():
                  "applypriority.global.L2::evict_normal [%g], 128;", "isspacep.shared::cta %p", "fence.acq_rel.cluster;",
                  "griddepcontrol.wait;", "match.all.sync.b32 %r", "elect.sync      %r", "stacksave.u64   %rd",
                  "stackrestore.u64 %rd", "bar.red.popc.u32 %r",
-                 "createpolicy.range.global.L2::evict_first.L2::evict_unchanged.b64 %rd", "[%g], 256, 8192;",
+                 "createpolicy.range.global.L2::evict_first.L2::evict_unchanged.b64 %rd", "[%g], 256, 0x2000;",
                  "createpolicy.cvt.L2.b64 %rd"]:
         assert want in text, (want, text)
     assert "1, 64, !%p;" in text

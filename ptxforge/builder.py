@@ -20,6 +20,7 @@ from .isa.bits import BitOps
 from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
+from .isa.async_store import AsyncStoreOps
 from .isa.cache import CacheOps
 from .isa.convert_narrow import NarrowConvertOps
 from .isa.integer import IntegerOps
@@ -81,7 +82,7 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
-                    NarrowConvertOps):
+                    NarrowConvertOps, AsyncStoreOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)

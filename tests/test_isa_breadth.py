@@ -34,21 +34,21 @@ def _is_new(s) -> bool:
     if s.family == "bits":
         return s.op in ("bmsk", "szext", "fns") or bool(s.get("shiftamt")) or s.get("combine") is not None
     if s.family == "control":
-        return s.op in ("set", "slct", "testp", "stacksave", "stackrestore", "pmevent", "brkpt") or bool(s.get("both")) or bool(
+        return s.op in ("set", "slct", "testp", "stacksave", "stackrestore", "pmevent", "brkpt", "alloca") or bool(s.get("both")) or bool(
             s.get("ftz"))
     if s.family == "memory":
         return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep", "createpolicy_range",
-                         "createpolicy_cvt") or s.get("sem") is not None
+                         "createpolicy_cvt", "st_async", "red_async", "multimem") or s.get("sem") is not None
                 or s.get("scope") is not None or bool(s.get("policy")))
     if s.family == "sync":
         return (s.op in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count", "bar_red",
                          "griddepcontrol") or s.get("suspend") is not None or "cluster" in str(s.get("kind")))
     if s.family == "warp":
-        return s.op == "match" or bool(s.get("lane"))
+        return s.op in ("match", "movmatrix") or bool(s.get("lane"))
     if s.family == "tensor":
         return s.op.startswith("wmma")
     if s.family == "convert":
-        return s.op == "cvt_narrow"
+        return s.op in ("cvt_narrow", "cvt_pack")
     return False
 
 
@@ -767,3 +767,56 @@ def test_fp8_pairs_decode_to_f16x2():
                     assert np.isinf(h), (fmt, byte)
                 else:
                     assert np.isnan(h), (fmt, byte)
+
+
+def test_movmatrix_transposes_and_cvt_pack_saturates():
+    rng = np.random.default_rng(12)
+    words = rng.integers(0, 1 << 32, NT, dtype=np.uint64).astype(np.uint32)
+    a, b = _words(rng, 32).view(np.int32), _words(rng, 32).view(np.int32)
+    a[:8] = [300, -300, 127, -129, 70000, -70000, 7, -9]
+
+    def build(k, w, x, y):
+        return (k.movmatrix(w), k.cvt_pack(x, y, w, to="u8"), k.cvt_pack(x, y, to="s16"),
+                k.cvt_pack(x, y, w, to="s4"))
+    got = _run(("u32", "s32", "s32"), ("u32",) * 4, build, [words, a.view(np.uint32), b.view(np.uint32)])
+
+    def element(warp, r, c):  # the source matrix of one warp: lane 4r + c//2, half c%2
+        return (int(words[warp * 32 + 4 * r + c // 2]) >> (16 * (c % 2))) & 0xFFFF
+
+    def sat(v, n, signed):
+        lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if signed else (0, (1 << n) - 1)
+        return min(max(v, lo), hi) & ((1 << n) - 1)
+    for i in range(NT):
+        warp, lane = divmod(i, 32)
+        r, c = lane // 4, 2 * (lane % 4)
+        assert int(got[0][i]) == element(warp, c, r) | (element(warp, c + 1, r) << 16), i
+        x, y, w = int(a[i]), int(b[i]), int(words[i])
+        assert int(got[1][i]) == ((w << 16) | (sat(x, 8, False) << 8) | sat(y, 8, False)) & 0xFFFFFFFF, i
+        assert int(got[2][i]) == (sat(x, 16, True) << 16) | sat(y, 16, True), i
+        assert int(got[3][i]) == ((w << 8) | (sat(x, 4, True) << 4) | sat(y, 4, True)) & 0xFFFFFFFF, i
+
+
+def test_async_stores_multimem_and_alloca_render():
+    k = pf.KernelBuilder("a", target="sm_90")
+    g = k.param_ptr("g", pf.u32)
+    sm = k.shared_base(k.shared("buf", 64))
+    mb = k.shared_base(k.shared("bar", 8, 8))
+    r = k.reg(pf.u32, "r")
+    k.st_async(sm, [r, r], mb)
+    k.red_async("add", sm, r, mb)
+    k.multimem_ld_reduce("add", g, type="u32", sem="relaxed", scope="sys")
+    k.multimem_st(g, r, sem="release", scope="gpu")
+    k.multimem_red("max", g, k.reg(pf.s32), sem="relaxed", scope="cluster")
+    p = k.alloca(64, align=16)
+    k.st(p, r, space="local")
+    text = "\n".join(i.render() for i in k.finish().instructions)
+    for want in ["st.async.shared::cluster.mbarrier::complete_tx::bytes.v2.u32 [%",
+                 "red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.add.u32 [%",
+                 "multimem.ld_reduce.relaxed.sys.global.add.u32 %", "multimem.st.release.gpu.global.u32 [%g], %r;",
+                 "multimem.red.relaxed.cluster.global.max.s32 [%g]", "alloca.u64", ", 64, 16;"]:
+        assert want in text, (want, text)
+    pf.assemble(k.module())
+    k80 = pf.KernelBuilder("b", target="sm_80")
+    s80 = k80.shared_base(k80.shared("buf", 64))
+    with pytest.raises(pf.TargetError):
+        k80.st_async(s80, k80.reg(pf.u32), s80)

@@ -211,6 +211,10 @@ UNMODELLED = (
     ("control", r"'stack(save|restore)'"),
     # the SIMD video forms' lane merge and saturation
     ("integer", r"\(SIMD video\) is not modelled"),
+    # no call stack: alloca has no stack to allocate on
+    ("control", r"'alloca'"),
+    # st.async/red.async complete on another CTA's mbarrier; multimem needs a multicast object
+    ("memory", r"'(st|red)\.async'"), ("memory", r"'multimem\.(ld_reduce|st|red)'"),
     # a breakpoint needs a debugger
     ("control", r"'brkpt'"),
 )

@@ -27,6 +27,7 @@ FACTORIES = {
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
     "set": exec_move.make_set, "slct": exec_move.make_slct, "testp": exec_move.make_testp,
     "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta, "cvt.narrow": exec_narrow.make_cvt_narrow,
+    "cvt.pack": exec_narrow.make_cvt_pack, "movmatrix": exec_warp.make_movmatrix,
     "ld": exec_memory.make_ld, "st": exec_memory.make_st,
     "atom": exec_memory.make_atom, "red": exec_memory.make_atom,
     "ldmatrix": exec_memory.make_ldmatrix, "stmatrix": exec_memory.make_stmatrix,

@@ -158,3 +158,24 @@ def make_cvt_narrow(P, op):
             out = parts[0] if len(parts) == 1 else (parts[0].astype(np.uint32) << np.uint32(16)) | parts[1]
         put(S, out, m)
     return run
+
+
+def make_cvt_pack(P, op):
+    """cvt.pack: saturate a and b to the destination type's range, pack a above b, c's low bits above."""
+    ins = op.ins
+    t = ins.type
+    n = t.bits
+    lo, hi = (-(1 << (n - 1)), (1 << (n - 1)) - 1) if t.kind == "s" else (0, (1 << n) - 1)
+    put = P.writer(ins.operands[0], T.b32, ins)
+    ra, rb = P.reader(ins.operands[1], T.s32, ins), P.reader(ins.operands[2], T.s32, ins)
+    rc = P.reader(ins.operands[3], T.u32, ins) if len(ins.operands) > 3 else None
+    mask = (1 << n) - 1
+
+    def run(S, m):
+        a = np.clip(np.asarray(ra(S)).astype(np.int64), lo, hi) & mask
+        b = np.clip(np.asarray(rb(S)).astype(np.int64), lo, hi) & mask
+        d = (a << n) | b
+        if rc is not None:
+            d = d | (np.asarray(rc(S)).astype(np.int64) << (2 * n))
+        put(S, np.broadcast_to(d & 0xFFFFFFFF, (S.N,)).astype(np.uint32), m)
+    return run

@@ -183,6 +183,28 @@ def make_match(P, op):
     return match
 
 
+def make_movmatrix(P, op):
+    """movmatrix: lane t holds row t//4, columns 2(t%4) and 2(t%4)+1 (low half first) of an 8x8 b16
+    matrix; afterwards it holds those positions of the transposed matrix."""
+    ins = op.ins
+    ra = P.reader(ins.operands[1], T.u32, ins)
+    put = P.writer(ins.operands[0], T.b32, ins)
+    lane = np.arange(32)
+    # element (r, c) of the source sits in lane 4r + c//2, half c%2
+    src_lane_lo = 4 * (2 * (lane % 4)) + lane // 4 // 2
+    src_half_lo = (lane // 4) % 2
+    src_lane_hi = 4 * (2 * (lane % 4) + 1) + lane // 4 // 2
+
+    def movmatrix(S, m):
+        check_members(S, op, m, np.full(S.N, 0xFFFFFFFF, dtype=np.uint64), "movmatrix")
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).astype(np.uint32).reshape(-1, 32)
+        sh = (src_half_lo * 16).astype(np.uint32)
+        lo = (a[:, src_lane_lo] >> sh) & np.uint32(0xFFFF)
+        hi = (a[:, src_lane_hi] >> sh) & np.uint32(0xFFFF)
+        put(S, (lo | (hi << np.uint32(16))).ravel(), m)
+    return movmatrix
+
+
 def make_activemask(P, op):
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)

@@ -162,6 +162,24 @@ def bra(label: Label, uni=False):
 REQ_STACK = Requirement(80, V("7.3"))
 
 
+def alloca(d, size, align=None):
+    """alloca.u64 d, size{, align}: d = a fresh .local allocation of `size` bytes on the stack."""
+    from .operands import Imm
+    check_dst(d, T.u64, "alloca destination")
+    if isinstance(size, int):
+        if size <= 0:
+            raise ValidationError(f"alloca size {size} must be positive")
+        size = Imm(size)
+    else:
+        check_value(size, T.u64, "alloca size", imm_ok=False)
+    ops = (d, size)
+    if align is not None:
+        if not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise ValidationError(f"alloca alignment must be a power of two, got {align!r}")
+        ops += (Imm(align),)
+    return make("alloca", ("alloca", "u64"), ops, n_dst=1, type=T.u64, req=REQ_STACK)
+
+
 def stack(opcode, d):
     """stacksave.u64 d / stackrestore.u64 d: read or reset the stack pointer (with alloca)."""
     if opcode not in ("stacksave", "stackrestore"):
@@ -276,6 +294,13 @@ class ControlOps:
         """`stacksave.u64 d`: the current stack pointer (to restore after alloca-style use)."""
         d = self._dst(dst, T.u64)
         self.emit(stack("stacksave", d), pred)
+        return d
+
+    def alloca(self, size, *, align=None, dst=None, pred=None):
+        """`alloca.u64 d, size{, align}`: allocate `size` bytes (an int or a .u64 register) on the
+        thread's stack; d is their .local address (use it with space="local")."""
+        d = self._dst(dst, T.u64)
+        self.emit(alloca(d, size if isinstance(size, int) else self._val(size), align), pred)
         return d
 
     def stackrestore(self, sp, *, pred=None):

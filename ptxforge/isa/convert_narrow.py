@@ -1,6 +1,6 @@
-"""cvt to and from the narrow float formats: fp8 pairs (e4m3x2, e5m2x2) from two f32 or an f16x2
-and back to f16x2, tf32 from f32, and the .relu / .satfinite forms of f16, bf16, f16x2 and bf16x2
-from f32.
+"""cvt to and from the narrow formats: fp8 pairs (e4m3x2, e5m2x2) from two f32 or an f16x2 and
+back to f16x2, tf32 from f32, the .relu / .satfinite forms of f16, bf16, f16x2 and bf16x2 from
+f32, and cvt.pack (two s32 saturated to 16, 8 or 4 bits and packed, above c's low bits).
 
 Legal forms as data: `NARROW_CVT` maps (destination, source) to a `NarrowCvt` row: the rounding
 modes, whether .relu and .satfinite are allowed or required, the sources, register widths and the
@@ -116,6 +116,30 @@ def cvt_narrow(to, frm, d, srcs, rnd="rn", relu=False, satfinite=None):
                 info=NarrowInfo(form, rnd, relu, bool(satfinite)), mods=tuple(m for m in mods if m))
 
 
+#: cvt.pack: destination type -> whether it takes the c operand whose low bits fill the rest of d.
+CVT_PACK = {T.u16: False, T.s16: False, T.u8: True, T.s8: True, T.u4: True, T.s4: True}
+REQ_CVT_PACK = Requirement(80, V("6.5"))
+
+
+def cvt_pack(t, d, a, b, c=None):
+    """cvt.pack.sat.t.s32{.b32} d, a, b{, c}: d = (c << 2n) | (sat_t(a) << n) | sat_t(b), n = t's width
+    (16-bit forms take no c and leave nothing above)."""
+    if t not in CVT_PACK:
+        raise ValidationError(f"cvt.pack packs into {', '.join('.' + x.name for x in CVT_PACK)}, not .{t.name}")
+    if CVT_PACK[t] != (c is not None):
+        raise ValidationError(f"cvt.pack.sat.{t.name} " + ("needs c (the bits above the packed pair)" if CVT_PACK[t]
+                                                            else "takes no c"))
+    check_dst(d, T.b32, "cvt.pack destination")
+    check_value(a, T.s32, "cvt.pack source a")
+    check_value(b, T.s32, "cvt.pack source b")
+    ops = (d, a, b)
+    if c is not None:
+        check_value(c, T.b32, "cvt.pack source c")
+        ops += (c,)
+    return make("cvt.pack", ("cvt", "pack", "sat", t.name, "s32", "b32" if c is not None else None), ops, n_dst=1,
+                req=REQ_CVT_PACK, type=t)
+
+
 class NarrowConvertOps:
     """The builder method for the narrow-format conversions."""
 
@@ -131,4 +155,13 @@ class NarrowConvertOps:
         if rnd is None:
             rnd = "rna" if to == "tf32" else "rn"
         self.emit(cvt_narrow(to, frm, d, srcs, rnd, relu, satfinite), pred)
+        return d
+
+    def cvt_pack(self, a, b, c=None, *, to, dst=None, pred=None):
+        """`cvt.pack.sat.to.s32{.b32} d, a, b{, c}`: saturate the .s32 values a and b to `to` (u16, s16;
+        u8, s8, u4, s4 with c) and pack them, a above b, with c's low bits above both.  Returns d (.b32)."""
+        t = T.lookup(to)
+        d = self._dst(dst, T.b32)
+        cv = self._val(c, T.b32) if c is not None else None
+        self.emit(cvt_pack(t, d, self._val(a, T.s32), self._val(b, T.s32), cv), pred)
         return d

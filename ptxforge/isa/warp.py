@@ -93,6 +93,18 @@ def match(mode, t, d, a, mask=FULL, p=None):
                 n_dst=1, type=t, req=REQ_MATCH, mods=(mode,))
 
 
+REQ_MOVMATRIX = Requirement(80, V("7.8"))
+
+
+def movmatrix(d, a):
+    """movmatrix.sync.aligned.m8n8.trans.b16 d, a: transpose an 8x8 b16 matrix held one row pair per
+    lane group (the ldmatrix / mma fragment layout) across the warp."""
+    check_dst(d, T.b32, "movmatrix destination")
+    check_value(a, T.b32, "movmatrix source", imm_ok=False)
+    return make("movmatrix", ("movmatrix", "sync", "aligned", "m8n8", "trans", "b16"), (d, a), n_dst=1, type=T.b16,
+                req=REQ_MOVMATRIX)
+
+
 class WarpOps:
     def shfl(self, mode, value, lane_or_offset, *, clamp=None, mask=FULL, dst=None, in_range=None, pred=None):
         """shfl.sync.<mode>.b32.  `clamp` defaults to 31 for idx/bfly/down and 0 for up."""
@@ -150,6 +162,12 @@ class WarpOps:
             mask = self._val(mask)
         self.emit(match(mode, t, d, self._val(v, t), mask, p), pred)
         return (d, p) if p is not None else d
+
+    def movmatrix(self, a, *, dst=None, pred=None):
+        """`movmatrix.sync.aligned.m8n8.trans.b16 d, a`: the warp's 8x8 b16 fragment `a`, transposed."""
+        d = self._dst(dst, T.b32)
+        self.emit(movmatrix(d, self._val(a)), pred)
+        return d
 
     def activemask(self, *, dst=None):
         d = self._dst(dst, T.b32)

@@ -107,6 +107,7 @@ def _control_candidates():
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit")]
     out += [spec("control", "stacksave"), spec("control", "stackrestore"), spec("control", "brkpt")]
+    out += [spec("control", "alloca", size=sz, align=al) for sz in (64, "reg") for al in (None, 16, 12)]
     out += [spec("control", "pmevent", event=e, mask=m) for e, m in ((3, False), (16, False), (0x8001, True))]
     return out
 
@@ -125,6 +126,8 @@ def _convert_candidates():
         for rnd in (None,) + FLOAT_ROUND:
             out.append(spec("convert", "cvt", to=dt.name, frm="f32", rnd=rnd, sat=False, ftz=False))
     out += [spec("convert", "cvta", space=sp, to=to) for sp in CVTA_SPACES for to in (True, False)]
+    from ..isa.convert_narrow import CVT_PACK
+    out += [spec("convert", "cvt_pack", to=t.name, c=c) for t in tuple(CVT_PACK) + (T.u32,) for c in (False, True)]
     for (to, frm) in NARROW_CVT:
         for rnd in ("rn", "rz", "rna", "rm"):
             for relu in (False, True):
@@ -210,6 +213,18 @@ def _memory_candidates():
             for p in POLICY_PRIMARY for s_ in (None,) + POLICY_SECONDARY + ("L2::evict_last",)
             for sp in (None, "global") for sz in ((128, 4096), "reg", (4096, 128))]
     out += [spec("memory", "createpolicy_cvt")]
+    from ..isa.async_store import MULTIMEM_OPS, MULTIMEM_SEMANTICS, MULTIMEM_ST_TYPES, RED_ASYNC_OPS, ST_ASYNC_TYPES
+    out += [spec("memory", "st_async", type=t.name, vec=v) for t in ST_ASYNC_TYPES for v in (1, 2, 4)]
+    out += [spec("memory", "red_async", red_op=o, type=t.name) for o, ts in RED_ASYNC_OPS.items()
+            for t in ts + (T.f32,)]
+    for kind, sems in MULTIMEM_SEMANTICS.items():
+        for sem, scope in [(None, None)] + [(s_, None if s_ == "weak" else "gpu") for s_ in sems]:
+            if kind == "st":
+                out += [spec("memory", "multimem", kind=kind, red_op=None, type=t.name, sem=sem, scope=scope)
+                        for t in MULTIMEM_ST_TYPES]
+            else:
+                out += [spec("memory", "multimem", kind=kind, red_op=o, type=t.name, sem=sem, scope=scope)
+                        for o, ts in MULTIMEM_OPS.items() for t in ts]
     return out
 
 
@@ -318,6 +333,7 @@ def _warp_candidates():
     out += [spec("warp", "vote", mode=m, negate=n) for m in VOTE_MODES for n in (False, True)]
     out += [spec("warp", "redux", redux_op=op, type=t.name) for op, ts in REDUX_OPS.items() for t in ts + (T.u32,)]
     out += [spec("warp", "elect"), spec("warp", "activemask"), spec("warp", "elect", lane=True)]
+    out += [spec("warp", "movmatrix")]
     out += [spec("warp", "match", mode=m, type=t.name, with_pred=wp) for m in MATCH_MODES
             for t in MATCH_TYPES + (T.u32, T.f32) for wp in (False, True)]
     return out

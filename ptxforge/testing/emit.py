@@ -122,6 +122,8 @@ def _emit_control(sc: Scratch, s: Spec):
         lbl = k.label("fwd")
         k.bra(lbl, pred=g, uni=s.get("uni", False))
         k.place(lbl)
+    elif op == "alloca":
+        k.alloca(s["size"] if s["size"] != "reg" else sc.reg(T.u64), align=s["align"], pred=g)
     elif op == "pmevent":
         k.pmevent(s["event"], mask=s["mask"], pred=g)
     elif op == "brkpt":
@@ -143,6 +145,8 @@ def _emit_convert(sc: Scratch, s: Spec):
         b = sc.reg(T.f32) if dt in (T.f16x2, T.bf16x2) else None
         k.cvt(sc.reg(st_), dt, frm=st_, rnd=s.get("rnd"), sat=s.get("sat", False), ftz=s.get("ftz", False),
               b=b, pred=g)
+    elif s.op == "cvt_pack":
+        k.cvt_pack(sc.reg(T.s32), sc.reg(T.s32), sc.reg(T.b32) if s["c"] else None, to=s["to"], pred=g)
     elif s.op == "cvt_narrow":
         from ..isa.convert_narrow import NARROW_CVT
         f = NARROW_CVT[(s["to"], s["frm"])]
@@ -222,6 +226,22 @@ def _emit_memory(sc: Scratch, s: Spec):
                              space=s["space"])
     elif op == "createpolicy_cvt":
         k.createpolicy_cvt(sc.reg(T.b64))
+    elif op == "st_async":
+        t = T.lookup(s["type"])
+        vals = sc.regs(t, s["vec"])
+        k.st_async(sc.s, vals if s["vec"] > 1 else vals[0], sc.mb, type=t, pred=g)
+    elif op == "red_async":
+        t = T.lookup(s["type"])
+        k.red_async(s["red_op"], sc.s, sc.reg(t), sc.mb, type=t, pred=g)
+    elif op == "multimem":
+        t = T.lookup(s["type"])
+        kw = dict(type=t, sem=s["sem"], scope=s["scope"], pred=g)
+        if s["kind"] == "ld_reduce":
+            k.multimem_ld_reduce(s["red_op"], sc.g, **kw)
+        elif s["kind"] == "st":
+            k.multimem_st(sc.g, sc.reg(t), **kw)
+        else:
+            k.multimem_red(s["red_op"], sc.g, sc.reg(t), **kw)
     elif op == "ldmatrix":
         space = s["space"]
         addr = sc.g64 if space == "generic" else sc.s
@@ -421,6 +441,8 @@ def _emit_warp(sc: Scratch, s: Spec):
         k.redux(s["redux_op"], sc.reg(t), type=t, pred=g)
     elif op == "elect":
         k.elect_sync(lane=s.get("lane", False))
+    elif op == "movmatrix":
+        k.movmatrix(sc.reg(T.b32), pred=g)
     elif op == "match":
         t = T.lookup(s["type"])
         k.match(s["mode"], sc.reg(t), type=t, with_pred=s["with_pred"], pred=g)

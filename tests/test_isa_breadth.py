@@ -38,7 +38,8 @@ def _is_new(s) -> bool:
             s.get("ftz"))
     if s.family == "memory":
         return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep", "createpolicy_range",
-                         "createpolicy_cvt", "st_async", "red_async", "multimem") or s.get("sem") is not None
+                         "createpolicy_cvt", "st_async", "red_async", "multimem", "tex", "tld4", "txq", "istypep",
+                         "suld", "sust", "sured", "suq") or s.get("sem") is not None
                 or s.get("scope") is not None or bool(s.get("policy")))
     if s.family == "sync":
         return (s.op in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count", "bar_red",
@@ -67,6 +68,27 @@ def test_every_new_legal_form_assembles(target):
             pf.assemble(module)
         except pf.AssemblyError as e:
             raise AssertionError(f"{target}: {e}") from e
+
+
+def test_every_new_operation_has_legal_forms():
+    """A form the validator or the builder cannot express would silently leave the legal pool."""
+    ops = {(s.family, s.op) for fam in pst.FAMILIES for s in pst.legal_candidates("sm_90", fam) if _is_new(s)}
+    want = {("memory", o) for o in ("ldu", "prefetchu", "discard", "applypriority", "isspacep", "createpolicy_range",
+                                    "createpolicy_cvt", "st_async", "red_async", "multimem", "tex", "tld4", "txq",
+                                    "istypep", "suld", "sust", "sured", "suq", "ld", "st", "atom", "red")}
+    want |= {("sync", o) for o in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count",
+                                   "mbarrier_try_wait", "bar_red", "griddepcontrol", "fence")}
+    want |= {("control", o) for o in ("set", "slct", "testp", "setp", "stacksave", "stackrestore", "pmevent", "brkpt",
+                                      "alloca")}
+    want |= {("bits", o) for o in ("bmsk", "szext", "fns", "bfind", "lop3")}
+    want |= {("integer", o) for o in ("carry", "dp4a", "dp2a", "video")}
+    want |= {("warp", o) for o in ("match", "movmatrix", "elect")}
+    want |= {("tensor", o) for o in ("wmma_load", "wmma_store", "wmma_mma")}
+    want |= {("convert", o) for o in ("cvt_narrow", "cvt_pack")}
+    want |= {("arith", o) for o in ("mad24", "tanh", "copysign", "ex2", "min", "max", "fma")}
+    assert not want - ops, sorted(want - ops)
+    multimem = {s["kind"] for s in pst.legal_candidates("sm_90", "memory") if s.op == "multimem"}
+    assert multimem == {"ld_reduce", "st", "red"}
 
 
 def test_forms_by_target():
@@ -820,3 +842,35 @@ def test_async_stores_multimem_and_alloca_render():
     s80 = k80.shared_base(k80.shared("buf", 64))
     with pytest.raises(pf.TargetError):
         k80.st_async(s80, k80.reg(pf.u32), s80)
+
+
+def test_texture_and_surface_forms_render():
+    k = pf.KernelBuilder("t", target="sm_80")
+    tex_h = k.param("tex", pf.u64)
+    surf_h = k.param("surf", pf.u64)
+    th, sh = k.ld(tex_h, type=pf.u64, space="param"), k.ld(surf_h, type=pf.u64, space="param")
+    x, y = k.reg(pf.f32, "x"), k.reg(pf.f32, "y")
+    i, j = k.reg(pf.s32, "i"), k.reg(pf.s32, "j")
+    k.tex(th, [x, y])
+    k.tex(th, [i, x, y, y], geom="a2d", dtype="s32", lod=x)
+    k.tld4("g", th, [x, y])
+    k.txq("width", th)
+    k.txq("height", th, lod=i)
+    k.istypep("surfref", sh)
+    v = k.suld(sh, [i, j], type="b32", vec=2, clamp="zero")
+    k.sust(sh, [i, j], v, clamp="clamp")
+    k.sured("add", sh, [i, j], k.reg(pf.u32))
+    k.suq("width", sh)
+    text = "\n".join(ins.render() for ins in k.finish().instructions)
+    for want in ["tex.2d.v4.f32.f32 {%f", ", {%x, %y}];", "tex.level.a2d.v4.s32.f32 {%r", ", {%i, %x, %y, %y}], %x;",
+                 "tld4.g.2d.v4.f32.f32", "txq.width.b32", "txq.level.height.b32", ", %i;", "istypep.surfref %p",
+                 "suld.b.2d.v2.b32.zero {%r", ", {%i, %j}];", "sust.b.2d.v2.b32.clamp [%rd", "sured.b.add.2d.u32.trap",
+                 "suq.width.b32"]:
+        assert want in text, (want, text)
+    pf.assemble(k.module())
+    with pytest.raises(pf.ValidationError) as info:
+        k.tex(th, [x, y], geom="3d")  # <- tex-3d
+    assert "takes 4 coordinate(s)" in str(info.value)
+    assert_located(info.value, "<- tex-3d", __file__)
+    with pytest.raises(pf.ValidationError):
+        k.sured("add", sh, [i, j], k.reg(pf.u32), geom="a1d")

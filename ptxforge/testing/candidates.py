@@ -213,6 +213,29 @@ def _memory_candidates():
             for p in POLICY_PRIMARY for s_ in (None,) + POLICY_SECONDARY + ("L2::evict_last",)
             for sp in (None, "global") for sz in ((128, 4096), "reg", (4096, 128))]
     out += [spec("memory", "createpolicy_cvt")]
+    from ..isa import texture as tx
+    for geom in tx.TEX_GEOMS:
+        for dt in tuple(tx.TEX_TYPES) + (T.f64,):
+            for ct in tx.TEX_COORD_TYPES:
+                out.append(spec("memory", "tex", geom=geom, dtype=dt.name, ctype=ct.name, lod=False))
+        out.append(spec("memory", "tex", geom=geom, dtype="f32", ctype="f32", lod=True))
+    out += [spec("memory", "tld4", comp=c, geom=g_, dtype=d) for c in tx.TLD4_COMPONENTS for g_ in tx.TLD4_GEOMS + ("1d",)
+            for d in ("f32", "s32")]
+    out += [spec("memory", "txq", query=q, lod=False) for q in tx.TXQ_QUERIES]
+    out += [spec("memory", "txq", query=q, lod=True) for q in tx.TXQ_LEVEL_QUERIES + ("channel_order",)]
+    out += [spec("memory", "istypep", kind=k_) for k_ in tx.ISTYPEP_KINDS]
+    for geom in tx.SURF_GEOMS:
+        for t in tx.SURF_TYPES:
+            for vec in (1, 2, 4):
+                out.append(spec("memory", "suld", geom=geom, type=t.name, vec=vec, clamp="trap", cop=None))
+                out.append(spec("memory", "sust", geom=geom, type=t.name, vec=vec, clamp="zero", cop=None,
+                                formatted=False))
+        for clamp in tx.SURF_CLAMP:
+            out.append(spec("memory", "suld", geom=geom, type="b32", vec=1, clamp=clamp, cop="cg"))
+            out.append(spec("memory", "sust", geom=geom, type="b32", vec=4, clamp=clamp, cop="wt", formatted=True))
+        out += [spec("memory", "sured", red_op=o, geom=geom, type=t.name) for o, ts in tx.SURED_OPS.items()
+                for t in ts + (T.b64,)]
+    out += [spec("memory", "suq", query=q) for q in tx.SUQ_QUERIES]
     from ..isa.async_store import MULTIMEM_OPS, MULTIMEM_SEMANTICS, MULTIMEM_ST_TYPES, RED_ASYNC_OPS, ST_ASYNC_TYPES
     out += [spec("memory", "st_async", type=t.name, vec=v) for t in ST_ASYNC_TYPES for v in (1, 2, 4)]
     out += [spec("memory", "red_async", red_op=o, type=t.name) for o, ts in RED_ASYNC_OPS.items()

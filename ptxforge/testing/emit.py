@@ -226,6 +226,8 @@ def _emit_memory(sc: Scratch, s: Spec):
                              space=s["space"])
     elif op == "createpolicy_cvt":
         k.createpolicy_cvt(sc.reg(T.b64))
+    elif op in ("tex", "tld4", "txq", "istypep", "suld", "sust", "sured", "suq"):
+        _emit_texture(sc, s, g)
     elif op == "st_async":
         t = T.lookup(s["type"])
         vals = sc.regs(t, s["vec"])
@@ -259,6 +261,40 @@ def _emit_memory(sc: Scratch, s: Spec):
         k.prefetch_tensormap(sc.tmap(), space=s.get("space"), pred=g)
     else:
         raise ValueError(f"unknown memory op {op}")
+
+
+def _emit_texture(sc: Scratch, s: Spec, g):
+    """Texture and surface instructions on a .u64 handle register."""
+    from ..isa import texture as tx
+    k, op = sc.k, s.op
+    h = sc.reg(T.u64)
+
+    def coords(geoms, geom, t):
+        array, n = geoms.get(geom, (False, 2))
+        return [sc.reg(T.s32 if array and i == 0 else t) for i in range(n)]
+    if op == "tex":
+        ct = T.lookup(s["ctype"])
+        k.tex(h, coords(tx.TEX_GEOMS, s["geom"], ct), geom=s["geom"], dtype=s["dtype"], ctype=ct,
+              lod=sc.reg(ct) if s["lod"] else None, pred=g)
+    elif op == "tld4":
+        k.tld4(s["comp"], h, coords(tx.TEX_GEOMS, s["geom"], T.f32), geom=s["geom"], dtype=s["dtype"], pred=g)
+    elif op == "txq":
+        k.txq(s["query"], h, lod=sc.reg(T.s32) if s["lod"] else None, pred=g)
+    elif op == "istypep":
+        k.istypep(s["kind"], h, pred=g)
+    elif op == "suld":
+        k.suld(h, coords(tx.SURF_GEOMS, s["geom"], T.s32), geom=s["geom"], type=s["type"], vec=s["vec"],
+               clamp=s["clamp"], cop=s["cop"], pred=g)
+    elif op == "sust":
+        t = T.lookup(s["type"])
+        vals = sc.regs(T.b16 if t is T.b8 else t, s["vec"])
+        k.sust(h, coords(tx.SURF_GEOMS, s["geom"], T.s32), vals if s["vec"] > 1 else vals[0], geom=s["geom"], type=t,
+               clamp=s["clamp"], cop=s["cop"], formatted=s["formatted"], pred=g)
+    elif op == "sured":
+        t = T.lookup(s["type"])
+        k.sured(s["red_op"], h, coords(tx.SURF_GEOMS, s["geom"], T.s32), sc.reg(t), geom=s["geom"], type=t, pred=g)
+    else:
+        k.suq(s["query"], h, pred=g)
 
 
 def _emit_async_copy(sc: Scratch, s: Spec):

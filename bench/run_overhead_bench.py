@@ -9,6 +9,9 @@ For each shape and schedule (what `for_shape` picks on this GPU), side by side i
   (the floor: one cuLaunchKernel), each cycling through input sets larger than the 60 MB L2;
 * torch._int_mm (cuBLAS int8) on the same data as the outside reference.
 
+The schedules are what `for_shape` gives for this machine's GPU (`runtime.native_target`: on an
+H200 the Hopper TMA + wgmma path where it is chosen, mma.sync where that measured faster).
+
 Every path is first checked for exact equality with torch._int_mm.  Operands are random int4
 values (packed two per byte for Int4Gemm), never zeros.
 
@@ -100,7 +103,7 @@ def run_shape(shape, arch, torch):
     for label, cls, key in (("int4", Int4Gemm, "4"), ("int8", Int8Gemm, "8")):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            g = cls.for_shape(m, n, k, arch)
+            g = cls.for_shape(m, n, k)
             a, b = sets[0]["a" + key], sets[0]["b" + key]
             c.fill_(-0x5A5A5A5A)
             g.run(a, b, c)
@@ -130,7 +133,7 @@ def run_shape(shape, arch, torch):
             x, y = next(cyc_ptr)
             plan.launch_pointers(x, y, cp)
         calls = 50 if m * n * k >= 2 ** 36 else 200
-        row = {"schedule": g.describe() if hasattr(g, "describe") else repr(g),
+        row = {"schedule": g.describe(), "path": g.path_name,
                "host_us_run": host_us(torch, via_run), "host_us_plan": host_us(torch, via_plan),
                "host_us_pointers": host_us(torch, via_pointers),
                "us_run": events_us(torch, via_run, calls), "us_plan": events_us(torch, via_plan, calls),
@@ -149,14 +152,14 @@ def run_shape(shape, arch, torch):
 
 
 def table(rows):
-    lines = ["| shape | path | host µs/call run() | host µs plan() | µs/call run() | µs/call plan() | µs launch_pointers "
+    lines = ["| shape | op (path) | host µs/call run() | host µs plan() | µs/call run() | µs/call plan() | µs launch_pointers "
              "| TOPS run() | TOPS plan() | cuBLAS int8 µs | run()/cuBLAS |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         m, n, k = r["shape"]
         for label in ("int4", "int8"):
             x = r[label]
-            lines.append(f"| {m}x{n}x{k} | {label} | {x['host_us_run']:.1f} | {x['host_us_plan']:.1f} | "
+            lines.append(f"| {m}x{n}x{k} | {label} ({x['path']}) | {x['host_us_run']:.1f} | {x['host_us_plan']:.1f} | "
                          f"{x['us_run']:.1f} | {x['us_plan']:.1f} | {x['us_pointers']:.1f} | {x['tops_run']:.0f} | "
                          f"{x['tops_plan']:.0f} | {r['cublas_int8']['us']:.1f} | "
                          f"{r['cublas_int8']['us'] / x['us_run']:.2f}x |")

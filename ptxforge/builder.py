@@ -281,6 +281,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.params.append(p)
         return p
 
+    def param_tensormap(self, name: str) -> Reg:
+        """Declare a by-value tensor-map parameter and return its generic address.
+
+        Emits `.param .align 64 .b8 name[128]` (a `__grid_constant__` CUtensorMap) and
+        `mov.b64` + `cvta.param.u64` (PTX 7.7) so the register is usable as the tensor-map operand
+        of `cp.async.bulk.tensor` (tensor_load/tensor_store) and of `prefetch.tensormap`.
+        Launch with a `ptxforge.runtime.TensorMap` (its 128 encoded bytes are packed) or raw bytes.
+        """
+        p = self.param(name, T.b8, nbytes=128, align=64)
+        r = self.mov(p.symbol, type=T.u64, dst=self.reg(T.u64, name))
+        return self.cvta(r, frm="param", dst=r)
+
     def load_param(self, p: Param | str, dst=None) -> Reg:
         """`ld.param` a scalar parameter into a register."""
         if isinstance(p, str):

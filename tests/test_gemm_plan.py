@@ -1,7 +1,8 @@
-"""The fast operand reader behind GemmPlan and GemmSchedule.run(), on the CPU (no driver needed)."""
+"""The fast operand reader behind the schedules' plans and run() fast paths, on the CPU (no driver needed)."""
 
 import numpy as np
 
+from ptxforge.schedules import operands
 from ptxforge.schedules.gemm import plan as plan_mod
 
 
@@ -28,14 +29,14 @@ class FakeTensor:
 
 
 def test_align_class():
-    assert plan_mod.align_class(0x1000) == 256
-    assert plan_mod.align_class(0x1010) == 16
-    assert plan_mod.align_class(0x1001) == 1
-    assert plan_mod.align_class(None) == 256
+    assert operands.align_class(0x1000) == 256
+    assert operands.align_class(0x1010) == 16
+    assert operands.align_class(0x1001) == 1
+    assert operands.align_class(None) == 256
 
 
 def test_a_type_is_trusted_only_after_its_data_ptr_agreed_with_the_interface():
-    r = plan_mod._FastReader()
+    r = operands._FastReader()
     x = FakeTensor(0x7000, (4, 8))
     assert r.read(x) is None  # unknown type: careful path
     r.learn(FakeTensor(0x9000, (2, 2), cai_ptr=0x9100), 0x9100)  # data_ptr disagrees: not trusted
@@ -45,7 +46,7 @@ def test_a_type_is_trusted_only_after_its_data_ptr_agreed_with_the_interface():
 
 
 def test_non_contiguous_and_host_tensors_take_the_careful_path():
-    r = plan_mod._FastReader()
+    r = operands._FastReader()
     x = FakeTensor(0x7000, (4, 8))
     r.learn(x, 0x7000)
     assert r.read(FakeTensor(0x7000, (4, 8), contiguous=False)) is None
@@ -55,7 +56,7 @@ def test_non_contiguous_and_host_tensors_take_the_careful_path():
 
 def test_producer_streams():
     x = FakeTensor(0x7000, (4, 8))
-    assert plan_mod.producers_ok(0, x)  # legacy default stream on both sides
+    assert operands.producers_ok(0, x)  # legacy default stream on both sides
 
     class OnStream(FakeTensor):
         @property
@@ -63,8 +64,8 @@ def test_producer_streams():
             return {"data": (self.ptr, False), "shape": self.shape, "typestr": "|i1", "version": 3,
                     "stream": 0xABC}
 
-    assert not plan_mod.producers_ok(0, OnStream(0x7000, (4, 8)))
-    assert plan_mod.producers_ok(0xABC, OnStream(0x7000, (4, 8)))
+    assert not operands.producers_ok(0, OnStream(0x7000, (4, 8)))
+    assert operands.producers_ok(0xABC, OnStream(0x7000, (4, 8)))
 
 
 def test_dtype_checks_accept_numpy_and_framework_names():

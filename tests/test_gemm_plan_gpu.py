@@ -103,3 +103,54 @@ def test_plan_captured_into_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert np.array_equal(tc.cpu().numpy().astype(np.int64), g.reference(a, b))
+
+
+def test_hopper_run_twice_on_torch_tensors_and_its_plan():
+    torch = pytest.importorskip("torch")
+    from ptxforge.errors import ValidationError
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper import run as hrun
+    g = Int8Gemm.for_shape(200, 384, 1024, target="sm_90a")
+    assert isinstance(g, HopperGemm), g
+    rng = np.random.default_rng(5)
+    a = rng.integers(-128, 128, (200, 1024)).astype(np.int8)
+    b = rng.integers(-128, 128, (384, 1024)).astype(np.int8)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    for _ in range(2):  # careful, then through the kept plan
+        tc = torch.full((200, 384), POISON, dtype=torch.int32, device="cuda")
+        g.run(ta, tb, tc)
+        torch.cuda.synchronize()
+        assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
+    entry = hrun._plans.get(id(g))
+    assert entry is not None and entry[0] is g and entry[1]
+    p = g.plan(200, 384, 1024)
+    tc = torch.full((200, 384), POISON, dtype=torch.int32, device="cuda")
+    p(ta, tb, tc)
+    torch.cuda.synchronize()
+    assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
+    with pytest.raises(ValidationError, match="float32|int32"):
+        p(ta, tb, torch.zeros((200, 384), dtype=torch.float32, device="cuda"))
+
+
+def test_hopper_int4_plan_in_a_cuda_graph():
+    torch = pytest.importorskip("torch")
+    from ptxforge.schedules.hopper import HopperGemm
+    g = Int4Gemm.for_shape(256, 512, 2048, target="sm_90a")
+    assert isinstance(g, HopperGemm), g
+    rng = np.random.default_rng(6)
+    a, b = _int4_operands(256, 512, 2048, rng)
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    tc = torch.full((256, 512), POISON, dtype=torch.int32, device="cuda")
+    s = torch.cuda.Stream()
+    p = g.plan(256, 512, 2048, stream=s)
+    with torch.cuda.stream(s):
+        p(ta, tb, tc)  # encodes the tensor maps of these buffers before capture
+    torch.cuda.synchronize()
+    tc.fill_(POISON)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        p(ta, tb, tc)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.array_equal(tc.cpu().numpy().astype(np.int64), Int4Gemm(target="sm_90").reference(a, b))

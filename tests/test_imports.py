@@ -30,7 +30,7 @@ LAYERS = (
     ("runtime",),
     ("interp",),
     ("fold",),
-    ("copy",),
+    ("copy", "hopper"),
     ("schedules",),
     ("testing",),
     ("cli",),

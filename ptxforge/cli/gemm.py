@@ -36,6 +36,8 @@ def add_parser(sub) -> None:
     p.add_argument("--bench", action="store_true", help="time more launches (on a GPU)")
     p.add_argument("--repeat", type=int, default=None, help="timed launches (default 20, 200 with --bench)")
     p.add_argument("--no-run", action="store_true", help="do not run even when a GPU is present")
+    p.add_argument("--mma-sync", action="store_true", help="on sm_90, keep the mma.sync schedule instead of the "
+                                                           "TMA + wgmma one")
     p.set_defaults(func=run_cli)
 
 
@@ -75,6 +77,9 @@ def run_cli(args) -> int:
         if gpu_available():
             from ..runtime import device_info
             target = device_info().arch
+    hopper = _hopper_schedule(args, target)
+    if hopper is not None:
+        return _run_hopper(hopper, args, on_gpu)
     g = _schedule(args, target)
     t0 = time.perf_counter()
     text = str(g.emit())
@@ -139,6 +144,68 @@ def _run_on_gpu(g, args) -> int:
     repeat = args.repeat or (200 if args.bench else 20)
     bound = bind_gemm(g, da, db, dc)
     t = benchmark(bound, warmup=5 if not args.bench else 20, repeat=repeat)
+    tops = 2.0 * m * n * k / (t.median_us * 1e-6) / 1e12
+    print(f"time:     median {t.median_us:.1f} us over {repeat} launches -> {tops:.1f} TOPS")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------- the sm_90a path
+
+_TILE_OPTIONS = ("block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "layout", "raster_group", "path")
+
+
+def _hopper_schedule(args, target):
+    """The TMA + wgmma schedule for an sm_90 target when no mma.sync option is given, else None."""
+    if args.mma_sync or args.operand != "s4" or not str(target).startswith("sm_90"):
+        return None
+    if any(getattr(args, o) is not None for o in _TILE_OPTIONS):
+        return None
+    from ..schedules.gemm import Int4Gemm
+    from ..schedules.hopper import HopperGemm
+    g = Int4Gemm.for_shape(args.m, args.n, args.k, "sm_90a")
+    return g if isinstance(g, HopperGemm) else None
+
+
+def _run_hopper(g, args, on_gpu: bool) -> int:
+    """Describe, assemble and (on a GPU) check and time the Hopper schedule."""
+    t0 = time.perf_counter()
+    text = g.module.render().text
+    first_ms = (time.perf_counter() - t0) * 1e3
+    print(f"schedule: {g.describe()}")
+    print(f"problem:  C[{args.m}, {args.n}] int32 = A[{args.m}, {args.k}] . B[{args.n}, {args.k}]^T, packed s4")
+    print(f"path:     {g.path_name} -- {g.path_reason}")
+    print(f"emitted:  {len(text.splitlines())} PTX lines in {first_ms:.1f} ms")
+    try:
+        rep = g.assemble()
+        print(f"  {rep.report()}")
+        ops = rep.sass_opcodes(g.kernel_name)
+        key = {o: n for o, n in ops.items() if o.startswith(("IGMMA", "UTMALDG", "USETMAXREG", "CALL"))}
+        print("     SASS: " + ", ".join(f"{o} x{n}" for o, n in sorted(key.items())))
+    except Exception as e:  # the run below does not need the report
+        print(f"sm_90a: cannot assemble or disassemble here: {e}")
+    if not on_gpu:
+        print("no GPU here: emitted and assembled only" if not args.no_run else "run skipped (--no-run)")
+        return 0
+    import numpy as np
+    from ..int4 import pack_int4, random_int4
+    from ..runtime import DeviceBuffer, benchmark
+    from ..schedules.hopper import prepare
+    rng = np.random.default_rng(0)
+    m, n, k = args.m, args.n, args.k
+    av, bv = random_int4((m, k), rng, signed=True), random_int4((n, k), rng, signed=True)
+    a, b = pack_int4(av, signed=True), pack_int4(bv, signed=True)
+    da, db = DeviceBuffer.from_host(a), DeviceBuffer.from_host(b)
+    dc = DeviceBuffer.from_host(np.full((m, n), -1, np.int32))
+    plan = prepare(g, da, db, dc, k=k)
+    plan.launch()
+    c = dc.to_host()
+    rows = np.arange(m) if m * n * k <= 2 ** 33 else np.sort(rng.choice(m, 64, replace=False))
+    want = av[rows].astype(np.int64) @ bv.astype(np.int64).T
+    ok = np.array_equal(c[rows].astype(np.int64), want)
+    what = f"{m}x{n}x{k}" + ("" if len(rows) == m else f", {len(rows)} sampled rows")
+    print(f"check:    {'exact match with numpy' if ok else 'MISMATCH with numpy'} ({what}), {plan.splits} K split(s)")
+    repeat = args.repeat or (200 if args.bench else 20)
+    t = benchmark(plan.launch, warmup=5 if not args.bench else 20, repeat=repeat)
     tops = 2.0 * m * n * k / (t.median_us * 1e-6) / 1e12
     print(f"time:     median {t.median_us:.1f} us over {repeat} launches -> {tops:.1f} TOPS")
     return 0 if ok else 1

@@ -196,9 +196,12 @@ def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
                 req=_space(space, REQ_TX), info=MbarInfo("expect_tx"))
 
 
-def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend=None):
-    """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking); `suspend` (try_wait
-    only) is the time limit hint in nanoseconds, a .u32 operand after the phase."""
+def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None):
+    """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking).
+
+    `suspend_ns` (try_wait only): the suspendTimeHint operand, the most nanoseconds the thread
+    may be suspended waiting before try_wait returns false.
+    """
     if kind not in ("test_wait", "try_wait"):
         raise ValidationError(f"mbarrier wait is test_wait or try_wait, got {kind!r}")
     base = REQ_MBAR if kind == "test_wait" else REQ_MBAR_90
@@ -217,19 +220,19 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend=None):
             check_value(phase, T.u32, "phase parity")
     else:
         check_value(phase, T.b64, "mbarrier state token", imm_ok=False)
-    ops = (p, a, phase)
-    if suspend is not None:
+    ops = [p, a, phase]
+    if suspend_ns is not None:
         if kind != "try_wait":
             raise ValidationError("only mbarrier.try_wait takes a suspend-time hint")
-        if isinstance(suspend, int):
-            if not 0 <= suspend <= 0xFFFFFFFF:
-                raise ValidationError(f"suspend-time hint {suspend} does not fit .u32")
-            suspend = Imm(suspend)
+        if isinstance(suspend_ns, int):
+            if not 0 < suspend_ns < (1 << 32):
+                raise ValidationError(f"suspend-time hint must be in 1..2^32-1 ns, got {suspend_ns}")
+            suspend_ns = Imm(suspend_ns)
         else:
-            check_value(suspend, T.u32, "suspend-time hint")
-        ops += (suspend,)
+            check_value(suspend_ns, T.u32, "suspend-time hint", imm_ok=False)
+        ops.append(suspend_ns)
     return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, space, "b64"),
-                ops, n_dst=1, req=req, info=MbarInfo(kind, parity))
+                tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity))
 
 
 def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):
@@ -338,14 +341,16 @@ class SyncOps:
                                 parity), pred)
         return p
 
-    def mbarrier_try_wait(self, addr, phase, *, parity=True, suspend=None, dst=None, pred=None):
-        """`mbarrier.try_wait{.parity}.shared::cta.b64 p, [addr], phase{, suspend}` (sm_90); `suspend`
-        is a time-limit hint in nanoseconds (an int or a .u32 register)."""
+    def mbarrier_try_wait(self, addr, phase, *, parity=True, suspend_ns=None, dst=None, pred=None):
+        """mbarrier.try_wait{.parity} (sm_90): a predicate, true once the phase has completed.
+
+        `suspend_ns` adds the suspendTimeHint operand (an int or .u32 register).
+        """
         p = self._dst(dst, T.pred)
-        if suspend is not None and not isinstance(suspend, int):
-            suspend = self._val(suspend)
+        if suspend_ns is not None and not isinstance(suspend_ns, int):
+            suspend_ns = self._val(suspend_ns)
         self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
-                                parity, suspend=suspend), pred)
+                                parity, suspend_ns=suspend_ns), pred)
         return p
 
     def mbarrier_complete_tx(self, addr, nbytes, *, pred=None):

@@ -12,18 +12,19 @@ from .arrays import In, InOut, Out
 from .cache import (CacheStats, cache_dir, clear_cache, clear_memory_cache, disk_cache_enabled, set_cache_dir,
                     set_disk_cache)
 from .cache import stats as cache_stats
-from .device import gpu_available, gpu_skip_reason, offline_summary
+from .device import gpu_available, gpu_skip_reason, native_target, offline_summary
 from .driver import DeviceInfo, LaunchLimits, device_info, select_device, synchronize
 from .kernel import BoundLaunch, KernelFunction
 from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream
+from .tensormap import TensorMap
 from .timing import EventTimer, Timing, benchmark
 
 __all__ = [
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
-    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats",
-    "gpu_available", "gpu_skip_reason", "offline_summary",
+    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap",
+    "gpu_available", "gpu_skip_reason", "native_target", "offline_summary",
 ]

@@ -39,6 +39,20 @@ def gpu_available() -> bool:
     return gpu_skip_reason() is None
 
 
+def native_target(default: str = "sm_90"):
+    """The `Target` to build for this machine's GPU, with its architecture-specific features
+    (sm_90 hardware gets sm_90a: wgmma and setmaxnreg run on it); `default` without a GPU."""
+    from ..isa.targets import Target
+    if not gpu_available():
+        return Target.parse(default)
+    from .driver import device_info
+    arch = device_info().arch
+    try:
+        return Target.parse(arch + "a")
+    except Exception:  # no arch-specific variant of this GPU's architecture
+        return Target.parse(arch)
+
+
 def offline_summary(module, reason: str) -> str:
     """What a script can still say without a GPU: `reason`, then the offline assembler's resource
     report for `module` (registers, shared memory, spills), or why no assembler is available."""

@@ -283,6 +283,9 @@ def _pair_arg(spec: ParamSpec, v, kernel: str) -> int:
 
 
 def _bytes_arg(spec: ParamSpec, v, kernel: str) -> bytes:
+    from .tensormap import TensorMap
+    if isinstance(v, TensorMap):  # a by-value tensor-map parameter: its encoded 128 bytes
+        v = v.encode()
     getptr = getattr(v, "getPtr", None)
     if callable(getptr) and not isinstance(v, (bytes, bytearray, memoryview, np.ndarray)):
         import ctypes

@@ -373,7 +373,7 @@ def _emit_sync(sc: Scratch, s: Spec):
             phase = sc.reg(T.u32)
         kw = {}
         if s.get("suspend") is not None:
-            kw["suspend"] = sc.reg(T.u32) if s["suspend"] == "reg" else s["suspend"]
+            kw["suspend_ns"] = sc.reg(T.u32) if s["suspend"] == "reg" else s["suspend"]
         getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g, **kw)
     elif op == "mbarrier_complete_tx":
         k.mbarrier_complete_tx(sc.mb, s["nbytes"] if s["nbytes"] is not None else sc.reg(T.u32), pred=g)

@@ -6,13 +6,7 @@ checks — is decided once per (schedule, M, N, K, operand dtypes, alignment cla
 and kept in a `GemmPlan`.  A repeated call with operands of the same kind then only reads three
 addresses, compares a few cached facts and issues one ``cuLaunchKernel``.
 
-How an operand is read on the fast path:
-
-* a ptxforge `DeviceBuffer`: its address, shape and dtype;
-* an object with ``data_ptr()`` and ``__cuda_array_interface__`` (torch tensors): the first call
-  reads the array interface in full and checks that ``data_ptr()`` gives the same address; later
-  calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
-  which cost far less than building the interface dictionary again.
+How an operand is read on the fast path: see `ptxforge.schedules.operands`.
 
 Stream ordering: the array interface names the stream that produced an operand.  A plan is made
 for one launch stream; the fast path is only taken when, on the call that made the plan, every
@@ -29,65 +23,9 @@ import threading
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
+from ..operands import _reader, align_class
 
 _PTXFORGE_INTERNAL = True
-
-#: the legacy default stream, as the CUDA array interface (v3) spells it: 1 legacy, 2 per-thread
-_LEGACY_STREAMS = (None, 0, 1, 2)
-#: alignment classes the variants distinguish (see GemmSchedule.for_problem)
-_ALIGN_CAP = 256
-
-
-def align_class(ptr: int | None) -> int:
-    """The largest power of two dividing `ptr`, capped at 256 (host arrays are staged: 256)."""
-    if not ptr:
-        return _ALIGN_CAP
-    a = ptr & -ptr
-    return a if a < _ALIGN_CAP else _ALIGN_CAP
-
-
-class _FastReader:
-    """Per type: how to read (address, shape, dtype key, device) of a GPU array without its interface dict."""
-
-    __slots__ = ("verified",)
-
-    def __init__(self):
-        self.verified: set = set()  # (type, dtype) pairs whose data_ptr() was checked against the interface
-
-    def read(self, x):
-        """(ptr, shape, dtype key, device) or None when `x` must take the careful path."""
-        from ...runtime.memory import DeviceBuffer
-        t = type(x)
-        if t is DeviceBuffer:
-            return x._ptr, x.shape, x.dtype, None
-        dp = getattr(x, "data_ptr", None)
-        if dp is None:
-            return None
-        try:
-            dt = x.dtype
-            if (t, dt) not in self.verified or not x.is_contiguous():
-                return None
-            dev = x.get_device()
-            if dev < 0:  # a host tensor of a type whose GPU tensors were seen before
-                return None
-            return dp(), tuple(x.shape), dt, dev
-        except Exception:
-            return None
-
-    def learn(self, x, ptr: int) -> None:
-        """After the careful path read `x`'s interface: trust its data_ptr() from now on if it agrees."""
-        dp = getattr(x, "data_ptr", None)
-        if dp is None or not hasattr(x, "__cuda_array_interface__"):
-            return
-        try:
-            if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
-                    and callable(getattr(x, "get_device", None)):
-                self.verified.add((type(x), x.dtype))
-        except Exception:
-            pass
-
-
-_reader = _FastReader()
 
 _kernels: dict = {}
 _lock = threading.Lock()
@@ -256,9 +194,10 @@ def fast_run(s, a, b, c, k, stream):
 
 
 def remember_plan(s, a, b, c, k_arg, stream, m: int, n: int, k: int, align: int, c_align: int,
-                  producers_ok: bool) -> None:
-    """After the careful path launched GPU operands: keep a plan so the next such call is fast."""
-    if not producers_ok:
+                  ordered: bool) -> None:
+    """After the careful path launched GPU operands: keep a plan so the next such call is fast
+    (`ordered`: no operand's producer stream differs from the launch stream; else keep none)."""
+    if not ordered:
         return
     ga, gb, gc = _reader.read(a), _reader.read(b), _reader.read(c)
     if ga is None or gb is None or gc is None:
@@ -280,18 +219,3 @@ def remember_plan(s, a, b, c, k_arg, stream, m: int, n: int, k: int, align: int,
         if len(entry[1]) >= _PLAN_CACHE_SIZE:
             entry[1].pop(next(iter(entry[1])))
         entry[1][key] = plan
-
-
-def producers_ok(stream_handle: int, *arrays) -> bool:
-    """Whether no operand's array interface names a producer stream other than the launch stream."""
-    for x in arrays:
-        try:
-            cai = x.__cuda_array_interface__
-        except Exception:
-            continue
-        p = cai.get("stream") if isinstance(cai, dict) else None
-        if p in _LEGACY_STREAMS and stream_handle == 0:
-            continue
-        if p is not None and p != stream_handle:
-            return False
-    return True

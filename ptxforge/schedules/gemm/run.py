@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from .plan import align_class, fast_run, load_kernel, producers_ok, remember_plan
+from ..operands import align_class, producers_ok
+from .plan import fast_run, load_kernel, remember_plan
 
 
 def _describe(x, what: str, stream: int):

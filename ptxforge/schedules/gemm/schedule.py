@@ -292,10 +292,33 @@ class GemmSchedule:
         return dataclasses.replace(self, **changes) if changes else self
 
     @classmethod
-    def for_shape(cls, m: int, n: int, k: int, target="sm_90", **overrides) -> "GemmSchedule":
-        """A configuration for an M x N x K problem (see `choose_config`); `overrides` win."""
+    def for_shape(cls, m: int, n: int, k: int, target=None, *, hopper=None, **overrides) -> "GemmSchedule":
+        """A configuration for an M x N x K problem (see `choose_config`); `overrides` win.
+
+        target: a `Target` or name; None means this machine's GPU with its architecture-specific
+        features (`runtime.native_target`: sm_90a on an H100/H200), or sm_90 without a GPU.
+
+        On target sm_90a (H100/H200) with no other overrides than `operand`, an s8 or s4 problem
+        whose operand rows are a multiple of 16 bytes gets the TMA + wgmma schedule
+        (`schedules.hopper.HopperGemm`, about 1.7x the mma.sync path at 8192^3 for s8; its
+        `path_reason` says why); `hopper=False` keeps mma.sync, `hopper=True` asks for the Hopper
+        path on any sm_90 target and raises when the problem does not fit it.
+        """
         from .tuning import choose_config
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
+        if target is None:
+            from ...runtime.device import native_target
+            target = native_target()
+        t = Target.parse(target)
+        if hopper or (hopper is None and t.name == "sm_90a" and set(overrides) <= {"operand"}):
+            from ..hopper.tuning import choose_hopper, hopper_reason
+            if hopper:
+                try:
+                    return choose_hopper(m, n, k, operand)
+                except ValidationError as e:
+                    raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e}") from None
+            if hopper_reason(m, n, k, operand)[0]:
+                return choose_hopper(m, n, k, operand)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
         params["target"] = Target.parse(target)

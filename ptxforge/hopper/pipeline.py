@@ -1,0 +1,210 @@
+"""An N-stage ring of full/empty mbarriers and warp-specialization helpers for sm_90 kernels.
+
+    ring = MbarrierRing(k, stages=4, base=bar_addr, consumer_arrivals=8)
+    ring.init(pred=is_thread0)                     # mbarrier.init x 2N + fence.mbarrier_init
+    k.bar_sync(0)
+    ws = WarpSpecialized(k, consumer_groups=2)      # warpgroup 0 produces, 1..2 consume
+    with ws.producer():
+        st = ring.producer_state()
+        ...  ring.acquire(st); ring.expect_tx(st, nbytes, pred=leader); k.tensor_load(..., ring.full(st)); st.advance()
+    with ws.consumer() as cwg:
+        st = ring.consumer_state()
+        ...  ring.wait_full(st); <wgmma ...>; ring.release(st, pred=lane0); st.advance()
+
+Phases follow the usual convention: a fresh barrier is in phase 0; waiting on parity 1 of a fresh
+barrier succeeds at once, so the producer starts at parity 1 on the "empty" barriers (every slot
+starts free) and the consumer at parity 0 on the "full" ones; both flip their parity each time
+their stage index wraps around the ring.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+from ..isa import types as T
+from ..isa.operands import Addr, Reg
+
+_PTXFORGE_INTERNAL = True
+
+#: Registers per thread a CTA can hold in all (the register file of one SM).
+REGISTER_FILE = 65536
+
+
+@dataclass
+class RingState:
+    """One role's position in a ring: the stage index and the phase parity to wait on (registers)."""
+
+    k: object
+    stage: Reg
+    phase: Reg
+    stages: int
+
+    def advance(self) -> None:
+        """Move to the next stage; flip the parity when the index wraps (add, setp, 2 predicated ops)."""
+        k = self.k
+        k.add(self.stage, 1, dst=self.stage)
+        wrap = k.setp("eq", self.stage, self.stages, type=T.u32)
+        k.mov(0, type=T.u32, dst=self.stage, pred=wrap)
+        k.xor(self.phase, 1, dst=self.phase, pred=wrap)
+
+
+class MbarrierRing:
+    """N stages of (full, empty) mbarrier pairs at shared address `base` (16 bytes per stage).
+
+    full[s] completes when the producer's `producer_arrivals` arrivals and all expected TMA bytes
+    have landed; empty[s] when `consumer_arrivals` consumer arrivals say the slot may be refilled.
+    `suspend_ns` is the try_wait suspend-time hint of the wait loops (None: no hint).
+    """
+
+    def __init__(self, k, stages: int, base, *, producer_arrivals: int = 1, consumer_arrivals: int = 1,
+                 suspend_ns: int | None = None):
+        if not isinstance(stages, int) or stages < 1:
+            raise ValidationError(f"a ring needs at least one stage, got {stages!r}")
+        if k.target.sm < 90:
+            raise ValidationError(f"MbarrierRing uses mbarrier.try_wait and expect_tx (sm_90); target is {k.target}")
+        self.k, self.stages, self.base = k, stages, base
+        self.producer_arrivals, self.consumer_arrivals = producer_arrivals, consumer_arrivals
+        self.suspend_ns = suspend_ns
+
+    #: shared-memory bytes the ring's barriers take
+    @staticmethod
+    def nbytes(stages: int) -> int:
+        """Bytes of shared memory `stages` stages of barriers need (8-byte aligned)."""
+        return 16 * stages
+
+    def _bar(self, which: int, stage) -> Addr:
+        k = self.k
+        if isinstance(stage, int):
+            return Addr(self.base, 8 * (which * self.stages + stage))
+        a = k.mad(stage, 8, self.base, mode="lo", type=T.u32)
+        return Addr(a, 8 * which * self.stages)
+
+    def full(self, st) -> Addr:
+        """Address of the full barrier of a state's stage (or of stage index `st`)."""
+        return self._bar(0, st.stage if isinstance(st, RingState) else st)
+
+    def empty(self, st) -> Addr:
+        """Address of the empty barrier of a state's stage (or of stage index `st`)."""
+        return self._bar(1, st.stage if isinstance(st, RingState) else st)
+
+    def init(self, *, pred=None) -> None:
+        """mbarrier.init every barrier (guard with `pred` so one thread does it) + fence.mbarrier_init.
+
+        The caller follows with a CTA barrier (bar.sync) before any thread uses the ring.
+        """
+        k = self.k
+        for s in range(self.stages):
+            k.mbarrier_init(self._bar(0, s), self.producer_arrivals, pred=pred)
+            k.mbarrier_init(self._bar(1, s), self.consumer_arrivals, pred=pred)
+        k.fence("fence.mbarrier_init.release.cluster", pred=pred)
+
+    def _state(self, phase: int, name: str) -> RingState:
+        k = self.k
+        s = k.mov(0, type=T.u32, dst=k.reg(T.u32, f"{name}_stage"))
+        p = k.mov(phase, type=T.u32, dst=k.reg(T.u32, f"{name}_phase"))
+        return RingState(k, s, p, self.stages)
+
+    def producer_state(self) -> RingState:
+        """Stage 0, waiting on parity 1 of the empty barriers (free at start)."""
+        return self._state(1, "prod")
+
+    def consumer_state(self) -> RingState:
+        """Stage 0, waiting on parity 0 of the full barriers."""
+        return self._state(0, "cons")
+
+    def _wait(self, addr: Addr, phase) -> None:
+        k = self.k
+        top = k.label("ring_wait")
+        k.place(top)
+        p = k.mbarrier_try_wait(addr, phase, suspend_ns=self.suspend_ns)
+        k.bra(top, pred=~p)
+
+    def acquire(self, st: RingState) -> None:
+        """Producer: wait until the slot of `st` is empty (try_wait.parity loop on empty[stage])."""
+        self._wait(self.empty(st), st.phase)
+
+    def expect_tx(self, st: RingState, nbytes, *, pred=None) -> None:
+        """Producer: mbarrier.arrive.expect_tx on full[stage] for the bytes the TMA copies will bring."""
+        self.k.mbarrier_arrive(self.full(st), expect_tx=nbytes, pred=pred)
+
+    def wait_full(self, st: RingState) -> None:
+        """Consumer: wait until the slot of `st` is filled (try_wait.parity loop on full[stage])."""
+        self._wait(self.full(st), st.phase)
+
+    def release(self, st_or_stage, *, pred=None) -> None:
+        """Consumer: arrive on empty[stage] (after the reads of the slot are complete)."""
+        self.k.mbarrier_arrive(self.empty(st_or_stage), state="_", pred=pred)
+
+
+def register_split(threads: int, producer_groups: int, consumer_groups: int, producer_regs: int,
+                   consumer_regs: int) -> None:
+    """Check a setmaxnreg plan: counts are multiples of 8 in 24..256 and the CTA fits the register file."""
+    for n, what in ((producer_regs, "producer"), (consumer_regs, "consumer")):
+        if n % 8 or not 24 <= n <= 256:
+            raise ValidationError(f"{what} register count must be a multiple of 8 in 24..256, got {n}")
+    if threads != 128 * (producer_groups + consumer_groups):
+        raise ValidationError(f"{threads} threads is not {producer_groups} + {consumer_groups} warpgroups of 128")
+    total = 128 * (producer_groups * producer_regs + consumer_groups * consumer_regs)
+    if total > REGISTER_FILE:
+        raise ValidationError(f"{producer_groups} x 128 x {producer_regs} + {consumer_groups} x 128 x "
+                              f"{consumer_regs} = {total} registers exceed the {REGISTER_FILE} of an SM")
+
+
+def entry_register_cap(threads: int) -> int:
+    """The per-thread register cap ptxas applies at entry with .maxntid threads and .minnctapersm 1.
+
+    setmaxnreg only takes effect when the kernel has such a cap (otherwise ptxas warns C7508).
+    """
+    return min(255, (REGISTER_FILE // threads) // 8 * 8)
+
+
+class WarpSpecialized:
+    """Split a CTA into one producer warpgroup (index 0) and `consumer_groups` consumer warpgroups.
+
+    The kernel must be built with maxntid = 128 x (1 + consumer_groups) and minnctapersm=1 (or
+    .maxnreg), so there is an entry register cap for `setmaxnreg` to move registers from.  Use
+    `producer()` then `consumer()` as consecutive with-blocks: one if/else on the warpgroup index,
+    the first statement of each branch a `setmaxnreg.dec` / `.inc`.
+    """
+
+    def __init__(self, k, consumer_groups: int = 2, *, producer_regs: int = 40, consumer_regs: int | None = None):
+        self.k, self.consumer_groups = k, consumer_groups
+        threads = 128 * (1 + consumer_groups)
+        if consumer_regs is None:
+            consumer_regs = min(256, ((REGISTER_FILE // 128 - producer_regs) // consumer_groups) // 8 * 8)
+        register_split(threads, 1, consumer_groups, producer_regs, consumer_regs)
+        lim = k.directives
+        if not any(key in ("maxntid", "reqntid") for key, _ in lim) or not any(
+                key in ("minnctapersm", "maxnreg") for key, _ in lim):
+            raise ValidationError("warp specialization with setmaxnreg needs an entry register cap: build the "
+                                  f"kernel with maxntid={threads} (or reqntid) and minnctapersm=1 (or maxnreg)")
+        self.producer_regs, self.consumer_regs, self.threads = producer_regs, consumer_regs, threads
+        tid = k.tid()
+        self.warpgroup = k.shr(tid, 7, type=T.u32, dst=k.reg(T.u32, "warpgroup"))
+        self.warp_in_group = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32, dst=k.reg(T.u32, "warp_in_wg"))
+        self.lane = k.and_(tid, 31, type=T.b32, dst=k.reg(T.u32, "lane"))
+        self.tid = tid
+        self._is_producer = k.setp("eq", self.warpgroup, 0, type=T.u32)
+
+    @contextmanager
+    def producer(self):
+        """The producer branch (warpgroup 0): setmaxnreg.dec to producer_regs first."""
+        k = self.k
+        with k.if_(self._is_producer):
+            k.setmaxnreg("dec", self.producer_regs)
+            yield
+
+    @contextmanager
+    def consumer(self):
+        """The consumer branch: setmaxnreg.inc to consumer_regs; yields the consumer index (0-based) register."""
+        k = self.k
+        with k.else_():
+            k.setmaxnreg("inc", self.consumer_regs)
+            c = k.sub(self.warpgroup, 1, type=T.u32, dst=k.reg(T.u32, "consumer"))
+            yield c
+
+    def elect_one(self):
+        """elect.sync over the full warp: a predicate true in exactly one lane."""
+        return self.k.elect_sync()

@@ -1,0 +1,244 @@
+"""Tiled tensor maps (`CUtensorMap`) for the tensor-memory-access engine, described and checked in Python.
+
+    tm = TensorMap.from_array(a_dev, box=(64, 128), swizzle=128)   # a 2-D row-major GPU array
+    tm = TensorMap("u8", base=ptr, global_dims=(k, m), global_strides=(k,), box=(128, 128), swizzle=128)
+    fn(grid, block, tm, ...)        # a `.param .align 64 .b8 name[128]` parameter takes the object
+
+A `TensorMap` is a pure, frozen description: constructing one checks every constraint the driver
+has (base and stride alignment, box limits, swizzle span against the inner box bytes, rank) with a
+message that says what is legal, and touches no driver, so the CPU interpreter can read it too.
+`encode()` calls `cuTensorMapEncodeTiled` (cuda.bindings.driver) once and returns the 128-byte blob
+a kernel takes by value.  Dimensions are listed innermost first, as the driver and the PTX
+`cp.async.bulk.tensor` coordinates are.  4-bit data is addressed as bytes (dtype "u8", the
+innermost extent halved): the engine has no sub-byte element type.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass, field
+
+from ..errors import LaunchError, ValidationError
+from ..isa import types as T
+from ..isa.descriptors import swizzle_mode
+
+_PTXFORGE_INTERNAL = True
+
+#: PTX element type name -> CUtensorMapDataType enumerator (TMA moves bits: signedness is irrelevant
+#: to it, so s8 goes as UINT8 and s16 as UINT16).
+TENSORMAP_DTYPES = {
+    "u8": "CU_TENSOR_MAP_DATA_TYPE_UINT8", "s8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+    "b8": "CU_TENSOR_MAP_DATA_TYPE_UINT8",
+    "u16": "CU_TENSOR_MAP_DATA_TYPE_UINT16", "s16": "CU_TENSOR_MAP_DATA_TYPE_UINT16",
+    "b16": "CU_TENSOR_MAP_DATA_TYPE_UINT16",
+    "f16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
+    "u32": "CU_TENSOR_MAP_DATA_TYPE_UINT32", "b32": "CU_TENSOR_MAP_DATA_TYPE_UINT32",
+    "s32": "CU_TENSOR_MAP_DATA_TYPE_INT32", "f32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32",
+    "u64": "CU_TENSOR_MAP_DATA_TYPE_UINT64", "b64": "CU_TENSOR_MAP_DATA_TYPE_UINT64",
+    "s64": "CU_TENSOR_MAP_DATA_TYPE_INT64", "f64": "CU_TENSOR_MAP_DATA_TYPE_FLOAT64",
+}
+INTERLEAVES = {0: "CU_TENSOR_MAP_INTERLEAVE_NONE", 16: "CU_TENSOR_MAP_INTERLEAVE_16B",
+               32: "CU_TENSOR_MAP_INTERLEAVE_32B"}
+L2_PROMOTIONS = {0: "CU_TENSOR_MAP_L2_PROMOTION_NONE", 64: "CU_TENSOR_MAP_L2_PROMOTION_L2_64B",
+                 128: "CU_TENSOR_MAP_L2_PROMOTION_L2_128B", 256: "CU_TENSOR_MAP_L2_PROMOTION_L2_256B"}
+OOB_FILLS = {"zero": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE",
+             "nan": "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"}
+
+#: Bytes of the opaque CUtensorMap object, and the alignment a by-value parameter needs.
+TENSORMAP_BYTES = 128
+TENSORMAP_PARAM_ALIGN = 64
+
+_NUMPY_TO_PTX = {("i", 8): "s8", ("u", 8): "u8", ("i", 16): "s16", ("u", 16): "u16", ("f", 16): "f16",
+                 ("bf", 16): "bf16", ("i", 32): "s32", ("u", 32): "u32", ("f", 32): "f32", ("i", 64): "s64",
+                 ("u", 64): "u64", ("f", 64): "f64", ("b", 8): "u8"}
+
+
+def _ints(v, what):
+    if isinstance(v, int):
+        v = (v,)
+    try:
+        out = tuple(int(x) for x in v)
+    except TypeError:
+        raise ValidationError(f"tensor map {what} must be a sequence of ints, got {v!r}") from None
+    return out
+
+
+@dataclass(frozen=True)
+class TensorMap:
+    """A tiled tensor map (the arguments of `cuTensorMapEncodeTiled`), validated at construction.
+
+    dtype: element type name ('s8', 'bf16', ...; 4-bit data as 'u8'); base: device address of
+    element 0 (16-byte aligned, 32 with interleave); global_dims: extent per dimension, innermost
+    first (rank 1..5); global_strides: byte strides of dimensions 1..rank-1 (multiples of 16,
+    < 2^40; default: dense); box: the tile one copy moves, innermost first (each 1..256);
+    element_strides: 1..8 per dimension (default 1); interleave: 0/16/32 bytes; swizzle:
+    0/32/64/128 bytes (the inner box must not exceed that span); l2_promotion: 0/64/128/256;
+    oob_fill: 'zero' or 'nan' (floating types) for the out-of-bounds part of a box.
+    """
+
+    dtype: str
+    base: int
+    global_dims: tuple
+    box: tuple
+    global_strides: tuple | None = None
+    element_strides: tuple | None = None
+    interleave: int = 0
+    swizzle: int = 0
+    l2_promotion: int = 128
+    oob_fill: str = "zero"
+    _blob: list = field(default_factory=list, compare=False, repr=False)
+
+    def __post_init__(self):
+        t = T.lookup(self.dtype)
+        if t in (T.s4, T.u4):
+            raise ValidationError(f"the tensor-memory-access engine has no {t.name} element: address 4-bit data "
+                                  "as bytes (dtype 'u8', innermost extent and box halved; two values per byte)")
+        if t.name not in TENSORMAP_DTYPES:
+            raise ValidationError(f"tensor map dtype {t.name!r} is not a TMA element type; use one of "
+                                  + ", ".join(sorted(TENSORMAP_DTYPES)))
+        object.__setattr__(self, "dtype", t.name)
+        eb = t.bits // 8
+        dims = _ints(self.global_dims, "global_dims")
+        rank = len(dims)
+        if not 1 <= rank <= 5:
+            raise ValidationError(f"a tensor map has rank 1..5, got {rank} dimensions {dims}")
+        if any(not 1 <= n <= (1 << 32) for n in dims):
+            raise ValidationError(f"global_dims {dims} must each be in 1..2^32")
+        if not isinstance(self.base, int) or self.base < 0:
+            raise ValidationError(f"tensor map base must be a device address (int), got {self.base!r}")
+        if self.interleave not in INTERLEAVES:
+            raise ValidationError(f"interleave must be 0 (none), 16 or 32 bytes, got {self.interleave!r}")
+        align = 32 if self.interleave == 32 else 16
+        if self.base % align:
+            raise ValidationError(f"tensor map base {self.base:#x} must be {align}-byte aligned"
+                                  + (" (32 with 32-byte interleave)" if align == 32 else ""))
+        strides = self.global_strides
+        if strides is None:
+            acc, strides = dims[0] * eb, []
+            for n in dims[1:]:
+                strides.append(acc)
+                acc *= n
+        strides = _ints(strides, "global_strides") if strides else ()
+        if len(strides) != rank - 1:
+            raise ValidationError(f"global_strides gives the byte stride of dimensions 1..rank-1: {rank - 1} "
+                                  f"value(s) for rank {rank}, got {strides}")
+        for i, s in enumerate(strides):
+            if s % 16 or s <= 0:
+                raise ValidationError(f"global stride {i + 1} = {s} bytes must be a positive multiple of 16 "
+                                      "(pad the rows, or use a narrower view)")
+            if s >= (1 << 40):
+                raise ValidationError(f"global stride {i + 1} = {s} bytes must be < 2^40")
+        box = _ints(self.box, "box")
+        if len(box) != rank:
+            raise ValidationError(f"box needs one extent per dimension ({rank}), got {box}")
+        if any(not 1 <= b <= 256 for b in box):
+            raise ValidationError(f"box {box}: each extent must be in 1..256 elements")
+        es = _ints(self.element_strides, "element_strides") if self.element_strides is not None else (1,) * rank
+        if len(es) != rank or any(not 1 <= e <= 8 for e in es):
+            raise ValidationError(f"element_strides needs {rank} values in 1..8, got {es}")
+        sw = swizzle_mode(self.swizzle)
+        inner = box[0] * eb
+        if self.interleave == 0:
+            if inner % 16:
+                raise ValidationError(f"the inner box is {box[0]} x {eb} = {inner} bytes; it must be a multiple "
+                                      "of 16 bytes")
+            if sw.nbytes and inner > sw.nbytes:
+                raise ValidationError(f"the inner box is {inner} bytes, more than the {sw.nbytes}-byte swizzle "
+                                      f"span: use a box of at most {sw.nbytes // eb} elements innermost")
+        elif self.interleave == 32 and sw.nbytes != 32 and sw.nbytes:
+            raise ValidationError("32-byte interleave takes swizzle 0 or 32")
+        if self.l2_promotion not in L2_PROMOTIONS:
+            raise ValidationError(f"l2_promotion must be 0, 64, 128 or 256 bytes, got {self.l2_promotion!r}")
+        if self.oob_fill not in OOB_FILLS:
+            raise ValidationError(f"oob_fill is 'zero' or 'nan', got {self.oob_fill!r}")
+        if self.oob_fill == "nan" and not t.is_float:
+            raise ValidationError("oob_fill='nan' needs a floating-point dtype")
+        for name, v in (("global_dims", dims), ("global_strides", strides), ("box", box), ("element_strides", es)):
+            object.__setattr__(self, name, v)
+
+    # ------------------------------------------------------------ construction from arrays
+    @classmethod
+    def from_array(cls, array, box, *, dtype=None, swizzle=0, **kw) -> "TensorMap":
+        """A tensor map over a GPU array (DeviceBuffer, `__cuda_array_interface__` or DLPack).
+
+        The array's shape is read outermost first (numpy order) and reversed into global_dims;
+        its byte strides likewise.  `box` is innermost first.  `dtype` overrides the element type
+        (e.g. 'u8' for packed 4-bit data held in an int8 array).
+        """
+        from .arrays import device_view
+        from .memory import DeviceBuffer
+        if isinstance(array, DeviceBuffer):
+            shape, strides, ptr = tuple(array.shape), None, array.ptr
+            dt = _NUMPY_TO_PTX.get((array.dtype.kind, array.dtype.itemsize * 8))
+            eb = array.dtype.itemsize
+        else:
+            v = device_view(array)
+            if v is None or not hasattr(v, "ptr"):
+                raise ValidationError(f"{type(array).__name__} is not a GPU array (DeviceBuffer, "
+                                      "__cuda_array_interface__ or DLPack on a CUDA device)")
+            shape, strides, ptr = v.shape, v.strides, v.ptr
+            dt = _NUMPY_TO_PTX.get((v.elem.kind, v.elem.bits))
+            eb = max(v.elem.bits // 8, 1)
+        dtype = dtype or dt
+        if dtype is None:
+            raise ValidationError("cannot tell the array's element type: pass dtype=")
+        scale = eb / (T.lookup(dtype).bits // 8)
+        dims = [int(n) for n in reversed(shape)]
+        dims[0] = int(dims[0] * scale)
+        if strides is None:
+            acc, st = int(shape[-1]) * eb, []
+            for n in reversed(shape[:-1]):
+                st.append(acc)
+                acc *= int(n)
+        else:
+            if strides[-1] != eb and shape[-1] != 1:
+                raise ValidationError("the innermost dimension of a tensor-mapped array must be contiguous")
+            st = [int(s) for s in reversed(strides[:-1])]
+        return cls(dtype, int(ptr), tuple(dims), tuple(box), tuple(st), swizzle=swizzle, **kw)
+
+    # ------------------------------------------------------------ facts
+    @property
+    def rank(self) -> int:
+        """Number of dimensions."""
+        return len(self.global_dims)
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes per element."""
+        return T.lookup(self.dtype).bits // 8
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one full box lands in shared memory (the expect_tx count of one copy)."""
+        n = self.element_bytes
+        for b, e in zip(self.box, self.element_strides):
+            n *= -(-b // e)
+        return n
+
+    # ------------------------------------------------------------ driver
+    def encode(self) -> bytes:
+        """The 128-byte CUtensorMap from `cuTensorMapEncodeTiled` (computed once, then cached)."""
+        if self._blob:
+            return self._blob[0]
+        from .driver import api, check, context
+        d = api()
+        context()  # cuTensorMapEncodeTiled needs an initialized driver
+        args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
+                [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],
+                [d.cuuint32_t(b) for b in self.box], [d.cuuint32_t(e) for e in self.element_strides],
+                getattr(d.CUtensorMapInterleave, INTERLEAVES[self.interleave]),
+                getattr(d.CUtensorMapSwizzle, swizzle_mode(self.swizzle).tensor_map),
+                getattr(d.CUtensorMapL2promotion, L2_PROMOTIONS[self.l2_promotion]),
+                getattr(d.CUtensorMapFloatOOBfill, OOB_FILLS[self.oob_fill]))
+        try:
+            tmap = check(d.cuTensorMapEncodeTiled(*args), "cuTensorMapEncodeTiled")
+        except Exception as e:
+            raise LaunchError(f"cuTensorMapEncodeTiled refused {self!r}: {e}") from e
+        blob = ctypes.string_at(int(tmap.getPtr()), TENSORMAP_BYTES)
+        self._blob.append(blob)
+        return blob
+
+    def with_base(self, base: int) -> "TensorMap":
+        """The same map over another buffer of the same shape (re-validated, not yet encoded)."""
+        return TensorMap(self.dtype, int(base), self.global_dims, self.box, self.global_strides,
+                         self.element_strides, self.interleave, self.swizzle, self.l2_promotion, self.oob_fill)

@@ -1,0 +1,14 @@
+"""Hopper (sm_90a) GEMM schedules: warp-specialized persistent TMA + wgmma kernels.
+
+    from ptxforge.schedules.hopper import HopperGemm, prepare, run
+    g = HopperGemm("s8", block_n=256, stages=4)     # s8 x s8 -> s32; "s4" packed, "bf16"/"f16" -> f32
+    print(g.listing())
+    plan = prepare(g, a_dev, b_dev, c_dev); plan.launch()
+"""
+
+from .config import OPERANDS, Bf16Gemm, HopperGemm
+from .run import Plan, assembled, load_kernel, prepare, reference, run
+from .tuning import DEFAULTS, choose_hopper, hopper_reason
+
+__all__ = ["HopperGemm", "Bf16Gemm", "OPERANDS", "Plan", "prepare", "run", "reference", "assembled", "load_kernel",
+           "DEFAULTS", "choose_hopper", "hopper_reason"]

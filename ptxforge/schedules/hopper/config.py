@@ -1,0 +1,321 @@
+"""`HopperGemm`: parameters of the warp-specialized persistent TMA + wgmma GEMM (sm_90a).
+
+C[M, N] = A[M, K] . B[N, K]^T, both operands K-contiguous ("NT", like Int4Gemm/Int8Gemm):
+
+* operand "s8": s8 x s8 -> s32, exact.
+* operand "bf16" / "f16": 16-bit floats -> f32 accumulation and f32 C.
+* operand "s4": packed signed nibbles (two per byte, even k in the low nibble) in global memory
+  and in the TMA-fed shared tiles.  wgmma has no 4-bit form: with `a_registers` (default) each
+  consumer loads its A rows from the packed stage and widens them in registers (a register-sourced
+  wgmma), while B is widened into an s8 shared tile by the consumers together (then
+  `fence.proxy.async` and a named barrier); without it both operands are widened in shared memory.
+
+One CTA per SM loops over C tiles (persistent grid, grouped raster for L2 reuse).  Warpgroup 0
+is the producer (one thread issues the TMA copies into a `stages`-deep ring of full/empty
+mbarriers, setmaxnreg.dec to 40); `consumers` warpgroups (setmaxnreg.inc) each own `wg_m` rows
+of the block_m x block_n tile and issue m64 x block_n wgmmas from shared memory.  Ragged M/N/K:
+the tensor maps zero-fill out-of-bounds boxes, and edge tiles store C under masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...errors import ValidationError
+from ...isa.targets import Target
+from ...hopper.layout import SmemTile
+from ...hopper.pipeline import REGISTER_FILE
+
+_PTXFORGE_INTERNAL = True
+
+#: operand -> (shared element type the wgmma reads, bits per stored element, C element type)
+OPERANDS = {"s8": ("s8", 8, "s32"), "bf16": ("bf16", 16, "f32"), "f16": ("f16", 16, "f32"),
+            "s4": ("s8", 4, "s32")}
+
+#: dynamic shared memory an sm_90a CTA may take (227 KB)
+SMEM_LIMIT = Target.parse("sm_90a").limits.shared_per_cta
+
+#: bytes one TMA copy / one swizzle atom spans along K
+ATOM_BYTES = 128
+
+#: operand -> the configuration every shape gets today (measurements: schedules/hopper/tuning.py)
+DEFAULTS = {
+    "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
+    "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
+    "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
+}
+
+
+@dataclass(frozen=True)
+class HopperGemm:
+    """One warp-specialized TMA + wgmma GEMM kernel configuration (see the module docstring).
+
+    operand: 's8', 's4', 'bf16', 'f16'; block_n: C tile columns (wgmma N, 64..256); wg_m: rows
+    per consumer warpgroup (64 or 128: one or two m64 wgmmas per k-step); consumers: 1 or 2 consumer
+    warpgroups (block_m = wg_m x consumers); block_k_bytes: K bytes per stage of the wgmma
+    operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
+    raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
+    a_registers (s4 only): A widened in registers and fed to wgmma from registers;
+    converter (s4 with a_registers): B is widened by warps 2-3 of the producer warpgroup into two
+    s8 buffers handed over through mbarriers, so the consumers only widen A and multiply;
+    biased (s4 with a_registers): the nibbles are widened to v + 8 (u8, 3 operations per word
+    instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
+    adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
+    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`).
+    """
+
+    operand: str = "s8"
+    block_n: int = 256
+    wg_m: int = 64
+    consumers: int = 2
+    block_k_bytes: int = 128
+    stages: int = 4
+    raster_group: int = 8
+    consumer_regs: int = 232
+    producer_regs: int = 40
+    a_registers: bool = True
+    converter: bool = False
+    biased: bool = False
+
+    def __post_init__(self):
+        if self.operand not in OPERANDS:
+            raise ValidationError(f"HopperGemm operand must be one of {', '.join(OPERANDS)}, got {self.operand!r}")
+        if self.wg_m not in (64, 128):
+            raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
+        if self.consumers not in (1, 2):
+            raise ValidationError(f"consumers is 1 or 2 warpgroups, got {self.consumers}")
+        if self.block_n % 16 or not 64 <= self.block_n <= 256:
+            raise ValidationError(f"block_n must be a multiple of 16 in 64..256 (a wgmma N), got {self.block_n}")
+        if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
+            raise ValidationError(f"block_k_bytes must be a multiple of {ATOM_BYTES}, got {self.block_k_bytes}")
+        if self.operand == "s4" and self.block_k_bytes % 256:
+            raise ValidationError("s4 needs block_k_bytes a multiple of 256 (its packed tiles are whole 128-byte "
+                                  "atoms)")
+        if self.converter and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
+        if self.biased and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
+        if self.stages < 2:
+            raise ValidationError(f"stages must be at least 2, got {self.stages}")
+        if self.acc_regs > 160:
+            raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
+                                  f"{self.block_n}) leave too few for addressing; at most 160")
+        if self.operand == "s4" and self.a_registers and self.acc_regs + 32 * (self.wg_m // 64) > 160:
+            raise ValidationError(f"s4 with A in registers holds {self.acc_regs} accumulator and "
+                                  f"{32 * (self.wg_m // 64)} A-fragment registers per thread (wg_m {self.wg_m} x "
+                                  f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
+                                  "narrower block_n")
+        need = 128 * (self.producer_regs + self.consumers * self.consumer_regs)
+        if need > REGISTER_FILE:
+            raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "
+                                  f"needs {need} registers; an SM has {REGISTER_FILE}")
+        if self.smem_bytes > SMEM_LIMIT:
+            raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B = {self.smem_bytes} B exceed the "
+                                  f"{SMEM_LIMIT} B of shared memory: fewer stages or a smaller tile")
+
+    # ------------------------------------------------------------ derived facts
+    @property
+    def mma_type(self) -> str:
+        """Element type the wgmma reads from shared memory."""
+        return OPERANDS[self.operand][0]
+
+    @property
+    def bits(self) -> int:
+        """Bits per operand element in global memory."""
+        return OPERANDS[self.operand][1]
+
+    @property
+    def c_type(self) -> str:
+        """Element type of C."""
+        return OPERANDS[self.operand][2]
+
+    @property
+    def block_m(self) -> int:
+        """Rows of the C tile."""
+        return self.wg_m * self.consumers
+
+    @property
+    def block_k(self) -> int:
+        """K elements per stage."""
+        return self.block_k_bytes * 8 // (8 if self.operand == "s4" else self.bits)
+
+    @property
+    def threads(self) -> int:
+        """Threads per CTA: the producer warpgroup and the consumers."""
+        return 128 * (1 + self.consumers)
+
+    @property
+    def acc_regs(self) -> int:
+        """Accumulator registers per consumer thread."""
+        return (self.wg_m // 64) * self.block_n // 2
+
+    @property
+    def tiles(self) -> tuple:
+        """(A tile, B tile) that wgmma reads: SmemTiles of the mma element type, 128-byte swizzle."""
+        cols = self.block_k
+        return SmemTile(self.mma_type, self.block_m, cols), SmemTile(self.mma_type, self.block_n, cols)
+
+    @property
+    def packed_tiles(self) -> tuple:
+        """(A, B) tiles TMA lands for s4: the packed bytes (u8, half the K bytes); None otherwise."""
+        if self.operand != "s4":
+            return None
+        cols = self.block_k // 2
+        return SmemTile("u8", self.block_m, cols), SmemTile("u8", self.block_n, cols)
+
+    @property
+    def load_tiles(self) -> tuple:
+        """The tiles the TMA copies fill (packed ones for s4)."""
+        return self.packed_tiles or self.tiles
+
+    @property
+    def stage_bytes(self) -> int:
+        """Shared bytes of one ring stage (what TMA brings: the expect_tx count)."""
+        a, b = self.load_tiles
+        return a.nbytes + b.nbytes
+
+    @property
+    def convert_bytes(self) -> int:
+        """Shared bytes of the widened s8 tiles (s4 only: one set per consumer-side buffer)."""
+        if self.operand != "s4":
+            return 0
+        a, b = self.tiles
+        return 2 * (b.nbytes + (0 if self.a_registers else a.nbytes))
+
+    @property
+    def widened_a(self) -> bool:
+        """Whether A is widened into shared memory (s4 without a_registers)."""
+        return self.operand == "s4" and not self.a_registers
+
+    @property
+    def smem_bytes(self) -> int:
+        """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
+        return 1024 + self.stages * self.stage_bytes + self.convert_bytes + 16 * self.stages + 48
+
+    @property
+    def kernel_name(self) -> str:
+        """The entry's name: every parameter that changes the code."""
+        return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
+                f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
+                + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else ""))
+
+    def tile_counts(self, m: int, n: int, k: int) -> tuple:
+        """(tiles along M, tiles along N, k-stages) of a problem."""
+        return -(-m // self.block_m), -(-n // self.block_n), -(-k // self.block_k)
+
+    def check_problem(self, m: int, n: int, k: int) -> None:
+        """What the tensor maps need: every operand row a multiple of 16 bytes."""
+        if min(m, n, k) <= 0:
+            raise ValidationError(f"M, N, K must be positive, got {m}, {n}, {k}")
+        row_bytes = k * self.bits // 8
+        if (k * self.bits) % 8 or row_bytes % 16:
+            raise ValidationError(f"K={k} gives {k * self.bits / 8:g}-byte operand rows; the tensor maps need a "
+                                  f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
+        if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
+            raise ValidationError("M, N, K must be < 2^31")
+
+    # ------------------------------------------------------------ the schedule interface
+    @property
+    def target(self) -> str:
+        """The PTX target: wgmma and setmaxnreg need the Hopper-specific sm_90a."""
+        return "sm_90a"
+
+    @property
+    def path_name(self) -> str:
+        """The compute path: 'wgmma_<operand>'."""
+        return f"wgmma_{self.operand}"
+
+    @property
+    def path_reason(self) -> str:
+        """Why this path (see tuning.hopper_reason)."""
+        return ("sm_90a: TMA loads into an mbarrier ring, warp-specialized producer/consumer warpgroups, wgmma "
+                + ("(s4 widened to s8 in registers for A and in shared memory for B)" if self.operand == "s4"
+                   else f"on .{self.mma_type}"))
+
+    def describe(self) -> str:
+        """One line: tile, pipeline, threads, shared memory, path."""
+        return (f"HopperGemm {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, {self.consumers} consumer "
+                f"warpgroup(s) of {self.wg_m} rows, {self.stages} stages, {self.threads} threads, {self.smem_bytes} B "
+                f"shared, sm_90a, path {self.path_name}")
+
+    def assemble(self):
+        """AssemblyResult of the kernel (whole-program ptxas when present)."""
+        from .run import assembled
+        r = assembled(self)
+        if r is None:
+            from ...assembler import assemble
+            r = assemble(self.module, "sm_90a")
+        return r
+
+    def run(self, a, b, c=None, *, k: int | None = None, splits: int | None = None, stream=None):
+        """C = A . B^T on the GPU (A [M, K(/2)], B [N, K(/2)], as Int8Gemm/Int4Gemm take them).
+
+        numpy operands: copied in, C returned as numpy (int32, or float32 for bf16/f16 whose
+        operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
+        when None (a DeviceBuffer), the launch asynchronous on `stream`.
+        """
+        import numpy as np
+        from .run import run, run_device
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
+            out = run(self, a, b, k=k, splits=splits)
+            if c is not None:
+                c[...] = out
+                return c
+            return out
+        if c is None:
+            from ...runtime import DeviceBuffer
+            m, n = a.shape[0], b.shape[0]
+            c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
+        run_device(self, a, b, c, k=k, splits=splits, stream=stream)
+        return c
+
+    def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):
+        """A `HopperPlan`: this GEMM resolved once for an M x N x K problem on `stream`.
+
+        ``plan(a, b, c)`` then checks shapes and alignment and launches (row sums, GEMM,
+        split-K reduction as the configuration needs), encoding each buffer's tensor map once.
+        """
+        from .run import HopperPlan
+        return HopperPlan(self, m, n, k, splits=splits, stream=stream)
+
+    @property
+    def sums_module(self):
+        """The row-sum kernel of the biased s4 path (`biased_row_sums`), or None."""
+        if not self.biased:
+            return None
+        from .convert import sums_module
+        return sums_module()
+
+    @property
+    def module(self):
+        """The PTX module (cached per configuration)."""
+        from .emit import module_for
+        return module_for(self)
+
+    def listing(self) -> str:
+        """The PTX text."""
+        return self.module.render().text
+
+
+class Bf16Gemm(HopperGemm):
+    """bf16 (or operand='f16') GEMM with f32 accumulation and f32 C, on sm_90a (TMA + wgmma).
+
+    A [M, K], B [N, K] of 16-bit floats (torch bfloat16/float16 tensors, or numpy uint16 bit
+    patterns).  `Bf16Gemm.for_shape(m, n, k)` gives the measured configuration.
+    """
+
+    def __init__(self, operand: str = "bf16", **kw):
+        if operand not in ("bf16", "f16"):
+            raise ValidationError(f"Bf16Gemm takes operand 'bf16' or 'f16', got {operand!r}; use Int8Gemm/Int4Gemm")
+        super().__init__(operand, **kw)
+
+    @classmethod
+    def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
+        """A configuration for an M x N x K problem (tuning.DEFAULTS); overrides win."""
+        params = dict(DEFAULTS[operand])
+        params.update(overrides)
+        g = cls(operand, **params)
+        g.check_problem(m, n, k)
+        return g

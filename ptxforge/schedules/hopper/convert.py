@@ -1,0 +1,196 @@
+"""The s4 -> s8 widening step of the Hopper int4 GEMM: packed shared tiles -> s8 shared tiles.
+
+wgmma has no 4-bit form, so the packed nibbles of each ring stage (as TMA landed them, 128-byte
+swizzle, K/2 bytes per row) become s8: B into an s8 shared tile of the canonical 128-byte-swizzled
+layout that the wgmma reads (K bytes per row, two atoms per 128 packed bytes), A (with a
+register-sourced wgmma) straight into the A fragment registers.  Per packed 32-bit word w (values
+v0..v7, v0 in the low nibble):
+
+    lo = (w & 0x0F0F0F0F) ^ 0x08080808          v0 v2 v4 v6, each biased by 8    (one lop3)
+    hi = ((w >> 4) & 0x0F0F0F0F) ^ 0x08080808   v1 v3 v5 v7                      (shift + lop3)
+    s8 = (x + 0x78787878) ^ 0x80808080          per byte: ((v ^ 8) + 120) ^ 128 = v sign-extended
+
+7 integer operations per 8 output bytes, with no carry between bytes ((v ^ 8) + 120 <= 135).
+The shared-memory writes are generic-proxy stores read by wgmma (async proxy): every writer
+executes `fence.proxy.async.shared::cta` before the consumers' named barrier.
+
+K order inside each 32-value k-step ("slots").  A register-sourced wgmma takes thread (g, t) of a
+warp's A fragment as a0/a2 = row g, slots 4t..4t+3 / 16+4t..16+4t+3 (a1/a3: row g + 8).  Packed
+word t of a row's 16-byte chunk holds values 8t..8t+7; its `lo` half goes to slots 4t.. and its
+`hi` half to slots 16+4t..: slot 4t + j holds k = 8t + 2j, slot 16 + 4t + j holds k = 8t + 2j + 1.
+A dot product does not care about the order of k as long as A and B agree, so the widened B tile
+uses the same slot order (`SLOT_TO_K`), and no byte shuffle is needed.
+"""
+
+from __future__ import annotations
+
+from ...errors import ValidationError
+from ...isa import types as T
+from ...isa.operands import Addr
+
+_PTXFORGE_INTERNAL = True
+
+
+#: value index inside a 32-value k-step held by each slot (see the module docstring)
+SLOT_TO_K = tuple(8 * (sl % 16 // 4) + 2 * (sl % 4) + sl // 16 for sl in range(32))
+
+
+def widen_word(k, w):
+    """(lo, hi): the s8x4 words of values 0, 2, 4, 6 and 1, 3, 5, 7 of one packed s4x8 word (7 ops)."""
+    lo = k.xor(k.and_(w, 0x0F0F0F0F, type=T.b32), 0x08080808, type=T.b32)
+    hi = k.xor(k.and_(k.shr(w, 4, type=T.b32), 0x0F0F0F0F, type=T.b32), 0x08080808, type=T.b32)
+    return [k.xor(k.add(x, 0x78787878, type=T.u32), 0x80808080, type=T.b32) for x in (lo, hi)]
+
+
+def widen_word_biased(k, w):
+    """(lo, hi): values 0, 2, 4, 6 and 1, 3, 5, 7 of a packed s4x8 word as u8 v + 8 (xor, and; shift, and)."""
+    x = k.xor(w, 0x88888888, type=T.b32)
+    return [k.and_(x, 0x0F0F0F0F, type=T.b32), k.and_(k.shr(x, 4, type=T.b32), 0x0F0F0F0F, type=T.b32)]
+
+
+#: rows per CTA of the row-sum kernel (one warp per row)
+SUMS_ROWS_PER_CTA = 8
+
+
+def emit_row_sums():
+    """Kernel `biased_row_sums(src, out, rows, row_bytes)`: out[r] = sum over the row of (v + 8).
+
+    src: packed s4 rows (row_bytes a multiple of 16); one warp per row, lanes over 16-byte chunks;
+    per word (v + 8) per nibble is (w ^ 0x88888888) split into low and high nibbles, whose 4
+    bytes are summed with a multiply (no byte exceeds 30, so no carry reaches the top byte),
+    and redux.sync adds the lanes.  Grid: ceil(rows / 8) CTAs of 256 threads.
+    """
+    from ...builder import KernelBuilder
+    k = KernelBuilder("biased_row_sums", target="sm_90", maxntid=32 * SUMS_ROWS_PER_CTA)
+    src = k.param_ptr("src", T.u8)
+    out = k.param_ptr("out", T.s32)
+    rows = k.param_value("rows", T.u32)
+    row_bytes = k.param_value("row_bytes", T.u32)
+    tid = k.tid()
+    lane = k.and_(tid, 31, type=T.b32)
+    row = k.mad(k.ctaid(), SUMS_ROWS_PER_CTA, k.shr(tid, 5, type=T.u32), type=T.u32)
+    acc = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rowsum"))
+    ok = k.setp("lt", row, rows, type=T.u32)
+    with k.if_(ok):
+        base = k.mad(row, row_bytes, src, mode="wide", type=T.u32)
+        chunks = k.shr(row_bytes, 4, type=T.u32)
+        with k.for_range(lane, chunks, 32, uniform=False) as c:
+            words = k.ld(k.mad(c, 16, base, mode="wide", type=T.u32), type=T.b32, vec=4)
+            for w in words:
+                lo, hi = widen_word_biased(k, w)
+                s2 = k.add(lo, hi, type=T.u32)
+                k.add(acc, k.shr(k.mul(s2, 0x01010101, type=T.u32), 24, type=T.u32), dst=acc)
+    total = k.redux("add", acc, type=T.u32)
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    k.st(k.mad(row, 4, out, mode="wide", type=T.u32), total, type=T.u32,
+         pred=k.and_(lane0, ok, type=T.pred))
+    return k
+
+
+_SUMS = []
+
+
+def sums_module():
+    """The Module of the row-sum kernel (emitted once)."""
+    if not _SUMS:
+        _SUMS.append(emit_row_sums().module())
+    return _SUMS[0]
+
+
+def slot_order_numpy(wide):
+    """numpy model of a widened tile's K order: [..., K] actual order -> [..., K] slot order."""
+    import numpy as np
+    w = np.asarray(wide)
+    idx = (np.arange(w.shape[-1]) // 32) * 32 + np.array(SLOT_TO_K * (w.shape[-1] // 32))
+    return w[..., idx]
+
+
+def widen_numpy(packed):
+    """numpy model of the widening: uint8 [..., n] packed s4 -> int8 [..., 2n] (even k low nibble)."""
+    import numpy as np
+    p = np.asarray(packed, dtype=np.uint8)
+    lo = (p & 0xF).astype(np.int8)
+    hi = (p >> 4).astype(np.int8)
+    lo = np.where(lo > 7, lo - 16, lo).astype(np.int8)
+    hi = np.where(hi > 7, hi - 16, hi).astype(np.int8)
+    return np.stack([lo, hi], axis=-1).reshape(*p.shape[:-1], 2 * p.shape[-1])
+
+
+def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
+    """Widen packed tiles of one stage at shared `src` into s8 tiles at `dst`, shared by the consumers.
+
+    parts: (packed SmemTile, widened SmemTile, byte offset in the stage, byte offset in dst) per
+    operand; ctid: this thread's index among the `nthreads` widening threads (default: the
+    128 x consumers consumer threads; a power of two of at least 64).  Chunk index
+    Q = ctid + i * nthreads (16 packed bytes = 32 values) is split as cc4 = Q & 3, h = Q >> 2 & 1,
+    p = Q >> 3 & 3, row group R = Q >> 5 (mod rows / 8), atom = the rest; the row is
+    8 R + (p ^ 5h).  So the 8 threads of one 16-byte access phase take rows whose swizzle phases
+    differ by 5: their packed chunks and their widened chunks all fall in distinct bank groups
+    (no conflicts), and a thread's later chunks differ only by immediate offsets.  Output chunks
+    are written in slot order (SLOT_TO_K).
+    """
+    nthr = nthreads or 128 * cfg.consumers
+    if nthr < 64 or nthr & (nthr - 1):
+        raise ValidationError(f"the widening step needs a power of two of at least 64 threads, got {nthr}")
+    for packed, _, _, _ in parts:
+        if packed.cols != 128:
+            raise ValidationError("the s4 widening step handles 128 packed bytes (256 values) of K per stage")
+    cc4 = k.and_(ctid, 3, type=T.b32)
+    h = k.and_(k.shr(ctid, 2, type=T.u32), 1, type=T.b32)
+    p = k.and_(k.shr(ctid, 3, type=T.u32), 3, type=T.b32)
+    ph = k.xor(p, k.mul(h, 5, type=T.u32), type=T.b32)  # row within its 8-row swizzle group
+    r = k.add(k.shl(k.shr(ctid, 5, type=T.u32), 3, type=T.b32), ph, type=T.u32)
+    row = k.shl(r, 7, type=T.b32)  # r * 128
+    src0 = k.add(src, k.add(row, k.shl(k.xor(cc4, ph, type=T.b32), 4, type=T.b32), type=T.u32), type=T.u32)
+    src1 = k.xor(src0, 64, type=T.b32)  # atom 1: packed chunk 4 + cc4, i.e. bit 2 of the position flipped
+    c0 = k.shl(cc4, 1, type=T.b32)
+    dst0 = k.add(dst, k.add(row, k.shl(k.xor(c0, ph, type=T.b32), 4, type=T.b32), type=T.u32), type=T.u32)
+    dst1 = k.xor(dst0, 16, type=T.b32)  # chunk c0 + 1: bit 4 flipped
+    groups_per_pass = nthr // 32
+    for (packed, wide, p_off, w_off) in parts:
+        rows = packed.rows
+        if (rows // 8) % groups_per_pass:
+            raise ValidationError(f"{rows} rows do not split into passes of {groups_per_pass} 8-row groups")
+        for i in range(rows * 8 // nthr):
+            g_all = i * groups_per_pass
+            atom, rg = divmod(g_all, rows // 8)
+            s_off = p_off + rg * 1024
+            d_off = w_off + atom * rows * 128 + rg * 1024
+            words = k.ld(Addr(src1 if atom else src0, s_off), type=T.b32, space="shared", vec=4)
+            outs = []
+            for w in words:
+                outs += (widen_word_biased if biased else widen_word)(k, w)
+            k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
+            k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
+
+
+class AFragments:
+    """Register-sourced wgmma A operands widened from a packed s4 stage (one consumer warpgroup).
+
+    Thread (warp w, g = lane / 4, t = lane % 4) of consumer c reads, for k-step s and m64 block mi,
+    word t of packed chunk s of rows r = c * wg_m + 64 mi + 16 w + g and r + 8; in the 128-byte
+    swizzle that chunk sits at r * 128 + ((s ^ g) << 4), so the 8 per-step offsets are computed
+    once and every k-iteration adds only the stage address.
+    """
+
+    def __init__(self, k, cfg, cidx, w, g, t, biased=False):
+        self.k, self.cfg, self.widen = k, cfg, (widen_word_biased if biased else widen_word)
+        pa, _ = cfg.packed_tiles
+        self.steps = pa.cols // 16
+        r0 = k.add(k.mul(cidx, cfg.wg_m, type=T.u32), k.mad(w, 16, g, type=T.u32), type=T.u32)
+        base = k.add(k.shl(r0, 7, type=T.b32), k.shl(t, 2, type=T.b32), type=T.u32)
+        self.offs = [k.add(base, k.shl(k.xor(g, sidx, type=T.b32), 4, type=T.b32), type=T.u32,
+                           dst=k.reg(T.u32, f"a_off{sidx}_")) for sidx in range(self.steps)]
+
+    def load(self, stage_addr, mi: int):
+        """Per k-step, the 4 s8x4 A registers [a0, a1, a2, a3] of m64 block `mi` of the stage at stage_addr."""
+        k = self.k
+        out = []
+        for off in self.offs:
+            a = k.add(stage_addr, off, type=T.u32)
+            w0 = k.ld(Addr(a, mi * 64 * 128), type=T.b32, space="shared")
+            w1 = k.ld(Addr(a, mi * 64 * 128 + 8 * 128), type=T.b32, space="shared")
+            x0, x1 = self.widen(k, w0)
+            y0, y1 = self.widen(k, w1)
+            out.append([x0, y0, x1, y1])
+        return out

@@ -1,0 +1,441 @@
+"""Emission of the warp-specialized persistent TMA + wgmma GEMM kernel (see config.HopperGemm).
+
+Kernel parameters: `tmap_a`, `tmap_b` (by-value tensor maps over A [M, K] and B [N, K], boxes
+and swizzle from `HopperGemm.load_tiles`), `c` (C [M, N], dense), `m`, `n`, `k`.
+Dynamic shared memory: `HopperGemm.smem_bytes` (the base is rounded up to 1024 in the kernel).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ...builder import KernelBuilder
+from ...hopper.pipeline import MbarrierRing, WarpSpecialized
+from ...isa import types as T
+from ...isa.operands import Addr
+
+from .convert import AFragments, emit_s4_widen
+
+_PTXFORGE_INTERNAL = True
+
+
+#: warps of the producer warpgroup that widen B when HopperGemm.converter is set (the last ones)
+CONVERTER_WARPS = 2
+
+
+def _wait(k, addr, parity):
+    """try_wait.parity loop on the mbarrier at `addr` (an Addr or register) for phase parity `parity`."""
+    top = k.label("hand_wait")
+    k.place(top)
+    p = k.mbarrier_try_wait(addr, parity)
+    k.bra(top, pred=~p)
+
+
+def _converter(k, cfg, ring, ws, base, conv_base, hand, work):
+    """Warps 2-3 of the producer warpgroup: widen each stage's packed B into s8 buffer it % 2.
+
+    Before the u-th use of buffer b it waits for phase u - 1 of free[b] (every consumer warp's
+    wgmmas on it are complete; a fresh barrier passes parity 1), widens, fences the generic writes
+    for the async proxy, and arrives on ready[b] and on the stage's empty barrier.
+    """
+    ready, free = hand
+    pa, pb = cfg.packed_tiles
+    _, tb = cfg.tiles
+    nthr = 32 * CONVERTER_WARPS
+    ctid = k.sub(ws.tid, 128 - nthr, type=T.u32)
+    lane0 = k.setp("eq", ws.lane, 0, type=T.u32)
+    st = ring.consumer_state()
+    it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "cv_iter"))
+    with work.loop() as (_, _, kt0, kt1):
+        with k.for_range(kt0, kt1, name="ckt"):
+            ring.wait_full(st)
+            b = k.and_(it, 1, type=T.b32)
+            u = k.shr(it, 1, type=T.u32)
+            _wait(k, Addr(k.mad(b, 8, free, type=T.u32)), k.xor(k.and_(u, 1, type=T.b32), 1, type=T.b32))
+            stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+            buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
+            emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr)
+            k.fence("fence.proxy.async.shared::cta")
+            k.bar_warp_sync()
+            k.mbarrier_arrive(Addr(k.mad(b, 8, ready, type=T.u32)), state="_", pred=lane0)
+            ring.release(st, pred=lane0)
+            k.add(it, 1, dst=it)
+            st.advance()
+
+
+def _ceil_div(k, a, b: int):
+    return k.div(k.add(a, b - 1, type=T.u32), b, type=T.u32)
+
+
+class Work:
+    """The persistent grid's work units: (C tile, K split) pairs, computed once per kernel.
+
+    unit u -> split = u / ntiles, tile = u % ntiles; split s covers k-stages
+    [s * kper, min((s + 1) * kper, ktiles)) with kper = ceil(ktiles / splits) (the host passes a
+    split count whose every split is non-empty).
+    """
+
+    def __init__(self, k, ntiles, ktiles, splits):
+        self.k, self.ntiles, self.ktiles, self.splits = k, ntiles, ktiles, splits
+        self.units = k.mul(ntiles, splits, type=T.u32, dst=k.reg(T.u32, "units"))
+        self.kper = k.div(k.add(ktiles, k.sub(splits, 1, type=T.u32), type=T.u32), splits, type=T.u32,
+                          dst=k.reg(T.u32, "kper"))
+
+    def loop(self):
+        """with w.loop() as (tile, split, kt0, kt1): the body runs once per unit of this CTA."""
+        k, work = self.k, self
+
+        class _Loop:
+            def __enter__(self):
+                self.unit = k.mov(k.ctaid(), type=T.u32, dst=k.reg(T.u32, "unit"))
+                self.step = k.nctaid()
+                self.cm = k.loop("units")
+                self.cm.__enter__()
+                k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
+                split = k.div(self.unit, work.ntiles, type=T.u32)
+                tile = k.sub(self.unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32)
+                kt0 = k.mul(split, work.kper, type=T.u32)
+                kt1 = k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32)
+                return tile, split, kt0, kt1
+
+            def __exit__(self, *exc):
+                if exc[0] is None:
+                    k.add(self.unit, self.step, dst=self.unit)
+                return self.cm.__exit__(*exc)
+        return _Loop()
+
+
+def _unit_c(k, c_ptr, split, m, n, elem_bytes: int):
+    """C (or this split's slice of the split-K workspace): c + split * M * N * elem_bytes."""
+    mn = k.mul(m, n, type=T.u32, mode="wide")
+    off = k.mul(k.mul(mn, elem_bytes, type=T.u64), k.cvt(split, T.u64, frm=T.u32), type=T.u64)
+    return k.add(c_ptr, off, type=T.u64)
+
+
+def _raster(k, cfg, tile, tiles_m, tiles_n):
+    """(tm, tn) of a linear tile index: groups of `raster_group` tile rows walked column by column."""
+    g = cfg.raster_group
+    per_group = k.mul(tiles_n, g, type=T.u32)
+    group = k.div(tile, per_group, type=T.u32)
+    first = k.mul(group, g, type=T.u32)
+    gsz = k.min(k.sub(tiles_m, first, type=T.u32), g, type=T.u32)
+    r = k.sub(tile, k.mul(group, per_group, type=T.u32), type=T.u32)
+    tm = k.add(first, k.rem(r, gsz, type=T.u32), type=T.u32)
+    tn = k.div(r, gsz, type=T.u32)
+    return tm, tn
+
+
+def emit_kernel(cfg) -> KernelBuilder:
+    """The KernelBuilder of configuration `cfg` (finished by the caller)."""
+    k = KernelBuilder(cfg.kernel_name, target="sm_90a", maxntid=cfg.threads, minnctapersm=1)
+    k.note("path", f"sm_90a warp-specialized TMA + wgmma ({cfg.operand})")
+    tmap_a = k.param_tensormap("tmap_a")
+    tmap_b = k.param_tensormap("tmap_b")
+    c_t = T.lookup(cfg.c_type)
+    c_ptr = k.param_ptr("c", c_t)
+    m = k.param_value("m", T.u32)
+    n = k.param_value("n", T.u32)
+    kk = k.param_value("k", T.u32)
+    splits = k.param_value("splits", T.u32)
+    sums = (k.param_ptr("a_sums", T.s32), k.param_ptr("b_sums", T.s32)) if cfg.biased else None
+
+    smem = k.dynamic_shared("smem", align=1024)
+    raw = k.shared_base(smem)
+    base = k.and_(k.add(raw, 1023, type=T.u32), 0xFFFFFC00, type=T.b32, dst=k.reg(T.u32, "smem_base"))
+    la, lb = cfg.load_tiles
+    ta, tb = cfg.tiles
+    conv_base = k.add(base, cfg.stages * cfg.stage_bytes, type=T.u32, dst=k.reg(T.u32, "conv_base"))
+    bars = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+
+    ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
+    ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1,
+                        consumer_arrivals=4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0))
+    t0 = k.setp("eq", ws.tid, 0, type=T.u32)
+    hand = None
+    if cfg.converter:
+        # B-buffer handover: ready[b] (the converter warps arrive), free[b] (every consumer warp arrives)
+        ready = k.add(bars, MbarrierRing.nbytes(cfg.stages), type=T.u32, dst=k.reg(T.u32, "bready"))
+        free = k.add(ready, 16, type=T.u32, dst=k.reg(T.u32, "bfree"))
+        for b in range(2):
+            k.mbarrier_init(Addr(ready, 8 * b), CONVERTER_WARPS, pred=t0)
+            k.mbarrier_init(Addr(free, 8 * b), 4 * cfg.consumers, pred=t0)
+        hand = (ready, free)
+    ring.init(pred=t0)
+    k.prefetch_tensormap(tmap_a, pred=t0)
+    k.prefetch_tensormap(tmap_b, pred=t0)
+    k.bar_sync(0)
+
+    tiles_m = _ceil_div(k, m, cfg.block_m)
+    tiles_n = _ceil_div(k, n, cfg.block_n)
+    ntiles = k.mul(tiles_m, tiles_n, type=T.u32)
+    ktiles = _ceil_div(k, kk, cfg.block_k)
+    work = Work(k, ntiles, ktiles, splits)
+
+    with ws.producer():
+        warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
+        with k.if_(warp0):
+            lead = k.elect_sync()
+            st = ring.producer_state()
+            with work.loop() as (tile, split, kt0, kt1):
+                tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+                row_a = k.mul(tm, cfg.block_m, type=T.u32)
+                row_b = k.mul(tn, cfg.block_n, type=T.u32)
+                with k.for_range(kt0, kt1, name="kt") as kt:
+                    ring.acquire(st)
+                    ring.expect_tx(st, cfg.stage_bytes, pred=lead)
+                    sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                    kx = k.mul(kt, la.cols, type=T.u32)
+                    for tile_l, tmap, row, off in ((la, tmap_a, row_a, 0), (lb, tmap_b, row_b, la.nbytes)):
+                        for i in range(tile_l.tma_copies):
+                            soff, coff = tile_l.tma_copy_offset(i)
+                            x = k.add(kx, coff, type=T.u32) if coff else kx
+                            k.tensor_load(Addr(sa, off + soff), tmap, (x, row), ring.full(st), pred=lead)
+                    st.advance()
+
+        if cfg.converter:
+            conv = k.setp("ge", ws.warp_in_group, 4 - CONVERTER_WARPS, type=T.u32)
+            with k.if_(conv):
+                _converter(k, cfg, ring, ws, base, conv_base, hand, work)
+
+    with ws.consumer() as cidx:
+        if cfg.operand == "s4" and cfg.a_registers:
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
+                            hand, sums, kk)
+        else:
+            _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n)
+    return k
+
+
+def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n):
+    ta, tb = cfg.tiles
+    la, lb = cfg.load_tiles
+    lane = ws.lane
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    ptrue = k.setp("eq", lane, lane, type=T.u32)
+    st = ring.consumer_state()
+    tmpl_a, tmpl_b = ta.descriptor_template(), tb.descriptor_template()
+    a_hi, b_hi = tmpl_a >> 32, tmpl_b >> 32
+    mma_t = T.lookup(cfg.mma_type)
+    acc_t = T.s32 if cfg.c_type == "s32" else T.f32
+    nsub = cfg.wg_m // 64
+    accs = [k.regs(acc_t, cfg.block_n // 2, name=f"acc{i}_") for i in range(nsub)]
+    a_row_bytes = k.mul(cidx, cfg.wg_m * 128, type=T.u32)  # this consumer's first A row, in one atom
+    prev = k.reg(T.u32, "prev_stage")
+    k.mov(0, type=T.u32, dst=prev)
+    if cfg.operand == "s4":
+        it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the s8 buffer
+        ctid = k.sub(ws.tid, 128, type=T.u32)
+        buf_bytes = ta.nbytes + tb.nbytes
+
+    w = ws.warp_in_group
+    g = k.shr(lane, 2, type=T.u32)
+    t = k.and_(lane, 3, type=T.b32)
+
+    with work.loop() as (tile, split, kt0, kt1):
+        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        with k.for_range(kt0, kt1, name="kt") as kt:
+            ring.wait_full(st)
+            not_first = k.setp("ne", kt, kt0, type=T.u32)
+            if cfg.operand == "s4":
+                stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                buf = k.mad(k.and_(it, 1, type=T.b32), buf_bytes, conv_base, type=T.u32)
+                (pa, pb) = cfg.packed_tiles
+                emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)])
+                k.fence("fence.proxy.async.shared::cta")  # generic writes -> wgmma (async proxy)
+                ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
+                # the other buffer was read by the previous k-step's wgmmas: all of them must be done
+                # before any consumer widens into it next step (the barrier below orders that)
+                k.wgmma_wait(0)
+                k.bar_sync(1, 128 * cfg.consumers)
+                k.add(it, 1, dst=it)
+                sa_lo = k.shr(buf, 4, type=T.u32)
+            else:
+                sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                sa_lo = k.shr(sa, 4, type=T.u32)
+            a_lo0 = k.add(sa_lo, k.shr(a_row_bytes, 4, type=T.u32), type=T.u32)
+            a_lo0 = k.add(a_lo0, tmpl_a & 0xFFFFFFFF, type=T.u32)
+            b_lo0 = k.add(sa_lo, (ta.nbytes >> 4) + (tmpl_b & 0xFFFFFFFF), type=T.u32)
+            k.wgmma_fence()
+            for ks in range(ta.k_slices):
+                b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+                b_desc = k.mov([b_lo, b_hi], type=T.b64)
+                for mi in range(nsub):
+                    a_lo = k.add(a_lo0, (ta.slice_start(ks) + mi * 64 * 128) >> 4, type=T.u32)
+                    a_desc = k.mov([a_lo, a_hi], type=T.b64)
+                    k.wgmma(a_desc, b_desc, accs[mi], n=cfg.block_n, a_type=mma_t,
+                            scale_d=not_first if ks == 0 else ptrue)
+            k.wgmma_commit()
+            if cfg.operand != "s4":
+                # the previous stage's wgmmas are done once at most this one group is pending
+                k.wgmma_wait(1)
+                rel = k.and_(not_first, lane0, type=T.pred)
+                ring.release(prev, pred=rel)
+                k.mov(st.stage, type=T.u32, dst=prev)
+            st.advance()
+        k.wgmma_wait(0)
+        if cfg.operand != "s4":
+            ring.release(prev, pred=lane0)
+        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t)
+
+
+def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
+                    hand=None, sums=None, kk=None):
+    """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
+
+    Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
+    kt % 2 (overlapping the wgmmas of kt - 1, which read the other buffer); fence.proxy.async;
+    wait for the wgmmas of kt - 1; widen this warp's A fragments into registers; release the
+    stage; named barrier among the consumers (B complete, and nobody still reads the buffer the
+    next iteration rewrites); issue the wgmmas of kt.
+    """
+    ta, tb = cfg.tiles
+    pa, pb = cfg.packed_tiles
+    lane = ws.lane
+    lane0 = k.setp("eq", lane, 0, type=T.u32)
+    ptrue = k.setp("eq", lane, lane, type=T.u32)
+    st = ring.consumer_state()
+    tmpl_b = tb.descriptor_template()
+    b_hi = tmpl_b >> 32
+    nsub = cfg.wg_m // 64
+    accs = [k.regs(T.s32, cfg.block_n // 2, name=f"acc{i}_") for i in range(nsub)]
+    w = ws.warp_in_group
+    g = k.shr(lane, 2, type=T.u32)
+    t = k.and_(lane, 3, type=T.b32)
+    frags = AFragments(k, cfg, cidx, w, g, t, biased=cfg.biased)
+    op_t = T.u8 if cfg.biased else T.s8
+    bias = None
+    if cfg.biased:
+        # 128 K - 64 Kpad: what the biased products add beyond 8 (rowsum A + colsum B)
+        kpad = k.mul(work.ktiles, cfg.block_k, type=T.u32)
+        kc = k.sub(k.shl(kk, 7, type=T.b32), k.shl(kpad, 6, type=T.b32), type=T.u32, dst=k.reg(T.u32, "kconst"))
+        bias = (sums[0], sums[1], kc)
+    ctid = k.sub(ws.tid, 128, type=T.u32)
+    it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
+
+    def body_hand(kt, kt0):
+        """With the converter warps: B comes ready in buffer it % 2; only A is widened here."""
+        ready, free = hand
+        ring.wait_full(st)
+        not_first = k.setp("ne", kt, kt0, type=T.u32)
+        b = k.and_(it, 1, type=T.b32)
+        u = k.shr(it, 1, type=T.u32)
+        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+        k.wgmma_wait(0)
+        # this warp's wgmmas of the previous step (buffer b ^ 1) are complete
+        k.mbarrier_arrive(Addr(k.mad(k.xor(b, 1, type=T.b32), 8, free, type=T.u32)), state="_",
+                          pred=k.and_(not_first, lane0, type=T.pred))
+        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
+        ring.release(st, pred=lane0)
+        _wait(k, Addr(k.mad(b, 8, ready, type=T.u32)), k.and_(u, 1, type=T.b32))
+        buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
+        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
+        k.wgmma_fence()
+        for ks in range(tb.k_slices):
+            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+            b_desc = k.mov([b_lo, b_hi], type=T.b64)
+            for mi in range(nsub):
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
+                        scale_d=not_first if ks == 0 else ptrue)
+        k.wgmma_commit()
+        k.add(it, 1, dst=it)
+        st.advance()
+
+    def body(kt, kt0):
+        ring.wait_full(st)
+        not_first = k.setp("ne", kt, kt0, type=T.u32)
+        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+        buf = k.mad(k.and_(it, 1, type=T.b32), tb.nbytes, conv_base, type=T.u32)
+        emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], biased=cfg.biased)
+        k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
+        # A is widened into registers only once the previous wgmmas are complete: ptxas serializes
+        # every wgmma (C7513) when registers a wgmma reads are defined while others are in flight
+        k.wgmma_wait(0)
+        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
+        ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
+        k.bar_sync(1, 128 * cfg.consumers)
+        k.add(it, 1, dst=it)
+        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
+        k.wgmma_fence()
+        for ks in range(tb.k_slices):
+            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+            b_desc = k.mov([b_lo, b_hi], type=T.b64)
+            for mi in range(nsub):
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
+                        scale_d=not_first if ks == 0 else ptrue)
+        k.wgmma_commit()
+        st.advance()
+
+    with work.loop() as (tile, split, kt0, kt1):
+        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        with k.for_range(kt0, kt1, name="kt") as kt:
+            (body_hand if hand else body)(kt, kt0)
+        k.wgmma_wait(0)
+        if hand:
+            last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
+            k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
+        # split-K: the correction of the biased path is added once, by split 0
+        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t, bias,
+                  first_split=k.setp("eq", split, 0, type=T.u32) if bias else None)
+
+
+def _unbias(k, accs, bias, row0, col0):
+    """Biased s4: acc += kc - 8 rowsum[r] - 8 colsum[c] in place (sums buffers padded to whole tiles)."""
+    a_sums, b_sums, kc = bias
+    for mi, acc in enumerate(accs):
+        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
+        pa = k.mad(r0, 4, a_sums, mode="wide", type=T.u32)
+        rt = []
+        for off in (0, 8 * 4):
+            ra = k.ld(Addr(pa, off), type=T.s32)
+            rt.append(k.sub(kc, k.shl(ra, 3, type=T.b32), type=T.s32))
+        pb = k.mad(col0, 4, b_sums, mode="wide", type=T.u32)
+        for j in range(len(acc) // 4):
+            cb = k.ld(Addr(pb, 32 * j), type=T.s32, vec=2)
+            c8 = [k.shl(x, 3, type=T.b32) for x in cb]
+            for q in range(4):
+                r = acc[4 * j + q]
+                k.add(r, k.sub(rt[q // 2], c8[q % 2], type=T.s32), dst=r, type=T.s32)
+
+
+def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None, first_split=None):
+    """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
+    c_t = T.lookup(cfg.c_type)
+    row_t = k.mul(tm, cfg.block_m, type=T.u32)
+    col_t = k.mul(tn, cfg.block_n, type=T.u32)
+    full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
+    # 8-byte vector stores need an even row pitch: odd N takes the masked path everywhere
+    n_even = k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)
+    full_mn = k.setp("le", k.add(col_t, cfg.block_n, type=T.u32), n, type=T.u32, combine=("and", full_m))
+    full = k.and_(full_mn, n_even, type=T.pred)
+    row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
+    col0 = k.mad(t, 2, col_t, type=T.u32)
+    n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
+    if bias is not None:
+        with k.if_(first_split):
+            _unbias(k, accs, bias, row0, col0)
+    for mi, acc in enumerate(accs):
+        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
+        lin = k.mad(r0, n, col0, type=T.u32)
+        p0 = k.mad(lin, 4, c_ptr, type=T.u32, mode="wide")
+        p1 = k.add(p0, n8, type=T.u64)
+        nj = cfg.block_n // 8
+        with k.if_(full):
+            for j in range(nj):
+                k.st(Addr(p0, 32 * j), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2)
+                k.st(Addr(p1, 32 * j), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2)
+        with k.else_():
+            ok0 = k.setp("lt", r0, m, type=T.u32)
+            ok1 = k.setp("lt", k.add(r0, 8, type=T.u32), m, type=T.u32)
+            for j in range(nj):
+                cj = k.add(col0, 8 * j, type=T.u32)
+                cj1 = k.add(cj, 1, type=T.u32)
+                for q, (col, rowok, p, off) in enumerate(((cj, ok0, p0, 0), (cj1, ok0, p0, 4),
+                                                          (cj, ok1, p1, 0), (cj1, ok1, p1, 4))):
+                    pq = k.setp("lt", col, n, type=T.u32, combine=("and", rowok))
+                    k.st(Addr(p, 32 * j + off), acc[4 * j + q], type=c_t, pred=pq)
+
+
+@functools.lru_cache(maxsize=64)
+def module_for(cfg):
+    """The Module of one configuration (emitted once per process)."""
+    return emit_kernel(cfg).module()

@@ -1,0 +1,337 @@
+"""Running a HopperGemm on the GPU: the kernel (whole-program ptxas cubin), tensor maps, the launch.
+
+    g = HopperGemm("s8")
+    plan = prepare(g, a_dev, b_dev, c_dev)     # tensor maps encoded, arguments packed once
+    plan.launch()                              # one cuLaunchKernel
+    c = run(g, a, b)                           # numpy in, numpy out (allocates, copies, launches)
+
+The kernel is assembled by ptxas as a whole program when ptxas is available: the driver's linker
+compiles PTX for linking, where ptxas ignores `setmaxnreg` (info C7504) and the consumer
+warpgroups would keep the entry cap of 168 registers.  Without ptxas the driver JIT is used.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from ...errors import ValidationError
+
+
+_PTXFORGE_INTERNAL = True
+
+_kernels: dict = {}
+_lock = threading.Lock()
+
+
+def assembled(cfg):
+    """AssemblyResult of the configuration by whole-program ptxas (None when ptxas is missing)."""
+    from ...assembler import assemble, find_tool
+    if not find_tool("ptxas"):
+        return None
+    return assemble(cfg.module, "sm_90a", backend="ptxas")
+
+
+def load_kernel(cfg):
+    """The KernelFunction of `cfg`, loaded once per process."""
+    hit = _kernels.get(cfg)
+    if hit is not None:
+        return hit
+    from ...runtime import load
+    from ...runtime import driver as drv
+    from ...runtime.loader import LoadedModule, source_of
+    r = assembled(cfg)
+    if r is None:
+        fn = load(cfg.module)[cfg.kernel_name]
+    else:
+        info = drv.context().info
+        src = source_of(cfg.module, info.ptx_cap)
+        handle = drv.check(drv.api().cuModuleLoadData(r.cubin), "cuModuleLoadData")
+        lm = LoadedModule(handle, src, key=f"ptxas:{cfg.kernel_name}", jit_target="sm_90a", jit_log=r.log,
+                          origin="ptxas", cubin=r.cubin)
+        fn = lm[cfg.kernel_name]
+        fn._loaded_module = lm  # keep the module alive as long as the function
+    with _lock:
+        _kernels[cfg] = fn
+    return fn
+
+
+def _view(x, what):
+    """(address, shape, Elem) of a GPU operand."""
+    from ...runtime import DeviceBuffer
+    from ...runtime.arrays import device_view
+    if isinstance(x, DeviceBuffer):
+        return x.ptr, tuple(x.shape), x.elem
+    v = device_view(x)
+    if v is None or isinstance(v, np.ndarray):
+        raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack)")
+    if not v.contiguous:
+        raise ValidationError(f"{what} must be C-contiguous")
+    return v.ptr, tuple(v.shape), v.elem
+
+
+def _ptr_shape(x, what):
+    return _view(x, what)[:2]
+
+
+#: operand -> (what A and B may hold as (kind, bits) pairs, what C holds), as the kernels read them
+_ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, ("i", 32)),
+          "bf16": ({("bf", 16), ("u", 16), ("i", 16)}, ("f", 32)),
+          "f16": ({("f", 16), ("u", 16), ("i", 16)}, ("f", 32))}
+
+
+def _check_elems(cfg, views) -> None:
+    ab, c = _ELEMS[cfg.operand]
+    for what, (_, _, el) in zip("ABC", views):
+        ok = (el.kind, el.bits) == c if what == "C" else (el.kind, el.bits) in ab
+        if not ok:
+            want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8)",
+                    "bf16": "bfloat16 (or its uint16 bits)", "f16": "float16 (or its uint16 bits)"}[cfg.operand]
+            raise ValidationError(f"{what} holds {el}; a .{cfg.operand} HopperGemm takes "
+                                  + (f"{'int32' if c[0] == 'i' else 'float32'} C" if what == "C" else want))
+
+
+#: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through)
+_TMAP_CACHE = 32
+
+
+class HopperPlan:
+    """One HopperGemm problem (M, N, K, splits, stream) resolved once; call it with operands to launch.
+
+    Everything that does not depend on the operands' addresses is made here: the kernel, the
+    grid, the split-K workspace and reduction, the biased path's row-sum buffers, and a tensor
+    map template per operand.  ``plan(a, b, c)`` (or ``plan.launch_pointers(a_ptr, b_ptr, c_ptr)``)
+    then only looks up (or encodes, once per buffer) the two tensor maps for the addresses and
+    issues the launches: the row sums first on the biased s4 path, the GEMM, the reduction when
+    K is split.  No allocation and no synchronization happen per call, so a plan can be captured
+    into a CUDA graph once each buffer has been seen.
+    """
+
+    def __init__(self, cfg, m: int, n: int, k: int, *, sms: int | None = None, splits: int | None = None,
+                 stream=None):
+        from ...runtime import DeviceBuffer, TensorMap, load
+        from ...runtime import driver as drv
+        from ...runtime.kernel import _ArgBlob
+        from ...runtime.streams import stream_handle
+        cfg.check_problem(m, n, k)
+        self.cfg, self.m, self.n, self.k = cfg, m, n, k
+        self.stream = stream_handle(stream) if stream is not None else 0
+        self.row_bytes = k * cfg.bits // 8
+        la, lb = cfg.load_tiles
+        tdt = la.dtype
+        inner = self.row_bytes // T_BYTES[tdt]
+        # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
+        self._tmpl = (TensorMap(tdt, 0, (inner, m), la.tma_box, (self.row_bytes,), swizzle=128),
+                      TensorMap(tdt, 0, (inner, n), lb.tma_box, (self.row_bytes,), swizzle=128))
+        self._maps = ({}, {})
+        self._seen: set = set()  # (slot, type, dtype) whose element type was checked
+        tiles_m, tiles_n, ktiles = cfg.tile_counts(m, n, k)
+        if sms is None:
+            sms = drv.device_info().sm_count
+        from .splitk import REDUCE_THREADS, choose_splits, reduce_module
+        if splits is None:
+            splits = choose_splits(tiles_m * tiles_n, ktiles, sms)
+        kper = -(-ktiles // max(1, int(splits)))
+        self.splits = -(-ktiles // kper)  # every split non-empty
+        self.grid = (max(1, min(tiles_m * tiles_n * self.splits, sms)), 1, 1)
+        self.fn = load_kernel(cfg)
+        self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+        self._blob = _ArgBlob(self.fn.layout)
+        self.workspace = None
+        self._reduce = None
+        if self.splits > 1:
+            self.workspace = DeviceBuffer.empty((self.splits, m, n), np.int32 if cfg.c_type == "s32" else np.float32)
+            red = load(reduce_module(cfg.c_type))[f"splitk_reduce_{cfg.c_type}"]
+            self._reduce = (red, red._config((-(-(m * n) // REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1), 0),
+                            _ArgBlob(red.layout))
+        self.sums, self._sums = (), None
+        if cfg.biased:
+            from .convert import SUMS_ROWS_PER_CTA
+            fn = load(cfg.sums_module)["biased_row_sums"]
+            bufs = []
+            for pad in (tiles_m * cfg.block_m, tiles_n * cfg.block_n):
+                buf = DeviceBuffer.empty((pad,), np.int32)
+                buf.fill_bytes(0, stream=stream)  # rows past the matrix stay 0: the epilogue reads whole tiles
+                bufs.append(buf)
+            self.sums = tuple(bufs)
+            blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
+            self._sums = (fn, fn._config((-(-m // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
+                          fn._config((-(-n // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
+
+    def __repr__(self) -> str:
+        return (f"<HopperPlan {self.cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
+                f"grid={self.grid}>")
+
+    def _map(self, which: int, ptr: int) -> bytes:
+        maps = self._maps[which]
+        blob = maps.get(ptr)
+        if blob is None:
+            blob = self._tmpl[which].with_base(ptr).encode()
+            if len(maps) >= _TMAP_CACHE:
+                maps.pop(next(iter(maps)))
+            maps[ptr] = blob
+        return blob
+
+    def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
+        """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N]."""
+        s = self.stream
+        if self._sums is not None:
+            fn, cfg_a, cfg_b, blob = self._sums
+            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self.m, self.row_bytes))
+            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self.n, self.row_bytes))
+        out = self.workspace.ptr if self.workspace is not None else c_ptr
+        extra = tuple(b.ptr for b in self.sums)
+        self.fn._launch(self._cfg, s, self._blob, (self._map(0, a_ptr), self._map(1, b_ptr), out, self.m, self.n,
+                                                   self.k, self.splits, *extra))
+        if self._reduce is not None:
+            red, rcfg, rblob = self._reduce
+            red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))
+
+    def __call__(self, a, b, c, stream=None):
+        """Launch C = A . B^T on GPU operands of the planned shapes; returns `c`."""
+        if stream is not None:
+            from ...runtime.streams import stream_handle
+            if stream_handle(stream) != self.stream:
+                raise ValidationError("this plan launches on the stream it was made for; make a plan per stream")
+        ptrs = []
+        for what, x, shape in (("A", a, (self.m, self._cols)), ("B", b, (self.n, self._cols)), ("C", c, (self.m, self.n))):
+            ptr, got = self._read(x, what)
+            if got != shape:
+                raise ValidationError(f"{what} has shape {got}; this plan is for {shape}")
+            if what != "C" and ptr % 16:
+                raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
+            ptrs.append(ptr)
+        self.launch_pointers(*ptrs)
+        return c
+
+    @property
+    def _cols(self) -> int:
+        """Elements per operand row as the arrays hold them (bytes for s8/s4, 16-bit values for bf16/f16)."""
+        return self.row_bytes // T_BYTES[self.cfg.load_tiles[0].dtype]
+
+
+    def _read(self, x, what):
+        """(address, shape) of an operand: through the fast reader for a (type, dtype) already checked
+        for this slot, else through its array interface, checking its element type once."""
+        from ..operands import _reader
+        got = _reader.read(x)
+        if got is not None and (what, type(x), got[2]) in self._seen:
+            return got[0], got[1]
+        v = _view(x, what)
+        _check_elems(self.cfg, [v if w == what else (0, (), _ok_elem(self.cfg, w)) for w in "ABC"])
+        _reader.learn(x, v[0])
+        got = _reader.read(x)
+        if got is not None:
+            self._seen.add((what, type(x), got[2]))
+        return v[0], v[1]
+
+
+def _ok_elem(cfg, what):
+    """An element type operand `what` of `cfg` accepts (to check one operand with `_check_elems`)."""
+    from ...runtime.arrays import Elem
+    ab, c = _ELEMS[cfg.operand]
+    return Elem(*c) if what == "C" else Elem(*sorted(ab)[0])
+
+
+class Plan:
+    """A prepared launch of one HopperGemm on fixed device operands: `launch()` is one pass of driver calls."""
+
+    def __init__(self, cfg, a, b, c, *, k: int | None = None, sms: int | None = None,
+                 splits: int | None = None, stream=None):
+        views = (_view(a, "A"), _view(b, "B"), _view(c, "C"))
+        _check_elems(cfg, views)
+        (a_ptr, a_shape, _), (b_ptr, b_shape, _), (c_ptr, c_shape, _) = views
+        m, row_bytes = a_shape[0], a_shape[1] * (1 if cfg.operand in ("s8", "s4") else 2)
+        n = b_shape[0]
+        if k is None:
+            k = row_bytes * 8 // cfg.bits
+        cfg.check_problem(m, n, k)
+        if c_shape != (m, n):
+            raise ValidationError(f"C must be [{m}, {n}], got {c_shape}")
+        self.plan = HopperPlan(cfg, m, n, k, sms=sms, splits=splits, stream=stream)
+        self.splits, self.grid = self.plan.splits, self.plan.grid
+        self._ptrs = (a_ptr, b_ptr, c_ptr)
+        self._keep = (a, b, c)  # the operands stay alive as long as the launch can run
+
+    def launch(self) -> None:
+        """Launch once (asynchronous on the plan's stream): the row sums first on the biased path."""
+        self.plan.launch_pointers(*self._ptrs)
+
+
+T_BYTES = {"s8": 1, "u8": 1, "bf16": 2, "f16": 2}
+
+
+_plans: dict = {}
+_plans_lock = threading.Lock()
+_PLAN_CACHE = 64
+
+
+def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> None:
+    """Launch on GPU operands through a plan kept per problem kind (shapes, dtypes, K, splits, stream).
+
+    The first call of a kind reads the operands' array interfaces and makes the `HopperPlan`;
+    later calls read three addresses through the fast reader and launch (see gemm.plan).
+    """
+    from ..operands import _reader, producers_ok
+    from ...runtime.streams import stream_handle
+    got = [_reader.read(x) for x in (a, b, c)]
+    sh = stream_handle(stream) if stream is not None else 0
+    entry = _plans.get(id(cfg))
+    if all(g is not None for g in got) and entry is not None and entry[0] is cfg:
+        plan = entry[1].get((got[0][1], got[0][2], got[1][1], got[1][2], got[2][1], got[2][2], k, splits, sh))
+        if plan is not None:
+            if got[0][0] % 16 or got[1][0] % 16:
+                raise ValidationError("A and B must be 16-byte aligned: their tensor maps need it")
+            plan.launch_pointers(got[0][0], got[1][0], got[2][0])
+            return
+    p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)
+    p.launch()
+    if not producers_ok(sh, a, b, c):  # ordering after another stream: every call stays careful
+        return
+    got = [_reader.read(x) for x in (a, b, c)]  # the careful read has taught the reader these types
+    if any(g is None for g in got):
+        return
+    key = (got[0][1], got[0][2], got[1][1], got[1][2], got[2][1], got[2][2], k, splits, sh)
+    with _plans_lock:
+        entry = _plans.get(id(cfg))
+        if entry is None or entry[0] is not cfg:  # keyed by identity; the entry holds cfg so its id stays its own
+            if len(_plans) >= _PLAN_CACHE:
+                _plans.pop(next(iter(_plans)))
+            entry = _plans[id(cfg)] = (cfg, {})
+        if len(entry[1]) >= _PLAN_CACHE:
+            entry[1].pop(next(iter(entry[1])))
+        entry[1][key] = p.plan
+
+
+def prepare(cfg, a, b, c, **kw) -> Plan:
+    """A Plan over device operands A [M, K(/2)], B [N, K(/2)] and C [M, N] (see Plan)."""
+    return Plan(cfg, a, b, c, **kw)
+
+
+def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns)."""
+    if cfg.operand == "s8":
+        return a.astype(np.int64) @ b.astype(np.int64).T
+    if cfg.operand == "s4":
+        from .convert import widen_numpy
+        return widen_numpy(a).astype(np.int64) @ widen_numpy(b).astype(np.int64).T
+    if cfg.operand == "f16":
+        return a.astype(np.float32) @ b.astype(np.float32).T
+    af = (a.astype(np.uint32) << 16).view(np.float32)
+    bf = (b.astype(np.uint32) << 16).view(np.float32)
+    return af.astype(np.float64) @ bf.astype(np.float64).T
+
+
+def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int | None = None
+        ) -> np.ndarray:
+    """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
+    from ...runtime import DeviceBuffer
+    m, n = a.shape[0], b.shape[0]
+    out_dt = np.int32 if cfg.c_type == "s32" else np.float32
+    da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
+    dc = DeviceBuffer.empty((m, n), out_dt)
+    dc.fill_bytes(0xFF)
+    p = Plan(cfg, da, db, dc, k=k, splits=splits)
+    p.launch()
+    return dc.to_host()

@@ -1,0 +1,54 @@
+"""Split-K for the Hopper GEMM: choosing the split count and the deterministic reduction kernel.
+
+A skinny problem (few C tiles) leaves most SMs idle; splitting K over S work units per tile fills
+them.  Each split writes its partial C to slice s of a workspace W [S, M, N]; `splitk_reduce`
+then adds the S slices in order 0, 1, ..., S-1 for every element, so the result is the same on
+every run (bit-identical for f32 too; exact for s32).
+"""
+
+from __future__ import annotations
+
+import functools
+
+from ...isa import types as T
+
+_PTXFORGE_INTERNAL = True
+
+#: threads per CTA of the reduction
+REDUCE_THREADS = 256
+
+
+def choose_splits(tiles: int, ktiles: int, sms: int, max_splits: int = 8) -> int:
+    """Splits so that tiles x splits about fills the SMs, every split non-empty (1: no split)."""
+    if tiles * 2 > sms or ktiles < 2:
+        return 1
+    s = max(1, min(max_splits, ktiles, sms // tiles))
+    kper = -(-ktiles // s)
+    return -(-ktiles // kper)
+
+
+def emit_reduce(c_type: str):
+    """Kernel `splitk_reduce_<t>(w, c, count, splits)`: c[i] = sum over s of w[s * count + i], in order."""
+    from ...builder import KernelBuilder
+    t = T.lookup(c_type)
+    k = KernelBuilder(f"splitk_reduce_{t.name}", target="sm_90", maxntid=REDUCE_THREADS)
+    w = k.param_ptr("w", t)
+    c = k.param_ptr("c", t)
+    count = k.param_value("count", T.u32)
+    splits = k.param_value("splits", T.u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, count, type=T.u32)):
+        stride = k.mul(count, 4, type=T.u32, mode="wide")
+        p = k.mad(i, 4, w, mode="wide", type=T.u32)
+        acc = k.ld(p, type=t)
+        with k.for_range(1, splits):
+            k.add(p, stride, dst=p, type=T.u64)
+            k.add(acc, k.ld(p, type=t), dst=acc, type=t)
+        k.st(k.mad(i, 4, c, mode="wide", type=T.u32), acc, type=t)
+    return k
+
+
+@functools.lru_cache(maxsize=4)
+def reduce_module(c_type: str):
+    """The Module of the reduction for C type `c_type` ('s32' or 'f32')."""
+    return emit_reduce(c_type).module()

@@ -1,0 +1,85 @@
+"""Reading GPU operands quickly: the address, shape, dtype and device of an array, per call, for the
+schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.run.HopperPlan`) and their `run()` fast paths.
+
+* a ptxforge `DeviceBuffer`: its address, shape and dtype;
+* an object with ``data_ptr()`` and ``__cuda_array_interface__`` (torch tensors): the first call
+  reads the array interface in full and checks that ``data_ptr()`` gives the same address; later
+  calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
+  which cost far less than building the interface dictionary again.
+"""
+
+from __future__ import annotations
+
+_PTXFORGE_INTERNAL = True
+
+#: the legacy default stream, as the CUDA array interface (v3) spells it: 1 legacy, 2 per-thread
+_LEGACY_STREAMS = (None, 0, 1, 2)
+#: alignment classes the variants distinguish (see GemmSchedule.for_problem)
+_ALIGN_CAP = 256
+
+
+def align_class(ptr: int | None) -> int:
+    """The largest power of two dividing `ptr`, capped at 256 (host arrays are staged: 256)."""
+    if not ptr:
+        return _ALIGN_CAP
+    a = ptr & -ptr
+    return a if a < _ALIGN_CAP else _ALIGN_CAP
+
+
+class _FastReader:
+    """Per type: how to read (address, shape, dtype key, device) of a GPU array without its interface dict."""
+
+    __slots__ = ("verified",)
+
+    def __init__(self):
+        self.verified: set = set()  # (type, dtype) pairs whose data_ptr() was checked against the interface
+
+    def read(self, x):
+        """(ptr, shape, dtype key, device) or None when `x` must take the careful path."""
+        from ..runtime.memory import DeviceBuffer
+        t = type(x)
+        if t is DeviceBuffer:
+            return x._ptr, x.shape, x.dtype, None
+        dp = getattr(x, "data_ptr", None)
+        if dp is None:
+            return None
+        try:
+            dt = x.dtype
+            if (t, dt) not in self.verified or not x.is_contiguous():
+                return None
+            dev = x.get_device()
+            if dev < 0:  # a host tensor of a type whose GPU tensors were seen before
+                return None
+            return dp(), tuple(x.shape), dt, dev
+        except Exception:
+            return None
+
+    def learn(self, x, ptr: int) -> None:
+        """After the careful path read `x`'s interface: trust its data_ptr() from now on if it agrees."""
+        dp = getattr(x, "data_ptr", None)
+        if dp is None or not hasattr(x, "__cuda_array_interface__"):
+            return
+        try:
+            if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
+                    and callable(getattr(x, "get_device", None)):
+                self.verified.add((type(x), x.dtype))
+        except Exception:
+            pass
+
+
+_reader = _FastReader()
+
+
+def producers_ok(stream_handle: int, *arrays) -> bool:
+    """Whether no operand's array interface names a producer stream other than the launch stream."""
+    for x in arrays:
+        try:
+            cai = x.__cuda_array_interface__
+        except Exception:
+            continue
+        p = cai.get("stream") if isinstance(cai, dict) else None
+        if p in _LEGACY_STREAMS and stream_handle == 0:
+            continue
+        if p is not None and p != stream_handle:
+            return False
+    return True

@@ -1,0 +1,328 @@
+"""Hopper GEMM schedules: every configuration assembles for sm_90a with 0 spills and real wgmma/TMA SASS.
+
+GPU: exact equality with numpy on ragged shapes (bench/hopper_gemm_bench.py --check does the same
+with more configurations).
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import ptxforge as pf
+from ptxforge.errors import ValidationError
+from ptxforge.schedules.hopper import HopperGemm, assembled, reference
+from ptxforge.schedules.hopper.convert import widen_numpy
+from ptxforge.testing.hopper_strategies import hopper_gemm_configs
+
+CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm("s8", consumers=1, stages=5),
+           HopperGemm("bf16"), HopperGemm("f16", block_n=128, wg_m=128),
+           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2),
+           HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, converter=True, producer_regs=56,
+                      consumer_regs=224),
+           HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, biased=True)]
+MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}  # IGMMA.64xN...: s8.s8 or u8.u8
+
+needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: c.kernel_name)
+def test_assembles_without_spills_with_wgmma_and_tma(cfg):
+    r = assembled(cfg)
+    res = r.resources(cfg.kernel_name)
+    assert res.spills == 0 and res.stack == 0
+    assert "C7504" not in r.log and "C7508" not in r.log  # setmaxnreg honoured
+    try:
+        ops = r.sass_opcodes(cfg.kernel_name)
+    except pf.errors.ToolchainMissing:
+        pytest.skip("no disassembler")
+    assert any(o.startswith(MMA[cfg.operand] + ".64x" + str(cfg.block_n)) for o in ops), sorted(ops)
+    assert any(o.startswith("UTMALDG.2D") for o in ops)
+    assert any(o.startswith("USETMAXREG") for o in ops)
+    assert not any(o.startswith(("LDL", "STL", "CALL")) for o in ops)  # no local memory, no emulation call
+
+
+def test_emission_is_fast_enough():
+    import time
+    cfg = HopperGemm("s8", block_n=192 - 64, stages=3, raster_group=4)
+    t = time.perf_counter()
+    from ptxforge.schedules.hopper.emit import emit_kernel
+    emit_kernel(cfg).module().render()
+    assert time.perf_counter() - t < 0.5
+
+
+@pytest.mark.parametrize("kw,msg", [(dict(wg_m=32), "wg_m"), (dict(block_n=264), "block_n"),
+                                    (dict(stages=6), "shared memory"), (dict(wg_m=128, block_n=256), "accumulator"),
+                                    (dict(operand="s4", block_k_bytes=128), "256"), (dict(operand="u2"), "operand")])
+def test_rejects_illegal_configs(kw, msg):
+    with pytest.raises(ValidationError, match=msg):
+        HopperGemm(**kw)
+
+
+def test_problem_checks():
+    HopperGemm("s8").check_problem(7, 9, 16)
+    with pytest.raises(ValidationError, match="16 bytes"):
+        HopperGemm("s8").check_problem(7, 9, 24)
+    with pytest.raises(ValidationError, match="16 bytes"):
+        HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3).check_problem(7, 9, 48)
+
+
+def test_widen_numpy_matches_nibble_definition():
+    rng = np.random.default_rng(0)
+    p = rng.integers(0, 256, (3, 16), dtype=np.uint8)
+    w = widen_numpy(p)
+    lo = p & 15
+    assert np.array_equal(w[:, 0::2], np.where(lo > 7, lo.astype(int) - 16, lo))
+    hi = p >> 4
+    assert np.array_equal(w[:, 1::2], np.where(hi > 7, hi.astype(int) - 16, hi))
+
+
+def test_sign_extension_identity_has_no_carry():
+    """((v ^ 8) + 120) ^ 128 is v sign-extended, and never carries out of a byte, for every nibble."""
+    for v in range(16):
+        x = ((v ^ 8) + 0x78)
+        assert x < 256 and np.int8(np.uint8(x ^ 0x80)) == (v - 16 if v > 7 else v)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=128, block_k_bytes=256, stages=3)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
+                                   ("s4", dict(block_n=128, block_k_bytes=256, stages=3, a_registers=False)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2, converter=True,
+                                               producer_regs=56, consumer_regs=224)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2, biased=True))])
+@pytest.mark.parametrize("shape", [(200, 328, 256), (96, 131, 64), (257, 511, 1024)])
+def test_gpu_matches_numpy(op, kw, shape):
+    from ptxforge.schedules.hopper import run
+    cfg = HopperGemm(op, **kw)
+    m, n, k = shape
+    rng = np.random.default_rng(sum(shape))
+    if op == "s8":
+        a, b = rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
+    elif op == "s4":
+        a, b = rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    else:
+        a = (rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        b = (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    got = run(cfg, a, b, k=k)  # C is poisoned (0xFF bytes) before the launch
+    want = reference(cfg, a, b)
+    if op == "bf16":
+        af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        assert np.all(np.abs(got - want) <= k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30)
+    else:
+        assert np.array_equal(got.astype(np.int64), want)
+
+
+def _widen_kernel(cfg, with_a_frags, biased=False):
+    """A CPU-interpretable kernel: packed stage (global) -> shared -> emit_s4_widen -> global (+ A fragments)."""
+    from ptxforge.builder import KernelBuilder
+    from ptxforge.isa import types as T
+    from ptxforge.isa.operands import Addr
+    from ptxforge.schedules.hopper.convert import AFragments, emit_s4_widen
+    nthr = 128 * cfg.consumers
+    (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
+    k = KernelBuilder("widen", target="sm_90", maxntid=nthr)
+    src_g = k.param_ptr("src", T.u32)
+    dst_g = k.param_ptr("dst", T.u32)
+    frag_g = k.param_ptr("frag", T.u32)
+    smem = k.dynamic_shared("smem", align=1024)
+    base = k.shared_base(smem)
+    tid = k.tid()
+    stage = pa.nbytes + pb.nbytes
+    wide = ta.nbytes + tb.nbytes
+    with k.for_range(tid, stage // 4, nthr, uniform=False) as i:
+        off = k.mul(i, 4, type=T.u32)
+        v = k.ld(k.mad(i, 4, src_g, mode="wide", type=T.u32), type=T.u32)
+        k.st(Addr(k.add(base, off, type=T.u32)), v, type=T.u32, space="shared")
+    k.bar_sync(0)
+    dst = k.add(base, stage, type=T.u32)
+    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)], biased=biased)
+    if with_a_frags:
+        lane = k.and_(tid, 31, type=T.b32)
+        w = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32)
+        cidx = k.shr(tid, 7, type=T.u32)
+        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32), biased=biased)
+        regs = fr.load(base, 0)
+        out = k.mad(tid, 4 * 4 * len(regs), frag_g, mode="wide", type=T.u32)
+        for s, frag in enumerate(regs):
+            k.st(Addr(out, 16 * s), frag, type=T.u32, vec=4)
+    k.bar_sync(0)
+    with k.for_range(tid, wide // 4, nthr, uniform=False) as i:
+        v = k.ld(Addr(k.add(dst, k.mul(i, 4, type=T.u32), type=T.u32)), type=T.u32, space="shared")
+        k.st(k.mad(i, 4, dst_g, mode="wide", type=T.u32), v, type=T.u32)
+    return k, stage, wide
+
+
+@pytest.mark.parametrize("biased", [False, True])
+def test_widen_step_and_a_fragments_on_the_interpreter(biased):
+    """The emitted s4 -> s8 step writes exactly the slot-ordered widened tiles; A fragments hold the right values.
+
+    biased: the values are v + 8 (u8) instead of v.
+    """
+    from ptxforge import interp
+    from ptxforge.schedules.hopper.convert import slot_order_numpy
+    cfg = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)
+    (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
+    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True, biased=biased)
+    rng = np.random.default_rng(3)
+    a = rng.integers(0, 256, (pa.rows, 128), dtype=np.uint8)
+    b = rng.integers(0, 256, (pb.rows, 128), dtype=np.uint8)
+    src = np.concatenate([pa.store(a), pb.store(b)]).view(np.uint32)
+    dst = np.zeros(wide // 4, np.uint32)
+    nthr = 128 * cfg.consumers
+    frag = np.zeros(nthr * 8 * 4, np.uint32)
+    interp.run(kern.module(), grid=1, block=nthr, args=[src, dst, frag], shared=stage + wide + 1024)
+    bias = 8 if biased else 0
+    wa = (slot_order_numpy(widen_numpy(a)).astype(np.int16) + bias).astype(np.int8)
+    wb = (slot_order_numpy(widen_numpy(b)).astype(np.int16) + bias).astype(np.int8)
+    want = np.concatenate([ta.store(wa), tb.store(wb)])
+    assert np.array_equal(dst.view(np.uint8), want)
+    f = frag.view(np.int8).reshape(nthr, 8, 4, 4)  # thread, k-step, register, byte
+    for tid in range(nthr):
+        c, w, lane = tid // 128, tid // 32 % 4, tid % 32
+        g, t = lane // 4, lane % 4
+        r = c * cfg.wg_m + 16 * w + g
+        for s in range(8):
+            ks = wa[:, 32 * s:32 * s + 32]
+            assert np.array_equal(f[tid, s, 0], ks[r, 4 * t:4 * t + 4])
+            assert np.array_equal(f[tid, s, 1], ks[r + 8, 4 * t:4 * t + 4])
+            assert np.array_equal(f[tid, s, 2], ks[r, 16 + 4 * t:20 + 4 * t])
+            assert np.array_equal(f[tid, s, 3], ks[r + 8, 16 + 4 * t:20 + 4 * t])
+
+
+def test_row_sums_kernel_on_the_interpreter():
+    """biased_row_sums: out[r] = sum of (v + 8) over the row's packed nibbles; rows past `rows` untouched."""
+    from ptxforge import interp
+    from ptxforge.schedules.hopper.convert import sums_module
+    rng = np.random.default_rng(5)
+    rows, row_bytes = 13, 48
+    p = rng.integers(0, 256, (rows, row_bytes), dtype=np.uint8)
+    out = np.full(16, -7, np.int32)
+    interp.run(sums_module(), grid=2, block=256, args=[p, out, rows, row_bytes])
+    want = (widen_numpy(p).astype(np.int64) + 8).sum(axis=1)
+    assert np.array_equal(out[:rows], want) and np.all(out[rows:] == -7)
+
+
+def test_biased_correction_algebra():
+    """sum over Kpad of (a+8)(b+8) - 8 A' - 8 B' + 128 K - 64 Kpad == a . b (zero-filled tail: 8 x 8)."""
+    rng = np.random.default_rng(2)
+    K, Kpad = 96, 256
+    a = rng.integers(-8, 8, (5, K))
+    b = rng.integers(-8, 8, (7, K))
+    ap = np.concatenate([a + 8, np.full((5, Kpad - K), 8)], axis=1)
+    bp = np.concatenate([b + 8, np.full((7, Kpad - K), 8)], axis=1)
+    s = ap @ bp.T
+    got = s - 8 * (a + 8).sum(1)[:, None] - 8 * (b + 8).sum(1)[None, :] + 128 * K - 64 * Kpad
+    assert np.array_equal(got, a @ b.T)
+
+
+def test_splitk_reduce_on_the_interpreter():
+    """splitk_reduce adds the S workspace slices in order, for s32 exactly and f32 in that order."""
+    from ptxforge import interp
+    from ptxforge.schedules.hopper.splitk import reduce_module
+    rng = np.random.default_rng(9)
+    count, splits = 300, 3
+    w = rng.integers(-2 ** 20, 2 ** 20, (splits, count)).astype(np.int32)
+    c = np.full(count, 77, np.int32)
+    interp.run(reduce_module("s32"), grid=2, block=256, args=[w, c, count, splits])
+    assert np.array_equal(c, w.sum(0))
+    wf = rng.standard_normal((splits, count)).astype(np.float32)
+    cf = np.zeros(count, np.float32)
+    interp.run(reduce_module("f32"), grid=2, block=256, args=[wf, cf, count, splits])
+    assert np.array_equal(cf, (wf[0] + wf[1]) + wf[2])
+
+
+def test_choose_splits_fills_the_sms_with_nonempty_splits():
+    from ptxforge.schedules.hopper.splitk import choose_splits
+    assert choose_splits(2048, 32, 132) == 1  # enough tiles
+    s = choose_splits(32, 32, 132)
+    assert 1 < s <= 8 and 32 * s <= 132
+    for tiles in range(1, 70):
+        for ktiles in range(1, 40):
+            s = choose_splits(tiles, ktiles, 132)
+            kper = -(-ktiles // s)
+            assert (s - 1) * kper < ktiles  # the last split has work
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", {}), ("s4", dict(block_n=256, block_k_bytes=256, stages=2)),
+                                   ("s4", dict(block_n=256, block_k_bytes=256, stages=2, biased=True))])
+def test_gpu_split_k_matches_numpy(op, kw):
+    """Split K in 3 (deterministic workspace reduction) on a ragged skinny shape."""
+    from ptxforge.schedules.hopper import run
+    cfg = HopperGemm(op, **kw)
+    m, n, k = 40, 300, 1792
+    rng = np.random.default_rng(11)
+    if op == "s8":
+        a, b = rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
+    elif op == "s4":
+        a, b = rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    else:
+        a = (rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        b = (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    got = run(cfg, a, b, k=k, splits=3)
+    want = reference(cfg, a, b)
+    if op == "bf16":
+        assert np.allclose(got, want, rtol=1e-3, atol=1e-2)
+        assert np.array_equal(got, run(cfg, a, b, k=k, splits=3))  # deterministic
+    else:
+        assert np.array_equal(got.astype(np.int64), want)
+
+
+def test_tuning_and_bf16_class():
+    from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason
+    g = choose_hopper(8192, 8192, 8192, "s8")
+    assert g.operand == "s8" and g.block_n == 256 and "wgmma" in g.path_reason
+    assert hopper_reason(64, 64, 24, "s8")[0] is False
+    assert hopper_reason(64, 64, 64, "u4")[0] is False
+    b = Bf16Gemm.for_shape(100, 200, 64)
+    assert b.operand == "bf16" and b.c_type == "f32" and "HopperGemm" in b.describe()
+    with pytest.raises(ValidationError):
+        Bf16Gemm("s8")
+
+
+def test_int_gemm_for_shape_picks_hopper_on_sm90a():
+    from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
+    g = Int8Gemm.for_shape(8192, 8192, 8192, "sm_90a")
+    assert isinstance(g, HopperGemm) and g.operand == "s8" and "wgmma" in g.path_reason
+    g4 = Int4Gemm.for_shape(1024, 8192, 8192, "sm_90a")
+    assert isinstance(g4, HopperGemm) and g4.operand == "s4" and g4.biased
+    assert not isinstance(Int4Gemm.for_shape(32, 8192, 8192, "sm_90a"), HopperGemm)  # skinny: mma.sync measured faster
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
+    assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90a", hopper=False), HopperGemm)
+    assert isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90", hopper=True), HopperGemm)
+    with pytest.raises(ValidationError, match="cannot take"):
+        Int8Gemm.for_shape(64, 64, 24, "sm_90", hopper=True)
+
+
+@pytest.mark.gpu
+def test_gpu_for_shape_hopper_path_runs_exactly():
+    """The schedule Int4Gemm.for_shape gives on sm_90a runs Int4Gemm's operand format exactly."""
+    from ptxforge.int4 import pack_int4
+    from ptxforge.schedules.gemm import Int4Gemm
+    rng = np.random.default_rng(4)
+    m, n, k = 296, 520, 1024
+    a, b = rng.integers(-8, 8, (m, k)), rng.integers(-8, 8, (n, k))
+    g = Int4Gemm.for_shape(m, n, k, "sm_90a")
+    assert isinstance(g, HopperGemm)
+    got = g.run(pack_int4(a), pack_int4(b), k=k)
+    assert np.array_equal(got.astype(np.int64), a @ b.T)
+
+
+@needs_ptxas
+@settings(max_examples=10, deadline=None)
+@given(hopper_gemm_configs())
+def test_drawn_configurations_are_refused_with_a_reason_or_assemble_cleanly(kw):
+    try:
+        cfg = HopperGemm(**kw)
+    except ValidationError as e:
+        assert str(e)  # a refusal says why
+        return
+    r = assembled(cfg)
+    assert r.resources(cfg.kernel_name).spills == 0
+    assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log

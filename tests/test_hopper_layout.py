@@ -1,0 +1,109 @@
+"""Descriptors, canonical layouts and SmemTile: the descriptor a layout makes addresses its numpy model."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ptxforge.errors import ValidationError
+from ptxforge.hopper import SmemTile
+from ptxforge.isa.descriptors import (SWIZZLES, DescriptorFields, apply_swizzle, canonical_offset,
+                                      decode_descriptor, descriptor_address, encode_descriptor)
+from ptxforge.testing.hopper_strategies import smem_tiles
+
+
+def test_descriptor_bit_positions():
+    d = encode_descriptor(0x1230, 0x40, 0x400, 128, base_offset=5)
+    assert d & 0x3FFF == 0x123
+    assert (d >> 16) & 0x3FFF == 0x4
+    assert (d >> 32) & 0x3FFF == 0x40
+    assert (d >> 49) & 7 == 5
+    assert d >> 62 == 1
+    assert encode_descriptor(0, 0, 0, 64) >> 62 == 2
+    assert encode_descriptor(0, 0, 0, 32) >> 62 == 3
+    assert encode_descriptor(0, 0, 0, 0) >> 62 == 0
+
+
+def test_descriptor_matches_golden_example():
+    # 06_wgmma_s8_sm90a.ptx: LBO_enc 8, SBO_enc 16, no swizzle; cores at i*256 + j*128
+    d = encode_descriptor(0x400, 128, 256, 0)
+    lo, hi = d & 0xFFFFFFFF, d >> 32
+    assert lo == (0x400 >> 4) | (8 << 16) and hi == 16
+
+
+@given(st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1), st.integers(0, (1 << 14) - 1),
+       st.sampled_from(sorted(SWIZZLES)), st.integers(0, 7))
+def test_descriptor_round_trip(a, lbo, sbo, swz, base):
+    f = decode_descriptor(encode_descriptor(a << 4, lbo << 4, sbo << 4, swz, base))
+    assert f == DescriptorFields(a << 4, lbo << 4, sbo << 4, swz, base)
+
+
+@pytest.mark.parametrize("bad", [dict(start_addr=8), dict(start_addr=1 << 18), dict(swizzle=16),
+                                 dict(base_offset=8), dict(leading_byte_offset=-16)])
+def test_descriptor_rejects(bad):
+    kw = dict(start_addr=0, leading_byte_offset=0, stride_byte_offset=0, swizzle=0)
+    kw.update(bad)
+    with pytest.raises(ValidationError):
+        encode_descriptor(**kw)
+
+
+def test_swizzle_128_is_chunk_xor_row():
+    # row r of a 128-byte-wide tile: chunk c lands at chunk c ^ (r % 8)
+    for r in range(16):
+        for c in range(8):
+            assert canonical_offset("K", 128, 8, 16, 128, r, 16 * c) == r * 128 + 16 * (c ^ (r % 8))
+    assert apply_swizzle(0x90, 64) == 0x90 ^ 0x10
+
+
+@settings(max_examples=60, deadline=None)
+@given(smem_tiles(), st.data())
+def test_descriptor_addresses_numpy_model(tile, data):
+    """For every k-slice, the decoded descriptor reads exactly where element_offsets() says."""
+    base = tile.alignment * data.draw(st.integers(0, 8))
+    offs = tile.element_offsets()
+    assert len(np.unique(offs)) == offs.size  # a bijection onto the tile's bytes
+    assert offs.min() >= 0 and offs.max() < tile.nbytes
+    ks = data.draw(st.integers(0, tile.k_slices - 1))
+    f = decode_descriptor(tile.descriptor(base, ks))
+    eb = tile.element_bits // 8
+    rows = range(tile.rows)
+    for r in rows:
+        for c in range(tile.k_elems):
+            got = descriptor_address(f, tile.major, tile.element_bits, r, c)
+            assert got == base + offs[r, ks * tile.k_elems + c], (r, c)
+    assert tile.offset(tile.rows - 1, tile.cols - 1) == offs[-1, -1]
+    assert eb * tile.rows * tile.cols == tile.nbytes
+
+
+def test_smem_tile_facts():
+    t = SmemTile("s8", 128, 128)
+    assert (t.nbytes, t.alignment, t.tma_box, t.tma_swizzle, t.k_advance_bytes) == (16384, 1024, (128, 128), 128, 32)
+    f = t.descriptor_fields(0x2000, 3)
+    assert f.start_addr == 0x2000 + 96 and f.stride_byte_offset == 1024
+    b = SmemTile("bf16", 256, 64)
+    assert b.tma_box == (64, 256) and b.k_elems == 16 and b.k_slices == 4
+    n = SmemTile("s8", 64, 64, swizzle=0)
+    assert n.tma_copies == 4 and n.tma_box == (16, 64)
+    lo, hi = n.descriptor(0, 1) & 0xFFFFFFFF, n.descriptor(0, 1) >> 32
+    assert (lo & 0x3FFF) == (2 * 64 * 16) >> 4 and hi & 0x3FFF == 128 >> 4
+
+
+def test_smem_tile_store_places_bytes():
+    t = SmemTile("bf16", 16, 64, swizzle=64)
+    x = np.arange(16 * 64, dtype=np.uint16).reshape(16, 64)
+    raw = t.store(x)
+    offs = t.element_offsets()
+    assert raw.view(np.uint8)[offs[5, 33]:offs[5, 33] + 2].view(np.uint16)[0] == x[5, 33]
+
+
+@pytest.mark.parametrize("kw", [dict(dtype="s4"), dict(cols=100), dict(rows=12), dict(swizzle=16),
+                                dict(major="M")])
+def test_smem_tile_rejects(kw):
+    args = dict(dtype="s8", rows=64, cols=128, major="K", swizzle=128)
+    args.update(kw)
+    with pytest.raises(ValidationError):
+        SmemTile(**args)
+
+
+def test_misaligned_base_rejected():
+    with pytest.raises(ValidationError, match="1024"):
+        SmemTile("s8", 64, 128).descriptor(512)

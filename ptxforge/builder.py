@@ -24,6 +24,7 @@ from .isa.async_store import AsyncStoreOps
 from .isa.cache import CacheOps
 from .isa.convert_narrow import NarrowConvertOps
 from .isa.integer import IntegerOps
+from .isa.sparse import SparseMmaOps
 from .isa.texture import TextureOps
 from .isa.video import VideoOps
 from .isa.wmma import WmmaOps
@@ -83,7 +84,7 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
-                    NarrowConvertOps, AsyncStoreOps, TextureOps):
+                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)

@@ -47,7 +47,7 @@ def _is_new(s) -> bool:
     if s.family == "warp":
         return s.op in ("match", "movmatrix") or bool(s.get("lane"))
     if s.family == "tensor":
-        return s.op.startswith("wmma")
+        return s.op.startswith("wmma") or s.op == "mma_sp"
     if s.family == "convert":
         return s.op in ("cvt_narrow", "cvt_pack")
     return False
@@ -83,7 +83,7 @@ def test_every_new_operation_has_legal_forms():
     want |= {("bits", o) for o in ("bmsk", "szext", "fns", "bfind", "lop3")}
     want |= {("integer", o) for o in ("carry", "dp4a", "dp2a", "video")}
     want |= {("warp", o) for o in ("match", "movmatrix", "elect")}
-    want |= {("tensor", o) for o in ("wmma_load", "wmma_store", "wmma_mma")}
+    want |= {("tensor", o) for o in ("wmma_load", "wmma_store", "wmma_mma", "mma_sp")}
     want |= {("convert", o) for o in ("cvt_narrow", "cvt_pack")}
     want |= {("arith", o) for o in ("mad24", "tanh", "copysign", "ex2", "min", "max", "fma")}
     assert not want - ops, sorted(want - ops)
@@ -874,3 +874,22 @@ def test_texture_and_surface_forms_render():
     assert_located(info.value, "<- tex-3d", __file__)
     with pytest.raises(pf.ValidationError):
         k.sured("add", sh, [i, j], k.reg(pf.u32), geom="a1d")
+
+
+def test_mma_sp_rendering_and_refusals():
+    k = pf.KernelBuilder("s", target="sm_80")
+    a, b = [k.reg(pf.b32) for _ in range(2)], [k.reg(pf.b32) for _ in range(2)]
+    c = [k.reg(pf.f32) for _ in range(4)]
+    e = k.reg(pf.b32, "meta")
+    k.mma_sp(a, b, c, e, shape="m16n8k16", a_type="f16", selector=3)
+    k.mma_sp(a, b, [k.reg(pf.s32) for _ in range(4)], e, shape="m16n8k32", a_type="u8", b_type="s8", selector=1)
+    text = "\n".join(i.render() for i in k.finish().instructions)
+    assert "mma.sp.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%f" in text and ", %meta, 3;" in text
+    assert "mma.sp.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32" in text
+    pf.assemble(k.module())
+    with pytest.raises(pf.ValidationError) as info:
+        k.mma_sp(a, b, c, e, shape="m16n8k16", a_type="bf16", selector=4)  # <- sp-sel
+    assert "selector is 0..3" in str(info.value)
+    assert_located(info.value, "<- sp-sel", __file__)
+    with pytest.raises(pf.ValidationError):
+        k.mma_sp(a, b, c, e, shape="m16n8k16", a_type="s8")

@@ -203,6 +203,8 @@ UNMODELLED = (
     ("tensor", r"'wgmma(\.\w+)?'"), ("tensor", r"'setmaxnreg'"),
     # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
     ("tensor", r"'wmma\.(load|store|mma)'"),
+    # mma.sp: the sparsity metadata's element selection is not modelled
+    ("tensor", r"'mma\.sp'"),
     # bar.red: the barrier's reduction across the CTA is not modelled
     ("sync", r"'bar\.red'"),
     # the interpreter's state token holds the phase only, not the pending count

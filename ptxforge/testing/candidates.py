@@ -342,6 +342,15 @@ def _tensor_candidates():
         if t is T.f64:
             out += [spec("tensor", "wmma_mma", shape=shape, type="f64", acc="f64", c_type="f64", a_layout="row",
                          b_layout="col", satfinite=False, bitop=None, rnd=r) for r in F64_ROUND]
+    from ..isa.sparse import SPARSE_MMA
+    for (shape, at), f in SPARSE_MMA.items():
+        for bt in f.b_types:
+            for acc in f.acc:
+                for sel in range(f.max_selector + 2):
+                    out.append(spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=bt.name, acc=acc.name,
+                                    selector=sel, ordered=False))
+        out.append(spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=at.name, acc=f.acc[0].name,
+                        selector=0, ordered=True))
     out += [spec("tensor", "wmma_load", which="a", shape="m16n16k16", type="f16", layout="row", space=sp,
                  stride=None) for sp in ("global", "shared", "shared::cta", "local")]
     return out

@@ -435,6 +435,14 @@ def _emit_tensor(sc: Scratch, s: Spec):
             frag = sc.regs(_acc_reg_type(t), _acc_form(s["shape"], t).acc[t])
             k.wmma_store(addr, frag, shape=s["shape"], type=t, layout=s["layout"], stride=stride, space=space,
                          pred=sc.guard(s.get("guard")))
+    elif op == "mma_sp":
+        from ..isa.sparse import SPARSE_MMA, _acc_reg
+        f = SPARSE_MMA[(s["shape"], T.lookup(s["a_type"]))]
+        acc = T.lookup(s["acc"])
+        c = sc.regs(_acc_reg(acc), f.c_regs(acc))
+        k.mma_sp(sc.regs(T.b32, f.a_regs), sc.regs(T.b32, f.b_regs), c, sc.reg(T.b32), shape=s["shape"],
+                 a_type=s["a_type"], b_type=s["b_type"], acc=acc, selector=s["selector"], ordered=s["ordered"],
+                 pred=sc.guard(s.get("guard")))
     elif op == "wmma_mma":
         from ..isa.wmma import _acc_reg_type, wmma_form
         f = wmma_form(s["shape"], T.lookup(s["type"]))

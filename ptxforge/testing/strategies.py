@@ -142,7 +142,7 @@ def _details(s: Spec) -> st.SearchStrategy:
             return st.builds(lambda n, g: s.with_params(ns=n, guard=g), st.integers(0, 1 << 20), guard)
         return st.builds(lambda g: s.with_params(guard=g), guard)
     if fam == "tensor":
-        if op in ("mma", "wmma_load", "wmma_store", "wmma_mma"):
+        if op in ("mma", "wmma_load", "wmma_store", "wmma_mma", "mma_sp"):
             return st.builds(lambda g: s.with_params(guard=g), guard)
         return st.builds(lambda w: s.with_params(wait=w), st.integers(0, 7))
     if fam == "integer":

@@ -2,8 +2,8 @@
 
 from ._version import __version__
 
-from .errors import (AssemblyError, DriverError, JitError, LaunchError, PtxforgeError, TargetError,
-                     ToolchainMissing, ValidationError)
+from .errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, PtxforgeError, SyncTimeout,
+                     TargetError, ToolchainError, ToolchainMissing, ValidationError)
 from .isa import types
 from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
                         s64, u4, u8, u16, u32, u64)
@@ -14,12 +14,13 @@ from .kernel import Kernel, Param
 from .builder import KernelBuilder
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
+from . import parse  # PTX text in: ptxforge.parse(text, filename=..., strict=...) -> Module
 
 # The runtime (driver, arrays, launches, timing) loads on first use, so `import ptxforge` stays fast
 # and works on machines without a GPU or driver.
 _RUNTIME_NAMES = frozenset({
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
-    "benchmark", "Timing", "EventTimer", "device_info", "synchronize",
+    "benchmark", "Timing", "EventTimer", "device_info", "synchronize", "query",
 })
 # The schedules load on first use too.
 _SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm"})
@@ -44,8 +45,8 @@ __all__ = [
     "__version__", "KernelBuilder", "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
-    "DriverError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
-    "KernelResources",
+    "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
+    "KernelResources", "parse",
     "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
     *sorted(_RUNTIME_NAMES),

@@ -3,6 +3,12 @@
 Returns the cubin and the resource usage ptxas reports (registers, shared memory,
 spills).  When the assembler rejects the PTX, the error quotes its message with
 the offending PTX line and the Python line that emitted it.
+
+The tools run bounded: ptxas and nvdisasm/cuobjdump get a timeout (``timeout=``, else
+$PTXFORGE_TOOL_TIMEOUT seconds, default 300), their temporary directory is removed whatever
+happens, a tool killed by a signal is reported as a crash naming the signal, PTX holding a NUL
+character is refused before any tool sees it (a C string would end there), and a bad option or
+unknown architecture is a ToolchainError, not a raw nvJitLinkError.
 """
 
 from __future__ import annotations
@@ -11,17 +17,76 @@ import functools
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections import Counter
 from dataclasses import dataclass, field
 
-from .errors import AssemblyError, ToolchainMissing
+from .errors import AssemblyError, TargetError, ToolchainError, ToolchainMissing
 from .isa.targets import PtxVersion, Target, ptx_for_cuda, ptx_header
 
 _PTXFORGE_INTERNAL = True
 
 BACKENDS = ("nvjitlink", "ptxas")
+
+#: Environment variable bounding each ptxas / nvdisasm / cuobjdump run, in seconds.
+TOOL_TIMEOUT_ENV = "PTXFORGE_TOOL_TIMEOUT"
+DEFAULT_TOOL_TIMEOUT = 300.0
+
+
+def tool_timeout(timeout=None) -> float:
+    """Seconds a toolchain subprocess may run: `timeout`, else $PTXFORGE_TOOL_TIMEOUT, else 300."""
+    if timeout is None:
+        raw = os.environ.get(TOOL_TIMEOUT_ENV, "").strip()
+        if not raw:
+            return DEFAULT_TOOL_TIMEOUT
+        try:
+            timeout = float(raw)
+        except ValueError:
+            raise ToolchainError(f"{TOOL_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
+    timeout = float(timeout)
+    if not timeout > 0:
+        raise ToolchainError(f"a toolchain timeout must be a positive number of seconds, got {timeout}")
+    return timeout
+
+
+def refuse_nul(ptx: str) -> None:
+    """Raise AssemblyError naming the line and column of a NUL character in PTX text.
+
+    The driver and nvJitLink read PTX as a C string, so everything after a NUL would silently vanish.
+    """
+    i = ptx.find("\0")
+    if i < 0:
+        return
+    line = ptx.count("\n", 0, i) + 1
+    col = i - (ptx.rfind("\n", 0, i) + 1) + 1
+    raise AssemblyError(f"the PTX holds a NUL character at line {line}, column {col}; the assembler would read only "
+                        "the text before it (kernels after it would silently go missing)")
+
+
+def _signal_name(returncode: int) -> str:
+    try:
+        return signal.Signals(-returncode).name
+    except ValueError:
+        return f"signal {-returncode}"
+
+
+def run_tool(args, what: str, timeout=None, **kwargs) -> subprocess.CompletedProcess:
+    """Run a toolchain command bounded by `timeout`; a hang or a death by signal is a ToolchainError."""
+    limit = tool_timeout(timeout)
+    try:
+        p = subprocess.run(args, capture_output=True, timeout=limit, **kwargs)
+    except subprocess.TimeoutExpired:
+        raise ToolchainError(f"{what} did not finish within {limit:g} s and was killed (raise the limit with "
+                             f"timeout= or {TOOL_TIMEOUT_ENV})") from None
+    except OSError as e:
+        raise ToolchainMissing(f"cannot run {what} ({args[0]}): {e.strerror or e}") from None
+    if p.returncode < 0:
+        out = p.stderr if isinstance(p.stderr, str) else (p.stderr or b"").decode(errors="replace")
+        raise ToolchainError(f"{what} crashed: killed by {_signal_name(p.returncode)}"
+                             + (f"\n  {out.strip()}" if out and out.strip() else ""))
+    return p
 
 
 @dataclass(frozen=True)
@@ -62,7 +127,8 @@ class AssemblyResult:
         return self.kernels[kernel]
 
     def report(self) -> str:
-        head = f"{self.arch} via {self.backend}, PTX ISA {self.version}, cubin {len(self.cubin)} bytes"
+        """One line naming the arch and the assembler with its version, then one per kernel's resources."""
+        head = f"{self.arch} via {assembler_name(self.backend)}, PTX ISA {self.version}, cubin {len(self.cubin)} bytes"
         return "\n".join([head] + ["  " + str(k) for k in self.kernels.values()])
 
     def sass(self) -> str:
@@ -129,11 +195,28 @@ def backend_ptx_cap(backend: str) -> PtxVersion:
     if backend == "nvjitlink":
         major, minor = _nvjitlink().version()
         return ptx_for_cuda(major * 1000 + minor * 10)
-    out = subprocess.run([find_tool("ptxas"), "--version"], capture_output=True, text=True).stdout
+    out = run_tool([find_tool("ptxas"), "--version"], "ptxas --version", text=True).stdout
     m = re.search(r"release (\d+)\.(\d+)", out)
     if not m:
         raise ToolchainMissing(f"cannot read the ptxas version from: {out!r}")
     return ptx_for_cuda(int(m.group(1)) * 1000 + int(m.group(2)) * 10)
+
+
+@functools.lru_cache(maxsize=None)
+def assembler_name(backend: str) -> str:
+    """The backend with its version, e.g. "nvJitLink 13.0" or "ptxas 13.0 (V13.0.88)"; register counts
+    and resources can differ between versions."""
+    try:
+        if backend == "nvjitlink":
+            major, minor = _nvjitlink().version()
+            return f"nvJitLink {major}.{minor}"
+        if backend == "ptxas":
+            out = run_tool([find_tool("ptxas"), "--version"], "ptxas --version", text=True).stdout
+            m = re.search(r"release (\d+\.\d+), (V[\d.]+)", out)
+            return f"ptxas {m.group(1)} ({m.group(2)})" if m else "ptxas"
+    except Exception:  # the report still names the backend
+        pass
+    return backend
 
 
 def _pick_backend(backend: str) -> str:
@@ -152,14 +235,19 @@ def _pick_backend(backend: str) -> str:
 
 # ---------------------------------------------------------------- assemble
 
-def assemble(source, arch=None, *, backend: str = "auto", options=(), version=None) -> AssemblyResult:
+def assemble(source, arch=None, *, backend: str = "auto", options=(), version=None,
+             timeout: float | None = None) -> AssemblyResult:
     """Assemble a Module (or PTX text) to a cubin for `arch` (default: the module's target).
 
     Returns an AssemblyResult with per-kernel resource usage.  Raises AssemblyError with the
-    assembler's messages mapped to PTX lines and, for Modules, to the Python lines that emitted them.
+    assembler's messages mapped to PTX lines and, for Modules, to the Python lines that emitted them;
+    ToolchainError when the assembler crashed, ran past `timeout` seconds (ptxas; default
+    $PTXFORGE_TOOL_TIMEOUT or 300) or refused an option or the arch.
     """
     from .module import Module
     be = _pick_backend(backend)
+    if isinstance(options, str) or not all(isinstance(o, str) for o in options):
+        raise ToolchainError(f"options= takes a sequence of option strings, got {options!r}")
     module = source if isinstance(source, Module) else None
     if module is not None:
         target = Target.parse(arch) if arch is not None else module.target
@@ -173,11 +261,15 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
             if named is None:
                 raise AssemblyError("PTX text has no .target line; pass arch=")
             arch = named
-        target = Target.parse(arch)
+        try:
+            target = Target.parse(arch)
+        except TargetError as e:
+            raise ToolchainError(f"cannot assemble for {arch!r}: {e.message}") from None
+    refuse_nul(ptx)
     if be == "nvjitlink":
         ok, cubin, log = _run_nvjitlink(ptx, target, options)
     else:
-        ok, cubin, log = _run_ptxas(ptx, target, options)
+        ok, cubin, log = _run_ptxas(ptx, target, options, timeout)
     if not ok:
         raise _assembly_error(log, module, ptx, target, be, version)
     return AssemblyResult(cubin, target.name, be, ptx_version, ptx, log, parse_resources(log))
@@ -186,7 +278,11 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
 def _run_nvjitlink(ptx: str, target: Target, options):
     nvj = _nvjitlink()
     opts = [f"-arch={target.name}", "-verbose", *options]
-    h = nvj.create(len(opts), opts)
+    try:
+        h = nvj.create(len(opts), opts)
+    except nvj.nvJitLinkError as e:
+        raise ToolchainError(f"nvJitLink refused the options {' '.join(opts)} ({e}); check the arch and options") \
+            from None
     ok = True
     try:
         data = ptx.encode()
@@ -217,16 +313,23 @@ def _log(nvj, h, which):
     return buf.rstrip(b"\0").decode(errors="replace")
 
 
-def _run_ptxas(ptx: str, target: Target, options):
+_PTXAS_USAGE = re.compile(r"ptxas fatal\s*:\s*(Unknown option|Value '[^']*' is not defined for option|"
+                          r"Missing value for option|Invalid value)[^\n]*")
+
+
+def _run_ptxas(ptx: str, target: Target, options, timeout=None):
     tool = find_tool("ptxas")
     with tempfile.TemporaryDirectory(prefix="ptxforge-") as d:
         src, out = os.path.join(d, "ptxforge.ptx"), os.path.join(d, "out.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        p = subprocess.run([tool, f"-arch={target.name}", "-v", *options, src, "-o", out],
-                           capture_output=True, text=True)
+        p = run_tool([tool, f"-arch={target.name}", "-v", *options, src, "-o", out], "ptxas", timeout, text=True)
         log = (p.stdout + p.stderr).replace(src, "ptxforge.ptx")
         if p.returncode != 0:
+            m = _PTXAS_USAGE.search(log)
+            if m:
+                raise ToolchainError(f"ptxas refused its command line ({m.group(0).strip()}); "
+                                     f"arch {target.name}, options {list(options)}")
             return False, b"", log
         with open(out, "rb") as f:
             return True, f.read(), log
@@ -343,7 +446,8 @@ def disassembler() -> str | None:
 
 
 @functools.lru_cache(maxsize=32)  # per-kernel opcode counts disassemble the same cubin again
-def disassemble(cubin: bytes) -> str:
+def disassemble(cubin: bytes, timeout: float | None = None) -> str:
+    """The SASS listing of a cubin (nvdisasm -c, or cuobjdump --dump-sass), bounded by `timeout` seconds."""
     tool = disassembler()
     if tool is None:
         raise ToolchainMissing("no disassembler found: install nvidia-cuda-nvdisasm (pip) or put nvdisasm/cuobjdump "
@@ -353,7 +457,7 @@ def disassemble(cubin: bytes) -> str:
         with open(path, "wb") as f:
             f.write(cubin)
         args = [tool, "-c", path] if tool.endswith("nvdisasm") else [tool, "--dump-sass", path]
-        p = subprocess.run(args, capture_output=True, text=True)
+        p = run_tool(args, os.path.basename(tool), timeout, text=True)
         if p.returncode != 0:
             raise AssemblyError(f"{os.path.basename(tool)} failed: {p.stderr.strip()}")
         return p.stdout

@@ -30,6 +30,7 @@ from .isa.video import VideoOps
 from .isa.wmma import WmmaOps
 from .isa.memory import MemoryOps
 from .isa.async_copy import AsyncCopyOps
+from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SM90_SPECIAL, SPECIAL_REGISTERS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
 from .isa.sync import SyncOps
@@ -84,7 +85,7 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
-                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps):
+                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps):
     """Compose one kernel instruction by instruction.
 
     >>> k = KernelBuilder("scale", target="sm_80", maxntid=256)
@@ -92,7 +93,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     """
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
-                 minnctapersm=None, maxnreg=None):
+                 minnctapersm=None, maxnreg=None, reqnctapercluster=None, explicitcluster=False,
+                 maxclusterrank=None):
         self.loc = caller_loc()
         try:
             if not isinstance(name, str) or not _IDENT.match(name):
@@ -119,6 +121,19 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 if not 16 <= int(maxnreg) <= 255:
                     raise ValidationError(f".maxnreg must be in 16..255, got {maxnreg}")
                 directives.append(("maxnreg", int(maxnreg)))
+            # clusters (sm_90): the exact shape, "must launch with a cluster", an upper bound
+            if explicitcluster:
+                directives.append(("explicitcluster", None))
+            if reqnctapercluster is not None:
+                directives.append(("reqnctapercluster", cluster_dims(reqnctapercluster)))
+            if maxclusterrank is not None:
+                if not 1 <= int(maxclusterrank) <= 16:
+                    raise ValidationError(f".maxclusterrank must be in 1..16, got {maxclusterrank}")
+                directives.append(("maxclusterrank", int(maxclusterrank)))
+            if (explicitcluster or reqnctapercluster is not None or maxclusterrank is not None) \
+                    and self.target.sm < 90:
+                from .errors import TargetError
+                raise TargetError(f"cluster directives need sm_90 or newer; the kernel targets {self.target.name}")
         except PtxforgeError as e:
             raise with_loc(e, self.loc)
         self.directives = directives
@@ -139,8 +154,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._kernel: Kernel | None = None
 
     # ------------------------------------------------------------------ registers
-    def reg(self, type, name: str | None = None) -> Reg:
-        """A new register of `type`; `name` makes it readable (`%name`, deduplicated)."""
+    def reg(self, type, name: str | None = None, *, exact: bool = False) -> Reg:
+        """A new register of `type`; `name` makes it readable (`%name`, deduplicated).
+
+        `exact=True` keeps `name` as given even where it has the form of an automatic name
+        (`r7`, `p2`): a module read from PTX keeps its register names; a name already taken
+        is an error then.
+        """
         try:
             t = T.lookup(type)
         except PtxforgeError as e:
@@ -157,6 +177,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 n += 1
                 rname = base + str(n)
             self._counters[base] = n + 1
+        elif exact:
+            if not _IDENT.match(name) or name in SPECIAL_REGISTERS:
+                raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
+            if name in self._regs:
+                raise with_loc(ValidationError(f"register %{name} is already declared in '{self.name}'"),
+                               caller_loc())
+            rname = name
         else:
             if not _IDENT.match(name):
                 raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
@@ -438,7 +465,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         pos, _ = self._last_if
         self._last_if = None
         done = self.label("endelse")
-        skip = make("bra", ("bra", "uni"), (done,), info=done).with_loc(caller_loc())
+        from .isa.control import bra
+        skip = bra(done, uni=True).with_loc(caller_loc())  # the constructor: .uni in mods too, as bra() has it
         self._use_label(done)
         self._body.insert(pos, skip)
         yield

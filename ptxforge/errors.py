@@ -108,8 +108,25 @@ class DriverError(PtxforgeError):
         self.name = name
 
 
+class ContextLost(DriverError):
+    """A kernel fault (or another sticky error) made the CUDA context unusable; restart the process."""
+
+
+class SyncTimeout(DriverError, TimeoutError):
+    """Work on the GPU did not finish within the time given to synchronize()."""
+
+
+class ToolchainError(AssemblyError):
+    """The assembler or disassembler failed for a reason other than the PTX: it crashed, hung past its
+    timeout, or was given an option or architecture it does not know."""
+
+
 class JitError(AssemblyError):
     """The driver's JIT rejected the PTX; carries its error and info logs."""
+
+
+class CliError(PtxforgeError):
+    """A command-line argument or input file the `ptxforge` command cannot use."""
 
 
 class ToolchainMissing(PtxforgeError):

@@ -107,6 +107,14 @@ class Kernel:
         return None
 
     @property
+    def cluster_dims(self) -> tuple | None:
+        """The .reqnctapercluster shape (x, y, z), or None."""
+        for key, val in self.directives:
+            if key == "reqnctapercluster":
+                return val
+        return None
+
+    @property
     def static_shared_bytes(self) -> int:
         """Bytes of static `.shared` arrays, laid out in declaration order with their alignment."""
         total = 0

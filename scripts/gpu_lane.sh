@@ -1,44 +1,65 @@
 #!/usr/bin/env bash
-# The GPU lane: the whole test suite with the GPU skip turned into a failure, compute-sanitizer on the
-# examples, then the benchmarks.  Run from the repository root on a machine with a GPU:
-#     scripts/gpu_lane.sh [OUTDIR]            (stages: PTXFORGE_LANE="tests sanitizer bench")
-# Logs go to OUTDIR (default: ./gpu-lane-out); a short summary is printed last.
+# The GPU lane: the whole test suite with the GPU skip turned into a failure, compute-sanitizer
+# (memcheck and racecheck) on the examples and on a ragged Hopper GEMM, then the benchmarks.
+# Run from the repository root on a machine with a GPU:
+#     scripts/gpu_lane.sh [OUTDIR]          (stages: PTXFORGE_LANE="tests sanitizer bench")
+# The tests and the sanitizer runs go side by side (neither is timed); the benchmarks run after
+# both, alone on the GPU.  Every log goes to OUTDIR (default ./gpu-lane-out), packed as
+# OUTDIR/lane-logs.tgz too; a short summary is printed last and kept in OUTDIR/summary.txt.
 set -u
 cd "$(dirname "$0")/.."
 out=${1:-${OUT:-gpu-lane-out}}
-mkdir -p "$out"
+logs="$out/logs"
+mkdir -p "$logs"
 export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$(pwd) PYTHONUNBUFFERED=1
 export PTXFORGE_REQUIRE_GPU=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-gpu}
-export PTXFORGE_CACHE_DIR=${PTXFORGE_CACHE_DIR:-/tmp/ptxforge-cache}
+# the cubin cache stays in its per-user default (private, mode 0700) unless PTXFORGE_CACHE_DIR names one
 stages=${PTXFORGE_LANE:-tests sanitizer bench}
-summary=()
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "$out/gpu.txt"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "$logs/gpu.txt"
 
-if [[ " $stages " == *" tests "* ]]; then
-  python3 -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} 2>&1 | tee "$out/tests.log" | tail -n 40
-  summary+=("tests: $(grep -E '^[0-9]+ (passed|failed)|passed|failed' "$out/tests.log" | tail -n 1)")
-fi
+run_tests() {
+  timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rfE --tb=short ${PYTEST_ARGS:-} \
+    >"$logs/tests.log" 2>&1
+  echo "tests: rc=$? $(grep -E '[0-9]+ (passed|failed)' "$logs/tests.log" | tail -n 1)" >"$logs/tests.summary"
+}
 
-if [[ " $stages " == *" sanitizer "* ]]; then
-  for ex in ${SANITIZE_EXAMPLES:-examples/saxpy.py examples/shared_reverse.py examples/tile_copy.py examples/int4_gemm.py}; do
+SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/tile_copy.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py scripts/hopper_memcheck.py"}
+run_sanitizer() {
+  : >"$logs/sanitizer.summary"
+  for ex in $SANITIZE; do
     [ -f "$ex" ] || continue
     for tool in memcheck racecheck; do
-      log="$out/sanitizer-$(basename "$ex" .py)-$tool.log"
-      PTXFORGE_CACHE=0 compute-sanitizer --tool "$tool" --error-exitcode 9 python3 "$ex" --sanitizer >"$log" 2>&1
+      log="$logs/sanitizer-$(basename "$ex" .py)-$tool.log"
+      PTXFORGE_CACHE=0 timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+        python3 "$ex" --sanitizer >"$log" 2>&1
       rc=$?
-      summary+=("$tool $(basename "$ex"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)")
+      echo "$tool $(basename "$ex"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)" \
+        >>"$logs/sanitizer.summary"
     done
   done
-fi
+}
 
+pids=()
+[[ " $stages " == *" tests "* ]] && { run_tests & pids+=($!); }
+[[ " $stages " == *" sanitizer "* ]] && { run_sanitizer & pids+=($!); }
+for p in "${pids[@]}"; do wait "$p"; done
+
+: >"$logs/bench.summary"
 if [[ " $stages " == *" bench "* ]]; then
-  for b in ${BENCHES:-bench/emit_bench.py bench/runtime_bench.py bench/copy_bench.py bench/interp_bench.py bench/gemm_bench.py}; do
-    [ -f "$b" ] || continue
-    python3 "$b" ${BENCH_ARGS:-} >"$out/$(basename "$b" .py).log" 2>&1
-    summary+=("bench $(basename "$b"): rc=$?")
-  done
-  for b in "$out"/*bench*.log; do echo "== $b"; tail -n 25 "$b"; done
+  BENCHES=${BENCHES:-"bench/hopper_gemm_bench.py --bench --ops s8,s4,bf16 --top 1 --shape 8192,8192,8192 --shape 4096,4096,4096 --shape 1024,8192,8192 --shape 128,8192,8192 --shape 32,8192,8192 --out $logs/hopper_gemm.json
+bench/run_overhead_bench.py --out $logs/run_overhead
+bench/hopper_bench.py --json $logs/hopper.json
+bench/runtime_bench.py"}
+  while IFS= read -r b; do
+    [ -n "$b" ] || continue
+    name=$(basename "${b%% *}" .py)
+    timeout "${BENCH_TIMEOUT:-240}" python3 $b >"$logs/$name.log" 2>&1
+    echo "bench $name: rc=$?" >>"$logs/bench.summary"
+  done <<<"$BENCHES"
 fi
 
+for f in "$logs"/*bench*.log; do [ -f "$f" ] && { echo "== $f"; tail -n 30 "$f"; }; done
+cat "$logs"/*.summary 2>/dev/null | tee "$out/summary.txt"
+tar czf "$out/lane-logs.tgz" -C "$logs" . 2>/dev/null
 echo "==== summary"
-printf '%s\n' "${summary[@]}"
+cat "$out/summary.txt"

@@ -145,3 +145,31 @@ def test_uninitialized_shared_reads_on_request():
     assert (out == 0xA5A5A5A5).all()  # shared memory starts poisoned, as garbage would on a GPU
     with pytest.raises(interp.InterpError, match="nothing has written"):
         interp.run(k.module(), block=32, args=[out], checks=interp.DEFAULT_CHECKS | {"uninit"})
+
+
+def two_readers_then_a_write(writer: int, sync: bool = False):
+    """Thread 1 reads a shared word, then thread 0 reads it, then thread `writer` overwrites it."""
+    k = pf.KernelBuilder("two_readers", target="sm_80", reqntid=32)
+    k.param_ptr("out", u32)
+    base = k.shared_base(k.shared("x", 16))
+    t = k.tid()
+    for reader in (1, 0):
+        with k.if_(k.setp("eq", t, reader)):
+            k.ld(base, type=u32, space="shared")
+    if sync:
+        k.bar_sync(0)
+    with k.if_(k.setp("eq", t, writer)):
+        k.st(base, 7, type=u32, space="shared")
+    return k.module()
+
+
+@pytest.mark.parametrize("writer", [1, 0, 2], ids=["the first reader", "the second reader", "a third thread"])
+def test_a_write_after_two_reads_races_with_the_reader_it_is_not(writer):
+    report = interp.run(two_readers_then_a_write(writer), block=32, args=[np.zeros(4, np.uint32)], check=False)
+    races = report.by_kind("race")
+    assert len(races) == 1 and "write-after-read" in races[0].message
+    others = {t.tid[0] for t in races[0].other_threads}
+    assert others == {0, 1} - {writer}
+    clean = interp.run(two_readers_then_a_write(writer, sync=True), block=32, args=[np.zeros(4, np.uint32)],
+                       check=False)
+    assert clean.ok, str(clean)

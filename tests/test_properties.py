@@ -199,8 +199,6 @@ UNMODELLED = (
     ("arith", r"directed rounding \(\.r[zmp]\)"),
     ("convert", r"^cvt\.r[zmp]"), ("convert", r"cvta for \.(const|local)"),
     ("memory", r"^(ld|st)\.local is not modelled"), ("memory", r"^128-bit registers"),
-    ("async_copy", r"^tensor \(TMA\) bulk copies"), ("async_copy", r"'cp\.async\.bulk\.(commit|wait)_group'"),
-    ("tensor", r"'wgmma(\.\w+)?'"), ("tensor", r"'setmaxnreg'"),
     # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
     ("tensor", r"'wmma\.(load|store|mma)'"),
     # mma.sp: the sparsity metadata's element selection is not modelled

@@ -404,13 +404,15 @@ def test_any_damage_to_an_entry_is_detected(payload, data):
 
 
 def test_cache_key_depends_on_every_input():
-    base = ("ptx text", "sm_90", (("CU_JIT_MAX_REGISTERS", 64),), 13000)
+    base = ("ptx text", "sm_90", (("CU_JIT_MAX_REGISTERS", 64),), "cuda-13000/570.1")
     keys = {C.cache_key(*base), C.cache_key("ptx text ", *base[1:]), C.cache_key(base[0], "sm_90a", *base[2:]),
-            C.cache_key(*base[:2], (), base[3]), C.cache_key(*base[:3], 13010)}
-    assert len(keys) == 5 and all(len(k) == 64 for k in keys)
+            C.cache_key(*base[:2], (), base[3]), C.cache_key(*base[:3], "cuda-13010/570.1"),
+            C.cache_key(*base[:3], "cuda-13000/570.2"), C.cache_key(*base, ptxforge_version="0.0.0")}
+    assert len(keys) == 7 and all(len(k) == 64 for k in keys)
+    assert C.cache_key(*base) == C.cache_key(*base, ptxforge_version=pf.__version__)
 
 
-def test_disk_cache_rejects_and_removes_corrupt_entries(tmp_path):
+def test_disk_cache_rejects_corrupt_entries_and_replaces_them(tmp_path):
     dc = C.DiskCache(str(tmp_path))
     key = C.cache_key("ptx", "sm_90", (), 13000)
     payload = ls.random_array(5, 3000, np.uint8).tobytes()
@@ -420,9 +422,11 @@ def test_disk_cache_rejects_and_removes_corrupt_entries(tmp_path):
     with open(dc.path(key), "r+b") as f:
         f.truncate(os.path.getsize(dc.path(key)) - 7)
     before = C.stats.corrupt
-    assert dc.get(key) is None
-    assert C.stats.corrupt == before + 1 and not os.path.exists(dc.path(key))
-    assert dc.put(key, payload) and dc.clear() == 1 and dc.get(key) is None
+    assert dc.get(key) is None and "size" in dc.last_rejection
+    # refused, but left for put() to replace atomically: deleting it could delete a concurrent writer's good entry
+    assert C.stats.corrupt == before + 1 and os.path.exists(dc.path(key))
+    assert dc.put(key, payload) and dc.get(key) == (payload, {})
+    assert dc.clear() == 1 and dc.get(key) is None
 
 
 def test_cache_dir_and_switch(monkeypatch, tmp_path):
@@ -487,7 +491,7 @@ def test_entries_parsed_from_text_match_the_module():
         [("p_map", "b8", 128, 64), ("p_out", "u64", None, None), ("p_h", "f16", None, None)]
     assert tma.block_limit == ("reqntid", (128, 2)) and plain.params == ()
     lay = layout(tma.params)
-    assert [s.offset for s in lay.specs] == [0, 128, 136] and lay.specs[1].kind == "address"
+    assert [s.offset for s in lay.specs] == [0, 128, 136] and lay.specs[1].kind == "pointer"  # .ptr: a pointer
 
 
 def test_jit_log_lines_map_to_ptx_and_python_lines():

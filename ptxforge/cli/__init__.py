@@ -3,15 +3,35 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from ..errors import PtxforgeError
+from ..errors import CliError, PtxforgeError
+
+
+def read_ptx_file(path: str) -> str:
+    """The text of a PTX file; CliError (one line) for a missing file, a directory, an empty or non-UTF-8 file."""
+    if not os.path.lexists(path):
+        raise CliError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise CliError(f"{path}: is a directory, not a PTX file")
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        raise CliError(f"{path}: cannot read it ({e.strerror or e})") from None
+    if not data.strip():
+        raise CliError(f"{path}: the file is empty")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CliError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); PTX is ASCII "
+                       "text") from None
 
 
 def _cmd_assemble(args) -> int:
     from ..assembler import assemble
-    with open(args.file) as f:
-        ptx = f.read()
+    ptx = read_ptx_file(args.file)
     r = assemble(ptx, args.arch, backend=args.backend)
     print(r.report())
     if args.sass:
@@ -46,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     t.set_defaults(func=_cmd_targets)
     from .gemm import add_parser as add_gemm_int4
     add_gemm_int4(sub)
+    from .ptx_in import add_parsers as add_ptx_in  # lint, listing, to-python, interp
+    add_ptx_in(sub)
     return p
 
 

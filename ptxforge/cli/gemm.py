@@ -67,9 +67,35 @@ def _mix_line(mix: dict) -> str:
     return ", ".join(out)
 
 
+def _check_args(args) -> list:
+    """The archs to report on, after refusing sizes and archs no GEMM could have (CliError names them)."""
+    from ..assembler import available_backends
+    from ..errors import CliError, TargetError, ToolchainMissing
+    from ..isa.targets import Target
+    for name in ("m", "n", "k"):
+        v = getattr(args, name)
+        if v < 1:
+            raise CliError(f"--{name} must be a positive size, got {v}")
+    if args.k % 2:
+        raise CliError(f"--k must be even (two 4-bit values share a byte of a packed row), got {args.k}")
+    if args.repeat is not None and args.repeat < 1:
+        raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+    archs = [a.strip() for a in args.arch.split(",") if a.strip()]
+    for a in archs + ([args.target] if args.target else []):
+        try:
+            Target.parse(a)
+        except TargetError as e:
+            raise CliError(f"unknown arch {a!r}: {e.message}") from None
+    if archs and not available_backends():
+        raise ToolchainMissing("no PTX assembler found (nvJitLink or ptxas), so nothing can be assembled; install "
+                               "NVIDIA's nvJitLink wheel or put ptxas on PATH, or pass --arch ''")
+    return archs
+
+
 def run_cli(args) -> int:
     """Run `ptxforge gemm-int4` with parsed arguments; returns the exit status."""
     from ..runtime.device import gpu_available
+    archs = _check_args(args)
     on_gpu = gpu_available() and not args.no_run
     target = args.target
     if target is None:
@@ -102,21 +128,29 @@ def run_cli(args) -> int:
           f"{ks * (g.warp_m // 16 + g.warp_n // 16)} ldmatrix.x4")
     if args.listing:
         print(g.listing())
-    for arch in [a.strip() for a in args.arch.split(",") if a.strip()]:
+    failed = []
+    for arch in archs:
         try:
             rep = g.retarget(arch).assemble()
         except Exception as e:  # the report goes on for the other archs
             print(f"{arch}: cannot assemble: {e}")
+            failed.append(arch)
             continue
-        print(f"  {rep}")
+        from ..assembler import assembler_name
+        print(f"  {rep}; assembled by {assembler_name(rep.assembly.backend)}")
         try:
             ops = rep.sass_opcodes()
         except Exception:
             continue
         key = {o: n for o, n in ops.items() if o.startswith(("IMMA", "LDSM", "LDGSTS", "CALL"))}
         print("     SASS: " + ", ".join(f"{o} x{n}" for o, n in sorted(key.items())))
+    if failed:
+        import sys
+        print(f"ptxforge: error: could not assemble for {', '.join(failed)}", file=sys.stderr)
+        return 1
     if not on_gpu:
-        print("no GPU here: emitted and assembled only" if not args.no_run else "run skipped (--no-run)")
+        done = "emitted and assembled" if archs else "emitted (no arch asked for, nothing assembled)"
+        print(f"no GPU here: {done} only" if not args.no_run else f"run skipped (--no-run); {done}")
         return 0
     return _run_on_gpu(g, args)
 

@@ -19,6 +19,8 @@ from .memory import PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 _PTXFORGE_INTERNAL = True
 
 GLOBAL, SHARED, PARAM = "global", "shared", "param"
+#: A .shared::cluster address names CTA r of the cluster with (r + 1) in the bits from here up.
+CLUSTER_RANK_SHIFT = 24
 
 
 class Part:
@@ -93,10 +95,14 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
         ok = k >= 0
     elif space == SHARED:
         off = addr.astype(np.int64)
-        big = addr >= np.uint64(L.smem.size)
+        rank = off >> CLUSTER_RANK_SHIFT  # 0: this CTA; r + 1: CTA r of the cluster (an address from mapa)
+        off = off & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        big = (off >= L.smem.size) | (rank > S.cluster_size)
         off = np.where(big, -1, off)
         ok = L.smem.check(off, nbytes)
-        off = off + S.smem_base[thr]
+        cta = np.where(rank > 0, S.cta_local[thr] - S.cluster_rank_of_cta[S.cta_local[thr]] + rank - 1,
+                       S.cta_local[thr])
+        off = off + cta * L.smem.size
     elif space == PARAM:
         if write:
             S.report("oob", f"{what} into the .param space, which is read-only in a kernel", op, thr)
@@ -255,13 +261,19 @@ def shadow_read(S, op, part, nbytes, *, record=True):
     rt = S.r_tid[b]
     cta = S.cta_local[t]
     single = (rt == -1) | (rt == t) | (S.r_time[b] <= S.last_full[cta])
-    S.r_tid[b] = np.where(single, t, -2)
+    # a second reader is kept by name too (r2): the two consumer warpgroups of a pipeline; a third is "several"
+    r2 = S.r2_tid[b]
+    r2_free = (r2 == -1) | (r2 == t) | (S.r2_time[b] <= S.last_full[cta])
+    second = ~single & (rt != -2) & r2_free
+    S.r2_tid[b] = np.where(single, -1, np.where(second, t, r2))
+    S.r2_time[b] = np.where(second, S.step, S.r2_time[b])
+    S.r_tid[b] = np.where(single, t, np.where(second, rt, -2))
     if len(part.thr) > 1:
         again = S.r_tid[b]
-        dup = (again != t) & (again != -2)
+        dup = ((again != t) & (again != -2) & ~second) | (second & (S.r2_tid[b] != t))
         if dup.any():
             S.r_tid[b[dup]] = -2
-    S.r_time[b] = S.step
+    S.r_time[b] = np.where(second, S.r_time[b], S.step)
 
 
 def shadow_write(S, op, part, nbytes, *, pc, landing=False):
@@ -277,12 +289,28 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.w_time[b] = S.step
         S.w_pc[b] = pc
         S.r_tid[b] = -1
+        S.r2_tid[b] = -1
         S.pend_pc[b] = -1
         return
     _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
+    wg = getattr(S, "wg_src_pc", None)
+    if wg is not None and (wg[b] >= 0).any():
+        i = np.flatnonzero(wg[b] >= 0)
+        S.report("async", f"writes shared memory ({where_shared(S, b[i[0]])}) that a wgmma.mma_async may still be "
+                 "reading: wgmma.wait_group must retire its group before the operand is rewritten", op,
+                 np.unique(t[i]), other=S.prog.instructions[int(wg[b[i[0]]])], details=_offset(S, b[i[0]]))
+    held = getattr(S, "bulk_src_pc", None)
+    if held is not None and (held[b] >= 0).any():
+        i = np.flatnonzero(held[b] >= 0)
+        S.report("async", f"writes shared memory ({where_shared(S, b[i[0]])}) that a TMA store is still reading: "
+                 "cp.async.bulk.wait_group.read must retire the store's group before its source is rewritten", op,
+                 np.unique(t[i]), other=S.prog.instructions[int(held[b[i[0]]])], details=_offset(S, b[i[0]]))
     r = S.r_tid[b]
     cta = S.cta_local[t]
     war = (r != -1) & (r != t) & (S.r_time[b] > S.last_full[cta])
+    # the writer may be the first named reader while the second is another thread: that read needs ordering too
+    r2w = S.r2_tid[b]
+    war |= (r == t) & (r2w >= 0) & (r2w != t) & (S.r2_time[b] > S.last_full[cta])
     if war.any():
         c = np.flatnonzero(war)
         rc = r[c]
@@ -291,11 +319,16 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         if (~several).any():
             k = np.flatnonzero(~several)
             ok[k] = ordered(S, rc[k], S.r_time[b[c[k]]], t[c[k]])
+            r2 = S.r2_tid[b[c[k]]]
+            two = (r2 >= 0) & (r2 != t[c[k]]) & (S.r2_time[b[c[k]]] > S.last_full[cta[c[k]]])
+            if two.any():  # the second named reader must be ordered before the write too
+                kk = k[two]
+                ok[kk] &= ordered(S, S.r2_tid[b[c[kk]]], S.r2_time[b[c[kk]]], t[c[kk]])
         if not ok.all():
             bad = c[~ok]
             S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
                      "read these bytes and no barrier separates their reads from this write", op, np.unique(t[bad]),
-                     other_threads=np.unique(r[bad][r[bad] >= 0]), details=_offset(S, b[bad[0]]))
+                     other_threads=_other_readers(r[bad], r2w[bad], t[bad]), details=_offset(S, b[bad[0]]))
     _check_unordered_write(S, op, b, t, S.w_tid[b], "write-after-write race on shared memory ({where}): another "
                            "thread wrote these bytes with no barrier in between")
     S.w_tid[b] = t
@@ -309,6 +342,13 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
     S.w_time[b] = S.step
     S.w_pc[b] = pc
     S.r_tid[b] = -1
+    S.r2_tid[b] = -1
+
+
+def _other_readers(first, second, writer):
+    """The named readers (first and second) of the racing bytes other than their writers."""
+    both = np.concatenate([first[first != writer], second[(second >= 0) & (second != writer)]])
+    return np.unique(both[both >= 0])
 
 
 def mark_pending(S, part, nbytes, pc):

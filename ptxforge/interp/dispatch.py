@@ -10,8 +10,8 @@ from __future__ import annotations
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.video import VIDEO
-from . import (exec_arith, exec_async, exec_bits, exec_integer, exec_mbarrier, exec_memory, exec_move,
-               exec_narrow, exec_sync, exec_tensor, exec_video, exec_warp)
+from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
+               exec_move, exec_narrow, exec_sync, exec_tensor, exec_tma, exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -34,9 +34,10 @@ FACTORIES = {
     "cp.async": exec_async.make_cp_async, "cp.async.commit_group": exec_async.make_commit,
     "cp.async.wait_group": exec_async.make_wait_group, "cp.async.wait_all": exec_async.make_wait_all,
     "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
-    "cp.async.bulk": exec_async.make_bulk, "cp.async.bulk.tensor": exec_async.make_bulk,
+    "cp.async.bulk": exec_tma.make_bulk_copy, "cp.async.bulk.tensor": exec_tma.make_tensor,
+    "cp.async.bulk.commit_group": exec_tma.make_bulk_commit, "cp.async.bulk.wait_group": exec_tma.make_bulk_wait,
     "createpolicy": exec_async.make_createpolicy,
-    "membar": exec_async.make_noop, "fence": exec_async.make_noop, "nanosleep": exec_async.make_noop,
+    "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
     # hints with no effect on values: the interpreter has no caches and no dependent grids
     "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,
@@ -50,9 +51,14 @@ FACTORIES = {
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
+    "mapa": exec_cluster.make_mapa,
+    "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
+    "setmaxnreg": exec_wgmma.make_setmaxnreg,
+    "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {
+    "barrier.cluster": exec_cluster.make_barrier_cluster,
     "bar": exec_sync.make_bar,
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier

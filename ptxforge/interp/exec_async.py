@@ -186,7 +186,7 @@ def make_bulk(P, op):
     ins = op.ins
     kind = ins.info.kind
     if kind != "g2s":
-        raise InterpUnsupported("tensor (TMA) bulk copies are not modelled: they need the CUtensorMap decoded", ins)
+        raise InterpUnsupported(f"cp.async.bulk {kind} is not modelled", ins)
     get_dst = address_reader(P, ins.operands[0], ins, "shared")
     get_src = address_reader(P, ins.operands[1], ins, "global")
     get_size = P.reader(ins.operands[2], T.u32, ins)
@@ -226,3 +226,18 @@ def make_createpolicy(P, op):
 
 def make_noop(P, op):
     return lambda S, m: None
+
+
+def make_fence(P, op):
+    """fence.*: a no-op for values (the interpreter is sequentially consistent), except that
+    fence.proxy.async records when each thread made its generic shared writes visible to the
+    async proxy (wgmma and TMA reads check it)."""
+    if not str(op.ins.info).startswith("fence.proxy.async"):
+        return make_noop(P, op)
+
+    def proxy_fence(S, m):
+        f = getattr(S, "proxy_fence", None)
+        if f is None:
+            f = S.proxy_fence = np.full(S.N, -1, dtype=np.int64)
+        f[m] = S.step
+    return proxy_fence

@@ -30,7 +30,7 @@ _PTXFORGE_INTERNAL = True
 
 
 class MBar:
-    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key")
+    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc")
 
     def __init__(self, key, count, N):
         self.key = key
@@ -41,6 +41,7 @@ class MBar:
         self.arrivers = np.zeros(N, dtype=bool)
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
+        self.tx_pc = -1  # the last instruction that announced transaction bytes
 
 
 def _complete(S, state):
@@ -87,9 +88,9 @@ def flush(S, state):
             state.arrivers |= mask
         else:
             _, time, rec, nbytes = item
+            state.arrivers[rec.thr] = True  # the issuers take part in the phase (before landing empties rec)
             land_rows(S, rec, np.ones(len(rec.thr), dtype=bool))
             state.tx -= nbytes
-            state.arrivers[rec.thr] = True
         S.mbar_epoch += 1
         if state.pending < 0:
             state.pending = 0
@@ -134,6 +135,7 @@ def make_mbarrier(P, op):
                 tokens[kthr] = state.phase
                 if kind == "arrive_expect_tx":
                     state.tx += int(ex[kthr].sum())
+                    state.tx_pc = op.pc
                     _arrive(S, op, state, kthr, len(kthr))
                 else:
                     n = int(ex[kthr].sum()) if ex is not None else len(kthr)
@@ -175,6 +177,7 @@ def make_mbarrier(P, op):
             nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
             for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
                 state.tx += int(nb[kthr].sum())
+                state.tx_pc = op.pc
                 S.mbar_epoch += 1
         return expect_tx
     if kind in ("test_wait", "try_wait"):

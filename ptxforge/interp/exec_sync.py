@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .access import where_shared
+
 from ..isa import types as T
 from .exec_mbarrier import flush
 from .findings import InterpUnsupported
@@ -157,10 +159,20 @@ def make_bar_warp_sync(P, op):
 
 def make_exit(P, op):
     def exit_(S, m):
+        bulk = getattr(S, "bulk", None)
+        if bulk is not None and bulk.records:  # a bulk / TMA store still reading the CTA's shared memory
+            pending = [t for t, _, _ in bulk.records if m[t]]
+            if pending:
+                S.report("async", "a thread exits while its bulk (TMA) store may still be reading shared memory: "
+                         "cp.async.bulk.wait_group.read must retire the store first (the shared memory goes with "
+                         "the CTA)", op, np.array(pending))
         S.exited |= m
         S.blocked &= ~m
         S.parked &= ~m
         recheck_barriers(S, np.unique(S.cta_local[m]))
+        if getattr(S, "cluster_bar", None) is not None:
+            from .exec_cluster import check_clusters
+            check_clusters(S, np.unique(S.cluster_of[m]))
     return exit_
 
 
@@ -195,6 +207,21 @@ def on_stall(S):
     for pc, ts in sorted(groups.items()):
         ins = S.prog.instructions[pc]
         msgs.append(f"{len(ts)} threads at '{ins.render()}' ({ins.loc})")
+    for state in S.mbars.values():  # why the barriers they wait on cannot complete
+        if state.tx > 0:
+            who = S.prog.instructions[state.tx_pc] if state.tx_pc >= 0 else None
+            msgs.append(f"the mbarrier at {where_shared(S, state.key)} still expects {state.tx} transaction "
+                        "bytes that no copy in flight will deliver (expect_tx announced more bytes than the "
+                        "copies bring" + (f": '{who.render()}' at {who.loc}: {getattr(who.loc, 'code', '')}"
+                                           if who is not None else "") + ")")
+        elif state.pending > 0 and state.pending < state.count:
+            msgs.append(f"the mbarrier at {where_shared(S, state.key)} still expects {state.pending} of its "
+                        f"{state.count} arrivals")
+        elif (S.parked & (S.park_key == state.key) & live).any():
+            msgs.append(f"the mbarrier at {where_shared(S, state.key)} has completed {state.phase} phase(s) and "
+                        f"nothing has arrived in its current one (parity {state.phase & 1}): its waiters wait for "
+                        "arrivals that never come (a missing arrive / release, or a wait on the wrong phase: the "
+                        "parity flips once per completed phase)")
     exited_n = int(np.count_nonzero(S.exists & S.exited))
     first_pc = min(groups) if groups else 0
     S.report("barrier", "deadlock: no thread can make progress; " + "; ".join(msgs)

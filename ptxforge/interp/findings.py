@@ -27,6 +27,8 @@ KINDS = {
     "arith": "integer division by zero",
     "trap": "trap executed",
     "limit": "step limit exceeded (an endless loop?)",
+    "wgmma": "a wgmma accumulator register touched before the wgmma.wait_group that retires it",
+    "proxy": "shared memory read by the async proxy (wgmma, TMA store) after generic writes with no fence.proxy.async",
 }
 
 #: Findings reported unless the caller chooses otherwise.

@@ -31,13 +31,14 @@ from .machine import Machine
 from .memory import GlobalHeap, ParamLayout, SharedLayout
 from .program import Program
 from .scheduler import Stats, run_batch
+from .tensormaps import HostTensorMap, handle_bytes
 from .traffic import ByteCounter, access_counts
 
 _PTXFORGE_INTERNAL = True
 
 #: Memory a batch may spend on shared memory and its shadow (bounds how many CTAs run together).
 BATCH_MEMORY = 128 << 20
-SHADOW_BYTES_PER_BYTE = 48
+SHADOW_BYTES_PER_BYTE = 64
 
 _CACHE: dict = {}
 
@@ -93,13 +94,48 @@ def _summary(kernel, findings):
     return "\n".join(lines)
 
 
+#: What a GPU launch accepts (every sm_80+ device): grid and block extents per axis.
+MAX_GRID = (2**31 - 1, 65535, 65535)
+MAX_BLOCK = (1024, 1024, 64)
+
+
 def _dims(v, what):
-    if isinstance(v, (int, np.integer)):
+    """1 to 3 positive ints (no floats, no bools) within the GPU's per-axis limits, as (x, y, z)."""
+    def whole(x):
+        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+    if whole(v):
         v = (int(v),)
+    elif not isinstance(v, (tuple, list)) or not all(whole(x) for x in v):
+        raise LaunchError(f"{what} takes an int or 1 to 3 ints, got {v!r}")
     v = tuple(int(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise LaunchError(f"{what} takes 1 to 3 positive sizes, got {v}")
+    limit = {"grid": MAX_GRID, "block": MAX_BLOCK}.get(what, ())
+    for axis, x, m in zip("xyz", v, limit):
+        if x > m:
+            raise LaunchError(f"{what} {v}: {axis} = {x} exceeds what a GPU launch allows ({m})")
     return v + (1,) * (3 - len(v))
+
+
+def cta_batches(grid, per_batch: int, cluster=(1, 1, 1)):
+    """The CTA coordinates of `grid` in lists of at most `per_batch`, made as they are needed: whole
+    clusters of shape `cluster` one after another, each one's CTAs consecutive in rank order (x fastest).
+    `per_batch` should be a multiple of the cluster size, so that no cluster is split."""
+    gx, gy, gz = grid
+    cx, cy, cz = cluster
+    batch = []
+    for Z in range(0, gz, cz):
+        for Y in range(0, gy, cy):
+            for X in range(0, gx, cx):
+                for z in range(cz):
+                    for y in range(cy):
+                        for x in range(cx):
+                            batch.append((X + x, Y + y, Z + z))
+                            if len(batch) == per_batch:
+                                yield batch
+                                batch = []
+    if batch:
+        yield batch
 
 
 def resolve_kernel(module, kernel=None) -> Kernel:
@@ -120,12 +156,26 @@ def resolve_kernel(module, kernel=None) -> Kernel:
 class Launch:
     """Everything one launch shares across its batches: memory, parameters, findings."""
 
-    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races):
+    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races, cluster=None):
         self.kernel = kernel
         self.prog = prog
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         self.nthreads = self.block[0] * self.block[1] * self.block[2]
+        required = kernel.cluster_dims
+        if cluster is not None:
+            cluster = _dims(cluster, "cluster")
+            if required is not None and cluster != tuple(required):
+                raise LaunchError(f"kernel {kernel.name} requires clusters of {tuple(required)} (.reqnctapercluster), "
+                                  f"launched with {cluster}")
+        self.cluster = cluster or (tuple(required) if required is not None else (1, 1, 1))
+        self.explicit_cluster = cluster is not None or required is not None
+        if any(g % c for g, c in zip(self.grid, self.cluster)):
+            raise LaunchError(f"the cluster {self.cluster} does not divide the grid {self.grid}")
+        if self.cluster[0] * self.cluster[1] * self.cluster[2] > 16:
+            raise LaunchError(f"a cluster of {self.cluster} has more than 16 CTAs")
+        if any(key == "explicitcluster" for key, _ in kernel.directives) and not self.explicit_cluster:
+            raise LaunchError(f"kernel {kernel.name} is .explicitcluster: launch it with cluster=")
         if self.nthreads > 1024:
             raise LaunchError(f"block {self.block} has {self.nthreads} threads; a CTA has at most 1024")
         lim = kernel.block_limit
@@ -144,6 +194,9 @@ class Launch:
         self.track_shared = races and bool(self.checks & {"race", "async", "uninit"})
         self.findings: list = []
         self._seen: dict = {}
+        if isinstance(dynamic_shared, (bool, np.bool_)) or not isinstance(dynamic_shared, (int, np.integer)) \
+                or dynamic_shared < 0:
+            raise LaunchError(f"shared= takes a non-negative int of bytes, got {dynamic_shared!r}")
         self.dynamic_shared = int(dynamic_shared)
         self.smem = SharedLayout(kernel, self.dynamic_shared)
         self.total_shared = self.smem.static_bytes + self.dynamic_shared
@@ -163,8 +216,21 @@ class Launch:
         arrays, values = [], []
         index_of = {}
         self.pointer_bindings = []  # (parameter name, buffer index)
+        tmaps = []  # (TensorMap, buffer index): tensor-map parameters (see tensormaps.py)
         for p, a in zip(params, args):
             copy_in = copy_out = True
+            if isinstance(a, HostTensorMap):
+                if p.nbytes != 128:
+                    raise LaunchError(f"parameter {p.name} is not a tensor-map parameter (.b8 [128]); "
+                                      "declare it with param_tensormap()")
+                tmaps.append((a.tmap, a.array))
+                a = a.array
+                key = id(a)
+                if key not in index_of:
+                    index_of[key] = len(arrays)
+                    arrays.append((p.name, a, True, a.flags.writeable))
+                values.append(("tmap", len(tmaps) - 1))
+                continue
             if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
                 copy_in, copy_out, a = a.copy_in, a.copy_out, a.array
             if isinstance(a, np.ndarray) and p.nbytes is None:
@@ -185,10 +251,13 @@ class Launch:
             else:
                 values.append(("val", _encode(p, a)))
         self.heap = GlobalHeap(arrays)
+        self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
         for p, (kind, v) in zip(params, values):
             if kind == "ptr":
                 raw.append(int(self.heap.address_of(v)).to_bytes(8, "little"))
+            elif kind == "tmap":
+                raw.append(handle_bytes(v))
             else:
                 raw.append(v)
         self.params = ParamLayout(params, raw)
@@ -214,7 +283,8 @@ class Launch:
 
 def _check_pointee(kernel, p, a):
     """The element type rule of a GPU launch (ptxforge.runtime): an array must suit the pointee."""
-    from ..runtime.arrays import Elem, accepts, expected_dtype
+    from ..runtime.arrays import Elem, accepts, check_byte_order, expected_dtype
+    check_byte_order(a.dtype, f"kernel {kernel}: the array for parameter {p.name}")
     if p.pointee is not None and not accepts(p.pointee, Elem.of_dtype(a.dtype)):
         raise LaunchError(f"kernel {kernel}: parameter {p.name} points to .{p.pointee.name} "
                           f"({expected_dtype(p.pointee)}), but the array is {a.dtype}")
@@ -248,7 +318,7 @@ def _encode(p, a) -> bytes:
 
 
 def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, checks=None, races=True,
-        max_steps=1_000_000, batch_threads=8192, count_accesses=False) -> Report:
+        max_steps=1_000_000, batch_threads=8192, count_accesses=False, cluster=None) -> Report:
     """Run `kernel` of `module` (a Module, Kernel or KernelBuilder) on the CPU.
 
     grid, block: like a CUDA launch (int or up to three sizes).  args: one per parameter (numpy
@@ -257,6 +327,9 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     to look for (default: all but "uninit").  races: track shared memory per byte (turn off for
     speed).  max_steps: stop (a "limit" finding) after this many steps per batch.
     batch_threads: about how many threads (whole CTAs) run together as one vector.
+
+    cluster: launch in thread-block clusters of this shape (default: the kernel's .reqnctapercluster,
+    else none); the CTAs of a cluster run in one batch and see each other's shared memory.
 
     count_accesses: also count, per byte of every pointer argument, how many times the kernel
     read and wrote it.  The report's `accesses` then maps each pointer parameter's name to a
@@ -269,23 +342,24 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     k = resolve_kernel(module, kernel)
     prog = compile_kernel(k)
     L = Launch(k, prog, grid, block, args, shared, check=check,
-               checks=DEFAULT_CHECKS if checks is None else checks, races=races)
+               checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster)
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
-    gx, gy, gz = L.grid
-    ctas = [(x, y, z) for z in range(gz) for y in range(gy) for x in range(gx)]
+    csize = L.cluster[0] * L.cluster[1] * L.cluster[2]
     tp = -(-L.nthreads // 32) * 32
     per_cta_bytes = L.smem.size * (SHADOW_BYTES_PER_BYTE + 1 if L.track_shared else 1)
     per_batch = max(1, min(int(batch_threads) // tp, BATCH_MEMORY // per_cta_bytes))
+    per_batch = max(csize, per_batch // csize * csize)
     stats = Stats()
     report = Report(k.name)
     t0 = time.perf_counter()
     try:
         with np.errstate(all="ignore"):
-            for i in range(0, len(ctas), per_batch):
-                S = Machine(L, prog, ctas[i:i + per_batch])
+            for batch in cta_batches(L.grid, per_batch, L.cluster):
+                S = Machine(L, prog, batch)
                 run_batch(S, stats, max_steps)
                 report.batches += 1
+                report.ctas += len(batch)
     finally:
         L.heap.write_back()
         report.seconds = time.perf_counter() - t0
@@ -293,7 +367,6 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         report.steps = stats.steps
         report.warp_instructions = stats.warp_instructions
         report.thread_instructions = stats.thread_instructions
-        report.ctas = len(ctas)
         if count_accesses:
             report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
     return report

@@ -48,6 +48,19 @@ class Machine:
         self.ctaid_x = cta[cta_local, 0]
         self.ctaid_y = cta[cta_local, 1]
         self.ctaid_z = cta[cta_local, 2]
+        # clusters: the batch holds whole clusters, CTAs of one cluster consecutive in rank order
+        cx, cy, cz = getattr(L, "cluster", (1, 1, 1))
+        self.cluster_size = cx * cy * cz
+        rel = np.stack([cta[:, 0] % cx, cta[:, 1] % cy, cta[:, 2] % cz], axis=1)
+        rank = (rel[:, 0] + cx * (rel[:, 1] + cy * rel[:, 2])).astype(np.uint32)
+        self.cluster_rank_of_cta = rank
+        self.cluster_ctarank = rank[cta_local]
+        self.cluster_ctaid_x, self.cluster_ctaid_y, self.cluster_ctaid_z = (rel[cta_local, i].astype(np.uint32)
+                                                                           for i in range(3))
+        self.clusterid_x = (cta[cta_local, 0] // cx).astype(np.uint32)
+        self.clusterid_y = (cta[cta_local, 1] // cy).astype(np.uint32)
+        self.clusterid_z = (cta[cta_local, 2] // cz).astype(np.uint32)
+        self.cluster_of = cta_local // self.cluster_size  # batch-local cluster index per thread
         lane = (local % 32).astype(np.uint32)
         self.laneid = lane
         self.warpid = (local // 32).astype(np.uint32)
@@ -87,6 +100,9 @@ class Machine:
             self.w_pc = np.full(n, -1, dtype=np.int32)
             self.r_tid = np.full(n, -1, dtype=np.int64)
             self.r_time = np.full(n, -1, dtype=np.int64)
+            # a second reader (two consumer warpgroups reading one operand): -1 none; with r_tid -2 unused
+            self.r2_tid = np.full(n, -1, dtype=np.int64)
+            self.r2_time = np.full(n, -1, dtype=np.int64)
             self.pend_pc = np.full(n, -1, dtype=np.int32)
             self.pend_tid = np.full(n, -1, dtype=np.int64)
         self.events = []  # (time, group per thread) of partial synchronizations

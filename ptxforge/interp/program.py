@@ -42,6 +42,8 @@ class Program:
         for r in kernel.registers:
             self._reg(r)
         self.ops = [build_op(self, pc, ins) for pc, ins in enumerate(self.instructions)]
+        from .exec_wgmma import guard_accumulators
+        guard_accumulators(self)
         self.uses_async = any(i.opcode.startswith("cp.async") or i.opcode.startswith("mbarrier")
                               for i in self.instructions)
 
@@ -188,7 +190,9 @@ def special_reader(name: str, ins):
         "laneid": "laneid", "warpid": "warpid",
         "lanemask_eq": "lanemask_eq", "lanemask_le": "lanemask_le", "lanemask_lt": "lanemask_lt",
         "lanemask_ge": "lanemask_ge", "lanemask_gt": "lanemask_gt",
-        "clusterid.x": "ctaid_x", "clusterid.y": "ctaid_y", "clusterid.z": "ctaid_z",
+        "clusterid.x": "clusterid_x", "clusterid.y": "clusterid_y", "clusterid.z": "clusterid_z",
+        "cluster_ctaid.x": "cluster_ctaid_x", "cluster_ctaid.y": "cluster_ctaid_y",
+        "cluster_ctaid.z": "cluster_ctaid_z", "cluster_ctarank": "cluster_ctarank",
     }
     if name in simple:
         attr = simple[name]
@@ -198,15 +202,19 @@ def special_reader(name: str, ins):
         "ntid.z": lambda S: S.launch.block[2],
         "nctaid.x": lambda S: S.launch.grid[0], "nctaid.y": lambda S: S.launch.grid[1],
         "nctaid.z": lambda S: S.launch.grid[2],
-        "nclusterid.x": lambda S: S.launch.grid[0], "nclusterid.y": lambda S: S.launch.grid[1],
-        "nclusterid.z": lambda S: S.launch.grid[2],
-        "cluster_ctaid.x": lambda S: 0, "cluster_ctaid.y": lambda S: 0, "cluster_ctaid.z": lambda S: 0,
-        "cluster_nctaid.x": lambda S: 1, "cluster_nctaid.y": lambda S: 1, "cluster_nctaid.z": lambda S: 1,
-        "cluster_ctarank": lambda S: 0, "cluster_nctarank": lambda S: 1,
+        "nclusterid.x": lambda S: S.launch.grid[0] // S.launch.cluster[0],
+        "nclusterid.y": lambda S: S.launch.grid[1] // S.launch.cluster[1],
+        "nclusterid.z": lambda S: S.launch.grid[2] // S.launch.cluster[2],
+        "cluster_nctaid.x": lambda S: S.launch.cluster[0], "cluster_nctaid.y": lambda S: S.launch.cluster[1],
+        "cluster_nctaid.z": lambda S: S.launch.cluster[2],
+        "cluster_nctarank": lambda S: S.launch.cluster[0] * S.launch.cluster[1] * S.launch.cluster[2],
         "nwarpid": lambda S: 64, "smid": lambda S: 0, "nsmid": lambda S: 1,
         "dynamic_smem_size": lambda S: S.launch.dynamic_shared,
         "total_smem_size": lambda S: S.launch.total_shared,
         "gridid": lambda S: 0,
+        # %envreg0..31 hold what a launch asks the driver for (a cooperative launch's grid workspace);
+        # an ordinary launch leaves them 0
+        **{f"envreg{i}": (lambda S: 0) for i in range(32)},
     }
     if name in consts:
         f = consts[name]
@@ -222,6 +230,6 @@ def special_reader(name: str, ins):
             return np.full(S.N, S.step * 4, dtype=np.uint64 if wide else np.uint32)
         return clock
     if name == "is_explicit_cluster":
-        return lambda S: np.zeros(S.N, dtype=bool)
+        return lambda S: np.full(S.N, S.launch.explicit_cluster, dtype=bool)
     raise InterpUnsupported(f"special register %{name} is not modelled", ins)
 

@@ -144,6 +144,7 @@ class BulkInfo:
     kind: str  # "g2s", "s2g", "tensor_g2s", "tensor_s2g"
     size: object = None
     dims: int = 0
+    multicast: bool = False
 
 
 def bulk_g2s(dst, src, size, mbar):
@@ -162,7 +163,30 @@ def bulk_g2s(dst, src, size, mbar):
                 (d, s, size, m), req=REQ_BULK, info=BulkInfo("g2s", size))
 
 
-def bulk_tensor_g2s(dst, tmap, coords, mbar):
+def bulk_s2g(dst, src, size):
+    """`cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: a 1-D bulk store shared -> global
+    (size a positive multiple of 16 bytes, both addresses 16-byte aligned), completed by bulk groups."""
+    d = check_addr(dst, "global", "cp.async.bulk store destination")
+    s = check_addr(src, "shared", "cp.async.bulk store source")
+    if isinstance(size, Imm) or isinstance(size, int):
+        v = size.value if isinstance(size, Imm) else size
+        if v <= 0 or v % 16:
+            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
+        size = Imm(v)
+    else:
+        check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    return make("cp.async.bulk", ("cp.async", "bulk", "global", "shared::cta", "bulk_group"), (d, s, size),
+                req=REQ_BULK, info=BulkInfo("s2g", size))
+
+
+def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+    {.multicast::cluster} [dst], [tmap, {coords}], [mbar]{, ctaMask}`.
+
+    With `cta_mask` (a 16-bit mask: an int or .b16 register) the box lands at the same shared
+    offset in every CTA of the cluster whose rank bit is set, each completing on its own mbarrier
+    at that offset (.multicast::cluster; ptxas advises sm_90a for it).
+    """
     n = len(coords)
     if not 1 <= n <= 5:
         raise ValidationError(f"cp.async.bulk.tensor takes 1 to 5 coordinates, got {n}")
@@ -170,9 +194,19 @@ def bulk_tensor_g2s(dst, tmap, coords, mbar):
     for i, c in enumerate(coords):
         check_value(c, T.s32, f"tensor coordinate {i}")
     m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
+    ops = [d, TensorAddr(tmap, tuple(coords)), m]
+    if cta_mask is not None:
+        if isinstance(cta_mask, int):
+            if not 0 < cta_mask < (1 << 16):
+                raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
+            cta_mask = Imm(cta_mask)
+        else:
+            check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
+        ops.append(cta_mask)
     return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", "tile",
-                                         "mbarrier::complete_tx::bytes"),
-                (d, TensorAddr(tmap, tuple(coords)), m), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n))
+                                         "mbarrier::complete_tx::bytes",
+                                         "multicast::cluster" if cta_mask is not None else None),
+                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None))
 
 
 def bulk_tensor_s2g(tmap, coords, src):
@@ -239,17 +273,36 @@ class AsyncCopyOps:
         size = size if isinstance(size, int) else self._val(size)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
 
-    def tensor_load(self, dst, tmap, coords, mbar, *, pred=None):
-        """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter."""
+    def bulk_store(self, dst, src, size, *, pred=None):
+        """sm_90 1-D bulk store shared -> global (`cp.async.bulk.global.shared::cta.bulk_group`); close it
+        with bulk_commit() and bulk_wait(n, read=True) before the shared source is rewritten."""
+        size = size if isinstance(size, int) else self._val(size)
+        self.emit(bulk_s2g(self._addr(dst), self._addr(src), size), pred)
+
+    def tensor_load(self, dst, tmap, coords, mbar, *, multicast=None, pred=None):
+        """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter.
+
+        `multicast`: a 16-bit CTA-rank mask (int or .b16 register): the box lands in every CTA of the
+        cluster named by the mask (.multicast::cluster).
+        """
+        if multicast is not None and not isinstance(multicast, int):
+            multicast = self._val(multicast, T.b16)
         self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap),
-                                  tuple(self._val(c, T.s32) for c in coords), self._addr(mbar)), pred)
+                                  tuple(self._val(c, T.s32) for c in coords), self._addr(mbar), multicast), pred)
 
     def tensor_store(self, tmap, coords, src, *, pred=None):
+        """sm_90 TMA tile store shared -> global (`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`):
+        out-of-bounds parts of the box are not written.  Close it with bulk_commit() and wait with
+        bulk_wait(n, read=True) before the shared source is rewritten (or the CTA exits); the writing
+        threads need fence('fence.proxy.async.shared::cta') and a barrier before it."""
         self.emit(bulk_tensor_s2g(self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
                                   self._addr(src)), pred)
 
     def bulk_commit(self, *, pred=None):
+        """`cp.async.bulk.commit_group`: close this thread's bulk (TMA store) group."""
         self.emit(bulk_commit_group(), pred)
 
     def bulk_wait(self, n: int = 0, *, read=False, pred=None):
+        """`cp.async.bulk.wait_group{.read} n`: at most n bulk groups pending (.read: their shared
+        sources have been read, so they may be rewritten)."""
         self.emit(bulk_wait_group(n, read), pred)

@@ -159,6 +159,13 @@ def bra(label: Label, uni=False):
     return make("bra", ("bra", "uni" if uni else None), (label,), info=label, mods=("uni",) if uni else ())
 
 
+def simple(opcode: str):
+    """ret, exit, trap: the control instructions without operands."""
+    if opcode not in ("ret", "exit", "trap"):
+        raise ValidationError(f"{opcode!r} is not one of ret, exit, trap")
+    return make(opcode, (opcode,))
+
+
 REQ_STACK = Requirement(80, V("7.3"))
 
 
@@ -316,11 +323,11 @@ class ControlOps:
         self.emit(make("brkpt", ("brkpt",)), pred)
 
     def ret(self, *, pred=None):
-        self.emit(make("ret", ("ret",)), pred)
+        self.emit(simple("ret"), pred)
 
     def exit(self, *, pred=None):
-        self.emit(make("exit", ("exit",)), pred)
+        self.emit(simple("exit"), pred)
 
     def trap(self, *, pred=None):
-        self.emit(make("trap", ("trap",)), pred)
+        self.emit(simple("trap"), pred)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_pred, check_value, make
+from .operands import Reg
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -95,6 +96,8 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
 def cvta(d, a, space, to: bool):
     if space not in CVTA_SPACES:
         raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
+    if not isinstance(d, Reg):
+        raise ValidationError(f"cvta destination must be a register, got {d!r}")
     size = T.u64 if d.type.bits == 64 else T.u32
     if space == "param":
         req = Requirement(80, V("7.7"))

@@ -9,6 +9,8 @@ is a pure function of these fields.
 
 from __future__ import annotations
 
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -202,6 +204,19 @@ def as_operand(x, t: ScalarType | None = None):
 
 
 _MNEMONICS: dict = {}
+_LOCATING = threading.local()  # .off: make() records no Python line (the caller sets the location)
+
+
+@contextmanager
+def unlocated():
+    """Instructions made inside this block carry no Python source line: for callers that set the
+    location themselves (the PTX reader gives each instruction its file:line)."""
+    prev = getattr(_LOCATING, "off", False)
+    _LOCATING.off = True
+    try:
+        yield
+    finally:
+        _LOCATING.off = prev
 
 
 def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=(), type=None,
@@ -219,4 +234,4 @@ def make(opcode: str, parts, operands=(), *, n_dst=0, req=BASE, info=None, mods=
         if len(_MNEMONICS) < 65536:  # distinct forms are few; the bound only guards odd callers
             _MNEMONICS[parts] = mnemonic
     return Instruction(opcode, mnemonic, tuple(operands), n_dst, guard, req, info, tuple(mods), type,
-                       caller_loc())
+                       None if getattr(_LOCATING, "off", False) else caller_loc())

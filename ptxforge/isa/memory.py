@@ -17,7 +17,7 @@ from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
-SPACES = ("global", "shared", "shared::cta", "local", "param", "const", "generic")
+SPACES = ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const", "generic")
 # No .f16/.bf16: ptxas moves half values as .b16 (the builder maps them).
 LD_TYPES = (T.b8, T.b16, T.b32, T.b64, T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64,
             T.f32, T.f64, T.b128)
@@ -104,6 +104,8 @@ def _mem_req(space, t, hints):
     req = BASE
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
+    if space == "shared::cluster":  # another CTA's shared memory (an address from mapa)
+        req = req.merge(Requirement(90, V("7.8")))
     if t is T.b128:
         req = req.merge(Requirement(80, V("8.3")))
     if any(h in PREFETCH or h in EVICT for h in hints):
@@ -168,13 +170,22 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
                 info=MemInfo(space, t, vec, nc, cop, sem, scope, policy is not None), mods=(space,))
 
 
+def _writable_param(addr) -> bool:
+    """Call arguments and return values (`CallParam`) are the .param variables a store may name."""
+    from .calls import CallParam
+    base = addr.base if isinstance(addr, Addr) else addr
+    return isinstance(base, CallParam)
+
+
 def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=None, policy=None):
     """st{.sem.scope}{.space}{.cop}{hints}{.L2::cache_hint}{.vN}.type [a], v{, policy}."""
     what = f"st.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}")
-    if space in ("param", "const"):
-        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel")
+    if space == "const" or (space == "param" and not _writable_param(addr)):
+        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel"
+                              + (" (only call arguments and return values, .param variables a call or a"
+                                 " device function declares, may be stored to)" if space == "param" else ""))
     _vec_check(t, vec, what)
     if cop is not None and cop not in CACHE_OPS["st"]:
         raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")

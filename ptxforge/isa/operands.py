@@ -213,6 +213,7 @@ SPECIAL_REGISTERS = {
     "lanemask_ge": T.u32, "lanemask_gt": T.u32,
     "dynamic_smem_size": T.u32, "total_smem_size": T.u32,
     "cluster_ctarank": T.u32, "cluster_nctarank": T.u32, "is_explicit_cluster": T.pred,
+    **{f"envreg{i}": T.b32 for i in range(32)},  # driver-set values (grid-sync workspace, ...)
 }
 
 # Special registers that only exist on sm_90 and newer.

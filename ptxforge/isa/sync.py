@@ -131,6 +131,8 @@ class MbarInfo:
 
 
 def _space(space, req):
+    if space == "shared::cluster":  # a barrier of another CTA of the cluster (address from mapa)
+        return req.merge(Requirement(90, V("8.0")))
     if space not in ("shared", "shared::cta"):
         raise ValidationError(f"mbarrier objects live in shared memory; space {space!r} is not legal")
     return req.merge(Requirement(80, V("7.8"))) if space == "shared::cta" else req
@@ -155,6 +157,9 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     if isinstance(state, Discard):
         req = req.merge(Requirement(80, V("7.8")))
         n_dst = 1
+    elif space == "shared::cluster":
+        raise ValidationError("mbarrier.arrive on a .shared::cluster barrier returns no state: its destination "
+                              "must be '_' (ptxas: \"Sink '_' is expected\")")
     else:
         check_dst(state, T.b64, "mbarrier.arrive state")
         n_dst = 1
@@ -179,10 +184,12 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
         else:
             check_value(count, T.u32, "mbarrier.arrive count", imm_ok=False)
         ops.append(count)
-    if release:
+    if release or space == "shared::cluster":
         req = req.merge(Requirement(80, V("8.0")))
+    remote = space == "shared::cluster"
     parts = ("mbarrier", "arrive", "expect_tx" if expect_tx is not None else None,
-             "release" if release else None, "cta" if release else None, space, "b64")
+             "release" if release or remote else None, ("cluster" if remote else "cta") if release or remote else None,
+             space, "b64")
     return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op))
 
 
@@ -285,6 +292,20 @@ def mbarrier_inval(addr, space="shared"):
                 info=MbarInfo("inval"))
 
 
+def nanosleep(ns):
+    """nanosleep.u32 t: suspend the thread for about t nanoseconds (a register or an immediate)."""
+    if isinstance(ns, int):
+        ns = Imm(ns)
+    else:
+        check_value(ns, T.u32, "nanosleep")
+    return make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0")))
+
+
+#: Spellings PTX gives one barrier: bar.sync is barrier.sync.aligned (and so on).
+BARRIER_SPELLINGS = {"barrier.sync.aligned": "bar.sync", "barrier.arrive.aligned": "bar.arrive",
+                     "bar.sync.aligned": "bar.sync", "bar.arrive.aligned": "bar.arrive"}
+
+
 class SyncOps:
     def bar_sync(self, bid=0, count=None, *, aligned=True, pred=None):
         """CTA barrier `bar.sync id{, count}`; every thread named must reach it.
@@ -320,7 +341,7 @@ class SyncOps:
                         pred=None):
         """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_')."""
         from .operands import DISCARD
-        if state == "_" or (state is None and expect_tx is not None):
+        if state == "_" or (state is None and (expect_tx is not None or space == "shared::cluster")):
             st = DISCARD
         else:
             st = self._dst(state, T.b64)
@@ -409,9 +430,4 @@ class SyncOps:
         self.emit(mbarrier_inval(self._addr(addr)), pred)
 
     def nanosleep(self, ns, *, pred=None):
-        if isinstance(ns, int):
-            ns = Imm(ns)
-        else:
-            ns = self._val(ns)
-            check_value(ns, T.u32, "nanosleep")
-        self.emit(make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0"))), pred)
+        self.emit(nanosleep(ns if isinstance(ns, int) else self._val(ns)), pred)

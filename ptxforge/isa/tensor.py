@@ -171,79 +171,12 @@ def mma(form: MmaForm, d, a, b, c, satfinite=False):
                 mods=("satfinite",) if satfinite else (), type=form.d_type)
 
 
-# ---------------------------------------------------------------- wgmma (sm_90a)
+# ---------------------------------------------------------------- wgmma (sm_90a): see isa/wgmma.py
 
-WGMMA_N = tuple([8, 16, 24] + list(range(32, 257, 16)))
-REQ_WGMMA = Requirement(90, V("8.0"), arch_specific=True)
+from .wgmma import REQ_WGMMA, WGMMA_FORMS, WGMMA_N_FLOAT, WGMMA_N_INT, WgmmaForm, WgmmaOps, wgmma, wgmma_form  # noqa: E402,F401
 
-
-@dataclass(frozen=True)
-class WgmmaForm:
-    n: int
-    a_type: T.ScalarType
-    b_type: T.ScalarType
-    d_type: T.ScalarType
-    req: Requirement
-
-    @property
-    def k(self) -> int:
-        return 32 if self.a_type.bits == 8 else 16
-
-    @property
-    def shape(self) -> str:
-        return f"m64n{self.n}k{self.k}"
-
-    @property
-    def d_regs(self) -> int:
-        return self.n // 2
-
-    @property
-    def a_regs(self) -> int:
-        return 4
-
-
-def wgmma_form(n, a_type, b_type=None, acc=None) -> WgmmaForm:
-    a = T.lookup(a_type)
-    b = T.lookup(b_type) if b_type is not None else a
-    if a in (T.s4, T.u4) or b in (T.s4, T.u4):
-        raise ValidationError("wgmma has no 4-bit integer form (ptxas: 'Unexpected instruction types'); "
-                              "unpack to .s8/.u8 first")
-    if a in (T.s8, T.u8) and b in (T.s8, T.u8):
-        acc = T.lookup(acc) if acc else T.s32
-        if acc is not T.s32:
-            raise ValidationError("integer wgmma accumulates in .s32")
-        req = REQ_WGMMA.merge(Requirement(90, V("8.4"), True)) if a is not b else REQ_WGMMA
-        if n not in WGMMA_N or (n < 32 and n not in (8, 16, 24)):
-            raise ValidationError(f"integer wgmma N must be one of {WGMMA_N}, got {n}")
-    elif a in (T.f16, T.bf16) and a is b:
-        acc = T.lookup(acc) if acc else T.f32
-        if acc not in (T.f32, T.f16) or (a is T.bf16 and acc is not T.f32):
-            raise ValidationError(f"wgmma .{a.name} accumulates in .f32" + (" or .f16" if a is T.f16 else ""))
-        req = REQ_WGMMA
-        if n % 8 or not 8 <= n <= 256:
-            raise ValidationError(f"f16/bf16 wgmma N must be a multiple of 8 in 8..256, got {n}")
-    else:
-        raise ValidationError(f"wgmma does not take A .{a.name} with B .{b.name}")
-    return WgmmaForm(n, a, b, acc, req)
-
-
-def wgmma(form: WgmmaForm, d, a, b_desc, scale_d, satfinite=False):
-    d = check_vec(d, form.d_regs, T.b32 if form.d_type is not T.f32 else T.f32, f"wgmma {form.shape} D")
-    if isinstance(a, (Vec, list, tuple)):
-        a = check_vec(a, form.a_regs, T.b32, "wgmma A fragment")
-    else:
-        check_value(a, T.b64, "wgmma A descriptor", imm_ok=False)
-    check_value(b_desc, T.b64, "wgmma B descriptor", imm_ok=False)
-    if not (isinstance(scale_d, Reg) and scale_d.type.is_pred):
-        raise ValidationError("wgmma scale-d must be a .pred register (false: D = A*B, true: D += A*B)")
-    parts = ["wgmma", "mma_async", "sync", "aligned", form.shape]
-    if satfinite:
-        parts.append("satfinite")
-    parts += [form.d_type.name, form.a_type.name, form.b_type.name]
-    ops = [d, a, b_desc, scale_d]
-    if form.a_type.is_float:
-        ops += [Imm(1), Imm(1)] + ([] if isinstance(a, Vec) else [Imm(0)]) + [Imm(0)]
-    return make("wgmma", (".".join(parts),), ops, n_dst=1, req=form.req, info=form, type=form.d_type)
+#: Every N some wgmma form takes (integer forms take a subset: WGMMA_N_INT).
+WGMMA_N = WGMMA_N_FLOAT
 
 
 def setmaxnreg(action: str, n: int):
@@ -256,7 +189,7 @@ def setmaxnreg(action: str, n: int):
                 info=(action, n), mods=(action,))
 
 
-class TensorOps:
+class TensorOps(WgmmaOps):
     def mma(self, a, b, c=0, *, shape, a_type, b_type=None, acc=None, satfinite=False, bitop=None, dst=None,
             pred=None):
         """Warp-level `mma.sync.aligned.<shape>.row.col` D = A*B + C.
@@ -279,21 +212,6 @@ class TensorOps:
         self.emit(mma(form, d, self._val(a), self._val(b), c, satfinite), pred)
         return d
 
-    def wgmma(self, a, b_desc, d, *, n, a_type, b_type=None, acc=None, scale_d, satfinite=False):
-        form = wgmma_form(n, a_type, b_type, acc)
-        self.emit(wgmma(form, self._val(d), self._val(a), self._val(b_desc), self._val(scale_d), satfinite))
-        return d
-
-    def wgmma_fence(self):
-        self.emit(make("wgmma.fence", ("wgmma", "fence", "sync", "aligned"), req=REQ_WGMMA))
-
-    def wgmma_commit(self):
-        self.emit(make("wgmma.commit_group", ("wgmma", "commit_group", "sync", "aligned"), req=REQ_WGMMA))
-
     def setmaxnreg(self, action: str, n: int):
         """Raise ('inc') or lower ('dec') this warpgroup's register budget to n (sm_90a)."""
         self.emit(setmaxnreg(action, n))
-
-    def wgmma_wait(self, n=0):
-        self.emit(make("wgmma.wait_group", ("wgmma", "wait_group", "sync", "aligned"), (Imm(int(n)),), req=REQ_WGMMA,
-                       info=int(n)))

@@ -90,9 +90,11 @@ bf16x2 = _t("bf16x2", 32, "f", lanes=2)
 tf32 = _t("tf32", 32, "f", packed=True)  # only as an mma operand format
 s4, u4 = _t("s4", 4, "s", packed=True), _t("u4", 4, "u", packed=True)
 b1 = _t("b1", 1, "b", packed=True)
+e4m3 = _t("e4m3", 8, "f", packed=True)  # fp8 (1-4-3), only as a wgmma / cvt operand format
+e5m2 = _t("e5m2", 8, "f", packed=True)  # fp8 (1-5-2)
 
 ALL = (pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
-       f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1)
+       f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1, e4m3, e5m2)
 BY_NAME = {t.name: t for t in ALL}
 
 def decl_type(t: ScalarType) -> ScalarType:

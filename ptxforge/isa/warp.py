@@ -71,6 +71,23 @@ def redux(op, t, d, a, mask=FULL):
                 req=Requirement(80, V("7.0")), mods=(op,))
 
 
+def elect(p, mask=FULL, lane=None):
+    """elect.sync {lane|_}|p, mask (sm_90): p is true in exactly one active lane of the mask; `lane`
+    (a .b32 register, optional) receives the elected lane's id."""
+    from .operands import DISCARD
+    check_pred(p, "elect.sync predicate")
+    if lane is not None:
+        check_dst(lane, T.b32, "elect.sync lane id")
+    return make("elect", ("elect", "sync"), (PairDst(DISCARD if lane is None else lane, p), _mask(mask)), n_dst=1,
+                req=Requirement(90, V("8.0")))
+
+
+def activemask(d):
+    """activemask.b32 d: the lanes of the warp executing this instruction."""
+    check_dst(d, T.b32, "activemask destination")
+    return make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2")))
+
+
 MATCH_MODES = ("any", "all")
 MATCH_TYPES = (T.b32, T.b64)
 REQ_MATCH = Requirement(80, V("6.0"))
@@ -140,13 +157,9 @@ class WarpOps:
         lane=True (or lane_dst=) also writes the elected lane's id (`elect.sync %r|%p, mask`) and
         returns (lane, p)."""
         p = self._dst(dst, T.pred)
-        from .operands import DISCARD
         want_lane = lane or lane_dst is not None
-        r = self._dst(lane_dst, T.b32) if want_lane else DISCARD
-        if want_lane:
-            check_dst(r, T.b32, "elect.sync lane id")
-        self.emit(make("elect", ("elect", "sync"), (PairDst(r, p), _mask(mask)), n_dst=1,
-                       req=Requirement(90, V("8.0"))))
+        r = self._dst(lane_dst, T.b32) if want_lane else None
+        self.emit(elect(p, mask, r))
         return (r, p) if want_lane else p
 
     def match(self, mode, value, *, mask=FULL, type=None, dst=None, pred_dst=None, with_pred=False, pred=None):
@@ -171,5 +184,5 @@ class WarpOps:
 
     def activemask(self, *, dst=None):
         d = self._dst(dst, T.b32)
-        self.emit(make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2"))))
+        self.emit(activemask(d))
         return d

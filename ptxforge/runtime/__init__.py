@@ -17,7 +17,8 @@ from .driver import DeviceInfo, LaunchLimits, device_info, select_device, synchr
 from .kernel import BoundLaunch, KernelFunction
 from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
-from .streams import Stream
+from .streams import Stream, query
+from .cluster import launch_cluster
 from .tensormap import TensorMap
 from .timing import EventTimer, Timing, benchmark
 
@@ -25,6 +26,6 @@ __all__ = [
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
-    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap",
-    "gpu_available", "gpu_skip_reason", "native_target", "offline_summary",
+    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap", "query",
+    "gpu_available", "gpu_skip_reason", "native_target", "offline_summary", "launch_cluster",
 ]

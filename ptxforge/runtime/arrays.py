@@ -9,6 +9,14 @@ Host arrays are copied to the device and back as their wrapper says:
 GPU arrays pass their address with no copy: ptxforge ``DeviceBuffer``s, anything with
 ``__cuda_array_interface__`` (CuPy, torch, Numba) and anything with DLPack
 (``__dlpack__`` + ``__dlpack_device__``) on a CUDA device.
+
+What is checked of a foreign array: its element type against the parameter's pointee, byte
+order (kernels read little-endian memory; a big-endian array is refused), C-contiguity (an
+empty array is contiguous whatever its strides), its address's alignment to the pointee's
+size, its device (DLPack device id; the driver's pointer attributes name its context and
+device), and the read-only flag of ``__cuda_array_interface__``: a read-only array is refused
+for every pointer parameter, since a launch cannot tell which parameters a kernel writes
+through (pass the integer address to take that responsibility).
 """
 
 from __future__ import annotations
@@ -156,6 +164,7 @@ class DeviceView:
     stream: int | None = None  # the producer's stream to order against (CAI v3)
     device_id: int | None = None
     source: str = ""
+    readonly: bool = False
 
     @property
     def contiguous(self) -> bool:
@@ -163,8 +172,8 @@ class DeviceView:
 
 
 def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
-    """Row-major and dense (dimensions of size 1 may carry any stride)."""
-    if strides_bytes is None:
+    """Row-major and dense (dimensions of size 1 may carry any stride; an empty array is always dense)."""
+    if strides_bytes is None or 0 in tuple(shape):
         return True
     expect = itemsize
     for n, s in zip(reversed(shape), reversed(strides_bytes)):
@@ -174,23 +183,34 @@ def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
     return True
 
 
+def check_byte_order(dtype, what: str) -> None:
+    """Refuse elements that are not little-endian: the GPU (and the interpreter) read memory little-endian."""
+    dt = np.dtype(dtype)
+    if dt.byteorder == ">" or (dt.byteorder == "=" and np.little_endian is False and dt.itemsize > 1):
+        raise LaunchError(f"{what} holds big-endian {dt.str} elements; the GPU reads little-endian memory, so "
+                          f"convert it first (e.g. a.astype('{dt.newbyteorder('<').str}'))")
+
+
 def from_cuda_array_interface(obj, cai: dict) -> DeviceView:
+    """A DeviceView of a `__cuda_array_interface__` dictionary (byte order checked)."""
     try:
-        ptr, _readonly = cai["data"]
+        ptr, readonly = cai["data"]
         shape = tuple(int(n) for n in cai["shape"])
         dt = np.dtype(cai["typestr"])
     except (KeyError, TypeError, ValueError) as e:
         raise LaunchError(f"{type(obj).__name__}.__cuda_array_interface__ is malformed: {e}") from e
+    check_byte_order(dt, f"{type(obj).__name__} (__cuda_array_interface__ typestr {cai['typestr']!r})")
     strides = cai.get("strides")
     if strides is not None:
         strides = tuple(int(s) for s in strides)
     if cai.get("mask") is not None:
         raise LaunchError(f"{type(obj).__name__} has a masked __cuda_array_interface__; masks are not supported")
     return DeviceView(int(ptr or 0), shape, strides, Elem.of_dtype(dt), cai.get("stream"), None,
-                      "__cuda_array_interface__")
+                      "__cuda_array_interface__", bool(readonly))
 
 
 def from_dlpack_info(obj, info: dlpack.DLPackInfo) -> DeviceView:
+    """A DeviceView of a parsed DLPack tensor."""
     if info.lanes != 1:
         raise LaunchError(f"{type(obj).__name__} has vector elements ({info.lanes} lanes); pass a scalar-typed view")
     bits = info.bits

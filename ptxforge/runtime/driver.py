@@ -2,17 +2,25 @@
 
 Nothing here runs at import time, so `import ptxforge` works on machines without
 a driver; the first call that needs the GPU initializes it.
+
+Every entry point makes ptxforge's context (the device's primary context) current on the
+calling thread for the duration of the call and gives the caller's back afterwards
+(`enter` / `leave`); when it is current already, that costs one cuCtxGetCurrent.  Errors
+go through `faults`, so a kernel fault is reported once with the launches it may come from,
+and every later call says that the context is unusable.
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from dataclasses import dataclass
 
-from ..errors import DriverError, ToolchainMissing
+from ..errors import ContextLost, DriverError, LaunchError, SyncTimeout, ToolchainMissing
 from ..isa.targets import STATIC_SHARED, PtxVersion, ptx_for_cuda
+from . import faults
 
 _PTXFORGE_INTERNAL = True
 
@@ -51,12 +59,20 @@ def check(result, what: str):
 
 
 def driver_error(err, what: str) -> DriverError:
-    """A DriverError quoting the driver's own name and description of `err`."""
-    d = api()
+    """A DriverError quoting the driver's own name and description of `err`.
+
+    A sticky code (a kernel fault) gives ContextLost naming the launches since the last
+    successful synchronization and marks the context dead; once it is dead, any failure
+    gives ContextLost with that one sentence.
+    """
     code = int(err)
-    name = getattr(err, "name", None) or str(code)
+    dead = faults.dead_reason()
+    if dead is not None:
+        return ContextLost(dead, code=code, name=faults.code_name(code, getattr(err, "name", "")))
+    name = getattr(err, "name", None) or faults.code_name(code)
     desc = ""
     try:
+        d = api()
         e1, s = d.cuGetErrorName(err)
         if not e1 and s:
             name = s.decode(errors="replace")
@@ -65,6 +81,8 @@ def driver_error(err, what: str) -> DriverError:
             desc = s.decode(errors="replace")
     except Exception:  # the error itself may be that the driver is gone
         pass
+    if faults.is_sticky(code):
+        return faults.context_lost(code, name, what, desc)
     return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else ""), code=code, name=name)
 
 
@@ -90,6 +108,12 @@ class DeviceInfo:
     total_memory: int
     driver_version: int  # e.g. 13000 for CUDA 13.0
     limits: LaunchLimits
+    driver_build: str = ""  # the kernel driver's own version, e.g. "570.133.20" ("" where unknown)
+
+    @property
+    def driver_id(self) -> str:
+        """The driver's full version as one string (CUDA version and driver build): part of cache keys."""
+        return f"cuda-{self.driver_version}/{self.driver_build or 'unknown-build'}"
 
     @property
     def sm(self) -> int:
@@ -115,18 +139,31 @@ class DeviceInfo:
 
 
 class _Context:
-    __slots__ = ("device", "ctx", "info", "null_stream")
+    __slots__ = ("device", "ctx", "handle", "info", "null_stream")
 
     def __init__(self, device, ctx, info, null_stream):
         self.device = device
         self.ctx = ctx
+        self.handle = int(ctx)
         self.info = info
         self.null_stream = null_stream
 
 
+_BUILD = re.compile(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)")
+
+
+def driver_build() -> str:
+    """The installed kernel driver's version (Linux: /proc/driver/nvidia/version), or ""."""
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            m = _BUILD.search(f.read(4096))
+        return m.group(1) if m else ""
+    except OSError:
+        return ""
+
+
 _lock = threading.Lock()
 _state: _Context | None = None
-_tls = threading.local()
 _requested_ordinal: int | None = None
 
 
@@ -186,27 +223,134 @@ def _init() -> _Context:
             total_memory=int(check(d.cuDeviceTotalMem(dev), "cuDeviceTotalMem")),
             driver_version=int(check(d.cuDriverGetVersion(), "cuDriverGetVersion")),
             limits=limits,
+            driver_build=driver_build(),
         )
         _state = _Context(dev, ctx, info, d.CUstream(0))
-        _tls.bound = True
         return _state
 
 
 def context() -> _Context:
-    """The initialized driver state, with the primary context current on this thread."""
+    """The initialized driver state, with the primary context current on this thread.
+
+    Raises ContextLost once a fault has made the context unusable.
+    """
+    if faults._dead is not None:
+        faults.raise_if_dead()
     st = _state if _state is not None else _init()
-    if not getattr(_tls, "bound", False):
+    err, cur = api().cuCtxGetCurrent()
+    if err:
+        raise driver_error(err, "cuCtxGetCurrent")
+    if int(cur) != st.handle:
         check(api().cuCtxSetCurrent(st.ctx), "cuCtxSetCurrent")
-        _tls.bound = True
     return st
+
+
+def enter():
+    """Make ptxforge's context current for one call; returns the caller's context to give back, or None.
+
+    None when ours was current already or no context was (then ours simply stays current).
+    """
+    if faults._dead is not None:
+        faults.raise_if_dead()
+    st = _state if _state is not None else _init()
+    d = api()
+    err, cur = d.cuCtxGetCurrent()
+    if err:
+        raise driver_error(err, "cuCtxGetCurrent")
+    h = int(cur)
+    if h == st.handle:
+        return None
+    check(d.cuCtxSetCurrent(st.ctx), "cuCtxSetCurrent")
+    return cur if h else None
+
+
+def leave(previous) -> None:
+    """Give the caller's context back (the value `enter` returned)."""
+    if previous is not None:
+        check(api().cuCtxSetCurrent(previous), "cuCtxSetCurrent (restoring the caller's context)")
 
 
 def device_info() -> DeviceInfo:
     """Facts about the GPU ptxforge launches on (initializes the driver on first call)."""
-    return context().info
+    prev = enter()
+    try:
+        return _state.info
+    finally:
+        leave(prev)
 
 
-def synchronize() -> None:
-    """Wait for all work on the device (cuCtxSynchronize)."""
-    context()
-    check(api().cuCtxSynchronize(), "cuCtxSynchronize")
+def synchronize(timeout: float | None = None) -> None:
+    """Wait for all work on the device (cuCtxSynchronize).
+
+    timeout: seconds to wait at most; past it SyncTimeout is raised (naming the kernels launched
+    since the last successful synchronization) and the GPU work goes on.
+    """
+    prev = enter()
+    try:
+        if timeout is None:
+            check(api().cuCtxSynchronize(), "cuCtxSynchronize")
+        else:
+            _synchronize_within(float(timeout))
+        faults.synchronized(None)
+    finally:
+        leave(prev)
+
+
+def _synchronize_within(timeout: float) -> None:
+    """cuCtxSynchronize on a helper thread, waited for at most `timeout` seconds."""
+    if not timeout >= 0:
+        raise ValueError(f"timeout must be a non-negative number of seconds, got {timeout}")
+    st = _state
+    d = api()
+    box = []
+
+    def wait():
+        try:
+            d.cuCtxSetCurrent(st.ctx)
+            box.append(d.cuCtxSynchronize())
+        except BaseException as e:  # handed to the waiting thread
+            box.append(e)
+
+    t = threading.Thread(target=wait, name="ptxforge-synchronize", daemon=True)
+    t.start()
+    t.join(timeout)
+    if not box:
+        items = faults.pending()
+        what = faults._describe_pending(items) if items else "  (no launches by ptxforge are pending)"
+        raise SyncTimeout(f"the GPU did not finish within {timeout:g} s; kernels launched since the last successful "
+                          f"synchronization:\n{what}")
+    got = box[0]
+    if isinstance(got, BaseException):
+        raise got
+    check(got, "cuCtxSynchronize")
+
+
+def check_pointer(ptr: int, what: str) -> None:
+    """Refuse a foreign array's address unless it lives in ptxforge's context and device.
+
+    Asks the driver (cuPointerGetAttributes: context, device ordinal, memory type); `what` names
+    the argument in the error.
+    """
+    if not ptr:
+        return
+    st = _state if _state is not None else context()
+    d = api()
+    A = d.CUpointer_attribute
+    attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+             A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE]
+    err, vals = d.cuPointerGetAttributes(len(attrs), attrs, ptr)
+    if err and int(err) == 1:  # CUDA_ERROR_INVALID_VALUE: an address no context with UVA knows
+        raise LaunchError(f"{what}: address 0x{ptr:x} is not memory the CUDA driver knows (not allocated, mapped "
+                          "or registered by any context)")
+    if err:
+        raise driver_error(err, f"cuPointerGetAttributes of {what}")
+    ctx, dev, mtype = (int(v) for v in vals)
+    ours = st.info.ordinal
+    if ctx == 0 and mtype == 0:
+        raise LaunchError(f"{what}: address 0x{ptr:x} is not memory the CUDA driver knows (not allocated, mapped "
+                          "or registered by any context)")
+    if ctx and ctx != st.handle:
+        raise LaunchError(f"{what}: address 0x{ptr:x} belongs to another CUDA context (device {dev}); ptxforge "
+                          f"launches in the primary context of device {ours}, which cannot use it")
+    if mtype == int(d.CUmemorytype.CU_MEMORYTYPE_DEVICE) and dev >= 0 and dev != ours:
+        raise LaunchError(f"{what}: address 0x{ptr:x} is memory of device {dev}; ptxforge launches on device {ours}")

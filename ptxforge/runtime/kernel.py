@@ -6,6 +6,10 @@
 A call with only GPU memory and scalars is asynchronous, like a CUDA launch.  A call
 with host (numpy) arrays stages them through temporary device buffers and returns once
 the results are copied back.
+
+Lifetimes: a BoundLaunch holds the DeviceBuffers and foreign arrays it was bound to, so
+they outlive it; launching it after close(), after one of its DeviceBuffers was freed, or
+after its module was unloaded raises LaunchError instead of running on freed memory.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ import ctypes
 import struct
 import threading
 
+from ..errors import LaunchError
 from . import driver as _drv
+from . import faults
 from .driver import api, check, driver_error
 from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, check_grid, check_shared,
                      fast_values, layout, resolve)
@@ -78,6 +84,8 @@ class KernelFunction:
                 self.attributes[key] = int(check(d.cuFuncGetAttribute(enum, handle),
                                                  f"cuFuncGetAttribute({attr}) of kernel '{name}'"))
         self._limits: LaunchLimits = _drv.device_info().limits
+        self._ordinal = _drv.device_info().ordinal
+        check_param_layout(name, handle, self.layout)
         self._blob = _ArgBlob(self.layout)
         self._lock = threading.Lock()
         self._configs: dict = {}
@@ -132,7 +140,13 @@ class KernelFunction:
         self.attributes["max_dynamic_shared"] = nbytes
 
     # ------------------------------------------------------------ launching
+    def _check_loaded(self) -> None:
+        if self.module._handle is None:
+            raise LaunchError(f"kernel '{self.name}' belongs to a module that was unloaded; load() it again")
+
     def _launch(self, cfg, stream: int, blob: _ArgBlob, values) -> None:
+        if self.module._handle is None:
+            self._check_loaded()
         d = api()
         with self._lock:
             blob.fill(values)
@@ -141,28 +155,38 @@ class KernelFunction:
         if err:
             raise driver_error(err, f"cuLaunchKernel of '{self.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
                                     f"{cfg[6]} B dynamic shared memory")
+        faults.record_launch(stream, self.name, cfg)
+
+    def _resolve(self, args, stream: int):
+        return resolve(self.layout, args, self.name, stream, device=self._ordinal, check_pointer=_drv.check_pointer)
 
     def __call__(self, grid, block, *args, shared: int = 0, stream=None) -> None:
         """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream`."""
-        cfg = self._config(grid, block, shared)
-        s = stream_handle(stream) if stream is not None else 0
-        values = fast_values(self.layout, args)
-        if values is not None:
-            self._launch(cfg, s, self._blob, values)
-            return
-        r = resolve(self.layout, args, self.name, s)
-        if r.streams:
-            _wait_for_streams(r.streams, s)
-        if not r.transfers:
-            self._launch(cfg, s, self._blob, r.values)
-            return
-        staged = _stage_in(r, s)
+        prev = _drv.enter()
         try:
-            self._launch(cfg, s, self._blob, r.values)
-            _stage_out(staged, s)
+            cfg = self._config(grid, block, shared)
+            s = stream_handle(stream) if stream is not None else 0
+            values = fast_values(self.layout, args)
+            if values is not None:
+                self._launch(cfg, s, self._blob, values)
+                return
+            r = self._resolve(args, s)
+            if r.streams:
+                _wait_for_streams(r.streams, s)
+            if not r.transfers:
+                self._launch(cfg, s, self._blob, r.values)
+                return
+            staged = _stage_in(r, s)
+            try:
+                self._launch(cfg, s, self._blob, r.values)
+                _stage_out(staged, s)
+            finally:
+                if faults.dead_reason() is None:
+                    for buf, _ in staged:
+                        buf.free()
         finally:
-            for buf, _ in staged:
-                buf.free()
+            if prev is not None:
+                _drv.leave(prev)
 
     launch = __call__
 
@@ -171,12 +195,17 @@ class KernelFunction:
 
         Host arrays are copied to the device now (In/InOut); ``copy_back()`` fetches Out/InOut results.
         """
-        cfg = self._config(grid, block, shared)
-        s = stream_handle(stream) if stream is not None else 0
-        r = resolve(self.layout, args, self.name, s)
-        if r.streams:
-            _wait_for_streams(r.streams, s)
-        staged = _stage_in(r, s) if r.transfers else []
+        self._check_loaded()
+        prev = _drv.enter()
+        try:
+            cfg = self._config(grid, block, shared)
+            s = stream_handle(stream) if stream is not None else 0
+            r = self._resolve(args, s)
+            if r.streams:
+                _wait_for_streams(r.streams, s)
+            staged = _stage_in(r, s) if r.transfers else []
+        finally:
+            _drv.leave(prev)
         return BoundLaunch(self, cfg, s, r, staged)
 
 
@@ -187,8 +216,10 @@ class BoundLaunch:
         self.function = fn
         self.config = cfg
         self.stream = stream
-        self._resolved = resolved  # keeps producer arrays alive while this launch can run
+        self._resolved = resolved  # keeps the DeviceBuffers and producer arrays alive while this launch can run
+        self._buffers = tuple(b for b in resolved.keep if isinstance(b, DeviceBuffer) and b.nbytes)
         self._staged = staged
+        self._closed = False
         self._blob = _ArgBlob(fn.layout)
         self._blob.fill(resolved.values)
         self._stream_obj = _stream_obj(stream)
@@ -201,24 +232,51 @@ class BoundLaunch:
     def block(self) -> tuple:
         return self.config[3:6]
 
+    def _refuse(self) -> None:
+        fn = self.function
+        if self._closed:
+            raise LaunchError(f"this bound launch of '{fn.name}' was closed; its device copies are freed")
+        fn._check_loaded()
+        for b in self._buffers:
+            if not b._ptr:
+                raise LaunchError(f"a DeviceBuffer this launch of '{fn.name}' was bound to has been freed")
+
     def launch(self) -> None:
+        """Launch again with the arguments bound (one cuLaunchKernel)."""
+        if self._closed or self.function.module._handle is None or not all(b._ptr for b in self._buffers):
+            self._refuse()
+        if faults._dead is not None:
+            faults.raise_if_dead()
         c = self.config
-        err, = api().cuLaunchKernel(self.function._func, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
-                                    self._stream_obj, self._blob.addr, 0)
+        prev = _drv.enter()
+        try:
+            err, = api().cuLaunchKernel(self.function._func, c[0], c[1], c[2], c[3], c[4], c[5], c[6],
+                                        self._stream_obj, self._blob.addr, 0)
+        finally:
+            if prev is not None:
+                _drv.leave(prev)
         if err:
-            raise driver_error(err, f"cuLaunchKernel of '{self.function.name}' (bound launch)")
+            raise driver_error(err, f"cuLaunchKernel of '{self.function.name}' (bound launch) with grid {c[0:3]}, "
+                                    f"block {c[3:6]}")
+        faults.record_launch(self.stream, self.function.name, c)
 
     __call__ = launch
 
     def copy_back(self) -> None:
         """Copy Out/InOut host arrays back from their device copies (waits for the stream)."""
+        if self._closed:
+            self._refuse()
         _stage_out(self._staged, self.stream)
 
     def close(self) -> None:
-        """Free the device copies of host arrays."""
-        for buf, _ in self._staged:
-            buf.free()
+        """Free the device copies of host arrays and let go of the bound arrays; later launches raise."""
+        self._closed = True
+        if faults.dead_reason() is None:
+            for buf, _ in self._staged:
+                buf.free()
         self._staged = []
+        self._buffers = ()
+        self._resolved = None
 
     def __enter__(self) -> "BoundLaunch":
         return self
@@ -268,6 +326,7 @@ def _stage_out(staged, stream: int) -> None:
             buf.copy_to_host(policy.array, stream=stream)
     if staged:  # In-only copies too: their buffers are freed next, so the kernel must be done with them
         check(api().cuStreamSynchronize(_stream_obj(stream)), "cuStreamSynchronize")
+        faults.synchronized(stream)
 
 
 def _wait_for_streams(producers, stream: int) -> None:
@@ -281,3 +340,46 @@ def _wait_for_streams(producers, stream: int) -> None:
         finally:
             check(d.cuEventDestroy(ev), "cuEventDestroy")
 
+
+
+#: CUDA_ERROR_INVALID_VALUE: cuFuncGetParamInfo's answer for an index past the last parameter.
+_INVALID_VALUE = 1
+
+
+def check_param_layout(kernel: str, func, lay: ParamLayout) -> None:
+    """Compare ptxforge's reading of a kernel's parameters with the driver's own (cuFuncGetParamInfo,
+    driver CUDA >= 12.4): every parameter's size, and their count.
+
+    A launch hands cuLaunchKernel one pointer per parameter and the driver copies each parameter's
+    size from it to the parameter's place in its own layout, so the sizes (and the count) are what
+    must agree: a parameter read with the wrong size would take the wrong bytes.  The driver's
+    offsets may differ from ptxforge's packing and need not agree: ptxas aligns parameters within
+    the constant bank, whose parameter area starts on a 16-byte boundary, so on the H200 a
+    `.param .align 64 .b8 t[128]` after 24 bytes of parameters sits at offset 48, not 64.
+    A mismatch is a LaunchError naming the parameter; drivers or bindings without the call are
+    not checked.
+    """
+    d = api()
+    info = getattr(d, "cuFuncGetParamInfo", None)
+    if info is None:
+        return
+    for spec in lay.specs:
+        try:
+            err, off, size = info(func, spec.index)
+        except Exception:  # bindings newer than the driver: the symbol is missing
+            return
+        if err:
+            if spec.index == 0 and int(err) != _INVALID_VALUE:
+                return  # not supported by this driver
+            raise LaunchError(f"kernel '{kernel}': the driver knows no parameter {spec.index} ({spec.name}); "
+                              f"ptxforge read {len(lay.specs)} parameters {lay.signature()} from its PTX")
+        if int(size) != spec.size:
+            raise LaunchError(f"kernel '{kernel}': parameter {spec.index} ({spec.describe()}) is {spec.size} bytes as "
+                              f"ptxforge read it, but {int(size)} bytes to the driver (at its offset {int(off)})")
+    try:
+        err, off, size = info(func, len(lay.specs))
+    except Exception:
+        return
+    if not err:
+        raise LaunchError(f"kernel '{kernel}' has more parameters than the {len(lay.specs)} ptxforge read from its PTX "
+                          f"{lay.signature()}: the driver has one at offset {int(off)} ({int(size)} bytes)")

@@ -21,7 +21,8 @@ from ..errors import LaunchError
 from ..isa import types as T
 from ..isa.types import ScalarType
 from .driver import LaunchLimits
-from .arrays import DeviceView, Elem, HostArray, accepts, c_contiguous, device_view, expected_dtype, host_policy
+from .arrays import (DeviceView, Elem, HostArray, accepts, c_contiguous, check_byte_order, device_view,
+                     expected_dtype, host_policy)
 from .memory import DeviceBuffer
 
 _PTXFORGE_INTERNAL = True
@@ -157,7 +158,7 @@ def layout(params) -> ParamLayout:
             size, align, code = int(p.nbytes), int(p.align or 1), f"{int(p.nbytes)}s"
         else:
             size = p.type.bits // 8
-            align, code = size, _CODES[p.type.name]
+            align, code = max(size, int(p.align or 1)), _CODES[p.type.name]
         pad = -off % align
         if pad:
             fmt += f"{pad}x"
@@ -340,10 +341,30 @@ def _check_array(spec: ParamSpec, elem: Elem, contiguous: bool, kernel: str, wha
                           "C-contiguous; kernels see flat memory, so pass a contiguous copy")
 
 
-def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: int):
+def _check_view(spec: ParamSpec, got: DeviceView, kernel: str, what: str, device, check_pointer) -> None:
+    """A foreign GPU array: element type, layout, read-only flag, device, alignment, context."""
+    _check_array(spec, got.elem, got.contiguous, kernel, what)
+    arg = f"argument {spec.index} ({spec.name}) of kernel '{kernel}'"
+    if got.readonly:
+        raise LaunchError(f"{arg}: the {what} is marked read-only, and a launch cannot tell whether the kernel writes "
+                          "through this parameter; pass a writable array, or its integer address to vouch for it")
+    if device is not None and got.device_id is not None and got.device_id != device:
+        raise LaunchError(f"{arg}: the {what} is on CUDA device {got.device_id}; the kernel runs on device {device}")
+    size = (spec.pointee.bits // 8 if spec.pointee is not None and not spec.pointee.packed else 1) or 1
+    if got.ptr % size:
+        raise LaunchError(f"{arg}: the {what} starts at 0x{got.ptr:x}, not aligned to the {size} bytes of "
+                          f".{spec.pointee.name}; pass an aligned view")
+    if check_pointer is not None and got.ptr:
+        check_pointer(got.ptr, f"{arg} ({what})")
+
+
+def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: int, device=None,
+                 check_pointer=None):
     if isinstance(v, DeviceBuffer):
         _check_array(spec, v.elem, True, kernel, "DeviceBuffer")
-        return v.ptr
+        ptr = v.ptr
+        r.keep.append(v)
+        return ptr
     pol = host_policy(v)
     if pol is None and v is not None and not _is_int(v):
         got = device_view(v, stream)
@@ -351,7 +372,7 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
             pol = host_policy(got)
             r.keep.append(v)
         elif isinstance(got, DeviceView):
-            _check_array(spec, got.elem, got.contiguous, kernel, f"{type(v).__name__} ({got.source})")
+            _check_view(spec, got, kernel, f"{type(v).__name__} ({got.source})", device, check_pointer)
             if got.stream not in (None, stream) and not (got.stream == 1 and stream == 0):
                 r.streams.append(got.stream)
             r.keep.append(v)
@@ -360,6 +381,7 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
         a = pol.array
         if a.dtype.hasobject:
             raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' is an object array")
+        check_byte_order(a.dtype, f"argument {spec.index} ({spec.name}) of kernel '{kernel}': the numpy array")
         _check_array(spec, Elem.of_dtype(a.dtype), c_contiguous(a.shape, a.strides, a.itemsize), kernel,
                      "numpy array")
         r.transfers.append(HostTransfer(i, pol))
@@ -377,8 +399,13 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
                       f"or DLPack) or an int address; got {type(v).__name__}")
 
 
-def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0) -> Resolved:
-    """Check every argument against its parameter and produce the values to pack."""
+def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0, *, device: int | None = None,
+            check_pointer=None) -> Resolved:
+    """Check every argument against its parameter and produce the values to pack.
+
+    device: the ordinal the kernel runs on (foreign arrays that name another are refused);
+    check_pointer(ptr, what): asks the driver about a foreign array's address (None: not asked).
+    """
     if len(args) != len(lay.specs):
         raise LaunchError(f"kernel '{kernel}' takes {len(lay.specs)} argument(s) {lay.signature()}, "
                           f"got {len(args)}")
@@ -387,7 +414,7 @@ def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0) -> Resolved:
     for i, (spec, v) in enumerate(zip(lay.specs, args)):
         k = spec.kind
         if k == "pointer" or (k == "address" and not _is_int(v)):
-            vals.append(_pointer_arg(spec, v, kernel, stream, r, i))
+            vals.append(_pointer_arg(spec, v, kernel, stream, r, i, device, check_pointer))
         elif k in ("int", "address"):
             vals.append(_int_arg(spec, v, kernel, signed_ok=False))
         elif k == "float":

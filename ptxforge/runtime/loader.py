@@ -18,13 +18,14 @@ import warnings
 import weakref
 from dataclasses import dataclass
 
-from ..errors import DriverError, JitError, TargetError
+from ..errors import DriverError, JitError, LaunchError, TargetError
 from ..isa import types as T
 from ..isa.targets import PtxVersion, Target, ptx_header
 from . import cache as _cache
 from . import driver as _drv
+from . import faults
 from .culink import link_ptx
-from .driver import api, check
+from .driver import api, check, driver_error
 
 _PTXFORGE_INTERNAL = True
 
@@ -115,28 +116,91 @@ def source_of_text(text: str, ptx_cap: PtxVersion | None) -> Source:
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$%][\w$]*)\s*(\((.*?)\))?(.*?)\{", re.S)
-_PARAM = re.compile(r"\.param\s+(?:\.align\s+(\d+)\s+)?\.(\w+)\s+(?:\.ptr(?:\.\w+)*(?:\s+\.align)?(?:\s+\d+)?\s+)?"
-                    r"([A-Za-z_$%][\w$]*)\s*(?:\[\s*(\d+)\s*\])?")
 _BLOCK = re.compile(r"\.(maxntid|reqntid)\s+(\d+(?:\s*,\s*\d+){0,2})")
+_TOKEN = re.compile(r"\.[A-Za-z_]\w*|\d+|[A-Za-z_$%][\w$]*|\[\s*\d*\s*\]|\S")
+_SPACES = ("global", "shared", "const", "local")
+
+
+def parse_param(decl: str, kernel: str = ""):
+    """One `.param` declaration of an entry, in any spelling nvcc, clang/LLVM or Triton emit, as a Param.
+
+    ``.param .u64 p``; ``.param .u64 .ptr .global .align 8 p`` (a pointer: `.ptr`, an optional state
+    space and the pointee's alignment); ``.param .align 8 .b8 s[24]`` (a by-value struct);
+    ``.param .u32 a[4]`` (an array: 16 bytes, aligned as its element unless `.align` says more).
+    """
+    from ..kernel import Param
+    where = f" of kernel '{kernel}'" if kernel else ""
+    toks = _TOKEN.findall(decl)
+    if not toks or toks[0] != ".param":
+        raise LaunchError(f"cannot read parameter declaration {decl.strip()!r}{where}: it does not start with .param")
+    align = None
+    tname = name = None
+    pointer = False
+    space = None
+    dims = []
+    i = 1
+    while i < len(toks):
+        t = toks[i]
+        if t == ".align":
+            if i + 1 >= len(toks) or not toks[i + 1].isdigit():
+                raise LaunchError(f"parameter declaration {decl.strip()!r}{where}: .align needs a number")
+            if not pointer:
+                align = int(toks[i + 1])
+            i += 2
+            continue
+        if t == ".ptr":
+            pointer = True
+        elif t.startswith(".") and t[1:] in _SPACES:
+            space = t[1:]
+        elif t.startswith("."):
+            if tname is not None:
+                raise LaunchError(f"parameter declaration {decl.strip()!r}{where} has two types")
+            tname = t[1:]
+        elif t.startswith("[") and t.endswith("]"):
+            inner = t[1:-1].strip()
+            if not inner:
+                raise LaunchError(f"parameter declaration {decl.strip()!r}{where}: an array parameter needs its size")
+            dims.append(int(inner))
+        elif name is None and (t[0].isalpha() or t[0] in "_$%"):
+            name = t
+        else:
+            raise LaunchError(f"cannot read parameter declaration {decl.strip()!r}{where} (at {t!r})")
+        i += 1
+    if tname is None or name is None:
+        raise LaunchError(f"cannot read parameter declaration {decl.strip()!r}{where}: it needs a type and a name")
+    try:
+        ty = T.lookup(tname)
+    except Exception:
+        raise LaunchError(f"parameter {name}{where} has type .{tname}, which ptxforge does not know") from None
+    if dims:
+        n = 1
+        for d in dims:
+            n *= d
+        elem = max(ty.bits // 8, 1)
+        return Param(name, T.b8, None, None, n * elem, max(align or 1, elem))
+    if pointer:
+        if ty.bits != 64:
+            raise LaunchError(f"parameter {name}{where} is a .ptr of .{tname}; a pointer parameter is 64 bits")
+        return Param(name, ty, None, space or "global")
+    if align is not None and align > ty.bits // 8:
+        return Param(name, ty, align=align)  # an over-aligned scalar
+    return Param(name, ty)
+
+
+def _split_params(body: str) -> list:
+    return [d for d in (x.strip() for x in body.split(",")) if d]
 
 
 def parse_entries(text: str) -> tuple:
     """The kernels of PTX text: names, parameters (as ptxforge Params) and .maxntid/.reqntid."""
-    from ..kernel import Param
     out = []
     for m in _ENTRY.finditer(_COMMENTS.sub("", text)):
-        params = []
-        for p in _PARAM.finditer(m.group(3) or ""):
-            align, tname, pname, n = p.groups()
-            if n is not None:
-                params.append(Param(pname, T.b8, None, None, int(n), int(align) if align else None))
-            else:
-                params.append(Param(pname, T.lookup(tname), None, None, None, int(align) if align else None))
+        params = tuple(parse_param(d, m.group(1)) for d in _split_params(m.group(3) or ""))
         limit = None
         b = _BLOCK.search(m.group(4) or "")
         if b:
             limit = (b.group(1), tuple(int(x) for x in b.group(2).split(",")))
-        out.append(EntryDesc(m.group(1), tuple(params), limit))
+        out.append(EntryDesc(m.group(1), params, limit))
     return tuple(out)
 
 
@@ -207,7 +271,11 @@ def jit_link(src: Source, target: str, options: tuple = ()) -> tuple:
         enum = getattr(d.CUjit_target, f"CU_TARGET_COMPUTE_{target[3:-1]}A", None)
         if enum is not None:
             opts.append((int(d.CUjit_option.CU_JIT_TARGET), int(enum)))
+    from ..assembler import refuse_nul
+    refuse_nul(src.text)
     res = link_ptx(src.text.encode() + b"\0", opts, LOG_BYTES)  # the driver reads PTX as a C string
+    if res.code and (faults.is_not_the_inputs(res.code) or faults.dead_reason() is not None):
+        raise driver_error(res.code, f"{res.step} (the driver JIT compiling for {target})")  # not the PTX's fault
     if res.code:
         try:
             name = d.CUresult(res.code).name
@@ -222,12 +290,20 @@ def _load_cubin(cubin: bytes):
     return check(api().cuModuleLoadData(cubin), "cuModuleLoadData")
 
 
+def _jit_and_load(src: Source, target: str, options: tuple):
+    cubin, log = jit_link(src, target, options)
+    _cache.stats.compiles += 1
+    return _load_cubin(cubin), cubin, log
+
+
 class LoadedModule:
     """A module on the GPU: its kernels by name (``m["saxpy"]``), the JIT log and where it came from."""
 
-    def __init__(self, handle, src: Source, *, key: str, jit_target: str, jit_log: str, origin: str, cubin: bytes):
+    def __init__(self, handle, src: Source, *, key: str, jit_target: str, jit_log: str, origin: str, cubin: bytes,
+                 memory_key=None):
         from .kernel import KernelFunction
         self._handle = handle
+        self._memory_key = memory_key
         self.ptx = src.text
         self.version = src.version
         self.target = src.target
@@ -275,11 +351,26 @@ class LoadedModule:
         return (f"<LoadedModule {', '.join(self.functions)} for {self.jit_target}, PTX ISA {self.version}, "
                 f"from {self.origin}>")
 
+    @property
+    def loaded(self) -> bool:
+        """False once unload() ran."""
+        return self._handle is not None
+
     def unload(self) -> None:
-        """Unload the module now (its kernels must not be launched afterwards)."""
-        if self._handle is not None:
-            check(api().cuModuleUnload(self._handle), "cuModuleUnload")
-            self._handle = None
+        """Unload the module now: it leaves the in-process cache (the next load() makes a new one), and its
+        kernels and bound launches raise LaunchError from then on."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        if self._memory_key is not None:
+            _cache.memory_drop(self._memory_key, self)
+        if faults.dead_reason() is not None:
+            return  # the context is gone, and its modules with it
+        prev = _drv.enter()
+        try:
+            check(api().cuModuleUnload(handle), "cuModuleUnload")
+        finally:
+            _drv.leave(prev)
 
 
 _prepared_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -288,7 +379,7 @@ _prepared_memo: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 def _prepared(source, info, options: tuple):
     """(Source, JIT target, cache key); remembered per Module, so loading it again costs a dict lookup."""
     from ..module import Module
-    memo_key = (info.ptx_cap, info.compute_capability, info.driver_version, options)
+    memo_key = (info.ptx_cap, info.compute_capability, info.driver_id, options)
     if isinstance(source, Module):
         hit = _prepared_memo.get(source, {}).get(memo_key)
         if hit is not None:
@@ -297,7 +388,7 @@ def _prepared(source, info, options: tuple):
     src = source_of(source, info.ptx_cap)
     check_target(src.target, info.compute_capability)
     target = jit_target_name(src.target, info.compute_capability)
-    key = _cache.cache_key(src.text, target, options, info.driver_version)
+    key = _cache.cache_key(src.text, target, options, info.driver_id)
     if isinstance(source, Module):
         # the memo must not refer to the Module, or the weak key would never be released
         _prepared_memo.setdefault(source, {})[memo_key] = (dataclasses.replace(src, module=None), target, key)
@@ -308,19 +399,37 @@ def load(source, *, max_registers: int | None = None, opt_level: int | None = No
          cache: bool = True) -> LoadedModule:
     """Load a Module (or KernelBuilder, Kernel, PTX text) on the GPU; returns its kernels by name.
 
-    `cache=False` skips both caches (always JIT-compiles, stores nothing).
+    `cache=False` skips both caches (always JIT-compiles, stores nothing).  Threads loading one
+    module at once share one JIT compilation (a lock per module key).  A cached cubin is
+    replaced only when the driver refuses it as an image; an error of the context (a kernel
+    fault) or of memory is raised as it is and leaves the cache alone.
     """
-    ctx = _drv.context()
-    info = ctx.info
-    options = jit_options(max_registers, opt_level)
-    src, target, key = _prepared(source, info, options)
-    mkey = (key, int(ctx.ctx))
-    if cache:
+    prev = _drv.enter()
+    try:
+        ctx = _drv._state
+        info = ctx.info
+        options = jit_options(max_registers, opt_level)
+        src, target, key = _prepared(source, info, options)
+        mkey = (key, ctx.handle)
+        if not cache:
+            return _build(src, target, key, options, info, None, None)
         hit = _cache.memory_get(mkey)
         if hit is not None:
             _cache.stats.memory_hits += 1
             return hit
-    disk = _cache.disk_cache() if cache else None
+        with _cache.key_lock(mkey):
+            hit = _cache.memory_get(mkey)  # another thread may have loaded it meanwhile
+            if hit is not None:
+                _cache.stats.memory_hits += 1
+                return hit
+            lm = _build(src, target, key, options, info, _cache.disk_cache(), mkey)
+            _cache.memory_put(mkey, lm)
+            return lm
+    finally:
+        _drv.leave(prev)
+
+
+def _build(src: Source, target: str, key: str, options: tuple, info, disk, mkey) -> LoadedModule:
     handle = cubin = None
     log, origin = "", "jit"
     if disk is not None:
@@ -331,18 +440,20 @@ def load(source, *, max_registers: int | None = None, opt_level: int | None = No
                 handle = _load_cubin(cubin)
                 log, origin = str(meta.get("jit_log", "")), "disk"
                 _cache.stats.disk_hits += 1
-            except DriverError:  # intact file, but the driver refuses it: rebuild it
-                _cache.stats.corrupt += 1
-                disk.remove(key)
+            except DriverError as e:
+                if not faults.is_image_rejection(e.code):
+                    raise  # the context or memory failed, not the entry: leave it alone
+                _cache.stats.corrupt += 1  # intact file the driver refuses: rebuilt and replaced below
                 handle = cubin = None
     if handle is None:
-        cubin, log = jit_link(src, target, options)
-        _cache.stats.compiles += 1
-        handle = _load_cubin(cubin)
+        handle, cubin, log = _jit_and_load(src, target, options)
         if disk is not None:
             disk.put(key, cubin, {"jit_log": log, "target": target, "ptx_version": str(src.version),
-                                  "kernels": [e.name for e in src.entries], "driver": info.driver_version})
-    lm = LoadedModule(handle, src, key=key, jit_target=target, jit_log=log, origin=origin, cubin=cubin)
-    if cache:
-        _cache.memory_put(mkey, lm)
-    return lm
+                                  "kernels": [e.name for e in src.entries], "driver": info.driver_id})
+    try:
+        return LoadedModule(handle, src, key=key, jit_target=target, jit_log=log, origin=origin, cubin=cubin,
+                            memory_key=mkey)
+    except BaseException:
+        if faults.dead_reason() is None:
+            api().cuModuleUnload(handle)  # a kernel missing from the module: do not leak it
+        raise

@@ -10,6 +10,7 @@ import numpy as np
 from ..errors import LaunchError
 from .arrays import Elem
 from . import driver as _drv
+from . import faults
 from .driver import api, check
 
 _PTXFORGE_INTERNAL = True
@@ -62,8 +63,11 @@ class DeviceBuffer:
         self._ptr = 0
         self._finalizer = None
         if self.nbytes:
-            _drv.context()
-            self._ptr = int(check(api().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes} bytes)"))
+            prev = _drv.enter()
+            try:
+                self._ptr = int(check(api().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes} bytes)"))
+            finally:
+                _drv.leave(prev)
             self._finalizer = weakref.finalize(self, _free, self._ptr)
 
     # ------------------------------------------------------------ construction
@@ -124,11 +128,15 @@ class DeviceBuffer:
             from .streams import stream_handle
             s = stream_handle(stream)
             d = api()
-            if s:
-                check(d.cuMemcpyHtoDAsync(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes, d.CUstream(s)),
-                      "cuMemcpyHtoDAsync")
-            else:
-                check(d.cuMemcpyHtoD(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes), "cuMemcpyHtoD")
+            prev = _drv.enter()
+            try:
+                if s:
+                    check(d.cuMemcpyHtoDAsync(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes, d.CUstream(s)),
+                          "cuMemcpyHtoDAsync")
+                else:
+                    check(d.cuMemcpyHtoD(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes), "cuMemcpyHtoD")
+            finally:
+                _drv.leave(prev)
         return self
 
     def copy_to_host(self, out: np.ndarray, stream=None) -> np.ndarray:
@@ -140,12 +148,17 @@ class DeviceBuffer:
             from .streams import stream_handle
             s = stream_handle(stream)
             d = api()
-            if s:
-                check(d.cuMemcpyDtoHAsync(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes, d.CUstream(s)),
-                      "cuMemcpyDtoHAsync")
-                check(d.cuStreamSynchronize(d.CUstream(s)), "cuStreamSynchronize")
-            else:
-                check(d.cuMemcpyDtoH(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes), "cuMemcpyDtoH")
+            prev = _drv.enter()
+            try:
+                if s:
+                    check(d.cuMemcpyDtoHAsync(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes, d.CUstream(s)),
+                          "cuMemcpyDtoHAsync")
+                    check(d.cuStreamSynchronize(d.CUstream(s)), "cuStreamSynchronize")
+                else:
+                    check(d.cuMemcpyDtoH(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes), "cuMemcpyDtoH")
+            finally:
+                _drv.leave(prev)
+            faults.synchronized(s)  # the copy waited for everything queued before it on that stream
         return out
 
     def to_host(self, stream=None) -> np.ndarray:
@@ -158,18 +171,30 @@ class DeviceBuffer:
             from .streams import stream_handle
             s = stream_handle(stream)
             d = api()
-            if s:
-                check(d.cuMemsetD8Async(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes, d.CUstream(s)), "cuMemsetD8Async")
-            else:
-                check(d.cuMemsetD8(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes), "cuMemsetD8")
+            prev = _drv.enter()
+            try:
+                if s:
+                    check(d.cuMemsetD8Async(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes, d.CUstream(s)),
+                          "cuMemsetD8Async")
+                else:
+                    check(d.cuMemsetD8(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes), "cuMemsetD8")
+            finally:
+                _drv.leave(prev)
         return self
 
     # ------------------------------------------------------------ lifetime
     def free(self) -> None:
         """Release the memory now (later use raises)."""
         if self._finalizer is not None and self._finalizer.detach() is not None:
+            ptr, self._ptr = self._ptr, 0
+            if faults.dead_reason() is not None:
+                return  # the context is gone with its memory; nothing to free, nothing more to report
             d = api()
-            check(d.cuMemFree(d.CUdeviceptr(self._ptr)), "cuMemFree")
+            prev = _drv.enter()
+            try:
+                check(d.cuMemFree(d.CUdeviceptr(ptr)), "cuMemFree")
+            finally:
+                _drv.leave(prev)
         self._ptr = 0
 
     def __enter__(self) -> "DeviceBuffer":

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import time
 import weakref
 
-from ..errors import LaunchError
+from ..errors import LaunchError, SyncTimeout
 from . import driver as _drv
-from .driver import api, check
+from . import faults
+from .driver import api, check, driver_error
+
+#: CUDA_ERROR_NOT_READY: cuStreamQuery's "work is still running".
+_NOT_READY = 600
 
 _PTXFORGE_INTERNAL = True
 
@@ -29,15 +34,25 @@ class Stream:
 
     def __init__(self, *, non_blocking: bool = True):
         d = api()
-        _drv.context()
-        flags = d.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else d.CUstream_flags.CU_STREAM_DEFAULT
-        self._obj = check(d.cuStreamCreate(int(flags)), "cuStreamCreate")
+        prev = _drv.enter()  # a stream belongs to the context current at its creation: ours
+        try:
+            flags = d.CUstream_flags.CU_STREAM_NON_BLOCKING if non_blocking else d.CUstream_flags.CU_STREAM_DEFAULT
+            self._obj = check(d.cuStreamCreate(int(flags)), "cuStreamCreate")
+        finally:
+            _drv.leave(prev)
         self.handle = int(self._obj)
         self._finalizer = weakref.finalize(self, _destroy, self._obj)
 
-    def synchronize(self) -> None:
-        """Wait until everything queued on this stream has finished."""
-        check(api().cuStreamSynchronize(self._obj), "cuStreamSynchronize")
+    def synchronize(self, timeout: float | None = None) -> None:
+        """Wait until everything queued on this stream has finished.
+
+        timeout: seconds to wait at most; past it SyncTimeout is raised and the work goes on.
+        """
+        synchronize_stream(self.handle, timeout)
+
+    def query(self) -> bool:
+        """True when everything queued on this stream has finished; never waits (cuStreamQuery)."""
+        return query(self.handle)
 
     def __cuda_stream__(self):
         return (0, self.handle)
@@ -86,3 +101,49 @@ def stream_handle(stream) -> int:
         return int(stream)
     raise LaunchError(f"cannot use {type(stream).__name__} as a stream: pass a ptxforge Stream, a raw handle, "
                       "a torch/CuPy stream or an object with __cuda_stream__")
+
+
+def query(stream=None) -> bool:
+    """True when all work queued on `stream` (default: the legacy default stream) has finished.
+
+    Never waits (cuStreamQuery); a fault reported by the stream raises as from any other call.
+    """
+    h = stream_handle(stream)
+    prev = _drv.enter()
+    try:
+        err, = api().cuStreamQuery(api().CUstream(h))
+    finally:
+        _drv.leave(prev)
+    if not err:
+        faults.synchronized(h)
+        return True
+    if int(err) == _NOT_READY:
+        return False
+    raise driver_error(err, "cuStreamQuery")
+
+
+def synchronize_stream(stream=None, timeout: float | None = None) -> None:
+    """Wait for the work queued on `stream`; with `timeout` (seconds), poll and raise SyncTimeout past it."""
+    h = stream_handle(stream)
+    if timeout is None:
+        prev = _drv.enter()
+        try:
+            check(api().cuStreamSynchronize(api().CUstream(h)), "cuStreamSynchronize")
+        finally:
+            _drv.leave(prev)
+        faults.synchronized(h)
+        return
+    if not float(timeout) >= 0:
+        raise ValueError(f"timeout must be a non-negative number of seconds, got {timeout}")
+    deadline = time.monotonic() + float(timeout)
+    pause = 20e-6
+    while not query(h):
+        now = time.monotonic()
+        if now >= deadline:
+            items = [p for p in faults.pending() if p[0] == h]
+            what = faults._describe_pending(items) if items else "  (no launches by ptxforge are pending on it)"
+            where = "the default stream" if h == 0 else f"stream 0x{h:x}"
+            raise SyncTimeout(f"{where} did not finish within {float(timeout):g} s; kernels launched on it since "
+                              f"its last successful synchronization:\n{what}")
+        time.sleep(min(pause, deadline - now))
+        pause = min(pause * 2, 5e-3)

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import driver as _drv
+from . import faults
 from .driver import api, check
 from .streams import stream_handle
 
@@ -120,7 +121,14 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
     """
     if repeat < 1 or batch < 1 or warmup < 0:
         raise ValueError("benchmark needs repeat >= 1, batch >= 1 and warmup >= 0")
-    _drv.context()
+    prev = _drv.enter()
+    try:
+        return _benchmark(target, args, kwargs, stream, warmup, repeat, batch)
+    finally:
+        _drv.leave(prev)
+
+
+def _benchmark(target, args, kwargs, stream, warmup: int, repeat: int, batch: int) -> Timing:
     d = api()
     s = stream_handle(stream)
     sobj = d.CUstream(s)
@@ -137,6 +145,7 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
                 run()
             check(d.cuEventRecord(e[2 * i + 1], sobj), "cuEventRecord")
         check(d.cuEventSynchronize(e[-1]), "cuEventSynchronize")
+        faults.synchronized(s)
         ms = [check(d.cuEventElapsedTime(e[2 * i], e[2 * i + 1]), "cuEventElapsedTime") for i in range(repeat)]
     finally:
         ev.close()

@@ -27,7 +27,8 @@ from ..isa.wmma import F64_ROUND, LAYOUTS, WMMA_FORMS
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
 from ..isa.targets import Target
-from ..isa.tensor import MMA_FORMS, WGMMA_N
+from ..isa.tensor import MMA_FORMS
+from ..isa.wgmma import WGMMA_FORMS
 from ..isa.warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
 from .emit import LOGIC_METHODS, emit_spec
 from .spec import FAMILIES, TARGETS, Scratch, Spec, spec
@@ -266,6 +267,8 @@ def _async_copy_candidates():
     out += [spec("async_copy", "wait", n=0)]
     out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
     out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store") for d in range(1, 6)]
+    out += [spec("async_copy", "tensor_load", coords=(None, None), multicast=m) for m in (3, "reg")]
+    out += [spec("async_copy", "bulk_store", size=n) for n in (256, None)]
     out += [spec("async_copy", "bulk_commit")]
     out += [spec("async_copy", "bulk_wait", n=n, read=r) for n in (0, 1) for r in (False, True)]
     return out
@@ -303,6 +306,12 @@ def _sync_candidates():
             for n in (False, True)]
     out += [spec("sync", "griddepcontrol", action=a) for a in GRIDDEPCONTROL]
     out += [spec("sync", "nanosleep", ns=100), spec("sync", "nanosleep", ns=None)]
+    for aligned in (False, True):
+        out += [spec("sync", "barrier_cluster", kind="arrive", sem=sem, aligned=aligned)
+                for sem in (None, "release", "relaxed")]
+        out += [spec("sync", "barrier_cluster", kind="wait", sem=sem, aligned=aligned) for sem in (None, "acquire")]
+    out += [spec("sync", "mapa", space=sp, rank=r) for sp in ("shared::cluster", "generic") for r in (1, None)]
+    out += [spec("sync", "mbarrier_arrive", space="shared::cluster", discard=True)]
     return out
 
 
@@ -313,12 +322,12 @@ def _tensor_candidates():
             for c in ("zero", "regs", "inplace"):
                 out.append(spec("tensor", "mma", shape=f.shape, a_type=f.a_type.name, b_type=f.b_type.name,
                                 acc=f.c_type.name, bitop=f.bitop, satfinite=sat, c=c))
-    for n in WGMMA_N:
-        for a, b in (("s8", "s8"), ("s8", "u8"), ("u8", "u8"), ("f16", "f16"), ("bf16", "bf16")):
-            accs = ("s32",) if a in ("s8", "u8") else ("f32", "f16") if a == "f16" else ("f32",)
-            for acc in accs:
-                for a_regs in (False, True):
-                    out.append(spec("tensor", "wgmma", n=n, a_type=a, b_type=b, acc=acc, a_regs=a_regs))
+    for f in WGMMA_FORMS:  # every type combination; N sampled at its edges and a few inside
+        if f.n not in (8, 16, 24, 32, 48, 64, 128, 136, 256):
+            continue
+        for a_regs in (False, True):
+            out.append(spec("tensor", "wgmma", n=f.n, a_type=f.a_type.name, b_type=f.b_type.name,
+                            acc=f.d_type.name, a_regs=a_regs))
     out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
     for (shape, t), f in WMMA_FORMS.items():
         for which in ("a", "b"):

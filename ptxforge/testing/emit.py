@@ -333,7 +333,11 @@ def _emit_async_copy(sc: Scratch, s: Spec):
         k.bulk_copy(sc.s, sc.g, size, sc.mb, pred=g)
     elif op == "tensor_load":
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
-        k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, pred=g)
+        mc = s.get("multicast")
+        k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, multicast=sc.reg(T.b16) if mc == "reg" else mc, pred=g)
+    elif op == "bulk_store":
+        size = s["size"] if s["size"] is not None else sc.reg(T.u32)
+        k.bulk_store(sc.g, sc.s, size, pred=g)
     elif op == "tensor_store":
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         k.tensor_store(sc.tmap(), coords, sc.s, pred=g)
@@ -390,6 +394,11 @@ def _emit_sync(sc: Scratch, s: Spec):
         k.mbarrier_inval(sc.mb, pred=g)
     elif op == "nanosleep":
         k.nanosleep(s["ns"] if s["ns"] is not None else sc.reg(T.u32), pred=g)
+    elif op == "barrier_cluster":
+        getattr(k, f"barrier_cluster_{s['kind']}")(sem=s["sem"], aligned=s["aligned"], pred=g)
+    elif op == "mapa":
+        addr = sc.s if s["space"] == "shared::cluster" else sc.g
+        k.mapa(addr, s["rank"] if s["rank"] is not None else sc.reg(T.u32), space=s["space"], pred=g)
     else:
         raise ValueError(f"unknown sync op {op}")
 
@@ -461,10 +470,11 @@ def _emit_tensor(sc: Scratch, s: Spec):
         n = s["n"]
         d = sc.regs(T.f32 if acc is T.f32 else T.b32 if acc is T.f16 else T.s32,
                     s.get("d_regs", n // 2 if acc is not T.f16 else n // 4))
+        bitop = "and" if a_t is T.b1 else None
         a = sc.regs(T.b32, 4) if s["a_regs"] else sc.reg(T.b64)
         k.wgmma_fence()
         k.wgmma(a, sc.reg(T.b64), d, n=n, a_type=a_t, b_type=s["b_type"], acc=acc, scale_d=sc.p,
-                satfinite=s.get("satfinite", False))
+                satfinite=s.get("satfinite", False), bitop=bitop)
         k.wgmma_commit()
         k.wgmma_wait(s.get("wait", 0))
     else:

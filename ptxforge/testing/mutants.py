@@ -9,18 +9,28 @@ wait; these give it the mutant to prove that it does:
 
 `nth` picks one of the matching instructions in body order (None: all of them).  A mutation that
 matches nothing raises ValidationError, so a test can never pass because the bug was not planted.
+
+`off_by_one_guard` loosens or tightens one comparison (setp.lt <-> le, gt <-> ge, lo <-> ls,
+hi <-> hs): the classic bounds-guard bug.  `mutants_of(kernel)` lists every single-site mutant
+of every kind that applies to a kernel, as `Mutant`s (what testing.mutation runs).
 """
 
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 
 from ..kernel import Kernel
 from ..errors import ValidationError
 from ..isa.async_copy import wait_group
+from ..isa.control import setp
 from ..isa.instruction import Instruction
 
-__all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait"]
+__all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "Mutant", "mutants_of",
+           "MUTANT_KINDS", "OFF_BY_ONE"]
+
+#: setp comparisons and the comparison one step looser or tighter at the boundary.
+OFF_BY_ONE = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt", "lo": "ls", "ls": "lo", "hi": "hs", "hs": "hi"}
 
 
 def drop_bar_sync(kernel: Kernel, nth: int | None = None) -> Kernel:
@@ -48,6 +58,75 @@ def drop_mbarrier_wait(kernel: Kernel, nth: int | None = None) -> Kernel:
                 and i.guard.reg.name in spins):
             gone.add(id(i))
     return dataclasses.replace(kernel, body=tuple(i for i in kernel.body if id(i) not in gone))
+
+
+def _is_guard(i) -> bool:
+    return i.opcode == "setp" and i.mods and i.mods[0] in OFF_BY_ONE and i.type is not None and not i.type.is_float
+
+
+def off_by_one_guard(kernel: Kernel, nth: int | None = None) -> Kernel:
+    """The kernel with integer comparison(s) moved by one at the boundary: setp.lt becomes setp.le
+    (and le -> lt, gt <-> ge, lo <-> ls, hi <-> hs), so a guard admits (or drops) one more index."""
+    def shifted(ins):
+        boolop = ins.mods[1] if len(ins.mods) > 1 else None
+        ops = ins.operands
+        new = setp(OFF_BY_ONE[ins.mods[0]], ins.type, ops[0], ops[1], ops[2], boolop, ops[3] if boolop else None)
+        return [new.with_guard(ins.guard).with_loc(ins.loc)]
+    return _mutate(kernel, _is_guard, shifted, nth, "integer setp comparison")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One planted bug: its kind (a mutant function's name), which match it changes (`nth`), the
+    instruction and the Python line that emitted it; `apply(kernel)` makes the mutated copy."""
+
+    kind: str
+    nth: int
+    instruction: str
+    where: str
+
+    @property
+    def label(self) -> str:
+        """kind #nth: the instruction (file:line)."""
+        return f"{self.kind} #{self.nth}: {self.instruction}  ({self.where})"
+
+    def apply(self, kernel: Kernel) -> Kernel:
+        """The mutated copy of `kernel` (ValidationError when it has no such site)."""
+        return MUTANT_KINDS[self.kind][0](kernel, nth=self.nth)
+
+    def __str__(self) -> str:
+        return self.label
+
+
+def _is_wait(i) -> bool:
+    return i.opcode in ("mbarrier.try_wait", "mbarrier.test_wait")
+
+
+#: Mutant kinds: name -> (function, which instructions it changes).
+MUTANT_KINDS = {
+    "drop_bar_sync": (drop_bar_sync, lambda i: i.opcode == "bar" and i.info.kind == "sync"),
+    "loosen_wait_group": (loosen_wait_group, lambda i: i.opcode == "cp.async.wait_group"),
+    "drop_mbarrier_wait": (drop_mbarrier_wait, _is_wait),
+    "off_by_one_guard": (off_by_one_guard, _is_guard),
+}
+
+
+def mutants_of(kernel: Kernel, kinds=None, *, max_per_kind: int | None = None) -> list:
+    """Every single-site Mutant of `kinds` (default: all of MUTANT_KINDS) that applies to `kernel`,
+    at most `max_per_kind` of each kind (spread evenly over the kernel's matches)."""
+    out = []
+    for kind in (kinds or MUTANT_KINDS):
+        if kind not in MUTANT_KINDS:
+            raise ValidationError(f"unknown mutant kind {kind!r}; kinds: {sorted(MUTANT_KINDS)}")
+        sites = [i for i in kernel.body if isinstance(i, Instruction) and MUTANT_KINDS[kind][1](i)]
+        picks = range(len(sites))
+        if max_per_kind is not None and len(sites) > max_per_kind:
+            picks = sorted({round(j * (len(sites) - 1) / max(1, max_per_kind - 1)) for j in range(max_per_kind)})
+        for n in picks:
+            ins = sites[n]
+            where = str(ins.loc) if ins.loc is not None else "?"
+            out.append(Mutant(kind, n, ins.render().strip(), where))
+    return out
 
 
 def _pick(found, nth, what, kernel):

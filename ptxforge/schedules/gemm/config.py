@@ -197,6 +197,15 @@ def validate(s) -> None:
         raise ValidationError(f"copy_bytes must be 16, 8, 4, 2 or 1, got {s.copy_bytes!r}")
     if s.c_vector not in (1, 2):
         raise ValidationError(f"c_vector must be 2 (pairs of C values, N even) or 1 (any N), got {s.c_vector!r}")
+    from .splitk import MAX_SPLITS
+    if not isinstance(s.splits, int) or isinstance(s.splits, bool) or not 1 <= s.splits <= MAX_SPLITS:
+        raise ValidationError(f"splits must be an int in 1..{MAX_SPLITS} (CTAs per C tile along K), got {s.splits!r}")
+    if s.splitk_sync not in ("all", "leader"):
+        raise ValidationError(f"splitk_sync must be 'all' (every thread fences) or 'leader' (thread 0 fences), "
+                              f"got {s.splitk_sync!r}")
+    if s.l2_prefetch not in (None, 64, 128, 256):
+        raise ValidationError(f"l2_prefetch must be None, 64, 128 or 256 (the cp.async .L2::<n>B hint), "
+                              f"got {s.l2_prefetch!r}")
     if s.max_registers is not None and not (isinstance(s.max_registers, int) and 16 <= s.max_registers <= 255):
         raise ValidationError(f"max_registers must be an int in 16..255 or None, got {s.max_registers!r}")
     lim = target.limits

@@ -46,6 +46,7 @@ class OperandCopy:
     krem: object  # s32: row_bytes - first byte - k-tile start (bytes still valid at the thread's byte)
     loop: dict | None = None  # registers of the plain-load fallback (a run-time loop over chunks)
     owns_krem: bool = True  # False when krem belongs to another operand's copy (which advances it)
+    prefetch: str | None = None  # cp.async L2 prefetch qualifier ("L2::128B", "L2::256B") or None
 
 
 def chunks_per_thread(rows: int, row_bytes: int, threads: int) -> int:
@@ -72,7 +73,7 @@ def copy_geometry(rows: int, row_bytes: int, threads: int):
 
 
 def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *, threads: int, src, rows_total,
-                       tile_row0, row_bytes, tid, smem_base, name: str, krem=None) -> OperandCopy:
+                       tile_row0, row_bytes, tid, smem_base, name: str, krem=None, k_window=None) -> OperandCopy:
     """Hoisted part of the copy of one operand tile (see the module docstring).
 
     Each thread fills whole 16-byte chunks of the tile (one cp.async, or 16/width narrower
@@ -80,6 +81,9 @@ def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *
     src: u64 global address of the matrix; rows_total: u32 rows of the matrix (M or N);
     tile_row0: u32 first row of this CTA's tile; row_bytes: u32 bytes per matrix row;
     krem: a register from another operand with the same per-thread byte pattern, to share.
+    k_window: None (the whole row) or (first byte, bytes) u32 registers of the K range this CTA
+    reads (split-K): the copies start at that byte and zero-fill past the window's end, so a CTA
+    never reads bytes of another split's range.
     """
     thr = threads
     cpr = layout.row_bytes // CHUNK
@@ -107,6 +111,10 @@ def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *
     first_row = k.add(tile_row0, row0) if F.is_reg(row0) else tile_row0
     gptr = k.mad(first_row, row_bytes, src, mode="wide")
     gptr = F.add64(k, gptr, byte0) if F.is_reg(byte0) or byte0 else gptr
+    span = row_bytes
+    if k_window is not None:
+        gptr = F.add64(k, gptr, k_window[0])
+        span = k_window[1]
     row_step = {}
     prev = 0
     for r in rows:
@@ -116,13 +124,16 @@ def setup_operand_copy(k, plan: TileCopyPlan, layout: SmemLayout, region: int, *
         prev = r
     owns_krem = krem is None
     if owns_krem:
-        krem = k.sub(row_bytes, byte0, type=T.s32) if F.is_reg(byte0) else k.mov(row_bytes, type=T.s32)
+        krem = k.sub(span, byte0, type=T.s32) if F.is_reg(byte0) else k.mov(span, type=T.s32)
     loop = None
     if plan.method != "cp.async":
         # plain loads stay in registers until stored: unrolling every chunk would keep them all
         # live at once, so the fallback walks the chunks in a run-time loop
-        loop = dict(tptr=k.mad(tile_row0, row_bytes, src, mode="wide"),
-                    tkrem=k.mov(row_bytes, type=T.s32),
+        tptr = k.mad(tile_row0, row_bytes, src, mode="wide")
+        if k_window is not None:
+            tptr = F.add64(k, tptr, k_window[0])
+        loop = dict(tptr=tptr,
+                    tkrem=k.mov(span, type=T.s32),
                     rows_left=k.sub(rows_total, tile_row0, type=T.s32),
                     region=k.add(smem_base, region) if region else smem_base,
                     tid=tid, row_bytes=row_bytes, layout=layout, chunks=len(rows), total=total, name=name,
@@ -151,7 +162,8 @@ def issue_operand_copy(k, oc: OperandCopy, stage_off) -> None:
         for x in range(0, CHUNK, w):
             # bytes past K (or a row past M/N) are zero-filled, never read
             valid = k.setp("gt", oc.krem, c + x, type=T.s32, combine=("and", oc.row_ok[j]))
-            k.cp_async(dst + x, Addr(cur, c + x), w, cache=cache, ignore_src=~valid, pred=oc.exists[j])
+            k.cp_async(dst + x, Addr(cur, c + x), w, cache=cache, ignore_src=~valid, pred=oc.exists[j],
+                       prefetch=oc.prefetch)
 
 
 def _load_store_loop(k, lp, stage_off, w):
@@ -223,7 +235,8 @@ class OperandStaging:
         self.a, self.b, self.stage = a, b, stage
 
     @classmethod
-    def setup(cls, k, schedule, stage, *, a, b, m, n, tile_m0, tile_n0, row_bytes, tid, smem_base, elem):
+    def setup(cls, k, schedule, stage, *, a, b, m, n, tile_m0, tile_n0, row_bytes, tid, smem_base, elem,
+              k_window=None):
         """Plan and hoist the copies of the A tile (rows tile_m0.. of the M x K matrix at `a`) and
         the B tile (rows tile_n0.. of the N x K matrix at `b`) into the regions of `stage`.
 
@@ -231,17 +244,21 @@ class OperandStaging:
         m, n, row_bytes: u32 registers (matrix rows, bytes per packed row); tid: u32 thread index;
         smem_base: u32 shared address of the pipeline's memory; elem: the operands' PTX type.
         Writes a note with the copy plan's reason.  The two operands share one remaining-bytes
-        counter (their rows have the same length).
+        counter (their rows have the same length).  k_window: the split-K byte range (see
+        `setup_operand_copy`), None for the whole K.
         """
         threads = schedule.threads
         plan_a = copy_plan(schedule.block_m, schedule.block_k, elem, threads, schedule.copy_bytes, stage.a)
         plan_b = copy_plan(schedule.block_n, schedule.block_k, elem, threads, schedule.copy_bytes, stage.b)
         k.note("global -> shared copies", plan_a.reason)
+        hint = f"L2::{schedule.l2_prefetch}B" if schedule.l2_prefetch else None
         ca = setup_operand_copy(k, plan_a, stage.a, stage.a_offset, threads=threads, src=a, rows_total=m,
-                                tile_row0=tile_m0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="a")
+                                tile_row0=tile_m0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="a",
+                                k_window=k_window)
         cb = setup_operand_copy(k, plan_b, stage.b, stage.b_offset, threads=threads, src=b, rows_total=n,
                                 tile_row0=tile_n0, row_bytes=row_bytes, tid=tid, smem_base=smem_base, name="b",
-                                krem=ca.krem)
+                                krem=ca.krem, k_window=k_window)
+        ca.prefetch = cb.prefetch = hint
         return cls(ca, cb, stage)
 
     def copy_ktile(self, k, stage_off) -> None:

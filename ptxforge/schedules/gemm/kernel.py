@@ -25,6 +25,7 @@ from .copy import OperandStaging
 from .emit import MmaIssuer
 from .epilogue import GemmOutput, scale_back, store_c
 from .fragments import WarpFragments, compute_kstep
+from .splitk import splitk_epilogue, splitk_range
 
 
 _ELEM = {"s4": T.s4, "u4": T.u4, "s8": T.s8, "u8": T.u8}
@@ -60,6 +61,11 @@ def build_kernel(s, epilogue=None):
     hold C exactly (the scaled paths' shift applied): k the KernelBuilder, acc the
     `AccumulatorTile`, out a `GemmOutput` (C's address, m, n, the thread's origin in C).  It may
     declare further kernel parameters and emit anything; default `store_c` (C in s32).
+
+    With `s.splits` > 1 the kernel takes two more parameters after k, `w` (s32 workspace
+    [splits, M, N]) and `counters` (u32 per C tile, zero before the first launch), computes
+    the K range of ctaid.z, and the last CTA of each tile sums the partials before the
+    epilogue (``ptxforge.schedules.gemm.splitk``).
     """
     epilogue = store_c if epilogue is None else epilogue
     path = s.compute_path
@@ -84,6 +90,9 @@ def build_kernel(s, epilogue=None):
         m = k.param_value("m", T.u32)
         n = k.param_value("n", T.u32)
         kk = k.param_value("k", T.u32)
+        if s.splits > 1:
+            w = k.param_ptr("w", T.s32)
+            counters = k.param_ptr("counters", T.u32)
         smem = k.dynamic_shared("smem", align=128)
         sbase = k.shared_base(smem)
         tid = k.tid()
@@ -95,9 +104,14 @@ def build_kernel(s, epilogue=None):
         row_bytes = k.shr(kk, 1, dst=k.reg(T.u32, "row_bytes")) if s.bits == 4 else kk
 
     stage = s.stage_layout
+    k_window = None
+    if s.splits > 1:
+        with k.section(f"split-K: this CTA's k-tiles (ctaid.z of {s.splits} splits)"):
+            local_tiles, k_window = splitk_range(k, s, row_bytes, stage.row_bytes)
     with k.section("global -> shared copy plan (hoisted)"):
         staging = OperandStaging.setup(k, s, stage, a=a, b=b, m=m, n=n, tile_m0=tile_m0, tile_n0=tile_n0,
-                                       row_bytes=row_bytes, tid=tid, smem_base=sbase, elem=_ELEM[s.operand])
+                                       row_bytes=row_bytes, tid=tid, smem_base=sbase, elem=_ELEM[s.operand],
+                                       k_window=k_window)
 
     ks_n = s.ksteps
     mi, npairs = s.warp_m // 16, s.warp_n // 16
@@ -116,7 +130,10 @@ def build_kernel(s, epilogue=None):
     with k.section(f"pipeline prologue: k-tiles 0..{n_stages - 2}"):
         for st in range(n_stages - 1):
             staging.copy_ktile(k, stage.stage_offset(st))
-        k_tiles = k.shr(k.add(row_bytes, tile_k_bytes - 1), F.log2(tile_k_bytes), dst=k.reg(T.u32, "k_tiles"))
+        if s.splits > 1:
+            k_tiles = local_tiles
+        else:
+            k_tiles = k.shr(k.add(row_bytes, tile_k_bytes - 1), F.log2(tile_k_bytes), dst=k.reg(T.u32, "k_tiles"))
         wstage = k.mov((n_stages - 1) * stage_bytes, type=T.u32, dst=k.reg(T.u32, "write_stage"))
         rstage = k.mov(0, type=T.u32, dst=k.reg(T.u32, "read_stage"))
 
@@ -125,7 +142,7 @@ def build_kernel(s, epilogue=None):
         k.mov(0, type=T.u32, dst=reg, pred=k.setp("eq", reg, stage.total_bytes, type=T.u32))
 
     with k.section("main loop over k-tiles"):
-        with k.for_range(0, k_tiles, name="kt"):
+        with k.for_range(0, k_tiles, name="kt", type=T.s32 if s.splits > 1 else T.u32):
             k.cp_async_wait(n_stages - 2)
             k.bar_sync(0)
             with k.section("copy k-tile kt + stages - 1"):
@@ -148,5 +165,9 @@ def build_kernel(s, epilogue=None):
         g, t2 = AccumulatorTile.emit_lane_origin(k, lane)
         row0 = k.add(F.add(k, tile_m0, wm_row), g)
         col0 = k.add(k.add(tile_n0, wn_row), t2)
-        epilogue(k, acc, GemmOutput(s, c, m, n, row0, col0))
+        out = GemmOutput(s, c, m, n, row0, col0)
+        if s.splits > 1:
+            splitk_epilogue(k, s, acc, out, w=w, counters=counters, tid=tid, finish=lambda: epilogue(k, acc, out))
+        else:
+            epilogue(k, acc, out)
     return k

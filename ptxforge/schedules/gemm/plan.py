@@ -75,6 +75,8 @@ class GemmPlan:
         self.function = fn = load_kernel(v)
         self._cfg = fn._config(v.grid(m, n), v.block, v.shared_bytes)
         self._blob = _ArgBlob(fn.layout)
+        self._workspace = v.splitk_workspace(m, n, self.stream)  # split-K: kept alive with the plan
+        self._extra = tuple(x.ptr for x in self._workspace)
         self._dtypes: dict = {}  # dtype key -> True once checked (per operand slot)
 
     def __repr__(self) -> str:
@@ -114,7 +116,8 @@ class GemmPlan:
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call."""
-        self.function._launch(self._cfg, self.stream, self._blob, (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k))
+        self.function._launch(self._cfg, self.stream, self._blob, (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k)
+                                + self._extra)
 
 
 def _read(x, slot: str):

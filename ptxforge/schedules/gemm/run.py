@@ -69,7 +69,7 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     v = s.for_problem(k, n, align=align, c_align=c_align)
     fn = load_kernel(v)
     args = [In(a) if isinstance(a, np.ndarray) else a, In(b) if isinstance(b, np.ndarray) else b,
-            Out(c) if isinstance(c, np.ndarray) else c, m, n, k]
+            Out(c) if isinstance(c, np.ndarray) else c, m, n, k, *v.splitk_workspace(m, n, sh)]
     fn(v.grid(m, n), v.block, *args, shared=v.shared_bytes, stream=stream)
     if a_ptr is not None and b_ptr is not None and c_ptr is not None:
         remember_plan(s, a, b, c, k_arg, stream, m, n, k, align, c_align, producers_ok(sh, a, b, c))
@@ -87,4 +87,5 @@ def bind_gemm(s, a, b, c, *, k=None, stream=None):
         k = row_bytes * 8 // s.bits
     v = s.for_problem(k, n, align=min(align_class(a_ptr), align_class(b_ptr)), c_align=align_class(c_ptr))
     v.check_problem(m, n, k)
-    return load_kernel(v).bind(v.grid(m, n), v.block, a, b, c, m, n, k, shared=v.shared_bytes, stream=stream)
+    return load_kernel(v).bind(v.grid(m, n), v.block, a, b, c, m, n, k, *v.splitk_workspace(m, n, sh),
+                               shared=v.shared_bytes, stream=stream)

@@ -49,7 +49,12 @@ class GemmSchedule:
     "s8"/"u8" (Int8Gemm); raster_group: CTAs walk groups of this many tile rows for L2 reuse (1:
     a plain 2-D grid); copy_bytes: widest global->shared copy (16 unless K forbids it);
     c_vector: 2 stores C in aligned pairs (N even), 1 value by value (any N); max_registers:
-    optional .maxnreg cap.  `run` and `for_problem` pick copy_bytes and c_vector for a problem.
+    optional .maxnreg cap; splits: CTAs per C tile along K (grid z), each a K range, the last to
+    finish summing the partials (``schedules.gemm.splitk``; needs the `splitk_workspace`);
+    splitk_sync: how the split CTAs hand over their partials, "all" (every thread's membar.gl) or
+    "leader" (thread 0 alone: fence.acq_rel.gpu around a relaxed atomic); l2_prefetch: None, 64, 128
+    or 256, the cp.async `.L2::<n>B` hint (L2 fetches that many bytes around each copy).  `run`
+    and `for_problem` pick copy_bytes and c_vector for a problem.
     """
 
     block_m: int = 128
@@ -66,6 +71,9 @@ class GemmSchedule:
     copy_bytes: int = 16
     c_vector: int = 2
     max_registers: int | None = None
+    splits: int = 1
+    splitk_sync: str = "all"
+    l2_prefetch: int | None = None
 
     #: operands this class takes, and the sibling to point to for the others (set by subclasses)
     OPERANDS: ClassVar[tuple] = ()
@@ -152,8 +160,16 @@ class GemmSchedule:
         """The launch grid for an M x N problem: 2-D, or 1-D for raster groups."""
         tm, tn = -(-m // self.block_m), -(-n // self.block_n)
         if self.raster_group == 1:
-            return (tn, tm, 1)
-        return (tm * tn, 1, 1)
+            return (tn, tm, self.splits)
+        return (tm * tn, 1, self.splits)
+
+    def splitk_workspace(self, m: int, n: int, stream: int = 0):
+        """The extra kernel arguments of an M x N launch: () without split-K, else the (partials,
+        counters) DeviceBuffers of a `SplitKWorkspace` kept for (this tiling, M, N, stream)."""
+        if self.splits == 1:
+            return ()
+        from .splitk import workspace_for
+        return workspace_for(self, m, n, stream).args
 
     # ------------------------------------------------------------ the compute path
     @property
@@ -187,6 +203,10 @@ class GemmSchedule:
                 f"_g{self.raster_group}")
         if self.max_registers:
             name += f"_r{self.max_registers}"
+        if self.splits > 1:
+            name += f"_k{self.splits}" + ("l" if self.splitk_sync == "leader" else "")
+        if self.l2_prefetch:
+            name += f"_p{self.l2_prefetch}"
         return name
 
     # ------------------------------------------------------------ emission

@@ -59,9 +59,20 @@ def choose_config(m: int, n: int, k: int, target: Target, operand: str = "s4", p
         # N=K=8192: 32x64 with 4 warps and 4 stages ran 267 TOPS, with 2 warps and 6 stages 196)
         block_n = 64 if -(-n // 64) >= sms * 3 // 4 else 32
         warps_n = block_n // 16
+        # k-tiles of 256 bytes per row when K is long: half the barriers per byte of B, and each row
+        # read in 256-byte pieces (H200, M=32, N=K=8192: 13.8 us against 14.6 for 128-byte k-tiles
+        # with 4 stages; 3 stages of 256 bytes beat 4 and 6)
+        skinny_k = bits == 4 and row_bytes >= 2048 and not emulated
+        if skinny_k:
+            block_k = 256 * 8 // bits
         return dict(block_m=block_m, block_n=block_n, block_k=block_k, warps_m=1, warps_n=warps_n,
-                    stages=_fit_stages(block_m, block_n, block_k, bits, target, 4), operand=operand,
-                    raster_group=1)
+                    stages=_fit_stages(block_m, block_n, block_k, bits, target, 3 if skinny_k else 4),
+                    operand=operand, raster_group=1)
+    if m <= 128 and bits == 4 and not emulated and -(-m // 64) * -(-n // 64) >= 2 * sms * 9 // 10:
+        # decode-sized M: 64x64 tiles give two CTAs per SM where 128x64 gives one (H200, M=128,
+        # N=K=8192: 27.7 us against 29.5 for 128x64; split-K measured slower, see splitk_space)
+        return dict(block_m=64, block_n=64, block_k=block_k, warps_m=2, warps_n=2,
+                    stages=_fit_stages(64, 64, block_k, bits, target, 3), operand=operand, raster_group=1)
     tiles_by_size = ((128, 64, 2, 2), (64, 64, 2, 2)) if emulated else PREFERRED
     chosen = tiles_by_size[-1]
     for t in tiles_by_size:
@@ -98,4 +109,46 @@ def sweep_space(m: int, n: int, k: int, target: Target, operand: str = "s4", *, 
             continue
         if cand not in out:
             out.append(cand)
+    return out
+
+
+#: Skinny tiles (block_m, block_n, warps_m, warps_n) the skinny sweep tries, by the largest M they serve.
+SKINNY_TILES = {
+    32: ((32, 64, 1, 4), (32, 128, 1, 4), (32, 128, 1, 8)),
+    128: ((64, 64, 2, 2), (128, 64, 2, 2), (64, 128, 2, 2)),
+    256: ((128, 64, 2, 2), (128, 128, 2, 2)),
+}
+
+
+def splitk_space(m: int, n: int, k: int, target: Target, operand: str = "s4") -> list:
+    """Candidate parameter dicts for a skinny problem (M <= 256), the rule's choice first.
+
+    Tiles x k-tile bytes per row x stages x the cp.async L2 prefetch hint x splits.  The first H200
+    sweep (bench/results/skinny_h200.md) found split-K with every thread's membar.gl slower at
+    every M and 256-byte k-tiles best at M = 32; this space follows up: 512-byte k-tiles, the
+    `.L2::256B` hint, and split-K only with the leader handshake (splits 2 and 4).  Every candidate
+    fits shared memory and leaves each split at least two k-tiles.
+    """
+    bits = operand_bits(operand)
+    base = choose_config(m, n, k, target, operand)
+    out = [base]
+    tiles = next(v for lim, v in sorted(SKINNY_TILES.items()) if m <= lim or lim == 256)
+    row_bytes = k * bits // 8
+    kbytes = (256, 512) if m <= 64 else (128, 256)
+    stage_opts = (3, 4) if m <= 64 else (3,)
+    for (bm, bn, wm, wn) in tiles:
+        for kb in kbytes:
+            bk = kb * 8 // bits
+            for st in stage_opts:
+                if (bm + bn) * kb * st > target.limits.shared_per_cta:
+                    continue
+                for pf in (None, 256):
+                    for sp in (1, 2, 4):
+                        if sp > 1 and -(-row_bytes // kb) < 2 * sp:
+                            continue
+                        cand = dict(block_m=bm, block_n=bn, block_k=bk, warps_m=wm, warps_n=wn, stages=st,
+                                    operand=operand, raster_group=1, splits=sp, l2_prefetch=pf,
+                                    splitk_sync="leader" if sp > 1 else "all")
+                        if cand not in out:
+                            out.append(cand)
     return out

@@ -1,0 +1,133 @@
+"""The PTX-in commands of `ptxforge`: lint, listing, to-python, interp (quick checks)."""
+
+from __future__ import annotations
+
+import sys
+
+_PTXFORGE_INTERNAL = True
+
+
+def _read(path):
+    with open(path) as f:
+        return f.read()
+
+
+def cmd_lint(args) -> int:
+    """`ptxforge lint FILE [--arch sm_XX]`: print the findings; 1 when there are errors."""
+    from ..parse.lint import has_errors, lint
+    findings = lint(_read(args.file), filename=args.file, arch=args.arch)
+    for f in findings:
+        print(f)
+    errors = sum(f.severity == "error" for f in findings)
+    warnings_ = sum(f.severity == "warning" for f in findings)
+    print(f"{args.file}: {errors} error(s), {warnings_} warning(s)", file=sys.stderr)
+    return 1 if has_errors(findings) else 0
+
+
+def cmd_listing(args) -> int:
+    """`ptxforge listing FILE`: the annotated listing, the assembler's resources, SASS counts."""
+    import warnings
+    from ..parse import parse
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
+    print(module.listing(), end="")
+    if args.no_assemble:
+        return 0
+    from ..assembler import assemble, available_backends
+    from ..errors import PtxforgeError
+    if not available_backends():
+        print("// (no assembler here: resources and SASS counts left out)")
+        return 0
+    try:
+        r = assemble(module)
+    except PtxforgeError as e:
+        print(f"// assembler: {e}")
+        return 1
+    print("//")
+    for line in r.report().splitlines():
+        print(f"// {line}")
+    try:
+        for k in module.kernels:
+            counts = r.sass_opcodes(k.name)
+            if counts:
+                print(f"// SASS {k.name}: " + ", ".join(f"{op} {n}" for op, n in sorted(counts.items())))
+    except PtxforgeError:
+        pass
+    return 0
+
+
+def cmd_to_python(args) -> int:
+    """`ptxforge to-python FILE [-o OUT]`: the KernelBuilder script that rebuilds the file."""
+    from ..parse import parse
+    from ..parse.to_python import to_python
+    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
+    text = to_python(module, source=args.file)
+    if args.output:
+        with open(args.output, "w") as f:
+            f.write(text)
+    else:
+        print(text, end="")
+    return 0
+
+
+def _arg(spec: str):
+    """`f32:1024` (zeros), `f32:1024:arange`, `f32:1024:rand` (arrays) or `u32=7` (a scalar)."""
+    import numpy as np
+    from ..isa import types as T
+    if "=" in spec:
+        t, v = spec.split("=", 1)
+        dt = T.numpy_dtype(T.lookup(t))
+        return dt.type(float(v) if dt.kind == "f" else int(v, 0))
+    parts = spec.split(":")
+    dt = T.numpy_dtype(T.lookup(parts[0]))
+    n = int(parts[1])
+    fill = parts[2] if len(parts) > 2 else "zeros"
+    if fill == "arange":
+        return np.arange(n).astype(dt)
+    if fill == "rand":
+        return np.random.default_rng(0).integers(0, 100, n).astype(dt)
+    return np.zeros(n, dtype=dt)
+
+
+def cmd_interp(args) -> int:
+    """`ptxforge interp FILE --kernel K --grid .. --block .. --arg ..`: one run on the CPU interpreter."""
+    from .. import interp
+    from ..parse import parse
+    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
+    values = [_arg(a) for a in args.arg]
+    report = interp.run(module, args.kernel, grid=tuple(args.grid), block=tuple(args.block), args=values,
+                        shared=args.shared, check=False)
+    print(report)
+    for spec, v in zip(args.arg, values):
+        if hasattr(v, "shape") and v.shape:
+            print(f"{spec}: {v[:16]}{' ...' if v.size > 16 else ''}")
+    return 0 if report.ok else 1
+
+
+def add_parsers(sub) -> None:
+    """Register lint, listing, to-python and interp on the `ptxforge` command."""
+    p = sub.add_parser("lint", help="check a PTX file against the ISA tables: findings as FILE:LINE")
+    p.add_argument("file")
+    p.add_argument("--arch", default=None, help="also check against this target (sm_80, sm_90, sm_90a ...)")
+    p.set_defaults(func=cmd_lint)
+    p = sub.add_parser("listing", help="annotated listing of a PTX file (lines, resources, SASS counts)")
+    p.add_argument("file")
+    p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
+    p.add_argument("--no-assemble", action="store_true", help="leave out the assembler's resources and SASS")
+    p.set_defaults(func=cmd_listing)
+    p = sub.add_parser("to-python", help="write a KernelBuilder script that rebuilds a PTX file")
+    p.add_argument("file")
+    p.add_argument("-o", "--output", default=None)
+    p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
+    p.set_defaults(func=cmd_to_python)
+    p = sub.add_parser("interp", help="run one kernel of a PTX file on the CPU interpreter (quick check)")
+    p.add_argument("file")
+    p.add_argument("--kernel", default=None)
+    p.add_argument("--grid", type=int, nargs="+", default=[1])
+    p.add_argument("--block", type=int, nargs="+", default=[32])
+    p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
+    p.add_argument("--arg", action="append", default=[],
+                   help="an argument: f32:1024[:zeros|arange|rand] (array) or u32=7 (scalar); repeat in order")
+    p.add_argument("--lenient", action="store_true")
+    p.set_defaults(func=cmd_interp)

@@ -1,0 +1,116 @@
+"""Clusters: mapa and barrier.cluster.arrive / wait, over CTAs that run in one batch.
+
+A launch with clusters (`interp.run(..., cluster=(x, y, z))`, or the kernel's .reqnctapercluster)
+puts whole clusters in each batch, CTAs of a cluster consecutive in rank order, so the shared
+memory of every CTA of a cluster is there to read and write ("distributed shared memory").
+Addresses: `mapa` returns the CTA-local offset with (rank + 1) << 24 added (see
+access.CLUSTER_RANK_SHIFT); a plain shared address in a .shared::cluster access means the
+executing CTA, as in PTX.  barrier.cluster.arrive marks a thread; when every live thread of the
+cluster has arrived the phase completes (a synchronization event for the race checks) and the
+threads blocked in barrier.cluster.wait go on.  A wait with no arrive before it is reported.
+Not checked: races between CTAs that only a CTA-local bar.sync separates (a cluster barrier or
+an mbarrier phase orders them).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from .access import CLUSTER_RANK_SHIFT
+from .memory import SHARED_WINDOW
+
+_PTXFORGE_INTERNAL = True
+
+
+def make_mapa(P, op):
+    """Executor of mapa: the same shared offset in CTA `rank` of the cluster, as a .shared::cluster address."""
+    ins = op.ins
+    d, a, rank = ins.operands
+    generic = ins.info == "generic"
+    t = T.u64 if generic else T.u32
+    get_a = P.reader(a, t, ins)
+    get_r = P.reader(rank, T.u32, ins)
+    put = P.writer(d, t, ins)
+
+    def mapa(S, m):
+        addr = np.broadcast_to(np.asarray(get_a(S)).astype(np.int64), (S.N,))
+        r = np.broadcast_to(np.asarray(get_r(S)).astype(np.int64), (S.N,))
+        bad = m & (r >= S.cluster_size)
+        if bad.any():
+            S.report("oob", f"mapa to CTA rank {int(r[bad][0])} of a cluster of {S.cluster_size} CTAs", op,
+                     np.flatnonzero(bad))
+        low = (addr - SHARED_WINDOW) if generic else addr
+        low = low & ((1 << CLUSTER_RANK_SHIFT) - 1)
+        out = low + ((r + 1) << CLUSTER_RANK_SHIFT) + (SHARED_WINDOW if generic else 0)
+        put(S, out.astype(np.uint64 if generic else np.uint32), m)
+    return mapa
+
+
+class ClusterBarrier:
+    """Per batch: which threads arrived in the current phase, and the phase count per cluster."""
+
+    def __init__(self, S):
+        nclusters = S.B // S.cluster_size
+        self.arrived = np.zeros(S.N, dtype=bool)
+        self.gen = np.zeros(nclusters, dtype=np.int64)
+        self.arrive_gen = np.full(S.N, -1, dtype=np.int64)
+        self.waiting = np.zeros(S.N, dtype=bool)
+
+
+def cluster_state(S) -> ClusterBarrier:
+    """The batch's ClusterBarrier (created on first use)."""
+    st = getattr(S, "cluster_bar", None)
+    if st is None:
+        st = S.cluster_bar = ClusterBarrier(S)
+    return st
+
+
+def check_clusters(S, clusters):
+    """Complete the phase of every cluster in `clusters` whose live threads have all arrived."""
+    st = getattr(S, "cluster_bar", None)
+    if st is None:
+        return
+    for c in clusters:
+        c = int(c)
+        members = S.cluster_of == c
+        live = members & S.exists & ~S.exited
+        if not (st.arrived & members).any() or (live & ~st.arrived).any():
+            continue
+        st.gen[c] += 1
+        S.step += 1
+        S.sync_event(None, groups=np.where(st.arrived & members, c, -1))
+        st.arrived &= ~members
+        release = st.waiting & members
+        S.blocked &= ~release
+        st.waiting &= ~release
+
+
+def make_barrier_cluster(P, op):
+    """Executor of barrier.cluster.arrive (mark, maybe complete the phase) or .wait (block until it completes)."""
+    kind = op.ins.info.kind
+
+    if kind == "arrive":
+        def arrive(S, m):
+            st = cluster_state(S)
+            again = m & st.arrived
+            if again.any():
+                S.report("barrier", "barrier.cluster.arrive twice in one phase (a wait must come between)", op,
+                         np.flatnonzero(again))
+            st.arrived |= m
+            st.arrive_gen[m] = st.gen[S.cluster_of[m]]
+            check_clusters(S, np.unique(S.cluster_of[m]))
+        return arrive
+
+    def wait(S, m):
+        st = cluster_state(S)
+        never = m & (st.arrive_gen < 0)
+        if never.any():
+            S.report("barrier", "barrier.cluster.wait without a barrier.cluster.arrive before it", op,
+                     np.flatnonzero(never))
+        done = st.arrive_gen < st.gen[S.cluster_of]
+        block = m & ~done & ~never
+        st.waiting |= block
+        S.blocked |= block
+        st.arrive_gen[m & done] = -1
+    return wait

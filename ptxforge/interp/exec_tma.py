@@ -1,0 +1,343 @@
+"""Tensor (TMA) copies: `cp.async.bulk.tensor` tile loads (with .multicast::cluster) and stores,
+`cp.async.bulk.commit_group` / `wait_group{.read}`.
+
+The tensor map is the `TensorMap` a launch bound to the parameter (see tensormaps.py); its
+fields decide everything, as the encoded CUtensorMap does on a GPU:
+
+* Load: the box at the coordinates (elements, innermost first, may be negative) is gathered
+  from global memory; elements outside `global_dims` are filled with zeros (or NaN with
+  oob_fill='nan').  The box lands densely (innermost dimension fastest) at the destination,
+  each 16-byte chunk moved by the swizzle (`isa.descriptors.apply_swizzle` of the absolute
+  shared address, the layout wgmma descriptors name).  It completes `box_bytes` transaction
+  bytes on the mbarrier (full boxes count whole, out-of-bounds parts included).  With
+  .multicast::cluster it lands at the same offset in every CTA of the mask, completing on each
+  CTA's mbarrier at the mbarrier's offset.  Data lands when a thread polls the mbarrier
+  (as late as allowed); reading it before is reported.
+* Store: the box is read from shared memory (through the swizzle) when issued and written to
+  the in-bounds part of the global box; out-of-bounds elements are not written.  Until the
+  issuing thread's `cp.async.bulk.wait_group.read` retires the group, the source bytes belong
+  to the copy: a write to them is reported ("async").  Bytes the async proxy reads must not be
+  last written by a generic store not followed by `fence.proxy.async` ("proxy").
+
+Refused (InterpUnsupported): interleaved maps, element strides other than 1, a swizzled map
+whose inner box is not exactly the swizzle span, tensor maps in global memory (only
+`param_tensormap` parameters are modelled), im2col mode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.descriptors import apply_swizzle
+from ..isa.operands import Imm, TensorAddr
+from .access import Part, mark_pending, shadow_read, shadow_write
+from .exec_async import CopyRecord, make_bulk
+from .exec_memory import address_reader
+from .findings import InterpUnsupported
+from .mbarriers import mbar_lookup
+from .memory import PARAM_WINDOW, WINDOW_SIZE
+from .proxy import proxy_check
+from .tensormaps import TENSORMAP_MAGIC
+
+_PTXFORGE_INTERNAL = True
+
+
+def _tensormap(S, op, addr):
+    """The TensorMap a tensor-map operand (generic address of a parameter) names."""
+    L = S.launch
+    a = int(addr)
+    if not PARAM_WINDOW <= a < PARAM_WINDOW + WINDOW_SIZE:
+        raise InterpUnsupported("tensor maps outside the kernel parameters (e.g. in global memory) are not "
+                                "modelled; declare the parameter with param_tensormap()", op.ins)
+    off = a - PARAM_WINDOW
+    word = int(L.params.data[off:off + 8].view(np.uint64)[0]) if off + 8 <= L.params.size else 0
+    idx = word >> 32
+    if (word & 0xFFFFFFFF) != TENSORMAP_MAGIC or idx >= len(getattr(L, "tensormaps", ())):
+        S.fail("oob", f"{op.ins.opcode}: the tensor-map operand does not point at a tensor map bound to this "
+               "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter)", op)
+    tm = L.tensormaps[idx]
+    if tm.interleave or any(e != 1 for e in tm.element_strides):
+        raise InterpUnsupported("interleaved tensor maps and element strides other than 1 are not modelled", op.ins)
+    if tm.swizzle and tm.box[0] * tm.element_bytes != tm.swizzle:
+        raise InterpUnsupported(f"a {tm.swizzle}-byte swizzled tensor map whose inner box is "
+                                f"{tm.box[0] * tm.element_bytes} bytes (not {tm.swizzle}) is not modelled", op.ins)
+    return tm
+
+
+def box_geometry(tm, coords):
+    """(global byte offsets from the base, in-bounds mask) of every element of the box at `coords`,
+    in shared-memory order (innermost dimension fastest)."""
+    r = tm.rank
+    strides = (tm.element_bytes,) + tuple(tm.global_strides)
+    grids = np.meshgrid(*[np.arange(b, dtype=np.int64) + int(c) for b, c in zip(tm.box[::-1], coords[::-1])],
+                        indexing="ij")  # outermost first
+    off = np.zeros(grids[0].shape, dtype=np.int64)
+    inb = np.ones(grids[0].shape, dtype=bool)
+    for i in range(r):
+        g = grids[r - 1 - i]
+        inb &= (g >= 0) & (g < tm.global_dims[i])
+        off += g * strides[i]
+    return off.ravel(), inb.ravel()
+
+
+def _fill_bytes(tm) -> np.ndarray:
+    eb = tm.element_bytes
+    if tm.oob_fill == "nan":
+        dt = {2: np.float16, 4: np.float32, 8: np.float64}[eb]
+        if tm.dtype == "bf16":
+            return np.array([0xC0, 0x7F], dtype=np.uint8)
+        return np.array([np.nan], dtype=dt).view(np.uint8)
+    return np.zeros(eb, dtype=np.uint8)
+
+
+def _global_check(S, op, tm, off, inb, thr0, what):
+    """In-bounds elements must lie inside the buffer the map's base belongs to."""
+    heap = S.launch.heap
+    if not inb.any():
+        return np.zeros(0, dtype=np.int64), True
+    addr = np.uint64(tm.base) + off[inb].astype(np.uint64)
+    k, hoff = heap.locate(addr, tm.element_bytes)
+    if (k < 0).any():
+        a0 = int(addr[np.flatnonzero(k < 0)[0]])
+        S.report("oob", f"{what}: the tensor map's box reaches global memory outside its buffer: "
+                 f"{heap.describe(a0, tm.element_bytes)} (global_dims/strides larger than the array?)", op,
+                 np.array([thr0]), details={"address": a0, "space": "global"})
+        return hoff, False
+    return hoff, True
+
+
+def _smem_targets(S, op, dst_local, nbytes, thr0, what, align=128):
+    """Shared flat offsets of each 16-byte chunk of a dense box at `dst_local` (swizzled), or None."""
+    L = S.launch
+    if dst_local % align:
+        S.report("misaligned", f"{what}: shared address {dst_local:#x} is not {align}-byte aligned", op,
+                 np.array([thr0]))
+        return None
+    return np.arange(0, nbytes, 16, dtype=np.int64) + dst_local
+
+
+def _chunks_ok(S, op, local, thr0, what):
+    L = S.launch
+    ok = (local >= 0) & (local + 16 <= L.smem.size)
+    ok &= L.smem.check(np.where(ok, local, 0), 16)
+    if not ok.all():
+        a0 = int(local[np.flatnonzero(~ok)[0]])
+        S.report("oob", f"out-of-bounds shared {what} of a tensor box: {L.smem.describe(a0, 16)}", op,
+                 np.array([thr0]), details={"address": a0, "space": "shared"})
+        return False
+    return True
+
+
+def _cluster_targets(S, thr0, mask):
+    """Batch-local CTA indices of the CTAs of thr0's cluster named by a multicast mask."""
+    size = getattr(S, "cluster_size", 1)
+    first = int(S.cta_local[thr0]) - int(S.cluster_rank_of_cta[S.cta_local[thr0]]) if size > 1 else int(
+        S.cta_local[thr0])
+    return [first + r for r in range(max(size, 1)) if (mask >> r) & 1]
+
+
+def make_tensor_load(P, op):
+    """Executor of the TMA tile load (global -> shared, optionally multicast), completing on mbarriers."""
+    ins = op.ins
+    info = ins.info
+    dst_op, taddr, mbar_op = ins.operands[:3]
+    assert isinstance(taddr, TensorAddr)
+    get_dst = address_reader(P, dst_op, ins, "shared")
+    get_tm = P.reader(taddr.tmap, T.u64, ins)
+    get_c = [P.reader(c, T.s32, ins) for c in taddr.coords]
+    get_mbar = address_reader(P, mbar_op, ins, "shared")
+    mask_op = ins.operands[3] if info.multicast else None
+    get_mask = P.reader(mask_op, T.u16, ins) if mask_op is not None else None
+
+    def tensor_load(S, m):
+        L = S.launch
+        thr = np.flatnonzero(m)
+        tmaddr = np.broadcast_to(np.asarray(get_tm(S)), (S.N,))[thr]
+        cs = [np.broadcast_to(np.asarray(g(S)), (S.N,))[thr] for g in get_c]
+        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
+        mbars = np.broadcast_to(np.asarray(get_mbar(S)), (S.N,))[thr]
+        masks = np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[thr] if get_mask is not None else None
+        for i, t in enumerate(thr):
+            t = int(t)
+            tm = _tensormap(S, op, tmaddr[i])
+            if len(cs) != tm.rank:
+                S.report("oob", f"{ins.opcode}: {len(cs)} coordinates for a rank-{tm.rank} tensor map", op,
+                         np.array([t]))
+                continue
+            off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA load")
+            if not ok:
+                continue
+            eb = tm.element_bytes
+            data = np.broadcast_to(_fill_bytes(tm), (len(off), eb)).copy()
+            if len(hoff):
+                data[inb] = L.heap.heap[hoff[:, None] + np.arange(eb)]
+                if L.heap.counter is not None:
+                    L.heap.counter.add("reads", hoff, eb)
+            nbytes = data.size
+            chunks = _smem_targets(S, op, int(dsts[i]), nbytes, t, "TMA load destination")
+            if chunks is None:
+                continue
+            phys = apply_swizzle(chunks, tm.swizzle)
+            rows = data.reshape(-1, 16)
+            targets = [int(S.cta_local[t])] if masks is None else _cluster_targets(S, t, int(masks[i]))
+            for cta in targets:
+                if not _chunks_ok(S, op, phys, t, "write"):
+                    break
+                base = cta * L.smem.size
+                flat = phys + base
+                who = np.full(len(flat), t)
+                part = Part("shared", np.arange(len(flat)), flat, who)
+                shadow_write(S, op, part, 16, pc=op.pc)
+                mark_pending(S, part, 16, op.pc)
+                rec = CopyRecord(op.pc, who, flat, rows.copy(), np.zeros(len(flat), dtype=np.int64), S.step)
+                mb = np.array([int(mbars[i])], dtype=np.uint64)  # the same offset in the target CTA
+                owner = np.array([cta * S.Tp])  # any thread of the target CTA: its mbarrier
+                for key, _, state in mbar_lookup(S, op, mb, owner):
+                    state.queue.append(("bulk", S.step, rec, nbytes))
+    return tensor_load
+
+
+class BulkStores:
+    """Per batch: each thread's bulk-group counter and the shared bytes its TMA stores still read."""
+
+    def __init__(self, S):
+        self.committed = np.zeros(S.N, dtype=np.int64)
+        self.records = []  # (issuing thread, group, flat shared bytes)
+
+
+def bulk_state(S) -> BulkStores:
+    """The batch's BulkStores (created on first use, with the per-byte held-source map)."""
+    st = getattr(S, "bulk", None)
+    if st is None:
+        st = S.bulk = BulkStores(S)
+        S.bulk_src_pc = np.full(len(S.smem), -1, dtype=np.int32)
+    return st
+
+
+def make_tensor_store(P, op):
+    """Executor of the TMA tile store (shared -> global, in-bounds part only)."""
+    ins = op.ins
+    taddr, src_op = ins.operands[:2]
+    get_tm = P.reader(taddr.tmap, T.u64, ins)
+    get_c = [P.reader(c, T.s32, ins) for c in taddr.coords]
+    get_src = address_reader(P, src_op, ins, "shared")
+
+    def tensor_store(S, m):
+        L = S.launch
+        st = bulk_state(S)
+        thr = np.flatnonzero(m)
+        tmaddr = np.broadcast_to(np.asarray(get_tm(S)), (S.N,))[thr]
+        cs = [np.broadcast_to(np.asarray(g(S)), (S.N,))[thr] for g in get_c]
+        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
+        for i, t in enumerate(thr):
+            t = int(t)
+            tm = _tensormap(S, op, tmaddr[i])
+            off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA store")
+            if not ok:
+                continue
+            eb = tm.element_bytes
+            nbytes = len(off) * eb
+            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source")
+            if chunks is None:
+                continue
+            phys = apply_swizzle(chunks, tm.swizzle)
+            if not _chunks_ok(S, op, phys, t, "read"):
+                continue
+            flat = (phys + int(S.smem_base[t]))[:, None] + np.arange(16)
+            flat = flat.ravel()
+            if S.track:
+                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
+                proxy_check(S, op, flat, t)
+            data = S.smem[flat].reshape(-1, eb)
+            if len(hoff):
+                L.heap.heap[hoff[:, None] + np.arange(eb)] = data[inb]
+                if L.heap.counter is not None:
+                    L.heap.counter.add("writes", hoff, eb)
+            S.bulk_src_pc[flat] = op.pc
+            st.records.append((t, int(st.committed[t]), flat))
+    return tensor_store
+
+
+def make_bulk_store(P, op):
+    """cp.async.bulk.global.shared::cta.bulk_group: `size` bytes shared -> global, read when issued; the
+    source stays held until wait_group.read retires the group (like a tensor store)."""
+    ins = op.ins
+    get_dst = address_reader(P, ins.operands[0], ins, "global")
+    get_src = address_reader(P, ins.operands[1], ins, "shared")
+    get_size = P.reader(ins.operands[2], T.u32, ins)
+
+    def bulk_store(S, m):
+        L = S.launch
+        st = bulk_state(S)
+        thr = np.flatnonzero(m)
+        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
+        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
+        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
+        for i, t in enumerate(thr):
+            t, n = int(t), int(sizes[i])
+            if n <= 0 or n % 16 or int(dsts[i]) % 16 or int(srcs[i]) % 16:
+                S.report("misaligned", f"cp.async.bulk store of {n} bytes: the size must be a positive multiple of "
+                         "16 and both addresses 16-byte aligned", op, np.array([t]))
+                continue
+            local = np.arange(0, n, 16, dtype=np.int64) + int(srcs[i])
+            if not _chunks_ok(S, op, local, t, "read"):
+                continue
+            k0, hoff = L.heap.locate(np.array([dsts[i]], dtype=np.uint64), n)
+            if k0[0] < 0:
+                S.report("oob", f"cp.async.bulk store of {n} bytes at {int(dsts[i]):#x}: "
+                         f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
+                continue
+            flat = (local + int(S.smem_base[t]))[:, None] + np.arange(16)
+            flat = flat.ravel()
+            if S.track:
+                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
+                proxy_check(S, op, flat, t)
+            L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
+            if L.heap.counter is not None:
+                L.heap.counter.add("writes", hoff, n)
+            S.bulk_src_pc[flat] = op.pc
+            st.records.append((t, int(st.committed[t]), flat))
+    return bulk_store
+
+
+def make_bulk_copy(P, op):
+    """Dispatch for cp.async.bulk: the 1-D load (exec_async) or the 1-D store (here)."""
+    if op.ins.info.kind == "s2g":
+        return make_bulk_store(P, op)
+    return make_bulk(P, op)
+
+
+def make_bulk_commit(P, op):
+    """Executor of cp.async.bulk.commit_group."""
+    def commit(S, m):
+        bulk_state(S).committed[m] += 1
+    return commit
+
+
+def make_bulk_wait(P, op):
+    """Executor of cp.async.bulk.wait_group{.read} n: release the sources of all but the n newest groups."""
+    keep = int(op.ins.info)
+
+    def wait(S, m):
+        st = bulk_state(S)
+        left = []
+        for t, g, flat in st.records:
+            if m[t] and g < st.committed[t] - keep:
+                S.bulk_src_pc[flat] = -1
+            else:
+                left.append((t, g, flat))
+        st.records = left
+    return wait
+
+
+def make_tensor(P, op):
+    """Dispatch for cp.async.bulk.tensor: load (global -> shared) or store (shared -> global)."""
+    kind = op.ins.info.kind
+    if kind == "tensor_g2s":
+        return make_tensor_load(P, op)
+    if kind == "tensor_s2g":
+        return make_tensor_store(P, op)
+    raise InterpUnsupported(f"cp.async.bulk.tensor {kind} is not modelled", op.ins)

@@ -1,0 +1,54 @@
+"""Tensor maps on the CPU: a `TensorMap` description bound to a numpy array.
+
+    tm = interp.host_tensor_map(a, box=(64, 32), swizzle=128)     # a: a 2-D row-major numpy array
+    interp.run(module, "k", block=128, args=[tm, ...])             # for a param_tensormap() parameter
+
+A GPU kernel receives the 128 opaque bytes `cuTensorMapEncodeTiled` makes; the interpreter passes
+a handle in those bytes instead (`TENSORMAP_MAGIC` and an index) and its TMA executors read the
+`TensorMap` fields (dtype, dims, strides, box, swizzle, OOB fill) the handle names, with the base
+address moved to where the array lives in the interpreter's global heap.  The array may also be
+passed as a pointer argument of the same launch (one buffer, as on a GPU).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import LaunchError
+from ..runtime.tensormap import TensorMap, _NUMPY_TO_PTX
+
+_PTXFORGE_INTERNAL = True
+
+#: First 4 bytes of the parameter block of a tensor map in the interpreter ("PFTM").
+TENSORMAP_MAGIC = 0x4D544650
+
+
+@dataclass(frozen=True)
+class HostTensorMap:
+    """A TensorMap (base 0) over a numpy array: the interpreter's argument for a tensor-map parameter."""
+
+    array: np.ndarray
+    tmap: TensorMap
+
+
+def host_tensor_map(array: np.ndarray, box, *, dtype=None, swizzle=0, **kw) -> HostTensorMap:
+    """A tensor map over a C-contiguous numpy array (shape read outermost first, like
+    `TensorMap.from_array`), checked by `TensorMap` exactly as for a GPU array."""
+    if not isinstance(array, np.ndarray) or not array.flags.c_contiguous:
+        raise LaunchError("host_tensor_map takes a C-contiguous numpy array")
+    dt = dtype or _NUMPY_TO_PTX.get(("u" if array.dtype.kind == "b" else array.dtype.kind, array.dtype.itemsize * 8))
+    if dt is None:
+        raise LaunchError(f"cannot tell the TMA element type of {array.dtype}: pass dtype=")
+    from ..isa import types as T
+    eb = T.lookup(dt).bits // 8
+    dims = [int(n) for n in reversed(array.shape)]
+    dims[0] = dims[0] * array.dtype.itemsize // eb
+    strides = [int(s) for s in reversed(array.strides[:-1])]
+    return HostTensorMap(array, TensorMap(dt, 0, tuple(dims), tuple(box), tuple(strides), swizzle=swizzle, **kw))
+
+
+def handle_bytes(index: int) -> bytes:
+    """The 128 parameter bytes that name tensor map `index` of a launch."""
+    return (TENSORMAP_MAGIC | (index << 32)).to_bytes(8, "little") + bytes(120)

@@ -1,0 +1,736 @@
+"""PTX statements -> a Module: directives, variables, functions, bodies.
+
+The reader walks the statements of `lexer.statements` once.  Declarations become the parts the
+builder makes (Param, Symbol, Reg) or, where the builder has none, the parts of
+`ptxforge.declarations`; instructions go through `decode` (the ISA constructors) and then the
+target rule of the ISA (`Requirement.check`).  Every instruction carries the PTX file and line
+it came from as its source location.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import warnings
+from dataclasses import dataclass, field
+
+from ..builder import KernelBuilder
+from ..kernel import Comment, Kernel, LabelDef, Param
+from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Prototype, RawDirective,
+                            ScopeClose, ScopeOpen, Variable)
+from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
+from ..isa import types as T
+from ..isa.calls import CallParam, call
+from ..isa.instruction import Instruction, _regs_of
+from ..isa.opaque import opaque
+from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
+from ..isa.targets import PtxVersion, Target
+from ..isa.tensor import S4_EMULATION_COST, _warn_emulated
+from ..module import Module
+from .decode import Unknown, decode
+from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
+from .operands import Scope, parse_int, split_top
+
+_PTXFORGE_INTERNAL = True
+
+_ids = itertools.count(1)
+_REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
+_NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
+_MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
+_RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
+_NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
+_LINKAGE = (".visible", ".extern", ".weak", ".common")
+_SPACES = (".global", ".const", ".shared", ".local")
+_FLAGS = ("noreturn", "explicitcluster")
+_PERF = {"maxntid": 3, "reqntid": 3, "reqnctapercluster": 3, "minnctapersm": 1, "maxnreg": 1,
+         "maxclusterrank": 1}
+
+
+class ParseError(ValidationError):
+    """A PTX line that ptxforge cannot read or that the tables reject; names the file and line."""
+
+
+@dataclass
+class Finding:
+    """One thing `lint` reports: file, line, severity ('error'/'warning'), message."""
+
+    filename: str
+    line: int
+    severity: str
+    message: str
+
+    def __str__(self) -> str:
+        """`FILE:LINE: severity: message`."""
+        return f"{self.filename}:{self.line}: {self.severity}: {self.message}"
+
+
+@dataclass
+class Reading:
+    """What reading a file produced: the module and, with strict=False, what was kept opaque."""
+
+    module: Module | None
+    findings: list = field(default_factory=list)
+    opaque: list = field(default_factory=list)  # (line, text, reason)
+    version: PtxVersion | None = None
+    target: Target | None = None
+    target_line: int = 0
+
+
+class Reader:
+    """Reads one PTX text into a `Reading` (`read()`); `strict` as in `ptxforge.parse`."""
+
+    def __init__(self, text: str, filename: str | None, strict: bool):
+        self.text = text
+        self.filename = filename or "<ptx>"
+        self.strict = strict
+        self.lines = None
+        self.version: PtxVersion | None = None
+        self.target: Target | None = None
+        self.target_line = 0
+        self.target_options = ()
+        self.version_line = 0
+        self.kernels: list = []
+        self.declarations: list = []
+        self.module_symbols: dict = {}
+        self.externs: list = []  # extern .shared symbols
+        self.functions: dict = {}  # name -> Prototype or Function
+        self.pending_comments: list = []
+        self.findings: list = []
+        self.opaque: list = []
+
+    # ------------------------------------------------------------ reporting
+    def loc(self, line: int, function: str = "") -> SourceLoc:
+        return SourceLoc(self.filename, line, function)
+
+    def line_text(self, line: int) -> str:
+        if self.lines is None:
+            self.lines = self.text.split("\n")
+        return self.lines[line - 1].strip() if 0 < line <= len(self.lines) else ""
+
+    def error(self, line: int, message: str, cls=ParseError):
+        text = self.line_text(line)
+        return cls(f"{self.filename}:{line}: {message}" + (f"\n    {text}" if text else ""), self.loc(line))
+
+    def note(self, line: int, severity: str, message: str):
+        self.findings.append(Finding(self.filename, line, severity, message))
+
+    # ------------------------------------------------------------ module level
+    def read(self) -> Reading:
+        stmts = statements(self.text)
+        i, n = 0, len(stmts)
+        while i < n:
+            st = stmts[i]
+            kind = st.kind
+            if kind == COMMENT:
+                self.pending_comments.append(st.text)
+                i += 1
+                continue
+            if kind == LINE:
+                self.module_line(st)
+            elif kind == HEADER:
+                i = self.function(stmts, i)
+                self.pending_comments = []
+                continue
+            elif kind == STMT:
+                self.module_statement(st)
+            elif kind == LABEL:
+                raise self.error(st.line, f"label {st.text} outside a function body")
+            else:
+                raise self.error(st.line, f"unexpected '{st.text}' at module scope")
+            self.pending_comments = []
+            i += 1
+        if self.target is None:
+            raise self.error(1, "no .target directive: a PTX module names its target (.target sm_XX)")
+        if not self.kernels:
+            return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line)
+        try:
+            module = Module(self.kernels, version=self.version, declarations=self.declarations,
+                            target_options=self.target_options)
+        except PtxforgeError as e:
+            raise self.error(self.version_line or 1, e.message) from None
+        return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line)
+
+    def module_line(self, st):
+        text = st.text
+        word = text.split(None, 1)
+        head = word[0]
+        arg = word[1].strip() if len(word) > 1 else ""
+        if head == ".version":
+            try:
+                self.version = PtxVersion.parse(arg)
+            except PtxforgeError as e:
+                raise self.error(st.line, e.message) from None
+            self.version_line = st.line
+        elif head == ".target":
+            names = [a.strip() for a in arg.split(",")]
+            try:
+                self.target = Target.parse(names[0])
+            except PtxforgeError as e:
+                raise self.error(st.line, e.message) from None
+            self.target_line = st.line
+            for opt in names[1:]:
+                if opt not in ("debug", "texmode_unified", "texmode_independent", "map_f64_to_f32"):
+                    raise self.error(st.line, f".target option {opt} is not one of debug, texmode_unified, "
+                                              "texmode_independent, map_f64_to_f32")
+            self.target_options = tuple(names[1:])
+        elif head == ".address_size":
+            if arg != "64":
+                raise self.error(st.line, f".address_size {arg}: ptxforge writes and reads 64-bit modules only")
+        else:  # .file, .section, @@DWARF: kept as written
+            if head == ".section" and text.count("{") != text.count("}"):
+                raise self.error(st.line, f"the {text.split(None, 2)[:2][-1]} section's {{ }} block is never closed")
+            self.declarations.append(RawDirective(text))
+
+    def module_statement(self, st):
+        text = st.text
+        words = text.split()
+        head = words[0]
+        if head == ".pragma":
+            self.declarations.append(RawDirective(text + ";"))
+            return
+        link = head if head in _LINKAGE else ""
+        rest = words[1:] if link else words
+        if rest and rest[0] == ".func":
+            proto = self.prototype(text, st.line, link)
+            self.functions[proto.name] = proto
+            self.declarations.append(proto)
+            return
+        if rest and rest[0] in _SPACES:
+            var = self.variable(text, st.line)
+            if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
+                sym = Symbol(var.name, "shared", T.b8, None, var.align or max(var.type.bits // 8, 1))
+                self.externs.append(sym)
+                self.module_symbols[var.name] = sym
+                return
+            self.module_symbols[var.name] = var.symbol
+            self.declarations.append(var)
+            return
+        message = (f"'{head}' is not a module-scope directive ptxforge reads (it reads .version, .target, "
+                   ".address_size, variables, .func/.entry, .extern, .pragma, .file, .section)")
+        if self.strict or not _keepable(text):
+            raise self.error(st.line, message)
+        self.note(st.line, "error", message + "; kept as written")
+        self.opaque.append((st.line, text, message))
+        self.declarations.append(RawDirective(text + ";"))
+
+    # ------------------------------------------------------------ declarations
+    def variable(self, text: str, line: int, default_space: str | None = None) -> Variable:
+        init = None
+        if "=" in text:
+            text, init = text.split("=", 1)
+            init = " ".join(init.split())
+            if not _balanced(init) or (("{" in init) != init.startswith("{")):
+                raise self.error(line, f"initializer '{init}' is neither a value nor a {{ ... }} list")
+        words = text.split()
+        linkage, extra, space, align, t, name = "", [], None, None, None, None
+        i = 0
+        while i < len(words):
+            w = words[i]
+            if w in _LINKAGE:
+                linkage = w
+            elif w in _SPACES or w == ".param":
+                space = w[1:]
+            elif w == ".align":
+                i += 1
+                align = parse_int(words[i]) if i < len(words) else None
+                if align is None:
+                    raise self.error(line, ".align takes a power of two")
+            elif w.startswith(".attribute"):
+                extra.append(w)
+            elif w.startswith(".v") and w[2:].isdigit():
+                raise self.error(line, "vector variables (.v2/.v4) are not supported; declare a .b8 array")
+            elif w.startswith(".") and t is None:
+                try:
+                    t = T.lookup(w)
+                except PtxforgeError:
+                    raise self.error(line, f"unknown type {w} in a variable declaration") from None
+            else:
+                name = " ".join(words[i:])
+                break
+            i += 1
+        if name is None or t is None or (space is None and default_space is None):
+            raise self.error(line, "a variable is declared as {linkage} .space {.align N} .type name{[n]} {= init}")
+        base, dims = self.dims(name, line)
+        if not _NAME.match(base):
+            raise self.error(line, f"variable name '{base}' is not a PTX identifier")
+        if align is not None and (align < 1 or align & (align - 1)):
+            raise self.error(line, f".align {align} is not a power of two")
+        return Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra))
+
+    def dims(self, name: str, line: int):
+        name = name.replace(" ", "")
+        if "[" not in name:
+            return name, ()
+        base = name[:name.index("[")]
+        dims = []
+        for d in re.findall(r"\[([^\]]*)\]", name):
+            if d == "":
+                dims.append(None)
+            else:
+                v = parse_int(d)
+                if v is None or v <= 0:
+                    raise self.error(line, f"array size [{d}] must be a positive integer")
+                dims.append(v)
+        return base, tuple(dims)
+
+    def param(self, text: str, line: int, writable: bool = False):
+        """(Param for rendering, Symbol the body names it by) of one `.param ...` declaration."""
+        words = text.split()
+        if not words or words[0] != ".param":
+            raise self.error(line, f"'{text}': parameters are declared `.param .type name` (.reg parameters "
+                                   "are not supported)")
+        t, align, ptr_space, ptr, name = None, None, None, False, None
+        i = 1
+        while i < len(words):
+            w = words[i]
+            if w == ".align":
+                i += 1
+                align = parse_int(words[i]) if i < len(words) else None
+                if align is None:
+                    raise self.error(line, ".align takes a power of two")
+            elif w == ".ptr":
+                ptr = True
+            elif ptr and w in (".global", ".shared", ".const", ".local"):
+                ptr_space = w[1:]
+            elif w.startswith(".") and t is None:
+                try:
+                    t = T.lookup(w)
+                except PtxforgeError:
+                    raise self.error(line, f"unknown parameter type {w}") from None
+            else:
+                name = "".join(words[i:])
+                break
+            i += 1
+        if t is None or name is None:
+            raise self.error(line, f"'{text}': a parameter is `.param {{.align N}} .type name{{[n]}}`")
+        base, dims = self.dims(name, line)
+        if not _NAME.match(base):
+            raise self.error(line, f"parameter name '{base}' is not a PTX identifier")
+        elem = max(t.bits // 8, 1)
+        normalized = " ".join(text.split()).replace(" [", "[")
+        if dims:
+            n = elem
+            for d in dims:
+                if d is None:
+                    raise self.error(line, f"parameter {base}: an array parameter needs a size")
+                n *= d
+            p = ParamDecl(base, T.b8, None, None, n, align or elem, spelling=normalized)
+            if t is T.b8 and align is not None and len(dims) == 1:
+                p = Param(base, T.b8, None, None, n, align)
+        elif ptr or t.is_pred:
+            p = ParamDecl(base, t, None, ptr_space, None, align, spelling=normalized)
+        else:
+            p = Param(base, t)
+        sym = p.symbol
+        if writable:
+            sym = CallParam(sym.name, "param", sym.type, sym.nbytes, sym.align)
+        return p, sym
+
+    def prototype(self, text: str, line: int, linkage: str):
+        name, returns, params, rest = self.signature(text, line)
+        return Prototype(name, tuple(p for p, _ in returns), tuple(p for p, _ in params), linkage)
+
+    def signature(self, text: str, line: int):
+        """(name, returns, params, directives text) of `{linkage} .entry|.func {(rets)} name (params) dirs`."""
+        try:
+            return self._signature(text, line)
+        except ParseError:
+            raise
+        except ValidationError as e:
+            raise self.error(line, e.message) from None
+
+    def _signature(self, text: str, line: int):
+        m = re.match(r"\s*(?:\.\w+\s+)*?\.(?:entry|func)\s*", text)
+        if m is None:
+            raise self.error(line, "expected .entry or .func")
+        rest = text[m.end():]
+        returns = []
+        if rest.startswith("("):
+            close = _matching(rest, 0)
+            returns = [self.param(p, line, writable=True) for p in split_top(rest[1:close]) if p]
+            rest = rest[close + 1:].strip()
+        mm = re.match(r"([A-Za-z_$][\w$]*)\s*", rest)
+        if mm is None:
+            raise self.error(line, "expected a function name")
+        name = mm.group(1)
+        rest = rest[mm.end():]
+        params = []
+        if rest.startswith("("):
+            close = _matching(rest, 0)
+            params = [self.param(p, line) for p in split_top(rest[1:close]) if p]
+            rest = rest[close + 1:].strip()
+        return name, returns, params, rest
+
+    def directives(self, text: str, line: int):
+        out = []
+        for piece in re.findall(r"\.(\w+)([^.]*)", text):
+            key, val = piece[0], piece[1].strip()
+            if key in _FLAGS:
+                if val:
+                    raise self.error(line, f".{key} takes no value, got '{val}'")
+                out.append((key, None))  # a flag directive, as the builder records .explicitcluster
+                continue
+            if key not in _PERF:
+                raise self.error(line, f".{key} is not a performance directive ptxforge reads; known: "
+                                       + ", ".join("." + k for k in _PERF))
+            nums = [parse_int(x.strip()) for x in val.split(",") if x.strip()]
+            if not nums or None in nums:
+                raise self.error(line, f".{key} takes integers, got '{val}'")
+            if _PERF[key] == 3:
+                if len(nums) > 3:
+                    raise self.error(line, f".{key} takes 1 to 3 sizes")
+                out.append((key, tuple(nums) + (1,) * (3 - len(nums))))
+            else:
+                out.append((key, nums[0]))
+        return tuple(out)
+
+    # ------------------------------------------------------------ functions
+    def function(self, stmts, i) -> int:
+        head = stmts[i]
+        text = head.text
+        words = text.split("(", 1)[0].split()
+        linkage = next((w for w in words if w in _LINKAGE), "")
+        kind = "entry" if ".entry" in words else "func"
+        name, returns, params, rest = self.signature(text, head.line)
+        directives = self.directives(rest, head.line) if rest else ()
+        if i + 1 >= len(stmts) or stmts[i + 1].kind != OPEN:
+            raise self.error(head.line, f"{name}: expected the body's {{")
+        notes = []
+        for c in self.pending_comments:
+            m = _NOTE.match(c)
+            if m is not None and m.group(1) == name:
+                notes.append((m.group(2), m.group(3)))
+        if self.target is None:
+            raise self.error(head.line, f"{name} comes before any .target directive")
+        if kind == "func":
+            self.functions.setdefault(name, None)  # a function may call itself
+        body = BodyReader(self, name, kind, head.line)
+        for p, sym in params:
+            body.declare_symbol(sym, head.line)
+        for p, sym in returns:
+            body.declare_symbol(sym, head.line)
+        j = body.read(stmts, i + 2)
+        self.builder_rules(kind, name, directives, [p for p, _ in params], body.shared, head.line)
+        ordinary = kind == "entry" and linkage == ".visible" and not returns and not body.variables
+        regs = body.used_registers()
+        owner = body.owner
+        args = (name, self.target, tuple(p for p, _ in params), directives, regs, tuple(body.shared),
+                tuple(self.externs), tuple(body.items), owner, self.loc(head.line, name), tuple(notes))
+        if ordinary:
+            k = Kernel(*args)
+        else:
+            k = Function(*args, kind=kind, returns=tuple(p for p, _ in returns), linkage=linkage,
+                         variables=tuple(body.variables))
+        if kind == "func":
+            self.functions[name] = k
+        self.kernels.append(k)
+        return j
+
+
+    def builder_rules(self, kind, name, directives, params, shared, line):
+        """The builder's rules for what it also makes: the name, the performance directives, a
+        kernel's parameters, static shared memory (at most 48 KB).  Its warnings become findings."""
+        perf = {k: v for k, v in directives if k in ("maxntid", "reqntid", "minnctapersm", "maxnreg",
+                                                        "reqnctapercluster", "maxclusterrank")}
+        if any(k == "explicitcluster" for k, _ in directives):
+            perf["explicitcluster"] = True
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                kb = KernelBuilder(name, self.target, **perf)
+                if kind == "entry":
+                    for p in params:
+                        kb.param(p.name, p.type, pointee=p.pointee, space=p.space, nbytes=p.nbytes,
+                                 align=p.align)
+                for sym in shared:
+                    kb.shared(sym.name, sym.nbytes, sym.align)
+            except PtxforgeError as e:
+                raise self.error(line, f"{name}: {e.message}") from None
+        for w in caught:
+            self.note(line, "warning", f"{name}: {w.message}")
+
+
+def _balanced(text: str) -> bool:
+    """Whether (), [] and {} nest properly in `text`."""
+    stack = []
+    for ch in text:
+        if ch in "([{":
+            stack.append(ch)
+        elif ch in ")]}":
+            if not stack or stack.pop() != "([{"[")]}".index(ch)]:
+                return False
+    return not stack
+
+
+_DIRECTIVE_WORD = re.compile(r"\.[A-Za-z_]\w*\Z")
+
+
+def _keepable(text: str) -> bool:
+    """Whether an unknown directive can be kept verbatim: `.word args` with no brackets that could
+    swallow what follows it when the module is read again."""
+    return _DIRECTIVE_WORD.match(text.split(None, 1)[0]) is not None and not any(c in text for c in "{}()[]")
+
+
+def _matching(text: str, start: int) -> int:
+    depth = 0
+    for j in range(start, len(text)):
+        if text[j] == "(":
+            depth += 1
+        elif text[j] == ")":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise ValidationError(f"unbalanced parentheses in '{text}'")
+
+
+class BodyReader:
+    """Reads one function body: declarations, labels, instructions, scopes."""
+
+    def __init__(self, reader: Reader, name: str, kind: str, line: int):
+        self.r = reader
+        self.name = name
+        self.kind = kind
+        self.line = line
+        self.owner = -next(_ids)
+        self.declared: dict = {}  # register name -> type, in declaration order
+        self.used: set = set()
+        self.symbols: dict = {}
+        self.shared: list = []
+        self.variables: list = []
+        self.items: list = []
+        self.labels: dict = {}
+        self.scope = Scope(self.declared, self.symbols, reader.module_symbols, reader.functions, self.owner, name)
+        self.version = reader.version
+        self.target = reader.target
+
+    def declare_symbol(self, sym, line):
+        if sym.name in self.symbols:
+            raise self.r.error(line, f"'{sym.name}' is declared twice in {self.name}")
+        self.symbols[sym.name] = sym
+
+    def declare_regs(self, text: str, line: int, scoped: bool):
+        words = text.split(None, 2)
+        if len(words) < 3:
+            raise self.r.error(line, "a register declaration is `.reg .type %name, %name<N>, ...`")
+        tname = words[1]
+        if tname.startswith(".v") and tname[2:].isdigit():
+            raise self.r.error(line, "vector registers (.reg .v2/.v4) are not supported")
+        try:
+            t = T.lookup(tname)
+        except PtxforgeError as e:
+            raise self.r.error(line, e.message) from None
+        if not t.can_declare and t is not T.b128:
+            raise self.r.error(line, f".reg .{t.name}: .{t.name} is a packed type; declare .b32 registers")
+        for item in words[2].split(","):
+            item = item.strip()
+            m = _RANGE.match(item)
+            # a register named without % (legal PTX) is written with one when ptxforge renders it
+            names = [f"%{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item]
+            if not m and not _REG_NAME.match(item):
+                raise self.r.error(line, f"register name '{item}' is not a PTX identifier")
+            declared = self.declared
+            for nm in names:
+                old = declared.get(nm)
+                if old is None:
+                    declared[nm] = t
+                elif old is not t:
+                    raise self.r.error(line, f"{nm} is declared .{old.name} and again .{t.name}")
+
+    def used_registers(self) -> tuple:
+        used = self.used
+        regs = self.scope.registers
+        out, names = [], set()
+        for key in self.declared:
+            r = regs.get(key)
+            if r is not None and r.name in used and r.name not in names:  # `%x` and `x` render alike
+                names.add(r.name)
+                out.append(r)
+        return tuple(out)
+
+    def read(self, stmts, i) -> int:
+        depth = 0
+        items = self.items
+        r = self.r
+        strict = r.strict
+        n = len(stmts)
+        while i < n:
+            st = stmts[i]
+            kind = st.kind
+            if kind == STMT:
+                text = st.text
+                if text[0] == ".":
+                    self.body_directive(text, st.line, depth)
+                else:
+                    ins = self.instruction(text, st.line, strict)
+                    if ins is not None:
+                        items.append(ins)
+            elif kind == LABEL:
+                lab = self.scope._named(st.text)
+                if st.text in self.labels:
+                    raise r.error(st.line, f"label {st.text} is placed twice in {self.name}")
+                if not isinstance(lab, Label):
+                    raise r.error(st.line, f"label {st.text} has the name of a variable")
+                self.labels[st.text] = st.line
+                items.append(LabelDef(lab, r.loc(st.line, self.name)))
+            elif kind == COMMENT:
+                text = st.text
+                if text.startswith("---- "):
+                    items.append(Comment(text[5:], section=True))
+                else:
+                    items.append(Comment(text))
+            elif kind == OPEN:
+                depth += 1
+                self.scope.push()
+                items.append(ScopeOpen())
+            elif kind == CLOSE:
+                if depth == 0:
+                    self.finish_labels()
+                    return i + 1
+                depth -= 1
+                self.scope.pop()
+                items.append(ScopeClose())
+            elif kind == LINE:
+                if not st.text.startswith(".loc"):
+                    raise r.error(st.line, f"{st.text.split(None, 1)[0]} belongs at module scope, not inside "
+                                           f"{self.name}")
+                items.append(BodyDirective(st.text, r.loc(st.line, self.name)))
+            else:
+                raise r.error(st.line, f"unexpected {st.text!r} inside {self.name}")
+            i += 1
+        raise r.error(self.line, f"{self.name}: the body is never closed (missing }})")
+
+    def finish_labels(self):
+        for name, line in self.scope.labels_used.items():
+            if name not in self.labels:
+                raise self.r.error(line, f"'{name}' is not a label of {self.name}, a declared variable or a "
+                                         "device function")
+
+    def body_directive(self, text: str, line: int, depth: int):
+        head = text.split(None, 1)[0]
+        r = self.r
+        if head == ".reg":
+            self.declare_regs(text, line, depth > 0)
+            if depth > 0:
+                self.items.append(LocalDecl(" ".join(text.split()) + ";"))
+            return
+        if head == ".pragma":
+            self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
+            return
+        if head == ".param":
+            if depth == 0:
+                raise r.error(line, ".param inside a body belongs in a { } call scope")
+            p, sym = r.param(text, line, writable=True)
+            self.scope.locals[-1][sym.name] = sym
+            self.scope.cache = {}
+            self.items.append(LocalDecl(p.render() + ";", sym))
+            return
+        if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
+            var = r.variable(text, line)
+            if var.linkage == ".extern" and var.space == "shared":
+                sym = Symbol(var.name, "shared", T.b8, None, var.align or max(var.type.bits // 8, 1))
+                r.externs.append(sym)
+                r.module_symbols[var.name] = sym
+                return
+            if var.space == "shared" and var.init is None and not var.linkage and var.nbytes:
+                sym = Symbol(var.name, "shared", T.b8, var.nbytes, var.align or max(var.type.bits // 8, 1),
+                             self.owner)
+                self.shared.append(sym)
+            else:
+                sym = var.symbol
+                self.variables.append(var)
+            self.declare_symbol(sym, line)
+            return
+        message = (f"'{head}' is not a directive ptxforge reads inside a function body (it reads .reg, .shared, "
+                   ".local, .param in call scopes, .pragma, .loc)")
+        if r.strict or not _keepable(text):
+            raise r.error(line, message)
+        r.note(line, "error", message + "; kept as written")
+        r.opaque.append((line, text, message))
+        self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
+
+    def instruction(self, text: str, line: int, strict: bool):
+        r = self.r
+        gtext = None
+        if text[0] == "@":
+            pieces = text.split(None, 1)
+            gtext, text = pieces[0], (pieces[1] if len(pieces) > 1 else "")
+        words = text.split(None, 1)
+        mnemonic = words[0] if words else ""
+        if not mnemonic:
+            raise r.error(line, "a guard with no instruction")
+        rest = words[1] if len(words) > 1 else ""
+        if _MNEMONIC.match(mnemonic) is None:
+            raise r.error(line, f"cannot read '{text}' as an instruction")
+        scope = self.scope
+        if ("[" in rest or "{" in rest or "(" in rest) and not _balanced(rest):
+            raise r.error(line, "unbalanced brackets in the operands")
+        loc = SourceLoc(r.filename, line, self.name)
+        try:
+            guard = None
+            if gtext is not None:
+                g = gtext.strip()
+                neg = g[1:2] == "!"
+                name = g[1 + neg:]
+                if not name:
+                    raise ValidationError(f"guard {g} names no predicate register")
+                reg = scope._reg(name[1:]) if name[0] == "%" else scope.register(name)
+                if reg is None:
+                    raise ValidationError(f"guard {g}: {name} is not a declared register")
+                if not isinstance(reg, Reg) or not reg.type.is_pred:
+                    raise ValidationError(f"guard {g} is not a .pred register")
+                guard = Guard(reg, neg)
+            ops = [scope.operand(o, line) for o in split_top(rest)] if rest else []
+            bad = None
+        except ValidationError as e:
+            if strict:
+                raise r.error(line, e.message) from None
+            bad = e.message
+            ops = [_raw_or(scope, o, line) for o in split_top(rest)] if rest else []
+        try:
+            if bad is not None:
+                raise ValidationError(bad)
+            ins = decode(mnemonic, ops)
+            if ins.opcode == "call":
+                callee = r.functions.get(ins.info.func)
+                if callee is not None:  # the callee's signature: the same counts (ptxas checks the types)
+                    call(ins.operands[1 if ins.info.returns else 0], ins.info.args, ins.info.returns,
+                         ins.info.uni, (callee.returns, callee.params))
+            req = ins.req
+            if req.min_sm > self.target.sm or req.arch_specific:
+                req.check(self.target, f"'{ins.mnemonic}'")
+            if self.version is not None and req.min_ptx > self.version:
+                raise TargetError(f"'{ins.mnemonic}' needs PTX ISA {req.min_ptx}; the file says .version "
+                                  f"{self.version}")
+            ins = Instruction(ins.opcode, ins.mnemonic, ins.operands, ins.n_dst, guard, req, ins.info, ins.mods,
+                              ins.type, loc)
+            if ins.opcode == "mma" and ins.info.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
+                r.note(line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path on {self.target.name}: "
+                                        f"ptxas emulates it ({S4_EMULATION_COST})")
+                _warn_emulated(ins.info, self.target, loc)
+        except PtxforgeError as e:
+            reason = e.message
+            if strict:
+                raise r.error(line, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
+            r.note(line, "error", reason)
+            r.opaque.append((line, text, reason))
+            n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
+            ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
+        used = self.used
+        for op in ins.operands:
+            if type(op) is Reg:
+                used.add(op.name)
+            elif type(op) is not Imm:
+                for reg in _regs_of(op):
+                    used.add(reg.name)
+        if ins.guard is not None:
+            used.add(ins.guard.reg.name)
+        return ins
+
+
+def _raw_or(scope, text, line):
+    """The operand, or its spelling kept verbatim when it names nothing declared."""
+    from ..isa.opaque import RawOperand
+    try:
+        return scope.operand(text, line)
+    except ValidationError:
+        return RawOperand(text)

@@ -1,0 +1,108 @@
+"""Cluster launches: `cuLaunchKernelEx` with the cluster-dimension attribute, checked first.
+
+    fn = pf.load(module)["kernel"]
+    launch_cluster(fn, grid=(4, 1), block=128, cluster=(2, 1), *args)
+
+Checks, each with a message that says what is legal, before the driver is called: the device
+supports cluster launches (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, sm_90+); the cluster shape has
+1..3 positive sizes and divides the grid in every dimension; it matches the kernel's
+`.reqnctapercluster` when there is one; it has at most 8 CTAs (16 after allowing non-portable
+sizes, which `allow_non_portable=True` does) and no more than the driver's
+`cuOccupancyMaxPotentialClusterSize` for this kernel, block and shared memory.
+"""
+
+from __future__ import annotations
+
+from ..errors import LaunchError
+from ..isa.cluster import MAX_CLUSTER_CTAS, PORTABLE_CLUSTER_CTAS, cluster_dims
+from .driver import api, check, driver_error
+
+_PTXFORGE_INTERNAL = True
+
+
+def check_cluster_shape(grid: tuple, cluster: tuple, *, kernel: str, required=None, max_ctas=PORTABLE_CLUSTER_CTAS):
+    """Raise LaunchError unless `cluster` (x, y, z) can tile `grid` (x, y, z) under the limits."""
+    try:
+        cl = cluster_dims(cluster, "cluster")
+    except Exception as e:
+        raise LaunchError(f"kernel {kernel}: {e}") from None
+    if required is not None and tuple(required) != cl:
+        raise LaunchError(f"kernel {kernel} requires clusters of {tuple(required)} (.reqnctapercluster); "
+                          f"launched with {cl}")
+    for g, c, axis in zip(grid, cl, "xyz"):
+        if g % c:
+            raise LaunchError(f"kernel {kernel}: the cluster's {axis} size {c} does not divide the grid's {g}; "
+                              "the grid must be a whole number of clusters in every dimension")
+    n = cl[0] * cl[1] * cl[2]
+    if n > max_ctas:
+        raise LaunchError(f"kernel {kernel}: a cluster of {cl} has {n} CTAs; at most {max_ctas} here "
+                          f"({PORTABLE_CLUSTER_CTAS} portable, {MAX_CLUSTER_CTAS} with allow_non_portable=True)")
+    return cl
+
+
+def required_cluster(fn):
+    """The kernel's .reqnctapercluster shape as the driver reports it, or None."""
+    d = api()
+    A = d.CUfunction_attribute
+    dims = tuple(int(check(d.cuFuncGetAttribute(a, fn._func), f"cuFuncGetAttribute({a.name}) of '{fn.name}'"))
+                 for a in (A.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, A.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+                           A.CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH))
+    return dims if all(x > 0 for x in dims) else None
+
+
+def _config(d, cfg, stream, cluster):
+    c = d.CUlaunchConfig()
+    c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
+    c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
+    c.sharedMemBytes = cfg[6]
+    c.hStream = d.CUstream(stream)
+    a = d.CUlaunchAttribute()
+    a.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
+    c.attrs = [a]
+    c.numAttrs = 1
+    return c
+
+
+def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None, allow_non_portable=False):
+    """Launch KernelFunction `fn` on `grid` x `block` in clusters of `cluster` CTAs (cuLaunchKernelEx).
+
+    Arguments are those of a plain launch (GPU memory, scalars, TensorMaps; host arrays are not
+    staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
+    """
+    from . import driver as _drv
+    from .launch import resolve
+    from .streams import stream_handle
+    d = api()
+    ctx = _drv.context()
+    info = ctx.info
+    if info.sm < 90:
+        raise LaunchError(f"cluster launches need sm_90 or newer; the device is {info.arch}")
+    ok = check(d.cuDeviceGetAttribute(d.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, ctx.device),
+               "cuDeviceGetAttribute(CLUSTER_LAUNCH)")
+    if not ok:
+        raise LaunchError(f"{info.name} does not support cluster launches")
+    cfg = fn._config(grid, block, shared)
+    max_ctas = MAX_CLUSTER_CTAS if allow_non_portable else PORTABLE_CLUSTER_CTAS
+    if allow_non_portable:
+        check(d.cuFuncSetAttribute(fn._func, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                                   1), f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) of '{fn.name}'")
+    required = required_cluster(fn)
+    cl = check_cluster_shape(cfg[0:3], cluster, kernel=fn.name, required=required, max_ctas=max_ctas)
+    s = stream_handle(stream) if stream is not None else 0
+    config = _config(d, cfg, s, cl)
+    most = check(d.cuOccupancyMaxPotentialClusterSize(fn._func, config),
+                 f"cuOccupancyMaxPotentialClusterSize of '{fn.name}'")
+    n = cl[0] * cl[1] * cl[2]
+    if most and n > int(most):
+        raise LaunchError(f"kernel {fn.name}: clusters of {n} CTAs do not fit on the device with block {cfg[3:6]} "
+                          f"and {cfg[6]} B dynamic shared memory; the driver allows at most {int(most)}")
+    r = resolve(fn.layout, args, fn.name, s)
+    if r.transfers:
+        raise LaunchError(f"launch_cluster of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
+    with fn._lock:
+        fn._blob.fill(r.values)
+        err, = d.cuLaunchKernelEx(config, fn._func, fn._blob.addr, 0)
+    if err:
+        raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
+                                f"cluster {cl}")

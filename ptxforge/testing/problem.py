@@ -1,0 +1,495 @@
+"""A kernel's problem space, described once: sizes, arrays, scalars, launch, numpy reference.
+
+    from ptxforge.testing import Array, ProblemSpace, Size, cdiv
+
+    space = ProblemSpace(
+        sizes=[Size("rows", 0, 80, tile=32), Size("cols", 1, 80, tile=32)],
+        arrays=[Array("src", ("rows", "cols"), np.float32),
+                Array("dst", ("cols", "rows"), np.float32, role="out")],
+        grid=lambda p: (cdiv(p.cols, 32), cdiv(p.rows, 32)),
+        block=(32, 8),
+        reference=lambda src: {"dst": src.T},
+    )
+    space.problems()                  # a Hypothesis strategy of whole Problems
+    space.make(rows=3, cols=33)       # one Problem, built the same way (for a reproducer)
+
+Sizes draw weighted towards the edges (0 where `low` allows it, 1, tile - 1, tile, tile + 1,
+2 * tile +- 1, the bounds), so ragged tiles and odd sizes come up by default.  Arrays are
+shaped from the sizes, filled from one drawn seed (shrinking works on the seed, never on
+elements); outputs (`role="out"`) start filled with a poison byte so an element the kernel
+misses stays visible.  Packed int4 arrays (`dtype="s4"` / `"u4"`) take their shape in values,
+two per byte along the last axis (see ptxforge.int4).  Kernel arguments are bound by parameter
+name (sizes, arrays and scalars named like the kernel's parameters) unless `args` lists them.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+from hypothesis import strategies as st
+
+from ..int4 import pack_int4
+from .launch_strategies import seeds
+
+__all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES"]
+
+#: What an output array holds before the kernel runs (every byte).
+POISON_BYTE = 0xA7
+#: Packed 4-bit element types an Array may declare, with whether they are signed.
+INT4_DTYPES = {"s4": True, "u4": False}
+_BF16 = "bf16"
+
+
+def cdiv(a: int, b: int) -> int:
+    """a / b rounded up: the number of b-sized tiles that cover a (0 for a = 0)."""
+    return -(-int(a) // int(b))
+
+
+# ---------------------------------------------------------------- the parts of a space
+
+@dataclass(frozen=True)
+class Size:
+    """A size parameter: an integer in [low, high], a multiple of `multiple_of`.
+
+    tile: the kernel's tile (or block) length along this size; the drawn values are weighted
+    towards 0 (where low allows it), 1, tile - 1, tile, tile + 1, 2*tile - 1, 2*tile + 1 and
+    the bounds.  `edges` adds (or, with `default_edges=False`, replaces) such values.  A size
+    named like a kernel parameter is passed to it.
+    """
+
+    name: str
+    low: int = 1
+    high: int = 256
+    tile: int | None = None
+    multiple_of: int = 1
+    edges: tuple = ()
+    default_edges: bool = True
+
+    def __post_init__(self):
+        if self.low < 0 or self.high < self.low:
+            raise ValueError(f"Size {self.name}: need 0 <= low <= high, got [{self.low}, {self.high}]")
+        if self.multiple_of < 1:
+            raise ValueError(f"Size {self.name}: multiple_of must be >= 1, got {self.multiple_of}")
+        if not self.values_near_edges():
+            raise ValueError(f"Size {self.name}: no multiple of {self.multiple_of} lies in [{self.low}, {self.high}]")
+
+    def _legal(self, v: int) -> bool:
+        return self.low <= v <= self.high and v % self.multiple_of == 0
+
+    def values_near_edges(self) -> list:
+        """The edge values this size draws often, ascending (shrinking goes towards the first)."""
+        cands = set(self.edges)
+        if self.default_edges:
+            cands |= {0, 1, 2, 3, self.low, self.low + 1, self.high}
+            if self.tile:
+                t = self.tile
+                cands |= {t - 1, t, t + 1, 2 * t - 1, 2 * t + 1}
+        m = self.multiple_of
+        snapped = set()
+        for v in cands:  # a value that is not a multiple moves to the nearest multiples
+            for w in (v // m * m, cdiv(v, m) * m):
+                if self._legal(w):
+                    snapped.add(w)
+        return sorted(snapped)
+
+    def strategy(self):
+        """Integers of this size: edge values or any legal value."""
+        m = self.multiple_of
+        lo, hi = cdiv(self.low, m), self.high // m
+        return st.one_of(st.sampled_from(self.values_near_edges()), st.integers(lo, hi).map(lambda i: i * m))
+
+
+@dataclass(frozen=True)
+class Array:
+    """An array parameter.
+
+    shape: a tuple of size names, ints and callables of the Problem, or one callable of the
+    Problem returning the tuple.  For packed int4 (`dtype="s4"` / `"u4"`) it counts values;
+    the array passed to the kernel holds bytes (uint8), the last axis halved (rounded up: an
+    odd count leaves a zero high nibble).  `"bf16"` arrays live in uint16.
+    role: "in" (drawn, read only: a write is a failure), "out" (poisoned, compared with the
+    reference) or "inout" (drawn, then compared).  low/high: the value range drawn (floats in
+    [low, high), integers in [low, high]; default: floats in [-4, 4), every integer of the
+    type, every 4-bit value).  tolerance: how outputs of floats compare (see testing.tolerance;
+    default exact bits).  fill: a function (rng, shape) -> array replacing the random data.
+    write_once: an output none of whose bytes may be written twice (checked on the interpreter's
+    access counts): catches two CTAs or threads storing the same element, a global-memory
+    conflict that the interpreter's race tracking (shared memory only) does not report.
+    """
+
+    name: str
+    shape: Any
+    dtype: Any = np.float32
+    role: str = "in"
+    low: float | None = None
+    high: float | None = None
+    tolerance: Any = None
+    fill: Callable | None = None
+    write_once: bool = False
+
+    def __post_init__(self):
+        if self.write_once and self.role == "in":
+            raise ValueError(f"Array {self.name}: write_once is for outputs; an input may not be written at all")
+        if self.role not in ("in", "out", "inout"):
+            raise ValueError(f"Array {self.name}: role must be 'in', 'out' or 'inout', got {self.role!r}")
+
+    @property
+    def is_output(self) -> bool:
+        """Whether the kernel writes this array (role "out" or "inout") and the reference judges it."""
+        return self.role in ("out", "inout")
+
+    @property
+    def int4(self) -> bool:
+        """Whether this is packed 4-bit data ("s4" / "u4")."""
+        return isinstance(self.dtype, str) and self.dtype in INT4_DTYPES
+
+    @property
+    def bf16(self) -> bool:
+        """Whether this is bfloat16 (held in uint16)."""
+        return isinstance(self.dtype, str) and self.dtype == _BF16
+
+    @property
+    def container(self) -> np.dtype:
+        """The numpy dtype of the array passed to the kernel."""
+        if self.int4:
+            return np.dtype(np.uint8)
+        if self.bf16:
+            return np.dtype(np.uint16)
+        return np.dtype(self.dtype)
+
+    def logical_shape(self, p) -> tuple:
+        """The shape in elements (values, for int4) for problem `p`."""
+        if callable(self.shape):
+            shape = self.shape(p)
+        else:
+            shape = [p.sizes[d] if isinstance(d, str) else d(p) if callable(d) else d for d in self.shape]
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        return tuple(int(d) for d in shape)
+
+    def host_shape(self, p) -> tuple:
+        """The shape of the array passed to the kernel (packed int4: bytes along the last axis)."""
+        shape = self.logical_shape(p)
+        if self.int4 and shape:
+            shape = shape[:-1] + (cdiv(shape[-1], 2),)
+        return shape
+
+    def make(self, p, rng) -> np.ndarray:
+        """This array for problem `p`: random data from `rng`, or poison for an output."""
+        shape = self.logical_shape(p)
+        if self.role == "out":
+            out = np.empty(self.host_shape(p), self.container)
+            out.reshape(-1).view(np.uint8)[...] = POISON_BYTE
+            return out
+        if self.fill is not None:
+            a = np.ascontiguousarray(self.fill(rng, shape))
+            if a.shape != self.host_shape(p) or a.dtype != self.container:
+                raise ValueError(f"Array {self.name}: fill returned {a.dtype} {a.shape}, expected "
+                                 f"{self.container} {self.host_shape(p)}")
+            return a
+        if self.int4:
+            signed = INT4_DTYPES[self.dtype]
+            lo = int(self.low) if self.low is not None else (-8 if signed else 0)
+            hi = int(self.high) if self.high is not None else (7 if signed else 15)
+            v = rng.integers(lo, hi, size=shape, endpoint=True)
+            if v.size == 0:
+                return np.zeros(self.host_shape(p), np.uint8)
+            if shape[-1] % 2:  # an odd count: the last byte's high nibble is 0
+                v = np.concatenate([v, np.zeros(shape[:-1] + (1,), v.dtype)], axis=-1)
+            return pack_int4(v, signed=signed)
+        if self.bf16:
+            lo, hi = (-4.0 if self.low is None else self.low), (4.0 if self.high is None else self.high)
+            f = rng.uniform(lo, hi, size=shape).astype(np.float32)
+            return (f.view(np.uint32) >> 16).astype(np.uint16)  # truncated: exactly representable
+        dt = self.container
+        if dt.kind == "f":
+            lo, hi = (-4.0 if self.low is None else self.low), (4.0 if self.high is None else self.high)
+            return rng.uniform(lo, hi, size=shape).astype(dt)
+        if dt.kind in "iu":
+            info = np.iinfo(dt)
+            lo = info.min if self.low is None else int(self.low)
+            hi = info.max if self.high is None else int(self.high)
+            return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dt)
+        if dt.kind == "b":
+            return rng.integers(0, 2, size=shape).astype(bool)
+        raise ValueError(f"Array {self.name}: no random data for dtype {dt}")
+
+
+@dataclass(frozen=True)
+class Scalar:
+    """A scalar parameter: a constant, a Hypothesis strategy, or a callable of the drawn sizes
+    (attributes: `s.n`) returning a strategy, for a scalar whose range depends on them."""
+
+    name: str
+    values: Any
+
+
+# ---------------------------------------------------------------- one problem
+
+@dataclass
+class Problem:
+    """One drawn problem: sizes, launch, scalars, fresh arrays (outputs poisoned) and its seed.
+
+    Attribute access falls back to sizes and scalars (`p.rows`), which is how grid, shape and
+    shared-memory callables read them.  `initial` keeps pristine copies of every array as made.
+    """
+
+    sizes: dict
+    launch: dict  # the drawn launch choices: block and any `choices` of the space
+    seed: int
+    scalars: dict = field(default_factory=dict)
+    arrays: dict = field(default_factory=dict)
+    initial: dict = field(default_factory=dict)  # every array as made (outputs poisoned), kept pristine
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)
+    shared: int = 0
+
+    def __getattr__(self, name):
+        for d in ("sizes", "scalars", "launch"):
+            table = self.__dict__.get(d, {})
+            if name in table:
+                return table[name]
+        raise AttributeError(f"problem has no size, scalar or launch choice {name!r}")
+
+    def fresh_arrays(self) -> dict:
+        """New copies of the arrays as made (for another backend's run)."""
+        return {k: v.copy() for k, v in self.initial.items()}
+
+    def values(self) -> dict:
+        """Every named value: sizes, scalars, launch choices, and the arrays as made."""
+        out = dict(self.sizes)
+        out.update(self.scalars)
+        out.update(self.launch)
+        out.update(self.initial)
+        return out
+
+    def call_args(self) -> str:
+        """Keyword arguments for ProblemSpace.make that rebuild this problem, as Python text."""
+        parts = [f"{k}={v!r}" for k, v in self.sizes.items()]
+        parts += [f"{k}={v!r}" for k, v in self.launch.items()]
+        parts += [f"{k}={_plain(v)!r}" for k, v in self.scalars.items()]
+        parts.append(f"seed={self.seed}")
+        return ", ".join(parts)
+
+    def describe(self) -> str:
+        """The problem's values and its resolved launch, on one line."""
+        return f"{self.call_args()}; grid={self.grid}, block={self.block}, shared={self.shared}"
+
+    def __repr__(self) -> str:
+        return f"Problem({self.call_args()})"
+
+    def _repr_pretty_(self, printer, cycle):  # Hypothesis prints examples this way: sizes and seed, no arrays
+        printer.text(repr(self))
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def _dims(v) -> tuple:
+    if isinstance(v, (int, np.integer)):
+        v = (int(v),)
+    v = tuple(int(x) for x in v)
+    return v + (1,) * (3 - len(v))
+
+
+# ---------------------------------------------------------------- the space
+
+class ProblemSpace:
+    """Everything needed to draw, launch and judge problems of one kernel.
+
+    sizes: Size list.  arrays: Array list.  scalars: Scalar list.
+    grid: a callable of the Problem (or constant dims); a dimension that computes to 0 (a size
+    of 0) is launched as 1, so a zero size tests the kernel's guards.  block: dims, a list of
+    dims, or a Hypothesis strategy of dims (a launch choice).  choices: {name: list or strategy}
+    of further launch choices the grid / shared callables read (e.g. how many CTAs).
+    shared: dynamic shared memory bytes (int or callable of the Problem).
+    reference: a function of named values (sizes, scalars, launch choices, arrays as made;
+    it receives only the names its signature asks for, or all with **kw) returning
+    {output name: expected array}, or one array when there is one output.  Expected arrays
+    must have the output's shape (for an "out" array: what the kernel leaves in it, its
+    poison included where it writes nothing).
+    args: the kernel's arguments in order, as names (or callables of the Problem); default:
+    the kernel's parameter names.  where: a predicate on the Problem's sizes; drawn sizes that
+    fail it are discarded (keep it loose).  kernel: for a kernel that depends on the problem
+    (a schedule's variant), a callable of the Problem returning the Module / Kernel to run.
+    name: what reports call the kernel.  repro: Python text defining `target` and `space` for
+    the reproducer a failure prints (the schedules' spaces set it; by default the reproducer
+    names them `kernel` and `space`).
+    device: for a kernel whose launch needs device addresses (tensor maps, workspaces), a
+    function (problem, arrays) that runs the problem on the GPU itself and leaves the outputs in
+    `arrays` (numpy); the GPU backend calls it instead of launching the kernel with `args`.
+    interpretable: False for a space the interpreter cannot run (such a device launch): the
+    interpreter backend is then skipped, or fails when it is demanded.
+    """
+
+    def __init__(self, *, sizes=(), arrays=(), scalars=(), grid=1, block=(128,), reference=None, args=None,
+                 shared=0, choices=None, where=None, kernel=None, name=None, repro=None, device=None,
+                 interpretable=True):
+        self.sizes = tuple(sizes)
+        self.arrays = tuple(arrays)
+        self.scalars = tuple(scalars)
+        self.grid = grid
+        self.block = block
+        self.shared = shared
+        self.reference = reference
+        self.args = tuple(args) if args is not None else None
+        self.choices = dict(choices or {})
+        self.where = where
+        self.kernel = kernel
+        self.name = name
+        self.repro = repro  # Python text that rebuilds this space (schedules set it), for reproducers
+        self.device = device
+        self.interpretable = interpretable
+        names = [s.name for s in self.sizes] + [a.name for a in self.arrays] + [s.name for s in self.scalars]
+        dup = {n for n in names if names.count(n) > 1}
+        if dup:
+            raise ValueError(f"ProblemSpace: names used twice: {sorted(dup)}")
+        if not any(a.is_output for a in self.arrays):
+            raise ValueError("ProblemSpace: no array has role 'out' or 'inout'; there is nothing to check")
+
+    @property
+    def outputs(self) -> tuple:
+        """The arrays the kernel writes (role "out" or "inout")."""
+        return tuple(a for a in self.arrays if a.is_output)
+
+    def array(self, name: str) -> Array:
+        """The Array called `name`."""
+        for a in self.arrays:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    # ------------------------------------------------------------ drawing
+    def _block_strategy(self):
+        b = self.block
+        if isinstance(b, st.SearchStrategy):
+            return b.map(_dims)
+        if isinstance(b, list):
+            return st.sampled_from([_dims(x) for x in b])
+        return st.just(_dims(b))
+
+    def problems(self):
+        """A Hypothesis strategy of whole Problems of this space."""
+        size_st = st.fixed_dictionaries({s.name: s.strategy() for s in self.sizes})
+        if self.where is not None:
+            size_st = size_st.filter(lambda d: bool(self.where(_SizesView(d))))
+        launch_st = st.fixed_dictionaries({"block": self._block_strategy(),
+                                           **{k: v if isinstance(v, st.SearchStrategy) else st.sampled_from(list(v))
+                                              for k, v in self.choices.items()}})
+
+        @st.composite
+        def draw_problem(draw):
+            sizes = draw(size_st)
+            launch = draw(launch_st)
+            scalars = {}
+            for sc in self.scalars:
+                v = sc.values
+                if isinstance(v, st.SearchStrategy):
+                    v = draw(v)
+                elif callable(v):
+                    v = draw(v(_SizesView(sizes)))
+                scalars[sc.name] = v
+            return self.build(sizes, launch, scalars, draw(seeds()))
+
+        return draw_problem()
+
+    def make(self, *, seed: int = 0, **values) -> Problem:
+        """The problem with these sizes, launch choices and scalars (defaults: sizes at their low
+        bound, the first block and choice, scalars' constants) and data from `seed`."""
+        sizes = {s.name: int(values.pop(s.name, s.values_near_edges()[0])) for s in self.sizes}
+        launch = {"block": _dims(values.pop("block")) if "block" in values else _first(self.block, _dims)}
+        for k, v in self.choices.items():
+            launch[k] = values.pop(k) if k in values else _first(v if isinstance(v, st.SearchStrategy) else list(v))
+        scalars = {}
+        for sc in self.scalars:
+            if sc.name in values:
+                scalars[sc.name] = values.pop(sc.name)
+            elif isinstance(sc.values, st.SearchStrategy) or callable(sc.values):
+                raise ValueError(f"make: give a value for scalar {sc.name!r} (it is drawn from a strategy)")
+            else:
+                scalars[sc.name] = sc.values
+        if values:
+            raise ValueError(f"make: unknown names {sorted(values)}")
+        return self.build(sizes, launch, scalars, seed)
+
+    def build(self, sizes, launch, scalars, seed) -> Problem:
+        """A Problem from drawn values: its launch resolved and its arrays made from `seed`."""
+        p = Problem(dict(sizes), dict(launch), int(seed), dict(scalars))
+        p.block = _dims(launch["block"])
+        g = self.grid(p) if callable(self.grid) else self.grid
+        p.grid = tuple(max(1, d) for d in _dims(g))
+        p.shared = int(self.shared(p) if callable(self.shared) else self.shared)
+        rng = np.random.default_rng(p.seed)
+        for a in self.arrays:
+            p.initial[a.name] = a.make(p, rng)
+        p.arrays = p.fresh_arrays()
+        return p
+
+    # ------------------------------------------------------------ using a problem
+    def kernel_args(self, p: Problem, arrays: dict, param_names) -> list:
+        """The launch's argument list: `arrays` (this run's copies) and p's values, in kernel order."""
+        order = self.args if self.args is not None else tuple(param_names)
+        table = {**p.sizes, **p.scalars, **p.launch, **arrays}
+        out = []
+        for item in order:
+            if callable(item):
+                out.append(item(p))
+            elif item in table:
+                out.append(table[item])
+            else:
+                raise KeyError(f"kernel argument {item!r} is not a size, array, scalar or launch choice of the "
+                               f"problem space (known: {sorted(table)}); name it so or pass args=")
+        return out
+
+    def expected(self, p: Problem) -> dict:
+        """{output name: expected array} from the reference."""
+        if self.reference is None:
+            raise ValueError("ProblemSpace has no reference")
+        values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in p.values().items()}
+        want = call_with_names(self.reference, values)
+        outs = self.outputs
+        if not isinstance(want, dict):
+            if len(outs) != 1:
+                raise ValueError(f"the reference returned one array, but there are {len(outs)} outputs "
+                                 f"({', '.join(a.name for a in outs)}): return a dict")
+            want = {outs[0].name: want}
+        unknown = set(want) - {a.name for a in outs}
+        if unknown:
+            raise ValueError(f"the reference returned {sorted(unknown)}, which are not outputs")
+        return {k: np.asarray(v) for k, v in want.items()}
+
+
+def call_with_names(fn, values: dict):
+    """fn(**the values its signature names); all of them when it takes **kwargs."""
+    sig = inspect.signature(fn)
+    params = sig.parameters.values()
+    if any(q.kind is q.VAR_KEYWORD for q in params):
+        return fn(**values)
+    missing = [q.name for q in params if q.name not in values and q.default is q.empty
+               and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+    if missing:
+        raise TypeError(f"the reference asks for {missing}, which the problem does not have (it has "
+                        f"{sorted(values)})")
+    return fn(**{q.name: values[q.name] for q in params if q.name in values})
+
+
+class _SizesView:
+    """Attribute access to a dict of sizes (for `where` and scalar callables)."""
+
+    def __init__(self, d):
+        self.__dict__.update(d)
+
+
+def _first(spec, convert=lambda v: v):
+    """The value `make` takes when none is given: a list's first, a constant itself, and for a
+    Hypothesis strategy its simplest example."""
+    if isinstance(spec, st.SearchStrategy):
+        from hypothesis import find
+        return convert(find(spec, lambda _: True))
+    if isinstance(spec, list):
+        return convert(spec[0])
+    return convert(spec)

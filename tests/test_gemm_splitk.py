@@ -1,0 +1,206 @@
+"""Split-K for the mma.sync GEMM on the CPU: assembly without spills, exact results on the
+interpreter for small ragged problems and drawn split factors (the arrival counters left zero
+for the next launch), the launch plumbing, and what for_shape picks for skinny problems."""
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ptxforge.errors import ValidationError
+from ptxforge.int4 import pack_int4
+from ptxforge.isa.targets import Target
+from ptxforge.isa.tensor import EmulatedInstructionWarning
+from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
+from ptxforge.schedules.gemm.splitk import choose_splits
+from ptxforge.schedules.gemm.tuning import splitk_space  # noqa: F401
+from ptxforge.testing.interp_strategies import check_against_reference, poison, seeds
+from ptxforge.testing.splitk_strategies import splitk_schedules
+
+
+def _operands(s, m, n, k, rng):
+    if s.bits == 4:
+        signed = s.operand == "s4"
+        lo, hi = (-8, 8) if signed else (0, 16)
+        return (pack_int4(rng.integers(lo, hi, (m, k)), signed=signed),
+                pack_int4(rng.integers(lo, hi, (n, k)), signed=signed))
+    dt = np.int8 if s.operand == "s8" else np.uint8
+    info = np.iinfo(dt)
+    return (rng.integers(info.min, info.max + 1, (m, k)).astype(dt),
+            rng.integers(info.min, info.max + 1, (n, k)).astype(dt))
+
+
+def run_split(g, m, n, k, seed):
+    """Interpret schedule `g` (any splits) on an M x N x K problem; C and the counters are checked."""
+    s = g.for_problem(k, n)
+    rng = np.random.default_rng(seed)
+    a, b = _operands(s, m, n, k, rng)
+    c = poison(np.empty((m, n), np.int32))
+    args = [a, b, c, m, n, k]
+    expected = {2: s.reference(a, b, k)}
+    if s.splits > 1:
+        tiles = -(-m // s.block_m) * -(-n // s.block_n)
+        args += [poison(np.empty(s.splits * m * n, np.int32)), np.zeros(tiles, np.uint32)]
+        expected[7] = np.zeros(tiles, np.uint32)  # every tile's counter back at zero
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", EmulatedInstructionWarning)
+        module = s.module
+    check_against_reference(module, grid=s.grid(m, n), block=s.block, args=args, shared=s.shared_bytes,
+                            expected=expected)
+
+
+SKINNY = Int4Gemm(block_m=32, block_n=32, block_k=64, warps_m=1, warps_n=2, stages=3, raster_group=1, splits=3)
+
+
+@pytest.mark.parametrize("m, n, k", [(20, 40, 200), (33, 24, 640), (1, 9, 62), (32, 64, 2)])
+def test_split_k_ragged_problems_on_the_interpreter(m, n, k):
+    # K=200 with 3 splits of 2 k-tiles: the third split is empty; K=62 narrows the copies; K=2 is one byte
+    run_split(SKINNY, m, n, k, seed=m + n + k)
+
+
+@pytest.mark.parametrize("m, n, k", [(20, 40, 200), (1, 9, 62)])
+def test_leader_handshake_and_l2_prefetch_on_the_interpreter(m, n, k):
+    run_split(dataclasses.replace(SKINNY, splitk_sync="leader", l2_prefetch=256), m, n, k, seed=m * n + k)
+
+
+def test_leader_handshake_fences_only_in_thread_0():
+    """'all': every thread's membar.gl (MEMBAR.SC.GPU); 'leader': fence.acq_rel.gpu under thread 0's
+    predicate (MEMBAR.ALL.GPU), no sequentially consistent fence."""
+    ptx = dataclasses.replace(SKINNY, splitk_sync="leader").ptx()
+    assert "membar.gl" not in ptx and ptx.count("fence.acq_rel.gpu") == 2
+    lines = [ln.strip() for ln in ptx.splitlines() if "fence.acq_rel.gpu" in ln]
+    assert all(ln.startswith("@%p") for ln in lines), lines
+    sass = dataclasses.replace(SKINNY, splitk_sync="leader").assemble().sass_opcodes()
+    assert "MEMBAR.SC.GPU" not in sass and sass.get("MEMBAR.ALL.GPU", 0) >= 1
+    assert "MEMBAR.SC.GPU" in SKINNY.assemble().sass_opcodes()
+
+
+def test_l2_prefetch_hint_reaches_the_copies():
+    g = dataclasses.replace(SKINNY, splits=1, l2_prefetch=256)
+    assert "cp.async.cg.shared.global.L2::256B" in g.ptx() and g.kernel_name.endswith("_p256")
+    assert any("LTC256B" in op for op in g.assemble().sass_opcodes())
+    with pytest.raises(ValidationError, match="l2_prefetch"):
+        dataclasses.replace(SKINNY, l2_prefetch=512)
+    with pytest.raises(ValidationError, match="splitk_sync"):
+        dataclasses.replace(SKINNY, splitk_sync="none")
+
+
+def test_split_k_odd_n_and_raster_groups_on_the_interpreter():
+    g = Int8Gemm(block_m=32, block_n=32, block_k=32, warps_m=1, warps_n=2, stages=2, raster_group=2, splits=4)
+    run_split(g, 70, 33, 300, seed=3)
+
+
+@settings(max_examples=12, deadline=None)
+@given(g=splitk_schedules(max_splits=6), m=st.integers(1, 70), n=st.integers(1, 70), k=st.integers(1, 300),
+       seed=seeds())
+def test_split_factors_property_on_the_interpreter(g, m, n, k, seed):
+    if g.bits == 4:
+        k += k % 2
+    run_split(g, m, n, k, seed)
+
+
+@settings(max_examples=6, deadline=None)
+@given(g=splitk_schedules(max_splits=16, operands=("s4", "s8"), max_acc=64, max_threads=256))
+def test_split_k_schedules_assemble_without_spills(g):
+    r = g.assemble()
+    assert r.spills == 0, (g.kernel_name, str(r))
+    sass = r.sass_opcodes()
+    assert any(op.startswith("ATOM") or op.startswith("RED") for op in sass) == (g.splits > 1), g.kernel_name
+
+
+@pytest.mark.parametrize("m", [32, 128])
+def test_the_skinny_sweep_space_is_legal_and_starts_with_the_rule(m):
+    t = Target.parse("sm_90")
+    space = splitk_space(m, 8192, 8192, t)
+    from ptxforge.schedules.gemm.tuning import choose_config
+    assert space[0] == choose_config(m, 8192, 8192, t, "s4")
+    assert any(c.get("splits", 1) > 1 for c in space) and len(space) == len({tuple(sorted(c.items())) for c in space})
+    for c in space[:: max(1, len(space) // 4)]:
+        assert Int4Gemm(target=t, **c).assemble().spills == 0
+
+
+def test_split_k_kernel_parameters_grid_and_name():
+    g = dataclasses.replace(SKINNY, splits=4)
+    names = [p.name for p in g.module.kernels[0].params]
+    assert names == ["a", "b", "c", "m", "n", "k", "w", "counters"]
+    assert g.grid(40, 100) == (4, 2, 4) and g.kernel_name.endswith("_k4")
+    one = dataclasses.replace(g, splits=1)
+    assert [p.name for p in one.module.kernels[0].params] == ["a", "b", "c", "m", "n", "k"]
+    assert one.splitk_workspace(40, 100) == ()
+
+
+@pytest.mark.parametrize("bad", [0, 33, 2.0, True])
+def test_split_factor_validation(bad):
+    with pytest.raises(ValidationError, match="splits"):
+        dataclasses.replace(SKINNY, splits=bad)
+
+
+def test_choose_splits_fills_the_gpu_and_keeps_k_tiles_per_split():
+    assert choose_splits(32, 8192, 32, 32, 64, 132) == 2  # 128 tiles: two waves of two CTAs per SM
+    assert choose_splits(32, 8192, 32, 32, 128, 132) == 4
+    assert choose_splits(1024, 8192, 32, 128, 128, 132) == 1  # 512 tiles already fill the SMs
+    assert choose_splits(32, 8192, 6, 32, 64, 132) == 1  # too few k-tiles to split
+
+
+def test_run_passes_the_workspace_through_the_interpreter(monkeypatch):
+    """run() on numpy arrays with a split-K schedule: the launch receives the workspace after k."""
+    import ptxforge.schedules.gemm.run as R
+    seen = {}
+
+    class FakeFn:
+        def __call__(self, grid, block, *args, shared=0, stream=None):
+            seen["grid"], seen["nargs"] = grid, len(args)
+
+    class FakeBuf:
+        ptr = 0
+    monkeypatch.setattr(R, "load_kernel", lambda s: FakeFn())
+    monkeypatch.setattr(Int4Gemm, "splitk_workspace", lambda self, m, n, stream=0: (FakeBuf(), FakeBuf()))
+    rng = np.random.default_rng(0)
+    a, b = _operands(SKINNY, 20, 40, 200, rng)
+    SKINNY.run(a, b)
+    assert seen == {"grid": (2, 1, 3), "nargs": 8}
+
+
+def test_a_plan_launches_with_its_workspace_after_k(monkeypatch):
+    """GemmPlan of a split-K schedule: the packed launch holds a, b, c, m, n, k, then the
+    workspace and counter addresses the schedule handed out, in the kernel's parameter layout."""
+    import ptxforge.schedules.gemm.plan as P
+    from ptxforge.runtime.kernel import layout
+    g = Int4Gemm(block_m=32, block_n=64, block_k=256, warps_m=1, warps_n=4, stages=4, raster_group=1, splits=4)
+    launched = []
+
+    class FakeFn:
+        def __init__(self, s):
+            self.layout = layout(s.module.kernels[0].params)
+
+        def _config(self, grid, block, shared):
+            return (*grid, *block, shared)
+
+        def _launch(self, cfg, stream, blob, values):
+            blob.fill(values)  # packs into the kernel's own layout: the count and types must match
+            launched.append((cfg, values))
+
+    class Buf:
+        def __init__(self, ptr):
+            self.ptr = ptr
+    monkeypatch.setattr(P, "load_kernel", lambda s: FakeFn(s))
+    monkeypatch.setattr(Int4Gemm, "splitk_workspace", lambda self, m, n, stream=0: (Buf(0x1000), Buf(0x2000)))
+    plan = g.plan(32, 8192, 8192)
+    plan.launch_pointers(0x100, 0x200, 0x300)
+    (cfg, values), = launched
+    assert cfg[:3] == (128, 1, 4) and values == (0x100, 0x200, 0x300, 32, 8192, 8192, 0x1000, 0x2000)
+
+
+def test_for_shape_takes_the_measured_skinny_configurations():
+    """M=32: 256-byte k-tiles (fewer barriers per byte of B); M=128: 64x64 tiles, two CTAs per SM."""
+    g32 = Int4Gemm.for_shape(32, 8192, 8192, "sm_90")
+    assert g32.row_bytes_k == 256 and g32.splits == 1 and g32.block_m == 32
+    g128 = Int4Gemm.for_shape(128, 8192, 8192, "sm_90")
+    ctas = g128.grid(128, 8192)[0] * g128.grid(128, 8192)[1]
+    assert ctas >= 2 * 132 * 9 // 10 and g128.splits == 1
+    for g in (g32, g128):
+        r = g.assemble()
+        assert r.spills == 0 and r.ctas_per_sm >= 2, str(r)

@@ -1,0 +1,45 @@
+"""The Hopper examples on the interpreter against numpy, and each assembled for sm_90a by ptxas."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+
+from support.examples import load_example
+
+
+def test_tma_copy_on_the_interpreter():
+    ex = load_example("hopper_tma_copy")
+    dst, dump, src, corner = ex.run_cpu()
+    np.testing.assert_array_equal(dst, src)
+    np.testing.assert_array_equal(dump.view(np.uint8), ex.swizzled_box(src, *corner))
+    assert corner == (128, 192)  # the ragged corner box: 24 of 64 columns and 8 of 64 rows inside
+
+
+@pytest.mark.parametrize("box_rows, stages", [(128, 2), (256, 3)])
+def test_tma_copy_with_taller_boxes(box_rows, stages):
+    ex = load_example("hopper_tma_copy")
+    dst, _, src, _ = ex.run_cpu(300, 200, stages=stages, grid=3, box_rows=box_rows)
+    np.testing.assert_array_equal(dst, src)
+
+
+def test_tma_copy_assembles():
+    ex = load_example("hopper_tma_copy")
+    for stages in (2, 4):
+        pf.assemble(ex.build(stages), backend="ptxas")
+
+
+@pytest.mark.parametrize("dtype", ["s8", "bf16"])
+@pytest.mark.parametrize("rs", [False, True], ids=["SS", "RS"])
+def test_wgmma_tile_on_the_interpreter(dtype, rs):
+    ex = load_example("hopper_wgmma_tile")
+    got, want = ex.run_cpu(dtype, rs)
+    np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", ["s8", "bf16"])
+@pytest.mark.parametrize("rs", [False, True], ids=["SS", "RS"])
+def test_wgmma_tile_assembles(dtype, rs):
+    ex = load_example("hopper_wgmma_tile")
+    r = pf.assemble(ex.build(dtype, 256, 1024, 1024, rs), backend="ptxas")
+    assert r is not None

@@ -1,0 +1,106 @@
+"""Clusters on the interpreter: special registers, distributed shared memory through mapa, the cluster
+barrier, launch checks, the multicast example; races across CTAs are reported."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import interp, u32
+from ptxforge.errors import LaunchError
+
+from support.cluster_probes import expected_ring, expected_sregs, ring_probe, sreg_probe, SREGS
+from support.examples import load_example
+
+
+@pytest.mark.parametrize("grid, cluster", [((4, 1), (2, 1)), ((4, 4), (2, 2)), ((6, 2), (3, 1)), ((2, 2), (1, 1))])
+def test_special_registers(grid, cluster):
+    out = np.zeros((grid[0] * grid[1], len(SREGS)), np.uint32)
+    interp.run(sreg_probe(cluster), grid=grid, block=32, args=[out])
+    np.testing.assert_array_equal(out, expected_sregs(grid, cluster))
+
+
+@pytest.mark.parametrize("size, grid", [(2, 4), (4, 8), (8, 8)])
+def test_distributed_shared_memory_ring(size, grid):
+    out = np.zeros((grid, 64), np.uint32)
+    interp.run(ring_probe(size), grid=grid, block=64, args=[out])
+    np.testing.assert_array_equal(out, expected_ring(grid, size))
+
+
+def test_a_missing_cluster_barrier_is_a_race_between_ctas():
+    out = np.zeros((2, 64), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"\[race\]") as info:
+        interp.run(ring_probe(2, sync=False), grid=2, block=64, args=[out])
+    f = info.value.findings[0]
+    assert f.instruction.opcode == "ld" and f.other.opcode == "st"
+    assert f.nthreads == 128  # the readers of both CTAs; the writers are the partner CTA's threads
+
+
+def test_wait_without_arrive_and_mapa_out_of_the_cluster():
+    k = pf.KernelBuilder("w", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    k.barrier_cluster_wait()
+    with pytest.raises(interp.InterpError, match="without a barrier.cluster.arrive"):
+        interp.run(k, grid=2, block=32)
+    k = pf.KernelBuilder("m", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    k.mapa(k.shared_base(k.shared("s", 16)), 2)
+    with pytest.raises(interp.InterpError, match="rank 2 of a cluster of 2"):
+        interp.run(k, grid=2, block=32)
+
+
+def test_launch_checks():
+    k = ring_probe(2)
+    with pytest.raises(LaunchError, match="does not divide"):
+        interp.run(k, grid=3, block=64, args=[np.zeros((3, 64), np.uint32)])
+    with pytest.raises(LaunchError, match="requires clusters of"):
+        interp.run(k, grid=4, block=64, args=[np.zeros((4, 64), np.uint32)], cluster=4)
+    e = pf.KernelBuilder("e", target="sm_90", explicitcluster=True)
+    with pytest.raises(LaunchError, match="explicitcluster"):
+        interp.run(e, grid=2, block=32)
+    interp.run(e, grid=2, block=32, cluster=2)
+
+
+def test_cluster_multicast_example():
+    ex = load_example("hopper_cluster_multicast")
+    d, flags, want = ex.run_cpu()
+    np.testing.assert_array_equal(d.astype(np.int64), want)
+    np.testing.assert_array_equal(flags, ex.expected_flags(len(flags)))
+    pf.assemble(ex.build(256, 1024, 512), backend="ptxas")
+
+
+def test_probes_assemble():
+    for k in (sreg_probe((2, 2)), ring_probe(4)):
+        pf.assemble(k.module(), backend="ptxas")
+
+
+def remote_arrive_probe(remote=True):
+    """CTA 0's mbarrier expects 2 arrivals: thread 0 of CTA 0 and (through mapa) thread 0 of CTA 1.
+    CTA 1 first writes a word into CTA 0's shared memory; CTA 0 waits, then reads it."""
+    k = pf.KernelBuilder("remote_arrive", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    bar = k.shared("bar", 8, align=8)
+    box = k.shared("box", 16, align=16)
+    rank = k.cluster_ctarank()
+    lead = k.setp("eq", k.tid(), 0)
+    is0 = k.setp("eq", rank, 0)
+    k.mbarrier_init(bar, 2, pred=lead)
+    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+    k.cluster_sync()
+    with k.if_(k.setp("ne", rank, 0)):
+        with k.if_(lead):
+            k.st(k.mapa(k.shared_base(box), 0), 4242, type=u32, space="shared::cluster")
+            if remote:
+                k.mbarrier_arrive(k.mapa(k.shared_base(bar), 0), space="shared::cluster")
+    with k.if_(is0):
+        k.mbarrier_arrive(bar, pred=lead)
+        k.mbarrier_wait(bar, 0)
+        k.st(out, k.ld(box, type=u32, space="shared"), type=u32, pred=lead)
+    k.cluster_sync()
+    return k
+
+
+def test_a_remote_mbarrier_arrive_completes_the_partner_phase():
+    out = np.zeros(1, np.uint32)
+    interp.run(remote_arrive_probe(), grid=2, block=32, args=[out])
+    assert out[0] == 4242
+    pf.assemble(remote_arrive_probe().module(), backend="ptxas")
+    with pytest.raises(interp.InterpError, match="deadlock.*still expects 1 of its 2 arrivals"):
+        interp.run(remote_arrive_probe(remote=False), grid=2, block=32, args=[out])

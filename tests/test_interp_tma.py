@@ -1,0 +1,210 @@
+"""TMA on the interpreter: tile loads and stores from TensorMap arguments against numpy (every
+swizzle, ragged and negative coordinates, out-of-bounds fill, rank 1..3), the tensor-map argument
+checks, and the findings: expect_tx bytes that never arrive, a wait on the wrong phase, a TMA
+store whose source is rewritten too early or was written without fence.proxy.async."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+import ptxforge as pf
+from ptxforge import interp, u32
+from ptxforge.errors import LaunchError, ValidationError
+from ptxforge.hopper.layout import SmemTile
+from ptxforge.testing.interp_strategies import seeds
+
+
+def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True):
+    """Thread 0 loads the box at coordinates (params) into `tile`; 128 threads dump it raw to `out`."""
+    k = pf.KernelBuilder("tma_probe", target="sm_90a", reqntid=128)
+    tm = k.param_tensormap("tm")
+    out = k.param_ptr("out", u32)
+    coords = [k.param_value(f"c{i}", pf.s32) for i in range(rank)]
+    tile = k.shared("tile", max(box_bytes, 16), align=1024)
+    bar = k.shared("bar", 8, align=8)
+    tid = k.tid()
+    lead = k.setp("eq", tid, 0)
+    k.mbarrier_init(bar, 1, pred=lead)
+    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+    k.bar_sync(0)
+    with k.if_(lead):
+        k.mbarrier_arrive(bar, expect_tx=box_bytes if expect is None else expect)  # <- expect
+        k.tensor_load(tile, tm, coords, bar)
+    k.mbarrier_wait(bar, parity)  # <- wait
+    if dump:
+        for j in range(0, box_bytes, 128 * 16):
+            o = k.add(k.shl(tid, 4), j)
+            with k.if_(k.setp("lt", o, box_bytes)):
+                v = k.ld(k.add(k.shared_base(tile), o), type=pf.b32, space="shared", vec=4)
+                k.st(k.add(out, k.cvt(o, "u64")), list(v), type=pf.b32)
+    return k
+
+
+def expected_box(a, box, coords, fill=0):
+    """Dense box (innermost dimension fastest) of numpy array `a` (outermost first) at coords (innermost first)."""
+    out = np.full(tuple(reversed(box)), fill, dtype=a.dtype)
+    src = [slice(max(c, 0), min(c + b, n)) for c, b, n in zip(coords[::-1], box[::-1], a.shape)]
+    dst = [slice(s.start - c, s.stop - c) for s, c in zip(src, coords[::-1])]
+    if all(s.stop > s.start for s in src):
+        out[tuple(dst)] = a[tuple(src)]
+    return out
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data(), seed=seeds())
+def test_tile_loads_match_numpy(data, seed):
+    rng = np.random.default_rng(seed)
+    dtype = data.draw(st.sampled_from([np.uint8, np.uint16, np.float32]))
+    eb = np.dtype(dtype).itemsize
+    swz = data.draw(st.sampled_from([0, 32, 64, 128]))
+    rank = 2 if swz else data.draw(st.integers(1, 3))
+    inner = swz // eb if swz else data.draw(st.sampled_from([16, 32, 48])) // eb * (1 if eb < 4 else 1)
+    box = [inner] + [data.draw(st.integers(1, 12)) for _ in range(rank - 1)]
+    shape = [data.draw(st.integers(1, 3)) * 16 // eb * data.draw(st.integers(1, 4))] + \
+        [data.draw(st.integers(1, 20)) for _ in range(rank - 1)]  # innermost first; rows of 16-byte multiples
+    a = (rng.integers(0, 250, tuple(reversed(shape))).astype(dtype))
+    coords = [data.draw(st.integers(-b, n)) for b, n in zip(box, shape)]
+    nbytes = int(np.prod(box)) * eb
+    out = np.zeros(-(-nbytes // 4), np.uint32)
+    k = load_probe(rank, nbytes)
+    interp.run(k, block=128, args=[interp.host_tensor_map(a, box, swizzle=swz), out, *coords])
+    want = expected_box(a, box, coords)
+    if swz:
+        img = SmemTile({1: "u8", 2: "u16", 4: "f32"}[eb], box[1], box[0], "K", swz).store(want) if box[1] % 8 == 0 \
+            else None
+        if img is None:  # the swizzle pattern of a partial 8-row group: XOR the 16-byte chunk with the row
+            from ptxforge.isa.descriptors import apply_swizzle
+            dense = want.reshape(-1).view(np.uint8)
+            idx = apply_swizzle(np.arange(0, nbytes, 16), swz)
+            img = np.zeros(nbytes, np.uint8)
+            for i, p in zip(range(0, nbytes, 16), idx):
+                img[p:p + 16] = dense[i:i + 16]
+        assert np.array_equal(out.view(np.uint8)[:nbytes], img)
+    else:
+        assert np.array_equal(out.view(np.uint8)[:nbytes], want.reshape(-1).view(np.uint8))
+
+
+def test_nan_fill_for_floats():
+    a = np.arange(64, dtype=np.float32).reshape(4, 16)
+    out = np.zeros(16 * 8, np.uint32)
+    interp.run(load_probe(2, 16 * 8 * 4), block=128,
+               args=[interp.host_tensor_map(a, (16, 8), oob_fill="nan"), out, 0, 0])
+    got = out.view(np.float32).reshape(8, 16)
+    assert np.array_equal(got[:4], a) and np.isnan(got[4:]).all()
+
+
+def store_probe(box, *, fence=True, early_write=False, wait=True):
+    """128 threads fill the tile with tile[i] = base + i (u32), fence, barrier; thread 0 stores it at (c0, c1)."""
+    k = pf.KernelBuilder("tma_store_probe", target="sm_90a", reqntid=128)
+    tm = k.param_tensormap("tm")
+    base = k.param_value("base", u32)
+    c0, c1 = k.param_value("c0", pf.s32), k.param_value("c1", pf.s32)
+    n = box[0] * box[1]
+    tile = k.shared("tile", 4 * n, align=1024)
+    tid = k.tid()
+    for j in range(0, n, 128):
+        i = k.add(tid, j)
+        with k.if_(k.setp("lt", i, n)):
+            k.st(k.add(k.shared_base(tile), k.shl(i, 2)), k.add(base, i), type=u32, space="shared")
+    if fence:
+        k.fence("fence.proxy.async.shared::cta")
+    k.bar_sync(0)
+    lead = k.setp("eq", tid, 0)
+    with k.if_(lead):
+        k.tensor_store(tm, (c0, c1), tile)
+        k.bulk_commit()
+        if early_write:
+            k.st(k.shared_base(tile), 7, type=u32, space="shared")  # <- early
+        if wait:
+            k.bulk_wait(0, read=True)
+    return k
+
+
+@pytest.mark.parametrize("c0, c1", [(0, 0), (24, 5), (-8, -3), (40, 9)])
+def test_tile_store_writes_the_in_bounds_part_only(c0, c1):
+    dst = np.full((12, 48), 0xDEADBEEF, dtype=np.uint32)
+    box = (16, 8)
+    interp.run(store_probe(box), block=128, args=[interp.host_tensor_map(dst, box), 1000, c0, c1])
+    want = np.full_like(dst, 0xDEADBEEF)
+    vals = (1000 + np.arange(box[0] * box[1], dtype=np.uint32)).reshape(box[1], box[0])
+    for r in range(box[1]):
+        for c in range(box[0]):
+            y, x = c1 + r, c0 + c
+            if 0 <= y < 12 and 0 <= x < 48:
+                want[y, x] = vals[r, c]
+    np.testing.assert_array_equal(dst, want)
+
+
+def test_tensor_map_arguments_are_checked():
+    a = np.zeros((8, 10), np.uint16)  # rows of 20 bytes: not a multiple of 16
+    with pytest.raises(ValidationError, match="multiple of 16"):
+        interp.host_tensor_map(a, (8, 8))
+    b = np.zeros((8, 128), np.uint16)
+    with pytest.raises(ValidationError, match="more than the 64-byte swizzle span"):
+        interp.host_tensor_map(b, (64, 8), swizzle=64)
+    with pytest.raises(ValidationError, match="1..256"):
+        interp.host_tensor_map(b, (8, 300))
+    k = pf.KernelBuilder("notmap", target="sm_90a")
+    k.param_ptr("p", u32)
+    with pytest.raises(LaunchError, match="not a tensor-map parameter"):
+        interp.run(k, block=32, args=[interp.host_tensor_map(b, (8, 8))])
+
+
+def test_expect_tx_bytes_that_never_arrive_are_a_deadlock_naming_the_expect_tx():
+    a = np.zeros((8, 16), np.uint32)
+    k = load_probe(2, 16 * 8 * 4, expect=16 * 8 * 4 + 16, dump=False)
+    with pytest.raises(interp.InterpError, match=r"deadlock.*still expects 16 transaction bytes") as info:
+        interp.run(k, block=128, args=[interp.host_tensor_map(a, (16, 8)), np.zeros(4, np.uint32), 0, 0])
+    assert "<- expect" in str(info.value)
+
+
+def test_a_wait_on_the_wrong_phase_is_reported():
+    a = np.zeros((8, 16), np.uint32)
+    k = load_probe(2, 16 * 8 * 4, parity=1)
+    with pytest.raises(interp.InterpError, match=r"wrong phase") as info:
+        interp.run(k, block=128, args=[interp.host_tensor_map(a, (16, 8)), np.zeros(128, np.uint32), 0, 0])
+    assert "<- wait" in str(info.value)
+
+
+def test_rewriting_a_tma_store_source_before_wait_read_is_reported():
+    dst = np.zeros((8, 16), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"TMA store is still reading") as info:
+        interp.run(store_probe((16, 8), early_write=True), block=128,
+                   args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])
+    assert "<- early" in str(info.value)
+
+
+def test_a_tma_store_of_unfenced_generic_writes_is_reported():
+    dst = np.zeros((8, 16), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"\[proxy\]"):
+        interp.run(store_probe((16, 8), fence=False), block=128, args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])
+
+
+def test_one_dimensional_bulk_store():
+    k = pf.KernelBuilder("bulk_store", target="sm_90", reqntid=64)
+    dst = k.param_ptr("dst", u32)
+    buf = k.shared("buf", 256, align=16)
+    tid = k.tid()
+    k.st(k.add(k.shared_base(buf), k.shl(tid, 2)), k.mul(tid, 3), type=u32, space="shared")
+    k.fence("fence.proxy.async.shared::cta")
+    k.bar_sync(0)
+    with k.if_(k.setp("eq", tid, 0)):
+        k.bulk_store(k.add(dst, 64), buf, 256)
+        k.bulk_commit()
+        k.bulk_wait(0, read=True)
+    out = np.zeros(96, np.uint32)
+    interp.run(k, block=64, args=[out])
+    np.testing.assert_array_equal(out[16:80], 3 * np.arange(64))
+    assert (out[:16] == 0).all() and (out[80:] == 0).all()
+    line = [i.render() for i in k.finish().instructions if i.opcode == "cp.async.bulk"][0]
+    assert line.startswith("cp.async.bulk.global.shared::cta.bulk_group [")
+    pf.assemble(k.module(), backend="ptxas")
+    with pytest.raises(ValidationError, match="multiple of 16"):
+        k2 = pf.KernelBuilder("b", target="sm_90")
+        k2.bulk_store(k2.param_ptr("p", u32), k2.shared("s", 64), 24)
+
+
+def test_exiting_before_a_tma_store_was_read_is_reported():
+    dst = np.zeros((8, 16), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"exits while its bulk \(TMA\) store"):
+        interp.run(store_probe((16, 8), wait=False), block=128, args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])

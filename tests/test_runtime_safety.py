@@ -1,0 +1,838 @@
+"""The runtime's promises that need no GPU: a disk cache no one else can plant code in, faults
+reported once and by name, lifetimes that cannot dangle, contexts given back, foreign arrays and
+foreign PTX checked, bounded toolchain calls, hang detection, and bad input at the edges.
+
+Where a driver failure code must be injected, `StandIn` replaces cuda.bindings' driver module
+(its enums are the real ones; its functions answer as each test tells them to)."""
+
+import os
+import stat
+import sys
+import threading
+import time
+import types
+import warnings
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+import ptxforge.interp
+from ptxforge import f32, u32
+from ptxforge.errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, SyncTimeout,
+                             ToolchainError)
+from ptxforge.runtime import cache as C
+from ptxforge.runtime import driver as D
+from ptxforge.runtime import faults as F
+from ptxforge.runtime import kernel as K
+from ptxforge.runtime import loader as L
+from ptxforge.runtime.culink import LinkResult
+from ptxforge.runtime.launch import LaunchLimits, layout, resolve
+
+real = pytest.importorskip("cuda.bindings.driver")
+
+KEY = C.cache_key("ptx", "sm_90", (), "cuda-13000/570.1")
+
+
+# ---------------------------------------------------------------- a stand-in for the driver
+
+class StandIn:
+    """cuda.bindings.driver with scripted answers; records every call by name."""
+
+    CUpointer_attribute = real.CUpointer_attribute
+    CUmemorytype = real.CUmemorytype
+    CUjit_option = real.CUjit_option
+    CUjit_target = real.CUjit_target
+    CUfunction_attribute = real.CUfunction_attribute
+
+    def __init__(self):
+        self.calls = []
+        self.current = 0
+        self.answers = {}
+
+    def CUstream(self, h=0):
+        return h
+
+    def CUdeviceptr(self, p=0):
+        return p
+
+    def _answer(self, name, default, *args):
+        self.calls.append((name, args))
+        a = self.answers.get(name, default)
+        return a(*args) if callable(a) else a
+
+    def cuGetErrorName(self, err):
+        raise RuntimeError("no names here")
+
+    cuGetErrorString = cuGetErrorName
+
+    def cuCtxGetCurrent(self):
+        self.calls.append(("cuCtxGetCurrent", ()))
+        return (0, self.current)
+
+    def cuCtxSetCurrent(self, ctx):
+        self.calls.append(("cuCtxSetCurrent", (int(ctx),)))
+        self.current = int(ctx)
+        return (0,)
+
+    def __getattr__(self, name):
+        if name.startswith("cu"):
+            return lambda *a: self._answer(name, (0, 0), *a)
+        raise AttributeError(name)
+
+
+OURS = 0xC0FFEE
+
+
+@pytest.fixture
+def drv(monkeypatch):
+    """The stand-in driver, with ptxforge's state initialized as if on an H200 (context handle OURS)."""
+    sd = StandIn()
+    info = D.DeviceInfo(ordinal=0, name="stand-in", compute_capability=(9, 0), sm_count=132, total_memory=1 << 30,
+                        driver_version=13000, limits=LaunchLimits(max_shared_optin=232448), driver_build="570.1")
+    monkeypatch.setattr(D, "_api", sd)
+    monkeypatch.setattr(D, "_state", D._Context(0, OURS, info, 0))
+    monkeypatch.setattr(K, "_stream_objs", {})  # the stand-in's stream objects must not outlive it
+    F.reset_for_tests()
+    C.clear_memory_cache()
+    yield sd
+    F.reset_for_tests()
+    C.clear_memory_cache()
+
+
+NO_KERNELS = ".version 8.0\n.target sm_90\n.address_size 64\n"
+
+
+# ---------------------------------------------------------------- the disk cache: who may plant code
+
+def test_default_location_is_the_users_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert C.default_cache_dir() == str(tmp_path / "xdg" / "ptxforge" / "cubins")
+        monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec ignores relative values
+        assert C.default_cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "ptxforge", "cubins")
+    assert "/tmp/ptxforge" not in open(os.path.join(os.path.dirname(__file__), "..", "scripts",
+                                                    "gpu_lane.sh")).read()
+
+
+def test_new_cache_directories_are_private(tmp_path):
+    root = tmp_path / "a" / "b" / "cubins"
+    dc = C.DiskCache(str(root))
+    assert dc.prepare() is None
+    for d in (tmp_path / "a", tmp_path / "a" / "b", root):
+        assert stat.S_IMODE(os.stat(d).st_mode) == 0o700
+    assert dc.put(KEY, b"cubin")
+    assert stat.S_IMODE(os.stat(os.path.dirname(dc.path(KEY))).st_mode) == 0o700
+    assert stat.S_IMODE(os.stat(dc.path(KEY)).st_mode) == 0o600
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o757, 0o1777])
+def test_a_directory_others_can_write_is_not_used(tmp_path, monkeypatch, mode):
+    root = tmp_path / "shared"
+    root.mkdir()
+    os.chmod(root, mode)
+    monkeypatch.setenv(C.CACHE_DIR_ENV, str(root))
+    monkeypatch.delenv(C.CACHE_ENV, raising=False)
+    C._warned_dirs.discard(str(root))
+    before = C.stats.unsafe_dirs
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert C.disk_cache() is None and C.disk_cache() is None
+    msgs = [str(x.message) for x in w]
+    assert len(msgs) == 1 and "group or others may write it" in msgs[0] and "JIT-compile" in msgs[0]
+    assert C.stats.unsafe_dirs == before + 2
+
+
+def test_a_directory_of_another_user_is_not_used(tmp_path, monkeypatch):
+    if not hasattr(os, "geteuid"):
+        pytest.skip("no uids on this platform")
+    root = tmp_path / "theirs"
+    root.mkdir(mode=0o700)
+    monkeypatch.setattr(C.os, "geteuid", lambda: os.stat(root).st_uid + 1)
+    assert "owned by uid" in C.directory_problem(str(root))
+    monkeypatch.setenv(C.CACHE_DIR_ENV, str(root))
+    monkeypatch.delenv(C.CACHE_ENV, raising=False)
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        assert C.disk_cache() is None
+
+
+def _planted(dc, what, target):
+    p = dc.path(KEY)
+    os.makedirs(os.path.dirname(p), mode=0o700, exist_ok=True)
+    if what == "symlink":
+        os.symlink(target, p)
+    elif what == "fifo":
+        os.mkfifo(p)
+    elif what == "dir":
+        os.mkdir(p)
+    return p
+
+
+@pytest.mark.parametrize("what,why", [("symlink", "symbolic link"), ("fifo", "not a regular file"),
+                                      ("dir", "not a regular file"), ("devzero", "symbolic link")])
+def test_entries_must_be_regular_files_not_links(tmp_path, what, why):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("POSIX only")
+    dc = C.DiskCache(str(tmp_path / "c"))
+    assert dc.prepare() is None
+    good = tmp_path / "elsewhere.cubin"
+    good.write_bytes(C.encode_entry(KEY, b"planted cubin"))  # a valid entry, but reached through a link
+    _planted(dc, "symlink" if what == "devzero" else what, "/dev/zero" if what == "devzero" else str(good))
+    box = []
+    t = threading.Thread(target=lambda: box.append(dc.get(KEY)), daemon=True)
+    t.start()
+    t.join(5)
+    assert box == [None], "a planted entry must be refused at once (a FIFO must not block)"
+    assert why in dc.last_rejection
+
+
+def test_entries_are_size_capped_before_reading(tmp_path):
+    dc = C.DiskCache(str(tmp_path / "c"), max_bytes=4096)
+    assert dc.prepare() is None
+    p = dc.path(KEY)
+    os.makedirs(os.path.dirname(p), mode=0o700)
+    with open(p, "wb") as f:
+        f.truncate(1 << 20)
+    assert dc.get(KEY) is None and "over the 4096-byte limit" in dc.last_rejection
+    assert not dc.put(KEY, bytes(8192))  # too large to keep at all
+
+
+def test_the_header_names_the_full_key_and_format(tmp_path):
+    other = C.cache_key("other ptx", "sm_90", (), "cuda-13000/570.1")
+    dc = C.DiskCache(str(tmp_path))
+    assert dc.put(other, b"their cubin")
+    os.makedirs(os.path.dirname(dc.path(KEY)), mode=0o700, exist_ok=True)
+    os.replace(dc.path(other), dc.path(KEY))  # an entry renamed to our key's file
+    assert dc.get(KEY) is None and dc.last_rejection == "the entry is for another key"
+    entry = bytearray(C.encode_entry(KEY, b"x"))
+    entry[8] = C.FORMAT + 1
+    assert C.decode_entry(KEY, bytes(entry)) == (None, f"format {C.FORMAT + 1}, not {C.FORMAT}")
+
+
+def test_least_recently_used_entries_are_pruned(tmp_path):
+    entry_bytes = len(C.encode_entry(KEY, bytes(1000)))
+    dc = C.DiskCache(str(tmp_path), max_bytes=4 * entry_bytes)
+    keys = [C.cache_key(f"ptx {i}", "sm_90", (), "d") for i in range(4)]
+    now = time.time()
+    for i, k in enumerate(keys):
+        assert dc.put(k, bytes(1000))
+        os.utime(dc.path(k), (now - 1000 + i, now - 1000 + i))  # keys[0] the oldest
+    assert dc.get(keys[0]) is not None  # a hit makes it the most recent
+    before = C.stats.pruned
+    assert dc.put(C.cache_key("ptx 4", "sm_90", (), "d"), bytes(1000))  # over the limit now
+    left = {k for k in keys if os.path.exists(dc.path(k))}
+    assert keys[0] in left and keys[1] not in left and keys[2] not in left
+    assert dc.total_bytes() <= 4 * entry_bytes and C.stats.pruned == before + 2
+
+
+def test_stale_temporary_files_are_pruned(tmp_path):
+    dc = C.DiskCache(str(tmp_path))
+    dc.put(KEY, b"x")
+    tmp = os.path.join(os.path.dirname(dc.path(KEY)), ".tmp-killed-writer")
+    open(tmp, "wb").close()
+    os.utime(tmp, (time.time() - 2 * C.STALE_TMP_SECONDS,) * 2)
+    dc.prune()
+    assert not os.path.exists(tmp) and os.path.exists(dc.path(KEY))
+
+
+def test_cache_size_limit_from_the_environment(monkeypatch):
+    monkeypatch.setenv(C.CACHE_MAX_ENV, "12345")
+    assert C.max_cache_bytes() == 12345 and C.DiskCache("/nonexistent").max_bytes == 12345
+    monkeypatch.setenv(C.CACHE_MAX_ENV, "lots")
+    with pytest.raises(ValueError, match=C.CACHE_MAX_ENV):
+        C.max_cache_bytes()
+
+
+# ---------------------------------------------------------------- loading: what may touch the cache
+
+@pytest.fixture
+def disk(tmp_path):
+    dc = C.DiskCache(str(tmp_path / "cache"))
+    assert dc.prepare() is None
+    return dc
+
+
+def _build_with(drv, disk, monkeypatch, load_code, src=None):
+    """Run the loader's cache logic with cuModuleLoadData answering `load_code` for the cached cubin."""
+    src = src or L.source_of_text(NO_KERNELS, None)
+    jits = []
+
+    def jit(s, target, options):
+        jits.append(target)
+        return 0x2222, b"fresh cubin", "log"
+    monkeypatch.setattr(L, "_jit_and_load", jit)
+    drv.answers["cuModuleLoadData"] = lambda cubin: (load_code, 0x1111) if cubin == b"cached cubin" else (0, 0x1111)
+    return L._build(src, "sm_90", KEY, (), D._state.info, disk, None), jits
+
+
+def test_a_context_error_while_loading_leaves_the_cache_alone(drv, disk, monkeypatch):
+    disk.put(KEY, b"cached cubin")
+    before = open(disk.path(KEY), "rb").read()
+    F.record_launch(0, "scribbler", (4, 1, 1, 256, 1, 1, 0))
+    with pytest.raises(ContextLost) as e:
+        _build_with(drv, disk, monkeypatch, 700)
+    assert "kernel 'scribbler' grid (4, 1, 1) block (256, 1, 1)" in str(e.value)
+    assert "rejected the PTX" not in str(e.value)
+    assert open(disk.path(KEY), "rb").read() == before
+
+
+def test_out_of_memory_while_loading_leaves_the_cache_alone(drv, disk, monkeypatch):
+    disk.put(KEY, b"cached cubin")
+    before = open(disk.path(KEY), "rb").read()
+    with pytest.raises(DriverError, match="OUT_OF_MEMORY") as e:
+        _build_with(drv, disk, monkeypatch, 2)
+    assert not isinstance(e.value, (ContextLost, JitError))
+    assert open(disk.path(KEY), "rb").read() == before and F.dead_reason() is None
+
+
+def test_only_an_image_rejection_replaces_a_cached_cubin(drv, disk, monkeypatch):
+    disk.put(KEY, b"cached cubin")
+    lm, jits = _build_with(drv, disk, monkeypatch, 200)  # CUDA_ERROR_INVALID_IMAGE
+    assert jits == ["sm_90"] and lm.origin == "jit" and lm.cubin == b"fresh cubin"
+    assert disk.get(KEY)[0] == b"fresh cubin"  # replaced by rename, never deleted first
+
+
+def test_a_good_cached_cubin_loads_without_jit(drv, disk, monkeypatch):
+    disk.put(KEY, b"cached cubin", {"jit_log": "cached log"})
+    lm, jits = _build_with(drv, disk, monkeypatch, 0)
+    assert jits == [] and lm.origin == "disk" and lm.jit_log == "cached log"
+
+
+def test_a_dead_context_during_jit_is_not_blamed_on_the_ptx(drv, monkeypatch):
+    monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(700, "cuLinkComplete", b"", "", ""))
+    src = L.source_of_text(NO_KERNELS, None)
+    with pytest.raises(ContextLost, match="the CUDA context is unusable after CUDA_ERROR_ILLEGAL_ADDRESS"):
+        L.jit_link(src, "sm_90")
+    F.reset_for_tests()
+    monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(2, "cuLinkAddData", b"", "", ""))
+    with pytest.raises(DriverError, match="OUT_OF_MEMORY") as e:
+        L.jit_link(src, "sm_90")
+    assert not isinstance(e.value, JitError)
+    monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(201, "cuLinkCreate", b"", "", ""))
+    with pytest.raises(DriverError, match="CUDA_ERROR_INVALID_CONTEXT") as e:
+        L.jit_link(src, "sm_90")
+    assert not isinstance(e.value, JitError)
+    monkeypatch.setattr(L, "link_ptx", lambda *a: LinkResult(218, "cuLinkAddData", b"", "line 3; error : bad", ""))
+    with pytest.raises(JitError, match="rejected the PTX"):
+        L.jit_link(src, "sm_90")
+
+
+# ---------------------------------------------------------------- faults
+
+def test_a_fault_names_the_kernels_since_the_last_sync_and_kills_the_context(drv):
+    F.record_launch(0, "early", (1, 1, 1, 32, 1, 1, 0))
+    F.synchronized(0)  # finished: not a suspect
+    F.record_launch(0, "scribbler", (8, 2, 1, 128, 1, 1, 0))
+    F.record_launch(0x77, "other", (1, 1, 1, 64, 1, 1, 0))
+    with pytest.raises(ContextLost) as e:
+        D.check((700,), "cuMemFree")
+    msg = str(e.value)
+    assert "cuMemFree failed: CUDA_ERROR_ILLEGAL_ADDRESS (700)" in msg
+    assert "kernel 'scribbler' grid (8, 2, 1) block (128, 1, 1)" in msg and "stream 0x77" in msg
+    assert "'early'" not in msg
+    sentence = ("the CUDA context is unusable after CUDA_ERROR_ILLEGAL_ADDRESS in kernel 'scribbler' or 'other'; "
+                "restart the process")
+    assert msg.endswith(sentence)
+    for call in (D.context, D.synchronize, lambda: L.load(NO_KERNELS), lambda: D.check((2,), "cuMemAlloc"),
+                 lambda: pf.DeviceBuffer.empty(16)):
+        with pytest.raises(ContextLost) as later:
+            call()
+        assert str(later.value) == sentence
+
+
+def test_a_fault_with_nothing_pending_still_marks_the_context(drv):
+    with pytest.raises(ContextLost, match=r"^cuCtxSynchronize failed: CUDA_ERROR_MISALIGNED_ADDRESS"):
+        D.check((716,), "cuCtxSynchronize")
+    assert F.dead_reason() == "the CUDA context is unusable after CUDA_ERROR_MISALIGNED_ADDRESS; restart the process"
+
+
+def test_ordinary_errors_do_not_kill_the_context(drv):
+    for code in (1, 2, 200, 701):
+        with pytest.raises(DriverError) as e:
+            D.check((code,), "cuSomething")
+        assert not isinstance(e.value, ContextLost)
+    assert F.dead_reason() is None
+
+
+def test_remembered_launches_are_bounded(drv):
+    for i in range(100):
+        F.record_launch(0, f"k{i}", (1, 1, 1, 1, 1, 1, 0))
+    (stream, count, launches), = F.pending()
+    assert count == 100 and len(launches) == F.REMEMBERED and launches[-1][0] == "k99"
+    with pytest.raises(ContextLost, match=r"the last 8 of 100"):
+        D.check((719,), "cuStreamSynchronize")
+
+
+# ---------------------------------------------------------------- contexts
+
+def test_entry_points_make_ours_current_and_give_the_callers_back(drv):
+    drv.current = 0xF00  # another library's context
+    prev = D.enter()
+    assert drv.current == OURS and int(prev) == 0xF00
+    D.leave(prev)
+    assert drv.current == 0xF00
+    buf = pf.DeviceBuffer.empty(4, np.float32)  # an allocation is an entry point too
+    assert drv.current == 0xF00
+    assert ("cuCtxSetCurrent", (OURS,)) in drv.calls and ("cuMemAlloc", (16,)) in drv.calls
+    del buf
+
+
+def test_when_ours_is_current_an_entry_costs_one_query(drv):
+    drv.current = OURS
+    drv.calls.clear()
+    assert D.enter() is None
+    assert drv.calls == [("cuCtxGetCurrent", ())]
+
+
+def _attrs(ctx, dev, mtype):
+    return lambda n, attrs, ptr: (0, [ctx, dev, mtype])
+
+
+def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)
+    D.check_pointer(0x7000_0000, "x")
+    drv.answers["cuPointerGetAttributes"] = _attrs(0xBAD, 0, dev_mem)
+    with pytest.raises(LaunchError, match="belongs to another CUDA context"):
+        D.check_pointer(0x7000_0000, "argument 0 (x)")
+    drv.answers["cuPointerGetAttributes"] = _attrs(0, 1, dev_mem)
+    with pytest.raises(LaunchError, match="memory of device 1; ptxforge launches on device 0"):
+        D.check_pointer(0x7000_0000, "x")
+    drv.answers["cuPointerGetAttributes"] = _attrs(0, -2, 0)
+    with pytest.raises(LaunchError, match="not memory the CUDA driver knows"):
+        D.check_pointer(0x7000_0000, "x")
+    drv.answers["cuPointerGetAttributes"] = lambda n, attrs, ptr: (1, None)
+    with pytest.raises(LaunchError, match="not memory the CUDA driver knows"):
+        D.check_pointer(0x1000, "x")
+
+
+# ---------------------------------------------------------------- lifetimes
+
+class _Fn:
+    """The parts of a KernelFunction a BoundLaunch uses."""
+
+    def __init__(self, params):
+        self.name = "k"
+        self.layout = layout(params)
+        self.module = types.SimpleNamespace(_handle=1)
+        self._func = 0xF
+
+    _check_loaded = K.KernelFunction._check_loaded
+
+
+def _ptr_params():
+    k = pf.KernelBuilder("k", target="sm_80")
+    k.param_ptr("x", f32)
+    return k.params
+
+
+def test_a_bound_launch_keeps_its_buffers_and_refuses_after_close(drv):
+    fn = _Fn(_ptr_params())
+    drv.answers["cuMemAlloc"] = (0, 0x5000)
+    drv.answers["cuLaunchKernel"] = (0,)
+    buf = pf.DeviceBuffer.empty(64, np.float32)
+    r = resolve(fn.layout, (buf,), "k")
+    bl = K.BoundLaunch(fn, (1, 1, 1, 32, 1, 1, 0), 0, r, [])
+    import weakref
+    ref = weakref.ref(buf)
+    del buf, r
+    assert ref() is not None  # the launch holds it: its memory cannot be reused under it
+    bl.launch()
+    assert [c for c in drv.calls if c[0] == "cuLaunchKernel"]
+    ref().free()
+    with pytest.raises(LaunchError, match="has been freed"):
+        bl.launch()
+    bl.close()
+    with pytest.raises(LaunchError, match="was closed"):
+        bl.launch()
+    with pytest.raises(LaunchError, match="was closed"):
+        bl.copy_back()
+
+
+def test_a_bound_launch_of_an_unloaded_module_refuses(drv):
+    fn = _Fn(_ptr_params())
+    drv.answers["cuLaunchKernel"] = (0,)
+    bl = K.BoundLaunch(fn, (1, 1, 1, 32, 1, 1, 0), 0, resolve(fn.layout, (0,), "k"), [])
+    fn.module._handle = None
+    with pytest.raises(LaunchError, match="unloaded"):
+        bl.launch()
+
+
+def test_unload_leaves_the_in_process_cache(drv, monkeypatch):
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    lm = L.load(NO_KERNELS)
+    assert L.load(NO_KERNELS) is lm
+    lm.unload()
+    assert not lm.loaded and ("cuModuleUnload", (0x3333,)) in drv.calls
+    again = L.load(NO_KERNELS)
+    assert again is not lm and again.loaded
+
+
+def test_concurrent_first_loads_jit_once(drv, monkeypatch):
+    jits = []
+
+    def slow_jit(*a):
+        jits.append(threading.get_ident())
+        time.sleep(0.05)
+        return 0x4444 + len(jits), b"cubin", ""
+    monkeypatch.setattr(L, "_jit_and_load", slow_jit)
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    got, barrier = [], threading.Barrier(8)
+
+    def worker():
+        barrier.wait()
+        got.append(L.load(NO_KERNELS))
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(jits) == 1 and len(got) == 8 and all(m is got[0] for m in got)
+    assert not [c for c in drv.calls if c[0] == "cuModuleUnload"]
+
+
+# ---------------------------------------------------------------- synchronize with a timeout, stream query
+
+def test_stream_query_does_not_wait(drv):
+    drv.answers["cuStreamQuery"] = (600,)  # CUDA_ERROR_NOT_READY
+    assert pf.runtime.streams.query(5) is False
+    drv.answers["cuStreamQuery"] = (0,)
+    F.record_launch(5, "k", (1, 1, 1, 1, 1, 1, 0))
+    assert pf.runtime.streams.query(5) is True and F.pending() == []
+    drv.answers["cuStreamQuery"] = (700,)
+    with pytest.raises(ContextLost):
+        pf.runtime.streams.query(5)
+
+
+def test_stream_synchronize_times_out_naming_the_kernels(drv):
+    drv.answers["cuStreamQuery"] = (600,)
+    F.record_launch(9, "spinner", (2, 1, 1, 64, 1, 1, 0))
+    t0 = time.monotonic()
+    with pytest.raises(SyncTimeout, match=r"stream 0x9 did not finish within 0.05 s(.|\n)*kernel 'spinner'"):
+        pf.runtime.streams.synchronize_stream(9, timeout=0.05)
+    assert time.monotonic() - t0 < 2
+    assert isinstance(SyncTimeout("x"), TimeoutError)
+
+
+def test_device_synchronize_times_out(drv):
+    gate = threading.Event()
+    drv.answers["cuCtxSynchronize"] = lambda: (gate.wait(5), (0,))[1]
+    F.record_launch(0, "hung", (1, 1, 1, 1, 1, 1, 0))
+    with pytest.raises(SyncTimeout, match=r"within 0.05 s(.|\n)*kernel 'hung'"):
+        pf.synchronize(timeout=0.05)
+    gate.set()
+    drv.answers["cuCtxSynchronize"] = (0,)
+    pf.synchronize(timeout=1)
+    assert F.pending() == []
+
+
+# ---------------------------------------------------------------- foreign arrays
+
+def fake_cai(ptr=0x7000_0000, shape=(16,), typestr="<f4", readonly=False):
+    class GpuArray:
+        __cuda_array_interface__ = {"data": (ptr, readonly), "shape": shape, "typestr": typestr,
+                                    "strides": None, "version": 3}
+    return GpuArray()
+
+
+def _lay():
+    return layout(_ptr_params())
+
+
+def test_big_endian_arrays_are_refused():
+    with pytest.raises(LaunchError, match="big-endian"):
+        resolve(_lay(), (np.zeros(4, ">f4"),), "k")
+    with pytest.raises(LaunchError, match="big-endian"):
+        resolve(_lay(), (fake_cai(typestr=">f4"),), "k")
+    k = pf.KernelBuilder("be", target="sm_80")
+    x = k.param_ptr("x", f32)
+    k.st(x, k.ld(x, type=f32))
+    with pytest.raises(LaunchError, match="big-endian"):
+        pf.interp.run(k.finish(), grid=1, block=1, args=[np.zeros(4, ">f4")])
+
+
+def test_read_only_cuda_arrays_are_refused_for_pointer_parameters():
+    with pytest.raises(LaunchError, match="read-only"):
+        resolve(_lay(), (fake_cai(readonly=True),), "k")
+    assert resolve(_lay(), (fake_cai(readonly=False),), "k").values == [0x7000_0000]
+
+
+def test_foreign_pointers_must_be_aligned_to_the_element():
+    with pytest.raises(LaunchError, match="not aligned to the 4 bytes of .f32"):
+        resolve(_lay(), (fake_cai(ptr=0x7000_0002),), "k")
+
+
+def test_dlpack_device_ids_are_checked():
+    from ptxforge.runtime.arrays import DeviceView, Elem
+    lay = _lay()
+    from ptxforge.runtime import launch as LA
+    view = DeviceView(0x7000_0000, (4,), None, Elem("f", 32), None, 1, "DLPack")
+    with pytest.raises(LaunchError, match="on CUDA device 1; the kernel runs on device 0"):
+        LA._check_view(lay.specs[0], view, "k", "OnDevice1 (DLPack)", 0, None)
+    LA._check_view(lay.specs[0], view, "k", "x", 1, None)
+
+
+def test_foreign_arrays_are_asked_of_the_driver():
+    seen = []
+    resolve(_lay(), (fake_cai(),), "k", check_pointer=lambda p, what: seen.append((p, what)))
+    assert seen == [(0x7000_0000, "argument 0 (x) of kernel 'k' (GpuArray (__cuda_array_interface__))")]
+
+
+@pytest.mark.parametrize("shape,strides", [((0,), (0,)), ((0, 4), (0, 0)), ((3, 0), (0, 4))])
+def test_zero_size_numpy_arrays_are_accepted(shape, strides):
+    a = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=shape, strides=strides)
+    r = resolve(_lay(), (np.array(a),), "k")
+    assert len(r.transfers) == 1
+    r = resolve(_lay(), (a,), "k")
+    assert len(r.transfers) == 1
+
+
+# ---------------------------------------------------------------- foreign PTX parameters
+
+SPELLINGS = """
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry k(
+    .param .u64 .ptr .global .align 8 k_param_0,
+    .param .u64 .ptr .align 1 k_param_1,
+    .param .u32 a[4],
+    .param .align 64 .b8 t[128],
+    .param .align 8 .b8 s[24],
+    .param .f32 f,
+    .param .b16 h[3],
+    .param .u64 raw
+)
+.maxntid 128, 1, 1
+{
+    ret;
+}
+"""
+
+
+def test_every_parameter_spelling_is_read():
+    (e,) = L.parse_entries(SPELLINGS)
+    lay = layout(e.params)
+    got = [(s.name, s.kind, s.offset, s.size) for s in lay.specs]
+    assert got == [("k_param_0", "pointer", 0, 8), ("k_param_1", "pointer", 8, 8), ("a", "bytes", 16, 16),
+                   ("t", "bytes", 64, 128), ("s", "bytes", 192, 24), ("f", "float", 216, 4),
+                   ("h", "bytes", 220, 6), ("raw", "address", 232, 8)]
+    assert e.block_limit == ("maxntid", (128, 1, 1))
+
+
+@pytest.mark.parametrize("decl,match", [(".param .u64 .ptr p[", "cannot read"), (".param p", "needs a type"),
+                                        (".param .u32 .u64 p", "two types"), (".param .u32 .ptr p", "64 bits"),
+                                        (".param .q7 p", "does not know")])
+def test_unreadable_parameters_are_errors_naming_them(decl, match):
+    with pytest.raises(LaunchError, match=match):
+        L.parse_param(decl, "k")
+
+
+def test_parameter_layout_is_cross_checked_with_the_driver(drv):
+    (e,) = L.parse_entries(SPELLINGS)
+    lay = layout(e.params)
+    truth = [(s.offset, s.size) for s in lay.specs]
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)
+    K.check_param_layout("k", 0xF, lay)
+    wrong = list(truth)
+    wrong[2] = (16, 4)  # the driver's answer for a `.u32 a` read as 16 bytes
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *wrong[i]) if i < len(wrong) else (1, 0, 0)
+    with pytest.raises(LaunchError, match=r"parameter 2 \(a: .b8\[16\]\) is 16 bytes as ptxforge read it, but 4 bytes "
+                                          r"to the driver"):
+        K.check_param_layout("k", 0xF, lay)
+    moved = list(truth)
+    moved[3] = (48, 128)  # the driver's own offset for `.align 64 .b8 t[128]` (the H200 says 48): not a mismatch
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *moved[i]) if i < len(moved) else (1, 0, 0)
+    K.check_param_layout("k", 0xF, lay)
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (0, *truth[i]) if i < len(truth) else (0, 240, 8)
+    with pytest.raises(LaunchError, match="more parameters than the 8"):
+        K.check_param_layout("k", 0xF, lay)
+    drv.answers["cuFuncGetParamInfo"] = lambda f, i: (801, 0, 0)  # CUDA_ERROR_NOT_SUPPORTED: not checked
+    K.check_param_layout("k", 0xF, lay)
+
+
+# ---------------------------------------------------------------- the toolchain, bounded
+
+def _fake_tool(tmp_path, body):
+    p = tmp_path / "fake-ptxas"
+    p.write_text("#!/bin/sh\n" + body + "\n")
+    p.chmod(0o755)
+    return str(p)
+
+
+@pytest.fixture
+def isolated_tmp(tmp_path, monkeypatch):
+    d = tmp_path / "tmp"
+    d.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(d))
+    return d
+
+
+def _ptx():
+    from ptxforge.testing.kernels import saxpy
+    return saxpy().render().text
+
+
+def test_a_hung_assembler_times_out_and_its_temp_dir_goes(tmp_path, monkeypatch, isolated_tmp):
+    from ptxforge import assembler as A
+    monkeypatch.setattr(A, "find_tool", lambda name: _fake_tool(tmp_path, "sleep 30"))
+    monkeypatch.setattr(A, "available_backends", lambda: ("ptxas",))
+    t0 = time.monotonic()
+    with pytest.raises(ToolchainError, match=r"ptxas did not finish within 0.5 s"):
+        A.assemble(_ptx(), "sm_90", backend="ptxas", timeout=0.5)
+    assert time.monotonic() - t0 < 10 and os.listdir(isolated_tmp) == []
+    monkeypatch.setenv(A.TOOL_TIMEOUT_ENV, "0.3")
+    with pytest.raises(ToolchainError, match=r"within 0.3 s"):
+        A.assemble(_ptx(), "sm_90", backend="ptxas")
+
+
+def test_a_signal_killed_assembler_is_a_crash(tmp_path, monkeypatch, isolated_tmp):
+    from ptxforge import assembler as A
+    monkeypatch.setattr(A, "find_tool", lambda name: _fake_tool(tmp_path, "kill -SEGV $$"))
+    monkeypatch.setattr(A, "available_backends", lambda: ("ptxas",))
+    with pytest.raises(ToolchainError, match="ptxas crashed: killed by SIGSEGV") as e:
+        A.assemble(_ptx(), "sm_90", backend="ptxas")
+    assert "rejected" not in str(e.value) and os.listdir(isolated_tmp) == []
+
+
+@pytest.mark.parametrize("backend", pf.assembler.available_backends())
+def test_nul_in_ptx_is_refused(backend):
+    ptx = _ptx()
+    cut = ptx.index(".entry")
+    with pytest.raises(AssemblyError, match=r"NUL character at line \d+, column 1"):
+        pf.assemble(ptx[:cut] + "\0" + ptx[cut:], "sm_90", backend=backend)
+
+
+@pytest.mark.parametrize("backend", pf.assembler.available_backends())
+def test_bad_options_and_unknown_archs_are_ptxforge_errors(backend):
+    with pytest.raises(ToolchainError, match="bogus"):
+        pf.assemble(_ptx(), "sm_bogus", backend=backend)
+    with pytest.raises(ToolchainError):
+        pf.assemble(_ptx(), "sm_90", backend=backend, options=("--definitely-not-an-option",))
+    with pytest.raises(ToolchainError, match="option strings"):
+        pf.assemble(_ptx(), "sm_90", backend=backend, options="-O3")
+
+
+def test_the_report_names_the_assembler_and_its_version():
+    for be in pf.assembler.available_backends():
+        head = pf.assemble(_ptx(), "sm_90", backend=be).report().splitlines()[0]
+        assert ("nvJitLink 1" in head) if be == "nvjitlink" else ("ptxas 1" in head), head
+
+
+# ---------------------------------------------------------------- the command line
+
+def _cli(*argv):
+    import subprocess
+    env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return subprocess.run([sys.executable, "-m", "ptxforge", *argv], capture_output=True, text=True, env=env,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("kind,match", [("missing", "no such file"), ("dir", "is a directory"),
+                                        ("empty", "the file is empty"), ("latin1", "not UTF-8 text")])
+def test_assemble_on_bad_files_is_one_line_and_exit_1(tmp_path, kind, match):
+    p = tmp_path / "k.ptx"
+    if kind == "dir":
+        p.mkdir()
+    elif kind == "empty":
+        p.write_text("  \n")
+    elif kind == "latin1":
+        p.write_bytes(b"// caf\xe9\n.version 8.0\n")
+    r = _cli("assemble", str(p))
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    assert r.stderr.strip().count("\n") == 0 and match in r.stderr
+
+
+@pytest.mark.parametrize("argv,match", [(["--m", "-5"], "--m must be a positive size"),
+                                        (["--k", "7"], "--k must be even"),
+                                        (["--arch", "bogus"], "unknown arch 'bogus'")])
+def test_gemm_int4_refuses_bad_arguments(argv, match):
+    r = _cli("gemm-int4", "--no-run", *argv)
+    assert r.returncode == 1 and match in r.stderr and "Traceback" not in r.stderr and "assembled" not in r.stdout
+
+
+def test_gemm_int4_without_an_assembler_fails(monkeypatch, capsys):
+    from ptxforge import assembler as A
+    from ptxforge.cli import main
+    monkeypatch.setattr(A, "available_backends", lambda: ())
+    assert main(["gemm-int4", "--no-run", "--m", "64", "--n", "64", "--k", "64"]) == 1
+    assert "no PTX assembler found" in capsys.readouterr().err
+
+
+def test_gemm_int4_report_names_the_assembler():
+    r = _cli("gemm-int4", "--no-run", "--m", "128", "--n", "128", "--k", "128", "--arch", "sm_80")
+    assert r.returncode == 0, r.stderr
+    assert "assembled by nvJitLink 1" in r.stdout or "assembled by ptxas 1" in r.stdout, r.stdout
+
+
+# ---------------------------------------------------------------- the interpreter's launch limits
+
+def _noop():
+    k = pf.KernelBuilder("noop", target="sm_80")
+    k.param_value("n", u32)
+    return k.finish()
+
+
+@pytest.mark.parametrize("grid,block,match", [
+    ((2**31,), 32, "x = 2147483648 exceeds"), ((1, 65536), 32, "y = 65536 exceeds"), ((1, 1, 65536), 32, "z = 65536"),
+    (1, (1, 1, 65), "z = 65 exceeds"), (1, (2048,), "x = 2048 exceeds"), (2.5, 32, "takes an int"),
+    (1, (32.0,), "takes an int"), (True, 32, "takes an int"), (1, (0,), "positive")])
+def test_interpreter_refuses_what_a_gpu_refuses(grid, block, match):
+    with pytest.raises(LaunchError, match=match):
+        pf.interp.run(_noop(), grid=grid, block=block, args=[1])
+
+
+@pytest.mark.parametrize("shared", [1.5, -1, True, "8"])
+def test_interpreter_refuses_shared_sizes_a_gpu_refuses(shared):
+    with pytest.raises(LaunchError, match="shared= takes a non-negative int"):
+        pf.interp.run(_noop(), grid=1, block=32, args=[1], shared=shared)
+
+
+def test_interpreter_makes_its_cta_list_lazily():
+    from ptxforge.interp.launch import cta_batches
+    t0 = time.monotonic()
+    batches = cta_batches((2**31 - 1, 65535, 65535), 4)
+    assert next(batches) == [(0, 0, 0), (1, 0, 0), (2, 0, 0), (3, 0, 0)]
+    assert time.monotonic() - t0 < 1
+    assert list(cta_batches((3, 2, 1), 4)) == [[(0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 1, 0)], [(1, 1, 0), (2, 1, 0)]]
+    assert list(cta_batches((2, 2, 1), 4, (1, 2, 1))) == [[(0, 0, 0), (0, 1, 0), (1, 0, 0), (1, 1, 0)]]  # by cluster
+    rep = pf.interp.run(_noop(), grid=(3, 2), block=32, args=[1], batch_threads=64)
+    assert rep.ctas == 6 and rep.batches == 3
+
+
+# ---------------------------------------------------------------- one launch end to end, through the stand-in
+
+def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeypatch):
+    from ptxforge.testing.kernels import saxpy
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    params = layout(saxpy().kernels[0].params)
+    truth = [(s.offset, s.size) for s in params.specs]
+    drv.answers.update({
+        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024), "cuLaunchKernel": (0,),
+        "cuMemAlloc": (0, 0x9000), "cuMemcpyHtoD": (0,), "cuMemcpyDtoH": (0,), "cuMemFree": (0,),
+        "cuStreamSynchronize": (0,),
+        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
+    drv.current = 0xF00
+    fn = L.load(saxpy())["saxpy"]
+    x, y = np.ones(300, np.float32), np.zeros(300, np.float32)
+    fn(2, 256, x, y, 300, 0.5)
+    names = [c[0] for c in drv.calls]
+    assert names.count("cuLaunchKernel") == 1 and names.count("cuMemFree") == 2 and drv.current == 0xF00
+    assert F.pending() == []  # the staged launch synchronized its stream
+    a = pf.DeviceBuffer.empty(300, np.float32)
+    fn(2, 256, a, a, 300, 0.5)  # device memory only: asynchronous, so still a suspect
+    fn(1, 64, a, a, 64, 2.0)
+    drv.answers["cuCtxSynchronize"] = (715,)  # CUDA_ERROR_ILLEGAL_INSTRUCTION
+    with pytest.raises(ContextLost) as e:
+        pf.synchronize()
+    assert "kernel 'saxpy' grid (2, 1, 1) block (256, 1, 1)" in str(e.value)
+    assert "kernel 'saxpy' grid (1, 1, 1) block (64, 1, 1)" in str(e.value)
+    with pytest.raises(ContextLost, match=r"^the CUDA context is unusable after CUDA_ERROR_ILLEGAL_INSTRUCTION in "
+                                          r"kernel 'saxpy'; restart the process$"):
+        fn(2, 256, a, a, 300, 0.5)
+    assert drv.current == 0xF00
+    a.free()  # with the context dead: forgotten, not handed to the driver
+    assert "cuMemFree" not in [c[0] for c in drv.calls[-3:]]

@@ -219,6 +219,8 @@ def ldu(t, d, addr, space="global", vec=1):
     if t not in LD_TYPES or t is T.b128:
         raise ValidationError(f"ldu does not take .{t.name}")
     _vec_check(t, vec, "ldu")
+    if t.bits * vec > 128:
+        raise ValidationError(f"ldu: .v{vec}.{t.name} is {t.bits * vec} bits; ldu moves at most 128")
     a = check_addr(addr, space, "ldu")
     wide = t.is_int or t.kind == "b"
     if vec == 1:

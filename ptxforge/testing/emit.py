@@ -149,8 +149,8 @@ def _emit_convert(sc: Scratch, s: Spec):
         k.cvt_pack(sc.reg(T.s32), sc.reg(T.s32), sc.reg(T.b32) if s["c"] else None, to=s["to"], pred=g)
     elif s.op == "cvt_narrow":
         from ..isa.convert_narrow import NARROW_CVT
-        f = NARROW_CVT[(s["to"], s["frm"])]
-        srcs = sc.regs(f.src_type, f.nsrc)
+        f = NARROW_CVT.get((s["to"], s["frm"]))
+        srcs = sc.regs(f.src_type, f.nsrc) if f is not None else [sc.reg(T.f32)]
         k.cvt_narrow(*srcs, to=s["to"], frm=s["frm"], rnd=s["rnd"], relu=s["relu"], satfinite=s["satfinite"],
                      pred=g)
     elif s.op == "cvta":
@@ -446,10 +446,12 @@ def _emit_tensor(sc: Scratch, s: Spec):
                          pred=sc.guard(s.get("guard")))
     elif op == "mma_sp":
         from ..isa.sparse import SPARSE_MMA, _acc_reg
-        f = SPARSE_MMA[(s["shape"], T.lookup(s["a_type"]))]
+        f = SPARSE_MMA.get((s["shape"], T.lookup(s["a_type"])))
         acc = T.lookup(s["acc"])
-        c = sc.regs(_acc_reg(acc), f.c_regs(acc))
-        k.mma_sp(sc.regs(T.b32, f.a_regs), sc.regs(T.b32, f.b_regs), c, sc.reg(T.b32), shape=s["shape"],
+        acc_reg = _acc_reg(acc) if acc in (T.f32, T.f16, T.s32) else T.b32
+        c = sc.regs(acc_reg, f.c_regs(acc) if f is not None else 4)
+        k.mma_sp(sc.regs(T.b32, f.a_regs if f else 2), sc.regs(T.b32, f.b_regs if f else 2), c, sc.reg(T.b32),
+                 shape=s["shape"],
                  a_type=s["a_type"], b_type=s["b_type"], acc=acc, selector=s["selector"], ordered=s["ordered"],
                  pred=sc.guard(s.get("guard")))
     elif op == "wmma_mma":
@@ -458,7 +460,7 @@ def _emit_tensor(sc: Scratch, s: Spec):
         d_t, c_t = T.lookup(s["acc"]), T.lookup(s["c_type"])
         a = sc.regs(f.frag_type, f.a_regs)
         b = sc.regs(f.frag_type, f.b_regs)
-        c = sc.regs(_acc_reg_type(c_t), f.acc[c_t])
+        c = sc.regs(_acc_reg_type(c_t) if c_t in (T.f16, T.f32, T.s32, T.f64) else T.b32, f.acc.get(c_t, 8))
         k.wmma_mma(a, b, c, shape=s["shape"], type=s["type"], acc=d_t, c_type=c_t, a_layout=s["a_layout"],
                    b_layout=s["b_layout"], satfinite=s["satfinite"], bitop=s["bitop"], rnd=s["rnd"],
                    pred=sc.guard(s.get("guard")))
@@ -544,7 +546,12 @@ def _emit_integer(sc: Scratch, s: Spec):
             from ..isa.integer import carry
             carry(opcode, t, sc.reg(t), [sc.reg(t)] * n, cc=False)  # the validator's refusal, as a user meets it
             return
-        getattr(k, {"add": "add_cc", "sub": "sub_cc", "mad": "mad_cc"}.get(opcode, opcode))(*srcs, **kw)
+        method = getattr(k, {"add": "add_cc", "sub": "sub_cc", "mad": "mad_cc"}.get(opcode, opcode), None)
+        if method is None or opcode not in ("add", "sub", "mad", "addc", "subc", "madc"):
+            from ..isa.integer import carry
+            carry(opcode, t, sc.reg(t), srcs, cc=s["cc"])  # an unknown opcode: the validator's refusal
+            return
+        method(*srcs, **kw)
     elif op in ("dp4a", "dp2a"):
         at, bt = T.lookup(s["a_type"]), T.lookup(s["b_type"])
         kw = {"mode": s["mode"]} if op == "dp2a" else {}
@@ -553,11 +560,12 @@ def _emit_integer(sc: Scratch, s: Spec):
                        pred=g, **kw)
     elif op == "video":
         from ..isa.video import VIDEO
-        f = VIDEO[s["opcode"]]
+        f = VIDEO.get(s["opcode"])
         at, bt = T.lookup(s["atype"]), T.lookup(s["btype"])
-        b = imm if imm is not None and not f.simd else sc.reg(bt)
+        simd = f is not None and f.simd
+        b = imm if imm is not None and not simd else sc.reg(bt)
         c = None
-        if f.simd or f.op == "mad" or s.get("op2") is not None:
+        if simd or (f is not None and f.op == "mad") or s.get("op2") is not None:
             c = sc.reg(T.u32)
         k.video(s["opcode"], sc.reg(at), b, c, dtype=s["dtype"], atype=at, btype=bt, sat=s["sat"], op2=s["op2"],
                 mode=s["mode"], cmp=s["cmp"], scale=s["scale"], pred=g)

@@ -21,6 +21,14 @@ from .isa.bits import BitOps
 from .isa.control import ControlOps
 from .isa.convert import ConvertOps
 from .isa.instruction import Instruction, as_operand, make
+from .isa.async_store import AsyncStoreOps
+from .isa.cache import CacheOps
+from .isa.convert_narrow import NarrowConvertOps
+from .isa.integer import IntegerOps
+from .isa.sparse import SparseMmaOps
+from .isa.texture import TextureOps
+from .isa.video import VideoOps
+from .isa.wmma import WmmaOps
 from .isa.memory import MemoryOps
 from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
@@ -85,7 +93,8 @@ def _report_at_caller(fn):
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
-                    SyncOps, TensorOps, WarpOps, ClusterOps):
+                    SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
+                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps):
     """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
     Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`

@@ -202,6 +202,26 @@ UNMODELLED = (
     ("control", r"^setp on packed half pairs"),  # which half writes which predicate: not checked on a GPU
     ("control", r"^128-bit registers"),  # mov.b128 and its pack/unpack, as for ld/st.b128
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler
+    # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
+    ("tensor", r"'wmma\.(load|store|mma)'"),
+    # mma.sp: the sparsity metadata's element selection is not modelled
+    ("tensor", r"'mma\.sp'"),
+    # bar.red: the barrier's reduction across the CTA is not modelled
+    ("sync", r"'bar\.red'"),
+    # the interpreter's state token holds the phase only, not the pending count
+    ("sync", r"'mbarrier\.pending_count'"),
+    # no call stack: stacksave/stackrestore have nothing to save
+    ("control", r"'stack(save|restore)'"),
+    # the SIMD video forms' lane merge and saturation
+    ("integer", r"\(SIMD video\) is not modelled"),
+    # no call stack: alloca has no stack to allocate on
+    ("control", r"'alloca'"),
+    # st.async/red.async complete on another CTA's mbarrier; multimem needs a multicast object
+    ("memory", r"'(st|red)\.async'"), ("memory", r"'multimem\.(ld_reduce|st|red)'"),
+    # no texture or surface objects exist on the interpreter
+    ("memory", r"'(tex|tld4|txq|istypep|suld|sust|sured|suq)'"),
+    # a breakpoint needs a debugger
+    ("control", r"'brkpt'"),
 )
 
 

@@ -25,8 +25,11 @@ other effect.  Not modelled, and refused with `InterpUnsupported`
 when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
 on float arithmetic and cvt, .local/.const memory, wgmma descriptors with a non-zero base offset,
 interleaved or element-strided tensor maps, swizzled maps whose inner box is not the swizzle
-span, tensor maps outside the kernel parameters, im2col copies; 128-bit (.b128) registers cannot
-be stored.  Not checked: races on global memory, between CTAs of different clusters, and between
+span, tensor maps outside the kernel parameters, im2col copies, wmma (its fragment layouts are
+the implementation's), mma.sp, the SIMD video forms, textures and surfaces, st.async / red.async
+/ multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
+registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
+value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
 CTAs of one cluster that only a CTA-local bar.sync separates.
 
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),

@@ -10,8 +10,9 @@ from __future__ import annotations
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
-from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_mbarrier, exec_memory, exec_move, exec_sync,
-               exec_tensor, exec_tma, exec_warp, exec_wgmma)
+from ..isa.video import VIDEO
+from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
+               exec_move, exec_narrow, exec_sync, exec_tensor, exec_tma, exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -23,8 +24,11 @@ FACTORIES = {
     **{k: exec_bits.make_shift for k in SHIFT_TYPES},
     "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
     **{k: exec_bits.make_bitfield for k in BITFIELD},
+    "bmsk": exec_bits.make_bmsk, "szext": exec_bits.make_szext, "fns": exec_bits.make_fns,
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
-    "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta,
+    "set": exec_move.make_set, "slct": exec_move.make_slct, "testp": exec_move.make_testp,
+    "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta, "cvt.narrow": exec_narrow.make_cvt_narrow,
+    "cvt.pack": exec_narrow.make_cvt_pack, "movmatrix": exec_warp.make_movmatrix,
     "ld": exec_memory.make_ld, "st": exec_memory.make_st,
     "atom": exec_memory.make_atom, "red": exec_memory.make_atom,
     "ldmatrix": exec_memory.make_ldmatrix, "stmatrix": exec_memory.make_stmatrix,
@@ -36,10 +40,18 @@ FACTORIES = {
     "createpolicy": exec_async.make_createpolicy,
     "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
+    # hints with no effect on values: the interpreter has no caches and no dependent grids
+    "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,
+    # discard leaves 128 bytes undefined; keeping their old values is one of the values allowed
+    "discard": exec_async.make_noop, "pmevent": exec_async.make_noop,
+    "ldu": exec_memory.make_ld, "isspacep": exec_move.make_isspacep, "match": exec_warp.make_match,
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
+    "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
+    **{k: exec_video.make_video for k in VIDEO},
     "mapa": exec_cluster.make_mapa,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "setmaxnreg": exec_wgmma.make_setmaxnreg,
@@ -51,7 +63,7 @@ BLOCKING_FACTORIES = {
     "bar": exec_sync.make_bar,
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier
-       for k in ("init", "arrive", "expect_tx", "test_wait", "try_wait", "inval")},
+       for k in ("init", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait", "inval")},
 }
 
 

@@ -1,5 +1,8 @@
 """Integer and floating-point arithmetic, every row of `ptxforge.isa.arith.ARITH`: add sub mul mad
-fma div rem abs neg min max mul24 sad rcp sqrt rsqrt ex2 lg2 sin cos.
+fma div rem abs neg min max mul24 mad24 sad rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign.
+
+.relu clamps a negative result to +0 (a NaN stays NaN); min/max .xorsign.abs compare the
+magnitudes and give the result the sign a XOR b; copysign, like abs and neg, works on the bits.
 
 Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
 .wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
@@ -61,6 +64,23 @@ def _int_mul24(t, mode):
         return np.where(v >= 1 << 23, v - (1 << 24), v) if signed else v
 
     return lambda a, b: ((low24(a) * low24(b)) >> shift & 0xFFFFFFFF).astype(np.uint32).view(out)
+
+
+def _mad24(op, t, mode, put, reads):
+    """mad24: the mul24 product (bits 31..0 or 47..16) plus c, wrapping."""
+    ra, rb, rc = reads
+    mul = _int_mul24(t, mode)
+    return lambda S, m: put(S, mul(ra(S), rb(S)) + rc(S), m)
+
+
+def _min_max(fn):
+    """min/max on integers; .relu (s32) clamps the result at 0."""
+    def make(t, mode):
+        if mode == "relu":
+            zero = view_dtype(t).type(0)
+            return lambda a, b: np.maximum(fn(a, b), zero)
+        return fn
+    return make
 
 
 def _divmod(a, b, t, want):
@@ -134,9 +154,26 @@ FLOAT_SEMANTICS = {
     "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
     "min": np.fmin, "max": np.fmax,
     "rcp": lambda a: 1.0 / a, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
-    "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos,
-    "abs": None, "neg": None,  # sign-bit operations, in _make_float
+    "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
+    "abs": None, "neg": None, "copysign": None,  # sign-bit operations, in _make_float
 }
+
+
+def _relu(fn):
+    """fn, then negative results clamped to +0 (NaN passes through)."""
+    def relu(*xs):
+        r = fn(*xs)
+        return np.where(r < 0, 0.0, r)
+    return relu
+
+
+def _xorsign_abs(fn):
+    """min/max .xorsign.abs: fn of the magnitudes, with the sign a XOR b."""
+    def xs(a, b):
+        r = fn(np.abs(a), np.abs(b))
+        neg = np.signbit(a) ^ np.signbit(b)
+        return np.where(neg, -r, r)
+    return xs
 
 
 def make_arith(P, op):
@@ -223,8 +260,9 @@ INT_SEMANTICS = {
     "sub": _binary(lambda t, mode: _sat_s32(np.subtract) if mode == "sat" else (lambda a, b: a - b)),
     "mul": _binary(_int_mul),
     "mul24": _binary(_int_mul24),
-    "min": _binary(lambda t, mode: np.minimum),
-    "max": _binary(lambda t, mode: np.maximum),
+    "min": _binary(_min_max(np.minimum)),
+    "max": _binary(_min_max(np.maximum)),
+    "mad24": _mad24,
     "mad": _mad,
     "div": _divrem,
     "rem": _divrem,
@@ -242,9 +280,16 @@ def _make_float(P, op, opname, t, mods, srcs):
     ftz = "ftz" in mods
     sat = "sat" in mods
     nan_prop = "NaN" in mods
+    relu = "relu" in mods
+    xorsign = "xorsign.abs" in mods
     half = t.bits == 16 or t.lanes == 2
-    n = len(srcs)
     put = P.writer(ins.operands[0], t, ins)
+    if opname == "copysign":  # magnitude of b, sign of a
+        u = UINT[t.bits]
+        sm = u(1 << (t.bits - 1))
+        ra, rb = (P.reader(s, T.lookup(f"b{t.bits}"), ins) for s in srcs)
+        out_dt = view_dtype(t)
+        return lambda S, m: put(S, ((rb(S) & ~sm) | (ra(S) & sm)).view(out_dt), m)
     if opname in ("abs", "neg"):
         bits = t.bits
         u = UINT[bits]
@@ -261,6 +306,10 @@ def _make_float(P, op, opname, t, mods, srcs):
     fn = FLOAT_SEMANTICS[opname]
     if opname in ("min", "max") and nan_prop:
         fn = np.minimum if opname == "min" else np.maximum
+    if xorsign:
+        fn = _xorsign_abs(fn)
+    if relu:
+        fn = _relu(fn)
     if half:
         is_bf16 = t in (T.bf16, T.bf16x2)
         lanes = t.lanes
@@ -303,6 +352,8 @@ def _make_float(P, op, opname, t, mods, srcs):
             xs = [flush_subnormal(np.asarray(x, dtype=np.float32)) for x in xs]
         if fused is not None:
             r = fused(*xs)
+            if relu:
+                r = np.where(r < 0, r.dtype.type(0), r)
         elif f64 or exact_native:
             r = fn(*xs)  # IEEE round-to-nearest in the type's own precision
         else:

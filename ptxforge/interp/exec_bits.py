@@ -1,4 +1,5 @@
-"""Bit logic: and or xor not cnot, shl shr, lop3, prmt, shf, bfe bfi, popc clz brev bfind.
+"""Bit logic: and or xor not cnot, shl shr, lop3 (and its predicate output), prmt, shf, bfe bfi,
+popc clz brev bfind (and .shiftamt), bmsk, szext, fns.
 
 Shift amounts at or beyond the width are clamped explicitly (numpy, like C, leaves them
 undefined): shl and shr.u give 0, shr.s fills with the sign.  lop3 evaluates its truth table
@@ -10,7 +11,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from .findings import InterpUnsupported
 from .values import UINT, bit_length, bit_reverse, popcount, view_dtype
 
 _PTXFORGE_INTERNAL = True
@@ -112,7 +112,80 @@ def make_lop3(P, op):
     put = P.writer(ins.operands[0], T.b32, ins)
     ra, rb, rc = (P.reader(s, T.b32, ins) for s in ins.operands[1:4])
     lut = int(ins.info)
-    return lambda S, m: put(S, lop3_eval(lut, ra(S), rb(S), rc(S)), m)
+    if not ins.mods:
+        return lambda S, m: put(S, lop3_eval(lut, ra(S), rb(S), rc(S)), m)
+    put_p = P.writer(ins.operands[0].pred, T.pred, ins)
+    rq = P.pred_reader(ins.operands[5], ins)
+    both = ins.mods[0] == "and"
+
+    def lop3_pred(S, m):
+        d = lop3_eval(lut, ra(S), rb(S), rc(S))
+        put(S, d, m)
+        nz, q = np.asarray(d) != 0, rq(S)
+        put_p(S, (nz & q) if both else (nz | q), m)
+    return lop3_pred
+
+
+def make_bmsk(P, op):
+    """bmsk: ((1 << width) - 1) << start in 32 bits; clamp limits both to 32, wrap takes them mod 32."""
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    ra, rb = P.reader(ins.operands[1], T.u32, ins), P.reader(ins.operands[2], T.u32, ins)
+    wrap = ins.mods[0] == "wrap"
+
+    def run(S, m):
+        a = np.asarray(ra(S)).astype(np.int64)
+        b = np.asarray(rb(S)).astype(np.int64)
+        a, b = (a & 31, b & 31) if wrap else (np.minimum(a, 32), np.minimum(b, 32))
+        mask = (_low_mask(b) << np.minimum(a, 63).astype(np.uint64)) & np.uint64(0xFFFFFFFF)
+        put(S, np.where(a >= 32, np.uint64(0), mask).astype(np.uint32), m)
+    return run
+
+
+def make_szext(P, op):
+    """szext: the low `width` bits of a, sign- or zero-extended; width clamped to 32 or taken mod 32."""
+    ins = op.ins
+    t = ins.type
+    put = P.writer(ins.operands[0], t, ins)
+    ra, rb = P.reader(ins.operands[1], T.u32, ins), P.reader(ins.operands[2], T.u32, ins)
+    wrap = ins.mods[0] == "wrap"
+    signed = t.kind == "s"
+
+    def run(S, m):
+        a = np.asarray(ra(S)).astype(np.uint64)
+        b = np.asarray(rb(S)).astype(np.int64)
+        b = b & 31 if wrap else np.minimum(b, 32)
+        low = a & _low_mask(b)
+        if signed:
+            top = (low >> np.maximum(b - 1, 0).astype(np.uint64)) & np.uint64(1)
+            low = np.where((b > 0) & (top == 1), low | (~_low_mask(b) & np.uint64(0xFFFFFFFF)), low)
+        put(S, (low & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(view_dtype(t)), m)
+    return run
+
+
+def make_fns(P, op):
+    """fns: walk from bit `base` up (offset > 0) or down (offset < 0) to the |offset|-th set bit."""
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    rmask, rbase, roff = (P.reader(s, t, ins) for s, t in zip(ins.operands[1:], (T.u32, T.u32, T.s32)))
+
+    def one(mask, base, offset):
+        if offset == 0:
+            return base if base < 32 and mask >> base & 1 else 0xFFFFFFFF
+        pos, count, inc = base, abs(offset) - 1, 1 if offset > 0 else -1
+        while 0 <= pos < 32:
+            if mask >> pos & 1:
+                if count == 0:
+                    return pos
+                count -= 1
+            pos += inc
+        return 0xFFFFFFFF
+
+    def run(S, m):
+        ms, bs, os_ = (np.broadcast_to(np.asarray(r(S)), (S.N,)) for r in (rmask, rbase, roff))
+        out = np.array([one(int(a), int(b), int(c)) for a, b, c in zip(ms, bs, os_)], dtype=np.uint32)
+        put(S, out, m)
+    return run
 
 
 _PRMT_MODES = {
@@ -235,8 +308,7 @@ def make_bitfield(P, op):
     if name == "brev":
         return lambda S, m: put(S, bit_reverse(ra(S), bits), m)
     if name == "bfind":
-        if "shiftamt" in ins.mods:
-            raise InterpUnsupported("bfind.shiftamt is not modelled", ins)
+        shiftamt = "shiftamt" in ins.mods
         signed = t.kind == "s"
 
         def bfind(S, m):
@@ -245,7 +317,8 @@ def make_bitfield(P, op):
             if signed:
                 u = np.where(a < 0, ~u, u)
             n = bit_length(u, bits).astype(np.int64)
-            put(S, np.where(n == 0, np.uint32(0xFFFFFFFF), (n - 1).astype(np.uint32)), m)
+            pos = (bits - n) if shiftamt else (n - 1)  # shiftamt: (bits - 1) - (n - 1)
+            put(S, np.where(n == 0, np.uint32(0xFFFFFFFF), pos.astype(np.uint32)), m)
         return bfind
     raise AssertionError(name)
 

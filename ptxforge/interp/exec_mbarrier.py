@@ -1,5 +1,7 @@
-"""mbarrier: init, arrive (with count or expect_tx), expect_tx, test_wait / try_wait (parity or state
-token), inval, and the asynchronous completions that target a barrier.
+"""mbarrier: init, arrive (with count or expect_tx), arrive_drop, expect_tx, complete_tx, test_wait /
+try_wait (parity or state token; a suspend-time hint changes nothing here), inval, and the
+asynchronous completions that target a barrier.  arrive_drop also lowers the expected count of
+every later phase; complete_tx counts bytes done as a copy would.
 
 An mbarrier is modelled by its state, not its 8 bytes: expected arrivals, pending arrivals,
 transaction bytes and the number of completed phases.  A phase completes when pending arrivals
@@ -149,6 +151,33 @@ def make_mbarrier(P, op):
                     _arrive(S, op, state, kthr, n)
             put(S, tokens, m)
         return arrive
+    if kind == "arrive_drop":
+        put = P.writer(ins.operands[0], T.b64, ins)
+        get_n = P.reader(ins.operands[2], T.u32, ins) if len(ins.operands) > 2 else None
+
+        def arrive_drop(S, m):
+            thr = np.flatnonzero(m)
+            ns = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,)) if get_n is not None else None
+            tokens = np.zeros(S.N, dtype=np.uint64)
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                tokens[kthr] = state.phase
+                n = int(ns[kthr].sum()) if ns is not None else len(kthr)
+                state.count -= n
+                _arrive(S, op, state, kthr, n)
+            put(S, tokens, m)
+        return arrive_drop
+    if kind == "complete_tx":
+        get_bytes = P.reader(ins.operands[1], T.u32, ins)
+
+        def complete_tx(S, m):
+            thr = np.flatnonzero(m)
+            nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
+            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+                state.tx -= int(nb[kthr].sum())
+                state.arrivers[kthr] = True
+                S.mbar_epoch += 1
+                _maybe_complete(S, state)
+        return complete_tx
     if kind == "expect_tx":
         get_bytes = P.reader(ins.operands[1], T.u32, ins)
 

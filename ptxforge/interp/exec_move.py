@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.operands import Vec
+from ..isa.operands import PairDst, Vec
 from .exec_arith import _half_out
 from .findings import InterpUnsupported
 from .memory import PARAM_WINDOW, SHARED_WINDOW
@@ -88,14 +88,10 @@ def compare(cmp: str, a, b, t: T.ScalarType):
     }[cmp]()
 
 
-def make_setp(P, op):
-    """The executor of `setp` (and its .and/.or/.xor combination with a predicate). Returns ``fn(S, m)``, which
-    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
-    """
-    ins = op.ins
+def _comparison(P, ins):
+    """A function S -> bool array: (a cmp b), with .ftz flushing f32 subnormal inputs."""
     t = ins.type
     cmp = ins.mods[0]
-    boolop = ins.mods[1] if len(ins.mods) > 1 else None
     if t.lanes == 2:
         raise InterpUnsupported(f"setp on packed half pairs (.{t.name}) is not modelled", ins)
     rt = t
@@ -106,12 +102,87 @@ def make_setp(P, op):
         rawa, rawb = ra, rb
         ra, rb = (lambda S: _float_value(rawa(S), T.bf16)), (lambda S: _float_value(rawb(S), T.bf16))
         rt = T.f64
-    put = P.writer(ins.operands[0], T.pred, ins)
+    if "ftz" in ins.mods:
+        return lambda S: compare(cmp, flush_subnormal(np.asarray(ra(S), np.float32)),
+                                 flush_subnormal(np.asarray(rb(S), np.float32)), rt)
+    return lambda S: compare(cmp, ra(S), rb(S), rt)
+
+
+_COMBINE = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}
+
+
+def _combined(P, ins):
+    """(cmp, combine) where combine(x) applies the instruction's boolop with its predicate c."""
+    boolop = next((m for m in ins.mods[1:] if m in _COMBINE), None)
+    cmp = _comparison(P, ins)
     if boolop is None:
-        return lambda S, m: put(S, compare(cmp, ra(S), rb(S), rt), m)
+        return cmp, lambda S, x: x
     rc = P.pred_reader(ins.operands[3], ins)
-    combine = {"and": np.logical_and, "or": np.logical_or, "xor": np.logical_xor}[boolop]
-    return lambda S, m: put(S, combine(compare(cmp, ra(S), rb(S), rt), rc(S)), m)
+    f = _COMBINE[boolop]
+    return cmp, lambda S, x: f(x, rc(S))
+
+
+def make_setp(P, op):
+    """setp p{|q}: p = (a cmp b) boolop c, q = !(a cmp b) boolop c."""
+    ins = op.ins
+    cmp, combine = _combined(P, ins)
+    d = ins.operands[0]
+    put = P.writer(d, T.pred, ins)
+    if not isinstance(d, PairDst):
+        return lambda S, m: put(S, combine(S, cmp(S)), m)
+    put_q = P.writer(d.pred, T.pred, ins)
+
+    def setp2(S, m):
+        x = np.asarray(cmp(S))
+        put(S, combine(S, x), m)
+        put_q(S, combine(S, ~x), m)
+    return setp2
+
+
+def make_set(P, op):
+    """set: all ones (integer destination) or 1.0 (.f32) where the combined comparison holds."""
+    ins = op.ins
+    dt = ins.info
+    cmp, combine = _combined(P, ins)
+    put = P.writer(ins.operands[0], dt, ins)
+    out = view_dtype(dt)
+    true = np.float32(1.0) if dt is T.f32 else np.array(0xFFFFFFFF, dtype=np.uint32).view(out)[()]
+    zero = out.type(0)
+    return lambda S, m: put(S, np.where(combine(S, cmp(S)), true, zero).astype(out), m)
+
+
+def make_slct(P, op):
+    """slct: d = a where c >= 0 (c .s32, or .f32 with -0.0 >= 0 and NaN false; .ftz flushes c)."""
+    ins = op.ins
+    t, ct = ins.type, ins.info
+    ra, rb = P.reader(ins.operands[1], t, ins), P.reader(ins.operands[2], t, ins)
+    rc = P.reader(ins.operands[3], ct, ins)
+    put = P.writer(ins.operands[0], t, ins)
+    dt = view_dtype(t)
+    ftz = "ftz" in ins.mods
+
+    def run(S, m):
+        c = rc(S)
+        if ftz:
+            c = flush_subnormal(np.asarray(c, np.float32))
+        put(S, np.where(np.asarray(c) >= 0, ra(S), rb(S)).astype(dt, copy=False), m)
+    return run
+
+
+def make_testp(P, op):
+    """The executor of testp: whether each thread's float is finite, infinite, a number, NaN, normal or subnormal, into a predicate. Returns ``fn(S, m)``."""
+    ins = op.ins
+    t = ins.type
+    ra = P.reader(ins.operands[1], t, ins)
+    put = P.writer(ins.operands[0], T.pred, ins)
+    tiny = np.finfo(np.float32 if t is T.f32 else np.float64).tiny
+    tests = {
+        "finite": np.isfinite, "infinite": np.isinf, "number": lambda x: ~np.isnan(x), "notanumber": np.isnan,
+        "normal": lambda x: np.isfinite(x) & (np.abs(x) >= tiny),
+        "subnormal": lambda x: (x != 0) & (np.abs(x) < tiny),
+    }
+    f = tests[ins.mods[0]]
+    return lambda S, m: put(S, np.asarray(f(np.asarray(ra(S)))), m)
 
 
 def make_selp(P, op):
@@ -263,6 +334,33 @@ def _float_out(x64, dt, exact_src=None):
 
 
 # ---------------------------------------------------------------- cvta
+
+def make_isspacep(P, op):
+    """isspacep: the interpreter's generic windows (shared, param); any other address is global.
+    It has no generic .local or .const addresses, so those tests are false."""
+    from .memory import WINDOW_SIZE
+    ins = op.ins
+    space = ins.mods[0]
+    ra = P.reader(ins.operands[1], T.u64, ins)
+    put = P.writer(ins.operands[0], T.pred, ins)
+
+    def inside(a, base):
+        return (a >= np.uint64(base)) & (a < np.uint64(base + WINDOW_SIZE))
+
+    def run(S, m):
+        a = np.asarray(ra(S)).astype(np.uint64)
+        shared, param = inside(a, SHARED_WINDOW), inside(a, PARAM_WINDOW)
+        if space.startswith("shared"):
+            r = shared
+        elif space == "param":
+            r = param
+        elif space == "global":
+            r = ~shared & ~param
+        else:
+            r = np.zeros(np.shape(a), dtype=bool)
+        put(S, np.broadcast_to(r, (S.N,)), m)
+    return run
+
 
 def make_cvta(P, op):
     """The executor of `cvta`: converts between generic addresses and the shared and param windows the

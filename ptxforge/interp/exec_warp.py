@@ -165,6 +165,59 @@ def make_elect(P, op):
     return elect
 
 
+def make_match(P, op):
+    """match.any: per lane, the lanes of the warp (executing, in mask) holding the same value;
+    match.all: the executing mask when every such lane agrees (and p true), else 0."""
+    ins = op.ins
+    t = ins.type
+    mode = ins.mods[0]
+    dst = ins.operands[0]
+    put = P.writer(dst.reg if isinstance(dst, PairDst) else dst, T.b32, ins)
+    put_p = P.writer(dst.pred, T.pred, ins) if isinstance(dst, PairDst) else None
+    ra = P.reader(ins.operands[1], T.lookup(f"u{t.bits}"), ins)
+    rmask = _mask_reader(P, ins.operands[2], ins)
+    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
+
+    def match(S, m):
+        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+        check_members(S, op, m, masks, f"match.{mode}.sync")
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)
+        mw = _per_warp(m)
+        same = (a[:, :, None] == a[:, None, :]) & mw[:, None, :]  # [warp, lane, other]
+        anym = (same * weights).sum(axis=2).astype(np.uint32)
+        if mode == "any":
+            put(S, anym.ravel(), m)
+            return
+        full = (mw * weights).sum(axis=1).astype(np.uint32)
+        agree = (anym == full[:, None])
+        put(S, np.where(agree, full[:, None], np.uint32(0)).astype(np.uint32).ravel(), m)
+        if put_p is not None:
+            put_p(S, agree.ravel(), m)
+    return match
+
+
+def make_movmatrix(P, op):
+    """movmatrix: lane t holds row t//4, columns 2(t%4) and 2(t%4)+1 (low half first) of an 8x8 b16
+    matrix; afterwards it holds those positions of the transposed matrix."""
+    ins = op.ins
+    ra = P.reader(ins.operands[1], T.u32, ins)
+    put = P.writer(ins.operands[0], T.b32, ins)
+    lane = np.arange(32)
+    # element (r, c) of the source sits in lane 4r + c//2, half c%2
+    src_lane_lo = 4 * (2 * (lane % 4)) + lane // 4 // 2
+    src_half_lo = (lane // 4) % 2
+    src_lane_hi = 4 * (2 * (lane % 4) + 1) + lane // 4 // 2
+
+    def movmatrix(S, m):
+        check_members(S, op, m, np.full(S.N, 0xFFFFFFFF, dtype=np.uint64), "movmatrix")
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).astype(np.uint32).reshape(-1, 32)
+        sh = (src_half_lo * 16).astype(np.uint32)
+        lo = (a[:, src_lane_lo] >> sh) & np.uint32(0xFFFF)
+        hi = (a[:, src_lane_hi] >> sh) & np.uint32(0xFFFF)
+        put(S, (lo | (hi << np.uint32(16))).ravel(), m)
+    return movmatrix
+
+
 def make_activemask(P, op):
     """The executor of `activemask`: the mask of the lanes executing it, per warp. Returns ``fn(S, m)``, which
     executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.

@@ -1,5 +1,5 @@
 """Integer and floating-point arithmetic: add sub mul mad fma div rem abs neg min max, the
-integer-only mul24 sad, and the float-only rcp sqrt rsqrt ex2 lg2 sin cos.
+integer-only mul24 mad24 sad, and the float-only rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign.
 
 Legal forms as data: ``ARITH`` maps each opcode to one `ArithForm` row: the types it takes, the
 integer modes (which, for which types, which is the default), the float modifiers by type class,
@@ -46,6 +46,10 @@ class ArithForm:
             sm_90 and PTX ISA 7.8).
         doc: what the instruction computes (the builder method's docstring, for rows whose
             method is generated from the row).
+        flag_req: by float flag, what the flag needs beyond the base target (.xorsign.abs on
+            min/max: sm_86 and PTX ISA 7.2).
+        mode_req: by integer mode, what the mode needs (min/max .relu: sm_90, PTX ISA 8.0).
+        exclusive: pairs of float flags that may not be written together (fma .sat and .relu).
     """
 
     opcode: str
@@ -60,6 +64,9 @@ class ArithForm:
     float_needs: dict = field(default_factory=dict)
     type_req: dict = field(default_factory=dict)
     doc: str = ""
+    flag_req: dict = field(default_factory=dict)
+    mode_req: dict = field(default_factory=dict)
+    exclusive: tuple = ()
 
     def int_modes_for(self, t: T.ScalarType) -> tuple:
         """The integer modes legal with integer type `t`, plus None when a mode may be left out."""
@@ -97,8 +104,12 @@ _BF16_SM90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
 _SAME_ADD = {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
              "bf16": (("rn",), ())}
 _SAME_ABS = {"f32": ((), ("ftz",)), "f64": ((), ()), "f16": ((), ("ftz",)), "bf16": ((), ())}
-_SAME_MIN = {"f32": ((), ("ftz", "NaN")), "f64": ((), ()), "f16": ((), ("ftz", "NaN")), "bf16": ((), ("NaN",))}
+_SAME_MIN = {"f32": ((), ("ftz", "NaN", "xorsign.abs")), "f64": ((), ()), "f16": ((), ("ftz", "NaN", "xorsign.abs")),
+             "bf16": ((), ("NaN", "xorsign.abs"))}
+_MIN_MAX = dict(float_mods=_SAME_MIN, flag_req={"xorsign.abs": Requirement(86, V("7.2"))},
+                int_modes=("relu",), mode_types={"relu": (T.s32,)}, mode_req={"relu": Requirement(90, V("8.0"))})
 _APPROX_F32 = {"f32": (("approx",), ("ftz",))}
+_BF16_90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
 
 #: The legal-form table of this family: opcode -> ArithForm.
 ARITH = {
@@ -107,29 +118,41 @@ ARITH = {
     "mul": ArithForm("mul", INT + FLT + HALF, 2, **_INT_MUL, float_mods=_SAME_ADD, type_req=_BF16_SM90),
     "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn",
                      float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())}),
-    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn",
-                     float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",), ("ftz", "sat")),
-                                 "bf16": (ROUND, ())}),
+    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn", exclusive=(("sat", "relu"),),
+                     float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()),
+                                 "f16": (("rn",), ("ftz", "sat", "relu")), "bf16": (ROUND, ("relu",))}),
     "div": ArithForm("div", INT + FLT, 2, float_default="rn",
                      float_mods={"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())}),
     "rem": ArithForm("rem", INT, 2),
     "abs": ArithForm("abs", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
     "neg": ArithForm("neg", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
-    "min": ArithForm("min", INT + FLT + HALF, 2, float_mods=_SAME_MIN),
-    "max": ArithForm("max", INT + FLT + HALF, 2, float_mods=_SAME_MIN),
+    "min": ArithForm("min", INT + FLT + HALF, 2, **_MIN_MAX),
+    "max": ArithForm("max", INT + FLT + HALF, 2, **_MIN_MAX),
     "rcp": ArithForm("rcp", FLT, 1, float_default="rn", float_needs={("f64", "approx"): "ftz"},
                      float_mods={"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND + ("approx",), ("ftz",))}),
     "sqrt": ArithForm("sqrt", FLT, 1, float_default="rn",
                       float_mods={"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND, ())}),
     "rsqrt": ArithForm("rsqrt", FLT, 1, float_default="approx",
                        float_mods={"f32": (("approx",), ("ftz",)), "f64": (("approx",), ("ftz",))}),
-    "ex2": ArithForm("ex2", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
+    "ex2": ArithForm("ex2", (T.f32,) + HALF, 1, float_default="approx", type_req=_BF16_90,
+                     float_mods={"f32": (("approx",), ("ftz",)), "f16": (("approx",), ()), "bf16": (("approx",), ("ftz",))},
+                     float_needs={("bf16", "approx"): "ftz"}),
     "lg2": ArithForm("lg2", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
     "sin": ArithForm("sin", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
     "cos": ArithForm("cos", (T.f32,), 1, float_default="approx", float_mods=_APPROX_F32),
     "mul24": ArithForm("mul24", (T.u32, T.s32), 2, int_modes=("lo", "hi"), int_mode_default="lo", doc="""\
         `mul24.{lo,hi}.{u32,s32} d, a, b`: the 48-bit product of the low 24 bits of a and b (sign-
         extended for .s32); .lo (default) returns its bits 31..0, .hi its bits 47..16."""),
+    "mad24": ArithForm("mad24", (T.u32, T.s32), 3, int_modes=("lo", "hi"), int_mode_default="lo", doc="""\
+        `mad24.{lo,hi}.{u32,s32} d, a, b, c`: the 48-bit product of the low 24 bits of a and b (sign-
+        extended for .s32), bits 31..0 (.lo, default) or 47..16 (.hi) of it, plus c (wrapping)."""),
+    "tanh": ArithForm("tanh", (T.f32,) + HALF, 1, float_default="approx", type_req=_BF16_90,
+                      float_mods={"f32": (("approx",), ()), "f16": (("approx",), ()), "bf16": (("approx",), ())},
+                      doc="""\
+        `tanh.approx.type d, a`: the hyperbolic tangent of a (f32, f16, f16x2; bf16 and bf16x2 on
+        sm_90), approximate (the f32 form's maximum relative error is about 2^-11)."""),
+    "copysign": ArithForm("copysign", FLT, 2, float_mods={"f32": ((), ()), "f64": ((), ())}, doc="""\
+        `copysign.type d, a, b`: the magnitude of b with the sign of a (f32, f64)."""),
     "sad": ArithForm("sad", INT, 3, doc="""\
         `sad.type d, a, b, c`: sum of absolute difference, d = c + |a - b| (wrapping to the type's
         width)."""),
@@ -159,6 +182,9 @@ def _either(modes) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
+_FLAG_ORDER = ("ftz", "sat", "relu", "NaN", "xorsign.abs")
+
+
 def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
     modes, allowed_flags = form.float_mods[float_class(t)]
     if mode is not None and mode not in modes and mode in allowed_flags:
@@ -180,7 +206,10 @@ def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
     if need is not None and need not in flags:
         raise ValidationError(f"{opcode}.{mode}.{t.name} exists only with .{need}: pass flags=('{need}',) "
                               f"or use .{form.float_default}")
-    flags = tuple(f for f in ("ftz", "sat", "NaN") if f in flags)  # PTX order
+    for x, y in form.exclusive:
+        if x in flags and y in flags:
+            raise ValidationError(f"{opcode}.{t.name}: .{x} and .{y} cannot be combined; pick one")
+    flags = tuple(f for f in _FLAG_ORDER if f in flags)  # PTX order
     return [m for m in ((mode,) if mode else ()) + flags]
 
 
@@ -218,8 +247,12 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     check_dst(d, form.result_type(t, written), f"{opcode} destination")
     for i, s in enumerate(srcs):
         check_value(s, form.source_type(t, written, i), f"{opcode} source {i + 1}", imm_ok=t not in HALF)
-    return make(opcode, (opcode, *mods, t.name), (d, *srcs), n_dst=1, mods=tuple(mods), type=t,
-                req=form.type_req.get(t, BASE))
+    req = form.type_req.get(t, BASE)
+    for m in mods:
+        extra = form.flag_req.get(m) if t.is_float else form.mode_req.get(m)
+        if extra is not None:
+            req = req.merge(extra)
+    return make(opcode, (opcode, *mods, t.name), (d, *srcs), n_dst=1, mods=tuple(mods), type=t, req=req)
 
 
 class ArithOps:
@@ -310,21 +343,14 @@ class ArithOps:
         """
         return self._arith("neg", (a,), type, None, dst, pred, flags)
 
-    def min(self, a, b, *, type=None, flags=(), dst=None, pred=None):
-        """`min.type d, a, b`: the smaller of a and b; returns d.
+    def min(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`min` of two values.  Floats take flags ("ftz", "NaN", "xorsign.abs": the smaller
+        magnitude with the sign a XOR b, sm_86); `.s32` takes mode="relu" (clamped at 0, sm_90)."""
+        return self._arith("min", (a, b), type, mode, dst, pred, flags)
 
-        Floats take the flags ftz and NaN (``min.NaN`` returns NaN when either input is NaN). Keywords as for
-        every `ArithOps` method (type, mode, flags, dst, pred).
-        """
-        return self._arith("min", (a, b), type, None, dst, pred, flags)
-
-    def max(self, a, b, *, type=None, flags=(), dst=None, pred=None):
-        """`max.type d, a, b`: the larger of a and b; returns d.
-
-        Floats take the flags ftz and NaN (``max.NaN`` returns NaN when either input is NaN). Keywords as for
-        every `ArithOps` method (type, mode, flags, dst, pred).
-        """
-        return self._arith("max", (a, b), type, None, dst, pred, flags)
+    def max(self, a, b, *, type=None, mode=None, flags=(), dst=None, pred=None):
+        """`max` of two values; flags and modes as for `min`."""
+        return self._arith("max", (a, b), type, mode, dst, pred, flags)
 
     def rcp(self, a, *, type=None, mode=None, flags=(), dst=None, pred=None):
         """`rcp.rnd.type d, a`: d = 1 / a on .f32 or .f64; returns d.
@@ -348,16 +374,15 @@ class ArithOps:
         """
         return self._arith("rsqrt", (a,), type, None, dst, pred, flags)
 
-    def ex2(self, a, *, flags=(), dst=None, pred=None):
-        """`ex2.approx.f32 d, a`: an approximate 2 ** a; returns d.
+    def ex2(self, a, *, type=None, flags=(), dst=None, pred=None):
+        """`ex2.approx{.ftz}.type d, a`: 2**a.  f32 (default), f16, f16x2; bf16/bf16x2 (sm_90) need
+        flags=("ftz",)."""
+        return self._arith("ex2", (a,), type if type is not None else self._infer_or(a, T.f32), None, dst, pred,
+                           flags)
 
-        Args:
-            a: an .f32 register or a Python number.
-            flags: ``("ftz",)`` flushes subnormals.
-            dst: a register to write instead of a new one.
-            pred: a .pred register (``~p`` for its negation) guarding the instruction.
-        """
-        return self._arith("ex2", (a,), T.f32, None, dst, pred, flags)
+    def _infer_or(self, a, default):
+        """The type of register `a`, or `default` for immediates and other operands."""
+        return a.type if isinstance(a, Reg) and a.type.is_float else default
 
     def lg2(self, a, *, flags=(), dst=None, pred=None):
         """`lg2.approx.f32 d, a`: an approximate log2(a); returns d. Arguments as for `ex2`."""

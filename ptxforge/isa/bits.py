@@ -1,12 +1,14 @@
-"""Bit logic: and or xor not cnot, shl shr, lop3, prmt, shf, bfe bfi, popc clz brev bfind."""
+"""Bit logic: and or xor not cnot, shl shr, lop3 (with an optional predicate output), prmt, shf,
+bfe bfi, popc clz brev bfind (and bfind.shiftamt), bmsk, szext, fns."""
 
 from __future__ import annotations
 
 from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
-from .instruction import check_dst, check_value, make
-from .operands import Imm
+from .instruction import check_dst, check_pred, check_value, make
+from .operands import Imm, NegPred, PairDst
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -22,6 +24,15 @@ BITFIELD = {
     "brev": (T.b32, T.b64),
     "bfind": (T.u32, T.u64, T.s32, T.s64),
 }
+
+
+#: bmsk / szext: mode -> how out-of-range positions and widths are treated (both need PTX 7.6).
+MASK_MODES = ("clamp", "wrap")
+SZEXT_TYPES = (T.u32, T.s32)
+REQ_BMSK = Requirement(80, V("7.6"))
+#: lop3 with a predicate output: p = (d != 0) BoolOp q (PTX 8.2).
+LOP3_BOOL_OPS = ("and", "or")
+REQ_LOP3_PRED = Requirement(80, V("8.2"))
 
 
 def _types_msg(ts):
@@ -72,16 +83,28 @@ def shift(opcode, t, d, a, n):
     return make(opcode, (opcode, t.name), (d, a, n), n_dst=1, type=t)
 
 
-def lop3(d, a, b, c, lut: int):
-    """Build and check `lop3.b32 d, a, b, c, lut` (pure: no builder); `lut` is the 8-bit truth table (see
-    `lut_of`).
-    """
+def lop3(d, a, b, c, lut: int, p=None, boolop=None, q=None):
+    """lop3.b32 d, a, b, c, lut; with `p`, `lop3.boolop.b32 d|p, a, b, c, lut, q`: p = (d != 0)
+    boolop q (`and`/`or`; q a predicate, possibly negated, or 0/1)."""
     if not isinstance(lut, int) or not 0 <= lut <= 255:
         raise ValidationError(f"lop3 lookup table must be an int in 0..255, got {lut!r}")
     for i, x in enumerate((a, b, c)):
         check_value(x, T.b32, f"lop3 source {i + 1}")
     check_dst(d, T.b32, "lop3 destination")
-    return make("lop3", ("lop3", "b32"), (d, a, b, c, Imm(lut)), n_dst=1, type=T.b32, info=lut)
+    if p is None:
+        if boolop is not None or q is not None:
+            raise ValidationError("lop3 with a boolean operation needs the predicate output p")
+        return make("lop3", ("lop3", "b32"), (d, a, b, c, Imm(lut)), n_dst=1, type=T.b32, info=lut)
+    if boolop not in LOP3_BOOL_OPS:
+        raise ValidationError(f"lop3 with a predicate output needs boolop 'and' or 'or', got {boolop!r}")
+    check_pred(p, "lop3 predicate output")
+    if isinstance(q, Imm):
+        if q.value not in (0, 1):
+            raise ValidationError(f"lop3 predicate input must be a predicate or 0/1, got {q.value}")
+    else:
+        check_pred(q.reg if isinstance(q, NegPred) else q, "lop3 predicate input")
+    return make("lop3", ("lop3", boolop, "b32"), (PairDst(d, p), a, b, c, Imm(lut), q), n_dst=1, type=T.b32,
+                info=lut, mods=(boolop,), req=REQ_LOP3_PRED)
 
 
 def lut_of(fn) -> int:
@@ -126,7 +149,42 @@ def shf(direction, d, a, b, c, mode="wrap"):
                 mods=(direction, mode))
 
 
-def bitfield(opcode, t, d, srcs):
+def bmsk(mode, d, a, b):
+    """bmsk.{clamp,wrap}.b32 d, a, b: a mask of b one-bits starting at bit a."""
+    if mode not in MASK_MODES:
+        raise ValidationError(f"bmsk mode is 'clamp' or 'wrap', got {mode!r}")
+    check_dst(d, T.b32, "bmsk destination")
+    check_value(a, T.u32, "bmsk start position")
+    check_value(b, T.u32, "bmsk width")
+    return make("bmsk", ("bmsk", mode, "b32"), (d, a, b), n_dst=1, type=T.b32, mods=(mode,), req=REQ_BMSK)
+
+
+def szext(mode, t, d, a, b):
+    """szext.{clamp,wrap}.{s32,u32} d, a, b: sign- (s32) or zero-extend (u32) the low b bits of a."""
+    if mode not in MASK_MODES:
+        raise ValidationError(f"szext mode is 'clamp' or 'wrap', got {mode!r}")
+    if t not in SZEXT_TYPES:
+        raise ValidationError(f"szext takes {_types_msg(SZEXT_TYPES)}, not .{t.name}")
+    check_dst(d, t, "szext destination")
+    check_value(a, t, "szext source")
+    check_value(b, T.u32, "szext width")
+    return make("szext", ("szext", mode, t.name), (d, a, b), n_dst=1, type=t, mods=(mode,), req=REQ_BMSK)
+
+
+def fns(d, mask, base, offset):
+    """fns.b32 d, mask, base, offset: the bit position of the offset-th set bit of mask counted from
+    bit base (upward for offset > 0, downward for offset < 0; offset 0: base itself if set), or
+    0xFFFFFFFF when there is none."""
+    check_dst(d, T.b32, "fns destination")
+    check_value(mask, T.b32, "fns mask")
+    check_value(base, T.u32, "fns base")
+    check_value(offset, T.s32, "fns offset")
+    if isinstance(base, Imm) and not 0 <= base.value <= 31:
+        raise ValidationError(f"fns base {base.value} is outside 0..31")
+    return make("fns", ("fns", "b32"), (d, mask, base, offset), n_dst=1, type=T.b32, req=BASE)
+
+
+def bitfield(opcode, t, d, srcs, shiftamt=False):
     """Build and check one of `bfe bfi popc clz brev bfind` (pure: no builder).
 
     Args:
@@ -134,6 +192,7 @@ def bitfield(opcode, t, d, srcs):
         t: the operand type (a bit type of the same width is used where the opcode takes only bit types).
         d: the destination (.u32 for popc, clz and bfind).
         srcs: ``(a, pos, len)`` for bfe, ``(field, base, pos, len)`` for bfi, ``(a,)`` otherwise.
+        shiftamt: for bfind, ``bfind.shiftamt``: the left shift that moves that bit to the top.
     """
     legal = BITFIELD[opcode]
     if t not in legal:
@@ -161,7 +220,10 @@ def bitfield(opcode, t, d, srcs):
         check_value(srcs[3], T.u32, "bfi length")
     else:
         check_value(srcs[0], t, f"{opcode} source")
-    return make(opcode, (opcode, t.name), (d, *srcs), n_dst=1, type=t)
+    if shiftamt and opcode != "bfind":
+        raise ValidationError(f".shiftamt exists only for bfind, not {opcode}")
+    return make(opcode, (opcode, "shiftamt" if shiftamt else None, t.name), (d, *srcs), n_dst=1, type=t,
+                mods=("shiftamt",) if shiftamt else ())
 
 
 class BitOps:
@@ -230,13 +292,29 @@ class BitOps:
         """Logical shift for .u/.b types, arithmetic for .s types."""
         return self._shift("shr", a, n, type, dst, pred)
 
-    def lop3(self, a, b, c, lut, *, dst=None, pred=None):
-        """Any 3-input logic function; `lut` is an int or a function f(a, b, c) of Python ints."""
+    def lop3(self, a, b, c, lut, *, dst=None, pred=None, combine=None, pdst=None):
+        """Any 3-input logic function; `lut` is an int or a function f(a, b, c) of Python ints.
+
+        `combine=("and"|"or", q)` also writes a predicate, `lop3.and.b32 d|p, a, b, c, lut, q`:
+        p = (d != 0) and/or q (q a predicate, ~q, or True/False; PTX 8.2); then the method returns
+        (d, p), p being `pdst` or a new predicate.
+        """
         if callable(lut):
             lut = lut_of(lut)
         d = self._dst(dst, T.b32)
-        self.emit(lop3(d, self._val(a, T.b32), self._val(b, T.b32), self._val(c, T.b32), lut), pred)
-        return d
+        srcs = (self._val(a, T.b32), self._val(b, T.b32), self._val(c, T.b32))
+        if combine is None:
+            self.emit(lop3(d, *srcs, lut), pred)
+            return d
+        boolop, q = combine
+        if isinstance(q, bool):
+            q = Imm(int(q))
+        else:
+            g = self._guard(q)
+            q = NegPred(g.reg) if g.negate else g.reg
+        p = self._dst(pdst, T.pred)
+        self.emit(lop3(d, *srcs, lut, p, boolop, q), pred)
+        return d, p
 
     def prmt(self, a, b, selector, *, mode=None, dst=None, pred=None):
         """`prmt.b32{.mode} d, a, b, selector`: pick four bytes of the pair {b, a}; returns d.
@@ -261,14 +339,36 @@ class BitOps:
                   pred)
         return d
 
-    def _bitfield(self, opcode, srcs, type, dst, pred):
+    def bmsk(self, start, width, *, mode="clamp", dst=None, pred=None):
+        """`bmsk.{clamp,wrap}.b32 d, start, width`: `width` one-bits from bit `start` (clamp: values
+        over 32 count as 32; wrap: taken modulo 32)."""
+        d = self._dst(dst, T.b32)
+        self.emit(bmsk(mode, d, self._val(start, T.u32), self._val(width, T.u32)), pred)
+        return d
+
+    def szext(self, a, width, *, type=None, mode="clamp", dst=None, pred=None):
+        """`szext.{clamp,wrap}.{s32,u32} d, a, width`: the low `width` bits of a, sign-extended
+        (.s32) or zero-extended (.u32); width 0 gives 0."""
+        a = self._val(a)
+        t = T.lookup(type) if type is not None else (a.type if getattr(a, "type", None) in SZEXT_TYPES else T.u32)
+        d = self._dst(dst, t)
+        self.emit(szext(mode, t, d, self._val(a, t), self._val(width, T.u32)), pred)
+        return d
+
+    def fns(self, mask, base, offset, *, dst=None, pred=None):
+        """`fns.b32 d, mask, base, offset`: find the n-th set bit (see `ptxforge.isa.bits.fns`)."""
+        d = self._dst(dst, T.b32)
+        self.emit(fns(d, self._val(mask, T.b32), self._val(base, T.u32), self._val(offset, T.s32)), pred)
+        return d
+
+    def _bitfield(self, opcode, srcs, type, dst, pred, shiftamt=False):
         srcs = [self._val(s) for s in srcs]
         t = infer_type(type, *srcs)
         if opcode in ("bfi", "popc", "clz", "brev") and not t.is_float:
             t = t.bits_type()
         srcs = [self._val(s, t if i < (2 if opcode == "bfi" else 1) else T.u32) for i, s in enumerate(srcs)]
         d = self._dst(dst, T.u32 if opcode in ("popc", "clz", "bfind") else t)
-        self.emit(bitfield(opcode, t, d, srcs), pred)
+        self.emit(bitfield(opcode, t, d, srcs, shiftamt), pred)
         return d
 
     def bfe(self, a, pos, length, *, type=None, dst=None, pred=None):
@@ -303,9 +403,7 @@ class BitOps:
         """
         return self._bitfield("brev", (a,), type, dst, pred)
 
-    def bfind(self, a, *, type=None, dst=None, pred=None):
-        """`bfind.type d, a`: the bit position of the most significant non-sign bit of `a` (0xFFFFFFFF when
-        none), into a .u32; returns d. `type` (the PTX type; inferred from the first register), `dst` and
-        `pred` as for every builder method.
-        """
-        return self._bitfield("bfind", (a,), type, dst, pred)
+    def bfind(self, a, *, type=None, shiftamt=False, dst=None, pred=None):
+        """`bfind{.shiftamt}.type d, a`: the position of the most significant non-sign bit of a
+        (0xFFFFFFFF if none); shiftamt=True gives the left shift that moves it to the top instead."""
+        return self._bitfield("bfind", (a,), type, dst, pred, shiftamt)

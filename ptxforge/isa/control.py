@@ -1,4 +1,5 @@
-"""Moves, comparisons and control: mov, setp, selp, bra, ret, exit."""
+"""Moves, comparisons and control: mov, setp (one or two predicates, .ftz), set, selp, slct, testp,
+bra, ret, exit."""
 
 from __future__ import annotations
 
@@ -39,43 +40,114 @@ def cmp_ops(t: T.ScalarType):
     return ("eq", "ne")  # bit types compare only for equality
 
 
-def setp(cmp, t, p, a, b, boolop=None, c=None):
-    """Build and check `setp.cmp{.boolop}.type p, a, b{, c}` (pure: no builder).
+#: set: the destination types (true is all ones for integers, 1.0 for .f32).
+SET_DTYPES = (T.u32, T.s32, T.f32)
+#: slct: the types of the selector c (d = c >= 0 ? a : b).
+SLCT_CTYPES = (T.s32, T.f32)
+#: testp: the properties a float can be tested for.
+TESTP_OPS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
+TESTP_TYPES = (T.f32, T.f64)
+
+
+def _compare_check(name, cmp, t, a, b, boolop, c, ftz):
+    if t not in SETP_TYPES:
+        raise ValidationError(f"{name} takes {', '.join('.' + x.name for x in SETP_TYPES)}, not .{t.name}")
+    legal = cmp_ops(t)
+    if cmp not in legal:
+        raise ValidationError(f"{name}.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
+    if ftz and t is not T.f32:
+        raise ValidationError(f"{name}.ftz applies only to .f32 comparisons, not .{t.name}")
+    half = t.is_float and (t.bits == 16 or t.lanes == 2)  # ptxas takes no immediates for half compares
+    check_value(a, t, f"{name} source 1", imm_ok=not half)
+    check_value(b, t, f"{name} source 2", imm_ok=not half)
+    if boolop is not None:
+        if boolop not in BOOL_OPS:
+            raise ValidationError(f"{name} combine op must be one of {BOOL_OPS}, got {boolop!r}")
+        if c is None:
+            raise ValidationError(f"{name}.{cmp}.{boolop} needs a predicate to combine with")
+        check_pred(c.reg if isinstance(c, NegPred) else c, f"{name} combine predicate")
+        return [c]
+    return []
+
+
+def setp(cmp, t, p, a, b, boolop=None, c=None, q=None, ftz=False):
+    """Build and check `setp.cmp{.boolop}{.ftz}.type p{|q}, a, b{, c}` (pure: no builder).
 
     Args:
         cmp: the comparison, one of `cmp_ops(t)`.
         t: the type of `a` and `b` (one of `SETP_TYPES`).
-        p: the .pred destination.
+        p: the .pred destination; for packed pairs (.f16x2, .bf16x2) a `PairDst` of one predicate per half.
         a: first source.
         b: second source.
         boolop: "and", "or" or "xor" to combine the result with predicate `c`, or None.
         c: the predicate combined (a .pred register or its negation), with `boolop`.
+        q: for scalar types, a second destination that gets the complement, q = !(a cmp b) boolop c.
+        ftz: flush .f32 subnormal inputs to zero.
     """
-    if t not in SETP_TYPES:
-        raise ValidationError(f"setp takes {', '.join('.' + x.name for x in SETP_TYPES)}, not .{t.name}")
-    legal = cmp_ops(t)
-    if cmp not in legal:
-        raise ValidationError(f"setp.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
+    tail = _compare_check("setp", cmp, t, a, b, boolop, c, ftz)
     if t.lanes == 2:  # packed pairs compare both halves: two predicates, written p|q
+        if q is not None:
+            raise ValidationError(f"setp.{cmp}.{t.name} writes one predicate per half (p|q); it has no complement "
+                                  "destination")
         if not isinstance(p, PairDst):
             raise ValidationError(f"setp.{cmp}.{t.name} writes two predicates (p|q), one per half")
         check_pred(p.reg, "setp destination (first half)")
         check_pred(p.pred, "setp destination (second half)")
+        dst = p
     else:
         check_pred(p, "setp destination")
-    half = t.is_float and (t.bits == 16 or t.lanes == 2)  # ptxas takes no immediates for half compares
-    check_value(a, t, "setp source 1", imm_ok=not half)
-    check_value(b, t, "setp source 2", imm_ok=not half)
-    ops = [p, a, b]
-    if boolop is not None:
-        if boolop not in BOOL_OPS:
-            raise ValidationError(f"setp combine op must be one of {BOOL_OPS}, got {boolop!r}")
-        if c is None:
-            raise ValidationError(f"setp.{cmp}.{boolop} needs a predicate to combine with")
-        check_pred(c.reg if isinstance(c, NegPred) else c, "setp combine predicate")
-        ops.append(c)
-    return make("setp", ("setp", cmp, boolop, t.name), ops, n_dst=1, type=t, mods=(cmp,) + ((boolop,) if boolop else ()),
-                req=SETP_REQ.get(t, BASE))
+        if q is not None:
+            if t.is_float and t.bits == 16:
+                raise ValidationError(f"setp.{cmp}.{t.name} writes one predicate: the complement destination (p|q) "
+                                      "exists for 32- and 64-bit comparisons only")
+            check_pred(q, "setp second destination")
+        dst = p if q is None else PairDst(p, q)
+    mods = (cmp,) + ((boolop,) if boolop else ()) + (("ftz",) if ftz else ())
+    return make("setp", ("setp", cmp, boolop, "ftz" if ftz else None, t.name), [dst, a, b, *tail], n_dst=1, type=t,
+                mods=mods, req=SETP_REQ.get(t, BASE))
+
+
+def set_(cmp, dt, t, d, a, b, boolop=None, c=None, ftz=False):
+    """set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}: d = all ones (integer dtype) or 1.0 (.f32)
+    when (a cmp b) boolop c holds, else 0."""
+    if dt not in SET_DTYPES:
+        raise ValidationError(f"set writes {', '.join('.' + x.name for x in SET_DTYPES)}, not .{dt.name}")
+    if t.is_float and t.bits == 16 and t.lanes == 1:
+        raise ValidationError(f"set does not compare scalar .{t.name} (compare halves with setp)")
+    if t.lanes == 2 and dt is T.f32:
+        raise ValidationError(f"set on .{t.name} pairs writes .u32 or .s32 (a mask per half), not .f32")
+    tail = _compare_check("set", cmp, t, a, b, boolop, c, ftz)
+    check_dst(d, dt, "set destination")
+    mods = (cmp,) + ((boolop,) if boolop else ()) + (("ftz",) if ftz else ())
+    return make("set", ("set", cmp, boolop, "ftz" if ftz else None, dt.name, t.name), [d, a, b, *tail], n_dst=1,
+                type=t, mods=mods, info=dt, req=SETP_REQ.get(t, BASE))
+
+
+def slct(t, ct, d, a, b, c, ftz=False):
+    """slct{.ftz}.type.ctype d, a, b, c: d = a if c >= 0 else b (c .s32 or .f32; .ftz only with .f32)."""
+    if t not in SELP_TYPES:
+        raise ValidationError(f"slct takes {', '.join('.' + x.name for x in SELP_TYPES)}, not .{t.name}")
+    if ct not in SLCT_CTYPES:
+        raise ValidationError(f"slct's selector is .s32 or .f32, not .{ct.name}")
+    if ftz and ct is not T.f32:
+        raise ValidationError("slct.ftz applies only to an .f32 selector")
+    check_dst(d, t, "slct destination")
+    check_value(a, t, "slct source 1")
+    check_value(b, t, "slct source 2")
+    check_value(c, ct, "slct selector")
+    return make("slct", ("slct", "ftz" if ftz else None, t.name, ct.name), (d, a, b, c), n_dst=1, type=t,
+                mods=("ftz",) if ftz else (), info=ct)
+
+
+def testp(op, t, p, a):
+    """testp.op.type p, a: whether a is finite / infinite / a number / NaN / normal / subnormal."""
+    if op not in TESTP_OPS:
+        raise ValidationError(f"testp tests one of {', '.join(TESTP_OPS)}, not {op!r}")
+    if t not in TESTP_TYPES:
+        raise ValidationError(f"testp takes .f32 or .f64, not .{t.name}")
+    check_pred(p, "testp destination")
+    check_value(a, t, "testp source")
+    return make("testp", ("testp", op, t.name), (p, a), n_dst=1, type=t, mods=(op,))
 
 
 def selp(t, d, a, b, p):
@@ -146,6 +218,44 @@ def simple(opcode: str):
     return make(opcode, (opcode,))
 
 
+REQ_STACK = Requirement(80, V("7.3"))
+
+
+def alloca(d, size, align=None):
+    """alloca.u64 d, size{, align}: d = a fresh .local allocation of `size` bytes on the stack."""
+    from .operands import Imm
+    check_dst(d, T.u64, "alloca destination")
+    if isinstance(size, int):
+        if size <= 0:
+            raise ValidationError(f"alloca size {size} must be positive")
+        size = Imm(size)
+    else:
+        check_value(size, T.u64, "alloca size", imm_ok=False)
+    ops = (d, size)
+    if align is not None:
+        if not isinstance(align, int) or align <= 0 or align & (align - 1):
+            raise ValidationError(f"alloca alignment must be a power of two, got {align!r}")
+        ops += (Imm(align),)
+    return make("alloca", ("alloca", "u64"), ops, n_dst=1, type=T.u64, req=REQ_STACK)
+
+
+def stack(opcode, d):
+    """stacksave.u64 d / stackrestore.u64 d: read or reset the stack pointer (with alloca)."""
+    if opcode not in ("stacksave", "stackrestore"):
+        raise ValidationError(f"{opcode!r} is not stacksave or stackrestore")
+    check_value(d, T.u64, f"{opcode} operand", imm_ok=False)
+    return make(opcode, (opcode, "u64"), (d,), n_dst=1 if opcode == "stacksave" else 0, type=T.u64, req=REQ_STACK)
+
+
+def pmevent(event, mask=False):
+    """pmevent a (a performance-monitor event 0..15) / pmevent.mask m (a 16-bit mask of them)."""
+    limit = 0xFFFF if mask else 15
+    if not isinstance(event, int) or isinstance(event, bool) or not 0 <= event <= limit:
+        raise ValidationError(f"pmevent{'.mask' if mask else ''} takes an integer in 0..{limit}, got {event!r}")
+    from .operands import Imm
+    return make("pmevent", ("pmevent", "mask" if mask else None), (Imm(event),), mods=("mask",) if mask else ())
+
+
 class ControlOps:
     """Builder methods for moves, comparisons, selects and branches."""
     def mov(self, a, *, type=None, dst=None, pred=None):
@@ -178,25 +288,60 @@ class ControlOps:
         self.emit(mov(t, d, a), pred)
         return d
 
-    def setp(self, cmp, a, b, *, type=None, dst=None, pred=None, combine=None):
-        """Compare: returns a .pred register.  `combine=("and", p)` emits setp.cmp.and."""
+    def _compare_operands(self, cmp, a, b, type, combine):
         a, b = self._val(a), self._val(b)
         t = infer_type(type, a, b)
         if t.kind == "b" and cmp not in ("eq", "ne"):
             t = t.as_unsigned()
-        a, b = self._val(a, t), self._val(b, t)
-        if t.lanes == 2:  # one predicate per half: returns (first, second)
-            pair = tuple(dst) if dst is not None else (self.reg(T.pred), self.reg(T.pred))
-            d = PairDst(self._dst(pair[0], T.pred), self._dst(pair[1], T.pred))
-        else:
-            d = self._dst(dst, T.pred)
         boolop, c = combine if combine else (None, None)
         if c is not None:
             c = self._guard(c)
             c = NegPred(c.reg) if c.negate else c.reg
-        ins = setp(cmp, t, d, a, b, boolop, c)
-        self.emit(ins, pred)
-        return (d.reg, d.pred) if t.lanes == 2 else d
+        return t, self._val(a, t), self._val(b, t), boolop, c
+
+    def setp(self, cmp, a, b, *, type=None, dst=None, pred=None, combine=None, ftz=False, both=False,
+             qdst=None):
+        """Compare: returns a .pred register.  `combine=("and", p)` emits setp.cmp.and; ftz=True
+        flushes .f32 subnormal inputs; both=True also writes the complement (`setp p|q`, with q
+        = !(a cmp b) combined the same way) and returns (p, q)."""
+        t, a, b, boolop, c = self._compare_operands(cmp, a, b, type, combine)
+        if t.lanes == 2:  # packed pairs: one predicate per half, returned as (first, second)
+            pair = tuple(dst) if dst is not None else (self.reg(T.pred), self.reg(T.pred))
+            d = PairDst(self._dst(pair[0], T.pred), self._dst(pair[1], T.pred))
+            self.emit(setp(cmp, t, d, a, b, boolop, c, None, ftz), pred)
+            return d.reg, d.pred
+        d = self._dst(dst, T.pred)
+        q = self._dst(qdst, T.pred) if both or qdst is not None else None
+        self.emit(setp(cmp, t, d, a, b, boolop, c, q, ftz), pred)
+        return (d, q) if q is not None else d
+
+    def set(self, cmp, a, b, *, to=T.u32, type=None, dst=None, pred=None, combine=None, ftz=False):
+        """`set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}`: compare into a register, all ones (to=u32/s32)
+        or 1.0 (to=f32) for true and 0 for false; `combine` and `ftz` as for `setp`."""
+        t, a, b, boolop, c = self._compare_operands(cmp, a, b, type, combine)
+        dt = T.lookup(to)
+        d = self._dst(dst, dt)
+        self.emit(set_(cmp, dt, t, d, a, b, boolop, c, ftz), pred)
+        return d
+
+    def slct(self, a, b, c, *, type=None, ftz=False, dst=None, pred=None):
+        """`slct{.ftz}.type.ctype d, a, b, c`: d = a if c >= 0 else b; the selector c is .s32 or .f32
+        (its register type; an immediate: .s32 for ints, .f32 for floats)."""
+        a, b, c = self._val(a), self._val(b), self._val(c)
+        t = infer_type(type, a, b)
+        ct = c.type if hasattr(c, "type") and c.type in (T.s32, T.f32) else (
+            T.f32 if isinstance(getattr(c, "value", None), float) else T.s32)
+        d = self._dst(dst, t)
+        self.emit(slct(t, ct, d, self._val(a, t), self._val(b, t), self._val(c, ct), ftz), pred)
+        return d
+
+    def testp(self, op, a, *, type=None, dst=None, pred=None):
+        """`testp.op.type p, a`: op is finite, infinite, number, notanumber, normal or subnormal."""
+        a = self._val(a)
+        t = infer_type(type, a)
+        p = self._dst(dst, T.pred)
+        self.emit(testp(op, t, p, self._val(a, t)), pred)
+        return p
 
     def selp(self, a, b, p, *, type=None, dst=None, pred=None):
         """d = p ? a : b."""
@@ -216,6 +361,31 @@ class ControlOps:
         """
         self._use_label(label)
         self.emit(bra(label, uni), pred)
+
+    def stacksave(self, *, dst=None, pred=None):
+        """`stacksave.u64 d`: the current stack pointer (to restore after alloca-style use)."""
+        d = self._dst(dst, T.u64)
+        self.emit(stack("stacksave", d), pred)
+        return d
+
+    def alloca(self, size, *, align=None, dst=None, pred=None):
+        """`alloca.u64 d, size{, align}`: allocate `size` bytes (an int or a .u64 register) on the
+        thread's stack; d is their .local address (use it with space="local")."""
+        d = self._dst(dst, T.u64)
+        self.emit(alloca(d, size if isinstance(size, int) else self._val(size), align), pred)
+        return d
+
+    def stackrestore(self, sp, *, pred=None):
+        """`stackrestore.u64 sp`: reset the stack pointer to a value from `stacksave`."""
+        self.emit(stack("stackrestore", self._val(sp)), pred)
+
+    def pmevent(self, event, *, mask=False, pred=None):
+        """`pmevent a` / `pmevent.mask m`: signal performance-monitor event(s) (a counter trigger)."""
+        self.emit(pmevent(event, mask), pred)
+
+    def brkpt(self, *, pred=None):
+        """`brkpt`: suspend the thread at a breakpoint (for a debugger)."""
+        self.emit(make("brkpt", ("brkpt",)), pred)
 
     def ret(self, *, pred=None):
         """`ret`: return from the kernel (where `pred` holds, if given); `finish` adds a final one."""

@@ -1,10 +1,10 @@
-"""Conversions: cvt (numeric) and cvta (address space)."""
+"""Conversions: cvt (numeric) and cvta (address space); isspacep (which space a generic address is in)."""
 
 from __future__ import annotations
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_dst, check_value, make
+from .instruction import check_dst, check_pred, check_value, make
 from .operands import Reg
 from .targets import BASE, Requirement, V
 
@@ -128,6 +128,20 @@ def cvta(d, a, space, to: bool):
                 req=req, mods=(("to",) if to else ()) + (space,))
 
 
+#: isspacep: the spaces a generic address can be tested for (.shared::cluster needs sm_90).
+ISSPACEP_SPACES = {"global": BASE, "shared": BASE, "shared::cta": Requirement(80, V("7.8")),
+                   "shared::cluster": Requirement(90, V("7.8")), "local": BASE, "const": BASE, "param": BASE}
+
+
+def isspacep(p, a, space):
+    """isspacep.space p, a: whether generic address a falls in `space`'s window."""
+    if space not in ISSPACEP_SPACES:
+        raise ValidationError(f"isspacep tests one of {', '.join('.' + s for s in ISSPACEP_SPACES)}, not {space!r}")
+    check_pred(p, "isspacep destination")
+    check_value(a, T.u64, "isspacep address", imm_ok=False)
+    return make("isspacep", ("isspacep", space), (p, a), n_dst=1, req=ISSPACEP_SPACES[space], mods=(space,))
+
+
 class ConvertOps:
     """Builder methods for type conversion (`cvt`) and address-space conversion (`cvta`)."""
     def cvt(self, a, to, *, frm=None, rnd=None, sat=False, ftz=False, dst=None, pred=None, b=None):
@@ -144,6 +158,13 @@ class ConvertOps:
         d = self._dst(dst, T.decl_type(dt))
         self.emit(cvt(dt, st, d, a, rnd, sat, ftz, b), pred)
         return d
+
+    def isspacep(self, a, space, *, dst=None, pred=None):
+        """`isspacep.space p, a`: a predicate, true when generic address `a` is in `space`
+        ("global", "shared", "shared::cta", "shared::cluster", "local", "const", "param")."""
+        p = self._dst(dst, T.pred)
+        self.emit(isspacep(p, self._val(a), space), pred)
+        return p
 
     def cvta(self, a, *, to=None, frm=None, dst=None, pred=None):
         """`cvta.to.<to>` (generic -> space) or `cvta.<frm>` (space -> generic)."""

@@ -1,7 +1,8 @@
-"""Memory: ld, st (scalar and vector, every state space), atom/red, prefetch, ldmatrix, stmatrix.
+"""Memory: ld, st (scalar and vector, every state space), atom/red, prefetch, ldmatrix, stmatrix,
+with memory-consistency qualifiers (`MEM_SEMANTICS`, `SCOPES`) and L2 cache-policy operands.
 
 Legal forms as data: `LDMATRIX_FORMS`, `STMATRIX_FORMS` (shape x count x trans ->
-registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`, `PREFETCH_LEVELS`.
+registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`, `PREFETCH_LEVELS`, `MEM_SEMANTICS`.
 """
 
 from __future__ import annotations
@@ -26,20 +27,72 @@ EVICT = ("L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evic
          "L1::no_allocate")
 
 
+#: Memory-consistency qualifiers by instruction: `.volatile` (no scope), or a memory order
+#: that needs a scope (`ld.acquire.gpu`, `st.release.sys`, `atom.acq_rel.cta`).  They apply to
+#: .global, .shared and generic addresses only, and not together with cache operators or .nc.
+MEM_SEMANTICS = {"ld": ("volatile", "relaxed", "acquire"), "st": ("volatile", "relaxed", "release"),
+                 "atom": ("relaxed", "acquire", "release", "acq_rel"), "red": ("relaxed", "release")}
+SCOPES = ("cta", "cluster", "gpu", "sys")
+REQ_CLUSTER_SCOPE = Requirement(90, V("7.8"))
+#: `.L2::cache_hint`: a 64-bit cache policy (from createpolicy) as the last operand (PTX 7.4).
+REQ_CACHE_HINT = Requirement(80, V("7.4"))
+_ORDER_SPACES = ("global", "shared", "shared::cta", "generic")
+
+
 @dataclass(frozen=True)
 class MemInfo:
-    """Semantics of one ld/st: space, element type, vector width, cache hints."""
+    """Semantics of one ld/st: space, element type, vector width, cache hints, memory order."""
 
     space: str
     type: T.ScalarType
     vec: int
     nc: bool = False
     cop: str | None = None
+    sem: str | None = None  # volatile / relaxed / acquire / release
+    scope: str | None = None
+    policy: bool = False  # an .L2::cache_hint operand follows the value
 
     @property
     def nbytes(self) -> int:
         """Bytes one thread moves: the element size times the vector width."""
         return self.type.bits // 8 * self.vec
+
+
+def _order_check(name, sem, scope, space, *, cop=None, nc=False, hints=(), t=None):
+    """The memory-order qualifier parts (`volatile` / `relaxed`, `gpu`) and their requirement."""
+    if sem is None:
+        if scope is not None and name in ("ld", "st"):
+            raise ValidationError(f"{name}.{scope}: a scope needs a memory order (sem='relaxed', 'acquire', ...)")
+        if scope is not None and scope not in SCOPES:
+            raise ValidationError(f"{name} scope must be one of {SCOPES}, got {scope!r}")
+        return (None, scope), REQ_CLUSTER_SCOPE if scope == "cluster" else BASE
+    legal = MEM_SEMANTICS[name]
+    if sem not in legal:
+        raise ValidationError(f"{name} takes the memory orders {', '.join('.' + x for x in legal)}, not .{sem}")
+    if space not in _ORDER_SPACES:
+        raise ValidationError(f"{name}.{sem} applies to .global, .shared or generic addresses, not .{space}")
+    if sem == "volatile":
+        if scope is not None:
+            raise ValidationError(f"{name}.volatile takes no scope (it acts as .relaxed.sys)")
+        if hints:
+            raise ValidationError(f"{name}.volatile takes no cache hints, got {', '.join('.' + h for h in hints)}")
+    elif scope not in SCOPES:
+        raise ValidationError(f"{name}.{sem} needs a scope, one of {', '.join('.' + x for x in SCOPES)}; got {scope!r}")
+    if cop is not None or nc:
+        raise ValidationError(f"{name}.{sem} cannot be combined with {'.nc' if nc else '.' + cop}")
+    if t is T.b128:
+        raise ValidationError(f"{name}.{sem} has no .b128 form")
+    return (sem, scope), REQ_CLUSTER_SCOPE if scope == "cluster" else BASE
+
+
+def _policy_check(name, policy, space, sem):
+    if policy is None:
+        return
+    if space not in ("global", "generic"):
+        raise ValidationError(f"{name}.L2::cache_hint applies to .global or generic addresses, not .{space}")
+    if sem == "volatile":
+        raise ValidationError(f"{name}.volatile cannot take an .L2::cache_hint policy")
+    check_value(policy, T.b64, f"{name} cache policy", imm_ok=False)
 
 
 def _space_part(space):
@@ -129,18 +182,30 @@ def _vec_check(t, vec, what, space="global"):
                               "(256 as .v8 of 32-bit or .v4 of 64-bit values in .global memory on sm_100)")
 
 
-def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
-    """Build and check `ld{.nc}.space{.cop}{.hints}{.vN}.type d, [addr]` (pure: no builder).
+def _with_policy(hints, policy):
+    """The hint parts with `L2::cache_hint` placed before any L2 prefetch size."""
+    if policy is None:
+        return tuple(hints)
+    ev = tuple(h for h in hints if h not in PREFETCH)
+    return ev + ("L2::cache_hint",) + tuple(h for h in hints if h in PREFETCH)
+
+
+def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=None, scope=None, policy=None):
+    """Build and check `ld{.sem.scope}{.space}{.nc}{.cop}{.hints}{.L2::cache_hint}{.vN}.type d, [addr]{, policy}`
+    (pure: no builder).
 
     Args:
         t: the element type (one of `LD_TYPES`).
         d: the destination register, or a Vec of `vec` registers.
         addr: an `Addr` (register plus constant offset) or a symbol.
         space: "global", "shared", "local", "param", "const" or "generic".
-        vec: 1, 2 or 4 elements (``.v2``/``.v4``; at most 16 bytes).
+        vec: 1, 2 or 4 elements (``.v2``/``.v4``; at most 16 bytes; 256-bit vectors on sm_100).
         nc: ``ld.global.nc`` (through the non-coherent read-only cache).
         cop: a cache operator of `CACHE_OPS` ("ca", "cg", "cs", "lu", "cv").
         hints: eviction priorities (`EVICT`), sm_80 and PTX 7.4 on.
+        sem: a memory order of `MEM_SEMANTICS` ("volatile", "relaxed", "acquire"), with `scope` where it takes one.
+        scope: "cta", "cluster", "gpu" or "sys".
+        policy: a 64-bit cache-policy register (`createpolicy`) for ``.L2::cache_hint``.
     """
     what = f"ld.{space}"
     if t not in LD_TYPES:
@@ -164,9 +229,15 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=()):
     else:
         check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
         _vec_regs_check(d, t, f"{what}.v{vec} destination")
-    parts = ("ld", _space_part(space), "nc" if nc else None, cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("ld", parts, (d, a), n_dst=1, type=t, req=_mem_req(space, t, hints, vec),
-                info=MemInfo(space, t, vec, nc, cop), mods=(space,))
+    order, oreq = _order_check("ld", sem, scope, space, cop=cop, nc=nc, hints=hints, t=t)
+    _policy_check("ld", policy, space, sem)
+    req = _mem_req(space, t, hints, vec).merge(oreq)
+    if policy is not None:
+        req = req.merge(REQ_CACHE_HINT)
+    parts = ("ld", *order, _space_part(space), "nc" if nc else None, cop, *_with_policy(hints, policy),
+             f"v{vec}" if vec > 1 else None, t.name)
+    return make("ld", parts, (d, a) + ((policy,) if policy is not None else ()), n_dst=1, type=t, req=req,
+                info=MemInfo(space, t, vec, nc, cop, sem, scope, policy is not None), mods=(space,))
 
 
 def _writable_param(addr) -> bool:
@@ -176,11 +247,12 @@ def _writable_param(addr) -> bool:
     return isinstance(base, CallParam)
 
 
-def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
-    """Build and check `st.space{.cop}{.hints}{.vN}.type [addr], v` (pure: no builder).
+def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=None, policy=None):
+    """Build and check `st{.sem.scope}{.space}{.cop}{.hints}{.L2::cache_hint}{.vN}.type [addr], v{, policy}`
+    (pure: no builder).
 
-    Arguments as for `ld`, with `v` the value stored (a register, immediate, or a Vec of `vec` of them); the
-    .param and .const spaces are read-only.
+    Arguments as for `ld`, with `v` the value stored (a register, immediate, or a Vec of `vec` of them) and
+    `sem` "volatile", "relaxed" or "release"; the .param and .const spaces are read-only.
     """
     what = f"st.{space}"
     if t not in LD_TYPES:
@@ -205,9 +277,35 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=()):
     else:
         check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
         _vec_regs_check(v, t, f"{what}.v{vec} source")
-    parts = ("st", _space_part(space), cop, *hints, f"v{vec}" if vec > 1 else None, t.name)
-    return make("st", parts, (a, v), n_dst=0, type=t, req=_mem_req(space, t, hints, vec),
-                info=MemInfo(space, t, vec, False, cop), mods=(space,))
+    order, oreq = _order_check("st", sem, scope, space, cop=cop, hints=hints, t=t)
+    _policy_check("st", policy, space, sem)
+    req = _mem_req(space, t, hints, vec).merge(oreq)
+    if policy is not None:
+        req = req.merge(REQ_CACHE_HINT)
+    parts = ("st", *order, _space_part(space), cop, *_with_policy(hints, policy), f"v{vec}" if vec > 1 else None,
+             t.name)
+    return make("st", parts, (a, v) + ((policy,) if policy is not None else ()), n_dst=0, type=t, req=req,
+                info=MemInfo(space, t, vec, False, cop, sem, scope, policy is not None), mods=(space,))
+
+
+def ldu(t, d, addr, space="global", vec=1):
+    """ldu{.global}{.vN}.type d, [a]: a load of a value every thread of the warp reads at one address
+    (through the uniform cache); the address must be read-only for the kernel's lifetime."""
+    if space not in ("global", "generic"):
+        raise ValidationError(f"ldu reads .global or generic addresses, not .{space}")
+    if t not in LD_TYPES or t is T.b128:
+        raise ValidationError(f"ldu does not take .{t.name}")
+    _vec_check(t, vec, "ldu")
+    if t.bits * vec > 128:
+        raise ValidationError(f"ldu: .v{vec}.{t.name} is {t.bits * vec} bits; ldu moves at most 128")
+    a = check_addr(addr, space, "ldu")
+    wide = t.is_int or t.kind == "b"
+    if vec == 1:
+        check_dst(d, t, "ldu destination", wide_ok=wide)
+    else:
+        check_vec(d, vec, t, f"ldu.v{vec} destination", wide_ok=wide)
+    parts = ("ldu", _space_part(space), f"v{vec}" if vec > 1 else None, t.name)
+    return make("ldu", parts, (d, a), n_dst=1, type=t, info=MemInfo(space, t, vec), mods=(space,))
 
 
 # ------------------------------------------------------------------ prefetch
@@ -267,15 +365,18 @@ ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
 
 @dataclass(frozen=True)
 class AtomInfo:
-    """Semantics of one atom/red: the operation, the space and the type."""
+    """Semantics of one atom/red: operation, space, type, memory order and scope."""
+
     op: str
     space: str
     type: T.ScalarType
+    sem: str | None = None
+    scope: str | None = None
 
 
-def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
-    """Build and check `atom.space.op.type d, [addr], b{, c}` or `red.space.op.type [addr], b` (pure: no
-    builder).
+def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None, scope=None, policy=None):
+    """Build and check `atom{.sem}{.scope}{.space}.op{.L2::cache_hint}.type d, [addr], b{, c}{, policy}` or
+    `red...` likewise without d (pure: no builder).
 
     Args:
         op: one of `ATOM_OPS` (add min max and or xor exch cas inc dec).
@@ -284,8 +385,10 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         addr: the address.
         b: the operand (for cas, the value compared).
         c: cas only: the new value.
-        space: "global", "shared" or "generic".
+        space: "global", "shared", "shared::cta" or "generic".
         reduce_only: build ``red`` (no result; not for exch and cas).
+        sem: a memory order ("relaxed", "acquire", "release", "acq_rel"); scope: "cta", "cluster", "gpu", "sys".
+        policy: a 64-bit cache-policy register for ``.L2::cache_hint``.
     """
     name = "red" if reduce_only else "atom"
     if op not in ATOM_OPS:
@@ -310,9 +413,16 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False):
         check_dst(d, t, f"{name} destination")
         ops = [d] + ops
         n_dst = 1
-    parts = (name, _space_part(space), op, t.name)
-    req = Requirement(80, V("7.8")) if space == "shared::cta" else BASE
-    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t), mods=(op,), req=req)
+    order, req = _order_check(name, sem, scope, space)
+    if space == "shared::cta":
+        req = req.merge(Requirement(80, V("7.8")))
+    _policy_check(name, policy, space, sem)
+    if policy is not None:
+        ops.append(policy)
+        req = req.merge(REQ_CACHE_HINT)
+    parts = (name, *order, _space_part(space), op, "L2::cache_hint" if policy is not None else None, t.name)
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t, sem, scope), mods=(op,),
+                req=req)
 
 
 # ------------------------------------------------------------------ ldmatrix / stmatrix
@@ -424,9 +534,12 @@ class MemoryOps:
         return a
 
     def ld(self, addr, *, type, space="global", vec=1, nc=False, cop=None, hints=(), offset=0,
-           dst=None, pred=None):
+           dst=None, pred=None, sem=None, scope=None, policy=None):
         """Load `vec` values of `type` from `addr` (a register, Addr or variable) in `space`.
 
+        `sem`/`scope` give the memory order (`sem="volatile"`, or "relaxed"/"acquire" with scope
+        "cta", "cluster", "gpu" or "sys": `ld.acquire.gpu.global.u32`); `policy` is a 64-bit
+        cache policy from `createpolicy` (`.L2::cache_hint`).
         Returns the destination register, or a Vec of registers for vector loads.
         """
         t = T.lookup(type)
@@ -445,11 +558,15 @@ class MemoryOps:
             d = self.reg(rt) if vec == 1 else Vec(tuple(self.reg(rt) for _ in range(vec)))
         else:
             d = self._val(dst)
-        self.emit(ld(t, d, self._addr(addr, offset), space, vec, nc, cop, tuple(hints)), pred)
+        policy = self._val(policy) if policy is not None else None
+        self.emit(ld(t, d, self._addr(addr, offset), space, vec, nc, cop, tuple(hints), sem, scope, policy), pred)
         return d
 
-    def st(self, addr, value, *, type=None, space="global", vec=None, cop=None, hints=(), offset=0, pred=None):
-        """Store a register/immediate (or a list of them: a vector store) to `addr` in `space`."""
+    def st(self, addr, value, *, type=None, space="global", vec=None, cop=None, hints=(), offset=0, pred=None,
+           sem=None, scope=None, policy=None):
+        """Store a register/immediate (or a list of them: a vector store) to `addr` in `space`.
+
+        `sem` ("volatile", "relaxed", "release") with `scope`, and `policy`, as for `ld`."""
         if isinstance(value, (list, tuple, Vec)):
             vals = tuple(self._val(v) for v in (value.regs if isinstance(value, Vec) else value))
             vec = vec or len(vals)
@@ -470,7 +587,24 @@ class MemoryOps:
             vec = vec or 1
         if t in _HALF_TYPES:
             t = t.bits_type()
-        self.emit(st(t, self._addr(addr, offset), v, space, vec, cop, tuple(hints)), pred)
+        policy = self._val(policy) if policy is not None else None
+        self.emit(st(t, self._addr(addr, offset), v, space, vec, cop, tuple(hints), sem, scope, policy), pred)
+
+    def ldu(self, addr, *, type, space="global", vec=1, offset=0, dst=None, pred=None):
+        """`ldu.global{.vN}.type d, [addr]`: a warp-uniform load of read-only data; returns the
+        register (or a Vec for vec > 1), as `ld` does."""
+        t = T.lookup(type)
+        reg_t = t
+        if t in _HALF_TYPES:
+            t = t.bits_type()
+        if dst is None:
+            rt = T.decl_type(reg_t) if reg_t is not t else (
+                T.lookup(f"{t.kind}32") if t.bits < 32 and (t.is_int or t.kind == "b") else T.decl_type(t))
+            d = self.reg(rt) if vec == 1 else Vec(tuple(self.reg(rt) for _ in range(vec)))
+        else:
+            d = self._val(dst)
+        self.emit(ldu(t, d, self._addr(addr, offset), space, vec), pred)
+        return d
 
     def prefetch(self, addr, *, level="L2", space="global", offset=0, pred=None):
         """prefetch{.space}.level [addr]; space None (generic), 'global' or 'local'."""
@@ -480,8 +614,12 @@ class MemoryOps:
         """prefetch.tensormap [tmap] (sm_90): `tmap` is the generic address of a CUtensorMap (param_address)."""
         self.emit(prefetch_tensormap(self._addr(tmap), space), pred)
 
-    def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None):
-        """Atomic read-modify-write; returns the old value."""
+    def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None, sem=None,
+             scope=None, policy=None):
+        """Atomic read-modify-write; returns the old value.
+
+        `sem` ("relaxed", "acquire", "release", "acq_rel") and/or `scope` ("cta", "cluster", "gpu",
+        "sys") qualify it (`atom.acq_rel.gpu.global.add.u32`); `policy` adds `.L2::cache_hint`."""
         v = self._val(value)
         from .arith import infer_type
         t = infer_type(type, v)
@@ -491,17 +629,22 @@ class MemoryOps:
         cas_new = None
         if op == "cas":
             v, cas_new = self._val(compare, t), self._val(value, t)
-        self.emit(atom(op, t, d, self._addr(addr), self._val(v, t), cas_new, space), pred)
+        policy = self._val(policy) if policy is not None else None
+        self.emit(atom(op, t, d, self._addr(addr), self._val(v, t), cas_new, space, sem=sem, scope=scope,
+                       policy=policy), pred)
         return d
 
-    def red(self, op, addr, value, *, type=None, space="global", pred=None):
-        """Reduction into memory with no result (red.global.add.s32 ...)."""
+    def red(self, op, addr, value, *, type=None, space="global", pred=None, sem=None, scope=None, policy=None):
+        """Reduction into memory with no result (red.global.add.s32 ...); `sem` ("relaxed",
+        "release"), `scope` and `policy` as for `atom`."""
         v = self._val(value)
         from .arith import infer_type
         t = infer_type(type, v)
         if op in _BIT_OPS and t.is_int:
             t = t.bits_type()
-        self.emit(atom(op, t, None, self._addr(addr), self._val(v, t), None, space, reduce_only=True), pred)
+        policy = self._val(policy) if policy is not None else None
+        self.emit(atom(op, t, None, self._addr(addr), self._val(v, t), None, space, reduce_only=True, sem=sem,
+                       scope=scope, policy=policy), pred)
 
     def ldmatrix(self, addr, *, num=4, trans=False, shape="m8n8", type=T.b16, space="shared", dst=None,
                  pred=None):

@@ -1,4 +1,4 @@
-"""Synchronization: bar/barrier, membar/fence, mbarrier, nanosleep."""
+"""Synchronization: bar/barrier (and bar.red), membar/fence, mbarrier, griddepcontrol, nanosleep."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ FENCES = {
     "membar.cta": Requirement(), "membar.gl": Requirement(), "membar.sys": Requirement(),
     "fence.sc.cta": Requirement(), "fence.sc.gpu": Requirement(), "fence.sc.sys": Requirement(),
     "fence.acq_rel.cta": Requirement(), "fence.acq_rel.gpu": Requirement(), "fence.acq_rel.sys": Requirement(),
+    "fence.sc.cluster": Requirement(90, V("7.8")), "fence.acq_rel.cluster": Requirement(90, V("7.8")),
     "fence.proxy.async": Requirement(90, V("8.0")),
     "fence.proxy.async.shared::cta": Requirement(90, V("8.0")),
     "fence.proxy.async.global": Requirement(90, V("8.0")),
@@ -71,6 +72,48 @@ def bar(kind, bid=0, count=None, aligned=True):
         raise ValidationError("bar.arrive needs a thread count (the number of threads that use the barrier)")
     return make("bar", ("bar" if aligned else "barrier", kind), ops, info=BarInfo(kind, bid, count, aligned),
                 mods=(kind,) if aligned else (kind, "unaligned"))
+
+
+#: bar.red: the reduction -> the type of its result (popc counts the threads whose predicate holds).
+BAR_RED_OPS = {"popc": T.u32, "and": T.pred, "or": T.pred}
+
+
+@dataclass(frozen=True)
+class BarRedInfo:
+    """A bar.red: the reduction, barrier id and thread count (as for bar.sync)."""
+
+    op: str
+    id: object
+    count: object = None
+
+
+def bar_red(op, d, bid, p, count=None):
+    """bar.red.popc.u32 d, id{, count}, {!}p / bar.red.{and,or}.pred d, id{, count}, {!}p: a CTA barrier
+    that also reduces one predicate per thread over the participating threads."""
+    from .operands import NegPred
+    if op not in BAR_RED_OPS:
+        raise ValidationError(f"bar.red reduces with {', '.join(BAR_RED_OPS)}, not {op!r}")
+    t = BAR_RED_OPS[op]
+    if t is T.pred:
+        check_pred(d, f"bar.red.{op} destination")
+    else:
+        check_dst(d, t, "bar.red.popc destination")
+    probe = bar("sync", bid, count)  # the id and count rules of bar.sync
+    check_pred(p.reg if isinstance(p, NegPred) else p, "bar.red predicate")
+    ops = (d, *probe.operands, p)
+    return make("bar.red", ("bar", "red", op, t.name), ops, n_dst=1, type=t,
+                info=BarRedInfo(op, probe.info.id, probe.info.count), mods=(op,))
+
+
+GRIDDEPCONTROL = ("launch_dependents", "wait")
+REQ_GRIDDEP = Requirement(90, V("7.8"))
+
+
+def griddepcontrol(action):
+    """griddepcontrol.launch_dependents / .wait (sm_90): programmatic dependent launch."""
+    if action not in GRIDDEPCONTROL:
+        raise ValidationError(f"griddepcontrol is .launch_dependents or .wait, not {action!r}")
+    return make("griddepcontrol", ("griddepcontrol", action), (), req=REQ_GRIDDEP, mods=(action,))
 
 
 def bar_warp_sync(mask=0xFFFFFFFF):
@@ -252,6 +295,50 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
                 tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity))
 
 
+def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):
+    """mbarrier.complete_tx.relaxed.cta.space.b64 [a], n (sm_90): count n transaction bytes as done."""
+    a = check_addr(addr, "shared", "mbarrier.complete_tx")
+    if isinstance(nbytes, int):
+        if not 0 <= nbytes < (1 << 20):
+            raise ValidationError(f"mbarrier.complete_tx byte count {nbytes} is outside 0..{(1 << 20) - 1}")
+        nbytes = Imm(nbytes)
+    else:
+        check_value(nbytes, T.u32, "mbarrier.complete_tx bytes", imm_ok=False)
+    return make("mbarrier.complete_tx", ("mbarrier", "complete_tx", "relaxed", "cta", space, "b64"), (a, nbytes),
+                req=_space(space, REQ_TX), info=MbarInfo("complete_tx"))
+
+
+def mbarrier_arrive_drop(state, addr, count=None, space="shared"):
+    """mbarrier.arrive_drop.space.b64 state, [a]{, count}: arrive and lower the expected arrival
+    count of this and every later phase (a thread leaving the pipeline); a count needs sm_90."""
+    req = _space(space, REQ_MBAR)
+    a = check_addr(addr, "shared", "mbarrier.arrive_drop")
+    if isinstance(state, Discard):
+        req = req.merge(Requirement(80, V("7.8")))
+    else:
+        check_dst(state, T.b64, "mbarrier.arrive_drop state")
+    ops = [state, a]
+    if count is not None:
+        req = req.merge(REQ_MBAR_90)
+        if isinstance(count, int):
+            if not 1 <= count < (1 << 20):
+                raise ValidationError(f"mbarrier.arrive_drop count {count} is outside 1..{(1 << 20) - 1}")
+            count = Imm(count)
+        else:
+            check_value(count, T.u32, "mbarrier.arrive_drop count", imm_ok=False)
+        ops.append(count)
+    return make("mbarrier.arrive_drop", ("mbarrier", "arrive_drop", space, "b64"), ops, n_dst=1, req=req,
+                info=MbarInfo("arrive_drop"))
+
+
+def mbarrier_pending_count(d, state):
+    """mbarrier.pending_count.b64 d, state: the pending arrivals recorded in a state token."""
+    check_dst(d, T.u32, "mbarrier.pending_count destination")
+    check_value(state, T.b64, "mbarrier state token", imm_ok=False)
+    return make("mbarrier.pending_count", ("mbarrier", "pending_count", "b64"), (d, state), n_dst=1, req=REQ_MBAR,
+                info=MbarInfo("pending_count"))
+
+
 def mbarrier_inval(addr, space="shared"):
     """Build `mbarrier.inval.space.b64 [addr]` (pure: no builder): invalidate the mbarrier so its memory can be
     reused.
@@ -385,6 +472,46 @@ class SyncOps:
         self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
                                 parity, suspend_ns=suspend_ns), pred)
         return p
+
+    def mbarrier_complete_tx(self, addr, nbytes, *, pred=None):
+        """`mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [addr], nbytes` (sm_90): mark `nbytes`
+        transaction bytes of the current phase complete, as an async copy would."""
+        self.emit(mbarrier_complete_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
+                  pred)
+
+    def mbarrier_arrive_drop(self, addr, *, count=None, space="shared", state=None, pred=None):
+        """`mbarrier.arrive_drop.shared.b64 state, [addr]{, count}`: arrive, and expect one (or
+        `count`) fewer arrival in this and every later phase.  Returns the state token (None with
+        state='_')."""
+        from .operands import DISCARD
+        st = DISCARD if state == "_" else self._dst(state, T.b64)
+        if count is not None and not isinstance(count, int):
+            count = self._val(count)
+        self.emit(mbarrier_arrive_drop(st, self._addr(addr), count, space), pred)
+        return None if st is DISCARD else st
+
+    def mbarrier_pending_count(self, state, *, dst=None, pred=None):
+        """`mbarrier.pending_count.b64 d, state`: the arrivals still pending when `state` was taken."""
+        d = self._dst(dst, T.u32)
+        self.emit(mbarrier_pending_count(d, self._val(state)), pred)
+        return d
+
+    def bar_red(self, op, p, bid=0, count=None, *, dst=None, pred=None):
+        """`bar.red.popc.u32` / `bar.red.{and,or}.pred d, id{, count}, {!}p`: wait at CTA barrier `bid`
+        like bar_sync and reduce predicate `p` over the threads: popc counts where it holds (a .u32),
+        and/or combine it (a .pred)."""
+        from .operands import NegPred
+        d = self._dst(dst, BAR_RED_OPS[op] if op in BAR_RED_OPS else T.u32)
+        g = self._guard(p)
+        q = NegPred(g.reg) if g.negate else g.reg
+        self.emit(bar_red(op, d, bid if isinstance(bid, int) else self._val(bid), q,
+                          count if count is None or isinstance(count, int) else self._val(count)), pred)
+        return d
+
+    def griddepcontrol(self, action, *, pred=None):
+        """`griddepcontrol.launch_dependents` (let a dependent grid start) or `griddepcontrol.wait`
+        (wait until the grids this one depends on have completed and their memory is visible); sm_90."""
+        self.emit(griddepcontrol(action), pred)
 
     def mbarrier_wait(self, addr, phase):
         """Spin until phase `phase` (0/1 parity) of the mbarrier completes.

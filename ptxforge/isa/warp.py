@@ -1,4 +1,5 @@
-"""Warp-level data exchange and votes: shfl.sync, vote.sync, redux.sync, elect.sync, activemask."""
+"""Warp-level data exchange and votes: shfl.sync, vote.sync, redux.sync, match.sync, elect.sync,
+activemask."""
 
 from __future__ import annotations
 
@@ -92,11 +93,14 @@ def redux(op, t, d, a, mask=FULL):
                 req=Requirement(80, V("7.0")), mods=(op,))
 
 
-def elect(p, mask=FULL):
-    """elect.sync _|p, mask (sm_90): p is true in exactly one active lane of the mask."""
+def elect(p, mask=FULL, lane=None):
+    """elect.sync {lane|_}|p, mask (sm_90): p is true in exactly one active lane of the mask; `lane`
+    (a .b32 register, optional) receives the elected lane's id."""
     from .operands import DISCARD
     check_pred(p, "elect.sync predicate")
-    return make("elect", ("elect", "sync"), (PairDst(DISCARD, p), _mask(mask)), n_dst=1,
+    if lane is not None:
+        check_dst(lane, T.b32, "elect.sync lane id")
+    return make("elect", ("elect", "sync"), (PairDst(DISCARD if lane is None else lane, p), _mask(mask)), n_dst=1,
                 req=Requirement(90, V("8.0")))
 
 
@@ -104,6 +108,40 @@ def activemask(d):
     """activemask.b32 d: the lanes of the warp executing this instruction."""
     check_dst(d, T.b32, "activemask destination")
     return make("activemask", ("activemask", "b32"), (d,), n_dst=1, req=Requirement(80, V("6.2")))
+
+
+MATCH_MODES = ("any", "all")
+MATCH_TYPES = (T.b32, T.b64)
+REQ_MATCH = Requirement(80, V("6.0"))
+
+
+def match(mode, t, d, a, mask=FULL, p=None):
+    """match.any.sync.type d, a, mask: the lanes of mask whose a equals this lane's; match.all.sync
+    .type d{|p}, a, mask: mask if every lane's a is equal (p true), else 0 (p false)."""
+    if mode not in MATCH_MODES:
+        raise ValidationError(f"match mode is 'any' or 'all', got {mode!r}")
+    if t not in MATCH_TYPES:
+        raise ValidationError(f"match compares .b32 or .b64 values, not .{t.name}")
+    check_dst(d, T.b32, f"match.{mode} destination")
+    check_value(a, t, f"match.{mode} source")
+    if p is not None:
+        if mode != "all":
+            raise ValidationError("only match.all writes a predicate")
+        check_pred(p, "match.all predicate")
+    return make("match", ("match", mode, "sync", t.name), (d if p is None else PairDst(d, p), a, _mask(mask)),
+                n_dst=1, type=t, req=REQ_MATCH, mods=(mode,))
+
+
+REQ_MOVMATRIX = Requirement(80, V("7.8"))
+
+
+def movmatrix(d, a):
+    """movmatrix.sync.aligned.m8n8.trans.b16 d, a: transpose an 8x8 b16 matrix held one row pair per
+    lane group (the ldmatrix / mma fragment layout) across the warp."""
+    check_dst(d, T.b32, "movmatrix destination")
+    check_value(a, T.b32, "movmatrix source", imm_ok=False)
+    return make("movmatrix", ("movmatrix", "sync", "aligned", "m8n8", "trans", "b16"), (d, a), n_dst=1, type=T.b16,
+                req=REQ_MOVMATRIX)
 
 
 class WarpOps:
@@ -156,11 +194,36 @@ class WarpOps:
         self.emit(redux(op, t, d, v, mask), pred)
         return d
 
-    def elect_sync(self, *, mask=FULL, dst=None):
-        """elect.sync (sm_90): a predicate true in exactly one active lane."""
+    def elect_sync(self, *, mask=FULL, dst=None, lane=False, lane_dst=None):
+        """elect.sync (sm_90): a predicate true in exactly one active lane.
+
+        lane=True (or lane_dst=) also writes the elected lane's id (`elect.sync %r|%p, mask`) and
+        returns (lane, p)."""
         p = self._dst(dst, T.pred)
-        self.emit(elect(p, mask))
-        return p
+        want_lane = lane or lane_dst is not None
+        r = self._dst(lane_dst, T.b32) if want_lane else None
+        self.emit(elect(p, mask, r))
+        return (r, p) if want_lane else p
+
+    def match(self, mode, value, *, mask=FULL, type=None, dst=None, pred_dst=None, with_pred=False, pred=None):
+        """`match.any.sync` / `match.all.sync` over the lanes of `mask`: returns the lane mask (and,
+        for mode "all" with with_pred=True or pred_dst=, (mask, p) with p true when all agree)."""
+        from .arith import infer_type
+        v = self._val(value)
+        t = infer_type(type, v)
+        t = T.lookup(f"b{t.bits}")
+        d = self._dst(dst, T.b32)
+        p = self._dst(pred_dst, T.pred) if (with_pred or pred_dst is not None) else None
+        if isinstance(mask, Reg):
+            mask = self._val(mask)
+        self.emit(match(mode, t, d, self._val(v, t), mask, p), pred)
+        return (d, p) if p is not None else d
+
+    def movmatrix(self, a, *, dst=None, pred=None):
+        """`movmatrix.sync.aligned.m8n8.trans.b16 d, a`: the warp's 8x8 b16 fragment `a`, transposed."""
+        d = self._dst(dst, T.b32)
+        self.emit(movmatrix(d, self._val(a)), pred)
+        return d
 
     def activemask(self, *, dst=None):
         """`activemask.b32 d`: the mask of the lanes currently executing; returns d."""

@@ -10,11 +10,20 @@ from ..errors import PtxforgeError
 from ..isa import types as T
 from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
-from ..isa.bits import BITFIELD, LOGIC_TYPES, PRMT_MODES, SHIFT_TYPES
-from ..isa.control import MOV_TYPES, PACK_FORMS, SELP_TYPES, SETP_TYPES, cmp_ops
+from ..isa.bits import BITFIELD, LOGIC_TYPES, LOP3_BOOL_OPS, MASK_MODES, PRMT_MODES, SHIFT_TYPES, SZEXT_TYPES
+from ..isa.control import (MOV_TYPES, PACK_FORMS, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_CTYPES, TESTP_OPS,
+                           TESTP_TYPES, cmp_ops)
+from ..isa.integer import CARRY_FORMS, CARRY_TYPES, DOT_FORMS, DOT_TYPES
+from ..isa.video import SCALAR_OP2, SHIFT_MODES, VIDEO, VMAD_SCALES, VSET_CMP
 from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
-from ..isa.memory import (ATOM_OPS, ATOM_SPACES, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, PREFETCH, PREFETCH_LEVELS,
-                          STMATRIX_FORMS)
+from ..isa.convert_narrow import NARROW_CVT
+from ..isa.cache import CACHE_CONTROL
+from ..isa.convert import ISSPACEP_SPACES
+from ..isa.memory import (ATOM_OPS, ATOM_SPACES, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, MEM_SEMANTICS, PREFETCH,
+                          PREFETCH_LEVELS, SCOPES, STMATRIX_FORMS)
+from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
+from ..isa.warp import MATCH_MODES, MATCH_TYPES
+from ..isa.wmma import F64_ROUND, LAYOUTS, WMMA_FORMS
 from ..isa.operands import SPECIAL_REGISTERS
 from ..isa.sync import FENCES
 from ..isa.targets import Target
@@ -64,6 +73,11 @@ def _bits_candidates():
     for op, types in BITFIELD.items():
         for t in types + (T.b32, T.u32, T.s64):
             out.append(spec("bits", op, type=t.name))
+    out += [spec("bits", "bfind", type=t.name, shiftamt=True) for t in BITFIELD["bfind"]]
+    out += [spec("bits", "lop3", lut=0x96, combine=op, q=q) for op in LOP3_BOOL_OPS for q in ("p", "~p", True)]
+    out += [spec("bits", "bmsk", mode=m) for m in MASK_MODES]
+    out += [spec("bits", "szext", mode=m, type=t.name) for m in MASK_MODES for t in SZEXT_TYPES + (T.b32,)]
+    out += [spec("bits", "fns", base=b) for b in (None, 0, 31)]
     return out
 
 
@@ -74,12 +88,28 @@ def _control_candidates():
             for combine in (None, "and", "or", "xor"):
                 for neg in ((False, True) if combine else (False,)):
                     out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=neg))
+    for t in SETP_TYPES:  # the two-predicate and .ftz forms, one comparison each
+        cmp = cmp_ops(t)[2 % len(cmp_ops(t))]
+        for combine in (None, "and"):
+            for ftz in (False, True):
+                out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, both=True,
+                                ftz=ftz))
+            out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, ftz=True))
+            for dt in SET_DTYPES:
+                for ftz in (False, True):
+                    out.append(spec("control", "set", type=t.name, to=dt.name, cmp=cmp, combine=combine, ftz=ftz))
+    out += [spec("control", "slct", type=t.name, ctype=ct.name, ftz=f) for t in SELP_TYPES for ct in SLCT_CTYPES
+            for f in (False, True)]
+    out += [spec("control", "testp", test=o, type=t.name) for o in TESTP_OPS for t in TESTP_TYPES + (T.u32,)]
     out += [spec("control", "selp", type=t.name) for t in SELP_TYPES]
     out += [spec("control", "mov", type=t.name) for t in MOV_TYPES + (T.f16x2, T.bf16, T.bf16x2)]
     out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in PACK_FORMS]
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit")]
+    out += [spec("control", "stacksave"), spec("control", "stackrestore"), spec("control", "brkpt")]
+    out += [spec("control", "alloca", size=sz, align=al) for sz in (64, "reg") for al in (None, 16, 12)]
+    out += [spec("control", "pmevent", event=e, mask=m) for e, m in ((3, False), (16, False), (0x8001, True))]
     return out
 
 
@@ -97,6 +127,13 @@ def _convert_candidates():
         for rnd in (None,) + FLOAT_ROUND:
             out.append(spec("convert", "cvt", to=dt.name, frm="f32", rnd=rnd, sat=False, ftz=False))
     out += [spec("convert", "cvta", space=sp, to=to) for sp in CVTA_SPACES for to in (True, False)]
+    from ..isa.convert_narrow import CVT_PACK
+    out += [spec("convert", "cvt_pack", to=t.name, c=c) for t in tuple(CVT_PACK) + (T.u32,) for c in (False, True)]
+    for (to, frm) in NARROW_CVT:
+        for rnd in ("rn", "rz", "rna", "rm"):
+            for relu in (False, True):
+                for sat in (None, False, True):
+                    out.append(spec("convert", "cvt_narrow", to=to, frm=frm, rnd=rnd, relu=relu, satfinite=sat))
     return out
 
 
@@ -142,6 +179,76 @@ def _memory_candidates():
         for space in spaces:
             out.append(spec("memory", "prefetch", level=level, space=space))
     out += [spec("memory", "prefetch_tensormap", space=None)]
+    for op in ("ld", "st"):  # memory orders and cache policies, on a few types and spaces
+        for sem in MEM_SEMANTICS[op]:
+            for scope in ((None,) if sem == "volatile" else SCOPES + (None,)):
+                for t in (T.u32, T.f64, T.b128):
+                    for space in ("global", "shared", "generic", "local"):
+                        out.append(spec("memory", op, type=t.name, vec=1, space=space, cop=None, hints=(), nc=False,
+                                        sem=sem, scope=scope))
+                out.append(spec("memory", op, type="u32", vec=4, space="global", cop=None, hints=(), nc=False,
+                                sem=sem, scope=scope))
+                out.append(spec("memory", op, type="u32", vec=1, space="global", cop=CACHE_OPS[op][1], hints=(),
+                                nc=False, sem=sem, scope=scope))
+        for space in ("global", "generic", "shared"):
+            for hints in ((), (EVICT[3],)) + (((PREFETCH[1],),) if op == "ld" else ()):
+                out.append(spec("memory", op, type="u32", vec=2, space=space, cop=None, hints=hints, nc=False,
+                                policy=True))
+            out.append(spec("memory", op, type="u32", vec=1, space=space, cop=None, hints=(), nc=False, policy=True,
+                            sem="relaxed", scope="gpu"))
+    for name in ("atom", "red"):
+        for sem in MEM_SEMANTICS[name] + (None,):
+            for scope in SCOPES + (None,):
+                for space in ("global", "shared", "generic"):
+                    out.append(spec("memory", name, atom_op="add", type="u32", space=space, sem=sem, scope=scope))
+        for space in ("global", "shared", "generic"):
+            out.append(spec("memory", name, atom_op="add", type="f32", space=space, policy=True))
+    for t in LD_TYPES + (T.f16,):
+        for vec in (1, 2, 4):
+            out += [spec("memory", "ldu", type=t.name, vec=vec, space=sp) for sp in ("global", "generic", "shared")]
+    for op, form in CACHE_CONTROL.items():
+        out += [spec("memory", op, space=sp) for sp in (None, "global", "local")]
+    out += [spec("memory", "isspacep", space=sp) for sp in tuple(ISSPACEP_SPACES) + ("tex",)]
+    from ..isa.cache import POLICY_PRIMARY, POLICY_SECONDARY
+    out += [spec("memory", "createpolicy_range", primary=p, secondary=s_, space=sp, sizes=sz)
+            for p in POLICY_PRIMARY for s_ in (None,) + POLICY_SECONDARY + ("L2::evict_last",)
+            for sp in (None, "global") for sz in ((128, 4096), "reg", (4096, 128))]
+    out += [spec("memory", "createpolicy_cvt")]
+    from ..isa import texture as tx
+    for geom in tx.TEX_GEOMS:
+        for dt in tuple(tx.TEX_TYPES) + (T.f64,):
+            for ct in tx.TEX_COORD_TYPES:
+                out.append(spec("memory", "tex", geom=geom, dtype=dt.name, ctype=ct.name, lod=False))
+        out.append(spec("memory", "tex", geom=geom, dtype="f32", ctype="f32", lod=True))
+    out += [spec("memory", "tld4", comp=c, geom=g_, dtype=d) for c in tx.TLD4_COMPONENTS for g_ in tx.TLD4_GEOMS + ("1d",)
+            for d in ("f32", "s32")]
+    out += [spec("memory", "txq", query=q, lod=False) for q in tx.TXQ_QUERIES]
+    out += [spec("memory", "txq", query=q, lod=True) for q in tx.TXQ_LEVEL_QUERIES + ("channel_order",)]
+    out += [spec("memory", "istypep", kind=k_) for k_ in tx.ISTYPEP_KINDS]
+    for geom in tx.SURF_GEOMS:
+        for t in tx.SURF_TYPES:
+            for vec in (1, 2, 4):
+                out.append(spec("memory", "suld", geom=geom, type=t.name, vec=vec, clamp="trap", cop=None))
+                out.append(spec("memory", "sust", geom=geom, type=t.name, vec=vec, clamp="zero", cop=None,
+                                formatted=False))
+        for clamp in tx.SURF_CLAMP:
+            out.append(spec("memory", "suld", geom=geom, type="b32", vec=1, clamp=clamp, cop="cg"))
+            out.append(spec("memory", "sust", geom=geom, type="b32", vec=4, clamp=clamp, cop="wt", formatted=True))
+        out += [spec("memory", "sured", red_op=o, geom=geom, type=t.name) for o, ts in tx.SURED_OPS.items()
+                for t in ts + (T.b64,)]
+    out += [spec("memory", "suq", query=q) for q in tx.SUQ_QUERIES]
+    from ..isa.async_store import MULTIMEM_OPS, MULTIMEM_SEMANTICS, MULTIMEM_ST_TYPES, RED_ASYNC_OPS, ST_ASYNC_TYPES
+    out += [spec("memory", "st_async", type=t.name, vec=v) for t in ST_ASYNC_TYPES for v in (1, 2, 4)]
+    out += [spec("memory", "red_async", red_op=o, type=t.name) for o, ts in RED_ASYNC_OPS.items()
+            for t in ts + (T.f32,)]
+    for kind, sems in MULTIMEM_SEMANTICS.items():
+        for sem, scope in [(None, None)] + [(s_, None if s_ == "weak" else "gpu") for s_ in sems]:
+            if kind == "st":
+                out += [spec("memory", "multimem", kind=kind, red_op=None, type=t.name, sem=sem, scope=scope)
+                        for t in MULTIMEM_ST_TYPES]
+            else:
+                out += [spec("memory", "multimem", kind=kind, red_op=o, type=t.name, sem=sem, scope=scope)
+                        for o, ts in MULTIMEM_OPS.items() for t in ts]
     return out
 
 
@@ -187,6 +294,17 @@ def _sync_candidates():
             for op in ("mbarrier_test_wait", "mbarrier_try_wait"):
                 out.append(spec("sync", op, parity=parity, phase=0))
     out += [spec("sync", "mbarrier_expect_tx", nbytes=64)]
+    out += [spec("sync", "mbarrier_complete_tx", nbytes=n) for n in (64, None)]
+    for space in ("shared", "shared::cta"):
+        for count in (None, 2):
+            for discard in (False, True):
+                out.append(spec("sync", "mbarrier_arrive_drop", space=space, count=count, discard=discard))
+    out += [spec("sync", "mbarrier_pending_count")]
+    out += [spec("sync", "mbarrier_try_wait", parity=pa, phase=0, suspend=sus) for pa in (True, False)
+            for sus in (1000, "reg")]
+    out += [spec("sync", "bar_red", red_op=o, count=c, negate=n) for o in BAR_RED_OPS for c in (None, 64)
+            for n in (False, True)]
+    out += [spec("sync", "griddepcontrol", action=a) for a in GRIDDEPCONTROL]
     out += [spec("sync", "nanosleep", ns=100), spec("sync", "nanosleep", ns=None)]
     for aligned in (False, True):
         out += [spec("sync", "barrier_cluster", kind="arrive", sem=sem, aligned=aligned)
@@ -211,6 +329,39 @@ def _tensor_candidates():
             out.append(spec("tensor", "wgmma", n=f.n, a_type=f.a_type.name, b_type=f.b_type.name,
                             acc=f.d_type.name, a_regs=a_regs))
     out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
+    for (shape, t), f in WMMA_FORMS.items():
+        for which in ("a", "b"):
+            for lay in LAYOUTS:
+                out.append(spec("tensor", "wmma_load", which=which, shape=shape, type=t.name, layout=lay,
+                                space="generic", stride=None))
+        for acc in f.acc:
+            for lay in LAYOUTS:
+                out.append(spec("tensor", "wmma_load", which="c", shape=shape, type=acc.name, layout=lay,
+                                space="global", stride=16))
+                out.append(spec("tensor", "wmma_store", shape=shape, type=acc.name, layout=lay, space="shared",
+                                stride="reg"))
+        for al, bl in ((a, b) for a in LAYOUTS for b in LAYOUTS):
+            for d in f.acc:
+                for c in f.acc:
+                    for sat in (False, True):
+                        for bitop in (f.bitops or {None: None}):
+                            out.append(spec("tensor", "wmma_mma", shape=shape, type=t.name, acc=d.name,
+                                            c_type=c.name, a_layout=al, b_layout=bl, satfinite=sat, bitop=bitop,
+                                            rnd=None))
+        if t is T.f64:
+            out += [spec("tensor", "wmma_mma", shape=shape, type="f64", acc="f64", c_type="f64", a_layout="row",
+                         b_layout="col", satfinite=False, bitop=None, rnd=r) for r in F64_ROUND]
+    from ..isa.sparse import SPARSE_MMA
+    for (shape, at), f in SPARSE_MMA.items():
+        for bt in f.b_types:
+            for acc in f.acc:
+                for sel in range(f.max_selector + 2):
+                    out.append(spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=bt.name, acc=acc.name,
+                                    selector=sel, ordered=False))
+        out.append(spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=at.name, acc=f.acc[0].name,
+                        selector=0, ordered=True))
+    out += [spec("tensor", "wmma_load", which="a", shape="m16n16k16", type="f16", layout="row", space=sp,
+                 stride=None) for sp in ("global", "shared", "shared::cta", "local")]
     return out
 
 
@@ -222,7 +373,40 @@ def _warp_candidates():
                 out.append(spec("warp", "shfl", mode=mode, type=t, in_range=in_range, lane=1, mask=0xFFFFFFFF))
     out += [spec("warp", "vote", mode=m, negate=n) for m in VOTE_MODES for n in (False, True)]
     out += [spec("warp", "redux", redux_op=op, type=t.name) for op, ts in REDUX_OPS.items() for t in ts + (T.u32,)]
-    out += [spec("warp", "elect"), spec("warp", "activemask")]
+    out += [spec("warp", "elect"), spec("warp", "activemask"), spec("warp", "elect", lane=True)]
+    out += [spec("warp", "movmatrix")]
+    out += [spec("warp", "match", mode=m, type=t.name, with_pred=wp) for m in MATCH_MODES
+            for t in MATCH_TYPES + (T.u32, T.f32) for wp in (False, True)]
+    return out
+
+
+def _integer_candidates():
+    out = []
+    for op, form in CARRY_FORMS.items():
+        for t in CARRY_TYPES + (T.u16,):
+            for cc in ((False, True) if form.carry_in else (True, False)):
+                for mode in form.modes or (None,):
+                    out.append(spec("integer", "carry", opcode=op, type=t.name, cc=cc, mode=mode))
+    for op, modes in DOT_FORMS.items():
+        for mode in modes:
+            for a in DOT_TYPES + (T.u16,):
+                for b in DOT_TYPES:
+                    out.append(spec("integer", op, mode=mode, a_type=a.name, b_type=b.name))
+    for op, f in VIDEO.items():
+        base = dict(dtype="u32", atype="u32", btype="u32", sat=False, op2=None, mode=None, cmp=None, scale=None)
+        if f.shift:
+            base["mode"] = "clamp"
+        if f.op == "set":
+            base["cmp"] = "lt"
+        variants = [base, dict(base, dtype="s32", atype="s32"), dict(base, atype="s32", btype="s32"),
+                    dict(base, sat=True), dict(base, op2="add"), dict(base, sat=True, op2="add"),
+                    dict(base, dtype="u16")]
+        if not f.simd:
+            variants += [dict(base, op2=o) for o in SCALAR_OP2]
+        variants += [dict(base, mode=m) for m in SHIFT_MODES] if f.shift else [dict(base, mode="wrap")]
+        variants += [dict(base, cmp=c) for c in VSET_CMP] if f.op == "set" else [dict(base, cmp="eq")]
+        variants += [dict(base, scale=s_) for s_ in VMAD_SCALES] if f.scale else [dict(base, scale="shr7")]
+        out += [spec("integer", "video", opcode=op, **v) for v in variants]
     return out
 
 
@@ -230,6 +414,7 @@ _CANDIDATES = {
     "arith": _arith_candidates, "bits": _bits_candidates, "control": _control_candidates,
     "convert": _convert_candidates, "memory": _memory_candidates, "async_copy": _async_copy_candidates,
     "sync": _sync_candidates, "tensor": _tensor_candidates, "warp": _warp_candidates,
+    "integer": _integer_candidates,
 }
 
 

@@ -49,7 +49,19 @@ def _emit_bits(sc: Scratch, s: Spec):
             k.shr(sc.reg(t), imm if imm is not None else sc.reg(T.u32), type=t, pred=g)
     elif op == "lop3":
         b = imm if imm is not None else sc.reg(T.b32)
-        k.lop3(sc.reg(T.b32), b, sc.reg(T.b32), s["lut"], pred=g)
+        combine = None
+        if s.get("combine") is not None:
+            q = s.get("q")
+            combine = (s["combine"], q if isinstance(q, bool) else sc.guard(q))
+        k.lop3(sc.reg(T.b32), b, sc.reg(T.b32), s["lut"], pred=g, combine=combine)
+    elif op == "bmsk":
+        k.bmsk(sc.reg(T.u32), imm if imm is not None else sc.reg(T.u32), mode=s["mode"], pred=g)
+    elif op == "szext":
+        t = T.lookup(s["type"])
+        k.szext(sc.reg(t), imm if imm is not None else sc.reg(T.u32), type=t, mode=s["mode"], pred=g)
+    elif op == "fns":
+        base = s["base"] if s["base"] is not None else sc.reg(T.u32)
+        k.fns(sc.reg(T.b32), base, imm if imm is not None else sc.reg(T.s32), pred=g)
     elif op == "prmt":
         sel = imm if imm is not None else sc.reg(T.b32)
         k.prmt(sc.reg(T.b32), sc.reg(T.b32), sel, mode=s.get("mode"), pred=g)
@@ -63,6 +75,8 @@ def _emit_bits(sc: Scratch, s: Spec):
             k.bfe(sc.reg(t), pos, sc.reg(T.u32), type=t, pred=g)
         elif op == "bfi":
             k.bfi(sc.reg(t), sc.reg(t), pos, sc.reg(T.u32), type=t, pred=g)
+        elif s.get("shiftamt"):
+            k.bfind(sc.reg(t), type=t, shiftamt=True, pred=g)
         else:
             getattr(k, op)(sc.reg(t), type=t, pred=g)
     else:
@@ -77,7 +91,20 @@ def _emit_control(sc: Scratch, s: Spec):
         combine = None
         if s.get("combine") is not None:
             combine = (s["combine"], ~sc.p if s.get("negate") else sc.p)
-        k.setp(s["cmp"], sc.reg(t), imm if imm is not None else sc.reg(t), type=t, combine=combine, pred=g)
+        k.setp(s["cmp"], sc.reg(t), imm if imm is not None else sc.reg(t), type=t, combine=combine, pred=g,
+               ftz=s.get("ftz", False), both=s.get("both", False))
+    elif op == "set":
+        t = T.lookup(s["type"])
+        combine = (s["combine"], sc.p) if s.get("combine") is not None else None
+        k.set(s["cmp"], sc.reg(t), imm if imm is not None else sc.reg(t), to=s["to"], type=t, combine=combine,
+              ftz=s.get("ftz", False), pred=g)
+    elif op == "slct":
+        t = T.lookup(s["type"])
+        k.slct(sc.reg(t), imm if imm is not None else sc.reg(t), sc.reg(T.lookup(s["ctype"])), type=t,
+               ftz=s.get("ftz", False), pred=g)
+    elif op == "testp":
+        t = T.lookup(s["type"])
+        k.testp(s["test"], sc.reg(t), type=t, pred=g)
     elif op == "selp":
         t = T.lookup(s["type"])
         k.selp(sc.reg(t), imm if imm is not None else sc.reg(t), sc.p, type=t, pred=g)
@@ -95,6 +122,16 @@ def _emit_control(sc: Scratch, s: Spec):
         lbl = k.label("fwd")
         k.bra(lbl, pred=g, uni=s.get("uni", False))
         k.place(lbl)
+    elif op == "alloca":
+        k.alloca(s["size"] if s["size"] != "reg" else sc.reg(T.u64), align=s["align"], pred=g)
+    elif op == "pmevent":
+        k.pmevent(s["event"], mask=s["mask"], pred=g)
+    elif op == "brkpt":
+        k.brkpt(pred=g)
+    elif op == "stacksave":
+        k.stacksave(pred=g)
+    elif op == "stackrestore":
+        k.stackrestore(sc.reg(T.u64), pred=g)
     elif op in ("ret", "exit"):
         getattr(k, op)(pred=sc.p if g is None else g)  # guarded, so the rest of the kernel stays reachable
     else:
@@ -108,6 +145,14 @@ def _emit_convert(sc: Scratch, s: Spec):
         b = sc.reg(T.f32) if dt in (T.f16x2, T.bf16x2) else None
         k.cvt(sc.reg(st_), dt, frm=st_, rnd=s.get("rnd"), sat=s.get("sat", False), ftz=s.get("ftz", False),
               b=b, pred=g)
+    elif s.op == "cvt_pack":
+        k.cvt_pack(sc.reg(T.s32), sc.reg(T.s32), sc.reg(T.b32) if s["c"] else None, to=s["to"], pred=g)
+    elif s.op == "cvt_narrow":
+        from ..isa.convert_narrow import NARROW_CVT
+        f = NARROW_CVT.get((s["to"], s["frm"]))
+        srcs = sc.regs(f.src_type, f.nsrc) if f is not None else [sc.reg(T.f32)]
+        k.cvt_narrow(*srcs, to=s["to"], frm=s["frm"], rnd=s["rnd"], relu=s["relu"], satfinite=s["satfinite"],
+                     pred=g)
     elif s.op == "cvta":
         src = sc.reg(T.u64)
         if s["to"]:
@@ -139,23 +184,66 @@ def _emit_memory(sc: Scratch, s: Spec):
         t, vec, space = T.lookup(s["type"]), s["vec"], s["space"]
         addr = _address(sc, space)
         off = s.get("offset", 0)
+        order = dict(sem=s.get("sem"), scope=s.get("scope"),
+                     policy=k.createpolicy() if s.get("policy") else None)
         if op == "ld":
             k.ld(addr, type=t, space=space, vec=vec, nc=s.get("nc", False), cop=s.get("cop"),
-                 hints=s.get("hints", ()), offset=off, pred=g)
+                 hints=s.get("hints", ()), offset=off, pred=g, **order)
         else:
             imm = s.get("imm")
             reg_t = t if t.bits >= 32 or not (t.is_int or t.kind == "b") else T.lookup(f"{t.kind}32")
             vals = [imm if imm is not None else sc.reg(reg_t) for _ in range(vec)]
             k.st(addr, vals if vec > 1 else vals[0], type=t, space=space, cop=s.get("cop"),
-                 hints=s.get("hints", ()), offset=off, pred=g)
+                 hints=s.get("hints", ()), offset=off, pred=g, **order)
     elif op in ("atom", "red"):
         t, space = T.lookup(s["type"]), s["space"]
         addr = _address(sc, space)
+        order = dict(sem=s.get("sem"), scope=s.get("scope"),
+                     policy=k.createpolicy() if s.get("policy") else None)
         if op == "atom":
             cmp = sc.reg(t) if s["atom_op"] == "cas" else None
-            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g)
+            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g, **order)
         else:
-            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g)
+            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g, **order)
+    elif op == "ldu":
+        space = s["space"]
+        k.ldu(_address(sc, space), type=s["type"], space=space, vec=s["vec"], offset=s.get("offset", 0), pred=g)
+    elif op in ("prefetchu", "discard", "applypriority"):
+        space = s.get("space")
+        addr = _address(sc, space)
+        if op == "prefetchu":
+            from ..isa.cache import cache_control
+            if space is not None:  # the form with a space does not exist: refused as a user meets it
+                cache_control("prefetchu", addr, space)
+            k.prefetchu(addr, pred=g)
+        else:
+            getattr(k, op)(addr, space=space, pred=g)
+    elif op == "isspacep":
+        k.isspacep(sc.g64, s["space"], pred=g)
+    elif op == "createpolicy_range":
+        sizes = (sc.reg(T.u32), sc.reg(T.u32)) if s["sizes"] == "reg" else s["sizes"]
+        k.createpolicy_range(sc.g if s["space"] else sc.g64, *sizes, primary=s["primary"], secondary=s["secondary"],
+                             space=s["space"])
+    elif op == "createpolicy_cvt":
+        k.createpolicy_cvt(sc.reg(T.b64))
+    elif op in ("tex", "tld4", "txq", "istypep", "suld", "sust", "sured", "suq"):
+        _emit_texture(sc, s, g)
+    elif op == "st_async":
+        t = T.lookup(s["type"])
+        vals = sc.regs(t, s["vec"])
+        k.st_async(sc.s, vals if s["vec"] > 1 else vals[0], sc.mb, type=t, pred=g)
+    elif op == "red_async":
+        t = T.lookup(s["type"])
+        k.red_async(s["red_op"], sc.s, sc.reg(t), sc.mb, type=t, pred=g)
+    elif op == "multimem":
+        t = T.lookup(s["type"])
+        kw = dict(type=t, sem=s["sem"], scope=s["scope"], pred=g)
+        if s["kind"] == "ld_reduce":
+            k.multimem_ld_reduce(s["red_op"], sc.g, **kw)
+        elif s["kind"] == "st":
+            k.multimem_st(sc.g, sc.reg(t), **kw)
+        else:
+            k.multimem_red(s["red_op"], sc.g, sc.reg(t), **kw)
     elif op == "ldmatrix":
         space = s["space"]
         addr = sc.g64 if space == "generic" else sc.s
@@ -173,6 +261,40 @@ def _emit_memory(sc: Scratch, s: Spec):
         k.prefetch_tensormap(sc.tmap(), space=s.get("space"), pred=g)
     else:
         raise ValueError(f"unknown memory op {op}")
+
+
+def _emit_texture(sc: Scratch, s: Spec, g):
+    """Texture and surface instructions on a .u64 handle register."""
+    from ..isa import texture as tx
+    k, op = sc.k, s.op
+    h = sc.reg(T.u64)
+
+    def coords(geoms, geom, t):
+        array, n = geoms.get(geom, (False, 2))
+        return [sc.reg(T.s32 if array and i == 0 else t) for i in range(n)]
+    if op == "tex":
+        ct = T.lookup(s["ctype"])
+        k.tex(h, coords(tx.TEX_GEOMS, s["geom"], ct), geom=s["geom"], dtype=s["dtype"], ctype=ct,
+              lod=sc.reg(ct) if s["lod"] else None, pred=g)
+    elif op == "tld4":
+        k.tld4(s["comp"], h, coords(tx.TEX_GEOMS, s["geom"], T.f32), geom=s["geom"], dtype=s["dtype"], pred=g)
+    elif op == "txq":
+        k.txq(s["query"], h, lod=sc.reg(T.s32) if s["lod"] else None, pred=g)
+    elif op == "istypep":
+        k.istypep(s["kind"], h, pred=g)
+    elif op == "suld":
+        k.suld(h, coords(tx.SURF_GEOMS, s["geom"], T.s32), geom=s["geom"], type=s["type"], vec=s["vec"],
+               clamp=s["clamp"], cop=s["cop"], pred=g)
+    elif op == "sust":
+        t = T.lookup(s["type"])
+        vals = sc.regs(T.b16 if t is T.b8 else t, s["vec"])
+        k.sust(h, coords(tx.SURF_GEOMS, s["geom"], T.s32), vals if s["vec"] > 1 else vals[0], geom=s["geom"], type=t,
+               clamp=s["clamp"], cop=s["cop"], formatted=s["formatted"], pred=g)
+    elif op == "sured":
+        t = T.lookup(s["type"])
+        k.sured(s["red_op"], h, coords(tx.SURF_GEOMS, s["geom"], T.s32), sc.reg(t), geom=s["geom"], type=t, pred=g)
+    else:
+        k.suq(s["query"], h, pred=g)
 
 
 def _emit_async_copy(sc: Scratch, s: Spec):
@@ -253,7 +375,21 @@ def _emit_sync(sc: Scratch, s: Spec):
         phase = s["phase"] if s["parity"] else sc.reg(T.b64)
         if s["parity"] and phase is None:
             phase = sc.reg(T.u32)
-        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g)
+        kw = {}
+        if s.get("suspend") is not None:
+            kw["suspend_ns"] = sc.reg(T.u32) if s["suspend"] == "reg" else s["suspend"]
+        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g, **kw)
+    elif op == "mbarrier_complete_tx":
+        k.mbarrier_complete_tx(sc.mb, s["nbytes"] if s["nbytes"] is not None else sc.reg(T.u32), pred=g)
+    elif op == "mbarrier_arrive_drop":
+        k.mbarrier_arrive_drop(sc.mb, count=s.get("count"), space=s["space"], state="_" if s.get("discard") else None,
+                               pred=g)
+    elif op == "mbarrier_pending_count":
+        k.mbarrier_pending_count(sc.reg(T.b64), pred=g)
+    elif op == "bar_red":
+        k.bar_red(s["red_op"], ~sc.p if s.get("negate") else sc.p, 1, s.get("count"), pred=g)
+    elif op == "griddepcontrol":
+        k.griddepcontrol(s["action"], pred=g)
     elif op == "mbarrier_inval":
         k.mbarrier_inval(sc.mb, pred=g)
     elif op == "nanosleep":
@@ -295,6 +431,39 @@ def _emit_tensor(sc: Scratch, s: Spec):
         k.mma(a, b, c, shape=s["shape"], a_type=s["a_type"], b_type=s["b_type"], acc=s["acc"],
               satfinite=s.get("satfinite", False), bitop=s.get("bitop"), dst=dst,
               pred=sc.guard(s.get("guard")))
+    elif op in ("wmma_load", "wmma_store"):
+        space = s["space"]
+        addr = {"generic": sc.g64, "global": sc.g, "local": sc.reg(T.u64)}.get(space, sc.s)
+        stride = sc.reg(T.u32) if s.get("stride") == "reg" else s.get("stride")
+        if op == "wmma_load":
+            k.wmma_load(s["which"], addr, shape=s["shape"], type=s["type"], layout=s["layout"], stride=stride,
+                        space=space, pred=sc.guard(s.get("guard")))
+        else:
+            from ..isa.wmma import _acc_form, _acc_reg_type
+            t = T.lookup(s["type"])
+            frag = sc.regs(_acc_reg_type(t), _acc_form(s["shape"], t).acc[t])
+            k.wmma_store(addr, frag, shape=s["shape"], type=t, layout=s["layout"], stride=stride, space=space,
+                         pred=sc.guard(s.get("guard")))
+    elif op == "mma_sp":
+        from ..isa.sparse import SPARSE_MMA, _acc_reg
+        f = SPARSE_MMA.get((s["shape"], T.lookup(s["a_type"])))
+        acc = T.lookup(s["acc"])
+        acc_reg = _acc_reg(acc) if acc in (T.f32, T.f16, T.s32) else T.b32
+        c = sc.regs(acc_reg, f.c_regs(acc) if f is not None else 4)
+        k.mma_sp(sc.regs(T.b32, f.a_regs if f else 2), sc.regs(T.b32, f.b_regs if f else 2), c, sc.reg(T.b32),
+                 shape=s["shape"],
+                 a_type=s["a_type"], b_type=s["b_type"], acc=acc, selector=s["selector"], ordered=s["ordered"],
+                 pred=sc.guard(s.get("guard")))
+    elif op == "wmma_mma":
+        from ..isa.wmma import _acc_reg_type, wmma_form
+        f = wmma_form(s["shape"], T.lookup(s["type"]))
+        d_t, c_t = T.lookup(s["acc"]), T.lookup(s["c_type"])
+        a = sc.regs(f.frag_type, f.a_regs)
+        b = sc.regs(f.frag_type, f.b_regs)
+        c = sc.regs(_acc_reg_type(c_t) if c_t in (T.f16, T.f32, T.s32, T.f64) else T.b32, f.acc.get(c_t, 8))
+        k.wmma_mma(a, b, c, shape=s["shape"], type=s["type"], acc=d_t, c_type=c_t, a_layout=s["a_layout"],
+                   b_layout=s["b_layout"], satfinite=s["satfinite"], bitop=s["bitop"], rnd=s["rnd"],
+                   pred=sc.guard(s.get("guard")))
     elif op == "setmaxnreg":
         k.setmaxnreg(s["action"], s["n"])
     elif op == "wgmma":
@@ -327,7 +496,12 @@ def _emit_warp(sc: Scratch, s: Spec):
         t = T.lookup(s["type"])
         k.redux(s["redux_op"], sc.reg(t), type=t, pred=g)
     elif op == "elect":
-        k.elect_sync()
+        k.elect_sync(lane=s.get("lane", False))
+    elif op == "movmatrix":
+        k.movmatrix(sc.reg(T.b32), pred=g)
+    elif op == "match":
+        t = T.lookup(s["type"])
+        k.match(s["mode"], sc.reg(t), type=t, with_pred=s["with_pred"], pred=g)
     elif op == "activemask":
         k.activemask()
     else:
@@ -354,10 +528,55 @@ def _emit_kernel(sc: Scratch, s: Spec):
         raise ValueError(f"unknown kernel op {op}")
 
 
+def _emit_integer(sc: Scratch, s: Spec):
+    """Carry chains (op "carry", opcode add/addc/sub/subc/mad/madc) and dp4a/dp2a."""
+    k, op, g = sc.k, s.op, sc.guard(s.get("guard"))
+    imm = s.get("imm")
+    if op == "carry":
+        t = T.lookup(s["type"])
+        opcode = s["opcode"]
+        n = 3 if opcode in ("mad", "madc") else 2
+        srcs = [imm if imm is not None and i == 1 else sc.reg(t) for i in range(n)]
+        kw = {"type": t, "pred": g}
+        if s.get("mode") is not None:
+            kw["mode"] = s["mode"]
+        if opcode in ("addc", "subc", "madc"):
+            kw["cc"] = s["cc"]
+        elif not s["cc"]:
+            from ..isa.integer import carry
+            carry(opcode, t, sc.reg(t), [sc.reg(t)] * n, cc=False)  # the validator's refusal, as a user meets it
+            return
+        method = getattr(k, {"add": "add_cc", "sub": "sub_cc", "mad": "mad_cc"}.get(opcode, opcode), None)
+        if method is None or opcode not in ("add", "sub", "mad", "addc", "subc", "madc"):
+            from ..isa.integer import carry
+            carry(opcode, t, sc.reg(t), srcs, cc=s["cc"])  # an unknown opcode: the validator's refusal
+            return
+        method(*srcs, **kw)
+    elif op in ("dp4a", "dp2a"):
+        at, bt = T.lookup(s["a_type"]), T.lookup(s["b_type"])
+        kw = {"mode": s["mode"]} if op == "dp2a" else {}
+        c_t = T.s32 if T.s32 in (at, bt) else T.u32
+        getattr(k, op)(sc.reg(at), imm if imm is not None else sc.reg(bt), sc.reg(c_t), a_type=at, b_type=bt,
+                       pred=g, **kw)
+    elif op == "video":
+        from ..isa.video import VIDEO
+        f = VIDEO.get(s["opcode"])
+        at, bt = T.lookup(s["atype"]), T.lookup(s["btype"])
+        simd = f is not None and f.simd
+        b = imm if imm is not None and not simd else sc.reg(bt)
+        c = None
+        if simd or (f is not None and f.op == "mad") or s.get("op2") is not None:
+            c = sc.reg(T.u32)
+        k.video(s["opcode"], sc.reg(at), b, c, dtype=s["dtype"], atype=at, btype=bt, sat=s["sat"], op2=s["op2"],
+                mode=s["mode"], cmp=s["cmp"], scale=s["scale"], pred=g)
+    else:
+        raise ValueError(f"unknown integer op {op}")
+
+
 _EMITTERS = {
     "arith": _emit_arith, "bits": _emit_bits, "control": _emit_control, "convert": _emit_convert,
     "memory": _emit_memory, "async_copy": _emit_async_copy, "sync": _emit_sync, "tensor": _emit_tensor,
-    "warp": _emit_warp, "kernel": _emit_kernel,
+    "warp": _emit_warp, "kernel": _emit_kernel, "integer": _emit_integer,
 }
 
 

@@ -15,7 +15,7 @@ from ..module import Module
 
 #: Targets the strategies draw from (the ones ptxforge is tested on).
 TARGETS = ("sm_80", "sm_86", "sm_89", "sm_90", "sm_90a")
-FAMILIES = ("arith", "bits", "control", "convert", "memory", "async_copy", "sync", "tensor", "warp")
+FAMILIES = ("arith", "bits", "control", "convert", "memory", "async_copy", "sync", "tensor", "warp", "integer")
 GUARDS = (None, "p", "~p")
 
 

@@ -82,11 +82,15 @@ def _details(s: Spec) -> st.SearchStrategy:
             imm = st.none() | st.integers(0, 0xFFFF)
         elif op in ("shf", "bfe", "bfi"):
             imm = st.none() | st.integers(0, 31)
+        elif op in ("bmsk", "szext"):
+            imm = st.none() | st.integers(0, 40)
+        elif op == "fns":
+            imm = st.none() | st.integers(-33, 33)
         else:
             imm = st.none()
         return st.builds(lambda i, g: s.with_params(imm=i, guard=g), imm, guard)
     if fam == "control":
-        if op in ("setp", "selp", "mov"):
+        if op in ("setp", "selp", "mov", "set", "slct"):
             t = T.lookup(s["type"])
             imm = st.none() if (t.is_pred or t in HALF or t is T.f16) else st.none() | _imm_for(t)
             return st.builds(lambda i, g: s.with_params(imm=i, guard=g), imm, guard)
@@ -138,9 +142,13 @@ def _details(s: Spec) -> st.SearchStrategy:
             return st.builds(lambda n, g: s.with_params(ns=n, guard=g), st.integers(0, 1 << 20), guard)
         return st.builds(lambda g: s.with_params(guard=g), guard)
     if fam == "tensor":
-        if op == "mma":
+        if op in ("mma", "wmma_load", "wmma_store", "wmma_mma", "mma_sp"):
             return st.builds(lambda g: s.with_params(guard=g), guard)
         return st.builds(lambda w: s.with_params(wait=w), st.integers(0, 7))
+    if fam == "integer":
+        t = T.lookup(s["type"]) if op == "carry" else T.lookup(s["btype"] if op == "video" else s["b_type"])
+        imm = st.none() | _int_imm(t) if t.is_int else st.none()
+        return st.builds(lambda i, g: s.with_params(imm=i, guard=g), imm, guard)
     if fam == "warp":
         if op == "shfl":
             lane = st.none() | st.integers(0, 31)

@@ -23,7 +23,7 @@ run_tests() {
   echo "tests: rc=$? $(grep -E '[0-9]+ (passed|failed)' "$logs/tests.log" | tail -n 1)" >"$logs/tests.summary"
 }
 
-SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/tile_copy.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py scripts/hopper_memcheck.py"}
+SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py scripts/hopper_memcheck.py"}
 run_sanitizer() {
   : >"$logs/sanitizer.summary"
   for ex in $SANITIZE; do
@@ -46,7 +46,7 @@ for p in "${pids[@]}"; do wait "$p"; done
 
 : >"$logs/bench.summary"
 if [[ " $stages " == *" bench "* ]]; then
-  BENCHES=${BENCHES:-"bench/hopper_gemm_bench.py --bench --ops s8,s4,bf16 --top 1 --shape 8192,8192,8192 --shape 4096,4096,4096 --shape 1024,8192,8192 --shape 128,8192,8192 --shape 32,8192,8192 --out $logs/hopper_gemm.json
+  BENCHES=${BENCHES:-"bench/hopper_gemm_bench.py --bench --ops s8,s4,bf16 --top 1 --shape 8192,8192,8192 --shape 4096,4096,4096 --shape 128,8192,8192 --shape 32,8192,8192 --out $logs/hopper_gemm.json
 bench/run_overhead_bench.py --out $logs/run_overhead
 bench/hopper_bench.py --json $logs/hopper.json
 bench/runtime_bench.py"}

@@ -62,8 +62,10 @@ def build(n=64, k_total=256, n_total=None) -> pf.Module:
     with k.if_(lead):
         k.mbarrier_init(bar, 1)
         k.fence("fence.mbarrier_init.release.cluster")
+    k.cluster_sync()  # both CTAs running (a remote write needs its target started), both barriers initialized
+    with k.if_(lead):
         k.st(k.mapa(hello, k.xor(rank, 1)), k.add(rank, 100), type=T.u32, space="shared::cluster")
-    k.cluster_sync()  # both barriers initialized, both greetings delivered
+    k.cluster_sync()  # both greetings delivered
     with k.if_(lead):
         k.st(k.add(flags, k.mul(k.ctaid(), 4, mode="wide")), k.ld(hello, type=T.u32, space="shared"), type=T.u32)
     row0 = k.shl(k.ctaid(), 6)  # this CTA's 64 rows of D

@@ -31,7 +31,7 @@ def test_api_reference_builds_without_warnings(tmp_path):
     src, out = tmp_path / "src", tmp_path / "html"
     shutil.copytree(DOCS, src, ignore=shutil.ignore_patterns("_generated", "_build"))
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    proc = subprocess.run([sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html",
+    proc = subprocess.run([sys.executable, "-m", "sphinx.cmd.build", "-W", "--keep-going", "-q", "-b", "html",
                            str(src), str(out)], capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=300)
     assert proc.returncode == 0, f"sphinx-build failed:\n{proc.stdout}\n{proc.stderr}"

@@ -108,8 +108,9 @@ def test_plan_captured_into_a_cuda_graph():
 def test_hopper_run_twice_on_torch_tensors_and_its_plan():
     torch = pytest.importorskip("torch")
     from ptxforge.errors import ValidationError
+    import importlib
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper import run as hrun
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")  # the module, not the run() function
     g = Int8Gemm.for_shape(200, 384, 1024, target="sm_90a")
     assert isinstance(g, HopperGemm), g
     rng = np.random.default_rng(5)
@@ -136,7 +137,7 @@ def test_hopper_run_twice_on_torch_tensors_and_its_plan():
 def test_hopper_int4_plan_in_a_cuda_graph():
     torch = pytest.importorskip("torch")
     from ptxforge.schedules.hopper import HopperGemm
-    g = Int4Gemm.for_shape(256, 512, 2048, target="sm_90a")
+    g = Int4Gemm.for_shape(256, 512, 2048, target="sm_90a", hopper=True)
     assert isinstance(g, HopperGemm), g
     rng = np.random.default_rng(6)
     a, b = _int4_operands(256, 512, 2048, rng)

@@ -110,10 +110,12 @@ RECORDED = ["test_builder.py", "test_module.py", "test_int4.py", "test_tile_copy
 
 def test_every_module_other_tests_emit_round_trips(tmp_path):
     env = dict(os.environ, PTXFORGE_RECORD_DIR=str(tmp_path), PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "tests")]))
-    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", "-p", "record_modules",
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "record_modules",
                         *[os.path.join(ROOT, "tests", f) for f in RECORDED]],
                        capture_output=True, text=True, env=env, cwd=ROOT)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    # those files' own verdicts are this suite's (they run in it too); here they only supply modules,
+    # so a failure among them (exit 1) still leaves every module they rendered to read back
+    assert p.returncode in (0, 1), p.stdout[-3000:] + p.stderr[-3000:]
     texts = sorted(glob.glob(str(tmp_path / "*.ptx")))
     assert len(texts) > 100, len(texts)
     for path in texts:

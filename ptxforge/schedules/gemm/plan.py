@@ -63,8 +63,7 @@ class GemmPlan:
                  device: int | None = None):
         from ...runtime.streams import stream_handle
         from ...runtime.kernel import _ArgBlob
-        schedule.check_problem(m, n, k)
-        v = schedule.for_problem(k, n, align=align, c_align=c_align)
+        v = schedule.for_problem(k, n, align=align, c_align=c_align)  # the variant may change path with K
         v.check_problem(m, n, k)
         self.schedule = v
         self.m, self.n, self.k = m, n, k

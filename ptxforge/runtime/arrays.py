@@ -72,8 +72,8 @@ def accepts(pointee: ScalarType | None, elem: Elem) -> bool:
         return bits == pointee.bits
     if pointee.is_int:
         return k in ("i", "u") and bits == pointee.bits
-    if pointee is T.bf16:
-        return (k == "bf" and bits == 16) or (k in ("i", "u") and bits == 16)
+    if pointee is T.bf16:  # "V": torch's __cuda_array_interface__ spells bfloat16 as raw 2-byte items
+        return (k in ("bf", "V") and bits == 16) or (k in ("i", "u") and bits == 16)
     if pointee is T.f16x2:
         return (k == "f" and bits == 16) or (k in ("i", "u") and bits == 32)
     if pointee is T.bf16x2:

@@ -77,8 +77,9 @@ def _ptr_shape(x, what):
 
 #: operand -> (what A and B may hold as (kind, bits) pairs, what C holds), as the kernels read them
 _ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, ("i", 32)),
-          "bf16": ({("bf", 16), ("u", 16), ("i", 16)}, ("f", 32)),
+          "bf16": ({("bf", 16), ("u", 16), ("i", 16), ("V", 16)}, ("f", 32)),
           "f16": ({("f", 16), ("u", 16), ("i", 16)}, ("f", 32))}
+# ("V", 16): torch describes bfloat16 through __cuda_array_interface__ as raw 2-byte items ("<V2")
 
 
 def _check_elems(cfg, views) -> None:

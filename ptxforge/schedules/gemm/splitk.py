@@ -37,6 +37,7 @@ from ... import fold as F
 from ...isa import types as T
 from ...isa.operands import Addr, Vec
 from ...isa.memory import ld
+from .epilogue import _rows
 
 _PTXFORGE_INTERNAL = True
 
@@ -81,17 +82,7 @@ def _tile_positions(k, acc, *, m, n, row0, col0):
 
 def _walk(k, acc, base, down8, rowrem, visit):
     """visit(ptr, i, h, j, pair) for every accumulator pair of rows inside the matrix."""
-    mi, nj = len(acc), len(acc[0])
-    ptr = base
-    for i in range(mi):
-        for h in range(2):
-            r = 16 * i + 8 * h
-            if r:
-                ptr = k.add(ptr, down8)
-            with k.if_(k.setp("gt", rowrem, r, type=T.s32)):
-                for j in range(nj):
-                    v = acc[i][j]
-                    visit(ptr, j, [v[2 * h], v[2 * h + 1]])
+    _rows(k, acc, len(acc), len(acc[0]), base, down8, rowrem, visit)  # the C epilogue's own row walk
 
 
 def _load_pair(k, ptr, off: int, regs, vector: int, col_ok, col_ok1, j):

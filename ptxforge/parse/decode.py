@@ -9,6 +9,8 @@ the tables do not have.
 
 from __future__ import annotations
 
+import struct
+
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
@@ -129,9 +131,18 @@ def _d_selp(parts, ops):
     return Call(selp, _t(parts[-1]), *_n(ops, 4, "selp"))
 
 
+def _float_bits(a, t):
+    """A 0f/0d float literal moved into a bit type (`mov.b32 %r, 0f3F800000`, as Triton writes it): its bits."""
+    if isinstance(a, Imm) and isinstance(a.value, float) and t.kind == "b" and t.bits in (32, 64):
+        fmt = ("<f", "<I") if t.bits == 32 else ("<d", "<Q")
+        return Imm(struct.unpack(fmt[1], struct.pack(fmt[0], a.value))[0])
+    return a
+
+
 def _d_mov(parts, ops):
     d, a = _n(ops, 2, "mov")
-    return Call(mov, _t(parts[-1]), d, a)
+    t = _t(parts[-1])
+    return Call(mov, t, d, _float_bits(a, t))
 
 
 def _d_bra(parts, ops):
@@ -207,15 +218,21 @@ def _mem_parts(parts):
     return space, vec, nc, cop, tuple(hints), _t(parts[-1])
 
 
+def _one(x, vec):
+    """A scalar access may name its register in braces (`{ %r1 }`, as LLVM writes it): the register."""
+    return x.regs[0] if vec == 1 and isinstance(x, Vec) and len(x.regs) == 1 else x
+
+
 def _d_ld(parts, ops):
     d, a = _n(ops, 2, "ld")
     space, vec, nc, cop, hints, t = _mem_parts(parts)
-    return Call(ld, t, d, a, space, vec, nc, cop, hints)
+    return Call(ld, t, _one(d, vec), a, space, vec, nc, cop, hints)
 
 
 def _d_st(parts, ops):
     a, v = _n(ops, 2, "st")
     space, vec, nc, cop, hints, t = _mem_parts(parts)
+    v = _one(v, vec)
     if nc:
         raise ValidationError("st has no .nc")
     return Call(st, t, a, v, space, vec, cop, hints)
@@ -565,7 +582,11 @@ def _same_operand(made, read) -> bool:
         a, b = made.value, read.value
         if isinstance(a, int) and isinstance(b, int) and a != b:  # -1 and 0xFFFFFFFF: one 32-bit mask
             return -(1 << 31) <= min(a, b) and max(a, b) < (1 << 32) and (a - b) % (1 << 32) == 0
+        if isinstance(a, int) and isinstance(b, float):  # bits made from a float literal read for a bit type
+            return any(_float_bits(read, T.lookup(f"b{w}")).value == a for w in (32, 64))
         return float(a) == float(b)
+    if isinstance(read, Vec) and len(read.regs) == 1 and not isinstance(made, Vec):  # `{ %r1 }` for `%r1`
+        return str(made) == str(read.regs[0])
     return str(made) == str(read)
 
 

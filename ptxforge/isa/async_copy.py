@@ -184,18 +184,23 @@ class BulkInfo:
     multicast: bool = False
 
 
+def _bulk_size(size):
+    """A 1-D bulk copy's byte count: an immediate positive multiple of 16, or a .u32 register."""
+    if isinstance(size, Imm) or isinstance(size, int):
+        v = size.value if isinstance(size, Imm) else size
+        if v <= 0 or v % 16:
+            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
+        return Imm(v)
+    check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    return size
+
+
 def bulk_g2s(dst, src, size, mbar):
     """cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]."""
     d = check_addr(dst, "shared", "cp.async.bulk destination")
     s = check_addr(src, "global", "cp.async.bulk source")
     m = check_addr(mbar, "shared", "cp.async.bulk mbarrier")
-    if isinstance(size, Imm) or isinstance(size, int):
-        v = size.value if isinstance(size, Imm) else size
-        if v <= 0 or v % 16:
-            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
-        size = Imm(v)
-    else:
-        check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    size = _bulk_size(size)
     return make("cp.async.bulk", ("cp.async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"),
                 (d, s, size, m), req=REQ_BULK, info=BulkInfo("g2s", size))
 
@@ -205,13 +210,7 @@ def bulk_s2g(dst, src, size):
     (size a positive multiple of 16 bytes, both addresses 16-byte aligned), completed by bulk groups."""
     d = check_addr(dst, "global", "cp.async.bulk store destination")
     s = check_addr(src, "shared", "cp.async.bulk store source")
-    if isinstance(size, Imm) or isinstance(size, int):
-        v = size.value if isinstance(size, Imm) else size
-        if v <= 0 or v % 16:
-            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
-        size = Imm(v)
-    else:
-        check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
+    size = _bulk_size(size)
     return make("cp.async.bulk", ("cp.async", "bulk", "global", "shared::cta", "bulk_group"), (d, s, size),
                 req=REQ_BULK, info=BulkInfo("s2g", size))
 

@@ -312,6 +312,18 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, 
     ctid = k.sub(ws.tid, 128, type=T.u32)
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
 
+    def issue(buf, a_regs, not_first):
+        """The k-step's register-A wgmmas against the widened B tile at `buf`, fenced and committed."""
+        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
+        k.wgmma_fence()
+        for ks in range(tb.k_slices):
+            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
+            b_desc = k.mov([b_lo, b_hi], type=T.b64)
+            for mi in range(nsub):
+                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
+                        scale_d=not_first if ks == 0 else ptrue)
+        k.wgmma_commit()
+
     def body_hand(kt, kt0):
         """With the converter warps: B comes ready in buffer it % 2; only A is widened here."""
         ready, free = hand
@@ -328,15 +340,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, 
         ring.release(st, pred=lane0)
         _wait(k, Addr(k.mad(b, 8, ready, type=T.u32)), k.and_(u, 1, type=T.b32))
         buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
-        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
-        k.wgmma_fence()
-        for ks in range(tb.k_slices):
-            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
-            b_desc = k.mov([b_lo, b_hi], type=T.b64)
-            for mi in range(nsub):
-                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
-                        scale_d=not_first if ks == 0 else ptrue)
-        k.wgmma_commit()
+        issue(buf, a_regs, not_first)
         k.add(it, 1, dst=it)
         st.advance()
 
@@ -354,15 +358,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, 
         ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
         k.bar_sync(1, 128 * cfg.consumers)
         k.add(it, 1, dst=it)
-        b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
-        k.wgmma_fence()
-        for ks in range(tb.k_slices):
-            b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
-            b_desc = k.mov([b_lo, b_hi], type=T.b64)
-            for mi in range(nsub):
-                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
-                        scale_d=not_first if ks == 0 else ptrue)
-        k.wgmma_commit()
+        issue(buf, a_regs, not_first)
         st.advance()
 
     with work.loop() as (tile, split, kt0, kt1):

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 
 import ptxforge as pf
 from ptxforge.errors import ValidationError
-from ptxforge.schedules.hopper import HopperGemm, assembled, reference
+from ptxforge.schedules.hopper import HopperGemm, assembled, random_operands, reference
 from ptxforge.schedules.hopper.convert import widen_numpy
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 
@@ -99,13 +99,7 @@ def test_gpu_matches_numpy(op, kw, shape):
     cfg = HopperGemm(op, **kw)
     m, n, k = shape
     rng = np.random.default_rng(sum(shape))
-    if op == "s8":
-        a, b = rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
-    elif op == "s4":
-        a, b = rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
-    else:
-        a = (rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-        b = (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    a, b = random_operands(cfg, m, n, k, rng)
     got = run(cfg, a, b, k=k)  # C is poisoned (0xFF bytes) before the launch
     want = reference(cfg, a, b)
     if op == "bf16":
@@ -256,13 +250,7 @@ def test_gpu_split_k_matches_numpy(op, kw):
     cfg = HopperGemm(op, **kw)
     m, n, k = 40, 300, 1792
     rng = np.random.default_rng(11)
-    if op == "s8":
-        a, b = rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
-    elif op == "s4":
-        a, b = rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
-    else:
-        a = (rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-        b = (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    a, b = random_operands(cfg, m, n, k, rng)
     got = run(cfg, a, b, k=k, splits=3)
     want = reference(cfg, a, b)
     if op == "bf16":

@@ -7,8 +7,8 @@
 """
 
 from .config import OPERANDS, Bf16Gemm, HopperGemm
-from .run import Plan, assembled, load_kernel, prepare, reference, run
+from .run import Plan, assembled, load_kernel, prepare, random_operands, reference, run
 from .tuning import DEFAULTS, choose_hopper, hopper_reason
 
-__all__ = ["HopperGemm", "Bf16Gemm", "OPERANDS", "Plan", "prepare", "run", "reference", "assembled", "load_kernel",
+__all__ = ["HopperGemm", "Bf16Gemm", "OPERANDS", "Plan", "prepare", "run", "random_operands", "reference", "assembled", "load_kernel",
            "DEFAULTS", "choose_hopper", "hopper_reason"]

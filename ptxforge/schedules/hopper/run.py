@@ -310,6 +310,17 @@ def prepare(cfg, a, b, c, **kw) -> Plan:
     return Plan(cfg, a, b, c, **kw)
 
 
+def random_operands(cfg, m: int, n: int, k: int, rng) -> tuple:
+    """Random host operands A [M, K(/2)], B [N, K(/2)] in `cfg`'s format, never all zeros: s8 values, s4
+    nibbles packed two per byte (uint8), or bf16/f16 bit patterns (uint16) of normal samples."""
+    if cfg.operand == "s8":
+        return rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
+    if cfg.operand == "s4":
+        return rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    return ((rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16),
+            (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16))
+
+
 def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns)."""
     if cfg.operand == "s8":

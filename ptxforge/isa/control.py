@@ -212,9 +212,9 @@ def bra(label: Label, uni=False):
 
 
 def simple(opcode: str):
-    """ret, exit, trap: the control instructions without operands."""
-    if opcode not in ("ret", "exit", "trap"):
-        raise ValidationError(f"{opcode!r} is not one of ret, exit, trap")
+    """ret, exit, trap, brkpt: the control instructions without operands."""
+    if opcode not in ("ret", "exit", "trap", "brkpt"):
+        raise ValidationError(f"{opcode!r} is not one of ret, exit, trap, brkpt")
     return make(opcode, (opcode,))
 
 
@@ -385,7 +385,7 @@ class ControlOps:
 
     def brkpt(self, *, pred=None):
         """`brkpt`: suspend the thread at a breakpoint (for a debugger)."""
-        self.emit(make("brkpt", ("brkpt",)), pred)
+        self.emit(simple("brkpt"), pred)
 
     def ret(self, *, pred=None):
         """`ret`: return from the kernel (where `pred` holds, if given); `finish` adds a final one."""

@@ -20,6 +20,7 @@ from .targets import BASE, Requirement, V
 _PTXFORGE_INTERNAL = True
 
 FP8_PAIRS = ("e4m3x2", "e5m2x2")
+_PLAIN = ("f16", "bf16", "f16x2", "bf16x2")  # from .f32 without .relu/.satfinite: the ordinary cvt
 _FP8 = Requirement(89, V("8.1"))  # sm_89 needs PTX 8.1 (sm_90 alone would take 7.8)
 _SATFINITE_81 = Requirement(80, V("8.1"))
 
@@ -103,6 +104,10 @@ def cvt_narrow(to, frm, d, srcs, rnd="rn", relu=False, satfinite=None):
                                                                 if form.relu else ""))
     if len(srcs) != form.nsrc:
         raise ValidationError(f"{what} takes {form.nsrc} source(s), got {len(srcs)}")
+    if not relu and not satfinite and to in _PLAIN and frm == "f32":
+        # without .relu/.satfinite these are the ordinary cvt forms: one instruction, one value
+        from .convert import cvt
+        return cvt(T.lookup(to), T.f32, d, srcs[0], rnd, b=srcs[1] if len(srcs) == 2 else None)
     check_dst(d, form.dst_type, f"{what} destination")
     for i, s in enumerate(srcs):
         check_value(s, form.src_type, f"{what} source {i + 1}", imm_ok=False)

@@ -32,67 +32,10 @@ from ..isa.warp import activemask, elect, redux, shfl, vote
 _PTXFORGE_INTERNAL = True
 
 
-class Unknown(ValidationError):
-    """The tables have no instruction of this name (as opposed to an illegal form of a known one)."""
-
-
-class Call:
-    """A constructor call not yet made: `fn(*args, **kwargs)`; arguments may be Calls themselves.
-
-    Decoders return one, `decode` runs it, and `to_python` writes it out as Python source.
-    """
-
-    __slots__ = ("fn", "args", "kwargs", "_value")
-
-    def __init__(self, fn, *args, **kwargs):
-        self.fn, self.args, self.kwargs = fn, args, kwargs
-        self._value = None
-
-    def run(self):
-        """Make the call (once; the result is kept) and return its value."""
-        if self._value is None:
-            self._value = self.fn(*self.args, **self.kwargs)
-        return self._value
-
-
-class NestedCall(Call):
-    """A Call some of whose arguments are Calls (run first): mma(mma_form(...), ...)."""
-
-    __slots__ = ()
-
-    def run(self):
-        """Run the argument Calls first, then make this call (once) and return its value."""
-        if self._value is None:
-            args = [a.run() if isinstance(a, Call) else a for a in self.args]
-            self._value = self.fn(*args, **self.kwargs)
-        return self._value
-
-
-def _t(name):
-    return T.lookup(name)
-
-
-def _n(ops, k, what):
-    if len(ops) != k:
-        raise ValidationError(f"{what} takes {k} operand(s), got {len(ops)}")
-    return ops
-
-
-def _int(op, what):
-    if isinstance(op, Imm) and isinstance(op.value, int):
-        return op.value
-    raise ValidationError(f"{what} must be an immediate integer, got {op}")
-
-
-def _int_or_reg(op):
-    return op.value if isinstance(op, Imm) and isinstance(op.value, int) else op
-
-
-def _mask(op):
-    """A 32-bit lane mask written as -1 (nvcc does) is 0xFFFFFFFF."""
-    if isinstance(op, Imm) and isinstance(op.value, int) and op.value < 0:
-        return op.value & 0xFFFFFFFF
-    return _int_or_reg(op)
+from .decode_common import Call, NestedCall, Unknown, _int, _int_or_reg, _mask, _n, _t  # noqa: F401 (re-exported)
+from .decode_compute import (COMPUTE_DECODERS, d_bar_red, d_carry, d_cvt_pack, d_elect, d_mbarrier_more, d_mma_sp,
+                             narrow_cvt)
+from .decode_memory import MEMORY_DECODERS
 
 
 # ------------------------------------------------------------------ families
@@ -104,7 +47,11 @@ def _d_arith(parts, ops):
         modes = ("rn", "rz", "rm", "rp", "approx", "full")
         mode = next((m for m in mods if m in modes), None)
         flags = tuple(m for m in mods if m != mode)
+        if "xorsign" in flags and "abs" in flags:  # one modifier written in two parts
+            flags = tuple("xorsign.abs" if m == "xorsign" else m for m in flags if m != "abs")
     else:
+        if "cc" in mods:
+            return d_carry(parts, ops)
         if len(mods) > 1:
             raise ValidationError(f"{op}.{t.name} takes one modifier at most, got {'.'.join(mods)}")
         mode, flags = (mods[0] if mods else None), ()
@@ -114,17 +61,21 @@ def _d_arith(parts, ops):
 
 
 def _d_setp(parts, ops):
-    if len(parts) == 3:
-        cmp, boolop = parts[1], None
-    elif len(parts) == 4:
-        cmp, boolop = parts[1], parts[2]
-    else:
-        raise ValidationError("setp is setp.cmp{.and|.or|.xor}.type")
+    mods = parts[2:-1]
+    ftz = "ftz" in mods
+    rest = [m for m in mods if m != "ftz"]
+    if len(parts) < 3 or len(rest) > 1:
+        raise ValidationError("setp is setp.cmp{.and|.or|.xor}{.ftz}.type")
+    cmp, boolop, t = parts[1], (rest[0] if rest else None), _t(parts[-1])
     if boolop is None:
         p, a, b = _n(ops, 3, "setp")
-        return Call(setp, cmp, _t(parts[-1]), p, a, b)
-    p, a, b, c = _n(ops, 4, f"setp.{cmp}.{boolop}")
-    return Call(setp, cmp, _t(parts[-1]), p, a, b, boolop, c)
+        c = None
+    else:
+        p, a, b, c = _n(ops, 4, f"setp.{cmp}.{boolop}")
+    q = None
+    if isinstance(p, PairDst) and t.lanes != 2:  # p|q: the complement into q
+        p, q = p.reg, p.pred
+    return Call(setp, cmp, t, p, a, b, boolop, c, q, ftz)
 
 
 def _d_selp(parts, ops):
@@ -165,6 +116,11 @@ def _d_shift(parts, ops):
 
 
 def _d_lop3(parts, ops):
+    if len(ops) == 6:  # lop3.boolop.b32 d|p, a, b, c, lut, q
+        d, a, b, c, lut, q = ops
+        if not isinstance(d, PairDst) or len(parts) != 3:
+            raise ValidationError("lop3 with a predicate output is lop3.{and,or}.b32 d|p, a, b, c, lut, q")
+        return Call(lop3, d.reg, a, b, c, _int(lut, "lop3 lookup table"), d.pred, parts[1], q)
     d, a, b, c, lut = _n(ops, 5, "lop3")
     return Call(lop3, d, a, b, c, _int(lut, "lop3 lookup table"))
 
@@ -180,10 +136,15 @@ def _d_shf(parts, ops):
 
 
 def _d_bitfield(parts, ops):
-    return Call(bitfield, parts[0], _t(parts[-1]), ops[0], list(ops[1:]))
+    return Call(bitfield, parts[0], _t(parts[-1]), ops[0], list(ops[1:]), parts[1:-1] == ["shiftamt"])
 
 
 def _d_cvt(parts, ops):
+    if parts[1:2] == ["pack"]:
+        return d_cvt_pack(parts, ops)
+    narrow = narrow_cvt(parts, ops)
+    if narrow is not None:
+        return narrow
     dt, st_ = _t(parts[-2]), _t(parts[-1])
     mods = parts[1:-2]
     rnd = next((m for m in mods if m not in ("ftz", "sat")), None)
@@ -199,60 +160,6 @@ def _d_cvta(parts, ops):
     to = parts[1] == "to"
     space = parts[2] if to else parts[1]
     return Call(cvta, d, a, space, to)
-
-
-def _mem_parts(parts):
-    space = "generic"
-    vec, nc, cop, hints = 1, False, None, []
-    for p in parts[1:-1]:
-        if p in SPACES:
-            space = p
-        elif p == "nc":
-            nc = True
-        elif p[0] == "v" and p[1:].isdigit():
-            vec = int(p[1:])
-        elif p in CACHE_OPS["ld"] or p in CACHE_OPS["st"]:
-            cop = p
-        else:
-            hints.append(p)
-    return space, vec, nc, cop, tuple(hints), _t(parts[-1])
-
-
-def _one(x, vec):
-    """A scalar access may name its register in braces (`{ %r1 }`, as LLVM writes it): the register."""
-    return x.regs[0] if vec == 1 and isinstance(x, Vec) and len(x.regs) == 1 else x
-
-
-def _d_ld(parts, ops):
-    d, a = _n(ops, 2, "ld")
-    space, vec, nc, cop, hints, t = _mem_parts(parts)
-    return Call(ld, t, _one(d, vec), a, space, vec, nc, cop, hints)
-
-
-def _d_st(parts, ops):
-    a, v = _n(ops, 2, "st")
-    space, vec, nc, cop, hints, t = _mem_parts(parts)
-    v = _one(v, vec)
-    if nc:
-        raise ValidationError("st has no .nc")
-    return Call(st, t, a, v, space, vec, cop, hints)
-
-
-def _d_atom(parts, ops):
-    red = parts[0] == "red"
-    space = parts[1] if len(parts) == 4 else "generic"
-    if len(parts) not in (3, 4):
-        raise ValidationError(f"{parts[0]} is {parts[0]}{{.space}}.op.type (ordering and scope qualifiers are "
-                              "not in the tables)")
-    op, t = parts[-2], _t(parts[-1])
-    if red:
-        a, b = _n(ops, 2, "red")
-        return Call(atom, op, t, None, a, b, None, space, reduce_only=True)
-    if op == "cas":
-        d, a, b, c = _n(ops, 4, "atom.cas")
-        return Call(atom, op, t, d, a, b, c, space)
-    d, a, b = _n(ops, 3, "atom")
-    return Call(atom, op, t, d, a, b, None, space)
 
 
 def _matrix_parts(parts):
@@ -290,6 +197,8 @@ def _d_prefetch(parts, ops):
 
 
 def _d_bar(parts, ops):
+    if parts[:2] == ["bar", "red"]:
+        return d_bar_red(parts, ops)
     name = BARRIER_SPELLINGS.get(".".join(parts), ".".join(parts))
     if name == "bar.warp.sync":
         (m,) = _n(ops, 1, "bar.warp.sync")
@@ -335,6 +244,9 @@ def _d_mbarrier(parts, ops):
     if kind == "inval":
         (a,) = _n(ops, 1, "mbarrier.inval")
         return Call(mbarrier_inval, a, space)
+    more = d_mbarrier_more(parts, ops, space)
+    if more is not None:
+        return more
     raise Unknown(f"mbarrier.{kind} is not in the tables (they have init, arrive, expect_tx, test_wait, "
                   "try_wait, inval)")
 
@@ -363,10 +275,7 @@ def _d_redux(parts, ops):
 
 
 def _d_elect(parts, ops):
-    d, m = _n(ops, 2, "elect.sync")
-    if not isinstance(d, PairDst):
-        raise ValidationError("elect.sync writes `_|%p` (or `%r|%p`)")
-    return Call(elect, d.pred, _mask(m))
+    return d_elect(ops)
 
 
 def _d_activemask(parts, ops):
@@ -375,6 +284,8 @@ def _d_activemask(parts, ops):
 
 
 def _d_mma(parts, ops):
+    if parts[1].startswith("sp"):
+        return d_mma_sp(parts, ops)
     d, a, b, c = _n(ops, 4, "mma")
     # mma.sync.aligned.SHAPE.row.col{.satfinite}.dt.at.bt.ct{.bitop.popc}
     rest = parts[6:]
@@ -520,15 +431,6 @@ def _bulk(parts, ops):
     return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 
 
-def _d_createpolicy(parts, ops):
-    d, frac = _n(ops, 2, "createpolicy")
-    if parts[1] != "fractional":
-        raise Unknown("createpolicy: the tables have only createpolicy.fractional")
-    if not isinstance(frac, Imm):
-        raise ValidationError("createpolicy fraction must be an immediate")
-    return Call(createpolicy, d, parts[2], float(frac.value))
-
-
 def _d_call(parts, ops):
     rets, args, func = (), (), None
     for op in ops:
@@ -554,12 +456,13 @@ DECODERS = {
     **{k: _d_logic for k in ("and", "or", "xor", "not", "cnot")},
     "shl": _d_shift, "shr": _d_shift, "lop3": _d_lop3, "prmt": _d_prmt, "shf": _d_shf,
     **{k: _d_bitfield for k in BITFIELD},
-    "cvt": _d_cvt, "cvta": _d_cvta, "ld": _d_ld, "st": _d_st, "atom": _d_atom, "red": _d_atom,
+    "cvt": _d_cvt, "cvta": _d_cvta,
     "ldmatrix": _d_ldmatrix, "stmatrix": _d_stmatrix, "prefetch": _d_prefetch,
     "bar": _d_bar, "barrier": _d_barrier, "mapa": _d_mapa, "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
     "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
     "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
-    "cp": _d_cp_async, "createpolicy": _d_createpolicy, "call": _d_call,
+    "cp": _d_cp_async, "call": _d_call,
+    **MEMORY_DECODERS, **COMPUTE_DECODERS,
 }
 
 #: Instruction names the reader knows, for the "not in the tables" message.

@@ -39,11 +39,13 @@ def mma_model(form, aw, bw, cw, satfinite):
         D = P + C
         D = np.clip(D, -2 ** 31, 2 ** 31 - 1) if satfinite else ((D + 2 ** 31) % 2 ** 32) - 2 ** 31
         return pack_fragment(fc, D), None
+    fd = mma_fragment(form, "d")
     A = decode_values(unpack_fragment(fa, aw), form.a_type)
     B = decode_values(unpack_fragment(fb, bw), form.b_type)
     C = decode_values(unpack_fragment(fc, cw), form.c_type)
-    D = A @ B + C
-    return pack_fragment(fc, encode_values(D, form.d_type)), D
+    n = fa.blocks  # m8n8k4 .f16: four products, stacked by rows
+    D = (A.reshape(n, form.m, form.k) @ B.reshape(n, form.k, form.n)).reshape(C.shape) + C
+    return pack_fragment(fd, encode_values(D, form.d_type)), D
 
 
 @given(form=mma_forms(), sat=st.booleans(), seed=seeds())
@@ -56,14 +58,14 @@ def test_every_mma_form_matches_the_layout_model(form, sat, seed):
     cw = accumulator_words(rng, form, fc)
     frag_dt = np.uint64 if form.a_type is T.f64 else np.uint32
     acc_dt = np.uint64 if form.d_type is T.f64 else np.uint32
-    a, b, c = aw.astype(frag_dt), bw.astype(frag_dt), cw.astype(acc_dt)
-    d = poison(np.empty((32, form.c_regs), dtype=acc_dt))
+    a, b, c = aw.astype(frag_dt), bw.astype(frag_dt), cw.astype(np.uint64 if form.c_type is T.f64 else np.uint32)
+    d = poison(np.empty((32, form.d_regs), dtype=acc_dt))
     interp.run(mma_probe(form, satfinite), block=32, args=[a, b, c, d])
     want, Dfloat = mma_model(form, aw, bw, cw, satfinite)
     if Dfloat is None:
         np.testing.assert_array_equal(d, want.astype(acc_dt))
     else:
-        got = decode_values(unpack_fragment(fc, d.astype(np.uint64)), form.d_type)
+        got = decode_values(unpack_fragment(mma_fragment(form, "d"), d.astype(np.uint64)), form.d_type)
         tol = 2e-3 if form.d_type is T.f16 else 1e-6
         np.testing.assert_allclose(got, Dfloat, rtol=tol, atol=tol * 8)
 
@@ -153,3 +155,28 @@ def test_m16n16_ldmatrix_is_refused_clearly():
         assert "m16n16" in str(e) and "test_interp_mma.py" in str(e)
     else:
         raise AssertionError("m16n16 ldmatrix must be refused")
+
+
+def test_m8n8k4_is_four_products_one_per_quad_pair():
+    """m8n8k4 .f16: a known answer built without the stacked-fragment tables.  Quad pair q holds
+    A = q+1 everywhere and B = identity-like rows; each lane pair's D is that product plus C."""
+    for layout in (("row", "col"), ("col", "row"), ("row", "row"), ("col", "col")):
+        form = pf.isa.tensor.mma_form("m8n8k4", "f16", acc="f32", layout=layout)
+        lane = np.arange(32)
+        q = (lane >> 2) & 3
+        # every A element of pair q is q+1, every B element 0.5: D = 4 * (q+1) * 0.5 + C = 2(q+1) + 1
+        a = np.repeat(((np.float16(1) * (q + 1)).astype(np.float16).view(np.uint16).astype(np.uint32) * 0x10001)
+                      [:, None], 2, axis=1).astype(np.uint32)
+        b = np.full((32, 2), np.float16(0.5).view(np.uint16).astype(np.uint32) * 0x10001, np.uint32)
+        c = np.full((32, 8), np.float32(1.0).view(np.uint32), np.uint32)
+        d = poison(np.empty((32, 8), np.uint32))
+        interp.run(mma_probe(form, False), block=32, args=[a, b, c, d])
+        np.testing.assert_array_equal(d.view(np.float32), np.repeat((2.0 * (q + 1) + 1)[:, None], 8, axis=1))
+
+
+def test_m8n8k4_fragments_cover_each_stacked_product_once():
+    for f in pf.isa.tensor.MMA_FORMS:
+        if f.quad_pairs:
+            for x in "abcd":
+                frag = mma_fragment(f, x)
+                assert frag.blocks == 4 and frag.covers_once(), (f, x)

@@ -19,8 +19,8 @@ TILE_CASES = [(num, rb, first) for num, rb, first in itertools.product((1, 2, 4)
 
 
 @pytest.mark.parametrize("form", MMA_FORMS, ids=str)
-def test_acc_coords_is_the_c_fragment_table(form):
-    c = mma_fragment(form, "c")
+def test_acc_coords_is_the_d_fragment_table(form):
+    c = mma_fragment(form, "d")
     rows = c.rows.reshape(32, -1)
     cols = c.cols.reshape(32, -1)
     for e in range(rows.shape[1]):

@@ -199,3 +199,26 @@ def test_nanosleep():
     k.nanosleep(k.reg(u32, "ns"))
     assert emitted(k) == ["nanosleep.u32   100;", "nanosleep.u32   %ns;"]
     pf.assemble(k.module())
+
+
+def test_tensormap_acquire_fence_names_the_map():
+    """fence.proxy.tensormap::generic.acquire.scope [addr], 128 (sm_90, PTX 8.3): the acquire half
+    takes the tensor map's generic address; without one it is refused with the spelling."""
+    import ptxforge as pf
+    from ptxforge.isa import types as T
+    from ptxforge.parse import parse
+    k = pf.KernelBuilder("acq", target="sm_90")
+    g = k.param_ptr("g")
+    k.fence("fence.proxy.tensormap::generic.release.gpu")
+    k.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=k.cvta(g, frm="global", dst=k.reg(T.u64)))
+    text = k.module().ptx
+    assert "fence.proxy.tensormap::generic.acquire.gpu [%" in text and "], 128;" in text
+    assert parse(text).ptx == text
+    pf.assemble(k.module())
+    with pytest.raises(pf.ValidationError, match=r"pass addr="):
+        k.fence("fence.proxy.tensormap::generic.acquire.cta")
+    with pytest.raises(pf.ValidationError, match="takes no operands"):
+        k.fence("fence.proxy.tensormap::generic.release.cta", addr=g)
+    old = pf.KernelBuilder("acq80", target="sm_80")
+    with pytest.raises(pf.PtxforgeError, match="sm_90"):
+        old.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=old.param_ptr("g"))

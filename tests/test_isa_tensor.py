@@ -99,14 +99,16 @@ def test_every_form_of_the_table_assembles_for_its_least_target(sm):
 @pytest.mark.parametrize("form", MMA_FORMS, ids=lambda f: f"{f.shape}.{f.a_type.name}.{f.b_type.name}.{f.c_type.name}"
                          + (f".{f.bitop}" if f.bitop else ""))
 def test_fragment_register_counts_follow_from_the_shape(form):
-    # every lane of the warp holds an equal share of A (m x k), B (k x n) and C (m x n)
+    # every lane of the warp holds an equal share of A (m x k), B (k x n) and C, D (m x n) of each of the
+    # warp's products (four for m8n8k4 .f16, one per quad pair; one otherwise)
     lanes = 32
+    products = 4 if form.quad_pairs else 1
     reg_bits = 64 if form.a_type.name == "f64" else 32
-    assert form.a_regs * lanes * reg_bits == form.m * form.k * form.a_type.bits
-    assert form.b_regs * lanes * reg_bits == form.k * form.n * form.b_type.bits
-    c_bits = 16 if form.c_type.name == "f16" else form.c_type.bits
-    c_reg_bits = 64 if form.c_type.name == "f64" else 32
-    assert form.c_regs * lanes * c_reg_bits == form.m * form.n * c_bits
+    assert form.a_regs * lanes * reg_bits == products * form.m * form.k * form.a_type.bits
+    assert form.b_regs * lanes * reg_bits == products * form.k * form.n * form.b_type.bits
+    for t, n in ((form.c_type, form.c_regs), (form.d_type, form.d_regs)):
+        bits = 16 if t.name == "f16" else t.bits
+        assert n * lanes * (64 if t.name == "f64" else 32) == products * form.m * form.n * bits
 
 
 # ---------------------------------------------------------------- validation, located at the user's line

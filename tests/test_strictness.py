@@ -50,6 +50,8 @@ REPRODUCE = {
     "a modifier written twice": lambda k, g: k.mul(k.reg(T.f32), k.reg(T.f32), flags=("sat", "sat")),
     "st.param in a kernel": lambda k, g: k.st(k.reg(T.u64), k.reg(T.u32), space="param"),
     "ldmatrix and stmatrix counts other than x1, x2 and x4": lambda k, g: k.ldmatrix(k.shared_base(k.shared("t", 256)), num=8),
+    "mma.m8n8k4 with .bf16 operands": lambda k, g: k.mma([k.reg(T.b32)] * 2, [k.reg(T.b32)] * 2, 0, shape="m8n8k4",
+                                                         a_type="bf16", acc="f32"),
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }
 

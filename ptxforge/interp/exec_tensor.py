@@ -101,22 +101,24 @@ def make_mma(P, op):
     if ins.opcode != "mma":
         raise InterpUnsupported(f"{ins.opcode} is not modelled", ins)
     sat = "satfinite" in ins.mods
-    fa, fb, fc = mma_fragment(form, "a"), mma_fragment(form, "b"), mma_fragment(form, "c")
+    fa, fb, fc, fd = (mma_fragment(form, x) for x in "abcd")
     oa, ob, oc = _order(fa), _order(fb), _order(fc)
-    out_idx = (fc.rows * fc.shape[1] + fc.cols).ravel()  # matrix position of each D element
+    out_idx = (fd.rows * fd.shape[1] + fd.cols).ravel()  # matrix position of each D element
     d, a, b, c = ins.operands
     frag_t = T.b64 if form.a_type is T.f64 else T.b32
     acc_t = T.b64 if form.d_type is T.f64 else T.b32
+    c_t = T.b64 if form.c_type is T.f64 else T.b32
     word_dt = np.uint64 if acc_t is T.b64 else np.uint32
     ra = [P.reader(r, frag_t, ins) for r in P.regs_of(a)]
     rb = [P.reader(r, frag_t, ins) for r in P.regs_of(b)]
-    rc = [P.reader(r, acc_t, ins) for r in P.regs_of(c)]
+    rc = [P.reader(r, c_t, ins) for r in P.regs_of(c)]
     puts = [P.writer(r, acc_t, ins) for r in P.regs_of(d)]
     integer = form.a_type.is_int or form.a_type is T.b1
     bitop = form.bitop
     d_type = form.d_type
-    c_type = T.f16 if d_type is T.f16 else form.c_type
+    c_type = form.c_type
     M, N, K = form.m, form.n, form.k
+    blocks = fa.blocks  # m8n8k4 .f16: four products, stacked by rows
 
     def matrix(S, readers, et, order, shape, rows, nw):
         words = np.empty((S.N, len(readers)), dtype=np.uint64 if et is T.f64 else np.uint32)
@@ -132,10 +134,12 @@ def make_mma(P, op):
         warps = S.warps_touched(m)
         nw = len(warps)
         rows = None if nw * 32 == S.N else warps
-        A = matrix(S, ra, form.a_type, oa, (M, K), rows, nw)
-        B = matrix(S, rb, form.b_type, ob, (K, N), rows, nw)
-        C = matrix(S, rc, c_type, oc, (M, N), rows, nw)
-        if bitop == "xor":
+        A = matrix(S, ra, form.a_type, oa, fa.shape, rows, nw)
+        B = matrix(S, rb, form.b_type, ob, fb.shape, rows, nw)
+        C = matrix(S, rc, c_type, oc, fc.shape, rows, nw)
+        if blocks > 1:  # product q of block q of A and of B, into block q of D
+            prod = (A.reshape(nw, blocks, M, K) @ B.reshape(nw, blocks, K, N)).reshape(nw, blocks * M, N)
+        elif bitop == "xor":
             prod = A.sum(axis=2)[:, :, None] + B.sum(axis=1)[:, None, :] - 2 * (A @ B)
         else:
             prod = A @ B

@@ -16,6 +16,18 @@ elements (`per_reg` elements of `elem_bits` bits, element j at bits [j*elem_bits
 * C / D (M x N): element e (register r = e // per_reg for packed f16 pairs, else e = r)
   -> row g + 8*(e // 2), column 2t + e % 2.
 
+m8n8k4 with .f16 operands is the exception: the warp computes four independent 8x8x4 products,
+product q by quad pair q (lanes 4q..4q+3, the "low" half, and 16+4q..16+4q+3, the "high" half).
+Within a pair, thread u = lane % 4 + 4*(lane >= 16) and h = (lane >= 16); element e of the
+fragment (e = 2*register + half for packed .f16):
+
+* A row-major: (u, e); column-major: (e + 4h, lane % 4).
+* B row-major: (lane % 4, e + 4h); column-major: (e, u).
+* C / D .f16: (u, e); .f32: (lane % 2 + (e & 2) + 4h, (e & 1) + (lane & 2) + (e & 4)).
+
+Its fragments stack the four products' matrices by rows, product q in row block q: A is 32 x 4,
+B 16 x 8, C and D 32 x 8 (`Fragment.blocks` is 4), and the interpreter multiplies block by block.
+
 For example m16n8k64.s4 (8 nibbles a register) gives a1 = (g+8, k 8t..8t+7) and
 a2 = (g, k 32+8t..), and m16n8k8.tf32 gives a2 = (g, t+4) — the documented tables.
 The m16n8k256.b1 A table in the PTX ISA text reads "col = 32t + i for i < 64", which would
@@ -56,6 +68,7 @@ class Fragment:
     elem_bits: int
     rows: np.ndarray  # (32, nregs, per_reg) int
     cols: np.ndarray  # (32, nregs, per_reg) int
+    blocks: int = 1  # independent products stacked by rows (4 for m8n8k4 .f16)
 
     def covers_once(self) -> bool:
         """Each matrix element is held by exactly one (lane, register, element)."""
@@ -69,12 +82,44 @@ def _elem_bits(t: T.ScalarType) -> int:
 
 
 def _operand_regs(form: MmaForm, operand: str) -> int:
-    return {"a": form.a_regs, "b": form.b_regs, "c": form.c_regs}[operand]
+    return {"a": form.a_regs, "b": form.b_regs, "c": form.c_regs, "d": form.d_regs}[operand]
+
+
+def _quad_pair_fragment(form: MmaForm, operand: str) -> Fragment:
+    """m8n8k4 .f16: four products, one per quad pair, stacked by rows (see the module docstring)."""
+    lane = np.arange(WARP)[:, None, None]
+    q, h, low = (lane >> 2) & 3, lane >> 4, lane & 3
+    u = low + 4 * h
+    acc = form.c_type if operand == "c" else form.d_type
+    per_reg = 1 if operand in "cd" and acc is T.f32 else 2
+    nregs = _operand_regs(form, operand)
+    e = np.arange(nregs)[None, :, None] * per_reg + np.arange(per_reg)[None, None, :]
+    a_lay, b_lay = form.layout
+    if operand == "a":
+        rows, cols = (u + 0 * e, e + 0 * lane) if a_lay == "row" else (e + 4 * h, low + 0 * e)
+        rows, shape = rows + 8 * q, (32, 4)
+    elif operand == "b":
+        rows, cols = (low + 0 * e, e + 4 * h) if b_lay == "row" else (e + 0 * lane, u + 0 * e)
+        rows, shape = rows + 4 * q, (16, 8)
+    else:
+        if acc is T.f16:
+            rows, cols = u + 0 * e, e + 0 * lane
+        else:
+            rows, cols = (lane & 1) + (e & 2) + 4 * h, (e & 1) + (lane & 2) + (e & 4)
+        rows, shape = rows + 8 * q, (32, 8)
+    rows = np.broadcast_to(rows, (WARP, nregs, per_reg)).astype(np.intp)
+    cols = np.broadcast_to(cols, (WARP, nregs, per_reg)).astype(np.intp)
+    return Fragment(operand, shape, nregs, per_reg, 16 if per_reg == 2 else 32, rows, cols, blocks=4)
 
 
 @lru_cache(maxsize=None)
 def mma_fragment(form: MmaForm, operand: str) -> Fragment:
-    """The layout of operand 'a', 'b' or 'c' (C and D share it) of an mma.sync form."""
+    """The layout of operand 'a', 'b', 'c' or 'd' of an mma.sync form (C and D share one unless
+    their types differ, as in m8n8k4 .f32 from .f16)."""
+    if form.quad_pairs:
+        return _quad_pair_fragment(form, operand)
+    if operand == "d":
+        operand = "c"
     lane = np.arange(WARP)
     g = (lane >> 2)[:, None, None]
     t = (lane & 3)[:, None, None]
@@ -256,9 +301,12 @@ def acc_coords(form: MmaForm, lane, e: int) -> tuple:
     `lane` is an int or a numpy array of lanes; e counts the form's accumulator elements
     (`form.c_regs` of them, twice that for packed f16 accumulators).
     """
-    count = form.c_regs * (2 if form.d_type is T.f16 else 1)
+    count = form.d_regs * (2 if form.d_type is T.f16 else 1)
     if not 0 <= int(e) < count:
-        raise ValueError(f"{form.mnemonic} has accumulator elements 0..{count - 1}; got {e}")
+        raise ValueError(f"{form.mnemonic()} has accumulator elements 0..{count - 1}; got {e}")
+    if form.quad_pairs:  # (row, col) in the stacked 32 x 8 D of the four products (row block q)
+        f = mma_fragment(form, "d")
+        return f.rows.reshape(WARP, -1)[lane, int(e)], f.cols.reshape(WARP, -1)[lane, int(e)]
     row0, col0 = acc_lane_origin(lane)
     dr, dc = acc_offset(e)
     return row0 + dr, col0 + dc

@@ -86,6 +86,12 @@ STRICTER_THAN_PTXAS = (
                "ldmatrix.sync.aligned.m8n8.x8.shared.b16 {%r2, %r3}, [%r0];",
                "the PTX ISA defines .x1/.x2/.x4; ptxas 13 lets .x8 and .x16 through with any register count",
                r"(ld|st)matrix\.m8n8\.x(?![124]\.)\d+(\.trans)?\.b16 is not a legal form"),
+    Strictness("mma.m8n8k4 with .bf16 operands",
+               "mma.sync.aligned.m8n8k4.row.col.f32.bf16.bf16.f32 {%f0, %f1, %f2, %f3, %f4, %f5, %f6, %f7}, "
+               "{%r2, %r3}, {%r4, %r5}, {%f8, %f9, %f10, %f11, %f12, %f13, %f14, %f15};",
+               "the PTX ISA defines m8n8k4 (four products per warp) for .f16 and .f64 only; ptxas 13 also takes "
+               ".bf16, with no documented fragment layout or semantics",
+               r"mma\.m8n8k4 with A \.bf16"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),

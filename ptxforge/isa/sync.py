@@ -33,6 +33,12 @@ FENCES = {
        for scope in ("cta", "cluster", "gpu", "sys")},
 }
 
+#: Fences that name an address and a size: the acquire half of the tensormap proxy fence (sm_90,
+#: PTX 8.3) orders a tensor map written through generic stores before the TMA unit reads its 128
+#: bytes at [addr].  The release half (in `FENCES`) takes no operands.
+FENCES_WITH_ADDRESS = {f"fence.proxy.tensormap::generic.acquire.{scope}": (Requirement(90, V("8.3")), 128)
+                       for scope in ("cta", "cluster", "gpu", "sys")}
+
 
 @dataclass(frozen=True)
 class BarInfo:
@@ -129,12 +135,23 @@ def bar_warp_sync(mask=0xFFFFFFFF):
     return make("bar.warp.sync", ("bar", "warp", "sync"), (mask,), info=BarInfo("warp", None, mask))
 
 
-def fence(kind):
+def fence(kind, addr=None):
     """Build a memory fence by its full PTX name (pure: no builder): one of `FENCES`, such as "membar.gl",
     "fence.sc.cta", "fence.proxy.async.shared::cta"; the name's requirement (sm, PTX ISA) comes with it.
+    The fences of `FENCES_WITH_ADDRESS` (`fence.proxy.tensormap::generic.acquire.scope [addr], 128`)
+    take `addr`, the generic address of the 128-byte tensor map.
     """
+    if kind in FENCES_WITH_ADDRESS:
+        req, size = FENCES_WITH_ADDRESS[kind]
+        if addr is None:
+            raise ValidationError(f"{kind} names the tensor map it orders: pass addr= (its generic address); "
+                                  f"it is written {kind} [addr], {size}")
+        a = check_addr(addr, "generic", kind)
+        return make("fence", (kind,), (a, Imm(size)), req=req, info=kind, mods=tuple(kind.split(".")[1:]))
     if kind not in FENCES:
-        raise ValidationError(f"unknown fence {kind!r}; one of: {', '.join(FENCES)}")
+        raise ValidationError(f"unknown fence {kind!r}; one of: {', '.join(tuple(FENCES) + tuple(FENCES_WITH_ADDRESS))}")
+    if addr is not None:
+        raise ValidationError(f"{kind} takes no operands (only {', '.join(FENCES_WITH_ADDRESS)} name an address)")
     return make(kind.split(".")[0], (kind,), req=FENCES[kind], info=kind, mods=tuple(kind.split(".")[1:]))
 
 
@@ -401,9 +418,11 @@ class SyncOps:
         """
         self.emit(bar_warp_sync(mask if isinstance(mask, int) else self._val(mask)), pred)
 
-    def fence(self, kind="fence.acq_rel.gpu", *, pred=None):
-        """membar/fence by full name: 'membar.gl', 'fence.sc.cta', 'fence.proxy.async.shared::cta' ..."""
-        self.emit(fence(kind), pred)
+    def fence(self, kind="fence.acq_rel.gpu", *, addr=None, offset=0, pred=None):
+        """membar/fence by full name: 'membar.gl', 'fence.sc.cta', 'fence.proxy.async.shared::cta' ...;
+        `fence.proxy.tensormap::generic.acquire.<scope>` takes `addr`, the generic address of the tensor
+        map (rendered `[addr], 128`)."""
+        self.emit(fence(kind, None if addr is None else self._addr(addr, offset)), pred)
 
     def membar(self, level="gl", *, pred=None):
         """`membar.level`: order this thread's memory accesses at `level` ("cta", "gl" or "sys")."""

@@ -40,6 +40,8 @@ class MmaForm:
     req: Requirement
     bitop: str | None = None  # "xor"/"and" for .b1 forms
     satfinite: bool = False  # whether .satfinite is allowed
+    layout: tuple = ("row", "col")  # A's and B's layouts (only m8n8k4 .f16 takes the others)
+    d_count: int = 0  # registers of D where they differ from C's (m8n8k4 .f32 D from an .f16 C)
 
     @property
     def m(self) -> int:
@@ -58,8 +60,13 @@ class MmaForm:
 
     @property
     def d_regs(self) -> int:
-        """Registers per thread of the D fragment (the same as C)."""
-        return self.c_regs
+        """Registers per thread of the D fragment (C's count unless D and C differ in type)."""
+        return self.d_count or self.c_regs
+
+    @property
+    def quad_pairs(self) -> bool:
+        """Whether the warp computes four independent products, one per quad pair (m8n8k4 .f16)."""
+        return self.shape == "m8n8k4" and self.a_type is T.f16
 
     @property
     def frag_type(self) -> T.ScalarType:
@@ -76,6 +83,11 @@ class MmaForm:
         return self.d_type
 
     @property
+    def c_reg_type(self) -> T.ScalarType:
+        """Register type of the C fragment (as `acc_reg_type`, for C's own type)."""
+        return T.b32 if self.c_type is T.f16 else self.c_type
+
+    @property
     def is_integer(self) -> bool:
         """Whether the A/B operands are integers (s4 u4 s8 u8), accumulating in .s32."""
         return self.a_type.is_int
@@ -83,7 +95,7 @@ class MmaForm:
     def mnemonic(self, satfinite=False) -> str:
         """The full PTX opcode, e.g. ``mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32``
         (``.satfinite`` after ``.row.col`` when asked; ``.xor.popc`` for .b1)."""
-        parts = ["mma", "sync", "aligned", self.shape, "row", "col"]
+        parts = ["mma", "sync", "aligned", self.shape, *self.layout]
         if satfinite:
             parts.append("satfinite")
         parts += [self.d_type.name, self.a_type.name, self.b_type.name, self.c_type.name]
@@ -130,6 +142,10 @@ def _float_forms():
     out.append(MmaForm("m16n8k8", T.tf32, T.tf32, T.f32, T.f32, 4, 2, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m16n8k4", T.tf32, T.tf32, T.f32, T.f32, 2, 1, 4, Requirement(80, V("7.0"))))
     out.append(MmaForm("m8n8k4", T.f64, T.f64, T.f64, T.f64, 1, 1, 2, Requirement(80, V("7.0"))))
+    for lay in (("row", "col"), ("col", "row"), ("row", "row"), ("col", "col")):  # four products per warp
+        for c, d, cr, dr in ((T.f16, T.f16, 4, 4), (T.f32, T.f32, 8, 8), (T.f16, T.f32, 4, 8)):
+            out.append(MmaForm("m8n8k4", T.f16, T.f16, c, d, 2, 2, cr, Requirement(80, V("7.0")), layout=lay,
+                               d_count=dr if dr != cr else 0))
     for shape, ar, br in (("m16n8k4", 2, 1), ("m16n8k8", 4, 2), ("m16n8k16", 8, 4)):  # sm_90 double mma
         out.append(MmaForm(shape, T.f64, T.f64, T.f64, T.f64, ar, br, 4, Requirement(90, V("7.8"))))
     for a in (T.e4m3, T.e5m2):  # fp8 (sm_89): any pairing of the two formats
@@ -141,10 +157,10 @@ def _float_forms():
 
 
 MMA_FORMS = tuple(_int_forms() + _float_forms())
-_BY_KEY = {(f.shape, f.a_type, f.b_type, f.c_type, f.bitop): f for f in MMA_FORMS}
+_BY_KEY = {(f.shape, f.a_type, f.b_type, f.c_type, f.bitop, f.d_type, f.layout): f for f in MMA_FORMS}
 
 
-def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
+def mma_form(shape, a_type, b_type=None, acc=None, bitop=None, *, d_type=None, layout=("row", "col")) -> MmaForm:
     """The `MmaForm` for a shape and operand types; the error names the legal forms of the shape.
 
     Args:
@@ -153,6 +169,8 @@ def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
         b_type: the B type; by default `a_type`.
         acc: the accumulator type; by default s32 for integers, f32 for floats (f64 for f64).
         bitop: "xor" or "and" for .b1 (default xor).
+        d_type: the result type where it differs from the accumulator's (m8n8k4 .f16: .f32 from .f16).
+        layout: A's and B's layouts, ("row", "col") but for m8n8k4 .f16, which takes all four.
     """
     a = T.lookup(a_type)
     b = T.lookup(b_type) if b_type is not None else a
@@ -161,7 +179,15 @@ def mma_form(shape, a_type, b_type=None, acc=None, bitop=None) -> MmaForm:
     acc = T.lookup(acc)
     if a is T.b1 and bitop is None:
         bitop = "xor"
-    f = _BY_KEY.get((shape, a, b, acc, bitop))
+    d = T.lookup(d_type) if d_type is not None else acc
+    layout = tuple(layout)
+    f = _BY_KEY.get((shape, a, b, acc, bitop, d, layout))
+    if f is None and layout != ("row", "col") and _BY_KEY.get((shape, a, b, acc, bitop, d, ("row", "col"))):
+        raise ValidationError(f"mma.{shape} .{a.name} is .row.col only; the A/B layouts "
+                              f".{'.'.join(layout)} exist for m8n8k4 .f16")
+    if f is None and d is not acc:
+        raise ValidationError(f"mma.{shape} with A .{a.name}: the result .{d.name} differs from the accumulator "
+                              f".{acc.name}; only m8n8k4 .f16 writes .f32 from an .f16 C (never .f16 from .f32)")
     if f is None:
         same_shape = sorted({f"{x.a_type.name}.{x.b_type.name}->{x.d_type.name}" for x in MMA_FORMS if x.shape == shape})
         shapes = sorted({x.shape for x in MMA_FORMS if x.a_type in (a, b)}, key=lambda s: (len(s), s))
@@ -197,9 +223,10 @@ def _fragment_kinds(form: MmaForm, role: str) -> tuple:
         if form.a_type is T.f64:
             return ("f", "b")
         return ("b", "u", "s") if form.is_integer or form.a_type is T.b1 else ("b",)
-    if form.d_type is T.f16:
+    acc = form.c_type if role == "c" else form.d_type
+    if acc is T.f16:
         return ("b",)
-    return ("f", "b") if form.d_type.is_float else ("b", "u", "s")
+    return ("f", "b") if acc.is_float else ("b", "u", "s")
 
 
 def _check_fragment_kinds(form: MmaForm, d, a, b, c):
@@ -207,13 +234,14 @@ def _check_fragment_kinds(form: MmaForm, d, a, b, c):
         kinds = _fragment_kinds(form, role)
         for i, r in enumerate(vec.regs):
             if isinstance(r, Imm):
-                if role == "c" and form.d_type is T.f16:
+                if role == "c" and form.c_type is T.f16:
                     raise ValidationError(f"{form.mnemonic()}: the f16 C fragment is .b32 pairs; ptxas takes no "
                                           f"immediates there (C[{i}] is {r}): use zeroed registers")
                 continue
             rt = getattr(r, "type", None)
             if rt is not None and rt.kind not in kinds:
-                legal = " or ".join(f".{k}{rt.bits}" if k != "f" else f".{form.d_type.name if role in 'cd' else 'f64'}"
+                acc = form.c_type if role == "c" else form.d_type
+                legal = " or ".join(f".{k}{rt.bits}" if k != "f" else f".{acc.name if role in 'cd' else 'f64'}"
                                     for k in kinds)
                 raise ValidationError(f"{form.mnemonic()}: {role.upper()}[{i}] {r} is .{rt.name}; this fragment "
                                       f"takes {legal} registers")
@@ -234,8 +262,8 @@ def mma(form: MmaForm, d, a, b, c, satfinite=False):
     if satfinite and not form.satfinite:
         raise ValidationError(f"{form.mnemonic()} does not take .satfinite (only integer s4/u4/s8/u8 forms do)")
     ft = form.frag_type
-    acc = form.acc_reg_type
-    d = check_vec(d, form.c_regs, acc, f"{form.shape} D fragment")
+    acc = form.c_reg_type
+    d = check_vec(d, form.d_regs, form.acc_reg_type, f"{form.shape} D fragment")
     a = check_vec(a, form.a_regs, ft, f"{form.shape} A fragment (.{form.a_type.name})")
     b = check_vec(b, form.b_regs, ft, f"{form.shape} B fragment (.{form.b_type.name})")
     c = check_vec(c, form.c_regs, acc, f"{form.shape} C fragment", imm_ok=True)
@@ -269,22 +297,32 @@ class TensorOps(WgmmaOps):
     with its fences and waits, and `setmaxnreg` (sm_90a).
     """
     def mma(self, a, b, c=0, *, shape, a_type, b_type=None, acc=None, satfinite=False, bitop=None, dst=None,
-            pred=None):
-        """Warp-level `mma.sync.aligned.<shape>.row.col` D = A*B + C.
+            d_type=None, layout=("row", "col"), pred=None):
+        """Warp-level `mma.sync.aligned.<shape>.<alayout>.<blayout>` D = A*B + C.
 
         `a`, `b`, `c` are Vecs (or lists) of registers; `c=0` means a zero accumulator.
+        `layout` is ("row", "col") except for m8n8k4 .f16, which takes all four A/B layouts and
+        computes four independent 8x8x4 products, one per quad pair (lanes 4q..4q+3 and
+        16+4q..16+4q+3); there `d_type="f32"` writes .f32 from an .f16 C.
         Returns D (a Vec); pass `dst=c` to accumulate in place.
         """
-        form = mma_form(shape, a_type, b_type, acc, bitop)
+        form = mma_form(shape, a_type, b_type, acc, bitop, d_type=d_type, layout=layout)
         if form.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
             warn_emulated(form, self.target, caller_loc())
         acc_t = form.acc_reg_type
-        d = self._val(dst) if dst is not None else Vec(tuple(self.reg(acc_t) for _ in range(form.c_regs)))
+        d = self._val(dst) if dst is not None else Vec(tuple(self.reg(acc_t) for _ in range(form.d_regs)))
         if isinstance(c, (int, float)) and not isinstance(c, bool):
-            # mma takes registers only: materialize the constant accumulator in D and accumulate onto it
-            for r in d:
-                self.mov(c, type=acc_t, dst=r)
-            c = d
+            # mma takes registers only: materialize the constant accumulator and accumulate onto it
+            if form.d_count:  # C and D differ in type: C (.f16 pairs) needs registers of its own
+                if c != 0:
+                    raise ValidationError(f"{form.mnemonic()}: a constant .f16 C must be 0; pass registers")
+                c = Vec(tuple(self.reg(form.c_reg_type) for _ in range(form.c_regs)))
+                for r in c:
+                    self.mov(0, type=form.c_reg_type, dst=r)
+            else:
+                for r in d:
+                    self.mov(c, type=acc_t, dst=r)
+                c = d
         else:
             c = self._val(c)
         self.emit(mma(form, d, self._val(a), self._val(b), c, satfinite), pred)

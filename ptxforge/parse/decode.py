@@ -22,7 +22,8 @@ from ..isa.control import bra, mov, selp, setp, simple
 from ..isa.convert import cvt, cvta
 from ..isa.memory import (CACHE_OPS, SPACES, atom, ld, ldmatrix, prefetch, prefetch_tensormap, st, stmatrix)
 from ..isa.operands import Imm, NegPred, PairDst, Reg, TensorAddr, Vec
-from ..isa.sync import (BARRIER_SPELLINGS, FENCES, bar, bar_warp_sync, fence, mbarrier_arrive, mbarrier_expect_tx,
+from ..isa.sync import (BARRIER_SPELLINGS, FENCES_WITH_ADDRESS, bar, bar_warp_sync, fence, mbarrier_arrive,
+                        mbarrier_expect_tx,
                         mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
 from ..isa.cluster import barrier_cluster, mapa
 from ..isa.tensor import mma, mma_form, setmaxnreg
@@ -214,8 +215,12 @@ def _d_bar(parts, ops):
 
 
 def _d_fence(parts, ops):
+    kind = ".".join(parts)
+    if kind in FENCES_WITH_ADDRESS:  # [addr], size: decode compares the size with the table's
+        a, _size = _n(ops, 2, kind)
+        return Call(fence, kind, a)
     _n(ops, 0, parts[0])
-    return Call(fence, ".".join(parts))
+    return Call(fence, kind)
 
 
 def _d_mbarrier(parts, ops):
@@ -287,7 +292,8 @@ def _d_mma(parts, ops):
     if parts[1].startswith("sp"):
         return d_mma_sp(parts, ops)
     d, a, b, c = _n(ops, 4, "mma")
-    # mma.sync.aligned.SHAPE.row.col{.satfinite}.dt.at.bt.ct{.bitop.popc}
+    # mma.sync.aligned.SHAPE.alayout.blayout{.satfinite}.dt.at.bt.ct{.bitop.popc}
+    layout = tuple(parts[4:6])
     rest = parts[6:]
     satfinite = bool(rest) and rest[0] == "satfinite"
     if satfinite:
@@ -297,9 +303,7 @@ def _d_mma(parts, ops):
         bitop, rest = rest[4], rest[:4]
     if len(rest) != 4:
         raise ValidationError("mma is mma.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype")
-    form = Call(mma_form, parts[3], _t(rest[1]), _t(rest[2]), _t(rest[3]), bitop)
-    if form.run().d_type is not _t(rest[0]):
-        raise ValidationError(f"{form.run()}: the result type is .{form.run().d_type.name}, not .{rest[0]}")
+    form = Call(mma_form, parts[3], _t(rest[1]), _t(rest[2]), _t(rest[3]), bitop, d_type=_t(rest[0]), layout=layout)
     return NestedCall(mma, form, d, a, b, c, satfinite)
 
 

@@ -25,7 +25,7 @@ from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
 from ..isa.warp import MATCH_MODES, MATCH_TYPES
 from ..isa.wmma import F64_ROUND, LAYOUTS, WMMA_FORMS
 from ..isa.operands import SPECIAL_REGISTERS
-from ..isa.sync import FENCES
+from ..isa.sync import FENCES, FENCES_WITH_ADDRESS
 from ..isa.targets import Target
 from ..isa.tensor import MMA_FORMS
 from ..isa.wgmma import WGMMA_FORMS
@@ -282,6 +282,7 @@ def _sync_candidates():
                 out.append(spec("sync", op, id=bid, count=count))
     out += [spec("sync", "bar_warp_sync", mask=m) for m in (0xFFFFFFFF, 0x0000FFFF)]
     out += [spec("sync", "fence", kind=kind) for kind in FENCES]
+    out += [spec("sync", "fence", kind=kind, addr=True) for kind in FENCES_WITH_ADDRESS]
     for space in ("shared", "shared::cta"):
         out.append(spec("sync", "mbarrier_init", count=1, space=space))
         out.append(spec("sync", "mbarrier_inval", space=space))
@@ -318,10 +319,12 @@ def _sync_candidates():
 def _tensor_candidates():
     out = []
     for f in MMA_FORMS:
+        # the quad-pair m8n8k4 .f16 forms name their layouts and result type; .inplace needs C and D alike
+        extra = dict(layout=f.layout, d_type=f.d_type.name) if f.quad_pairs else {}
         for sat in ((False, True) if f.satfinite else (False,)):
-            for c in ("zero", "regs", "inplace"):
+            for c in ("zero", "regs", "inplace")[:2 if f.d_count else 3]:
                 out.append(spec("tensor", "mma", shape=f.shape, a_type=f.a_type.name, b_type=f.b_type.name,
-                                acc=f.c_type.name, bitop=f.bitop, satfinite=sat, c=c))
+                                acc=f.c_type.name, bitop=f.bitop, satfinite=sat, c=c, **extra))
     for f in WGMMA_FORMS:  # every type combination; N sampled at its edges and a few inside
         if f.n not in (8, 16, 24, 32, 48, 64, 128, 136, 256):
             continue

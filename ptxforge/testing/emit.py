@@ -363,7 +363,7 @@ def _emit_sync(sc: Scratch, s: Spec):
     elif op == "bar_warp_sync":
         k.bar_warp_sync(s["mask"], pred=g)
     elif op == "fence":
-        k.fence(s["kind"], pred=g)
+        k.fence(s["kind"], addr=sc.g64 if s.get("addr") else None, pred=g)
     elif op == "mbarrier_init":
         k.mbarrier_init(sc.mb, s["count"], space=s["space"], pred=g)
     elif op == "mbarrier_arrive":
@@ -405,8 +405,9 @@ def _emit_sync(sc: Scratch, s: Spec):
 
 def _mma_form(s: Spec):
     for f in MMA_FORMS:
-        if (f.shape, f.a_type.name, f.b_type.name, f.c_type.name, f.bitop) == (
-                s["shape"], s["a_type"], s["b_type"], s["acc"], s.get("bitop")):
+        if (f.shape, f.a_type.name, f.b_type.name, f.c_type.name, f.bitop, f.d_type.name, f.layout) == (
+                s["shape"], s["a_type"], s["b_type"], s["acc"], s.get("bitop"), s.get("d_type", s["acc"]),
+                tuple(s.get("layout", ("row", "col")))):
             return f
     return None
 
@@ -423,14 +424,18 @@ def _emit_tensor(sc: Scratch, s: Spec):
         a = sc.regs(T.lookup(s.get("frag_reg", ft.name)), n_a)
         b = sc.regs(ft, n_b)
         c = s["c"]
+        c_t = f.c_reg_type if f is not None else acc_t
+        if c == "zero":  # a constant accumulator: the builder materializes it
+            c = 0
         if c == "regs":
-            c = sc.regs(acc_t, n_c)
+            c = sc.regs(c_t, n_c)
         dst = None
         if c == "inplace":
             c = dst = sc.regs(acc_t, n_c)
+        extra = {k_: s[k_] for k_ in ("d_type", "layout") if s.get(k_) is not None}
         k.mma(a, b, c, shape=s["shape"], a_type=s["a_type"], b_type=s["b_type"], acc=s["acc"],
               satfinite=s.get("satfinite", False), bitop=s.get("bitop"), dst=dst,
-              pred=sc.guard(s.get("guard")))
+              pred=sc.guard(s.get("guard")), **extra)
     elif op in ("wmma_load", "wmma_store"):
         space = s["space"]
         addr = {"generic": sc.g64, "global": sc.g, "local": sc.reg(T.u64)}.get(space, sc.s)

@@ -32,12 +32,14 @@ def mma_probe(form, satfinite):
         return out
     a = load(ptrs[0], form.a_regs, frag_t if frag_t is b32 else T.f64, fw)
     b = load(ptrs[1], form.b_regs, frag_t if frag_t is b32 else T.f64, fw)
-    c = load(ptrs[2], form.c_regs, acc_t, cw)
+    c_t = form.c_reg_type
+    c = load(ptrs[2], form.c_regs, c_t, c_t.bits // 8)
     d = k.mma(a, b, c, shape=form.shape, a_type=form.a_type.name, b_type=form.b_type.name,
-              acc=form.c_type.name, bitop=form.bitop, satfinite=satfinite)
-    out = k.add(ptrs[3], k.mul(lane, form.c_regs * cw, mode="wide"))
-    step = min(form.c_regs, 16 // cw)
-    for i in range(0, form.c_regs, step):
+              acc=form.c_type.name, bitop=form.bitop, satfinite=satfinite, d_type=form.d_type.name,
+              layout=form.layout)
+    out = k.add(ptrs[3], k.mul(lane, form.d_regs * cw, mode="wide"))
+    step = min(form.d_regs, 16 // cw)
+    for i in range(0, form.d_regs, step):
         k.st(out, list(d)[i:i + step], type=acc_t, offset=i * cw)
     return k.module()
 
@@ -102,7 +104,7 @@ def random_words(rng, form, frag, t):
 
 def accumulator_words(rng, form, fc):
     """Random C fragment words for `form`; for s32 sometimes values near the limits (wraparound, .satfinite)."""
-    if form.d_type is T.s32:
+    if form.c_type is T.s32:
         pick = rng.integers(0, 3)
         if pick == 0:  # near the limits: exercises wraparound and .satfinite
             c = rng.choice([-2 ** 31, 2 ** 31 - 1, -2 ** 31 + 5, 2 ** 31 - 7], size=fc.shape)

@@ -132,7 +132,7 @@ def _emit_control(sc: Scratch, s: Spec):
         k.stacksave(pred=g)
     elif op == "stackrestore":
         k.stackrestore(sc.reg(T.u64), pred=g)
-    elif op in ("ret", "exit"):
+    elif op in ("ret", "exit", "trap"):
         getattr(k, op)(pred=sc.p if g is None else g)  # guarded, so the rest of the kernel stays reachable
     else:
         raise ValueError(f"unknown control op {op}")

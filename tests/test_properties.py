@@ -178,14 +178,14 @@ def test_the_strategies_reach_every_bits_control_and_convert_form():
 
 def test_the_strategies_reach_every_async_sync_and_warp_form():
     from ptxforge.isa.async_copy import CREATEPOLICY, PREFETCH_SIZES
-    from ptxforge.isa.sync import FENCES
+    from ptxforge.isa.sync import FENCES, FENCES_WITH_ADDRESS
     from ptxforge.isa.warp import REDUX_OPS, SHFL_MODES, VOTE_MODES
 
     ac = _pool("async_copy")
     assert {s["level"] for s in ac if s.op == "createpolicy"} == set(CREATEPOLICY)
     assert {s["prefetch"] for s in ac if s.op == "cp_async"} == {None, *PREFETCH_SIZES}
     assert {s["fill"] for s in ac if s.op == "cp_async"} == {None, "imm", "reg", "ignore", "~ignore"}
-    assert {s["kind"] for s in _pool("sync") if s.op == "fence"} == set(FENCES)
+    assert {s["kind"] for s in _pool("sync") if s.op == "fence"} == set(FENCES) | set(FENCES_WITH_ADDRESS)
     w = _pool("warp")
     assert {s["mode"] for s in w if s.op == "shfl"} == set(SHFL_MODES)
     assert {s["mode"] for s in w if s.op == "vote"} == set(VOTE_MODES)

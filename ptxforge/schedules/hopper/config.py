@@ -25,6 +25,7 @@ from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
+from . import run as _run
 
 _PTXFORGE_INTERNAL = True
 
@@ -256,10 +257,8 @@ class HopperGemm:
         operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
         when None (a DeviceBuffer), the launch asynchronous on `stream`.
         """
-        import numpy as np
-        from .run import run, run_device
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-            out = run(self, a, b, k=k, splits=splits)
+        if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
+            out = _run.run(self, a, b, k=k, splits=splits)
             if c is not None:
                 c[...] = out
                 return c
@@ -267,8 +266,8 @@ class HopperGemm:
         if c is None:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
-            c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
-        run_device(self, a, b, c, k=k, splits=splits, stream=stream)
+            c = DeviceBuffer.empty((m, n), _run.np.int32 if self.c_type == "s32" else _run.np.float32)
+        _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):

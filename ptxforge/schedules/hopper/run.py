@@ -118,17 +118,19 @@ class HopperPlan:
         from ...runtime.streams import stream_handle
         cfg.check_problem(m, n, k)
         self.cfg, self.m, self.n, self.k = cfg, m, n, k
+        self._swap = cfg.swap_ab
+        km, kn = (n, m) if self._swap else (m, n)  # the kernel's M and N (swap_ab: B . A^T, stored transposed)
         self.stream = stream_handle(stream) if stream is not None else 0
         self.row_bytes = k * cfg.bits // 8
         la, lb = cfg.load_tiles
         tdt = la.dtype
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        self._tmpl = (TensorMap(tdt, 0, (inner, m), la.tma_box, (self.row_bytes,), swizzle=128),
-                      TensorMap(tdt, 0, (inner, n), lb.tma_box, (self.row_bytes,), swizzle=128))
+        self._tmpl = (TensorMap(tdt, 0, (inner, km), la.tma_box, (self.row_bytes,), swizzle=128),
+                      TensorMap(tdt, 0, (inner, kn), lb.tma_box, (self.row_bytes,), swizzle=128))
         self._maps = ({}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
-        tiles_m, tiles_n, ktiles = cfg.tile_counts(m, n, k)
+        tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
@@ -158,11 +160,12 @@ class HopperPlan:
                 bufs.append(buf)
             self.sums = tuple(bufs)
             blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
-            self._sums = (fn, fn._config((-(-m // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
-                          fn._config((-(-n // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
+            self._sums = (fn, fn._config((-(-km // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
+                          fn._config((-(-kn // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
 
         self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
-        self._scalars = (m, n, k, self.splits, *(b.ptr for b in self.sums))
+        self._km, self._kn = km, kn
+        self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums))
         cols = self.row_bytes // T_BYTES[tdt]
         self._shapes = ((m, cols), (n, cols), (m, n))
 
@@ -183,10 +186,12 @@ class HopperPlan:
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N]."""
         s = self.stream
+        if self._swap:
+            a_ptr, b_ptr = b_ptr, a_ptr
         if self._sums is not None:
             fn, cfg_a, cfg_b, blob = self._sums
-            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self.m, self.row_bytes))
-            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self.n, self.row_bytes))
+            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self._km, self.row_bytes))
+            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self._kn, self.row_bytes))
         out = self._workspace_ptr or c_ptr
         maps = self._maps
         ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)

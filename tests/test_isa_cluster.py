@@ -91,3 +91,35 @@ def test_cluster_shape_checks():
     with pytest.raises(LaunchError, match="at most 8"):
         check_cluster_shape((16, 1, 1), (16, 1, 1), kernel="k")
     assert check_cluster_shape((16, 1, 1), (16, 1, 1), kernel="k", max_ctas=16) == (16, 1, 1)
+
+
+def test_getctarank_and_the_bulk_l2_prefetch():
+    """getctarank (the inverse of mapa) and cp.async.bulk.prefetch.L2 (sm_90): the spellings ptxas
+    takes, the near misses it refuses refused here too, and the reader reads them back."""
+    import ptxforge as pf
+    from ptxforge.isa import types as T
+    from ptxforge.parse import parse
+    k = pf.KernelBuilder("rank", target="sm_90")
+    g = k.param_ptr("g")
+    s = k.shared_base(k.shared("buf", 256, align=16))
+    r = k.getctarank(s)
+    k.getctarank(k.cvta(g, frm="global", dst=k.reg(T.u64)), space="generic")
+    k.bulk_prefetch(g, 256)
+    k.bulk_prefetch(g, 256, policy=k.createpolicy())
+    k.st(g, r, type=T.u32)
+    text = k.module().ptx
+    for line in ("getctarank.shared::cluster.u32", "getctarank.u64", "cp.async.bulk.prefetch.L2.global [%",
+                 "cp.async.bulk.prefetch.L2.global.L2::cache_hint [%"):
+        assert line in text, line
+    if "ptxas" in pf.assembler.available_backends():
+        pf.assemble(k.module(), backend="ptxas")
+    assert parse(text).ptx == text
+    with pytest.raises(pf.ValidationError, match="64-bit register"):
+        k.getctarank(s, space="generic")  # ptxas: Arguments mismatch
+    with pytest.raises(pf.ValidationError, match="shared::cluster or generic"):
+        k.getctarank(s, space="shared::cta")  # ptxas: expected '::cluster'
+    with pytest.raises(pf.ValidationError, match="multiple of 16"):
+        k.bulk_prefetch(g, 100)  # ptxas: expected to be a multiple of 16
+    old = pf.KernelBuilder("old", target="sm_80")
+    with pytest.raises(pf.PtxforgeError, match="sm_90"):
+        old.bulk_prefetch(old.param_ptr("g"), 256)

@@ -27,7 +27,7 @@ on float arithmetic and cvt, .local/.const memory, wgmma descriptors with a non-
 interleaved or element-strided tensor maps, swizzled maps whose inner box is not the swizzle
 span, tensor maps outside the kernel parameters, im2col copies, wmma (its fragment layouts are
 the implementation's), mma.sp, the SIMD video forms, textures and surfaces, st.async / red.async
-/ multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
+/ multimem, mbarrier.pending_count, getctarank, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
 registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
 value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
 CTAs of one cluster that only a CTA-local bar.sync separates.

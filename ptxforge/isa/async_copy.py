@@ -215,6 +215,21 @@ def bulk_s2g(dst, src, size):
                 req=REQ_BULK, info=BulkInfo("s2g", size))
 
 
+def bulk_prefetch(src, size, policy=None):
+    """`cp.async.bulk.prefetch.L2.global{.L2::cache_hint} [src], size{, policy}` (sm_90): bring `size`
+    bytes (a positive multiple of 16, or a .u32 register) at a global address into L2, with an
+    optional 64-bit cache policy (`createpolicy`).  A hint: no result, no completion to wait for."""
+    s = check_addr(src, "global", "cp.async.bulk.prefetch source")
+    size = _bulk_size(size)
+    ops = (s, size)
+    if policy is not None:
+        check_value(policy, T.b64, "cp.async.bulk.prefetch cache policy", imm_ok=False)
+        ops += (policy,)
+    return make("cp.async.bulk.prefetch", ("cp.async", "bulk", "prefetch", "L2", "global",
+                                           "L2::cache_hint" if policy is not None else None), ops,
+                req=REQ_BULK, info=BulkInfo("prefetch", size))
+
+
 def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
     {.multicast::cluster} [dst], [tmap, {coords}], [mbar]{, ctaMask}`.
@@ -332,6 +347,12 @@ class AsyncCopyOps:
         """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count."""
         size = size if isinstance(size, int) else self._val(size)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
+
+    def bulk_prefetch(self, src, size, *, policy=None, pred=None):
+        """sm_90 bulk L2 prefetch: `cp.async.bulk.prefetch.L2.global [src], size{, policy}` (size a
+        positive multiple of 16 bytes or a .u32 register; `policy` a createpolicy register)."""
+        size = size if isinstance(size, int) else self._val(size)
+        self.emit(bulk_prefetch(self._addr(src), size, None if policy is None else self._val(policy)), pred)
 
     def bulk_store(self, dst, src, size, *, pred=None):
         """sm_90 1-D bulk store shared -> global (`cp.async.bulk.global.shared::cta.bulk_group`); close it

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
-from .operands import Imm
+from .operands import Imm, Reg
 from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -91,8 +91,35 @@ def mapa(d, a, rank, space="shared::cluster"):
                 req=REQ_CLUSTER, info=space, type=t)
 
 
+def getctarank(d, a, space="shared::cluster"):
+    """`getctarank.shared::cluster.{u32,u64} d, a` (a shared::cluster address) or `getctarank.u64 d, a`
+    (generic): d (.u32) = the rank in the cluster of the CTA whose shared memory holds a; the inverse
+    of `mapa`."""
+    if space not in ("shared::cluster", "generic"):
+        raise ValidationError(f"getctarank reads .shared::cluster or generic addresses, not {space!r}")
+    check_dst(d, T.u32, "getctarank destination")
+    bits = getattr(getattr(a, "type", None), "bits", None)
+    if bits not in (32, 64) or not isinstance(a, Reg):
+        raise ValidationError(f"getctarank address must be a 32- or 64-bit register, got {a}")
+    if space == "generic" and bits != 64:
+        raise ValidationError(f"getctarank of a generic address takes a 64-bit register; {a} is {bits}-bit "
+                              "(a 32-bit one works for .shared::cluster)")
+    t = T.u64 if bits == 64 else T.u32
+    check_value(a, t, "getctarank address", imm_ok=False)
+    return make("getctarank", ("getctarank", space if space != "generic" else None, t.name), (d, a), n_dst=1,
+                req=REQ_CLUSTER, info=space, type=t)
+
+
 class ClusterOps:
     """Builder methods for clusters (mixed into KernelBuilder)."""
+
+    def getctarank(self, addr, *, space="shared::cluster", dst=None, pred=None):
+        """`getctarank{.shared::cluster}.{u32,u64} d, addr`: the cluster rank (u32) of the CTA whose
+        shared memory holds `addr` (a shared::cluster address, 32- or 64-bit, or with space="generic"
+        a 64-bit generic one)."""
+        d = self._dst(dst, T.u32)
+        self.emit(getctarank(d, self._val(addr), space), pred)
+        return d
 
     def barrier_cluster_arrive(self, *, sem=None, aligned=False, pred=None):
         """`barrier.cluster.arrive{.release|.relaxed}{.aligned}`: this thread reached the cluster barrier."""

@@ -120,7 +120,10 @@ def _space_req(space, req):
 
 
 def _acc_reg_type(acc):
-    return {T.f16: T.b32, T.f32: T.f32, T.s32: T.s32, T.f64: T.f64}[acc]
+    reg = {T.f16: T.b32, T.f32: T.f32, T.s32: T.s32, T.f64: T.f64}.get(acc)
+    if reg is None:
+        raise ValidationError(f"wmma accumulators are .f16, .f32, .s32 or .f64, not .{acc.name}")
+    return reg
 
 
 def _check_frag(frag, n, t, what):

@@ -14,8 +14,8 @@ import struct
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
-from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g, bulk_wait_group,
-                              commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
+from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g,
+                              bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, FuncRef, call
 from ..isa.control import bra, mov, selp, setp, simple
@@ -25,7 +25,7 @@ from ..isa.operands import Imm, NegPred, PairDst, Reg, TensorAddr, Vec
 from ..isa.sync import (BARRIER_SPELLINGS, FENCES_WITH_ADDRESS, bar, bar_warp_sync, fence, mbarrier_arrive,
                         mbarrier_expect_tx,
                         mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
-from ..isa.cluster import barrier_cluster, mapa
+from ..isa.cluster import barrier_cluster, getctarank, mapa
 from ..isa.tensor import mma, mma_form, setmaxnreg
 from ..isa.wgmma import wgmma, wgmma_commit_group, wgmma_fence, wgmma_form, wgmma_wait_group
 from ..isa.warp import activemask, elect, redux, shfl, vote
@@ -372,6 +372,11 @@ def _d_mapa(parts, ops):
     return Call(mapa, d, a, _int_or_reg(rank), space)
 
 
+def _d_getctarank(parts, ops):
+    d, a = _n(ops, 2, "getctarank")
+    return Call(getctarank, d, a, parts[1] if len(parts) == 3 else "generic")
+
+
 def _d_setmaxnreg(parts, ops):
     (n,) = _n(ops, 1, "setmaxnreg")
     return Call(setmaxnreg, parts[1], _int(n, "setmaxnreg count"))
@@ -417,6 +422,12 @@ def _bulk(parts, ops):
     if parts[3] == "wait_group":
         (n,) = _n(ops, 1, name)
         return Call(bulk_wait_group, _int(n, "cp.async.bulk.wait_group count"), "read" in parts)
+    if parts[3] == "prefetch" and parts[4:5] == ["L2"]:  # cp.async.bulk.prefetch.L2.global{.L2::cache_hint}
+        if "L2::cache_hint" in parts:
+            src, size, policy = _n(ops, 3, name)
+            return Call(bulk_prefetch, src, _int_or_reg(size), policy)
+        src, size = _n(ops, 2, name)
+        return Call(bulk_prefetch, src, _int_or_reg(size))
     if parts[3] == "tensor":
         if len(ops) in (3, 4) and isinstance(ops[1], TensorAddr):
             d, t, m = ops[:3]
@@ -462,7 +473,8 @@ DECODERS = {
     **{k: _d_bitfield for k in BITFIELD},
     "cvt": _d_cvt, "cvta": _d_cvta,
     "ldmatrix": _d_ldmatrix, "stmatrix": _d_stmatrix, "prefetch": _d_prefetch,
-    "bar": _d_bar, "barrier": _d_barrier, "mapa": _d_mapa, "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
+    "bar": _d_bar, "barrier": _d_barrier, "mapa": _d_mapa, "getctarank": _d_getctarank,
+    "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
     "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
     "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
     "cp": _d_cp_async, "call": _d_call,

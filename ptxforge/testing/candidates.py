@@ -269,6 +269,7 @@ def _async_copy_candidates():
     out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store") for d in range(1, 6)]
     out += [spec("async_copy", "tensor_load", coords=(None, None), multicast=m) for m in (3, "reg")]
     out += [spec("async_copy", "bulk_store", size=n) for n in (256, None)]
+    out += [spec("async_copy", "bulk_prefetch", size=n, policy=p) for n in (256, None, 24) for p in (False, True)]
     out += [spec("async_copy", "bulk_commit")]
     out += [spec("async_copy", "bulk_wait", n=n, read=r) for n in (0, 1) for r in (False, True)]
     return out
@@ -312,6 +313,7 @@ def _sync_candidates():
                 for sem in (None, "release", "relaxed")]
         out += [spec("sync", "barrier_cluster", kind="wait", sem=sem, aligned=aligned) for sem in (None, "acquire")]
     out += [spec("sync", "mapa", space=sp, rank=r) for sp in ("shared::cluster", "generic") for r in (1, None)]
+    out += [spec("sync", "getctarank", space=sp, wide=w) for sp in ("shared::cluster", "generic") for w in (False, True)]
     out += [spec("sync", "mbarrier_arrive", space="shared::cluster", discard=True)]
     return out
 

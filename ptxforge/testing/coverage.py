@@ -25,14 +25,12 @@ MISSING_WHY = {
             "(`ptxforge.declarations`, `isa/calls.py`), but the builder has no API for them yet",
     "wgmma.mma_async.sp": "the sparse warpgroup form (with its metadata register and selector) is not written",
     "cp.reduce.async.bulk": "bulk reductions (shared -> global/cluster with add/min/max/...) are not written",
-    "cp.async.bulk.prefetch": "the bulk L2 prefetch is not written",
     "cp.reduce.async.bulk.tensor": "TMA reductions into a tensor are not written",
     "cp.async.bulk.prefetch.tensor": "TMA L2 prefetches of a tensor tile are not written",
     "tensormap.replace": "tensor maps are built on the host (`ptxforge.hopper.tensormaps`); editing one in "
                          "device memory is not written",
     "tensormap.cp_fenceproxy": "copying a tensor map modified in shared memory to global is not written (it "
                                "goes with tensormap.replace)",
-    "getctarank": "the cluster rank of a shared::cluster address is not written (`mapa` goes the other way)",
 }
 
 

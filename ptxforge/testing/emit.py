@@ -335,6 +335,10 @@ def _emit_async_copy(sc: Scratch, s: Spec):
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         mc = s.get("multicast")
         k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, multicast=sc.reg(T.b16) if mc == "reg" else mc, pred=g)
+    elif op == "bulk_prefetch":
+        size = s["size"] if s["size"] is not None else sc.reg(T.u32)
+        policy = k.createpolicy() if s["policy"] else None
+        k.bulk_prefetch(sc.g, size, policy=policy, pred=g)
     elif op == "bulk_store":
         size = s["size"] if s["size"] is not None else sc.reg(T.u32)
         k.bulk_store(sc.g, sc.s, size, pred=g)
@@ -399,6 +403,8 @@ def _emit_sync(sc: Scratch, s: Spec):
     elif op == "mapa":
         addr = sc.s if s["space"] == "shared::cluster" else sc.g
         k.mapa(addr, s["rank"] if s["rank"] is not None else sc.reg(T.u32), space=s["space"], pred=g)
+    elif op == "getctarank":
+        k.getctarank(sc.g64 if s["wide"] else sc.s, space=s["space"], pred=g)
     else:
         raise ValueError(f"unknown sync op {op}")
 
@@ -446,7 +452,8 @@ def _emit_tensor(sc: Scratch, s: Spec):
         else:
             from ..isa.wmma import _acc_form, _acc_reg_type
             t = T.lookup(s["type"])
-            frag = sc.regs(_acc_reg_type(t), _acc_form(s["shape"], t).acc[t])
+            n = _acc_form(s["shape"], t).acc[t]  # refuses a type without an accumulator form first
+            frag = sc.regs(_acc_reg_type(t), n)
             k.wmma_store(addr, frag, shape=s["shape"], type=t, layout=s["layout"], stride=stride, space=space,
                          pred=sc.guard(s.get("guard")))
     elif op == "mma_sp":

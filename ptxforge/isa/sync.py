@@ -24,7 +24,6 @@ FENCES = {
     # the default semantics (.acq_rel) spelled by scope alone, and the cluster scope
     "fence.cta": Requirement(), "fence.gpu": Requirement(), "fence.sys": Requirement(),
     "fence.cluster": Requirement(90, V("7.8")),
-    "fence.sc.cluster": Requirement(90, V("7.8")), "fence.acq_rel.cluster": Requirement(90, V("7.8")),
     "fence.proxy.alias": Requirement(80, V("7.5")),
     "fence.proxy.async.shared::cluster": Requirement(90, V("8.0")),
     "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster": Requirement(90, V("8.6")),

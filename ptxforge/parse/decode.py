@@ -15,20 +15,19 @@ from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
 from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g,
-                              bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
+                              bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, FuncRef, call
 from ..isa.control import bra, mov, selp, setp, simple
 from ..isa.convert import cvt, cvta
-from ..isa.memory import (CACHE_OPS, SPACES, atom, ld, ldmatrix, prefetch, prefetch_tensormap, st, stmatrix)
+from ..isa.memory import ldmatrix, prefetch, prefetch_tensormap, stmatrix
 from ..isa.operands import Imm, NegPred, PairDst, Reg, TensorAddr, Vec
 from ..isa.sync import (BARRIER_SPELLINGS, FENCES_WITH_ADDRESS, bar, bar_warp_sync, fence, mbarrier_arrive,
-                        mbarrier_expect_tx,
-                        mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
+                        mbarrier_expect_tx, mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
 from ..isa.cluster import barrier_cluster, getctarank, mapa
 from ..isa.tensor import mma, mma_form, setmaxnreg
 from ..isa.wgmma import wgmma, wgmma_commit_group, wgmma_fence, wgmma_form, wgmma_wait_group
-from ..isa.warp import activemask, elect, redux, shfl, vote
+from ..isa.warp import activemask, redux, shfl, vote
 
 _PTXFORGE_INTERNAL = True
 

@@ -15,11 +15,11 @@ from ..isa.bits import bmsk, fns, szext
 from ..isa.control import alloca, pmevent, set_, simple, slct, stack, testp
 from ..isa.convert_narrow import CVT_PACK, NARROW_CVT, cvt_narrow, cvt_pack
 from ..isa.integer import CARRY_FORMS, DOT_FORMS, carry, dot
-from ..isa.operands import DISCARD, Imm, PairDst, Reg
+from ..isa.operands import DISCARD, PairDst, Reg
 from ..isa.sparse import mma_sp
 from ..isa.sync import bar_red, griddepcontrol, mbarrier_arrive_drop, mbarrier_complete_tx, mbarrier_pending_count
 from ..isa.video import VIDEO, video
-from ..isa.warp import match, movmatrix
+from ..isa.warp import elect, match, movmatrix
 from ..isa.wmma import wmma_load, wmma_mma, wmma_store
 from .decode_common import Call, Unknown, _int, _int_or_reg, _mask, _n, _t
 
@@ -208,7 +208,6 @@ def d_elect(ops):
     d, m = _n(ops, 2, "elect.sync")
     if not isinstance(d, PairDst):
         raise ValidationError("elect.sync writes `_|%p` (or `%r|%p`)")
-    from ..isa.warp import elect
     lane = None if d.reg is DISCARD or not isinstance(d.reg, Reg) else d.reg
     return Call(elect, d.pred, _mask(m), lane)
 

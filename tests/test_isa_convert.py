@@ -126,3 +126,15 @@ def test_cvta_param_needs_ptx_7_7():
     assert str(m.version) == "7.7"
     assert ".param .align 64 .b8 tmap[128]" in str(m)
     pf.assemble(m)
+
+
+def test_fp8_conversions_need_ptx_81_on_sm89_and_78_on_sm90():
+    """ptxas 13: cvt to/from fp8 pairs takes .version 7.8 on sm_90 (which had them first) but 8.1 on sm_89;
+    the module's least version follows the target."""
+    import ptxforge as pf
+    from ptxforge.isa import types as T
+    from ptxforge.isa.targets import V
+    for target, want in (("sm_89", V("8.1")), ("sm_90", V("7.8")), ("sm_90a", V("8.0"))):
+        k = pf.KernelBuilder("fp8", target=target)
+        k.cvt_narrow(k.reg(T.f32), k.reg(T.f32), to="e4m3x2", frm="f32", rnd="rn")
+        assert k.module().version == max(want, pf.isa.Target.parse(target).min_ptx), target

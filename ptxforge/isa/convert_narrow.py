@@ -21,7 +21,7 @@ _PTXFORGE_INTERNAL = True
 
 FP8_PAIRS = ("e4m3x2", "e5m2x2")
 _PLAIN = ("f16", "bf16", "f16x2", "bf16x2")  # from .f32 without .relu/.satfinite: the ordinary cvt
-_FP8 = Requirement(89, V("8.1"))  # sm_89 needs PTX 8.1 (sm_90 alone would take 7.8)
+_FP8 = Requirement(89, V("8.1"), ptx_from=((90, V("7.8")),))  # sm_89 needs PTX 8.1, sm_90 takes 7.8
 _SATFINITE_81 = Requirement(80, V("8.1"))
 
 

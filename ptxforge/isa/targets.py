@@ -215,6 +215,21 @@ class Requirement:
     min_ptx: PtxVersion = V("7.0")
     arch_specific: bool = False  # e.g. wgmma: only on the exact 'a' target
     feature: str = ""
+    #: (sm, PTX ISA) pairs, ascending: from that sm on, the form needs only that version (fp8 cvt: 8.1 on
+    #: sm_89, 7.8 on sm_90, which had it first)
+    ptx_from: tuple = ()
+
+    def ptx_at(self, sm: int) -> PtxVersion:
+        """The least PTX ISA version this form needs on an sm_`sm` target."""
+        v = self.min_ptx
+        for at, pv in self.ptx_from:
+            if sm >= at:
+                v = pv
+        return v
+
+    def ptx_on(self, target: Target) -> PtxVersion:
+        """The least PTX ISA version this form needs on `target`."""
+        return self.ptx_at(target.sm) if self.ptx_from else self.min_ptx
 
     def check(self, target: Target, what: str) -> None:
         """Raise a TargetError unless `target` meets this requirement's sm (and, for arch-specific features, is
@@ -230,8 +245,12 @@ class Requirement:
 
     def merge(self, other: "Requirement") -> "Requirement":
         """The requirement of needing both: the larger sm and PTX ISA, arch-specific if either is."""
+        steps = ()
+        if self.ptx_from or other.ptx_from:
+            sms = sorted({sm for sm, _ in self.ptx_from + other.ptx_from})
+            steps = tuple((sm, max(self.ptx_at(sm), other.ptx_at(sm))) for sm in sms)
         return Requirement(max(self.min_sm, other.min_sm), max(self.min_ptx, other.min_ptx),
-                           self.arch_specific or other.arch_specific, self.feature or other.feature)
+                           self.arch_specific or other.arch_specific, self.feature or other.feature, steps)
 
 
 BASE = Requirement()
@@ -246,8 +265,9 @@ def least_version(target: Target, requirements, cap: PtxVersion | None = None) -
     need = target.min_ptx
     culprit = f"target {target.name}"
     for req, what in requirements:
-        if req.min_ptx > need:
-            need, culprit = req.min_ptx, what
+        v = req.ptx_on(target)
+        if v > need:
+            need, culprit = v, what
     version = next((v for v in RELEASED_VERSIONS if v >= need), None)
     if version is None:
         raise TargetError(f"{culprit} needs PTX ISA {need}, newer than any ptxforge knows")

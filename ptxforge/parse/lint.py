@@ -60,9 +60,9 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
                                 f"the least target the module needs is sm_{arch[0].min_sm}"
                                 + (f" (for '{arch[1][1]}')" if arch[0].min_sm > 80 else "")
                                 + f"; the file targets {file_target.name}"))
-        worst = max(need, key=lambda x: x[0].min_ptx)
+        worst = max(need, key=lambda x: x[0].ptx_on(target))
         least = least_version(target, [(r, w) for r, w in need])
-        if worst[0].min_ptx > target.min_ptx:
+        if worst[0].ptx_on(target) > target.min_ptx:
             findings.append(Finding(name, worst[1][0], "note",
                                     f"the module needs at least .version {least} (for '{worst[1][1]}'); "
                                     f"the file says {reading.version}"))

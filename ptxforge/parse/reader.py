@@ -737,8 +737,8 @@ class BodyReader:
             req = ins.req
             if req.min_sm > self.target.sm or req.arch_specific:
                 req.check(self.target, f"'{ins.mnemonic}'")
-            if self.version is not None and req.min_ptx > self.version:
-                raise TargetError(f"'{ins.mnemonic}' needs PTX ISA {req.min_ptx}; the file says .version "
+            if self.version is not None and req.ptx_on(self.target) > self.version:
+                raise TargetError(f"'{ins.mnemonic}' needs PTX ISA {req.ptx_on(self.target)}; the file says .version "
                                   f"{self.version}")
             ins = Instruction(ins.opcode, ins.mnemonic, ins.operands, ins.n_dst, guard, req, ins.info, ins.mods,
                               ins.type, loc)

@@ -199,8 +199,8 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.arrive")
     _mbar_align_check(a, "mbarrier.arrive")
-    if isinstance(state, Discard):
-        req = req.merge(Requirement(80, V("7.8")))
+    if isinstance(state, Discard):  # the sink `_`: ptxas 13 takes it from PTX 7.1 on (7.0 refuses it)
+        req = req.merge(Requirement(80, V("7.1")))
         n_dst = 1
     elif space == "shared::cluster":
         raise ValidationError("mbarrier.arrive on a .shared::cluster barrier returns no state: its destination "
@@ -329,8 +329,8 @@ def mbarrier_arrive_drop(state, addr, count=None, space="shared"):
     count of this and every later phase (a thread leaving the pipeline); a count needs sm_90."""
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.arrive_drop")
-    if isinstance(state, Discard):
-        req = req.merge(Requirement(80, V("7.8")))
+    if isinstance(state, Discard):  # the sink `_`: ptxas 13 takes it from PTX 7.1 on (7.0 refuses it)
+        req = req.merge(Requirement(80, V("7.1")))
     else:
         check_dst(state, T.b64, "mbarrier.arrive_drop state")
     ops = [state, a]

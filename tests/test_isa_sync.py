@@ -224,13 +224,14 @@ def test_tensormap_acquire_fence_names_the_map():
         old.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=old.param_ptr("g"))
 
 
-def test_mbarrier_arrive_into_the_sink_needs_ptx_71():
-    """ptxas 13 takes `mbarrier.arrive{_drop}.shared.b64 _, [mbar]` from PTX 7.1 on (7.0 refuses it)."""
+def test_mbarrier_arrives_into_the_sink_need_the_versions_ptxas_takes():
+    """ptxas 13 takes `mbarrier.arrive.shared.b64 _, [mbar]` from PTX 7.1 on (7.0 refuses it), and
+    `mbarrier.arrive_drop.shared.b64 _, [mbar]` at 7.0 already."""
     from ptxforge.isa.targets import V
     from ptxforge.isa.operands import DISCARD
     from ptxforge.isa.sync import mbarrier_arrive, mbarrier_arrive_drop
     k = pf.KernelBuilder("sink", target="sm_80")
     mb = k.shared("mb", 8, align=8)
-    for make in (mbarrier_arrive, mbarrier_arrive_drop):
+    for make, want in ((mbarrier_arrive, V("7.1")), (mbarrier_arrive_drop, V("7.0"))):
         ins = make(DISCARD, k._addr(mb))
-        assert ins.req.min_ptx == V("7.1"), make.__name__
+        assert ins.req.min_ptx == want, make.__name__

@@ -329,9 +329,7 @@ def mbarrier_arrive_drop(state, addr, count=None, space="shared"):
     count of this and every later phase (a thread leaving the pipeline); a count needs sm_90."""
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.arrive_drop")
-    if isinstance(state, Discard):  # the sink `_`: ptxas 13 takes it from PTX 7.1 on (7.0 refuses it)
-        req = req.merge(Requirement(80, V("7.1")))
-    else:
+    if not isinstance(state, Discard):  # the sink `_` needs nothing more (ptxas 13 takes it at PTX 7.0)
         check_dst(state, T.b64, "mbarrier.arrive_drop state")
     ops = [state, a]
     if count is not None:

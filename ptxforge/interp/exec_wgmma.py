@@ -4,9 +4,10 @@ commit_group, wait_group; the accumulator hazards.
 A warpgroup is 4 consecutive warps of a CTA whose first warp is a multiple of 4; a wgmma is
 executed by all 128 of its threads at once.  Shared-memory operands are found the way the
 hardware finds them: by decoding the 64-bit matrix descriptor (start address, leading and
-stride byte offsets, swizzle mode; `ptxforge.isa.wgmma.descriptor_rows`) and applying the
-swizzle to the resulting shared addresses, so a wrong descriptor reads the same wrong bytes a
-GPU reads.  A descriptor whose base-offset field is not 0 is refused (`InterpUnsupported`).
+stride byte offsets, swizzle mode, base offset; `ptxforge.isa.wgmma.descriptor_rows`) and
+applying the swizzle to the resulting shared addresses, so a wrong descriptor reads the same
+wrong bytes a GPU reads.  The base offset shifts the swizzle's row phase as
+`isa.descriptors.swizzle_rows` says (a tile that does not start on its swizzle pattern).
 
 Asynchrony: the operands are read when the wgmma is issued, and their shared bytes stay held
 until the wait_group that retires the group: a write to them before (an ordinary store or a TMA
@@ -36,7 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_base_offset, descriptor_rows
+from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows
 from .access import Part, shadow_read
 from .findings import InterpUnsupported
 from .proxy import proxy_check
@@ -143,9 +144,6 @@ def _warpgroups(S, op, m, what):
 def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
     """(rows, K) element bits of a shared-memory operand described by `desc`, as the hardware reads
     them; None when an access is out of bounds (reported)."""
-    if descriptor_base_offset(desc):
-        raise InterpUnsupported(f"wgmma descriptor {desc:#018x} has a base offset "
-                                f"({descriptor_base_offset(desc)}); only 0 is modelled", op.ins)
     addr = descriptor_rows(int(desc), rows, elem_bits, mn_major)  # (rows, 32) shared byte addresses
     L = S.launch
     flat_local = addr.ravel().astype(np.int64)

@@ -174,9 +174,12 @@ class WgmmaCase:
 
 
 def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, swizzle_b=0, rs=False,
-               k_slices=None, scale_d=0, satfinite=False, scale_a=1, scale_b=1, **kernel_kw) -> WgmmaCase:
+               k_slices=None, scale_d=0, satfinite=False, scale_a=1, scale_b=1, a_offset=0, b_offset=0,
+               **kernel_kw) -> WgmmaCase:
     """A probe launch of `form` with tiles laid out by `SmemTile` (the numpy model of the layouts)
-    and descriptors from `SmemTile.descriptor`; K spans max(one swizzle atom, one k-step)."""
+    and descriptors from `SmemTile.descriptor`; K spans max(one swizzle atom, one k-step).
+    a_offset / b_offset (multiples of 128) place a tile that many bytes into its 1024-aligned
+    shared buffer, off the swizzle pattern boundary (descriptors then carry a base offset)."""
     eb = form.elem_bits
     kb = 32  # bytes of K per slice
     tile_eb = 8 if eb == 1 else eb
@@ -189,8 +192,9 @@ def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, s
     cols = k_slices * kb * 8 // tile_eb  # tile columns in tile elements
     dt = _as_tile_dtype(form)
     tb = SmemTile(dt, form.n, cols, b_major, swizzle_b)
-    b_img = tb.store(_pack_rows(B, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(form.n, cols))
-    desc_b = np.array([tb.descriptor(0, s) for s in range(k_slices)], dtype=np.uint64)
+    b_img = tb.store(_pack_rows(B, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(form.n, cols), b_offset)
+    b_img = np.concatenate([np.zeros(b_offset, np.uint8), b_img])
+    desc_b = np.array([tb.descriptor(b_offset, s) for s in range(k_slices)], dtype=np.uint64)
     if rs:
         a_img = np.zeros(0, np.uint8)
         desc_a = np.zeros(k_slices, np.uint64)
@@ -204,8 +208,9 @@ def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, s
         a_regs = regs.ravel()
     else:
         ta = SmemTile(dt, 64, cols, a_major, swizzle_a)
-        a_img = ta.store(_pack_rows(A, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(64, cols))
-        desc_a = np.array([ta.descriptor(0, s) for s in range(k_slices)], dtype=np.uint64)
+        a_img = ta.store(_pack_rows(A, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(64, cols), a_offset)
+        a_img = np.concatenate([np.zeros(a_offset, np.uint8), a_img])
+        desc_a = np.array([ta.descriptor(a_offset, s) for s in range(k_slices)], dtype=np.uint64)
         a_regs = np.zeros(4, np.uint32)
     c = rng.integers(0, 1 << 16, 128 * form.d_regs).astype(np.uint32)
     if not form.is_integer:  # small exact floats as the accumulator input

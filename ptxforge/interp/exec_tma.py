@@ -6,7 +6,10 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
 
 * Load: the box at the coordinates (elements, innermost first, may be negative) is gathered
   from global memory; elements outside `global_dims` are filled with zeros (or NaN with
-  oob_fill='nan').  The box lands densely (innermost dimension fastest) at the destination,
+  oob_fill='nan').  With element strides e, dimension i moves ceil(box[i] / e[i]) elements,
+  at coordinates c, c + e[i], ... (out of bounds judged per element).  An interleaved map
+  (16/32 bytes) is a tensor whose dimension 0 is the channel slice: each box row is one slice
+  and must fill the interleave width.  The box lands densely (innermost dimension fastest) at the destination,
   each 16-byte chunk moved by the swizzle (`isa.descriptors.apply_swizzle` of the absolute
   shared address, the layout wgmma descriptors name).  It completes `box_bytes` transaction
   bytes on the mbarrier (full boxes count whole, out-of-bounds parts included).  With
@@ -19,9 +22,10 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
   to the copy: a write to them is reported ("async").  Bytes the async proxy reads must not be
   last written by a generic store not followed by `fence.proxy.async` ("proxy").
 
-Refused (InterpUnsupported): interleaved maps, element strides other than 1, a swizzled map
-whose inner box is not exactly the swizzle span, tensor maps in global memory (only
-`param_tensormap` parameters are modelled), im2col mode.
+Refused (InterpUnsupported): an interleaved map whose box row (box[0] / element_strides[0]
+elements) is not exactly the interleave width, a swizzled map whose inner box row is not
+exactly the swizzle span, tensor maps in global memory (only `param_tensormap` parameters are
+modelled), im2col mode.
 """
 
 from __future__ import annotations
@@ -57,12 +61,19 @@ def _tensormap(S, op, addr):
         S.fail("oob", f"{op.ins.opcode}: the tensor-map operand does not point at a tensor map bound to this "
                "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter)", op)
     tm = L.tensormaps[idx]
-    if tm.interleave or any(e != 1 for e in tm.element_strides):
-        raise InterpUnsupported("interleaved tensor maps and element strides other than 1 are not modelled", op.ins)
-    if tm.swizzle and tm.box[0] * tm.element_bytes != tm.swizzle:
+    row = box_extents(tm)[0] * tm.element_bytes
+    if tm.interleave and row != tm.interleave:
+        raise InterpUnsupported(f"a {tm.interleave}-byte interleaved tensor map whose box row is {row} bytes (not "
+                                f"{tm.interleave}: box[0] / element_strides[0] elements) is not modelled", op.ins)
+    if tm.swizzle and row != tm.swizzle:
         raise InterpUnsupported(f"a {tm.swizzle}-byte swizzled tensor map whose inner box is "
-                                f"{tm.box[0] * tm.element_bytes} bytes (not {tm.swizzle}) is not modelled", op.ins)
+                                f"{row} bytes (not {tm.swizzle}) is not modelled", op.ins)
     return tm
+
+
+def box_extents(tm) -> tuple:
+    """Elements one copy moves along each dimension (innermost first): ceil(box / element stride)."""
+    return tuple(-(-b // e) for b, e in zip(tm.box, tm.element_strides))
 
 
 def box_geometry(tm, coords):
@@ -70,7 +81,9 @@ def box_geometry(tm, coords):
     in shared-memory order (innermost dimension fastest)."""
     r = tm.rank
     strides = (tm.element_bytes,) + tuple(tm.global_strides)
-    grids = np.meshgrid(*[np.arange(b, dtype=np.int64) + int(c) for b, c in zip(tm.box[::-1], coords[::-1])],
+    ext = box_extents(tm)
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * e + int(c)
+                          for n, e, c in zip(ext[::-1], tm.element_strides[::-1], coords[::-1])],
                         indexing="ij")  # outermost first
     off = np.zeros(grids[0].shape, dtype=np.int64)
     inb = np.ones(grids[0].shape, dtype=bool)

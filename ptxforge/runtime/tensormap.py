@@ -71,8 +71,11 @@ class TensorMap:
     element 0 (16-byte aligned, 32 with interleave); global_dims: extent per dimension, innermost
     first (rank 1..5); global_strides: byte strides of dimensions 1..rank-1 (multiples of 16,
     < 2^40; default: dense); box: the tile one copy moves, innermost first (each 1..256);
-    element_strides: 1..8 per dimension (default 1); interleave: 0/16/32 bytes; swizzle:
-    0/32/64/128 bytes (the inner box must not exceed that span); l2_promotion: 0/64/128/256;
+    element_strides: 1..8 per dimension (default 1), the traversal step: ceil(box[i] / e[i])
+    elements are moved along dimension i, at coordinates c, c + e, ...; the first must be 1
+    without interleave (TMA has no stride in dimension 0); interleave: 0/16/32 bytes (rank >= 3;
+    with 32, base and strides 32-byte aligned and swizzle 32); swizzle: 0/32/64/128 bytes
+    (without interleave the inner box must not exceed that span); l2_promotion: 0/64/128/256;
     oob_fill: 'zero' or 'nan' (floating types) for the out-of-bounds part of a box.
     """
 
@@ -108,6 +111,8 @@ class TensorMap:
             raise ValidationError(f"tensor map base must be a device address (int), got {self.base!r}")
         if self.interleave not in INTERLEAVES:
             raise ValidationError(f"interleave must be 0 (none), 16 or 32 bytes, got {self.interleave!r}")
+        if self.interleave and rank < 3:
+            raise ValidationError(f"an interleaved tensor map has rank 3..5 (e.g. NC/8HWC8), got rank {rank}")
         align = 32 if self.interleave == 32 else 16
         if self.base % align:
             raise ValidationError(f"tensor map base {self.base:#x} must be {align}-byte aligned"
@@ -128,6 +133,9 @@ class TensorMap:
                                       "(pad the rows, or use a narrower view)")
             if s >= (1 << 40):
                 raise ValidationError(f"global stride {i + 1} = {s} bytes must be < 2^40")
+            if self.interleave == 32 and s % 32:
+                raise ValidationError(f"global stride {i + 1} = {s} bytes must be a multiple of 32 with 32-byte "
+                                      "interleave")
         box = _ints(self.box, "box")
         if len(box) != rank:
             raise ValidationError(f"box needs one extent per dimension ({rank}), got {box}")
@@ -136,6 +144,9 @@ class TensorMap:
         es = _ints(self.element_strides, "element_strides") if self.element_strides is not None else (1,) * rank
         if len(es) != rank or any(not 1 <= e <= 8 for e in es):
             raise ValidationError(f"element_strides needs {rank} values in 1..8, got {es}")
+        if self.interleave == 0 and es[0] != 1:
+            raise ValidationError(f"element_strides[0] = {es[0]}: without interleave the traversal stride of "
+                                  "dimension 0 must be 1 (TMA has none there); stride the outer dimensions")
         sw = swizzle_mode(self.swizzle)
         inner = box[0] * eb
         if self.interleave == 0:
@@ -145,8 +156,8 @@ class TensorMap:
             if sw.nbytes and inner > sw.nbytes:
                 raise ValidationError(f"the inner box is {inner} bytes, more than the {sw.nbytes}-byte swizzle "
                                       f"span: use a box of at most {sw.nbytes // eb} elements innermost")
-        elif self.interleave == 32 and sw.nbytes != 32 and sw.nbytes:
-            raise ValidationError("32-byte interleave takes swizzle 0 or 32")
+        elif self.interleave == 32 and sw.nbytes != 32:
+            raise ValidationError(f"32-byte interleave needs swizzle 32, got {sw.nbytes or 'none'}")
         if self.l2_promotion not in L2_PROMOTIONS:
             raise ValidationError(f"l2_promotion must be 0, 64, 128 or 256 bytes, got {self.l2_promotion!r}")
         if self.oob_fill not in OOB_FILLS:

@@ -23,13 +23,12 @@ ordinary store (or cp.async) of a thread that has not executed `fence.proxy.asyn
 reported ("proxy" finding); bytes written by TMA / bulk copies are already async-proxy writes.
 
 Arithmetic: integer forms (.s8/.u8, .b1 AND-popc) are exact (int64 sums wrapped to .s32, or
-clamped with .satfinite).  Float forms multiply exactly in float64 and round once to the
-accumulator type; a tensor core accumulates in f32 with truncation of the partial sums, so GPU
-results should agree within |D_gpu - D| <= 2^-20 * sum_k |a_ik b_kj| + 2^-23 * |C| (f32
-accumulators; with .f16 accumulators one f16 rounding, 2^-10 relative, on top).  That bound is
-derived, not measured: the GPU tests (tests/test_hopper_gpu.py) use inputs whose sums are exact
-and compare floats within 2^-10 relative (the wgmma tile example compares bit for bit and passes).  fp8 values are
-decoded exactly (e4m3: bias 7, no infinities, S.1111.111 is NaN; e5m2: IEEE-style, bias 15).
+clamped with .satfinite).  Float forms multiply exactly in float64 (every product of two
+f16/bf16/tf32/fp8 values is exact there), sum in float64 and round once per instruction to the
+accumulator type.  `wgmma_error_bound` states how far that is from the exact result, and how far
+a tensor core's result may be from it; tests/test_interp_wgmma_accuracy.py checks the first
+against fractions and (on the device) the second.  fp8 values are decoded exactly (e4m3: bias
+7, no infinities, S.1111.111 is NaN; e5m2: IEEE-style, bias 15).
 """
 
 from __future__ import annotations
@@ -103,6 +102,35 @@ def _bytes_to_elements(b: np.ndarray, elem_bits: int) -> np.ndarray:
     if elem_bits == 1:
         return np.unpackbits(b, axis=-1, bitorder="little").astype(np.uint32)
     return np.ascontiguousarray(b).view(np.uint16 if elem_bits == 16 else np.uint32).astype(np.uint32)
+
+
+#: Unit roundoff of the accumulator types (half an ulp, relative).
+_UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11}
+#: Relative error per wgmma instruction the device tests allow between a tensor core and the
+#: interpreter, by (input kind, accumulator): the H200 aligns the products of one instruction to
+#: the largest and truncates, with fewer kept bits for fp8 inputs.
+_DEVICE_PER_INSTRUCTION = {("16", "f32"): 2.0 ** -20, ("tf32", "f32"): 2.0 ** -20, ("fp8", "f32"): 2.0 ** -12,
+                           ("16", "f16"): 2.0 ** -9, ("fp8", "f16"): 2.0 ** -9}
+
+
+def wgmma_error_bound(form, instructions: int, *, device: bool = False) -> tuple:
+    """(relative, absolute) error bound of a chain of `instructions` float wgmmas of `form` that
+    accumulate one output: |D - D_exact| <= relative * S + absolute, S = sum_k |a_ik b_kj| + |C_ij|
+    over the whole chain, D_exact the exact real result.
+
+    device=False: the interpreter (one float64 sum per instruction, rounded to the accumulator:
+    instructions x unit roundoff, plus the float64 sums' K x 2^-53 and f16's subnormal half-ulp).
+    device=True: the bound the device tests assert between a GPU's D and the interpreter's.
+    """
+    acc = form.d_type.name
+    u = _UNIT_ROUNDOFF[acc]
+    rel = instructions * (u + form.k * 2.0 ** -53)
+    absolute = instructions * (2.0 ** -25 if acc == "f16" else 2.0 ** -150)
+    if device:
+        kind = "tf32" if form.a_type is T.tf32 else "fp8" if form.a_type.name in FP8 else "16"
+        rel += instructions * _DEVICE_PER_INSTRUCTION[(kind, acc)]
+        absolute *= 2
+    return rel, absolute
 
 
 class WgState:

@@ -22,10 +22,14 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
   to the copy: a write to them is reported ("async").  Bytes the async proxy reads must not be
   last written by a generic store not followed by `fence.proxy.async` ("proxy").
 
+* im2col load (`.im2col`, an `Im2colTensorMap`): pixels_per_column pixels x channels_per_pixel
+  channels land pixel by pixel (`im2col_geometry`), swizzled as a tile; out-of-bounds pixels and
+  channels are filled; a filter base that is not a bounding-box position is reported ("oob").
+
 Refused (InterpUnsupported): an interleaved map whose box row (box[0] / element_strides[0]
 elements) is not exactly the interleave width, a swizzled map whose inner box row is not
 exactly the swizzle span, tensor maps in global memory (only `param_tensormap` parameters are
-modelled), im2col mode.
+modelled), im2col maps with interleave.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import numpy as np
 from ..isa import types as T
 from ..isa.descriptors import apply_swizzle
 from ..isa.operands import Imm, TensorAddr
+from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from .access import Part, mark_pending, shadow_read, shadow_write
 from .exec_async import CopyRecord, make_bulk
 from .exec_memory import address_reader
@@ -92,6 +97,45 @@ def box_geometry(tm, coords):
         inb &= (g >= 0) & (g < tm.global_dims[i])
         off += g * strides[i]
     return off.ravel(), inb.ravel()
+
+
+def im2col_geometry(tm, coords, offsets):
+    """(global byte offsets, in-bounds mask) of every element an im2col load moves, in shared-memory
+    order (pixel by pixel, channels fastest), or a string saying why the coordinates are illegal.
+
+    coords (c, w, (h, (d,)) n): the channel start, the filter base and the image.  The base must be
+    one of the bounding box's positions (`Im2colTensorMap.box_positions`); from it,
+    pixels_per_column positions follow in the box's order (W fastest, then H, D, then the next
+    image), each read at position + offsets; a pixel outside the image, an image past N and a
+    channel past C are out of bounds (filled)."""
+    sp = tm.rank - 2
+    c0, base, n0 = int(coords[0]), [int(x) for x in coords[1:1 + sp]], int(coords[-1])
+    limit = IM2COL_OFFSET_RANGE[tm.rank]
+    if any(not 0 <= int(o) <= limit for o in offsets):
+        return f"im2col offsets {list(offsets)} must each be in 0..{limit} for a rank-{tm.rank} map"
+    positions = [tm.box_positions(j) for j in range(sp)]
+    lin = n0
+    for j in reversed(range(sp)):
+        if base[j] not in positions[j]:
+            return (f"the filter base {base[j]} in dimension {j + 1} is not a position of the im2col bounding box "
+                    f"({positions[j].start}..{positions[j].stop - 1} step {positions[j].step})")
+        lin = lin * len(positions[j]) + positions[j].index(base[j])
+    L = lin + np.arange(tm.pixels_per_column, dtype=np.int64)
+    strides = (tm.element_bytes,) + tuple(tm.global_strides)
+    pix_off = np.zeros(len(L), dtype=np.int64)
+    pix_in = np.ones(len(L), dtype=bool)
+    for j in range(sp):
+        k = L % len(positions[j])
+        L = L // len(positions[j])
+        pos = positions[j].start + k * positions[j].step + int(offsets[j])
+        pix_in &= (pos >= 0) & (pos < tm.global_dims[j + 1])
+        pix_off += pos * strides[j + 1]
+    pix_in &= (L >= 0) & (L < tm.global_dims[-1])
+    pix_off += L * strides[-1]
+    ch = c0 + np.arange(tm.channels_per_pixel, dtype=np.int64)
+    ch_in = (ch >= 0) & (ch < tm.global_dims[0])
+    off = (pix_off[:, None] + ch[None, :] * tm.element_bytes).ravel()
+    return off, (pix_in[:, None] & ch_in[None, :]).ravel()
 
 
 def _fill_bytes(tm) -> np.ndarray:
@@ -160,7 +204,9 @@ def make_tensor_load(P, op):
     get_tm = P.reader(taddr.tmap, T.u64, ins)
     get_c = [P.reader(c, T.s32, ins) for c in taddr.coords]
     get_mbar = address_reader(P, mbar_op, ins, "shared")
-    mask_op = ins.operands[3] if info.multicast else None
+    im2col = getattr(info, "im2col", False)
+    get_offs = [P.reader(o, T.u16, ins) for o in ins.operands[3]] if im2col else []
+    mask_op = ins.operands[4 if im2col else 3] if info.multicast else None
     get_mask = P.reader(mask_op, T.u16, ins) if mask_op is not None else None
 
     def tensor_load(S, m):
@@ -171,6 +217,7 @@ def make_tensor_load(P, op):
         dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
         mbars = np.broadcast_to(np.asarray(get_mbar(S)), (S.N,))[thr]
         masks = np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[thr] if get_mask is not None else None
+        offs = [np.broadcast_to(np.asarray(g(S)), (S.N,))[thr] for g in get_offs]
         for i, t in enumerate(thr):
             t = int(t)
             tm = _tensormap(S, op, tmaddr[i])
@@ -178,7 +225,21 @@ def make_tensor_load(P, op):
                 S.report("oob", f"{ins.opcode}: {len(cs)} coordinates for a rank-{tm.rank} tensor map", op,
                          np.array([t]))
                 continue
-            off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            if im2col != isinstance(tm, Im2colTensorMap):
+                S.report("oob", f"{ins.opcode}: {'an im2col' if im2col else 'a tile'} copy needs "
+                         f"{'an im2col' if im2col else 'a tiled'} tensor map (interp.host_"
+                         f"{'im2col_map' if im2col else 'tensor_map'})", op, np.array([t]))
+                continue
+            if im2col:
+                if tm.interleave:
+                    raise InterpUnsupported("im2col tensor maps with interleave are not modelled", op.ins)
+                geo = im2col_geometry(tm, [int(c[i]) for c in cs], [int(o[i]) for o in offs])
+                if isinstance(geo, str):
+                    S.report("oob", f"{ins.opcode}: {geo}", op, np.array([t]))
+                    continue
+                off, inb = geo
+            else:
+                off, inb = box_geometry(tm, [int(c[i]) for c in cs])
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA load")
             if not ok:
                 continue

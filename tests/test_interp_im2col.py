@@ -136,6 +136,15 @@ def test_a_filter_base_outside_the_box_is_reported():
         interp.run(im2col_probe(4, 128), block=128, args=[hm, np.zeros(32, np.uint32), 0, 1, 0, 0, 256, 0])
 
 
+def test_an_im2col_map_for_a_tile_copy_is_reported():
+    from test_interp_tma import load_probe
+    x = np.zeros((1, 6, 6, 16), np.uint8)
+    hm = interp.host_im2col_map(x, lower_corner=(0, 0), upper_corner=(0, 0), channels_per_pixel=16,
+                                pixels_per_column=8)
+    with pytest.raises(interp.InterpError, match=r"\[oob\].*a tile copy needs a tiled tensor map"):
+        interp.run(load_probe(4, 128), block=128, args=[hm, np.zeros(32, np.uint32), 0, 0, 0, 0])
+
+
 _GPU_CASES = [  # (shape N,(D,(H,))W,C; dtype; lower; upper; cpp; ppc; strides; coords; offsets)
     ((2, 9, 14 - 5, 64), np.uint16, (-1, -1), (-1, -1), 64, 64, (1, 1), (0, 7, 4, 0), (0, 0)),
     ((2, 7, 7, 32), np.uint8, (0, 0), (-2, -2), 32, 40, (1, 1), (0, 0, 1, 1), (2, 1)),

@@ -11,16 +11,18 @@ import ptxforge as pf
 from ptxforge import interp, u32
 from ptxforge.errors import LaunchError, ValidationError
 from ptxforge.hopper.layout import SmemTile
+from ptxforge.isa.operands import Addr
 from ptxforge.testing.interp_strategies import seeds
 
 
-def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True):
-    """Thread 0 loads the box at coordinates (params) into `tile`; 128 threads dump it raw to `out`."""
+def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=0):
+    """Thread 0 loads the box at coordinates (params) into `tile` (+ dst_offset bytes); 128 threads dump
+    it raw to `out`."""
     k = pf.KernelBuilder("tma_probe", target="sm_90a", reqntid=128)
     tm = k.param_tensormap("tm")
     out = k.param_ptr("out", u32)
     coords = [k.param_value(f"c{i}", pf.s32) for i in range(rank)]
-    tile = k.shared("tile", max(box_bytes, 16), align=1024)
+    tile = k.shared("tile", max(box_bytes + dst_offset, 16), align=1024)
     bar = k.shared("bar", 8, align=8)
     tid = k.tid()
     lead = k.setp("eq", tid, 0)
@@ -29,13 +31,13 @@ def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True):
     k.bar_sync(0)
     with k.if_(lead):
         k.mbarrier_arrive(bar, expect_tx=box_bytes if expect is None else expect)  # <- expect
-        k.tensor_load(tile, tm, coords, bar)
+        k.tensor_load(Addr(tile, dst_offset) if dst_offset else tile, tm, coords, bar)
     k.mbarrier_wait(bar, parity)  # <- wait
     if dump:
         for j in range(0, box_bytes, 128 * 16):
             o = k.add(k.shl(tid, 4), j)
             with k.if_(k.setp("lt", o, box_bytes)):
-                v = k.ld(k.add(k.shared_base(tile), o), type=pf.b32, space="shared", vec=4)
+                v = k.ld(k.add(k.shared_base(tile), k.add(o, dst_offset)), type=pf.b32, space="shared", vec=4)
                 k.st(k.add(out, k.cvt(o, "u64")), list(v), type=pf.b32)
     return k
 
@@ -360,3 +362,35 @@ def test_the_gpu_cases_run_on_the_interpreter_and_assemble(shape, dtype, box, kw
         dense = img
     np.testing.assert_array_equal(out.view(np.uint8), dense)
     assert pf.assemble(k.module(), backend="ptxas")
+
+
+@pytest.mark.parametrize("swz", [32, 64, 128])
+@pytest.mark.parametrize("rows", [1, 3, 6])
+def test_a_swizzled_load_off_the_pattern_boundary_swizzles_absolute_addresses(swz, rows):
+    """A destination 128 x rows bytes past the pattern boundary: the box lands as SmemTile.store(base=)
+    says (the 'swizzle base offset' (dst / 128) % 8 of the ISA), which the descriptor base offset reads."""
+    a = np.random.default_rng(rows).integers(0, 255, (16, swz)).astype(np.uint8)
+    box = (swz, 16)
+    out = np.zeros(swz * 16 // 4, np.uint32)
+    interp.run(load_probe(2, swz * 16, dst_offset=128 * rows), block=128,
+               args=[interp.host_tensor_map(a, box, swizzle=swz), out, 0, 0])
+    want = SmemTile("u8", 16, swz, "K", swz).store(a, base=128 * rows)
+    np.testing.assert_array_equal(out.view(np.uint8), want)
+    if rows % (swz // 16):  # off the boundary the layout differs from the aligned one
+        assert not np.array_equal(want, SmemTile("u8", 16, swz, "K", swz).store(a))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("swz", [32, 64, 128])
+@pytest.mark.parametrize("rows", [1, 3, 6])
+def test_a_swizzled_load_off_the_pattern_boundary_matches_the_gpu(swz, rows):
+    import ptxforge as pf2
+    from ptxforge.runtime import DeviceBuffer, TensorMap
+    a = np.random.default_rng(rows).integers(0, 255, (16, swz)).astype(np.uint8)
+    k = load_probe(2, swz * 16, dst_offset=128 * rows)
+    cpu, gpu = np.zeros(swz * 4, np.uint32), np.zeros(swz * 4, np.uint32)
+    interp.run(k, block=128, args=[interp.host_tensor_map(a, (swz, 16), swizzle=swz), cpu, 0, 0])
+    m = k.module()
+    pf2.load(m)[m.kernels[0].name](1, 128, TensorMap.from_array(DeviceBuffer.from_host(a), (swz, 16), swizzle=swz),
+                                  pf2.Out(gpu), 0, 0)
+    np.testing.assert_array_equal(gpu, cpu)

@@ -308,6 +308,10 @@ def make_tensor_store(P, op):
         for i, t in enumerate(thr):
             t = int(t)
             tm = _tensormap(S, op, tmaddr[i])
+            if isinstance(tm, Im2colTensorMap):
+                S.report("oob", f"{ins.opcode}: a tile store needs a tiled tensor map, not an im2col one", op,
+                         np.array([t]))
+                continue
             off, inb = box_geometry(tm, [int(c[i]) for c in cs])
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA store")
             if not ok:

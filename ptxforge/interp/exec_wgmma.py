@@ -107,8 +107,9 @@ def _bytes_to_elements(b: np.ndarray, elem_bits: int) -> np.ndarray:
 #: Unit roundoff of the accumulator types (half an ulp, relative).
 _UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11}
 #: Relative error per wgmma instruction the device tests allow between a tensor core and the
-#: interpreter, by (input kind, accumulator): the H200 aligns the products of one instruction to
-#: the largest and truncates, with fewer kept bits for fp8 inputs.
+#: interpreter, by (input kind, accumulator).  Not yet measured: it assumes a tensor core aligns
+#: one instruction's products to the largest and truncates, keeping about 22 bits for 16-bit and
+#: tf32 inputs and about 13 for fp8 inputs (as reported for Hopper), one rounding more for f16.
 _DEVICE_PER_INSTRUCTION = {("16", "f32"): 2.0 ** -20, ("tf32", "f32"): 2.0 ** -20, ("fp8", "f32"): 2.0 ** -12,
                            ("16", "f16"): 2.0 ** -9, ("fp8", "f16"): 2.0 ** -9}
 

@@ -38,6 +38,15 @@ SMEM_LIMIT = Target.parse("sm_90a").limits.shared_per_cta
 #: bytes one TMA copy / one swizzle atom spans along K
 ATOM_BYTES = 128
 
+#: how the C tile leaves the consumers (see HopperGemm)
+EPILOGUES = ("registers", "tma")
+
+#: C columns of one TMA-store sub-tile: 128 bytes of 32-bit C, one 128-byte swizzle span
+STORE_COLS = 32
+
+#: rows of one TMA-store sub-tile (one m64 wgmma's accumulator rows)
+STORE_ROWS = 64
+
 #: operand -> the configuration every shape gets today (measurements: schedules/hopper/tuning.py)
 DEFAULTS = {
     "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
@@ -63,6 +72,16 @@ class HopperGemm:
     instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
     adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
     8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`).
+    cluster_m / cluster_n (one of them 2, or both 1): two CTAs of a cluster take neighbouring C
+    tiles along M (cluster_m=2: they need the same B tile) or along N (cluster_n=2: the same A
+    tile); each loads half of the shared tile and multicasts it into both CTAs' shared memory
+    (`cp.async.bulk.tensor ... .multicast::cluster`), so that operand crosses L2 once per pair.
+    The kernel requires clusters of (2, 1, 1) (`.reqnctapercluster`); see `HopperGemm.cluster`.
+    epilogue: 'registers' (default: each thread stores its accumulator pairs to global memory,
+    masked at the edges) or 'tma' (each consumer warpgroup writes 64 x 32 sub-tiles of C into a
+    128-byte-swizzled shared buffer, two buffers in turn, and one thread stores each with a TMA
+    tile store; the tensor map clips the ragged edges).  C is 32-bit (s32 or f32), so the
+    shared writes are st.shared.v2 (stmatrix moves 16-bit elements only).
     """
 
     operand: str = "s8"
@@ -77,6 +96,9 @@ class HopperGemm:
     a_registers: bool = True
     converter: bool = False
     biased: bool = False
+    cluster_m: int = 1
+    cluster_n: int = 1
+    epilogue: str = "registers"
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -98,6 +120,14 @@ class HopperGemm:
             raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
+        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
+            raise ValidationError(f"cluster_m x cluster_n is 1 x 1, 2 x 1 (two CTAs along M share B) or 1 x 2 "
+                                  f"(two along N share A), got {self.cluster_m} x {self.cluster_n}")
+        if self.epilogue not in EPILOGUES:
+            raise ValidationError(f"epilogue is one of {', '.join(EPILOGUES)}, got {self.epilogue!r}")
+        if self.epilogue == "tma" and self.block_n % STORE_COLS:
+            raise ValidationError(f"epilogue='tma' stores C in {STORE_COLS}-column sub-tiles: block_n must be a "
+                                  f"multiple of {STORE_COLS}, got {self.block_n}")
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
@@ -111,8 +141,10 @@ class HopperGemm:
             raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "
                                   f"needs {need} registers; an SM has {REGISTER_FILE}")
         if self.smem_bytes > SMEM_LIMIT:
-            raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B = {self.smem_bytes} B exceed the "
-                                  f"{SMEM_LIMIT} B of shared memory: fewer stages or a smaller tile")
+            raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B"
+                                  + (f" and {self.store_bytes} B of C staging" if self.store_bytes else "")
+                                  + f" = {self.smem_bytes} B exceed the {SMEM_LIMIT} B of shared memory: fewer "
+                                  "stages or a smaller tile")
 
     # ------------------------------------------------------------ derived facts
     @property
@@ -170,6 +202,37 @@ class HopperGemm:
         return self.packed_tiles or self.tiles
 
     @property
+    def cluster(self) -> tuple:
+        """The cluster shape the kernel is launched with: (2, 1, 1) when two CTAs share an operand, else (1, 1, 1)."""
+        return (self.cluster_size, 1, 1)
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster (1 or 2)."""
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def multicast(self) -> tuple:
+        """(A multicast, B multicast): whether each operand's tile is shared by the cluster's two CTAs."""
+        return self.cluster_n == 2, self.cluster_m == 2
+
+    @property
+    def load_boxes(self) -> tuple:
+        """(A box, B box) of one TMA copy, innermost first: a multicast operand's box has half the rows."""
+        out = []
+        for tile, mc in zip(self.load_tiles, self.multicast):
+            x, rows = tile.tma_box
+            out.append((x, rows // 2) if mc else (x, rows))
+        return tuple(out)
+
+    @property
+    def store_bytes(self) -> int:
+        """Shared bytes of the TMA-store staging buffers: two 64 x 32 sub-tiles of C per consumer warpgroup."""
+        if self.epilogue != "tma":
+            return 0
+        return self.consumers * 2 * STORE_ROWS * STORE_COLS * 4
+
+    @property
     def stage_bytes(self) -> int:
         """Shared bytes of one ring stage (what TMA brings: the expect_tx count)."""
         a, b = self.load_tiles
@@ -191,7 +254,8 @@ class HopperGemm:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
-        return 1024 + self.stages * self.stage_bytes + self.convert_bytes + 16 * self.stages + 48
+        return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + 16 * self.stages
+                + 48)
 
     @property
     def kernel_name(self) -> str:
@@ -199,11 +263,19 @@ class HopperGemm:
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
-                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else ""))
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
+                + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
+                + ("_tmast" if self.epilogue == "tma" else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of a problem."""
         return -(-m // self.block_m), -(-n // self.block_n), -(-k // self.block_k)
+
+    def cluster_tiles(self, m: int, n: int) -> int:
+        """Work units per K split: C tiles, or with a cluster, pairs of neighbouring tiles (the grid's
+        last pair may hang over the edge: that CTA loads zeros, stores nothing and still takes part)."""
+        tm, tn, _ = self.tile_counts(m, n, 1)
+        return -(-tm // self.cluster_m) * -(-tn // self.cluster_n)
 
     def check_problem(self, m: int, n: int, k: int) -> None:
         """What the tensor maps need: every operand row a multiple of 16 bytes."""
@@ -215,6 +287,9 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
+        if self.epilogue == "tma" and n % 4:
+            raise ValidationError(f"N={n} gives {4 * n}-byte rows of C; the TMA-store epilogue's tensor map needs a "
+                                  "multiple of 16 bytes (N % 4 == 0): use epilogue='registers'")
 
     # ------------------------------------------------------------ the schedule interface
     @property
@@ -238,7 +313,10 @@ class HopperGemm:
         """One line: tile, pipeline, threads, shared memory, path."""
         return (f"HopperGemm {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, {self.consumers} consumer "
                 f"warpgroup(s) of {self.wg_m} rows, {self.stages} stages, {self.threads} threads, {self.smem_bytes} B "
-                f"shared, sm_90a, path {self.path_name}")
+                f"shared, sm_90a, path {self.path_name}"
+                + (f", clusters of 2 along {'M sharing B' if self.cluster_m == 2 else 'N sharing A'} (TMA multicast)"
+                   if self.cluster_size > 1 else "")
+                + (", C through shared memory and TMA stores" if self.epilogue == "tma" else ""))
 
     def assemble(self):
         """AssemblyResult of the kernel (whole-program ptxas when present)."""

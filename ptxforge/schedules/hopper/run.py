@@ -120,12 +120,13 @@ class HopperPlan:
         self.stream = stream_handle(stream) if stream is not None else 0
         self.row_bytes = k * cfg.bits // 8
         la, lb = cfg.load_tiles
+        box_a, box_b = cfg.load_boxes
         tdt = la.dtype
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        self._tmpl = (TensorMap(tdt, 0, (inner, m), la.tma_box, (self.row_bytes,), swizzle=128),
-                      TensorMap(tdt, 0, (inner, n), lb.tma_box, (self.row_bytes,), swizzle=128))
-        self._maps = ({}, {})
+        self._tmpl = (TensorMap(tdt, 0, (inner, m), box_a, (self.row_bytes,), swizzle=128),
+                      TensorMap(tdt, 0, (inner, n), box_b, (self.row_bytes,), swizzle=128))
+        self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         tiles_m, tiles_n, ktiles = cfg.tile_counts(m, n, k)
         if sms is None:
@@ -135,10 +136,23 @@ class HopperPlan:
             splits = choose_splits(tiles_m * tiles_n, ktiles, sms)
         kper = -(-ktiles // max(1, int(splits)))
         self.splits = -(-ktiles // kper)  # every split non-empty
-        self.grid = (max(1, min(tiles_m * tiles_n * self.splits, sms)), 1, 1)
+        cs = cfg.cluster_size
+        units = cfg.cluster_tiles(m, n) * self.splits
+        self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
         self.fn = load_kernel(cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         self._blob = _ArgBlob(self.fn.layout)
+        self._cluster = None
+        if cs > 1:
+            from ...runtime.cluster import cluster_launch_config
+            self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                  shared=cfg.smem_bytes, stream=self.stream)
+        if cfg.epilogue == "tma":
+            from .config import STORE_COLS, STORE_ROWS
+            c_dt = "s32" if cfg.c_type == "s32" else "f32"
+            # C (or the split-K workspace) as [splits, M, N]: a sub-tile never spills into the next split
+            self._tmpl += (TensorMap(c_dt, 0, (n, m, self.splits), (STORE_COLS, STORE_ROWS, 1), (4 * n, 4 * m * n),
+                                     swizzle=128),)
         self.workspace = None
         self._reduce = None
         if self.splits > 1:
@@ -183,8 +197,13 @@ class HopperPlan:
             fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self.n, self.row_bytes))
         out = self.workspace.ptr if self.workspace is not None else c_ptr
         extra = tuple(b.ptr for b in self.sums)
-        self.fn._launch(self._cfg, s, self._blob, (self._map(0, a_ptr), self._map(1, b_ptr), out, self.m, self.n,
-                                                   self.k, self.splits, *extra))
+        if len(self._tmpl) > 2:
+            extra += (self._map(2, out),)
+        values = (self._map(0, a_ptr), self._map(1, b_ptr), out, self.m, self.n, self.k, self.splits, *extra)
+        if self._cluster is not None:
+            self._cluster.launch(self._blob, values)
+        else:
+            self.fn._launch(self._cfg, s, self._blob, values)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce
             red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))
@@ -200,7 +219,7 @@ class HopperPlan:
             ptr, got = self._read(x, what)
             if got != shape:
                 raise ValidationError(f"{what} has shape {got}; this plan is for {shape}")
-            if what != "C" and ptr % 16:
+            if (what != "C" or self.cfg.epilogue == "tma") and ptr % 16:
                 raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
             ptrs.append(ptr)
         self.launch_pointers(*ptrs)
@@ -282,8 +301,9 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
     if all(g is not None for g in got) and entry is not None and entry[0] is cfg:
         plan = entry[1].get((got[0][1], got[0][2], got[1][1], got[1][2], got[2][1], got[2][2], k, splits, sh))
         if plan is not None:
-            if got[0][0] % 16 or got[1][0] % 16:
-                raise ValidationError("A and B must be 16-byte aligned: their tensor maps need it")
+            if got[0][0] % 16 or got[1][0] % 16 or (cfg.epilogue == "tma" and got[2][0] % 16):
+                raise ValidationError("A and B (and C with epilogue='tma') must be 16-byte aligned: their tensor "
+                                      "maps need it")
             plan.launch_pointers(got[0][0], got[1][0], got[2][0])
             return
     p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)

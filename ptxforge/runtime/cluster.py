@@ -72,6 +72,12 @@ class ClusterLaunch:
     def __init__(self, fn, config, cluster):
         self.fn, self.config, self.cluster = fn, config, cluster
 
+    def max_active_clusters(self) -> int:
+        """Clusters of this shape, block and shared memory the device runs at once
+        (cuOccupancyMaxActiveClusters): the most a persistent grid should launch."""
+        return int(check(api().cuOccupancyMaxActiveClusters(self.fn._func, self.config),
+                         f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
+
     def launch(self, blob, values) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
         d = api()

@@ -133,7 +133,7 @@ class HopperPlan:
             sms = drv.device_info().sm_count
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
         if splits is None:
-            splits = choose_splits(tiles_m * tiles_n, ktiles, sms)
+            splits = choose_splits(cfg.cluster_tiles(m, n), ktiles, sms // cfg.cluster_size)
         kper = -(-ktiles // max(1, int(splits)))
         self.splits = -(-ktiles // kper)  # every split non-empty
         cs = cfg.cluster_size
@@ -147,6 +147,13 @@ class HopperPlan:
             from ...runtime.cluster import cluster_launch_config
             self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
                                                   shared=cfg.smem_bytes, stream=self.stream)
+            # a persistent grid of more clusters than fit at once would run its last ones after the others
+            most = self._cluster.max_active_clusters()
+            if 0 < most < self.grid[0] // cs:
+                self.grid = (cs * most, 1, 1)
+                self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+                self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                      shared=cfg.smem_bytes, stream=self.stream)
         if cfg.epilogue == "tma":
             from .config import STORE_COLS, STORE_ROWS
             c_dt = "s32" if cfg.c_type == "s32" else "f32"
@@ -165,7 +172,9 @@ class HopperPlan:
             from .convert import SUMS_ROWS_PER_CTA
             fn = load(cfg.sums_module)["biased_row_sums"]
             bufs = []
-            for pad in (tiles_m * cfg.block_m, tiles_n * cfg.block_n):
+            # whole tiles, and with a cluster whole pairs: a CTA past the edge still reads its rows' sums
+            for pad in (-(-tiles_m // cfg.cluster_m) * cfg.cluster_m * cfg.block_m,
+                        -(-tiles_n // cfg.cluster_n) * cfg.cluster_n * cfg.block_n):
                 buf = DeviceBuffer.empty((pad,), np.int32)
                 buf.fill_bytes(0, stream=stream)  # rows past the matrix stay 0: the epilogue reads whole tiles
                 bufs.append(buf)

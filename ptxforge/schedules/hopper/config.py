@@ -226,6 +226,11 @@ class HopperGemm:
         return tuple(out)
 
     @property
+    def store_box(self) -> tuple:
+        """(columns, rows) of one TMA-store sub-tile of C (epilogue='tma'): 128 bytes of 32-bit C x 64 rows."""
+        return STORE_COLS, STORE_ROWS
+
+    @property
     def store_bytes(self) -> int:
         """Shared bytes of the TMA-store staging buffers: two 64 x 32 sub-tiles of C per consumer warpgroup."""
         if self.epilogue != "tma":

@@ -19,7 +19,6 @@ from ...hopper.pipeline import ClusterRing, MbarrierRing, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
 
-from .config import STORE_COLS, STORE_ROWS
 from .convert import AFragments, emit_s4_widen
 
 _PTXFORGE_INTERNAL = True
@@ -488,7 +487,8 @@ def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
     store (clipped at C's edges by the map) and commits it.  Two staging buffers alternate: before
     a buffer is rewritten, `cp.async.bulk.wait_group.read 1` (the last sub-tile: 0, so the next
     tile and the CTA's exit find both free) and the barrier again."""
-    sub_bytes = STORE_ROWS * STORE_COLS * 4
+    store_cols, store_rows = cfg.store_box
+    sub_bytes = store_rows * store_cols * 4
     bar_id = k.add(cidx, 2, type=T.u32)  # a named barrier per consumer warpgroup (ids 2, 3)
     buf0 = k.mad(cidx, 2 * sub_bytes, out.staging, type=T.u32)
     lead = k.setp("eq", k.mad(w, 32, k.mad(g, 4, t, type=T.u32), type=T.u32), 0, type=T.u32)
@@ -498,24 +498,24 @@ def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
     rbase = k.mad(k.and_(t, 1, type=T.b32), 8, rbase, type=T.u32)
     th = k.shr(t, 1, type=T.u32)
     slots = [k.add(rbase, k.shl(k.xor(k.add(th, 2 * jj, type=T.u32), g, type=T.b32), 4, type=T.b32), type=T.u32)
-             for jj in range(STORE_COLS // 8)]
+             for jj in range(store_cols // 8)]
     row_w = k.mad(cidx, cfg.wg_m, row_t, type=T.u32)
     c_t = T.lookup(cfg.c_type)
-    per_row = cfg.block_n // STORE_COLS
+    per_row = cfg.block_n // store_cols
     nsub = len(accs) * per_row
     q = 0
     for mi, acc in enumerate(accs):
-        row = k.add(row_w, mi * STORE_ROWS, type=T.u32) if mi else row_w
+        row = k.add(row_w, mi * store_rows, type=T.u32) if mi else row_w
         for jc in range(per_row):
             buf = (q % 2) * sub_bytes
-            for jj in range(STORE_COLS // 8):
-                j = jc * (STORE_COLS // 8) + jj
+            for jj in range(store_cols // 8):
+                j = jc * (store_cols // 8) + jj
                 k.st(Addr(slots[jj], buf), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2, space="shared")
                 k.st(Addr(slots[jj], buf + 8 * 128), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2,
                      space="shared")
             k.fence("fence.proxy.async.shared::cta")  # generic writes -> the TMA store (async proxy)
             k.bar_sync(bar_id, 128)
-            col = k.add(col_t, jc * STORE_COLS, type=T.u32) if jc else col_t
+            col = k.add(col_t, jc * store_cols, type=T.u32) if jc else col_t
             k.tensor_store(out.tmap_c, (col, row, split), Addr(k.add(buf0, buf, type=T.u32) if buf else buf0),
                            pred=lead)
             k.bulk_commit(pred=lead)

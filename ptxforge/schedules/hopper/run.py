@@ -155,10 +155,9 @@ class HopperPlan:
                 self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
                                                       shared=cfg.smem_bytes, stream=self.stream)
         if cfg.epilogue == "tma":
-            from .config import STORE_COLS, STORE_ROWS
             c_dt = "s32" if cfg.c_type == "s32" else "f32"
             # C (or the split-K workspace) as [splits, M, N]: a sub-tile never spills into the next split
-            self._tmpl += (TensorMap(c_dt, 0, (n, m, self.splits), (STORE_COLS, STORE_ROWS, 1), (4 * n, 4 * m * n),
+            self._tmpl += (TensorMap(c_dt, 0, (n, m, self.splits), (*cfg.store_box, 1), (4 * n, 4 * m * n),
                                      swizzle=128),)
         self.workspace = None
         self._reduce = None

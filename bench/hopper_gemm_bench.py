@@ -2,6 +2,7 @@
 
     python bench/hopper_gemm_bench.py --check               # exactness on ragged shapes (poisoned C)
     python bench/hopper_gemm_bench.py --bench --shape 8192,8192,8192 --out results.json
+    python bench/hopper_gemm_bench.py --variants --check --bench --ops s8,bf16   # clusters, TMA-store epilogue
 
 --check: every configuration given runs ragged shapes and compares with numpy (int: exact; bf16: the
 f32-accumulation bound), C filled with 0xFF bytes first; at the bench shape it also compares with
@@ -9,6 +10,9 @@ cuBLAS (exact for int).  --bench: CUDA events over back-to-back launches after w
 rotated over several sets larger than the 60 MB L2 together, random non-zero data; beside ours
 torch._int_mm / torch.matmul (cuBLAS) and a Triton matmul written here (autotuned over a few
 configurations).  TOPS = 2 M N K / time.  The table comes last.
+--variants: the configurations of `schedules.hopper.tuning.CANDIDATES` instead of the built-in list:
+the default first, then 2-CTA clusters with TMA multicast (cluster_m=2 shares B, cluster_n=2
+shares A) and the shared-memory + TMA-store epilogue (epilogue='tma'), side by side in one run.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from ptxforge.schedules.hopper import HopperGemm, prepare, reference  # noqa: E402
+from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, prepare, reference  # noqa: E402
 from ptxforge.schedules.hopper.convert import widen_numpy  # noqa: E402
 
 L2_BYTES = 60 << 20
@@ -41,7 +45,7 @@ CONFIGS = {
            dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, biased=True)],
 }
 RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192),
-          (40, 300, 1792, 3), (32, 1024, 8192)]
+          (40, 300, 1792, 3), (32, 1024, 8192), (257, 512, 1040), (96, 132, 64), (300, 260, 1024, 2)]
 
 
 def log(*a):
@@ -278,8 +282,10 @@ def main():
     ap.add_argument("--configs", default=None, help="JSON {op: [kwargs, ...]} replacing the built-in list")
     ap.add_argument("--out", default=None)
     ap.add_argument("--top", type=int, default=0, help="bench only the first N configurations per op")
+    ap.add_argument("--variants", action="store_true",
+                    help="the tuning candidates (default, clusters with multicast, TMA-store epilogue) instead")
     args = ap.parse_args()
-    configs = json.loads(args.configs) if args.configs else CONFIGS
+    configs = json.loads(args.configs) if args.configs else CANDIDATES if args.variants else CONFIGS
     ops = args.ops.split(",")
     rng = np.random.default_rng(7)
     if args.check:
@@ -290,7 +296,8 @@ def main():
                 t = time.time()
                 _ = cfg.module
                 log(f"{cfg.kernel_name}: emitted in {1e3 * (time.time() - t):.0f} ms")
-                shapes = [s for s in RAGGED if op != "s4" or s[2] % 32 == 0]
+                shapes = [s for s in RAGGED if (op != "s4" or s[2] % 32 == 0)
+                          and (cfg.epilogue != "tma" or s[1] % 4 == 0)]  # TMA-stored C: 16-byte rows
                 allok &= check_config(cfg, shapes, rng)
         log("CHECK", "PASS" if allok else "FAIL")
     rows = []

@@ -15,6 +15,10 @@ is the producer (one thread issues the TMA copies into a `stages`-deep ring of f
 mbarriers, setmaxnreg.dec to 40); `consumers` warpgroups (setmaxnreg.inc) each own `wg_m` rows
 of the block_m x block_n tile and issue m64 x block_n wgmmas from shared memory.  Ragged M/N/K:
 the tensor maps zero-fill out-of-bounds boxes, and edge tiles store C under masks.
+
+Options (off by default; tuning.CANDIDATES lists them for the bench): `cluster_m=2` / `cluster_n=2`
+run 2-CTA clusters that share the B / A tile through TMA multicast; `epilogue='tma'` writes C
+through swizzled shared sub-tiles and TMA tile stores, clipped at the edges by the tensor map.
 """
 
 from __future__ import annotations

@@ -23,8 +23,10 @@ from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
 
-#: the new variants among the tuning candidates (the defaults are tested in test_hopper_gemm.py)
-VARIANTS = [(op, kw) for op, cands in CANDIDATES.items() for kw in cands[1:]]
+#: the new variants among the tuning candidates (the defaults are tested in test_hopper_gemm.py), and the
+#: skinny swap_ab path with pairs of CTAs along the weight rows sharing the activation tile
+VARIANTS = [(op, kw) for op, cands in CANDIDATES.items() for kw in cands[1:]] + [
+    ("s4", dict(block_n=32, consumers=1, stages=4, block_k_bytes=256, swap_ab=True, cluster_m=2))]
 MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}
 
 
@@ -141,6 +143,24 @@ def test_s4_variants_on_the_interpreter_are_exact(kw):
     got, want, r = run_on_interpreter(cfg, 300, 132, 512, splits=1, clusters=1, seed=3, races=False)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)
+
+
+def test_swapped_operands_with_a_cluster_on_the_interpreter():
+    """swap_ab (the kernel computes B . A^T) with pairs along the kernel's M, the weight rows: the
+    activation tile is the multicast one.  The kernel's M and N are the problem's N and M."""
+    cfg = HopperGemm("s4", block_n=32, consumers=1, stages=2, block_k_bytes=256, swap_ab=True, cluster_m=2)
+    m, n, k = 20, 200, 512  # kernel: 200 x 20, tile rows 64: 4 tiles, 2 pairs, one cluster looping over both
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(5))
+    la, lb = cfg.load_tiles
+    box_a, box_b = cfg.load_boxes
+    c = np.full((m, n), -7, np.int32)
+    r = interp.run(module_for(cfg), grid=2, block=cfg.threads, shared=cfg.smem_bytes, check=False, races=False,
+                   args=[interp.host_tensor_map(b, box_a, dtype=la.dtype, swizzle=128),
+                         interp.host_tensor_map(a, box_b, dtype=lb.dtype, swizzle=128), c, n, m, k, 1])
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(c.astype(np.int64), reference(cfg, a, b))
+    with pytest.raises(ValidationError, match="swap_ab"):
+        HopperGemm("s8", swap_ab=True, epilogue="tma")
 
 
 def test_a_cluster_without_the_partners_arrivals_is_caught():

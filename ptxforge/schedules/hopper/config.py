@@ -29,6 +29,7 @@ from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
+from . import run as _run
 
 _PTXFORGE_INTERNAL = True
 
@@ -75,7 +76,11 @@ class HopperGemm:
     biased (s4 with a_registers): the nibbles are widened to v + 8 (u8, 3 operations per word
     instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
     adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
-    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`).
+    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`);
+    swap_ab: the kernel computes B . A^T and stores it transposed into C, so the operand with many
+    rows (the weights B of a skinny problem) is the wgmma M side, widened in registers, and the
+    few rows of A are the wgmma N (block_n down to 32).  `run`/`plan` take A, B, C as always;
+    the kernel's own M and N (its parameters, `tile_counts`) are then the problem's N and M.
     cluster_m / cluster_n (one of them 2, or both 1): two CTAs of a cluster take neighbouring C
     tiles along M (cluster_m=2: they need the same B tile) or along N (cluster_n=2: the same A
     tile); each loads half of the shared tile and multicasts it into both CTAs' shared memory
@@ -100,6 +105,7 @@ class HopperGemm:
     a_registers: bool = True
     converter: bool = False
     biased: bool = False
+    swap_ab: bool = False
     cluster_m: int = 1
     cluster_n: int = 1
     epilogue: str = "registers"
@@ -111,8 +117,8 @@ class HopperGemm:
             raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
         if self.consumers not in (1, 2):
             raise ValidationError(f"consumers is 1 or 2 warpgroups, got {self.consumers}")
-        if self.block_n % 16 or not 64 <= self.block_n <= 256:
-            raise ValidationError(f"block_n must be a multiple of 16 in 64..256 (a wgmma N), got {self.block_n}")
+        if self.block_n % 16 or not 32 <= self.block_n <= 256:
+            raise ValidationError(f"block_n must be a multiple of 16 in 32..256 (a wgmma N), got {self.block_n}")
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
             raise ValidationError(f"block_k_bytes must be a multiple of {ATOM_BYTES}, got {self.block_k_bytes}")
         if self.operand == "s4" and self.block_k_bytes % 256:
@@ -129,6 +135,9 @@ class HopperGemm:
                                   f"(two along N share A), got {self.cluster_m} x {self.cluster_n}")
         if self.epilogue not in EPILOGUES:
             raise ValidationError(f"epilogue is one of {', '.join(EPILOGUES)}, got {self.epilogue!r}")
+        if self.epilogue == "tma" and self.swap_ab:
+            raise ValidationError("epilogue='tma' stores C tiles as the kernel computes them; swap_ab stores them "
+                                  "transposed: use epilogue='registers' with swap_ab")
         if self.epilogue == "tma" and self.block_n % STORE_COLS:
             raise ValidationError(f"epilogue='tma' stores C in {STORE_COLS}-column sub-tiles: block_n must be a "
                                   f"multiple of {STORE_COLS}, got {self.block_n}")
@@ -273,11 +282,12 @@ class HopperGemm:
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
                 + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
+                + ("_t" if self.swap_ab else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
-        """(tiles along M, tiles along N, k-stages) of a problem."""
+        """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""
         return -(-m // self.block_m), -(-n // self.block_n), -(-k // self.block_k)
 
     def cluster_tiles(self, m: int, n: int) -> int:
@@ -343,10 +353,8 @@ class HopperGemm:
         operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
         when None (a DeviceBuffer), the launch asynchronous on `stream`.
         """
-        import numpy as np
-        from .run import run, run_device
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-            out = run(self, a, b, k=k, splits=splits)
+        if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
+            out = _run.run(self, a, b, k=k, splits=splits)
             if c is not None:
                 c[...] = out
                 return c
@@ -354,8 +362,8 @@ class HopperGemm:
         if c is None:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
-            c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
-        run_device(self, a, b, c, k=k, splits=splits, stream=stream)
+            c = DeviceBuffer.empty((m, n), _run.np.int32 if self.c_type == "s32" else _run.np.float32)
+        _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):

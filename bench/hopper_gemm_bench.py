@@ -93,9 +93,14 @@ def widen_torch(p):
     return torch.stack([lo, hi], dim=-1).reshape(p.shape[0], 2 * p.shape[1]).contiguous()
 
 
-def out_tensor(op, m, n):
+def out_tensor(op, m, n, cfg=None):
+    """C on the GPU, poisoned (0xFF bytes): int32, float32, or with cfg.c16 the 16-bit type."""
     import torch
-    c = torch.empty((m, n), dtype=torch.int32 if op in ("s8", "s4") else torch.float32, device="cuda")
+    if cfg is not None and cfg.c16:
+        dt = torch.bfloat16 if op == "bf16" else torch.float16
+    else:
+        dt = torch.int32 if op in ("s8", "s4") else torch.float32
+    c = torch.empty((m, n), dtype=dt, device="cuda")
     c.view(torch.uint8).fill_(0xFF)
     return c
 
@@ -107,11 +112,15 @@ def check_config(cfg, shapes, rng):
     for (m, n, k, *sp) in shapes:
         splits = sp[0] if sp else None
         a, b = host_operands(cfg.operand, m, n, k, rng)
-        c = out_tensor(cfg.operand, m, n)
+        if cfg.c16:
+            if splits:
+                continue  # 16-bit C rounds the whole sum: no split K
+            splits = None
+        c = out_tensor(cfg.operand, m, n, cfg)
         p = prepare(cfg, to_dev(a, cfg.operand), to_dev(b, cfg.operand), c, k=k, splits=splits)
         p.launch()
         torch.cuda.synchronize()
-        got = c.cpu().numpy()
+        got = c.float().cpu().numpy()
         ref = reference(cfg, a.view(np.uint8) if cfg.operand == "s4" else a, b.view(np.uint8)
                         if cfg.operand == "s4" else b)
         if cfg.operand in ("s8", "s4"):
@@ -121,6 +130,8 @@ def check_config(cfg, shapes, rng):
             af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             bound = k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30
+            if cfg.c16:  # one rounding to bf16: half an ulp
+                bound = bound * 1.01 + 2.0 ** -8 * np.abs(ref)
             d = np.abs(got.astype(np.float64) - ref)
             good = bool(np.all(np.isfinite(got)) and np.all(d <= bound))
             err = float(np.nanmax(d / bound))
@@ -226,6 +237,7 @@ def bench_shape(op, shape, configs, rows):
     for kw in configs:
         try:
             cfg = HopperGemm(op, **kw)
+            c = out_tensor(op, m, n, cfg)
             plans = [prepare(cfg, a, b, c, k=k) for a, b in sets]
             c.view(torch.uint8).fill_(0xFF)
             plans[0].launch()
@@ -233,7 +245,7 @@ def bench_shape(op, shape, configs, rows):
             if op in ("s8", "s4"):
                 good = bool(torch.equal(c, ref))
             else:
-                good = bool(torch.allclose(c, ref, rtol=2e-2, atol=2e-1 * (k ** 0.5) / 8))
+                good = bool(torch.allclose(c.float(), ref, rtol=2e-2, atol=2e-1 * (k ** 0.5) / 8))
             ms = time_launches([p.launch for p in plans], iters)
             rows.append(dict(impl=f"ptxforge {cfg.kernel_name}", op=op, shape=shape, ms=ms, tops=ops / ms / 1e9,
                              exact=good))
@@ -297,7 +309,7 @@ def main():
                 _ = cfg.module
                 log(f"{cfg.kernel_name}: emitted in {1e3 * (time.time() - t):.0f} ms")
                 shapes = [s for s in RAGGED if (op != "s4" or s[2] % 32 == 0)
-                          and (cfg.epilogue != "tma" or s[1] % 4 == 0)]  # TMA-stored C: 16-byte rows
+                          and (cfg.epilogue != "tma" or s[1] * cfg.c_bytes % 16 == 0)]  # TMA-stored C: 16-byte rows
                 allok &= check_config(cfg, shapes, rng)
         log("CHECK", "PASS" if allok else "FAIL")
     rows = []

@@ -16,9 +16,9 @@ import ptxforge as pf
 from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
-from ptxforge.schedules.hopper.config import STORE_COLS, STORE_ROWS
 from ptxforge.schedules.hopper.convert import widen_numpy
 from ptxforge.schedules.hopper.emit import module_for
+from ptxforge.schedules.hopper.run import c_numpy_type
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
@@ -51,13 +51,15 @@ def test_variant_assembles_without_spills_with_multicast_and_tma_stores(variant)
     assert any(o.startswith(MMA[cfg.operand] + ".64x" + str(cfg.block_n)) for o in ops), sorted(ops)
     assert any(o.startswith("UTMALDG.2D.MULTICAST") for o in ops) == (cfg.cluster_size == 2)
     assert any(o.startswith("UTMASTG.3D") for o in ops) == (cfg.epilogue == "tma")
+    assert any(o.startswith("STSM") for o in ops) == cfg.c16
     assert not any(o.startswith(("LDL", "STL", "CALL")) for o in ops)
 
 
 def test_variant_options_are_checked():
     for kw, msg in [(dict(cluster_m=2, cluster_n=2), "cluster_m x cluster_n"), (dict(cluster_m=3), "cluster_m"),
                     (dict(epilogue="stmatrix"), "epilogue"), (dict(epilogue="tma", block_n=208), "multiple of 32"),
-                    (dict(operand="s4", block_k_bytes=256, stages=2, epilogue="tma"), "C staging")]:
+                    (dict(operand="s4", block_k_bytes=256, stages=2, epilogue="tma"), "C staging"),
+                    (dict(operand="bf16", c16=True), "c16"), (dict(operand="s8", epilogue="tma", c16=True), "c16")]:
         with pytest.raises(ValidationError, match=msg):
             HopperGemm(**kw)
     g = HopperGemm("s8", epilogue="tma")
@@ -70,6 +72,11 @@ def test_variant_options_are_checked():
     assert c.cluster_tiles(3 * 128, 2 * 256) == 2 * 2  # pairs along M, rounded up
     assert HopperGemm("s8").cluster_tiles(3 * 128, 2 * 256) == 3 * 2
     assert "multicast" in c.describe() and "TMA stores" in g.describe()
+    h = HopperGemm("bf16", epilogue="tma", c16=True)
+    assert h.c_type == "bf16" and h.c_bytes == 2 and h.store_box == (64, 64) and "stmatrix" in h.describe()
+    h.check_problem(7, 8, 64)
+    with pytest.raises(ValidationError, match="N % 8"):
+        h.check_problem(7, 12, 64)
 
 
 def _small_operands(cfg, m, n, k, rng):
@@ -89,14 +96,32 @@ def _interp_reference(cfg, a, b):
     return reference(cfg, a, b)
 
 
+def round_to_c16(cfg, x):
+    """float64 values (exact in f32) rounded to nearest-even in the 16-bit C type, returned as float64."""
+    f = np.asarray(x, np.float32)
+    if cfg.operand == "f16":
+        return f.astype(np.float16).astype(np.float64)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return r.view(np.float32).astype(np.float64)
+
+
+def c_values(cfg, c):
+    """C as float64 (bf16 C arrives as its uint16 bits)."""
+    if cfg.c16 and cfg.operand == "bf16":
+        return (c.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return c.astype(np.float64)
+
+
 def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True):
     """(C summed over the K splits, numpy's C, the interpreter's result) of one launch; `clusters`: the
-    grid in clusters (default: one per work unit)."""
+    grid in clusters (default: one per work unit).  16-bit C (c16): numpy's C rounded to it."""
     rng = np.random.default_rng(seed)
     a, b = _small_operands(cfg, m, n, k, rng)
     la, lb = cfg.load_tiles
     box_a, box_b = cfg.load_boxes
-    c = np.full((splits, m, n), -7, np.int32 if cfg.c_type == "s32" else np.float32)  # poisoned
+    dt = c_numpy_type(cfg)
+    c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
     args = [interp.host_tensor_map(a, box_a, dtype=la.dtype, swizzle=128),
             interp.host_tensor_map(b, box_b, dtype=lb.dtype, swizzle=128), c, m, n, k, splits]
     if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
@@ -106,17 +131,20 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
             sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
             args.append(sums)
     if cfg.epilogue == "tma":
-        args.append(interp.host_tensor_map(c, (STORE_COLS, STORE_ROWS, 1), swizzle=128))
+        args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
     clusters = clusters or cfg.cluster_tiles(m, n) * splits
     r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
                    args=args, check=False, races=races)
-    return c.astype(np.float64).sum(0), _interp_reference(cfg, a, b).astype(np.float64), r
+    want = _interp_reference(cfg, a, b).astype(np.float64)
+    return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r
 
 
 INTERP = [  # (operand, options), small tiles so the interpreter is quick
     ("s8", dict(cluster_m=2)), ("s8", dict(cluster_n=2)), ("s8", dict(epilogue="tma")),
     ("s8", dict(cluster_m=2, epilogue="tma")), ("s8", dict(cluster_n=2, wg_m=128, consumers=1, epilogue="tma")),
     ("bf16", dict(cluster_m=2)), ("bf16", dict(epilogue="tma")), ("f16", dict(cluster_n=2, epilogue="tma")),
+    ("bf16", dict(epilogue="tma", c16=True)), ("f16", dict(cluster_m=2, epilogue="tma", c16=True)),
+    ("bf16", dict(cluster_n=2, wg_m=128, consumers=1, epilogue="tma", c16=True)),
 ]
 SHAPES = [  # (m, n, k, splits, clusters): ragged; odd tile rows (a partner past the edge); persistent loops
     (130, 100, 160, 1, None), (300, 140, 272, 1, 1), (200, 132, 400, 2, 1)]
@@ -128,6 +156,8 @@ def test_variant_on_the_interpreter_is_exact_and_clean(variant, shape):
     op, kw = variant
     cfg = HopperGemm(op, block_n=64, stages=2, **kw)
     m, n, k, splits, clusters = shape
+    if cfg.c16:
+        splits, n = 1, n + (-n) % 8  # one rounding of the whole sum; 16-byte rows of 16-bit C
     got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)
@@ -194,7 +224,7 @@ def _check_gpu(cfg, m, n, k, seed, splits=None):
         b = rng.standard_normal((n, k)).astype(np.float16)
     else:
         a, b = random_operands(cfg, m, n, k, rng)
-    got = run(cfg, a, b, k=k, splits=splits)  # C is poisoned (0xFF bytes) before the launch
+    got = c_values(cfg, run(cfg, a, b, k=k, splits=splits))  # C is poisoned (0xFF bytes) before the launch
     if cfg.operand == "f16":
         want = a.astype(np.float64) @ b.astype(np.float64).T
     else:
@@ -206,6 +236,8 @@ def _check_gpu(cfg, m, n, k, seed, splits=None):
             af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
         bound = k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30  # f32 accumulation of exact products
+        if cfg.c16:  # and one rounding to the 16-bit C: half an ulp, 2^-8 (bf16) or 2^-11 (f16) relative
+            bound = bound * 1.01 + (2.0 ** -8 if cfg.operand == "bf16" else 2.0 ** -11) * np.abs(want)
         assert np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= bound), (m, n, k)
     else:
         assert np.array_equal(got.astype(np.int64), want), (m, n, k)
@@ -220,16 +252,21 @@ GPU_SHAPES = [(200, 328, 256), (96, 132, 64), (257, 512, 1024), (1000, 260, 4096
 def test_gpu_variant_matches_numpy(variant, shape):
     cfg = HopperGemm(variant[0], **variant[1])
     m, n, k = shape
-    if variant[0] == "s4" and k % 32:
-        pytest.skip("s4 rows need K % 32")
+    if cfg.c16:
+        n += (-n) % 8  # 16-byte rows of 16-bit C
     _check_gpu(cfg, m, n, k, seed=sum(shape))
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", VARIANTS, ids=_id)
 def test_gpu_variant_split_k_matches_numpy(variant):
-    """K split in 3 (the TMA-store epilogue writes the workspace through its 3-D map)."""
-    _check_gpu(HopperGemm(variant[0], **variant[1]), 40, 300, 1792, seed=11, splits=3)
+    """K split in 3 (the TMA-store epilogue writes the workspace through its 3-D map); 16-bit C refuses it."""
+    cfg = HopperGemm(variant[0], **variant[1])
+    if cfg.c16:
+        with pytest.raises(ValidationError, match="cannot be split"):
+            _check_gpu(cfg, 40, 304, 1792, seed=11, splits=3)
+        return
+    _check_gpu(cfg, 40, 300, 1792, seed=11, splits=3)
 
 
 @pytest.mark.gpu

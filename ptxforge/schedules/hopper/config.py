@@ -89,8 +89,10 @@ class HopperGemm:
     epilogue: 'registers' (default: each thread stores its accumulator pairs to global memory,
     masked at the edges) or 'tma' (each consumer warpgroup writes 64 x 32 sub-tiles of C into a
     128-byte-swizzled shared buffer, two buffers in turn, and one thread stores each with a TMA
-    tile store; the tensor map clips the ragged edges).  C is 32-bit (s32 or f32), so the
-    shared writes are st.shared.v2 (stmatrix moves 16-bit elements only).
+    tile store; the tensor map clips the ragged edges).  32-bit C (s32, f32) is written to the
+    staging buffers with st.shared.v2; c16 (bf16/f16 operands with epilogue='tma'): C in the
+    operands' 16-bit type, the f32 accumulators rounded to nearest-even in pairs
+    (cvt.rn.bf16x2.f32 / f16x2) and written with stmatrix.x4 as 64 x 64 sub-tiles (no split K).
     """
 
     operand: str = "s8"
@@ -109,6 +111,7 @@ class HopperGemm:
     cluster_m: int = 1
     cluster_n: int = 1
     epilogue: str = "registers"
+    c16: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -138,9 +141,11 @@ class HopperGemm:
         if self.epilogue == "tma" and self.swap_ab:
             raise ValidationError("epilogue='tma' stores C tiles as the kernel computes them; swap_ab stores them "
                                   "transposed: use epilogue='registers' with swap_ab")
-        if self.epilogue == "tma" and self.block_n % STORE_COLS:
-            raise ValidationError(f"epilogue='tma' stores C in {STORE_COLS}-column sub-tiles: block_n must be a "
-                                  f"multiple of {STORE_COLS}, got {self.block_n}")
+        if self.c16 and not (self.operand in ("bf16", "f16") and self.epilogue == "tma"):
+            raise ValidationError("c16 (16-bit C through stmatrix) takes bf16/f16 operands and epilogue='tma'")
+        if self.epilogue == "tma" and self.block_n % self.store_box[0]:
+            raise ValidationError(f"epilogue='tma' stores C in {self.store_box[0]}-column sub-tiles: block_n must "
+                                  f"be a multiple of {self.store_box[0]}, got {self.block_n}")
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
@@ -172,8 +177,13 @@ class HopperGemm:
 
     @property
     def c_type(self) -> str:
-        """Element type of C."""
-        return OPERANDS[self.operand][2]
+        """Element type of C (the operand type with c16, else s32 or f32)."""
+        return self.operand if self.c16 else OPERANDS[self.operand][2]
+
+    @property
+    def c_bytes(self) -> int:
+        """Bytes per element of C."""
+        return 2 if self.c16 else 4
 
     @property
     def block_m(self) -> int:
@@ -240,8 +250,9 @@ class HopperGemm:
 
     @property
     def store_box(self) -> tuple:
-        """(columns, rows) of one TMA-store sub-tile of C (epilogue='tma'): 128 bytes of 32-bit C x 64 rows."""
-        return STORE_COLS, STORE_ROWS
+        """(columns, rows) of one TMA-store sub-tile of C (epilogue='tma'): 128 bytes of C (32 columns of
+        32-bit C, 64 of 16-bit) x 64 rows."""
+        return STORE_COLS * 4 // self.c_bytes, STORE_ROWS
 
     @property
     def store_bytes(self) -> int:
@@ -284,7 +295,7 @@ class HopperGemm:
                 + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
                 + ("_t" if self.swap_ab else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
-                + ("_tmast" if self.epilogue == "tma" else ""))
+                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""
@@ -306,9 +317,10 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
-        if self.epilogue == "tma" and n % 4:
-            raise ValidationError(f"N={n} gives {4 * n}-byte rows of C; the TMA-store epilogue's tensor map needs a "
-                                  "multiple of 16 bytes (N % 4 == 0): use epilogue='registers'")
+        if self.epilogue == "tma" and (n * self.c_bytes) % 16:
+            raise ValidationError(f"N={n} gives {self.c_bytes * n}-byte rows of C; the TMA-store epilogue's tensor "
+                                  f"map needs a multiple of 16 bytes (N % {16 // self.c_bytes} == 0): use "
+                                  "epilogue='registers'" + (" (f32 C)" if self.c16 else ""))
 
     # ------------------------------------------------------------ the schedule interface
     @property
@@ -335,7 +347,8 @@ class HopperGemm:
                 f"shared, sm_90a, path {self.path_name}"
                 + (f", clusters of 2 along {'M sharing B' if self.cluster_m == 2 else 'N sharing A'} (TMA multicast)"
                    if self.cluster_size > 1 else "")
-                + (", C through shared memory and TMA stores" if self.epilogue == "tma" else ""))
+                + (", C through shared memory and TMA stores" if self.epilogue == "tma" else "")
+                + (f" (C in .{self.operand} through stmatrix)" if self.c16 else ""))
 
     def assemble(self):
         """AssemblyResult of the kernel (whole-program ptxas when present)."""
@@ -362,7 +375,7 @@ class HopperGemm:
         if c is None:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
-            c = DeviceBuffer.empty((m, n), _run.np.int32 if self.c_type == "s32" else _run.np.float32)
+            c = DeviceBuffer.empty((m, n), _run.c_numpy_type(self))
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 

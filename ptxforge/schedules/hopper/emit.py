@@ -481,26 +481,20 @@ def _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias=None, 
 
 
 def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
-    """Accumulators -> C through shared memory: per 64 x 32 sub-tile, the warpgroup's threads write
-    their pairs (st.shared.v2, at the 128-byte swizzle's places: conflict-free), fence.proxy.async,
-    a named barrier of the warpgroup, and its first thread stores the sub-tile with a TMA tile
-    store (clipped at C's edges by the map) and commits it.  Two staging buffers alternate: before
-    a buffer is rewritten, `cp.async.bulk.wait_group.read 1` (the last sub-tile: 0, so the next
-    tile and the CTA's exit find both free) and the barrier again."""
+    """Accumulators -> C through shared memory: per 64-row sub-tile of 128-byte rows, the warpgroup's
+    threads write it into a staging buffer at the 128-byte swizzle's places (conflict-free):
+    32-bit C as st.shared.v2 pairs, 16-bit C (c16) as rounded bf16x2/f16x2 pairs through
+    stmatrix.x4; then fence.proxy.async, a named barrier of the warpgroup, and its first thread
+    stores the sub-tile with a TMA tile store (clipped at C's edges by the map) and commits it.
+    Two staging buffers alternate: before a buffer is rewritten, `cp.async.bulk.wait_group.read 1`
+    (the last sub-tile: 0, so the next tile and the CTA's exit find both free) and the barrier again."""
     store_cols, store_rows = cfg.store_box
-    sub_bytes = store_rows * store_cols * 4
+    sub_bytes = store_rows * 128
     bar_id = k.add(cidx, 2, type=T.u32)  # a named barrier per consumer warpgroup (ids 2, 3)
     buf0 = k.mad(cidx, 2 * sub_bytes, out.staging, type=T.u32)
     lead = k.setp("eq", k.mad(w, 32, k.mad(g, 4, t, type=T.u32), type=T.u32), 0, type=T.u32)
-    # this thread's row (16 w + g) and 8-byte half of a 16-byte chunk; chunk jj of the 128-byte row
-    # (2 jj + t / 2) sits at chunk (2 jj + t / 2) ^ g under the swizzle (row % 8 == g)
-    rbase = k.mad(k.mad(w, 16, g, type=T.u32), 128, buf0, type=T.u32)
-    rbase = k.mad(k.and_(t, 1, type=T.b32), 8, rbase, type=T.u32)
-    th = k.shr(t, 1, type=T.u32)
-    slots = [k.add(rbase, k.shl(k.xor(k.add(th, 2 * jj, type=T.u32), g, type=T.b32), 4, type=T.b32), type=T.u32)
-             for jj in range(store_cols // 8)]
+    write = (_stage_c16 if cfg.c16 else _stage_c32)(k, cfg, buf0, w, g, t)
     row_w = k.mad(cidx, cfg.wg_m, row_t, type=T.u32)
-    c_t = T.lookup(cfg.c_type)
     per_row = cfg.block_n // store_cols
     nsub = len(accs) * per_row
     q = 0
@@ -508,11 +502,7 @@ def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
         row = k.add(row_w, mi * store_rows, type=T.u32) if mi else row_w
         for jc in range(per_row):
             buf = (q % 2) * sub_bytes
-            for jj in range(store_cols // 8):
-                j = jc * (store_cols // 8) + jj
-                k.st(Addr(slots[jj], buf), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2, space="shared")
-                k.st(Addr(slots[jj], buf + 8 * 128), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2,
-                     space="shared")
+            write(acc, jc, buf)
             k.fence("fence.proxy.async.shared::cta")  # generic writes -> the TMA store (async proxy)
             k.bar_sync(bar_id, 128)
             col = k.add(col_t, jc * store_cols, type=T.u32) if jc else col_t
@@ -523,6 +513,57 @@ def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
             k.bulk_wait(0 if q == nsub - 1 else 1, read=True, pred=lead)
             k.bar_sync(bar_id, 128)
             q += 1
+
+
+def _stage_c32(k, cfg, buf0, w, g, t):
+    """write(acc, jc, buf): this thread's pairs of 32-column sub-tile jc (32-bit C) into the buffer at
+    buf0 + buf.  Thread (w, g, t) holds rows 16 w + g (+ 8) and the 8-byte half t % 2 of 16-byte
+    chunk 2 jj + t / 2 of each row, which the swizzle moves to chunk (2 jj + t / 2) ^ g (row % 8 == g)."""
+    store_cols = cfg.store_box[0]
+    c_t = T.lookup(cfg.c_type)
+    rbase = k.mad(k.mad(w, 16, g, type=T.u32), 128, buf0, type=T.u32)
+    rbase = k.mad(k.and_(t, 1, type=T.b32), 8, rbase, type=T.u32)
+    th = k.shr(t, 1, type=T.u32)
+    slots = [k.add(rbase, k.shl(k.xor(k.add(th, 2 * jj, type=T.u32), g, type=T.b32), 4, type=T.b32), type=T.u32)
+             for jj in range(store_cols // 8)]
+
+    def write(acc, jc, buf):
+        for jj in range(store_cols // 8):
+            j = jc * (store_cols // 8) + jj
+            k.st(Addr(slots[jj], buf), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2, space="shared")
+            k.st(Addr(slots[jj], buf + 8 * 128), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2, space="shared")
+    return write
+
+
+def _stage_c16(k, cfg, buf0, w, g, t):
+    """write(acc, jc, buf): 64-column sub-tile jc rounded to 16-bit pairs and stored with stmatrix.x4.
+
+    One x4 covers column groups j, j + 1 (8 columns each) of the warp's 16 rows: matrices rows 0-7
+    / 8-15 of group j, then of group j + 1, so the registers are the packed pairs (acc[4j], acc[4j+1]),
+    (acc[4j+2], acc[4j+3]) of j and of j + 1 (the mma C layout is stmatrix's fragment layout).  Lane
+    l = 4 g + t addresses row l % 8 (+ 8 for odd matrices) of matrix l / 8, 16-byte chunk 2 jj + l / 16,
+    swizzled to that chunk ^ (l % 8)."""
+    store_cols = cfg.store_box[0]
+    pair_t = T.bf16x2 if cfg.operand == "bf16" else T.f16x2
+    lane = k.mad(g, 4, t, type=T.u32)
+    r = k.and_(lane, 7, type=T.b32)
+    mat = k.shr(lane, 3, type=T.u32)
+    row = k.add(k.mad(w, 16, r, type=T.u32), k.shl(k.and_(mat, 1, type=T.b32), 3, type=T.b32), type=T.u32)
+    rbase = k.mad(row, 128, buf0, type=T.u32)
+    half = k.shr(mat, 1, type=T.u32)
+    slots = [k.add(rbase, k.shl(k.xor(k.add(half, 2 * jj, type=T.u32), r, type=T.b32), 4, type=T.b32),
+                   type=T.u32) for jj in range(store_cols // 16)]
+
+    def pack(lo, hi):
+        return k.cvt(hi, pair_t, frm=T.f32, b=lo)  # cvt.rn.{bf16x2,f16x2}.f32 d, hi, lo: lo at the lower address
+
+    def write(acc, jc, buf):
+        for jj in range(store_cols // 16):
+            j = jc * (store_cols // 8) + 2 * jj
+            regs = [pack(acc[4 * j], acc[4 * j + 1]), pack(acc[4 * j + 2], acc[4 * j + 3]),
+                    pack(acc[4 * j + 4], acc[4 * j + 5]), pack(acc[4 * j + 6], acc[4 * j + 7])]
+            k.stmatrix(Addr(slots[jj], buf), regs, num=4)
+    return write
 
 
 def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):

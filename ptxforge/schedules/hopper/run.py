@@ -83,15 +83,29 @@ _ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, 
 # ("V", 16): torch describes bfloat16 through __cuda_array_interface__ as raw 2-byte items ("<V2")
 
 
-def _check_elems(cfg, views) -> None:
+def _elems(cfg) -> tuple:
+    """(the (kind, bits) A and B may hold, the set C may hold) of a configuration."""
     ab, c = _ELEMS[cfg.operand]
+    return ab, (ab if cfg.c16 else {c})
+
+
+def c_numpy_type(cfg):
+    """The numpy dtype of C for `cfg`: int32, float32, or with c16 uint16 (bf16 bits) / float16."""
+    if cfg.c16:
+        return np.uint16 if cfg.operand == "bf16" else np.float16
+    return np.int32 if cfg.c_type == "s32" else np.float32
+
+
+def _check_elems(cfg, views) -> None:
+    ab, cs = _elems(cfg)
     for what, (_, _, el) in zip("ABC", views):
-        ok = (el.kind, el.bits) == c if what == "C" else (el.kind, el.bits) in ab
+        ok = (el.kind, el.bits) in (cs if what == "C" else ab)
         if not ok:
             want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8)",
                     "bf16": "bfloat16 (or its uint16 bits)", "f16": "float16 (or its uint16 bits)"}[cfg.operand]
+            cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
             raise ValidationError(f"{what} holds {el}; a .{cfg.operand} HopperGemm takes "
-                                  + (f"{'int32' if c[0] == 'i' else 'float32'} C" if what == "C" else want))
+                                  + (f"{cwant} C" if what == "C" else want))
 
 
 #: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through)
@@ -137,6 +151,10 @@ class HopperPlan:
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
         if splits is None:
             splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size)
+        if cfg.c16:  # 16-bit C is rounded from the whole K's f32 sum: no split-K workspace
+            if splits is not None and int(splits) > 1:
+                raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
+            splits = 1
         kper = -(-ktiles // max(1, int(splits)))
         self.splits = -(-ktiles // kper)  # every split non-empty
         cs = cfg.cluster_size
@@ -159,9 +177,9 @@ class HopperPlan:
                                                       shared=cfg.smem_bytes, stream=self.stream)
         self._c_map = cfg.epilogue == "tma"
         if self._c_map:  # (swap_ab is refused with it: km, kn are m, n here)
-            c_dt = "s32" if cfg.c_type == "s32" else "f32"
+            cb = cfg.c_bytes
             # C (or the split-K workspace) as [splits, M, N]: a sub-tile never spills into the next split
-            self._tmpl += (TensorMap(c_dt, 0, (n, m, self.splits), (*cfg.store_box, 1), (4 * n, 4 * m * n),
+            self._tmpl += (TensorMap(cfg.c_type, 0, (n, m, self.splits), (*cfg.store_box, 1), (cb * n, cb * m * n),
                                      swizzle=128),)
         self.workspace = None
         self._reduce = None
@@ -275,8 +293,8 @@ class HopperPlan:
 def _ok_elem(cfg, what):
     """An element type operand `what` of `cfg` accepts (to check one operand with `_check_elems`)."""
     from ...runtime.arrays import Elem
-    ab, c = _ELEMS[cfg.operand]
-    return Elem(*c) if what == "C" else Elem(*sorted(ab)[0])
+    ab, cs = _elems(cfg)
+    return Elem(*sorted(cs)[0]) if what == "C" else Elem(*sorted(ab)[0])
 
 
 class Plan:
@@ -392,7 +410,7 @@ def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int 
     """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
     m, n = a.shape[0], b.shape[0]
-    out_dt = np.int32 if cfg.c_type == "s32" else np.float32
+    out_dt = c_numpy_type(cfg)
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)
     dc.fill_bytes(0xFF)

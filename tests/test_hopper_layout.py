@@ -111,14 +111,14 @@ def test_misaligned_base_rejected():
         SmemTile("s8", 64, 128).element_offsets(base=16)
 
 
-@pytest.mark.parametrize("swz, base, want", [(128, 0, 0), (128, 1024, 0), (128, 128, 1), (128, 384, 3),
-                                             (128, 1024 + 896, 7), (64, 512, 0), (64, 384, 3), (64, 640, 5),
-                                             (32, 256, 0), (32, 128, 1), (32, 384, 3), (0, 384, 0)])
-def test_base_offset_is_the_isa_formula_off_the_pattern_boundary(swz, base, want):
-    """PTX ISA: 0 on the 1024/512/256-byte pattern boundary, else (start >> 7) & 7; 0 without swizzle."""
+@pytest.mark.parametrize("swz, base", [(128, 0), (128, 1024), (128, 128), (128, 384), (128, 1024 + 896),
+                                       (64, 512), (64, 384), (64, 640), (32, 256), (32, 128), (32, 384), (0, 384)])
+def test_descriptor_base_offset_stays_zero_at_any_128_byte_base(swz, base):
+    """wgmma takes the swizzle row from the absolute address (measured on the H200), as TMA writes it:
+    a tile at any 128-byte boundary keeps base offset 0; the start address field is base >> 4."""
     t = SmemTile("bf16", 64, (swz or 16) // 2 * 2, "K", swz)
     d = t.descriptor(base)
-    assert (d >> 49) & 7 == want == t.descriptor_fields(base).base_offset
+    assert (d >> 49) & 7 == 0 == t.descriptor_fields(base).base_offset
     assert d & 0x3FFF == base >> 4
 
 
@@ -149,16 +149,16 @@ def test_a_tile_off_its_pattern_is_read_where_tma_wrote_it(tile, data):
         assert base + offs[r0, c0] == apply_swizzle(base + lo, tile.swizzle)
 
 
-def test_base_offset_zero_off_the_pattern_reads_the_pattern_from_the_start():
-    """Base offset 0 at a start inside a pattern: rows are counted from the start (phase 0 there), so the
-    bytes read differ from the absolute swizzle TMA wrote: the wrong base offset gives wrong bytes."""
+def test_a_non_zero_base_offset_shifts_the_rows_read():
+    """Base offset b: the swizzle row of each address is its absolute row minus b, so the bytes read are
+    those of the absolute swizzle b rows further on: the wrong base offset gives wrong bytes."""
     t = SmemTile("s8", 64, 128, "K", 128)
     right = decode_descriptor(t.descriptor(384))
-    wrong = DescriptorFields(right.start_addr, right.leading_byte_offset, right.stride_byte_offset, 128, 0)
+    wrong = DescriptorFields(right.start_addr, right.leading_byte_offset, right.stride_byte_offset, 128, 3)
     r = np.arange(8)[:, None]
     c = np.arange(32)[None, :]
     a_right = descriptor_address(right, "K", 8, r, c)
     a_wrong = descriptor_address(wrong, "K", 8, r, c)
     np.testing.assert_array_equal(a_right, 384 + t.element_offsets(384)[:8, :32])
-    np.testing.assert_array_equal(a_wrong, 384 + t.element_offsets(0)[:8, :32])
+    np.testing.assert_array_equal(a_wrong, 384 + t.element_offsets(0)[:8, :32])  # rows phased as if at 0
     assert not np.array_equal(a_right, a_wrong)

@@ -11,8 +11,9 @@
 Rows index M (A tiles) or N (B tiles), columns index K, whatever the major-ness; `major` says which
 of the two is contiguous.  A swizzled tile best starts on its swizzle pattern (`alignment`); it
 may start on any 128-byte boundary (`min_alignment`): `offset(r, c, base=...)` / `store(...,
-base=...)` then give the layout TMA writes there (the swizzle acts on absolute addresses) and
-`descriptor(base, k)` carries the matching base offset (bits 49-51).  Because the box, the swizzle and the descriptor all come from the one
+base=...)` then give the layout TMA writes there (the swizzle acts on absolute addresses), and
+`descriptor(base, k)` reads it back with base offset 0 (wgmma swizzles absolute rows too, as
+measured on the H200).  Because the box, the swizzle and the descriptor all come from the one
 object, a TMA load and a wgmma reading the tile cannot disagree about where element (r, c) is.
 """
 
@@ -25,7 +26,7 @@ import numpy as np
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.descriptors import (WGMMA_K_BYTES, DescriptorFields, apply_swizzle, canonical_offset_linear,
-                               canonical_strides, decode_descriptor, encode_descriptor, pattern_base_offset,
+                               canonical_strides, decode_descriptor, encode_descriptor,
                                swizzle_mode)
 
 _PTXFORGE_INTERNAL = True
@@ -74,14 +75,13 @@ class SmemTile:
 
     @property
     def alignment(self) -> int:
-        """Alignment that keeps the descriptor base offset 0: the swizzle pattern (1024 for 128-byte
-        swizzle, 128 without)."""
+        """Alignment a swizzled tile best starts on: the swizzle pattern (1024 for 128-byte swizzle,
+        128 without), where its layout is the same as at address 0."""
         return swizzle_mode(self.swizzle).pattern_bytes
 
     @property
     def min_alignment(self) -> int:
-        """Alignment the tile base must have at least: 128 bytes (a TMA destination's, and the unit
-        of the descriptor base offset)."""
+        """Alignment the tile base must have at least: 128 bytes (a TMA destination's)."""
         return 128
 
     @property
@@ -164,14 +164,14 @@ class SmemTile:
     def descriptor_fields(self, base_addr: int, k_slice: int = 0) -> DescriptorFields:
         """The descriptor fields (bytes) for k-slice `k_slice` of a tile at shared address base_addr.
 
-        base_addr must be 128-byte aligned; off the swizzle pattern boundary the base offset is
-        (base_addr >> 7) & 7, the pattern row at which the tile starts (`isa.descriptors`)."""
+        base_addr must be 128-byte aligned.  The base offset stays 0 at any such base: wgmma takes
+        the swizzle row from the absolute address, as TMA writes it (measured on the H200; see
+        `isa.descriptors`)."""
         if not isinstance(base_addr, int) or base_addr < 0 or base_addr % self.min_alignment:
             raise ValidationError(f"tile base {base_addr!r} must be a {self.min_alignment}-byte aligned shared "
                                   f"address ({self.alignment}-byte aligned keeps the base offset 0)")
         lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
-        return DescriptorFields(base_addr + self.slice_start(k_slice), lbo, sbo, self.swizzle,
-                                pattern_base_offset(base_addr, self.swizzle))
+        return DescriptorFields(base_addr + self.slice_start(k_slice), lbo, sbo, self.swizzle, 0)
 
     def descriptor(self, base_addr: int, k_slice: int = 0) -> int:
         """The 64-bit wgmma matrix descriptor for k-slice `k_slice` of the tile at base_addr."""

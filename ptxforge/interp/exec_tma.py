@@ -26,7 +26,8 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
   channels land pixel by pixel (`im2col_geometry`), swizzled as a tile; out-of-bounds pixels and
   channels are filled; a filter base that is not a bounding-box position is reported ("oob").
 
-Refused (InterpUnsupported): an interleaved map whose box row (box[0] / element_strides[0]
+Refused (InterpUnsupported): an interleaved box reaching outside the tensor (the H200 does not
+clip it like a tiled box: measured), an interleaved map whose box row (box[0] / element_strides[0]
 elements) is not exactly the interleave width, a swizzled map whose inner box row is not
 exactly the swizzle span, tensor maps in global memory (only `param_tensormap` parameters are
 modelled), im2col maps with interleave.
@@ -74,6 +75,15 @@ def _tensormap(S, op, addr):
         raise InterpUnsupported(f"a {tm.swizzle}-byte swizzled tensor map whose inner box is "
                                 f"{row} bytes (not {tm.swizzle}) is not modelled", op.ins)
     return tm
+
+
+def _interleaved_in_bounds(tm, inb, op) -> None:
+    """Refuse an interleaved box that reaches outside the tensor: the H200 does not clip such a box
+    the way it clips tiled ones (a box past the second dimension read the next plane's rows), and
+    that behaviour is not modelled."""
+    if tm.interleave and not inb.all():
+        raise InterpUnsupported(f"a {tm.interleave}-byte interleaved box reaching outside the tensor is not "
+                                "modelled (the H200 does not clip it the way it clips tiled boxes)", op.ins)
 
 
 def box_extents(tm) -> tuple:
@@ -240,6 +250,7 @@ def make_tensor_load(P, op):
                 off, inb = geo
             else:
                 off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+                _interleaved_in_bounds(tm, inb, op)
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA load")
             if not ok:
                 continue
@@ -313,6 +324,7 @@ def make_tensor_store(P, op):
                          np.array([t]))
                 continue
             off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            _interleaved_in_bounds(tm, inb, op)
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA store")
             if not ok:
                 continue

@@ -7,7 +7,7 @@ hardware finds them: by decoding the 64-bit matrix descriptor (start address, le
 stride byte offsets, swizzle mode, base offset; `ptxforge.isa.wgmma.descriptor_rows`) and
 applying the swizzle to the resulting shared addresses, so a wrong descriptor reads the same
 wrong bytes a GPU reads.  The base offset shifts the swizzle's row phase as
-`isa.descriptors.swizzle_rows` says (a tile that does not start on its swizzle pattern).
+`isa.descriptors.swizzle_rows` says (absolute row minus the base offset, measured on the H200).
 
 Asynchrony: the operands are read when the wgmma is issued, and their shared bytes stay held
 until the wait_group that retires the group: a write to them before (an ordinary store or a TMA

@@ -18,15 +18,14 @@ the 16-byte chunk index of a byte is XORed with its row index within the pattern
 in those layouts; `descriptor_address` is the address a decoded descriptor makes wgmma read for
 element (r, c) of its k-slice.  A layout is right when the two agree (ptxforge.hopper.layout).
 
-Base offset.  The PTX ISA ("Matrix Descriptor Format") says the field is 0 when the swizzle's
-repeating pattern starts on its boundary (1024 / 512 / 256 bytes) and is otherwise
-(pattern start address >> 7) & 7; its tensor-copy section gives the same formula for the
-"swizzle base offset" of a TMA destination (dstMem / 128) % 8 that is not on that boundary.
-The two fit together when the descriptor's base offset is the pattern row of the start
-address: wgmma counts the row of each address it reads from the start address's 128-byte row
-and adds the base offset (`swizzle_rows`).  With the ISA's formula that is exactly the absolute
-address swizzle TMA writes, wherever the tile starts; base offset 0 with a start inside a
-pattern reads the pattern as if it began at the start.  The no-swizzle mode ignores the field.
+Base offset (bits 49-51), as measured on the H200 (tests/test_hopper_gpu.py reads tiles placed at
+every 128-byte row of their pattern, with the field set and cleared): wgmma takes the swizzle row
+of each address it reads from the absolute address, (addr >> 7), minus the base offset, modulo
+the pattern (`swizzle_rows`).  TMA swizzles absolute addresses too, so a tile TMA wrote at any
+128-byte-aligned shared address is read back with base offset 0; a non-zero base offset shifts
+the phase.  (The PTX ISA's "Matrix Descriptor Format" suggests (start >> 7) & 7 for a pattern
+that does not start on its boundary; on the H200 that value reads a tile TMA wrote there with
+the rows shifted.)  The no-swizzle mode ignores the field.
 """
 
 from __future__ import annotations
@@ -96,30 +95,20 @@ def apply_swizzle(addr: int, swizzle) -> int:
     return addr ^ (((addr >> 7) & mask) << 4)
 
 
-def swizzle_rows(addr, origin, base_offset: int, swizzle):
+def swizzle_rows(addr, base_offset: int, swizzle):
     """The physical address wgmma reads for logical byte `addr` (int or int array) of an operand whose
-    descriptor has start address `origin` and base offset `base_offset` (bits 49-51).
+    descriptor has base offset `base_offset` (bits 49-51).
 
-    The pattern row of `addr` is counted from origin's 128-byte row, plus the base offset, modulo
-    the pattern (8, 4 or 2 rows of 128 bytes for 128-, 64- and 32-byte swizzle); the 16-byte
-    chunk index (bits 4..) is XORed with it.  With base_offset = (origin >> 7) & 7 (the ISA's
-    formula) this is `apply_swizzle(addr)`; without swizzle the address is unchanged.
+    The pattern row of `addr` is its absolute 128-byte row minus the base offset, modulo the
+    pattern (8, 4 or 2 rows of 128 bytes for 128-, 64- and 32-byte swizzle); the 16-byte chunk
+    index (bits 4..) is XORed with it.  With base offset 0 this is `apply_swizzle(addr)`, the
+    layout TMA writes; without swizzle the address is unchanged.
     """
     s = swizzle_mode(swizzle)
     if not s.xor_bits:
         return addr
     mask = (1 << s.xor_bits) - 1
-    return addr ^ ((((addr >> 7) - (origin >> 7) + base_offset) & mask) << 4)
-
-
-def pattern_base_offset(start_addr: int, swizzle) -> int:
-    """The descriptor base offset (bits 49-51) for a swizzled pattern that starts at `start_addr`:
-    0 on the pattern boundary, else (start_addr >> 7) & 7 (PTX ISA "Matrix Descriptor Format");
-    always 0 without swizzle."""
-    s = swizzle_mode(swizzle)
-    if not s.xor_bits or start_addr % s.pattern_bytes == 0:
-        return 0
-    return (start_addr >> 7) & 7
+    return addr ^ ((((addr >> 7) - base_offset) & mask) << 4)
 
 
 @dataclass(frozen=True)
@@ -248,9 +237,9 @@ def descriptor_address(fields: DescriptorFields, major: str, dtype_bits: int, r,
 
     r: row along M/N (0..63 for A, 0..N-1 for B), c: element along K inside this instruction's
     k-slice (0 .. 32 bytes / element size).  Models the canonical layouts of the PTX ISA
-    ("Shared Memory Matrix Layout") and the base offset: the swizzle row of each address is
-    counted from the start address's 128-byte row plus the base offset (`swizzle_rows`), which
-    for a pattern-aligned tile with base offset 0 is the swizzle of the absolute address.
+    ("Shared Memory Matrix Layout") and the base offset: the swizzle row of each address is its
+    absolute 128-byte row minus the base offset (`swizzle_rows`; measured on the H200), so with
+    base offset 0 it is the swizzle of the absolute address, what TMA writes.
     """
     a = descriptor_address_linear(fields, major, dtype_bits, r, c)
-    return swizzle_rows(a, fields.start_addr, fields.base_offset, fields.swizzle)
+    return swizzle_rows(a, fields.base_offset, fields.swizzle)

@@ -150,12 +150,12 @@ class HopperPlan:
         if sms is None:
             sms = drv.device_info().sm_count
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
-        if splits is None:
-            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size)
         if cfg.c16:  # 16-bit C is rounded from the whole K's f32 sum: no split-K workspace
             if splits is not None and int(splits) > 1:
                 raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
             splits = 1
+        elif splits is None:
+            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size)
         kper = -(-ktiles // max(1, int(splits)))
         self.splits = -(-ktiles // kper)  # every split non-empty
         cs = cfg.cluster_size

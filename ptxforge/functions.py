@@ -1,0 +1,230 @@
+"""Device functions, calls, variables and pragmas for the builder: the `FunctionOps` mixin.
+
+`KernelBuilder` mixes this in, so a kernel (and a device function, `FunctionBuilder`) can
+
+* call a device function with one method, `call()`, which writes the whole call scope
+  (`{ .param ...; st.param ...; call ...; ld.param ...; }`) with the argument and return
+  types checked against the callee's signature;
+* declare a `.local` array (`local_array()`), use module-scope `.global`/`.const` variables
+  (`ptxforge.declarations.variable()`) as addresses of `ld`/`st`/`mov`, and take their address
+  (`address_of()`);
+* place a `.pragma` line in the body (`pragma()`).
+
+and a device function reads its parameters with `load_param`/`param_value` like a kernel and
+writes its return values with `set_result()`.
+"""
+
+from __future__ import annotations
+
+from .declarations import Function, LocalDecl, Prototype, ScopeClose, ScopeOpen, Variable, BodyDirective
+from .declarations import pragma_text
+from .errors import ValidationError
+from .isa import types as T
+from .isa.calls import CallParam, FuncRef, call as call_instruction
+from .isa.operands import Addr, Imm, Reg
+from .isa.types import decl_type
+from .kernel import Param
+
+_PTXFORGE_INTERNAL = True
+
+
+def signature_of(func):
+    """(name, return Params, parameter Params) of a call target: a finished device `Function`, a
+    `Prototype`, or a `FunctionBuilder` (its signature so far; the module finishes it)."""
+    if hasattr(func, "finish") and getattr(func, "kind", None) == "func":  # a FunctionBuilder
+        return func.name, tuple(func._results), tuple(func.params)
+    if isinstance(func, Function) and func.kind == "func":
+        return func.name, tuple(func.returns), tuple(func.params)
+    if isinstance(func, Prototype):
+        return func.name, tuple(func.returns), tuple(func.params)
+    if isinstance(func, Function) or hasattr(func, "finish"):
+        raise ValidationError(f"'{func.name}' is a kernel (.entry); only device functions (.func, from "
+                              "FunctionBuilder) can be called")
+    raise ValidationError(f"call needs a device function (a FunctionBuilder, its finished Function or a "
+                          f"Prototype), got {func!r}")
+
+
+def _compatible(reg_t: T.ScalarType, param_t: T.ScalarType) -> bool:
+    """Whether a register of `reg_t` may be stored to / loaded from a `.param` of `param_t`."""
+    if reg_t.is_pred or param_t.is_pred:
+        return False
+    d, p = decl_type(reg_t), param_t
+    if d.bits != p.bits:
+        return False
+    if p.kind == "b" or d.kind == "b":
+        return True
+    return d.is_float == p.is_float
+
+
+class FunctionOps:
+    """Builder methods for device functions, call scopes, variables and pragmas (mixed into
+    `KernelBuilder`)."""
+
+    # ------------------------------------------------------------------ variables
+    def _use_variable(self, var: Variable):
+        """The symbol of a module-scope variable or of this kernel's `.local` array, recorded as used."""
+        if var.space == "local":
+            if var not in self._locals:
+                raise ValidationError(f".local array {var.name} belongs to another kernel; declare it with "
+                                      "this kernel's local_array()")
+        elif var.space in ("global", "const"):
+            prev = self._module_vars.get(var.name)
+            if prev is not None and prev != var:
+                raise ValidationError(f"two different module variables are called {var.name}")
+            self._module_vars[var.name] = var
+        else:
+            raise ValidationError(f"variable {var.name} is .{var.space}; the builder addresses module "
+                                  ".global/.const variables and .local arrays (shared memory: shared())")
+        return var.symbol
+
+    def local_array(self, name: str, type, count: int, *, align: int | None = None) -> Variable:
+        """A per-thread `.local` array in this kernel: `.local .align A .type name[count];`.
+
+        Use it as the address of `ld`/`st` with `space="local"` (`k.st(arr, v, space="local",
+        offset=4)`), or take its address with `address_of()`.  Returns the `Variable`."""
+        from .declarations import variable
+        self._claim(name, ".local array")
+        var = variable(name, type, space="local", count=count, align=align)
+        self._locals.append(var)
+        return var
+
+    def address_of(self, var: Variable, dst=None, *, generic: bool = False) -> Reg:
+        """The address of a variable in its own space: `mov.u64 %rd, var` (the builder then knows the
+        register holds a `.global`/`.const`/`.local` address); with `generic=True` also
+        `cvta.<space>.u64` to a generic address."""
+        if not isinstance(var, Variable):
+            raise ValidationError(f"address_of() takes a Variable (variable() or local_array()), got {var!r}")
+        r = self.mov(var, type=T.u64, dst=dst if dst is not None else self.reg(T.u64, f"{var.name}_addr"))
+        if generic:
+            self.cvta(r, frm=var.space, dst=r)
+        return r
+
+    # ------------------------------------------------------------------ pragmas
+    def pragma(self, *words: str) -> None:
+        """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
+        loop's back branch: ptxas does not unroll it)."""
+        self._body.append(BodyDirective(pragma_text(words)))
+
+    # ------------------------------------------------------------------ calls
+    def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None):
+        """Call a device function: the whole call scope in one builder call.
+
+        Writes::
+
+            {
+                .param .f32 call0_a0;           // one per argument
+                .param .f32 call0_r0;           // one per return value
+                st.param.f32 [call0_a0], %f1;
+                call{.uni} (call0_r0), func, (call0_a0);
+                ld.param.f32 %f2, [call0_r0];
+            }
+
+        `func` is a `FunctionBuilder`, the `Function` it finished into, or a `Prototype` (an
+        `.extern .func` the module declares).  `args` are registers or Python numbers, one per
+        parameter, each of the parameter's width and kind (float/integer); `returns` are the
+        registers that receive the return values (default: new ones).  `pred` guards every line of
+        the scope.  Returns the return register (one return value), a tuple of them, or None.
+        """
+        name, rets, params = signature_of(func)
+        args = list(args) if isinstance(args, (list, tuple)) else [args]
+        if len(args) != len(params):
+            raise ValidationError(
+                f"call {name}: it takes {len(params)} argument(s) ({', '.join(_sig(p) for p in params)}), "
+                f"got {len(args)}")
+        vals = []
+        for i, (a, p) in enumerate(zip(args, params)):
+            if p.nbytes is not None:
+                raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
+                                      "passes scalar parameters")
+            v = self._val(a, p.type)
+            if isinstance(v, Reg):
+                if not _compatible(v.type, p.type):
+                    raise ValidationError(
+                        f"call {name}: argument {i} ({p.name}) is .{p.type.name}; {v} is .{v.type.name} "
+                        f"(pass a {p.type.bits}-bit {'float' if p.type.is_float else 'integer'} register)")
+            elif not isinstance(v, Imm):
+                raise ValidationError(f"call {name}: argument {i} ({p.name}) must be a register or a number, "
+                                      f"got {a!r}")
+            vals.append(v)
+        if returns is None:
+            outs = [self.reg(decl_type(p.type)) for p in rets]
+        else:
+            outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
+            if len(outs) != len(rets):
+                raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
+                                      f"({', '.join(_sig(p) for p in rets) or 'none'}), got {len(outs)} "
+                                      "register(s) to receive them")
+            for o, p in zip(outs, rets):
+                o = self._val(o)
+                if not isinstance(o, Reg) or not _compatible(o.type, p.type):
+                    raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {o!r} cannot "
+                                          "receive it")
+        n = self._call_count
+        self._call_count += 1
+        guard = self._guard(pred) if pred is not None else None
+        arg_syms = [self._call_param(f"call{n}_a{i}", p) for i, p in enumerate(params)]
+        ret_syms = [self._call_param(f"call{n}_r{i}", p) for i, p in enumerate(rets)]
+        ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
+        self._body.append(ScopeOpen())
+        for s, p in zip(arg_syms + ret_syms, list(params) + list(rets)):
+            self._body.append(LocalDecl(Param(s.name, p.type).render() + ";", s))
+        for s, v, p in zip(arg_syms, vals, params):
+            self.st(Addr(s), v, type=_access_type(p.type), space="param", pred=guard)
+        self.emit(ins, guard)
+        for s, o, p in zip(ret_syms, outs, rets):
+            self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o, pred=guard)
+        self._body.append(ScopeClose())
+        self._callees.append(func)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _call_param(self, name: str, p: Param) -> CallParam:
+        self._claim(name, "call parameter")
+        return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
+
+    # ------------------------------------------------------------------ the device-function side
+    def result(self, name: str, type) -> Param:
+        """Declare a return value of this device function: `.func (.param .type name) f(...)`.
+        Only a `FunctionBuilder` has return values; write it with `set_result()`."""
+        if getattr(self, "kind", "entry") != "func":
+            raise ValidationError(f"'{self.name}' is a kernel; kernels have no return values (a device function "
+                                  "from FunctionBuilder has)")
+        self._claim(name, "return value")
+        t = T.lookup(type)
+        if not t.can_declare or t.is_pred:
+            raise ValidationError(f"return type .{t.name} is not allowed; use a scalar such as .u32 or .f32")
+        p = Param(name, t)
+        self._results.append(p)
+        return p
+
+    def set_result(self, value, name: str | None = None, *, pred=None) -> None:
+        """Write a return value of this device function: `st.param.type [name], value`.
+
+        `name` picks the return value (default: the only one); `value` is a register of its width
+        and kind, or a number."""
+        if not self._results:
+            raise ValidationError(f"'{self.name}' declares no return value; declare one with result()")
+        if name is None:
+            if len(self._results) != 1:
+                raise ValidationError(f"'{self.name}' returns {len(self._results)} values; name the one to set")
+            p = self._results[0]
+        else:
+            p = next((q for q in self._results if q.name == name), None)
+            if p is None:
+                raise ValidationError(f"'{self.name}' has no return value {name!r}; it has: "
+                                      + ", ".join(q.name for q in self._results))
+        v = self._val(value, p.type)
+        if isinstance(v, Reg) and not _compatible(v.type, p.type):
+            raise ValidationError(f"return value {p.name} is .{p.type.name}; {v} is .{v.type.name}")
+        sym = CallParam(p.name, "param", p.type, None, max(p.type.bits // 8, 1))
+        self.st(Addr(sym), v, type=_access_type(p.type), space="param", pred=pred)
+
+
+def _access_type(t: T.ScalarType) -> T.ScalarType:
+    """The type ld/st.param use for a parameter of type `t` (half types through their bits)."""
+    return t.bits_type() if t.name in ("f16", "bf16", "f16x2", "bf16x2") else t
+
+
+def _sig(p: Param) -> str:
+    return f".{p.type.name} {p.name}"

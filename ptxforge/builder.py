@@ -209,6 +209,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._module_vars: dict = {}
         self._callees: list = []
         self._call_count = 0
+        self._scope_names: list = []  # names declared in each open call_scope()
 
     # ------------------------------------------------------------------ registers
     def reg(self, type, name: str | None = None, *, exact: bool = False) -> Reg:
@@ -686,6 +687,7 @@ class FunctionBuilder(KernelBuilder):
         name: the function's PTX name, a PTX identifier.
         target: the ``.target``, as for a kernel (caller and callee must share it).
         visible: `.visible .func` (external linkage) instead of a file-local `.func`.
+        noreturn: the `.noreturn` directive (the function ends in `trap`/`exit`, never returns).
 
     >>> import ptxforge as pf
     >>> f = pf.FunctionBuilder("twice", target="sm_80")
@@ -701,9 +703,11 @@ class FunctionBuilder(KernelBuilder):
 
     kind = "func"
 
-    def __init__(self, name: str, target="sm_80", *, visible: bool = False):
+    def __init__(self, name: str, target="sm_80", *, visible: bool = False, noreturn: bool = False):
         super().__init__(name, target)
         self.visible = bool(visible)
+        if noreturn:  # .noreturn: the function never returns (it traps or exits)
+            self.directives.append(("noreturn", None))
 
     def _linkage(self) -> str:
         return ".visible" if self.visible else ""

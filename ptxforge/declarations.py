@@ -200,7 +200,7 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
     and the Module declares it) or "local" (a kernel's per-thread array: `local_array()`).
     `count` makes an array; `init` is a number (a scalar) or a sequence of numbers (an array;
     shorter than `count` leaves the rest zero, as PTX does), rendered exactly (floats as `0f...`
-    hex).  `.local` variables take no initializer.  `visible` gives a module variable external
+    hex), or PTX initializer text (`"{1, 2, 3}"`) kept as written.  `.local` variables take no initializer.  `visible` gives a module variable external
     linkage (`.visible`: the host finds it by name)."""
     if not isinstance(name, str) or not _IDENT.match(name):
         raise ValidationError(f"variable name {name!r} is not a PTX identifier")
@@ -225,7 +225,12 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
     if init is not None:
         if space == "local":
             raise ValidationError(f".local variable {name} cannot have an initializer (ptxas refuses it)")
-        text = _init_text(name, t, init, dims)
+        if isinstance(init, str):  # PTX initializer text, kept as written (what to-python restates)
+            text = " ".join(init.split())
+            if not text or text.count("{") != text.count("}") or ";" in text:
+                raise ValidationError(f"initializer text {init!r} of {name} is not a value or a {{ ... }} list")
+        else:
+            text = _init_text(name, t, init, dims)
     return Variable(name, space, t, align, dims, text, ".visible" if visible else "")
 
 

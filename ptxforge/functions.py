@@ -16,6 +16,8 @@ writes its return values with `set_result()`.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from .declarations import Function, LocalDecl, Prototype, ScopeClose, ScopeOpen, Variable, BodyDirective
 from .declarations import pragma_text
 from .errors import ValidationError
@@ -77,8 +79,9 @@ class FunctionOps:
                                   ".global/.const variables and .local arrays (shared memory: shared())")
         return var.symbol
 
-    def local_array(self, name: str, type, count: int, *, align: int | None = None) -> Variable:
-        """A per-thread `.local` array in this kernel: `.local .align A .type name[count];`.
+    def local_array(self, name: str, type, count: int | None, *, align: int | None = None) -> Variable:
+        """A per-thread `.local` array in this kernel: `.local .align A .type name[count];` (a
+        scalar with `count=None`).
 
         Use it as the address of `ld`/`st` with `space="local"` (`k.st(arr, v, space="local",
         offset=4)`), or take its address with `address_of()`.  Returns the `Variable`."""
@@ -182,6 +185,36 @@ class FunctionOps:
     def _call_param(self, name: str, p: Param) -> CallParam:
         self._claim(name, "call parameter")
         return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
+
+    # ------------------------------------------------------------------ call scopes by hand
+    @contextmanager
+    def call_scope(self):
+        """A `{ ... }` scope in the body for a call written instruction by instruction (what `call()`
+        writes in one step): declare its `.param` variables with `call_param()`, write them with
+        `st` (space="param"), `emit` the `call` (`ptxforge.isa.calls.call`), read the return slots
+        with `ld`.  The variables' names are free again after the scope."""
+        self._body.append(ScopeOpen())
+        self._scope_names.append(set())
+        try:
+            yield
+        finally:
+            self._names -= self._scope_names.pop()
+            self._body.append(ScopeClose())
+
+    def call_param(self, name: str, type) -> CallParam:
+        """Declare a call's `.param .type name;` in the innermost `call_scope()`; returns the
+        writable `.param` symbol (the address of `st.param`/`ld.param`, an item of a call's
+        argument or return list)."""
+        if not self._scope_names:
+            raise ValidationError("call_param() declares a call's .param variable inside `with k.call_scope():`")
+        self._claim(name, "call parameter")
+        self._scope_names[-1].add(name)
+        t = T.lookup(type)
+        if not t.can_declare or t.is_pred:
+            raise ValidationError(f"a .param variable of .{t.name} is not allowed; use a scalar such as .b32")
+        sym = CallParam(name, "param", t, None, max(t.bits // 8, 1))
+        self._body.append(LocalDecl(Param(name, t).render() + ";", sym))
+        return sym
 
     # ------------------------------------------------------------------ the device-function side
     def result(self, name: str, type) -> Param:

@@ -16,6 +16,7 @@ from ..isa import types as T
 from ..isa.instruction import Instruction
 from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
 from .dispatch import build_op
+from .exec_call import expand_calls
 from .findings import InterpUnsupported
 from .values import const, storage_dtype, view_dtype
 
@@ -24,8 +25,11 @@ _PTXFORGE_INTERNAL = True
 class Program:
     """Executors for one kernel, plus the register and shared-memory tables a Machine needs."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, functions: dict | None = None):
+        """`functions`: the module's device functions by name, which the kernel's calls run
+        (expanded in place: see exec_call)."""
         self.kernel = kernel
+        self.functions = dict(functions or {})
         self.name = kernel.name
         self.reg_index: dict = {}
         self.reg_types: list = []  # storage dtype per register index
@@ -33,7 +37,7 @@ class Program:
         self._slot_of: dict = {}
         self.instructions: list = []
         labels: dict = {}
-        for item in kernel.body:
+        for item in expand_calls(kernel, self.functions):
             if isinstance(item, LabelDef):
                 labels[item.label.name] = len(self.instructions)
             elif isinstance(item, Instruction):

@@ -323,6 +323,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             if self._kernel is not None:
                 raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
             guard = self._guard(pred) if pred is not None else None
+            if guard is not None or ins.guard is not None:
+                _check_guarded_param(ins, self._results)
             if guard is not None:
                 if ins.guard is not None:
                     raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
@@ -767,6 +769,18 @@ _SPACE_CLASH = {("shared", "global"), ("shared", "generic"), ("global", "shared"
                 # a .const or .local window address is no generic address (cvta.const / cvta.local first)
                 ("generic", "const"), ("generic", "local"), ("global", "const"), ("const", "global"),
                 ("shared", "const"), ("const", "shared"), ("local", "const"), ("const", "local")}
+
+
+def _check_guarded_param(ins: Instruction, results) -> None:
+    """ptxas refuses a guard on `st.param`/`ld.param` of a call's `.param` variable (a device
+    function's own return value may be stored under a guard)."""
+    if ins.opcode not in ("ld", "st") or getattr(ins.info, "space", None) != "param":
+        return
+    addr = ins.operands[0] if ins.opcode == "st" else ins.operands[1]
+    base = getattr(addr, "base", None)
+    if type(base).__name__ == "CallParam" and not any(p.name == base.name for p in results):
+        raise ValidationError(f"'{ins.mnemonic}' of the call parameter {base.name} cannot be guarded (ptxas "
+                              "refuses it): guard the call instead")
 
 
 def _names_variable(ins: Instruction) -> bool:

@@ -125,8 +125,9 @@ class FunctionOps:
         `func` is a `FunctionBuilder`, the `Function` it finished into, or a `Prototype` (an
         `.extern .func` the module declares).  `args` are registers or Python numbers, one per
         parameter, each of the parameter's width and kind (float/integer); `returns` are the
-        registers that receive the return values (default: new ones).  `pred` guards every line of
-        the scope.  Returns the return register (one return value), a tuple of them, or None.
+        register that receives the return value (default: a new one).  `pred` guards the `call`
+        (ptxas refuses a guard on the scope's `st.param`/`ld.param`); a given return register keeps
+        its value where the guard fails (`@p mov` from the return slot).  Returns the return register (one return value), a tuple of them, or None.
         """
         name, rets, params = signature_of(func)
         args = list(args) if isinstance(args, (list, tuple)) else [args]
@@ -171,11 +172,15 @@ class FunctionOps:
         self._body.append(ScopeOpen())
         for s, p in zip(arg_syms + ret_syms, list(params) + list(rets)):
             self._body.append(LocalDecl(Param(s.name, p.type).render() + ";", s))
-        for s, v, p in zip(arg_syms, vals, params):
-            self.st(Addr(s), v, type=_access_type(p.type), space="param", pred=guard)
+        for s, v, p in zip(arg_syms, vals, params):  # ptxas refuses a guard on these: only the call has one
+            self.st(Addr(s), v, type=_access_type(p.type), space="param")
         self.emit(ins, guard)
         for s, o, p in zip(ret_syms, outs, rets):
-            self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o, pred=guard)
+            if guard is not None and returns is not None:  # the given register keeps its value where not called
+                tmp = self.ld(Addr(s), type=_access_type(p.type), space="param", dst=self.reg(o.type))
+                self.mov(tmp, dst=o, pred=guard)
+            else:
+                self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o)
         self._body.append(ScopeClose())
         self._callees.append(func)
         if not outs:
@@ -223,6 +228,9 @@ class FunctionOps:
         if getattr(self, "kind", "entry") != "func":
             raise ValidationError(f"'{self.name}' is a kernel; kernels have no return values (a device function "
                                   "from FunctionBuilder has)")
+        if self._results:
+            raise ValidationError(f"'{self.name}' already returns {self._results[0].name}: a device function has at "
+                                  "most one .param return value (ptxas: several need the .reg space)")
         self._claim(name, "return value")
         t = T.lookup(type)
         if not t.can_declare or t.is_pred:

@@ -158,6 +158,17 @@ class LocalDecl:
         return self.text
 
 
+@dataclass(frozen=True)
+class BranchTargetsDecl:
+    """`name: .branchtargets L0, L1;` in a body: the label list a `brx.idx` names."""
+
+    targets: object  # ptxforge.isa.calls.BranchTargets
+
+    def ptx_line(self) -> str:
+        """The declaration line."""
+        return self.targets.declaration()
+
+
 # ------------------------------------------------------------------ functions
 
 @dataclass(frozen=True)

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .declarations import Function, LocalDecl, Prototype, ScopeClose, ScopeOpen, Variable, BodyDirective
+from .declarations import (BodyDirective, BranchTargetsDecl, Function, LocalDecl, Prototype, ScopeClose, ScopeOpen,
+                           Variable)
 from .declarations import pragma_text
 from .errors import ValidationError
 from .isa import types as T
-from .isa.calls import CallParam, FuncRef, call as call_instruction
+from .isa.calls import BranchTargets, CallParam, FuncRef, brx_idx as brx_idx_instruction, call as call_instruction
 from .isa.operands import Addr, Imm, Reg
 from .isa.types import decl_type
 from .kernel import Param
@@ -107,6 +108,35 @@ class FunctionOps:
         """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
         loop's back branch: ptxas does not unroll it)."""
         self._body.append(BodyDirective(pragma_text(words)))
+
+    # ------------------------------------------------------------------ indexed branches
+    def branch_targets(self, name: str, labels) -> BranchTargets:
+        """Declare a `.branchtargets` list here: `name: .branchtargets $L_a, $L_b, ...;` (the labels
+        of this kernel, placed anywhere with `place()`); returns it for `brx_idx`."""
+        self._claim(name, "branch-target list")
+        labels = tuple(labels)
+        if not labels:
+            raise ValidationError(f".branchtargets {name} needs at least one label")
+        for x in labels:
+            self._use_label(x)
+        bt = BranchTargets(name, labels)
+        self._body.append(BranchTargetsDecl(bt))
+        return bt
+
+    def brx_idx(self, index, targets, *, uni: bool = False, pred=None) -> None:
+        """`brx.idx{.uni} index, tlist;`: jump to `targets[index]`.
+
+        `targets` is a list of labels (a `.branchtargets` list is declared just before) or a list
+        from `branch_targets()`; `index` a 32-bit integer register or a number.  An index past the
+        list is undefined behaviour in PTX (the interpreter stops there with the line).  `uni`
+        promises the whole warp takes one target."""
+        if not isinstance(targets, BranchTargets):
+            n = self._call_count
+            self._call_count += 1
+            targets = self.branch_targets(f"brx{n}_targets", targets)
+        elif targets.name not in self._names:
+            raise ValidationError(f".branchtargets {targets.name} belongs to another kernel")
+        self.emit(brx_idx_instruction(self._val(index, T.u32), targets, uni), pred)
 
     # ------------------------------------------------------------------ calls
     def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None):

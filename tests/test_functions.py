@@ -408,3 +408,81 @@ def test_the_device_functions_example_assembles_and_runs_on_the_interpreter(tmp_
     y = np.full_like(x, np.nan)
     interp.run(m, ex.KERNEL, grid=(len(x) + 127) // 128, block=128, args=[x, y, len(x)])
     np.testing.assert_allclose(y, ex.reference(x), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------- brx.idx
+
+def _switch_kernel():
+    k = pf.KernelBuilder("switch")
+    out = k.param_ptr("out", u32)
+    t = k.tid()
+    r = k.reg(u32, "res")
+    cases = [k.label("case") for _ in range(3)]
+    end = k.label("end")
+    k.brx_idx(k.rem(t, 4), cases)  # <- brx-past-the-list
+    for j, case in enumerate(cases):
+        k.place(case)
+        k.mov(10 * j + 1, dst=r)
+        k.bra(end)
+    k.place(end)
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), r)
+    return k
+
+
+def test_brx_idx_through_a_branchtargets_list(tmp_path):
+    k = _switch_kernel()
+    m = k.module()
+    assert "brx0_targets: .branchtargets $L_case_0, $L_case_1, $L_case_2;" in m.ptx
+    assert "brx.idx         %r0, brx0_targets;" in m.ptx
+    _assembles(m)
+    _round_trips(m, tmp_path)
+    got = np.zeros(24, np.uint32)
+    with pytest.raises(interp.InterpUnsupported, match="past the 3 targets") as e:  # tid % 4 == 3
+        interp.run(m, block=24, args=[got])
+    assert_located(e.value, "<- brx-past-the-list", HERE)
+    got = np.zeros(3, np.uint32)
+    interp.run(m, block=3, args=[got])
+    np.testing.assert_array_equal(got, [1, 11, 21])
+
+
+def test_brx_idx_read_from_ptx_runs_on_the_interpreter():
+    text = """.version 8.0
+.target sm_80
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u32 sel)
+{
+    .reg .u32 %r<4>;
+    .reg .u64 %rd<2>;
+    ld.param.u64 %rd1, [out];
+    ld.param.u32 %r1, [sel];
+    mov.u32 %r2, 5;
+    ts: .branchtargets L0, L1;
+    brx.idx.uni %r1, ts;
+L0:
+    add.u32 %r2, %r2, 100;
+L1:
+    st.global.u32 [%rd1], %r2;
+    ret;
+}
+"""
+    m = pf.parse(text)
+    _assembles(m)
+    for sel, want in ((0, 105), (1, 5)):
+        got = np.zeros(1, np.uint32)
+        interp.run(m, block=1, args=[got, sel])
+        assert got[0] == want
+
+
+def test_brx_idx_mistakes_name_the_users_line():
+    k = pf.KernelBuilder("k")
+    x = k.reg(f32, "x")
+    lab = k.label("a")
+    with pytest.raises(pf.ValidationError, match="takes a .u32 register") as e:
+        k.brx_idx(x, [lab])  # <- float-index
+    assert_located(e.value, "<- float-index", HERE)
+    with pytest.raises(pf.ValidationError, match="at least one label") as e:
+        k.brx_idx(0, [])  # <- no-targets
+    assert_located(e.value, "<- no-targets", HERE)
+    k.brx_idx(0, [lab])
+    with pytest.raises(pf.ValidationError, match="never placed"):
+        k.finish()

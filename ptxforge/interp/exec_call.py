@@ -9,6 +9,8 @@ and return values) becomes a per-thread register that `st.param`/`ld.param` writ
 (`param.move`, an interpreter-only instruction).  Instructions keep the Python or PTX line they
 came from, so findings inside a device function name the function's line.
 
+`brx.idx` becomes a chain of compare-and-branch instructions, one per target.
+
 Not modelled (refused when reached, naming the line): recursion, calls through a register,
 `.param` byte arrays and vector or offset accesses to call parameters.
 """
@@ -19,9 +21,9 @@ import dataclasses
 
 from ..isa import types as T
 from ..isa.calls import CallParam
-from ..isa.control import bra
+from ..isa.control import bra, setp
 from ..isa.instruction import Instruction
-from ..isa.operands import Addr, Guard, Label, Reg, Symbol
+from ..isa.operands import Addr, Guard, Imm, Label, Reg, Symbol
 from ..isa.targets import BASE
 from ..kernel import LabelDef
 from .findings import InterpUnsupported
@@ -133,12 +135,34 @@ class _Expander:
             if ins.opcode == "call":
                 self.call(ins, params, stack)
                 continue
+            if ins.opcode == "brx.idx":
+                self.brx(ins)
+                continue
             if ins.opcode == "ret" and ret_label is not None:
                 out.append(bra(ret_label).with_guard(ins.guard).with_loc(ins.loc) if ins.guard is not None
                            else bra(ret_label).with_loc(ins.loc))
                 continue
             acc = _param_access(ins, params)
             out.append(_param_move(ins, *acc) if acc is not None else ins)
+
+    def brx(self, ins):
+        """`brx.idx i, tlist` as a chain: `setp.eq p, i, j; @p bra tlist[j]` for each j, then a
+        stop for an index past the list (undefined in PTX)."""
+        self.sites += 1
+        site = self.sites
+        index, targets = ins.operands
+        t = index.type if isinstance(index, Reg) else T.u32
+        p = Reg(f"brx@{site}", T.pred, 0, "")
+        skip = Label(f"brx@skip{site}", -1)
+        if ins.guard is not None:
+            self.out.append(bra(skip).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
+        for j, label in enumerate(ins.info):
+            self.out.append(setp("eq", t, p, index, Imm(j, t)).with_loc(ins.loc))
+            self.out.append(bra(label).with_guard(Guard(p)).with_loc(ins.loc))
+        self.out.append(_refusal(f"'{ins.render()}': the index is past the {len(ins.info)} targets of {targets.name} "
+                                 "(undefined behaviour in PTX)", ins))
+        if ins.guard is not None:
+            self.out.append(LabelDef(skip, ins.loc))
 
     def call(self, ins, params: dict, stack: tuple):
         info = ins.info
@@ -196,7 +220,7 @@ def make_unsupported_call(P, op):
 def expand_calls(kernel, functions: dict) -> list:
     """The kernel's body with every direct call to a device function of `functions` (name ->
     Function) expanded in place (see the module docstring); Instructions and LabelDefs only."""
-    if not any(isinstance(i, Instruction) and i.opcode == "call" for i in kernel.body) and \
+    if not any(isinstance(i, Instruction) and i.opcode in ("call", "brx.idx") for i in kernel.body) and \
             not any(type(i).__name__ == "LocalDecl" for i in kernel.body):
         return [i for i in kernel.body if isinstance(i, (Instruction, LabelDef))]
     e = _Expander(functions)

@@ -1,4 +1,5 @@
-"""Calls to device functions: `call{.uni} (ret, ...), func, (arg, ...);`.
+"""Calls to device functions, `call{.uni} (ret, ...), func, (arg, ...);`, and indexed branches,
+`brx.idx{.uni} index, tlist;` through a `.branchtargets` list.
 
 Arguments and return values travel through `.param` variables: a caller declares them in a
 `{ ... }` scope around the call and writes them with `st.param`; a device function writes its
@@ -12,8 +13,8 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from .instruction import make
-from .operands import Operand, Symbol
-from .targets import BASE
+from .operands import Imm, Label, Operand, Reg, Symbol
+from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -80,3 +81,42 @@ def call(func: FuncRef, args=(), returns=(), uni: bool = False, prototype=None):
         ops.append(ArgList(tuple(args)))
     return make("call", ("call", "uni" if uni else None), ops, n_dst=0, req=BASE,
                 info=CallInfo(func.name, tuple(returns), tuple(args), uni), mods=("uni",) if uni else ())
+
+
+@dataclass(frozen=True, slots=True)
+class BranchTargets(Operand):
+    """A `.branchtargets` list, `name: .branchtargets L0, L1, ...;`: the operand of `brx.idx`
+    (it renders as its name; `labels` are the targets in index order)."""
+
+    name: str
+    labels: tuple
+
+    def __str__(self) -> str:
+        return self.name
+
+    def declaration(self) -> str:
+        """The list's declaration line in the body."""
+        return f"{self.name}: .branchtargets {', '.join(str(x) for x in self.labels)};"
+
+
+#: brx.idx is PTX ISA 6.0, sm_30 and newer (every target ptxforge writes).
+REQ_BRX = Requirement(30, V("6.0"))
+
+
+def brx_idx(index, targets: BranchTargets, uni: bool = False):
+    """`brx.idx{.uni} index, tlist;`: branch to label `index` of the `.branchtargets` list (pure:
+    no builder).  `index` is a 32-bit integer register (or an immediate); an index past the
+    list is undefined behaviour in PTX.  `uni` promises every thread of the warp takes the same
+    target."""
+    if not isinstance(targets, BranchTargets) or not targets.labels:
+        raise ValidationError(f"brx.idx needs a non-empty .branchtargets list, got {targets!r}")
+    for x in targets.labels:
+        if not isinstance(x, Label):
+            raise ValidationError(f"brx.idx: {x!r} in {targets.name} is not a label")
+    if isinstance(index, Reg):
+        if index.type.is_pred or index.type.is_float or index.type.bits != 32:
+            raise ValidationError(f"brx.idx index {index} is .{index.type.name}; it takes a .u32 register")
+    elif not isinstance(index, Imm) or not isinstance(index.value, int) or index.value < 0:
+        raise ValidationError(f"brx.idx index must be a .u32 register or a non-negative integer, got {index!r}")
+    return make("brx.idx", ("brx", "idx", "uni" if uni else None), (index, targets), n_dst=0, req=REQ_BRX,
+                info=targets.labels, mods=("uni",) if uni else ())

@@ -17,11 +17,11 @@ import inspect
 import keyword
 import re
 
-from ..declarations import (BodyDirective, LocalDecl, ParamDecl, Prototype, RawDirective, ScopeClose, ScopeOpen,
-                            Variable)
+from ..declarations import (BodyDirective, BranchTargetsDecl, LocalDecl, ParamDecl, Prototype, RawDirective,
+                            ScopeClose, ScopeOpen, Variable)
 from ..kernel import Comment, Kernel, LabelDef, Param
 from ..errors import ValidationError
-from ..isa.calls import ArgList, CallParam, FuncRef
+from ..isa.calls import ArgList, BranchTargets, CallParam, FuncRef
 from ..isa.instruction import Instruction
 from ..isa.opaque import OPAQUE, PlainLabel, RawOperand
 from ..isa.operands import (Addr, Discard, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, TensorAddr,
@@ -73,6 +73,8 @@ class _Writer:
             if x.name in self.syms:
                 return self.syms[x.name]
             return f'CallParam("{x.name}", "param", T.{x.type.name}, {x.nbytes!r}, {x.align})'
+        if isinstance(x, BranchTargets):
+            return self.syms[x.name]
         if isinstance(x, FuncRef):
             return f'FuncRef("{x.name}")'
         if isinstance(x, ArgList):
@@ -227,6 +229,11 @@ class _Writer:
                 scoped[-1].append((sym.name, self.syms.get(sym.name)))
                 out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name})')
                 self.syms[sym.name] = var
+            elif isinstance(item, BranchTargetsDecl):
+                bt = item.targets
+                var = _ident(bt.name, "t_")
+                out.append(f'{ind}{var} = k.branch_targets("{bt.name}", {self.expr(tuple(bt.labels))})')
+                self.syms[bt.name] = var
             elif isinstance(item, BodyDirective) and _PRAGMA.match(item.text):
                 words = re.findall(r'"([^"]*)"', item.text)
                 out.append(f"{ind}k.pragma({', '.join(repr(w) for w in words)})")

@@ -169,6 +169,18 @@ class BranchTargetsDecl:
         return self.targets.declaration()
 
 
+@dataclass(frozen=True)
+class CallPrototypeDecl:
+    """`name: .callprototype (.param .f32 _) _ (.param .u32 _);` in a call scope: the signature of
+    an indirect call."""
+
+    prototype: object  # ptxforge.isa.calls.CallPrototype
+
+    def ptx_line(self) -> str:
+        """The declaration line."""
+        return self.prototype.declaration()
+
+
 # ------------------------------------------------------------------ functions
 
 @dataclass(frozen=True)

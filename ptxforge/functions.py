@@ -18,12 +18,14 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
-from .declarations import (BodyDirective, BranchTargetsDecl, Function, LocalDecl, Prototype, ScopeClose, ScopeOpen,
-                           Variable)
+from .declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, Prototype,
+                           ScopeClose, ScopeOpen, Variable)
 from .declarations import pragma_text
 from .errors import ValidationError
 from .isa import types as T
-from .isa.calls import BranchTargets, CallParam, FuncRef, brx_idx as brx_idx_instruction, call as call_instruction
+from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
+                        call as call_instruction)
+from .isa.control import mov as mov_instruction
 from .isa.operands import Addr, Imm, Reg
 from .isa.types import decl_type
 from .kernel import Param
@@ -95,7 +97,15 @@ class FunctionOps:
     def address_of(self, var: Variable, dst=None, *, generic: bool = False) -> Reg:
         """The address of a variable in its own space: `mov.u64 %rd, var` (the builder then knows the
         register holds a `.global`/`.const`/`.local` address); with `generic=True` also
-        `cvta.<space>.u64` to a generic address."""
+        `cvta.<space>.u64` to a generic address.
+
+        Of a device function (a `FunctionBuilder` or `Function`): `mov.u64 %rd, func`, the target
+        of an indirect `call(reg, ..., prototype=func)` (the module includes the function)."""
+        if getattr(var, "kind", None) == "func":
+            r = self._dst(dst, T.u64) if dst is not None else self.reg(T.u64, f"{var.name}_fn")
+            self.emit(mov_instruction(T.u64, r, FuncRef(var.name)))
+            self._callees.append(var)
+            return r
         if not isinstance(var, Variable):
             raise ValidationError(f"address_of() takes a Variable (variable() or local_array()), got {var!r}")
         r = self.mov(var, type=T.u64, dst=dst if dst is not None else self.reg(T.u64, f"{var.name}_addr"))
@@ -139,7 +149,7 @@ class FunctionOps:
         self.emit(brx_idx_instruction(self._val(index, T.u32), targets, uni), pred)
 
     # ------------------------------------------------------------------ calls
-    def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None):
+    def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None, prototype=None):
         """Call a device function: the whole call scope in one builder call.
 
         Writes::
@@ -154,12 +164,29 @@ class FunctionOps:
 
         `func` is a `FunctionBuilder`, the `Function` it finished into, or a `Prototype` (an
         `.extern .func` the module declares).  `args` are registers or Python numbers, one per
-        parameter, each of the parameter's width and kind (float/integer); `returns` are the
+        parameter, each of the parameter's width and kind (float/integer); `returns` is the
         register that receives the return value (default: a new one).  `pred` guards the `call`
         (ptxas refuses a guard on the scope's `st.param`/`ld.param`); a given return register keeps
-        its value where the guard fails (`@p mov` from the return slot).  Returns the return register (one return value), a tuple of them, or None.
+        its value where the guard fails (`@p mov` from the return slot).  Returns the return
+        register, or None for a function without a return value.
+
+        An indirect call: `func` is a 64-bit register holding a function's address
+        (`address_of(f)`) and `prototype` the signature it promises (a `FunctionBuilder`, `Function`
+        or `Prototype`); the scope then declares `protoN: .callprototype ...` and the call is
+        `call (r), %rd, (a, ...), protoN;`.
         """
-        name, rets, params = signature_of(func)
+        target = None
+        if isinstance(func, Reg) or prototype is not None:
+            if prototype is None:
+                raise ValidationError(f"a call through the register {func} needs prototype=: the function whose "
+                                      "signature it has")
+            target = self._val(func)
+            if not isinstance(target, Reg):
+                raise ValidationError(f"prototype= is for a call through a register; got {func!r} to call")
+            _, rets, params = signature_of(prototype)
+            name = str(target)
+        else:
+            name, rets, params = signature_of(func)
         args = list(args) if isinstance(args, (list, tuple)) else [args]
         if len(args) != len(params):
             raise ValidationError(
@@ -198,10 +225,19 @@ class FunctionOps:
         guard = self._guard(pred) if pred is not None else None
         arg_syms = [self._call_param(f"call{n}_a{i}", p) for i, p in enumerate(params)]
         ret_syms = [self._call_param(f"call{n}_r{i}", p) for i, p in enumerate(rets)]
-        ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
+        proto = None
+        if target is not None:
+            proto = CallPrototype(f"proto{n}", tuple(Param("_", p.type) for p in rets),
+                                  tuple(Param("_", p.type) for p in params))
+            self._claim(proto.name, "call prototype")
+            ins = call_instruction(target, tuple(arg_syms), tuple(ret_syms), uni, (rets, params), targets=proto)
+        else:
+            ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
         self._body.append(ScopeOpen())
         for s, p in zip(arg_syms + ret_syms, list(params) + list(rets)):
             self._body.append(LocalDecl(Param(s.name, p.type).render() + ";", s))
+        if proto is not None:
+            self._body.append(CallPrototypeDecl(proto))
         for s, v, p in zip(arg_syms, vals, params):  # ptxas refuses a guard on these: only the call has one
             self.st(Addr(s), v, type=_access_type(p.type), space="param")
         self.emit(ins, guard)
@@ -212,7 +248,8 @@ class FunctionOps:
             else:
                 self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o)
         self._body.append(ScopeClose())
-        self._callees.append(func)
+        if target is None:
+            self._callees.append(func)
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -235,6 +272,20 @@ class FunctionOps:
         finally:
             self._names -= self._scope_names.pop()
             self._body.append(ScopeClose())
+
+    def call_prototype(self, name: str, returns=(), params=()) -> CallPrototype:
+        """Declare `name: .callprototype (.param .t _) _ (.param .t _, ...);` in the innermost
+        `call_scope()` (types of the return value and the parameters); returns it, the `targets=`
+        of an indirect `ptxforge.isa.calls.call` through a register."""
+        if not self._scope_names:
+            raise ValidationError("call_prototype() declares an indirect call's prototype inside "
+                                  "`with k.call_scope():`")
+        self._claim(name, "call prototype")
+        self._scope_names[-1].add(name)
+        proto = CallPrototype(name, tuple(Param("_", T.lookup(t)) for t in returns),
+                              tuple(Param("_", T.lookup(t)) for t in params))
+        self._body.append(CallPrototypeDecl(proto))
+        return proto
 
     def call_param(self, name: str, type) -> CallParam:
         """Declare a call's `.param .type name;` in the innermost `call_scope()`; returns the

@@ -486,3 +486,62 @@ def test_brx_idx_mistakes_name_the_users_line():
     k.brx_idx(0, [lab])
     with pytest.raises(pf.ValidationError, match="never placed"):
         k.finish()
+
+
+# ---------------------------------------------------------------- indirect calls
+
+def _unary(name, op):
+    f = pf.FunctionBuilder(name)
+    x = f.param_value("x", f32)
+    f.result("y", f32)
+    f.set_result(op(f, x))
+    return f
+
+
+def test_an_indirect_call_through_a_callprototype(tmp_path):
+    sq = _unary("sq", lambda f, x: f.mul(x, x))
+    ng = _unary("ng", lambda f, x: f.neg(x))
+    k = pf.KernelBuilder("k")
+    out = k.param_ptr("out", f32)
+    t = k.tid()
+    fp = k.selp(k.address_of(ng), k.address_of(sq), k.setp("ne", k.and_(t, 1), 0))  # mov.u64 %rd, ng
+    y = k.call(fp, args=[k.cvt(t, f32, rnd="rn")], prototype=sq)
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), y)
+    m = k.module()
+    assert sorted(x.name for x in m.functions) == ["ng", "sq"]
+    assert "proto0: .callprototype (.param .f32 _) _ (.param .f32 _);" in m.ptx
+    assert re.search(r"call +\(call0_r0\), %\w+, \(call0_a0\), proto0;", m.ptx)
+    _assembles(m)
+    _round_trips(m, tmp_path)
+    got = np.zeros(8, np.float32)
+    interp.run(m, block=8, args=[got])
+    t = np.arange(8, dtype=np.float32)
+    np.testing.assert_array_equal(got, np.where(np.arange(8) % 2 == 1, -t, t * t))
+
+
+def test_an_indirect_call_to_no_function_stops_at_the_call():
+    sq = _unary("sq", lambda f, x: f.mul(x, x))
+    k = pf.KernelBuilder("k")
+    fp = k.reg(u64, "fp")
+    k.mov(1234, dst=fp)
+    k.address_of(sq)
+    k.call(fp, args=[1.0], prototype=sq)  # <- bad-indirect
+    with pytest.raises(interp.InterpUnsupported, match="no address of a device function") as e:
+        interp.run(k.module(), block=1)
+    assert_located(e.value, "<- bad-indirect", HERE)
+
+
+def test_indirect_call_mistakes_name_the_users_line():
+    sq = _unary("sq", lambda f, x: f.mul(x, x))
+    k = pf.KernelBuilder("k")
+    r32 = k.reg(u32, "r32")
+    with pytest.raises(pf.ValidationError, match="64-bit register") as e:
+        k.call(r32, args=[1.0], prototype=sq)  # <- narrow-pointer
+    assert_located(e.value, "<- narrow-pointer", HERE)
+    fp = k.reg(u64, "fp")
+    with pytest.raises(pf.ValidationError, match="needs prototype=") as e:
+        k.call(fp, args=[1.0])  # <- no-prototype
+    assert_located(e.value, "<- no-prototype", HERE)
+    with pytest.raises(pf.ValidationError, match="takes 1 argument") as e:
+        k.call(fp, args=[1.0, 2.0], prototype=sq)  # <- indirect-count
+    assert_located(e.value, "<- indirect-count", HERE)

@@ -11,7 +11,11 @@ came from, so findings inside a device function name the function's line.
 
 `brx.idx` becomes a chain of compare-and-branch instructions, one per target.
 
-Not modelled (refused when reached, naming the line): recursion, calls through a register,
+A call through a register (`mov.u64 %rd, func` gives a fixed address per function) becomes a
+comparison with the address of each function of the module that has the `.callprototype`'s
+signature and a branch to that function's expanded body.
+
+Not modelled (refused when reached, naming the line): recursion,
 `.param` byte arrays and vector or offset accesses to call parameters.
 """
 
@@ -166,40 +170,89 @@ class _Expander:
 
     def call(self, ins, params: dict, stack: tuple):
         info = ins.info
-        func = self.functions.get(info.func) if isinstance(info.func, str) else None
-        if func is None:
-            why = ("an indirect call (through a register)" if not isinstance(info.func, str) else
-                   f"a call to {info.func}, which the module does not define")
-            self.out.append(_refusal(f"'{ins.render()}' is {why}; the interpreter runs calls to device functions "
-                                     "the module defines", ins))
-            return
-        if func.name in stack:
-            self.out.append(_refusal(f"'{ins.render()}': a recursive call ({' -> '.join(stack + (func.name,))}) is "
-                                     "not modelled", ins))
-            return
-        self.sites += 1
-        site = self.sites
-        end = Label(f"{func.name}@ret{site}", -1)
-        skip = None
-        if ins.guard is not None:  # a guarded call: threads whose guard fails skip the body
-            skip = bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc)
-            self.out.append(skip)
-        inner = {}
         missing = [a for a in tuple(info.args) + tuple(info.returns) if a.name not in params]
         if missing:
             self.out.append(_refusal(f"'{ins.render()}': {missing[0].name} is not a .param variable of the call "
                                      "scope", ins))
             return
+        if isinstance(info.func, Reg):
+            self.indirect(ins, params, stack)
+            return
+        func = self.functions.get(info.func)
+        if func is None:
+            self.out.append(_refusal(f"'{ins.render()}' is a call to {info.func}, which the module does not "
+                                     "define; the interpreter runs calls to device functions the module defines", ins))
+            return
+        self.sites += 1
+        end = Label(f"{func.name}@ret{self.sites}", -1)
+        if ins.guard is not None:  # a guarded call: threads whose guard fails skip the body
+            self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
+        self.inline(func, ins, params, stack, end)
+        self.out.append(LabelDef(end, ins.loc))
+
+    def indirect(self, ins, params: dict, stack: tuple):
+        """A call through a register: compare it with the address of each function of the module that
+        has the prototype's signature, branch to that function's expanded body; an address of no such
+        function stops there."""
+        info = ins.info
+        proto = info.prototype
+        want = (tuple(p.type.bits for p in proto.returns), tuple(p.type.bits for p in proto.params))
+        names = [n for n in sorted(self.functions)
+                 if (tuple(p.type.bits for p in self.functions[n].returns),
+                     tuple(p.type.bits for p in self.functions[n].params)) == want]
+        self.sites += 1
+        site = self.sites
+        end = Label(f"indirect@ret{site}", -1)
+        if ins.guard is not None:
+            self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
+        p = Reg(f"icall@{site}", T.pred, 0, "")
+        entries = []
+        for n in names:
+            entry = Label(f"{n}@icall{site}", -1)
+            entries.append(entry)
+            self.out.append(setp("eq", T.u64, p, info.func, Imm(function_address(self.functions, n), T.u64))
+                            .with_loc(ins.loc))
+            self.out.append(bra(entry).with_guard(Guard(p)).with_loc(ins.loc))
+        self.out.append(_refusal(f"'{ins.render()}': the register holds no address of a device function of the "
+                                 f"module with the signature of {proto.name}"
+                                 + (f" ({', '.join(names)})" if names else " (none has it)"), ins))
+        for n, entry in zip(names, entries):
+            self.out.append(LabelDef(entry, ins.loc))
+            self.inline(self.functions[n], ins, params, stack, end)
+            self.out.append(bra(end).with_loc(ins.loc))
+        self.out.append(LabelDef(end, ins.loc))
+
+    def inline(self, func, ins, params: dict, stack: tuple, end: Label):
+        """`func`'s body for the call `ins`, its parameters bound to the call scope's registers, its
+        `ret` a branch to `end`."""
+        if func.name in stack:
+            self.out.append(_refusal(f"'{ins.render()}': a recursive call ({' -> '.join(stack + (func.name,))}) is "
+                                     "not modelled", ins))
+            return
+        info = ins.info
+        self.sites += 1
+        inner = {}
         for p, a in zip(func.params, info.args):
             inner[p.name] = params[a.name]
         for p, r in zip(func.returns, info.returns):
             inner[p.name] = params[r.name]
         regs = {"@prefix": f"{func.name}."}
-        labels = {"@suffix": f"@{site}"}
+        labels = {"@suffix": f"@{self.sites}"}
         memo: dict = {}
         items = [_rewrite(x, regs, labels, memo) if isinstance(x, (Instruction, LabelDef)) else x for x in func.body]
         self.body(items, inner, stack + (func.name,), end)
-        self.out.append(LabelDef(end, ins.loc))
+
+
+#: Where the interpreter places device functions' addresses (`mov.u64 %rd, func`): 16 bytes apart.
+FUNCTION_BASE = 0x4000_0000_0000
+
+
+def function_address(functions: dict, name: str) -> int:
+    """The address `mov.u64 %rd, name` gives on the interpreter (by the function's rank in name
+    order); KeyError for a name that is no device function of the module."""
+    if name not in functions:
+        raise KeyError(name)
+    return FUNCTION_BASE + 16 * (1 + sorted(functions).index(name))
 
 
 #: The opcode of a stand-in for what the interpreter cannot expand; it refuses when reached.

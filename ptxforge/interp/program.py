@@ -16,7 +16,8 @@ from ..isa import types as T
 from ..isa.instruction import Instruction
 from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
 from .dispatch import build_op
-from .exec_call import expand_calls
+from .exec_call import expand_calls, function_address
+from ..isa.calls import FuncRef
 from .findings import InterpUnsupported
 from .values import const, storage_dtype, view_dtype
 
@@ -129,6 +130,12 @@ class Program:
             def sym(S):
                 return np.array(S.launch.symbol_address(name, space), dtype=storage_dtype(t)).view(dt)[()]
             return sym
+        if isinstance(op, FuncRef):  # a device function's address (an indirect call's target)
+            try:
+                c = const(function_address(self.functions, op.name), t)
+            except KeyError:
+                raise InterpUnsupported(f"{op.name} is not a device function of the module", ins) from None
+            return lambda S: c
         if isinstance(op, NegPred):
             g = self.reader(op.reg, T.pred, ins)
             return lambda S: ~g(S)

@@ -17,7 +17,7 @@ from ..isa.arith import ARITH, arith
 from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g, bulk_wait_group,
                               commit_group, cp_async, cp_async_mbarrier_arrive, createpolicy, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
-from ..isa.calls import ArgList, FuncRef, brx_idx, call
+from ..isa.calls import ArgList, CallPrototype, FuncRef, brx_idx, call
 from ..isa.control import bra, mov, selp, setp, simple
 from ..isa.convert import cvt, cvta
 from ..isa.memory import (CACHE_OPS, SPACES, atom, ld, ldmatrix, prefetch, prefetch_tensormap, st, stmatrix)
@@ -530,19 +530,24 @@ def _d_createpolicy(parts, ops):
 
 
 def _d_call(parts, ops):
-    rets, args, func = (), (), None
+    rets, args, func, proto = (), (), None, None
     for op in ops:
-        if isinstance(op, FuncRef):
+        if isinstance(op, FuncRef) or (isinstance(op, Reg) and func is None):  # a register: an indirect call
             func = op
         elif isinstance(op, ArgList):
             if func is None:
                 rets = op.items
             else:
                 args = op.items
+        elif isinstance(op, CallPrototype) and func is not None:
+            proto = op
         else:
-            raise ValidationError(f"call: {op} is neither a function, a (return list) nor an (argument list)")
+            raise ValidationError(f"call: {op} is neither a function, a (return list), an (argument list) nor a "
+                                  ".callprototype")
     if func is None:
         raise ValidationError("call names no declared device function (.func)")
+    if proto is not None:
+        return Call(call, func, args, rets, uni=parts[1:] == ["uni"], targets=proto)
     return Call(call, func, args, rets, uni=parts[1:] == ["uni"])
 
 

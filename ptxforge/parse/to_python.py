@@ -17,11 +17,11 @@ import inspect
 import keyword
 import re
 
-from ..declarations import (BodyDirective, BranchTargetsDecl, LocalDecl, ParamDecl, Prototype, RawDirective,
-                            ScopeClose, ScopeOpen, Variable)
+from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, LocalDecl, ParamDecl, Prototype,
+                            RawDirective, ScopeClose, ScopeOpen, Variable)
 from ..kernel import Comment, Kernel, LabelDef, Param
 from ..errors import ValidationError
-from ..isa.calls import ArgList, BranchTargets, CallParam, FuncRef
+from ..isa.calls import ArgList, BranchTargets, CallParam, CallPrototype, FuncRef
 from ..isa.instruction import Instruction
 from ..isa.opaque import OPAQUE, PlainLabel, RawOperand
 from ..isa.operands import (Addr, Discard, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, TensorAddr,
@@ -73,7 +73,7 @@ class _Writer:
             if x.name in self.syms:
                 return self.syms[x.name]
             return f'CallParam("{x.name}", "param", T.{x.type.name}, {x.nbytes!r}, {x.align})'
-        if isinstance(x, BranchTargets):
+        if isinstance(x, (BranchTargets, CallPrototype)):
             return self.syms[x.name]
         if isinstance(x, FuncRef):
             return f'FuncRef("{x.name}")'
@@ -229,6 +229,15 @@ class _Writer:
                 scoped[-1].append((sym.name, self.syms.get(sym.name)))
                 out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name})')
                 self.syms[sym.name] = var
+            elif isinstance(item, CallPrototypeDecl) and scoped and all(
+                    type(p) is Param and p.nbytes is None for p in item.prototype.returns + item.prototype.params):
+                pr = item.prototype
+                var = _ident(pr.name, "proto_")
+                scoped[-1].append((pr.name, self.syms.get(pr.name)))
+                rets = "".join(f"T.{p.type.name}, " for p in pr.returns)
+                params = "".join(f"T.{p.type.name}, " for p in pr.params)
+                out.append(f'{ind}{var} = k.call_prototype("{pr.name}", ({rets}), ({params}))')
+                self.syms[pr.name] = var
             elif isinstance(item, BranchTargetsDecl):
                 bt = item.targets
                 var = _ident(bt.name, "t_")

@@ -107,17 +107,22 @@ def bench_copy(quick):
     t_ref = rt.benchmark(d2d, warmup=3, repeat=10 if quick else 20).median_us
     sm = rt.device_info().sm_count
     results = []
-    sweep = [(4, 4, 64)] if quick else [(5, 3, 64), (4, 2, 128), (6, 2, 128), (3, 2, 256), (4, 1, 256)]
-    for stages, per_sm, box_rows in sweep:
+    # (stages, CTAs per SM, box rows, stores in flight, L2 promotion bytes)
+    sweep = [(4, 4, 64, 1, 128)] if quick else [
+        (5, 3, 64, 1, 128), (6, 2, 128, 1, 128), (4, 1, 256, 1, 128),
+        (6, 2, 64, 2, 256), (8, 2, 64, 3, 256), (6, 3, 64, 2, 256), (4, 4, 64, 2, 256),
+        (6, 1, 128, 2, 256), (8, 1, 128, 3, 256), (4, 2, 128, 2, 256), (3, 2, 256, 2, 256)]
+    for stages, per_sm, box_rows, lag, l2 in sweep:
         tx, nt = ex.tiles(rows, cols, box_rows)
-        fn = rt.load(ex.build(stages, box_rows=box_rows))["tma_copy"]
+        fn = rt.load(ex.build(stages, box_rows=box_rows, lag=lag))["tma_copy"]
         box = (ex.BOX[0], box_rows)
-        sm_ = rt.TensorMap.from_array(src, box, swizzle=128)
-        dm_ = rt.TensorMap.from_array(dst, box, swizzle=128)
+        sm_ = rt.TensorMap.from_array(src, box, swizzle=128, l2_promotion=l2)
+        dm_ = rt.TensorMap.from_array(dst, box, swizzle=128, l2_promotion=l2)
         grid = min(nt, sm * per_sm)
         t = rt.benchmark(fn, grid, 32, sm_, dm_, tx, nt, shared=ex.copy_shared_bytes(stages, box_rows), warmup=3,
                          repeat=10 if quick else 20).median_us
-        results.append({"stages": stages, "ctas_per_sm": per_sm, "box_rows": box_rows, "grid": grid, "us": t})
+        results.append({"stages": stages, "ctas_per_sm": per_sm, "box_rows": box_rows, "lag": lag, "l2_promotion": l2,
+                        "grid": grid, "us": t})
     host_src, host_dst = src.to_host(), dst.to_host()
     ok = bool(np.array_equal(host_src, host_dst))
     best = min(results, key=lambda r: r["us"])

@@ -2,8 +2,9 @@
 
 For each shape and schedule (what `for_shape` picks on this GPU), side by side in one run:
 
-* host time per `run()` call: many back-to-back calls on torch tensors timed with a host clock,
-  no synchronization inside the loop (what a Python loop around the call pays);
+* host time per `run()` call: batches of 20 back-to-back calls on torch tensors timed with a host
+  clock, the GPU drained between batches so the launch queue never fills (what a Python loop
+  around the call pays);
 * throughput of back-to-back calls, CUDA events over batches of launches, for `run()`, the
   prepared launcher (`plan = g.plan(m, n, k)`, then `plan(a, b, c)`) and `plan.launch_pointers`
   (the floor: one cuLaunchKernel), each cycling through input sets larger than the 60 MB L2;
@@ -78,8 +79,11 @@ def events_us(torch, fn, calls, repeat=15):
     return statistics.median(samples)
 
 
-def host_us(torch, fn, calls=300, repeat=7):
-    """Median host time per call of `calls` back-to-back calls (no synchronization inside the loop)."""
+def host_us(torch, fn, calls=20, repeat=40):
+    """Median host time per call: batches of `calls` back-to-back calls, the GPU drained before each.
+
+    The batches are short so that the launch queue never fills: a full queue makes a launch wait
+    for the GPU, and the clock would then time the kernels, not the call."""
     for _ in range(5):
         fn()
     torch.cuda.synchronize()

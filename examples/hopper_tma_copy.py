@@ -35,9 +35,16 @@ def copy_shared_bytes(stages: int = 4, box_rows: int = BOX[1]) -> int:
     return stages * BOX[0] * 2 * box_rows + 8 * stages
 
 
-def build(stages: int = 4, target: str = "sm_90a", box_rows: int = BOX[1]) -> pf.Module:
+def build(stages: int = 4, target: str = "sm_90a", box_rows: int = BOX[1], lag: int = 1) -> pf.Module:
     """The copy kernel `tma_copy(src_map, dst_map, tiles_x, ntiles)` (boxes of 64 x `box_rows`, launch
-    with shared=copy_shared_bytes(stages, box_rows)) and `tma_box_dump` (one 64 x 64 box)."""
+    with shared=copy_shared_bytes(stages, box_rows)) and `tma_box_dump` (one 64 x 64 box).
+
+    `lag` (1 <= lag < stages): how many stores may still be reading shared memory when a stage is
+    refilled.  After storing box i the kernel refills the stage of box i - lag, once
+    `cp.async.bulk.wait_group.read lag` has seen that store read it: `lag` stores and
+    `stages - lag` loads stay in flight."""
+    if not 1 <= lag < stages:
+        raise ValueError(f"lag must be in [1, {stages - 1}] for {stages} stages, got {lag}")
     box_bytes = BOX[0] * 2 * box_rows
     k = pf.KernelBuilder("tma_copy", target=target, reqntid=32)
     src = k.param_tensormap("src_map")
@@ -95,11 +102,11 @@ def build(stages: int = 4, target: str = "sm_90a", box_rows: int = BOX[1]) -> pf
             x, y = tile_coords(ti)
             k.tensor_store(dst, (x, y), k.add(buf_base, k.mul(s, box_bytes)))
             k.bulk_commit()
-            # refill the previous box's stage once its store has read it
-            has_prev = k.setp("ne", i, 0)
+            # refill the stage of box i - lag once its store has read it
+            has_prev = k.setp("ge", i, lag)
             with k.if_(has_prev):
-                k.bulk_wait(1, read=True)
-                prev = k.sub(i, 1)
+                k.bulk_wait(lag, read=True)
+                prev = k.sub(i, lag)
                 nxt = k.add(prev, stages)
                 tn = k.add(first, k.mul(nxt, step))
                 more = k.setp("lt", tn, ntiles)
@@ -146,10 +153,10 @@ def swizzled_box(a: np.ndarray, x0: int, y0: int) -> np.ndarray:
     return SmemTile("u16", BOX[1], BOX[0], "K", 128).store(box)
 
 
-def run_cpu(rows=200, cols=152, stages=3, grid=2, seed=0, box_rows=BOX[1]):
+def run_cpu(rows=200, cols=152, stages=3, grid=2, seed=0, box_rows=BOX[1], lag=1):
     """Run both kernels on the interpreter; returns (dst, dump, src, corner of the dumped box)."""
     from ptxforge import interp
-    m = build(stages, box_rows=box_rows)
+    m = build(stages, box_rows=box_rows, lag=lag)
     rng = np.random.default_rng(seed)
     src = rng.integers(0, 1 << 16, (rows, cols), dtype=np.uint16)
     dst = np.zeros_like(src)

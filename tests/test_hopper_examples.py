@@ -16,11 +16,17 @@ def test_tma_copy_on_the_interpreter():
     assert corner == (128, 192)  # the ragged corner box: 24 of 64 columns and 8 of 64 rows inside
 
 
-@pytest.mark.parametrize("box_rows, stages", [(128, 2), (256, 3)])
-def test_tma_copy_with_taller_boxes(box_rows, stages):
+@pytest.mark.parametrize("box_rows, stages, lag", [(128, 2, 1), (256, 3, 1), (64, 4, 2), (64, 5, 4)])
+def test_tma_copy_with_taller_boxes_and_more_stores_in_flight(box_rows, stages, lag):
     ex = load_example("hopper_tma_copy")
-    dst, _, src, _ = ex.run_cpu(300, 200, stages=stages, grid=3, box_rows=box_rows)
+    dst, _, src, _ = ex.run_cpu(300, 200, stages=stages, grid=3, box_rows=box_rows, lag=lag)
     np.testing.assert_array_equal(dst, src)
+
+
+def test_tma_copy_refuses_a_lag_without_a_free_stage():
+    ex = load_example("hopper_tma_copy")
+    with pytest.raises(ValueError, match="lag"):
+        ex.build(3, lag=3)
 
 
 def test_tma_copy_assembles():

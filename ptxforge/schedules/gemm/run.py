@@ -32,11 +32,11 @@ def _describe(x, what: str, stream: int):
 
 def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     """See GemmSchedule.run."""
-    from ...runtime import DeviceBuffer, In, Out
-    from ...runtime.streams import stream_handle
     done = fast_run(s, a, b, c, k, stream)
     if done is not None:
         return done
+    from ...runtime import DeviceBuffer, In, Out
+    from ...runtime.streams import stream_handle
     k_arg = k
     sh = stream_handle(stream) if stream is not None else 0
     a_shape, a_ptr, a_el = _describe(a, "A", sh)

@@ -30,6 +30,7 @@ from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
+from . import run as _run
 from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
 
@@ -372,8 +373,7 @@ class GemmSchedule:
         kind only read the three addresses and launch (see ``ptxforge.schedules.gemm.plan`` for
         how operands are read quickly and when stream ordering sends a call the careful way).
         """
-        from .run import run_gemm
-        return run_gemm(self, a, b, c, k=k, stream=stream)
+        return _run.run_gemm(self, a, b, c, k=k, stream=stream)
 
     def plan(self, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None):
         """A `GemmPlan`: this GEMM resolved once for an M x N x K problem on GPU operands.

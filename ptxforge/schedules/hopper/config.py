@@ -25,6 +25,7 @@ from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
+from . import run as _run
 
 _PTXFORGE_INTERNAL = True
 
@@ -62,7 +63,11 @@ class HopperGemm:
     biased (s4 with a_registers): the nibbles are widened to v + 8 (u8, 3 operations per word
     instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
     adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
-    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`).
+    8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`);
+    swap_ab: the kernel computes B . A^T and stores it transposed into C, so the operand with many
+    rows (the weights B of a skinny problem) is the wgmma M side, widened in registers, and the
+    few rows of A are the wgmma N (block_n down to 32).  `run`/`plan` take A, B, C as always;
+    the kernel's own M and N (its parameters, `tile_counts`) are then the problem's N and M.
     """
 
     operand: str = "s8"
@@ -77,6 +82,7 @@ class HopperGemm:
     a_registers: bool = True
     converter: bool = False
     biased: bool = False
+    swap_ab: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -85,8 +91,8 @@ class HopperGemm:
             raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
         if self.consumers not in (1, 2):
             raise ValidationError(f"consumers is 1 or 2 warpgroups, got {self.consumers}")
-        if self.block_n % 16 or not 64 <= self.block_n <= 256:
-            raise ValidationError(f"block_n must be a multiple of 16 in 64..256 (a wgmma N), got {self.block_n}")
+        if self.block_n % 16 or not 32 <= self.block_n <= 256:
+            raise ValidationError(f"block_n must be a multiple of 16 in 32..256 (a wgmma N), got {self.block_n}")
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
             raise ValidationError(f"block_k_bytes must be a multiple of {ATOM_BYTES}, got {self.block_k_bytes}")
         if self.operand == "s4" and self.block_k_bytes % 256:
@@ -199,10 +205,11 @@ class HopperGemm:
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
-                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else ""))
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
+                + ("_t" if self.swap_ab else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
-        """(tiles along M, tiles along N, k-stages) of a problem."""
+        """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""
         return -(-m // self.block_m), -(-n // self.block_n), -(-k // self.block_k)
 
     def check_problem(self, m: int, n: int, k: int) -> None:
@@ -256,10 +263,8 @@ class HopperGemm:
         operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
         when None (a DeviceBuffer), the launch asynchronous on `stream`.
         """
-        import numpy as np
-        from .run import run, run_device
-        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
-            out = run(self, a, b, k=k, splits=splits)
+        if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
+            out = _run.run(self, a, b, k=k, splits=splits)
             if c is not None:
                 c[...] = out
                 return c
@@ -267,8 +272,8 @@ class HopperGemm:
         if c is None:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
-            c = DeviceBuffer.empty((m, n), np.int32 if self.c_type == "s32" else np.float32)
-        run_device(self, a, b, c, k=k, splits=splits, stream=stream)
+            c = DeviceBuffer.empty((m, n), _run.np.int32 if self.c_type == "s32" else _run.np.float32)
+        _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):

@@ -399,16 +399,19 @@ def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None, first
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
     col_t = k.mul(tn, cfg.block_n, type=T.u32)
     full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
+    row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
+    col0 = k.mad(t, 2, col_t, type=T.u32)
+    if bias is not None:
+        with k.if_(first_split):
+            _unbias(k, accs, bias, row0, col0)
+    if cfg.swap_ab:
+        _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t)
+        return
     # 8-byte vector stores need an even row pitch: odd N takes the masked path everywhere
     n_even = k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)
     full_mn = k.setp("le", k.add(col_t, cfg.block_n, type=T.u32), n, type=T.u32, combine=("and", full_m))
     full = k.and_(full_mn, n_even, type=T.pred)
-    row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
-    col0 = k.mad(t, 2, col_t, type=T.u32)
     n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
-    if bias is not None:
-        with k.if_(first_split):
-            _unbias(k, accs, bias, row0, col0)
     for mi, acc in enumerate(accs):
         r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
         lin = k.mad(r0, n, col0, type=T.u32)
@@ -429,6 +432,44 @@ def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None, first
                                                           (cj, ok1, p1, 0), (cj1, ok1, p1, 4))):
                     pq = k.setp("lt", col, n, type=T.u32, combine=("and", rowok))
                     k.st(Addr(p, 32 * j + off), acc[4 * j + q], type=c_t, pred=pq)
+
+
+def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):
+    """swap_ab: accumulator (r, c) of the kernel's B . A^T goes to C[c, r] (C rows hold m values).
+
+    Each thread holds rows r, r + 8 and column pairs (c, c + 1) of every 8-column group: four
+    4-byte stores per group, at C + (c * m + r) * 4, + m * 4 for c + 1, + 32 for r + 8.  Lanes
+    of one quad share r, the eight quads cover eight consecutive r: 32-byte segments."""
+    c_t = T.lookup(cfg.c_type)
+    full = k.setp("le", k.add(col_t, cfg.block_n, type=T.u32), n, type=T.u32, combine=("and", full_m))
+    pitch = k.mul(m, 4, type=T.u32, mode="wide")  # bytes of one C row
+    pitch8 = k.mul(m, 32, type=T.u32, mode="wide")  # bytes of 8 C rows
+    nj = cfg.block_n // 8
+    for mi, acc in enumerate(accs):
+        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
+        p0 = k.mad(k.mad(col0, m, r0, type=T.u32), 4, c_ptr, type=T.u32, mode="wide")
+        with k.if_(full):
+            p = p0
+            for j in range(nj):
+                p1 = k.add(p, pitch, type=T.u64)
+                for q, (pq, off) in enumerate(((p, 0), (p1, 0), (p, 32), (p1, 32))):
+                    k.st(Addr(pq, off), acc[4 * j + q], type=c_t)
+                if j + 1 < nj:
+                    p = k.add(p, pitch8, type=T.u64)
+        with k.else_():
+            ok0 = k.setp("lt", r0, m, type=T.u32)
+            ok1 = k.setp("lt", k.add(r0, 8, type=T.u32), m, type=T.u32)
+            p = p0
+            for j in range(nj):
+                cj = k.add(col0, 8 * j, type=T.u32)
+                cj1 = k.add(cj, 1, type=T.u32)
+                p1 = k.add(p, pitch, type=T.u64)
+                for q, (col, rowok, pq, off) in enumerate(((cj, ok0, p, 0), (cj1, ok0, p1, 0),
+                                                           (cj, ok1, p, 32), (cj1, ok1, p1, 32))):
+                    k.st(Addr(pq, off), acc[4 * j + q], type=c_t,
+                         pred=k.setp("lt", col, n, type=T.u32, combine=("and", rowok)))
+                if j + 1 < nj:
+                    p = k.add(p, pitch8, type=T.u64)
 
 
 @functools.lru_cache(maxsize=64)

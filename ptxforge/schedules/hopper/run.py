@@ -17,6 +17,7 @@ import threading
 import numpy as np
 
 from ...errors import ValidationError
+from ..operands import _reader
 
 
 _PTXFORGE_INTERNAL = True
@@ -117,17 +118,19 @@ class HopperPlan:
         from ...runtime.streams import stream_handle
         cfg.check_problem(m, n, k)
         self.cfg, self.m, self.n, self.k = cfg, m, n, k
+        self._swap = cfg.swap_ab
+        km, kn = (n, m) if self._swap else (m, n)  # the kernel's M and N (swap_ab: B . A^T, stored transposed)
         self.stream = stream_handle(stream) if stream is not None else 0
         self.row_bytes = k * cfg.bits // 8
         la, lb = cfg.load_tiles
         tdt = la.dtype
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        self._tmpl = (TensorMap(tdt, 0, (inner, m), la.tma_box, (self.row_bytes,), swizzle=128),
-                      TensorMap(tdt, 0, (inner, n), lb.tma_box, (self.row_bytes,), swizzle=128))
+        self._tmpl = (TensorMap(tdt, 0, (inner, km), la.tma_box, (self.row_bytes,), swizzle=128),
+                      TensorMap(tdt, 0, (inner, kn), lb.tma_box, (self.row_bytes,), swizzle=128))
         self._maps = ({}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
-        tiles_m, tiles_n, ktiles = cfg.tile_counts(m, n, k)
+        tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
@@ -157,8 +160,14 @@ class HopperPlan:
                 bufs.append(buf)
             self.sums = tuple(bufs)
             blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
-            self._sums = (fn, fn._config((-(-m // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
-                          fn._config((-(-n // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
+            self._sums = (fn, fn._config((-(-km // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
+                          fn._config((-(-kn // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
+
+        self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
+        self._km, self._kn = km, kn
+        self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums))
+        cols = self.row_bytes // T_BYTES[tdt]
+        self._shapes = ((m, cols), (n, cols), (m, n))
 
     def __repr__(self) -> str:
         return (f"<HopperPlan {self.cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
@@ -177,14 +186,20 @@ class HopperPlan:
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N]."""
         s = self.stream
+        if self._swap:
+            a_ptr, b_ptr = b_ptr, a_ptr
         if self._sums is not None:
             fn, cfg_a, cfg_b, blob = self._sums
-            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self.m, self.row_bytes))
-            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self.n, self.row_bytes))
-        out = self.workspace.ptr if self.workspace is not None else c_ptr
-        extra = tuple(b.ptr for b in self.sums)
-        self.fn._launch(self._cfg, s, self._blob, (self._map(0, a_ptr), self._map(1, b_ptr), out, self.m, self.n,
-                                                   self.k, self.splits, *extra))
+            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self._km, self.row_bytes))
+            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self._kn, self.row_bytes))
+        out = self._workspace_ptr or c_ptr
+        maps = self._maps
+        ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)
+        if ma is None:
+            ma = self._map(0, a_ptr)
+        if mb is None:
+            mb = self._map(1, b_ptr)
+        self.fn._launch(self._cfg, s, self._blob, (ma, mb, out) + self._scalars)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce
             red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))
@@ -195,15 +210,15 @@ class HopperPlan:
             from ...runtime.streams import stream_handle
             if stream_handle(stream) != self.stream:
                 raise ValidationError("this plan launches on the stream it was made for; make a plan per stream")
-        ptrs = []
-        for what, x, shape in (("A", a, (self.m, self._cols)), ("B", b, (self.n, self._cols)), ("C", c, (self.m, self.n))):
-            ptr, got = self._read(x, what)
-            if got != shape:
-                raise ValidationError(f"{what} has shape {got}; this plan is for {shape}")
-            if what != "C" and ptr % 16:
-                raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
-            ptrs.append(ptr)
-        self.launch_pointers(*ptrs)
+        pa, pb, pc = self._read(a, "A"), self._read(b, "B"), self._read(c, "C")
+        if pa[1] != self._shapes[0] or pb[1] != self._shapes[1] or pc[1] != self._shapes[2]:
+            for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
+                if got[1] != want:
+                    raise ValidationError(f"{what} has shape {got[1]}; this plan is for {want}")
+        if pa[0] % 16 or pb[0] % 16:
+            what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0])
+            raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
+        self.launch_pointers(pa[0], pb[0], pc[0])
         return c
 
     @property
@@ -215,17 +230,16 @@ class HopperPlan:
     def _read(self, x, what):
         """(address, shape) of an operand: through the fast reader for a (type, dtype) already checked
         for this slot, else through its array interface, checking its element type once."""
-        from ..operands import _reader
         got = _reader.read(x)
         if got is not None and (what, type(x), got[2]) in self._seen:
-            return got[0], got[1]
+            return got
         v = _view(x, what)
         _check_elems(self.cfg, [v if w == what else (0, (), _ok_elem(self.cfg, w)) for w in "ABC"])
         _reader.learn(x, v[0])
         got = _reader.read(x)
         if got is not None:
             self._seen.add((what, type(x), got[2]))
-        return v[0], v[1]
+        return v
 
 
 def _ok_elem(cfg, what):
@@ -263,6 +277,11 @@ class Plan:
 T_BYTES = {"s8": 1, "u8": 1, "bf16": 2, "f16": 2}
 
 
+def _stream_handle(stream) -> int:
+    from ...runtime.streams import stream_handle
+    return stream_handle(stream)
+
+
 _plans: dict = {}
 _plans_lock = threading.Lock()
 _PLAN_CACHE = 64
@@ -274,18 +293,20 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
     The first call of a kind reads the operands' array interfaces and makes the `HopperPlan`;
     later calls read three addresses through the fast reader and launch (see gemm.plan).
     """
-    from ..operands import _reader, producers_ok
-    from ...runtime.streams import stream_handle
-    got = [_reader.read(x) for x in (a, b, c)]
-    sh = stream_handle(stream) if stream is not None else 0
     entry = _plans.get(id(cfg))
-    if all(g is not None for g in got) and entry is not None and entry[0] is cfg:
-        plan = entry[1].get((got[0][1], got[0][2], got[1][1], got[1][2], got[2][1], got[2][2], k, splits, sh))
-        if plan is not None:
-            if got[0][0] % 16 or got[1][0] % 16:
-                raise ValidationError("A and B must be 16-byte aligned: their tensor maps need it")
-            plan.launch_pointers(got[0][0], got[1][0], got[2][0])
-            return
+    if entry is not None and entry[0] is cfg:
+        read = _reader.read
+        ga, gb, gc = read(a), read(b), read(c)
+        if ga is not None and gb is not None and gc is not None:
+            sh = 0 if stream is None else _stream_handle(stream)
+            plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits, sh))
+            if plan is not None:
+                if ga[0] % 16 or gb[0] % 16:
+                    raise ValidationError("A and B must be 16-byte aligned: their tensor maps need it")
+                plan.launch_pointers(ga[0], gb[0], gc[0])
+                return
+    from ..operands import producers_ok
+    sh = 0 if stream is None else _stream_handle(stream)
     p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)
     p.launch()
     if not producers_ok(sh, a, b, c):  # ordering after another stream: every call stays careful

@@ -223,7 +223,8 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
     and the Module declares it) or "local" (a kernel's per-thread array: `local_array()`).
     `count` makes an array; `init` is a number (a scalar) or a sequence of numbers (an array;
     shorter than `count` leaves the rest zero, as PTX does), rendered exactly (floats as `0f...`
-    hex), or PTX initializer text (`"{1, 2, 3}"`) kept as written.  `.local` variables take no initializer.  `visible` gives a module variable external
+    hex), or PTX initializer text (`"{1, 2, 3}"`) kept as written.  `.local` variables take no
+    initializer.  `visible` gives a module variable external
     linkage (`.visible`: the host finds it by name)."""
     if not isinstance(name, str) or not _IDENT.match(name):
         raise ValidationError(f"variable name {name!r} is not a PTX identifier")

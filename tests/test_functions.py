@@ -545,3 +545,31 @@ def test_indirect_call_mistakes_name_the_users_line():
     with pytest.raises(pf.ValidationError, match="takes 1 argument") as e:
         k.call(fp, args=[1.0, 2.0], prototype=sq)  # <- indirect-count
     assert_located(e.value, "<- indirect-count", HERE)
+
+
+def test_a_device_function_with_its_own_local_array():
+    f = pf.FunctionBuilder("rev_sum")  # stores x, 2x, 3x in its stack and weighs them back reversed
+    x = f.param_value("x", u32)
+    f.result("s", u32)
+    stack = f.local_array("stack", u32, 3)
+    for j in range(3):
+        f.st(stack, f.mul(x, j + 1), space="local", offset=4 * j)
+    s = f.reg(u32, "s")
+    f.mov(0, dst=s)
+    for j in range(3):
+        f.mad(f.ld(stack, type=u32, space="local", offset=8 - 4 * j), j + 1, s, mode="lo", dst=s)
+    f.set_result(s)
+    k = pf.KernelBuilder("k")
+    out = k.param_ptr("out", u32)
+    mine = k.local_array("stack", u32, 1)  # the same name in the kernel: a variable of its own
+    k.st(mine, 5, type=u32, space="local")
+    t = k.tid()
+    y = k.call(f, args=[t])
+    k.st(k.add(out, k.mul(t, 4, mode="wide")), k.add(y, k.ld(mine, type=u32, space="local")))
+    m = k.module()
+    _assembles(m)
+    _round_trips(m)
+    got = np.zeros(16, np.uint32)
+    interp.run(m, block=16, args=[got])
+    t = np.arange(16)
+    np.testing.assert_array_equal(got, 3 * t * 1 + 2 * t * 2 + 1 * t * 3 + 5)

@@ -223,7 +223,8 @@ class _Writer:
                     else:
                         self.syms[name] = prev
             elif isinstance(item, LocalDecl) and isinstance(item.symbol, CallParam) and scoped and \
-                    item.symbol.nbytes is None and item.text == Param(item.symbol.name, item.symbol.type).render() + ";":
+                    item.symbol.nbytes is None and \
+                    item.text == Param(item.symbol.name, item.symbol.type).render() + ";":
                 sym = item.symbol
                 var = _ident(sym.name, "c_")
                 scoped[-1].append((sym.name, self.syms.get(sym.name)))

@@ -294,8 +294,11 @@ def test_global_variables_are_writable_and_shared_by_the_kernels_of_a_launch():
     m = k.module()
     _assembles(m)
     got = np.zeros(32, np.uint32)
-    interp.run(m, block=32, args=[got])
+    rep = interp.run(m, block=32, args=[got])
     assert sorted(got.tolist()) == list(range(100, 132))
+    assert rep.variables["counter"].view(np.uint32)[0] == 132  # what the host reads back
+    rep = interp.run(m, block=4, args=[got])  # every launch starts from the initializer
+    assert rep.variables["counter"].view(np.uint32)[0] == 104
 
 
 def test_variable_mistakes_name_the_users_line():

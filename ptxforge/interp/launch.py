@@ -82,6 +82,7 @@ class Report:
     ctas: int = 0
     batches: int = 0
     accesses: dict | None = None  # {pointer parameter: traffic.AccessCounts}, with count_accesses=True
+    variables: dict = field(default_factory=dict)  # {module .global/.const variable: its bytes after the run}
 
     @property
     def ok(self) -> bool:
@@ -294,6 +295,14 @@ class Launch:
                 raw.append(v)
         self.params = ParamLayout(params, raw)
 
+    def variable_bytes(self) -> dict:
+        """{name: numpy uint8 array}: each module .global/.const variable's bytes as the launch left them."""
+        out = {}
+        for (name, _), i in self.variable_index.items():
+            b = self.heap.bufs[i]
+            out[name] = self.heap.heap[b.heap_offset:b.heap_offset + b.nbytes].copy()
+        return out
+
     def symbol_address(self, name, space):
         """The address of a shared variable (its shared-window offset) or a parameter (its offset in the
         parameter block); `space` is "shared" or "param".
@@ -373,6 +382,9 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     cluster: launch in thread-block clusters of this shape (default: the kernel's .reqnctapercluster,
     else none); the CTAs of a cluster run in one batch and see each other's shared memory.
 
+    Module `.global`/`.const` variables start from their initializers at every launch; the
+    report's `variables` holds each one's bytes as the kernel left them.
+
     count_accesses: also count, per byte of every pointer argument, how many times the kernel
     read and wrote it.  The report's `accesses` then maps each pointer parameter's name to a
     `traffic.AccessCounts` whose `reads` and `writes` are uint32 arrays shaped like the
@@ -413,4 +425,5 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         report.thread_instructions = stats.thread_instructions
         if count_accesses:
             report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
+        report.variables = L.variable_bytes()
     return report

@@ -273,6 +273,19 @@ class FunctionOps:
             self._names -= self._scope_names.pop()
             self._body.append(ScopeClose())
 
+    def scope_reg(self, type, name: str) -> None:
+        """Declare `.reg .type name;` inside the innermost `call_scope()` (what nvcc writes in every
+        call sequence, `.reg .b32 temp_param_reg;`).  A declaration line only: registers the
+        instructions use come from `reg()`."""
+        if not self._scope_names:
+            raise ValidationError("scope_reg() declares a register inside `with k.call_scope():`")
+        t = T.lookup(type)
+        if not t.can_declare:
+            raise ValidationError(f".reg .{t.name}: a packed type cannot be declared; declare .b32")
+        if not isinstance(name, str) or not name.lstrip("%") or not all(c.isalnum() or c in "_$%" for c in name):
+            raise ValidationError(f"register name {name!r} is not a PTX identifier")
+        self._body.append(LocalDecl(f".reg .{t.name} {name};"))
+
     def call_prototype(self, name: str, returns=(), params=()) -> CallPrototype:
         """Declare `name: .callprototype (.param .t _) _ (.param .t _, ...);` in the innermost
         `call_scope()` (types of the return value and the parameters); returns it, the `targets=`

@@ -7,7 +7,7 @@ rendering).  Device functions become `FunctionBuilder`s (parameters, `result()` 
 call scopes `with k.call_scope():` blocks with `k.call_param()` declarations, `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
-What has no builder call (`.loc` lines, scoped `.reg` declarations, `.weak`/`.extern` functions,
+What has no builder call (`.loc` lines, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
 multi-dimensional or initialized `.local` variables) is refused with the reason.
 """
 
@@ -230,6 +230,9 @@ class _Writer:
                 scoped[-1].append((sym.name, self.syms.get(sym.name)))
                 out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name})')
                 self.syms[sym.name] = var
+            elif isinstance(item, LocalDecl) and scoped and item.symbol is None and _SCOPED_REG.match(item.text):
+                m = _SCOPED_REG.match(item.text)
+                out.append(f'{ind}k.scope_reg(T.{m.group(1)}, "{m.group(2)}")')
             elif isinstance(item, CallPrototypeDecl) and scoped and all(
                     type(p) is Param and p.nbytes is None for p in item.prototype.returns + item.prototype.params):
                 pr = item.prototype
@@ -278,6 +281,7 @@ class _Writer:
         return f"k.emit({call})"
 
 
+_SCOPED_REG = re.compile(r"\.reg \.(\w+) (%?[A-Za-z_$][\w$]*);\Z")
 _PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
 
 

@@ -50,7 +50,8 @@ def compile_kernel(kernel: Kernel, functions: dict | None = None) -> Program:
     device functions by name, which its calls run."""
     functions = functions or {}
     hit = _CACHE.get(id(kernel))
-    if hit is not None and hit[0] is kernel and hit[1].functions == functions:
+    if hit is not None and hit[0] is kernel and len(hit[1].functions) == len(functions) and \
+            all(hit[1].functions.get(n) is f for n, f in functions.items()):
         return hit[1]
     prog = Program(kernel, functions)
     if len(_CACHE) > 64:

@@ -188,16 +188,19 @@ def test_widen_step_and_a_fragments_on_the_interpreter(biased):
 
 
 def test_row_sums_kernel_on_the_interpreter():
-    """biased_row_sums: out[r] = sum of (v + 8) over the row's packed nibbles; rows past `rows` untouched."""
+    """biased_row_sums: out[r] = sum of (v + 8) over the row's packed nibbles, A's rows and B's in one
+    launch; rows past `rows` untouched."""
     from ptxforge import interp
     from ptxforge.schedules.hopper.convert import sums_module
     rng = np.random.default_rng(5)
-    rows, row_bytes = 13, 48
-    p = rng.integers(0, 256, (rows, row_bytes), dtype=np.uint8)
-    out = np.full(16, -7, np.int32)
-    interp.run(sums_module(), grid=2, block=256, args=[p, out, rows, row_bytes])
-    want = (widen_numpy(p).astype(np.int64) + 8).sum(axis=1)
-    assert np.array_equal(out[:rows], want) and np.all(out[rows:] == -7)
+    rows_a, rows_b, row_bytes = 13, 21, 48
+    pa = rng.integers(0, 256, (rows_a, row_bytes), dtype=np.uint8)
+    pb = rng.integers(0, 256, (rows_b, row_bytes), dtype=np.uint8)
+    out_a, out_b = np.full(16, -7, np.int32), np.full(24, -7, np.int32)
+    interp.run(sums_module(), grid=2 + 3, block=256, args=[pa, out_a, rows_a, pb, out_b, rows_b, row_bytes])
+    for p, out, rows in ((pa, out_a, rows_a), (pb, out_b, rows_b)):
+        want = (widen_numpy(p).astype(np.int64) + 8).sum(axis=1)
+        assert np.array_equal(out[:rows], want) and np.all(out[rows:] == -7)
 
 
 def test_biased_correction_algebra():

@@ -53,22 +53,34 @@ SUMS_ROWS_PER_CTA = 8
 
 
 def emit_row_sums():
-    """Kernel `biased_row_sums(src, out, rows, row_bytes)`: out[r] = sum over the row of (v + 8).
+    """Kernel `biased_row_sums(src_a, out_a, rows_a, src_b, out_b, rows_b, row_bytes)`: out[r] = sum
+    over row r of (v + 8), for A's rows and B's rows in one launch.
 
-    src: packed s4 rows (row_bytes a multiple of 16); one warp per row, lanes over 16-byte chunks;
-    per word (v + 8) per nibble is (w ^ 0x88888888) split into low and high nibbles, whose 4
-    bytes are summed with a multiply (no byte exceeds 30, so no carry reaches the top byte),
-    and redux.sync adds the lanes.  Grid: ceil(rows / 8) CTAs of 256 threads.
+    The first ceil(rows_a / 8) CTAs take A, the rest B (one launch, not two: the per-call host
+    cost of the biased GEMM is one launch less).  Rows of row_bytes packed s4 bytes (a multiple of
+    16); one warp per row, lanes over 16-byte chunks; per word (v + 8) per nibble is
+    (w ^ 0x88888888) split into low and high nibbles, whose 4 bytes are summed with a multiply
+    (no byte exceeds 30, so no carry reaches the top byte), and redux.sync adds the lanes.
+    Grid: ceil(rows_a / 8) + ceil(rows_b / 8) CTAs of 256 threads.
     """
     from ...builder import KernelBuilder
     k = KernelBuilder("biased_row_sums", target="sm_90", maxntid=32 * SUMS_ROWS_PER_CTA)
-    src = k.param_ptr("src", T.u8)
-    out = k.param_ptr("out", T.s32)
-    rows = k.param_value("rows", T.u32)
+    src_a = k.param_ptr("src_a", T.u8)
+    out_a = k.param_ptr("out_a", T.s32)
+    rows_a = k.param_value("rows_a", T.u32)
+    src_b = k.param_ptr("src_b", T.u8)
+    out_b = k.param_ptr("out_b", T.s32)
+    rows_b = k.param_value("rows_b", T.u32)
     row_bytes = k.param_value("row_bytes", T.u32)
+    ctas_a = k.div(k.add(rows_a, SUMS_ROWS_PER_CTA - 1, type=T.u32), SUMS_ROWS_PER_CTA, type=T.u32)
+    in_b = k.setp("ge", k.ctaid(), ctas_a, type=T.u32)
+    src = k.selp(src_b, src_a, in_b, type=T.u64)
+    out = k.selp(out_b, out_a, in_b, type=T.u64)
+    rows = k.selp(rows_b, rows_a, in_b, type=T.u32)
+    cta = k.sub(k.ctaid(), k.selp(ctas_a, 0, in_b, type=T.u32), type=T.u32)
     tid = k.tid()
     lane = k.and_(tid, 31, type=T.b32)
-    row = k.mad(k.ctaid(), SUMS_ROWS_PER_CTA, k.shr(tid, 5, type=T.u32), type=T.u32)
+    row = k.mad(cta, SUMS_ROWS_PER_CTA, k.shr(tid, 5, type=T.u32), type=T.u32)
     acc = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rowsum"))
     ok = k.setp("lt", row, rows, type=T.u32)
     with k.if_(ok):

@@ -105,7 +105,8 @@ class HopperPlan:
     grid, the split-K workspace and reduction, the biased path's row-sum buffers, and a tensor
     map template per operand.  ``plan(a, b, c)`` (or ``plan.launch_pointers(a_ptr, b_ptr, c_ptr)``)
     then only looks up (or encodes, once per buffer) the two tensor maps for the addresses and
-    issues the launches: the row sums first on the biased s4 path, the GEMM, the reduction when
+    issues the launches: the row sums of A and B first (one launch) on the biased s4 path, the GEMM,
+    the reduction when
     K is split.  No allocation and no synchronization happen per call, so a plan can be captured
     into a CUDA graph once each buffer has been seen.
     """
@@ -160,8 +161,8 @@ class HopperPlan:
                 bufs.append(buf)
             self.sums = tuple(bufs)
             blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
-            self._sums = (fn, fn._config((-(-km // SUMS_ROWS_PER_CTA), 1, 1), blk, 0),
-                          fn._config((-(-kn // SUMS_ROWS_PER_CTA), 1, 1), blk, 0), _ArgBlob(fn.layout))
+            ctas = -(-km // SUMS_ROWS_PER_CTA) - (-kn // SUMS_ROWS_PER_CTA)
+            self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
         self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
         self._km, self._kn = km, kn
@@ -189,9 +190,9 @@ class HopperPlan:
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr
         if self._sums is not None:
-            fn, cfg_a, cfg_b, blob = self._sums
-            fn._launch(cfg_a, s, blob, (a_ptr, self.sums[0].ptr, self._km, self.row_bytes))
-            fn._launch(cfg_b, s, blob, (b_ptr, self.sums[1].ptr, self._kn, self.row_bytes))
+            fn, cfg_ab, blob = self._sums
+            fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,
+                                         self.row_bytes))
         out = self._workspace_ptr or c_ptr
         maps = self._maps
         ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)

@@ -24,9 +24,9 @@ bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with d
 memory (`run(..., cluster=)`, exec_cluster); setmaxnreg is checked (whole warpgroups) and has no
 other effect.  Not modelled, and refused with `InterpUnsupported`
 when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
-on float arithmetic and cvt, .local/.const memory, interleaved tensor maps whose box row is not
-the whole slice, swizzled maps whose inner box is not the swizzle span, tensor maps outside the
-kernel parameters, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
+on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
+whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
+tensor maps outside the kernel parameters, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp, the SIMD video forms, textures and surfaces, st.async / red.async
 / multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
 registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
@@ -36,7 +36,8 @@ CTAs of one cluster that only a CTA-local bar.sync separates.
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),
 `machine` and `scheduler` (execution), `memory` / `access` (address spaces, checks), `traffic`
 (per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family),
-`tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility).
+`tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility), `exec_call`
+(calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled).
 The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and
 are re-exported here, usable as numpy models).
 """

@@ -257,14 +257,13 @@ def test_element_strided_loads_match_numpy(data, seed):
 @pytest.mark.parametrize("interleave, dtype, swz", [(16, np.float16, 0), (16, np.uint8, 0), (32, np.uint8, 32),
                                                     (32, np.float32, 32)])
 def test_interleaved_loads_match_numpy(interleave, dtype, swz):
-    """NC/xHWCx-style tensors: dimension 0 is the channel slice (interleave bytes), rank 3 and 4, with an
-    element stride on an outer dimension; the box (inside the tensor) lands densely, one slice per row
-    (swizzled if asked)."""
+    """NC/xHWCx-style tensors: dimension 0 is the channel slice (interleave bytes), rank 3 and 4; the box
+    (inside the tensor) lands densely, one slice per row (swizzled if asked)."""
     rng = np.random.default_rng(interleave)
     eb = np.dtype(dtype).itemsize
     c = interleave // eb
     for shape, box, strides, coords in [((c, 12, 6), (c, 8, 2), (1, 1, 1), (0, 3, 1)),
-                                        ((c, 9, 7, 3), (c, 8, 3, 2), (1, 2, 1, 1), (0, 1, 3, 1))]:
+                                        ((c, 9, 7, 3), (c, 8, 3, 2), (1, 1, 1, 1), (0, 1, 3, 1))]:
         a = rng.integers(0, 120, tuple(reversed(shape))).astype(dtype)
         tmap = interp.host_tensor_map(a, box, interleave=interleave, swizzle=swz, element_strides=strides)
         nbytes = tmap.tmap.box_bytes
@@ -305,12 +304,20 @@ _GPU_MAPS = [  # (numpy shape outermost first, dtype, box, kwargs, coords)
     ((14, 48), np.uint8, (16, 9), dict(element_strides=(1, 3)), (16, -2)),
     ((6, 10, 32), np.uint16, (32, 4, 3), dict(element_strides=(1, 2, 2), swizzle=64), (0, 7, -1)),
     ((9, 64), np.uint16, (64, 8), dict(element_strides=(1, 5), swizzle=128), (0, 1)),
-    # interleaved boxes inside the tensor (one reaching outside is refused by the interpreter)
+    # interleaved boxes inside the tensor, unit element strides (the interpreter refuses the rest)
     ((6, 12, 8), np.float16, (8, 8, 2), dict(interleave=16), (0, 3, 1)),
-    ((3, 7, 9, 8), np.uint16, (8, 8, 3, 2), dict(interleave=16, element_strides=(1, 2, 1, 1)), (0, 1, 3, 1)),
     ((6, 12, 32), np.uint8, (32, 8, 2), dict(interleave=32, swizzle=32), (0, 4, 2)),
-    ((4, 9, 8), np.float32, (8, 8, 2), dict(interleave=32, swizzle=32, element_strides=(1, 1, 2)), (0, 1, 1)),
 ]
+
+
+def test_an_interleaved_map_with_element_strides_is_refused():
+    """Interleave with element strides > 1 faulted on the H200 in a probe that the interpreter ran: not
+    modelled, so refused with the reason."""
+    a = np.zeros((3, 7, 9, 8), np.uint16)
+    tmap = interp.host_tensor_map(a, (8, 8, 3, 2), interleave=16, element_strides=(1, 2, 1, 1))
+    with pytest.raises(interp.InterpUnsupported, match="element strides"):
+        interp.run(load_probe(4, tmap.tmap.box_bytes), block=128,
+                   args=[tmap, np.zeros(tmap.tmap.box_bytes // 4, np.uint32), 0, 1, 3, 1])
 
 
 def test_an_interleaved_box_reaching_outside_the_tensor_is_refused():

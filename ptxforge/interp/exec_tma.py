@@ -27,8 +27,8 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
   channels are filled; a filter base that is not a bounding-box position is reported ("oob").
 
 Refused (InterpUnsupported): an interleaved box reaching outside the tensor (the H200 does not
-clip it like a tiled box: measured), an interleaved map with element strides (a probe faulted
-on the H200), an interleaved map whose box row (box[0] / element_strides[0]
+clip it like a tiled box: measured), 32-byte interleave and interleave with element strides
+(probes of both faulted on the H200), an interleaved map whose box row (box[0] / element_strides[0]
 elements) is not exactly the interleave width, a swizzled map whose inner box row is not
 exactly the swizzle span, tensor maps in global memory (only `param_tensormap` parameters are
 modelled), im2col maps with interleave.
@@ -69,6 +69,9 @@ def _tensormap(S, op, addr):
                "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter)", op)
     tm = L.tensormaps[idx]
     row = box_extents(tm)[0] * tm.element_bytes
+    if tm.interleave == 32:
+        raise InterpUnsupported("32-byte interleaved tensor maps are not modelled (a probe of one faulted on the "
+                                "H200)", op.ins)
     if tm.interleave and any(e != 1 for e in tm.element_strides):
         raise InterpUnsupported("an interleaved tensor map with element strides is not modelled (a probe of "
                                 "one faulted on the H200)", op.ins)

@@ -107,10 +107,11 @@ def _bytes_to_elements(b: np.ndarray, elem_bits: int) -> np.ndarray:
 #: Unit roundoff of the accumulator types (half an ulp, relative).
 _UNIT_ROUNDOFF = {"f32": 2.0 ** -24, "f16": 2.0 ** -11}
 #: Relative error per wgmma instruction the device tests allow between a tensor core and the
-#: interpreter, by (input kind, accumulator).  Not yet measured: it assumes a tensor core aligns
-#: one instruction's products to the largest and truncates, keeping about 22 bits for 16-bit and
-#: tf32 inputs and about 13 for fp8 inputs (as reported for Hopper), one rounding more for f16.
-_DEVICE_PER_INSTRUCTION = {("16", "f32"): 2.0 ** -20, ("tf32", "f32"): 2.0 ** -20, ("fp8", "f32"): 2.0 ** -12,
+#: interpreter, by (input kind, accumulator): a tensor core aligns one instruction's products to the
+#: largest and truncates.  Measured on the H200 (30 Hypothesis draws per run): bf16 x bf16 -> f32
+#: reached 0.11 of 2^-20, e5m2 -> f16 0.33 of 2^-9, e4m3 -> f32 1.37 x 2^-12 (about 11 bits kept
+#: for fp8 sums), so fp8 with f32 allows 2^-10.
+_DEVICE_PER_INSTRUCTION = {("16", "f32"): 2.0 ** -20, ("tf32", "f32"): 2.0 ** -20, ("fp8", "f32"): 2.0 ** -10,
                            ("16", "f16"): 2.0 ** -9, ("fp8", "f16"): 2.0 ** -9}
 
 

@@ -120,7 +120,7 @@ _BASE_OFFSET_READINGS = {
 @pytest.mark.parametrize("rows", [1, 2, 3, 5, 7])
 @pytest.mark.parametrize("set_isa", [False, True], ids=["base_offset_0", "isa_base_offset"])
 def test_descriptor_base_offset_matches_the_interpreter_bit_for_bit(swz, rows, set_isa):
-    """A B tile placed `rows` x 128 bytes into its 1024-aligned buffer (laid out as TMA writes there),
+    """A B tile placed `rows` x 128 bytes into its 1024-aligned buffer (swizzled on absolute addresses),
     descriptors with base offset 0 (what SmemTile gives) or with the PTX ISA's (start >> 7) & 7 set:
     s8, so GPU and interpreter must agree bit for bit.  On a mismatch the message names the reading
     of the field that the GPU follows."""

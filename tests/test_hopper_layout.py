@@ -114,7 +114,7 @@ def test_misaligned_base_rejected():
 @pytest.mark.parametrize("swz, base", [(128, 0), (128, 1024), (128, 128), (128, 384), (128, 1024 + 896),
                                        (64, 512), (64, 384), (64, 640), (32, 256), (32, 128), (32, 384), (0, 384)])
 def test_descriptor_base_offset_stays_zero_at_any_128_byte_base(swz, base):
-    """wgmma takes the swizzle row from the absolute address (measured on the H200), as TMA writes it:
+    """wgmma takes the swizzle row from the absolute address (measured on the H200):
     a tile at any 128-byte boundary keeps base offset 0; the start address field is base >> 4."""
     t = SmemTile("bf16", 64, (swz or 16) // 2 * 2, "K", swz)
     d = t.descriptor(base)

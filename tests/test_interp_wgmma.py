@@ -120,7 +120,7 @@ def test_rewriting_an_operand_before_the_wait_is_reported():
 @settings(max_examples=30, deadline=None)
 @given(spec=wgmma_probe_specs(), seed=seeds(), a_rows=st.integers(0, 7), b_rows=st.integers(0, 7))
 def test_tiles_off_their_swizzle_pattern_are_read_through_the_base_offset(spec, seed, a_rows, b_rows):
-    """Tiles written at a 128-byte boundary inside their pattern (as TMA writes there), descriptors
+    """Tiles written at a 128-byte boundary inside their pattern (swizzled on absolute addresses), descriptors
     with base offset 0 (wgmma swizzles absolute rows, as TMA does): the interpreter reads the intended
     matrices."""
     form = spec.pop("form")

@@ -11,9 +11,9 @@
 Rows index M (A tiles) or N (B tiles), columns index K, whatever the major-ness; `major` says which
 of the two is contiguous.  A swizzled tile best starts on its swizzle pattern (`alignment`); it
 may start on any 128-byte boundary (`min_alignment`): `offset(r, c, base=...)` / `store(...,
-base=...)` then give the layout TMA writes there (the swizzle acts on absolute addresses), and
-`descriptor(base, k)` reads it back with base offset 0 (wgmma swizzles absolute rows too, as
-measured on the H200).  Because the box, the swizzle and the descriptor all come from the one
+base=...)` then give the layout of a swizzle on absolute addresses, and `descriptor(base, k)`
+reads it back with base offset 0 (wgmma swizzles absolute rows, as measured on the H200).  TMA
+needs a swizzled box 1024-byte aligned: a tile TMA fills starts on a 1024-byte boundary.  Because the box, the swizzle and the descriptor all come from the one
 object, a TMA load and a wgmma reading the tile cannot disagree about where element (r, c) is.
 """
 
@@ -165,7 +165,7 @@ class SmemTile:
         """The descriptor fields (bytes) for k-slice `k_slice` of a tile at shared address base_addr.
 
         base_addr must be 128-byte aligned.  The base offset stays 0 at any such base: wgmma takes
-        the swizzle row from the absolute address, as TMA writes it (measured on the H200; see
+        the swizzle row from the absolute address (measured on the H200; see
         `isa.descriptors`)."""
         if not isinstance(base_addr, int) or base_addr < 0 or base_addr % self.min_alignment:
             raise ValidationError(f"tile base {base_addr!r} must be a {self.min_alignment}-byte aligned shared "

@@ -39,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.descriptors import apply_swizzle
+from ..isa.descriptors import apply_swizzle, swizzle_mode
 from ..isa.operands import Imm, TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from .access import Part, mark_pending, shadow_read, shadow_write
@@ -181,11 +181,16 @@ def _global_check(S, op, tm, off, inb, thr0, what):
     return hoff, True
 
 
-def _smem_targets(S, op, dst_local, nbytes, thr0, what, align=128):
-    """Shared flat offsets of each 16-byte chunk of a dense box at `dst_local` (swizzled), or None."""
-    L = S.launch
+def _smem_targets(S, op, dst_local, nbytes, thr0, what, swizzle=0):
+    """Shared flat offsets of each 16-byte chunk of a dense box at `dst_local` (swizzled), or None.
+
+    A box's shared address must be 128-byte aligned, and a swizzled box's 1024-byte aligned: on
+    the H200 swizzled boxes (32-, 64- and 128-byte swizzle) loaded 128, 384 and 768 bytes past a
+    1024-byte boundary did not land at their address, so such a copy is reported, not modelled."""
+    align = 1024 if swizzle_mode(swizzle).xor_bits else 128
     if dst_local % align:
-        S.report("misaligned", f"{what}: shared address {dst_local:#x} is not {align}-byte aligned", op,
+        why = f" (a {swizzle}-byte swizzled box)" if align > 128 else ""
+        S.report("misaligned", f"{what}: shared address {dst_local:#x} is not {align}-byte aligned{why}", op,
                  np.array([thr0]))
         return None
     return np.arange(0, nbytes, 16, dtype=np.int64) + dst_local
@@ -268,7 +273,7 @@ def make_tensor_load(P, op):
                 if L.heap.counter is not None:
                     L.heap.counter.add("reads", hoff, eb)
             nbytes = data.size
-            chunks = _smem_targets(S, op, int(dsts[i]), nbytes, t, "TMA load destination")
+            chunks = _smem_targets(S, op, int(dsts[i]), nbytes, t, "TMA load destination", tm.swizzle)
             if chunks is None:
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)
@@ -337,7 +342,7 @@ def make_tensor_store(P, op):
                 continue
             eb = tm.element_bytes
             nbytes = len(off) * eb
-            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source")
+            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source", tm.swizzle)
             if chunks is None:
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)

@@ -202,7 +202,7 @@ def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, s
     and descriptors from `SmemTile.descriptor`; K spans max(one swizzle atom, one k-step).
     a_offset / b_offset (multiples of 128) place a tile that many bytes into its 1024-aligned
     shared buffer, off the swizzle pattern boundary (their descriptors keep base offset 0: wgmma
-    swizzles absolute rows, as TMA writes them).
+    swizzles absolute rows).
     wide=True draws float operands and C over all mantissas (sums then round: see
     `wgmma_error_bound`)."""
     eb = form.elem_bits

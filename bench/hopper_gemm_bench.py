@@ -2,6 +2,7 @@
 
     python bench/hopper_gemm_bench.py --check               # exactness on ragged shapes (poisoned C)
     python bench/hopper_gemm_bench.py --bench --shape 8192,8192,8192 --out results.json
+    python bench/hopper_gemm_bench.py --variants --check --bench --ops s8,bf16   # clusters, TMA-store epilogue
 
 --check: every configuration given runs ragged shapes and compares with numpy (int: exact; bf16: the
 f32-accumulation bound), C filled with 0xFF bytes first; at the bench shape it also compares with
@@ -9,6 +10,9 @@ cuBLAS (exact for int).  --bench: CUDA events over back-to-back launches after w
 rotated over several sets larger than the 60 MB L2 together, random non-zero data; beside ours
 torch._int_mm / torch.matmul (cuBLAS) and a Triton matmul written here (autotuned over a few
 configurations).  TOPS = 2 M N K / time.  The table comes last.
+--variants: the configurations of `schedules.hopper.tuning.CANDIDATES` instead of the built-in list:
+the default first, then 2-CTA clusters with TMA multicast (cluster_m=2 shares B, cluster_n=2
+shares A) and the shared-memory + TMA-store epilogue (epilogue='tma'), side by side in one run.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from ptxforge.schedules.hopper import HopperGemm, prepare, reference  # noqa: E402
+from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, prepare, reference  # noqa: E402
 from ptxforge.schedules.hopper.convert import widen_numpy  # noqa: E402
 
 L2_BYTES = 60 << 20
@@ -41,7 +45,7 @@ CONFIGS = {
            dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, biased=True)],
 }
 RAGGED = [(200, 328, 272), (64, 64, 64), (257, 511, 1040), (96, 131, 64), (1000, 130, 4096), (384, 512, 8192),
-          (40, 300, 1792, 3), (32, 1024, 8192)]
+          (40, 300, 1792, 3), (32, 1024, 8192), (257, 512, 1040), (96, 132, 64), (300, 260, 1024, 2)]
 
 
 def log(*a):
@@ -89,9 +93,14 @@ def widen_torch(p):
     return torch.stack([lo, hi], dim=-1).reshape(p.shape[0], 2 * p.shape[1]).contiguous()
 
 
-def out_tensor(op, m, n):
+def out_tensor(op, m, n, cfg=None):
+    """C on the GPU, poisoned (0xFF bytes): int32, float32, or with cfg.c16 the 16-bit type."""
     import torch
-    c = torch.empty((m, n), dtype=torch.int32 if op in ("s8", "s4") else torch.float32, device="cuda")
+    if cfg is not None and cfg.c16:
+        dt = torch.bfloat16 if op == "bf16" else torch.float16
+    else:
+        dt = torch.int32 if op in ("s8", "s4") else torch.float32
+    c = torch.empty((m, n), dtype=dt, device="cuda")
     c.view(torch.uint8).fill_(0xFF)
     return c
 
@@ -103,11 +112,15 @@ def check_config(cfg, shapes, rng):
     for (m, n, k, *sp) in shapes:
         splits = sp[0] if sp else None
         a, b = host_operands(cfg.operand, m, n, k, rng)
-        c = out_tensor(cfg.operand, m, n)
+        if cfg.c16:
+            if splits:
+                continue  # 16-bit C rounds the whole sum: no split K
+            splits = None
+        c = out_tensor(cfg.operand, m, n, cfg)
         p = prepare(cfg, to_dev(a, cfg.operand), to_dev(b, cfg.operand), c, k=k, splits=splits)
         p.launch()
         torch.cuda.synchronize()
-        got = c.cpu().numpy()
+        got = c.float().cpu().numpy()
         ref = reference(cfg, a.view(np.uint8) if cfg.operand == "s4" else a, b.view(np.uint8)
                         if cfg.operand == "s4" else b)
         if cfg.operand in ("s8", "s4"):
@@ -117,6 +130,8 @@ def check_config(cfg, shapes, rng):
             af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
             bound = k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30
+            if cfg.c16:  # one rounding to bf16: half an ulp
+                bound = bound * 1.01 + 2.0 ** -8 * np.abs(ref)
             d = np.abs(got.astype(np.float64) - ref)
             good = bool(np.all(np.isfinite(got)) and np.all(d <= bound))
             err = float(np.nanmax(d / bound))
@@ -222,6 +237,7 @@ def bench_shape(op, shape, configs, rows):
     for kw in configs:
         try:
             cfg = HopperGemm(op, **kw)
+            c = out_tensor(op, m, n, cfg)
             plans = [prepare(cfg, a, b, c, k=k) for a, b in sets]
             c.view(torch.uint8).fill_(0xFF)
             plans[0].launch()
@@ -229,7 +245,7 @@ def bench_shape(op, shape, configs, rows):
             if op in ("s8", "s4"):
                 good = bool(torch.equal(c, ref))
             else:
-                good = bool(torch.allclose(c, ref, rtol=2e-2, atol=2e-1 * (k ** 0.5) / 8))
+                good = bool(torch.allclose(c.float(), ref, rtol=2e-2, atol=2e-1 * (k ** 0.5) / 8))
             ms = time_launches([p.launch for p in plans], iters)
             rows.append(dict(impl=f"ptxforge {cfg.kernel_name}", op=op, shape=shape, ms=ms, tops=ops / ms / 1e9,
                              exact=good))
@@ -278,8 +294,10 @@ def main():
     ap.add_argument("--configs", default=None, help="JSON {op: [kwargs, ...]} replacing the built-in list")
     ap.add_argument("--out", default=None)
     ap.add_argument("--top", type=int, default=0, help="bench only the first N configurations per op")
+    ap.add_argument("--variants", action="store_true",
+                    help="the tuning candidates (default, clusters with multicast, TMA-store epilogue) instead")
     args = ap.parse_args()
-    configs = json.loads(args.configs) if args.configs else CONFIGS
+    configs = json.loads(args.configs) if args.configs else CANDIDATES if args.variants else CONFIGS
     ops = args.ops.split(",")
     rng = np.random.default_rng(7)
     if args.check:
@@ -290,7 +308,8 @@ def main():
                 t = time.time()
                 _ = cfg.module
                 log(f"{cfg.kernel_name}: emitted in {1e3 * (time.time() - t):.0f} ms")
-                shapes = [s for s in RAGGED if op != "s4" or s[2] % 32 == 0]
+                shapes = [s for s in RAGGED if (op != "s4" or s[2] % 32 == 0)
+                          and (cfg.epilogue != "tma" or s[1] * cfg.c_bytes % 16 == 0)]  # TMA-stored C: 16-byte rows
                 allok &= check_config(cfg, shapes, rng)
         log("CHECK", "PASS" if allok else "FAIL")
     rows = []

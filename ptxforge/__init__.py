@@ -11,7 +11,8 @@ from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
 from .isa.tensor import EmulatedInstructionWarning
 from .kernel import Kernel, Param
-from .builder import KernelBuilder
+from .builder import FunctionBuilder, KernelBuilder
+from .declarations import Function, Prototype, Variable, pragma, variable
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
 from . import parse  # PTX text in: ptxforge.parse(text, filename=..., strict=...) -> Module
@@ -42,7 +43,8 @@ def __dir__():
 
 
 __all__ = [
-    "__version__", "KernelBuilder", "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
+    "__version__", "KernelBuilder", "FunctionBuilder", "Function", "Prototype", "Variable", "variable", "pragma",
+    "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
     "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",

@@ -41,6 +41,8 @@ from .isa.tensor import TensorOps
 from .isa.types import ScalarType, decl_type
 from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, param_buffer_bytes
 from .isa.warp import WarpOps
+from .declarations import Function, Variable
+from .functions import FunctionOps
 
 _PTXFORGE_INTERNAL = True
 
@@ -94,7 +96,7 @@ def _report_at_caller(fn):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
-                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps):
+                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps, FunctionOps):
     """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
     Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`
@@ -125,7 +127,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     >>> k.st(p, k.mul(k.ld(p, type=pf.f32), 2.0))
     >>> print(k.module().ptx.count("st.global.f32"))
     1
+
+    Device functions (`FunctionBuilder`), calls (`call`), `.local` arrays, module variables and
+    pragmas come from `ptxforge.functions.FunctionOps` (docs/functions.md).
     """
+
+    #: "entry" for a kernel; a FunctionBuilder builds a "func".
+    kind = "entry"
 
     def __init__(self, name: str, target="sm_80", *, maxntid=None, reqntid=None,
                  minnctapersm=None, maxnreg=None, reqnctapercluster=None, explicitcluster=False,
@@ -195,6 +203,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         # register name -> the state space of the address it holds, where the builder knows it
         # (cvta results, param_ptr, shared_base and what add/sub/mov derive from them)
         self._spaces: dict[str, str] = {}
+        # device functions, calls and variables (ptxforge.functions)
+        self._results: list[Param] = []
+        self._locals: list = []
+        self._module_vars: dict = {}
+        self._callees: list = []
+        self._call_count = 0
+        self._scope_names: list = []  # names declared in each open call_scope()
 
     # ------------------------------------------------------------------ registers
     def reg(self, type, name: str | None = None, *, exact: bool = False) -> Reg:
@@ -272,6 +287,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             return x
         if isinstance(x, Param):
             return x.symbol
+        if isinstance(x, Variable):
+            return self._use_variable(x)
         if isinstance(x, str):
             return special(x)  # "%tid.x" style
         return as_operand(x, t)
@@ -306,6 +323,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             if self._kernel is not None:
                 raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
             guard = self._guard(pred) if pred is not None else None
+            if guard is not None or ins.guard is not None:
+                _check_guarded_param(ins, self._results)
             if guard is not None:
                 if ins.guard is not None:
                     raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
@@ -320,7 +339,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 used.add(r.name)
         except PtxforgeError as e:
             raise with_loc(e, caller_loc())
-        if self._spaces:
+        if self._spaces or self._module_vars or self._locals:
             try:
                 _check_spaces(ins, self._spaces)
             except PtxforgeError as e:
@@ -328,7 +347,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if ins.loc is None:  # built by hand rather than by a family constructor
             ins = ins.with_loc(caller_loc())
         self._body.append(ins)
-        if self._spaces or ins.opcode == "cvta":
+        if self._spaces or ins.opcode == "cvta" or (ins.opcode == "mov" and _names_variable(ins)):
             _track_spaces(ins, self._spaces)
         return ins
 
@@ -638,10 +657,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             self._body.append(make("ret", ("ret",)).with_loc(caller_loc()))
         used = self._used  # every register an emitted instruction names (collected by emit)
         regs = tuple(r for n, r in self._regs.items() if n in used)
-        self._kernel = Kernel(self.name, self.target, tuple(self.params), tuple(self.directives), regs,
-                              tuple(self._shared), tuple(self._extern), tuple(self._body), self.id,
-                              self.loc, tuple(self._notes))
+        args = (self.name, self.target, tuple(self.params), tuple(self.directives), regs,
+                tuple(self._shared), tuple(self._extern), tuple(self._body), self.id, self.loc, tuple(self._notes))
+        if self.kind == "entry" and not (self._locals or self._module_vars or self._callees):
+            self._kernel = Kernel(*args)
+        else:  # a device function, or a kernel with variables or calls (ptxforge.functions)
+            self._kernel = Function(*args, kind=self.kind, returns=tuple(self._results),
+                                    linkage=self._linkage(), variables=tuple(self._locals),
+                                    callees=tuple(self._callees), module_variables=tuple(self._module_vars.values()))
         return self._kernel
+
+    def _linkage(self) -> str:
+        return ".visible"
 
     def module(self, **kwargs):
         """A Module holding just this kernel."""
@@ -649,7 +676,47 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return Module([self.finish()], **kwargs)
 
 
+class FunctionBuilder(KernelBuilder):
+    """Compose one device function: a PTX `.func` with typed parameters and return values.
+
+    Everything a `KernelBuilder` does, plus return values: declare parameters with `param()` /
+    `param_value()` (`ld.param` reads them), return values with `result(name, type)`, write them
+    with `set_result(value)` (`st.param`), and leave with `ret()` (`finish` adds a final one).
+    A kernel calls it with `k.call(f, args=[...])`; the Module that holds the kernel renders the
+    function before it.
+
+    Args:
+        name: the function's PTX name, a PTX identifier.
+        target: the ``.target``, as for a kernel (caller and callee must share it).
+        visible: `.visible .func` (external linkage) instead of a file-local `.func`.
+        noreturn: the `.noreturn` directive (the function ends in `trap`/`exit`, never returns).
+
+    >>> import ptxforge as pf
+    >>> f = pf.FunctionBuilder("twice", target="sm_80")
+    >>> x = f.param_value("x", pf.f32)            # .param .f32 x; ld.param.f32
+    >>> y = f.result("y", pf.f32)                 # .func (.param .f32 y) twice(...)
+    >>> f.set_result(f.add(x, x))                 # add.f32; st.param.f32 [y]
+    >>> k = pf.KernelBuilder("k", target="sm_80")
+    >>> out = k.param_ptr("out", pf.f32)
+    >>> k.st(out, k.call(f, args=[1.5]))          # { .param ...; call (..), twice, (..); ld.param ... }
+    >>> print([x.name for x in k.module().kernels])
+    ['twice', 'k']
+    """
+
+    kind = "func"
+
+    def __init__(self, name: str, target="sm_80", *, visible: bool = False, noreturn: bool = False):
+        super().__init__(name, target)
+        self.visible = bool(visible)
+        if noreturn:  # .noreturn: the function never returns (it traps or exits)
+            self.directives.append(("noreturn", None))
+
+    def _linkage(self) -> str:
+        return ".visible" if self.visible else ""
+
+
 _DERIVES = frozenset({"add", "sub", "mov"})  # an address plus/minus offsets stays in its space
+_VARIABLE_SPACES = frozenset({"shared", "global", "const", "local"})
 
 
 def _track_spaces(ins: Instruction, spaces: dict) -> None:
@@ -665,8 +732,8 @@ def _track_spaces(ins: Instruction, spaces: dict) -> None:
         space = ins.mods[-1] if "to" in ins.mods else "generic"
     elif op in _DERIVES and ins.guard is None:
         srcs = ins.operands[1:]
-        if op == "mov" and len(srcs) == 1 and type(srcs[0]) is Symbol and srcs[0].space == "shared":
-            space = "shared"
+        if op == "mov" and len(srcs) == 1 and type(srcs[0]) is Symbol and srcs[0].space in _VARIABLE_SPACES:
+            space = srcs[0].space  # the variable's address in its own space
         else:
             known = {spaces[r.name] for r in srcs if type(r) is Reg and r.name in spaces}
             # one addressed source, the rest offsets (sub: only the minuend may be the address)
@@ -698,17 +765,47 @@ def _space_of(ins: Instruction, i: int) -> str | None:
 
 #: (space an instruction addresses, space the register's address is in) pairs that are mistakes.
 _SPACE_CLASH = {("shared", "global"), ("shared", "generic"), ("global", "shared"), ("generic", "shared"),
-                ("local", "global"), ("local", "shared"), ("global", "local"), ("shared", "local")}
+                ("local", "global"), ("local", "shared"), ("global", "local"), ("shared", "local"),
+                # a .const or .local window address is no generic address (cvta.const / cvta.local first)
+                ("generic", "const"), ("generic", "local"), ("global", "const"), ("const", "global"),
+                ("shared", "const"), ("const", "shared"), ("local", "const"), ("const", "local")}
+
+
+def _check_guarded_param(ins: Instruction, results) -> None:
+    """ptxas refuses a guard on `st.param`/`ld.param` of a call's `.param` variable (a device
+    function's own return value may be stored under a guard)."""
+    if ins.opcode not in ("ld", "st") or getattr(ins.info, "space", None) != "param":
+        return
+    addr = ins.operands[0] if ins.opcode == "st" else ins.operands[1]
+    base = getattr(addr, "base", None)
+    if type(base).__name__ == "CallParam" and not any(p.name == base.name for p in results):
+        raise ValidationError(f"'{ins.mnemonic}' of the call parameter {base.name} cannot be guarded (ptxas "
+                              "refuses it): guard the call instead")
+
+
+def _names_variable(ins: Instruction) -> bool:
+    """`mov %rd, var` of a module .global/.const variable or a .local array (its address)."""
+    src = ins.operands[-1]
+    return type(src) is Symbol and src.space in ("global", "const", "local")
 
 
 def _check_spaces(ins: Instruction, spaces: dict) -> None:
     for i, op in enumerate(ins.operands):
+        if type(op) is Addr and type(op.base) is Symbol and op.base.space in ("global", "const", "local"):
+            want = _space_of(ins, i)
+            if want is not None and want != op.base.space and not (want == "generic" and op.base.space == "global"):
+                raise ValidationError(
+                    f"'{ins.mnemonic}' addresses .{want} memory, but {op.base.name} is a .{op.base.space} variable: "
+                    f"use space=\"{op.base.space}\"" + ("" if op.base.space == "global" else
+                                                      f" (or a generic address from address_of(..., generic=True))"))
+            continue
         if type(op) is not Addr or type(op.base) is not Reg or op.base.name not in spaces:
             continue
         want = _space_of(ins, i)
         have = spaces[op.base.name]
         if want is not None and (want, have) in _SPACE_CLASH:
             how = {"global": "a global address (param_ptr / cvta.to.global)",
+                   "const": "a .const-window address (address_of a .const variable)",
                    "generic": "a generic address", "shared": "a shared-window address (shared_base / cvta.to.shared)",
                    "local": "a local-window address"}[have]
             raise ValidationError(

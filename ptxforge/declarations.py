@@ -8,9 +8,15 @@ after the header and body parts where they stood in the kernel.
 
 from __future__ import annotations
 
+import math
+import numbers
+import re
+import struct
 from dataclasses import dataclass
 
+from .errors import ValidationError
 from .kernel import Kernel, Param
+from .isa import types as T
 from .isa.operands import Symbol
 from .isa.types import ScalarType
 
@@ -152,6 +158,29 @@ class LocalDecl:
         return self.text
 
 
+@dataclass(frozen=True)
+class BranchTargetsDecl:
+    """`name: .branchtargets L0, L1;` in a body: the label list a `brx.idx` names."""
+
+    targets: object  # ptxforge.isa.calls.BranchTargets
+
+    def ptx_line(self) -> str:
+        """The declaration line."""
+        return self.targets.declaration()
+
+
+@dataclass(frozen=True)
+class CallPrototypeDecl:
+    """`name: .callprototype (.param .f32 _) _ (.param .u32 _);` in a call scope: the signature of
+    an indirect call."""
+
+    prototype: object  # ptxforge.isa.calls.CallPrototype
+
+    def ptx_line(self) -> str:
+        """The declaration line."""
+        return self.prototype.declaration()
+
+
 # ------------------------------------------------------------------ functions
 
 @dataclass(frozen=True)
@@ -168,6 +197,8 @@ class Function(Kernel):
     returns: tuple = ()
     linkage: str = ".visible"
     variables: tuple = ()
+    callees: tuple = ()  # the device functions the builder's call() named (a Module includes them)
+    module_variables: tuple = ()  # the module-scope Variables the body names (a Module declares them)
 
     @property
     def header(self) -> str:
@@ -176,3 +207,153 @@ class Function(Kernel):
         if self.returns:
             head += "(" + ", ".join(p.render() for p in self.returns) + ") "
         return head + self.name
+
+
+# ------------------------------------------------------------------ builder constructors
+
+_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
+_VARIABLE_SPACES = ("global", "const", "local")
+
+
+def variable(name: str, type, *, space: str = "global", count: int | None = None, init=None,
+             align: int | None = None, visible: bool = False) -> Variable:
+    """A variable for the builder: `{.visible} .space {.align A} .type name{[count]} {= init};`.
+
+    `space` is "global" or "const" (module scope: pass it to a kernel's `ld`/`st`/`address_of`,
+    and the Module declares it) or "local" (a kernel's per-thread array: `local_array()`).
+    `count` makes an array; `init` is a number (a scalar) or a sequence of numbers (an array;
+    shorter than `count` leaves the rest zero, as PTX does), rendered exactly (floats as `0f...`
+    hex), or PTX initializer text (`"{1, 2, 3}"`) kept as written.  `.local` variables take no
+    initializer.  `visible` gives a module variable external
+    linkage (`.visible`: the host finds it by name)."""
+    if not isinstance(name, str) or not _IDENT.match(name):
+        raise ValidationError(f"variable name {name!r} is not a PTX identifier")
+    if space not in _VARIABLE_SPACES:
+        raise ValidationError(f"variable space must be one of {', '.join(_VARIABLE_SPACES)}, got {space!r} "
+                              "(shared memory: KernelBuilder.shared())")
+    t = T.lookup(type)
+    if t.is_pred or not t.can_declare or t.bits == 128:
+        raise ValidationError(f"a variable of .{t.name} cannot be declared; use a scalar type such as .u32, "
+                              ".f32 or .b8")
+    dims = ()
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
+            raise ValidationError(f"array size of {name} must be a positive int, got {count!r}")
+        dims = (int(count),)
+    if align is not None and (isinstance(align, bool) or not isinstance(align, int) or align < 1
+                              or align & (align - 1)):
+        raise ValidationError(f"alignment must be a power of two, got {align!r}")
+    if align is not None and align < max(t.bits // 8, 1):
+        raise ValidationError(f".align {align} is less than the {t.bits // 8}-byte size of .{t.name}")
+    text = None
+    if init is not None:
+        if space == "local":
+            raise ValidationError(f".local variable {name} cannot have an initializer (ptxas refuses it)")
+        if isinstance(init, str):  # PTX initializer text, kept as written (what to-python restates)
+            text = " ".join(init.split())
+            if not text or text.count("{") != text.count("}") or ";" in text:
+                raise ValidationError(f"initializer text {init!r} of {name} is not a value or a {{ ... }} list")
+        else:
+            text = _init_text(name, t, init, dims)
+    return Variable(name, space, t, align, dims, text, ".visible" if visible else "")
+
+
+def _init_text(name, t, init, dims) -> str:
+    scalar = not dims
+    if isinstance(init, (str, bytes)):
+        raise ValidationError(f"initializer of {name}: give numbers, not {type(init).__name__}")
+    try:
+        values = [init] if scalar else list(getattr(init, "ravel", lambda: init)())
+    except TypeError:
+        raise ValidationError(f"initializer of array {name}: give a sequence of numbers, got {init!r}") from None
+    if not scalar and len(values) > dims[0]:
+        raise ValidationError(f"initializer of {name}[{dims[0]}] has {len(values)} values")
+    words = [_literal(name, t, v) for v in values]
+    return words[0] if scalar else "{" + ", ".join(words) + "}"
+
+
+def _literal(name, t, v) -> str:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise ValidationError(f"initializer of {name}: {v!r} is not a number")
+    if t.is_float:
+        f = float(v)
+        if t.bits == 64:
+            return "0d" + struct.pack(">d", f).hex().upper()
+        if t.bits == 32:
+            if math.isfinite(f) and abs(f) > 3.4028234663852886e38:
+                raise ValidationError(f"initializer of {name}: {v!r} is outside the range of .f32")
+            return "0f" + struct.pack(">f", f).hex().upper()
+        raise ValidationError(f"initializer of {name}: .{t.name} variables are initialized as their bits "
+                              f"(declare .b{t.bits})")
+    if isinstance(v, float) or not isinstance(v, numbers.Integral):
+        if float(v) != int(v):
+            raise ValidationError(f"initializer of {name} (.{t.name}): {v!r} is not an integer")
+    v = int(v)
+    lo = -(1 << (t.bits - 1)) if t.kind in ("s", "b") else 0
+    hi = (1 << t.bits) - 1 if t.kind != "s" else (1 << (t.bits - 1)) - 1
+    if not lo <= v <= hi:
+        raise ValidationError(f"initializer of {name}: {v} does not fit .{t.name}")
+    return str(v)
+
+
+def initial_bytes(var: Variable) -> bytes:
+    """The bytes a variable holds before any kernel runs: its initializer (as written in PTX: decimal
+    or hex integers, `0f`/`0d` hex floats, decimal floats, nested `{ }` lists) in little-endian
+    order, zero-padded to its size; all zero without one."""
+    n = var.nbytes or 0
+    if var.init is None:
+        return bytes(n)
+    t = var.type
+    width = max(t.bits // 8, 1)
+    out = bytearray()
+    for word in re.split(r"[{},\s]+", var.init):
+        if word:
+            out += _word_bytes(var, t, width, word)
+    if len(out) > n:
+        raise ValidationError(f"initializer of {var.name} holds {len(out)} bytes; the variable has {n}")
+    return bytes(out) + bytes(n - len(out))
+
+
+def _word_bytes(var, t, width, word) -> bytes:
+    w = word.lower()
+    neg = w.startswith("-")
+    body = w[1:] if neg else w
+    if body.startswith("0f") and len(body) == 10:
+        bits = int(body[2:], 16)
+        f = struct.unpack(">f", bits.to_bytes(4, "big"))[0]
+        val = -f if neg else f
+    elif body.startswith("0d") and len(body) == 18:
+        bits = int(body[2:], 16)
+        f = struct.unpack(">d", bits.to_bytes(8, "big"))[0]
+        val = -f if neg else f
+    else:
+        try:
+            val = int(body.rstrip("u"), 0)
+            val = -val if neg else val
+        except ValueError:
+            try:
+                val = float(w)
+            except ValueError:
+                raise ValidationError(f"initializer of {var.name}: cannot read {word!r}") from None
+    if t.is_float and t.bits in (32, 64):
+        return struct.pack("<f" if t.bits == 32 else "<d", float(val))
+    if isinstance(val, float):
+        val = int(val)
+    return (val & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+
+
+def pragma_text(words) -> str:
+    """`.pragma "w1", "w2";` for the given pragma strings (e.g. "nounroll"); each is one line of
+    printable text without quotes."""
+    if not words:
+        raise ValidationError('pragma() takes at least one string, e.g. pragma("nounroll")')
+    for w in words:
+        if not isinstance(w, str) or not w or '"' in w or "\\" in w or not w.isprintable():
+            raise ValidationError(f"a pragma is a non-empty printable string without quotes, got {w!r}")
+    return ".pragma " + ", ".join(f'"{w}"' for w in words) + ";"
+
+
+def pragma(*words: str) -> RawDirective:
+    """A module-scope `.pragma "word";` directive (applies to every function after it), for
+    `Module(..., declarations=[pragma("nounroll")])`."""
+    return RawDirective(pragma_text(words))

@@ -51,9 +51,7 @@ class Module:
         """`declarations`: module-scope parts rendered after the header, in order (variables,
         prototypes, verbatim directives: see ptxforge.declarations); `target_options`: words after
         the target on the .target line (`debug` for modules with DWARF sections)."""
-        ks = []
-        for k in kernels:
-            ks.append(k.finish() if hasattr(k, "finish") else k)
+        ks, declarations = _with_callees_and_variables(kernels, tuple(declarations))
         if not ks:
             raise ValidationError("a module needs at least one kernel")
         targets = {k.target for k in ks}
@@ -75,6 +73,7 @@ class Module:
         self.declarations = tuple(declarations)
         self.target_options = tuple(target_options)
         self.target = target
+        _check_calls(self.kernels, self.declarations)
         self._version = PtxVersion.parse(version) if version is not None else None
         if self._version is not None:
             need = least_version(self.target, self.requirements())
@@ -168,14 +167,25 @@ class Module:
         otherwise.
         """
         if name is None:
-            if len(self.kernels) != 1:
-                raise ValidationError(f"module has {len(self.kernels)} kernels; name one: "
-                                      + ", ".join(k.name for k in self.kernels))
-            return self.kernels[0]
+            entries = self.entries
+            if len(entries) != 1:
+                raise ValidationError(f"module has {len(entries)} kernels; name one: "
+                                      + ", ".join(k.name for k in entries))
+            return entries[0]
         for k in self.kernels:
             if k.name == name:
                 return k
         raise ValidationError(f"no kernel '{name}' in module; kernels: " + ", ".join(k.name for k in self.kernels))
+
+    @property
+    def entries(self) -> tuple:
+        """The kernels (`.entry`) of the module, without its device functions (`.func`)."""
+        return tuple(k for k in self.kernels if getattr(k, "kind", "entry") == "entry")
+
+    @property
+    def functions(self) -> tuple:
+        """The device functions (`.func`) the module defines, in the order they render."""
+        return tuple(k for k in self.kernels if getattr(k, "kind", "entry") == "func")
 
     def instruction_count(self) -> int:
         """The number of instructions of all kernels (labels and comments not counted)."""
@@ -254,3 +264,64 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
         else:  # call scopes, scoped declarations, .loc/.pragma lines (ptxforge.declarations)
             lines.append(_INDENT + item.ptx_line())
     lines.append("}")
+
+
+def _with_callees_and_variables(kernels, declarations):
+    """The module's functions in render order and its declarations: every device function a
+    builder's `call()` named is included (once, before its first caller), and every module-scope
+    variable and prototype the kernels use is declared after the given declarations."""
+    order: list = []
+    seen: dict = {}  # id of a builder or a finished kernel -> the finished kernel
+    extra: list = []
+
+    def finished(k):
+        hit = seen.get(id(k))
+        if hit is None:
+            hit = k.finish() if hasattr(k, "finish") else k
+            seen[id(k)] = hit
+            seen[id(hit)] = hit
+        return hit
+
+    visiting: set = set()
+
+    def visit(k):
+        if getattr(k, "render", None) is not None and not hasattr(k, "body"):  # a Prototype
+            if k not in declarations and k not in extra:
+                extra.append(k)
+            return
+        fk = finished(k)
+        if any(x is fk for x in order) or id(fk) in visiting:
+            return
+        visiting.add(id(fk))
+        for c in getattr(fk, "callees", ()):
+            visit(c)
+        visiting.discard(id(fk))
+        order.append(fk)
+
+    for k in kernels:
+        visit(k)
+    named = {getattr(d, "name", None): d for d in declarations}
+    for k in order:
+        for var in getattr(k, "module_variables", ()):
+            prev = named.get(var.name)
+            if prev is None:
+                named[var.name] = var
+                extra.append(var)
+            elif prev != var:
+                raise ValidationError(f"two different module-scope declarations are called {var.name}: "
+                                      f"{prev.render()} and {var.render()}")
+    return order, declarations + tuple(extra)
+
+
+def _check_calls(kernels, declarations) -> None:
+    """Every direct `call` names a device function the module defines or declares."""
+    known = {k.name for k in kernels if getattr(k, "kind", "entry") == "func"}
+    known |= {d.name for d in declarations if type(d).__name__ == "Prototype"}
+    for k in kernels:
+        for ins in k.body:
+            if isinstance(ins, Instruction) and ins.opcode == "call":
+                func = getattr(ins.info, "func", None)
+                if isinstance(func, str) and func not in known:
+                    raise ValidationError(
+                        f"'{k.name}' calls {func}, which the module neither defines (.func) nor declares "
+                        "(a Prototype in declarations=)", ins.loc)

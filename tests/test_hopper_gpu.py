@@ -91,3 +91,52 @@ def test_wgmma_tile_matches_numpy_and_the_interpreter(dtype, rs):
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
     got, want = ex.run_gpu(dtype, rs, n=256, m=512, n_total=512, kk=512)
     np.testing.assert_array_equal(got.astype(np.float64), want.astype(np.float64))
+
+
+def _b_seen_under(case, phase):
+    """The B matrix (element bits) wgmma reads from the probe's B image if the swizzle row of each
+    address were phase(addr, start, base_offset, mask): one candidate reading of the base offset."""
+    from ptxforge.isa.descriptors import decode_descriptor, descriptor_address_linear, swizzle_mode
+    img = case.args[1]
+    cols = []
+    for d in case.args[4]:
+        f = decode_descriptor(int(d))
+        r = np.arange(case.form.n, dtype=np.int64)[:, None]
+        c = np.arange(32, dtype=np.int64)[None, :]
+        a = descriptor_address_linear(f, "K", 8, r, c)
+        mask = (1 << swizzle_mode(f.swizzle).xor_bits) - 1
+        cols.append(img[a ^ (phase(a, f.start_addr, f.base_offset) & mask) << 4].astype(np.uint32))
+    return np.concatenate(cols, axis=1)
+
+
+_BASE_OFFSET_READINGS = {
+    "absolute row - base offset (the interpreter's)": lambda a, s, bo: (a >> 7) - bo,
+    "start row + base offset": lambda a, s, bo: (a >> 7) - (s >> 7) + bo,
+    "absolute row, base offset ignored": lambda a, s, bo: a >> 7,
+}
+
+
+@pytest.mark.parametrize("swz", [32, 64, 128])
+@pytest.mark.parametrize("rows", [1, 2, 3, 5, 7])
+@pytest.mark.parametrize("set_isa", [False, True], ids=["base_offset_0", "isa_base_offset"])
+def test_descriptor_base_offset_matches_the_interpreter_bit_for_bit(swz, rows, set_isa):
+    """A B tile placed `rows` x 128 bytes into its 1024-aligned buffer (swizzled on absolute addresses),
+    descriptors with base offset 0 (what SmemTile gives) or with the PTX ISA's (start >> 7) & 7 set:
+    s8, so GPU and interpreter must agree bit for bit.  On a mismatch the message names the reading
+    of the field that the GPU follows."""
+    case = wgmma_case(wgmma_form(64, "s8"), np.random.default_rng(20 + rows), swizzle_b=swz, b_offset=128 * rows)
+    if set_isa:
+        case.args[4] = np.array([int(d) | (((int(d) & 0x3FFF) << 4 >> 7) & 7) << 49 for d in case.args[4]],
+                                dtype=np.uint64)
+    gpu, cpu = _both(case)
+    if not np.array_equal(gpu, cpu):
+        follows = []
+        for name, phase in _BASE_OFFSET_READINGS.items():
+            alt = wgmma_case(wgmma_form(64, "s8"), np.random.default_rng(20 + rows), swizzle_b=swz,
+                             b_offset=128 * rows)
+            alt.args[4] = case.args[4]
+            alt.B = _b_seen_under(alt, phase)
+            if np.array_equal(gpu, alt.expected()):
+                follows.append(name)
+        pytest.fail(f"the GPU reads a base-offset descriptor differently from the interpreter; it follows: "
+                    f"{follows or 'none of the candidate readings'}")

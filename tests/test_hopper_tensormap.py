@@ -26,7 +26,13 @@ def test_defaults_dense_strides_and_box_bytes():
 
 @pytest.mark.parametrize("kw,msg", [
     (dict(base=BASE + 8), "16-byte aligned"),
-    (dict(base=BASE + 16, interleave=32, swizzle=32, box=(32, 64)), "32-byte aligned"),
+    (dict(base=BASE + 16, interleave=32, swizzle=32, global_dims=(32, 8, 4), box=(32, 8, 1)), "32-byte aligned"),
+    (dict(interleave=16, swizzle=0, box=(16, 64)), "rank 3..5"),
+    (dict(interleave=32, swizzle=0, global_dims=(32, 8, 4), box=(32, 8, 1)), "needs swizzle 32"),
+    (dict(interleave=32, swizzle=32, global_dims=(16, 8, 4), global_strides=(16, 128), box=(16, 8, 1)),
+     "multiple of 32 with 32-byte interleave"),
+    (dict(element_strides=(2, 1)), "dimension 0 must be 1"),
+    (dict(element_strides=(1, 9)), "1..8"),
     (dict(global_strides=(200,)), "multiple of 16"),
     (dict(global_strides=(1 << 40,)), "< 2\\^40"),
     (dict(box=(128, 300)), "1..256"),
@@ -41,6 +47,15 @@ def test_defaults_dense_strides_and_box_bytes():
 def test_rejects_with_clear_message(kw, msg):
     with pytest.raises(ValidationError, match=msg):
         tm(**kw)
+
+
+def test_element_strides_and_interleave_accepted_where_the_driver_takes_them():
+    t = tm(element_strides=(1, 3), box=(128, 64))
+    assert t.box_bytes == 128 * 22  # ceil(64 / 3) rows
+    i16 = TensorMap("f16", BASE, (8, 10, 10, 2), (8, 4, 4, 1), interleave=16)
+    assert i16.box_bytes == 16 * 16 and i16.global_strides == (16, 160, 1600)
+    i32 = TensorMap("s8", BASE, (32, 10, 4), (32, 8, 2), interleave=32, swizzle=32, element_strides=(1, 2, 1))
+    assert i32.box_bytes == 32 * 4 * 2
 
 
 def test_smem_tile_makes_matching_map():

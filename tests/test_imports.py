@@ -25,6 +25,7 @@ LAYERS = (
     ("isa", "int4"),
     ("kernel",),
     ("module", "declarations"),
+    ("functions",),
     ("builder",),
     ("parse",),
     ("assembler",),

@@ -115,3 +115,34 @@ def test_rewriting_an_operand_before_the_wait_is_reported():
         _run(case)
     f = info.value.findings[0]
     assert f.instruction.opcode == "st" and f.other.opcode == "wgmma"
+
+
+@settings(max_examples=30, deadline=None)
+@given(spec=wgmma_probe_specs(), seed=seeds(), a_rows=st.integers(0, 7), b_rows=st.integers(0, 7))
+def test_tiles_off_their_swizzle_pattern_are_read_through_the_base_offset(spec, seed, a_rows, b_rows):
+    """Tiles written at a 128-byte boundary inside their pattern (swizzled on absolute addresses), descriptors
+    with base offset 0 (wgmma swizzles absolute rows, as TMA does): the interpreter reads the intended
+    matrices."""
+    form = spec.pop("form")
+    case = wgmma_case(form, np.random.default_rng(seed), a_offset=128 * a_rows, b_offset=128 * b_rows, **spec)
+    assert (int(case.args[4][0]) >> 49) & 7 == 0
+    _run(case)
+    np.testing.assert_array_equal(case.out, case.expected())
+
+
+@pytest.mark.parametrize("swz", [32, 64, 128])
+def test_a_non_zero_base_offset_off_the_pattern_reads_other_bytes(swz):
+    """The same tile at 384 bytes with base offset 3 set: rows are phased as (absolute row - 3), i.e. as
+    if the tile were at 0, so the interpreter reads those bytes, not the matrix."""
+    form = wgmma_form(64, "s8")
+    case = wgmma_case(form, np.random.default_rng(11), swizzle_b=swz, b_offset=384)
+    right = case.expected()
+    tile = SmemTile("s8", 64, case.B.shape[1], "K", swz)
+    ks = tile.k_slices
+    case.args[4] = np.array([int(d) | (3 << 49) for d in case.args[4]], dtype=np.uint64)
+    _run(case)
+    img = case.args[1]
+    seen = img[384 + tile.element_offsets(0)].astype(np.uint32)  # rows phased as at address 0
+    case.B = seen.reshape(64, -1)
+    np.testing.assert_array_equal(case.out, case.expected())
+    assert not np.array_equal(case.out, right) and ks >= 1

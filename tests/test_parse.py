@@ -302,13 +302,20 @@ def test_to_python_on_a_ptxforge_module(tmp_path):
     assert _run_script(to_python(module), tmp_path) == module.ptx
 
 
-def test_to_python_refuses_device_functions():
+def test_to_python_refuses_what_has_no_builder_call():
     module = parse(open(os.path.join(DATA, "directives.ptx")).read())
-    with pytest.raises(ptxforge.ValidationError, match="no builder calls yet"):
+    with pytest.raises(ptxforge.ValidationError, match="weak"):  # .weak .func twice
         to_python(module)
+    locs = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc 1 2 3\n    ret;\n}\n")
+    with pytest.raises(ptxforge.ValidationError, match="no builder call"):
+        to_python(locs)
+
+
+def test_to_python_rebuilds_device_functions(tmp_path):
     funcs = parse(HEAD + "\n.func f()\n{\n    ret;\n}\n\n.visible .entry g()\n{\n    call f;\n    ret;\n}\n")
-    with pytest.raises(ptxforge.ValidationError, match="device function"):
-        to_python(funcs)
+    script = to_python(funcs)
+    assert 'FunctionBuilder("f", "sm_80")' in script
+    assert _run_script(script, tmp_path) == funcs.ptx
 
 
 # ---------------------------------------------------------------- the command line

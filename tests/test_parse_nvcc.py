@@ -6,6 +6,7 @@ and run on the interpreter against numpy where its instructions are modelled."""
 import os
 import shutil
 import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -17,6 +18,7 @@ from ptxforge.isa.opaque import is_opaque
 from ptxforge.parse import ParseError, parse, read
 from ptxforge.parse.equality import same_module
 from ptxforge.parse.lint import has_errors, lint
+from ptxforge.parse.to_python import to_python
 
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
 STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync")
@@ -194,6 +196,24 @@ def test_mma_inline_asm_on_the_interpreter(ptx):
     interp.run(module, "mma_s8", grid=1, block=32, args=[a, b, d])
     got = unpack_fragment(mma_fragment(form, "c"), d.view(np.uint32).reshape(32, 4), signed=True)
     assert np.array_equal(got, A @ B)
+
+
+def test_nvcc_device_functions_run_on_the_interpreter_and_through_to_python(ptx, tmp_path):
+    path, text = ptx["devfunc"]
+    module = parse(text, filename=path)
+    x = np.linspace(-1, 1, 64).astype(np.float32)
+    y = np.zeros(64, np.float32)
+    k = np.zeros(64, np.int32)
+    interp.run(module, "calls", grid=2, block=32, args=[x, y, k])
+    np.testing.assert_array_equal(y, (np.float32(2) * x + np.float32(1)).astype(np.float32))
+    np.testing.assert_array_equal(k, 2 * np.arange(64))
+    script = tmp_path / "rebuilt.py"
+    script.write_text(to_python(module))
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    p = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                       env=dict(os.environ, PYTHONPATH=root))
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == module.ptx
 
 
 def test_device_functions_parse_as_functions(ptx):

@@ -57,6 +57,7 @@ def _own_modules():
                                                                                  "tail_off_by_one")).module()))
     out.append(("example:saxpy", lambda: _example("saxpy").build()))
     out.append(("example:shared_reverse", lambda: _example("shared_reverse").build()))
+    out.append(("example:device_functions", lambda: _example("device_functions").build()))
     return out
 
 

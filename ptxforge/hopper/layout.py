@@ -9,7 +9,11 @@
     t.offset(r, c), t.element_offsets()
 
 Rows index M (A tiles) or N (B tiles), columns index K, whatever the major-ness; `major` says which
-of the two is contiguous.  Because the box, the swizzle and the descriptor all come from the one
+of the two is contiguous.  A swizzled tile best starts on its swizzle pattern (`alignment`); it
+may start on any 128-byte boundary (`min_alignment`): `offset(r, c, base=...)` / `store(...,
+base=...)` then give the layout of a swizzle on absolute addresses, and `descriptor(base, k)`
+reads it back with base offset 0 (wgmma swizzles absolute rows, as measured on the H200).  TMA
+needs a swizzled box 1024-byte aligned: a tile TMA fills starts on a 1024-byte boundary.  Because the box, the swizzle and the descriptor all come from the one
 object, a TMA load and a wgmma reading the tile cannot disagree about where element (r, c) is.
 """
 
@@ -21,8 +25,9 @@ import numpy as np
 
 from ..errors import ValidationError
 from ..isa import types as T
-from ..isa.descriptors import (WGMMA_K_BYTES, DescriptorFields, canonical_offset, canonical_offset_linear,
-                               canonical_strides, decode_descriptor, encode_descriptor, swizzle_mode)
+from ..isa.descriptors import (WGMMA_K_BYTES, DescriptorFields, apply_swizzle, canonical_offset_linear,
+                               canonical_strides, decode_descriptor, encode_descriptor,
+                               swizzle_mode)
 
 _PTXFORGE_INTERNAL = True
 
@@ -70,8 +75,14 @@ class SmemTile:
 
     @property
     def alignment(self) -> int:
-        """Alignment the tile base needs: the swizzle pattern (1024 for 128-byte swizzle, 128 without)."""
+        """Alignment a swizzled tile best starts on: the swizzle pattern (1024 for 128-byte swizzle,
+        128 without), where its layout is the same as at address 0."""
         return swizzle_mode(self.swizzle).pattern_bytes
+
+    @property
+    def min_alignment(self) -> int:
+        """Alignment the tile base must have at least: 128 bytes (a TMA destination's)."""
+        return 128
 
     @property
     def contiguous_extent(self) -> int:
@@ -151,10 +162,14 @@ class SmemTile:
         return steps.pop() if steps else 0
 
     def descriptor_fields(self, base_addr: int, k_slice: int = 0) -> DescriptorFields:
-        """The descriptor fields (bytes) for k-slice `k_slice` of a tile at shared address base_addr."""
-        if base_addr % self.alignment:
-            raise ValidationError(f"tile base {base_addr:#x} must be {self.alignment}-byte aligned for "
-                                  f"{self.swizzle or 'no'}-byte swizzle")
+        """The descriptor fields (bytes) for k-slice `k_slice` of a tile at shared address base_addr.
+
+        base_addr must be 128-byte aligned.  The base offset stays 0 at any such base: wgmma takes
+        the swizzle row from the absolute address (measured on the H200; see
+        `isa.descriptors`)."""
+        if not isinstance(base_addr, int) or base_addr < 0 or base_addr % self.min_alignment:
+            raise ValidationError(f"tile base {base_addr!r} must be a {self.min_alignment}-byte aligned shared "
+                                  f"address ({self.alignment}-byte aligned keeps the base offset 0)")
         lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
         return DescriptorFields(base_addr + self.slice_start(k_slice), lbo, sbo, self.swizzle, 0)
 
@@ -170,33 +185,41 @@ class SmemTile:
         return encode_descriptor(0, lbo, sbo, self.swizzle)
 
     # ------------------------------------------------------------ numpy model
-    def offset(self, r: int, c: int) -> int:
-        """Byte offset of element (r, c) (r along M/N, c along K) from the tile base."""
+    def _check_base(self, base):
+        if not isinstance(base, int) or base < 0 or base % self.min_alignment:
+            raise ValidationError(f"tile base {base!r} must be a {self.min_alignment}-byte aligned shared address")
+
+    def offset(self, r: int, c: int, base: int = 0) -> int:
+        """Byte offset of element (r, c) (r along M/N, c along K) from the tile base, for a tile whose
+        base is shared address `base` (the swizzle acts on the absolute address; any base on the
+        pattern boundary gives the same offsets as 0)."""
         if not (0 <= r < self.rows and 0 <= c < self.cols):
             raise ValidationError(f"element ({r}, {c}) is outside the {self.rows} x {self.cols} tile")
-        return canonical_offset(self.major, self.swizzle, self.element_bits, self.rows, self.cols, r, c)
+        self._check_base(base)
+        lin = canonical_offset_linear(self.major, self.swizzle, self.element_bits, self.rows, self.cols, r, c)
+        return apply_swizzle(base + lin, self.swizzle) - base
 
-    def element_offsets(self) -> np.ndarray:
+    def element_offsets(self, base: int = 0) -> np.ndarray:
         """int64 array [rows, cols] of the byte offset of every element (vectorized `offset`)."""
+        self._check_base(base)
         eb = self.element_bits // 8
         r = np.arange(self.rows, dtype=np.int64)[:, None]
         c = np.arange(self.cols, dtype=np.int64)[None, :]
         i, o = (c, r) if self.major == "K" else (r, c)
         ib = i * eb
         lin = (ib // self.span) * (self.strided_extent * self.span) + o * self.span + ib % self.span
-        xb = swizzle_mode(self.swizzle).xor_bits
-        if xb:
-            lin = lin ^ (((lin >> 7) & ((1 << xb) - 1)) << 4)
+        lin = apply_swizzle(lin + base, self.swizzle) - base
         return np.broadcast_to(lin, (self.rows, self.cols)).copy()
 
-    def store(self, tile: np.ndarray) -> np.ndarray:
-        """The tile's shared-memory bytes (uint8, nbytes) holding the [rows, cols] array `tile`."""
+    def store(self, tile: np.ndarray, base: int = 0) -> np.ndarray:
+        """The tile's shared-memory bytes (uint8, nbytes) holding the [rows, cols] array `tile`, for a
+        tile at shared address `base` (see `offset`)."""
         t = np.ascontiguousarray(tile)
         eb = self.element_bits // 8
         if t.shape != (self.rows, self.cols) or t.dtype.itemsize != eb:
             raise ValidationError(f"store takes a {self.rows} x {self.cols} array of {eb}-byte elements")
         out = np.zeros(self.nbytes, np.uint8)
-        offs = self.element_offsets()
+        offs = self.element_offsets(base)
         raw = t.view(np.uint8).reshape(self.rows, self.cols, eb)
         for b in range(eb):
             out[offs + b] = raw[:, :, b]

@@ -138,6 +138,38 @@ class MbarrierRing:
         self.k.mbarrier_arrive(self.empty(st_or_stage), state="_", pred=pred)
 
 
+class ClusterRing(MbarrierRing):
+    """A ring whose stages the CTAs of a cluster fill together (TMA multicast into every CTA's stage).
+
+    A producer refills stage s in every CTA its multicast reaches, so its empty[s] must hear from
+    the consumers of all those CTAs: `release` arrives on this CTA's empty[s] and, through
+    `mbarrier.arrive.release.cluster.shared::cluster`, on empty[s] of each peer whose ring base
+    (`peer_bases`, shared::cluster addresses from `mapa` of this CTA's `base`) is given.
+    `consumer_arrivals` is then the count of one CTA's releasing threads times the CTAs that
+    release into it.  Initialize, then `cluster_sync` (not bar.sync) before any thread of the
+    cluster uses the ring, and `cluster_sync` again before exit, so no CTA exits while a peer may
+    still arrive on its barriers or multicast into its shared memory.
+    """
+
+    def __init__(self, k, stages: int, base, peer_bases, **kw):
+        super().__init__(k, stages, base, **kw)
+        if not peer_bases:
+            raise ValidationError("a ClusterRing needs the shared::cluster ring base of at least one peer CTA")
+        self.peer_bases = tuple(peer_bases)
+
+    def release(self, st_or_stage, *, pred=None) -> None:
+        """Consumer: arrive on empty[stage] here and on empty[stage] of every peer CTA."""
+        k = self.k
+        super().release(st_or_stage, pred=pred)
+        stage = st_or_stage.stage if isinstance(st_or_stage, RingState) else st_or_stage
+        for peer in self.peer_bases:
+            if isinstance(stage, int):
+                a = Addr(peer, 8 * (self.stages + stage))
+            else:
+                a = Addr(k.mad(stage, 8, peer, mode="lo", type=T.u32), 8 * self.stages)
+            k.mbarrier_arrive(a, space="shared::cluster", pred=pred)
+
+
 def register_split(threads: int, producer_groups: int, consumer_groups: int, producer_regs: int,
                    consumer_regs: int) -> None:
     """Check a setmaxnreg plan: counts are multiples of 8 in 24..256 and the CTA fits the register file."""

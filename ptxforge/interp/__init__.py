@@ -18,14 +18,15 @@ exactly once, become array checks.
 Differences from a GPU, on purpose: %warpid is the linear thread index / 32 (on hardware it is
 a physical slot that changes), %smid is 0, clocks count interpreter steps.  Registers and shared
 memory start with a poison pattern.  Hopper: wgmma (every form, descriptors decoded bit for bit,
-exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments and 1-D bulk copies with their
+exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments (element strides and
+interleave included), im2col loads from `host_im2col_map` arguments, and 1-D bulk copies with their
 bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with distributed shared
 memory (`run(..., cluster=)`, exec_cluster); setmaxnreg is checked (whole warpgroups) and has no
 other effect.  Not modelled, and refused with `InterpUnsupported`
 when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
-on float arithmetic and cvt, .local/.const memory, wgmma descriptors with a non-zero base offset,
-interleaved or element-strided tensor maps, swizzled maps whose inner box is not the swizzle
-span, tensor maps outside the kernel parameters, im2col copies, wmma (its fragment layouts are
+on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
+whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
+tensor maps outside the kernel parameters, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp, the SIMD video forms, textures and surfaces, st.async / red.async
 / multimem, mbarrier.pending_count, getctarank, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
 registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
@@ -35,7 +36,8 @@ CTAs of one cluster that only a CTA-local bar.sync separates.
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),
 `machine` and `scheduler` (execution), `memory` / `access` (address spaces, checks), `traffic`
 (per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family),
-`tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility).
+`tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility), `exec_call`
+(calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled).
 The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and
 are re-exported here, usable as numpy models).
 """
@@ -43,9 +45,9 @@ are re-exported here, usable as numpy models).
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError, InterpUnsupported, ThreadId
 from .launch import Report, compile_kernel, run
 from ..isa.fragments import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
-from .tensormaps import HostTensorMap, host_tensor_map
+from .tensormaps import HostTensorMap, host_im2col_map, host_tensor_map
 from .traffic import AccessCounts
 
 __all__ = ["run", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",
            "ThreadId", "KINDS", "DEFAULT_CHECKS", "mma_fragment", "matrix_layout", "pack_fragment", "unpack_fragment",
-           "Fragment", "MatrixLayout", "host_tensor_map", "HostTensorMap"]
+           "Fragment", "MatrixLayout", "host_tensor_map", "host_im2col_map", "HostTensorMap"]

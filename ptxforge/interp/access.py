@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from .memory import PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 
 _PTXFORGE_INTERNAL = True
 
-GLOBAL, SHARED, PARAM = "global", "shared", "param"
+GLOBAL, SHARED, PARAM, LOCAL = "global", "shared", "param", "local"
 #: A .shared::cluster address names CTA r of the cluster with (r + 1) in the bits from here up.
 CLUSTER_RANK_SHIFT = 24
 
@@ -38,8 +38,10 @@ class Part:
 def _space_of(space: str) -> str:
     if space in ("shared", "shared::cta", "shared::cluster"):
         return SHARED
-    if space in ("global", "param"):
+    if space in ("global", "param", "local"):
         return space
+    if space == "const":  # module .const variables live in the global heap (memory.py)
+        return GLOBAL
     if space in ("generic", "", None):
         return "generic"
     return space
@@ -72,8 +74,10 @@ def map_access(S, op, space, addr, thr, nbytes, *, align=None, write=False, what
         parts = []
         in_sh = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
         in_pa = (addr >= np.uint64(PARAM_WINDOW)) & (addr < np.uint64(PARAM_WINDOW + WINDOW_SIZE))
-        in_gl = ~(in_sh | in_pa)
-        for sp, sel, base in ((GLOBAL, in_gl, 0), (SHARED, in_sh, SHARED_WINDOW), (PARAM, in_pa, PARAM_WINDOW)):
+        in_lo = (addr >= np.uint64(LOCAL_WINDOW)) & (addr < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        in_gl = ~(in_sh | in_pa | in_lo)
+        for sp, sel, base in ((GLOBAL, in_gl, 0), (SHARED, in_sh, SHARED_WINDOW), (PARAM, in_pa, PARAM_WINDOW),
+                              (LOCAL, in_lo, LOCAL_WINDOW)):
             if sel.all():
                 parts += _map_space(S, op, sp, addr - np.uint64(base), thr, pos, nbytes, write, what, generic=True)
                 break
@@ -109,6 +113,10 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
             return []
         off = np.where(addr >= np.uint64(L.params.size), -1, addr.astype(np.int64))
         ok = L.params.check(off, nbytes)
+    elif space == LOCAL:  # per thread: thread n's local memory is its own slice
+        off = np.where(addr >= np.uint64(max(L.local.size, 1)), -1, addr.astype(np.int64))
+        ok = L.local.check(off, nbytes)
+        off = off + thr.astype(np.int64) * L.local.size
     else:
         raise AssertionError(space)
     if not ok.all():
@@ -119,6 +127,8 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
             msg = f"out-of-bounds global {what} of {nbytes} bytes at {a0:#x}: {where}"
         elif space == SHARED:
             msg = f"out-of-bounds shared {what} of {nbytes} bytes: {L.smem.describe(a0, nbytes)}"
+        elif space == LOCAL:
+            msg = f"out-of-bounds .local {what} of {nbytes} bytes: {L.local.describe(a0, nbytes)}"
         else:
             msg = f"out-of-bounds .param {what} of {nbytes} bytes at offset {a0}"
         if generic:
@@ -137,6 +147,8 @@ def _views(S, space):
         return S.launch.heap.views
     if space == SHARED:
         return S.smem_views
+    if space == LOCAL:
+        return S.local_views
     return S.launch.params.views
 
 

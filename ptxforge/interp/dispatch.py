@@ -11,7 +11,7 @@ from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
-from . import (exec_arith, exec_async, exec_bits, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
+from . import (exec_arith, exec_async, exec_bits, exec_call, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
                exec_move, exec_narrow, exec_sync, exec_tensor, exec_tma, exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
@@ -25,6 +25,8 @@ FACTORIES = {
     "lop3": exec_bits.make_lop3, "prmt": exec_bits.make_prmt, "shf": exec_bits.make_shf,
     **{k: exec_bits.make_bitfield for k in BITFIELD},
     "bmsk": exec_bits.make_bmsk, "szext": exec_bits.make_szext, "fns": exec_bits.make_fns,
+    # calls are expanded when a Program is built (exec_call); parameters travel through registers
+    exec_call.PARAM_MOVE: exec_call.make_param_move, exec_call.UNSUPPORTED_CALL: exec_call.make_unsupported_call,
     "mov": exec_move.make_mov, "setp": exec_move.make_setp, "selp": exec_move.make_selp,
     "set": exec_move.make_set, "slct": exec_move.make_slct, "testp": exec_move.make_testp,
     "cvt": exec_move.make_cvt, "cvta": exec_move.make_cvta, "cvt.narrow": exec_narrow.make_cvt_narrow,

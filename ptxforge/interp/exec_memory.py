@@ -15,7 +15,7 @@ from ..isa.operands import Reg, Symbol
 from .access import SHARED, gather, map_access, scatter, shadow_read, shadow_write
 from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
-from .memory import PARAM_WINDOW, SHARED_WINDOW
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .ops import address_parts
 from .values import UINT, view_dtype
 
@@ -36,7 +36,7 @@ def address_reader(P, addr, ins, space):
         def sym(S):
             a = S.launch.symbol_address(name, sym_space) + off
             if space in ("generic", "", None):
-                a += SHARED_WINDOW if sym_space == "shared" else PARAM_WINDOW if sym_space == "param" else 0
+                a += {"shared": SHARED_WINDOW, "param": PARAM_WINDOW, "local": LOCAL_WINDOW}.get(sym_space, 0)
             return np.full(S.N, a, dtype=np.uint64)
         return sym
     if isinstance(base, int):
@@ -67,8 +67,6 @@ def make_ld(P, op):
     t, vec, space = info.type, info.vec, info.space
     if t is T.b128:
         raise InterpUnsupported("ld.b128 is not modelled", ins)
-    if space in ("local", "const"):
-        raise InterpUnsupported(f"ld.{space} is not modelled (the builder declares no .{space} variables)", ins)
     width = _width(t)
     get_addr = address_reader(P, ins.operands[1], ins, space)
     dsts = P.regs_of(ins.operands[0])
@@ -101,8 +99,6 @@ def make_st(P, op):
     t, vec, space = info.type, info.vec, info.space
     if t is T.b128:
         raise InterpUnsupported("st.b128 is not modelled", ins)
-    if space in ("local",):
-        raise InterpUnsupported(f"st.{space} is not modelled", ins)
     width = _width(t)
     get_addr = address_reader(P, ins.operands[0], ins, space)
     srcs = P.regs_of(ins.operands[1])

@@ -15,7 +15,7 @@ from ..isa import types as T
 from ..isa.operands import PairDst, Vec
 from .exec_arith import _half_out
 from .findings import InterpUnsupported
-from .memory import PARAM_WINDOW, SHARED_WINDOW
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .values import UINT, flush_subnormal, half_to_f32, storage_dtype, view_dtype
 
 _PTXFORGE_INTERNAL = True
@@ -373,9 +373,11 @@ def make_cvta(P, op):
     space = ins.mods[-1]
     ra = P.reader(ins.operands[1], t, ins)
     put = P.writer(ins.operands[0], t, ins)
-    if space == "global":
+    if space in ("global", "const"):  # .const variables live in the global heap (memory.py)
         return lambda S, m: put(S, ra(S), m)
-    if space == "shared":
+    if space == "local":
+        base = LOCAL_WINDOW
+    elif space == "shared":
         base = SHARED_WINDOW
     elif space == "param":
         base = PARAM_WINDOW

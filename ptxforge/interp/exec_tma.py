@@ -6,7 +6,10 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
 
 * Load: the box at the coordinates (elements, innermost first, may be negative) is gathered
   from global memory; elements outside `global_dims` are filled with zeros (or NaN with
-  oob_fill='nan').  The box lands densely (innermost dimension fastest) at the destination,
+  oob_fill='nan').  With element strides e, dimension i moves ceil(box[i] / e[i]) elements,
+  at coordinates c, c + e[i], ... (out of bounds judged per element).  An interleaved map
+  (16/32 bytes) is a tensor whose dimension 0 is the channel slice: each box row is one slice
+  and must fill the interleave width.  The box lands densely (innermost dimension fastest) at the destination,
   each 16-byte chunk moved by the swizzle (`isa.descriptors.apply_swizzle` of the absolute
   shared address, the layout wgmma descriptors name).  It completes `box_bytes` transaction
   bytes on the mbarrier (full boxes count whole, out-of-bounds parts included).  With
@@ -19,9 +22,16 @@ fields decide everything, as the encoded CUtensorMap does on a GPU:
   to the copy: a write to them is reported ("async").  Bytes the async proxy reads must not be
   last written by a generic store not followed by `fence.proxy.async` ("proxy").
 
-Refused (InterpUnsupported): interleaved maps, element strides other than 1, a swizzled map
-whose inner box is not exactly the swizzle span, tensor maps in global memory (only
-`param_tensormap` parameters are modelled), im2col mode.
+* im2col load (`.im2col`, an `Im2colTensorMap`): pixels_per_column pixels x channels_per_pixel
+  channels land pixel by pixel (`im2col_geometry`), swizzled as a tile; out-of-bounds pixels and
+  channels are filled; a filter base that is not a bounding-box position is reported ("oob").
+
+Refused (InterpUnsupported): an interleaved box reaching outside the tensor (the H200 does not
+clip it like a tiled box: measured), 32-byte interleave and interleave with element strides
+(probes of both faulted on the H200), an interleaved map whose box row (box[0] / element_strides[0]
+elements) is not exactly the interleave width, a swizzled map whose inner box row is not
+exactly the swizzle span, tensor maps in global memory (only `param_tensormap` parameters are
+modelled), im2col maps with interleave.
 """
 
 from __future__ import annotations
@@ -29,8 +39,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.descriptors import apply_swizzle
+from ..isa.descriptors import apply_swizzle, swizzle_mode
 from ..isa.operands import Imm, TensorAddr
+from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from .access import Part, mark_pending, shadow_read, shadow_write
 from .exec_async import CopyRecord, make_bulk
 from .exec_memory import address_reader
@@ -57,12 +68,34 @@ def _tensormap(S, op, addr):
         S.fail("oob", f"{op.ins.opcode}: the tensor-map operand does not point at a tensor map bound to this "
                "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter)", op)
     tm = L.tensormaps[idx]
-    if tm.interleave or any(e != 1 for e in tm.element_strides):
-        raise InterpUnsupported("interleaved tensor maps and element strides other than 1 are not modelled", op.ins)
-    if tm.swizzle and tm.box[0] * tm.element_bytes != tm.swizzle:
+    row = box_extents(tm)[0] * tm.element_bytes
+    if tm.interleave == 32:
+        raise InterpUnsupported("32-byte interleaved tensor maps are not modelled (a probe of one faulted on the "
+                                "H200)", op.ins)
+    if tm.interleave and any(e != 1 for e in tm.element_strides):
+        raise InterpUnsupported("an interleaved tensor map with element strides is not modelled (a probe of "
+                                "one faulted on the H200)", op.ins)
+    if tm.interleave and row != tm.interleave:
+        raise InterpUnsupported(f"a {tm.interleave}-byte interleaved tensor map whose box row is {row} bytes (not "
+                                f"{tm.interleave}: box[0] / element_strides[0] elements) is not modelled", op.ins)
+    if tm.swizzle and row != tm.swizzle:
         raise InterpUnsupported(f"a {tm.swizzle}-byte swizzled tensor map whose inner box is "
-                                f"{tm.box[0] * tm.element_bytes} bytes (not {tm.swizzle}) is not modelled", op.ins)
+                                f"{row} bytes (not {tm.swizzle}) is not modelled", op.ins)
     return tm
+
+
+def _interleaved_in_bounds(tm, inb, op) -> None:
+    """Refuse an interleaved box that reaches outside the tensor: the H200 does not clip such a box
+    the way it clips tiled ones (a box past the second dimension read the next plane's rows), and
+    that behaviour is not modelled."""
+    if tm.interleave and not inb.all():
+        raise InterpUnsupported(f"a {tm.interleave}-byte interleaved box reaching outside the tensor is not "
+                                "modelled (the H200 does not clip it the way it clips tiled boxes)", op.ins)
+
+
+def box_extents(tm) -> tuple:
+    """Elements one copy moves along each dimension (innermost first): ceil(box / element stride)."""
+    return tuple(-(-b // e) for b, e in zip(tm.box, tm.element_strides))
 
 
 def box_geometry(tm, coords):
@@ -70,7 +103,9 @@ def box_geometry(tm, coords):
     in shared-memory order (innermost dimension fastest)."""
     r = tm.rank
     strides = (tm.element_bytes,) + tuple(tm.global_strides)
-    grids = np.meshgrid(*[np.arange(b, dtype=np.int64) + int(c) for b, c in zip(tm.box[::-1], coords[::-1])],
+    ext = box_extents(tm)
+    grids = np.meshgrid(*[np.arange(n, dtype=np.int64) * e + int(c)
+                          for n, e, c in zip(ext[::-1], tm.element_strides[::-1], coords[::-1])],
                         indexing="ij")  # outermost first
     off = np.zeros(grids[0].shape, dtype=np.int64)
     inb = np.ones(grids[0].shape, dtype=bool)
@@ -79,6 +114,45 @@ def box_geometry(tm, coords):
         inb &= (g >= 0) & (g < tm.global_dims[i])
         off += g * strides[i]
     return off.ravel(), inb.ravel()
+
+
+def im2col_geometry(tm, coords, offsets):
+    """(global byte offsets, in-bounds mask) of every element an im2col load moves, in shared-memory
+    order (pixel by pixel, channels fastest), or a string saying why the coordinates are illegal.
+
+    coords (c, w, (h, (d,)) n): the channel start, the filter base and the image.  The base must be
+    one of the bounding box's positions (`Im2colTensorMap.box_positions`); from it,
+    pixels_per_column positions follow in the box's order (W fastest, then H, D, then the next
+    image), each read at position + offsets; a pixel outside the image, an image past N and a
+    channel past C are out of bounds (filled)."""
+    sp = tm.rank - 2
+    c0, base, n0 = int(coords[0]), [int(x) for x in coords[1:1 + sp]], int(coords[-1])
+    limit = IM2COL_OFFSET_RANGE[tm.rank]
+    if any(not 0 <= int(o) <= limit for o in offsets):
+        return f"im2col offsets {list(offsets)} must each be in 0..{limit} for a rank-{tm.rank} map"
+    positions = [tm.box_positions(j) for j in range(sp)]
+    lin = n0
+    for j in reversed(range(sp)):
+        if base[j] not in positions[j]:
+            return (f"the filter base {base[j]} in dimension {j + 1} is not a position of the im2col bounding box "
+                    f"({positions[j].start}..{positions[j].stop - 1} step {positions[j].step})")
+        lin = lin * len(positions[j]) + positions[j].index(base[j])
+    L = lin + np.arange(tm.pixels_per_column, dtype=np.int64)
+    strides = (tm.element_bytes,) + tuple(tm.global_strides)
+    pix_off = np.zeros(len(L), dtype=np.int64)
+    pix_in = np.ones(len(L), dtype=bool)
+    for j in range(sp):
+        k = L % len(positions[j])
+        L = L // len(positions[j])
+        pos = positions[j].start + k * positions[j].step + int(offsets[j])
+        pix_in &= (pos >= 0) & (pos < tm.global_dims[j + 1])
+        pix_off += pos * strides[j + 1]
+    pix_in &= (L >= 0) & (L < tm.global_dims[-1])
+    pix_off += L * strides[-1]
+    ch = c0 + np.arange(tm.channels_per_pixel, dtype=np.int64)
+    ch_in = (ch >= 0) & (ch < tm.global_dims[0])
+    off = (pix_off[:, None] + ch[None, :] * tm.element_bytes).ravel()
+    return off, (pix_in[:, None] & ch_in[None, :]).ravel()
 
 
 def _fill_bytes(tm) -> np.ndarray:
@@ -107,11 +181,16 @@ def _global_check(S, op, tm, off, inb, thr0, what):
     return hoff, True
 
 
-def _smem_targets(S, op, dst_local, nbytes, thr0, what, align=128):
-    """Shared flat offsets of each 16-byte chunk of a dense box at `dst_local` (swizzled), or None."""
-    L = S.launch
+def _smem_targets(S, op, dst_local, nbytes, thr0, what, swizzle=0):
+    """Shared flat offsets of each 16-byte chunk of a dense box at `dst_local` (swizzled), or None.
+
+    A box's shared address must be 128-byte aligned, and a swizzled box's 1024-byte aligned: on
+    the H200 swizzled boxes (32-, 64- and 128-byte swizzle) loaded 128, 384 and 768 bytes past a
+    1024-byte boundary did not land at their address, so such a copy is reported, not modelled."""
+    align = 1024 if swizzle_mode(swizzle).xor_bits else 128
     if dst_local % align:
-        S.report("misaligned", f"{what}: shared address {dst_local:#x} is not {align}-byte aligned", op,
+        why = f" (a {swizzle}-byte swizzled box)" if align > 128 else ""
+        S.report("misaligned", f"{what}: shared address {dst_local:#x} is not {align}-byte aligned{why}", op,
                  np.array([thr0]))
         return None
     return np.arange(0, nbytes, 16, dtype=np.int64) + dst_local
@@ -147,7 +226,9 @@ def make_tensor_load(P, op):
     get_tm = P.reader(taddr.tmap, T.u64, ins)
     get_c = [P.reader(c, T.s32, ins) for c in taddr.coords]
     get_mbar = address_reader(P, mbar_op, ins, "shared")
-    mask_op = ins.operands[3] if info.multicast else None
+    im2col = getattr(info, "im2col", False)
+    get_offs = [P.reader(o, T.u16, ins) for o in ins.operands[3]] if im2col else []
+    mask_op = ins.operands[4 if im2col else 3] if info.multicast else None
     get_mask = P.reader(mask_op, T.u16, ins) if mask_op is not None else None
 
     def tensor_load(S, m):
@@ -158,6 +239,7 @@ def make_tensor_load(P, op):
         dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
         mbars = np.broadcast_to(np.asarray(get_mbar(S)), (S.N,))[thr]
         masks = np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[thr] if get_mask is not None else None
+        offs = [np.broadcast_to(np.asarray(g(S)), (S.N,))[thr] for g in get_offs]
         for i, t in enumerate(thr):
             t = int(t)
             tm = _tensormap(S, op, tmaddr[i])
@@ -165,7 +247,22 @@ def make_tensor_load(P, op):
                 S.report("oob", f"{ins.opcode}: {len(cs)} coordinates for a rank-{tm.rank} tensor map", op,
                          np.array([t]))
                 continue
-            off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            if im2col != isinstance(tm, Im2colTensorMap):
+                S.report("oob", f"{ins.opcode}: {'an im2col' if im2col else 'a tile'} copy needs "
+                         f"{'an im2col' if im2col else 'a tiled'} tensor map (interp.host_"
+                         f"{'im2col_map' if im2col else 'tensor_map'})", op, np.array([t]))
+                continue
+            if im2col:
+                if tm.interleave:
+                    raise InterpUnsupported("im2col tensor maps with interleave are not modelled", op.ins)
+                geo = im2col_geometry(tm, [int(c[i]) for c in cs], [int(o[i]) for o in offs])
+                if isinstance(geo, str):
+                    S.report("oob", f"{ins.opcode}: {geo}", op, np.array([t]))
+                    continue
+                off, inb = geo
+            else:
+                off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+                _interleaved_in_bounds(tm, inb, op)
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA load")
             if not ok:
                 continue
@@ -176,7 +273,7 @@ def make_tensor_load(P, op):
                 if L.heap.counter is not None:
                     L.heap.counter.add("reads", hoff, eb)
             nbytes = data.size
-            chunks = _smem_targets(S, op, int(dsts[i]), nbytes, t, "TMA load destination")
+            chunks = _smem_targets(S, op, int(dsts[i]), nbytes, t, "TMA load destination", tm.swizzle)
             if chunks is None:
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)
@@ -234,13 +331,18 @@ def make_tensor_store(P, op):
         for i, t in enumerate(thr):
             t = int(t)
             tm = _tensormap(S, op, tmaddr[i])
+            if isinstance(tm, Im2colTensorMap):
+                S.report("oob", f"{ins.opcode}: a tile store needs a tiled tensor map, not an im2col one", op,
+                         np.array([t]))
+                continue
             off, inb = box_geometry(tm, [int(c[i]) for c in cs])
+            _interleaved_in_bounds(tm, inb, op)
             hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA store")
             if not ok:
                 continue
             eb = tm.element_bytes
             nbytes = len(off) * eb
-            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source")
+            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source", tm.swizzle)
             if chunks is None:
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)

@@ -28,7 +28,9 @@ from ..kernel import Kernel
 from ..errors import LaunchError
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
-from .memory import GlobalHeap, ParamLayout, SharedLayout
+from .exec_call import local_variables
+from .memory import GlobalHeap, LocalLayout, ParamLayout, SharedLayout
+from ..declarations import initial_bytes
 from .program import Program
 from .scheduler import Stats, run_batch
 from .tensormaps import HostTensorMap, handle_bytes
@@ -43,16 +45,29 @@ SHADOW_BYTES_PER_BYTE = 64
 _CACHE: dict = {}
 
 
-def compile_kernel(kernel: Kernel) -> Program:
-    """The interpreter's executors for a kernel (built once, cached)."""
+def compile_kernel(kernel: Kernel, functions: dict | None = None) -> Program:
+    """The interpreter's executors for a kernel (built once, cached); `functions` are the module's
+    device functions by name, which its calls run."""
+    functions = functions or {}
     hit = _CACHE.get(id(kernel))
-    if hit is not None and hit[0] is kernel:
+    if hit is not None and hit[0] is kernel and len(hit[1].functions) == len(functions) and \
+            all(hit[1].functions.get(n) is f for n, f in functions.items()):
         return hit[1]
-    prog = Program(kernel)
+    prog = Program(kernel, functions)
     if len(_CACHE) > 64:
         _CACHE.pop(next(iter(_CACHE)))
     _CACHE[id(kernel)] = (kernel, prog)
     return prog
+
+
+def module_parts(module):
+    """(device functions by name, module-scope .global/.const Variables) of what `run` was given."""
+    kernels = getattr(module, "kernels", ())
+    functions = {k.name: k for k in kernels if getattr(k, "kind", "entry") == "func"}
+    variables = [d for d in getattr(module, "declarations", ())
+                 if getattr(d, "space", None) in ("global", "const") and getattr(d, "linkage", "") != ".extern"
+                 and hasattr(d, "nbytes")]
+    return functions, variables
 
 
 @dataclass
@@ -68,6 +83,7 @@ class Report:
     ctas: int = 0
     batches: int = 0
     accesses: dict | None = None  # {pointer parameter: traffic.AccessCounts}, with count_accesses=True
+    variables: dict = field(default_factory=dict)  # {module .global/.const variable: its bytes after the run}
 
     @property
     def ok(self) -> bool:
@@ -164,9 +180,12 @@ def resolve_kernel(module, kernel=None) -> Kernel:
 class Launch:
     """Everything one launch shares across its batches: memory, parameters, findings."""
 
-    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races, cluster=None):
+    def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races, cluster=None,
+                 variables=()):
         self.kernel = kernel
         self.prog = prog
+        self.variables = tuple(variables)  # module .global/.const Variables, placed in the heap
+        self.local = LocalLayout(local_variables(kernel, prog.functions))
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         self.nthreads = self.block[0] * self.block[1] * self.block[2]
@@ -258,6 +277,13 @@ class Launch:
                 self.pointer_bindings.append((p.name, index_of[key]))
             else:
                 values.append(("val", _encode(p, a)))
+        self.variable_index = {}
+        for var in self.variables:  # module variables: buffers of their own, initialized, never copied out
+            if var.nbytes is None:
+                raise LaunchError(f"module variable {var.name} is an unsized array; the interpreter needs its size")
+            self.variable_index[(var.name, var.space)] = len(arrays)
+            data = np.frombuffer(initial_bytes(var), dtype=np.uint8).copy()
+            arrays.append((f".{var.space} {var.name}", data, True, False))
         self.heap = GlobalHeap(arrays)
         self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
@@ -270,6 +296,14 @@ class Launch:
                 raw.append(v)
         self.params = ParamLayout(params, raw)
 
+    def variable_bytes(self) -> dict:
+        """{name: numpy uint8 array}: each module .global/.const variable's bytes as the launch left them."""
+        out = {}
+        for (name, _), i in self.variable_index.items():
+            b = self.heap.bufs[i]
+            out[name] = self.heap.heap[b.heap_offset:b.heap_offset + b.nbytes].copy()
+        return out
+
     def symbol_address(self, name, space):
         """The address of a shared variable (its shared-window offset) or a parameter (its offset in the
         parameter block); `space` is "shared" or "param".
@@ -278,6 +312,10 @@ class Launch:
             return self.smem.offsets[name]
         if space == "param":
             return self.params.offsets[name]
+        if space in ("global", "const") and (name, space) in self.variable_index:
+            return int(self.heap.address_of(self.variable_index[(name, space)]))
+        if space == "local" and name in self.local.offsets:
+            return self.local.offsets[name]
         raise LaunchError(f"the address of {name} (.{space}) is not modelled")
 
     # ------------------------------------------------------------ findings
@@ -345,6 +383,9 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     cluster: launch in thread-block clusters of this shape (default: the kernel's .reqnctapercluster,
     else none); the CTAs of a cluster run in one batch and see each other's shared memory.
 
+    Module `.global`/`.const` variables start from their initializers at every launch; the
+    report's `variables` holds each one's bytes as the kernel left them.
+
     count_accesses: also count, per byte of every pointer argument, how many times the kernel
     read and wrote it.  The report's `accesses` then maps each pointer parameter's name to a
     `traffic.AccessCounts` whose `reads` and `writes` are uint32 arrays shaped like the
@@ -354,9 +395,11 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     `read_ranges()` / `written_ranges()` give the same as runs of flat byte offsets.
     """
     k = resolve_kernel(module, kernel)
-    prog = compile_kernel(k)
+    functions, variables = module_parts(module)
+    prog = compile_kernel(k, functions)
     L = Launch(k, prog, grid, block, args, shared, check=check,
-               checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster)
+               checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster,
+               variables=variables)
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
     csize = L.cluster[0] * L.cluster[1] * L.cluster[2]
@@ -383,4 +426,5 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         report.thread_instructions = stats.thread_instructions
         if count_accesses:
             report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
+        report.variables = L.variable_bytes()
     return report

@@ -101,6 +101,10 @@ class Machine:
         self.smem_views = {1: self.smem, 2: self.smem.view(np.uint16), 4: self.smem.view(np.uint32),
                            8: self.smem.view(np.uint64)}
         self.smem_base = cta_local * S_bytes
+        # per-thread .local memory (the kernel's and its callees' .local arrays), poisoned like shared memory
+        self.local = np.full(N * L.local.size, SHARED_POISON, dtype=np.uint8)
+        self.local_views = {w: self.local.view(dt) for w, dt in ((1, np.uint8), (2, np.uint16), (4, np.uint32),
+                                                                 (8, np.uint64))}
         self.track = L.track_shared
         self.check_uninit = "uninit" in L.checks
         if self.track:

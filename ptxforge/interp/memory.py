@@ -9,6 +9,10 @@
   into the padding is reported, which hardware would not do.
 * Param: the kernel parameters laid out with natural alignment; `mov %rd, param` gives an
   offset in this space, `cvta.param` a generic address.
+* Local: per thread, the `.local` arrays of the kernel and of the device functions it calls, in
+  declaration order with red zones between them (`LocalLayout`); `cvta.local` adds the local
+  window's base.  Module `.global` and `.const` variables are buffers of the global heap (a
+  `.const` address is its heap address, so `cvta.const` is the identity here).
 * Generic addresses: global addresses are themselves (cvta.to.global is the identity); the
   shared window and the param window are fixed ranges, so `cvta.shared` adds a base and
   `cvta.to.shared` subtracts it.
@@ -25,6 +29,7 @@ _PTXFORGE_INTERNAL = True
 GLOBAL_BASE = 0x7F00_0000_0000
 SHARED_WINDOW = 0x1000_0000_0000
 PARAM_WINDOW = 0x2000_0000_0000
+LOCAL_WINDOW = 0x3000_0000_0000
 WINDOW_SIZE = 0x0001_0000_0000  # 4 GiB per window
 SHARED_RESERVED = 1024
 RED_ZONE = 16
@@ -205,6 +210,42 @@ class SharedLayout:
             if best is None or d[0] < best[0]:
                 best = d
         return best[1] if best else f"shared address {addr:#x} is outside every shared variable"
+
+
+class LocalLayout:
+    """Per-thread `.local` memory: each variable at its alignment, a red zone after each one."""
+
+    def __init__(self, variables):
+        """`variables`: the `.local` Variables (sized) a run uses."""
+        self.offsets: dict = {}
+        self.vars: list = []
+        off = RED_ZONE
+        for v in variables:
+            n = v.nbytes
+            if not n:
+                continue
+            off = _round_up(off, max(v.align or 1, 16))
+            self.offsets[v.name] = off
+            self.vars.append((v.name, off, n))
+            off += n + RED_ZONE
+        self.size = _round_up(off, 16) if self.vars else 0
+        owner = np.full(self.size, -1, dtype=np.int32)
+        for i, (_, o, n) in enumerate(self.vars):
+            owner[o:o + n] = i
+        self.owner = owner
+
+    def check(self, off: np.ndarray, nbytes: int):
+        """Mask of accesses [off, off+nbytes) that lie inside one variable."""
+        if not self.size:
+            return np.zeros(off.shape, dtype=bool)
+        return _inside_one_owner(self.owner, off, nbytes)
+
+    def describe(self, addr: int, nbytes: int) -> str:
+        """Where an out-of-range local access lies (the nearest variable), for messages."""
+        for name, o, n in self.vars:
+            if o - RED_ZONE <= addr < o + n + RED_ZONE:
+                return f"local offset {addr} is outside {name} ({n} bytes at offset {o})"
+        return f"local offset {addr} is in no .local variable"
 
 
 class ParamLayout:

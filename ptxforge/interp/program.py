@@ -16,6 +16,8 @@ from ..isa import types as T
 from ..isa.instruction import Instruction
 from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
 from .dispatch import build_op
+from .exec_call import expand_calls, function_address
+from ..isa.calls import FuncRef
 from .findings import InterpUnsupported
 from .values import const, storage_dtype, view_dtype
 
@@ -24,8 +26,11 @@ _PTXFORGE_INTERNAL = True
 class Program:
     """Executors for one kernel, plus the register and shared-memory tables a Machine needs."""
 
-    def __init__(self, kernel: Kernel):
+    def __init__(self, kernel: Kernel, functions: dict | None = None):
+        """`functions`: the module's device functions by name, which the kernel's calls run
+        (expanded in place: see exec_call)."""
         self.kernel = kernel
+        self.functions = dict(functions or {})
         self.name = kernel.name
         self.reg_index: dict = {}
         self.reg_types: list = []  # storage dtype per register index
@@ -33,7 +38,7 @@ class Program:
         self._slot_of: dict = {}
         self.instructions: list = []
         labels: dict = {}
-        for item in kernel.body:
+        for item in expand_calls(kernel, self.functions):
             if isinstance(item, LabelDef):
                 labels[item.label.name] = len(self.instructions)
             elif isinstance(item, Instruction):
@@ -125,6 +130,12 @@ class Program:
             def sym(S):
                 return np.array(S.launch.symbol_address(name, space), dtype=storage_dtype(t)).view(dt)[()]
             return sym
+        if isinstance(op, FuncRef):  # a device function's address (an indirect call's target)
+            try:
+                c = const(function_address(self.functions, op.name), t)
+            except KeyError:
+                raise InterpUnsupported(f"{op.name} is not a device function of the module", ins) from None
+            return lambda S: c
         if isinstance(op, NegPred):
             g = self.reader(op.reg, T.pred, ins)
             return lambda S: ~g(S)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_pred, check_value, make
-from .operands import Addr, Imm, NegPred, Symbol, TensorAddr
+from .operands import Addr, Imm, NegPred, Symbol, TensorAddr, Vec
 from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -182,6 +182,7 @@ class BulkInfo:
     size: object = None
     dims: int = 0
     multicast: bool = False
+    im2col: bool = False  # .im2col load mode: the operand after the mbarrier is the offsets vector
 
 
 def _bulk_size(size):
@@ -258,6 +259,43 @@ def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
                                          "mbarrier::complete_tx::bytes",
                                          "multicast::cluster" if cta_mask is not None else None),
                 tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None))
+
+
+def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None):
+    """`cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes
+    {.multicast::cluster} [dst], [tmap, {c, w, (h, (d,)) n}], [mbar], {im2col offsets}{, ctaMask}`.
+
+    An im2col load (N = 3, 4 or 5; the tensor map from `cuTensorMapEncodeIm2col`): coords are the
+    channel start, the filter base position in W (H, D) and the image; `offsets` the N - 2 .b16
+    registers (w, h, d innermost first) added to the filter base to give the first pixel read.
+    """
+    n = len(coords)
+    if not 3 <= n <= 5:
+        raise ValidationError(f"an im2col tensor copy takes 3 to 5 coordinates (NWC, NHWC, NDHWC), got {n}")
+    offsets = tuple(offsets)
+    if len(offsets) != n - 2:
+        raise ValidationError(f"a {n}d im2col copy takes {n - 2} im2col offset(s) (W{', H' if n > 3 else ''}"
+                              f"{', D' if n > 4 else ''}), got {len(offsets)}")
+    for i, o in enumerate(offsets):
+        check_value(o, T.b16, f"im2col offset {i}", imm_ok=False)
+    d = check_addr(dst, "shared", "cp.async.bulk.tensor destination")
+    for i, c in enumerate(coords):
+        check_value(c, T.s32, f"tensor coordinate {i}")
+    m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
+    ops = [d, TensorAddr(tmap, tuple(coords)), m, Vec(offsets)]
+    if cta_mask is not None:
+        if isinstance(cta_mask, int):
+            if not 0 < cta_mask < (1 << 16):
+                raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
+            cta_mask = Imm(cta_mask)
+        else:
+            check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
+        ops.append(cta_mask)
+    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", "im2col",
+                                         "mbarrier::complete_tx::bytes",
+                                         "multicast::cluster" if cta_mask is not None else None),
+                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None,
+                                                        im2col=True))
 
 
 def bulk_tensor_s2g(tmap, coords, src):
@@ -370,6 +408,22 @@ class AsyncCopyOps:
             multicast = self._val(multicast, T.b16)
         self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap),
                                   tuple(self._val(c, T.s32) for c in coords), self._addr(mbar), multicast), pred)
+
+    def tensor_load_im2col(self, dst, tmap, coords, mbar, offsets, *, multicast=None, pred=None):
+        """sm_90 TMA im2col load (`bulk_tensor_g2s_im2col`): `tmap` an im2col tensor map parameter
+        (`TensorMap.im2col`), coords (c, w, (h, (d,)) n), offsets the N - 2 filter-tap offsets
+        (ints 0..65535 or .b16 registers; ints are moved into registers)."""
+        if multicast is not None and not isinstance(multicast, int):
+            multicast = self._val(multicast, T.b16)
+        offs = []
+        for o in offsets:
+            if isinstance(o, int):
+                if not 0 <= o < (1 << 16):
+                    raise ValidationError(f"an im2col offset is an unsigned 16-bit value, got {o}")
+                o = self.mov(o, type=T.b16)
+            offs.append(self._val(o, T.b16))
+        self.emit(bulk_tensor_g2s_im2col(self._addr(dst), self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
+                                         self._addr(mbar), offs, multicast), pred)
 
     def tensor_store(self, tmap, coords, src, *, pred=None):
         """sm_90 TMA tile store shared -> global (`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`):

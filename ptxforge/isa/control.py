@@ -191,7 +191,11 @@ def mov(t, d, a):
     if t in (T.f16, T.bf16, T.bf16x2, T.f16x2):
         t = t.bits_type()  # ptxas has no mov.f16: half values move as bits
     check_dst(d, t, "mov destination")
-    if isinstance(a, Symbol):
+    from .calls import FuncRef
+    if isinstance(a, FuncRef):  # a device function's address, the target of an indirect call
+        if t not in (T.u64, T.b64, T.s64):
+            raise ValidationError(f"the address of function {a.name} is 64-bit: use mov.u64, not .{t.name}")
+    elif isinstance(a, Symbol):
         if t not in (T.u32, T.u64, T.b32, T.b64, T.s32, T.s64):
             raise ValidationError(f"the address of {a.name} is an integer: use mov.u32 or mov.u64, not .{t.name}")
     elif isinstance(a, SpecialReg):

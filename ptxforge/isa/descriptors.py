@@ -6,7 +6,7 @@ A `wgmma.mma_async` operand in shared memory is named by a 64-bit *matrix descri
     bits  0-13  start address >> 4        (shared-window byte address, 16-byte granules)
     bits 16-29  leading dimension byte offset (LBO) >> 4
     bits 32-45  stride dimension byte offset (SBO) >> 4
-    bits 49-51  matrix base offset        (pattern phase when the start is not pattern-aligned)
+    bits 49-51  matrix base offset        (pattern phase of the start address, swizzled modes only)
     bits 62-63  swizzle mode: 0 none ("interleave"), 1 128-byte, 2 64-byte, 3 32-byte
 
 The same swizzle is what the tensor-memory-access engine writes with `CU_TENSOR_MAP_SWIZZLE_*`:
@@ -17,6 +17,15 @@ the 16-byte chunk index of a byte is XORed with its row index within the pattern
 `canonical_offset` is the byte offset of element (r, c) of a tile (r along M or N, c along K)
 in those layouts; `descriptor_address` is the address a decoded descriptor makes wgmma read for
 element (r, c) of its k-slice.  A layout is right when the two agree (ptxforge.hopper.layout).
+
+Base offset (bits 49-51), as measured on the H200 (tests/test_hopper_gpu.py reads tiles placed at
+every 128-byte row of their pattern, with the field set and cleared): wgmma takes the swizzle row
+of each address it reads from the absolute address, (addr >> 7), minus the base offset, modulo
+the pattern (`swizzle_rows`).  TMA swizzles absolute addresses too, so a tile TMA wrote at any
+128-byte-aligned shared address is read back with base offset 0; a non-zero base offset shifts
+the phase.  (The PTX ISA's "Matrix Descriptor Format" suggests (start >> 7) & 7 for a pattern
+that does not start on its boundary; on the H200 that value reads a tile TMA wrote there with
+the rows shifted.)  The no-swizzle mode ignores the field.
 """
 
 from __future__ import annotations
@@ -84,6 +93,22 @@ def apply_swizzle(addr: int, swizzle) -> int:
         return addr
     mask = (1 << s.xor_bits) - 1
     return addr ^ (((addr >> 7) & mask) << 4)
+
+
+def swizzle_rows(addr, base_offset: int, swizzle):
+    """The physical address wgmma reads for logical byte `addr` (int or int array) of an operand whose
+    descriptor has base offset `base_offset` (bits 49-51).
+
+    The pattern row of `addr` is its absolute 128-byte row minus the base offset, modulo the
+    pattern (8, 4 or 2 rows of 128 bytes for 128-, 64- and 32-byte swizzle); the 16-byte chunk
+    index (bits 4..) is XORed with it.  With base offset 0 this is `apply_swizzle(addr)`, the
+    layout TMA writes; without swizzle the address is unchanged.
+    """
+    s = swizzle_mode(swizzle)
+    if not s.xor_bits:
+        return addr
+    mask = (1 << s.xor_bits) - 1
+    return addr ^ ((((addr >> 7) - base_offset) & mask) << 4)
 
 
 @dataclass(frozen=True)
@@ -189,30 +214,32 @@ def canonical_strides(major: str, swizzle, dtype_bits: int, rows: int, cols: int
     return (atom, 8 * span) if s.nbytes else (128, atom)
 
 
-def descriptor_address(fields: DescriptorFields, major: str, dtype_bits: int, r: int, c: int) -> int:
-    """Shared byte address wgmma reads for element (r, c) of the operand a descriptor names.
-
-    r: row along M/N (0..63 for A, 0..N-1 for B), c: element along K inside this instruction's
-    k-slice (0 .. 32 bytes / element size).  Models the canonical layouts of the PTX ISA
-    ("Shared Memory Matrix Layout"): the swizzle acts on the absolute address, which is why tile
-    bases are pattern-aligned and base_offset is 0 for them.
-    """
+def descriptor_address_linear(fields: DescriptorFields, major: str, dtype_bits: int, r, c):
+    """Shared byte address of element (r, c) of the operand a descriptor names, before the swizzle
+    (see descriptor_address)."""
     if major not in MAJORS:
         raise ValidationError(f"major must be 'K' or 'MN', got {major!r}")
     eb = dtype_bits // 8
     S, lbo, sbo = fields.swizzle, fields.leading_byte_offset, fields.stride_byte_offset
-    if fields.base_offset:
-        raise ValidationError("descriptor_address models base_offset 0 (pattern-aligned tiles) only")
     if major == "K":
         kb = c * eb
         if S:
-            a = fields.start_addr + (r // 8) * sbo + (r % 8) * S + kb
-        else:
-            a = fields.start_addr + (r // 8) * sbo + (kb // 16) * lbo + (r % 8) * 16 + kb % 16
-    else:
-        mb = r * eb
-        if S:
-            a = fields.start_addr + (mb // S) * lbo + (c // 8) * sbo + (c % 8) * S + mb % S
-        else:
-            a = fields.start_addr + (mb // 16) * sbo + (c // 8) * lbo + (c % 8) * 16 + mb % 16
-    return apply_swizzle(a, S)
+            return fields.start_addr + (r // 8) * sbo + (r % 8) * S + kb
+        return fields.start_addr + (r // 8) * sbo + (kb // 16) * lbo + (r % 8) * 16 + kb % 16
+    mb = r * eb
+    if S:
+        return fields.start_addr + (mb // S) * lbo + (c // 8) * sbo + (c % 8) * S + mb % S
+    return fields.start_addr + (mb // 16) * sbo + (c // 8) * lbo + (c % 8) * 16 + mb % 16
+
+
+def descriptor_address(fields: DescriptorFields, major: str, dtype_bits: int, r, c):
+    """Shared byte address wgmma reads for element (r, c) of the operand a descriptor names.
+
+    r: row along M/N (0..63 for A, 0..N-1 for B), c: element along K inside this instruction's
+    k-slice (0 .. 32 bytes / element size).  Models the canonical layouts of the PTX ISA
+    ("Shared Memory Matrix Layout") and the base offset: the swizzle row of each address is its
+    absolute 128-byte row minus the base offset (`swizzle_rows`; measured on the H200), so with
+    base offset 0 it is the swizzle of the absolute address, what TMA writes.
+    """
+    a = descriptor_address_linear(fields, major, dtype_bits, r, c)
+    return swizzle_rows(a, fields.base_offset, fields.swizzle)

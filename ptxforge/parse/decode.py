@@ -17,7 +17,7 @@ from ..isa.arith import ARITH, arith
 from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g,
                               bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
-from ..isa.calls import ArgList, FuncRef, call
+from ..isa.calls import ArgList, CallPrototype, FuncRef, brx_idx, call
 from ..isa.control import bra, mov, selp, setp, simple
 from ..isa.convert import cvt, cvta
 from ..isa.memory import ldmatrix, prefetch, prefetch_tensormap, stmatrix
@@ -446,20 +446,31 @@ def _bulk(parts, ops):
 
 
 def _d_call(parts, ops):
-    rets, args, func = (), (), None
+    rets, args, func, proto = (), (), None, None
     for op in ops:
-        if isinstance(op, FuncRef):
+        if isinstance(op, FuncRef) or (isinstance(op, Reg) and func is None):  # a register: an indirect call
             func = op
         elif isinstance(op, ArgList):
             if func is None:
                 rets = op.items
             else:
                 args = op.items
+        elif isinstance(op, CallPrototype) and func is not None:
+            proto = op
         else:
-            raise ValidationError(f"call: {op} is neither a function, a (return list) nor an (argument list)")
+            raise ValidationError(f"call: {op} is neither a function, a (return list), an (argument list) nor a "
+                                  ".callprototype")
     if func is None:
         raise ValidationError("call names no declared device function (.func)")
+    if proto is not None:
+        return Call(call, func, args, rets, uni=parts[1:] == ["uni"], targets=proto)
     return Call(call, func, args, rets, uni=parts[1:] == ["uni"])
+
+
+def _d_brx(parts, ops):
+    if parts[1:2] != ["idx"] or parts[2:] not in ([], ["uni"]):
+        raise ValidationError("brx: the tables know brx.idx{.uni} index, tlist")
+    return Call(brx_idx, ops[0], ops[1], uni=parts[2:] == ["uni"])
 
 
 #: First mnemonic part -> the decoder that reads that family's modifiers and operands.
@@ -476,7 +487,7 @@ DECODERS = {
     "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
     "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
     "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
-    "cp": _d_cp_async, "call": _d_call,
+    "cp": _d_cp_async, "call": _d_call, "brx": _d_brx,
     **MEMORY_DECODERS, **COMPUTE_DECODERS,
 }
 

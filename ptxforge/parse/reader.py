@@ -16,11 +16,11 @@ from dataclasses import dataclass, field
 
 from ..builder import KernelBuilder
 from ..kernel import Comment, Kernel, LabelDef, Param
-from ..declarations import (BodyDirective, Function, LocalDecl, ParamDecl, Prototype, RawDirective,
-                            ScopeClose, ScopeOpen, Variable)
+from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, ParamDecl,
+                            Prototype, RawDirective, ScopeClose, ScopeOpen, Variable)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
-from ..isa.calls import CallParam, call
+from ..isa.calls import BranchTargets, CallParam, CallPrototype, call
 from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
@@ -595,6 +595,16 @@ class BodyReader:
                     ins = self.instruction(text, st.line, strict)
                     if ins is not None:
                         items.append(ins)
+            elif kind == LABEL and i + 1 < n and stmts[i + 1].kind == STMT \
+                    and stmts[i + 1].text.startswith(".branchtargets"):
+                self.branch_targets(st.text, stmts[i + 1].text, stmts[i + 1].line)
+                i += 2
+                continue
+            elif kind == LABEL and i + 1 < n and stmts[i + 1].kind == STMT \
+                    and stmts[i + 1].text.startswith(".callprototype"):
+                self.call_prototype(st.text, stmts[i + 1].text, stmts[i + 1].line, depth)
+                i += 2
+                continue
             elif kind == LABEL:
                 lab = self.scope._named(st.text)
                 if st.text in self.labels:
@@ -629,6 +639,38 @@ class BodyReader:
                 raise r.error(st.line, f"unexpected {st.text!r} inside {self.name}")
             i += 1
         raise r.error(self.line, f"{self.name}: the body is never closed (missing }})")
+
+    def branch_targets(self, name: str, text: str, line: int):
+        """`name: .branchtargets L0, L1, ...;`: the label list a `brx.idx` names (its labels must be
+        placed in this body)."""
+        names = [x.strip() for x in text[len(".branchtargets"):].split(",")]
+        if not names or not all(names):
+            raise self.r.error(line, f"{name}: .branchtargets takes a comma-separated list of labels")
+        labels = []
+        for x in names:
+            lab = self.scope._named(x, line)
+            if not isinstance(lab, Label):
+                raise self.r.error(line, f"{name}: {x} in a .branchtargets list is not a label")
+            labels.append(lab)
+        bt = BranchTargets(name, tuple(labels))
+        self.declare_symbol(bt, line)
+        self.scope.cache = {}
+        self.items.append(BranchTargetsDecl(bt))
+
+    def call_prototype(self, name: str, text: str, line: int, depth: int):
+        """`name: .callprototype (.param .t _) _ (.param .t _, ...);`: the signature an indirect call
+        in this scope names."""
+        rest = text[len(".callprototype"):].strip()
+        _, returns, params, tail = self.r.signature(".func " + rest, line)
+        if tail:
+            raise self.r.error(line, f"{name}: unexpected '{tail}' after the .callprototype signature")
+        proto = CallPrototype(name, tuple(p for p, _ in returns), tuple(p for p, _ in params))
+        if depth > 0:
+            self.scope.locals[-1][name] = proto
+        else:
+            self.declare_symbol(proto, line)
+        self.scope.cache = {}
+        self.items.append(CallPrototypeDecl(proto))
 
     def finish_labels(self):
         """Check that every label a branch names is placed in this body (or is a variable or a device function).

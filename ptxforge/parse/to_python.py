@@ -3,8 +3,12 @@
 One call per instruction: `k.emit(<ISA constructor>(...), pred=...)`, the same constructor call
 the parser made for that line, with the registers kept under their PTX names (`%r7` is the
 Python variable `r7`).  Running the script prints the module's PTX (the parsed module's own
-rendering).  Kernels only: device functions, call scopes and module-scope variables have no
-builder calls yet, so a module with them is refused with the reason.
+rendering).  Device functions become `FunctionBuilder`s (parameters, `result()` return values),
+call scopes `with k.call_scope():` blocks with `k.call_param()` declarations, `.local` arrays
+`k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
+directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
+What has no builder call (`.loc` lines, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
+multi-dimensional or initialized `.local` variables) is refused with the reason.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ import inspect
 import keyword
 import re
 
-from ..kernel import Comment, Kernel, LabelDef
+from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, LocalDecl, ParamDecl, Prototype,
+                            RawDirective, ScopeClose, ScopeOpen, Variable)
+from ..kernel import Comment, Kernel, LabelDef, Param
 from ..errors import ValidationError
-from ..isa.calls import ArgList, CallParam, FuncRef
+from ..isa.calls import ArgList, BranchTargets, CallParam, CallPrototype, FuncRef
 from ..isa.instruction import Instruction
 from ..isa.opaque import OPAQUE, PlainLabel, RawOperand
 from ..isa.operands import (Addr, Discard, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, TensorAddr,
@@ -25,7 +31,9 @@ from .decode import Call, decode_call
 
 _PTXFORGE_INTERNAL = True
 
-_RESERVED = {"k", "T", "pf", "build", "kernels", "Imm", "Addr", "Vec", "Label", "special", "main"}
+_RESERVED = {"k", "T", "pf", "build", "kernels", "Imm", "Addr", "Vec", "Label", "special", "main", "declarations",
+             "CallParam", "FuncRef", "ArgList", "Param", "ParamDecl", "Prototype", "RawDirective", "Variable",
+             "FunctionBuilder", "KernelBuilder"}
 
 
 def _ident(name: str, prefix: str = "") -> str:
@@ -36,10 +44,11 @@ def _ident(name: str, prefix: str = "") -> str:
 
 
 class _Writer:
-    def __init__(self, k: Kernel):
+    def __init__(self, k: Kernel, module_syms: dict | None = None):
         self.k = k
         self.regs: dict = {}
-        self.syms: dict = {}
+        self.syms: dict = dict(module_syms or {})
+        self.indent = "    "
         self.labels: dict = {}
         self.imports: set = set()
         self.lines: list = []
@@ -60,8 +69,16 @@ class _Writer:
             return f"Addr({base}, {x.offset})" if x.offset else f"Addr({base})"
         if isinstance(x, Vec):
             return "Vec((" + ", ".join(self.expr(r) for r in x.regs) + ("," if len(x.regs) == 1 else "") + "))"
-        if isinstance(x, (CallParam, FuncRef, ArgList)):
-            raise ValidationError("to-python: calls to device functions have no builder calls yet")
+        if isinstance(x, CallParam):
+            if x.name in self.syms:
+                return self.syms[x.name]
+            return f'CallParam("{x.name}", "param", T.{x.type.name}, {x.nbytes!r}, {x.align})'
+        if isinstance(x, (BranchTargets, CallPrototype)):
+            return self.syms[x.name]
+        if isinstance(x, FuncRef):
+            return f'FuncRef("{x.name}")'
+        if isinstance(x, ArgList):
+            return f"ArgList({self.expr(tuple(x.items))})"
         if isinstance(x, Symbol):
             if x.name not in self.syms:
                 raise ValidationError(f"to-python: variable {x.name} (.{x.space}) has no builder call yet")
@@ -108,9 +125,11 @@ class _Writer:
 
     def kernel(self) -> None:
         k = self.k
-        if getattr(k, "kind", "entry") != "entry" or getattr(k, "variables", ()) or getattr(k, "returns", ()):
-            raise ValidationError(f"to-python: {k.name} is a device function or has .local variables; "
-                                  "the builder writes kernels only")
+        kind = getattr(k, "kind", "entry")
+        linkage = getattr(k, "linkage", ".visible")
+        if (kind == "entry" and linkage != ".visible") or (kind == "func" and linkage not in ("", ".visible")):
+            raise ValidationError(f"to-python: {k.name} is {linkage or 'file-local'} .{kind}; the builder writes "
+                                  ".visible kernels and file-local or .visible device functions")
         out = self.lines
         kw = []
         extra = []
@@ -121,8 +140,19 @@ class _Writer:
                 kw.append("explicitcluster=True")
             else:
                 extra.append((key, val))
-        out.append(f"    # kernel {k.name}")
-        out.append(f'    k = KernelBuilder("{k.name}", "{k.target.name}"' + "".join(", " + x for x in kw) + ")")
+        if kind == "func":
+            noreturn = ("noreturn", None) in extra
+            extra = [x for x in extra if x != ("noreturn", None)]
+            if kw or extra:
+                raise ValidationError(f"to-python: device function {k.name} has performance directives, which "
+                                      "FunctionBuilder does not take")
+            out.append(f"    # device function {k.name}")
+            out.append(f'    k = FunctionBuilder("{k.name}", "{k.target.name}"'
+                       + (", visible=True" if linkage == ".visible" else "")
+                       + (", noreturn=True" if noreturn else "") + ")")
+        else:
+            out.append(f"    # kernel {k.name}")
+            out.append(f'    k = KernelBuilder("{k.name}", "{k.target.name}"' + "".join(", " + x for x in kw) + ")")
         for key, val in extra:
             out.append(f"    k.directives.append(({key!r}, {val!r}))")
         for key, val in k.notes:
@@ -137,6 +167,21 @@ class _Writer:
                 args += f", nbytes={p.nbytes}, align={p.align or 1}"
             out.append(f"    {var} = k.param({args})")
             self.syms[p.name] = f"{var}.symbol"
+        for p in getattr(k, "returns", ()):
+            if p.render() != f".param .{p.type.name} {p.name}":
+                raise ValidationError(f"to-python: return value {p.render()} of {k.name} has attributes result() "
+                                      "does not write")
+            out.append(f'    k.result("{p.name}", T.{p.type.name})')
+        for v in getattr(k, "variables", ()):
+            if v.space != "local" or v.init is not None or v.linkage or v.extra or len(v.dims) > 1 \
+                    or None in v.dims:
+                raise ValidationError(f"to-python: {v.render()} in {k.name} has no builder call "
+                                      "(local_array() declares a one-dimensional .local array)")
+            var = _ident(v.name, "l_")
+            count = v.dims[0] if v.dims else None
+            out.append(f'    {var} = k.local_array("{v.name}", T.{v.type.name}, {count!r}'
+                       + (f", align={v.align}" if v.align is not None else "") + ")")
+            self.syms[v.name] = f"{var}.symbol"
         for s in k.shared:
             var = _ident(s.name, "s_")
             out.append(f'    {var} = k.shared("{s.name}", {s.nbytes}, align={s.align})')
@@ -151,19 +196,62 @@ class _Writer:
                 if item.label.name not in self.labels:
                     self.labels[item.label.name] = _ident(item.label.name, "L_")
                     out.append(f'    {self.labels[item.label.name]} = Label("{item.label.name}", k.id)')
+        scoped: list = []
         for item in k.body:
+            ind = self.indent
             if isinstance(item, Instruction):
-                out.append("    " + self.instruction(item))
+                out.append(ind + self.instruction(item))
             elif isinstance(item, LabelDef):
-                out.append(f"    k.place({self.expr(item.label)})")
+                out.append(f"{ind}k.place({self.expr(item.label)})")
             elif isinstance(item, Comment):
                 if item.section:
-                    out.append(f"    with k.section({item.text!r}):")
-                    out.append("        pass")
+                    out.append(f"{ind}with k.section({item.text!r}):")
+                    out.append(f"{ind}    pass")
                 else:
-                    out.append(f"    k.comment({item.text!r})")
+                    out.append(f"{ind}k.comment({item.text!r})")
+            elif isinstance(item, ScopeOpen):
+                out.append(f"{ind}with k.call_scope():")
+                self.indent += "    "
+                scoped.append([])
+            elif isinstance(item, ScopeClose):
+                if out[-1].endswith(":"):
+                    out.append(f"{ind}pass")
+                self.indent = self.indent[:-4]
+                for name, prev in reversed(scoped.pop() if scoped else []):
+                    if prev is None:
+                        self.syms.pop(name, None)
+                    else:
+                        self.syms[name] = prev
+            elif isinstance(item, LocalDecl) and isinstance(item.symbol, CallParam) and scoped and \
+                    item.symbol.nbytes is None and \
+                    item.text == Param(item.symbol.name, item.symbol.type).render() + ";":
+                sym = item.symbol
+                var = _ident(sym.name, "c_")
+                scoped[-1].append((sym.name, self.syms.get(sym.name)))
+                out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name})')
+                self.syms[sym.name] = var
+            elif isinstance(item, LocalDecl) and scoped and item.symbol is None and _SCOPED_REG.match(item.text):
+                m = _SCOPED_REG.match(item.text)
+                out.append(f'{ind}k.scope_reg(T.{m.group(1)}, "{m.group(2)}")')
+            elif isinstance(item, CallPrototypeDecl) and scoped and all(
+                    type(p) is Param and p.nbytes is None for p in item.prototype.returns + item.prototype.params):
+                pr = item.prototype
+                var = _ident(pr.name, "proto_")
+                scoped[-1].append((pr.name, self.syms.get(pr.name)))
+                rets = "".join(f"T.{p.type.name}, " for p in pr.returns)
+                params = "".join(f"T.{p.type.name}, " for p in pr.params)
+                out.append(f'{ind}{var} = k.call_prototype("{pr.name}", ({rets}), ({params}))')
+                self.syms[pr.name] = var
+            elif isinstance(item, BranchTargetsDecl):
+                bt = item.targets
+                var = _ident(bt.name, "t_")
+                out.append(f'{ind}{var} = k.branch_targets("{bt.name}", {self.expr(tuple(bt.labels))})')
+                self.syms[bt.name] = var
+            elif isinstance(item, BodyDirective) and _PRAGMA.match(item.text):
+                words = re.findall(r'"([^"]*)"', item.text)
+                out.append(f"{ind}k.pragma({', '.join(repr(w) for w in words)})")
             else:
-                raise ValidationError(f"to-python: {type(item).__name__} ({item.ptx_line()}) has no builder call yet")
+                raise ValidationError(f"to-python: {type(item).__name__} ({item.ptx_line()}) has no builder call")
         out.append("    kernels.append(k.finish())")
         out.append("")
 
@@ -193,14 +281,65 @@ class _Writer:
         return f"k.emit({call})"
 
 
+_SCOPED_REG = re.compile(r"\.reg \.(\w+) (%?[A-Za-z_$][\w$]*);\Z")
+_PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
+
+
+def _param_expr(p) -> str:
+    if isinstance(p, ParamDecl):
+        return (f'ParamDecl("{p.name}", T.{p.type.name}, None, {p.space!r}, {p.nbytes!r}, {p.align!r}, '
+                f'spelling={p.spelling!r})')
+    pointee = f"T.{p.pointee.name}" if p.pointee is not None else "None"
+    return f'Param("{p.name}", T.{p.type.name}, {pointee}, {p.space!r}, {p.nbytes!r}, {p.align!r})'
+
+
+def _declarations(module, lines: list, syms: dict) -> None:
+    """Lines that build the module's declarations into the list `declarations`."""
+    lines.append("    declarations = []")
+    for d in module.declarations:
+        if isinstance(d, Variable):
+            var = _ident(d.name, "v_")
+            simple = (d.space in ("global", "const") and d.linkage in ("", ".visible") and not d.extra
+                      and len(d.dims) <= 1 and None not in d.dims)
+            if simple:
+                args = [f'"{d.name}"', f"T.{d.type.name}", f'space="{d.space}"']
+                if d.dims:
+                    args.append(f"count={d.dims[0]}")
+                if d.init is not None:
+                    args.append(f"init={d.init!r}")
+                if d.align is not None:
+                    args.append(f"align={d.align}")
+                if d.linkage == ".visible":
+                    args.append("visible=True")
+                lines.append(f"    {var} = pf.variable({', '.join(args)})")
+            else:
+                lines.append(f'    {var} = Variable("{d.name}", "{d.space}", T.{d.type.name}, {d.align!r}, {d.dims!r}, '
+                             f"{d.init!r}, {d.linkage!r}, {d.extra!r})")
+            lines.append(f"    declarations.append({var})")
+            syms[d.name] = f"{var}.symbol"
+        elif isinstance(d, Prototype):
+            rets = "(" + "".join(_param_expr(p) + ", " for p in d.returns) + ")"
+            params = "(" + "".join(_param_expr(p) + ", " for p in d.params) + ")"
+            lines.append(f'    declarations.append(Prototype("{d.name}", {rets}, {params}, {d.linkage!r}))')
+        elif isinstance(d, RawDirective) and _PRAGMA.match(d.text):
+            words = re.findall(r'"([^"]*)"', d.text)
+            lines.append(f"    declarations.append(pf.pragma({', '.join(repr(w) for w in words)}))")
+        elif isinstance(d, RawDirective):
+            lines.append(f"    declarations.append(RawDirective({d.text!r}))")
+        else:
+            raise ValidationError(f"to-python: the module declaration {d.render()} has no builder call")
+
+
 def to_python(module, *, source: str | None = None) -> str:
-    """A Python script that rebuilds `module` with one `KernelBuilder` call per instruction."""
-    if getattr(module, "declarations", ()):
-        raise ValidationError("to-python: module-scope variables and prototypes have no builder calls yet")
+    """A Python script that rebuilds `module` with one builder call per instruction: `KernelBuilder`
+    for kernels, `FunctionBuilder` for device functions, `pf.variable()` / `Prototype` /
+    `pf.pragma()` for the module's declarations."""
     body = []
     imports = set()
+    syms: dict = {}
+    _declarations(module, body, syms)
     for k in module.kernels:
-        w = _Writer(k)
+        w = _Writer(k, syms)
         w.kernel()
         body += w.lines
         imports |= w.imports
@@ -211,7 +350,10 @@ def to_python(module, *, source: str | None = None) -> str:
         '"""',
         "",
         "import ptxforge as pf",
-        "from ptxforge import KernelBuilder",
+        "from ptxforge import FunctionBuilder, KernelBuilder",
+        "from ptxforge.declarations import ParamDecl, Prototype, RawDirective, Variable",
+        "from ptxforge.isa.calls import ArgList, CallParam, FuncRef",
+        "from ptxforge.kernel import Param",
         "from ptxforge.isa import types as T",
         "from ptxforge.isa.opaque import PlainLabel, RawOperand",
         "from ptxforge.isa.operands import (DISCARD, Addr, Imm, Label, NegPred, PairDst, TensorAddr, Vec,",
@@ -224,6 +366,8 @@ def to_python(module, *, source: str | None = None) -> str:
         head.append(f"from {mod} import {', '.join(sorted(names))}")
     head += ["", "", "def build() -> pf.Module:", '    """The module, instruction by instruction."""',
              "    kernels = []"]
-    tail = [f'    return pf.Module(kernels, version="{module.version}")', "", "",
+    tail = [f'    return pf.Module(kernels, version="{module.version}", declarations=declarations'
+            + (f", target_options={tuple(module.target_options)!r}" if getattr(module, "target_options", ()) else "")
+            + ")", "", "",
             'if __name__ == "__main__":', '    print(build().ptx, end="")', ""]
     return "\n".join(head + body + tail)

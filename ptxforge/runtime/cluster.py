@@ -2,6 +2,7 @@
 
     fn = pf.load(module)["kernel"]
     launch_cluster(fn, grid=(4, 1), block=128, cluster=(2, 1), *args)
+    cl = cluster_launch_config(fn, (4, 1), 128, (2, 1))   # checked once; cl.launch(blob, values) per call
 
 Checks, each with a message that says what is legal, before the driver is called: the device
 supports cluster launches (CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH, sm_90+); the cluster shape has
@@ -64,15 +65,44 @@ def _config(d, cfg, stream, cluster):
     return c
 
 
-def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None, allow_non_portable=False):
-    """Launch KernelFunction `fn` on `grid` x `block` in clusters of `cluster` CTAs (cuLaunchKernelEx).
+class ClusterLaunch:
+    """A cluster launch configuration checked once (see `cluster_launch_config`): `launch(blob, values)`
+    packs the argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx."""
 
-    Arguments are those of a plain launch (GPU memory, scalars, TensorMaps; host arrays are not
-    staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
-    """
-    from . import driver as _drv
-    from .launch import resolve
+    def __init__(self, fn, config, cluster):
+        self.fn, self.config, self.cluster = fn, config, cluster
+
+    def max_active_clusters(self) -> int:
+        """Clusters of this shape, block and shared memory the device runs at once
+        (cuOccupancyMaxActiveClusters): the most a persistent grid should launch."""
+        return int(check(api().cuOccupancyMaxActiveClusters(self.fn._func, self.config),
+                         f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
+
+    def launch(self, blob, values) -> None:
+        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
+        d = api()
+        fn = self.fn
+        with fn._lock:
+            blob.fill(values)
+            err, = d.cuLaunchKernelEx(self.config, fn._func, blob.addr, 0)
+        if err:
+            c = self.config
+            raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid ({c.gridDimX}, {c.gridDimY}, "
+                                    f"{c.gridDimZ}), cluster {self.cluster}")
+
+
+def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False):
+    """A `ClusterLaunch` of `fn` on `grid` x `block` in clusters of `cluster` CTAs on `stream`, with every
+    check of `launch_cluster` done now, for launchers that issue the same launch many times."""
     from .streams import stream_handle
+    s = stream_handle(stream) if stream is not None else 0
+    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable)
+    return ClusterLaunch(fn, config, cl)
+
+
+def _checked(fn, grid, block, cluster, shared, s, allow_non_portable):
+    """(CUlaunchConfig, cluster shape) after the checks the module docstring lists."""
+    from . import driver as _drv
     d = api()
     ctx = _drv.context()
     info = ctx.info
@@ -89,7 +119,6 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
                                    1), f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) of '{fn.name}'")
     required = required_cluster(fn)
     cl = check_cluster_shape(cfg[0:3], cluster, kernel=fn.name, required=required, max_ctas=max_ctas)
-    s = stream_handle(stream) if stream is not None else 0
     config = _config(d, cfg, s, cl)
     most = check(d.cuOccupancyMaxPotentialClusterSize(fn._func, config),
                  f"cuOccupancyMaxPotentialClusterSize of '{fn.name}'")
@@ -97,6 +126,20 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
     if most and n > int(most):
         raise LaunchError(f"kernel {fn.name}: clusters of {n} CTAs do not fit on the device with block {cfg[3:6]} "
                           f"and {cfg[6]} B dynamic shared memory; the driver allows at most {int(most)}")
+    return config, cl
+
+
+def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None, allow_non_portable=False):
+    """Launch KernelFunction `fn` on `grid` x `block` in clusters of `cluster` CTAs (cuLaunchKernelEx).
+
+    Arguments are those of a plain launch (GPU memory, scalars, TensorMaps; host arrays are not
+    staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
+    """
+    from .launch import resolve
+    from .streams import stream_handle
+    d = api()
+    s = stream_handle(stream) if stream is not None else 0
+    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable)
     r = resolve(fn.layout, args, fn.name, s)
     if r.transfers:
         raise LaunchError(f"launch_cluster of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
@@ -104,5 +147,5 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
         fn._blob.fill(r.values)
         err, = d.cuLaunchKernelEx(config, fn._func, fn._blob.addr, 0)
     if err:
-        raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
-                                f"cluster {cl}")
+        raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid ({config.gridDimX}, {config.gridDimY}, "
+                                f"{config.gridDimZ}), cluster {cl}")

@@ -92,7 +92,8 @@ def source_of(obj, ptx_cap: PtxVersion | None) -> Source:
             r = obj.render(cap=ptx_cap)
         except TargetError as e:
             raise TargetError(f"{e.message} (the installed driver's JIT accepts PTX ISA <= {ptx_cap})", e.loc) from e
-        entries = tuple(EntryDesc(k.name, tuple(k.params), k.block_limit) for k in obj.kernels)
+        # kernels only: a device function (.func) has no handle the driver hands out
+        entries = tuple(EntryDesc(k.name, tuple(k.params), k.block_limit) for k in obj.entries)
         return Source(r.text, r.version, obj.target, entries, obj)
     if isinstance(obj, bytes):
         obj = obj.decode()

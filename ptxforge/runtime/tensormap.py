@@ -71,8 +71,11 @@ class TensorMap:
     element 0 (16-byte aligned, 32 with interleave); global_dims: extent per dimension, innermost
     first (rank 1..5); global_strides: byte strides of dimensions 1..rank-1 (multiples of 16,
     < 2^40; default: dense); box: the tile one copy moves, innermost first (each 1..256);
-    element_strides: 1..8 per dimension (default 1); interleave: 0/16/32 bytes; swizzle:
-    0/32/64/128 bytes (the inner box must not exceed that span); l2_promotion: 0/64/128/256;
+    element_strides: 1..8 per dimension (default 1), the traversal step: ceil(box[i] / e[i])
+    elements are moved along dimension i, at coordinates c, c + e, ...; the first must be 1
+    without interleave (TMA has no stride in dimension 0); interleave: 0/16/32 bytes (rank >= 3;
+    with 32, base and strides 32-byte aligned and swizzle 32); swizzle: 0/32/64/128 bytes
+    (without interleave the inner box must not exceed that span); l2_promotion: 0/64/128/256;
     oob_fill: 'zero' or 'nan' (floating types) for the out-of-bounds part of a box.
     """
 
@@ -108,6 +111,8 @@ class TensorMap:
             raise ValidationError(f"tensor map base must be a device address (int), got {self.base!r}")
         if self.interleave not in INTERLEAVES:
             raise ValidationError(f"interleave must be 0 (none), 16 or 32 bytes, got {self.interleave!r}")
+        if self.interleave and rank < 3:
+            raise ValidationError(f"an interleaved tensor map has rank 3..5 (e.g. NC/8HWC8), got rank {rank}")
         align = 32 if self.interleave == 32 else 16
         if self.base % align:
             raise ValidationError(f"tensor map base {self.base:#x} must be {align}-byte aligned"
@@ -128,6 +133,9 @@ class TensorMap:
                                       "(pad the rows, or use a narrower view)")
             if s >= (1 << 40):
                 raise ValidationError(f"global stride {i + 1} = {s} bytes must be < 2^40")
+            if self.interleave == 32 and s % 32:
+                raise ValidationError(f"global stride {i + 1} = {s} bytes must be a multiple of 32 with 32-byte "
+                                      "interleave")
         box = _ints(self.box, "box")
         if len(box) != rank:
             raise ValidationError(f"box needs one extent per dimension ({rank}), got {box}")
@@ -136,6 +144,9 @@ class TensorMap:
         es = _ints(self.element_strides, "element_strides") if self.element_strides is not None else (1,) * rank
         if len(es) != rank or any(not 1 <= e <= 8 for e in es):
             raise ValidationError(f"element_strides needs {rank} values in 1..8, got {es}")
+        if self.interleave == 0 and es[0] != 1:
+            raise ValidationError(f"element_strides[0] = {es[0]}: without interleave the traversal stride of "
+                                  "dimension 0 must be 1 (TMA has none there); stride the outer dimensions")
         sw = swizzle_mode(self.swizzle)
         inner = box[0] * eb
         if self.interleave == 0:
@@ -145,8 +156,8 @@ class TensorMap:
             if sw.nbytes and inner > sw.nbytes:
                 raise ValidationError(f"the inner box is {inner} bytes, more than the {sw.nbytes}-byte swizzle "
                                       f"span: use a box of at most {sw.nbytes // eb} elements innermost")
-        elif self.interleave == 32 and sw.nbytes != 32 and sw.nbytes:
-            raise ValidationError("32-byte interleave takes swizzle 0 or 32")
+        elif self.interleave == 32 and sw.nbytes != 32:
+            raise ValidationError(f"32-byte interleave needs swizzle 32, got {sw.nbytes or 'none'}")
         if self.l2_promotion not in L2_PROMOTIONS:
             raise ValidationError(f"l2_promotion must be 0, 64, 128 or 256 bytes, got {self.l2_promotion!r}")
         if self.oob_fill not in OOB_FILLS:
@@ -165,36 +176,21 @@ class TensorMap:
         its byte strides likewise.  `box` is innermost first.  `dtype` overrides the element type
         (e.g. 'u8' for packed 4-bit data held in an int8 array).
         """
-        from .arrays import device_view
-        from .memory import DeviceBuffer
-        if isinstance(array, DeviceBuffer):
-            shape, strides, ptr = tuple(array.shape), None, array.ptr
-            dt = _NUMPY_TO_PTX.get((array.dtype.kind, array.dtype.itemsize * 8))
-            eb = array.dtype.itemsize
-        else:
-            v = device_view(array)
-            if v is None or not hasattr(v, "ptr"):
-                raise ValidationError(f"{type(array).__name__} is not a GPU array (DeviceBuffer, "
-                                      "__cuda_array_interface__ or DLPack on a CUDA device)")
-            shape, strides, ptr = v.shape, v.strides, v.ptr
-            dt = _NUMPY_TO_PTX.get((v.elem.kind, v.elem.bits))
-            eb = max(v.elem.bits // 8, 1)
-        dtype = dtype or dt
-        if dtype is None:
-            raise ValidationError("cannot tell the array's element type: pass dtype=")
-        scale = eb / (T.lookup(dtype).bits // 8)
-        dims = [int(n) for n in reversed(shape)]
-        dims[0] = int(dims[0] * scale)
-        if strides is None:
-            acc, st = int(shape[-1]) * eb, []
-            for n in reversed(shape[:-1]):
-                st.append(acc)
-                acc *= int(n)
-        else:
-            if strides[-1] != eb and shape[-1] != 1:
-                raise ValidationError("the innermost dimension of a tensor-mapped array must be contiguous")
-            st = [int(s) for s in reversed(strides[:-1])]
+        dtype, ptr, dims, st = _array_geometry(array, dtype)
         return cls(dtype, int(ptr), tuple(dims), tuple(box), tuple(st), swizzle=swizzle, **kw)
+
+    @classmethod
+    def im2col(cls, array_or_ptr, *, lower_corner, upper_corner, channels_per_pixel, pixels_per_column,
+               **kw) -> "Im2colTensorMap":
+        """An im2col tensor map (`Im2colTensorMap`, `cuTensorMapEncodeIm2col`) over a GPU array of
+        shape (N, (D, (H,)) W, C), or a raw pointer with dtype= and global_dims= (C, W, (H, (D,)) N).
+
+        lower_corner / upper_corner: the filter-base bounding box in W (H, D), innermost first;
+        channels_per_pixel (1..256) and pixels_per_column (1..1024): what one copy moves; kw:
+        global_strides, element_strides, interleave, swizzle, l2_promotion, oob_fill, dtype.
+        """
+        return _im2col(array_or_ptr, lower_corner=lower_corner, upper_corner=upper_corner,
+                       channels_per_pixel=channels_per_pixel, pixels_per_column=pixels_per_column, **kw)
 
     # ------------------------------------------------------------ facts
     @property
@@ -242,3 +238,147 @@ class TensorMap:
         """The same map over another buffer of the same shape (re-validated, not yet encoded)."""
         return TensorMap(self.dtype, int(base), self.global_dims, self.box, self.global_strides,
                          self.element_strides, self.interleave, self.swizzle, self.l2_promotion, self.oob_fill)
+
+
+def _array_geometry(array, dtype=None):
+    """(dtype name, device pointer, global_dims innermost first, byte strides of dims 1..) of a GPU
+    array (DeviceBuffer, `__cuda_array_interface__` or DLPack), its shape read outermost first."""
+    from .arrays import device_view
+    from .memory import DeviceBuffer
+    if isinstance(array, DeviceBuffer):
+        shape, strides, ptr = tuple(array.shape), None, array.ptr
+        dt = _NUMPY_TO_PTX.get((array.dtype.kind, array.dtype.itemsize * 8))
+        eb = array.dtype.itemsize
+    else:
+        v = device_view(array)
+        if v is None or not hasattr(v, "ptr"):
+            raise ValidationError(f"{type(array).__name__} is not a GPU array (DeviceBuffer, "
+                                  "__cuda_array_interface__ or DLPack on a CUDA device)")
+        shape, strides, ptr = v.shape, v.strides, v.ptr
+        dt = _NUMPY_TO_PTX.get((v.elem.kind, v.elem.bits))
+        eb = max(v.elem.bits // 8, 1)
+    dtype = dtype or dt
+    if dtype is None:
+        raise ValidationError("cannot tell the array's element type: pass dtype=")
+    scale = eb / (T.lookup(dtype).bits // 8)
+    dims = [int(n) for n in reversed(shape)]
+    dims[0] = int(dims[0] * scale)
+    if strides is None:
+        acc, st = int(shape[-1]) * eb, []
+        for n in reversed(shape[:-1]):
+            st.append(acc)
+            acc *= int(n)
+    else:
+        if strides[-1] != eb and shape[-1] != 1:
+            raise ValidationError("the innermost dimension of a tensor-mapped array must be contiguous")
+        st = [int(s) for s in reversed(strides[:-1])]
+    return dtype, int(ptr), tuple(dims), tuple(st)
+
+
+#: Range of the im2col bounding-box corners (signed) by tensor rank (cuTensorMapEncodeIm2col).
+IM2COL_CORNER_RANGE = {3: (-(1 << 15), (1 << 15) - 1), 4: (-128, 127), 5: (-16, 15)}
+#: Range of the im2col offsets an instruction adds (unsigned) by rank (PTX ISA, im2col mode).
+IM2COL_OFFSET_RANGE = {3: (1 << 16) - 1, 4: (1 << 8) - 1, 5: (1 << 5) - 1}
+
+
+@dataclass(frozen=True)
+class Im2colTensorMap(TensorMap):
+    """An im2col tensor map (`cuTensorMapEncodeIm2col`): a batch of images, dimensions innermost
+    first C, W, (H, (D,)) N (rank 3..5), read by `cp.async.bulk.tensor...im2col` loads.
+
+    lower_corner / upper_corner: the bounding box of filter base positions in W (H, D), innermost
+    first: from lower_corner[j] to extent - 1 + upper_corner[j] (e.g. -pad and pad - (R - 1));
+    channels_per_pixel: channels each pixel moves (1..256); pixels_per_column: pixels one copy
+    moves (1..1024), walking the box W fastest, then H, D, then the next image, with the
+    element strides of W/H/D as the traversal steps.  `box` is derived: (channels, 1, ...).
+    """
+
+    lower_corner: tuple = ()
+    upper_corner: tuple = ()
+    channels_per_pixel: int = 0
+    pixels_per_column: int = 0
+
+    def __post_init__(self):
+        dims = _ints(self.global_dims, "global_dims")
+        rank = len(dims)
+        if not 3 <= rank <= 5:
+            raise ValidationError(f"an im2col tensor map has rank 3..5 (NWC, NHWC, NDHWC), got {rank} dimensions")
+        cpp, ppc = self.channels_per_pixel, self.pixels_per_column
+        if not isinstance(cpp, int) or not 1 <= cpp <= 256:
+            raise ValidationError(f"channels_per_pixel must be in 1..256, got {cpp!r}")
+        if not isinstance(ppc, int) or not 1 <= ppc <= 1024:
+            raise ValidationError(f"pixels_per_column must be in 1..1024, got {ppc!r}")
+        object.__setattr__(self, "box", (cpp,) + (1,) * (rank - 1))
+        super().__post_init__()
+        lo_lim, hi_lim = IM2COL_CORNER_RANGE[rank]
+        for name in ("lower_corner", "upper_corner"):
+            v = _ints(getattr(self, name), name)
+            if len(v) != rank - 2:
+                raise ValidationError(f"{name} gives W{', H' if rank > 3 else ''}{', D' if rank > 4 else ''} "
+                                      f"(innermost first): {rank - 2} value(s) for rank {rank}, got {v}")
+            if any(not lo_lim <= x <= hi_lim for x in v):
+                raise ValidationError(f"{name} {v}: each must be in [{lo_lim}, {hi_lim}] for rank {rank}")
+            object.__setattr__(self, name, v)
+        for j in range(rank - 2):
+            hi = self.global_dims[j + 1] - 1 + self.upper_corner[j]
+            if hi < self.lower_corner[j]:
+                raise ValidationError(f"the im2col bounding box is empty in dimension {j + 1}: from "
+                                      f"{self.lower_corner[j]} to {hi} (= extent - 1 + upper_corner)")
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one im2col copy lands (its expect_tx count): pixels x channels x element bytes."""
+        return self.pixels_per_column * self.channels_per_pixel * self.element_bytes
+
+    def box_positions(self, j: int) -> range:
+        """The filter base positions of the bounding box in spatial dimension j (0: W, 1: H, 2: D)."""
+        lo = self.lower_corner[j]
+        return range(lo, self.global_dims[j + 1] + self.upper_corner[j], self.element_strides[j + 1])
+
+    def encode(self) -> bytes:
+        """The 128-byte CUtensorMap from `cuTensorMapEncodeIm2col` (computed once, then cached)."""
+        if self._blob:
+            return self._blob[0]
+        from .driver import api, check, context
+        d = api()
+        context()
+        args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
+                [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],
+                list(self.lower_corner), list(self.upper_corner), self.channels_per_pixel, self.pixels_per_column,
+                [d.cuuint32_t(e) for e in self.element_strides],
+                getattr(d.CUtensorMapInterleave, INTERLEAVES[self.interleave]),
+                getattr(d.CUtensorMapSwizzle, swizzle_mode(self.swizzle).tensor_map),
+                getattr(d.CUtensorMapL2promotion, L2_PROMOTIONS[self.l2_promotion]),
+                getattr(d.CUtensorMapFloatOOBfill, OOB_FILLS[self.oob_fill]))
+        try:
+            tmap = check(d.cuTensorMapEncodeIm2col(*args), "cuTensorMapEncodeIm2col")
+        except Exception as e:
+            raise LaunchError(f"cuTensorMapEncodeIm2col refused {self!r}: {e}") from e
+        blob = ctypes.string_at(int(tmap.getPtr()), TENSORMAP_BYTES)
+        self._blob.append(blob)
+        return blob
+
+    def with_base(self, base: int) -> "Im2colTensorMap":
+        """The same map over another buffer of the same shape (re-validated, not yet encoded)."""
+        return Im2colTensorMap(self.dtype, int(base), self.global_dims, self.box, self.global_strides,
+                               self.element_strides, self.interleave, self.swizzle, self.l2_promotion, self.oob_fill,
+                               lower_corner=self.lower_corner, upper_corner=self.upper_corner,
+                               channels_per_pixel=self.channels_per_pixel, pixels_per_column=self.pixels_per_column)
+
+
+def _im2col(array_or_ptr, *, lower_corner, upper_corner, channels_per_pixel, pixels_per_column, dtype=None,
+            global_dims=None, global_strides=None, **kw) -> Im2colTensorMap:
+    """An im2col tensor map (`Im2colTensorMap`) over a GPU array of shape (N, (D, (H,)) W, C) (numpy order;
+    DeviceBuffer, `__cuda_array_interface__` or DLPack) or a raw pointer with global_dims (innermost
+    first: C, W, (H, (D,)) N) and optional global_strides; encoded by `cuTensorMapEncodeIm2col`.
+    kw: element_strides, interleave, swizzle, l2_promotion, oob_fill as for a tiled map."""
+    extra = dict(lower_corner=tuple(lower_corner), upper_corner=tuple(upper_corner),
+                 channels_per_pixel=channels_per_pixel, pixels_per_column=pixels_per_column)
+    if isinstance(array_or_ptr, int):
+        if global_dims is None or dtype is None:
+            raise ValidationError("a raw pointer needs dtype and global_dims (innermost first: C, W, (H, (D,)) N)")
+        rank = len(global_dims)
+        return Im2colTensorMap(dtype, array_or_ptr, tuple(global_dims), (1,) * rank, global_strides, **kw, **extra)
+    dtype, ptr, dims, st = _array_geometry(array_or_ptr, dtype)
+    return Im2colTensorMap(dtype, ptr, dims, (1,) * len(dims), st, **kw, **extra)
+

@@ -43,4 +43,6 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16")):
               block_k_bytes=draw(st.sampled_from((128, 256))), raster_group=draw(st.sampled_from((1, 4, 8, 16))))
     if op == "s4":
         kw["biased"] = draw(st.booleans())
+    kw["cluster_m"], kw["cluster_n"] = draw(st.sampled_from(((1, 1), (2, 1), (1, 2))))
+    kw["epilogue"] = draw(st.sampled_from(("registers", "tma")))
     return kw

@@ -93,10 +93,32 @@ _NP = {"s8": np.int8, "u8": np.uint8, "f16": np.float16, "bf16": np.uint16, "tf3
        "e4m3": np.uint8, "e5m2": np.uint8, "b1": np.uint8}
 
 
-def _random_bits(form: WgmmaForm, rng, shape):
+def _wide_bits(t, rng, shape):
+    """Random finite element bits of float type `t`: values of every mantissa, over 2^-6 .. 2^3."""
+    vals = rng.standard_normal(shape) * 2.0 ** rng.integers(-6, 3, shape)
+    if t is T.f16:
+        return vals.astype(np.float16).view(np.uint16).astype(np.uint32)
+    if t is T.bf16:
+        return (vals.astype(np.float32).view(np.uint32) >> 16).astype(np.uint32)
+    if t is T.tf32:
+        return vals.astype(np.float32).view(np.uint32) & np.uint32(0xFFFFE000)
+    from ..interp.exec_wgmma import FP8
+    table = FP8[t.name]
+    codes = np.flatnonzero(np.isfinite(table))
+    order = np.argsort(table[codes], kind="stable")
+    sorted_vals, sorted_codes = table[codes][order], codes[order]
+    i = np.clip(np.searchsorted(sorted_vals, vals), 1, len(sorted_vals) - 1)
+    pick = np.where(np.abs(sorted_vals[i - 1] - vals) <= np.abs(sorted_vals[i] - vals), i - 1, i)
+    return sorted_codes[pick].astype(np.uint32)
+
+
+def _random_bits(form: WgmmaForm, rng, shape, wide=False):
     """Random element bits of A/B (uint32), chosen so float sums are exact in the interpreter's
-    float64 and in a tensor core's f32 (small integers and halves)."""
+    float64 and in a tensor core's f32 (small integers and halves); `wide`: any finite values of
+    the float type (`_wide_bits`), for accuracy measurements."""
     t = form.a_type
+    if wide and not form.is_integer:
+        return _wide_bits(t, rng, shape)
     if t in (T.s8, T.u8):
         return rng.integers(0, 256, shape).astype(np.uint32)
     if t is T.b1:
@@ -174,9 +196,15 @@ class WgmmaCase:
 
 
 def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, swizzle_b=0, rs=False,
-               k_slices=None, scale_d=0, satfinite=False, scale_a=1, scale_b=1, **kernel_kw) -> WgmmaCase:
+               k_slices=None, scale_d=0, satfinite=False, scale_a=1, scale_b=1, a_offset=0, b_offset=0,
+               wide=False, **kernel_kw) -> WgmmaCase:
     """A probe launch of `form` with tiles laid out by `SmemTile` (the numpy model of the layouts)
-    and descriptors from `SmemTile.descriptor`; K spans max(one swizzle atom, one k-step)."""
+    and descriptors from `SmemTile.descriptor`; K spans max(one swizzle atom, one k-step).
+    a_offset / b_offset (multiples of 128) place a tile that many bytes into its 1024-aligned
+    shared buffer, off the swizzle pattern boundary (their descriptors keep base offset 0: wgmma
+    swizzles absolute rows).
+    wide=True draws float operands and C over all mantissas (sums then round: see
+    `wgmma_error_bound`)."""
     eb = form.elem_bits
     kb = 32  # bytes of K per slice
     tile_eb = 8 if eb == 1 else eb
@@ -184,13 +212,15 @@ def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, s
         span = max(swizzle_a if a_major == "K" and not rs else 0, swizzle_b if b_major == "K" else 0, 32)
         k_slices = span // kb
     K = k_slices * form.k
-    A = _random_bits(form, rng, (64, K))
-    B = _random_bits(form, rng, (form.n, K))
+    A = _random_bits(form, rng, (64, K), wide)
+    B = _wide_bits(form.b_type, rng, (form.n, K)) if wide and not form.is_integer else \
+        _random_bits(form, rng, (form.n, K))
     cols = k_slices * kb * 8 // tile_eb  # tile columns in tile elements
     dt = _as_tile_dtype(form)
     tb = SmemTile(dt, form.n, cols, b_major, swizzle_b)
-    b_img = tb.store(_pack_rows(B, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(form.n, cols))
-    desc_b = np.array([tb.descriptor(0, s) for s in range(k_slices)], dtype=np.uint64)
+    b_img = tb.store(_pack_rows(B, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(form.n, cols), b_offset)
+    b_img = np.concatenate([np.zeros(b_offset, np.uint8), b_img])
+    desc_b = np.array([tb.descriptor(b_offset, s) for s in range(k_slices)], dtype=np.uint64)
     if rs:
         a_img = np.zeros(0, np.uint8)
         desc_a = np.zeros(k_slices, np.uint64)
@@ -204,12 +234,15 @@ def wgmma_case(form: WgmmaForm, rng, *, a_major="K", b_major="K", swizzle_a=0, s
         a_regs = regs.ravel()
     else:
         ta = SmemTile(dt, 64, cols, a_major, swizzle_a)
-        a_img = ta.store(_pack_rows(A, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(64, cols))
-        desc_a = np.array([ta.descriptor(0, s) for s in range(k_slices)], dtype=np.uint64)
+        a_img = ta.store(_pack_rows(A, eb).view(np.dtype(f"u{tile_eb // 8}")).reshape(64, cols), a_offset)
+        a_img = np.concatenate([np.zeros(a_offset, np.uint8), a_img])
+        desc_a = np.array([ta.descriptor(a_offset, s) for s in range(k_slices)], dtype=np.uint64)
         a_regs = np.zeros(4, np.uint32)
     c = rng.integers(0, 1 << 16, 128 * form.d_regs).astype(np.uint32)
     if not form.is_integer:  # small exact floats as the accumulator input
         vals = rng.integers(-8, 9, 128 * form.d_regs * form.per_d_reg) * 0.25
+        if wide:
+            vals = rng.standard_normal(vals.shape) * 2.0 ** rng.integers(-2, 3, vals.shape)
         c = (vals.astype(np.float16).view(np.uint32) if form.d_type is T.f16 else
              vals.astype(np.float32).view(np.uint32))
     out = np.zeros(128 * form.d_regs, np.uint32)

@@ -15,6 +15,10 @@ is the producer (one thread issues the TMA copies into a `stages`-deep ring of f
 mbarriers, setmaxnreg.dec to 40); `consumers` warpgroups (setmaxnreg.inc) each own `wg_m` rows
 of the block_m x block_n tile and issue m64 x block_n wgmmas from shared memory.  Ragged M/N/K:
 the tensor maps zero-fill out-of-bounds boxes, and edge tiles store C under masks.
+
+Options (off by default; tuning.CANDIDATES lists them for the bench): `cluster_m=2` / `cluster_n=2`
+run 2-CTA clusters that share the B / A tile through TMA multicast; `epilogue='tma'` writes C
+through swizzled shared sub-tiles and TMA tile stores, clipped at the edges by the tensor map.
 """
 
 from __future__ import annotations
@@ -38,6 +42,15 @@ SMEM_LIMIT = Target.parse("sm_90a").limits.shared_per_cta
 
 #: bytes one TMA copy / one swizzle atom spans along K
 ATOM_BYTES = 128
+
+#: how the C tile leaves the consumers (see HopperGemm)
+EPILOGUES = ("registers", "tma")
+
+#: C columns of one TMA-store sub-tile: 128 bytes of 32-bit C, one 128-byte swizzle span
+STORE_COLS = 32
+
+#: rows of one TMA-store sub-tile (one m64 wgmma's accumulator rows)
+STORE_ROWS = 64
 
 #: operand -> the configuration every shape gets today (measurements: schedules/hopper/tuning.py)
 DEFAULTS = {
@@ -68,6 +81,18 @@ class HopperGemm:
     rows (the weights B of a skinny problem) is the wgmma M side, widened in registers, and the
     few rows of A are the wgmma N (block_n down to 32).  `run`/`plan` take A, B, C as always;
     the kernel's own M and N (its parameters, `tile_counts`) are then the problem's N and M.
+    cluster_m / cluster_n (one of them 2, or both 1): two CTAs of a cluster take neighbouring C
+    tiles along M (cluster_m=2: they need the same B tile) or along N (cluster_n=2: the same A
+    tile); each loads half of the shared tile and multicasts it into both CTAs' shared memory
+    (`cp.async.bulk.tensor ... .multicast::cluster`), so that operand crosses L2 once per pair.
+    The kernel requires clusters of (2, 1, 1) (`.reqnctapercluster`); see `HopperGemm.cluster`.
+    epilogue: 'registers' (default: each thread stores its accumulator pairs to global memory,
+    masked at the edges) or 'tma' (each consumer warpgroup writes 64 x 32 sub-tiles of C into a
+    128-byte-swizzled shared buffer, two buffers in turn, and one thread stores each with a TMA
+    tile store; the tensor map clips the ragged edges).  32-bit C (s32, f32) is written to the
+    staging buffers with st.shared.v2; c16 (bf16/f16 operands with epilogue='tma'): C in the
+    operands' 16-bit type, the f32 accumulators rounded to nearest-even in pairs
+    (cvt.rn.bf16x2.f32 / f16x2) and written with stmatrix.x4 as 64 x 64 sub-tiles (no split K).
     """
 
     operand: str = "s8"
@@ -83,6 +108,10 @@ class HopperGemm:
     converter: bool = False
     biased: bool = False
     swap_ab: bool = False
+    cluster_m: int = 1
+    cluster_n: int = 1
+    epilogue: str = "registers"
+    c16: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -104,6 +133,19 @@ class HopperGemm:
             raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
+        if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
+            raise ValidationError(f"cluster_m x cluster_n is 1 x 1, 2 x 1 (two CTAs along M share B) or 1 x 2 "
+                                  f"(two along N share A), got {self.cluster_m} x {self.cluster_n}")
+        if self.epilogue not in EPILOGUES:
+            raise ValidationError(f"epilogue is one of {', '.join(EPILOGUES)}, got {self.epilogue!r}")
+        if self.epilogue == "tma" and self.swap_ab:
+            raise ValidationError("epilogue='tma' stores C tiles as the kernel computes them; swap_ab stores them "
+                                  "transposed: use epilogue='registers' with swap_ab")
+        if self.c16 and not (self.operand in ("bf16", "f16") and self.epilogue == "tma"):
+            raise ValidationError("c16 (16-bit C through stmatrix) takes bf16/f16 operands and epilogue='tma'")
+        if self.epilogue == "tma" and self.block_n % self.store_box[0]:
+            raise ValidationError(f"epilogue='tma' stores C in {self.store_box[0]}-column sub-tiles: block_n must "
+                                  f"be a multiple of {self.store_box[0]}, got {self.block_n}")
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
@@ -117,8 +159,10 @@ class HopperGemm:
             raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "
                                   f"needs {need} registers; an SM has {REGISTER_FILE}")
         if self.smem_bytes > SMEM_LIMIT:
-            raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B = {self.smem_bytes} B exceed the "
-                                  f"{SMEM_LIMIT} B of shared memory: fewer stages or a smaller tile")
+            raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B"
+                                  + (f" and {self.store_bytes} B of C staging" if self.store_bytes else "")
+                                  + f" = {self.smem_bytes} B exceed the {SMEM_LIMIT} B of shared memory: fewer "
+                                  "stages or a smaller tile")
 
     # ------------------------------------------------------------ derived facts
     @property
@@ -133,8 +177,13 @@ class HopperGemm:
 
     @property
     def c_type(self) -> str:
-        """Element type of C."""
-        return OPERANDS[self.operand][2]
+        """Element type of C (the operand type with c16, else s32 or f32)."""
+        return self.operand if self.c16 else OPERANDS[self.operand][2]
+
+    @property
+    def c_bytes(self) -> int:
+        """Bytes per element of C."""
+        return 2 if self.c16 else 4
 
     @property
     def block_m(self) -> int:
@@ -176,6 +225,43 @@ class HopperGemm:
         return self.packed_tiles or self.tiles
 
     @property
+    def cluster(self) -> tuple:
+        """The cluster shape the kernel is launched with: (2, 1, 1) when two CTAs share an operand, else (1, 1, 1)."""
+        return (self.cluster_size, 1, 1)
+
+    @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster (1 or 2)."""
+        return self.cluster_m * self.cluster_n
+
+    @property
+    def multicast(self) -> tuple:
+        """(A multicast, B multicast): whether each operand's tile is shared by the cluster's two CTAs."""
+        return self.cluster_n == 2, self.cluster_m == 2
+
+    @property
+    def load_boxes(self) -> tuple:
+        """(A box, B box) of one TMA copy, innermost first: a multicast operand's box has half the rows."""
+        out = []
+        for tile, mc in zip(self.load_tiles, self.multicast):
+            x, rows = tile.tma_box
+            out.append((x, rows // 2) if mc else (x, rows))
+        return tuple(out)
+
+    @property
+    def store_box(self) -> tuple:
+        """(columns, rows) of one TMA-store sub-tile of C (epilogue='tma'): 128 bytes of C (32 columns of
+        32-bit C, 64 of 16-bit) x 64 rows."""
+        return STORE_COLS * 4 // self.c_bytes, STORE_ROWS
+
+    @property
+    def store_bytes(self) -> int:
+        """Shared bytes of the TMA-store staging buffers: two 64 x 32 sub-tiles of C per consumer warpgroup."""
+        if self.epilogue != "tma":
+            return 0
+        return self.consumers * 2 * STORE_ROWS * STORE_COLS * 4
+
+    @property
     def stage_bytes(self) -> int:
         """Shared bytes of one ring stage (what TMA brings: the expect_tx count)."""
         a, b = self.load_tiles
@@ -197,7 +283,8 @@ class HopperGemm:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
-        return 1024 + self.stages * self.stage_bytes + self.convert_bytes + 16 * self.stages + 48
+        return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + 16 * self.stages
+                + 48)
 
     @property
     def kernel_name(self) -> str:
@@ -206,11 +293,19 @@ class HopperGemm:
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
                 + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
-                + ("_t" if self.swap_ab else ""))
+                + ("_t" if self.swap_ab else "")
+                + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
+                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""
         return -(-m // self.block_m), -(-n // self.block_n), -(-k // self.block_k)
+
+    def cluster_tiles(self, m: int, n: int) -> int:
+        """Work units per K split: C tiles, or with a cluster, pairs of neighbouring tiles (the grid's
+        last pair may hang over the edge: that CTA loads zeros, stores nothing and still takes part)."""
+        tm, tn, _ = self.tile_counts(m, n, 1)
+        return -(-tm // self.cluster_m) * -(-tn // self.cluster_n)
 
     def check_problem(self, m: int, n: int, k: int) -> None:
         """What the tensor maps need: every operand row a multiple of 16 bytes."""
@@ -222,6 +317,10 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
+        if self.epilogue == "tma" and (n * self.c_bytes) % 16:
+            raise ValidationError(f"N={n} gives {self.c_bytes * n}-byte rows of C; the TMA-store epilogue's tensor "
+                                  f"map needs a multiple of 16 bytes (N % {16 // self.c_bytes} == 0): use "
+                                  "epilogue='registers'" + (" (f32 C)" if self.c16 else ""))
 
     # ------------------------------------------------------------ the schedule interface
     @property
@@ -245,7 +344,11 @@ class HopperGemm:
         """One line: tile, pipeline, threads, shared memory, path."""
         return (f"HopperGemm {self.block_m}x{self.block_n}x{self.block_k} .{self.operand}, {self.consumers} consumer "
                 f"warpgroup(s) of {self.wg_m} rows, {self.stages} stages, {self.threads} threads, {self.smem_bytes} B "
-                f"shared, sm_90a, path {self.path_name}")
+                f"shared, sm_90a, path {self.path_name}"
+                + (f", clusters of 2 along {'M sharing B' if self.cluster_m == 2 else 'N sharing A'} (TMA multicast)"
+                   if self.cluster_size > 1 else "")
+                + (", C through shared memory and TMA stores" if self.epilogue == "tma" else "")
+                + (f" (C in .{self.operand} through stmatrix)" if self.c16 else ""))
 
     def assemble(self):
         """AssemblyResult of the kernel (whole-program ptxas when present)."""
@@ -272,7 +375,7 @@ class HopperGemm:
         if c is None:
             from ...runtime import DeviceBuffer
             m, n = a.shape[0], b.shape[0]
-            c = DeviceBuffer.empty((m, n), _run.np.int32 if self.c_type == "s32" else _run.np.float32)
+            c = DeviceBuffer.empty((m, n), _run.c_numpy_type(self))
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 

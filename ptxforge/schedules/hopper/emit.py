@@ -1,8 +1,13 @@
 """Emission of the warp-specialized persistent TMA + wgmma GEMM kernel (see config.HopperGemm).
 
 Kernel parameters: `tmap_a`, `tmap_b` (by-value tensor maps over A [M, K] and B [N, K], boxes
-and swizzle from `HopperGemm.load_tiles`), `c` (C [M, N], dense), `m`, `n`, `k`.
+`HopperGemm.load_boxes`, 128-byte swizzle), `c` (C [M, N], dense), `m`, `n`, `k`, `splits`, then
+`a_sums`, `b_sums` (biased s4 only) and `tmap_c` (epilogue='tma' only: a 3-D tensor map over C
+viewed as [splits, M, N] (the split-K workspace when K is split), box (32, 64, 1), 128-byte
+swizzle; `c` is then not read).
 Dynamic shared memory: `HopperGemm.smem_bytes` (the base is rounded up to 1024 in the kernel).
+With a cluster (`HopperGemm.cluster_size` 2) the work units are pairs of C tiles, walked by
+cluster (%clusterid.x, %nclusterid.x); rank r of the pair takes tile 2 x pair + r along M (or N).
 """
 
 from __future__ import annotations
@@ -10,7 +15,7 @@ from __future__ import annotations
 import functools
 
 from ...builder import KernelBuilder
-from ...hopper.pipeline import MbarrierRing, WarpSpecialized
+from ...hopper.pipeline import ClusterRing, MbarrierRing, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
 
@@ -75,8 +80,9 @@ class Work:
     split count whose every split is non-empty).
     """
 
-    def __init__(self, k, ntiles, ktiles, splits):
+    def __init__(self, k, ntiles, ktiles, splits, clustered=False):
         self.k, self.ntiles, self.ktiles, self.splits = k, ntiles, ktiles, splits
+        self.clustered = clustered  # units walked per cluster (%clusterid.x) instead of per CTA
         self.units = k.mul(ntiles, splits, type=T.u32, dst=k.reg(T.u32, "units"))
         self.kper = k.div(k.add(ktiles, k.sub(splits, 1, type=T.u32), type=T.u32), splits, type=T.u32,
                           dst=k.reg(T.u32, "kper"))
@@ -87,8 +93,9 @@ class Work:
 
         class _Loop:
             def __enter__(self):
-                self.unit = k.mov(k.ctaid(), type=T.u32, dst=k.reg(T.u32, "unit"))
-                self.step = k.nctaid()
+                first = k.sreg("clusterid.x") if work.clustered else k.ctaid()
+                self.unit = k.mov(first, type=T.u32, dst=k.reg(T.u32, "unit"))
+                self.step = k.sreg("nclusterid.x") if work.clustered else k.nctaid()
                 self.cm = k.loop("units")
                 self.cm.__enter__()
                 k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
@@ -125,9 +132,43 @@ def _raster(k, cfg, tile, tiles_m, tiles_n):
     return tm, tn
 
 
+class Placement:
+    """Which C tile (tm, tn) a work unit's tile index names for this CTA.
+
+    Without a cluster: the grouped raster over the tiles_m x tiles_n tiles.  With clusters of two
+    along M (N): the raster walks pairs of tiles, ceil(tiles_m / 2) x tiles_n of them (or
+    tiles_m x ceil(tiles_n / 2)), and CTA rank r takes tile 2 x pair_m + r (2 x pair_n + r);
+    a rank whose tile lies past the edge still loads (zeros), multicasts its half and stores nothing.
+    """
+
+    def __init__(self, k, cfg, tiles_m, tiles_n, rank):
+        self.k, self.cfg, self.rank = k, cfg, rank
+        self.tiles_m = _ceil_div(k, tiles_m, cfg.cluster_m) if cfg.cluster_m > 1 else tiles_m
+        self.tiles_n = _ceil_div(k, tiles_n, cfg.cluster_n) if cfg.cluster_n > 1 else tiles_n
+        self.units = k.mul(self.tiles_m, self.tiles_n, type=T.u32)
+
+    def __call__(self, tile):
+        """(tm, tn) registers of this CTA's C tile in unit tile `tile`."""
+        k, cfg = self.k, self.cfg
+        tm, tn = _raster(k, cfg, tile, self.tiles_m, self.tiles_n)
+        if cfg.cluster_m > 1:
+            tm = k.mad(tm, cfg.cluster_m, self.rank, type=T.u32)
+        if cfg.cluster_n > 1:
+            tn = k.mad(tn, cfg.cluster_n, self.rank, type=T.u32)
+        return tm, tn
+
+
+class Output:
+    """Where the epilogue writes: the C pointer, or (epilogue='tma') C's tensor map and the staging buffers."""
+
+    def __init__(self, c_ptr, tmap_c=None, staging=None):
+        self.c_ptr, self.tmap_c, self.staging = c_ptr, tmap_c, staging
+
+
 def emit_kernel(cfg) -> KernelBuilder:
     """The KernelBuilder of configuration `cfg` (finished by the caller)."""
-    k = KernelBuilder(cfg.kernel_name, target="sm_90a", maxntid=cfg.threads, minnctapersm=1)
+    extra = dict(reqnctapercluster=cfg.cluster) if cfg.cluster_size > 1 else {}
+    k = KernelBuilder(cfg.kernel_name, target="sm_90a", maxntid=cfg.threads, minnctapersm=1, **extra)
     k.note("path", f"sm_90a warp-specialized TMA + wgmma ({cfg.operand})")
     tmap_a = k.param_tensormap("tmap_a")
     tmap_b = k.param_tensormap("tmap_b")
@@ -138,6 +179,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     kk = k.param_value("k", T.u32)
     splits = k.param_value("splits", T.u32)
     sums = (k.param_ptr("a_sums", T.s32), k.param_ptr("b_sums", T.s32)) if cfg.biased else None
+    tmap_c = k.param_tensormap("tmap_c") if cfg.epilogue == "tma" else None
 
     smem = k.dynamic_shared("smem", align=1024)
     raw = k.shared_base(smem)
@@ -145,11 +187,22 @@ def emit_kernel(cfg) -> KernelBuilder:
     la, lb = cfg.load_tiles
     ta, tb = cfg.tiles
     conv_base = k.add(base, cfg.stages * cfg.stage_bytes, type=T.u32, dst=k.reg(T.u32, "conv_base"))
-    bars = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+    store_base = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "store_base"))
+    bars = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+    out = Output(c_ptr, tmap_c, store_base if cfg.epilogue == "tma" else None)
 
     ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
-    ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1,
-                        consumer_arrivals=4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0))
+    releasers = 4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0)  # warps arriving on empty[s]
+    clustered = cfg.cluster_size > 1
+    rank = None
+    if clustered:
+        rank = k.cluster_ctarank()
+        peer_bars = k.mapa(bars, k.xor(rank, 1, type=T.b32))
+        # each CTA's multicast fills both CTAs' stage s: empty[s] hears from the consumers of both
+        ring = ClusterRing(k, cfg.stages, bars, [peer_bars], producer_arrivals=1,
+                           consumer_arrivals=releasers * cfg.cluster_size)
+    else:
+        ring = MbarrierRing(k, cfg.stages, bars, producer_arrivals=1, consumer_arrivals=releasers)
     t0 = k.setp("eq", ws.tid, 0, type=T.u32)
     hand = None
     if cfg.converter:
@@ -163,13 +216,18 @@ def emit_kernel(cfg) -> KernelBuilder:
     ring.init(pred=t0)
     k.prefetch_tensormap(tmap_a, pred=t0)
     k.prefetch_tensormap(tmap_b, pred=t0)
-    k.bar_sync(0)
+    if tmap_c is not None:
+        k.prefetch_tensormap(tmap_c, pred=t0)
+    if clustered:
+        k.cluster_sync()  # both CTAs' barriers initialized before any multicast or remote arrive
+    else:
+        k.bar_sync(0)
 
     tiles_m = _ceil_div(k, m, cfg.block_m)
     tiles_n = _ceil_div(k, n, cfg.block_n)
-    ntiles = k.mul(tiles_m, tiles_n, type=T.u32)
+    place = Placement(k, cfg, tiles_m, tiles_n, rank)
     ktiles = _ceil_div(k, kk, cfg.block_k)
-    work = Work(k, ntiles, ktiles, splits)
+    work = Work(k, place.units, ktiles, splits, clustered=clustered)
 
     with ws.producer():
         warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
@@ -177,19 +235,32 @@ def emit_kernel(cfg) -> KernelBuilder:
             lead = k.elect_sync()
             st = ring.producer_state()
             with work.loop() as (tile, split, kt0, kt1):
-                tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+                tm, tn = place(tile)
                 row_a = k.mul(tm, cfg.block_m, type=T.u32)
                 row_b = k.mul(tn, cfg.block_n, type=T.u32)
+                loads = []  # (tile, map, first row, shared offset, multicast)
+                for tile_l, tmap, row, off, mc in ((la, tmap_a, row_a, 0, cfg.multicast[0]),
+                                                   (lb, tmap_b, row_b, la.nbytes, cfg.multicast[1])):
+                    if mc:
+                        # this rank's half of the rows, at its place in both CTAs' tiles
+                        half = tile_l.strided_extent // 2
+                        row = k.mad(rank, half, row, type=T.u32)
+                        off = (off, k.mul(rank, half * tile_l.span, type=T.u32))
+                    loads.append((tile_l, tmap, row, off, mc))
                 with k.for_range(kt0, kt1, name="kt") as kt:
                     ring.acquire(st)
+                    # every byte of the stage lands here: this CTA's own loads and its peer's multicast half
                     ring.expect_tx(st, cfg.stage_bytes, pred=lead)
                     sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
                     kx = k.mul(kt, la.cols, type=T.u32)
-                    for tile_l, tmap, row, off in ((la, tmap_a, row_a, 0), (lb, tmap_b, row_b, la.nbytes)):
+                    for tile_l, tmap, row, off, mc in loads:
+                        dst_base = k.add(sa, off[1], type=T.u32) if mc else sa
+                        const = off[0] if mc else off
                         for i in range(tile_l.tma_copies):
                             soff, coff = tile_l.tma_copy_offset(i)
                             x = k.add(kx, coff, type=T.u32) if coff else kx
-                            k.tensor_load(Addr(sa, off + soff), tmap, (x, row), ring.full(st), pred=lead)
+                            k.tensor_load(Addr(dst_base, const + soff), tmap, (x, row), ring.full(st),
+                                          multicast=0b11 if mc else None, pred=lead)
                     st.advance()
 
         if cfg.converter:
@@ -199,14 +270,16 @@ def emit_kernel(cfg) -> KernelBuilder:
 
     with ws.consumer() as cidx:
         if cfg.operand == "s4" and cfg.a_registers:
-            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
-                            hand, sums, kk)
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place, hand, sums, kk)
         else:
-            _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n)
+            _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place)
+    if clustered:
+        # no CTA leaves while its peer may still arrive on its empty barriers (or read its multicast)
+        k.cluster_sync()
     return k
 
 
-def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n):
+def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
     ta, tb = cfg.tiles
     la, lb = cfg.load_tiles
     lane = ws.lane
@@ -232,7 +305,7 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_
     t = k.and_(lane, 3, type=T.b32)
 
     with work.loop() as (tile, split, kt0, kt1):
-        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        tm, tn = place(tile)
         with k.for_range(kt0, kt1, name="kt") as kt:
             ring.wait_full(st)
             not_first = k.setp("ne", kt, kt0, type=T.u32)
@@ -275,11 +348,11 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_
         k.wgmma_wait(0)
         if cfg.operand != "s4":
             ring.release(prev, pred=lane0)
-        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t)
+        _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t)
 
 
-def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, tiles_m, tiles_n,
-                    hand=None, sums=None, kk=None):
+def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place, hand=None, sums=None,
+                    kk=None):
     """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
 
     Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
@@ -362,7 +435,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, 
         st.advance()
 
     with work.loop() as (tile, split, kt0, kt1):
-        tm, tn = _raster(k, cfg, tile, tiles_m, tiles_n)
+        tm, tn = place(tile)
         with k.for_range(kt0, kt1, name="kt") as kt:
             (body_hand if hand else body)(kt, kt0)
         k.wgmma_wait(0)
@@ -370,7 +443,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, c_ptr, m, n, work, 
             last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
             k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
         # split-K: the correction of the biased path is added once, by split 0
-        _epilogue(k, cfg, accs, _unit_c(k, c_ptr, split, m, n, 4), m, n, tm, tn, cidx, w, g, t, bias,
+        _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias,
                   first_split=k.setp("eq", split, 0, type=T.u32) if bias else None)
 
 
@@ -393,17 +466,112 @@ def _unbias(k, accs, bias, row0, col0):
                 k.add(r, k.sub(rt[q // 2], c8[q % 2], type=T.s32), dst=r, type=T.s32)
 
 
-def _epilogue(k, cfg, accs, c_ptr, m, n, tm, tn, cidx, w, g, t, bias=None, first_split=None):
-    """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
-    c_t = T.lookup(cfg.c_type)
+def _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias=None, first_split=None):
+    """Accumulators -> C (the biased s4 correction first): through registers or through shared memory + TMA."""
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
     col_t = k.mul(tn, cfg.block_n, type=T.u32)
+    if bias is not None:
+        row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
+        with k.if_(first_split):
+            _unbias(k, accs, bias, row0, k.mad(t, 2, col_t, type=T.u32))
+    if cfg.epilogue == "tma":
+        _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t)
+    else:
+        _epilogue_registers(k, cfg, accs, _unit_c(k, out.c_ptr, split, m, n, 4), m, n, row_t, col_t, cidx, w, g, t)
+
+
+def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):
+    """Accumulators -> C through shared memory: per 64-row sub-tile of 128-byte rows, the warpgroup's
+    threads write it into a staging buffer at the 128-byte swizzle's places (conflict-free):
+    32-bit C as st.shared.v2 pairs, 16-bit C (c16) as rounded bf16x2/f16x2 pairs through
+    stmatrix.x4; then fence.proxy.async, a named barrier of the warpgroup, and its first thread
+    stores the sub-tile with a TMA tile store (clipped at C's edges by the map) and commits it.
+    Two staging buffers alternate: before a buffer is rewritten, `cp.async.bulk.wait_group.read 1`
+    (the last sub-tile: 0, so the next tile and the CTA's exit find both free) and the barrier again."""
+    store_cols, store_rows = cfg.store_box
+    sub_bytes = store_rows * 128
+    bar_id = k.add(cidx, 2, type=T.u32)  # a named barrier per consumer warpgroup (ids 2, 3)
+    buf0 = k.mad(cidx, 2 * sub_bytes, out.staging, type=T.u32)
+    lead = k.setp("eq", k.mad(w, 32, k.mad(g, 4, t, type=T.u32), type=T.u32), 0, type=T.u32)
+    write = (_stage_c16 if cfg.c16 else _stage_c32)(k, cfg, buf0, w, g, t)
+    row_w = k.mad(cidx, cfg.wg_m, row_t, type=T.u32)
+    per_row = cfg.block_n // store_cols
+    nsub = len(accs) * per_row
+    q = 0
+    for mi, acc in enumerate(accs):
+        row = k.add(row_w, mi * store_rows, type=T.u32) if mi else row_w
+        for jc in range(per_row):
+            buf = (q % 2) * sub_bytes
+            write(acc, jc, buf)
+            k.fence("fence.proxy.async.shared::cta")  # generic writes -> the TMA store (async proxy)
+            k.bar_sync(bar_id, 128)
+            col = k.add(col_t, jc * store_cols, type=T.u32) if jc else col_t
+            k.tensor_store(out.tmap_c, (col, row, split), Addr(k.add(buf0, buf, type=T.u32) if buf else buf0),
+                           pred=lead)
+            k.bulk_commit(pred=lead)
+            # the buffer the next sub-tile writes was read by the store before this one
+            k.bulk_wait(0 if q == nsub - 1 else 1, read=True, pred=lead)
+            k.bar_sync(bar_id, 128)
+            q += 1
+
+
+def _stage_c32(k, cfg, buf0, w, g, t):
+    """write(acc, jc, buf): this thread's pairs of 32-column sub-tile jc (32-bit C) into the buffer at
+    buf0 + buf.  Thread (w, g, t) holds rows 16 w + g (+ 8) and the 8-byte half t % 2 of 16-byte
+    chunk 2 jj + t / 2 of each row, which the swizzle moves to chunk (2 jj + t / 2) ^ g (row % 8 == g)."""
+    store_cols = cfg.store_box[0]
+    c_t = T.lookup(cfg.c_type)
+    rbase = k.mad(k.mad(w, 16, g, type=T.u32), 128, buf0, type=T.u32)
+    rbase = k.mad(k.and_(t, 1, type=T.b32), 8, rbase, type=T.u32)
+    th = k.shr(t, 1, type=T.u32)
+    slots = [k.add(rbase, k.shl(k.xor(k.add(th, 2 * jj, type=T.u32), g, type=T.b32), 4, type=T.b32), type=T.u32)
+             for jj in range(store_cols // 8)]
+
+    def write(acc, jc, buf):
+        for jj in range(store_cols // 8):
+            j = jc * (store_cols // 8) + jj
+            k.st(Addr(slots[jj], buf), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2, space="shared")
+            k.st(Addr(slots[jj], buf + 8 * 128), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2, space="shared")
+    return write
+
+
+def _stage_c16(k, cfg, buf0, w, g, t):
+    """write(acc, jc, buf): 64-column sub-tile jc rounded to 16-bit pairs and stored with stmatrix.x4.
+
+    One x4 covers column groups j, j + 1 (8 columns each) of the warp's 16 rows: matrices rows 0-7
+    / 8-15 of group j, then of group j + 1, so the registers are the packed pairs (acc[4j], acc[4j+1]),
+    (acc[4j+2], acc[4j+3]) of j and of j + 1 (the mma C layout is stmatrix's fragment layout).  Lane
+    l = 4 g + t addresses row l % 8 (+ 8 for odd matrices) of matrix l / 8, 16-byte chunk 2 jj + l / 16,
+    swizzled to that chunk ^ (l % 8)."""
+    store_cols = cfg.store_box[0]
+    pair_t = T.bf16x2 if cfg.operand == "bf16" else T.f16x2
+    lane = k.mad(g, 4, t, type=T.u32)
+    r = k.and_(lane, 7, type=T.b32)
+    mat = k.shr(lane, 3, type=T.u32)
+    row = k.add(k.mad(w, 16, r, type=T.u32), k.shl(k.and_(mat, 1, type=T.b32), 3, type=T.b32), type=T.u32)
+    rbase = k.mad(row, 128, buf0, type=T.u32)
+    half = k.shr(mat, 1, type=T.u32)
+    slots = [k.add(rbase, k.shl(k.xor(k.add(half, 2 * jj, type=T.u32), r, type=T.b32), 4, type=T.b32),
+                   type=T.u32) for jj in range(store_cols // 16)]
+
+    def pack(lo, hi):
+        return k.cvt(hi, pair_t, frm=T.f32, b=lo)  # cvt.rn.{bf16x2,f16x2}.f32 d, hi, lo: lo at the lower address
+
+    def write(acc, jc, buf):
+        for jj in range(store_cols // 16):
+            j = jc * (store_cols // 8) + 2 * jj
+            regs = [pack(acc[4 * j], acc[4 * j + 1]), pack(acc[4 * j + 2], acc[4 * j + 3]),
+                    pack(acc[4 * j + 4], acc[4 * j + 5]), pack(acc[4 * j + 6], acc[4 * j + 7])]
+            k.stmatrix(Addr(slots[jj], buf), regs, num=4)
+    return write
+
+
+def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
+    """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
+    c_t = T.lookup(cfg.c_type)
     full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
     row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
     col0 = k.mad(t, 2, col_t, type=T.u32)
-    if bias is not None:
-        with k.if_(first_split):
-            _unbias(k, accs, bias, row0, col0)
     if cfg.swap_ab:
         _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t)
         return

@@ -83,15 +83,29 @@ _ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, 
 # ("V", 16): torch describes bfloat16 through __cuda_array_interface__ as raw 2-byte items ("<V2")
 
 
-def _check_elems(cfg, views) -> None:
+def _elems(cfg) -> tuple:
+    """(the (kind, bits) A and B may hold, the set C may hold) of a configuration."""
     ab, c = _ELEMS[cfg.operand]
+    return ab, (ab if cfg.c16 else {c})
+
+
+def c_numpy_type(cfg):
+    """The numpy dtype of C for `cfg`: int32, float32, or with c16 uint16 (bf16 bits) / float16."""
+    if cfg.c16:
+        return np.uint16 if cfg.operand == "bf16" else np.float16
+    return np.int32 if cfg.c_type == "s32" else np.float32
+
+
+def _check_elems(cfg, views) -> None:
+    ab, cs = _elems(cfg)
     for what, (_, _, el) in zip("ABC", views):
-        ok = (el.kind, el.bits) == c if what == "C" else (el.kind, el.bits) in ab
+        ok = (el.kind, el.bits) in (cs if what == "C" else ab)
         if not ok:
             want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8)",
                     "bf16": "bfloat16 (or its uint16 bits)", "f16": "float16 (or its uint16 bits)"}[cfg.operand]
+            cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
             raise ValidationError(f"{what} holds {el}; a .{cfg.operand} HopperGemm takes "
-                                  + (f"{'int32' if c[0] == 'i' else 'float32'} C" if what == "C" else want))
+                                  + (f"{cwant} C" if what == "C" else want))
 
 
 #: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through)
@@ -124,25 +138,50 @@ class HopperPlan:
         self.stream = stream_handle(stream) if stream is not None else 0
         self.row_bytes = k * cfg.bits // 8
         la, lb = cfg.load_tiles
+        box_a, box_b = cfg.load_boxes
         tdt = la.dtype
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        self._tmpl = (TensorMap(tdt, 0, (inner, km), la.tma_box, (self.row_bytes,), swizzle=128),
-                      TensorMap(tdt, 0, (inner, kn), lb.tma_box, (self.row_bytes,), swizzle=128))
-        self._maps = ({}, {})
+        self._tmpl = (TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128),
+                      TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128))
+        self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
         from .splitk import REDUCE_THREADS, choose_splits, reduce_module
-        if splits is None:
-            splits = choose_splits(tiles_m * tiles_n, ktiles, sms)
+        if cfg.c16:  # 16-bit C is rounded from the whole K's f32 sum: no split-K workspace
+            if splits is not None and int(splits) > 1:
+                raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
+            splits = 1
+        elif splits is None:
+            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size)
         kper = -(-ktiles // max(1, int(splits)))
         self.splits = -(-ktiles // kper)  # every split non-empty
-        self.grid = (max(1, min(tiles_m * tiles_n * self.splits, sms)), 1, 1)
+        cs = cfg.cluster_size
+        units = cfg.cluster_tiles(km, kn) * self.splits
+        self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
         self.fn = load_kernel(cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         self._blob = _ArgBlob(self.fn.layout)
+        self._cluster = None
+        if cs > 1:
+            from ...runtime.cluster import cluster_launch_config
+            self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                  shared=cfg.smem_bytes, stream=self.stream)
+            # a persistent grid of more clusters than fit at once would run its last ones after the others
+            most = self._cluster.max_active_clusters()
+            if 0 < most < self.grid[0] // cs:
+                self.grid = (cs * most, 1, 1)
+                self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+                self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                      shared=cfg.smem_bytes, stream=self.stream)
+        self._c_map = cfg.epilogue == "tma"
+        if self._c_map:  # (swap_ab is refused with it: km, kn are m, n here)
+            cb = cfg.c_bytes
+            # C (or the split-K workspace) as [splits, M, N]: a sub-tile never spills into the next split
+            self._tmpl += (TensorMap(cfg.c_type, 0, (n, m, self.splits), (*cfg.store_box, 1), (cb * n, cb * m * n),
+                                     swizzle=128),)
         self.workspace = None
         self._reduce = None
         if self.splits > 1:
@@ -155,7 +194,9 @@ class HopperPlan:
             from .convert import SUMS_ROWS_PER_CTA
             fn = load(cfg.sums_module)["biased_row_sums"]
             bufs = []
-            for pad in (tiles_m * cfg.block_m, tiles_n * cfg.block_n):
+            # whole tiles, and with a cluster whole pairs: a CTA past the edge still reads its rows' sums
+            for pad in (-(-tiles_m // cfg.cluster_m) * cfg.cluster_m * cfg.block_m,
+                        -(-tiles_n // cfg.cluster_n) * cfg.cluster_n * cfg.block_n):
                 buf = DeviceBuffer.empty((pad,), np.int32)
                 buf.fill_bytes(0, stream=stream)  # rows past the matrix stay 0: the epilogue reads whole tiles
                 bufs.append(buf)
@@ -200,7 +241,14 @@ class HopperPlan:
             ma = self._map(0, a_ptr)
         if mb is None:
             mb = self._map(1, b_ptr)
-        self.fn._launch(self._cfg, s, self._blob, (ma, mb, out) + self._scalars)
+        values = (ma, mb, out) + self._scalars
+        if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
+            mc = maps[2].get(out)
+            values += (self._map(2, out) if mc is None else mc,)
+        if self._cluster is not None:
+            self._cluster.launch(self._blob, values)
+        else:
+            self.fn._launch(self._cfg, s, self._blob, values)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce
             red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))
@@ -216,8 +264,8 @@ class HopperPlan:
             for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
                 if got[1] != want:
                     raise ValidationError(f"{what} has shape {got[1]}; this plan is for {want}")
-        if pa[0] % 16 or pb[0] % 16:
-            what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0])
+        if pa[0] % 16 or pb[0] % 16 or (self._c_map and pc[0] % 16):
+            what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0]) if pb[0] % 16 else ("C", pc[0])
             raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
         self.launch_pointers(pa[0], pb[0], pc[0])
         return c
@@ -246,8 +294,8 @@ class HopperPlan:
 def _ok_elem(cfg, what):
     """An element type operand `what` of `cfg` accepts (to check one operand with `_check_elems`)."""
     from ...runtime.arrays import Elem
-    ab, c = _ELEMS[cfg.operand]
-    return Elem(*c) if what == "C" else Elem(*sorted(ab)[0])
+    ab, cs = _elems(cfg)
+    return Elem(*sorted(cs)[0]) if what == "C" else Elem(*sorted(ab)[0])
 
 
 class Plan:
@@ -302,8 +350,9 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
             sh = 0 if stream is None else _stream_handle(stream)
             plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits, sh))
             if plan is not None:
-                if ga[0] % 16 or gb[0] % 16:
-                    raise ValidationError("A and B must be 16-byte aligned: their tensor maps need it")
+                if ga[0] % 16 or gb[0] % 16 or (cfg.epilogue == "tma" and gc[0] % 16):
+                    raise ValidationError("A and B (and C with epilogue='tma') must be 16-byte aligned: their "
+                                          "tensor maps need it")
                 plan.launch_pointers(ga[0], gb[0], gc[0])
                 return
     from ..operands import producers_ok
@@ -362,7 +411,7 @@ def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int 
     """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
     m, n = a.shape[0], b.shape[0]
-    out_dt = np.int32 if cfg.c_type == "s32" else np.float32
+    out_dt = c_numpy_type(cfg)
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)
     dc.fill_bytes(0xFF)

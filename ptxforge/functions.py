@@ -1,0 +1,365 @@
+"""Device functions, calls, variables and pragmas for the builder: the `FunctionOps` mixin.
+
+`KernelBuilder` mixes this in, so a kernel (and a device function, `FunctionBuilder`) can
+
+* call a device function with one method, `call()`, which writes the whole call scope
+  (`{ .param ...; st.param ...; call ...; ld.param ...; }`) with the argument and return
+  types checked against the callee's signature;
+* declare a `.local` array (`local_array()`), use module-scope `.global`/`.const` variables
+  (`ptxforge.declarations.variable()`) as addresses of `ld`/`st`/`mov`, and take their address
+  (`address_of()`);
+* place a `.pragma` line in the body (`pragma()`).
+
+and a device function reads its parameters with `load_param`/`param_value` like a kernel and
+writes its return values with `set_result()`.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+from .declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, Prototype,
+                           ScopeClose, ScopeOpen, Variable)
+from .declarations import pragma_text
+from .errors import ValidationError
+from .isa import types as T
+from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
+                        call as call_instruction)
+from .isa.control import mov as mov_instruction
+from .isa.operands import Addr, Imm, Reg
+from .isa.types import decl_type
+from .kernel import Param
+
+_PTXFORGE_INTERNAL = True
+
+
+def signature_of(func):
+    """(name, return Params, parameter Params) of a call target: a finished device `Function`, a
+    `Prototype`, or a `FunctionBuilder` (its signature so far; the module finishes it)."""
+    if hasattr(func, "finish") and getattr(func, "kind", None) == "func":  # a FunctionBuilder
+        return func.name, tuple(func._results), tuple(func.params)
+    if isinstance(func, Function) and func.kind == "func":
+        return func.name, tuple(func.returns), tuple(func.params)
+    if isinstance(func, Prototype):
+        return func.name, tuple(func.returns), tuple(func.params)
+    if isinstance(func, Function) or hasattr(func, "finish"):
+        raise ValidationError(f"'{func.name}' is a kernel (.entry); only device functions (.func, from "
+                              "FunctionBuilder) can be called")
+    raise ValidationError(f"call needs a device function (a FunctionBuilder, its finished Function or a "
+                          f"Prototype), got {func!r}")
+
+
+def _compatible(reg_t: T.ScalarType, param_t: T.ScalarType) -> bool:
+    """Whether a register of `reg_t` may be stored to / loaded from a `.param` of `param_t`."""
+    if reg_t.is_pred or param_t.is_pred:
+        return False
+    d, p = decl_type(reg_t), param_t
+    if d.bits != p.bits:
+        return False
+    if p.kind == "b" or d.kind == "b":
+        return True
+    return d.is_float == p.is_float
+
+
+class FunctionOps:
+    """Builder methods for device functions, call scopes, variables and pragmas (mixed into
+    `KernelBuilder`)."""
+
+    # ------------------------------------------------------------------ variables
+    def _use_variable(self, var: Variable):
+        """The symbol of a module-scope variable or of this kernel's `.local` array, recorded as used."""
+        if var.space == "local":
+            if var not in self._locals:
+                raise ValidationError(f".local array {var.name} belongs to another kernel; declare it with "
+                                      "this kernel's local_array()")
+        elif var.space in ("global", "const"):
+            prev = self._module_vars.get(var.name)
+            if prev is not None and prev != var:
+                raise ValidationError(f"two different module variables are called {var.name}")
+            self._module_vars[var.name] = var
+        else:
+            raise ValidationError(f"variable {var.name} is .{var.space}; the builder addresses module "
+                                  ".global/.const variables and .local arrays (shared memory: shared())")
+        return var.symbol
+
+    def local_array(self, name: str, type, count: int | None, *, align: int | None = None) -> Variable:
+        """A per-thread `.local` array in this kernel: `.local .align A .type name[count];` (a
+        scalar with `count=None`).
+
+        Use it as the address of `ld`/`st` with `space="local"` (`k.st(arr, v, space="local",
+        offset=4)`), or take its address with `address_of()`.  Returns the `Variable`."""
+        from .declarations import variable
+        self._claim(name, ".local array")
+        var = variable(name, type, space="local", count=count, align=align)
+        self._locals.append(var)
+        return var
+
+    def address_of(self, var: Variable, dst=None, *, generic: bool = False) -> Reg:
+        """The address of a variable in its own space: `mov.u64 %rd, var` (the builder then knows the
+        register holds a `.global`/`.const`/`.local` address); with `generic=True` also
+        `cvta.<space>.u64` to a generic address.
+
+        Of a device function (a `FunctionBuilder` or `Function`): `mov.u64 %rd, func`, the target
+        of an indirect `call(reg, ..., prototype=func)` (the module includes the function)."""
+        if getattr(var, "kind", None) == "func":
+            r = self._dst(dst, T.u64) if dst is not None else self.reg(T.u64, f"{var.name}_fn")
+            self.emit(mov_instruction(T.u64, r, FuncRef(var.name)))
+            self._callees.append(var)
+            return r
+        if not isinstance(var, Variable):
+            raise ValidationError(f"address_of() takes a Variable (variable() or local_array()), got {var!r}")
+        r = self.mov(var, type=T.u64, dst=dst if dst is not None else self.reg(T.u64, f"{var.name}_addr"))
+        if generic:
+            self.cvta(r, frm=var.space, dst=r)
+        return r
+
+    # ------------------------------------------------------------------ pragmas
+    def pragma(self, *words: str) -> None:
+        """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
+        loop's back branch: ptxas does not unroll it)."""
+        self._body.append(BodyDirective(pragma_text(words)))
+
+    # ------------------------------------------------------------------ indexed branches
+    def branch_targets(self, name: str, labels) -> BranchTargets:
+        """Declare a `.branchtargets` list here: `name: .branchtargets $L_a, $L_b, ...;` (the labels
+        of this kernel, placed anywhere with `place()`); returns it for `brx_idx`."""
+        self._claim(name, "branch-target list")
+        labels = tuple(labels)
+        if not labels:
+            raise ValidationError(f".branchtargets {name} needs at least one label")
+        for x in labels:
+            self._use_label(x)
+        bt = BranchTargets(name, labels)
+        self._body.append(BranchTargetsDecl(bt))
+        return bt
+
+    def brx_idx(self, index, targets, *, uni: bool = False, pred=None) -> None:
+        """`brx.idx{.uni} index, tlist;`: jump to `targets[index]`.
+
+        `targets` is a list of labels (a `.branchtargets` list is declared just before) or a list
+        from `branch_targets()`; `index` a 32-bit integer register or a number.  An index past the
+        list is undefined behaviour in PTX (the interpreter stops there with the line).  `uni`
+        promises the whole warp takes one target."""
+        if not isinstance(targets, BranchTargets):
+            n = self._call_count
+            self._call_count += 1
+            targets = self.branch_targets(f"brx{n}_targets", targets)
+        elif targets.name not in self._names:
+            raise ValidationError(f".branchtargets {targets.name} belongs to another kernel")
+        self.emit(brx_idx_instruction(self._val(index, T.u32), targets, uni), pred)
+
+    # ------------------------------------------------------------------ calls
+    def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None, prototype=None):
+        """Call a device function: the whole call scope in one builder call.
+
+        Writes::
+
+            {
+                .param .f32 call0_a0;           // one per argument
+                .param .f32 call0_r0;           // one per return value
+                st.param.f32 [call0_a0], %f1;
+                call{.uni} (call0_r0), func, (call0_a0);
+                ld.param.f32 %f2, [call0_r0];
+            }
+
+        `func` is a `FunctionBuilder`, the `Function` it finished into, or a `Prototype` (an
+        `.extern .func` the module declares).  `args` are registers or Python numbers, one per
+        parameter, each of the parameter's width and kind (float/integer); `returns` is the
+        register that receives the return value (default: a new one).  `pred` guards the `call`
+        (ptxas refuses a guard on the scope's `st.param`/`ld.param`); a given return register keeps
+        its value where the guard fails (`@p mov` from the return slot).  Returns the return
+        register, or None for a function without a return value.
+
+        An indirect call: `func` is a 64-bit register holding a function's address
+        (`address_of(f)`) and `prototype` the signature it promises (a `FunctionBuilder`, `Function`
+        or `Prototype`); the scope then declares `protoN: .callprototype ...` and the call is
+        `call (r), %rd, (a, ...), protoN;`.
+        """
+        target = None
+        if isinstance(func, Reg) or prototype is not None:
+            if prototype is None:
+                raise ValidationError(f"a call through the register {func} needs prototype=: the function whose "
+                                      "signature it has")
+            target = self._val(func)
+            if not isinstance(target, Reg):
+                raise ValidationError(f"prototype= is for a call through a register; got {func!r} to call")
+            _, rets, params = signature_of(prototype)
+            name = str(target)
+        else:
+            name, rets, params = signature_of(func)
+        args = list(args) if isinstance(args, (list, tuple)) else [args]
+        if len(args) != len(params):
+            raise ValidationError(
+                f"call {name}: it takes {len(params)} argument(s) ({', '.join(_sig(p) for p in params)}), "
+                f"got {len(args)}")
+        vals = []
+        for i, (a, p) in enumerate(zip(args, params)):
+            if p.nbytes is not None:
+                raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
+                                      "passes scalar parameters")
+            v = self._val(a, p.type)
+            if isinstance(v, Reg):
+                if not _compatible(v.type, p.type):
+                    raise ValidationError(
+                        f"call {name}: argument {i} ({p.name}) is .{p.type.name}; {v} is .{v.type.name} "
+                        f"(pass a {p.type.bits}-bit {'float' if p.type.is_float else 'integer'} register)")
+            elif not isinstance(v, Imm):
+                raise ValidationError(f"call {name}: argument {i} ({p.name}) must be a register or a number, "
+                                      f"got {a!r}")
+            vals.append(v)
+        if returns is None:
+            outs = [self.reg(decl_type(p.type)) for p in rets]
+        else:
+            outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
+            if len(outs) != len(rets):
+                raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
+                                      f"({', '.join(_sig(p) for p in rets) or 'none'}), got {len(outs)} "
+                                      "register(s) to receive them")
+            for o, p in zip(outs, rets):
+                o = self._val(o)
+                if not isinstance(o, Reg) or not _compatible(o.type, p.type):
+                    raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {o!r} cannot "
+                                          "receive it")
+        n = self._call_count
+        self._call_count += 1
+        guard = self._guard(pred) if pred is not None else None
+        arg_syms = [self._call_param(f"call{n}_a{i}", p) for i, p in enumerate(params)]
+        ret_syms = [self._call_param(f"call{n}_r{i}", p) for i, p in enumerate(rets)]
+        proto = None
+        if target is not None:
+            proto = CallPrototype(f"proto{n}", tuple(Param("_", p.type) for p in rets),
+                                  tuple(Param("_", p.type) for p in params))
+            self._claim(proto.name, "call prototype")
+            ins = call_instruction(target, tuple(arg_syms), tuple(ret_syms), uni, (rets, params), targets=proto)
+        else:
+            ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
+        self._body.append(ScopeOpen())
+        for s, p in zip(arg_syms + ret_syms, list(params) + list(rets)):
+            self._body.append(LocalDecl(Param(s.name, p.type).render() + ";", s))
+        if proto is not None:
+            self._body.append(CallPrototypeDecl(proto))
+        for s, v, p in zip(arg_syms, vals, params):  # ptxas refuses a guard on these: only the call has one
+            self.st(Addr(s), v, type=_access_type(p.type), space="param")
+        self.emit(ins, guard)
+        for s, o, p in zip(ret_syms, outs, rets):
+            if guard is not None and returns is not None:  # the given register keeps its value where not called
+                tmp = self.ld(Addr(s), type=_access_type(p.type), space="param", dst=self.reg(o.type))
+                self.mov(tmp, dst=o, pred=guard)
+            else:
+                self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o)
+        self._body.append(ScopeClose())
+        if target is None:
+            self._callees.append(func)
+        if not outs:
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _call_param(self, name: str, p: Param) -> CallParam:
+        self._claim(name, "call parameter")
+        return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
+
+    # ------------------------------------------------------------------ call scopes by hand
+    @contextmanager
+    def call_scope(self):
+        """A `{ ... }` scope in the body for a call written instruction by instruction (what `call()`
+        writes in one step): declare its `.param` variables with `call_param()`, write them with
+        `st` (space="param"), `emit` the `call` (`ptxforge.isa.calls.call`), read the return slots
+        with `ld`.  The variables' names are free again after the scope."""
+        self._body.append(ScopeOpen())
+        self._scope_names.append(set())
+        try:
+            yield
+        finally:
+            self._names -= self._scope_names.pop()
+            self._body.append(ScopeClose())
+
+    def scope_reg(self, type, name: str) -> None:
+        """Declare `.reg .type name;` inside the innermost `call_scope()` (what nvcc writes in every
+        call sequence, `.reg .b32 temp_param_reg;`).  A declaration line only: registers the
+        instructions use come from `reg()`."""
+        if not self._scope_names:
+            raise ValidationError("scope_reg() declares a register inside `with k.call_scope():`")
+        t = T.lookup(type)
+        if not t.can_declare:
+            raise ValidationError(f".reg .{t.name}: a packed type cannot be declared; declare .b32")
+        if not isinstance(name, str) or not name.lstrip("%") or not all(c.isalnum() or c in "_$%" for c in name):
+            raise ValidationError(f"register name {name!r} is not a PTX identifier")
+        self._body.append(LocalDecl(f".reg .{t.name} {name};"))
+
+    def call_prototype(self, name: str, returns=(), params=()) -> CallPrototype:
+        """Declare `name: .callprototype (.param .t _) _ (.param .t _, ...);` in the innermost
+        `call_scope()` (types of the return value and the parameters); returns it, the `targets=`
+        of an indirect `ptxforge.isa.calls.call` through a register."""
+        if not self._scope_names:
+            raise ValidationError("call_prototype() declares an indirect call's prototype inside "
+                                  "`with k.call_scope():`")
+        self._claim(name, "call prototype")
+        self._scope_names[-1].add(name)
+        proto = CallPrototype(name, tuple(Param("_", T.lookup(t)) for t in returns),
+                              tuple(Param("_", T.lookup(t)) for t in params))
+        self._body.append(CallPrototypeDecl(proto))
+        return proto
+
+    def call_param(self, name: str, type) -> CallParam:
+        """Declare a call's `.param .type name;` in the innermost `call_scope()`; returns the
+        writable `.param` symbol (the address of `st.param`/`ld.param`, an item of a call's
+        argument or return list)."""
+        if not self._scope_names:
+            raise ValidationError("call_param() declares a call's .param variable inside `with k.call_scope():`")
+        self._claim(name, "call parameter")
+        self._scope_names[-1].add(name)
+        t = T.lookup(type)
+        if not t.can_declare or t.is_pred:
+            raise ValidationError(f"a .param variable of .{t.name} is not allowed; use a scalar such as .b32")
+        sym = CallParam(name, "param", t, None, max(t.bits // 8, 1))
+        self._body.append(LocalDecl(Param(name, t).render() + ";", sym))
+        return sym
+
+    # ------------------------------------------------------------------ the device-function side
+    def result(self, name: str, type) -> Param:
+        """Declare a return value of this device function: `.func (.param .type name) f(...)`.
+        Only a `FunctionBuilder` has return values; write it with `set_result()`."""
+        if getattr(self, "kind", "entry") != "func":
+            raise ValidationError(f"'{self.name}' is a kernel; kernels have no return values (a device function "
+                                  "from FunctionBuilder has)")
+        if self._results:
+            raise ValidationError(f"'{self.name}' already returns {self._results[0].name}: a device function has at "
+                                  "most one .param return value (ptxas: several need the .reg space)")
+        self._claim(name, "return value")
+        t = T.lookup(type)
+        if not t.can_declare or t.is_pred:
+            raise ValidationError(f"return type .{t.name} is not allowed; use a scalar such as .u32 or .f32")
+        p = Param(name, t)
+        self._results.append(p)
+        return p
+
+    def set_result(self, value, name: str | None = None, *, pred=None) -> None:
+        """Write a return value of this device function: `st.param.type [name], value`.
+
+        `name` picks the return value (default: the only one); `value` is a register of its width
+        and kind, or a number."""
+        if not self._results:
+            raise ValidationError(f"'{self.name}' declares no return value; declare one with result()")
+        if name is None:
+            if len(self._results) != 1:
+                raise ValidationError(f"'{self.name}' returns {len(self._results)} values; name the one to set")
+            p = self._results[0]
+        else:
+            p = next((q for q in self._results if q.name == name), None)
+            if p is None:
+                raise ValidationError(f"'{self.name}' has no return value {name!r}; it has: "
+                                      + ", ".join(q.name for q in self._results))
+        v = self._val(value, p.type)
+        if isinstance(v, Reg) and not _compatible(v.type, p.type):
+            raise ValidationError(f"return value {p.name} is .{p.type.name}; {v} is .{v.type.name}")
+        sym = CallParam(p.name, "param", p.type, None, max(p.type.bits // 8, 1))
+        self.st(Addr(sym), v, type=_access_type(p.type), space="param", pred=pred)
+
+
+def _access_type(t: T.ScalarType) -> T.ScalarType:
+    """The type ld/st.param use for a parameter of type `t` (half types through their bits)."""
+    return t.bits_type() if t.name in ("f16", "bf16", "f16x2", "bf16x2") else t
+
+
+def _sig(p: Param) -> str:
+    return f".{p.type.name} {p.name}"

@@ -1,0 +1,281 @@
+"""The Hopper GEMM's optional parts: 2-CTA clusters with TMA multicast (cluster_m / cluster_n), the
+shared-memory + TMA-store epilogue (epilogue='tma') and its 16-bit C through stmatrix (c16).
+
+CPU: every variant the tuning candidates name assembles for sm_90a with 0 spills and shows the
+multicast loads / TMA stores in its SASS; small variants run on the interpreter at ragged shapes
+(a cluster partner past the edge, a persistent loop over several units, split K) and match numpy
+exactly, with no race, proxy, accumulator or barrier finding (s8, bf16 and f16 on small halves, whose
+sums are exact).  GPU: each variant on ragged and Hypothesis-drawn shapes, C poisoned first.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+
+import ptxforge as pf
+from ptxforge import interp
+from ptxforge.errors import ValidationError
+from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
+from ptxforge.schedules.hopper.convert import widen_numpy
+from ptxforge.schedules.hopper.emit import module_for
+from ptxforge.schedules.hopper.run import c_numpy_type
+from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
+
+needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
+
+#: the new variants among the tuning candidates (the defaults are tested in test_hopper_gemm.py), and the
+#: skinny swap_ab path with pairs of CTAs along the weight rows sharing the activation tile
+VARIANTS = [(op, kw) for op, cands in CANDIDATES.items() for kw in cands[1:]] + [
+    ("s4", dict(block_n=32, consumers=1, stages=4, block_k_bytes=256, swap_ab=True, cluster_m=2))]
+MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}
+
+
+def _id(v):
+    return HopperGemm(v[0], **v[1]).kernel_name
+
+
+@needs_ptxas
+@pytest.mark.parametrize("variant", VARIANTS, ids=_id)
+def test_variant_assembles_without_spills_with_multicast_and_tma_stores(variant):
+    cfg = HopperGemm(variant[0], **variant[1])
+    r = assembled(cfg)
+    res = r.resources(cfg.kernel_name)
+    assert res.spills == 0 and res.stack == 0
+    assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log
+    text = cfg.listing()
+    assert (".reqnctapercluster 2, 1, 1" in text) == (cfg.cluster_size == 2)
+    try:
+        ops = r.sass_opcodes(cfg.kernel_name)
+    except pf.errors.ToolchainMissing:
+        pytest.skip("no disassembler")
+    assert any(o.startswith(MMA[cfg.operand] + ".64x" + str(cfg.block_n)) for o in ops), sorted(ops)
+    assert any(o.startswith("UTMALDG.2D.MULTICAST") for o in ops) == (cfg.cluster_size == 2)
+    assert any(o.startswith("UTMASTG.3D") for o in ops) == (cfg.epilogue == "tma")
+    assert any(o.startswith("STSM") for o in ops) == cfg.c16
+    assert not any(o.startswith(("LDL", "STL", "CALL")) for o in ops)
+
+
+def test_variant_options_are_checked():
+    for kw, msg in [(dict(cluster_m=2, cluster_n=2), "cluster_m x cluster_n"), (dict(cluster_m=3), "cluster_m"),
+                    (dict(epilogue="stmatrix"), "epilogue"), (dict(epilogue="tma", block_n=208), "multiple of 32"),
+                    (dict(operand="s4", block_k_bytes=256, stages=2, epilogue="tma"), "C staging"),
+                    (dict(operand="bf16", c16=True), "c16"), (dict(operand="s8", epilogue="tma", c16=True), "c16")]:
+        with pytest.raises(ValidationError, match=msg):
+            HopperGemm(**kw)
+    g = HopperGemm("s8", epilogue="tma")
+    g.check_problem(7, 12, 16)
+    with pytest.raises(ValidationError, match="N % 4"):
+        g.check_problem(7, 10, 16)
+    c = HopperGemm("s8", cluster_m=2)
+    assert c.cluster == (2, 1, 1) and c.load_boxes == ((128, 128), (128, 128)) and c.multicast == (False, True)
+    assert HopperGemm("s8", cluster_n=2).load_boxes == ((128, 64), (128, 256))
+    assert c.cluster_tiles(3 * 128, 2 * 256) == 2 * 2  # pairs along M, rounded up
+    assert HopperGemm("s8").cluster_tiles(3 * 128, 2 * 256) == 3 * 2
+    assert "multicast" in c.describe() and "TMA stores" in g.describe()
+    h = HopperGemm("bf16", epilogue="tma", c16=True)
+    assert h.c_type == "bf16" and h.c_bytes == 2 and h.store_box == (64, 64) and "stmatrix" in h.describe()
+    h.check_problem(7, 8, 64)
+    with pytest.raises(ValidationError, match="N % 8"):
+        h.check_problem(7, 12, 64)
+
+
+def _small_operands(cfg, m, n, k, rng):
+    """Operands whose products and sums are exact in every arithmetic (floats: small halves)."""
+    if cfg.operand in ("bf16", "f16"):
+        a = (rng.integers(-4, 5, (m, k)) * 0.5).astype(np.float32)
+        b = (rng.integers(-4, 5, (n, k)) * 0.5).astype(np.float32)
+        if cfg.operand == "f16":
+            return a.astype(np.float16).view(np.uint16), b.astype(np.float16).view(np.uint16)
+        return (a.view(np.uint32) >> 16).astype(np.uint16), (b.view(np.uint32) >> 16).astype(np.uint16)
+    return random_operands(cfg, m, n, k, rng)
+
+
+def _interp_reference(cfg, a, b):
+    if cfg.operand == "f16":
+        return a.view(np.float16).astype(np.float64) @ b.view(np.float16).astype(np.float64).T
+    return reference(cfg, a, b)
+
+
+def round_to_c16(cfg, x):
+    """float64 values (exact in f32) rounded to nearest-even in the 16-bit C type, returned as float64."""
+    f = np.asarray(x, np.float32)
+    if cfg.operand == "f16":
+        return f.astype(np.float16).astype(np.float64)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return r.view(np.float32).astype(np.float64)
+
+
+def c_values(cfg, c):
+    """C as float64 (bf16 C arrives as its uint16 bits)."""
+    if cfg.c16 and cfg.operand == "bf16":
+        return (c.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return c.astype(np.float64)
+
+
+def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True):
+    """(C summed over the K splits, numpy's C, the interpreter's result) of one launch; `clusters`: the
+    grid in clusters (default: one per work unit).  16-bit C (c16): numpy's C rounded to it."""
+    rng = np.random.default_rng(seed)
+    a, b = _small_operands(cfg, m, n, k, rng)
+    la, lb = cfg.load_tiles
+    box_a, box_b = cfg.load_boxes
+    dt = c_numpy_type(cfg)
+    c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
+    args = [interp.host_tensor_map(a, box_a, dtype=la.dtype, swizzle=128),
+            interp.host_tensor_map(b, box_b, dtype=lb.dtype, swizzle=128), c, m, n, k, splits]
+    if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
+        tiles_m, tiles_n, _ = cfg.tile_counts(m, n, k)
+        for x, tiles, cl, blk in ((a, tiles_m, cfg.cluster_m, cfg.block_m), (b, tiles_n, cfg.cluster_n, cfg.block_n)):
+            sums = np.zeros(-(-tiles // cl) * cl * blk, np.int32)
+            sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
+            args.append(sums)
+    if cfg.epilogue == "tma":
+        args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
+    clusters = clusters or cfg.cluster_tiles(m, n) * splits
+    r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
+                   args=args, check=False, races=races)
+    want = _interp_reference(cfg, a, b).astype(np.float64)
+    return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r
+
+
+INTERP = [  # (operand, options), small tiles so the interpreter is quick
+    ("s8", dict(cluster_m=2)), ("s8", dict(cluster_n=2)), ("s8", dict(epilogue="tma")),
+    ("s8", dict(cluster_m=2, epilogue="tma")), ("s8", dict(cluster_n=2, wg_m=128, consumers=1, epilogue="tma")),
+    ("bf16", dict(cluster_m=2)), ("bf16", dict(epilogue="tma")), ("f16", dict(cluster_n=2, epilogue="tma")),
+    ("bf16", dict(epilogue="tma", c16=True)), ("f16", dict(cluster_m=2, epilogue="tma", c16=True)),
+    ("bf16", dict(cluster_n=2, wg_m=128, consumers=1, epilogue="tma", c16=True)),
+]
+SHAPES = [  # (m, n, k, splits, clusters): ragged; odd tile rows (a partner past the edge); persistent loops
+    (130, 100, 160, 1, None), (300, 140, 272, 1, 1), (200, 132, 400, 2, 1)]
+
+
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "x".join(map(str, s[:3])) + f"_s{s[3]}")
+@pytest.mark.parametrize("variant", INTERP, ids=lambda v: _id((v[0], dict(block_n=64, stages=2, **v[1]))))
+def test_variant_on_the_interpreter_is_exact_and_clean(variant, shape):
+    op, kw = variant
+    cfg = HopperGemm(op, block_n=64, stages=2, **kw)
+    m, n, k, splits, clusters = shape
+    if cfg.c16:
+        splits, n = 1, n + (-n) % 8  # one rounding of the whole sum; 16-byte rows of 16-bit C
+    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("kw", [dict(biased=True, cluster_m=2), dict(biased=True, epilogue="tma"),
+                                dict(a_registers=False, cluster_n=2), dict(biased=True, cluster_n=2, epilogue="tma")],
+                         ids=["biased-cl2x1", "biased-tma", "smemA-cl1x2", "biased-cl1x2-tma"])
+def test_s4_variants_on_the_interpreter_are_exact(kw):
+    """s4: exact; race checks off (the s4 consumers' reads of the packed stage, handed back by lane 0 of
+    each warp, are reported as a race with the next TMA load also without these options)."""
+    cfg = HopperGemm("s4", block_n=64, block_k_bytes=256, stages=2, **kw)
+    got, want, r = run_on_interpreter(cfg, 300, 132, 512, splits=1, clusters=1, seed=3, races=False)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_swapped_operands_with_a_cluster_on_the_interpreter():
+    """swap_ab (the kernel computes B . A^T) with pairs along the kernel's M, the weight rows: the
+    activation tile is the multicast one.  The kernel's M and N are the problem's N and M."""
+    cfg = HopperGemm("s4", block_n=32, consumers=1, stages=2, block_k_bytes=256, swap_ab=True, cluster_m=2)
+    m, n, k = 20, 200, 512  # kernel: 200 x 20, tile rows 64: 4 tiles, 2 pairs, one cluster looping over both
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(5))
+    la, lb = cfg.load_tiles
+    box_a, box_b = cfg.load_boxes
+    c = np.full((m, n), -7, np.int32)
+    r = interp.run(module_for(cfg), grid=2, block=cfg.threads, shared=cfg.smem_bytes, check=False, races=False,
+                   args=[interp.host_tensor_map(b, box_a, dtype=la.dtype, swizzle=128),
+                         interp.host_tensor_map(a, box_b, dtype=lb.dtype, swizzle=128), c, n, m, k, 1])
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(c.astype(np.int64), reference(cfg, a, b))
+    with pytest.raises(ValidationError, match="swap_ab"):
+        HopperGemm("s8", swap_ab=True, epilogue="tma")
+
+
+def test_a_cluster_without_the_partners_arrivals_is_caught():
+    """The empty barriers must count both CTAs' consumers: with only this CTA's, the interpreter sees
+    a multicast overwrite a stage the partner's wgmmas still read (the test above can fail)."""
+    from ptxforge.hopper import pipeline
+    from ptxforge.schedules.hopper import emit
+    cfg = HopperGemm("s8", block_n=64, stages=2, cluster_m=2, raster_group=3)  # a configuration of its own
+    real = pipeline.ClusterRing.__init__
+
+    def fewer(self, k, stages, base, peers, **kw):
+        kw["consumer_arrivals"] //= 2
+        real(self, k, stages, base, peers, **kw)
+    emit.module_for.cache_clear()
+    try:
+        pipeline.ClusterRing.__init__ = fewer
+        got, want, r = run_on_interpreter(cfg, 300, 140, 1024, clusters=1)
+    finally:
+        pipeline.ClusterRing.__init__ = real
+        emit.module_for.cache_clear()
+    assert not r.ok or not np.array_equal(got, want)
+
+
+# ---------------------------------------------------------------- GPU
+
+def _check_gpu(cfg, m, n, k, seed, splits=None):
+    from ptxforge.schedules.hopper import run
+    rng = np.random.default_rng(seed)
+    if cfg.operand == "f16":  # float16 arrays (random_operands speaks bf16 bit patterns)
+        a = rng.standard_normal((m, k)).astype(np.float16)
+        b = rng.standard_normal((n, k)).astype(np.float16)
+    else:
+        a, b = random_operands(cfg, m, n, k, rng)
+    got = c_values(cfg, run(cfg, a, b, k=k, splits=splits))  # C is poisoned (0xFF bytes) before the launch
+    if cfg.operand == "f16":
+        want = a.astype(np.float64) @ b.astype(np.float64).T
+    else:
+        want = reference(cfg, a, b)
+    if cfg.operand in ("bf16", "f16"):
+        if cfg.operand == "f16":
+            af, bf = a.astype(np.float64), b.astype(np.float64)
+        else:
+            af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+            bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+        bound = k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30  # f32 accumulation of exact products
+        if cfg.c16:  # and one rounding to the 16-bit C: half an ulp, 2^-8 (bf16) or 2^-11 (f16) relative
+            bound = bound * 1.01 + (2.0 ** -8 if cfg.operand == "bf16" else 2.0 ** -11) * np.abs(want)
+        assert np.all(np.isfinite(got)) and np.all(np.abs(got - want) <= bound), (m, n, k)
+    else:
+        assert np.array_equal(got.astype(np.int64), want), (m, n, k)
+
+
+GPU_SHAPES = [(200, 328, 256), (96, 132, 64), (257, 512, 1024), (600, 260, 2048), (40, 300, 1792)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", GPU_SHAPES, ids=lambda s: "x".join(map(str, s)))
+@pytest.mark.parametrize("variant", VARIANTS, ids=_id)
+def test_gpu_variant_matches_numpy(variant, shape):
+    cfg = HopperGemm(variant[0], **variant[1])
+    m, n, k = shape
+    if cfg.c16:
+        n += (-n) % 8  # 16-byte rows of 16-bit C
+    _check_gpu(cfg, m, n, k, seed=sum(shape))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", VARIANTS, ids=_id)
+def test_gpu_variant_split_k_matches_numpy(variant):
+    """K split in 3 (the TMA-store epilogue writes the workspace through its 3-D map); 16-bit C refuses it."""
+    cfg = HopperGemm(variant[0], **variant[1])
+    if cfg.c16:
+        with pytest.raises(ValidationError, match="cannot be split"):
+            _check_gpu(cfg, 40, 304, 1792, seed=11, splits=3)
+        return
+    _check_gpu(cfg, 40, 300, 1792, seed=11, splits=3)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant", VARIANTS, ids=_id)
+def test_gpu_variant_on_drawn_shapes(variant):
+    cfg = HopperGemm(variant[0], **variant[1])
+
+    @settings(max_examples=8, deadline=None)
+    @given(hopper_gemm_shapes(cfg))
+    def check(shape):
+        _check_gpu(cfg, *shape, seed=hash(shape) % 2 ** 32)
+    check()

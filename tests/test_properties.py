@@ -224,6 +224,8 @@ UNMODELLED = (
     ("control", r"'brkpt'"),
     # the rank of the CTA owning a shared::cluster address (the inverse of mapa) is not modelled
     ("sync", r"'getctarank'"),
+    # brx.idx is modelled; its program carries a refusal for an index past the list (undefined in PTX)
+    ("control", r"the index is past the \d+ targets"),
 )
 
 

@@ -107,6 +107,8 @@ def _control_candidates():
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit", "trap")]
+    out += [spec("control", "call", result=r, uni=u) for r in (False, True) for u in (False, True)]
+    out += [spec("control", "brx_idx", uni=u) for u in (False, True)]
     out += [spec("control", "stacksave"), spec("control", "stackrestore"), spec("control", "brkpt")]
     out += [spec("control", "alloca", size=sz, align=al) for sz in (64, "reg") for al in (None, 16, 12)]
     out += [spec("control", "pmevent", event=e, mask=m) for e, m in ((3, False), (16, False), (0x8001, True))]

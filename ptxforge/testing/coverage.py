@@ -19,10 +19,6 @@ _PTXFORGE_INTERNAL = True
 #: Why a row usable on sm_80 .. sm_90a has no legal form in the tables (a test checks that this is
 #: exactly the set of such rows).
 MISSING_WHY = {
-    "brx.idx": "indirect branches need `.branchtargets` label lists, part of the device-function work "
-               "(`.func`, `call`, prototypes) that is not in the builder yet",
-    "call": "device functions (`.func` with parameters and return values) are read by the PTX reader "
-            "(`ptxforge.declarations`, `isa/calls.py`), but the builder has no API for them yet",
     "wgmma.mma_async.sp": "the sparse warpgroup form (with its metadata register and selector) is not written",
     "cp.reduce.async.bulk": "bulk reductions (shared -> global/cluster with add/min/max/...) are not written",
     "cp.reduce.async.bulk.tensor": "TMA reductions into a tensor are not written",

@@ -132,10 +132,31 @@ def _emit_control(sc: Scratch, s: Spec):
         k.stacksave(pred=g)
     elif op == "stackrestore":
         k.stackrestore(sc.reg(T.u64), pred=g)
+    elif op == "call":  # a device function of one .u32 parameter, with or without a .u32 result
+        k.call(_device_function(sc, s["result"]), args=[sc.reg(T.u32)], uni=s["uni"], pred=g)
+    elif op == "brx_idx":
+        here = k.label()
+        k.brx_idx(k.mov(0, type=T.u32), [here], uni=s["uni"], pred=g)  # index 0: the one target
+        k.place(here)
     elif op in ("ret", "exit", "trap"):
         getattr(k, op)(pred=sc.p if g is None else g)  # guarded, so the rest of the kernel stays reachable
     else:
         raise ValueError(f"unknown control op {op}")
+
+
+def _device_function(sc: Scratch, result: bool):
+    """The Scratch module's device function (one per kind): x -> x + 1 as .u32, or a store-free no-op."""
+    from ..builder import FunctionBuilder
+    key = "_fn_result" if result else "_fn_plain"
+    f = getattr(sc, key, None)
+    if f is None:
+        f = FunctionBuilder(f"lane_fn_{'r' if result else 'p'}", str(sc.target))
+        x = f.param_value("x", T.u32)
+        if result:
+            f.result("y", T.u32)
+            f.set_result(f.add(x, 1))
+        setattr(sc, key, f)
+    return f
 
 
 def _emit_convert(sc: Scratch, s: Spec):

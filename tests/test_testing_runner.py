@@ -473,3 +473,16 @@ def test_a_device_hook_replaces_the_launch(stand_in_device):
     sp.reference = lambda x: x * 3
     e = failure_of(transpose(), sp, backends=("gpu",), max_examples=5)
     assert "[gpu] output out differs" in str(e) and e.problem.sizes["n"] == 1
+
+
+def test_hopper_space_draws_tma_store_widths_and_refuses_16_bit_c():
+    """The TMA-store epilogue needs 16-byte C rows: its space's N is a multiple of 4; a c16 HopperGemm
+    (C rounded once to 16 bits) has no space, with the reason."""
+    from ptxforge.errors import ValidationError
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.testing.schedule_problems import hopper_gemm_space
+    sizes = {s.name: s for s in hopper_gemm_space(HopperGemm("s8", epilogue="tma")).sizes}
+    assert sizes["n"].multiple_of == 4 and sizes["n"].low == 4
+    assert hopper_gemm_space(HopperGemm("s8")).sizes[1].multiple_of == 1
+    with pytest.raises(ValidationError, match="c16"):
+        hopper_gemm_space(HopperGemm("bf16", epilogue="tma", c16=True))

@@ -19,13 +19,13 @@ from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream, query
 from .cluster import launch_cluster
-from .tensormap import TensorMap
+from .tensormap import Im2colTensorMap, TensorMap
 from .timing import EventTimer, Timing, benchmark
 
 __all__ = [
     "load", "LoadedModule", "KernelFunction", "BoundLaunch", "In", "Out", "InOut", "DeviceBuffer", "Stream",
     "benchmark", "Timing", "EventTimer", "device_info", "DeviceInfo", "select_device", "synchronize",
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
-    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap", "query",
+    "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap", "Im2colTensorMap", "query",
     "gpu_available", "gpu_skip_reason", "native_target", "offline_summary", "launch_cluster",
 ]

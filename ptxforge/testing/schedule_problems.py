@@ -185,15 +185,22 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
     """C = A . B^T for a HopperGemm: M, N from 1 (default up to 2 tiles + 1), K a positive
     multiple of what the tensor maps need (16-byte rows; default up to 2 stages + one step).
     s8 / s4 data over every value, bf16 / f16 in [-1, 1); C poisoned, integers compared exactly,
-    floats within relative(1e-3, atol=1e-3).  The interpreter models neither TMA nor wgmma and
-    the launch needs the operands' device addresses (tensor maps), so problems run on the GPU
-    only, through `schedule.run`."""
+    floats within relative(1e-3, atol=1e-3); N a multiple of 4 with the TMA-store epilogue (its C
+    rows must be 16-byte multiples).  Problems run on the GPU only, through `schedule.run` (its
+    tensor maps are made from the device arrays; tests/test_interp_hopper_gemm.py runs the
+    kernels on the interpreter with host tensor maps).  c16 configurations (16-bit C) are refused:
+    their C is rounded once from f32, which this space's tolerance does not describe."""
+    from ..errors import ValidationError
     from .tolerance import relative
+    if getattr(g, "c16", False):
+        raise ValidationError(f"{g.kernel_name}: a c16 (16-bit C) HopperGemm has no problem space; "
+                              "tests/test_hopper_gemm_variants.py checks it against numpy's rounding")
     step = 128 // g.bits  # K values per 16 bytes of row
     block_k = g.block_k_bytes * 8 // g.bits
     max_m = max_m or 2 * g.wg_m * g.consumers + 1
     max_n = max_n or 2 * g.block_n + 1
     max_k = max_k or 2 * block_k + step
+    n_step = 4 if getattr(g, "epilogue", "registers") == "tma" else 1
     floats = g.operand in ("bf16", "f16")
     dtype = {"s8": np.int8, "s4": "s4", "bf16": "bf16", "f16": np.float16}[g.operand]
     bounds = dict(low=-1, high=1) if floats else {}
@@ -209,7 +216,8 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
 
     return ProblemSpace(
         name=g.kernel_name,
-        sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers), Size("n", 1, max_n, tile=g.block_n),
+        sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers),
+               Size("n", 4 if n_step > 1 else 1, max_n, tile=g.block_n, multiple_of=n_step),
                Size("k", step, max_k, tile=block_k, multiple_of=step)],
         arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
         kernel=lambda p: g.module, block=g.threads, reference=reference, device=device, interpretable=False,

@@ -34,6 +34,22 @@ FLOAT_TOL = {T.f16: (5e-3, 5e-2), T.f32: (2e-5, 1e-4), T.f64: (1e-12, 1e-12)}
 
 @given(form=mma_forms(), sat=st.booleans(), seed=seeds())
 def test_mma_forms_gpu_vs_interpreter(form, sat, seed):
+    _mma_gpu_vs_interpreter(form, sat, seed)
+
+
+def _m8n8k4_forms():
+    from ptxforge.isa.tensor import MMA_FORMS
+    return [f for f in MMA_FORMS if f.shape == "m8n8k4" and f.a_type is T.f16]
+
+
+@pytest.mark.parametrize("form", _m8n8k4_forms(), ids=str)
+def test_every_m8n8k4_f16_form_gpu_vs_interpreter(form):
+    """The four-products-per-warp m8n8k4 (its stacked fragment layouts), every layout and accumulator."""
+    for seed in (1, 2):
+        _mma_gpu_vs_interpreter(form, False, seed)
+
+
+def _mma_gpu_vs_interpreter(form, sat, seed):
     satfinite = sat and form.satfinite
     rng = np.random.default_rng(seed)
     fa, fb, fc = (mma_fragment(form, x) for x in "abc")
@@ -42,13 +58,14 @@ def test_mma_forms_gpu_vs_interpreter(form, sat, seed):
     a = random_words(rng, form, fa, form.a_type).astype(frag_dt)
     b = random_words(rng, form, fb, form.b_type).astype(frag_dt)
     c = accumulator_words(rng, form, fc).astype(acc_dt)
-    d = poison(np.empty((32, form.c_regs), acc_dt))
+    d = poison(np.empty((32, form.d_regs), acc_dt))
     gpu, cpu = both(mma_probe(form, satfinite), "mma_probe", 1, 32, [a, b, c, d])
     if form.a_type.is_int or form.bitop:
         np.testing.assert_array_equal(gpu[3], cpu[3])
         return
-    g = decode_values(unpack_fragment(fc, gpu[3].astype(np.uint64)), form.d_type)
-    h = decode_values(unpack_fragment(fc, cpu[3].astype(np.uint64)), form.d_type)
+    fd = mma_fragment(form, "d")
+    g = decode_values(unpack_fragment(fd, gpu[3].astype(np.uint64)), form.d_type)
+    h = decode_values(unpack_fragment(fd, cpu[3].astype(np.uint64)), form.d_type)
     rtol, atol = FLOAT_TOL[form.d_type]
     if form.a_type is T.tf32:
         rtol, atol = 5e-3, 5e-2  # the tensor core may round tf32 operands where the model truncates

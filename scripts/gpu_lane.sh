@@ -2,7 +2,7 @@
 # The GPU lane: the whole test suite with the GPU skip turned into a failure, compute-sanitizer
 # (memcheck and racecheck) on the examples and on a ragged Hopper GEMM, then the benchmarks.
 # Run from the repository root on a machine with a GPU:
-#     scripts/gpu_lane.sh [OUTDIR]          (stages: PTXFORGE_LANE="tests sanitizer bench")
+#     scripts/gpu_lane.sh [OUTDIR]          (stages: PTXFORGE_LANE="tests sanitizer bench"; TEST_SHARDS=N)
 # The tests and the sanitizer runs go side by side (neither is timed); the benchmarks run after
 # both, alone on the GPU.  Every log goes to OUTDIR (default ./gpu-lane-out), packed as
 # OUTDIR/lane-logs.tgz too; a short summary is printed last and kept in OUTDIR/summary.txt.
@@ -17,10 +17,22 @@ export PTXFORGE_REQUIRE_GPU=1 HYPOTHESIS_PROFILE=${HYPOTHESIS_PROFILE:-gpu}
 stages=${PTXFORGE_LANE:-tests sanitizer bench}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2>/dev/null | tee "$logs/gpu.txt"
 
+# TEST_SHARDS=N runs the test files in N pytest processes side by side (file i goes to shard i % N);
+# each shard's log is tests-<i>.log, and tests.summary has one line per shard.
 run_tests() {
-  timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rfE --tb=short ${PYTEST_ARGS:-} \
-    >"$logs/tests.log" 2>&1
-  echo "tests: rc=$? $(grep -E '[0-9]+ (passed|failed)' "$logs/tests.log" | tail -n 1)" >"$logs/tests.summary"
+  local shards=${TEST_SHARDS:-1} files=(tests/test_*.py) i j pids=()
+  : >"$logs/tests.summary"
+  for ((i = 0; i < shards; i++)); do
+    local sel=()
+    for j in "${!files[@]}"; do ((j % shards == i)) && sel+=("${files[$j]}"); done
+    ( timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rfE --tb=short ${PYTEST_ARGS:-} \
+        "${sel[@]}" >"$logs/tests-$i.log" 2>&1
+      echo "tests shard $i/$shards: rc=$? $(grep -E '[0-9]+ (passed|failed)' "$logs/tests-$i.log" | tail -n 1)" \
+        >>"$logs/tests.summary" ) &
+    pids+=($!)
+  done
+  for j in "${pids[@]}"; do wait "$j"; done
+  cat "$logs"/tests-*.log >"$logs/tests.log"
 }
 
 SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py scripts/hopper_memcheck.py"}

@@ -65,6 +65,7 @@ bench/runtime_bench.py"}
   while IFS= read -r b; do
     [ -n "$b" ] || continue
     name=$(basename "${b%% *}" .py)
+    [ -e "$logs/$name.log" ] && name="$name-$(ls "$logs/$name"*.log | wc -l)"  # a bench run twice keeps both logs
     timeout "${BENCH_TIMEOUT:-240}" python3 $b >"$logs/$name.log" 2>&1
     echo "bench $name: rc=$?" >>"$logs/bench.summary"
   done <<<"$BENCHES"

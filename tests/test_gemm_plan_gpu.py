@@ -27,6 +27,8 @@ def _int4_operands(m, n, k, rng):
 
 def test_two_run_calls_on_torch_tensors_match_the_bound_path_and_numpy():
     torch = pytest.importorskip("torch")
+    from ptxforge.schedules.operands import _reader
+    _reader.verified.clear()  # as in a fresh process: the first run() itself must teach the fast reader
     g = Int4Gemm.for_shape(32, 512, 1024, target=_arch())
     rng = np.random.default_rng(1)
     a, b = _int4_operands(32, 512, 1024, rng)
@@ -111,6 +113,8 @@ def test_hopper_run_twice_on_torch_tensors_and_its_plan():
     import importlib
     from ptxforge.schedules.hopper import HopperGemm
     hrun = importlib.import_module("ptxforge.schedules.hopper.run")  # the module, not the run() function
+    from ptxforge.schedules.operands import _reader
+    _reader.verified.clear()  # as in a fresh process: the first run() itself must teach the fast reader
     g = Int8Gemm.for_shape(200, 384, 1024, target="sm_90a")
     assert isinstance(g, HopperGemm), g
     rng = np.random.default_rng(5)

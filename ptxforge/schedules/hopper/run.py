@@ -361,7 +361,9 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
     p.launch()
     if not producers_ok(sh, a, b, c):  # ordering after another stream: every call stays careful
         return
-    got = [_reader.read(x) for x in (a, b, c)]  # the careful read has taught the reader these types
+    for x, ptr in zip((a, b, c), p._ptrs):  # the careful read checked these addresses: teach the fast reader
+        _reader.learn(x, ptr)
+    got = [_reader.read(x) for x in (a, b, c)]
     if any(g is None for g in got):
         return
     key = (got[0][1], got[0][2], got[1][1], got[1][2], got[2][1], got[2][2], k, splits, sh)

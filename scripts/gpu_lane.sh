@@ -25,7 +25,7 @@ run_tests() {
   for ((i = 0; i < shards; i++)); do
     local sel=()
     for j in "${!files[@]}"; do ((j % shards == i)) && sel+=("${files[$j]}"); done
-    ( timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rfE --tb=short ${PYTEST_ARGS:-} \
+    ( timeout "${TESTS_TIMEOUT:-420}" python3 -m pytest -q -p no:cacheprovider -rfEs --tb=short ${PYTEST_ARGS:-} \
         "${sel[@]}" >"$logs/tests-$i.log" 2>&1
       echo "tests shard $i/$shards: rc=$? $(grep -E '[0-9]+ (passed|failed)' "$logs/tests-$i.log" | tail -n 1)" \
         >>"$logs/tests.summary" ) &

@@ -12,7 +12,7 @@ from .isa.targets import PtxVersion, Target
 from .isa.tensor import EmulatedInstructionWarning
 from .kernel import Kernel, Param
 from .builder import FunctionBuilder, KernelBuilder
-from .declarations import Function, Prototype, Variable, pragma, variable
+from .declarations import Function, Prototype, Variable, pragma, source_file, variable
 from .module import Module
 from .assembler import AssemblyResult, KernelResources, assemble
 from . import parse  # PTX text in: ptxforge.parse(text, filename=..., strict=...) -> Module
@@ -43,7 +43,7 @@ def __dir__():
 
 
 __all__ = [
-    "__version__", "KernelBuilder", "FunctionBuilder", "Function", "Prototype", "Variable", "variable", "pragma",
+    "__version__", "KernelBuilder", "FunctionBuilder", "Function", "Prototype", "Variable", "variable", "pragma", "source_file",
     "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",

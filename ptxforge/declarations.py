@@ -357,3 +357,14 @@ def pragma(*words: str) -> RawDirective:
     """A module-scope `.pragma "word";` directive (applies to every function after it), for
     `Module(..., declarations=[pragma("nounroll")])`."""
     return RawDirective(pragma_text(words))
+
+
+def source_file(index: int, path: str) -> RawDirective:
+    """A module-scope `.file index "path"` directive: the source file that `.loc index ...` lines
+    (`KernelBuilder.debug_loc`) name, for `Module(..., declarations=[source_file(1, "k.cu")])`."""
+    if not isinstance(index, int) or isinstance(index, bool) or index < 1:
+        raise ValidationError(f"source_file(): the file index is a positive int, got {index!r}")
+    if not isinstance(path, str) or not path or '"' in path or "\\" in path or not path.isprintable():
+        raise ValidationError(f"source_file(): the path is a non-empty printable string without quotes or "
+                              f"backslashes, got {path!r}")
+    return RawDirective(f'.file {index} "{path}"')

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from .declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, Prototype,
                            ScopeClose, ScopeOpen, Variable)
 from .declarations import pragma_text
-from .errors import ValidationError
+from .errors import ValidationError, caller_loc, with_loc
 from .isa import types as T
 from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
                         call as call_instruction)
@@ -118,6 +118,17 @@ class FunctionOps:
         """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
         loop's back branch: ptxas does not unroll it)."""
         self._body.append(BodyDirective(pragma_text(words)))
+
+    def debug_loc(self, file: int, line: int, column: int = 0) -> None:
+        """A `.loc file line column` debug line at this point of the body: the instructions after it
+        come from `line` (and `column`) of source file `file`, which the module declares with
+        `.file file "name"` (`declarations=[pf.source_file(1, "k.cu")]`).  Debuggers and
+        profilers map SASS back to the source through it; ptxas needs the `.file` declared."""
+        for what, v in (("file", file), ("line", line), ("column", column)):
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (what == "file" and v == 0):
+                raise with_loc(ValidationError(f"debug_loc(): {what} must be a {'positive' if what == 'file' else 'non-negative'} "
+                                               f"int, got {v!r}"), caller_loc())
+        self._body.append(BodyDirective(f".loc {file} {line} {column}"))
 
     # ------------------------------------------------------------------ indexed branches
     def branch_targets(self, name: str, labels) -> BranchTargets:

@@ -306,9 +306,37 @@ def test_to_python_refuses_what_has_no_builder_call():
     module = parse(open(os.path.join(DATA, "directives.ptx")).read())
     with pytest.raises(ptxforge.ValidationError, match="weak"):  # .weak .func twice
         to_python(module)
-    locs = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc 1 2 3\n    ret;\n}\n")
+    inlined = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc 1 2 3, inlined_at 1 9 1\n"
+                           "    ret;\n}\n")
     with pytest.raises(ptxforge.ValidationError, match="no builder call"):
-        to_python(locs)
+        to_python(inlined)
+
+
+def test_to_python_keeps_loc_lines(tmp_path):
+    """`.loc file line column` (what nvcc -lineinfo and Triton write, tabs and all) becomes k.debug_loc()."""
+    locs = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc\t1 2 3\n    ret;\n}\n")
+    script = to_python(locs)
+    assert "k.debug_loc(1, 2, 3)" in script
+    assert _run_script(script, tmp_path) == locs.ptx
+    assert ".loc 1 2 3" in locs.ptx
+
+
+def test_debug_loc_lines_assemble_with_their_source_file():
+    k = ptxforge.KernelBuilder("g", target="sm_80")
+    k.debug_loc(1, 12, 4)
+    m = ptxforge.Module([k.finish()], declarations=[ptxforge.source_file(1, "k.cu")])
+    assert '.file 1 "k.cu"' in m.ptx and ".loc 1 12 4" in m.ptx
+    if available_backends():
+        ptxforge.assemble(m)
+    with pytest.raises(ptxforge.ValidationError, match="source_file"):
+        ptxforge.source_file(0, "k.cu")
+
+
+def test_loc_refuses_what_is_not_a_source_position():
+    k = ptxforge.KernelBuilder("g", target="sm_80")
+    for bad in ((0, 1, 0), (1, -2, 0), (1, 2, 1.5), (True, 1, 0)):
+        with pytest.raises(ptxforge.ValidationError, match="debug_loc"):
+            k.debug_loc(*bad)
 
 
 def test_to_python_rebuilds_device_functions(tmp_path):

@@ -110,3 +110,24 @@ def test_triton_kernels_from_their_parsed_ptx():
                 if spec["kind"] == "array":
                     np.testing.assert_allclose(host[i], triton_out[i], rtol=1e-4, atol=1e-4)
     print("\n".join(report))
+
+
+@pytest.mark.parametrize("path", STORED, ids=os.path.basename)
+def test_to_python_rebuilds_triton_ptx(path, tmp_path):
+    """Triton's PTX (with its .file/.loc debug lines and DWARF sections) becomes a builder script whose
+    module has the same instructions, `.loc` lines included; the builder's finish() may add one final
+    `ret` after the trailing labels."""
+    import subprocess
+    import sys
+    from ptxforge.parse.to_python import to_python
+    module = parse(open(path).read(), filename=os.path.basename(path))
+    script = tmp_path / "rebuilt.py"
+    script.write_text(to_python(module))  # the script prints its module's PTX when run
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          env=dict(os.environ, PYTHONPATH=ROOT))
+    assert proc.returncode == 0, proc.stderr
+    rebuilt = parse(proc.stdout)
+    want = [i.render() for i in module.kernels[0].instructions]
+    got = [i.render() for i in rebuilt.kernels[0].instructions]
+    assert got[:len(want)] == want and got[len(want):] in ([], ["ret;"])
+    assert proc.stdout.count(".loc ") == module.ptx.count(".loc ") > 0

@@ -634,7 +634,8 @@ class BodyReader:
                 if not st.text.startswith(".loc"):
                     raise r.error(st.line, f"{st.text.split(None, 1)[0]} belongs at module scope, not inside "
                                            f"{self.name}")
-                items.append(BodyDirective(st.text, r.loc(st.line, self.name)))
+                # spacing normalized (".loc\t1 76 0" -> ".loc 1 76 0"): what KernelBuilder.debug_loc() writes
+                items.append(BodyDirective(" ".join(st.text.split()), r.loc(st.line, self.name)))
             else:
                 raise r.error(st.line, f"unexpected {st.text!r} inside {self.name}")
             i += 1

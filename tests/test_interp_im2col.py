@@ -187,3 +187,15 @@ def test_im2col_loads_match_the_gpu_bit_for_bit(case):
     m = k.module()
     pf.load(m)[m.kernels[0].name](1, 128, TensorMap.im2col(d, **kw), pf.Out(gpu), *coords, *offsets)
     np.testing.assert_array_equal(gpu, cpu)
+
+
+@pytest.mark.parametrize("rank", [3, 4, 5])
+def test_the_reader_reads_the_im2col_load_back(rank):
+    """The im2col tensor load (offsets brace list, .im2col mode) parses strictly into the same instruction:
+    an equal module and byte-equal PTX."""
+    from ptxforge.parse import parse
+    from ptxforge.parse.equality import same_module
+    m = im2col_probe(rank, 256).module()
+    again = parse(m.ptx)
+    assert again.ptx == m.ptx
+    assert same_module(again, m)

@@ -14,7 +14,8 @@ import struct
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
-from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s, bulk_tensor_s2g,
+from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s,
+                              bulk_tensor_g2s_im2col, bulk_tensor_s2g,
                               bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, CallPrototype, FuncRef, brx_idx, call
@@ -428,6 +429,10 @@ def _bulk(parts, ops):
         src, size = _n(ops, 2, name)
         return Call(bulk_prefetch, src, _int_or_reg(size))
     if parts[3] == "tensor":
+        if "im2col" in parts and len(ops) in (4, 5) and isinstance(ops[1], TensorAddr) and isinstance(ops[3], Vec):
+            d, t, m, offs = ops[:4]
+            mask = (_int_or_reg(ops[4]),) if len(ops) == 5 else ()
+            return Call(bulk_tensor_g2s_im2col, d, t.tmap, t.coords, m, offs.regs, *mask)
         if len(ops) in (3, 4) and isinstance(ops[1], TensorAddr):
             d, t, m = ops[:3]
             if len(ops) == 4:  # .multicast::cluster: the CTA mask
@@ -436,8 +441,9 @@ def _bulk(parts, ops):
         if len(ops) == 2 and isinstance(ops[0], TensorAddr):
             t, s = ops
             return Call(bulk_tensor_s2g, t.tmap, t.coords, s)
-        raise ValidationError(f"{name}: the tables have the tile load [smem], [tmap, {{...}}], [mbar] and "
-                              "the tile store [tmap, {...}], [smem]")
+        raise ValidationError(f"{name}: the tables have the tile load [smem], [tmap, {{...}}], [mbar], the "
+                              "im2col load [smem], [tmap, {c, w, (h, (d,)) n}], [mbar], {offsets} and the tile "
+                              "store [tmap, {...}], [smem]")
     if parts[3] == "global":  # the 1-D store shared -> global
         d, s, size = _n(ops, 3, "cp.async.bulk (store)")
         return Call(bulk_s2g, d, s, _int_or_reg(size))

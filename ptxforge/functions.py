@@ -16,6 +16,7 @@ writes its return values with `set_result()`.
 
 from __future__ import annotations
 
+import re
 from contextlib import contextmanager
 
 from .declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, Prototype,
@@ -119,16 +120,37 @@ class FunctionOps:
         loop's back branch: ptxas does not unroll it)."""
         self._body.append(BodyDirective(pragma_text(words)))
 
-    def debug_loc(self, file: int, line: int, column: int = 0) -> None:
+    def debug_loc(self, file: int, line: int, column: int = 0, *, function_name: str | None = None,
+                  inlined_at: tuple | None = None) -> None:
         """A `.loc file line column` debug line at this point of the body: the instructions after it
         come from `line` (and `column`) of source file `file`, which the module declares with
         `.file file "name"` (`declarations=[pf.source_file(1, "k.cu")]`).  Debuggers and
-        profilers map SASS back to the source through it; ptxas needs the `.file` declared."""
-        for what, v in (("file", file), ("line", line), ("column", column)):
-            if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (what == "file" and v == 0):
-                raise with_loc(ValidationError(f"debug_loc(): {what} must be a {'positive' if what == 'file' else 'non-negative'} "
-                                               f"int, got {v!r}"), caller_loc())
-        self._body.append(BodyDirective(f".loc {file} {line} {column}"))
+        profilers map SASS back to the source through it; ptxas needs the `.file` declared.
+
+        For code inlined from another function (what nvcc -lineinfo writes): `function_name` names
+        the label of the inlined function's name string in the debug sections and `inlined_at` is
+        the (file, line, column) of the call: `.loc 1 5 3, function_name $L__info_string0,
+        inlined_at 1 20 7`.  Both or neither."""
+        def position(vals, what):
+            for name, v in zip(("file", "line", "column"), vals):
+                if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (name == "file" and v == 0):
+                    raise with_loc(ValidationError(
+                        f"debug_loc(): {what}{name} must be a {'positive' if name == 'file' else 'non-negative'} "
+                        f"int, got {v!r}"), caller_loc())
+            return " ".join(str(v) for v in vals)
+        text = ".loc " + position((file, line, column), "")
+        if (function_name is None) != (inlined_at is None):
+            raise with_loc(ValidationError("debug_loc(): function_name and inlined_at go together (an inlined "
+                                           "position names both)"), caller_loc())
+        if function_name is not None:
+            if not isinstance(function_name, str) or not re.fullmatch(r"[$%A-Za-z_][\w$]*", function_name):
+                raise with_loc(ValidationError(f"debug_loc(): function_name is a label name (e.g. "
+                                               f"'$L__info_string0'), got {function_name!r}"), caller_loc())
+            if not isinstance(inlined_at, tuple) or len(inlined_at) != 3:
+                raise with_loc(ValidationError(f"debug_loc(): inlined_at is (file, line, column), got "
+                                               f"{inlined_at!r}"), caller_loc())
+            text += f", function_name {function_name}, inlined_at " + position(inlined_at, "inlined_at ")
+        self._body.append(BodyDirective(text))
 
     # ------------------------------------------------------------------ indexed branches
     def branch_targets(self, name: str, labels) -> BranchTargets:

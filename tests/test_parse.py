@@ -306,10 +306,10 @@ def test_to_python_refuses_what_has_no_builder_call():
     module = parse(open(os.path.join(DATA, "directives.ptx")).read())
     with pytest.raises(ptxforge.ValidationError, match="weak"):  # .weak .func twice
         to_python(module)
-    inlined = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc 1 2 3, inlined_at 1 9 1\n"
-                           "    ret;\n}\n")
+    odd = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc 1 2 3, inlined_at 1 9 1\n"
+                       "    ret;\n}\n")  # inlined_at without function_name: no builder call writes it
     with pytest.raises(ptxforge.ValidationError, match="no builder call"):
-        to_python(inlined)
+        to_python(odd)
 
 
 def test_to_python_keeps_loc_lines(tmp_path):
@@ -319,6 +319,11 @@ def test_to_python_keeps_loc_lines(tmp_path):
     assert "k.debug_loc(1, 2, 3)" in script
     assert _run_script(script, tmp_path) == locs.ptx
     assert ".loc 1 2 3" in locs.ptx
+    inl = parse(HEAD + "\n.file 1 \"a.cu\"\n.visible .entry g()\n{\n    .loc\t1 2 3, function_name $L__info_string0, "
+                       "inlined_at 1 9 1\n    ret;\n}\n")
+    script = to_python(inl)
+    assert "function_name='$L__info_string0', inlined_at=(1, 9, 1)" in script
+    assert _run_script(script, tmp_path) == inl.ptx
 
 
 def test_debug_loc_lines_assemble_with_their_source_file():
@@ -337,6 +342,10 @@ def test_loc_refuses_what_is_not_a_source_position():
     for bad in ((0, 1, 0), (1, -2, 0), (1, 2, 1.5), (True, 1, 0)):
         with pytest.raises(ptxforge.ValidationError, match="debug_loc"):
             k.debug_loc(*bad)
+    for kw in (dict(function_name="$L__s"), dict(inlined_at=(1, 2, 3)),
+               dict(function_name="no spaces", inlined_at=(1, 2, 3)), dict(function_name="$L__s", inlined_at=(1, 2))):
+        with pytest.raises(ptxforge.ValidationError, match="debug_loc"):
+            k.debug_loc(1, 2, 3, **kw)
 
 
 def test_to_python_rebuilds_device_functions(tmp_path):

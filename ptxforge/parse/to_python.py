@@ -7,7 +7,7 @@ rendering).  Device functions become `FunctionBuilder`s (parameters, `result()` 
 call scopes `with k.call_scope():` blocks with `k.call_param()` declarations, `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
-What has no builder call (`.loc` lines beyond `.loc file line column`, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
+What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
 multi-dimensional or initialized `.local` variables) is refused with the reason.
 """
 
@@ -248,7 +248,9 @@ class _Writer:
                 out.append(f'{ind}{var} = k.branch_targets("{bt.name}", {self.expr(tuple(bt.labels))})')
                 self.syms[bt.name] = var
             elif isinstance(item, BodyDirective) and _LOC.match(item.text):
-                out.append(f"{ind}k.debug_loc({', '.join(_LOC.match(item.text).groups())})")
+                g = _LOC.match(item.text).groups()
+                extra = (f", function_name={g[3]!r}, inlined_at=({g[4]}, {g[5]}, {g[6]})" if g[3] else "")
+                out.append(f"{ind}k.debug_loc({g[0]}, {g[1]}, {g[2]}{extra})")
             elif isinstance(item, BodyDirective) and _PRAGMA.match(item.text):
                 words = re.findall(r'"([^"]*)"', item.text)
                 out.append(f"{ind}k.pragma({', '.join(repr(w) for w in words)})")
@@ -284,7 +286,8 @@ class _Writer:
 
 
 _SCOPED_REG = re.compile(r"\.reg \.(\w+) (%?[A-Za-z_$][\w$]*);\Z")
-_LOC = re.compile(r"^\.loc (\d+) (\d+) (\d+)$")  # the plain form KernelBuilder.debug_loc() writes
+#: what KernelBuilder.debug_loc() writes: `.loc f l c` and `.loc f l c, function_name L, inlined_at f l c`
+_LOC = re.compile(r"^\.loc (\d+) (\d+) (\d+)(?:, function_name ([$%A-Za-z_][\w$]*), inlined_at (\d+) (\d+) (\d+))?$")
 _PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
 
 

@@ -242,11 +242,18 @@ def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
     n = len(coords)
     if not 1 <= n <= 5:
         raise ValidationError(f"cp.async.bulk.tensor takes 1 to 5 coordinates, got {n}")
+    return _tensor_g2s("tile", dst, tmap, coords, mbar, (), cta_mask)
+
+
+def _tensor_g2s(mode: str, dst, tmap, coords, mbar, extra: tuple, cta_mask):
+    """The checked `cp.async.bulk.tensor` global -> shared load of `mode` ('tile' or 'im2col'):
+    [dst], [tmap, {coords}], [mbar], then `extra` operands, then the multicast ctaMask if given."""
+    n = len(coords)
     d = check_addr(dst, "shared", "cp.async.bulk.tensor destination")
     for i, c in enumerate(coords):
         check_value(c, T.s32, f"tensor coordinate {i}")
     m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
-    ops = [d, TensorAddr(tmap, tuple(coords)), m]
+    ops = [d, TensorAddr(tmap, tuple(coords)), m, *extra]
     if cta_mask is not None:
         if isinstance(cta_mask, int):
             if not 0 < cta_mask < (1 << 16):
@@ -255,10 +262,11 @@ def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
         else:
             check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
         ops.append(cta_mask)
-    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", "tile",
+    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", mode,
                                          "mbarrier::complete_tx::bytes",
                                          "multicast::cluster" if cta_mask is not None else None),
-                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None))
+                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None,
+                                                        im2col=mode == "im2col"))
 
 
 def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None):
@@ -278,24 +286,7 @@ def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None):
                               f"{', D' if n > 4 else ''}), got {len(offsets)}")
     for i, o in enumerate(offsets):
         check_value(o, T.b16, f"im2col offset {i}", imm_ok=False)
-    d = check_addr(dst, "shared", "cp.async.bulk.tensor destination")
-    for i, c in enumerate(coords):
-        check_value(c, T.s32, f"tensor coordinate {i}")
-    m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
-    ops = [d, TensorAddr(tmap, tuple(coords)), m, Vec(offsets)]
-    if cta_mask is not None:
-        if isinstance(cta_mask, int):
-            if not 0 < cta_mask < (1 << 16):
-                raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
-            cta_mask = Imm(cta_mask)
-        else:
-            check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
-        ops.append(cta_mask)
-    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", "im2col",
-                                         "mbarrier::complete_tx::bytes",
-                                         "multicast::cluster" if cta_mask is not None else None),
-                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None,
-                                                        im2col=True))
+    return _tensor_g2s("im2col", dst, tmap, coords, mbar, (Vec(offsets),), cta_mask)
 
 
 def bulk_tensor_s2g(tmap, coords, src):

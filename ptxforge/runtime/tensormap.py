@@ -213,26 +213,32 @@ class TensorMap:
 
     # ------------------------------------------------------------ driver
     def encode(self) -> bytes:
-        """The 128-byte CUtensorMap from `cuTensorMapEncodeTiled` (computed once, then cached)."""
+        """The 128-byte CUtensorMap from the driver's encoder (`cuTensorMapEncodeTiled` here; computed
+        once, then cached)."""
         if self._blob:
             return self._blob[0]
         from .driver import api, check, context
         d = api()
-        context()  # cuTensorMapEncodeTiled needs an initialized driver
+        context()  # the encoders need an initialized driver
+        name, layout = self._encoder(d)
         args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
                 [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],
-                [d.cuuint32_t(b) for b in self.box], [d.cuuint32_t(e) for e in self.element_strides],
+                *layout, [d.cuuint32_t(e) for e in self.element_strides],
                 getattr(d.CUtensorMapInterleave, INTERLEAVES[self.interleave]),
                 getattr(d.CUtensorMapSwizzle, swizzle_mode(self.swizzle).tensor_map),
                 getattr(d.CUtensorMapL2promotion, L2_PROMOTIONS[self.l2_promotion]),
                 getattr(d.CUtensorMapFloatOOBfill, OOB_FILLS[self.oob_fill]))
         try:
-            tmap = check(d.cuTensorMapEncodeTiled(*args), "cuTensorMapEncodeTiled")
+            tmap = check(getattr(d, name)(*args), name)
         except Exception as e:
-            raise LaunchError(f"cuTensorMapEncodeTiled refused {self!r}: {e}") from e
+            raise LaunchError(f"{name} refused {self!r}: {e}") from e
         blob = ctypes.string_at(int(tmap.getPtr()), TENSORMAP_BYTES)
         self._blob.append(blob)
         return blob
+
+    def _encoder(self, d) -> tuple:
+        """(driver function, the arguments between the strides and the element strides): the box."""
+        return "cuTensorMapEncodeTiled", ([d.cuuint32_t(b) for b in self.box],)
 
     def with_base(self, base: int) -> "TensorMap":
         """The same map over another buffer of the same shape (re-validated, not yet encoded)."""
@@ -335,28 +341,10 @@ class Im2colTensorMap(TensorMap):
         lo = self.lower_corner[j]
         return range(lo, self.global_dims[j + 1] + self.upper_corner[j], self.element_strides[j + 1])
 
-    def encode(self) -> bytes:
-        """The 128-byte CUtensorMap from `cuTensorMapEncodeIm2col` (computed once, then cached)."""
-        if self._blob:
-            return self._blob[0]
-        from .driver import api, check, context
-        d = api()
-        context()
-        args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
-                [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],
-                list(self.lower_corner), list(self.upper_corner), self.channels_per_pixel, self.pixels_per_column,
-                [d.cuuint32_t(e) for e in self.element_strides],
-                getattr(d.CUtensorMapInterleave, INTERLEAVES[self.interleave]),
-                getattr(d.CUtensorMapSwizzle, swizzle_mode(self.swizzle).tensor_map),
-                getattr(d.CUtensorMapL2promotion, L2_PROMOTIONS[self.l2_promotion]),
-                getattr(d.CUtensorMapFloatOOBfill, OOB_FILLS[self.oob_fill]))
-        try:
-            tmap = check(d.cuTensorMapEncodeIm2col(*args), "cuTensorMapEncodeIm2col")
-        except Exception as e:
-            raise LaunchError(f"cuTensorMapEncodeIm2col refused {self!r}: {e}") from e
-        blob = ctypes.string_at(int(tmap.getPtr()), TENSORMAP_BYTES)
-        self._blob.append(blob)
-        return blob
+    def _encoder(self, d) -> tuple:
+        """`cuTensorMapEncodeIm2col` and its bounding box and copy shape (in place of a box)."""
+        return "cuTensorMapEncodeIm2col", (list(self.lower_corner), list(self.upper_corner), self.channels_per_pixel,
+                                           self.pixels_per_column)
 
     def with_base(self, base: int) -> "Im2colTensorMap":
         """The same map over another buffer of the same shape (re-validated, not yet encoded)."""

@@ -348,19 +348,25 @@ def make_tensor_store(P, op):
             phys = apply_swizzle(chunks, tm.swizzle)
             if not _chunks_ok(S, op, phys, t, "read"):
                 continue
-            flat = (phys + int(S.smem_base[t]))[:, None] + np.arange(16)
-            flat = flat.ravel()
-            if S.track:
-                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
-                proxy_check(S, op, flat, t)
+            flat = _read_held(S, op, st, t, phys)
             data = S.smem[flat].reshape(-1, eb)
             if len(hoff):
                 L.heap.heap[hoff[:, None] + np.arange(eb)] = data[inb]
                 if L.heap.counter is not None:
                     L.heap.counter.add("writes", hoff, eb)
-            S.bulk_src_pc[flat] = op.pc
-            st.records.append((t, int(st.committed[t]), flat))
     return tensor_store
+
+
+def _read_held(S, op, st, t, local):
+    """The flat shared bytes of thread t's 16-byte chunks at CTA offsets `local` that a bulk store reads:
+    the read checked (races, the async proxy) and the bytes held until wait_group.read retires the group."""
+    flat = ((local + int(S.smem_base[t]))[:, None] + np.arange(16)).ravel()
+    if S.track:
+        shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
+        proxy_check(S, op, flat, t)
+    S.bulk_src_pc[flat] = op.pc
+    st.records.append((t, int(st.committed[t]), flat))
+    return flat
 
 
 def make_bulk_store(P, op):
@@ -392,16 +398,10 @@ def make_bulk_store(P, op):
                 S.report("oob", f"cp.async.bulk store of {n} bytes at {int(dsts[i]):#x}: "
                          f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
                 continue
-            flat = (local + int(S.smem_base[t]))[:, None] + np.arange(16)
-            flat = flat.ravel()
-            if S.track:
-                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
-                proxy_check(S, op, flat, t)
+            flat = _read_held(S, op, st, t, local)
             L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
             if L.heap.counter is not None:
                 L.heap.counter.add("writes", hoff, n)
-            S.bulk_src_pc[flat] = op.pc
-            st.records.append((t, int(st.committed[t]), flat))
     return bulk_store
 
 

@@ -44,12 +44,7 @@ def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=
 
 def expected_box(a, box, coords, fill=0):
     """Dense box (innermost dimension fastest) of numpy array `a` (outermost first) at coords (innermost first)."""
-    out = np.full(tuple(reversed(box)), fill, dtype=a.dtype)
-    src = [slice(max(c, 0), min(c + b, n)) for c, b, n in zip(coords[::-1], box[::-1], a.shape)]
-    dst = [slice(s.start - c, s.stop - c) for s, c in zip(src, coords[::-1])]
-    if all(s.stop > s.start for s in src):
-        out[tuple(dst)] = a[tuple(src)]
-    return out
+    return expected_strided_box(a, box, coords, (1,) * len(box), fill)
 
 
 @settings(max_examples=25, deadline=None)

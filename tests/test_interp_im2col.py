@@ -18,28 +18,8 @@ BASE = 1 << 20
 
 def im2col_probe(rank, nbytes):
     """Thread 0 issues one im2col load (coords and offsets are parameters); 128 threads dump the tile."""
-    k = pf.KernelBuilder("im2col_probe", target="sm_90a", reqntid=128)
-    tm = k.param_tensormap("tm")
-    out = k.param_ptr("out", pf.u32)
-    coords = [k.param_value(f"c{i}", pf.s32) for i in range(rank)]
-    offs = [k.cvt(k.param_value(f"o{i}", pf.u32), "u16") for i in range(rank - 2)]
-    tile = k.shared("tile", max(nbytes, 16), align=1024)
-    bar = k.shared("bar", 8, align=8)
-    tid = k.tid()
-    lead = k.setp("eq", tid, 0)
-    k.mbarrier_init(bar, 1, pred=lead)
-    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
-    k.bar_sync(0)
-    with k.if_(lead):
-        k.mbarrier_arrive(bar, expect_tx=nbytes)
-        k.tensor_load_im2col(tile, tm, coords, bar, offs)
-    k.mbarrier_wait(bar, 0)
-    for j in range(0, nbytes, 128 * 16):
-        o = k.add(k.shl(tid, 4), j)
-        with k.if_(k.setp("lt", o, nbytes)):
-            v = k.ld(k.add(k.shared_base(tile), o), type=pf.b32, space="shared", vec=4)
-            k.st(k.add(out, k.cvt(o, "u64")), list(v), type=pf.b32)
-    return k
+    from test_interp_tma import load_probe
+    return load_probe(rank, nbytes, im2col=True)
 
 
 def numpy_im2col(x, lower, upper, cpp, ppc, coords, offsets, strides=None):

@@ -15,13 +15,15 @@ from ptxforge.isa.operands import Addr
 from ptxforge.testing.interp_strategies import seeds
 
 
-def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=0):
+def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=0, im2col=False):
     """Thread 0 loads the box at coordinates (params) into `tile` (+ dst_offset bytes); 128 threads dump
-    it raw to `out`."""
-    k = pf.KernelBuilder("tma_probe", target="sm_90a", reqntid=128)
+    it raw to `out`.  im2col=True: an im2col load, its rank - 2 offsets parameters after the coordinates
+    (kernel `im2col_probe`)."""
+    k = pf.KernelBuilder("im2col_probe" if im2col else "tma_probe", target="sm_90a", reqntid=128)
     tm = k.param_tensormap("tm")
     out = k.param_ptr("out", u32)
     coords = [k.param_value(f"c{i}", pf.s32) for i in range(rank)]
+    offs = [k.cvt(k.param_value(f"o{i}", pf.u32), "u16") for i in range(rank - 2)] if im2col else None
     tile = k.shared("tile", max(box_bytes + dst_offset, 16), align=1024)
     bar = k.shared("bar", 8, align=8)
     tid = k.tid()
@@ -31,7 +33,11 @@ def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=
     k.bar_sync(0)
     with k.if_(lead):
         k.mbarrier_arrive(bar, expect_tx=box_bytes if expect is None else expect)  # <- expect
-        k.tensor_load(Addr(tile, dst_offset) if dst_offset else tile, tm, coords, bar)
+        dst = Addr(tile, dst_offset) if dst_offset else tile
+        if im2col:
+            k.tensor_load_im2col(dst, tm, coords, bar, offs)
+        else:
+            k.tensor_load(dst, tm, coords, bar)
     k.mbarrier_wait(bar, parity)  # <- wait
     if dump:
         for j in range(0, box_bytes, 128 * 16):
@@ -40,6 +46,30 @@ def load_probe(rank, box_bytes, *, expect=None, parity=0, dump=True, dst_offset=
                 v = k.ld(k.add(k.shared_base(tile), k.add(o, dst_offset)), type=pf.b32, space="shared", vec=4)
                 k.st(k.add(out, k.cvt(o, "u64")), list(v), type=pf.b32)
     return k
+
+
+def swizzled_image(dense: np.ndarray, swz: int) -> np.ndarray:
+    """The shared-memory image of a dense box (bytes) landed with `swz`-byte swizzle: each 16-byte chunk
+    XORed with its 128-byte row (a box at a 1024-byte boundary); unchanged without swizzle."""
+    if not swz:
+        return dense
+    from ptxforge.isa.descriptors import apply_swizzle
+    img = np.zeros(dense.size, np.uint8)
+    for i, p in zip(range(0, dense.size, 16), apply_swizzle(np.arange(0, dense.size, 16), swz)):
+        img[p:p + 16] = dense[i:i + 16]
+    return img
+
+
+def gpu_and_interp_load(k, a, box, kw, coords, nbytes):
+    """(GPU dump, interpreter dump) of load probe `k` over host array `a` with the same tensor map."""
+    import ptxforge as pf2
+    from ptxforge.runtime import DeviceBuffer, TensorMap
+    cpu, gpu = np.zeros(nbytes // 4, np.uint32), np.zeros(nbytes // 4, np.uint32)
+    interp.run(k, block=128, args=[interp.host_tensor_map(a, box, **kw), cpu, *coords])
+    m = k.module()
+    pf2.load(m)[m.kernels[0].name](1, 128, TensorMap.from_array(DeviceBuffer.from_host(a), box, **kw), pf2.Out(gpu),
+                                  *coords)
+    return gpu, cpu
 
 
 def expected_box(a, box, coords, fill=0):
@@ -70,12 +100,7 @@ def test_tile_loads_match_numpy(data, seed):
         img = SmemTile({1: "u8", 2: "u16", 4: "f32"}[eb], box[1], box[0], "K", swz).store(want) if box[1] % 8 == 0 \
             else None
         if img is None:  # the swizzle pattern of a partial 8-row group: XOR the 16-byte chunk with the row
-            from ptxforge.isa.descriptors import apply_swizzle
-            dense = want.reshape(-1).view(np.uint8)
-            idx = apply_swizzle(np.arange(0, nbytes, 16), swz)
-            img = np.zeros(nbytes, np.uint8)
-            for i, p in zip(range(0, nbytes, 16), idx):
-                img[p:p + 16] = dense[i:i + 16]
+            img = swizzled_image(want.reshape(-1).view(np.uint8), swz)
         assert np.array_equal(out.view(np.uint8)[:nbytes], img)
     else:
         assert np.array_equal(out.view(np.uint8)[:nbytes], want.reshape(-1).view(np.uint8))
@@ -239,14 +264,7 @@ def test_element_strided_loads_match_numpy(data, seed):
     assert want.nbytes == nbytes
     out = np.zeros(-(-nbytes // 4), np.uint32)
     interp.run(load_probe(rank, nbytes), block=128, args=[tmap, out, *coords])
-    dense = want.reshape(-1).view(np.uint8)
-    if swz:
-        from ptxforge.isa.descriptors import apply_swizzle
-        img = np.zeros(nbytes, np.uint8)
-        for i, p in zip(range(0, nbytes, 16), apply_swizzle(np.arange(0, nbytes, 16), swz)):
-            img[p:p + 16] = dense[i:i + 16]
-        dense = img
-    np.testing.assert_array_equal(out.view(np.uint8)[:nbytes], dense)
+    np.testing.assert_array_equal(out.view(np.uint8)[:nbytes], swizzled_image(want.reshape(-1).view(np.uint8), swz))
 
 
 @pytest.mark.parametrize("interleave, dtype, swz", [(16, np.float16, 0), (16, np.uint8, 0), (16, np.float32, 0)])
@@ -264,13 +282,7 @@ def test_interleaved_loads_match_numpy(interleave, dtype, swz):
         out = np.zeros(nbytes // 4, np.uint32)
         interp.run(load_probe(len(shape), nbytes), block=128, args=[tmap, out, *coords])
         dense = expected_strided_box(a, box, coords, strides).reshape(-1).view(np.uint8)
-        if swz:
-            from ptxforge.isa.descriptors import apply_swizzle
-            img = np.zeros(nbytes, np.uint8)
-            for i, p in zip(range(0, nbytes, 16), apply_swizzle(np.arange(0, nbytes, 16), swz)):
-                img[p:p + 16] = dense[i:i + 16]
-            dense = img
-        np.testing.assert_array_equal(out.view(np.uint8), dense)
+        np.testing.assert_array_equal(out.view(np.uint8), swizzled_image(dense, swz))
 
 
 def test_element_strided_store_writes_every_other_row():
@@ -335,17 +347,9 @@ def test_an_interleaved_box_reaching_outside_the_tensor_is_refused():
 @pytest.mark.parametrize("shape, dtype, box, kw, coords", _GPU_MAPS)
 def test_strided_and_interleaved_loads_match_the_gpu_bit_for_bit(shape, dtype, box, kw, coords):
     """The same TMA load on the H200 and the interpreter: element strides, 16/32-byte interleave, swizzle."""
-    import ptxforge as pf2
-    from ptxforge.runtime import DeviceBuffer, TensorMap
     a = np.random.default_rng(len(shape)).integers(0, 200, shape).astype(dtype)
-    host = interp.host_tensor_map(a, box, **kw)
-    nbytes = host.tmap.box_bytes
-    k = load_probe(len(shape), nbytes)
-    cpu, gpu = np.zeros(nbytes // 4, np.uint32), np.zeros(nbytes // 4, np.uint32)
-    interp.run(k, block=128, args=[host, cpu, *coords])
-    d = DeviceBuffer.from_host(a)
-    m = k.module()
-    pf2.load(m)[m.kernels[0].name](1, 128, TensorMap.from_array(d, box, **kw), pf2.Out(gpu), *coords)
+    nbytes = interp.host_tensor_map(a, box, **kw).tmap.box_bytes
+    gpu, cpu = gpu_and_interp_load(load_probe(len(shape), nbytes), a, box, kw, coords, nbytes)
     np.testing.assert_array_equal(gpu, cpu)
 
 
@@ -373,14 +377,7 @@ def test_the_gpu_cases_run_on_the_interpreter_and_assemble(shape, dtype, box, kw
     out = np.zeros(nbytes // 4, np.uint32)
     interp.run(k, block=128, args=[host, out, *coords])
     dense = expected_strided_box(a, tuple(box), tuple(coords), host.tmap.element_strides).reshape(-1).view(np.uint8)
-    swz = kw.get("swizzle", 0)
-    if swz:
-        from ptxforge.isa.descriptors import apply_swizzle
-        img = np.zeros(nbytes, np.uint8)
-        for i, p in zip(range(0, nbytes, 16), apply_swizzle(np.arange(0, nbytes, 16), swz)):
-            img[p:p + 16] = dense[i:i + 16]
-        dense = img
-    np.testing.assert_array_equal(out.view(np.uint8), dense)
+    np.testing.assert_array_equal(out.view(np.uint8), swizzled_image(dense, kw.get("swizzle", 0)))
     assert pf.assemble(k.module(), backend="ptxas")
 
 
@@ -400,14 +397,8 @@ def test_a_swizzled_box_off_a_1024_byte_boundary_is_reported(swz, rows):
 @pytest.mark.parametrize("swz", [32, 64, 128])
 @pytest.mark.parametrize("blocks", [1, 2])
 def test_a_swizzled_load_at_a_later_1024_byte_boundary_matches_the_gpu(swz, blocks):
-    import ptxforge as pf2
-    from ptxforge.runtime import DeviceBuffer, TensorMap
     a = np.random.default_rng(blocks).integers(0, 255, (16, swz)).astype(np.uint8)
     k = load_probe(2, swz * 16, dst_offset=1024 * blocks)
-    cpu, gpu = np.zeros(swz * 4, np.uint32), np.zeros(swz * 4, np.uint32)
-    interp.run(k, block=128, args=[interp.host_tensor_map(a, (swz, 16), swizzle=swz), cpu, 0, 0])
-    m = k.module()
-    pf2.load(m)[m.kernels[0].name](1, 128, TensorMap.from_array(DeviceBuffer.from_host(a), (swz, 16), swizzle=swz),
-                                  pf2.Out(gpu), 0, 0)
+    gpu, cpu = gpu_and_interp_load(k, a, (swz, 16), dict(swizzle=swz), (0, 0), swz * 16)
     np.testing.assert_array_equal(gpu, cpu)
     np.testing.assert_array_equal(cpu.view(np.uint8), SmemTile("u8", 16, swz, "K", swz).store(a))

@@ -84,3 +84,24 @@ def test_param_tensormap_renders_and_packs():
             return bytes(range(128))
     v = resolve(lay, [Encoded("s8", BASE, (256, 64), (128, 64))], "t").values
     assert v[0] == bytes(range(128))
+
+
+def test_a_map_from_an_array_keeps_the_array_alive():
+    """A launch holds the map, not the array: a map made from a temporary array must keep it, or its
+    memory could be freed and reused before the copy reads it."""
+    import gc
+    import weakref
+
+    class Arr:
+        def __init__(self):
+            self.__cuda_array_interface__ = {"shape": (16, 64), "typestr": "|u1", "data": (BASE, False),
+                                             "version": 3, "strides": None}
+    a = Arr()
+    ref = weakref.ref(a)
+    tm = TensorMap.from_array(a, (64, 16))
+    del a
+    gc.collect()
+    assert ref() is not None and tm.base == BASE
+    del tm
+    gc.collect()
+    assert ref() is None

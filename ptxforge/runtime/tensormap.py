@@ -90,6 +90,9 @@ class TensorMap:
     l2_promotion: int = 128
     oob_fill: str = "zero"
     _blob: list = field(default_factory=list, compare=False, repr=False)
+    #: the array a map made by `from_array` addresses, kept alive as long as the map (a launch holds the
+    #: map; without this a temporary array's memory could be freed, and reused, before the copy reads it)
+    _owner: object = field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
         t = T.lookup(self.dtype)
@@ -177,7 +180,7 @@ class TensorMap:
         (e.g. 'u8' for packed 4-bit data held in an int8 array).
         """
         dtype, ptr, dims, st = _array_geometry(array, dtype)
-        return cls(dtype, int(ptr), tuple(dims), tuple(box), tuple(st), swizzle=swizzle, **kw)
+        return cls(dtype, int(ptr), tuple(dims), tuple(box), tuple(st), swizzle=swizzle, _owner=array, **kw)
 
     @classmethod
     def im2col(cls, array_or_ptr, *, lower_corner, upper_corner, channels_per_pixel, pixels_per_column,
@@ -368,5 +371,5 @@ def _im2col(array_or_ptr, *, lower_corner, upper_corner, channels_per_pixel, pix
         rank = len(global_dims)
         return Im2colTensorMap(dtype, array_or_ptr, tuple(global_dims), (1,) * rank, global_strides, **kw, **extra)
     dtype, ptr, dims, st = _array_geometry(array_or_ptr, dtype)
-    return Im2colTensorMap(dtype, ptr, dims, (1,) * len(dims), st, **kw, **extra)
+    return Im2colTensorMap(dtype, ptr, dims, (1,) * len(dims), st, **kw, **extra, _owner=array_or_ptr)
 

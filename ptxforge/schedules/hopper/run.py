@@ -72,10 +72,6 @@ def _view(x, what):
     return v.ptr, tuple(v.shape), v.elem
 
 
-def _ptr_shape(x, what):
-    return _view(x, what)[:2]
-
-
 #: operand -> (what A and B may hold as (kind, bits) pairs, what C holds), as the kernels read them
 _ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, ("i", 32)),
           "bf16": ({("bf", 16), ("u", 16), ("i", 16), ("V", 16)}, ("f", 32)),
@@ -208,8 +204,7 @@ class HopperPlan:
         self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
         self._km, self._kn = km, kn
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums))
-        cols = self.row_bytes // T_BYTES[tdt]
-        self._shapes = ((m, cols), (n, cols), (m, n))
+        self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
     def __repr__(self) -> str:
         return (f"<HopperPlan {self.cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
@@ -269,12 +264,6 @@ class HopperPlan:
             raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
         self.launch_pointers(pa[0], pb[0], pc[0])
         return c
-
-    @property
-    def _cols(self) -> int:
-        """Elements per operand row as the arrays hold them (bytes for s8/s4, 16-bit values for bf16/f16)."""
-        return self.row_bytes // T_BYTES[self.cfg.load_tiles[0].dtype]
-
 
     def _read(self, x, what):
         """(address, shape) of an operand: through the fast reader for a (type, dtype) already checked

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.descriptors import apply_swizzle, swizzle_mode
-from ..isa.operands import Imm, TensorAddr
+from ..isa.operands import TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from .access import Part, mark_pending, shadow_read, shadow_write
 from .exec_async import CopyRecord, make_bulk

@@ -27,7 +27,7 @@ from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
 from ..isa.tensor import S4_EMULATION_COST, warn_emulated
 from ..module import Module
-from .decode import Unknown, decode
+from .decode import decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
 from .operands import Scope, parse_int, split_top
 

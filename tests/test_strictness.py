@@ -36,7 +36,7 @@ def _mma_f32_int(k, g):
 REPRODUCE = {
     "integer immediates wider than the type": lambda k, g: k.add(k.reg(T.u16), 70000),
     "barrier thread counts above 1024": lambda k, g: k.bar_sync(0, 2048),
-    "shfl lane or offset of 32 or more": lambda k, g: k.shfl("idx", k.reg(T.b32), 32),
+    "shfl lane or offset outside 0..31": lambda k, g: k.shfl("idx", k.reg(T.b32), 32),
     "zero member masks": lambda k, g: k.bar_warp_sync(0),
     ".maxntid above 1024 threads": lambda k, g: pf.KernelBuilder("big", maxntid=1025),
     "negative nanosleep durations": lambda k, g: k.nanosleep(-5),
@@ -90,3 +90,13 @@ def test_the_docs_show_the_table():
     m = re.search(r"<!-- stricter-than-ptxas -->\n(.*?)<!-- /stricter-than-ptxas -->", page, re.S)
     assert m, "docs/isa.md has no stricter-than-ptxas block"
     assert m.group(1) == markdown_table(), "docs/isa.md is out of date: paste ptxforge.isa.strictness.markdown_table()"
+
+
+def test_a_negative_shfl_lane_is_the_same_documented_refusal():
+    """The differential lane drew `shfl.up` by -1, which ptxas takes (the low 5 bits: lane 31)."""
+    from ptxforge.errors import ValidationError
+    from ptxforge.isa.strictness import documented
+    k = pf.KernelBuilder("neg_lane", target="sm_80")
+    with pytest.raises(ValidationError) as info:
+        k.shfl("up", k.reg(T.b32), -1)
+    assert documented(str(info.value)).name == "shfl lane or offset outside 0..31"

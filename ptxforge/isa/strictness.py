@@ -44,9 +44,9 @@ STRICTER_THAN_PTXAS = (
     Strictness("barrier thread counts above 1024", "bar.sync 0, 2048;",
                "a CTA has at most 1024 threads, so the barrier could never complete",
                r"exceeds 1024 threads per CTA"),
-    Strictness("shfl lane or offset of 32 or more", "shfl.sync.idx.b32 %r2, %r3, 32, 31, 0xffffffff;",
-               "only the low 5 bits are used: lane 32 silently reads lane 0",
-               r"shfl lane/offset \d+ is outside 0\.\.31"),
+    Strictness("shfl lane or offset outside 0..31", "shfl.sync.idx.b32 %r2, %r3, 32, 31, 0xffffffff;",
+               "only the low 5 bits are used: lane 32 silently reads lane 0, lane -1 lane 31",
+               r"shfl lane/offset -?\d+ is outside 0\.\.31"),
     Strictness("zero member masks", "shfl.sync.idx.b32 %r2, %r3, 1, 31, 0;\nbar.warp.sync 0;\n"
                "vote.sync.all.pred %p1, %p2, 0;",
                "a warp-synchronous instruction whose mask names no thread is undefined behaviour",

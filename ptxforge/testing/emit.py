@@ -356,6 +356,10 @@ def _emit_async_copy(sc: Scratch, s: Spec):
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         mc = s.get("multicast")
         k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, multicast=sc.reg(T.b16) if mc == "reg" else mc, pred=g)
+    elif op == "tensor_load_im2col":
+        d = s["dims"]
+        k.tensor_load_im2col(sc.s, sc.tmap(), [sc.reg(T.s32) for _ in range(d)], sc.mb,
+                             [sc.reg(T.b16) for _ in range(d - 2)], multicast=s["multicast"], pred=g)
     elif op == "bulk_prefetch":
         size = s["size"] if s["size"] is not None else sc.reg(T.u32)
         policy = k.createpolicy() if s["policy"] else None

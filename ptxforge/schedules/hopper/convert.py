@@ -35,17 +35,39 @@ _PTXFORGE_INTERNAL = True
 SLOT_TO_K = tuple(8 * (sl % 16 // 4) + 2 * (sl % 4) + sl // 16 for sl in range(32))
 
 
-def widen_word(k, w):
-    """(lo, hi): the s8x4 words of values 0, 2, 4, 6 and 1, 3, 5, 7 of one packed s4x8 word (7 ops)."""
+def widen_word(k, w, dst=(None, None)):
+    """(lo, hi): the s8x4 words of values 0, 2, 4, 6 and 1, 3, 5, 7 of one packed s4x8 word (7 ops).
+
+    dst: registers the two results are written to (None: fresh ones), so a pipelined loop can
+    widen into the same registers from more than one place."""
     lo = k.xor(k.and_(w, 0x0F0F0F0F, type=T.b32), 0x08080808, type=T.b32)
     hi = k.xor(k.and_(k.shr(w, 4, type=T.b32), 0x0F0F0F0F, type=T.b32), 0x08080808, type=T.b32)
-    return [k.xor(k.add(x, 0x78787878, type=T.u32), 0x80808080, type=T.b32) for x in (lo, hi)]
+    return [k.xor(k.add(x, 0x78787878, type=T.u32), 0x80808080, type=T.b32, dst=d) for x, d in zip((lo, hi), dst)]
 
 
-def widen_word_biased(k, w):
+def widen_word_biased(k, w, dst=(None, None)):
     """(lo, hi): values 0, 2, 4, 6 and 1, 3, 5, 7 of a packed s4x8 word as u8 v + 8 (xor, and; shift, and)."""
     x = k.xor(w, 0x88888888, type=T.b32)
-    return [k.and_(x, 0x0F0F0F0F, type=T.b32), k.and_(k.shr(x, 4, type=T.b32), 0x0F0F0F0F, type=T.b32)]
+    return [k.and_(x, 0x0F0F0F0F, type=T.b32, dst=dst[0]),
+            k.and_(k.shr(x, 4, type=T.b32), 0x0F0F0F0F, type=T.b32, dst=dst[1])]
+
+
+def widen_word_scaled(k, w, dst=(None, None)):
+    """(lo, hi): values 0, 2, 4, 6 and 1, 3, 5, 7 of a packed s4x8 word as s8 16 v (shift, and; and).
+
+    A nibble moved to the high half of its byte is its value times 16 as a signed byte (its sign
+    bit lands on the byte's), so 3 operations widen 8 values; products of two such operands are
+    256 times the true ones, and C = acc >> 8 (exact while |C| x 256 fits 32 bits: K < 131072).
+    """
+    return [k.and_(k.shl(w, 4, type=T.b32), 0xF0F0F0F0, type=T.b32, dst=dst[0]),
+            k.and_(w, 0xF0F0F0F0, type=T.b32, dst=dst[1])]
+
+
+#: widening mode -> the per-word step ('signext': exact s8, 'biased': u8 v + 8, 'scaled': s8 16 v)
+WIDEN = {"signext": widen_word, "biased": widen_word_biased, "scaled": widen_word_scaled}
+
+#: K limit of the scaled mode: |C| <= 64 K, and 256 |C| must stay below 2^31
+SCALED_K_LIMIT = 131072
 
 
 #: rows per CTA of the row-sum kernel (one warp per row)
@@ -128,7 +150,7 @@ def widen_numpy(packed):
     return np.stack([lo, hi], axis=-1).reshape(*p.shape[:-1], 2 * p.shape[-1])
 
 
-def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
+def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, widen="signext"):
     """Widen packed tiles of one stage at shared `src` into s8 tiles at `dst`, shared by the consumers.
 
     parts: (packed SmemTile, widened SmemTile, byte offset in the stage, byte offset in dst) per
@@ -139,14 +161,14 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
     8 R + (p ^ 5h).  So the 8 threads of one 16-byte access phase take rows whose swizzle phases
     differ by 5: their packed chunks and their widened chunks all fall in distinct bank groups
     (no conflicts), and a thread's later chunks differ only by immediate offsets.  Output chunks
-    are written in slot order (SLOT_TO_K).
+    are written in slot order (SLOT_TO_K).  widen: the per-word step, a key of WIDEN.
     """
     nthr = nthreads or 128 * cfg.consumers
     if nthr < 64 or nthr & (nthr - 1):
         raise ValidationError(f"the widening step needs a power of two of at least 64 threads, got {nthr}")
     for packed, _, _, _ in parts:
-        if packed.cols != 128:
-            raise ValidationError("the s4 widening step handles 128 packed bytes (256 values) of K per stage")
+        if packed.cols % 128:
+            raise ValidationError("the s4 widening step handles whole 128-byte atoms (256 values) of K per stage")
     cc4 = k.and_(ctid, 3, type=T.b32)
     h = k.and_(k.shr(ctid, 2, type=T.u32), 1, type=T.b32)
     p = k.and_(k.shr(ctid, 3, type=T.u32), 3, type=T.b32)
@@ -154,7 +176,7 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
     r = k.add(k.shl(k.shr(ctid, 5, type=T.u32), 3, type=T.b32), ph, type=T.u32)
     row = k.shl(r, 7, type=T.b32)  # r * 128
     src0 = k.add(src, k.add(row, k.shl(k.xor(cc4, ph, type=T.b32), 4, type=T.b32), type=T.u32), type=T.u32)
-    src1 = k.xor(src0, 64, type=T.b32)  # atom 1: packed chunk 4 + cc4, i.e. bit 2 of the position flipped
+    src1 = k.xor(src0, 64, type=T.b32)  # the atom's second half: packed chunk 4 + cc4, bit 2 of the position flipped
     c0 = k.shl(cc4, 1, type=T.b32)
     dst0 = k.add(dst, k.add(row, k.shl(k.xor(c0, ph, type=T.b32), 4, type=T.b32), type=T.u32), type=T.u32)
     dst1 = k.xor(dst0, 16, type=T.b32)  # chunk c0 + 1: bit 4 flipped
@@ -163,46 +185,58 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, biased=False):
         rows = packed.rows
         if (rows // 8) % groups_per_pass:
             raise ValidationError(f"{rows} rows do not split into passes of {groups_per_pass} 8-row groups")
-        for i in range(rows * 8 // nthr):
-            g_all = i * groups_per_pass
-            atom, rg = divmod(g_all, rows // 8)
-            s_off = p_off + rg * 1024
-            d_off = w_off + atom * rows * 128 + rg * 1024
-            words = k.ld(Addr(src1 if atom else src0, s_off), type=T.b32, space="shared", vec=4)
-            outs = []
-            for w in words:
-                outs += (widen_word_biased if biased else widen_word)(k, w)
-            k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
-            k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
+        for pi in range(packed.cols // 128):  # packed atom pi -> widened atoms 2 pi, 2 pi + 1
+            for i in range(rows * 8 // nthr):
+                g_all = i * groups_per_pass
+                half, rg = divmod(g_all, rows // 8)
+                s_off = p_off + pi * rows * 128 + rg * 1024
+                d_off = w_off + (2 * pi + half) * rows * 128 + rg * 1024
+                words = k.ld(Addr(src1 if half else src0, s_off), type=T.b32, space="shared", vec=4)
+                outs = []
+                for w in words:
+                    outs += WIDEN[widen](k, w)
+                k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
+                k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
 
 
 class AFragments:
     """Register-sourced wgmma A operands widened from a packed s4 stage (one consumer warpgroup).
 
     Thread (warp w, g = lane / 4, t = lane % 4) of consumer c reads, for k-step s and m64 block mi,
-    word t of packed chunk s of rows r = c * wg_m + 64 mi + 16 w + g and r + 8; in the 128-byte
-    swizzle that chunk sits at r * 128 + ((s ^ g) << 4), so the 8 per-step offsets are computed
-    once and every k-iteration adds only the stage address.
+    word t of packed chunk s of rows r = c * wg_m + 64 mi + 16 w + g and r + 8 (c: the register
+    `cidx`, 0 for every consumer when they share the rows); in the 128-byte swizzle that chunk sits
+    at atom (s / 8) x rows x 128 + r * 128 + ((s % 8 ^ g) << 4), so the per-step offsets are
+    computed once and every k-iteration adds only the stage address.  widen: a key of WIDEN.
     """
 
-    def __init__(self, k, cfg, cidx, w, g, t, biased=False):
-        self.k, self.cfg, self.widen = k, cfg, (widen_word_biased if biased else widen_word)
+    def __init__(self, k, cfg, cidx, w, g, t, widen="signext"):
+        self.k, self.cfg, self.widen = k, cfg, WIDEN[widen]
         pa, _ = cfg.packed_tiles
         self.steps = pa.cols // 16
         r0 = k.add(k.mul(cidx, cfg.wg_m, type=T.u32), k.mad(w, 16, g, type=T.u32), type=T.u32)
         base = k.add(k.shl(r0, 7, type=T.b32), k.shl(t, 2, type=T.b32), type=T.u32)
         self.offs = [k.add(base, k.shl(k.xor(g, sidx, type=T.b32), 4, type=T.b32), type=T.u32,
-                           dst=k.reg(T.u32, f"a_off{sidx}_")) for sidx in range(self.steps)]
+                           dst=k.reg(T.u32, f"a_off{sidx}_")) for sidx in range(min(8, self.steps))]
+        self.atom_bytes = pa.rows * 128
 
-    def load(self, stage_addr, mi: int):
-        """Per k-step, the 4 s8x4 A registers [a0, a1, a2, a3] of m64 block `mi` of the stage at stage_addr."""
+    def registers(self, steps: int, name: str) -> list:
+        """Fixed registers for `steps` k-steps of one m64 block: per step [a0, a1, a2, a3] (.b32)."""
+        return [list(self.k.regs(T.b32, 4, name=f"{name}{s}_")) for s in range(steps)]
+
+    def load(self, stage_addr, mi: int, steps=None, dst=None):
+        """Per k-step of `steps` (default: all of the stage), the 4 s8x4 A registers [a0, a1, a2, a3] of
+        m64 block `mi` of the stage at stage_addr; dst: per step the 4 registers to write (a pipelined
+        loop widens into the same registers from its prologue and its body), None: fresh ones."""
         k = self.k
+        steps = range(self.steps) if steps is None else steps
         out = []
-        for off in self.offs:
-            a = k.add(stage_addr, off, type=T.u32)
-            w0 = k.ld(Addr(a, mi * 64 * 128), type=T.b32, space="shared")
-            w1 = k.ld(Addr(a, mi * 64 * 128 + 8 * 128), type=T.b32, space="shared")
-            x0, x1 = self.widen(k, w0)
-            y0, y1 = self.widen(k, w1)
+        for j, sidx in enumerate(steps):
+            a = k.add(stage_addr, self.offs[sidx % 8], type=T.u32)
+            at = sidx // 8 * self.atom_bytes + mi * 64 * 128
+            w0 = k.ld(Addr(a, at), type=T.b32, space="shared")
+            w1 = k.ld(Addr(a, at + 8 * 128), type=T.b32, space="shared")
+            d = dst[j] if dst is not None else (None,) * 4
+            x0, x1 = self.widen(k, w0, (d[0], d[2]))
+            y0, y1 = self.widen(k, w1, (d[1], d[3]))
             out.append([x0, y0, x1, y1])
         return out

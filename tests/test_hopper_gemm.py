@@ -110,7 +110,7 @@ def test_gpu_matches_numpy(op, kw, shape):
         assert np.array_equal(got.astype(np.int64), want)
 
 
-def _widen_kernel(cfg, with_a_frags, biased=False):
+def _widen_kernel(cfg, with_a_frags, widen="signext"):
     """A CPU-interpretable kernel: packed stage (global) -> shared -> emit_s4_widen -> global (+ A fragments)."""
     from ptxforge.builder import KernelBuilder
     from ptxforge.isa import types as T
@@ -133,12 +133,12 @@ def _widen_kernel(cfg, with_a_frags, biased=False):
         k.st(Addr(k.add(base, off, type=T.u32)), v, type=T.u32, space="shared")
     k.bar_sync(0)
     dst = k.add(base, stage, type=T.u32)
-    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)], biased=biased)
+    emit_s4_widen(k, cfg, base, dst, tid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)], widen=widen)
     if with_a_frags:
         lane = k.and_(tid, 31, type=T.b32)
         w = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32)
         cidx = k.shr(tid, 7, type=T.u32)
-        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32), biased=biased)
+        fr = AFragments(k, cfg, cidx, w, k.shr(lane, 2, type=T.u32), k.and_(lane, 3, type=T.b32), widen=widen)
         regs = fr.load(base, 0)
         out = k.mad(tid, 4 * 4 * len(regs), frag_g, mode="wide", type=T.u32)
         for s, frag in enumerate(regs):
@@ -150,17 +150,17 @@ def _widen_kernel(cfg, with_a_frags, biased=False):
     return k, stage, wide
 
 
-@pytest.mark.parametrize("biased", [False, True])
-def test_widen_step_and_a_fragments_on_the_interpreter(biased):
+@pytest.mark.parametrize("widen", ["signext", "biased", "scaled"])
+def test_widen_step_and_a_fragments_on_the_interpreter(widen):
     """The emitted s4 -> s8 step writes exactly the slot-ordered widened tiles; A fragments hold the right values.
 
-    biased: the values are v + 8 (u8) instead of v.
+    signext: the values v; biased: v + 8 (u8); scaled: 16 v (s8).
     """
     from ptxforge import interp
     from ptxforge.schedules.hopper.convert import slot_order_numpy
     cfg = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3, a_registers=False)
     (pa, pb), (ta, tb) = cfg.packed_tiles, cfg.tiles
-    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True, biased=biased)
+    kern, stage, wide = _widen_kernel(cfg, with_a_frags=True, widen=widen)
     rng = np.random.default_rng(3)
     a = rng.integers(0, 256, (pa.rows, 128), dtype=np.uint8)
     b = rng.integers(0, 256, (pb.rows, 128), dtype=np.uint8)
@@ -169,9 +169,9 @@ def test_widen_step_and_a_fragments_on_the_interpreter(biased):
     nthr = 128 * cfg.consumers
     frag = np.zeros(nthr * 8 * 4, np.uint32)
     interp.run(kern.module(), grid=1, block=nthr, args=[src, dst, frag], shared=stage + wide + 1024)
-    bias = 8 if biased else 0
-    wa = (slot_order_numpy(widen_numpy(a)).astype(np.int16) + bias).astype(np.int8)
-    wb = (slot_order_numpy(widen_numpy(b)).astype(np.int16) + bias).astype(np.int8)
+    scale, bias = {"signext": (1, 0), "biased": (1, 8), "scaled": (16, 0)}[widen]
+    wa = (slot_order_numpy(widen_numpy(a)).astype(np.int16) * scale + bias).astype(np.int8)
+    wb = (slot_order_numpy(widen_numpy(b)).astype(np.int16) * scale + bias).astype(np.int8)
     want = np.concatenate([ta.store(wa), tb.store(wb)])
     assert np.array_equal(dst.view(np.uint8), want)
     f = frag.view(np.int8).reshape(nthr, 8, 4, 4)  # thread, k-step, register, byte
@@ -277,11 +277,19 @@ def test_tuning_and_bf16_class():
 
 def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
+    from ptxforge.schedules.hopper import hopper_reason
     g = Int8Gemm.for_shape(8192, 8192, 8192, "sm_90a")
     assert isinstance(g, HopperGemm) and g.operand == "s8" and "wgmma" in g.path_reason
     g4 = Int4Gemm.for_shape(1024, 8192, 8192, "sm_90a")
-    assert isinstance(g4, HopperGemm) and g4.operand == "s4" and g4.biased
-    assert not isinstance(Int4Gemm.for_shape(32, 8192, 8192, "sm_90a"), HopperGemm)  # skinny: mma.sync measured faster
+    assert isinstance(g4, HopperGemm) and g4.operand == "s4" and g4.scaled and not g4.biased
+    long_k = Int4Gemm.for_shape(1024, 8192, 131072, "sm_90a")  # 256 C would overflow: the biased widening
+    assert isinstance(long_k, HopperGemm) and long_k.biased and not long_k.scaled
+    decode = Int4Gemm.for_shape(128, 8192, 8192, "sm_90a")  # 128 x 64 tiles fill the SMs without split-K
+    assert isinstance(decode, HopperGemm) and (decode.block_m, decode.block_n) == (128, 64)
+    assert "decode" in hopper_reason(128, 8192, 8192, "s4")[1]
+    for m in (32, 200):  # skinny bands where mma.sync measured level or faster
+        assert not isinstance(Int4Gemm.for_shape(m, 8192, 8192, "sm_90a"), HopperGemm)
+        assert "mma.sync" in hopper_reason(m, 8192, 8192, "s4")[1]
     assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
     assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
     assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)

@@ -762,7 +762,7 @@ def test_gemm_int4_without_an_assembler_fails(monkeypatch, capsys):
 
 
 def test_gemm_int4_report_names_the_assembler():
-    r = _cli("gemm-int4", "--no-run", "--m", "128", "--n", "128", "--k", "128", "--arch", "sm_80")
+    r = _cli("gemm-int4", "--no-run", "--mma-sync", "--m", "128", "--n", "128", "--k", "128", "--arch", "sm_80")
     assert r.returncode == 0, r.stderr
     assert "assembled by nvJitLink 1" in r.stdout or "assembled by ptxas 1" in r.stdout, r.stdout
 

@@ -30,6 +30,7 @@ from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
 from . import run as _run
+from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
 
@@ -57,8 +58,12 @@ DEFAULTS = {
     "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
     "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
     "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True),
 }
+
+#: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
+#: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization
+SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True)
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,21 @@ class HopperGemm:
     instead of 7) and multiplied as u8 x u8; the epilogue subtracts 8 (rowsum A + colsum B) and
     adds 128 K - 64 Kpad (Kpad: K rounded up to the stage; the zero-filled tail multiplies as
     8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`);
+    scaled (s4): the nibbles are widened to 16 v (s8; 3 operations per word, no row sums) and the
+    epilogue shifts C = acc >> 8 (exact for K < 131072, which `check_problem` enforces);
+    convert_buffers (s4 with the converter): widened B buffers the converter warps fill ahead of
+    the consumers (2..4);
+    interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
+    (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
+    widening; at the end of a tile the second adds its sums into the first's through shared
+    memory (fixed order: exact, deterministic) and the first stores C.  Two independent
+    pipelines per SM hide each other's latencies where the tile is small (skinny problems);
+    rotate_k: each work unit walks its k-stages starting at stage (tile mod stages) and wraps, so
+    CTAs streaming operand row blocks at the same moment read different columns (the order of an
+    integer sum does not matter; on the H200 many CTAs reading the same columns of 4 KB-strided
+    rows at once reach about 2.6 TB/s);
+    l2_promotion: the L2 promotion of the operand tensor maps (0, 64, 128 or 256 bytes: what the L2
+    fetches around each TMA request; 256 brings a 128-byte box row's neighbour along);
     swap_ab: the kernel computes B . A^T and stores it transposed into C, so the operand with many
     rows (the weights B of a skinny problem) is the wgmma M side, widened in registers, and the
     few rows of A are the wgmma N (block_n down to 32).  `run`/`plan` take A, B, C as always;
@@ -108,6 +128,11 @@ class HopperGemm:
     converter: bool = False
     biased: bool = False
     swap_ab: bool = False
+    scaled: bool = False
+    convert_buffers: int = 2
+    interleave_k: bool = False
+    rotate_k: bool = False
+    l2_promotion: int = 128
     cluster_m: int = 1
     cluster_n: int = 1
     epilogue: str = "registers"
@@ -131,6 +156,26 @@ class HopperGemm:
             raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.biased and not (self.operand == "s4" and self.a_registers):
             raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
+        if self.scaled and self.operand != "s4":
+            raise ValidationError("scaled=True widens packed 4-bit operands: operand='s4'")
+        if self.scaled and self.biased:
+            raise ValidationError("scaled and biased are two widenings of s4: choose one")
+        if not 2 <= self.convert_buffers <= 4:
+            raise ValidationError(f"convert_buffers is 2..4 widened B buffers, got {self.convert_buffers}")
+        if self.convert_buffers != 2 and not self.converter:
+            raise ValidationError("convert_buffers sets the converter warps' ring of widened B tiles: it needs "
+                                  "converter=True (the consumers widen B into two buffers)")
+        if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers == 2):
+            raise ValidationError("interleave_k (two consumers on alternate k-stages) is the register-sourced s4 "
+                                  "path with consumers=2")
+        if self.interleave_k and self.converter and self.convert_buffers < 3:
+            raise ValidationError("interleave_k with the converter needs convert_buffers >= 3: a consumer's next "
+                                  "stage is two stages on, and with two buffers it would wait for the buffer it "
+                                  "frees only after that stage")
+        if self.interleave_k and (self.cluster_size > 1 or self.epilogue != "registers"):
+            raise ValidationError("interleave_k stores C through registers, without clusters")
+        if self.l2_promotion not in (0, 64, 128, 256):
+            raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
@@ -149,9 +194,9 @@ class HopperGemm:
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
-        if self.operand == "s4" and self.a_registers and self.acc_regs + 32 * (self.wg_m // 64) > 160:
+        if self.operand == "s4" and self.a_registers and self.acc_regs + self.a_fragment_regs > 160:
             raise ValidationError(f"s4 with A in registers holds {self.acc_regs} accumulator and "
-                                  f"{32 * (self.wg_m // 64)} A-fragment registers per thread (wg_m {self.wg_m} x "
+                                  f"{self.a_fragment_regs} A-fragment registers per thread (wg_m {self.wg_m} x "
                                   f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
                                   "narrower block_n")
         need = 128 * (self.producer_regs + self.consumers * self.consumer_regs)
@@ -187,8 +232,8 @@ class HopperGemm:
 
     @property
     def block_m(self) -> int:
-        """Rows of the C tile."""
-        return self.wg_m * self.consumers
+        """Rows of the C tile (the consumers' rows side by side, or with interleave_k the same wg_m rows)."""
+        return self.wg_m * (1 if self.interleave_k else self.consumers)
 
     @property
     def block_k(self) -> int:
@@ -204,6 +249,23 @@ class HopperGemm:
     def acc_regs(self) -> int:
         """Accumulator registers per consumer thread."""
         return (self.wg_m // 64) * self.block_n // 2
+
+    @property
+    def a_group(self) -> int:
+        """k-steps per group of the register-sourced s4 path: each stage's k-steps are issued in groups of
+        4, the A registers of the next group widened while the previous group's wgmmas run."""
+        return 4
+
+    @property
+    def a_fragment_regs(self) -> int:
+        """A-fragment registers per consumer thread of the register-sourced s4 path: two groups of k-steps
+        (one widened while the other's wgmmas run) x 4 per k-step and m64 block."""
+        return (self.wg_m // 64) * 4 * 2 * self.a_group
+
+    @property
+    def widen(self) -> str:
+        """How s4 nibbles become wgmma bytes: 'scaled' (16 v), 'biased' (v + 8, u8) or 'signext' (v)."""
+        return "scaled" if self.scaled else "biased" if self.biased else "signext"
 
     @property
     def tiles(self) -> tuple:
@@ -273,7 +335,13 @@ class HopperGemm:
         if self.operand != "s4":
             return 0
         a, b = self.tiles
-        return 2 * (b.nbytes + (0 if self.a_registers else a.nbytes))
+        sets = self.consumers if self.interleave_k and not self.converter else 1  # interleave_k: B per consumer
+        return sets * self.convert_buffers * (b.nbytes + (0 if self.a_registers else a.nbytes))
+
+    @property
+    def reduce_bytes(self) -> int:
+        """Shared bytes through which interleave_k's second consumer hands its accumulators to the first."""
+        return 128 * self.acc_regs * 4 if self.interleave_k else 0
 
     @property
     def widened_a(self) -> bool:
@@ -283,8 +351,8 @@ class HopperGemm:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
-        return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + 16 * self.stages
-                + 48)
+        return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + self.reduce_bytes
+                + 16 * self.stages + 16 * self.convert_buffers + 16)
 
     @property
     def kernel_name(self) -> str:
@@ -292,7 +360,10 @@ class HopperGemm:
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
-                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "") + ("_b" if self.biased else "")
+                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "")
+                + (f"{self.convert_buffers}" if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
+                + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
+                + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + ("_t" if self.swap_ab else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
@@ -317,6 +388,9 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
+        if self.scaled and k >= SCALED_K_LIMIT:
+            raise ValidationError(f"K={k}: the scaled s4 widening holds 256 C in 32 bits, exact for K < "
+                                  f"{SCALED_K_LIMIT}; use scaled=False (biased or sign-extended widening)")
         if self.epilogue == "tma" and (n * self.c_bytes) % 16:
             raise ValidationError(f"N={n} gives {self.c_bytes * n}-byte rows of C; the TMA-store epilogue's tensor "
                                   f"map needs a multiple of 16 bytes (N % {16 // self.c_bytes} == 0): use "

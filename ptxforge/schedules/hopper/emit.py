@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 
 from ...builder import KernelBuilder
-from ...hopper.pipeline import ClusterRing, MbarrierRing, WarpSpecialized
+from ...hopper.pipeline import ClusterRing, MbarrierRing, RingState, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
 
@@ -36,34 +36,40 @@ def _wait(k, addr, parity):
     k.bra(top, pred=~p)
 
 
+def _buffer(k, it, nb: int):
+    """(index it % nb, use count it / nb) of the widened-B buffer of global k-iteration `it`."""
+    if nb & (nb - 1) == 0:
+        return k.and_(it, nb - 1, type=T.b32), k.shr(it, nb.bit_length() - 1, type=T.u32)
+    return k.rem(it, nb, type=T.u32), k.div(it, nb, type=T.u32)
+
+
 def _converter(k, cfg, ring, ws, base, conv_base, hand, work):
-    """Warps 2-3 of the producer warpgroup: widen each stage's packed B into s8 buffer it % 2.
+    """Warps 2-3 of the producer warpgroup: widen each stage's packed B into s8 buffer it % convert_buffers.
 
     Before the u-th use of buffer b it waits for phase u - 1 of free[b] (every consumer warp's
     wgmmas on it are complete; a fresh barrier passes parity 1), widens, fences the generic writes
-    for the async proxy, and arrives on ready[b] and on the stage's empty barrier.
+    for the async proxy, and arrives on ready[b] and on the stage's empty barrier (every converter
+    thread: each one's writes and reads are then ordered before the phases the others wait for).
     """
     ready, free = hand
     pa, pb = cfg.packed_tiles
     _, tb = cfg.tiles
     nthr = 32 * CONVERTER_WARPS
     ctid = k.sub(ws.tid, 128 - nthr, type=T.u32)
-    lane0 = k.setp("eq", ws.lane, 0, type=T.u32)
     st = ring.consumer_state()
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "cv_iter"))
     with work.loop() as (_, _, kt0, kt1):
         with k.for_range(kt0, kt1, name="ckt"):
             ring.wait_full(st)
-            b = k.and_(it, 1, type=T.b32)
-            u = k.shr(it, 1, type=T.u32)
+            b, u = _buffer(k, it, cfg.convert_buffers)
             _wait(k, Addr(k.mad(b, 8, free, type=T.u32)), k.xor(k.and_(u, 1, type=T.b32), 1, type=T.b32))
             stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
             buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
-            emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr)
+            emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
             k.fence("fence.proxy.async.shared::cta")
-            k.bar_warp_sync()
-            k.mbarrier_arrive(Addr(k.mad(b, 8, ready, type=T.u32)), state="_", pred=lane0)
-            ring.release(st, pred=lane0)
+            # every writer arrives itself: its writes are ordered before the phase the consumers wait for
+            k.mbarrier_arrive(Addr(k.mad(b, 8, ready, type=T.u32)), state="_")
+            ring.release(st)
             k.add(it, 1, dst=it)
             st.advance()
 
@@ -188,11 +194,18 @@ def emit_kernel(cfg) -> KernelBuilder:
     ta, tb = cfg.tiles
     conv_base = k.add(base, cfg.stages * cfg.stage_bytes, type=T.u32, dst=k.reg(T.u32, "conv_base"))
     store_base = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "store_base"))
-    bars = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+    red_base = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "red_base"))
+    bars = k.add(red_base, cfg.reduce_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
     out = Output(c_ptr, tmap_c, store_base if cfg.epilogue == "tma" else None)
 
     ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
-    releasers = 4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0)  # warps arriving on empty[s]
+    # arrivals on empty[s]: one lane per consumer warp where only the async proxy reads the stage; on the
+    # register-sourced s4 path every thread reads it with ld.shared, so every reader arrives itself
+    # (with interleave_k one consumer warpgroup reads each stage)
+    rs = cfg.operand == "s4" and cfg.a_registers
+    readers = 1 if cfg.interleave_k else cfg.consumers
+    releasers = (128 * readers + (32 * CONVERTER_WARPS if cfg.converter else 0) if rs
+                 else 4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0))
     clustered = cfg.cluster_size > 1
     rank = None
     if clustered:
@@ -208,10 +221,10 @@ def emit_kernel(cfg) -> KernelBuilder:
     if cfg.converter:
         # B-buffer handover: ready[b] (the converter warps arrive), free[b] (every consumer warp arrives)
         ready = k.add(bars, MbarrierRing.nbytes(cfg.stages), type=T.u32, dst=k.reg(T.u32, "bready"))
-        free = k.add(ready, 16, type=T.u32, dst=k.reg(T.u32, "bfree"))
-        for b in range(2):
-            k.mbarrier_init(Addr(ready, 8 * b), CONVERTER_WARPS, pred=t0)
-            k.mbarrier_init(Addr(free, 8 * b), 4 * cfg.consumers, pred=t0)
+        free = k.add(ready, 8 * cfg.convert_buffers, type=T.u32, dst=k.reg(T.u32, "bfree"))
+        for b in range(cfg.convert_buffers):
+            k.mbarrier_init(Addr(ready, 8 * b), 32 * CONVERTER_WARPS, pred=t0)
+            k.mbarrier_init(Addr(free, 8 * b), 4 * readers, pred=t0)
         hand = (ready, free)
     ring.init(pred=t0)
     k.prefetch_tensormap(tmap_a, pred=t0)
@@ -247,12 +260,20 @@ def emit_kernel(cfg) -> KernelBuilder:
                         row = k.mad(rank, half, row, type=T.u32)
                         off = (off, k.mul(rank, half * tile_l.span, type=T.u32))
                     loads.append((tile_l, tmap, row, off, mc))
+                if cfg.rotate_k:  # the unit's stages from (tile mod count), wrapping
+                    count = k.sub(kt1, kt0, type=T.u32)
+                    rot = k.sub(k.rem(tile, count, type=T.u32), kt0, type=T.u32)  # kt + rot: 0-based, rotated
                 with k.for_range(kt0, kt1, name="kt") as kt:
                     ring.acquire(st)
                     # every byte of the stage lands here: this CTA's own loads and its peer's multicast half
                     ring.expect_tx(st, cfg.stage_bytes, pred=lead)
                     sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
-                    kx = k.mul(kt, la.cols, type=T.u32)
+                    if cfg.rotate_k:
+                        j = k.add(kt, rot, type=T.u32)
+                        j = k.selp(k.sub(j, count, type=T.u32), j, k.setp("ge", j, count, type=T.u32), type=T.u32)
+                        kx = k.mul(k.add(j, kt0, type=T.u32), la.cols, type=T.u32)
+                    else:
+                        kx = k.mul(kt, la.cols, type=T.u32)
                     for tile_l, tmap, row, off, mc in loads:
                         dst_base = k.add(sa, off[1], type=T.u32) if mc else sa
                         const = off[0] if mc else off
@@ -270,7 +291,8 @@ def emit_kernel(cfg) -> KernelBuilder:
 
     with ws.consumer() as cidx:
         if cfg.operand == "s4" and cfg.a_registers:
-            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place, hand, sums, kk)
+            _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place, hand, sums, kk,
+                            red_base)
         else:
             _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place)
     if clustered:
@@ -313,7 +335,8 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
                 stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
                 buf = k.mad(k.and_(it, 1, type=T.b32), buf_bytes, conv_base, type=T.u32)
                 (pa, pb) = cfg.packed_tiles
-                emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)])
+                emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pa, ta, 0, 0), (pb, tb, pa.nbytes, ta.nbytes)],
+                              widen=cfg.widen)
                 k.fence("fence.proxy.async.shared::cta")  # generic writes -> wgmma (async proxy)
                 ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
                 # the other buffer was read by the previous k-step's wgmmas: all of them must be done
@@ -352,21 +375,37 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
 
 
 def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place, hand=None, sums=None,
-                    kk=None):
-    """s4 consumers: B widened into a shared s8 tile by all consumers, A widened in registers.
+                    kk=None, red_base=None):
+    """s4 consumers: A widened into registers, B widened into shared s8 tiles (by the consumers, or by the
+    converter warps when `hand` holds their ready/free barriers), pipelined so that widening overlaps
+    the tensor cores.
 
-    Per k-iteration kt: wait for the packed stage; widen this thread's share of B into buffer
-    kt % 2 (overlapping the wgmmas of kt - 1, which read the other buffer); fence.proxy.async;
-    wait for the wgmmas of kt - 1; widen this warp's A fragments into registers; release the
-    stage; named barrier among the consumers (B complete, and nobody still reads the buffer the
-    next iteration rewrites); issue the wgmmas of kt.
+    Each stage's k-steps are issued in groups of `a_group` (an even count of groups), A of the
+    groups in two register sets by turns: the wgmmas of one group run while the next group's A is
+    widened (`wgmma.wait_group 1` before a set is rewritten: only the group that does not read it
+    may be in flight, so ptxas keeps the wgmmas asynchronous).  Per stage of this warpgroup:
+
+        for each group j: issue G_j; wait(1)  [G_j-1 done; at j = 0 the previous stage's last group:
+                                               with the converter its B buffer is free -> free[]]
+                          widen A of G_j+1
+        (after the last group) release the packed stage
+        next stage (not after the unit's last): wait full;
+          consumers widen B: barrier (nobody reads the buffer two stages back), widen B, fence.proxy
+          wait(1) [the second-last group done]; widen A G_0 of the next stage; converter: wait ready[]
+          / consumers: barrier
+
+    The unit's last stage is the same body without the look-ahead (emitted once more, after the
+    loop).  The consumers split the tile's rows, or with interleave_k its k-stages: consumer c takes
+    the unit's stages c, c + 2, ... (ring slots from the CTA's global stage count), widens its own
+    B into its own buffers under its own named barrier, and the second adds its accumulators into
+    the first's through shared memory before the first stores C.
     """
     ta, tb = cfg.tiles
     pa, pb = cfg.packed_tiles
     lane = ws.lane
     lane0 = k.setp("eq", lane, 0, type=T.u32)
     ptrue = k.setp("eq", lane, lane, type=T.u32)
-    st = ring.consumer_state()
+    il = cfg.interleave_k
     tmpl_b = tb.descriptor_template()
     b_hi = tmpl_b >> 32
     nsub = cfg.wg_m // 64
@@ -374,7 +413,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     w = ws.warp_in_group
     g = k.shr(lane, 2, type=T.u32)
     t = k.and_(lane, 3, type=T.b32)
-    frags = AFragments(k, cfg, cidx, w, g, t, biased=cfg.biased)
+    rows_c = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rows_c")) if il else cidx  # whose rows of the tile
+    frags = AFragments(k, cfg, rows_c, w, g, t, widen=cfg.widen)
     op_t = T.u8 if cfg.biased else T.s8
     bias = None
     if cfg.biased:
@@ -382,69 +422,175 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         kpad = k.mul(work.ktiles, cfg.block_k, type=T.u32)
         kc = k.sub(k.shl(kk, 7, type=T.b32), k.shl(kpad, 6, type=T.b32), type=T.u32, dst=k.reg(T.u32, "kconst"))
         bias = (sums[0], sums[1], kc)
-    ctid = k.sub(ws.tid, 128, type=T.u32)
-    it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
+    if il:
+        ctid = k.sub(ws.tid, k.mad(cidx, 128, 128, type=T.u32), type=T.u32)  # thread in this warpgroup
+        nthr, bar_id = 128, k.add(cidx, 4, type=T.u32, dst=k.reg(T.u32, "widen_bar"))
+        own = k.mul(cidx, 2 * tb.nbytes, type=T.u32)
+        conv_mine = conv_base if hand else k.add(conv_base, own, type=T.u32, dst=k.reg(T.u32, "conv_mine"))
+        gs = k.reg(T.u32, "gstage")  # the CTA's global index of this warpgroup's current stage
+        st = RingState(k, k.reg(T.u32, "cons_stage"), k.reg(T.u32, "cons_phase"), cfg.stages)
+        unit_base = k.mov(0, type=T.u32, dst=k.reg(T.u32, "unit_base"))
+        wit = k.mov(0, type=T.u32, dst=k.reg(T.u32, "wstage"))  # this warpgroup's stages: its B buffers
 
-    def issue(buf, a_regs, not_first):
-        """The k-step's register-A wgmmas against the widened B tile at `buf`, fenced and committed."""
+        def seek():
+            k.rem(gs, cfg.stages, type=T.u32, dst=st.stage)
+            k.and_(k.div(gs, cfg.stages, type=T.u32), 1, type=T.b32, dst=st.phase)
+
+        def step():
+            k.add(gs, cfg.consumers, dst=gs)
+            k.add(wit, 1, dst=wit)
+            seek()
+        stage_it, buf_it = gs, wit
+    else:
+        ctid = k.sub(ws.tid, 128, type=T.u32)
+        nthr, bar_id = 128 * cfg.consumers, 1
+        conv_mine = conv_base
+        st = ring.consumer_state()
+        it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
+
+        def step():
+            k.add(it, 1, dst=it)
+            st.advance()
+        stage_it = buf_it = it
+    nb = cfg.convert_buffers if hand else 2
+    gs_ = cfg.a_group
+    groups = [range(j, j + gs_) for j in range(0, tb.k_slices, gs_)]  # an even count: k_slices % 8 == 0
+    regs = [[frags.registers(gs_, f"a{h}{mi}_") for mi in range(nsub)] for h in range(2)]
+
+    def stage_addr():
+        return k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+
+    def buffer(at):
+        """(index, use count, address) of the widened B buffer of stage counter `at`."""
+        b, u = _buffer(k, at, nb)
+        return b, u, k.mad(b, tb.nbytes, conv_mine, type=T.u32)
+
+    def current():
+        return buffer(stage_it if hand else buf_it)
+
+    def previous():
+        at = stage_it if hand else buf_it
+        return _buffer(k, k.sub(at, cfg.consumers if hand and il else 1, type=T.u32), nb)[0]
+
+    def widen_a(sa, j):
+        """Group j of the stage's A into register set j % 2."""
+        for mi in range(nsub):
+            frags.load(sa, mi, groups[j], dst=regs[j % 2][mi])
+
+    def issue(buf, j, not_first):
+        """Group j of the stage's register-A wgmmas against the widened B tile at `buf`, fenced and committed."""
         b_lo0 = k.add(k.shr(buf, 4, type=T.u32), tmpl_b & 0xFFFFFFFF, type=T.u32)
         k.wgmma_fence()
-        for ks in range(tb.k_slices):
+        for i, ks in enumerate(groups[j]):
             b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
             b_desc = k.mov([b_lo, b_hi], type=T.b64)
             for mi in range(nsub):
-                k.wgmma(a_regs[mi][ks], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
+                k.wgmma(regs[j % 2][mi][i], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
                         scale_d=not_first if ks == 0 else ptrue)
         k.wgmma_commit()
 
-    def body_hand(kt, kt0):
-        """With the converter warps: B comes ready in buffer it % 2; only A is widened here."""
-        ready, free = hand
-        ring.wait_full(st)
-        not_first = k.setp("ne", kt, kt0, type=T.u32)
-        b = k.and_(it, 1, type=T.b32)
-        u = k.shr(it, 1, type=T.u32)
-        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
-        k.wgmma_wait(0)
-        # this warp's wgmmas of the previous step (buffer b ^ 1) are complete
-        k.mbarrier_arrive(Addr(k.mad(k.xor(b, 1, type=T.b32), 8, free, type=T.u32)), state="_",
-                          pred=k.and_(not_first, lane0, type=T.pred))
-        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
-        ring.release(st, pred=lane0)
-        _wait(k, Addr(k.mad(b, 8, ready, type=T.u32)), k.and_(u, 1, type=T.b32))
-        buf = k.mad(b, tb.nbytes, conv_base, type=T.u32)
-        issue(buf, a_regs, not_first)
-        k.add(it, 1, dst=it)
-        st.advance()
-
-    def body(kt, kt0):
-        ring.wait_full(st)
-        not_first = k.setp("ne", kt, kt0, type=T.u32)
-        stage_addr = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
-        buf = k.mad(k.and_(it, 1, type=T.b32), tb.nbytes, conv_base, type=T.u32)
-        emit_s4_widen(k, cfg, stage_addr, buf, ctid, [(pb, tb, pa.nbytes, 0)], biased=cfg.biased)
+    def prepare(sa, first: bool):
+        """The stage is full: its B widened (or ready) and its first half of A in registers."""
+        b, u, buf = current()
+        if hand:
+            if not first:
+                k.wgmma_wait(1)
+            widen_a(sa, 0)
+            _wait(k, Addr(k.mad(b, 8, hand[0], type=T.u32)), k.and_(u, 1, type=T.b32))
+            return
+        # every widener is past the wait that retired its reads of this buffer (two stages back)
+        k.bar_sync(bar_id, nthr)
+        emit_s4_widen(k, cfg, sa, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
         k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
-        # A is widened into registers only once the previous wgmmas are complete: ptxas serializes
-        # every wgmma (C7513) when registers a wgmma reads are defined while others are in flight
+        if not first:
+            k.wgmma_wait(1)
+        widen_a(sa, 0)
+        k.bar_sync(bar_id, nthr)  # B complete before anyone's wgmmas read it
+
+    def body(not_first, final: bool):
+        sa = stage_addr()
+        _, _, buf = current()
+        for j in range(len(groups)):
+            issue(buf, j, not_first if j == 0 else ptrue)
+            if j + 1 == len(groups):
+                break
+            k.wgmma_wait(1)  # only group j in flight: the register set of group j + 1 is free
+            if hand and j == 0:  # the previous stage's wgmmas are complete: its B buffer is free
+                k.mbarrier_arrive(Addr(k.mad(previous(), 8, hand[1], type=T.u32)), state="_",
+                                  pred=k.and_(not_first, lane0, type=T.pred))
+            widen_a(sa, j + 1)
+        ring.release(st)  # every reader of the packed stage (A here, B before or by the converter) arrives
+        step()
+        if not final:
+            ring.wait_full(st)
+            prepare(stage_addr(), first=False)
+
+    def pipeline(count):
+        """This warpgroup's `count` (>= 1) stages of the unit, then every wgmma retired."""
+        ring.wait_full(st)
+        prepare(stage_addr(), first=True)
+        last = k.sub(count, 1, type=T.u32)
+        with k.for_range(0, last, name="kt") as j:
+            body(k.setp("ne", j, 0, type=T.u32), final=False)
+        body(k.setp("ne", last, 0, type=T.u32), final=True)
         k.wgmma_wait(0)
-        a_regs = [frags.load(stage_addr, mi) for mi in range(nsub)]
-        ring.release(st, pred=lane0)  # the packed stage is read: hand it back now
-        k.bar_sync(1, 128 * cfg.consumers)
-        k.add(it, 1, dst=it)
-        issue(buf, a_regs, not_first)
-        st.advance()
+        if hand:  # the buffer of the warpgroup's last stage
+            k.mbarrier_arrive(Addr(k.mad(previous(), 8, hand[1], type=T.u32)), state="_", pred=lane0)
 
     with work.loop() as (tile, split, kt0, kt1):
         tm, tn = place(tile)
-        with k.for_range(kt0, kt1, name="kt") as kt:
-            (body_hand if hand else body)(kt, kt0)
-        k.wgmma_wait(0)
-        if hand:
-            last = k.xor(k.and_(it, 1, type=T.b32), 1, type=T.b32)  # the buffer of the last step
-            k.mbarrier_arrive(Addr(k.mad(last, 8, hand[1], type=T.u32)), state="_", pred=lane0)
-        # split-K: the correction of the biased path is added once, by split 0
-        _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias,
-                  first_split=k.setp("eq", split, 0, type=T.u32) if bias else None)
+        count = k.sub(kt1, kt0, type=T.u32)
+        first_split = k.setp("eq", split, 0, type=T.u32) if bias else None
+        if not il:
+            pipeline(count)
+            # split-K: the correction of the biased path is added once, by split 0
+            _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)
+        else:
+            _interleaved_unit(k, cfg, accs, pipeline, seek, gs, unit_base, count, cidx, red_base, ctid,
+                              lambda: _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias,
+                                                first_split=first_split))
+
+
+def _interleaved_unit(k, cfg, accs, pipeline, seek, gs, unit_base, count, cidx, red_base, ctid, epilogue):
+    """interleave_k: consumer c runs the unit's stages c, c + 2, ... (none when the unit has one stage
+    and c = 1: zero sums), then the sums meet in consumer 0, which stores C."""
+    k.add(unit_base, cidx, dst=gs)
+    seek()
+    mine = k.shr(k.sub(k.add(count, 1, type=T.u32), cidx, type=T.u32), 1, type=T.u32)
+    with k.if_(k.setp("ne", mine, 0, type=T.u32)):
+        pipeline(mine)
+    with k.else_():  # a one-stage unit leaves the second consumer nothing to add
+        for acc in accs:
+            for r in acc:
+                k.mov(0, type=T.s32, dst=r)
+    k.add(unit_base, count, dst=unit_base)
+    _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
+    with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
+        epilogue()
+
+
+def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):
+    """interleave_k: consumer 1's accumulators are added into consumer 0's through shared memory.
+
+    Thread i of consumer 1 writes its registers in groups of four at red + (q * 128 + i) * 16
+    (consecutive threads, consecutive 16 bytes: no bank conflicts); a barrier of both warpgroups;
+    thread i of consumer 0 adds the same words to its registers; a second barrier, after which
+    consumer 1 may write the next unit's sums."""
+    regs = [r for acc in accs for r in acc]
+    slot = k.mad(ctid, 16, red_base, type=T.u32)
+    second = k.setp("ne", cidx, 0, type=T.u32)
+    with k.if_(second):
+        for q in range(len(regs) // 4):
+            k.st(Addr(slot, q * 128 * 16), regs[4 * q:4 * q + 4], type=T.s32, vec=4, space="shared")
+        k.bar_sync(6, 256)
+        k.bar_sync(6, 256)
+    with k.else_():
+        k.bar_sync(6, 256)
+        for q in range(len(regs) // 4):
+            got = k.ld(Addr(slot, q * 128 * 16), type=T.s32, vec=4, space="shared")
+            for r, x in zip(regs[4 * q:4 * q + 4], got):
+                k.add(r, x, type=T.s32, dst=r)
+        k.bar_sync(6, 256)
 
 
 def _unbias(k, accs, bias, row0, col0):
@@ -470,6 +616,10 @@ def _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias=None, 
     """Accumulators -> C (the biased s4 correction first): through registers or through shared memory + TMA."""
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
     col_t = k.mul(tn, cfg.block_n, type=T.u32)
+    if cfg.scaled:  # both operands held 16 v: the sums are 256 C, exactly
+        for acc in accs:
+            for r in acc:
+                k.shr(r, 8, type=T.s32, dst=r)
     if bias is not None:
         row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
         with k.if_(first_split):

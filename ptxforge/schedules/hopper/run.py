@@ -12,6 +12,7 @@ warpgroups would keep the entry cap of 168 registers.  Without ptxas the driver 
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -26,8 +27,10 @@ _kernels: dict = {}
 _lock = threading.Lock()
 
 
+@functools.lru_cache(maxsize=64)
 def assembled(cfg):
-    """AssemblyResult of the configuration by whole-program ptxas (None when ptxas is missing)."""
+    """AssemblyResult of the configuration by whole-program ptxas (None when ptxas is missing); kept per
+    configuration, so tuning can assemble candidates side by side and load them later."""
     from ...assembler import assemble, find_tool
     if not find_tool("ptxas"):
         return None
@@ -138,8 +141,9 @@ class HopperPlan:
         tdt = la.dtype
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        self._tmpl = (TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128),
-                      TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128))
+        l2 = cfg.l2_promotion
+        self._tmpl = (TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128, l2_promotion=l2),
+                      TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
         self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)

@@ -4,16 +4,21 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s8 128x256x128, 4 stages, 2 consumer warpgroups: 1555 TOPS (cuBLAS int8 895, Triton int8 1069);
 * bf16 128x256x64, 3 stages: 750 TFLOPS (cuBLAS 681, Triton 575);
 * s4 128x256x256, 2 stages (the widened B buffers take the shared memory a third would need),
-  A widened in registers, biased u8 x u8 with the row-sum correction: 1260 TOPS (the unbiased
-  s8 widening 1075; converter warps 736).
-Skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
+  A widened in registers and pipelined against the wgmmas, the scaled widening (16 v, 3 operations
+  per word, C = acc >> 8, one launch): 1275 TOPS, against 1179 for the biased u8 widening with its
+  row-sum launch in the same run (cuBLAS int8 961; bench/results/skinny_hopper_h200.md).
+* s4 with 64 < M <= 128 (decode): `SKINNY_S4`, 128 x 64 tiles and 512 K-values per stage: M = 128,
+  N = K = 8192 in 23.4 us, 1.82x cuBLAS int8 (the mma.sync schedule 28.6 us).
+For K >= 131072 the scaled widening would overflow: the biased one takes its place.
+Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
 (`splitk.choose_splits`, per launch).
 """
 
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import DEFAULTS, HopperGemm
+from .config import DEFAULTS, SKINNY_S4, HopperGemm
+from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
 
@@ -48,17 +53,21 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     """
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
-    params = dict(DEFAULTS[operand])
+    params = dict(SKINNY_S4 if operand == "s4" and 64 < m <= 128 else DEFAULTS[operand])
+    if params.get("scaled") and k >= SCALED_K_LIMIT:
+        params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)
     g = HopperGemm(operand, **params)
     g.check_problem(m, n, k)
     return g
 
 
-#: operand -> largest M for which the mma.sync schedule measured faster on the H200 (skinny problems:
-#: s4 M=32, N=K=8192 16.1 us with mma.sync (README) against 38.7 us here; M=128 551 against 371 TOPS;
-#: s8 M=32 160 against 152 TOPS).  The Hopper path's split-K is not yet at the bandwidth floor.
-SKINNY_M = {"s4": 256, "s8": 64}
+#: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200, with the measurement (N = K = 8192):
+#: s4 M <= 64: bytes-bound, mma.sync 13.9-14.2 us against 13.3-13.7 for the best Hopper variant (swapped
+#: operands, interleave_k), level within the run-to-run spread, and the simpler kernel stays; s4
+#: 128 < M <= 256: mma.sync 47.9 us against 58.9 for the Hopper kernel with split-K; s8 M <= 64: 160
+#: against 152 TOPS.  s4 64 < M <= 128 takes the Hopper kernel's SKINNY_S4 (23.4 us against 28.6).
+MMA_SYNC_M = {"s4": ((0, 64), (128, 256)), "s8": ((0, 64),)}
 
 
 def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
@@ -66,12 +75,18 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand not in DEFAULTS:
         return False, (f".{operand} operands have no Hopper path (wgmma takes s8/u8, f16, bf16; s4 is widened "
                        "to s8): the mma.sync schedule runs it")
-    if m <= SKINNY_M.get(operand, 0):
-        return False, (f"M={m} <= {SKINNY_M[operand]}: for skinny .{operand} problems the mma.sync schedule "
-                       "measured faster on the H200 than the TMA + wgmma one (split-K not yet at the byte floor)")
+    for lo, hi in MMA_SYNC_M.get(operand, ()):
+        if lo < m <= hi:
+            return False, (f"{lo} < M={m} <= {hi}: for such skinny .{operand} problems the mma.sync schedule "
+                           "measured level with or faster than the TMA + wgmma one on the H200 (see "
+                           "schedules.hopper.tuning.MMA_SYNC_M)")
     try:
-        HopperGemm(operand, **DEFAULTS[operand]).check_problem(m, n, k)
+        choose_hopper(m, n, k, operand)
     except ValidationError as e:
         return False, f"{e.message if hasattr(e, 'message') else e}"
+    if operand == "s4" and 64 < m <= 128:
+        return True, ("sm_90a: TMA + wgmma with 128 x 64 tiles for a decode-sized M (the weights stream once over "
+                      "N / 64 CTAs, A widened in registers while the wgmmas run); measured 1.8x cuBLAS int8 and "
+                      "1.2x the mma.sync schedule at M = 128, N = K = 8192")
     return True, ("sm_90a: TMA + wgmma, warp-specialized and persistent (wgmma s8 reaches 1940 TOPS on an H200, "
                   "mma.sync about 1300); measured 1.7x cuBLAS int8 at 8192^3 for s8")

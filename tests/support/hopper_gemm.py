@@ -1,0 +1,74 @@
+"""Running a HopperGemm configuration on the interpreter for the tests: operands whose sums are exact in
+every arithmetic, the tensor maps, the biased row sums, C poisoned, and numpy's C beside it."""
+
+import numpy as np
+
+from ptxforge import interp
+from ptxforge.schedules.hopper import random_operands, reference
+from ptxforge.schedules.hopper.convert import widen_numpy
+from ptxforge.schedules.hopper.emit import module_for
+from ptxforge.schedules.hopper.run import c_numpy_type
+
+
+def small_operands(cfg, m, n, k, rng):
+    """Operands whose products and sums are exact in every arithmetic (floats: small halves)."""
+    if cfg.operand in ("bf16", "f16"):
+        a = (rng.integers(-4, 5, (m, k)) * 0.5).astype(np.float32)
+        b = (rng.integers(-4, 5, (n, k)) * 0.5).astype(np.float32)
+        if cfg.operand == "f16":
+            return a.astype(np.float16).view(np.uint16), b.astype(np.float16).view(np.uint16)
+        return (a.view(np.uint32) >> 16).astype(np.uint16), (b.view(np.uint32) >> 16).astype(np.uint16)
+    return random_operands(cfg, m, n, k, rng)
+
+
+def interp_reference(cfg, a, b):
+    if cfg.operand == "f16":
+        return a.view(np.float16).astype(np.float64) @ b.view(np.float16).astype(np.float64).T
+    return reference(cfg, a, b)
+
+
+def round_to_c16(cfg, x):
+    """float64 values (exact in f32) rounded to nearest-even in the 16-bit C type, returned as float64."""
+    f = np.asarray(x, np.float32)
+    if cfg.operand == "f16":
+        return f.astype(np.float16).astype(np.float64)
+    u = f.view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return r.view(np.float32).astype(np.float64)
+
+
+def c_values(cfg, c):
+    """C as float64 (bf16 C arrives as its uint16 bits)."""
+    if cfg.c16 and cfg.operand == "bf16":
+        return (c.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return c.astype(np.float64)
+
+
+def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True):
+    """(C summed over the K splits, numpy's C, the interpreter's result) of one launch; `clusters`: the
+    grid in clusters (default: one per work unit).  16-bit C (c16): numpy's C rounded to it."""
+    rng = np.random.default_rng(seed)
+    a, b = small_operands(cfg, m, n, k, rng)
+    la, lb = cfg.load_tiles
+    box_a, box_b = cfg.load_boxes
+    dt = c_numpy_type(cfg)
+    c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
+    ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
+    args = [interp.host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
+            interp.host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
+    if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
+        tiles_m, tiles_n, _ = cfg.tile_counts(km, kn, k)
+        for x, tiles, cl, blk in ((ka, tiles_m, cfg.cluster_m, cfg.block_m),
+                                  (kb, tiles_n, cfg.cluster_n, cfg.block_n)):
+            sums = np.zeros(-(-tiles // cl) * cl * blk, np.int32)
+            sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
+            args.append(sums)
+    if cfg.epilogue == "tma":
+        args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
+    clusters = clusters or cfg.cluster_tiles(km, kn) * splits
+    r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
+                   args=args, check=False, races=races)
+    want = interp_reference(cfg, a, b).astype(np.float64)
+    return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r
+
+

@@ -39,8 +39,8 @@ CONFIGS = {
            dict(block_n=128, wg_m=128, consumers=2, stages=4)],
     "bf16": [dict(block_n=256, wg_m=64, consumers=2, stages=3),
              dict(block_n=256, wg_m=64, consumers=2, stages=4)],
-    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
-           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256),
+    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True),
+           dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
            dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256, biased=True),
            dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, biased=True)],
 }

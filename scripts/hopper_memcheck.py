@@ -8,7 +8,13 @@ import numpy as np
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
 
 rng = np.random.default_rng(1)
-for op, kw in (("s8", {}), ("s4", dict(block_n=256, block_k_bytes=256, stages=2, biased=True)), ("bf16", {})):
+S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
+                                                                      scaled=True),
+      dict(block_n=64, consumers=2, stages=3, block_k_bytes=512, scaled=True),  # the decode-sized M default
+      dict(block_n=32, consumers=2, interleave_k=True, stages=5, block_k_bytes=512, swap_ab=True, scaled=True),
+      dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=3, scaled=True,
+           block_k_bytes=256))
+for op, kw in [("s8", {})] + [("s4", kw) for kw in S4] + [("bf16", {})]:
     cfg = HopperGemm(op, **kw)
     m, n, k = 70, 200, 512
     a, b = random_operands(cfg, m, n, k, rng)

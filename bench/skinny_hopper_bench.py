@@ -1,0 +1,298 @@
+"""Skinny int4 (M <= 256, N = K = 8192) on the H200 through the TMA + wgmma kernel, tuned side by side.
+
+The kernel (`HopperGemm("s4", ...)`) widens A in registers, pipelined against the tensor cores
+(two halves of each stage's A registers, `wgmma.wait_group 1`), and B into shared s8 tiles, by
+the consumers or by converter warps of the producer warpgroup.  This script sweeps orientation
+(`swap_ab`), consumers, converter buffers, ring depth and widening for each M, beside the
+mma.sync schedule that `Int4Gemm.for_shape` picked before and cuBLAS int8 (torch._int_mm).
+
+Per candidate: exact against torch._int_mm on the unpacked values (C poisoned first), then
+CUDA events around back-to-back launches of the prepared plan, cycling five weight sets
+(160 MB of packed weights, beyond the 60 MB L2; values in [-8, 7], never all zero).
+Candidates are assembled by ptxas in parallel threads before the GPU work starts.
+
+    python bench/skinny_hopper_bench.py --ms 32 128 --budget-s 240 [--json out.json]
+    python bench/skinny_hopper_bench.py --dry-run     # no GPU: assemble every candidate, print resources
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures as cf
+import itertools
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+from ptxforge.errors import ValidationError  # noqa: E402
+from ptxforge.int4 import pack_int4  # noqa: E402
+from ptxforge.schedules.hopper import HopperGemm  # noqa: E402
+from ptxforge.schedules.hopper.config import SKINNY_S4  # noqa: E402
+from ptxforge.schedules.hopper.run import assembled  # noqa: E402
+
+N = K = 8192
+POISON = -0x5A5A5A5A
+SETS = 5
+
+
+def candidates(m: int) -> list:
+    """HopperGemm configurations worth timing at M = m (N = K = 8192)."""
+    out = []
+
+    def add(**kw):
+        try:
+            g = HopperGemm("s4", **{"block_k_bytes": 256, **kw})
+            g.check_problem(m, N, K)
+        except ValidationError:
+            return
+        if g not in out:
+            out.append(g)
+
+    sc = dict(scaled=True)
+    if m <= 64:
+        bn = 32 if m <= 32 else 64
+        for st, rk, l2 in ((4, True, 256), (5, True, 256), (4, False, 128)):
+            add(block_n=bn, consumers=2, interleave_k=True, stages=st, block_k_bytes=512, swap_ab=True,
+                rotate_k=rk, l2_promotion=l2, **sc)
+    else:
+        add(**SKINNY_S4)  # what for_shape picks
+        for extra in (dict(rotate_k=True), dict(l2_promotion=256), dict(rotate_k=True, l2_promotion=256),
+                      dict(block_k_bytes=256, stages=6), dict(block_k_bytes=256, stages=6, l2_promotion=256)):
+            add(**{**SKINNY_S4, **extra})
+        add(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, **sc)
+    return out
+
+
+def stream_probe(rows: int, row_bytes: int, stages: int, rotate: bool = False, rows_inner: bool = False,
+                 blocked: bool = False):
+    """A kernel that only streams: CTA c loads rows [c rows, (c + 1) rows) of the packed weights through
+    the same TMA boxes as the GEMM's B tile (128 bytes x `rows`, 128-byte swizzle), `row_bytes` of
+    each row per stage, a `stages`-deep mbarrier ring, one thread; no consumer.  Its time is what the
+    access pattern alone allows.  rotate: CTA c starts at stage c mod nstages (and wraps), so CTAs
+    streaming at the same moment read different columns.  rows_inner: one 3-D box (128 bytes,
+    row_bytes / 128 atoms, rows) per stage over the weights viewed as [rows][K / 256 atoms][128 bytes],
+    so each row's row_bytes are read in one contiguous run.  blocked: the weights as if stored in
+    blocks of `rows` x 128 bytes (each box one contiguous run of rows x 128 bytes, a CTA's blocks
+    one after another), the layout a pre-blocked weight buffer gives.  Launch: grid N / rows, 32 threads, shared stages x rows x row_bytes + 8 stages."""
+    from ptxforge.builder import KernelBuilder
+    from ptxforge.isa import types as T
+    from ptxforge.isa.operands import Addr
+    k = KernelBuilder("stream_probe", target="sm_90a", reqntid=32)
+    tmap = k.param_tensormap("w")
+    nst = k.param_value("nstages", T.u32)  # stages of the row: K / 2 / row_bytes
+    stage_bytes = rows * row_bytes
+    smem = k.dynamic_shared("smem", align=1024)
+    base = k.and_(k.add(k.shared_base(smem), 1023, type=T.u32), 0xFFFFFC00, type=T.b32)
+    bars = k.add(base, stages * stage_bytes, type=T.u32)
+    row = k.mul(k.ctaid(), rows, type=T.u32)
+    with k.if_(k.setp("eq", k.tid(), 0, type=T.u32)):
+        for st in range(stages):
+            k.mbarrier_init(Addr(bars, 8 * st), 1)
+        k.fence("fence.mbarrier_init.release.cluster")
+
+        def issue(i, st):
+            bar = Addr(k.mad(st, 8, bars, type=T.u32)) if not isinstance(st, int) else Addr(bars, 8 * st)
+            k.mbarrier_arrive(bar, expect_tx=stage_bytes)
+            dst = k.mad(st, stage_bytes, base, type=T.u32) if not isinstance(st, int) else k.add(
+                base, st * stage_bytes, type=T.u32)
+            if rotate:
+                i = k.rem(k.add(i, k.ctaid(), type=T.u32), nst, type=T.u32)
+            x0 = k.mul(i, row_bytes, type=T.u32) if not isinstance(i, int) else i * row_bytes
+            if rows_inner:
+                a0 = k.shr(x0, 7, type=T.u32) if not isinstance(x0, int) else x0 // 128
+                k.tensor_load(Addr(dst, 0), tmap, (0, a0, row), bar)
+                return
+            if blocked:  # box b of this stage: line (row block x 32 atoms + atom) x rows
+                a0 = k.shr(x0, 7, type=T.u32) if not isinstance(x0, int) else x0 // 128
+                for b in range(row_bytes // 128):
+                    line = k.mul(k.add(k.mad(k.ctaid(), K // 256, a0, type=T.u32), b, type=T.u32), rows,
+                                 type=T.u32)
+                    k.tensor_load(Addr(dst, b * rows * 128), tmap, (0, line), bar)
+                return
+            for b in range(row_bytes // 128):
+                x = k.add(x0, 128 * b, type=T.u32) if not isinstance(x0, int) else x0 + 128 * b
+                k.tensor_load(Addr(dst, b * rows * 128), tmap, (x, row), bar)
+        for st in range(stages):
+            issue(st, st)
+        with k.for_range(0, nst) as i:
+            st = k.rem(i, stages, type=T.u32)
+            k.mbarrier_wait(Addr(k.mad(st, 8, bars, type=T.u32)), k.and_(k.div(i, stages, type=T.u32), 1,
+                                                                            type=T.b32))
+            nxt = k.add(i, stages, type=T.u32)
+            with k.if_(k.setp("lt", nxt, nst, type=T.u32)):
+                issue(nxt, st)
+    return k.module(), 1024 + stages * stage_bytes + 8 * stages
+
+
+PROBES = [  # (rows, row bytes per stage, stages, rotate, rows_inner / "blocked", L2 promotion)
+    (64, 128, 8, False, False, 128), (64, 128, 8, False, False, 256), (64, 512, 4, False, True, 256),
+    (64, 128, 8, False, "blocked", 256), (64, 256, 6, False, "blocked", 256), (64, 512, 4, False, "blocked", 256),
+    (64, 512, 4, False, "blocked", 128)]
+
+
+def run_probes(torch, w4, probes=PROBES):
+    """Microseconds of the streaming probe over the five weight sets in turn, per configuration."""
+    from ptxforge.runtime import load
+    from ptxforge.runtime.tensormap import TensorMap
+    out = []
+    for rows, rb, st, rot, inner, l2 in probes:
+        if st * rows * rb > 200 * 1024:
+            continue
+        mod, smem = stream_probe(rows, rb, st, rot, inner is True, inner == "blocked")
+        fn = load(mod)["stream_probe"]
+        if inner == "blocked":
+            maps = [TensorMap("u8", w.data_ptr(), (128, N * K // 256), (128, rows), (128,), swizzle=128,
+                              l2_promotion=l2).encode() for w in w4]
+        elif inner:
+            maps = [TensorMap("u8", w.data_ptr(), (128, K // 256, N), (128, rb // 128, rows), (128, K // 2),
+                              swizzle=128, l2_promotion=l2).encode() for w in w4]
+        else:
+            maps = [TensorMap("u8", w.data_ptr(), (K // 2, N), (128, rows), (K // 2,), swizzle=128,
+                              l2_promotion=l2).encode() for w in w4]
+        cyc = itertools.cycle(maps)
+        us = ev_time(torch, lambda: fn(N // rows, 32, next(cyc), K // 2 // rb, shared=smem))
+        out.append(dict(M=0, what=f"stream probe rows {rows} x {rb} B/stage, {st} stages" + (", rotated" if rot else "")
+                        + (", blocked weights" if inner == "blocked" else ", 3-D rows-inner box" if inner else "")
+                        + f", L2 promotion {l2}",
+                        us=us,
+                        tbps=N * K / 2 / us / 1e6))
+        print(out[-1], flush=True)
+    return out
+
+
+def ev_time(torch, fn, calls=40, repeat=7):
+    """Median microseconds per call of `fn` over `repeat` x `calls` back-to-back calls (CUDA events)."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    out = []
+    for _ in range(repeat):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        for _ in range(calls):
+            fn()
+        e.record()
+        e.synchronize()
+        out.append(s.elapsed_time(e) * 1e3 / calls)
+    return statistics.median(out)
+
+
+def finishes(torch, seconds: float) -> bool:
+    """Whether the work queued so far completes within `seconds` (polls an event)."""
+    e = torch.cuda.Event()
+    e.record()
+    end = time.time() + seconds
+    while not e.query():
+        if time.time() > end:
+            return False
+        time.sleep(0.001)
+    return True
+
+
+def describe(g: HopperGemm) -> str:
+    return (("swap " if g.swap_ab else "") + f"{g.block_m}x{g.block_n}x{g.block_k} c{g.consumers} s{g.stages} {g.widen}"
+            + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
+            + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else ""))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ms", type=int, nargs="+", default=[32, 128])
+    ap.add_argument("--budget-s", type=float, default=240)
+    ap.add_argument("--json", default=None)
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--probe", action="store_true", help="time the streaming probe first")
+    ap.add_argument("--probe-only", action="store_true", help="time the streaming probe and stop")
+    args = ap.parse_args()
+    cands = {m: candidates(m) for m in args.ms}
+    every = [g for m in args.ms for g in cands[m]]
+    t0 = time.time()
+    with cf.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as ex:
+        results = list(ex.map(assembled, every))
+    print(f"assembled {len(every)} candidates in {time.time() - t0:.1f} s", flush=True)
+    for g, r in zip(every, results):
+        if r is not None and (r.resources().spills or "C7513" in r.log):
+            print("  WARN", g.kernel_name, "spills" if r.resources().spills else "C7513", flush=True)
+    if args.dry_run:
+        for m in args.ms:
+            for g in cands[m]:
+                print(m, describe(g), g.smem_bytes)
+        return
+
+    import torch
+    from ptxforge.schedules.gemm import Int4Gemm
+    deadline = time.time() + args.budget_s
+    rng = np.random.default_rng(7)
+    w8 = [torch.from_numpy(rng.integers(-8, 8, (N, K), dtype=np.int8)).cuda() for _ in range(SETS)]
+    w4 = [torch.from_numpy(pack_int4(w.cpu().numpy())).cuda() for w in w8]
+    rows = run_probes(torch, w4) if args.probe or args.probe_only else []
+    for m in [] if args.probe_only else args.ms:
+        x8 = torch.from_numpy(rng.integers(-8, 8, (m, K), dtype=np.int8)).cuda()
+        x4 = torch.from_numpy(pack_int4(x8.cpu().numpy())).cuda()
+        want = torch._int_mm(x8, w8[0].t()) if m >= 17 else (x8.long() @ w8[0].long().t()).int()
+        c = torch.empty((m, N), dtype=torch.int32, device="cuda")
+        ops = 2.0 * m * N * K
+        cyc8 = itertools.cycle(w8)
+        if m >= 17:
+            t = ev_time(torch, lambda: torch._int_mm(x8, next(cyc8).t()))
+            rows.append(dict(M=m, what="cuBLAS int8 (torch._int_mm)", us=t))
+        cub = rows[-1]["us"] if rows and rows[-1]["M"] == m else None
+        base = Int4Gemm.for_shape(m, N, K, "sm_90", hopper=False)
+        plan = base.plan(m, N, K)
+        cyc = itertools.cycle(w4)
+        cp, xp = c.data_ptr(), x4.data_ptr()
+        c.fill_(POISON)
+        plan(x4, w4[0], c)
+        torch.cuda.synchronize()
+        ok = bool(torch.equal(c, want))
+        t = ev_time(torch, lambda: plan.launch_pointers(xp, next(cyc).data_ptr(), cp))
+        rows.append(dict(M=m, what=f"mma.sync Int4Gemm.for_shape ({base.block_m}x{base.block_n})", us=t, ok=ok))
+        print(rows[-1], flush=True)
+        for g in cands[m]:
+            if time.time() > deadline:
+                print("budget spent", flush=True)
+                break
+            try:
+                hp = g.plan(m, N, K)
+            except Exception as e:  # noqa: BLE001 -- report and go on with the sweep
+                print("plan fails", g.kernel_name, e, flush=True)
+                continue
+            c.fill_(POISON)
+            hp(x4, w4[0], c)
+            if not finishes(torch, 5.0):
+                print("HANG", g.kernel_name, flush=True)
+                os._exit(3)  # a hung kernel holds the GPU: stop rather than spend the run
+            ok = bool(torch.equal(c, want))
+            t = ev_time(torch, lambda: hp.launch_pointers(xp, next(cyc).data_ptr(), cp))
+            rows.append(dict(M=m, what=describe(g), us=t, ok=ok, splits=hp.splits, grid=hp.grid[0],
+                             name=g.kernel_name))
+            print(rows[-1], flush=True)
+        for r in rows:
+            if r["M"] == m:
+                r["tops"] = ops / r["us"] / 1e6
+                if cub:
+                    r["x_cublas"] = cub / r["us"]
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    for r in rows:
+        if r["M"] == 0:
+            print(f"| probe | {r['what']} | {r['us']:.2f} us | {r['tbps']:.2f} TB/s |")
+    print("\n| M | implementation | us | TOPS | x cuBLAS int8 | exact |")
+    print("|---|---|---|---|---|---|")
+    for m in args.ms:
+        mine = sorted((r for r in rows if r["M"] == m), key=lambda r: r["us"])
+        for r in mine[:10] + [r for r in mine[10:] if "cuBLAS" in r["what"] or "mma.sync" in r["what"]]:
+            print(f"| {m} | {r['what']} | {r['us']:.2f} | {r.get('tops', 0):.0f} | {r.get('x_cublas', 0):.2f} | "
+                  f"{r.get('ok', '')} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,146 @@
+"""The register-sourced s4 Hopper GEMM as skinny problems run it: A widened in registers and pipelined
+against the tensor cores, the scaled widening (16 v, C = acc >> 8), converter warps with deeper
+buffer rings, and `interleave_k` (two consumer warpgroups on alternate k-stages whose sums meet
+in shared memory).  On the interpreter, exact against numpy and free of race, proxy, accumulator
+and barrier findings, at ragged shapes and with persistent loops over units of odd stage counts;
+assembled for sm_90a without spills and with the wgmmas kept asynchronous."""
+
+import re
+
+import numpy as np
+import pytest
+
+from ptxforge.errors import ValidationError
+from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
+from ptxforge.schedules.hopper.config import SKINNY_S4
+from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
+from support.hopper_gemm import run_on_interpreter
+
+SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several units of 5 or 3 stages
+    (dict(block_n=64, consumers=1, scaled=True, converter=True, convert_buffers=3), (40, 130, 1280, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True), (120, 70, 768, 1, None)),
+    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True), (50, 130, 1280, 1, 1)),
+    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True), (17, 136, 256, 1, None)),
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True), (20, 150, 768, 1, 1)),
+    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True, converter=True, convert_buffers=3),
+     (64, 100, 1280, 2, 1)),
+    (dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, biased=True), (100, 70, 1024, 1, 1)),
+    (dict(block_n=32, consumers=1, swap_ab=True, converter=True), (24, 90, 512, 1, None)),
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, block_k_bytes=512),
+     (20, 130, 2560, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2), (100, 70, 1536, 1, None)),
+    (dict(block_n=64, consumers=1, converter=True, biased=True, block_k_bytes=512, stages=2), (64, 64, 1024, 1, 1)),
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, rotate_k=True), (20, 200, 1280, 2, 2)),
+    (dict(block_n=64, consumers=2, scaled=True, rotate_k=True), (120, 200, 1536, 1, 2)),
+]
+
+
+def _id(v):
+    kw, shape = v
+    return "-".join(f"{k}{'' if val is True else val}" for k, val in kw.items()) + "_" + "x".join(map(str, shape[:3]))
+
+
+@pytest.mark.parametrize("variant", SKINNY, ids=_id)
+def test_pipelined_s4_kernel_is_exact_and_clean_on_the_interpreter(variant):
+    kw, (m, n, k, splits, clusters) = variant
+    cfg = HopperGemm("s4", **{"block_k_bytes": 256, "stages": 3, **kw})
+    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n + k)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
+
+
+def test_scaled_widening_is_sixteen_times_the_value_with_no_carry():
+    """Every byte of every packed word: (w << 4) & 0xF0.. and w & 0xF0.. are 16 v as signed bytes."""
+    words = np.arange(1 << 16, dtype=np.uint32) * 0x10001  # every 16-bit pattern, repeated in both halves
+    lo = ((words << 4) & 0xF0F0F0F0).view(np.int8).reshape(-1, 4)
+    hi = (words & 0xF0F0F0F0).view(np.int8).reshape(-1, 4)
+    vals = widen_numpy(words.view(np.uint8).reshape(-1, 4)).reshape(-1, 8)  # v0..v7, even k in the low nibble
+    assert np.array_equal(lo.astype(np.int16), 16 * vals[:, 0::2].astype(np.int16))
+    assert np.array_equal(hi.astype(np.int16), 16 * vals[:, 1::2].astype(np.int16))
+    assert widen_word_scaled.__doc__ and SCALED_K_LIMIT * 64 * 256 == 2 ** 31  # the bound the docstring states
+
+
+def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
+    g = HopperGemm("s4", block_k_bytes=256, block_n=64, stages=2, scaled=True)
+    g.check_problem(32, 64, SCALED_K_LIMIT - 32)
+    with pytest.raises(ValidationError, match="K < 131072"):
+        g.check_problem(32, 64, SCALED_K_LIMIT)
+    for kw, msg in [(dict(operand="s8", scaled=True), "operand='s4'"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, stages=2, scaled=True, biased=True), "choose one"),
+                    (dict(operand="s4", block_k_bytes=256, convert_buffers=3), "converter=True"),
+                    (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "2..4"),
+                    (dict(operand="s8", interleave_k=True), "consumers=2"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True),
+                     "convert_buffers >= 3"),
+                    (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
+                    (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),
+                     "through registers")]:
+        with pytest.raises(ValidationError, match=msg):
+            HopperGemm(**kw)
+    il = HopperGemm("s4", block_k_bytes=256, block_n=64, interleave_k=True, scaled=True)
+    assert il.block_m == 64 and il.reduce_bytes == 128 * 32 * 4 and "_ik" in il.kernel_name
+
+
+@pytest.mark.parametrize("kw", [dict(block_n=64, consumers=2, interleave_k=True, scaled=True, stages=8),
+                                dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, stages=8),
+                                dict(block_n=64, consumers=2, scaled=True, stages=6),
+                                dict(block_n=256, consumers=2, scaled=True, stages=2)],
+                         ids=["il-64", "il-swap-32", "2c-64", "2c-256"])
+def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(kw):
+    """ptxas keeps one group in flight while the other half of A is widened: no C7513 serialization, and
+    the SASS waits with `WARPGROUP.DEPBAR.LE gsb0, 0x1` inside the k-loop (only the unit's end waits for 0)."""
+    r = HopperGemm("s4", block_k_bytes=256, **kw).assemble()
+    assert r.resources().spills == 0, r.log
+    assert "C7513" not in r.log and "C7508" not in r.log, r.log
+    sass = r.sass()
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
+    assert waits.count("0x1") >= 3 and waits.count("0x0") <= 2, waits
+    assert "IGMMA" in sass
+
+
+GPU = [  # what for_shape picks, and the variants the skinny sweep measured (bench/skinny_hopper_bench.py)
+    dict(SKINNY_S4), dict(DEFAULTS["s4"]),
+    dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
+         l2_promotion=256, scaled=True),
+    dict(block_n=32, consumers=2, interleave_k=True, stages=5, block_k_bytes=512, swap_ab=True, scaled=True),
+    dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
+    dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,
+         convert_buffers=3, scaled=True),
+]
+
+
+def _gpu_id(kw):
+    return "-".join(f"{k}{'' if v is True else v}" for k, v in kw.items() if k not in ("scaled",))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", GPU, ids=_gpu_id)
+def test_gpu_pipelined_s4_matches_numpy_on_ragged_shapes(kw):
+    """Fresh random operands per shape, C poisoned (0xFF bytes) before the launch, exact equality."""
+    cfg = HopperGemm("s4", **kw)
+    rng = np.random.default_rng(len(GPU) + hash(cfg.kernel_name) % 1000)
+    for m, n, k in [(32, 1000, 2560), (100, 8192 - 64, 4096 + 512), (7, 300, 768), (129, 200, 8192)]:
+        a, b = random_operands(cfg, m, n, k, rng)
+        got = run(cfg, a, b, k=k)
+        np.testing.assert_array_equal(got.astype(np.int64), reference(cfg, a, b), err_msg=f"{m}x{n}x{k}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kw", GPU[2:4], ids=_gpu_id)
+def test_gpu_interleaved_kernel_survives_many_launches_over_changing_weights(kw):
+    """Back-to-back launches of a prepared plan over three weight sets (a new tensor map each), the
+    last result exact: the sweep once saw a launch failure in this family of kernels."""
+    from ptxforge.runtime import DeviceBuffer, synchronize
+    cfg = HopperGemm("s4", **kw)
+    m, n, k = 32, 8192, 8192
+    rng = np.random.default_rng(11)
+    a, _ = random_operands(cfg, m, n, k, rng)
+    ws = [random_operands(cfg, 1, n, k, rng)[1] for _ in range(3)]
+    da = DeviceBuffer.from_host(a)
+    dws = [DeviceBuffer.from_host(w) for w in ws]
+    dc = DeviceBuffer.empty((m, n), np.int32)
+    plan = cfg.plan(m, n, k)
+    for i in range(90):
+        plan(da, dws[i % 3], dc)
+    synchronize()
+    np.testing.assert_array_equal(dc.to_host().astype(np.int64), reference(cfg, a, ws[89 % 3]))

@@ -61,6 +61,12 @@ def candidates(m: int) -> list:
         for st, rk, l2 in ((4, True, 256), (5, True, 256), (4, False, 128)):
             add(block_n=bn, consumers=2, interleave_k=True, stages=st, block_k_bytes=512, swap_ab=True,
                 rotate_k=rk, l2_promotion=l2, **sc)
+    elif m > 128:
+        add(**SKINNY_S4)
+        add(**{**SKINNY_S4, "rotate_k": True})
+        add(block_n=128, consumers=2, stages=4, **sc)
+        add(block_n=128, consumers=2, stages=2, block_k_bytes=512, **sc)
+        add(block_n=256, consumers=2, stages=2, **sc)  # the large-problem default (K split to fill the SMs)
     else:
         add(**SKINNY_S4)  # what for_shape picks
         for extra in (dict(rotate_k=True), dict(l2_promotion=256), dict(rotate_k=True, l2_promotion=256),

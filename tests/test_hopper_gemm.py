@@ -287,9 +287,10 @@ def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     decode = Int4Gemm.for_shape(128, 8192, 8192, "sm_90a")  # 128 x 64 tiles fill the SMs without split-K
     assert isinstance(decode, HopperGemm) and (decode.block_m, decode.block_n) == (128, 64)
     assert "decode" in hopper_reason(128, 8192, 8192, "s4")[1]
-    for m in (32, 200):  # skinny bands where mma.sync measured level or faster
-        assert not isinstance(Int4Gemm.for_shape(m, 8192, 8192, "sm_90a"), HopperGemm)
-        assert "mma.sync" in hopper_reason(m, 8192, 8192, "s4")[1]
+    mid = Int4Gemm.for_shape(200, 8192, 8192, "sm_90a")
+    assert isinstance(mid, HopperGemm) and (mid.block_m, mid.block_n) == (128, 128)
+    assert not isinstance(Int4Gemm.for_shape(32, 8192, 8192, "sm_90a"), HopperGemm)  # bytes-bound: level, mma.sync
+    assert "mma.sync" in hopper_reason(32, 8192, 8192, "s4")[1]
     assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
     assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
     assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)

@@ -12,7 +12,7 @@ import pytest
 
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
 from support.hopper_gemm import run_on_interpreter
 
@@ -99,7 +99,7 @@ def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(k
 
 
 GPU = [  # what for_shape picks, and the variants the skinny sweep measured (bench/skinny_hopper_bench.py)
-    dict(SKINNY_S4), dict(DEFAULTS["s4"]),
+    dict(SKINNY_S4), dict(SKINNY_S4_256), dict(DEFAULTS["s4"]),
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
     dict(block_n=32, consumers=2, interleave_k=True, stages=5, block_k_bytes=512, swap_ab=True, scaled=True),
@@ -126,7 +126,7 @@ def test_gpu_pipelined_s4_matches_numpy_on_ragged_shapes(kw):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kw", GPU[2:4], ids=_gpu_id)
+@pytest.mark.parametrize("kw", GPU[3:5], ids=_gpu_id)
 def test_gpu_interleaved_kernel_survives_many_launches_over_changing_weights(kw):
     """Back-to-back launches of a prepared plan over three weight sets (a new tensor map each), the
     last result exact: the sweep once saw a launch failure in this family of kernels."""
@@ -144,3 +144,17 @@ def test_gpu_interleaved_kernel_survives_many_launches_over_changing_weights(kw)
         plan(da, dws[i % 3], dc)
     synchronize()
     np.testing.assert_array_equal(dc.to_host().astype(np.int64), reference(cfg, a, ws[89 % 3]))
+
+
+@pytest.mark.parametrize("kw, shape", [(dict(wg_m=128, consumers=1), (100, 77, 128)),
+                                       (dict(consumers=2), (130, 99, 256)),
+                                       (dict(consumers=2), (70, 64, 128))],
+                         ids=["two-m64-odd-n", "two-consumers-odd-n", "even-n"])
+def test_register_epilogue_masks_rows_and_columns_for_odd_and_even_n(kw, shape):
+    """The register epilogue: pair stores for even N, single values for odd N, rows past M skipped,
+    over a persistent loop (one CTA) so every tile passes through it; C poisoned, exact."""
+    cfg = HopperGemm("s8", block_n=64, stages=2, **kw)
+    m, n, k = shape
+    got, want, r = run_on_interpreter(cfg, m, n, k, clusters=1, seed=m * n)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)

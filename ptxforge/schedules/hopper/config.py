@@ -65,6 +65,9 @@ DEFAULTS = {
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization
 SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True)
 
+#: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192)
+SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True)
+
 
 @dataclass(frozen=True)
 class HopperGemm:

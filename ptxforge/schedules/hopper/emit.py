@@ -19,6 +19,7 @@ from ...hopper.pipeline import ClusterRing, MbarrierRing, RingState, WarpSpecial
 from ...isa import types as T
 from ...isa.operands import Addr
 
+from ..gemm import emit as GE
 from .convert import AFragments, emit_s4_widen
 
 _PTXFORGE_INTERNAL = True
@@ -617,9 +618,7 @@ def _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias=None, 
     row_t = k.mul(tm, cfg.block_m, type=T.u32)
     col_t = k.mul(tn, cfg.block_n, type=T.u32)
     if cfg.scaled:  # both operands held 16 v: the sums are 256 C, exactly
-        for acc in accs:
-            for r in acc:
-                k.shr(r, 8, type=T.s32, dst=r)
+        GE.shr_s32_in_place(k, [r for acc in accs for r in acc], 8)
     if bias is not None:
         row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
         with k.if_(first_split):
@@ -717,39 +716,42 @@ def _stage_c16(k, cfg, buf0, w, g, t):
 
 
 def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
-    """Accumulators -> C: unmasked 8-byte stores for interior tiles, per-element masks at the edges."""
-    c_t = T.lookup(cfg.c_type)
-    full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
+    """Accumulators -> C: a branch per row past M, a predicate per column group past N (computed once);
+    8-byte pair stores when N is even (rows start 8-byte aligned), single values when it is odd."""
     row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
     col0 = k.mad(t, 2, col_t, type=T.u32)
     if cfg.swap_ab:
+        full_m = k.setp("le", k.add(row_t, cfg.block_m, type=T.u32), m, type=T.u32)
         _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t)
         return
-    # 8-byte vector stores need an even row pitch: odd N takes the masked path everywhere
-    n_even = k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)
-    full_mn = k.setp("le", k.add(col_t, cfg.block_n, type=T.u32), n, type=T.u32, combine=("and", full_m))
-    full = k.and_(full_mn, n_even, type=T.pred)
-    n8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
-    for mi, acc in enumerate(accs):
-        r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
-        lin = k.mad(r0, n, col0, type=T.u32)
-        p0 = k.mad(lin, 4, c_ptr, type=T.u32, mode="wide")
-        p1 = k.add(p0, n8, type=T.u64)
-        nj = cfg.block_n // 8
-        with k.if_(full):
-            for j in range(nj):
-                k.st(Addr(p0, 32 * j), [acc[4 * j], acc[4 * j + 1]], type=c_t, vec=2)
-                k.st(Addr(p1, 32 * j), [acc[4 * j + 2], acc[4 * j + 3]], type=c_t, vec=2)
-        with k.else_():
-            ok0 = k.setp("lt", r0, m, type=T.u32)
-            ok1 = k.setp("lt", k.add(r0, 8, type=T.u32), m, type=T.u32)
-            for j in range(nj):
-                cj = k.add(col0, 8 * j, type=T.u32)
-                cj1 = k.add(cj, 1, type=T.u32)
-                for q, (col, rowok, p, off) in enumerate(((cj, ok0, p0, 0), (cj1, ok0, p0, 4),
-                                                          (cj, ok1, p1, 0), (cj1, ok1, p1, 4))):
-                    pq = k.setp("lt", col, n, type=T.u32, combine=("and", rowok))
-                    k.st(Addr(p, 32 * j + off), acc[4 * j + q], type=c_t, pred=pq)
+    rowrem = k.sub(m, row0, type=T.s32)
+    colrem = k.sub(n, col0, type=T.s32)
+    nj = cfg.block_n // 8
+    base = k.mad(k.mad(row0, n, col0, type=T.u32), 4, c_ptr, type=T.u32, mode="wide")
+    down8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
+    col_ok = [k.setp("gt", colrem, 8 * j, type=T.s32) for j in range(nj)]
+
+    def rows(store):
+        ptr = base
+        for mi, acc in enumerate(accs):
+            for h in range(2):
+                if h:  # rows + 8
+                    ptr = k.add(ptr, down8, type=T.u64)
+                elif mi:  # the next m64 block: 56 rows on from the previous block's rows + 8
+                    ptr = k.add(ptr, k.mul(down8, 7, type=T.u64), type=T.u64)
+                with k.if_(k.setp("gt", rowrem, 64 * mi + 8 * h, type=T.s32)):
+                    for j in range(nj):
+                        store(ptr, j, [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]])
+
+    with k.if_(k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)):
+        rows(lambda ptr, j, pair: GE.st_global_b32(k, ptr, 32 * j, pair, col_ok[j]))
+    with k.else_():
+        col_ok1 = [k.setp("gt", colrem, 8 * j + 1, type=T.s32) for j in range(nj)]
+
+        def single(ptr, j, pair):
+            GE.st_global_b32(k, ptr, 32 * j, pair[:1], col_ok[j])
+            GE.st_global_b32(k, ptr, 32 * j + 4, pair[1:], col_ok1[j])
+        rows(single)
 
 
 def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):

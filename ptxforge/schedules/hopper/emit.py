@@ -400,6 +400,11 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     the unit's stages c, c + 2, ... (ring slots from the CTA's global stage count), widens its own
     B into its own buffers under its own named barrier, and the second adds its accumulators into
     the first's through shared memory before the first stores C.
+
+    The last stage is peeled rather than the loop rotated (preparing at the top of the loop) because
+    ptxas keeps the groups asynchronous only while at most one of them crosses the loop's back edge:
+    a loop that ended with two groups in flight was serialized without a warning (every
+    `WARPGROUP.DEPBAR.LE gsb0` became 0x0; tests/test_hopper_skinny.py checks the SASS).
     """
     ta, tb = cfg.tiles
     pa, pb = cfg.packed_tiles

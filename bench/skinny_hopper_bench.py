@@ -1,10 +1,12 @@
 """Skinny int4 (M <= 256, N = K = 8192) on the H200 through the TMA + wgmma kernel, tuned side by side.
 
 The kernel (`HopperGemm("s4", ...)`) widens A in registers, pipelined against the tensor cores
-(two halves of each stage's A registers, `wgmma.wait_group 1`), and B into shared s8 tiles, by
+(groups of 4 k-steps in two register sets by turns, `wgmma.wait_group 1`), and B into shared s8 tiles, by
 the consumers or by converter warps of the producer warpgroup.  This script sweeps orientation
 (`swap_ab`), consumers, converter buffers, ring depth and widening for each M, beside the
-mma.sync schedule that `Int4Gemm.for_shape` picked before and cuBLAS int8 (torch._int_mm).
+mma.sync schedule (`Int4Gemm.for_shape(..., hopper=False)`) and cuBLAS int8 (torch._int_mm).
+`--probe` first times a kernel that only streams the weights through the same TMA boxes (what
+the access pattern alone allows).
 
 Per candidate: exact against torch._int_mm on the unpacked values (C poisoned first), then
 CUDA events around back-to-back launches of the prepared plan, cycling five weight sets
@@ -259,7 +261,8 @@ def main():
         torch.cuda.synchronize()
         ok = bool(torch.equal(c, want))
         t = ev_time(torch, lambda: plan.launch_pointers(xp, next(cyc).data_ptr(), cp))
-        rows.append(dict(M=m, what=f"mma.sync Int4Gemm.for_shape ({base.block_m}x{base.block_n})", us=t, ok=ok))
+        rows.append(dict(M=m, what=f"mma.sync schedule (for_shape, hopper=False: {base.block_m}x{base.block_n})",
+                         us=t, ok=ok))
         print(rows[-1], flush=True)
         for g in cands[m]:
             if time.time() > deadline:

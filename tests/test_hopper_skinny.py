@@ -31,6 +31,7 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2), (100, 70, 1536, 1, None)),
     (dict(block_n=64, consumers=1, converter=True, biased=True, block_k_bytes=512, stages=2), (64, 64, 1024, 1, 1)),
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, rotate_k=True), (20, 200, 1280, 2, 2)),
+    (dict(block_n=256, consumers=2, scaled=True, stages=2), (130, 260, 512, 1, None)),  # the large-problem default
     (dict(block_n=64, consumers=2, scaled=True, rotate_k=True), (120, 200, 1536, 1, 2)),
 ]
 

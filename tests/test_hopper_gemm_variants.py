@@ -13,10 +13,8 @@ import pytest
 from hypothesis import given, settings
 
 import ptxforge as pf
-from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
-from ptxforge.schedules.hopper.emit import module_for
 from support.hopper_gemm import c_values, run_on_interpreter
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 
@@ -119,15 +117,9 @@ def test_swapped_operands_with_a_cluster_on_the_interpreter():
     activation tile is the multicast one.  The kernel's M and N are the problem's N and M."""
     cfg = HopperGemm("s4", block_n=32, consumers=1, stages=2, block_k_bytes=256, swap_ab=True, cluster_m=2)
     m, n, k = 20, 200, 512  # kernel: 200 x 20, tile rows 64: 4 tiles, 2 pairs, one cluster looping over both
-    a, b = random_operands(cfg, m, n, k, np.random.default_rng(5))
-    la, lb = cfg.load_tiles
-    box_a, box_b = cfg.load_boxes
-    c = np.full((m, n), -7, np.int32)
-    r = interp.run(module_for(cfg), grid=2, block=cfg.threads, shared=cfg.smem_bytes, check=False, races=False,
-                   args=[interp.host_tensor_map(b, box_a, dtype=la.dtype, swizzle=128),
-                         interp.host_tensor_map(a, box_b, dtype=lb.dtype, swizzle=128), c, n, m, k, 1])
+    got, want, r = run_on_interpreter(cfg, m, n, k, clusters=1, seed=5, races=False)
     assert r.ok, str(r)
-    np.testing.assert_array_equal(c.astype(np.int64), reference(cfg, a, b))
+    np.testing.assert_array_equal(got, want)
     with pytest.raises(ValidationError, match="swap_ab"):
         HopperGemm("s8", swap_ab=True, epilogue="tma")
 

@@ -5,25 +5,10 @@ numpy (ragged edges both ways), assembled without spills, and on the GPU through
 import numpy as np
 import pytest
 
-from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.emit import module_for
 from ptxforge.schedules.hopper.run import random_operands, reference
-
-
-def _run_swapped_on_the_interpreter(cfg, a, b, k):
-    """C [M, N] = A . B^T through the swap_ab kernel: its A map reads B, its B map reads A."""
-    m, n = a.shape[0], b.shape[0]
-    la, lb = cfg.load_tiles
-    ta = interp.host_tensor_map(b, la.tma_box, dtype=la.dtype, swizzle=128)
-    tb = interp.host_tensor_map(a, lb.tma_box, dtype=lb.dtype, swizzle=128)
-    c = np.full((m, n), -0x5A5A5A5A, np.int32)
-    tiles_m, tiles_n, _ = cfg.tile_counts(n, m, k)
-    r = interp.run(module_for(cfg), grid=min(tiles_m * tiles_n, 3), block=cfg.threads, shared=cfg.smem_bytes,
-                   args=[ta, tb, c, n, m, k, 1], check=False)
-    assert r.ok, str(r)
-    return c
+from support.hopper_gemm import run_on_interpreter
 
 
 @pytest.mark.parametrize("operand, kw, shape", [
@@ -35,9 +20,9 @@ def _run_swapped_on_the_interpreter(cfg, a, b, k):
 def test_swapped_kernel_matches_numpy_on_the_interpreter(operand, kw, shape):
     cfg = HopperGemm(operand, swap_ab=True, **kw)
     m, n, k = shape
-    a, b = random_operands(cfg, m, n, k, np.random.default_rng(3))
-    got = _run_swapped_on_the_interpreter(cfg, a, b, k)
-    np.testing.assert_array_equal(got.astype(np.int64), reference(cfg, a, b))
+    got, want, r = run_on_interpreter(cfg, m, n, k, clusters=min(cfg.cluster_tiles(n, m), 3), seed=3)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
 
 
 def test_swapped_kernels_assemble_without_spills():

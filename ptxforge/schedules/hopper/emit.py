@@ -552,27 +552,20 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             # split-K: the correction of the biased path is added once, by split 0
             _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)
         else:
-            _interleaved_unit(k, cfg, accs, pipeline, seek, gs, unit_base, count, cidx, red_base, ctid,
-                              lambda: _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias,
-                                                first_split=first_split))
-
-
-def _interleaved_unit(k, cfg, accs, pipeline, seek, gs, unit_base, count, cidx, red_base, ctid, epilogue):
-    """interleave_k: consumer c runs the unit's stages c, c + 2, ... (none when the unit has one stage
-    and c = 1: zero sums), then the sums meet in consumer 0, which stores C."""
-    k.add(unit_base, cidx, dst=gs)
-    seek()
-    mine = k.shr(k.sub(k.add(count, 1, type=T.u32), cidx, type=T.u32), 1, type=T.u32)
-    with k.if_(k.setp("ne", mine, 0, type=T.u32)):
-        pipeline(mine)
-    with k.else_():  # a one-stage unit leaves the second consumer nothing to add
-        for acc in accs:
-            for r in acc:
-                k.mov(0, type=T.s32, dst=r)
-    k.add(unit_base, count, dst=unit_base)
-    _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
-    with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
-        epilogue()
+            # consumer c runs the unit's stages c, c + 2, ...; the sums meet in consumer 0, which stores C
+            k.add(unit_base, cidx, dst=gs)
+            seek()
+            mine = k.shr(k.sub(k.add(count, 1, type=T.u32), cidx, type=T.u32), 1, type=T.u32)
+            with k.if_(k.setp("ne", mine, 0, type=T.u32)):
+                pipeline(mine)
+            with k.else_():  # a one-stage unit leaves the second consumer nothing to add
+                for acc in accs:
+                    for r in acc:
+                        k.mov(0, type=T.s32, dst=r)
+            k.add(unit_base, count, dst=unit_base)
+            _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
+            with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
+                _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias, first_split=first_split)
 
 
 def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):

@@ -89,6 +89,7 @@ def stream_probe(rows: int, row_bytes: int, stages: int, rotate: bool = False, r
     so each row's row_bytes are read in one contiguous run.  blocked: the weights as if stored in
     blocks of `rows` x 128 bytes (each box one contiguous run of rows x 128 bytes, a CTA's blocks
     one after another), the layout a pre-blocked weight buffer gives.  Launch: grid N / rows, 32 threads, shared stages x rows x row_bytes + 8 stages."""
+    from ptxforge import fold as F
     from ptxforge.builder import KernelBuilder
     from ptxforge.isa import types as T
     from ptxforge.isa.operands import Addr
@@ -106,27 +107,23 @@ def stream_probe(rows: int, row_bytes: int, stages: int, rotate: bool = False, r
         k.fence("fence.mbarrier_init.release.cluster")
 
         def issue(i, st):
-            bar = Addr(k.mad(st, 8, bars, type=T.u32)) if not isinstance(st, int) else Addr(bars, 8 * st)
+            """Stage i of the row into ring slot st (ints in the prologue, registers in the loop)."""
+            bar = Addr(F.mad(k, st, 8, bars))
             k.mbarrier_arrive(bar, expect_tx=stage_bytes)
-            dst = k.mad(st, stage_bytes, base, type=T.u32) if not isinstance(st, int) else k.add(
-                base, st * stage_bytes, type=T.u32)
+            dst = F.mad(k, st, stage_bytes, base)
             if rotate:
-                i = k.rem(k.add(i, k.ctaid(), type=T.u32), nst, type=T.u32)
-            x0 = k.mul(i, row_bytes, type=T.u32) if not isinstance(i, int) else i * row_bytes
+                i = k.rem(F.add(k, i, k.ctaid()), nst, type=T.u32)
+            x0 = F.mul(k, i, row_bytes)
             if rows_inner:
-                a0 = k.shr(x0, 7, type=T.u32) if not isinstance(x0, int) else x0 // 128
-                k.tensor_load(Addr(dst, 0), tmap, (0, a0, row), bar)
-                return
-            if blocked:  # box b of this stage: line (row block x 32 atoms + atom) x rows
-                a0 = k.shr(x0, 7, type=T.u32) if not isinstance(x0, int) else x0 // 128
-                for b in range(row_bytes // 128):
-                    line = k.mul(k.add(k.mad(k.ctaid(), K // 256, a0, type=T.u32), b, type=T.u32), rows,
-                                 type=T.u32)
-                    k.tensor_load(Addr(dst, b * rows * 128), tmap, (0, line), bar)
+                k.tensor_load(Addr(dst, 0), tmap, (0, F.div(k, x0, 128), row), bar)
                 return
             for b in range(row_bytes // 128):
-                x = k.add(x0, 128 * b, type=T.u32) if not isinstance(x0, int) else x0 + 128 * b
-                k.tensor_load(Addr(dst, b * rows * 128), tmap, (x, row), bar)
+                if blocked:  # box b of this stage: line (row block x 32 atoms + atom) x rows
+                    line = k.mul(F.add(k, k.mad(k.ctaid(), K // 256, F.div(k, x0, 128), type=T.u32), b), rows,
+                                 type=T.u32)
+                    k.tensor_load(Addr(dst, b * rows * 128), tmap, (0, line), bar)
+                else:
+                    k.tensor_load(Addr(dst, b * rows * 128), tmap, (F.add(k, x0, 128 * b), row), bar)
         for st in range(stages):
             issue(st, st)
         with k.for_range(0, nst) as i:

@@ -19,6 +19,7 @@ from .loader import JitWarning, LoadedModule, load
 from .memory import DeviceBuffer
 from .streams import Stream, query
 from .cluster import launch_cluster
+from .dependent import launch_dependent
 from .tensormap import Im2colTensorMap, TensorMap
 from .timing import EventTimer, Timing, benchmark
 
@@ -28,4 +29,5 @@ __all__ = [
     "LaunchLimits", "JitWarning", "cache_dir", "set_cache_dir", "set_disk_cache", "disk_cache_enabled",
     "clear_cache", "clear_memory_cache", "cache_stats", "CacheStats", "TensorMap", "Im2colTensorMap", "query",
     "gpu_available", "gpu_skip_reason", "native_target", "offline_summary", "launch_cluster",
+    "launch_dependent",
 ]

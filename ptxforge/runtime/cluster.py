@@ -51,7 +51,7 @@ def required_cluster(fn):
     return dims if all(x > 0 for x in dims) else None
 
 
-def _config(d, cfg, stream, cluster):
+def _config(d, cfg, stream, cluster, dependent=False):
     c = d.CUlaunchConfig()
     c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
     c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
@@ -61,7 +61,10 @@ def _config(d, cfg, stream, cluster):
     a.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
     c.attrs = [a]
-    c.numAttrs = 1
+    if dependent:  # also a programmatic dependent launch (runtime.dependent)
+        from .dependent import programmatic_attribute
+        c.attrs = [a, programmatic_attribute(d)]
+    c.numAttrs = len(c.attrs)
     return c
 
 
@@ -91,16 +94,18 @@ class ClusterLaunch:
                                     f"{c.gridDimZ}), cluster {self.cluster}")
 
 
-def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False):
+def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False,
+                          dependent: bool = False):
     """A `ClusterLaunch` of `fn` on `grid` x `block` in clusters of `cluster` CTAs on `stream`, with every
-    check of `launch_cluster` done now, for launchers that issue the same launch many times."""
+    check of `launch_cluster` done now, for launchers that issue the same launch many times.
+    dependent: also a programmatic dependent launch (see `ptxforge.runtime.dependent`)."""
     from .streams import stream_handle
     s = stream_handle(stream) if stream is not None else 0
-    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable)
+    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent)
     return ClusterLaunch(fn, config, cl)
 
 
-def _checked(fn, grid, block, cluster, shared, s, allow_non_portable):
+def _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent=False):
     """(CUlaunchConfig, cluster shape) after the checks the module docstring lists."""
     from . import driver as _drv
     d = api()
@@ -119,7 +124,7 @@ def _checked(fn, grid, block, cluster, shared, s, allow_non_portable):
                                    1), f"cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED) of '{fn.name}'")
     required = required_cluster(fn)
     cl = check_cluster_shape(cfg[0:3], cluster, kernel=fn.name, required=required, max_ctas=max_ctas)
-    config = _config(d, cfg, s, cl)
+    config = _config(d, cfg, s, cl, dependent)
     most = check(d.cuOccupancyMaxPotentialClusterSize(fn._func, config),
                  f"cuOccupancyMaxPotentialClusterSize of '{fn.name}'")
     n = cl[0] * cl[1] * cl[2]

@@ -35,7 +35,8 @@ sys.path.insert(0, os.path.dirname(HERE))
 from ptxforge.errors import ValidationError  # noqa: E402
 from ptxforge.int4 import pack_int4  # noqa: E402
 from ptxforge.schedules.hopper import HopperGemm  # noqa: E402
-from ptxforge.schedules.hopper.config import SKINNY_S4  # noqa: E402
+from ptxforge.schedules.hopper.config import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # noqa: E402
+                                              SKINNY_S4_256)
 from ptxforge.schedules.hopper.run import assembled  # noqa: E402
 from run_overhead_bench import events_us  # noqa: E402  (bench/ is this script's folder)
 
@@ -57,24 +58,25 @@ def candidates(m: int) -> list:
         if g not in out:
             out.append(g)
 
-    sc = dict(scaled=True)
-    if m <= 64:
-        bn = 32 if m <= 32 else 64
-        for st, rk, l2 in ((4, True, 256), (5, True, 256), (4, False, 128)):
-            add(block_n=bn, consumers=2, interleave_k=True, stages=st, block_k_bytes=512, swap_ab=True,
-                rotate_k=rk, l2_promotion=l2, **sc)
-    elif m > 128:
+    if m <= 32:
+        add(**SKINNY_S4_32)  # what for_shape picks
+        add(**{**SKINNY_S4_32, "rotate_k": True, "l2_promotion": 256})
+        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 6})
+        add(**{**SKINNY_S4_32, "pdl": False})
+    elif m <= 64:
+        add(**SKINNY_S4_64)
+        add(**{**SKINNY_S4_64, "stages": 4})
+        add(**{**SKINNY_S4_64, "pdl": False})
+    elif m <= 128:
         add(**SKINNY_S4)
+        add(**{**SKINNY_S4, "l2_promotion": 256})
         add(**{**SKINNY_S4, "rotate_k": True})
-        add(block_n=128, consumers=2, stages=4, **sc)
-        add(block_n=128, consumers=2, stages=2, block_k_bytes=512, **sc)
-        add(block_n=256, consumers=2, stages=2, **sc)  # the large-problem default (K split to fill the SMs)
+        add(**{**SKINNY_S4, "pdl": False})
     else:
-        add(**SKINNY_S4)  # what for_shape picks
-        for extra in (dict(rotate_k=True), dict(l2_promotion=256), dict(rotate_k=True, l2_promotion=256),
-                      dict(block_k_bytes=256, stages=6), dict(block_k_bytes=256, stages=6, l2_promotion=256)):
-            add(**{**SKINNY_S4, **extra})
-        add(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, **sc)
+        add(**SKINNY_S4_256)
+        add(**{**SKINNY_S4_256, "rotate_k": True})
+        add(**{**SKINNY_S4_256, "pdl": False})
+        add(**DEFAULTS["s4"])  # the large-problem default (K split to fill the SMs)
     return out
 
 
@@ -192,12 +194,13 @@ def finishes(torch, seconds: float) -> bool:
 def describe(g: HopperGemm) -> str:
     return (("swap " if g.swap_ab else "") + f"{g.block_m}x{g.block_n}x{g.block_k} c{g.consumers} s{g.stages} {g.widen}"
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
-            + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else ""))
+            + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
+            + (" pdl" if g.pdl else ""))
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--ms", type=int, nargs="+", default=[32, 128])
+    ap.add_argument("--ms", type=int, nargs="+", default=[32, 64, 128, 256])
     ap.add_argument("--budget-s", type=float, default=240)
     ap.add_argument("--json", default=None)
     ap.add_argument("--dry-run", action="store_true")

@@ -11,8 +11,9 @@ rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
                                                                       scaled=True),
       dict(block_n=64, consumers=2, stages=3, block_k_bytes=512, scaled=True),  # the decode-sized M default
-      dict(block_n=32, consumers=2, interleave_k=True, stages=5, block_k_bytes=512, swap_ab=True, scaled=True),
-      dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=3, scaled=True,
+      dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, scaled=True,
+           pdl=True),  # the M <= 32 default
+      dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
            block_k_bytes=256))
 for op, kw in [("s8", {})] + [("s4", kw) for kw in S4] + [("bf16", {})]:
     cfg = HopperGemm(op, **kw)

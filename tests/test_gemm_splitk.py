@@ -3,53 +3,19 @@ interpreter for small ragged problems and drawn split factors (the arrival count
 for the next launch), the launch plumbing, and what for_shape picks for skinny problems."""
 
 import dataclasses
-import warnings
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ptxforge.errors import ValidationError
-from ptxforge.int4 import pack_int4
 from ptxforge.isa.targets import Target
-from ptxforge.isa.tensor import EmulatedInstructionWarning
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.gemm.splitk import choose_splits
 from ptxforge.schedules.gemm.tuning import splitk_space  # noqa: F401
-from ptxforge.testing.interp_strategies import check_against_reference, poison, seeds
+from ptxforge.testing.interp_strategies import seeds
 from ptxforge.testing.splitk_strategies import splitk_schedules
-
-
-def _operands(s, m, n, k, rng):
-    if s.bits == 4:
-        signed = s.operand == "s4"
-        lo, hi = (-8, 8) if signed else (0, 16)
-        return (pack_int4(rng.integers(lo, hi, (m, k)), signed=signed),
-                pack_int4(rng.integers(lo, hi, (n, k)), signed=signed))
-    dt = np.int8 if s.operand == "s8" else np.uint8
-    info = np.iinfo(dt)
-    return (rng.integers(info.min, info.max + 1, (m, k)).astype(dt),
-            rng.integers(info.min, info.max + 1, (n, k)).astype(dt))
-
-
-def run_split(g, m, n, k, seed):
-    """Interpret schedule `g` (any splits) on an M x N x K problem; C and the counters are checked."""
-    s = g.for_problem(k, n)
-    rng = np.random.default_rng(seed)
-    a, b = _operands(s, m, n, k, rng)
-    c = poison(np.empty((m, n), np.int32))
-    args = [a, b, c, m, n, k]
-    expected = {2: s.reference(a, b, k)}
-    if s.splits > 1:
-        tiles = -(-m // s.block_m) * -(-n // s.block_n)
-        args += [poison(np.empty(s.splits * m * n, np.int32)), np.zeros(tiles, np.uint32)]
-        expected[7] = np.zeros(tiles, np.uint32)  # every tile's counter back at zero
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", EmulatedInstructionWarning)
-        module = s.module
-    check_against_reference(module, grid=s.grid(m, n), block=s.block, args=args, shared=s.shared_bytes,
-                            expected=expected)
+from support.gemm_interp import operands, run_split
 
 
 SKINNY = Int4Gemm(block_m=32, block_n=32, block_k=64, warps_m=1, warps_n=2, stages=3, raster_group=1, splits=3)
@@ -159,7 +125,7 @@ def test_run_passes_the_workspace_through_the_interpreter(monkeypatch):
     monkeypatch.setattr(R, "load_kernel", lambda s: FakeFn())
     monkeypatch.setattr(Int4Gemm, "splitk_workspace", lambda self, m, n, stream=0: (FakeBuf(), FakeBuf()))
     rng = np.random.default_rng(0)
-    a, b = _operands(SKINNY, 20, 40, 200, rng)
+    a, b = operands(SKINNY, 20, 40, 200, rng)
     SKINNY.run(a, b)
     assert seen == {"grid": (2, 1, 3), "nargs": 8}
 

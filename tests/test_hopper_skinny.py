@@ -12,7 +12,7 @@ import pytest
 
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_256
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
 from support.hopper_gemm import run_on_interpreter
 
@@ -22,7 +22,7 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=64, consumers=2, interleave_k=True, scaled=True), (50, 130, 1280, 1, 1)),
     (dict(block_n=64, consumers=2, interleave_k=True, scaled=True), (17, 136, 256, 1, None)),
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True), (20, 150, 768, 1, 1)),
-    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True, converter=True, convert_buffers=3),
+    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True, converter=True, convert_buffers=4),
      (64, 100, 1280, 2, 1)),
     (dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, biased=True), (100, 70, 1024, 1, 1)),
     (dict(block_n=32, consumers=1, swap_ab=True, converter=True), (24, 90, 512, 1, None)),
@@ -44,7 +44,8 @@ def _id(v):
 @pytest.mark.parametrize("variant", SKINNY, ids=_id)
 def test_pipelined_s4_kernel_is_exact_and_clean_on_the_interpreter(variant):
     kw, (m, n, k, splits, clusters) = variant
-    cfg = HopperGemm("s4", **{"block_k_bytes": 256, "stages": 3, **kw})
+    # interleave_k takes even rings (its two consumers alternate stages)
+    cfg = HopperGemm("s4", **{"block_k_bytes": 256, "stages": 4 if kw.get("interleave_k") else 3, **kw})
     got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n + k)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)
@@ -72,7 +73,11 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                     (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "2..4"),
                     (dict(operand="s8", interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True),
-                     "convert_buffers >= 3"),
+                     "convert_buffers=4"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True,
+                          convert_buffers=3), "convert_buffers=4"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, stages=3),
+                     "even number of stages"),
                     (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),
                      "through registers")]:
@@ -103,10 +108,10 @@ GPU = [  # what for_shape picks, and the variants the skinny sweep measured (ben
     dict(SKINNY_S4), dict(SKINNY_S4_256), dict(DEFAULTS["s4"]),
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
-    dict(block_n=32, consumers=2, interleave_k=True, stages=5, block_k_bytes=512, swap_ab=True, scaled=True),
+    dict(SKINNY_S4_32),
     dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
     dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,
-         convert_buffers=3, scaled=True),
+         convert_buffers=4, scaled=True),
 ]
 
 

@@ -59,7 +59,8 @@ class _FastReader:
             dev = x.get_device()
             if dev < 0:  # a host tensor of a type whose GPU tensors were seen before
                 return None
-            return x.data_ptr(), tuple(x.shape), dt, dev
+            shape = x.shape  # torch.Size is a tuple: it hashes and compares as one, without a copy
+            return x.data_ptr(), shape if isinstance(shape, tuple) else tuple(shape), dt, dev
         except Exception:
             return None
 

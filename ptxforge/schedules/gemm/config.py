@@ -28,6 +28,9 @@ from ...isa.tensor import S4_EMULATION_COST
 #: Largest K for which the scaled path is exact: |C| <= 64*K must stay below 2**23.
 SCALED_K_LIMIT = 131072
 
+#: The most bytes of each B row a pdl kernel asks L2 for before waiting on the previous kernel.
+PDL_PREFETCH_MAX = 1 << 20
+
 #: Bytes of one k-step of every path: ldmatrix reads 16 rows x 32 bytes for A (one m16n8k64 of
 #: 4-bit values, or one m16n8k32 of 8-bit values).
 KSTEP_BYTES = 32
@@ -206,6 +209,16 @@ def validate(s) -> None:
     if s.l2_prefetch not in (None, 64, 128, 256):
         raise ValidationError(f"l2_prefetch must be None, 64, 128 or 256 (the cp.async .L2::<n>B hint), "
                               f"got {s.l2_prefetch!r}")
+    if not isinstance(s.pdl, bool):
+        raise ValidationError(f"pdl must be True or False, got {s.pdl!r}")
+    if s.pdl and target.sm < 90:
+        raise ValidationError(f"pdl=True (programmatic dependent launch: griddepcontrol) needs sm_90 or newer; "
+                              f"the target is {target.name}")
+    p = s.pdl_prefetch
+    if not isinstance(p, int) or isinstance(p, bool) or p < 0 or p % 16 or p > PDL_PREFETCH_MAX:
+        raise ValidationError(f"pdl_prefetch must be a multiple of 16 bytes in 0..{PDL_PREFETCH_MAX}, got {p!r}")
+    if p and not s.pdl:
+        raise ValidationError("pdl_prefetch asks L2 for B before the wait on the previous kernel: it needs pdl=True")
     if s.max_registers is not None and not (isinstance(s.max_registers, int) and 16 <= s.max_registers <= 255):
         raise ValidationError(f"max_registers must be an int in 16..255 or None, got {s.max_registers!r}")
     lim = target.limits

@@ -22,6 +22,7 @@ from ...builder import KernelBuilder
 from ...isa import types as T
 from .accumulators import AccumulatorTile
 from .copy import OperandStaging
+from .dependent import prefetch_b_rows, wait_for_previous_kernel
 from .emit import MmaIssuer
 from .epilogue import GemmOutput, scale_back, store_c
 from .fragments import WarpFragments, compute_kstep
@@ -108,6 +109,9 @@ def build_kernel(s, epilogue=None):
     if s.splits > 1:
         with k.section(f"split-K: this CTA's k-tiles (ctaid.z of {s.splits} splits)"):
             local_tiles, k_window = splitk_range(k, s, row_bytes, stage.row_bytes)
+    if s.pdl_prefetch:
+        with k.section(f"before the wait on the previous kernel: L2 prefetch of {s.pdl_prefetch} B of each B row"):
+            prefetch_b_rows(k, s, b, n, tile_n0, row_bytes, tid, k_window)
     with k.section("global -> shared copy plan (hoisted)"):
         staging = OperandStaging.setup(k, s, stage, a=a, b=b, m=m, n=n, tile_m0=tile_m0, tile_n0=tile_n0,
                                        row_bytes=row_bytes, tid=tid, smem_base=sbase, elem=_ELEM[s.operand],
@@ -127,6 +131,9 @@ def build_kernel(s, epilogue=None):
     stage_bytes, n_stages = stage.stage_bytes, s.stages
     tile_k_bytes = stage.row_bytes
 
+    if s.pdl:
+        with k.section("programmatic dependent launch: wait for the kernel ahead, then let the next one start"):
+            wait_for_previous_kernel(k)
     with k.section(f"pipeline prologue: k-tiles 0..{n_stages - 2}"):
         for st in range(n_stages - 1):
             staging.copy_ktile(k, stage.stage_offset(st))

@@ -74,6 +74,10 @@ class GemmPlan:
         self.function = fn = load_kernel(v)
         self._cfg = fn._config(v.grid(m, n), v.block, v.shared_bytes)
         self._blob = _ArgBlob(fn.layout)
+        self._dependent = None
+        if v.pdl:  # launched so that it may start while the kernel ahead of it finishes
+            from ...runtime.dependent import DependentLaunch
+            self._dependent = DependentLaunch(fn, self._cfg, self.stream)
         self._workspace = v.splitk_workspace(m, n, self.stream)  # split-K: kept alive with the plan
         self._extra = tuple(x.ptr for x in self._workspace)
         self._dtypes: dict = {}  # dtype key -> True once checked (per operand slot)
@@ -87,7 +91,7 @@ class GemmPlan:
         """The address of operand `slot` after checking its shape, dtype, device and alignment class."""
         ptr, shp, dt, dev = got
         if shp != shape:
-            raise ValidationError(f"{slot} has shape {shp}; this plan is for {shape}")
+            raise ValidationError(f"{slot} has shape {tuple(shp)}; this plan is for {shape}")
         key = (slot, dt)
         if key not in self._dtypes:
             if not dtype_ok(dt):
@@ -116,8 +120,11 @@ class GemmPlan:
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call."""
-        self.function._launch(self._cfg, self.stream, self._blob, (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k)
-                                + self._extra)
+        values = (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra
+        if self._dependent is not None:
+            self._dependent.launch(self._blob, values)
+        else:
+            self.function._launch(self._cfg, self.stream, self._blob, values)
 
 
 def _read(x, slot: str):

@@ -54,8 +54,13 @@ class GemmSchedule:
     finish summing the partials (``schedules.gemm.splitk``; needs the `splitk_workspace`);
     splitk_sync: how the split CTAs hand over their partials, "all" (every thread's membar.gl) or
     "leader" (thread 0 alone: fence.acq_rel.gpu around a relaxed atomic); l2_prefetch: None, 64, 128
-    or 256, the cp.async `.L2::<n>B` hint (L2 fetches that many bytes around each copy).  `run`
-    and `for_problem` pick copy_bytes and c_vector for a problem.
+    or 256, the cp.async `.L2::<n>B` hint (L2 fetches that many bytes around each copy); pdl:
+    a programmatic dependent launch (sm_90+: the kernel executes `griddepcontrol.wait` before its
+    first global access and `griddepcontrol.launch_dependents` after it, and plans launch it with
+    the programmatic-serialization attribute, so its start overlaps the end of the kernel ahead of
+    it in the stream; see ``ptxforge.runtime.dependent``); pdl_prefetch: bytes of each of the
+    CTA's B rows (from its first k) to ask L2 for before the wait (0: none; a multiple of 16;
+    needs pdl).  `run` and `for_problem` pick copy_bytes and c_vector for a problem.
     """
 
     block_m: int = 128
@@ -75,6 +80,8 @@ class GemmSchedule:
     splits: int = 1
     splitk_sync: str = "all"
     l2_prefetch: int | None = None
+    pdl: bool = False
+    pdl_prefetch: int = 0
 
     #: operands this class takes, and the sibling to point to for the others (set by subclasses)
     OPERANDS: ClassVar[tuple] = ()
@@ -208,6 +215,8 @@ class GemmSchedule:
             name += f"_k{self.splits}" + ("l" if self.splitk_sync == "leader" else "")
         if self.l2_prefetch:
             name += f"_p{self.l2_prefetch}"
+        if self.pdl:
+            name += f"_dl{self.pdl_prefetch or ''}"
         return name
 
     # ------------------------------------------------------------ emission

@@ -55,18 +55,30 @@ STORE_ROWS = 64
 
 #: operand -> the configuration every shape gets today (measurements: schedules/hopper/tuning.py)
 DEFAULTS = {
-    "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4),
+    "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4, pdl=True),
     "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
     "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True, pdl=True),
 }
+
+#: s4 problems of M <= 32 (decode): the operands swapped (the weights are the wgmma M side, widened in
+#: registers; the few rows of A the wgmma N of 32), two consumer warpgroups on alternate k-stages, 512
+#: K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
+#: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it
+SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
+                    scaled=True, pdl=True)
+
+#: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 256 K-values per stage in a
+#: ring of 6 (the per-warpgroup widened B buffers take the room of deeper 512-value stages)
+SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=256, swap_ab=True,
+                    scaled=True, pdl=True)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization
-SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True)
+SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True)
 
 #: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192)
-SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True)
+SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True)
 
 
 @dataclass(frozen=True)
@@ -100,6 +112,11 @@ class HopperGemm:
     rows at once reach about 2.6 TB/s);
     l2_promotion: the L2 promotion of the operand tensor maps (0, 64, 128 or 256 bytes: what the L2
     fetches around each TMA request; 256 brings a 128-byte box row's neighbour along);
+    pdl: a programmatic dependent launch: every thread executes `griddepcontrol.wait` after the
+    prologue (barriers initialized, tensor maps prefetched) and before any global access, then
+    `griddepcontrol.launch_dependents`; plans launch it with the programmatic-serialization
+    attribute, so its prologue and launch overlap the end of the kernel ahead of it in the stream
+    (``ptxforge.runtime.dependent``);
     swap_ab: the kernel computes B . A^T and stores it transposed into C, so the operand with many
     rows (the weights B of a skinny problem) is the wgmma M side, widened in registers, and the
     few rows of A are the wgmma N (block_n down to 32).  `run`/`plan` take A, B, C as always;
@@ -136,6 +153,7 @@ class HopperGemm:
     interleave_k: bool = False
     rotate_k: bool = False
     l2_promotion: int = 128
+    pdl: bool = False
     cluster_m: int = 1
     cluster_n: int = 1
     epilogue: str = "registers"
@@ -171,14 +189,22 @@ class HopperGemm:
         if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers == 2):
             raise ValidationError("interleave_k (two consumers on alternate k-stages) is the register-sourced s4 "
                                   "path with consumers=2")
-        if self.interleave_k and self.converter and self.convert_buffers < 3:
-            raise ValidationError("interleave_k with the converter needs convert_buffers >= 3: a consumer's next "
-                                  "stage is two stages on, and with two buffers it would wait for the buffer it "
-                                  "frees only after that stage")
+        if self.interleave_k and self.stages % 2:
+            raise ValidationError(f"interleave_k needs an even number of stages, got {self.stages}: the two consumer "
+                                  "warpgroups take alternate stages, and in an odd ring every slot serves both in "
+                                  "turn, so a warpgroup two uses ahead would find the slot's barrier in the other's "
+                                  "phase and its parity wait would pass before its own bytes landed")
+        if self.interleave_k and self.converter and self.convert_buffers != 4:
+            raise ValidationError("interleave_k with the converter needs convert_buffers=4: with 2 a consumer would "
+                                  "wait for the buffer it frees only after its next stage (two stages on), and with "
+                                  "an odd count each buffer would serve both consumers in turn (a parity wait could "
+                                  "pass on the other consumer's phase)")
         if self.interleave_k and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("interleave_k stores C through registers, without clusters")
         if self.l2_promotion not in (0, 64, 128, 256):
             raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
+        if not isinstance(self.pdl, bool):
+            raise ValidationError(f"pdl must be True or False, got {self.pdl!r}")
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
@@ -367,7 +393,7 @@ class HopperGemm:
                 + (f"{self.convert_buffers}" if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
-                + ("_t" if self.swap_ab else "")
+                + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 

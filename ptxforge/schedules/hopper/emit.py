@@ -20,6 +20,7 @@ from ...isa import types as T
 from ...isa.operands import Addr
 
 from ..gemm import emit as GE
+from ..gemm.dependent import wait_for_previous_kernel
 from .convert import AFragments, emit_s4_widen
 
 _PTXFORGE_INTERNAL = True
@@ -236,6 +237,8 @@ def emit_kernel(cfg) -> KernelBuilder:
         k.cluster_sync()  # both CTAs' barriers initialized before any multicast or remote arrive
     else:
         k.bar_sync(0)
+    if cfg.pdl:  # nothing above touches global memory; everything below comes after the kernel ahead
+        wait_for_previous_kernel(k)
 
     tiles_m = _ceil_div(k, m, cfg.block_m)
     tiles_n = _ceil_div(k, n, cfg.block_n)

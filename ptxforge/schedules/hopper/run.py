@@ -168,14 +168,18 @@ class HopperPlan:
         if cs > 1:
             from ...runtime.cluster import cluster_launch_config
             self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                  shared=cfg.smem_bytes, stream=self.stream)
+                                                  shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
             # a persistent grid of more clusters than fit at once would run its last ones after the others
             most = self._cluster.max_active_clusters()
             if 0 < most < self.grid[0] // cs:
                 self.grid = (cs * most, 1, 1)
                 self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
                 self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                      shared=cfg.smem_bytes, stream=self.stream)
+                                                      shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
+        self._dependent = None
+        if cfg.pdl and self._cluster is None:  # (a cluster launch carries the attribute itself)
+            from ...runtime.dependent import DependentLaunch
+            self._dependent = DependentLaunch(self.fn, self._cfg, self.stream)
         self._c_map = cfg.epilogue == "tma"
         if self._c_map:  # (swap_ab is refused with it: km, kn are m, n here)
             cb = cfg.c_bytes
@@ -246,6 +250,8 @@ class HopperPlan:
             values += (self._map(2, out) if mc is None else mc,)
         if self._cluster is not None:
             self._cluster.launch(self._blob, values)
+        elif self._dependent is not None:
+            self._dependent.launch(self._blob, values)
         else:
             self.fn._launch(self._cfg, s, self._blob, values)
         if self._reduce is not None:
@@ -262,7 +268,7 @@ class HopperPlan:
         if pa[1] != self._shapes[0] or pb[1] != self._shapes[1] or pc[1] != self._shapes[2]:
             for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
                 if got[1] != want:
-                    raise ValidationError(f"{what} has shape {got[1]}; this plan is for {want}")
+                    raise ValidationError(f"{what} has shape {tuple(got[1])}; this plan is for {want}")
         if pa[0] % 16 or pb[0] % 16 or (self._c_map and pc[0] % 16):
             what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0]) if pb[0] % 16 else ("C", pc[0])
             raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")

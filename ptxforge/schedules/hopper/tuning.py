@@ -7,10 +7,16 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   A widened in registers and pipelined against the wgmmas, the scaled widening (16 v, 3 operations
   per word, C = acc >> 8, one launch): 1275 TOPS, against 1179 for the biased u8 widening with its
   row-sum launch in the same run (cuBLAS int8 961; bench/results/skinny_hopper_h200.md).
-* s4 with 64 < M <= 128 (decode): `SKINNY_S4`, 128 x 64 tiles and 512 K-values per stage: M = 128,
-  N = K = 8192 in 23.1-23.4 us, 1.8x cuBLAS int8 (the mma.sync schedule 28.4 us);
-* s4 with 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: M = 256 in 34.8 us, 1.24x cuBLAS int8
-  (mma.sync 48.8 us, the large-problem tile with split-K 43.5 us).
+* s4 skinny problems (the decode case), each a programmatic dependent launch (`pdl`: its prologue
+  overlaps the end of the launch ahead of it; 1.4-2 us per call at these sizes), N = K = 8192,
+  back-to-back calls over five weight sets:
+  - M <= 32: `SKINNY_S4_32` (operands swapped, two consumers on alternate k-stages): 12.1 us, 1.97x
+    cuBLAS int8 (13.6 us without pdl; the mma.sync schedule 12.5 with pdl, 13.9 without);
+  - 32 < M <= 64: `SKINNY_S4_64`: 16.7 us, 1.45x (mma.sync 19.7 us; with pdl 24.9);
+  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles and 512 K-values per stage: 21.0 us, 1.95x (22.6 without
+    pdl; the mma.sync schedule 27.1);
+  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 33.0 us, 1.26x.
+* pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
 For K >= 131072 the scaled widening would overflow: the biased one takes its place.
 Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
 (`splitk.choose_splits`, per launch).
@@ -19,7 +25,7 @@ Other skinny problems (few C tiles) split K so that tiles x splits about fills t
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import DEFAULTS, SKINNY_S4, SKINNY_S4_256, HopperGemm
+from .config import DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, HopperGemm
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -56,8 +62,9 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
     params = dict(DEFAULTS[operand])
-    if operand == "s4" and 64 < m <= 256:
-        params = dict(SKINNY_S4 if m <= 128 else SKINNY_S4_256)
+    if operand == "s4" and m <= 256:
+        params = dict(SKINNY_S4_32 if m <= 32 else SKINNY_S4_64 if m <= 64 else SKINNY_S4 if m <= 128
+                      else SKINNY_S4_256)
     if params.get("scaled") and k >= SCALED_K_LIMIT:
         params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)
@@ -67,10 +74,10 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
 
 
 #: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200, with the measurement (N = K = 8192):
-#: s4 M <= 64: bytes-bound, mma.sync 13.9-14.2 us against 13.3-13.7 for the best Hopper variant (swapped
-#: operands, interleave_k), level within the run-to-run spread, and the simpler kernel stays; s8 M <= 64:
-#: 160 against 152 TOPS.  s4 64 < M <= 256 takes the Hopper kernel's skinny tiles (SKINNY_S4, SKINNY_S4_256).
-MMA_SYNC_M = {"s4": ((0, 64),), "s8": ((0, 64),)}
+#: s8 M <= 64: 160 against 152 TOPS.  s4 has none: with a programmatic dependent launch the Hopper kernel's
+#: skinny configurations are ahead at every M (M = 32: 12.1 us against 12.5 for the mma.sync schedule, also
+#: with pdl; M = 64: 16.7 against 19.7; SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4, SKINNY_S4_256).
+MMA_SYNC_M = {"s4": (), "s8": ((0, 64),)}
 
 
 def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
@@ -87,10 +94,15 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
         choose_hopper(m, n, k, operand)
     except ValidationError as e:
         return False, f"{e.message if hasattr(e, 'message') else e}"
-    if operand == "s4" and 64 < m <= 256:
+    if operand == "s4" and m <= 64:
+        return True, ("sm_90a: TMA + wgmma with the operands swapped for a decode-sized M (the weights are the wgmma M "
+                      "side, widened in registers while the wgmmas run; two consumer warpgroups on alternate k-stages) "
+                      "and a programmatic dependent launch; measured 1.97x cuBLAS int8 at M = 32 (12.1 us against "
+                      "12.5 for the mma.sync schedule) and 1.45x at M = 64 (16.7 against 19.7), N = K = 8192")
+    if operand == "s4" and m <= 256:
         return True, ("sm_90a: TMA + wgmma with 128 x 64 (M <= 128) or 128 x 128 tiles for a decode-sized M (the "
                       "weights stream once, without splitting K at N = 8192; A widened in registers while the wgmmas "
-                      "run); measured 1.8x cuBLAS int8 and 1.25x the mma.sync schedule at M = 128, 1.24x and 1.4x at "
+                      "run) and a programmatic dependent launch; measured 1.95x cuBLAS int8 at M = 128 and 1.26x at "
                       "M = 256 (N = K = 8192)")
     return True, ("sm_90a: TMA + wgmma, warp-specialized and persistent (wgmma s8 reaches 1940 TOPS on an H200, "
                   "mma.sync about 1300); measured 1.7x cuBLAS int8 at 8192^3 for s8")

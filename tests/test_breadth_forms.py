@@ -893,3 +893,17 @@ def test_mma_sp_rendering_and_refusals():
     assert_located(info.value, "<- sp-sel", __file__)
     with pytest.raises(pf.ValidationError):
         k.mma_sp(a, b, c, e, shape="m16n8k16", a_type="s8")
+
+
+@pytest.mark.parametrize("op", ["isspacep", "cvta"])
+def test_param_window_forms_raise_the_module_to_ptx_7_7(op):
+    """cvta and isspacep on .param need PTX ISA 7.7; an sm_80 module otherwise says 7.0, which ptxas refuses."""
+    k = pf.KernelBuilder("pw", target="sm_80")
+    a = k.param_value("a", pf.u64)
+    if op == "isspacep":
+        k.isspacep(a, "param")
+    else:
+        k.cvta(a, to="param")
+    m = k.module()
+    assert ".version 7.7" in m.ptx
+    pf.assemble(m)

@@ -98,6 +98,11 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
                 req=req, mods=mods)
 
 
+#: cvta and isspacep on the kernel parameter window (.param): PTX ISA 7.7 (ptxas 13.0: "Feature 'cvta/isspacep
+#: with .param state space' requires PTX ISA .version 7.7 or later").
+PARAM_WINDOW = Requirement(80, V("7.7"))
+
+
 def cvta(d, a, space, to: bool):
     """Build and check `cvta{.to}.space.size d, a` (pure: no builder).
 
@@ -112,10 +117,7 @@ def cvta(d, a, space, to: bool):
     if not isinstance(d, Reg):
         raise ValidationError(f"cvta destination must be a register, got {d!r}")
     size = T.u64
-    if space == "param":
-        req = Requirement(80, V("7.7"))
-    else:
-        req = BASE
+    req = PARAM_WINDOW if space == "param" else BASE
     for r, role in ((d, "destination"), (a, "source")):
         if isinstance(r, Reg) and r.type.bits != 64:
             # .u32 cvta is 32-bit addressing: ptxas 13 aborts the whole module (.address_size 64)
@@ -130,7 +132,8 @@ def cvta(d, a, space, to: bool):
 
 #: isspacep: the spaces a generic address can be tested for (.shared::cluster needs sm_90).
 ISSPACEP_SPACES = {"global": BASE, "shared": BASE, "shared::cta": Requirement(80, V("7.8")),
-                   "shared::cluster": Requirement(90, V("7.8")), "local": BASE, "const": BASE, "param": BASE}
+                   "shared::cluster": Requirement(90, V("7.8")), "local": BASE, "const": BASE,
+                   "param": PARAM_WINDOW}
 
 
 def isspacep(p, a, space):

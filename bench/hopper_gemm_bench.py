@@ -28,18 +28,18 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
-from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, prepare, reference  # noqa: E402
+from ptxforge.schedules.hopper import CANDIDATES, DEFAULTS, HopperGemm, prepare, reference  # noqa: E402
 from ptxforge.schedules.hopper.convert import widen_numpy  # noqa: E402
 
 L2_BYTES = 60 << 20
 
-CONFIGS = {
-    "s8": [dict(block_n=256, wg_m=64, consumers=2, stages=4),
+CONFIGS = {  # the first of each: what for_shape picks (DEFAULTS, pdl included)
+    "s8": [dict(DEFAULTS["s8"]), dict(block_n=256, wg_m=64, consumers=2, stages=4),
            dict(block_n=256, wg_m=64, consumers=2, stages=4, raster_group=16),
            dict(block_n=128, wg_m=128, consumers=2, stages=4)],
     "bf16": [dict(block_n=256, wg_m=64, consumers=2, stages=3),
              dict(block_n=256, wg_m=64, consumers=2, stages=4)],
-    "s4": [dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True),
+    "s4": [dict(DEFAULTS["s4"]), dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True),
            dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, biased=True),
            dict(block_n=192, wg_m=64, consumers=2, stages=3, block_k_bytes=256, biased=True),
            dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, biased=True)],

@@ -5,8 +5,8 @@ The kernel (`HopperGemm("s4", ...)`) widens A in registers, pipelined against th
 the consumers or by converter warps of the producer warpgroup.  This script sweeps orientation
 (`swap_ab`), consumers, converter buffers, ring depth and widening for each M, beside the
 mma.sync schedule (`Int4Gemm.for_shape(..., hopper=False)`) and cuBLAS int8 (torch._int_mm).
-`--probe` first times a kernel that only streams the weights through the same TMA boxes (what
-the access pattern alone allows).
+`--probe` first times kernels that only read the weights: through the same TMA boxes (what the
+access pattern alone allows) and with plain 16-byte loads (what the memory allows without TMA).
 
 Per candidate: exact against torch._int_mm on the unpacked values (C poisoned first), then
 CUDA events around back-to-back launches of the prepared plan, cycling five weight sets
@@ -138,6 +138,54 @@ def stream_probe(rows: int, row_bytes: int, stages: int, rotate: bool = False, r
     return k.module(), 1024 + stages * stage_bytes + 8 * stages
 
 
+def ldg_probe(unroll: int):
+    """A kernel that only reads: each thread loads `unroll` 16-byte vectors (ld.global.nc.v4.u32) a grid-stride
+    apart per iteration, `iters` iterations, and folds them with xor (stored only if it equals a value it never
+    takes, so the loads stay).  Its time is what plain loads of the weights allow, without TMA or compute."""
+    from ptxforge.builder import KernelBuilder
+    from ptxforge.isa import types as T
+    k = KernelBuilder("ldg_probe", target="sm_90a", maxntid=1024)
+    w = k.param_ptr("w", T.u32)
+    out = k.param_ptr("out", T.u32)
+    iters = k.param_value("iters", T.u32)
+    i = k.global_index()
+    stride = k.mul(k.nctaid(), k.ntid(), type=T.u32)
+    acc = k.mov(0, type=T.b32)
+    idx = k.mov(i, type=T.u32)
+    with k.for_range(0, iters):
+        vecs = [k.ld(k.add(w, k.mul(k.mad(stride, j, idx, type=T.u32), 16, mode="wide")), type=T.u32, vec=4, nc=True)
+                for j in range(unroll)]
+        for v in vecs:
+            for r in v:
+                k.xor(acc, r, type=T.b32, dst=acc)
+        k.mad(stride, unroll, idx, type=T.u32, dst=idx)
+    k.st(k.add(out, k.mul(i, 4, mode="wide")), acc, type=T.u32, pred=k.setp("eq", acc, 0x12345679, type=T.b32))
+    return k.module()
+
+
+LDG_PROBES = [(4, 512, 512), (4, 1024, 512), (8, 512, 512), (4, 2048, 256)]  # (unroll, CTAs, threads)
+
+
+def run_ldg_probes(torch, w4, probes=LDG_PROBES):
+    """Microseconds of the plain-load probe over the weight sets in turn (bound launches), per configuration."""
+    from ptxforge.runtime import load
+    v32 = [w.view(torch.int32) for w in w4]
+    out = torch.zeros(1 << 22, dtype=torch.int32, device="cuda")
+    nvec = N * K // 2 // 16
+    rows = []
+    for unroll, ctas, thr in probes:
+        per = ctas * thr * unroll
+        if nvec % per:
+            continue
+        fn = load(ldg_probe(unroll))["ldg_probe"]
+        cyc = itertools.cycle([fn.bind(ctas, thr, v, out, nvec // per) for v in v32])
+        us = ev_time(torch, lambda: next(cyc).launch())
+        rows.append(dict(M=0, what=f"ld.global.nc.v4 probe, unroll {unroll}, {ctas} x {thr} threads", us=us,
+                         tbps=N * K / 2 / us / 1e6))
+        print(rows[-1], flush=True)
+    return rows
+
+
 PROBES = [  # (rows, row bytes per stage, stages, rotate, rows_inner / "blocked", L2 promotion)
     (64, 128, 8, False, False, 128), (64, 128, 8, False, False, 256), (64, 512, 4, False, True, 256),
     (64, 128, 8, False, "blocked", 256), (64, 256, 6, False, "blocked", 256), (64, 512, 4, False, "blocked", 256),
@@ -228,7 +276,7 @@ def main():
     rng = np.random.default_rng(7)
     w8 = [torch.from_numpy(rng.integers(-8, 8, (N, K), dtype=np.int8)).cuda() for _ in range(SETS)]
     w4 = [torch.from_numpy(pack_int4(w.cpu().numpy())).cuda() for w in w8]
-    rows = run_probes(torch, w4) if args.probe or args.probe_only else []
+    rows = run_ldg_probes(torch, w4) + run_probes(torch, w4) if args.probe or args.probe_only else []
     for m in [] if args.probe_only else args.ms:
         x8 = torch.from_numpy(rng.integers(-8, 8, (m, K), dtype=np.int8)).cuda()
         x4 = torch.from_numpy(pack_int4(x8.cpu().numpy())).cuda()

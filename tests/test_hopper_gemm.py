@@ -292,9 +292,12 @@ def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     decode32 = Int4Gemm.for_shape(32, 8192, 8192, "sm_90a")  # swapped operands, alternate k-stages, pdl
     assert isinstance(decode32, HopperGemm) and decode32.swap_ab and decode32.interleave_k and decode32.pdl
     assert "swapped" in hopper_reason(32, 8192, 8192, "s4")[1]
-    assert not isinstance(Int8Gemm.for_shape(32, 8192, 8192, "sm_90a"), HopperGemm)  # s8 M <= 64 keeps mma.sync
-    assert "mma.sync" in hopper_reason(32, 8192, 8192, "s8")[1]
-    assert not isinstance(Int8Gemm.for_shape(64, 64, 64), HopperGemm)  # sm_90: mma.sync
+    decode8 = Int8Gemm.for_shape(32, 8192, 8192, "sm_90a")  # s8 too: swapped, one launch, pdl
+    assert isinstance(decode8, HopperGemm) and decode8.swap_ab and decode8.pdl and decode8.consumers == 1
+    assert "swapped" in hopper_reason(32, 8192, 8192, "s8")[1]
+    mid8 = Int8Gemm.for_shape(128, 8192, 8192, "sm_90a")
+    assert (mid8.block_m, mid8.block_n, mid8.stages) == (128, 64, 8)
+    assert not isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90"), HopperGemm)  # sm_90: mma.sync
     assert not isinstance(Int8Gemm.for_shape(64, 64, 24, "sm_90a"), HopperGemm)  # rows not 16-byte multiples
     assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)
     assert not isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90a", hopper=False), HopperGemm)

@@ -15,7 +15,8 @@ import pytest
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64
+from ptxforge.schedules.hopper.config import (SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S8, SKINNY_S8_32,
+                                              SKINNY_S8_64)
 from support.examples import load_example
 from support.gemm_interp import run_split
 from support.hopper_gemm import run_on_interpreter
@@ -88,8 +89,12 @@ def test_hopper_kernel_waits_after_its_prologue(kw):
     # the widening for_shape switches to at K >= 131072 (the scaled one would overflow), on the swapped tiles
     (dict(SKINNY_S4_32, scaled=False, biased=True), (17, 70, 1536)),
     (dict(SKINNY_S4_64, scaled=False, biased=True), (50, 40, 768)),
-    (dict(operand="s8", block_n=64, stages=2, pdl=True), (70, 100, 384))],
-    ids=["s4-32", "s4-32-tiny", "s4-64-narrow", "s4-64", "s4-32-biased", "s4-64-biased", "s8"])
+    (dict(operand="s8", block_n=64, stages=2, pdl=True), (70, 100, 384)),
+    # the s8 skinny defaults at ragged shapes (swapped tiles; 128 x 64 with 8 stages walking more k-stages than that)
+    (dict(SKINNY_S8_32, operand="s8"), (20, 150, 1280)), (dict(SKINNY_S8_64, operand="s8"), (1, 16, 64)),
+    (dict(SKINNY_S8_64, operand="s8"), (50, 70, 640)), (dict(SKINNY_S8, operand="s8"), (100, 130, 1408))],
+    ids=["s4-32", "s4-32-tiny", "s4-64-narrow", "s4-64", "s4-32-biased", "s4-64-biased", "s8", "s8-32", "s8-64-tiny",
+         "s8-64", "s8-128"])
 def test_pdl_hopper_gemm_is_exact_on_the_interpreter(kw, shape):
     kw = dict(kw)
     cfg = HopperGemm(kw.pop("operand", "s4"), **kw)

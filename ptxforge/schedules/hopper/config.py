@@ -73,6 +73,14 @@ SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=
 SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=256, swap_ab=True,
                     scaled=True, pdl=True)
 
+#: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
+#: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl
+SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True)
+SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True)
+
+#: s8 problems of 64 < M <= 128: 128 x 64 tiles (N / 64 CTAs, no split K), 8 stages, pdl
+SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
+
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization
 SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True)

@@ -17,6 +17,10 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
     pdl; the mma.sync schedule 27.1);
   - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 33.0 us, 1.26x.
 * pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
+* s8 skinny problems, same conditions: M <= 32 `SKINNY_S8_32` (operands swapped, one consumer, 8 stages):
+  19.7 us, 1.21x cuBLAS int8 (the mma.sync schedule 24.2); M <= 64 `SKINNY_S8_64`: 20.2 us, 1.20x
+  (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 22.2 us, 1.85x, one launch (the
+  large tile split K four ways: 35.0 us, two launches).
 For K >= 131072 the scaled widening would overflow: the biased one takes its place.
 Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
 (`splitk.choose_splits`, per launch).
@@ -25,7 +29,8 @@ Other skinny problems (few C tiles) split K so that tiles x splits about fills t
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, HopperGemm
+from .config import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, SKINNY_S8, SKINNY_S8_32,
+                     SKINNY_S8_64, HopperGemm)
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -65,6 +70,8 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     if operand == "s4" and m <= 256:
         params = dict(SKINNY_S4_32 if m <= 32 else SKINNY_S4_64 if m <= 64 else SKINNY_S4 if m <= 128
                       else SKINNY_S4_256)
+    if operand == "s8" and m <= 128:
+        params = dict(SKINNY_S8_32 if m <= 32 else SKINNY_S8_64 if m <= 64 else SKINNY_S8)
     if params.get("scaled") and k >= SCALED_K_LIMIT:
         params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)
@@ -73,11 +80,11 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     return g
 
 
-#: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200, with the measurement (N = K = 8192):
-#: s8 M <= 64: 160 against 152 TOPS.  s4 has none: with a programmatic dependent launch the Hopper kernel's
-#: skinny configurations are ahead at every M (M = 32: 12.1 us against 12.5 for the mma.sync schedule, also
-#: with pdl; M = 64: 16.7 against 19.7; SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4, SKINNY_S4_256).
-MMA_SYNC_M = {"s4": (), "s8": ((0, 64),)}
+#: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200.  None today: with the operands swapped
+#: and a programmatic dependent launch the Hopper kernel's skinny configurations are ahead at every M measured
+#: (N = K = 8192): s4 M = 32 12.1 us against 12.5 for the mma.sync schedule (also with pdl), M = 64 16.7
+#: against 19.7; s8 M = 32 19.7 against 24.2, M = 64 20.2 against 28.0.
+MMA_SYNC_M: dict = {"s4": (), "s8": ()}
 
 
 def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
@@ -99,6 +106,10 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
                       "side, widened in registers while the wgmmas run; two consumer warpgroups on alternate k-stages) "
                       "and a programmatic dependent launch; measured 1.97x cuBLAS int8 at M = 32 (12.1 us against "
                       "12.5 for the mma.sync schedule) and 1.45x at M = 64 (16.7 against 19.7), N = K = 8192")
+    if operand == "s8" and m <= 128:
+        return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
+                      "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "
+                      "measured 1.21x cuBLAS int8 at M = 32, 1.20x at M = 64, 1.85x at M = 128 (N = K = 8192)")
     if operand == "s4" and m <= 256:
         return True, ("sm_90a: TMA + wgmma with 128 x 64 (M <= 128) or 128 x 128 tiles for a decode-sized M (the "
                       "weights stream once, without splitting K at N = 8192; A widened in registers while the wgmmas "

@@ -1,7 +1,9 @@
 """One ragged problem per Hopper GEMM operand, for compute-sanitizer (memcheck) on the H200.
 
-    compute-sanitizer --tool memcheck python scripts/hopper_memcheck.py
+    compute-sanitizer --tool memcheck python scripts/hopper_memcheck.py [s8|s4|bf16]
 """
+
+import sys
 
 import numpy as np
 
@@ -15,7 +17,12 @@ S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=
            pdl=True),  # the M <= 32 default
       dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
            block_k_bytes=256))
-for op, kw in [("s8", {})] + [("s4", kw) for kw in S4] + [("bf16", {})]:
+S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default
+      dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True))  # the 64 < M <= 128 default
+ONLY = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None  # e.g. "s8": one operand
+for op, kw in [("s8", kw) for kw in S8] + [("s4", kw) for kw in S4] + [("bf16", {})]:
+    if ONLY and op != ONLY:
+        continue
     cfg = HopperGemm(op, **kw)
     m, n, k = 70, 200, 512
     a, b = random_operands(cfg, m, n, k, rng)

@@ -400,7 +400,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
 
     The unit's last stage is the same body without the look-ahead (emitted once more, after the
     loop).  The consumers split the tile's rows, or with interleave_k its k-stages: consumer c takes
-    the unit's stages c, c + 2, ... (ring slots from the CTA's global stage count), widens its own
+    the unit's stages whose index in the CTA's global stage count has parity c (with an even ring,
+    every slot then serves one consumer in every unit, whatever the units' stage counts), widens its own
     B into its own buffers under its own named barrier, and the second adds its accumulators into
     the first's through shared memory before the first stores C.
 
@@ -555,10 +556,13 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             # split-K: the correction of the biased path is added once, by split 0
             _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)
         else:
-            # consumer c runs the unit's stages c, c + 2, ...; the sums meet in consumer 0, which stores C
-            k.add(unit_base, cidx, dst=gs)
+            # consumer c runs the unit's stages whose global index has parity c (the first of them at
+            # unit_base + ((unit_base ^ c) & 1)), so with an even ring each slot serves one consumer in every
+            # unit, whatever the units' stage counts; the sums meet in consumer 0, which stores C
+            off = k.and_(k.xor(unit_base, cidx, type=T.b32), 1, type=T.b32)
+            k.add(unit_base, off, dst=gs)
             seek()
-            mine = k.shr(k.sub(k.add(count, 1, type=T.u32), cidx, type=T.u32), 1, type=T.u32)
+            mine = k.shr(k.sub(k.add(count, 1, type=T.u32), off, type=T.u32), 1, type=T.u32)
             with k.if_(k.setp("ne", mine, 0, type=T.u32)):
                 pipeline(mine)
             with k.else_():  # a one-stage unit leaves the second consumer nothing to add

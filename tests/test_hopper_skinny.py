@@ -164,3 +164,19 @@ def test_register_epilogue_masks_rows_and_columns_for_odd_and_even_n(kw, shape):
     got, want, r = run_on_interpreter(cfg, m, n, k, clusters=1, seed=m * n)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("stages, findings", [(3, True), (4, False)])
+def test_interpreter_reports_the_odd_ring_that_validation_refuses(stages, findings):
+    """Two consumers taking turns on an odd ring pass parity waits two phases apart: the H200 showed it as
+    'unspecified launch failure'; the interpreter reports each such wait (a barrier finding) even though its
+    lockstep schedule never lets a consumer get far enough ahead to read early.  (The ring is forced past
+    the validation that refuses it.)"""
+    cfg = HopperGemm("s4", **SKINNY_S4_32)
+    object.__setattr__(cfg, "stages", stages)
+    got, want, r = run_on_interpreter(cfg, 20, 150, 5120, clusters=1, seed=1)
+    np.testing.assert_array_equal(got, want)
+    skips = [f for f in r.findings if f.kind == "barrier" and "parity wait passed on phase" in f.message]
+    assert bool(skips) == findings, str(r)
+    assert r.ok != findings
+

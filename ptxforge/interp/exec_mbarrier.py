@@ -29,12 +29,16 @@ from .mbarriers import mbar_lookup
 _PTXFORGE_INTERNAL = True
 
 
+#: `MBar.seen` of a thread that has not passed a parity wait on the barrier yet
+_NEVER = -(1 << 40)
+
+
 class MBar:
     """The state of one mbarrier in the interpreter: expected and pending arrivals, the transaction count,
     completed phases, the threads that arrived in the current phase, queued asynchronous completions and the
     members of recent phases (for race checking).
     """
-    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc")
+    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc", "seen")
 
     def __init__(self, key, count, N):
         self.key = key
@@ -46,6 +50,7 @@ class MBar:
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
         self.tx_pc = -1  # the last instruction that announced transaction bytes
+        self.seen = np.full(N, _NEVER, dtype=np.int64)  # per thread: the last phase its parity waits observed
 
 
 def _complete(S, state):
@@ -100,6 +105,23 @@ def flush(S, state):
             state.pending = 0
         _maybe_complete(S, state)
     return True
+
+
+def _check_skips(S, op, state, thr, observed) -> None:
+    """A parity wait names a phase only up to parity: a thread that passes one on phase p without having
+    observed phase p - 1 could as well have passed on phase p - 2 had p - 1 still been filling (two uses
+    of a ring slot apart, e.g. two consumers taking turns on an odd number of slots).  Reported as a
+    barrier finding; the thread's last observed phase is kept per barrier."""
+    prev = state.seen[thr]
+    skip = (prev != _NEVER) & (observed > prev + 1)
+    if skip.any():
+        p, q = int(prev[skip][0]), int(observed[skip][0])
+        S.report("barrier", f"parity wait passed on phase {q} of this mbarrier, but the thread's previous wait "
+                 f"on it observed phase {p}: a parity names a phase only up to 2, so had phase {q - 1} still "
+                 f"been filling the wait would have passed on phase {q - 2} (give each waiter every phase of "
+                 f"its barriers, e.g. an even number of ring slots for two consumers taking turns)",
+                 op, thr[skip])
+    state.seen[thr] = np.maximum(prev, observed)
 
 
 def make_mbarrier(P, op):
@@ -210,6 +232,8 @@ def make_mbarrier(P, op):
                     ok = state.phase > q
                     observed = q
                 done[kthr] = ok
+                if parity and ok.any():
+                    _check_skips(S, op, state, kthr[ok], observed[ok])
                 for p in np.unique(observed[ok]):
                     groups = state.phase_members.get(int(p))
                     if groups is not None:

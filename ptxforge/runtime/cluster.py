@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from ..errors import LaunchError
 from ..isa.cluster import MAX_CLUSTER_CTAS, PORTABLE_CLUSTER_CTAS, cluster_dims
+from .dependent import launch_config, programmatic_attribute
 from .driver import api, check, driver_error
 
 _PTXFORGE_INTERNAL = True
@@ -52,20 +53,11 @@ def required_cluster(fn):
 
 
 def _config(d, cfg, stream, cluster, dependent=False):
-    c = d.CUlaunchConfig()
-    c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
-    c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
-    c.sharedMemBytes = cfg[6]
-    c.hStream = d.CUstream(stream)
     a = d.CUlaunchAttribute()
     a.id = d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
     a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z = cluster
-    c.attrs = [a]
-    if dependent:  # also a programmatic dependent launch (runtime.dependent)
-        from .dependent import programmatic_attribute
-        c.attrs = [a, programmatic_attribute(d)]
-    c.numAttrs = len(c.attrs)
-    return c
+    # dependent: also a programmatic dependent launch (runtime.dependent)
+    return launch_config(d, cfg, stream, [a, programmatic_attribute(d)] if dependent else [a])
 
 
 class ClusterLaunch:

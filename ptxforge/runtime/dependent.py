@@ -28,6 +28,19 @@ from .driver import api, driver_error
 _PTXFORGE_INTERNAL = True
 
 
+def launch_config(d, cfg: tuple, stream: int, attrs: list):
+    """A cuLaunchKernelEx CUlaunchConfig: cfg = (gx, gy, gz, bx, by, bz, dynamic shared bytes) on raw stream
+    handle `stream`, with the launch attributes `attrs` (the cluster launches build theirs here too)."""
+    c = d.CUlaunchConfig()
+    c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
+    c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
+    c.sharedMemBytes = cfg[6]
+    c.hStream = d.CUstream(stream)
+    c.attrs = list(attrs)
+    c.numAttrs = len(c.attrs)
+    return c
+
+
 def programmatic_attribute(d):
     """The launch attribute that lets a kernel start before the previous one in its stream completes."""
     a = d.CUlaunchAttribute()
@@ -44,14 +57,8 @@ class DependentLaunch:
 
     def __init__(self, fn, cfg: tuple, stream: int):
         d = api()
-        c = d.CUlaunchConfig()
-        c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
-        c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
-        c.sharedMemBytes = cfg[6]
-        c.hStream = d.CUstream(stream)
-        c.attrs = [programmatic_attribute(d)]
-        c.numAttrs = 1
-        self.fn, self.cfg, self.stream, self.config = fn, cfg, stream, c
+        self.fn, self.cfg, self.stream = fn, cfg, stream
+        self.config = launch_config(d, cfg, stream, [programmatic_attribute(d)])
 
     def launch(self, blob, values) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""

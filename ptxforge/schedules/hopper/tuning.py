@@ -58,6 +58,12 @@ CANDIDATES = {
 }
 
 
+#: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements above); larger M
+#: takes DEFAULTS
+SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256, SKINNY_S4_256)),
+          "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8))}
+
+
 def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
     """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win.
 
@@ -66,12 +72,7 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     """
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
-    params = dict(DEFAULTS[operand])
-    if operand == "s4" and m <= 256:
-        params = dict(SKINNY_S4_32 if m <= 32 else SKINNY_S4_64 if m <= 64 else SKINNY_S4 if m <= 128
-                      else SKINNY_S4_256)
-    if operand == "s8" and m <= 128:
-        params = dict(SKINNY_S8_32 if m <= 32 else SKINNY_S8_64 if m <= 64 else SKINNY_S8)
+    params = dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
     if params.get("scaled") and k >= SCALED_K_LIMIT:
         params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)

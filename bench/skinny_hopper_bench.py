@@ -58,11 +58,6 @@ def candidates(m: int) -> list:
         if g not in out:
             out.append(g)
 
-    if m <= 128:  # the weight-streaming kernel over prepacked weights
-        bn = 32 if m <= 32 else 64 if m <= 64 else 128
-        for bk, consumers, stages in itertools.product((256, 512), (4, 3, 2, 1), (2, 4, 6, 8)):
-            add(block_n=bn, wg_m=64, consumers=consumers, stages=stages, block_k_bytes=bk, swap_ab=True,
-                scaled=True, pdl=True, prepacked=True)
     if m <= 32:
         add(**SKINNY_S4_32)  # what for_shape picks
         add(**{**SKINNY_S4_32, "rotate_k": True, "l2_promotion": 256})
@@ -248,7 +243,7 @@ def describe(g: HopperGemm) -> str:
     return (("swap " if g.swap_ab else "") + f"{g.block_m}x{g.block_n}x{g.block_k} c{g.consumers} s{g.stages} {g.widen}"
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
-            + (" pdl" if g.pdl else "") + (" prepacked" if g.prepacked else ""))
+            + (" pdl" if g.pdl else ""))
 
 
 def main():
@@ -282,7 +277,6 @@ def main():
     rng = np.random.default_rng(7)
     w8 = [torch.from_numpy(rng.integers(-8, 8, (N, K), dtype=np.int8)).cuda() for _ in range(SETS)]
     w4 = [torch.from_numpy(pack_int4(w.cpu().numpy())).cuda() for w in w8]
-    w4p = []  # the weight sets prepacked (one order serves every prepacked configuration), made when first needed
     rows = run_ldg_probes(torch, w4) + run_probes(torch, w4) if args.probe or args.probe_only else []
     for m in [] if args.probe_only else args.ms:
         x8 = torch.from_numpy(rng.integers(-8, 8, (m, K), dtype=np.int8)).cuda()
@@ -316,22 +310,13 @@ def main():
             except Exception as e:  # noqa: BLE001 -- report and go on with the sweep
                 print("plan fails", g.kernel_name, e, flush=True)
                 continue
-            ws = w4
-            if g.prepacked:
-                if not w4p:
-                    w4p.extend(g.prepack(w) for w in w4)
-                ws = w4p
-            cycw = itertools.cycle(ws)
             c.fill_(POISON)
-            hp(x4, ws[0], c)
+            hp(x4, w4[0], c)
             if not finishes(torch, 5.0):
                 print("HANG", g.kernel_name, flush=True)
                 os._exit(3)  # a hung kernel holds the GPU: stop rather than spend the run
             ok = bool(torch.equal(c, want))
-            if g.prepacked:
-                t = ev_time(torch, lambda: hp.launch_pointers(xp, next(cycw).ptr, cp))
-            else:
-                t = ev_time(torch, lambda: hp.launch_pointers(xp, next(cyc).data_ptr(), cp))
+            t = ev_time(torch, lambda: hp.launch_pointers(xp, next(cyc).data_ptr(), cp))
             rows.append(dict(M=m, what=describe(g), us=t, ok=ok, splits=hp.splits, grid=hp.grid[0],
                              name=g.kernel_name))
             print(rows[-1], flush=True)

@@ -16,9 +16,7 @@ S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=
       dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, scaled=True,
            pdl=True),  # the M <= 32 default
       dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
-           block_k_bytes=256),
-      dict(block_n=32, consumers=2, stages=4, block_k_bytes=256, swap_ab=True, scaled=True, pdl=True,
-           prepacked=True))  # the weight-streaming kernel (A from global memory into registers)
+           block_k_bytes=256))
 S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default
       dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True))  # the 64 < M <= 128 default
 ONLY = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None  # e.g. "s8": one operand

@@ -49,11 +49,3 @@ def test_wgmma_tile_assembles(dtype, rs):
     ex = load_example("hopper_wgmma_tile")
     r = pf.assemble(ex.build(dtype, 256, 1024, 1024, rs), backend="ptxas")
     assert r is not None
-
-
-def test_decode_prepacked_on_the_interpreter():
-    ex = load_example("decode_prepacked")
-    got, want = ex.run_cpu()
-    np.testing.assert_array_equal(got, want)
-    got, want = ex.run_cpu(m=40, n=70, k=800)  # block_n 64, two stages
-    np.testing.assert_array_equal(got, want)

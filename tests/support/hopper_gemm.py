@@ -6,6 +6,7 @@ import numpy as np
 from ptxforge import interp
 from ptxforge.schedules.hopper import random_operands, reference
 from ptxforge.schedules.hopper.convert import widen_numpy
+from ptxforge.schedules.hopper.emit import module_for
 from ptxforge.schedules.hopper.run import c_numpy_type
 
 
@@ -53,12 +54,8 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
     dt = c_numpy_type(cfg)
     c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
     ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
-    if cfg.prepacked:  # the weight-streaming kernel: A (the weights) prepacked, B row-major, plain pointers
-        from ptxforge.schedules.hopper.prepack import prepack_numpy
-        args = [prepack_numpy(ka), kb, c, km, kn, k, splits]
-    else:
-        args = [interp.host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
-                interp.host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
+    args = [interp.host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
+            interp.host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
     if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
         tiles_m, tiles_n, _ = cfg.tile_counts(km, kn, k)
         for x, tiles, cl, blk in ((ka, tiles_m, cfg.cluster_m, cfg.block_m),
@@ -69,7 +66,7 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
     if cfg.epilogue == "tma":
         args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
     clusters = clusters or cfg.cluster_tiles(km, kn) * splits
-    r = interp.run(cfg.module, grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
+    r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
                    args=args, check=False, races=races)
     want = interp_reference(cfg, a, b).astype(np.float64)
     return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r

@@ -73,11 +73,6 @@ SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=
 SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=256, swap_ab=True,
                     scaled=True, pdl=True)
 
-#: s4 decode problems over weights prepacked once (`HopperGemm.prepack`): the weight-streaming kernel
-#: (stream.py), operands swapped, two consumer warpgroups copying their own fragments 4 k-blocks ahead
-SKINNY_S4_PREPACKED = dict(block_n=32, wg_m=64, consumers=2, stages=4, block_k_bytes=256, swap_ab=True, scaled=True,
-                           pdl=True, prepacked=True)
-
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
 #: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl
 SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True)
@@ -139,13 +134,6 @@ class HopperGemm:
     tile); each loads half of the shared tile and multicasts it into both CTAs' shared memory
     (`cp.async.bulk.tensor ... .multicast::cluster`), so that operand crosses L2 once per pair.
     The kernel requires clusters of (2, 1, 1) (`.reqnctapercluster`); see `HopperGemm.cluster`.
-    prepacked (s4, with swap_ab): the weight-streaming kernel (`stream.py`) for weights reordered once
-    (`HopperGemm.prepack`, `prepack.py`): no TMA, no mbarrier ring, no producer warpgroup; each consumer
-    thread copies its own A fragments and B chunks with cp.async `stages` k-blocks of 256 values ahead
-    and widens them (A in registers, B into three s8 buffers per warpgroup), the consumer warpgroups
-    taking the unit's k-blocks by turns (block_m = wg_m = 64, block_k_bytes = 256, an even `stages`).
-    The weights then stream front to back at the rate of plain sequential loads, which the TMA boxes
-    over row-major weights do not reach at decode sizes.
     epilogue: 'registers' (default: each thread stores its accumulator pairs to global memory,
     masked at the edges) or 'tma' (each consumer warpgroup writes 64 x 32 sub-tiles of C into a
     128-byte-swizzled shared buffer, two buffers in turn, and one thread stores each with a TMA
@@ -174,7 +162,6 @@ class HopperGemm:
     rotate_k: bool = False
     l2_promotion: int = 128
     pdl: bool = False
-    prepacked: bool = False
     cluster_m: int = 1
     cluster_n: int = 1
     epilogue: str = "registers"
@@ -185,8 +172,8 @@ class HopperGemm:
             raise ValidationError(f"HopperGemm operand must be one of {', '.join(OPERANDS)}, got {self.operand!r}")
         if self.wg_m not in (64, 128):
             raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
-        if self.consumers not in ((1, 2, 3, 4) if self.prepacked else (1, 2)):
-            raise ValidationError(f"consumers is 1 or 2 warpgroups (1 to 4 with prepacked), got {self.consumers}")
+        if self.consumers not in (1, 2):
+            raise ValidationError(f"consumers is 1 or 2 warpgroups, got {self.consumers}")
         if self.block_n % 16 or not 32 <= self.block_n <= 256:
             raise ValidationError(f"block_n must be a multiple of 16 in 32..256 (a wgmma N), got {self.block_n}")
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
@@ -222,8 +209,6 @@ class HopperGemm:
                                   "pass on the other consumer's phase)")
         if self.interleave_k and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("interleave_k stores C through registers, without clusters")
-        if self.prepacked:
-            self._check_prepacked()
         if self.l2_promotion not in (0, 64, 128, 256):
             raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
         if not isinstance(self.pdl, bool):
@@ -252,35 +237,14 @@ class HopperGemm:
                                   f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
                                   "narrower block_n")
         need = 128 * (self.producer_regs + self.consumers * self.consumer_regs)
-        if need > REGISTER_FILE and not self.prepacked:  # (prepacked: no setmaxnreg split, ptxas fits the threads)
+        if need > REGISTER_FILE:
             raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "
                                   f"needs {need} registers; an SM has {REGISTER_FILE}")
-        if self.prepacked and self.smem_bytes > SMEM_LIMIT:
-            raise ValidationError(f"{self.stages} k-blocks in flight per consumer warpgroup ({self.stream_bytes} B), "
-                                  f"{self.convert_bytes} B of widened B tiles and {self.reduce_bytes} B for the "
-                                  f"consumers' sums = {self.smem_bytes} B exceed the {SMEM_LIMIT} B of shared memory: "
-                                  "fewer stages, one consumer or a narrower block_n")
         if self.smem_bytes > SMEM_LIMIT:
             raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B"
                                   + (f" and {self.store_bytes} B of C staging" if self.store_bytes else "")
                                   + f" = {self.smem_bytes} B exceed the {SMEM_LIMIT} B of shared memory: fewer "
                                   "stages or a smaller tile")
-
-    def _check_prepacked(self):
-        wrong = [name for name, bad in (("operand='s4'", self.operand != "s4"), ("wg_m=64", self.wg_m != 64),
-                                        ("block_k_bytes=256 or 512", self.block_k_bytes not in (256, 512)),
-                                        ("an even number of stages", self.stages % 2),
-                                        ("a_registers=True", not self.a_registers),
-                                        ("converter=False", self.converter), ("biased=False", self.biased),
-                                        ("interleave_k=False", self.interleave_k), ("rotate_k=False", self.rotate_k),
-                                        ("no cluster", self.cluster_size > 1),
-                                        ("epilogue='registers'", self.epilogue != "registers"),
-                                        ("swap_ab=True (the weights are B)", not self.swap_ab))
-                 if bad]
-        if wrong:
-            raise ValidationError("prepacked (the weight-streaming s4 kernel: prepacked weights copied by each "
-                                  "consumer thread, 256-value k-blocks, A widened in registers) needs "
-                                  + ", ".join(wrong))
 
     # ------------------------------------------------------------ derived facts
     @property
@@ -306,7 +270,7 @@ class HopperGemm:
     @property
     def block_m(self) -> int:
         """Rows of the C tile (the consumers' rows side by side, or with interleave_k the same wg_m rows)."""
-        return self.wg_m * (1 if self.interleave_k or self.prepacked else self.consumers)
+        return self.wg_m * (1 if self.interleave_k else self.consumers)
 
     @property
     def block_k(self) -> int:
@@ -315,8 +279,8 @@ class HopperGemm:
 
     @property
     def threads(self) -> int:
-        """Threads per CTA: the producer warpgroup (none with prepacked) and the consumers."""
-        return 128 * (self.consumers + (0 if self.prepacked else 1))
+        """Threads per CTA: the producer warpgroup and the consumers."""
+        return 128 * (1 + self.consumers)
 
     @property
     def acc_regs(self) -> int:
@@ -398,9 +362,7 @@ class HopperGemm:
 
     @property
     def stage_bytes(self) -> int:
-        """Shared bytes of one ring stage (what TMA brings: the expect_tx count; 0 with prepacked)."""
-        if self.prepacked:
-            return 0
+        """Shared bytes of one ring stage (what TMA brings: the expect_tx count)."""
         a, b = self.load_tiles
         return a.nbytes + b.nbytes
 
@@ -410,25 +372,12 @@ class HopperGemm:
         if self.operand != "s4":
             return 0
         a, b = self.tiles
-        if self.prepacked:  # B_BUFFERS widened B tiles per consumer warpgroup
-            from .stream import B_BUFFERS
-            return self.consumers * B_BUFFERS * b.nbytes
         sets = self.consumers if self.interleave_k and not self.converter else 1  # interleave_k: B per consumer
         return sets * self.convert_buffers * (b.nbytes + (0 if self.a_registers else a.nbytes))
 
     @property
-    def stream_bytes(self) -> int:
-        """Shared bytes of the prepacked kernel's copies in flight: `stages` k-blocks per consumer warpgroup."""
-        if not self.prepacked:
-            return 0
-        from .stream import stream_stage_bytes
-        return self.consumers * self.stages * stream_stage_bytes(self)
-
-    @property
     def reduce_bytes(self) -> int:
         """Shared bytes through which interleave_k's second consumer hands its accumulators to the first."""
-        if self.prepacked:  # every consumer but the first hands its sums over
-            return (self.consumers - 1) * 128 * self.acc_regs * 4
         return 128 * self.acc_regs * 4 if self.interleave_k else 0
 
     @property
@@ -439,8 +388,6 @@ class HopperGemm:
     @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
-        if self.prepacked:
-            return 1024 + self.convert_bytes + self.stream_bytes + self.reduce_bytes
         return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + self.reduce_bytes
                 + 16 * self.stages + 16 * self.convert_buffers + 16)
 
@@ -454,7 +401,7 @@ class HopperGemm:
                 + (f"{self.convert_buffers}" if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
-                + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "") + ("_pp" if self.prepacked else "")
+                + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 
@@ -500,10 +447,6 @@ class HopperGemm:
     @property
     def path_reason(self) -> str:
         """Why this path (see tuning.hopper_reason)."""
-        if self.prepacked:
-            return ("sm_90a: wgmma over prepacked weights streamed front to back (each consumer thread copies its own "
-                    f"fragments {self.stages} k-blocks ahead and widens them in registers); the activations widened "
-                    "into shared memory by the consumers")
         return ("sm_90a: TMA loads into an mbarrier ring, warp-specialized producer/consumer warpgroups, wgmma "
                 + ("(s4 widened to s8 in registers for A and in shared memory for B)" if self.operand == "s4"
                    else f"on .{self.mma_type}"))
@@ -515,7 +458,6 @@ class HopperGemm:
                 f"shared, sm_90a, path {self.path_name}"
                 + (f", clusters of 2 along {'M sharing B' if self.cluster_m == 2 else 'N sharing A'} (TMA multicast)"
                    if self.cluster_size > 1 else "")
-                + (", prepacked weights streamed into registers" if self.prepacked else "")
                 + (", C through shared memory and TMA stores" if self.epilogue == "tma" else "")
                 + (f" (C in .{self.operand} through stmatrix)" if self.c16 else ""))
 
@@ -533,11 +475,8 @@ class HopperGemm:
 
         numpy operands: copied in, C returned as numpy (int32, or float32 for bf16/f16 whose
         operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
-        when None (a DeviceBuffer), the launch asynchronous on `stream`.  A `prepacked` configuration
-        takes B as `PrepackedWeights` (`prepack`) with a GPU A, or as numpy (prepacked per call).
+        when None (a DeviceBuffer), the launch asynchronous on `stream`.
         """
-        if self.prepacked and not isinstance(b, _run.np.ndarray):
-            return _run.run_prepacked(self, a, b, c, k=k, splits=splits, stream=stream)
         if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
             out = _run.run(self, a, b, k=k, splits=splits)
             if c is not None:
@@ -550,14 +489,6 @@ class HopperGemm:
             c = DeviceBuffer.empty((m, n), _run.c_numpy_type(self))
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
-
-    def prepack(self, b, stream=None):
-        """B [N, K/2] (packed s4 weights, numpy or a GPU array) reordered once for a `prepacked` configuration:
-        a `PrepackedWeights` to pass as B to `run` and to plans (see prepack.py)."""
-        if not self.prepacked:
-            raise ValidationError("prepack is for the weight-streaming kernel: HopperGemm(..., prepacked=True)")
-        from .prepack import prepack
-        return prepack(b, stream=stream)
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):
         """A `HopperPlan`: this GEMM resolved once for an M x N x K problem on `stream`.
@@ -579,10 +510,7 @@ class HopperGemm:
     @property
     def module(self):
         """The PTX module (cached per configuration)."""
-        if self.prepacked:
-            from .stream import module_for
-        else:
-            from .emit import module_for
+        from .emit import module_for
         return module_for(self)
 
     def listing(self) -> str:

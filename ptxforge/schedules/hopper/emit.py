@@ -799,5 +799,5 @@ def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):
 
 @functools.lru_cache(maxsize=64)
 def module_for(cfg):
-    """The Module of one TMA + wgmma configuration (emitted once per process)."""
+    """The Module of one configuration (emitted once per process)."""
     return emit_kernel(cfg).module()

@@ -142,10 +142,8 @@ class HopperPlan:
         inner = self.row_bytes // T_BYTES[tdt]
         # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
         l2 = cfg.l2_promotion
-        self._pointers = cfg.prepacked  # the weight-streaming kernel reads A and B through plain pointers
-        self._tmpl = () if self._pointers else (
-            TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128, l2_promotion=l2),
-            TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
+        self._tmpl = (TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128, l2_promotion=l2),
+                      TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
         self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
@@ -240,18 +238,15 @@ class HopperPlan:
             fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,
                                          self.row_bytes))
         out = self._workspace_ptr or c_ptr
-        if self._pointers:
-            values = (a_ptr, b_ptr, out) + self._scalars
-        else:
-            maps = self._maps
-            ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)
-            if ma is None:
-                ma = self._map(0, a_ptr)
-            if mb is None:
-                mb = self._map(1, b_ptr)
-            values = (ma, mb, out) + self._scalars
+        maps = self._maps
+        ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)
+        if ma is None:
+            ma = self._map(0, a_ptr)
+        if mb is None:
+            mb = self._map(1, b_ptr)
+        values = (ma, mb, out) + self._scalars
         if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
-            mc = self._maps[2].get(out)
+            mc = maps[2].get(out)
             values += (self._map(2, out) if mc is None else mc,)
         if self._cluster is not None:
             self._cluster.launch(self._blob, values)
@@ -269,7 +264,7 @@ class HopperPlan:
             from ...runtime.streams import stream_handle
             if stream_handle(stream) != self.stream:
                 raise ValidationError("this plan launches on the stream it was made for; make a plan per stream")
-        pa, pb, pc = self._read(a, "A"), self._weights(b) if self._pointers else self._read(b, "B"), self._read(c, "C")
+        pa, pb, pc = self._read(a, "A"), self._read(b, "B"), self._read(c, "C")
         if pa[1] != self._shapes[0] or pb[1] != self._shapes[1] or pc[1] != self._shapes[2]:
             for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
                 if got[1] != want:
@@ -279,17 +274,6 @@ class HopperPlan:
             raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
         self.launch_pointers(pa[0], pb[0], pc[0])
         return c
-
-    def _weights(self, w):
-        """(address, shape) of the prepacked weights B of a `prepacked` plan."""
-        from .prepack import PrepackedWeights
-        if not isinstance(w, PrepackedWeights):
-            raise ValidationError(f"this plan's kernel streams prepacked weights: B must be PrepackedWeights "
-                                  f"(HopperGemm.prepack(b)), got {type(w).__name__}")
-        if (w.rows, w.k) != (self.n, self.k):
-            raise ValidationError(f"B holds prepacked weights of {w.rows} rows and K={w.k}; this plan is for "
-                                  f"{self.n} rows and K={self.k}")
-        return w.ptr, self._shapes[1]
 
     def _read(self, x, what):
         """(address, shape) of an operand: through the fast reader for a (type, dtype) already checked
@@ -318,12 +302,7 @@ class Plan:
 
     def __init__(self, cfg, a, b, c, *, k: int | None = None, sms: int | None = None,
                  splits: int | None = None, stream=None):
-        from .prepack import PrepackedWeights
-        if cfg.prepacked != isinstance(b, PrepackedWeights):
-            raise ValidationError("a prepacked configuration takes B as PrepackedWeights (HopperGemm.prepack(b))"
-                                  if cfg.prepacked else "PrepackedWeights are for HopperGemm(..., prepacked=True)")
-        views = (_view(a, "A"), (b.ptr, b.shape, _ok_elem(cfg, "B")) if cfg.prepacked else _view(b, "B"),
-                 _view(c, "C"))
+        views = (_view(a, "A"), _view(b, "B"), _view(c, "C"))
         _check_elems(cfg, views)
         (a_ptr, a_shape, _), (b_ptr, b_shape, _), (c_ptr, c_shape, _) = views
         m, row_bytes = a_shape[0], a_shape[1] * (1 if cfg.operand in ("s8", "s4") else 2)
@@ -398,39 +377,6 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
         entry[1][key] = p.plan
 
 
-_prepacked_plans: dict = {}
-
-
-def run_prepacked(cfg, a, w, c, *, k: int | None, splits: int | None, stream):
-    """`HopperGemm.run` of a prepacked configuration on a GPU A and `PrepackedWeights` w: C allocated when
-    None; a `HopperPlan` kept per (configuration, A's shape and dtype, weights' shape, C's, K, splits,
-    stream), so a repeated call reads the addresses and launches."""
-    from .prepack import PrepackedWeights
-    if not isinstance(w, PrepackedWeights):
-        raise ValidationError(f"a prepacked configuration takes B as PrepackedWeights (HopperGemm.prepack(b)) "
-                              f"or numpy, got {type(w).__name__}")
-    if c is None:
-        from ...runtime import DeviceBuffer
-        c = DeviceBuffer.empty((a.shape[0], w.rows), c_numpy_type(cfg))
-    ga, gc = _reader.read(a), _reader.read(c)
-    sh = 0 if stream is None else _stream_handle(stream)
-    key = None
-    if ga is not None and gc is not None:
-        key = (id(cfg), ga[1], ga[2], w.rows, w.k, gc[1], gc[2], k, splits, sh)
-        hit = _prepacked_plans.get(key)
-        if hit is not None and hit[0] is cfg:
-            hit[1](a, w, c)
-            return c
-    p = Plan(cfg, a, w, c, k=k, splits=splits, stream=stream)
-    p.launch()
-    if key is not None:
-        with _plans_lock:
-            if len(_prepacked_plans) >= _PLAN_CACHE:
-                _prepacked_plans.pop(next(iter(_prepacked_plans)))
-            _prepacked_plans[key] = (cfg, p.plan)
-    return c
-
-
 def prepare(cfg, a, b, c, **kw) -> Plan:
     """A Plan over device operands A [M, K(/2)], B [N, K(/2)] and C [M, N] (see Plan)."""
     return Plan(cfg, a, b, c, **kw)
@@ -467,12 +413,7 @@ def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int 
     from ...runtime import DeviceBuffer
     m, n = a.shape[0], b.shape[0]
     out_dt = c_numpy_type(cfg)
-    da = DeviceBuffer.from_host(np.ascontiguousarray(a))
-    if cfg.prepacked:
-        from .prepack import prepack
-        db = prepack(np.ascontiguousarray(b))
-    else:
-        db = DeviceBuffer.from_host(np.ascontiguousarray(b))
+    da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)
     dc.fill_bytes(0xFF)
     p = Plan(cfg, da, db, dc, k=k, splits=splits)

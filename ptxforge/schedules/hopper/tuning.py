@@ -29,8 +29,8 @@ Other skinny problems (few C tiles) split K so that tiles x splits about fills t
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, SKINNY_S4_PREPACKED, SKINNY_S8,
-                     SKINNY_S8_32, SKINNY_S8_64, HopperGemm)
+from .config import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, SKINNY_S8, SKINNY_S8_32,
+                     SKINNY_S8_64, HopperGemm)
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -64,28 +64,17 @@ SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256,
           "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8))}
 
 
-#: s4 problems over prepacked weights: (largest M, configuration) of the weight-streaming kernel, smallest first
-PREPACKED = ((32, SKINNY_S4_PREPACKED), (64, {**SKINNY_S4_PREPACKED, "block_n": 64, "consumers": 1, "stages": 8}))
-
-#: the largest M the weight-streaming kernel takes in `choose_hopper(..., prepacked=True)`
-PREPACKED_MAX_M = PREPACKED[-1][0]
-
-
-def choose_hopper(m: int, n: int, k: int, operand: str, *, prepacked: bool = False, **overrides) -> HopperGemm:
+def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
     """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win.
 
-    prepacked: the weights B are (or will be) prepacked once (`HopperGemm.prepack`): s4 problems of
-    M <= PREPACKED_MAX_M then get the weight-streaming kernel (`PREPACKED`), others the usual choice.
     Raises ValidationError when the problem does not fit the TMA path (operand rows not a
     multiple of 16 bytes); `hopper_reason` says so in words.
     """
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
     params = dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
-    if prepacked and operand == "s4" and m <= PREPACKED_MAX_M:
-        params = dict(next(cfg for most, cfg in PREPACKED if m <= most))
-    if params.get("scaled") and k >= SCALED_K_LIMIT:  # 256 C would not fit 32 bits
-        params.update(scaled=False, biased=not params.get("prepacked"))  # (prepacked: the exact sign extension)
+    if params.get("scaled") and k >= SCALED_K_LIMIT:
+        params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)
     g = HopperGemm(operand, **params)
     g.check_problem(m, n, k)

@@ -341,6 +341,45 @@ def test_a_fault_names_the_kernels_since_the_last_sync_and_kills_the_context(drv
         assert str(later.value) == sentence
 
 
+def _attribute_launch_kernel():
+    """A stand-in KernelFunction and argument blob, enough for the cuLaunchKernelEx launches."""
+    fn = types.SimpleNamespace(name="attr_kernel", _func=0xF00, _lock=threading.Lock(),
+                               module=types.SimpleNamespace(_handle=1))
+    filled = []
+    return fn, types.SimpleNamespace(fill=filled.append, addr=0xB10B), filled
+
+
+@pytest.mark.parametrize("kind", ["dependent", "cluster"])
+def test_attribute_launches_are_named_when_they_fail_and_remembered_for_fault_reports(drv, kind):
+    """The cuLaunchKernelEx launches (programmatic dependent, cluster) go through one launch: the values packed,
+    a failure raised with the kernel's name and shape, a success remembered like a plain launch."""
+    from ptxforge.runtime.cluster import ClusterLaunch
+    from ptxforge.runtime.dependent import DependentLaunch, programmatic_attribute
+    from ptxforge.runtime.launch_ex import launch_config
+    for name in ("CUlaunchConfig", "CUlaunchAttribute", "CUlaunchAttributeID"):
+        setattr(drv, name, getattr(real, name))
+    fn, blob, filled = _attribute_launch_kernel()
+    cfg, stream = (4, 1, 1, 128, 1, 1, 1024), 0x55
+    if kind == "dependent":
+        launch = DependentLaunch(fn, cfg, stream)
+        what = "programmatic dependent launch"
+    else:
+        launch = ClusterLaunch(fn, launch_config(drv, cfg, stream, [programmatic_attribute(drv)]), (2, 1, 1), cfg,
+                               stream)
+        what = "clusters of (2, 1, 1)"
+    assert launch.config.gridDimX == 4 and launch.config.sharedMemBytes == 1024 and launch.config.numAttrs == 1
+    drv.answers["cuLaunchKernelEx"] = (1,)  # CUDA_ERROR_INVALID_VALUE
+    with pytest.raises(DriverError) as e:
+        launch.launch(blob, (1, 2, 3))
+    assert f"cuLaunchKernelEx of 'attr_kernel' ({what}) with grid (4, 1, 1), block (128, 1, 1)" in str(e.value)
+    assert F.pending() == []  # a launch that failed is no suspect of a later fault
+    drv.answers["cuLaunchKernelEx"] = (0,)
+    launch.launch(blob, (4, 5, 6))
+    assert filled == [(1, 2, 3), (4, 5, 6)]
+    assert [c for c in drv.calls if c[0] == "cuLaunchKernelEx"][-1][1][1:] == (0xF00, 0xB10B, 0)
+    assert F.pending() == [(stream, 1, [("attr_kernel", cfg)])]
+
+
 def test_a_fault_with_nothing_pending_still_marks_the_context(drv):
     with pytest.raises(ContextLost, match=r"^cuCtxSynchronize failed: CUDA_ERROR_MISALIGNED_ADDRESS"):
         D.check((716,), "cuCtxSynchronize")

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from ..errors import LaunchError
 from ..isa.cluster import MAX_CLUSTER_CTAS, PORTABLE_CLUSTER_CTAS, cluster_dims
-from .dependent import launch_config, programmatic_attribute
-from .driver import api, check, driver_error
+from .dependent import programmatic_attribute
+from .driver import api, check
+from .launch_ex import launch_config, launch_ex
 
 _PTXFORGE_INTERNAL = True
 
@@ -64,8 +65,8 @@ class ClusterLaunch:
     """A cluster launch configuration checked once (see `cluster_launch_config`): `launch(blob, values)`
     packs the argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx."""
 
-    def __init__(self, fn, config, cluster):
-        self.fn, self.config, self.cluster = fn, config, cluster
+    def __init__(self, fn, config, cluster, cfg, stream):
+        self.fn, self.config, self.cluster, self.cfg, self.stream = fn, config, cluster, cfg, stream
 
     def max_active_clusters(self) -> int:
         """Clusters of this shape, block and shared memory the device runs at once
@@ -75,15 +76,7 @@ class ClusterLaunch:
 
     def launch(self, blob, values) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
-        d = api()
-        fn = self.fn
-        with fn._lock:
-            blob.fill(values)
-            err, = d.cuLaunchKernelEx(self.config, fn._func, blob.addr, 0)
-        if err:
-            c = self.config
-            raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid ({c.gridDimX}, {c.gridDimY}, "
-                                    f"{c.gridDimZ}), cluster {self.cluster}")
+        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, f"clusters of {self.cluster}")
 
 
 def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False,
@@ -93,12 +86,12 @@ def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=N
     dependent: also a programmatic dependent launch (see `ptxforge.runtime.dependent`)."""
     from .streams import stream_handle
     s = stream_handle(stream) if stream is not None else 0
-    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent)
-    return ClusterLaunch(fn, config, cl)
+    config, cl, cfg = _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent)
+    return ClusterLaunch(fn, config, cl, cfg, s)
 
 
 def _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent=False):
-    """(CUlaunchConfig, cluster shape) after the checks the module docstring lists."""
+    """(CUlaunchConfig, cluster shape, (grid, block, shared) tuple) after the checks the module docstring lists."""
     from . import driver as _drv
     d = api()
     ctx = _drv.context()
@@ -123,7 +116,7 @@ def _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent=
     if most and n > int(most):
         raise LaunchError(f"kernel {fn.name}: clusters of {n} CTAs do not fit on the device with block {cfg[3:6]} "
                           f"and {cfg[6]} B dynamic shared memory; the driver allows at most {int(most)}")
-    return config, cl
+    return config, cl, cfg
 
 
 def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None, allow_non_portable=False):
@@ -133,16 +126,9 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
     staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
     """
     from .launch import resolve
-    from .streams import stream_handle
-    d = api()
-    s = stream_handle(stream) if stream is not None else 0
-    config, cl = _checked(fn, grid, block, cluster, shared, s, allow_non_portable)
-    r = resolve(fn.layout, args, fn.name, s)
+    launch = cluster_launch_config(fn, grid, block, cluster, shared=shared, stream=stream,
+                                   allow_non_portable=allow_non_portable)
+    r = resolve(fn.layout, args, fn.name, launch.stream)
     if r.transfers:
         raise LaunchError(f"launch_cluster of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
-    with fn._lock:
-        fn._blob.fill(r.values)
-        err, = d.cuLaunchKernelEx(config, fn._func, fn._blob.addr, 0)
-    if err:
-        raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' with grid ({config.gridDimX}, {config.gridDimY}, "
-                                f"{config.gridDimZ}), cluster {cl}")
+    launch.launch(fn._blob, r.values)

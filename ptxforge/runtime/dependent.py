@@ -22,23 +22,10 @@ the device (sm_90 or newer) and everything a plain launch checks.
 from __future__ import annotations
 
 from ..errors import LaunchError
-from . import faults
-from .driver import api, driver_error
+from .driver import api
+from .launch_ex import launch_config, launch_ex
 
 _PTXFORGE_INTERNAL = True
-
-
-def launch_config(d, cfg: tuple, stream: int, attrs: list):
-    """A cuLaunchKernelEx CUlaunchConfig: cfg = (gx, gy, gz, bx, by, bz, dynamic shared bytes) on raw stream
-    handle `stream`, with the launch attributes `attrs` (the cluster launches build theirs here too)."""
-    c = d.CUlaunchConfig()
-    c.gridDimX, c.gridDimY, c.gridDimZ = cfg[0], cfg[1], cfg[2]
-    c.blockDimX, c.blockDimY, c.blockDimZ = cfg[3], cfg[4], cfg[5]
-    c.sharedMemBytes = cfg[6]
-    c.hStream = d.CUstream(stream)
-    c.attrs = list(attrs)
-    c.numAttrs = len(c.attrs)
-    return c
 
 
 def programmatic_attribute(d):
@@ -62,17 +49,7 @@ class DependentLaunch:
 
     def launch(self, blob, values) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
-        fn = self.fn
-        if fn.module._handle is None:
-            fn._check_loaded()
-        with fn._lock:
-            blob.fill(values)
-            err, = api().cuLaunchKernelEx(self.config, fn._func, blob.addr, 0)
-        if err:
-            c = self.cfg
-            raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' (programmatic dependent launch) with grid "
-                                    f"{c[0:3]}, block {c[3:6]}, {c[6]} B dynamic shared memory")
-        faults.record_launch(self.stream, fn.name, self.cfg)
+        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, "programmatic dependent launch")
 
 
 def dependent_launch_config(fn, grid, block, *, shared: int = 0, stream=None) -> DependentLaunch:

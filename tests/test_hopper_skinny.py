@@ -33,6 +33,8 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, rotate_k=True), (20, 200, 1280, 2, 2)),
     (dict(block_n=256, consumers=2, scaled=True, stages=2), (130, 260, 512, 1, None)),  # the large-problem default
     (dict(block_n=64, consumers=2, scaled=True, rotate_k=True), (120, 200, 1536, 1, 2)),
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, a_group=8), (100, 70, 1536, 1, 1)),
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, a_group=2), (20, 150, 768, 1, 1)),
 ]
 
 
@@ -80,7 +82,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                      "even number of stages"),
                     (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),
-                     "through registers")]:
+                     "through registers"),
+                    (dict(operand="s4", block_k_bytes=256, a_group=8), "block_k_bytes a multiple of 512"),
+                    (dict(operand="s4", block_k_bytes=256, a_group=3), "2, 4 or 8"),
+                    (dict(operand="s8", a_group=2), "operand='s4'")]:
         with pytest.raises(ValidationError, match=msg):
             HopperGemm(**kw)
     il = HopperGemm("s4", block_k_bytes=256, block_n=64, interleave_k=True, scaled=True)
@@ -90,12 +95,13 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
 @pytest.mark.parametrize("kw", [dict(block_n=64, consumers=2, interleave_k=True, scaled=True, stages=8),
                                 dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, stages=8),
                                 dict(block_n=64, consumers=2, scaled=True, stages=6),
-                                dict(block_n=256, consumers=2, scaled=True, stages=2)],
-                         ids=["il-64", "il-swap-32", "2c-64", "2c-256"])
+                                dict(block_n=256, consumers=2, scaled=True, stages=2),
+                                dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=8)],
+                         ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8"])
 def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(kw):
     """ptxas keeps one group in flight while the other half of A is widened: no C7513 serialization, and
     the SASS waits with `WARPGROUP.DEPBAR.LE gsb0, 0x1` inside the k-loop (only the unit's end waits for 0)."""
-    r = HopperGemm("s4", block_k_bytes=256, **kw).assemble()
+    r = HopperGemm("s4", **{"block_k_bytes": 256, **kw}).assemble()
     assert r.resources().spills == 0, r.log
     assert "C7513" not in r.log and "C7508" not in r.log, r.log
     sass = r.sass()

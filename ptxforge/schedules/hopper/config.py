@@ -99,6 +99,9 @@ class HopperGemm:
     operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
     raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
     a_registers (s4 only): A widened in registers and fed to wgmma from registers;
+    a_group (s4 with a_registers): k-steps per group of wgmmas (2, 4 or 8; an even number of groups per
+    stage): the next group's A is widened while a group runs, and the last group of a stage is what
+    the tensor cores have to work on while the next stage's B is widened;
     converter (s4 with a_registers): B is widened by warps 2-3 of the producer warpgroup into two
     s8 buffers handed over through mbarriers, so the consumers only widen A and multiply;
     biased (s4 with a_registers): the nibbles are widened to v + 8 (u8, 3 operations per word
@@ -166,6 +169,7 @@ class HopperGemm:
     cluster_n: int = 1
     epilogue: str = "registers"
     c16: bool = False
+    a_group: int = 4
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -197,6 +201,14 @@ class HopperGemm:
         if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers == 2):
             raise ValidationError("interleave_k (two consumers on alternate k-stages) is the register-sourced s4 "
                                   "path with consumers=2")
+        if self.a_group not in (2, 4, 8):
+            raise ValidationError(f"a_group (k-steps per group of register-sourced wgmmas) is 2, 4 or 8, got "
+                                  f"{self.a_group}")
+        if self.a_group != 4 and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("a_group sets the register-sourced s4 path's wgmma groups (operand='s4')")
+        if self.operand == "s4" and self.a_registers and (self.block_k // 32) % (2 * self.a_group):
+            raise ValidationError(f"a_group={self.a_group}: a stage's {self.block_k // 32} k-steps must make an even "
+                                  f"number of groups (block_k_bytes a multiple of {64 * self.a_group})")
         if self.interleave_k and self.stages % 2:
             raise ValidationError(f"interleave_k needs an even number of stages, got {self.stages}: the two consumer "
                                   "warpgroups take alternate stages, and in an odd ring every slot serves both in "
@@ -286,12 +298,6 @@ class HopperGemm:
     def acc_regs(self) -> int:
         """Accumulator registers per consumer thread."""
         return (self.wg_m // 64) * self.block_n // 2
-
-    @property
-    def a_group(self) -> int:
-        """k-steps per group of the register-sourced s4 path: each stage's k-steps are issued in groups of
-        4, the A registers of the next group widened while the previous group's wgmmas run."""
-        return 4
 
     @property
     def a_fragment_regs(self) -> int:
@@ -403,7 +409,8 @@ class HopperGemm:
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
-                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
+                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else "")
+                + (f"_ag{self.a_group}" if self.a_group != 4 else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""

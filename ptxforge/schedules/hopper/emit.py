@@ -464,7 +464,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         stage_it = buf_it = it
     nb = cfg.convert_buffers if hand else 2
     gs_ = cfg.a_group
-    groups = [range(j, j + gs_) for j in range(0, tb.k_slices, gs_)]  # an even count: k_slices % 8 == 0
+    groups = [range(j, j + gs_) for j in range(0, tb.k_slices, gs_)]  # an even count (checked by the config)
     regs = [[frags.registers(gs_, f"a{h}{mi}_") for mi in range(nsub)] for h in range(2)]
 
     def stage_addr():

@@ -341,6 +341,16 @@ def test_a_fault_names_the_kernels_since_the_last_sync_and_kills_the_context(drv
         assert str(later.value) == sentence
 
 
+class _NoLock:
+    """A lock that must not be taken."""
+
+    def __enter__(self):
+        raise AssertionError("the launch took the kernel's lock")
+
+    def __exit__(self, *exc):
+        return False
+
+
 def _attribute_launch_kernel():
     """A stand-in KernelFunction and argument blob, enough for the cuLaunchKernelEx launches."""
     fn = types.SimpleNamespace(name="attr_kernel", _func=0xF00, _lock=threading.Lock(),
@@ -378,6 +388,13 @@ def test_attribute_launches_are_named_when_they_fail_and_remembered_for_fault_re
     assert filled == [(1, 2, 3), (4, 5, 6)]
     assert [c for c in drv.calls if c[0] == "cuLaunchKernelEx"][-1][1][1:] == (0xF00, 0xB10B, 0)
     assert F.pending() == [(stream, 1, [("attr_kernel", cfg)])]
+    # a block packed once (a prepared launch's own) is launched as it is: not refilled, and without taking the
+    # kernel's lock (which guards the blocks that are refilled per launch)
+    fn._lock = _NoLock()
+    launch.launch(blob)
+    assert filled == [(1, 2, 3), (4, 5, 6)]
+    assert [c for c in drv.calls if c[0] == "cuLaunchKernelEx"][-1][1][1:] == (0xF00, 0xB10B, 0)
+    assert F.pending() == [(stream, 2, [("attr_kernel", cfg)] * 2)]
 
 
 def test_a_fault_with_nothing_pending_still_marks_the_context(drv):

@@ -74,8 +74,9 @@ class ClusterLaunch:
         return int(check(api().cuOccupancyMaxActiveClusters(self.fn._func, self.config),
                          f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
 
-    def launch(self, blob, values) -> None:
-        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
+    def launch(self, blob, values=None) -> None:
+        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
+        values=None launches `blob` as it is: an argument block filled once and never refilled."""
         launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, f"clusters of {self.cluster}")
 
 

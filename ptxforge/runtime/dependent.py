@@ -47,8 +47,9 @@ class DependentLaunch:
         self.fn, self.cfg, self.stream = fn, cfg, stream
         self.config = launch_config(d, cfg, stream, [programmatic_attribute(d)])
 
-    def launch(self, blob, values) -> None:
-        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError."""
+    def launch(self, blob, values=None) -> None:
+        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
+        values=None launches `blob` as it is: an argument block filled once and never refilled."""
         launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, "programmatic dependent launch")
 
 

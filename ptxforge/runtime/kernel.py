@@ -147,13 +147,19 @@ class KernelFunction:
             raise LaunchError(f"kernel '{self.name}' belongs to a module that was unloaded; load() it again")
 
     def _launch(self, cfg, stream: int, blob: _ArgBlob, values) -> None:
+        """cuLaunchKernel with `blob` filled with `values`, or as it is when values is None (an argument
+        block filled once and never refilled: no lock needed)."""
         if self.module._handle is None:
             self._check_loaded()
         d = api()
-        with self._lock:
-            blob.fill(values)
+        if values is None:
             err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6],
                                     _stream_obj(stream), blob.addr, 0)
+        else:
+            with self._lock:
+                blob.fill(values)
+                err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6],
+                                        _stream_obj(stream), blob.addr, 0)
         if err:
             raise driver_error(err, f"cuLaunchKernel of '{self.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
                                     f"{cfg[6]} B dynamic shared memory")

@@ -30,12 +30,16 @@ def launch_config(d, cfg: tuple, stream: int, attrs: list):
 def launch_ex(fn, config, cfg: tuple, stream: int, blob, values, what: str) -> None:
     """Fill `blob` with `values` (in KernelFunction `fn`'s parameter order) and launch with `config` (built by
     `launch_config` from `cfg` on `stream`); a failure raises LaunchError naming the kernel, its shape and
-    `what` kind of launch it was."""
+    `what` kind of launch it was.  values=None: `blob` was filled once and is never refilled (a prepared
+    launch's own argument block), so it is launched as it is, without the kernel's lock."""
     if fn.module._handle is None:
         fn._check_loaded()
-    with fn._lock:
-        blob.fill(values)
+    if values is None:
         err, = api().cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+    else:
+        with fn._lock:
+            blob.fill(values)
+            err, = api().cuLaunchKernelEx(config, fn._func, blob.addr, 0)
     if err:
         raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' ({what}) with grid {cfg[0:3]}, block {cfg[3:6]}, "
                                 f"{cfg[6]} B dynamic shared memory")

@@ -107,7 +107,8 @@ def _check_elems(cfg, views) -> None:
                                   + (f"{cwant} C" if what == "C" else want))
 
 
-#: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through)
+#: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through), and packed argument
+#: blocks per (A, B, C) address triple
 _TMAP_CACHE = 32
 
 
@@ -117,11 +118,11 @@ class HopperPlan:
     Everything that does not depend on the operands' addresses is made here: the kernel, the
     grid, the split-K workspace and reduction, the biased path's row-sum buffers, and a tensor
     map template per operand.  ``plan(a, b, c)`` (or ``plan.launch_pointers(a_ptr, b_ptr, c_ptr)``)
-    then only looks up (or encodes, once per buffer) the two tensor maps for the addresses and
-    issues the launches: the row sums of A and B first (one launch) on the biased s4 path, the GEMM,
-    the reduction when
-    K is split.  No allocation and no synchronization happen per call, so a plan can be captured
-    into a CUDA graph once each buffer has been seen.
+    then only looks up the argument block packed for those addresses (made once per address
+    triple, with each buffer's tensor map encoded once) and issues the launches: the row sums of
+    A and B first (one launch) on the biased s4 path, the GEMM, the reduction when K is split.
+    No allocation and no synchronization happen per call once the addresses have been seen, so a
+    plan can be captured into a CUDA graph after a first call on the same buffers.
     """
 
     def __init__(self, cfg, m: int, n: int, k: int, *, sms: int | None = None, splits: int | None = None,
@@ -163,7 +164,7 @@ class HopperPlan:
         self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
         self.fn = load_kernel(cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
-        self._blob = _ArgBlob(self.fn.layout)
+        self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
         self._cluster = None
         if cs > 1:
             from ...runtime.cluster import cluster_launch_config
@@ -228,6 +229,21 @@ class HopperPlan:
             maps[ptr] = blob
         return blob
 
+    def _filled(self, a_ptr: int, b_ptr: int, out: int):
+        """The GEMM's argument block for these addresses (the kernel's A, B and C or workspace), packed
+        once with their tensor maps and kept (up to _TMAP_CACHE blocks): a repeated launch packs nothing."""
+        from ...runtime.kernel import _ArgBlob
+        values = (self._map(0, a_ptr), self._map(1, b_ptr), out) + self._scalars
+        if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
+            values += (self._map(2, out),)
+        blob = _ArgBlob(self.fn.layout)
+        blob.fill(values)
+        blobs = self._blobs
+        if len(blobs) >= _TMAP_CACHE:
+            blobs.pop(next(iter(blobs)))
+        blobs[(a_ptr, b_ptr, out)] = blob
+        return blob
+
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N]."""
         s = self.stream
@@ -238,22 +254,15 @@ class HopperPlan:
             fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,
                                          self.row_bytes))
         out = self._workspace_ptr or c_ptr
-        maps = self._maps
-        ma, mb = maps[0].get(a_ptr), maps[1].get(b_ptr)
-        if ma is None:
-            ma = self._map(0, a_ptr)
-        if mb is None:
-            mb = self._map(1, b_ptr)
-        values = (ma, mb, out) + self._scalars
-        if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
-            mc = maps[2].get(out)
-            values += (self._map(2, out) if mc is None else mc,)
+        blob = self._blobs.get((a_ptr, b_ptr, out))
+        if blob is None:
+            blob = self._filled(a_ptr, b_ptr, out)
         if self._cluster is not None:
-            self._cluster.launch(self._blob, values)
+            self._cluster.launch(blob)
         elif self._dependent is not None:
-            self._dependent.launch(self._blob, values)
+            self._dependent.launch(blob)
         else:
-            self.fn._launch(self._cfg, s, self._blob, values)
+            self.fn._launch(self._cfg, s, blob, None)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce
             red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))

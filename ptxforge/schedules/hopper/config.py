@@ -64,14 +64,16 @@ DEFAULTS = {
 #: s4 problems of M <= 32 (decode): the operands swapped (the weights are the wgmma M side, widened in
 #: registers; the few rows of A the wgmma N of 32), two consumer warpgroups on alternate k-stages, 512
 #: K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
-#: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it
+#: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it; wgmma groups of 8
+#: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200)
 SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
-                    scaled=True, pdl=True)
+                    scaled=True, pdl=True, a_group=8)
 
 #: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 256 K-values per stage in a
-#: ring of 6 (the per-warpgroup widened B buffers take the room of deeper 512-value stages)
+#: ring of 6 (the per-warpgroup widened B buffers take the room of deeper 512-value stages); wgmma groups of 2
+#: k-steps (16.88 against 17.07 us with 4)
 SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=256, swap_ab=True,
-                    scaled=True, pdl=True)
+                    scaled=True, pdl=True, a_group=2)
 
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
 #: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl
@@ -82,8 +84,9 @@ SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pd
 SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
-#: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization
-SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True)
+#: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; wgmma groups of 2
+#: k-steps (20.96 against 21.27 us with 4, 21.16 with 8)
+SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True, a_group=2)
 
 #: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192)
 SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True)
@@ -406,11 +409,11 @@ class HopperGemm:
                 + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "")
                 + (f"{self.convert_buffers}" if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
+                + (f"_ag{self.a_group}" if self.a_group != 4 else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
-                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else "")
-                + (f"_ag{self.a_group}" if self.a_group != 4 else ""))
+                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""

@@ -10,10 +10,12 @@ access pattern alone allows) and with plain 16-byte loads (what the memory allow
 
 Per candidate: exact against torch._int_mm on the unpacked values (C poisoned first), then
 CUDA events around back-to-back launches of the prepared plan, cycling five weight sets
-(160 MB of packed weights, beyond the 60 MB L2; values in [-8, 7], never all zero).
+(160 MB of packed weights, beyond the 60 MB L2; values in [-8, 7], never all zero).  With
+`--rounds R` every row of an M (cuBLAS included) is timed R times, the rows in turns, and the
+median is reported: differences of 1-2 % then stand out of the drift between moments of a run.
 Candidates are assembled by ptxas in parallel threads before the GPU work starts.
 
-    python bench/skinny_hopper_bench.py --ms 32 128 --budget-s 240 [--json out.json]
+    python bench/skinny_hopper_bench.py --ms 32 128 --budget-s 240 [--json out.json] [--rounds 5]
     python bench/skinny_hopper_bench.py --dry-run     # no GPU: assemble every candidate, print resources
 """
 
@@ -63,15 +65,21 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_32, "rotate_k": True, "l2_promotion": 256})
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 6})
         add(**{**SKINNY_S4_32, "pdl": False})
+        add(**{**SKINNY_S4_32, "a_group": 4})
     elif m <= 64:
         add(**SKINNY_S4_64)
         add(**{**SKINNY_S4_64, "stages": 4})
+        add(**{**SKINNY_S4_64, "a_group": 4})
         add(**{**SKINNY_S4_64, "pdl": False})
     elif m <= 128:
         add(**SKINNY_S4)
+        add(**{**SKINNY_S4, "a_group": 4})
+        add(**{**SKINNY_S4, "a_group": 8})
         add(**{**SKINNY_S4, "l2_promotion": 256})
-        add(**{**SKINNY_S4, "rotate_k": True})
         add(**{**SKINNY_S4, "pdl": False})
+        add(**{**SKINNY_S4, "cluster_n": 2})  # the activations multicast to two CTAs: half their L2 reads
+        add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 4})
+        add(**{**SKINNY_S4_64, "block_n": 128, "interleave_k": False, "consumers": 1, "stages": 6})  # swapped
     else:
         add(**SKINNY_S4_256)
         add(**{**SKINNY_S4_256, "rotate_k": True})
@@ -243,7 +251,8 @@ def describe(g: HopperGemm) -> str:
     return (("swap " if g.swap_ab else "") + f"{g.block_m}x{g.block_n}x{g.block_k} c{g.consumers} s{g.stages} {g.widen}"
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
-            + (" pdl" if g.pdl else ""))
+            + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
+            + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" pdl" if g.pdl else ""))
 
 
 def main():
@@ -255,6 +264,8 @@ def main():
     ap.add_argument("--probe", action="store_true", help="time the streaming probe first")
     ap.add_argument("--probe-only", action="store_true", help="time the streaming probe and stop")
     ap.add_argument("--only", default=None, help="time only the candidates whose description contains this")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="time every row of an M this many times, in turns, and report the median")
     args = ap.parse_args()
     cands = {m: [g for g in candidates(m) if args.only is None or args.only in describe(g)] for m in args.ms}
     every = [g for m in args.ms for g in cands[m]]
@@ -285,10 +296,15 @@ def main():
         c = torch.empty((m, N), dtype=torch.int32, device="cuda")
         ops = 2.0 * m * N * K
         cyc8 = itertools.cycle(w8)
+        timers = []  # (row, its timed call): the later rounds time them again, in turns
+
+        def timed(row, fn):
+            row["us"] = ev_time(torch, fn)
+            timers.append((row, fn))
+            return row
         if m >= 17:
-            t = ev_time(torch, lambda: torch._int_mm(x8, next(cyc8).t()))
-            rows.append(dict(M=m, what="cuBLAS int8 (torch._int_mm)", us=t))
-        cub = rows[-1]["us"] if rows and rows[-1]["M"] == m else None
+            rows.append(timed(dict(M=m, what="cuBLAS int8 (torch._int_mm)"),
+                              lambda: torch._int_mm(x8, next(cyc8).t())))
         base = Int4Gemm.for_shape(m, N, K, "sm_90", hopper=False)
         plan = base.plan(m, N, K)
         cyc = itertools.cycle(w4)
@@ -297,9 +313,8 @@ def main():
         plan(x4, w4[0], c)
         torch.cuda.synchronize()
         ok = bool(torch.equal(c, want))
-        t = ev_time(torch, lambda: plan.launch_pointers(xp, next(cyc).data_ptr(), cp))
-        rows.append(dict(M=m, what=f"mma.sync schedule (for_shape, hopper=False: {base.block_m}x{base.block_n})",
-                         us=t, ok=ok))
+        rows.append(timed(dict(M=m, what=f"mma.sync schedule (for_shape, hopper=False: {base.block_m}x{base.block_n})",
+                               ok=ok), lambda p=plan: p.launch_pointers(xp, next(cyc).data_ptr(), cp)))
         print(rows[-1], flush=True)
         for g in cands[m]:
             if time.time() > deadline:
@@ -316,10 +331,17 @@ def main():
                 print("HANG", g.kernel_name, flush=True)
                 os._exit(3)  # a hung kernel holds the GPU: stop rather than spend the run
             ok = bool(torch.equal(c, want))
-            t = ev_time(torch, lambda: hp.launch_pointers(xp, next(cyc).data_ptr(), cp))
-            rows.append(dict(M=m, what=describe(g), us=t, ok=ok, splits=hp.splits, grid=hp.grid[0],
-                             name=g.kernel_name))
+            rows.append(timed(dict(M=m, what=describe(g), ok=ok, splits=hp.splits, grid=hp.grid[0],
+                                   name=g.kernel_name), lambda p=hp: p.launch_pointers(xp, next(cyc).data_ptr(), cp)))
             print(rows[-1], flush=True)
+        for row, _ in timers:
+            row["rounds"] = [row["us"]]
+        for _ in range(args.rounds - 1):
+            for row, fn in timers:
+                row["rounds"].append(ev_time(torch, fn))
+        for row, _ in timers:
+            row["us"] = float(np.median(row["rounds"]))
+        cub = next((r["us"] for r in rows if r["M"] == m and "cuBLAS" in r["what"]), None)
         for r in rows:
             if r["M"] == m:
                 r["tops"] = ops / r["us"] / 1e6

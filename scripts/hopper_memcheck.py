@@ -8,13 +8,12 @@ import sys
 import numpy as np
 
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64
 
 rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
                                                                       scaled=True),
-      dict(block_n=64, consumers=2, stages=3, block_k_bytes=512, scaled=True),  # the decode-sized M default
-      dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, scaled=True,
-           pdl=True),  # the M <= 32 default
+      SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # the skinny defaults (M <= 128, M <= 32, M <= 64)
       dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
            block_k_bytes=256))
 S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default

@@ -66,15 +66,21 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 6})
         add(**{**SKINNY_S4_32, "pdl": False})
         add(**{**SKINNY_S4_32, "a_group": 4})
+        add(**{**SKINNY_S4_32, "convert_buffers": 3})  # three widened B buffers: one barrier per stage
     elif m <= 64:
         add(**SKINNY_S4_64)
         add(**{**SKINNY_S4_64, "stages": 4})
         add(**{**SKINNY_S4_64, "a_group": 4})
+        add(**{**SKINNY_S4_64, "convert_buffers": 3})
+        add(**{**SKINNY_S4_64, "convert_buffers": 3, "stages": 4})
         add(**{**SKINNY_S4_64, "pdl": False})
     elif m <= 128:
         add(**SKINNY_S4)
         add(**{**SKINNY_S4, "a_group": 4})
         add(**{**SKINNY_S4, "a_group": 8})
+        add(**{**SKINNY_S4, "convert_buffers": 3, "stages": 2})
+        add(**{**SKINNY_S4, "convert_buffers": 3, "block_k_bytes": 256, "stages": 6})
+        add(**{**SKINNY_S4, "convert_buffers": 3, "block_k_bytes": 256, "stages": 7})
         add(**{**SKINNY_S4, "l2_promotion": 256})
         add(**{**SKINNY_S4, "pdl": False})
         add(**{**SKINNY_S4, "cluster_n": 2})  # the activations multicast to two CTAs: half their L2 reads
@@ -250,6 +256,7 @@ def finishes(torch, seconds: float) -> bool:
 def describe(g: HopperGemm) -> str:
     return (("swap " if g.swap_ab else "") + f"{g.block_m}x{g.block_n}x{g.block_k} c{g.consumers} s{g.stages} {g.widen}"
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
+            + (f" wb{g.convert_buffers}" if not g.converter and g.convert_buffers != 2 else "")
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
             + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
             + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" pdl" if g.pdl else ""))

@@ -35,6 +35,10 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=64, consumers=2, scaled=True, rotate_k=True), (120, 200, 1536, 1, 2)),
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, a_group=8), (100, 70, 1536, 1, 1)),
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, a_group=2), (20, 150, 768, 1, 1)),
+    # three widened B buffers: the consumers skip the barrier that guards a buffer's reuse
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, convert_buffers=3), (100, 70, 2560, 1, 1)),
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, convert_buffers=3),
+     (20, 150, 1792, 1, 1)),
 ]
 
 
@@ -71,7 +75,7 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
         g.check_problem(32, 64, SCALED_K_LIMIT)
     for kw, msg in [(dict(operand="s8", scaled=True), "operand='s4'"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, stages=2, scaled=True, biased=True), "choose one"),
-                    (dict(operand="s4", block_k_bytes=256, convert_buffers=3), "converter=True"),
+                    (dict(operand="s8", convert_buffers=3), "register-sourced s4"),
                     (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "2..4"),
                     (dict(operand="s8", interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True),

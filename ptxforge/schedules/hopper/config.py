@@ -113,8 +113,9 @@ class HopperGemm:
     8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`);
     scaled (s4): the nibbles are widened to 16 v (s8; 3 operations per word, no row sums) and the
     epilogue shifts C = acc >> 8 (exact for K < 131072, which `check_problem` enforces);
-    convert_buffers (s4 with the converter): widened B buffers the converter warps fill ahead of
-    the consumers (2..4);
+    convert_buffers (s4 with a_registers): the ring of widened B buffers (2..4), filled by the
+    converter warps ahead of the consumers, or by the consumers themselves; with 3 or more the
+    consumers skip the barrier that guards a buffer's reuse two stages on;
     interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
     (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
     widening; at the end of a tile the second adds its sums into the first's through shared
@@ -198,9 +199,9 @@ class HopperGemm:
             raise ValidationError("scaled and biased are two widenings of s4: choose one")
         if not 2 <= self.convert_buffers <= 4:
             raise ValidationError(f"convert_buffers is 2..4 widened B buffers, got {self.convert_buffers}")
-        if self.convert_buffers != 2 and not self.converter:
-            raise ValidationError("convert_buffers sets the converter warps' ring of widened B tiles: it needs "
-                                  "converter=True (the consumers widen B into two buffers)")
+        if self.convert_buffers != 2 and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("convert_buffers sets the ring of widened B tiles of the register-sourced s4 path "
+                                  "(operand='s4', a_registers=True)")
         if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers == 2):
             raise ValidationError("interleave_k (two consumers on alternate k-stages) is the register-sourced s4 "
                                   "path with consumers=2")
@@ -407,7 +408,8 @@ class HopperGemm:
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
                 + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "")
-                + (f"{self.convert_buffers}" if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
+                + ((f"{self.convert_buffers}" if self.converter else f"_wb{self.convert_buffers}")
+                   if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")

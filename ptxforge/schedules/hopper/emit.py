@@ -435,7 +435,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     if il:
         ctid = k.sub(ws.tid, k.mad(cidx, 128, 128, type=T.u32), type=T.u32)  # thread in this warpgroup
         nthr, bar_id = 128, k.add(cidx, 4, type=T.u32, dst=k.reg(T.u32, "widen_bar"))
-        own = k.mul(cidx, 2 * tb.nbytes, type=T.u32)
+        own = k.mul(cidx, cfg.convert_buffers * tb.nbytes, type=T.u32)
         conv_mine = conv_base if hand else k.add(conv_base, own, type=T.u32, dst=k.reg(T.u32, "conv_mine"))
         gs = k.reg(T.u32, "gstage")  # the CTA's global index of this warpgroup's current stage
         st = RingState(k, k.reg(T.u32, "cons_stage"), k.reg(T.u32, "cons_phase"), cfg.stages)
@@ -462,7 +462,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             k.add(it, 1, dst=it)
             st.advance()
         stage_it = buf_it = it
-    nb = cfg.convert_buffers if hand else 2
+    nb = cfg.convert_buffers
     gs_ = cfg.a_group
     groups = [range(j, j + gs_) for j in range(0, tb.k_slices, gs_)]  # an even count (checked by the config)
     regs = [[frags.registers(gs_, f"a{h}{mi}_") for mi in range(nsub)] for h in range(2)]
@@ -508,8 +508,11 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             widen_a(sa, 0)
             _wait(k, Addr(k.mad(b, 8, hand[0], type=T.u32)), k.and_(u, 1, type=T.b32))
             return
-        # every widener is past the wait that retired its reads of this buffer (two stages back)
-        k.bar_sync(bar_id, nthr)
+        if nb == 2:  # every widener is past the wait that retired its reads of this buffer (two stages back)
+            k.bar_sync(bar_id, nthr)
+        # (with 3 or more buffers the barrier that ended the previous stage's prepare suffices: whoever
+        # passed it had waited with wait_group 1 after issuing the stage before, so every wgmma that read
+        # this buffer, three or more stages back, has retired)
         emit_s4_widen(k, cfg, sa, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
         k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
         if not first:

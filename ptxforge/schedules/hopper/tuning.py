@@ -10,11 +10,11 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s4 skinny problems (the decode case), each a programmatic dependent launch (`pdl`: its prologue
   overlaps the end of the launch ahead of it; 1.4-2 us per call at these sizes), N = K = 8192,
   back-to-back calls over five weight sets:
-  - M <= 32: `SKINNY_S4_32` (operands swapped, two consumers on alternate k-stages): 12.1 us, 1.97x
-    cuBLAS int8 (13.6 us without pdl; the mma.sync schedule 12.5 with pdl, 13.9 without);
-  - 32 < M <= 64: `SKINNY_S4_64`: 16.7 us, 1.45x (mma.sync 19.7 us; with pdl 24.9);
-  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles and 512 K-values per stage: 21.0 us, 1.95x (22.6 without
-    pdl; the mma.sync schedule 27.1);
+  - M <= 32: `SKINNY_S4_32` (operands swapped, two consumers on alternate k-stages, wgmma groups of 8
+    k-steps): 12.06 us, 1.97x cuBLAS int8 (13.4 us without pdl; the mma.sync schedule 12.6 with pdl);
+  - 32 < M <= 64: `SKINNY_S4_64` (groups of 2): 16.70 us, 1.44x (mma.sync 19.8 us);
+  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, groups of 2: 20.64 us, 1.98x
+    (22.0 without pdl; the mma.sync schedule 27.7);
   - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 33.0 us, 1.26x.
 * pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
 * s8 skinny problems, same conditions: M <= 32 `SKINNY_S8_32` (operands swapped, one consumer, 8 stages):

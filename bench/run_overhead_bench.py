@@ -4,9 +4,9 @@ For each shape and schedule (what `for_shape` picks on this GPU), side by side i
 
 * host time per call of `run()` on torch tensors, of the prepared plan and of `launch_pointers`
   (one driver launch: the floor), each call timed on its own with a host clock in batches of 20
-  back-to-back calls, the GPU drained between batches so the launch queue never fills: the median
-  call (what a Python loop around the call pays), and the median batch mean (which also carries
-  the first call after each drain);
+  back-to-back calls, the three taking turns batch by batch, the GPU drained between batches so the
+  launch queue never fills: the median call (what a Python loop around the call pays), and the
+  median batch mean (which also carries the first call after each drain);
 * throughput of back-to-back calls, CUDA events over batches of launches, for `run()`, the
   prepared launcher (`plan = g.plan(m, n, k)`, then `plan(a, b, c)`) and `plan.launch_pointers`
   (the floor: one cuLaunchKernel), each cycling through input sets larger than the 60 MB L2;
@@ -81,36 +81,41 @@ def events_us(torch, fn, calls, repeat=15):
     return statistics.median(samples)
 
 
-def host_us(torch, fn, calls=20, repeat=40):
-    """Host time per call: (median of single calls, mean over batches).
+def host_times(torch, fns: dict, calls=20, repeat=40) -> dict:
+    """Host time per call of each of `fns` (name -> call): name -> (median of single calls, median batch mean).
 
     Batches of `calls` back-to-back calls, the GPU drained before each so that the launch queue never
     fills (a full queue makes a launch wait for the GPU, and the clock would then time the kernels,
-    not the call).  Each call is timed on its own: the median of those is what a call in a loop
+    not the call).  The calls take turns batch by batch, so a slower stretch of the host weighs on
+    all of them alike.  Each call is timed on its own: the median of those is what a call in a loop
     costs; the batch mean also carries the first call after each drain (the thread waking up, cold
     caches) and any preemption of the process."""
-    for _ in range(5):
-        fn()
+    for fn in fns.values():
+        for _ in range(5):
+            fn()
     torch.cuda.synchronize()
-    singles, means = [], []
+    singles = {name: [] for name in fns}
+    means = {name: [] for name in fns}
     clock = time.perf_counter_ns
     for _ in range(repeat):
-        times = []
-        for _ in range(calls):
-            t = clock()
-            fn()
-            times.append(clock() - t)
-        singles.extend(times)
-        means.append(sum(times) / calls / 1e3)
-        torch.cuda.synchronize()
-    return statistics.median(singles) / 1e3, statistics.median(means)
+        for name, fn in fns.items():
+            times = []
+            for _ in range(calls):
+                t = clock()
+                fn()
+                times.append(clock() - t)
+            singles[name].extend(times)
+            means[name].append(sum(times) / calls / 1e3)
+            torch.cuda.synchronize()
+    return {name: (statistics.median(singles[name]) / 1e3, statistics.median(means[name])) for name in fns}
 
 
 def host_row(torch, via_run, via_plan, via_pointers) -> dict:
     """Host time per call of run(), the plan and launch_pointers (the floor: one driver launch)."""
     row = {}
-    for key, fn in (("run", via_run), ("plan", via_plan), ("pointers", via_pointers)):
-        row["host_us_" + key], row["host_batch_us_" + key] = host_us(torch, fn)
+    got = host_times(torch, {"run": via_run, "plan": via_plan, "pointers": via_pointers})
+    for key, (single, batch) in got.items():
+        row["host_us_" + key], row["host_batch_us_" + key] = single, batch
     return row
 
 

@@ -22,8 +22,8 @@ from ptxforge.parse.to_python import to_python
 
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
 STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync")
-#: a line legal on sm_90 that the tables lack (a TMA tile prefetch into L2), put into a file to read leniently
-FOREIGN = "\tcp.async.bulk.prefetch.tensor.2d.L2.global.tile [%rd1, {%r1, %r2}];"
+#: a line legal on sm_90 that the tables lack (a TMA reduction into a tensor), put into a file to read leniently
+FOREIGN = "\tcp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%rd1, {%r1, %r2}], [%r3];"
 #: breadth.cu: the families whose nvcc forms the tables lack today (a line may leave this set as the
 #: tables grow; none may join it).
 BREADTH_GAPS: set = set()

@@ -44,7 +44,7 @@ FACTORIES = {
     "prefetch": exec_async.make_noop,
     # hints with no effect on values: the interpreter has no caches and no dependent grids
     "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,
-    "cp.async.bulk.prefetch": exec_async.make_noop,
+    "cp.async.bulk.prefetch": exec_async.make_noop, "cp.async.bulk.prefetch.tensor": exec_async.make_noop,
     # discard leaves 128 bytes undefined; keeping their old values is one of the values allowed
     "discard": exec_async.make_noop, "pmevent": exec_async.make_noop,
     "ldu": exec_memory.make_ld, "isspacep": exec_move.make_isspacep, "match": exec_warp.make_match,

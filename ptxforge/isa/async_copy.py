@@ -175,10 +175,10 @@ REQ_BULK = Requirement(90, V("8.0"))
 
 @dataclass(frozen=True)
 class BulkInfo:
-    """Semantics of one bulk copy: its kind (g2s, s2g, tensor_g2s, tensor_s2g), size in bytes and tensor
-    dimensions.
+    """Semantics of one bulk copy: its kind (g2s, s2g, prefetch, tensor_g2s, tensor_s2g, tensor_prefetch),
+    size in bytes and tensor dimensions.
     """
-    kind: str  # "g2s", "s2g", "tensor_g2s", "tensor_s2g"
+    kind: str  # "g2s", "s2g", "prefetch", "tensor_g2s", "tensor_s2g", "tensor_prefetch"
     size: object = None
     dims: int = 0
     multicast: bool = False
@@ -229,6 +229,20 @@ def bulk_prefetch(src, size, policy=None):
     return make("cp.async.bulk.prefetch", ("cp.async", "bulk", "prefetch", "L2", "global",
                                            "L2::cache_hint" if policy is not None else None), ops,
                 req=REQ_BULK, info=BulkInfo("prefetch", size))
+
+
+def bulk_tensor_prefetch(tmap, coords):
+    """`cp.async.bulk.prefetch.tensor.Nd.L2.global.tile [tmap, {coords}]` (sm_90): bring the box of the
+    tensor map at `coords` (1 to 5 .s32 values, innermost first) into L2.  A hint: nothing lands in
+    shared memory and there is no completion to wait for; a later TMA load of the box hits L2."""
+    n = len(coords)
+    if not 1 <= n <= 5:
+        raise ValidationError(f"cp.async.bulk.prefetch.tensor takes 1 to 5 coordinates, got {n}")
+    for i, c in enumerate(coords):
+        check_value(c, T.s32, f"tensor coordinate {i}")
+    return make("cp.async.bulk.prefetch.tensor", ("cp.async", "bulk", "prefetch", "tensor", f"{n}d", "L2", "global",
+                                                  "tile"),
+                (TensorAddr(tmap, tuple(coords)),), req=REQ_BULK, info=BulkInfo("tensor_prefetch", dims=n))
 
 
 def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
@@ -399,6 +413,12 @@ class AsyncCopyOps:
             multicast = self._val(multicast, T.b16)
         self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap),
                                   tuple(self._val(c, T.s32) for c in coords), self._addr(mbar), multicast), pred)
+
+    def tensor_prefetch(self, tmap, coords, *, pred=None):
+        """sm_90 TMA L2 prefetch of one box (`cp.async.bulk.prefetch.tensor.Nd.L2.global.tile`): `tmap`
+        the generic address of a CUtensorMap parameter, coords innermost first.  No completion: the
+        data only moves into L2, ahead of the tensor_load that will read it."""
+        self.emit(bulk_tensor_prefetch(self._val(tmap), tuple(self._val(c, T.s32) for c in coords)), pred)
 
     def tensor_load_im2col(self, dst, tmap, coords, mbar, offsets, *, multicast=None, pred=None):
         """sm_90 TMA im2col load (`bulk_tensor_g2s_im2col`): `tmap` an im2col tensor map parameter

@@ -15,7 +15,7 @@ from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
 from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s,
-                              bulk_tensor_g2s_im2col, bulk_tensor_s2g,
+                              bulk_tensor_g2s_im2col, bulk_tensor_prefetch, bulk_tensor_s2g,
                               bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, CallPrototype, FuncRef, brx_idx, call
@@ -428,6 +428,11 @@ def _bulk(parts, ops):
             return Call(bulk_prefetch, src, _int_or_reg(size), policy)
         src, size = _n(ops, 2, name)
         return Call(bulk_prefetch, src, _int_or_reg(size))
+    if parts[3] == "prefetch" and parts[4:5] == ["tensor"]:  # cp.async.bulk.prefetch.tensor.Nd.L2.global.tile
+        (t,) = _n(ops, 1, name)
+        if not isinstance(t, TensorAddr):
+            raise ValidationError(f"{name} takes one operand, [tmap, {{coordinates}}]")
+        return Call(bulk_tensor_prefetch, t.tmap, t.coords)
     if parts[3] == "tensor":
         if "im2col" in parts and len(ops) in (4, 5) and isinstance(ops[1], TensorAddr) and isinstance(ops[3], Vec):
             d, t, m, offs = ops[:4]

@@ -268,7 +268,8 @@ def _async_copy_candidates():
     out += [spec("async_copy", "createpolicy", level=lv, fraction=fr) for lv in CREATEPOLICY for fr in (1.0, 0.5)]
     out += [spec("async_copy", "wait", n=0)]
     out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
-    out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store") for d in range(1, 6)]
+    out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store", "tensor_prefetch")
+            for d in range(1, 6)]
     out += [spec("async_copy", "tensor_load", coords=(None, None), multicast=m) for m in (3, "reg")]
     out += [spec("async_copy", "tensor_load_im2col", dims=d, multicast=m) for d in (3, 4, 5) for m in (None, 3)]
     out += [spec("async_copy", "bulk_store", size=n) for n in (256, None)]

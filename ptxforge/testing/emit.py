@@ -370,6 +370,8 @@ def _emit_async_copy(sc: Scratch, s: Spec):
     elif op == "tensor_store":
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         k.tensor_store(sc.tmap(), coords, sc.s, pred=g)
+    elif op == "tensor_prefetch":
+        k.tensor_prefetch(sc.tmap(), [c if c is not None else sc.reg(T.s32) for c in s["coords"]], pred=g)
     elif op == "bulk_commit":
         k.bulk_commit(pred=g)
     elif op == "bulk_wait":

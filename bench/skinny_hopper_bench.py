@@ -62,33 +62,39 @@ def candidates(m: int) -> list:
 
     if m <= 32:
         add(**SKINNY_S4_32)  # what for_shape picks
-        add(**{**SKINNY_S4_32, "rotate_k": True, "l2_promotion": 256})
-        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 6})
-        add(**{**SKINNY_S4_32, "pdl": False})
+        add(**{**SKINNY_S4_32, "stages": 4})  # the ring before (64 KB of weights on their way)
+        add(**{**SKINNY_S4_32, "convert_buffers": 1})
+        add(**{**SKINNY_S4_32, "stages": 8, "convert_buffers": 1})  # one widened B buffer leaves room for 8
+        add(**{**SKINNY_S4_32, "l2_promotion": 256})
         add(**{**SKINNY_S4_32, "a_group": 4})
-        add(**{**SKINNY_S4_32, "convert_buffers": 3})  # three widened B buffers: one barrier per stage
+        add(**{**SKINNY_S4_32, "pdl": False})
+        add(**{**SKINNY_S4_32, "l2_prefetch": 4})  # the weights asked of the L2 4 stages ahead of the ring's loads
     elif m <= 64:
         add(**SKINNY_S4_64)
-        add(**{**SKINNY_S4_64, "stages": 4})
+        add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default before
+        add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 8})
         add(**{**SKINNY_S4_64, "a_group": 4})
-        add(**{**SKINNY_S4_64, "convert_buffers": 3})
-        add(**{**SKINNY_S4_64, "convert_buffers": 3, "stages": 4})
+        add(**{**SKINNY_S4_64, "a_group": 8})
+        add(**{**SKINNY_S4_64, "l2_promotion": 256})
         add(**{**SKINNY_S4_64, "pdl": False})
     elif m <= 128:
         add(**SKINNY_S4)
+        add(**{**SKINNY_S4, "l2_promotion": 128})
         add(**{**SKINNY_S4, "a_group": 4})
-        add(**{**SKINNY_S4, "a_group": 8})
+        add(**{**SKINNY_S4, "stages": 4, "convert_buffers": 1})  # one widened B buffer leaves room for a 4th stage
         add(**{**SKINNY_S4, "convert_buffers": 3, "stages": 2})
-        add(**{**SKINNY_S4, "convert_buffers": 3, "block_k_bytes": 256, "stages": 6})
-        add(**{**SKINNY_S4, "convert_buffers": 3, "block_k_bytes": 256, "stages": 7})
-        add(**{**SKINNY_S4, "l2_promotion": 256})
+        add(**{**SKINNY_S4, "l2_prefetch": 2})
         add(**{**SKINNY_S4, "pdl": False})
         add(**{**SKINNY_S4, "cluster_n": 2})  # the activations multicast to two CTAs: half their L2 reads
         add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 4})
-        add(**{**SKINNY_S4_64, "block_n": 128, "interleave_k": False, "consumers": 1, "stages": 6})  # swapped
+        add(**{**SKINNY_S4_64, "block_n": 128, "interleave_k": False, "consumers": 1, "block_k_bytes": 256,
+               "stages": 6, "convert_buffers": 2})  # swapped
     else:
         add(**SKINNY_S4_256)
         add(**{**SKINNY_S4_256, "rotate_k": True})
+        add(**{**SKINNY_S4_256, "stages": 6, "convert_buffers": 1})  # one widened B buffer: room for 6 stages
+        add(**{**SKINNY_S4_256, "block_k_bytes": 512, "stages": 2, "convert_buffers": 1})
+        add(**{**SKINNY_S4_256, "l2_promotion": 256})
         add(**{**SKINNY_S4_256, "pdl": False})
         add(**DEFAULTS["s4"])  # the large-problem default (K split to fill the SMs)
     return out
@@ -258,6 +264,7 @@ def describe(g: HopperGemm) -> str:
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
             + (f" wb{g.convert_buffers}" if not g.converter and g.convert_buffers != 2 else "")
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
+            + (f" pf{g.l2_prefetch}" if g.l2_prefetch else "")
             + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
             + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" pdl" if g.pdl else ""))
 

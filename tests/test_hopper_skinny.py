@@ -39,6 +39,16 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, convert_buffers=3), (100, 70, 2560, 1, 1)),
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, convert_buffers=3),
      (20, 150, 1792, 1, 1)),
+    # one widened B buffer: each stage waits for the last one's wgmmas before widening (with interleave_k the
+    # second consumer's sums pass through it)
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, convert_buffers=1),
+     (20, 150, 1792, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, convert_buffers=1), (100, 70, 2560, 1, 1)),
+    (dict(block_n=64, consumers=2, interleave_k=True, scaled=True, convert_buffers=1), (50, 130, 1280, 1, 1)),
+    # L2 prefetches of the weights ahead of the ring (a hint: the same results, the prefetch loop's bounds
+    # walked with units of fewer stages than the distance, and with more)
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, l2_prefetch=6), (20, 150, 1280, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, l2_prefetch=2), (100, 70, 2560, 1, 1)),
 ]
 
 
@@ -76,7 +86,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
     for kw, msg in [(dict(operand="s8", scaled=True), "operand='s4'"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, stages=2, scaled=True, biased=True), "choose one"),
                     (dict(operand="s8", convert_buffers=3), "register-sourced s4"),
-                    (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "2..4"),
+                    (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "1..4"),
+                    (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=1), r"another \(2..4\)"),
+                    (dict(operand="s4", block_k_bytes=256, l2_prefetch=-1), "0..32"),
+                    (dict(operand="s4", block_k_bytes=256, l2_prefetch=2, rotate_k=True), "choose one"),
                     (dict(operand="s8", interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True),
                      "convert_buffers=4"),
@@ -93,7 +106,13 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
         with pytest.raises(ValidationError, match=msg):
             HopperGemm(**kw)
     il = HopperGemm("s4", block_k_bytes=256, block_n=64, interleave_k=True, scaled=True)
-    assert il.block_m == 64 and il.reduce_bytes == 128 * 32 * 4 and "_ik" in il.kernel_name
+    # the second consumer's sums (128 threads x 32 words) pass through its widened B buffers, or with the
+    # converter (whose buffers are shared) through shared memory set aside for them
+    assert il.block_m == 64 and il.reduce_in_buffers and il.reduce_bytes == 0 and "_ik" in il.kernel_name
+    cv = HopperGemm("s4", block_k_bytes=256, block_n=64, interleave_k=True, scaled=True, converter=True,
+                    convert_buffers=4)
+    assert not cv.reduce_in_buffers and cv.reduce_bytes == 128 * 32 * 4
+    assert il.smem_bytes == cv.smem_bytes - cv.reduce_bytes - cv.convert_bytes + il.convert_bytes - 16 * 2
 
 
 @pytest.mark.parametrize("kw", [dict(block_n=64, consumers=2, interleave_k=True, scaled=True, stages=8),
@@ -118,7 +137,7 @@ GPU = [  # what for_shape picks, and the variants the skinny sweep measured (ben
     dict(SKINNY_S4), dict(SKINNY_S4_256), dict(DEFAULTS["s4"]),
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
-    dict(SKINNY_S4_32),
+    dict(SKINNY_S4_32), dict(SKINNY_S4_32, l2_prefetch=8), dict(SKINNY_S4, l2_prefetch=4),
     dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
     dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,
          convert_buffers=4, scaled=True),

@@ -65,15 +65,18 @@ DEFAULTS = {
 #: registers; the few rows of A the wgmma N of 32), two consumer warpgroups on alternate k-stages, 512
 #: K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
 #: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it; wgmma groups of 8
-#: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200)
-SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
+#: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200); a ring of 6
+#: (96 KB of weights on their way instead of 64: 11.70-11.81 against 12.00-12.20 us with 4, two runs of five
+#: rounds; 8 stages, room made by one widened B buffer per consumer, 12.08)
+SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=512, swap_ab=True,
                     scaled=True, pdl=True, a_group=8)
 
-#: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 256 K-values per stage in a
-#: ring of 6 (the per-warpgroup widened B buffers take the room of deeper 512-value stages); wgmma groups of 2
-#: k-steps (16.88 against 17.07 us with 4)
-SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=256, swap_ab=True,
-                    scaled=True, pdl=True, a_group=2)
+#: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 512 K-values per stage in a
+#: ring of 4, with one widened B buffer per consumer warpgroup (`convert_buffers=1`: each stage waits for
+#: the wgmmas of the one before, and the two buffers of 256-value stages make room for the 512-value ring):
+#: 15.00 us against 16.64 for 256-value stages in a ring of 6 with two buffers; wgmma groups of 2 k-steps
+SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
+                    scaled=True, pdl=True, a_group=2, convert_buffers=1)
 
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
 #: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl
@@ -85,8 +88,10 @@ SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; wgmma groups of 2
-#: k-steps (20.96 against 21.27 us with 4, 21.16 with 8)
-SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True, a_group=2)
+#: k-steps (20.96 against 21.27 us with 4, 21.16 with 8); the operand tensor maps promote L2 fetches to 256
+#: bytes (a stage's two 128-byte boxes of a row in one request: 20.63-20.68 against 20.68-20.85 us, three runs)
+SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True, a_group=2,
+                 l2_promotion=256)
 
 #: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192)
 SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True)
@@ -115,7 +120,9 @@ class HopperGemm:
     epilogue shifts C = acc >> 8 (exact for K < 131072, which `check_problem` enforces);
     convert_buffers (s4 with a_registers): the ring of widened B buffers (2..4), filled by the
     converter warps ahead of the consumers, or by the consumers themselves; with 3 or more the
-    consumers skip the barrier that guards a buffer's reuse two stages on;
+    consumers skip the barrier that guards a buffer's reuse two stages on; with 1 (consumers only)
+    each stage waits for every wgmma of the stage before it (`wgmma.wait_group 0`) before widening
+    B into the one buffer, which leaves the shared memory of a buffer to the ring;
     interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
     (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
     widening; at the end of a tile the second adds its sums into the first's through shared
@@ -125,6 +132,10 @@ class HopperGemm:
     CTAs streaming operand row blocks at the same moment read different columns (the order of an
     integer sum does not matter; on the H200 many CTAs reading the same columns of 4 KB-strided
     rows at once reach about 2.6 TB/s);
+    l2_prefetch: k-stages ahead of the one the producer loads whose weight boxes (the problem's B: the
+    kernel's A with swap_ab) it also asks the L2 for (`cp.async.bulk.prefetch.tensor`, 0: none), so
+    more of the weights are on their way from DRAM than the shared ring holds; a hint, the results
+    do not depend on it;
     l2_promotion: the L2 promotion of the operand tensor maps (0, 64, 128 or 256 bytes: what the L2
     fetches around each TMA request; 256 brings a 128-byte box row's neighbour along);
     pdl: a programmatic dependent launch: every thread executes `griddepcontrol.wait` after the
@@ -168,6 +179,7 @@ class HopperGemm:
     interleave_k: bool = False
     rotate_k: bool = False
     l2_promotion: int = 128
+    l2_prefetch: int = 0
     pdl: bool = False
     cluster_m: int = 1
     cluster_n: int = 1
@@ -197,8 +209,11 @@ class HopperGemm:
             raise ValidationError("scaled=True widens packed 4-bit operands: operand='s4'")
         if self.scaled and self.biased:
             raise ValidationError("scaled and biased are two widenings of s4: choose one")
-        if not 2 <= self.convert_buffers <= 4:
-            raise ValidationError(f"convert_buffers is 2..4 widened B buffers, got {self.convert_buffers}")
+        if not 1 <= self.convert_buffers <= 4:
+            raise ValidationError(f"convert_buffers is 1..4 widened B buffers, got {self.convert_buffers}")
+        if self.convert_buffers == 1 and self.converter:
+            raise ValidationError("convert_buffers=1 is for B widened by the consumers: the converter warps fill one "
+                                  "buffer while the consumers read another (2..4)")
         if self.convert_buffers != 2 and not (self.operand == "s4" and self.a_registers):
             raise ValidationError("convert_buffers sets the ring of widened B tiles of the register-sourced s4 path "
                                   "(operand='s4', a_registers=True)")
@@ -225,6 +240,10 @@ class HopperGemm:
                                   "pass on the other consumer's phase)")
         if self.interleave_k and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("interleave_k stores C through registers, without clusters")
+        if not isinstance(self.l2_prefetch, int) or not 0 <= self.l2_prefetch <= 32:
+            raise ValidationError(f"l2_prefetch is 0..32 k-stages ahead, got {self.l2_prefetch!r}")
+        if self.l2_prefetch and self.rotate_k:
+            raise ValidationError("l2_prefetch walks the k-stages in order; rotate_k reorders them: choose one")
         if self.l2_promotion not in (0, 64, 128, 256):
             raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
         if not isinstance(self.pdl, bool):
@@ -386,9 +405,18 @@ class HopperGemm:
         return sets * self.convert_buffers * (b.nbytes + (0 if self.a_registers else a.nbytes))
 
     @property
+    def reduce_in_buffers(self) -> bool:
+        """interleave_k with consumer-widened B: the second consumer hands its accumulators over through its own
+        widened B buffers (idle once its last wgmmas have retired) when they hold them, so no shared memory
+        is set aside for the hand-over."""
+        return (self.interleave_k and not self.converter
+                and 128 * self.acc_regs * 4 <= self.convert_buffers * self.tiles[1].nbytes)
+
+    @property
     def reduce_bytes(self) -> int:
-        """Shared bytes through which interleave_k's second consumer hands its accumulators to the first."""
-        return 128 * self.acc_regs * 4 if self.interleave_k else 0
+        """Shared bytes set aside through which interleave_k's second consumer hands its accumulators to the
+        first (0 when its widened B buffers serve: `reduce_in_buffers`)."""
+        return 128 * self.acc_regs * 4 if self.interleave_k and not self.reduce_in_buffers else 0
 
     @property
     def widened_a(self) -> bool:
@@ -413,7 +441,7 @@ class HopperGemm:
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
-                + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
+                + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "") + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 

@@ -198,6 +198,8 @@ def emit_kernel(cfg) -> KernelBuilder:
     store_base = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "store_base"))
     red_base = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "red_base"))
     bars = k.add(red_base, cfg.reduce_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
+    if cfg.reduce_in_buffers:  # the second consumer's widened B buffers
+        red_base = k.add(conv_base, cfg.convert_buffers * tb.nbytes, type=T.u32, dst=red_base)
     out = Output(c_ptr, tmap_c, store_base if cfg.epilogue == "tma" else None)
 
     ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
@@ -267,7 +269,25 @@ def emit_kernel(cfg) -> KernelBuilder:
                 if cfg.rotate_k:  # the unit's stages from (tile mod count), wrapping
                     count = k.sub(kt1, kt0, type=T.u32)
                     rot = k.sub(k.rem(tile, count, type=T.u32), kt0, type=T.u32)  # kt + rot: 0-based, rotated
+                if cfg.l2_prefetch:
+                    weights = loads[0 if cfg.swap_ab else 1]
+
+                    def prefetch(j):
+                        """Ask the L2 for the weight boxes of k-stage j."""
+                        tile_l, tmap, row = weights[:3]
+                        xj = k.mul(j, tile_l.cols, type=T.u32)
+                        for i in range(tile_l.tma_copies):
+                            coff = tile_l.tma_copy_offset(i)[1]
+                            k.tensor_prefetch(tmap, (k.add(xj, coff, type=T.u32) if coff else xj, row), pred=lead)
+
+                    first = k.min(k.add(kt0, cfg.l2_prefetch, type=T.u32), kt1, type=T.u32)
+                    with k.for_range(kt0, first, name="pf") as j:
+                        prefetch(j)
                 with k.for_range(kt0, kt1, name="kt") as kt:
+                    if cfg.l2_prefetch:
+                        ahead = k.add(kt, cfg.l2_prefetch, type=T.u32)
+                        with k.if_(k.setp("lt", ahead, kt1, type=T.u32)):
+                            prefetch(ahead)
                     ring.acquire(st)
                     # every byte of the stage lands here: this CTA's own loads and its peer's multicast half
                     ring.expect_tx(st, cfg.stage_bytes, pred=lead)
@@ -508,14 +528,16 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             widen_a(sa, 0)
             _wait(k, Addr(k.mad(b, 8, hand[0], type=T.u32)), k.and_(u, 1, type=T.b32))
             return
-        if nb == 2:  # every widener is past the wait that retired its reads of this buffer (two stages back)
+        if nb == 1 and not first:  # the one buffer: the stage before must be done reading it
+            k.wgmma_wait(0)
+        if nb <= 2:  # every widener is past the wait that retired its reads of this buffer (one or two stages back)
             k.bar_sync(bar_id, nthr)
         # (with 3 or more buffers the barrier that ended the previous stage's prepare suffices: whoever
         # passed it had waited with wait_group 1 after issuing the stage before, so every wgmma that read
         # this buffer, three or more stages back, has retired)
         emit_s4_widen(k, cfg, sa, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
         k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
-        if not first:
+        if not first and nb > 1:
             k.wgmma_wait(1)
         widen_a(sa, 0)
         k.bar_sync(bar_id, nthr)  # B complete before anyone's wgmmas read it
@@ -584,11 +606,15 @@ def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):
     Thread i of consumer 1 writes its registers in groups of four at red + (q * 128 + i) * 16
     (consecutive threads, consecutive 16 bytes: no bank conflicts); a barrier of both warpgroups;
     thread i of consumer 0 adds the same words to its registers; a second barrier, after which
-    consumer 1 may write the next unit's sums."""
+    consumer 1 may write the next unit's sums (or widen B into its buffers, where the sums pass
+    through them: `reduce_in_buffers`; then its own barrier first, so that every one of its
+    wgmmas has retired before the buffers are written)."""
     regs = [r for acc in accs for r in acc]
     slot = k.mad(ctid, 16, red_base, type=T.u32)
     second = k.setp("ne", cidx, 0, type=T.u32)
     with k.if_(second):
+        if cfg.reduce_in_buffers:
+            k.bar_sync(5, 128)  # consumer 1's widening barrier (4 + cidx)
         for q in range(len(regs) // 4):
             k.st(Addr(slot, q * 128 * 16), regs[4 * q:4 * q + 4], type=T.s32, vec=4, space="shared")
         k.bar_sync(6, 256)

@@ -73,7 +73,7 @@ def candidates(m: int) -> list:
         add(**SKINNY_S4_64)
         add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default before
         add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 8})
-        add(**{**SKINNY_S4_64, "a_group": 4})
+        add(**{**SKINNY_S4_64, "a_group": 2})
         add(**{**SKINNY_S4_64, "a_group": 8})
         add(**{**SKINNY_S4_64, "l2_promotion": 256})
         add(**{**SKINNY_S4_64, "pdl": False})
@@ -89,6 +89,11 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 4})
         add(**{**SKINNY_S4_64, "block_n": 128, "interleave_k": False, "consumers": 1, "block_k_bytes": 256,
                "stages": 6, "convert_buffers": 2})  # swapped
+        # swapped, two consumers on alternate stages, one widened B buffer each
+        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6})
+        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6, "a_group": 2})
+        # 128 rows per consumer on alternate stages, one widened B buffer each: room for 6 stages of 256 values
+        add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 6, "convert_buffers": 1})
     else:
         add(**SKINNY_S4_256)
         add(**{**SKINNY_S4_256, "rotate_k": True})

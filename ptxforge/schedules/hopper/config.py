@@ -74,9 +74,10 @@ SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=
 #: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 512 K-values per stage in a
 #: ring of 4, with one widened B buffer per consumer warpgroup (`convert_buffers=1`: each stage waits for
 #: the wgmmas of the one before, and the two buffers of 256-value stages make room for the 512-value ring):
-#: 15.00 us against 16.64 for 256-value stages in a ring of 6 with two buffers; wgmma groups of 2 k-steps
+#: 14.67 us against 16.64 for 256-value stages in a ring of 6 with two buffers (two runs of five rounds);
+#: wgmma groups of 4 k-steps (14.63-14.73 against 14.91-15.02 with 2, 14.66-14.75 with 8)
 SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
-                    scaled=True, pdl=True, a_group=2, convert_buffers=1)
+                    scaled=True, pdl=True, convert_buffers=1)
 
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
 #: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl

@@ -11,11 +11,16 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   overlaps the end of the launch ahead of it; 1.4-2 us per call at these sizes), N = K = 8192,
   back-to-back calls over five weight sets:
   - M <= 32: `SKINNY_S4_32` (operands swapped, two consumers on alternate k-stages, wgmma groups of 8
-    k-steps): 12.06 us, 1.97x cuBLAS int8 (13.4 us without pdl; the mma.sync schedule 12.6 with pdl);
-  - 32 < M <= 64: `SKINNY_S4_64` (groups of 2): 16.70 us, 1.44x (mma.sync 19.8 us);
-  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, groups of 2: 20.64 us, 1.98x
-    (22.0 without pdl; the mma.sync schedule 27.7);
-  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 33.0 us, 1.26x.
+    k-steps, a ring of 6): 11.7-11.9 us, 2.00-2.03x cuBLAS int8 (13.2 us without pdl; the mma.sync
+    schedule 12.6 with pdl).  The same kernel with its consumers only waiting and releasing streams
+    the weights in 10.1 us: the widening, the wgmmas and the tail of the last stage take the rest;
+  - 32 < M <= 64: `SKINNY_S4_64` (512 K-values per stage, one widened B buffer per consumer, groups
+    of 4): 14.7-14.9 us, 1.64x (mma.sync 19.8 us);
+  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, groups of 2, L2 promotion 256:
+    20.6-20.8 us, 1.98-2.02x (22.0 without pdl; the mma.sync schedule 27.8);
+  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 32.7 us, 1.28x.
+  L2 prefetches of the weights ahead of the ring (`l2_prefetch`) made every one slower (M = 32 13.7-15.3 us
+  for 4-16 stages ahead), so none of them asks for any.
 * pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
 * s8 skinny problems, same conditions: M <= 32 `SKINNY_S8_32` (operands swapped, one consumer, 8 stages):
   19.7 us, 1.21x cuBLAS int8 (the mma.sync schedule 24.2); M <= 64 `SKINNY_S8_64`: 20.2 us, 1.20x
@@ -83,8 +88,8 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
 
 #: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200.  None today: with the operands swapped
 #: and a programmatic dependent launch the Hopper kernel's skinny configurations are ahead at every M measured
-#: (N = K = 8192): s4 M = 32 12.1 us against 12.5 for the mma.sync schedule (also with pdl), M = 64 16.7
-#: against 19.7; s8 M = 32 19.7 against 24.2, M = 64 20.2 against 28.0.
+#: (N = K = 8192): s4 M = 32 11.8 us against 12.6 for the mma.sync schedule (also with pdl), M = 64 14.8
+#: against 19.8; s8 M = 32 19.7 against 24.2, M = 64 20.2 against 28.0.
 MMA_SYNC_M: dict = {"s4": (), "s8": ()}
 
 
@@ -105,8 +110,8 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand == "s4" and m <= 64:
         return True, ("sm_90a: TMA + wgmma with the operands swapped for a decode-sized M (the weights are the wgmma M "
                       "side, widened in registers while the wgmmas run; two consumer warpgroups on alternate k-stages) "
-                      "and a programmatic dependent launch; measured 1.97x cuBLAS int8 at M = 32 (12.1 us against "
-                      "12.5 for the mma.sync schedule) and 1.45x at M = 64 (16.7 against 19.7), N = K = 8192")
+                      "and a programmatic dependent launch; measured 2.0x cuBLAS int8 at M = 32 (11.8 us against "
+                      "12.6 for the mma.sync schedule) and 1.6x at M = 64 (14.8 against 19.8), N = K = 8192")
     if operand == "s8" and m <= 128:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
                       "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "
@@ -114,7 +119,7 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand == "s4" and m <= 256:
         return True, ("sm_90a: TMA + wgmma with 128 x 64 (M <= 128) or 128 x 128 tiles for a decode-sized M (the "
                       "weights stream once, without splitting K at N = 8192; A widened in registers while the wgmmas "
-                      "run) and a programmatic dependent launch; measured 1.95x cuBLAS int8 at M = 128 and 1.26x at "
+                      "run) and a programmatic dependent launch; measured 2.0x cuBLAS int8 at M = 128 and 1.28x at "
                       "M = 256 (N = K = 8192)")
     return True, ("sm_90a: TMA + wgmma, warp-specialized and persistent (wgmma s8 reaches 1940 TOPS on an H200, "
                   "mma.sync about 1300); measured 1.7x cuBLAS int8 at 8192^3 for s8")

@@ -69,6 +69,9 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_32, "a_group": 4})
         add(**{**SKINNY_S4_32, "pdl": False})
         add(**{**SKINNY_S4_32, "l2_prefetch": 4})  # the weights asked of the L2 4 stages ahead of the ring's loads
+        # 256-value stages (a shorter last stage) in deeper rings: one widened B buffer leaves room for 12
+        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "convert_buffers": 1, "a_group": 4})
+        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 8, "a_group": 4})
     elif m <= 64:
         add(**SKINNY_S4_64)
         add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default before

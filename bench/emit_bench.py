@@ -4,6 +4,8 @@ Builds a ~10,000-instruction kernel (an unrolled int8 tile loop: cp.async stagin
 mma.sync, address arithmetic, predicates and branches), then reports
 
 * instructions emitted per second (builder calls + validation), and render time (str(module));
+* the emission of each Hopper GEMM schedule `for_shape` can pick (its PTX module built and rendered,
+  as `HopperGemm.module` does the first time), against the 30 ms bar;
 * assembly time per kernel with nvJitLink and with ptxas, for that kernel and a small one.
 
 Run: python bench/emit_bench.py [--instructions N] [--repeat R] [--no-assemble]
@@ -67,6 +69,35 @@ def tile_loop_kernel(n_instructions: int, target: str = "sm_80") -> pf.Module:
     return k.module()
 
 
+#: the bar for emitting one Hopper GEMM schedule (build, validate, render)
+HOPPER_EMIT_BAR_MS = 30.0
+
+
+def hopper_schedules() -> list:
+    """(name, HopperGemm) of every configuration `for_shape` picks on sm_90a."""
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper import config as hc
+    out = [(f"{op} default", HopperGemm(op, **kw)) for op, kw in hc.DEFAULTS.items()]
+    for name in ("SKINNY_S4_32", "SKINNY_S4_64", "SKINNY_S4", "SKINNY_S4_256", "SKINNY_S8_32", "SKINNY_S8_64",
+                 "SKINNY_S8"):
+        kw = getattr(hc, name)
+        out.append((name, HopperGemm("s4" if "S4" in name else "s8", **kw)))
+    return out
+
+
+def hopper_emission_rows(repeat: int) -> list:
+    """Rows of emission times of each Hopper schedule: a fresh module per repeat (the per-configuration
+    cache bypassed), built and rendered."""
+    from ptxforge.schedules.hopper.emit import module_for
+    rows = []
+    for name, cfg in hopper_schedules():
+        best, med, m = _best(lambda: module_for.__wrapped__(cfg).render(), repeat)
+        rows.append((f"emit {name} ({m.text.count(chr(10))} lines)", f"{best * 1e3:.1f} ms",
+                     f"median {med * 1e3:.1f} ms, bar {HOPPER_EMIT_BAR_MS:.0f} ms: "
+                     + ("PASS" if med * 1e3 <= HOPPER_EMIT_BAR_MS else "FAIL")))
+    return rows
+
+
 def _best(fn, repeat):
     times = []
     result = None
@@ -103,6 +134,7 @@ def main(argv=None) -> int:
         ("listing()", f"{listing_best * 1e3:.1f} ms", "with Python source lines"),
         ("emitted per second", f"{n / (build_best + render_best):,.0f} instr/s", "build + validate + render"),
     ]
+    rows += hopper_emission_rows(max(args.repeat, 9))
     if not args.no_assemble:
         small = saxpy()
         runs = itertools.count()

@@ -6,10 +6,12 @@ instruction, when there is one) and, where it can, what would be legal.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import linecache
 import os
 import sys
+import threading
 from typing import NamedTuple
 
 _PTXFORGE_INTERNAL = True
@@ -47,6 +49,9 @@ def _short_from(path: str, cwd: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
+_held = threading.local()  # .loc: the position caller_loc() gives while `held_location` is active
+
+
 def caller_loc() -> SourceLoc | None:
     """The first frame outside ptxforge's internal modules.
 
@@ -54,6 +59,9 @@ def caller_loc() -> SourceLoc | None:
     its frames are skipped, so the position reported is the user's (or the
     schedule's) line that asked for the instruction.
     """
+    held = getattr(_held, "loc", None)
+    if held is not None:
+        return held
     f = sys._getframe(1)
     while f is not None:
         g = f.f_globals
@@ -61,6 +69,20 @@ def caller_loc() -> SourceLoc | None:
             return SourceLoc(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
+
+
+@contextlib.contextmanager
+def held_location():
+    """Within the block, caller_loc() on this thread answers what it answered at the `with`, without walking
+    the stack again.  For internal code that emits a whole kernel through internal frames only (a
+    schedule's emitter): from any of its frames the walk would end at that same first outside frame, so
+    the answer is the same and each instruction is spared the walk."""
+    prev = getattr(_held, "loc", None)
+    _held.loc = prev if prev is not None else caller_loc()
+    try:
+        yield
+    finally:
+        _held.loc = prev
 
 
 class PtxforgeError(Exception):

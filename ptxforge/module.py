@@ -300,6 +300,7 @@ def _with_callees_and_variables(kernels, declarations):
 
     for k in kernels:
         visit(k)
+    del visit  # empties the cell through which it recurses: no cycle keeps the kernels alive after this call
     named = {getattr(d, "name", None): d for d in declarations}
     for k in order:
         for var in getattr(k, "module_variables", ()):

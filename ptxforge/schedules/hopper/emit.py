@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 
+from ...errors import held_location
 from ...builder import KernelBuilder
 from ...hopper.pipeline import ClusterRing, MbarrierRing, RingState, WarpSpecialized
 from ...isa import types as T
@@ -97,27 +98,35 @@ class Work:
 
     def loop(self):
         """with w.loop() as (tile, split, kt0, kt1): the body runs once per unit of this CTA."""
-        k, work = self.k, self
+        return _UnitLoop(self)
 
-        class _Loop:
-            def __enter__(self):
-                first = k.sreg("clusterid.x") if work.clustered else k.ctaid()
-                self.unit = k.mov(first, type=T.u32, dst=k.reg(T.u32, "unit"))
-                self.step = k.sreg("nclusterid.x") if work.clustered else k.nctaid()
-                self.cm = k.loop("units")
-                self.cm.__enter__()
-                k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
-                split = k.div(self.unit, work.ntiles, type=T.u32)
-                tile = k.sub(self.unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32)
-                kt0 = k.mul(split, work.kper, type=T.u32)
-                kt1 = k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32)
-                return tile, split, kt0, kt1
 
-            def __exit__(self, *exc):
-                if exc[0] is None:
-                    k.add(self.unit, self.step, dst=self.unit)
-                return self.cm.__exit__(*exc)
-        return _Loop()
+class _UnitLoop:
+    """The context manager of `Work.loop` (a class of the module, not one made per call: a class object is
+    part of reference cycles, which would keep the kernel builder alive until the garbage collector ran)."""
+
+    def __init__(self, work):
+        self.work = work
+
+    def __enter__(self):
+        work = self.work
+        k = work.k
+        first = k.sreg("clusterid.x") if work.clustered else k.ctaid()
+        self.unit = k.mov(first, type=T.u32, dst=k.reg(T.u32, "unit"))
+        self.step = k.sreg("nclusterid.x") if work.clustered else k.nctaid()
+        self.cm = k.loop("units")
+        self.cm.__enter__()
+        k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
+        split = k.div(self.unit, work.ntiles, type=T.u32)
+        tile = k.sub(self.unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32)
+        kt0 = k.mul(split, work.kper, type=T.u32)
+        kt1 = k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32)
+        return tile, split, kt0, kt1
+
+    def __exit__(self, *exc):
+        if exc[0] is None:
+            self.work.k.add(self.unit, self.step, dst=self.unit)
+        return self.cm.__exit__(*exc)
 
 
 def _unit_c(k, c_ptr, split, m, n, elem_bytes: int):
@@ -828,5 +837,7 @@ def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):
 
 @functools.lru_cache(maxsize=64)
 def module_for(cfg):
-    """The Module of one configuration (emitted once per process)."""
-    return emit_kernel(cfg).module()
+    """The Module of one configuration (emitted once per process).  Every frame of the emitter is internal,
+    so each instruction's position is the caller's line: found once (`held_location`), not per instruction."""
+    with held_location():
+        return emit_kernel(cfg).module()

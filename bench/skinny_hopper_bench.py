@@ -82,6 +82,9 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_64, "pdl": False})
     elif m <= 128:
         add(**SKINNY_S4)
+        add(**{**SKINNY_S4, "widen_ahead": True})  # the next stage's B widened while this stage's wgmmas run
+        add(**{**SKINNY_S4, "widen_ahead": True, "a_group": 4})
+        add(**{**SKINNY_S4, "widen_ahead": True, "a_group": 8})
         add(**{**SKINNY_S4, "l2_promotion": 128})
         add(**{**SKINNY_S4, "a_group": 4})
         add(**{**SKINNY_S4, "stages": 4, "convert_buffers": 1})  # one widened B buffer leaves room for a 4th stage
@@ -100,6 +103,7 @@ def candidates(m: int) -> list:
     else:
         add(**SKINNY_S4_256)
         add(**{**SKINNY_S4_256, "rotate_k": True})
+        add(**{**SKINNY_S4_256, "widen_ahead": True})
         add(**{**SKINNY_S4_256, "stages": 6, "convert_buffers": 1})  # one widened B buffer: room for 6 stages
         add(**{**SKINNY_S4_256, "block_k_bytes": 512, "stages": 2, "convert_buffers": 1})
         add(**{**SKINNY_S4_256, "l2_promotion": 256})
@@ -272,7 +276,7 @@ def describe(g: HopperGemm) -> str:
             + (" ik" if g.interleave_k else "") + (f" cv{g.convert_buffers}" if g.converter else "")
             + (f" wb{g.convert_buffers}" if not g.converter and g.convert_buffers != 2 else "")
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
-            + (f" pf{g.l2_prefetch}" if g.l2_prefetch else "")
+            + (f" pf{g.l2_prefetch}" if g.l2_prefetch else "") + (" ahead" if g.widen_ahead else "")
             + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
             + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" pdl" if g.pdl else ""))
 

@@ -45,6 +45,12 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
      (20, 150, 1792, 1, 1)),
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, convert_buffers=1), (100, 70, 2560, 1, 1)),
     (dict(block_n=64, consumers=2, interleave_k=True, scaled=True, convert_buffers=1), (50, 130, 1280, 1, 1)),
+    # the next stage's B widened between this stage's groups (units of one stage, of several, K split)
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=3, a_group=2, widen_ahead=True),
+     (100, 70, 2560, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, stages=3, widen_ahead=True), (120, 200, 1536, 2, 2)),
+    (dict(block_n=128, consumers=2, scaled=True, stages=3, widen_ahead=True), (130, 150, 512, 1, None)),
+    (dict(block_n=64, consumers=1, biased=True, stages=3, widen_ahead=True), (40, 130, 768, 1, 1)),
     # L2 prefetches of the weights ahead of the ring (a hint: the same results, the prefetch loop's bounds
     # walked with units of fewer stages than the distance, and with more)
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, l2_prefetch=6), (20, 150, 1280, 1, 1)),
@@ -119,8 +125,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                                 dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, stages=8),
                                 dict(block_n=64, consumers=2, scaled=True, stages=6),
                                 dict(block_n=256, consumers=2, scaled=True, stages=2),
-                                dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=8)],
-                         ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8"])
+                                dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=8),
+                                dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=2,
+                                     widen_ahead=True)],
+                         ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8", "2c-64-ahead"])
 def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(kw):
     """ptxas keeps one group in flight while the other half of A is widened: no C7513 serialization, and
     the SASS waits with `WARPGROUP.DEPBAR.LE gsb0, 0x1` inside the k-loop (only the unit's end waits for 0)."""
@@ -138,6 +146,7 @@ GPU = [  # what for_shape picks, and the variants the skinny sweep measured (ben
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
     dict(SKINNY_S4_32), dict(SKINNY_S4_32, l2_prefetch=8), dict(SKINNY_S4, l2_prefetch=4),
+    dict(SKINNY_S4, widen_ahead=True), dict(DEFAULTS["s4"], widen_ahead=True),
     dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
     dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,
          convert_buffers=4, scaled=True),

@@ -41,6 +41,14 @@ class RingState:
     phase: Reg
     stages: int
 
+    def following(self) -> "RingState":
+        """The state one stage on, in new registers (this one unchanged): to wait on a stage ahead."""
+        k = self.k
+        nxt = k.add(self.stage, 1, type=T.u32)
+        wrap = k.setp("eq", nxt, self.stages, type=T.u32)
+        return RingState(k, k.selp(0, nxt, wrap, type=T.u32), k.xor(self.phase, k.selp(1, 0, wrap, type=T.u32),
+                                                                    type=T.b32), self.stages)
+
     def advance(self) -> None:
         """Move to the next stage; flip the parity when the index wraps (add, setp, 2 predicated ops)."""
         k = self.k

@@ -124,6 +124,10 @@ class HopperGemm:
     consumers skip the barrier that guards a buffer's reuse two stages on; with 1 (consumers only)
     each stage waits for every wgmma of the stage before it (`wgmma.wait_group 0`) before widening
     B into the one buffer, which leaves the shared memory of a buffer to the ring;
+    widen_ahead (s4 with A in registers, B widened by the consumers into two buffers, not interleave_k):
+    the next stage's B is widened while this stage's wgmmas run, a 16-byte chunk after each group
+    is issued, instead of between the stages; the wgmmas of a stage then wait only for the barrier
+    that ends the stage before it, not for its widening too;
     interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
     (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
     widening; at the end of a tile the second adds its sums into the first's through shared
@@ -187,6 +191,7 @@ class HopperGemm:
     epilogue: str = "registers"
     c16: bool = False
     a_group: int = 4
+    widen_ahead: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -229,6 +234,10 @@ class HopperGemm:
         if self.operand == "s4" and self.a_registers and (self.block_k // 32) % (2 * self.a_group):
             raise ValidationError(f"a_group={self.a_group}: a stage's {self.block_k // 32} k-steps must make an even "
                                   f"number of groups (block_k_bytes a multiple of {64 * self.a_group})")
+        if self.widen_ahead and not (self.operand == "s4" and self.a_registers and not self.converter
+                                     and not self.interleave_k and self.convert_buffers == 2):
+            raise ValidationError("widen_ahead is the register-sourced s4 path with B widened by the consumers into "
+                                  "two buffers (converter=False, interleave_k=False, convert_buffers=2)")
         if self.interleave_k and self.stages % 2:
             raise ValidationError(f"interleave_k needs an even number of stages, got {self.stages}: the two consumer "
                                   "warpgroups take alternate stages, and in an odd ring every slot serves both in "
@@ -440,7 +449,7 @@ class HopperGemm:
                 + ((f"{self.convert_buffers}" if self.converter else f"_wb{self.convert_buffers}")
                    if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
-                + (f"_ag{self.a_group}" if self.a_group != 4 else "")
+                + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "") + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")

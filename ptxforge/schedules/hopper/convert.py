@@ -163,6 +163,14 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, widen="signext")
     (no conflicts), and a thread's later chunks differ only by immediate offsets.  Output chunks
     are written in slot order (SLOT_TO_K).  widen: the per-word step, a key of WIDEN.
     """
+    for step in s4_widen_steps(k, cfg, src, dst, ctid, parts, nthreads, widen):
+        step()
+
+
+def s4_widen_steps(k, cfg, src, dst, ctid, parts, nthreads=None, widen="signext") -> list:
+    """`emit_s4_widen` in pieces: the per-thread addresses are emitted now, and the returned callables each
+    emit one 16-byte chunk of this thread's share (a load, the widening, two stores), in order, so that
+    a pipeline can spread the widening of a stage between other work."""
     nthr = nthreads or 128 * cfg.consumers
     if nthr < 64 or nthr & (nthr - 1):
         raise ValidationError(f"the widening step needs a power of two of at least 64 threads, got {nthr}")
@@ -181,6 +189,18 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, widen="signext")
     dst0 = k.add(dst, k.add(row, k.shl(k.xor(c0, ph, type=T.b32), 4, type=T.b32), type=T.u32), type=T.u32)
     dst1 = k.xor(dst0, 16, type=T.b32)  # chunk c0 + 1: bit 4 flipped
     groups_per_pass = nthr // 32
+    steps = []
+
+    def chunk(s_addr, s_off, d_off):
+        def emit():
+            words = k.ld(Addr(s_addr, s_off), type=T.b32, space="shared", vec=4)
+            outs = []
+            for w in words:
+                outs += WIDEN[widen](k, w)
+            k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
+            k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
+        return emit
+
     for (packed, wide, p_off, w_off) in parts:
         rows = packed.rows
         if (rows // 8) % groups_per_pass:
@@ -191,12 +211,8 @@ def emit_s4_widen(k, cfg, src, dst, ctid, parts, nthreads=None, widen="signext")
                 half, rg = divmod(g_all, rows // 8)
                 s_off = p_off + pi * rows * 128 + rg * 1024
                 d_off = w_off + (2 * pi + half) * rows * 128 + rg * 1024
-                words = k.ld(Addr(src1 if half else src0, s_off), type=T.b32, space="shared", vec=4)
-                outs = []
-                for w in words:
-                    outs += WIDEN[widen](k, w)
-                k.st(Addr(dst0, d_off), outs[0::2], type=T.b32, space="shared", vec=4)
-                k.st(Addr(dst1, d_off), outs[1::2], type=T.b32, space="shared", vec=4)
+                steps.append(chunk(src1 if half else src0, s_off, d_off))
+    return steps
 
 
 class AFragments:

@@ -22,7 +22,7 @@ from ...isa.operands import Addr
 
 from ..gemm import emit as GE
 from ..gemm.dependent import wait_for_previous_kernel
-from .convert import AFragments, emit_s4_widen
+from .convert import AFragments, emit_s4_widen, s4_widen_steps
 
 _PTXFORGE_INTERNAL = True
 
@@ -569,13 +569,48 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             ring.wait_full(st)
             prepare(stage_addr(), first=False)
 
+    def body_ahead(not_first):
+        """widen_ahead: a stage that has a next one.  Once the next stage has landed and every consumer's
+        wait after this stage's first group has retired the stage before (the last reader of the buffer
+        the next B goes to), the next stage's B is widened a chunk after each group is issued; then the
+        next stage's first A, and one barrier before anyone's wgmmas read the new B."""
+        sa = stage_addr()
+        _, _, buf = current()
+        slots = len(groups) - 1
+        per = []
+        for j in range(len(groups)):
+            issue(buf, j, not_first if j == 0 else ptrue)
+            if j + 1 == len(groups):
+                break
+            k.wgmma_wait(1)  # only group j in flight
+            if j == 0:
+                nxt = st.following()
+                ring.wait_full(nxt)
+                k.bar_sync(bar_id, nthr)  # every consumer's wgmmas of the stage before have retired
+                nbuf = k.mad(_buffer(k, k.add(buf_it, 1, type=T.u32), nb)[0], tb.nbytes, conv_mine, type=T.u32)
+                chunks = s4_widen_steps(k, cfg, k.mad(nxt.stage, cfg.stage_bytes, base, type=T.u32), nbuf, ctid,
+                                        [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
+                per = [chunks[i * len(chunks) // slots:(i + 1) * len(chunks) // slots] for i in range(slots)]
+            widen_a(sa, j + 1)
+            for chunk in per[j]:
+                chunk()
+        k.fence("fence.proxy.async.shared::cta")  # generic writes of the next B -> wgmma (async proxy)
+        ring.release(st)
+        step()
+        k.wgmma_wait(1)  # the second-last group retired: its register set is free
+        widen_a(stage_addr(), 0)
+        k.bar_sync(bar_id, nthr)  # the next B complete everywhere before its wgmmas
+
     def pipeline(count):
         """This warpgroup's `count` (>= 1) stages of the unit, then every wgmma retired."""
         ring.wait_full(st)
         prepare(stage_addr(), first=True)
         last = k.sub(count, 1, type=T.u32)
         with k.for_range(0, last, name="kt") as j:
-            body(k.setp("ne", j, 0, type=T.u32), final=False)
+            if cfg.widen_ahead:
+                body_ahead(k.setp("ne", j, 0, type=T.u32))
+            else:
+                body(k.setp("ne", j, 0, type=T.u32), final=False)
         body(k.setp("ne", last, 0, type=T.u32), final=True)
         k.wgmma_wait(0)
         if hand:  # the buffer of the warpgroup's last stage

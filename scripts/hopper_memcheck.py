@@ -8,7 +8,7 @@ import sys
 import numpy as np
 
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256
 
 rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
@@ -16,8 +16,8 @@ S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=
       SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # the skinny defaults (M <= 128, M <= 32, M <= 64: one B buffer)
       dict(SKINNY_S4, convert_buffers=3, stages=2),  # three widened B buffers: one barrier per stage
       dict(SKINNY_S4, convert_buffers=1, stages=4, l2_prefetch=2),  # one widened B buffer; L2 prefetches
-      dict(SKINNY_S4, widen_ahead=True),  # the next stage's B widened between this stage's wgmma groups
-      dict(block_n=256, block_k_bytes=256, stages=2, scaled=True, widen_ahead=True),
+      SKINNY_S4_256,  # the next stage's B widened between this stage's wgmma groups, as in SKINNY_S4 and the default
+      dict(SKINNY_S4, widen_ahead=False, a_group=2),  # B widened between the stages
       dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
            block_k_bytes=256))
 S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default

@@ -146,7 +146,7 @@ GPU = [  # what for_shape picks, and the variants the skinny sweep measured (ben
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
     dict(SKINNY_S4_32), dict(SKINNY_S4_32, l2_prefetch=8), dict(SKINNY_S4, l2_prefetch=4),
-    dict(SKINNY_S4, widen_ahead=True), dict(DEFAULTS["s4"], widen_ahead=True),
+    dict(SKINNY_S4, widen_ahead=False, a_group=2), dict(DEFAULTS["s4"], widen_ahead=False),  # B widened between stages
     dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
     dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,
          convert_buffers=4, scaled=True),

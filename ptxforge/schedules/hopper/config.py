@@ -58,7 +58,8 @@ DEFAULTS = {
     "s8": dict(block_n=256, wg_m=64, consumers=2, stages=4, pdl=True),
     "bf16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
     "f16": dict(block_n=256, wg_m=64, consumers=2, stages=3),
-    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True, pdl=True),
+    "s4": dict(block_n=256, wg_m=64, consumers=2, stages=2, block_k_bytes=256, scaled=True, pdl=True,
+               widen_ahead=True),
 }
 
 #: s4 problems of M <= 32 (decode): the operands swapped (the weights are the wgmma M side, widened in
@@ -89,13 +90,17 @@ SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; wgmma groups of 2
-#: k-steps (20.96 against 21.27 us with 4, 21.16 with 8); the operand tensor maps promote L2 fetches to 256
-#: bytes (a stage's two 128-byte boxes of a row in one request: 20.63-20.68 against 20.68-20.85 us, three runs)
-SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True, a_group=2,
-                 l2_promotion=256)
+#: k-steps; the operand tensor maps promote L2 fetches to 256 bytes (a stage's two 128-byte boxes of a row in
+#: one request: 20.63-20.68 against 20.68-20.85 us, three runs); the next stage's B widened while this
+#: stage's wgmmas run (`widen_ahead`), with wgmma groups of 4 k-steps: 19.47-19.74 us against 20.70-20.94
+#: (groups of 2: 20.90-21.18, of 8: 19.84-20.05)
+SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True,
+                 l2_promotion=256, widen_ahead=True)
 
-#: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192)
-SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True)
+#: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192), the next stage's
+#: B widened while this stage's wgmmas run (30.53-30.83 us against 32.60-32.92)
+SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True,
+                     widen_ahead=True)
 
 
 @dataclass(frozen=True)

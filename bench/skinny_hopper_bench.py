@@ -81,31 +81,23 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_64, "l2_promotion": 256})
         add(**{**SKINNY_S4_64, "pdl": False})
     elif m <= 128:
-        add(**SKINNY_S4)
-        add(**{**SKINNY_S4, "widen_ahead": True})  # the next stage's B widened while this stage's wgmmas run
-        add(**{**SKINNY_S4, "widen_ahead": True, "a_group": 4})
-        add(**{**SKINNY_S4, "widen_ahead": True, "a_group": 8})
+        add(**SKINNY_S4)  # the next stage's B widened while this stage's wgmmas run (widen_ahead)
+        add(**{**SKINNY_S4, "a_group": 2})
+        add(**{**SKINNY_S4, "a_group": 8})
+        add(**{**SKINNY_S4, "widen_ahead": False, "a_group": 2})  # B widened between the stages (the default before)
         add(**{**SKINNY_S4, "l2_promotion": 128})
-        add(**{**SKINNY_S4, "a_group": 4})
-        add(**{**SKINNY_S4, "stages": 4, "convert_buffers": 1})  # one widened B buffer leaves room for a 4th stage
-        add(**{**SKINNY_S4, "convert_buffers": 3, "stages": 2})
         add(**{**SKINNY_S4, "l2_prefetch": 2})
         add(**{**SKINNY_S4, "pdl": False})
         add(**{**SKINNY_S4, "cluster_n": 2})  # the activations multicast to two CTAs: half their L2 reads
-        add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 4})
-        add(**{**SKINNY_S4_64, "block_n": 128, "interleave_k": False, "consumers": 1, "block_k_bytes": 256,
-               "stages": 6, "convert_buffers": 2})  # swapped
-        # swapped, two consumers on alternate stages, one widened B buffer each
-        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6})
-        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6, "a_group": 2})
-        # 128 rows per consumer on alternate stages, one widened B buffer each: room for 6 stages of 256 values
-        add(**{**SKINNY_S4, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 6, "convert_buffers": 1})
+        between = {**SKINNY_S4, "widen_ahead": False, "a_group": 2}  # arrangements that widen B between the stages
+        add(**{**between, "stages": 4, "convert_buffers": 1})  # one widened B buffer leaves room for a 4th stage
+        add(**{**between, "convert_buffers": 3, "stages": 2})
+        add(**{**between, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 6, "convert_buffers": 1})
+        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6})  # swapped, alternate stages
     else:
         add(**SKINNY_S4_256)
         add(**{**SKINNY_S4_256, "rotate_k": True})
-        add(**{**SKINNY_S4_256, "widen_ahead": True})
-        add(**{**SKINNY_S4_256, "stages": 6, "convert_buffers": 1})  # one widened B buffer: room for 6 stages
-        add(**{**SKINNY_S4_256, "block_k_bytes": 512, "stages": 2, "convert_buffers": 1})
+        add(**{**SKINNY_S4_256, "widen_ahead": False})  # B widened between the stages (the default before)
         add(**{**SKINNY_S4_256, "l2_promotion": 256})
         add(**{**SKINNY_S4_256, "pdl": False})
         add(**DEFAULTS["s4"])  # the large-problem default (K split to fill the SMs)

@@ -6,7 +6,9 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s4 128x256x256, 2 stages (the widened B buffers take the shared memory a third would need),
   A widened in registers and pipelined against the wgmmas, the scaled widening (16 v, 3 operations
   per word, C = acc >> 8, one launch): 1275 TOPS, against 1179 for the biased u8 widening with its
-  row-sum launch in the same run (cuBLAS int8 961; bench/results/skinny_hopper_h200.md).
+  row-sum launch in the same run (cuBLAS int8 961; bench/results/skinny_hopper_h200.md); with the
+  next stage's B widened between this stage's wgmma groups (`widen_ahead`) 1302 against 1279 TOPS
+  in a later run (1024 x 8192 x 8192: 1233 against 1202).
 * s4 skinny problems (the decode case), each a programmatic dependent launch (`pdl`: its prologue
   overlaps the end of the launch ahead of it; 1.4-2 us per call at these sizes), N = K = 8192,
   back-to-back calls over five weight sets:
@@ -16,9 +18,11 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
     the weights in 10.1 us: the widening, the wgmmas and the tail of the last stage take the rest;
   - 32 < M <= 64: `SKINNY_S4_64` (512 K-values per stage, one widened B buffer per consumer, groups
     of 4): 14.7-14.9 us, 1.64x (mma.sync 19.8 us);
-  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, groups of 2, L2 promotion 256:
-    20.6-20.8 us, 1.98-2.02x (22.0 without pdl; the mma.sync schedule 27.8);
-  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles: 32.7 us, 1.28x.
+  - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, L2 promotion 256, the next
+    stage's B widened while this stage's wgmmas run (`widen_ahead`), groups of 4: 19.5-19.7 us,
+    2.16-2.17x (B widened between the stages: 20.6-20.9; the mma.sync schedule 28.0);
+  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles, `widen_ahead`: 30.5-30.8 us, 1.39x (32.6-32.9
+    without it).
   L2 prefetches of the weights ahead of the ring (`l2_prefetch`) made every one slower (M = 32 13.7-15.3 us
   for 4-16 stages ahead), so none of them asks for any.
 * pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
@@ -119,7 +123,7 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand == "s4" and m <= 256:
         return True, ("sm_90a: TMA + wgmma with 128 x 64 (M <= 128) or 128 x 128 tiles for a decode-sized M (the "
                       "weights stream once, without splitting K at N = 8192; A widened in registers while the wgmmas "
-                      "run) and a programmatic dependent launch; measured 2.0x cuBLAS int8 at M = 128 and 1.28x at "
+                      "run, and the next stage's B in shared memory too) and a programmatic dependent launch; measured 2.2x cuBLAS int8 at M = 128 and 1.39x at "
                       "M = 256 (N = K = 8192)")
     return True, ("sm_90a: TMA + wgmma, warp-specialized and persistent (wgmma s8 reaches 1940 TOPS on an H200, "
                   "mma.sync about 1300); measured 1.7x cuBLAS int8 at 8192^3 for s8")

@@ -52,7 +52,8 @@ def _variants(base: dict, *extra: dict) -> list:
 #: operand -> configurations worth measuring side by side (bench/hopper_gemm_bench.py --variants): the
 #: default first, then 2-CTA clusters sharing B (cluster_m=2) or A (cluster_n=2) through TMA multicast,
 #: and the shared-memory + TMA-store epilogue (for bf16/f16 also with 16-bit C through stmatrix, c16: the
-#: output cuBLAS's bf16 matmul gives).  None of them is a default until the H200 says so.
+#: output cuBLAS's bf16 matmul gives); for s4 also B widened between the stages (widen_ahead=False, the
+#: arrangement the default replaced).  None of them is a default until the H200 says so.
 CANDIDATES = {
     "s8": _variants(DEFAULTS["s8"], dict(cluster_m=2), dict(cluster_n=2), dict(epilogue="tma"),
                     dict(cluster_m=2, epilogue="tma")),
@@ -61,7 +62,8 @@ CANDIDATES = {
                       dict(cluster_m=2, epilogue="tma", c16=True)),
     "f16": _variants(DEFAULTS["f16"], dict(cluster_m=2), dict(epilogue="tma"), dict(epilogue="tma", c16=True)),
     # the default s4 tile leaves no room for C staging: the TMA-store variant takes a narrower tile
-    "s4": _variants(DEFAULTS["s4"], dict(cluster_m=2), dict(cluster_n=2),
+    "s4": _variants(DEFAULTS["s4"], dict(widen_ahead=False),  # B widened between the stages: the default before
+                    dict(cluster_m=2), dict(cluster_n=2),
                     dict(block_n=128, stages=3, epilogue="tma"), dict(block_n=128, stages=3, epilogue="tma",
                                                                     cluster_m=2)),
 }

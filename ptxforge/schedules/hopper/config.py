@@ -89,8 +89,8 @@ SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pd
 SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
-#: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; wgmma groups of 2
-#: k-steps; the operand tensor maps promote L2 fetches to 256 bytes (a stage's two 128-byte boxes of a row in
+#: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; the operand
+#: tensor maps promote L2 fetches to 256 bytes (a stage's two 128-byte boxes of a row in
 #: one request: 20.63-20.68 against 20.68-20.85 us, three runs); the next stage's B widened while this
 #: stage's wgmmas run (`widen_ahead`), with wgmma groups of 4 k-steps: 19.47-19.74 us against 20.70-20.94
 #: (groups of 2: 20.90-21.18, of 8: 19.84-20.05)

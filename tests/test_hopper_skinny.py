@@ -51,6 +51,8 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=64, consumers=2, scaled=True, stages=3, widen_ahead=True), (120, 200, 1536, 2, 2)),
     (dict(block_n=128, consumers=2, scaled=True, stages=3, widen_ahead=True), (130, 150, 512, 1, None)),
     (dict(block_n=64, consumers=1, biased=True, stages=3, widen_ahead=True), (40, 130, 768, 1, 1)),
+    (dict(block_n=64, wg_m=128, consumers=2, scaled=True, stages=2, widen_ahead=True), (200, 100, 1280, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, stages=3, widen_ahead=True, rotate_k=True), (120, 200, 1536, 1, 2)),
     # L2 prefetches of the weights ahead of the ring (a hint: the same results, the prefetch loop's bounds
     # walked with units of fewer stages than the distance, and with more)
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, l2_prefetch=6), (20, 150, 1280, 1, 1)),

@@ -201,3 +201,35 @@ def test_ragged_tail_guard(seed, n):
     ys = poison(np.empty(n, np.int32))
     interp.run(k.module(), grid=-(-n // 128), block=128, args=[xs, ys, n])
     np.testing.assert_array_equal(ys, 3 * xs)
+
+
+def _order_probe():
+    """Warpgroup 0 stores 1 to a shared word, warpgroup 1 reads it, with no barrier between them: the
+    value read depends on the order in which the interpreter steps the two warpgroups."""
+    k = pf.KernelBuilder("order_probe", target="sm_80", maxntid=256)
+    out = k.param_ptr("out", u32)
+    word = k.shared_base(k.shared("word", 4, 4))
+    tid = k.tid()
+    with k.if_(k.setp("eq", tid, 0)):
+        k.st(word, 0, type=u32, space="shared")
+    k.bar_sync(0)
+    with k.if_(k.setp("lt", tid, 128)):
+        k.st(word, 1, type=u32, space="shared")
+    with k.else_():
+        k.st(k.add(out, k.mul(tid, 4, mode="wide")), k.ld(word, type=u32, space="shared"), type=u32)
+    return k.module()
+
+
+def test_the_last_warpgroup_first_order_runs_a_warpgroup_ahead_of_the_lower_ones():
+    """In the default order (lowest pc first) warpgroup 0's store comes first, being earlier in the code;
+    with order="last-warpgroup-first" warpgroup 1 runs ahead and reads the word before it is stored.
+    The race is reported either way; only the order tells which value a missing barrier lets through."""
+    got = {}
+    for order in interp.ORDERS:
+        out = poison(np.empty(256, np.uint32))
+        r = interp.run(_order_probe(), block=256, args=[out], check=False, order=order)
+        assert {f.kind for f in r.findings} == {"race"}
+        got[order] = set(out[128:].tolist())
+    assert got == {"lowest-pc": {1}, "last-warpgroup-first": {0}}
+    with pytest.raises(LaunchError, match="order is one of"):
+        interp.run(_order_probe(), block=256, args=[np.zeros(256, np.uint32)], order="random")

@@ -13,7 +13,9 @@ instructions reached by part of a warp, divergent bra.uni, barrier deadlocks.  `
 (default) raises `InterpError` at the first finding; `check=False` collects them in the Report.
 `count_accesses=True` also counts every read and write of every byte of the pointer arguments
 (`Report.accesses`): what a kernel touched outside its data, and whether copies cover a tile
-exactly once, become array checks.
+exactly once, become array checks.  `order="last-warpgroup-first"` steps the highest-numbered
+warpgroup that can run instead of every thread at the lowest pc (`ORDERS`), so warpgroups running
+the same code no longer move in lockstep and a barrier missing between them shows.
 
 Differences from a GPU, on purpose: %warpid is the linear thread index / 32 (on hardware it is
 a physical slot that changes), %smid is 0, clocks count interpreter steps.  Registers and shared
@@ -43,11 +45,11 @@ are re-exported here, usable as numpy models).
 """
 
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError, InterpUnsupported, ThreadId
-from .launch import Report, compile_kernel, run
+from .launch import ORDERS, Report, compile_kernel, run
 from ..isa.fragments import Fragment, MatrixLayout, matrix_layout, mma_fragment, pack_fragment, unpack_fragment
 from .tensormaps import HostTensorMap, host_im2col_map, host_tensor_map
 from .traffic import AccessCounts
 
-__all__ = ["run", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",
+__all__ = ["run", "ORDERS", "Report", "AccessCounts", "compile_kernel", "Finding", "InterpError", "InterpUnsupported",
            "ThreadId", "KINDS", "DEFAULT_CHECKS", "mma_fragment", "matrix_layout", "pack_fragment", "unpack_fragment",
            "Fragment", "MatrixLayout", "host_tensor_map", "host_im2col_map", "HostTensorMap"]

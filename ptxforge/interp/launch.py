@@ -181,7 +181,10 @@ class Launch:
     """Everything one launch shares across its batches: memory, parameters, findings."""
 
     def __init__(self, kernel, prog, grid, block, args, dynamic_shared, *, check, checks, races, cluster=None,
-                 variables=()):
+                 variables=(), order="lowest-pc"):
+        if order not in ORDERS:
+            raise LaunchError(f"order is one of {', '.join(map(repr, ORDERS))}, got {order!r}")
+        self.order = order
         self.kernel = kernel
         self.prog = prog
         self.variables = tuple(variables)  # module .global/.const Variables, placed in the heap
@@ -369,8 +372,12 @@ def _encode(p, a) -> bytes:
     return (a & ((1 << t.bits) - 1)).to_bytes(t.bits // 8, "little")
 
 
+#: the orders in which `run` may step the threads (see `run`)
+ORDERS = ("lowest-pc", "last-warpgroup-first")
+
+
 def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, checks=None, races=True,
-        max_steps=1_000_000, batch_threads=8192, count_accesses=False, cluster=None) -> Report:
+        max_steps=1_000_000, batch_threads=8192, count_accesses=False, cluster=None, order="lowest-pc") -> Report:
     """Run `kernel` of `module` (a Module, Kernel or KernelBuilder) on the CPU.
 
     grid, block: like a CUDA launch (int or up to three sizes).  args: one per parameter (numpy
@@ -382,6 +389,13 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
 
     cluster: launch in thread-block clusters of this shape (default: the kernel's .reqnctapercluster,
     else none); the CTAs of a cluster run in one batch and see each other's shared memory.
+
+    order: which threads each step runs.  "lowest-pc" (default): every runnable thread at the lowest
+    pc, so warpgroups running the same code move in lockstep.  "last-warpgroup-first": the runnable
+    threads of the highest-numbered warpgroup (128 threads of a CTA) at their lowest pc, so each
+    warpgroup runs as far ahead of the lower ones as its barriers and waits let it: an order a GPU
+    may take, in which a missing barrier between warpgroups shows (shared bytes rewritten while
+    another warpgroup's wgmma still holds them, data read before another warpgroup wrote it).
 
     Module `.global`/`.const` variables start from their initializers at every launch; the
     report's `variables` holds each one's bytes as the kernel left them.
@@ -399,7 +413,7 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     prog = compile_kernel(k, functions)
     L = Launch(k, prog, grid, block, args, shared, check=check,
                checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster,
-               variables=variables)
+               variables=variables, order=order)
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
     csize = L.cluster[0] * L.cluster[1] * L.cluster[2]

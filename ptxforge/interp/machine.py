@@ -48,6 +48,8 @@ class Machine:
         cta_local = idx // Tp
         self.cta_local = cta_local
         self.local_tid = local
+        # the scheduler's priority per thread (None: lowest pc first, whatever the warpgroup)
+        self.priority = local // 128 if getattr(L, "order", "lowest-pc") == "last-warpgroup-first" else None
         exists = local < T
         self.exists = exists
         bx, by, _ = L.block

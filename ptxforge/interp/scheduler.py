@@ -1,7 +1,8 @@
 """Runs a batch of CTAs: the instruction loop.
 
 Each step executes one instruction for all threads that sit at the *lowest* pc among the threads
-that can run, with the mask of those threads.  Threads that branch away wait at their target
+that can run, with the mask of those threads (with a priority per thread, `order=
+"last-warpgroup-first"`: among the runnable threads of the highest priority only).  Threads that branch away wait at their target
 until the others catch up, so structured control flow (if/else, loops with per-thread trip
 counts) reconverges by itself, and a warp-collective instruction that part of a warp reaches is
 seen as such.  While every runnable thread is at the same pc the loop keeps a scalar pc and one
@@ -47,6 +48,7 @@ def run_batch(S, stats: Stats, max_steps: int):
     nops = len(ops)
     V = S.V
     pcs = S.pcs
+    prio = S.priority
     count = np.count_nonzero
     runnable = ~(S.exited | S.blocked | S.parked)
     nrun = count(runnable)
@@ -64,8 +66,13 @@ def run_batch(S, stats: Stats, max_steps: int):
                 runnable = ~(S.exited | S.blocked | S.parked)
                 nrun = count(runnable)
                 continue
-            pc = int(pcs[runnable].min())
-            mask = runnable & (pcs == pc)
+            if prio is None:
+                pc = int(pcs[runnable].min())
+                mask = runnable & (pcs == pc)
+            else:  # the highest-priority runnable threads, at their lowest pc
+                top = runnable & (prio == prio[runnable].max())
+                pc = int(pcs[top].min())
+                mask = top & (pcs == pc)
             nmask = count(mask)
             nwarps = count(mask.reshape(-1, 32).any(axis=1))
             conv = nmask == nrun

@@ -44,9 +44,10 @@ def c_values(cfg, c):
     return c.astype(np.float64)
 
 
-def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True):
+def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True, order="lowest-pc"):
     """(C summed over the K splits, numpy's C, the interpreter's result) of one launch; `clusters`: the
-    grid in clusters (default: one per work unit).  16-bit C (c16): numpy's C rounded to it."""
+    grid in clusters (default: one per work unit).  16-bit C (c16): numpy's C rounded to it.  order: the
+    interpreter's thread order (`interp.run`)."""
     rng = np.random.default_rng(seed)
     a, b = small_operands(cfg, m, n, k, rng)
     la, lb = cfg.load_tiles
@@ -67,7 +68,7 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
         args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
     clusters = clusters or cfg.cluster_tiles(km, kn) * splits
     r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
-                   args=args, check=False, races=races)
+                   args=args, check=False, races=races, order=order)
     want = interp_reference(cfg, a, b).astype(np.float64)
     return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r
 

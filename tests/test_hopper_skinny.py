@@ -9,12 +9,15 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
 from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
+from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
+from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 from support.hopper_gemm import run_on_interpreter
 
 SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several units of 5 or 3 stages
@@ -102,6 +105,8 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                     (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=5), "1..4"),
                     (dict(operand="s4", block_k_bytes=256, converter=True, convert_buffers=1), r"another \(2..4\)"),
                     (dict(operand="s4", block_k_bytes=256, l2_prefetch=-1), "0..32"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=32, consumers=2), "multiple of 64"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=96, consumers=2), "block_n=96"),
                     (dict(operand="s4", block_k_bytes=256, l2_prefetch=2, rotate_k=True), "choose one"),
                     (dict(operand="s8", interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True),
@@ -225,3 +230,41 @@ def test_interpreter_reports_the_odd_ring_that_validation_refuses(stages, findin
     assert bool(skips) == findings, str(r)
     assert r.ok != findings
 
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(kw=hopper_gemm_configs(operands=("s4",), s4_options=True), order=st.sampled_from(interp.ORDERS),
+       data=st.data())
+def test_drawn_s4_configurations_are_exact_and_clean_on_the_interpreter(kw, order, data):
+    """Any s4 configuration the constructor accepts (widenings, converter warps, one to four widened B buffers,
+    alternate k-stages, swapped operands, group sizes, B widened ahead, rotated stages, L2 prefetch, pdl,
+    clusters, TMA stores), at a drawn ragged shape, K split or not, one CTA walking every unit or one per
+    unit, in either thread order: exact and without findings."""
+    try:
+        cfg = HopperGemm(**kw)
+    except ValidationError:
+        assume(False)
+    m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
+                                           max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
+                                           max_k=2 * cfg.block_k + 32))
+    ktiles = -(-k // cfg.block_k)
+    splits = min(data.draw(st.sampled_from((1, 2))), ktiles)
+    splits = -(-ktiles // -(-ktiles // splits))  # every split non-empty, as the plan makes it
+    clusters = data.draw(st.sampled_from((None, 1)))
+    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m * n + k, order=order)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(kw=hopper_gemm_configs(operands=("s4",), s4_options=True))
+def test_drawn_s4_configurations_assemble_without_spills_or_serialized_wgmmas(kw):
+    """What the constructor accepts, ptxas takes for sm_90a with no spill, setmaxnreg honoured and no wgmma
+    serialized (no C7513: ptxas says it when it must wait for a wgmma whose registers are rewritten)."""
+    try:
+        cfg = HopperGemm(**kw)
+    except ValidationError:
+        assume(False)
+    r = cfg.assemble()
+    assert r.resources(cfg.kernel_name).spills == 0, r.log
+    assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log, r.log

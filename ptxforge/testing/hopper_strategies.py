@@ -35,14 +35,42 @@ def smem_tiles(draw, majors=("K", "MN"), swizzles=(0, 32, 64, 128)):
 
 
 @st.composite
-def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16")):
-    """Keyword arguments of a HopperGemm, legal or not (the constructor decides: ValidationError or a schedule)."""
+def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_options: bool = False):
+    """Keyword arguments of a HopperGemm, legal or not (the constructor decides: ValidationError or a schedule).
+
+    s4_options: for s4 also draw the options of its register-sourced path (widening, converter warps and
+    their buffers, one to four widened B buffers, alternate k-stages per consumer, swapped operands, the
+    wgmma group size, B widened ahead, 512-value stages, rotated stages, L2 prefetch, pdl), so that the
+    combinations the skinny defaults do not use come up too.
+    """
     op = draw(st.sampled_from(operands))
-    kw = dict(operand=op, block_n=draw(st.sampled_from((64, 128, 192, 256))), wg_m=draw(st.sampled_from((64, 128))),
-              consumers=draw(st.sampled_from((1, 2))), stages=draw(st.integers(2, 5)),
-              block_k_bytes=draw(st.sampled_from((128, 256))), raster_group=draw(st.sampled_from((1, 4, 8, 16))))
+    s4x = s4_options and op == "s4"
+    kw = dict(operand=op, block_n=draw(st.sampled_from((32, 64, 128, 256) if s4x else (64, 128, 192, 256))),
+              wg_m=draw(st.sampled_from((64, 128))), consumers=draw(st.sampled_from((1, 2))),
+              stages=draw(st.integers(2, 6 if s4x else 5)),
+              block_k_bytes=draw(st.sampled_from((256, 512) if s4x else (128, 256))),
+              raster_group=draw(st.sampled_from((1, 4, 8, 16))))
     if op == "s4":
         kw["biased"] = draw(st.booleans())
     kw["cluster_m"], kw["cluster_n"] = draw(st.sampled_from(((1, 1), (2, 1), (1, 2))))
     kw["epilogue"] = draw(st.sampled_from(("registers", "tma")))
+    if s4x:  # one arrangement of B's widening, with the options it admits; the rest drawn freely
+        kw["scaled"] = not kw["biased"] and draw(st.booleans())
+        kw["a_group"] = draw(st.sampled_from((2, 4, 8)) if kw["block_k_bytes"] == 512 else st.sampled_from((2, 4)))
+        kw["rotate_k"] = draw(st.booleans())
+        kw["l2_prefetch"] = 0 if kw["rotate_k"] else draw(st.sampled_from((0, 2)))
+        kw["pdl"] = draw(st.booleans())
+        how = draw(st.sampled_from(("between", "ahead", "alternate", "converter")))
+        if how == "ahead":
+            kw["widen_ahead"] = True
+        elif how == "converter":
+            kw["converter"] = True
+            kw["convert_buffers"] = draw(st.integers(2, 4))
+        elif how == "alternate":  # two consumers on alternate k-stages: even rings, registers epilogue
+            kw.update(interleave_k=True, consumers=2, stages=2 * draw(st.integers(1, 3)), cluster_m=1, cluster_n=1,
+                      epilogue="registers", swap_ab=draw(st.booleans()), convert_buffers=draw(st.integers(1, 4)))
+            if kw["swap_ab"]:
+                kw["block_n"] = draw(st.sampled_from((32, 64)))
+        else:
+            kw["convert_buffers"] = draw(st.integers(1, 4))
     return kw

@@ -30,7 +30,7 @@ from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import REGISTER_FILE
 from . import run as _run
-from .convert import SCALED_K_LIMIT
+from .convert import CONVERTER_WARPS, SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
 
@@ -239,6 +239,14 @@ class HopperGemm:
         if self.operand == "s4" and self.a_registers and (self.block_k // 32) % (2 * self.a_group):
             raise ValidationError(f"a_group={self.a_group}: a stage's {self.block_k // 32} k-steps must make an even "
                                   f"number of groups (block_k_bytes a multiple of {64 * self.a_group})")
+        if self.operand == "s4":  # each pass of the widening covers widen_threads / 4 rows of a tile
+            per = self.widen_threads // 4
+            for what, rows in (("block_n", self.block_n),) + ((("block_m", self.block_m),)
+                                                               if not self.a_registers else ()):
+                if rows % per:
+                    raise ValidationError(f"{what}={rows}: the s4 tiles are widened by {self.widen_threads} threads "
+                                          f"in passes of {per} rows, so {what} must be a multiple of {per} "
+                                          "(fewer widening threads: consumers=1, interleave_k or converter)")
         if self.widen_ahead and not (self.operand == "s4" and self.a_registers and not self.converter
                                      and not self.interleave_k and self.convert_buffers == 2):
             raise ValidationError("widen_ahead is the register-sourced s4 path with B widened by the consumers into "
@@ -321,6 +329,14 @@ class HopperGemm:
     def block_m(self) -> int:
         """Rows of the C tile (the consumers' rows side by side, or with interleave_k the same wg_m rows)."""
         return self.wg_m * (1 if self.interleave_k else self.consumers)
+
+    @property
+    def widen_threads(self) -> int:
+        """Threads that widen a stage's packed s4 B tile (and A's, without a_registers): the converter warps,
+        one consumer warpgroup (interleave_k: each widens its own stages), or all consumers."""
+        if self.converter:
+            return 32 * CONVERTER_WARPS
+        return 128 * (1 if self.interleave_k else self.consumers)
 
     @property
     def block_k(self) -> int:

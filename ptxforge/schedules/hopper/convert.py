@@ -30,6 +30,9 @@ from ...isa.operands import Addr
 
 _PTXFORGE_INTERNAL = True
 
+#: warps of the producer warpgroup that widen B when HopperGemm.converter is set (the last ones)
+CONVERTER_WARPS = 2
+
 
 #: value index inside a 32-value k-step held by each slot (see the module docstring)
 SLOT_TO_K = tuple(8 * (sl % 16 // 4) + 2 * (sl % 4) + sl // 16 for sl in range(32))

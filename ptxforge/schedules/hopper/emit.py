@@ -22,13 +22,9 @@ from ...isa.operands import Addr
 
 from ..gemm import emit as GE
 from ..gemm.dependent import wait_for_previous_kernel
-from .convert import AFragments, emit_s4_widen, s4_widen_steps
+from .convert import CONVERTER_WARPS, AFragments, emit_s4_widen, s4_widen_steps
 
 _PTXFORGE_INTERNAL = True
-
-
-#: warps of the producer warpgroup that widen B when HopperGemm.converter is set (the last ones)
-CONVERTER_WARPS = 2
 
 
 def _wait(k, addr, parity):

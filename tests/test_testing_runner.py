@@ -439,23 +439,26 @@ def test_a_scalar_may_depend_on_the_sizes():
 
 # ---------------------------------------------------------------- spaces that run on the device only
 
-def test_the_hopper_gemm_has_a_space_that_runs_on_the_gpu_only():
+def test_the_hopper_gemm_space_runs_on_the_interpreter_through_host_tensor_maps():
+    """The Hopper GEMM's launch needs tensor maps: on the GPU the schedule's own `run` makes them from device
+    arrays (the space's device hook), on the interpreter `interp_launch` makes host ones over the numpy
+    arrays (its interp_args hook), so its problems run without a GPU too, and a wrong reference fails there."""
     from ptxforge.schedules.hopper import Bf16Gemm, HopperGemm
+    from ptxforge.schedules.hopper import reference as hopper_reference
     from ptxforge.testing import problem_space
-    for g, dtype, k_step in ((HopperGemm("s8", block_n=128), np.int8, 16),
-                             (HopperGemm("s4", block_n=128, block_k_bytes=256), np.uint8, 32),
-                             (Bf16Gemm(), np.uint16, 8)):
-        sp = problem_space(g)
-        assert not sp.interpretable and sp.sizes[2].multiple_of == k_step
+    for g, dtype, k_step in ((HopperGemm("s8", block_n=64, stages=2), np.int8, 16),
+                             (HopperGemm("s4", block_n=64, block_k_bytes=256, stages=2), np.uint8, 32),
+                             (Bf16Gemm(block_n=64, stages=2), np.uint16, 8)):
+        sp = problem_space(g, max_m=40, max_n=40, max_k=4 * k_step)
+        assert sp.interpretable and sp.device is not None and sp.sizes[2].multiple_of == k_step
         p = sp.make(m=3, n=5, k=2 * k_step)
         row = 2 * k_step * g.bits // (8 * np.dtype(dtype).itemsize)  # containers per row: 32 bytes
         assert p.arrays["a"].dtype == dtype and p.arrays["a"].shape == (3, row)
         assert sp.expected(p)["c"].shape == (3, 5)
-        with pytest.raises(PropertyFailure, match="GPU only"):
-            check(g, max_examples=2, **interp_only)
-        if NO_GPU:
-            with pytest.raises(unittest.SkipTest, match="no GPU here"):
-                check(g, max_examples=2)
+        report = check(g, sp, max_examples=3, **interp_only)
+        assert report.runs == {"interp": 3}
+        sp.reference = lambda a, b, g=g: hopper_reference(g, a, b) + 1
+        assert "[interp] output c differs" in str(failure_of(g, sp, max_examples=3, **interp_only))
         assert eval(constructor_text(g), {"HopperGemm": HopperGemm, "Bf16Gemm": Bf16Gemm}) == g
 
 

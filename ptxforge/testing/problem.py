@@ -324,11 +324,14 @@ class ProblemSpace:
     `arrays` (numpy); the GPU backend calls it instead of launching the kernel with `args`.
     interpretable: False for a space the interpreter cannot run (such a device launch): the
     interpreter backend is then skipped, or fails when it is demanded.
+    interp_args: for such a kernel that the interpreter can run from host data (tensor maps it
+    makes over numpy arrays), a function (problem, arrays) returning the argument list the
+    interpreter backend launches with instead of `args`.
     """
 
     def __init__(self, *, sizes=(), arrays=(), scalars=(), grid=1, block=(128,), reference=None, args=None,
                  shared=0, choices=None, where=None, kernel=None, name=None, repro=None, device=None,
-                 interpretable=True):
+                 interpretable=True, interp_args=None):
         self.sizes = tuple(sizes)
         self.arrays = tuple(arrays)
         self.scalars = tuple(scalars)
@@ -344,6 +347,7 @@ class ProblemSpace:
         self.repro = repro  # Python text that rebuilds this space (schedules set it), for reproducers
         self.device = device
         self.interpretable = interpretable
+        self.interp_args = interp_args
         names = [s.name for s in self.sizes] + [a.name for a in self.arrays] + [s.name for s in self.scalars]
         dup = {n for n in names if names.count(n) > 1}
         if dup:

@@ -276,7 +276,7 @@ def _run_interp(plan, k, p, names, out):
     from ..interp import InterpUnsupported, run
     sp = plan.space
     arrays = p.fresh_arrays()
-    args = sp.kernel_args(p, arrays, names)
+    args = sp.interp_args(p, arrays) if sp.interp_args is not None else sp.kernel_args(p, arrays, names)
     try:
         report = run(k, grid=p.grid, block=p.block, args=args, shared=p.shared, check=False, count_accesses=True)
     except InterpUnsupported as e:

@@ -2,7 +2,7 @@
 
     check(Int4Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1))   # M, N, K around the tiles
     check(TileCopy(40, 70, "s8", tile_rows=8, tile_cols=32))        # shapes, strides, CTA counts
-    check(HopperGemm("s8", block_n=128))                             # on the GPU (TMA + wgmma)
+    check(HopperGemm("s8", block_n=128))                             # TMA + wgmma: interpreter and GPU
     problem_space(schedule)                                          # the ProblemSpace itself
 
 A schedule is a family of kernels: each problem runs the variant the schedule would pick for
@@ -186,10 +186,11 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
     multiple of what the tensor maps need (16-byte rows; default up to 2 stages + one step).
     s8 / s4 data over every value, bf16 / f16 in [-1, 1); C poisoned, integers compared exactly,
     floats within relative(1e-3, atol=1e-3); N a multiple of 4 with the TMA-store epilogue (its C
-    rows must be 16-byte multiples).  Problems run on the GPU only, through `schedule.run` (its
-    tensor maps are made from the device arrays; tests/test_interp_hopper_gemm.py runs the
-    kernels on the interpreter with host tensor maps).  c16 configurations (16-bit C) are refused:
-    their C is rounded once from f32, which this space's tolerance does not describe."""
+    rows must be 16-byte multiples).  On the GPU a problem runs through `schedule.run` (tensor maps
+    made from the device arrays); on the interpreter through the same launch with host tensor maps
+    over the numpy arrays, one CTA (or cluster) per C tile (`hopper.interp_launch`).  c16
+    configurations (16-bit C) are refused: their C is rounded once from f32, which this space's
+    tolerance does not describe."""
     from ..errors import ValidationError
     from .tolerance import relative
     if getattr(g, "c16", False):
@@ -214,13 +215,22 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
         from ..schedules.hopper import reference as hopper_reference
         return hopper_reference(g, a, b)
 
+    def interp_args(p, arrays):
+        from ..schedules.hopper.interp_launch import interpreter_launch
+        return interpreter_launch(g, arrays["a"], arrays["b"], arrays["c"], p.k)[0]
+
+    def grid(p):
+        from ..schedules.hopper.interp_launch import interpreter_grid
+        return interpreter_grid(g, p.m, p.n)
+
     return ProblemSpace(
         name=g.kernel_name,
         sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers),
                Size("n", 4 if n_step > 1 else 1, max_n, tile=g.block_n, multiple_of=n_step),
                Size("k", step, max_k, tile=block_k, multiple_of=step)],
         arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
-        kernel=lambda p: g.module, block=g.threads, reference=reference, device=device, interpretable=False,
+        kernel=lambda p: g.module, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,
+        device=device, interp_args=interp_args,
         repro=_repro(g).replace("from ptxforge.schedules import", "from ptxforge.schedules.hopper import"))
 
 

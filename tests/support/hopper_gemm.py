@@ -5,8 +5,8 @@ import numpy as np
 
 from ptxforge import interp
 from ptxforge.schedules.hopper import random_operands, reference
-from ptxforge.schedules.hopper.convert import widen_numpy
 from ptxforge.schedules.hopper.emit import module_for
+from ptxforge.schedules.hopper.interp_launch import interpreter_launch
 from ptxforge.schedules.hopper.run import c_numpy_type
 
 
@@ -50,25 +50,11 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
     interpreter's thread order (`interp.run`)."""
     rng = np.random.default_rng(seed)
     a, b = small_operands(cfg, m, n, k, rng)
-    la, lb = cfg.load_tiles
-    box_a, box_b = cfg.load_boxes
     dt = c_numpy_type(cfg)
     c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
-    ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
-    args = [interp.host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
-            interp.host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
-    if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
-        tiles_m, tiles_n, _ = cfg.tile_counts(km, kn, k)
-        for x, tiles, cl, blk in ((ka, tiles_m, cfg.cluster_m, cfg.block_m),
-                                  (kb, tiles_n, cfg.cluster_n, cfg.block_n)):
-            sums = np.zeros(-(-tiles // cl) * cl * blk, np.int32)
-            sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
-            args.append(sums)
-    if cfg.epilogue == "tma":
-        args.append(interp.host_tensor_map(c, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
-    clusters = clusters or cfg.cluster_tiles(km, kn) * splits
-    r = interp.run(module_for(cfg), grid=clusters * cfg.cluster_size, block=cfg.threads, shared=cfg.smem_bytes,
-                   args=args, check=False, races=races, order=order)
+    args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=splits, clusters=clusters)
+    r = interp.run(module_for(cfg), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
+                   races=races, order=order)
     want = interp_reference(cfg, a, b).astype(np.float64)
     return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r
 

@@ -1,0 +1,53 @@
+"""A HopperGemm launched on the CPU interpreter: host tensor maps over numpy operands, the biased path's
+row sums, the grid and the shared memory, as a GPU plan would launch it.
+
+    args, grid, shared = interpreter_launch(cfg, a, b, c, k)
+    report = interp.run(cfg.module, grid=grid, block=cfg.threads, shared=shared, args=args)
+
+a [M, K(/2)], b [N, K(/2)] in the schedule's format (`random_operands` makes them); c the C array the
+kernel writes: [M, N], or [splits, M, N] (each split's partial sums) when K is split.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...errors import ValidationError
+from .convert import widen_numpy
+
+_PTXFORGE_INTERNAL = True
+
+
+def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int | None = None) -> tuple:
+    """(kernel arguments, grid, dynamic shared bytes) of `cfg` over host operands `a`, `b` and output `c`.
+
+    splits: K split this many ways (c then [splits, M, N]; every split must be non-empty, as a plan makes
+    them); clusters: the grid in clusters (default: one per work unit; 1 makes one CTA, or one cluster,
+    walk every unit of the persistent loop).
+    """
+    from ...interp import host_tensor_map
+    m, n = a.shape[0], b.shape[0]
+    if c.shape[-2:] != (m, n) or (c.ndim == 3 and c.shape[0] != splits) or c.ndim not in (2, 3):
+        raise ValidationError(f"C must be [{m}, {n}] (or [splits, {m}, {n}]), got {c.shape}")
+    la, lb = cfg.load_tiles
+    box_a, box_b = cfg.load_boxes
+    ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
+    args = [host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
+            host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
+    if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
+        tiles_m, tiles_n, _ = cfg.tile_counts(km, kn, k)
+        for x, tiles, cl, blk in ((ka, tiles_m, cfg.cluster_m, cfg.block_m),
+                                  (kb, tiles_n, cfg.cluster_n, cfg.block_n)):
+            sums = np.zeros(-(-tiles // cl) * cl * blk, np.int32)
+            sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
+            args.append(sums)
+    if cfg.epilogue == "tma":
+        c3 = c if c.ndim == 3 else c.reshape(1, m, n)
+        args.append(host_tensor_map(c3, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
+    return args, interpreter_grid(cfg, m, n, splits=splits, clusters=clusters), cfg.smem_bytes
+
+
+def interpreter_grid(cfg, m: int, n: int, *, splits: int = 1, clusters: int | None = None) -> int:
+    """CTAs of the launch of an M x N problem: `clusters` clusters, or one (cluster) per work unit."""
+    km, kn = (n, m) if cfg.swap_ab else (m, n)
+    return (clusters or cfg.cluster_tiles(km, kn) * splits) * cfg.cluster_size

@@ -49,3 +49,17 @@ def test_wgmma_tile_assembles(dtype, rs):
     ex = load_example("hopper_wgmma_tile")
     r = pf.assemble(ex.build(dtype, 256, 1024, 1024, rs), backend="ptxas")
     assert r is not None
+
+
+@pytest.mark.parametrize("config", ["SKINNY_S4", "SKINNY_S4_32"])
+def test_the_int4_hopper_gemm_example_runs_on_the_interpreter_in_both_orders(config):
+    from ptxforge import interp
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper import config as hopper_config
+    ex = load_example("hopper_gemm_interp")
+    cfg = HopperGemm("s4", **getattr(hopper_config, config))
+    for order in interp.ORDERS:
+        c, want, report = ex.run_cpu(cfg, 37, 90, 1536, order, seed=5)
+        assert not report.findings, str(report)
+        np.testing.assert_array_equal(c.astype(np.int64), want)
+    assert ex.main(["--m", "20", "--n", "33", "--k", "1024", "--config", config]) == 0

@@ -10,13 +10,15 @@ sums are exact).  GPU: each variant on ragged and Hypothesis-drawn shapes, C poi
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
 from support.hopper_gemm import c_values, run_on_interpreter
+from ptxforge import interp
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
+from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
 
@@ -214,3 +216,25 @@ def test_gpu_variant_on_drawn_shapes(variant):
     def check(shape):
         _check_gpu(cfg, *shape, seed=hash(shape) % 2 ** 32)
     check()
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(kw=hopper_gemm_configs(), order=st.sampled_from(interp.ORDERS), data=st.data())
+def test_drawn_configurations_of_every_operand_are_exact_and_clean_on_the_interpreter(kw, order, data):
+    """Tile shapes, consumers, stages, clusters and epilogues drawn for s8, s4, bf16 and f16: what the
+    constructor accepts runs exactly (numpy's C for these small exact operands) and without findings at a
+    drawn ragged shape, K split or not, in either of the interpreter's thread orders."""
+    try:
+        cfg = HopperGemm(**kw)
+    except ValidationError:
+        assume(False)
+    m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
+                                           max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
+                                           max_k=2 * cfg.block_k + 32))
+    ktiles = -(-k // cfg.block_k)
+    splits = min(data.draw(st.sampled_from((1, 2))), ktiles)
+    splits = -(-ktiles // -(-ktiles // splits))  # every split non-empty, as the plan makes it
+    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=data.draw(st.sampled_from((None, 1))),
+                                      seed=m + n + k, order=order)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)

@@ -123,3 +123,41 @@ def test_getctarank_and_the_bulk_l2_prefetch():
     old = pf.KernelBuilder("old", target="sm_80")
     with pytest.raises(pf.PtxforgeError, match="sm_90"):
         old.bulk_prefetch(old.param_ptr("g"), 256)
+
+
+def test_the_tensor_l2_prefetch():
+    """cp.async.bulk.prefetch.tensor.Nd.L2.global.tile (sm_90): 1 to 5 .s32 coordinates, guarded or not;
+    ptxas takes what is built, the reader reads it back, the interpreter runs it as the hint it is (no
+    value changes), and the near misses are refused with the reason."""
+    import numpy as np
+    from ptxforge import interp
+    from ptxforge.isa import types as T
+    from ptxforge.parse import parse
+    k = pf.KernelBuilder("pf", target="sm_90a", reqntid=32)
+    tm = k.param_tensormap("tm")
+    out = k.param_ptr("out", u32)
+    x = k.mov(7, type=T.s32)
+    k.tensor_prefetch(tm, (x, 0))
+    k.tensor_prefetch(tm, (0, x, 1, 2, 3), pred=k.setp("eq", k.tid(), 0))
+    k.st(k.add(out, k.mul(k.tid(), 4, mode="wide")), k.tid(), type=u32)
+    text = k.module().ptx
+    for line in ("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%", "cp.async.bulk.prefetch.tensor.5d.L2.global.tile"):
+        assert line in text, line
+    if "ptxas" in pf.assembler.available_backends():
+        assert "UTMAPF" in " ".join(pf.assemble(k.module(), backend="ptxas").sass_opcodes())
+    assert parse(text).ptx == text
+    got = np.zeros(32, np.uint32)
+    tmap = interp.host_tensor_map(np.zeros((8, 128), np.uint8), (128, 8), dtype="u8", swizzle=128)
+    assert interp.run(k.module(), block=32, args=[tmap, got]).ok
+    np.testing.assert_array_equal(got, np.arange(32))
+    k = pf.KernelBuilder("bad", target="sm_90a")
+    tm = k.param_tensormap("tm")
+    with pytest.raises(pf.ValidationError, match="1 to 5 coordinates"):
+        k.tensor_prefetch(tm, ())
+    with pytest.raises(pf.ValidationError, match="1 to 5 coordinates"):
+        k.tensor_prefetch(tm, (0,) * 6)
+    with pytest.raises(pf.ValidationError, match="tensor coordinate 0"):
+        k.tensor_prefetch(tm, (k.mov(1, type=T.u64), 0))
+    old = pf.KernelBuilder("old", target="sm_80")
+    with pytest.raises(pf.PtxforgeError, match="sm_90"):
+        old.tensor_prefetch(old.param_tensormap("tm"), (0, 0))

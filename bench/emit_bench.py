@@ -88,10 +88,10 @@ def hopper_schedules() -> list:
 def hopper_emission_rows(repeat: int) -> list:
     """Rows of emission times of each Hopper schedule: a fresh module per repeat (the per-configuration
     cache bypassed), built and rendered."""
-    from ptxforge.schedules.hopper.emit import module_for
+    from ptxforge.schedules.hopper.emit import fresh_module
     rows = []
     for name, cfg in hopper_schedules():
-        best, med, m = _best(lambda: module_for.__wrapped__(cfg).render(), repeat)
+        best, med, m = _best(lambda: fresh_module(cfg).render(), repeat)
         rows.append((f"emit {name} ({m.text.count(chr(10))} lines)", f"{best * 1e3:.1f} ms",
                      f"median {med * 1e3:.1f} ms, bar {HOPPER_EMIT_BAR_MS:.0f} ms: "
                      + ("PASS" if med * 1e3 <= HOPPER_EMIT_BAR_MS else "FAIL")))

@@ -13,7 +13,7 @@ import sys
 from ptxforge.errors import caller_loc, held_location
 from ptxforge.schedules.hopper import HopperGemm
 from ptxforge.schedules.hopper.config import SKINNY_S4_32
-from ptxforge.schedules.hopper.emit import emit_kernel, module_for
+from ptxforge.schedules.hopper.emit import emit_kernel, fresh_module
 
 
 def _line():
@@ -22,7 +22,7 @@ def _line():
 
 def test_every_instruction_of_a_hopper_module_points_at_the_line_that_asked_for_it():
     cfg = HopperGemm("s4", **SKINNY_S4_32)
-    m, here = module_for.__wrapped__(cfg), _line()
+    m, here = fresh_module(cfg), _line()
     locs = {(ins.loc.filename, ins.loc.lineno) for k in m.kernels for ins in k.instructions}
     assert locs == {(__file__, here)}
     # the same as walking the stack for every instruction (the emitter called directly, no held position)
@@ -55,7 +55,7 @@ def test_an_emitted_module_is_freed_without_the_cycle_collector():
     was = gc.isenabled()
     gc.disable()
     try:
-        m = module_for.__wrapped__(cfg)
+        m = fresh_module(cfg)
         m.render()
         del m
         assert gc.collect() == 0  # nothing was left for the collector: reference counting freed it all

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
-from support.hopper_gemm import c_values, run_on_interpreter
+from support.hopper_gemm import c_values, draw_problem, run_on_interpreter
 from ptxforge import interp
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
@@ -228,13 +228,7 @@ def test_drawn_configurations_of_every_operand_are_exact_and_clean_on_the_interp
         cfg = HopperGemm(**kw)
     except ValidationError:
         assume(False)
-    m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
-                                           max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
-                                           max_k=2 * cfg.block_k + 32))
-    ktiles = -(-k // cfg.block_k)
-    splits = min(data.draw(st.sampled_from((1, 2))), ktiles)
-    splits = -(-ktiles // -(-ktiles // splits))  # every split non-empty, as the plan makes it
-    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=data.draw(st.sampled_from((None, 1))),
-                                      seed=m + n + k, order=order)
+    m, n, k, splits, clusters = draw_problem(cfg, data)
+    got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n + k, order=order)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)

@@ -16,9 +16,8 @@ from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
 from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
-from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
-from support.hopper_gemm import run_on_interpreter
+from support.hopper_gemm import draw_problem, run_on_interpreter
 
 SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several units of 5 or 3 stages
     (dict(block_n=64, consumers=1, scaled=True, converter=True, convert_buffers=3), (40, 130, 1280, 1, 1)),
@@ -244,13 +243,7 @@ def test_drawn_s4_configurations_are_exact_and_clean_on_the_interpreter(kw, orde
         cfg = HopperGemm(**kw)
     except ValidationError:
         assume(False)
-    m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
-                                           max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
-                                           max_k=2 * cfg.block_k + 32))
-    ktiles = -(-k // cfg.block_k)
-    splits = min(data.draw(st.sampled_from((1, 2))), ktiles)
-    splits = -(-ktiles // -(-ktiles // splits))  # every split non-empty, as the plan makes it
-    clusters = data.draw(st.sampled_from((None, 1)))
+    m, n, k, splits, clusters = draw_problem(cfg, data)
     got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m * n + k, order=order)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)

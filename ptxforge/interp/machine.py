@@ -49,7 +49,7 @@ class Machine:
         self.cta_local = cta_local
         self.local_tid = local
         # the scheduler's priority per thread (None: lowest pc first, whatever the warpgroup)
-        self.priority = local // 128 if getattr(L, "order", "lowest-pc") == "last-warpgroup-first" else None
+        self.priority = local // 128 if L.order == "last-warpgroup-first" else None
         exists = local < T
         self.exists = exists
         bx, by, _ = L.block

@@ -2,11 +2,14 @@
 every arithmetic, the tensor maps, the biased row sums, C poisoned, and numpy's C beside it."""
 
 import numpy as np
+from hypothesis import strategies as st
 
 from ptxforge import interp
 from ptxforge.schedules.hopper import random_operands, reference
 from ptxforge.schedules.hopper.emit import module_for
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch
+from ptxforge.schedules.hopper.splitk import nonempty_splits
+from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 from ptxforge.schedules.hopper.run import c_numpy_type
 
 
@@ -42,6 +45,18 @@ def c_values(cfg, c):
     if cfg.c16 and cfg.operand == "bf16":
         return (c.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     return c.astype(np.float64)
+
+
+def draw_problem(cfg, data) -> tuple:
+    """(m, n, k, splits, clusters) drawn for `cfg` with Hypothesis' `data`: a ragged shape small enough for the
+    interpreter (up to about two tiles, 160 rows), K split in two or not (every split non-empty, as a plan
+    makes it), one CTA (or cluster) walking every unit or one per unit."""
+    m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
+                                           max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
+                                           max_k=2 * cfg.block_k + 32))
+    ktiles = -(-k // cfg.block_k)
+    splits = nonempty_splits(ktiles, min(data.draw(st.sampled_from((1, 2))), ktiles))
+    return m, n, k, splits, data.draw(st.sampled_from((None, 1)))
 
 
 def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=True, order="lowest-pc"):

@@ -124,7 +124,7 @@ class HopperGemm:
     8 x 8), with the biased row sums of A and B computed by a small kernel first (`sums_module`);
     scaled (s4): the nibbles are widened to 16 v (s8; 3 operations per word, no row sums) and the
     epilogue shifts C = acc >> 8 (exact for K < 131072, which `check_problem` enforces);
-    convert_buffers (s4 with a_registers): the ring of widened B buffers (2..4), filled by the
+    convert_buffers (s4 with a_registers): the ring of widened B buffers (1..4; 2..4 with the converter), filled by the
     converter warps ahead of the consumers, or by the consumers themselves; with 3 or more the
     consumers skip the barrier that guards a buffer's reuse two stages on; with 1 (consumers only)
     each stage waits for every wgmma of the stage before it (`wgmma.wait_group 0`) before widening
@@ -472,7 +472,8 @@ class HopperGemm:
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
-                + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "") + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
+                + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "")
+                + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
 

@@ -53,7 +53,7 @@ def _converter(k, cfg, ring, ws, base, conv_base, hand, work):
     ready, free = hand
     pa, pb = cfg.packed_tiles
     _, tb = cfg.tiles
-    nthr = 32 * CONVERTER_WARPS
+    nthr = cfg.widen_threads
     ctid = k.sub(ws.tid, 128 - nthr, type=T.u32)
     st = ring.consumer_state()
     it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "cv_iter"))
@@ -583,7 +583,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
                 nxt = st.following()
                 ring.wait_full(nxt)
                 k.bar_sync(bar_id, nthr)  # every consumer's wgmmas of the stage before have retired
-                nbuf = k.mad(_buffer(k, k.add(buf_it, 1, type=T.u32), nb)[0], tb.nbytes, conv_mine, type=T.u32)
+                nbuf = buffer(k.add(buf_it, 1, type=T.u32))[2]
                 chunks = s4_widen_steps(k, cfg, k.mad(nxt.stage, cfg.stage_bytes, base, type=T.u32), nbuf, ctid,
                                         [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
                 per = [chunks[i * len(chunks) // slots:(i + 1) * len(chunks) // slots] for i in range(slots)]
@@ -866,9 +866,15 @@ def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):
                     p = k.add(p, pitch8, type=T.u64)
 
 
-@functools.lru_cache(maxsize=64)
-def module_for(cfg):
-    """The Module of one configuration (emitted once per process).  Every frame of the emitter is internal,
-    so each instruction's position is the caller's line: found once (`held_location`), not per instruction."""
+def fresh_module(cfg):
+    """The Module of one configuration, emitted anew (what timing the emission measures).  Every frame of
+    the emitter is internal, so each instruction's position is the caller's line: found once
+    (`held_location`), not per instruction."""
     with held_location():
         return emit_kernel(cfg).module()
+
+
+@functools.lru_cache(maxsize=64)
+def module_for(cfg):
+    """The Module of one configuration (emitted once per process)."""
+    return fresh_module(cfg)

@@ -18,13 +18,18 @@ _PTXFORGE_INTERNAL = True
 REDUCE_THREADS = 256
 
 
+def nonempty_splits(ktiles: int, splits: int) -> int:
+    """The split count a launch uses for `splits` asked over `ktiles` k-stages: each split takes
+    ceil(ktiles / splits) stages, so a count whose last splits would be empty is lowered."""
+    kper = -(-ktiles // max(1, int(splits)))
+    return -(-ktiles // kper)
+
+
 def choose_splits(tiles: int, ktiles: int, sms: int, max_splits: int = 8) -> int:
     """Splits so that tiles x splits about fills the SMs, every split non-empty (1: no split)."""
     if tiles * 2 > sms or ktiles < 2:
         return 1
-    s = max(1, min(max_splits, ktiles, sms // tiles))
-    kper = -(-ktiles // s)
-    return -(-ktiles // kper)
+    return nonempty_splits(ktiles, max(1, min(max_splits, ktiles, sms // tiles)))
 
 
 def emit_reduce(c_type: str):

@@ -159,3 +159,34 @@ def test_hopper_int4_plan_in_a_cuda_graph():
     graph.replay()
     torch.cuda.synchronize()
     assert np.array_equal(tc.cpu().numpy().astype(np.int64), Int4Gemm(target="sm_90").reference(a, b))
+
+
+def test_hopper_plan_encodes_each_buffer_once_over_a_loop_of_many_weights(monkeypatch):
+    """A decode loop cycles every layer's weights through one plan: after the first pass over 80 weight
+    buffers a second pass encodes no tensor map again, and every result is exact."""
+    torch = pytest.importorskip("torch")
+    from ptxforge.runtime.tensormap import TensorMap
+    from ptxforge.schedules.hopper import HopperGemm
+    g = Int4Gemm.for_shape(32, 256, 512, target="sm_90a", hopper=True)
+    assert isinstance(g, HopperGemm), g
+    rng = np.random.default_rng(8)
+    a, _ = _int4_operands(32, 256, 512, rng)
+    bs = [_int4_operands(1, 256, 512, rng)[1] for _ in range(80)]
+    ta = torch.from_numpy(a).cuda()
+    pool = torch.from_numpy(np.stack(bs)).cuda()  # 80 weight buffers of 256 x 256 bytes, 16-byte aligned
+    tc = torch.empty((32, 256), dtype=torch.int32, device="cuda")
+    encodes = []
+    real = TensorMap.encode
+    monkeypatch.setattr(TensorMap, "encode", lambda self: encodes.append(self.base) or real(self))
+    p = g.plan(32, 256, 512)
+    ref = Int4Gemm(target="sm_90")
+    for sweep in range(2):
+        before = len(encodes)
+        for i in (0, 41, 79) if sweep else range(80):
+            tc.fill_(POISON)
+            p(ta, pool[i], tc)
+            torch.cuda.synchronize()
+            assert np.array_equal(tc.cpu().numpy().astype(np.int64), ref.reference(a, bs[i])), (sweep, i)
+        if sweep:
+            assert len(encodes) == before, "a buffer seen in the first pass was encoded again"
+    assert len(set(encodes)) == len(encodes) and len(encodes) >= 80

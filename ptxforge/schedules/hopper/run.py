@@ -108,8 +108,11 @@ def _check_elems(cfg, views) -> None:
 
 
 #: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through), and packed argument
-#: blocks per (A, B, C) address triple
-_TMAP_CACHE = 32
+#: blocks per (A, B, C) address triple: a decode loop walks every layer's weights through the plan of their
+#: shape, hundreds of buffers, and a miss (encoding a map and packing a block) costs about 20 us of host
+#: time on the H200, several times the launch; 32 (the size before) made a loop over 50 weight buffers take
+#: 27 us per call at M = 32, K = 1024 against 6 us (each entry ~0.4 KB)
+_TMAP_CACHE = 1024
 
 
 class HopperPlan:

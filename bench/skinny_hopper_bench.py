@@ -62,44 +62,54 @@ def candidates(m: int) -> list:
 
     if m <= 32:
         add(**SKINNY_S4_32)  # what for_shape picks
+        add(**{**SKINNY_S4_32, "early_prefetch": 0})  # the default before: nothing asked of the L2 before the wait
+        add(**{**SKINNY_S4_32, "interleave_k": False, "split_stage": True, "a_group": 4, "widen_ahead": True})
+        add(**{**SKINNY_S4_32, "acc_sets": 2})
         add(**{**SKINNY_S4_32, "stages": 4})  # the ring before (64 KB of weights on their way)
         add(**{**SKINNY_S4_32, "convert_buffers": 1})
         add(**{**SKINNY_S4_32, "stages": 8, "convert_buffers": 1})  # one widened B buffer leaves room for 8
         add(**{**SKINNY_S4_32, "l2_promotion": 256})
         add(**{**SKINNY_S4_32, "a_group": 4})
-        add(**{**SKINNY_S4_32, "pdl": False})
+        add(**{**SKINNY_S4_32, "pdl": False, "early_prefetch": 0})
         add(**{**SKINNY_S4_32, "l2_prefetch": 4})  # the weights asked of the L2 4 stages ahead of the ring's loads
         # 256-value stages (a shorter last stage) in deeper rings: one widened B buffer leaves room for 12
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "convert_buffers": 1, "a_group": 4})
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 8, "a_group": 4})
     elif m <= 64:
         add(**SKINNY_S4_64)
-        add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default before
-        add(**{**SKINNY_S4_64, "block_k_bytes": 256, "stages": 8})
+        alternate = {**SKINNY_S4_64, "split_stage": False, "widen_ahead": False, "interleave_k": True,
+                     "convert_buffers": 1}  # the consumers on alternate stages, one widened B buffer each
+        add(**{**alternate, "early_prefetch": 0})  # the default before
+        add(**alternate)
+        add(**{**alternate, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default two rounds before
         add(**{**SKINNY_S4_64, "a_group": 2})
-        add(**{**SKINNY_S4_64, "a_group": 8})
-        add(**{**SKINNY_S4_64, "l2_promotion": 256})
-        add(**{**SKINNY_S4_64, "pdl": False})
+        add(**{**SKINNY_S4_64, "widen_ahead": False})
+        add(**{**SKINNY_S4_64, "acc_sets": 2})
+        add(**{**SKINNY_S4_64, "early_prefetch": 0})
+        add(**{**SKINNY_S4_64, "pdl": False, "early_prefetch": 0})
     elif m <= 128:
         add(**SKINNY_S4)  # the next stage's B widened while this stage's wgmmas run (widen_ahead)
+        add(**{**SKINNY_S4, "early_prefetch": 0})  # the default before
         add(**{**SKINNY_S4, "a_group": 2})
         add(**{**SKINNY_S4, "a_group": 8})
         add(**{**SKINNY_S4, "widen_ahead": False, "a_group": 2})  # B widened between the stages (the default before)
         add(**{**SKINNY_S4, "l2_promotion": 128})
         add(**{**SKINNY_S4, "l2_prefetch": 2})
-        add(**{**SKINNY_S4, "pdl": False})
-        add(**{**SKINNY_S4, "cluster_n": 2})  # the activations multicast to two CTAs: half their L2 reads
+        add(**{**SKINNY_S4, "pdl": False, "early_prefetch": 0})
+        add(**{**SKINNY_S4, "cluster_n": 2, "early_prefetch": 0})  # the activations multicast to two CTAs: half their L2 reads
+        alternate_128 = {**SKINNY_S4_64, "split_stage": False, "widen_ahead": False, "interleave_k": True}
         between = {**SKINNY_S4, "widen_ahead": False, "a_group": 2}  # arrangements that widen B between the stages
         add(**{**between, "stages": 4, "convert_buffers": 1})  # one widened B buffer leaves room for a 4th stage
         add(**{**between, "convert_buffers": 3, "stages": 2})
         add(**{**between, "wg_m": 128, "interleave_k": True, "block_k_bytes": 256, "stages": 6, "convert_buffers": 1})
-        add(**{**SKINNY_S4_64, "block_n": 128, "block_k_bytes": 256, "stages": 6})  # swapped, alternate stages
+        add(**{**alternate_128, "block_n": 128, "block_k_bytes": 256, "stages": 6})  # swapped, alternate stages
     else:
         add(**SKINNY_S4_256)
+        add(**{**SKINNY_S4_256, "early_prefetch": 0})  # the default before
         add(**{**SKINNY_S4_256, "rotate_k": True})
         add(**{**SKINNY_S4_256, "widen_ahead": False})  # B widened between the stages (the default before)
         add(**{**SKINNY_S4_256, "l2_promotion": 256})
-        add(**{**SKINNY_S4_256, "pdl": False})
+        add(**{**SKINNY_S4_256, "pdl": False, "early_prefetch": 0})
         add(**DEFAULTS["s4"])  # the large-problem default (K split to fill the SMs)
     return out
 
@@ -270,7 +280,9 @@ def describe(g: HopperGemm) -> str:
             + (" rk" if g.rotate_k else "") + (f" l2={g.l2_promotion}" if g.l2_promotion != 128 else "")
             + (f" pf{g.l2_prefetch}" if g.l2_prefetch else "") + (" ahead" if g.widen_ahead else "")
             + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
-            + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" pdl" if g.pdl else ""))
+            + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" ss" if g.split_stage else "")
+            + (" as2" if g.acc_sets == 2 else "") + (f" ep{g.early_prefetch}" if g.early_prefetch else "")
+            + (" pdl" if g.pdl else ""))
 
 
 def main():
@@ -282,10 +294,14 @@ def main():
     ap.add_argument("--probe", action="store_true", help="time the streaming probe first")
     ap.add_argument("--probe-only", action="store_true", help="time the streaming probe and stop")
     ap.add_argument("--only", default=None, help="time only the candidates whose description contains this")
+    ap.add_argument("--defaults", action="store_true",
+                    help="time only what for_shape picks and the default before it (the first two candidates)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every row of an M this many times, in turns, and report the median")
     args = ap.parse_args()
     cands = {m: [g for g in candidates(m) if args.only is None or args.only in describe(g)] for m in args.ms}
+    if args.defaults:
+        cands = {m: c[:2] for m, c in cands.items()}
     every = [g for m in args.ms for g in cands[m]]
     t0 = time.time()
     with cf.ThreadPoolExecutor(max_workers=min(16, os.cpu_count() or 2)) as ex:

@@ -13,7 +13,8 @@ from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_
 rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
                                                                       scaled=True),
-      SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # the skinny defaults (M <= 128, M <= 32, M <= 64: one B buffer)
+      SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # the skinny defaults (M <= 128, M <= 32, M <= 64: stages split)
+      dict(SKINNY_S4_64, widen_ahead=False, acc_sets=2),  # stages split, B widened between them; two sets
       dict(SKINNY_S4, widen_ahead=False, convert_buffers=3, stages=2),  # three widened B buffers: one barrier per stage
       dict(SKINNY_S4, widen_ahead=False, convert_buffers=1, stages=4, l2_prefetch=2),  # one B buffer; L2 prefetches
       SKINNY_S4_256,  # the next stage's B widened between this stage's wgmma groups, as in SKINNY_S4 and the default

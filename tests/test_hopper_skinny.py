@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_256
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 from support.hopper_gemm import draw_problem, run_on_interpreter
@@ -60,6 +60,19 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     # walked with units of fewer stages than the distance, and with more)
     (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, l2_prefetch=6), (20, 150, 1280, 1, 1)),
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=2, l2_prefetch=2), (100, 70, 2560, 1, 1)),
+    # two consumers on the halves of every stage (each its own B half and barrier; the sums meet at the end),
+    # between the stages and widened ahead, over K splits and one CTA walking every unit
+    (dict(block_n=32, consumers=2, split_stage=True, scaled=True, swap_ab=True, block_k_bytes=512, stages=6),
+     (20, 150, 2592, 2, 1)),
+    (dict(block_n=64, consumers=2, split_stage=True, widen_ahead=True, scaled=True, swap_ab=True,
+          block_k_bytes=512, stages=4), (50, 150, 1568, 1, 1)),
+    (dict(block_n=64, consumers=2, split_stage=True, widen_ahead=True, biased=True, block_k_bytes=512, a_group=2,
+          stages=3), (70, 100, 2048, 2, None)),
+    # odd k-steps into a second accumulator set; the weights' first stages asked of the L2 before the wait
+    (dict(block_n=32, consumers=2, interleave_k=True, scaled=True, swap_ab=True, block_k_bytes=512, acc_sets=2,
+          early_prefetch=2, pdl=True), (20, 150, 1568, 1, 1)),
+    (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=3, widen_ahead=True, acc_sets=2,
+          early_prefetch=8, pdl=True), (100, 70, 1536, 2, None)),
 ]
 
 
@@ -119,7 +132,21 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                      "through registers"),
                     (dict(operand="s4", block_k_bytes=256, a_group=8), "block_k_bytes a multiple of 512"),
                     (dict(operand="s4", block_k_bytes=256, a_group=3), "2, 4 or 8"),
-                    (dict(operand="s8", a_group=2), "operand='s4'")]:
+                    (dict(operand="s8", a_group=2), "operand='s4'"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, split_stage=True), "multiple of 512"),
+                    (dict(operand="s4", block_k_bytes=512, block_n=64, split_stage=True, a_group=8),
+                     "of 1024 with a_group=8"),
+                    (dict(operand="s4", block_k_bytes=512, block_n=64, split_stage=True, interleave_k=True),
+                     "not interleave_k"),
+                    (dict(operand="s4", block_k_bytes=512, block_n=64, split_stage=True, consumers=1), "consumers=2"),
+                    (dict(operand="s4", block_k_bytes=512, block_n=64, split_stage=True, epilogue="tma"),
+                     "through registers"),
+                    (dict(operand="s8", acc_sets=2), "register-sourced"),
+                    (dict(operand="s4", block_k_bytes=256, acc_sets=3), "1 or 2"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=256, acc_sets=2), "at most 160"),
+                    (dict(operand="s8", early_prefetch=2), "pdl=True"),
+                    (dict(operand="s8", early_prefetch=65, pdl=True), "0..64"),
+                    (dict(operand="s8", early_prefetch=2, pdl=True, cluster_m=2), "not with rotate_k or clusters")]:
         with pytest.raises(ValidationError, match=msg):
             HopperGemm(**kw)
     il = HopperGemm("s4", block_k_bytes=256, block_n=64, interleave_k=True, scaled=True)
@@ -130,6 +157,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                     convert_buffers=4)
     assert not cv.reduce_in_buffers and cv.reduce_bytes == 128 * 32 * 4
     assert il.smem_bytes == cv.smem_bytes - cv.reduce_bytes - cv.convert_bytes + il.convert_bytes - 16 * 2
+    ss = HopperGemm("s4", block_k_bytes=512, block_n=64, split_stage=True, scaled=True)
+    # one set of buffers (each consumer widens its half into it): the sums need shared memory of their own
+    assert ss.block_m == 64 and ss.widen_threads == 128 and not ss.reduce_in_buffers
+    assert ss.reduce_bytes == 128 * 32 * 4 and ss.convert_bytes == 2 * 64 * 512 and "_ss" in ss.kernel_name
 
 
 @pytest.mark.parametrize("kw", [dict(block_n=64, consumers=2, interleave_k=True, scaled=True, stages=8),
@@ -138,8 +169,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                                 dict(block_n=256, consumers=2, scaled=True, stages=2),
                                 dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=8),
                                 dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=2,
-                                     widen_ahead=True)],
-                         ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8", "2c-64-ahead"])
+                                     widen_ahead=True),
+                                dict(SKINNY_S4_64), dict(SKINNY_S4_32, acc_sets=2)],
+                         ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8", "2c-64-ahead", "split-stage-64",
+                              "il-swap-32-two-sets"])
 def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(kw):
     """ptxas keeps one group in flight while the other half of A is widened: no C7513 serialization, and
     the SASS waits with `WARPGROUP.DEPBAR.LE gsb0, 0x1` inside the k-loop (only the unit's end waits for 0)."""
@@ -156,7 +189,9 @@ GPU = [  # what for_shape picks, and the variants the skinny sweep measured (ben
     dict(SKINNY_S4), dict(SKINNY_S4_256), dict(DEFAULTS["s4"]),
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
-    dict(SKINNY_S4_32), dict(SKINNY_S4_32, l2_prefetch=8), dict(SKINNY_S4, l2_prefetch=4),
+    dict(SKINNY_S4_32), dict(SKINNY_S4_64), dict(SKINNY_S4_32, l2_prefetch=8, early_prefetch=0),
+    dict(SKINNY_S4, l2_prefetch=4), dict(SKINNY_S4_32, acc_sets=2, early_prefetch=16),
+    dict(SKINNY_S4_64, widen_ahead=False, a_group=2, early_prefetch=0),
     dict(SKINNY_S4, widen_ahead=False, a_group=2), dict(DEFAULTS["s4"], widen_ahead=False),  # B widened between stages
     dict(block_n=64, wg_m=128, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, scaled=True),
     dict(block_n=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=256, converter=True,

@@ -68,39 +68,44 @@ DEFAULTS = {
 #: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it; wgmma groups of 8
 #: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200); a ring of 6
 #: (96 KB of weights on their way instead of 64: 11.70-11.81 against 12.00-12.20 us with 4, two runs of five
-#: rounds; 8 stages, room made by one widened B buffer per consumer, 12.08)
+#: rounds; 8 stages, room made by one widened B buffer per consumer, 12.08); the first 2 k-stages of weights
+#: asked of the L2 before griddepcontrol.wait (`early_prefetch`, as in every skinny default: the DRAM works
+#: for the next call during the tail of the one ahead): 11.16-11.27 against 11.36-11.53 us in three runs
+#: (1 stage: 11.37, 3: 11.24, 6: 11.84, 16: 13.48: a longer prefetch slows the call ahead)
 SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=512, swap_ab=True,
-                    scaled=True, pdl=True, a_group=8)
+                    scaled=True, pdl=True, a_group=8, early_prefetch=2)
 
-#: s4 problems of 32 < M <= 64: the same arrangement with 64 rows of A per tile, 512 K-values per stage in a
-#: ring of 4, with one widened B buffer per consumer warpgroup (`convert_buffers=1`: each stage waits for
-#: the wgmmas of the one before, and the two buffers of 256-value stages make room for the 512-value ring):
-#: 14.67 us against 16.64 for 256-value stages in a ring of 6 with two buffers (two runs of five rounds);
-#: wgmma groups of 4 k-steps (14.63-14.73 against 14.91-15.02 with 2, 14.66-14.75 with 8)
-SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True,
-                    scaled=True, pdl=True, convert_buffers=1)
+#: s4 problems of 32 < M <= 64: operands swapped, 64 rows of A per tile, 512 K-values per stage in a ring of
+#: 4; the two consumer warpgroups split every stage (`split_stage`: each widens and multiplies its half) and
+#: widen the next stage's B between this stage's wgmma groups (`widen_ahead`), 2 early k-stages:
+#: 13.53 us against 14.02 for alternate stages with the early prefetch and 14.56 without (one run; alternate
+#: stages with one widened B buffer each, the default before: 14.67-14.95 in two runs of five rounds)
+SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, split_stage=True, widen_ahead=True, stages=4,
+                    block_k_bytes=512, swap_ab=True, scaled=True, pdl=True, early_prefetch=2)
 
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
-#: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl
-SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True)
-SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True)
+#: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl, 4 early k-stages
+#: (M = 32: 18.92 us against 19.54 without, 19.24 with 2)
+SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
+SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
 
-#: s8 problems of 64 < M <= 128: 128 x 64 tiles (N / 64 CTAs, no split K), 8 stages, pdl
-SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True)
+#: s8 problems of 64 < M <= 128: 128 x 64 tiles (N / 64 CTAs, no split K), 8 stages, pdl, 2 early k-stages
+#: (21.39 us against 21.80)
+SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True, early_prefetch=2)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; the operand
 #: tensor maps promote L2 fetches to 256 bytes (a stage's two 128-byte boxes of a row in
 #: one request: 20.63-20.68 against 20.68-20.85 us, three runs); the next stage's B widened while this
 #: stage's wgmmas run (`widen_ahead`), with wgmma groups of 4 k-steps: 19.47-19.74 us against 20.70-20.94
-#: (groups of 2: 20.90-21.18, of 8: 19.84-20.05)
+#: (groups of 2: 20.90-21.18, of 8: 19.84-20.05); 2 early k-stages: 19.11-19.13 against 19.52-19.79 (two runs)
 SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, scaled=True, pdl=True,
-                 l2_promotion=256, widen_ahead=True)
+                 l2_promotion=256, widen_ahead=True, early_prefetch=2)
 
 #: s4 problems of 128 < M <= 256: 128 x 128 tiles (2 x N / 128 of them, one wave at N = 8192), the next stage's
-#: B widened while this stage's wgmmas run (30.53-30.83 us against 32.60-32.92)
+#: B widened while this stage's wgmmas run (30.53-30.83 us against 32.60-32.92), 2 early k-stages (30.21 against 30.58)
 SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True,
-                     widen_ahead=True)
+                     widen_ahead=True, early_prefetch=2)
 
 
 @dataclass(frozen=True)
@@ -133,11 +138,20 @@ class HopperGemm:
     the next stage's B is widened while this stage's wgmmas run, a 16-byte chunk after each group
     is issued, instead of between the stages; the wgmmas of a stage then wait only for the barrier
     that ends the stage before it, not for its widening too;
+    acc_sets (s4 with A in registers): accumulator sets per consumer warpgroup; with 2 the k-steps
+    alternate between them (even k-steps into one, odd into the other), so two wgmma chains that do
+    not wait for each other's sums share the tensor cores where a stage's wgmmas are small (a narrow
+    block_n), and the second set is added into the first when the unit's wgmmas have retired;
     interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
     (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
     widening; at the end of a tile the second adds its sums into the first's through shared
     memory (fixed order: exact, deterministic) and the first stores C.  Two independent
     pipelines per SM hide each other's latencies where the tile is small (skinny problems);
+    split_stage (s4 with A in registers, 2 consumers, B widened by the consumers): the consumers share the
+    tile's rows (block_m = wg_m) and split every stage's k-steps, consumer c issuing the wgmmas of half
+    c of the stage (its A widened from that half) while both widen the whole B; at the end of a tile
+    the second adds its sums into the first's through shared memory, as with interleave_k.  Each
+    stage then takes half a consumer's chain, and so does the last one, which nothing hides;
     rotate_k: each work unit walks its k-stages starting at stage (tile mod stages) and wraps, so
     CTAs streaming operand row blocks at the same moment read different columns (the order of an
     integer sum does not matter; on the H200 many CTAs reading the same columns of 4 KB-strided
@@ -146,6 +160,11 @@ class HopperGemm:
     kernel's A with swap_ab) it also asks the L2 for (`cp.async.bulk.prefetch.tensor`, 0: none), so
     more of the weights are on their way from DRAM than the shared ring holds; a hint, the results
     do not depend on it;
+    early_prefetch (with pdl): k-stages of the CTA's first unit whose weight boxes (as for l2_prefetch)
+    one thread asks the L2 for before `griddepcontrol.wait`, while the kernel ahead in the stream
+    still finishes, so the first loads after the wait find them there.  A prefetch moves no data into
+    the kernel and the L2 is where every SM's writes meet, so a weight the kernel ahead writes is
+    still read as written (the loads themselves come after the wait);
     l2_promotion: the L2 promotion of the operand tensor maps (0, 64, 128 or 256 bytes: what the L2
     fetches around each TMA request; 256 brings a 128-byte box row's neighbour along);
     pdl: a programmatic dependent launch: every thread executes `griddepcontrol.wait` after the
@@ -197,6 +216,9 @@ class HopperGemm:
     c16: bool = False
     a_group: int = 4
     widen_ahead: bool = False
+    acc_sets: int = 1
+    early_prefetch: int = 0
+    split_stage: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -247,10 +269,27 @@ class HopperGemm:
                     raise ValidationError(f"{what}={rows}: the s4 tiles are widened by {self.widen_threads} threads "
                                           f"in passes of {per} rows, so {what} must be a multiple of {per} "
                                           "(fewer widening threads: consumers=1, interleave_k or converter)")
+        if self.acc_sets not in (1, 2):
+            raise ValidationError(f"acc_sets (accumulator sets per consumer warpgroup) is 1 or 2, got {self.acc_sets!r}")
+        if self.acc_sets == 2 and not (self.operand == "s4" and self.a_registers):
+            raise ValidationError("acc_sets=2 (k-steps alternating between two accumulator sets) is the register-sourced "
+                                  "s4 path (operand='s4', a_registers=True)")
         if self.widen_ahead and not (self.operand == "s4" and self.a_registers and not self.converter
                                      and not self.interleave_k and self.convert_buffers == 2):
             raise ValidationError("widen_ahead is the register-sourced s4 path with B widened by the consumers into "
                                   "two buffers (converter=False, interleave_k=False, convert_buffers=2)")
+        if self.split_stage and not (self.operand == "s4" and self.a_registers and self.consumers == 2
+                                     and not self.converter and not self.interleave_k):
+            raise ValidationError("split_stage (two consumers on the halves of every stage) is the register-sourced s4 "
+                                  "path with consumers=2, B widened by the consumers (converter=False), not "
+                                  "interleave_k")
+        half = self.block_k // 64  # k-steps of a consumer's half of a stage
+        if self.split_stage and (half % 8 or half % (2 * self.a_group)):
+            raise ValidationError(f"split_stage: each consumer's half of a stage ({half} k-steps) must be whole "
+                                  f"256-value atoms in an even number of groups of {self.a_group} (block_k_bytes a "
+                                  "multiple of 512, and of 1024 with a_group=8)")
+        if self.split_stage and (self.cluster_size > 1 or self.epilogue != "registers"):
+            raise ValidationError("split_stage stores C through registers, without clusters")
         if self.interleave_k and self.stages % 2:
             raise ValidationError(f"interleave_k needs an even number of stages, got {self.stages}: the two consumer "
                                   "warpgroups take alternate stages, and in an odd ring every slot serves both in "
@@ -265,6 +304,14 @@ class HopperGemm:
             raise ValidationError("interleave_k stores C through registers, without clusters")
         if not isinstance(self.l2_prefetch, int) or not 0 <= self.l2_prefetch <= 32:
             raise ValidationError(f"l2_prefetch is 0..32 k-stages ahead, got {self.l2_prefetch!r}")
+        if not isinstance(self.early_prefetch, int) or not 0 <= self.early_prefetch <= 64:
+            raise ValidationError(f"early_prefetch is 0..64 k-stages, got {self.early_prefetch!r}")
+        if self.early_prefetch and not self.pdl:
+            raise ValidationError("early_prefetch asks the L2 for weights while the kernel ahead still runs: it needs "
+                                  "pdl=True (without a programmatic launch nothing runs before the kernel ahead ends)")
+        if self.early_prefetch and (self.rotate_k or self.cluster_size > 1):
+            raise ValidationError("early_prefetch walks the first unit's k-stages in order, one CTA per unit: not with "
+                                  "rotate_k or clusters")
         if self.l2_prefetch and self.rotate_k:
             raise ValidationError("l2_prefetch walks the k-stages in order; rotate_k reorders them: choose one")
         if self.l2_promotion not in (0, 64, 128, 256):
@@ -289,8 +336,8 @@ class HopperGemm:
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")
-        if self.operand == "s4" and self.a_registers and self.acc_regs + self.a_fragment_regs > 160:
-            raise ValidationError(f"s4 with A in registers holds {self.acc_regs} accumulator and "
+        if self.operand == "s4" and self.a_registers and self.acc_sets * self.acc_regs + self.a_fragment_regs > 160:
+            raise ValidationError(f"s4 with A in registers holds {self.acc_sets * self.acc_regs} accumulator and "
                                   f"{self.a_fragment_regs} A-fragment registers per thread (wg_m {self.wg_m} x "
                                   f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
                                   "narrower block_n")
@@ -327,16 +374,23 @@ class HopperGemm:
 
     @property
     def block_m(self) -> int:
-        """Rows of the C tile (the consumers' rows side by side, or with interleave_k the same wg_m rows)."""
-        return self.wg_m * (1 if self.interleave_k else self.consumers)
+        """Rows of the C tile (the consumers' rows side by side, or with interleave_k / split_stage the same wg_m
+        rows)."""
+        return self.wg_m * (1 if self.shared_rows else self.consumers)
+
+    @property
+    def shared_rows(self) -> bool:
+        """Whether the consumers share the tile's rows (interleave_k, split_stage) and add their sums at the end."""
+        return self.interleave_k or self.split_stage
 
     @property
     def widen_threads(self) -> int:
         """Threads that widen a stage's packed s4 B tile (and A's, without a_registers): the converter warps,
-        one consumer warpgroup (interleave_k: each widens its own stages), or all consumers."""
+        one consumer warpgroup (interleave_k: each widens its own stages; split_stage: each its half of every
+        stage), or all consumers."""
         if self.converter:
             return 32 * CONVERTER_WARPS
-        return 128 * (1 if self.interleave_k else self.consumers)
+        return 128 * (1 if self.shared_rows else self.consumers)
 
     @property
     def block_k(self) -> int:
@@ -447,7 +501,7 @@ class HopperGemm:
     def reduce_bytes(self) -> int:
         """Shared bytes set aside through which interleave_k's second consumer hands its accumulators to the
         first (0 when its widened B buffers serve: `reduce_in_buffers`)."""
-        return 128 * self.acc_regs * 4 if self.interleave_k and not self.reduce_in_buffers else 0
+        return 128 * self.acc_regs * 4 if self.shared_rows and not self.reduce_in_buffers else 0
 
     @property
     def widened_a(self) -> bool:
@@ -471,8 +525,10 @@ class HopperGemm:
                    if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
+                + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "")
+                + (f"_ep{self.early_prefetch}" if self.early_prefetch else "")
                 + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
                 + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))

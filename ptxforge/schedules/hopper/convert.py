@@ -225,15 +225,18 @@ class AFragments:
     word t of packed chunk s of rows r = c * wg_m + 64 mi + 16 w + g and r + 8 (c: the register
     `cidx`, 0 for every consumer when they share the rows); in the 128-byte swizzle that chunk sits
     at atom (s / 8) x rows x 128 + r * 128 + ((s % 8 ^ g) << 4), so the per-step offsets are
-    computed once and every k-iteration adds only the stage address.  widen: a key of WIDEN.
+    computed once and every k-iteration adds only the stage address.  widen: a key of WIDEN; shift:
+    a register of bytes added to every chunk's place (split_stage: consumer c's half of the stage).
     """
 
-    def __init__(self, k, cfg, cidx, w, g, t, widen="signext"):
+    def __init__(self, k, cfg, cidx, w, g, t, widen="signext", shift=None):
         self.k, self.cfg, self.widen = k, cfg, WIDEN[widen]
         pa, _ = cfg.packed_tiles
         self.steps = pa.cols // 16
         r0 = k.add(k.mul(cidx, cfg.wg_m, type=T.u32), k.mad(w, 16, g, type=T.u32), type=T.u32)
         base = k.add(k.shl(r0, 7, type=T.b32), k.shl(t, 2, type=T.b32), type=T.u32)
+        if shift is not None:  # a register of bytes: k-step 0 of this consumer sits that far into the stage
+            base = k.add(base, shift, type=T.u32)
         self.offs = [k.add(base, k.shl(k.xor(g, sidx, type=T.b32), 4, type=T.b32), type=T.u32,
                            dst=k.reg(T.u32, f"a_off{sidx}_")) for sidx in range(min(8, self.steps))]
         self.atom_bytes = pa.rows * 128

@@ -16,6 +16,7 @@ import functools
 
 from ...errors import held_location
 from ...builder import KernelBuilder
+from ...hopper.layout import SmemTile
 from ...hopper.pipeline import ClusterRing, MbarrierRing, RingState, WarpSpecialized
 from ...isa import types as T
 from ...isa.operands import Addr
@@ -244,14 +245,15 @@ def emit_kernel(cfg) -> KernelBuilder:
         k.cluster_sync()  # both CTAs' barriers initialized before any multicast or remote arrive
     else:
         k.bar_sync(0)
-    if cfg.pdl:  # nothing above touches global memory; everything below comes after the kernel ahead
-        wait_for_previous_kernel(k)
-
     tiles_m = _ceil_div(k, m, cfg.block_m)
     tiles_n = _ceil_div(k, n, cfg.block_n)
     place = Placement(k, cfg, tiles_m, tiles_n, rank)
     ktiles = _ceil_div(k, kk, cfg.block_k)
     work = Work(k, place.units, ktiles, splits, clustered=clustered)
+    if cfg.early_prefetch:
+        _early_prefetch(k, cfg, tmap_a if cfg.swap_ab else tmap_b, place, work, t0)
+    if cfg.pdl:  # nothing above reads or writes global memory; everything below comes after the kernel ahead
+        wait_for_previous_kernel(k)
 
     with ws.producer():
         warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
@@ -328,6 +330,26 @@ def emit_kernel(cfg) -> KernelBuilder:
         # no CTA leaves while its peer may still arrive on its empty barriers (or read its multicast)
         k.cluster_sync()
     return k
+
+
+def _early_prefetch(k, cfg, tmap, place, work, t0):
+    """early_prefetch: thread 0 asks the L2 for the weight boxes (the kernel's B, or A with swap_ab) of the
+    first `early_prefetch` k-stages of the CTA's first unit, before griddepcontrol.wait."""
+    unit = k.ctaid()
+    go = k.and_(t0, k.setp("lt", unit, work.units, type=T.u32), type=T.pred)
+    split = k.div(unit, work.ntiles, type=T.u32)
+    tm, tn = place(k.sub(unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32))
+    tile = cfg.load_tiles[0 if cfg.swap_ab else 1]
+    row = k.mul(tm if cfg.swap_ab else tn, tile.strided_extent, type=T.u32)
+    kt0 = k.mul(split, work.kper, type=T.u32)
+    end = k.min(k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32),
+                k.add(kt0, cfg.early_prefetch, type=T.u32), type=T.u32)
+    with k.if_(go):
+        with k.for_range(kt0, end, name="epf") as j:
+            xj = k.mul(j, tile.cols, type=T.u32)
+            for i in range(tile.tma_copies):
+                coff = tile.tma_copy_offset(i)[1]
+                k.tensor_prefetch(tmap, (k.add(xj, coff, type=T.u32) if coff else xj, row))
 
 
 def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
@@ -445,11 +467,22 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     b_hi = tmpl_b >> 32
     nsub = cfg.wg_m // 64
     accs = [k.regs(T.s32, cfg.block_n // 2, name=f"acc{i}_") for i in range(nsub)]
+    # acc_sets=2: the odd k-steps accumulate into a second set, added into the first at the end of a unit
+    sets = [accs] + [[k.regs(T.s32, cfg.block_n // 2, name=f"acc{i}b_") for i in range(nsub)]
+                     for _ in range(cfg.acc_sets - 1)]
     w = ws.warp_in_group
     g = k.shr(lane, 2, type=T.u32)
     t = k.and_(lane, 3, type=T.b32)
-    rows_c = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rows_c")) if il else cidx  # whose rows of the tile
-    frags = AFragments(k, cfg, rows_c, w, g, t, widen=cfg.widen)
+    ss = cfg.split_stage
+    rows_c = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rows_c")) if cfg.shared_rows else cidx  # whose rows of the tile
+    # split_stage: consumer c reads half c of every stage: its A from there, its B widened from there into
+    # half c of the buffer (the halves are whole atoms, so the half is laid out as a tile of half the columns)
+    halves = None
+    if ss:
+        pbh, tbh = SmemTile("u8", pb.rows, pb.cols // 2), SmemTile(tb.dtype, tb.rows, tb.cols // 2)
+        halves = (k.mul(cidx, pa.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "a_half")),
+                  k.mul(cidx, pb.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "b_half")), pbh, tbh)
+    frags = AFragments(k, cfg, rows_c, w, g, t, widen=cfg.widen, shift=halves[0] if ss else None)
     op_t = T.u8 if cfg.biased else T.s8
     bias = None
     if cfg.biased:
@@ -477,9 +510,14 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             seek()
         stage_it, buf_it = gs, wit
     else:
-        ctid = k.sub(ws.tid, 128, type=T.u32)
-        nthr, bar_id = 128 * cfg.consumers, 1
-        conv_mine = conv_base
+        if ss:  # each warpgroup widens its own half under its own barrier
+            ctid = k.sub(ws.tid, k.mad(cidx, 128, 128, type=T.u32), type=T.u32)
+            nthr, bar_id = 128, k.add(cidx, 4, type=T.u32, dst=k.reg(T.u32, "widen_bar"))
+            conv_mine = k.mad(cidx, tb.nbytes // 2, conv_base, type=T.u32, dst=k.reg(T.u32, "conv_mine"))
+        else:
+            ctid = k.sub(ws.tid, 128, type=T.u32)
+            nthr, bar_id = 128 * cfg.consumers, 1
+            conv_mine = conv_base
         st = ring.consumer_state()
         it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
 
@@ -489,7 +527,13 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         stage_it = buf_it = it
     nb = cfg.convert_buffers
     gs_ = cfg.a_group
-    groups = [range(j, j + gs_) for j in range(0, tb.k_slices, gs_)]  # an even count (checked by the config)
+    nks = tb.k_slices // (2 if ss else 1)  # the k-steps this warpgroup issues per stage
+    groups = [range(j, j + gs_) for j in range(0, nks, gs_)]  # an even count (checked by the config)
+    b_parts = ([(pb, tb, pa.nbytes, 0)] if not ss else [(halves[2], halves[3], pa.nbytes, 0)])
+
+    def b_src(sa):
+        """The stage address the B widening reads from (split_stage: moved to this warpgroup's half)."""
+        return k.add(sa, halves[1], type=T.u32) if ss else sa
     regs = [[frags.registers(gs_, f"a{h}{mi}_") for mi in range(nsub)] for h in range(2)]
 
     def stage_addr():
@@ -520,8 +564,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             b_lo = k.add(b_lo0, tb.slice_start(ks) >> 4, type=T.u32)
             b_desc = k.mov([b_lo, b_hi], type=T.b64)
             for mi in range(nsub):
-                k.wgmma(regs[j % 2][mi][i], b_desc, accs[mi], n=cfg.block_n, a_type=op_t,
-                        scale_d=not_first if ks == 0 else ptrue)
+                k.wgmma(regs[j % 2][mi][i], b_desc, sets[ks % len(sets)][mi], n=cfg.block_n, a_type=op_t,
+                        scale_d=not_first if ks < len(sets) else ptrue)
         k.wgmma_commit()
 
     def prepare(sa, first: bool):
@@ -540,7 +584,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         # (with 3 or more buffers the barrier that ended the previous stage's prepare suffices: whoever
         # passed it had waited with wait_group 1 after issuing the stage before, so every wgmma that read
         # this buffer, three or more stages back, has retired)
-        emit_s4_widen(k, cfg, sa, buf, ctid, [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
+        emit_s4_widen(k, cfg, b_src(sa), buf, ctid, b_parts, nthreads=nthr, widen=cfg.widen)
         k.fence("fence.proxy.async.shared::cta")  # generic writes of B -> wgmma (async proxy)
         if not first and nb > 1:
             k.wgmma_wait(1)
@@ -584,8 +628,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
                 ring.wait_full(nxt)
                 k.bar_sync(bar_id, nthr)  # every consumer's wgmmas of the stage before have retired
                 nbuf = buffer(k.add(buf_it, 1, type=T.u32))[2]
-                chunks = s4_widen_steps(k, cfg, k.mad(nxt.stage, cfg.stage_bytes, base, type=T.u32), nbuf, ctid,
-                                        [(pb, tb, pa.nbytes, 0)], nthreads=nthr, widen=cfg.widen)
+                chunks = s4_widen_steps(k, cfg, b_src(k.mad(nxt.stage, cfg.stage_bytes, base, type=T.u32)), nbuf,
+                                        ctid, b_parts, nthreads=nthr, widen=cfg.widen)
                 per = [chunks[i * len(chunks) // slots:(i + 1) * len(chunks) // slots] for i in range(slots)]
             widen_a(sa, j + 1)
             for chunk in per[j]:
@@ -609,6 +653,10 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
                 body(k.setp("ne", j, 0, type=T.u32), final=False)
         body(k.setp("ne", last, 0, type=T.u32), final=True)
         k.wgmma_wait(0)
+        for other in sets[1:]:
+            for acc, more in zip(accs, other):
+                for r, x in zip(acc, more):
+                    k.add(r, x, type=T.s32, dst=r)
         if hand:  # the buffer of the warpgroup's last stage
             k.mbarrier_arrive(Addr(k.mad(previous(), 8, hand[1], type=T.u32)), state="_", pred=lane0)
 
@@ -616,7 +664,12 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         tm, tn = place(tile)
         count = k.sub(kt1, kt0, type=T.u32)
         first_split = k.setp("eq", split, 0, type=T.u32) if bias else None
-        if not il:
+        if ss:
+            pipeline(count)
+            _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
+            with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
+                _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias, first_split=first_split)
+        elif not il:
             pipeline(count)
             # split-K: the correction of the biased path is added once, by split 0
             _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)

@@ -40,7 +40,8 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
 
     s4_options: for s4 also draw the options of its register-sourced path (widening, converter warps and
     their buffers, one to four widened B buffers, alternate k-stages per consumer, swapped operands, the
-    wgmma group size, B widened ahead, 512-value stages, rotated stages, L2 prefetch, pdl), so that the
+    wgmma group size, B widened ahead, stages split between the consumers, two accumulator sets, 512-value
+    stages, rotated stages, L2 prefetch ahead of the ring and before griddepcontrol.wait, pdl), so that the
     combinations the skinny defaults do not use come up too.
     """
     op = draw(st.sampled_from(operands))
@@ -60,7 +61,8 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
         kw["rotate_k"] = draw(st.booleans())
         kw["l2_prefetch"] = 0 if kw["rotate_k"] else draw(st.sampled_from((0, 2)))
         kw["pdl"] = draw(st.booleans())
-        how = draw(st.sampled_from(("between", "ahead", "alternate", "converter")))
+        kw["acc_sets"] = draw(st.sampled_from((1, 2)))
+        how = draw(st.sampled_from(("between", "ahead", "alternate", "converter", "split")))
         if how == "ahead":
             kw["widen_ahead"] = True
         elif how == "converter":
@@ -71,6 +73,12 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
                       epilogue="registers", swap_ab=draw(st.booleans()), convert_buffers=draw(st.integers(1, 4)))
             if kw["swap_ab"]:
                 kw["block_n"] = draw(st.sampled_from((32, 64)))
+        elif how == "split":  # two consumers on the halves of every stage: 512-value stages, registers epilogue
+            kw.update(split_stage=True, consumers=2, block_k_bytes=512, cluster_m=1, cluster_n=1, epilogue="registers",
+                      a_group=draw(st.sampled_from((2, 4))), widen_ahead=draw(st.booleans()),
+                      swap_ab=draw(st.booleans()))
         else:
             kw["convert_buffers"] = draw(st.integers(1, 4))
+        if kw["pdl"] and not kw["rotate_k"] and (kw["cluster_m"], kw["cluster_n"]) == (1, 1):
+            kw["early_prefetch"] = draw(st.sampled_from((0, 2, 8)))  # where it is legal: one CTA per unit, in order
     return kw

@@ -271,7 +271,8 @@ def test_interpreter_reports_the_odd_ring_that_validation_refuses(stages, findin
        data=st.data())
 def test_drawn_s4_configurations_are_exact_and_clean_on_the_interpreter(kw, order, data):
     """Any s4 configuration the constructor accepts (widenings, converter warps, one to four widened B buffers,
-    alternate k-stages, swapped operands, group sizes, B widened ahead, rotated stages, L2 prefetch, pdl,
+    alternate k-stages, stages split between the consumers, two accumulator sets, swapped operands, group
+    sizes, B widened ahead, rotated stages, L2 prefetch ahead of the ring and before the wait, pdl,
     clusters, TMA stores), at a drawn ragged shape, K split or not, one CTA walking every unit or one per
     unit, in either thread order: exact and without findings."""
     try:
@@ -296,3 +297,23 @@ def test_drawn_s4_configurations_assemble_without_spills_or_serialized_wgmmas(kw
     r = cfg.assemble()
     assert r.resources(cfg.kernel_name).spills == 0, r.log
     assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log, r.log
+
+
+def test_the_breakdown_bench_times_consumers_without_copies_and_leaves_the_kernel_alone():
+    """bench/skinny_breakdown.py's timing-only variant has no TMA copy and its full barriers are plain
+    arrivals; the kernel it came from, emitted after it, still loads every stage (the patch is undone)."""
+    import importlib.util
+    import os
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "skinny_breakdown.py")
+    spec = importlib.util.spec_from_file_location("skinny_breakdown", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for label, op, kw, m, mode in mod.ROWS:  # every row is a configuration the constructor accepts
+        HopperGemm(op, **kw).check_problem(m, mod.N, mod.K)
+    cfg = HopperGemm("s4", **SKINNY_S4_32)
+    variant = mod.consumers_only(cfg)
+    assert variant != cfg and variant.kernel_name != cfg.kernel_name
+    text = variant.listing()
+    assert "cp.async.bulk.tensor" not in text and "expect_tx" not in text
+    real = HopperGemm("s4", **SKINNY_S4_32).listing()
+    assert real.count("cp.async.bulk.tensor") >= 2 and "expect_tx" in real

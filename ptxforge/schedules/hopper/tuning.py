@@ -12,24 +12,34 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s4 skinny problems (the decode case), each a programmatic dependent launch (`pdl`: its prologue
   overlaps the end of the launch ahead of it; 1.4-2 us per call at these sizes), N = K = 8192,
   back-to-back calls over five weight sets:
+  Every skinny default also asks the L2 for the first k-stages of its weights before griddepcontrol.wait
+  (`early_prefetch`: 2 stages for s4, 4 for s8 at M <= 64), so the DRAM starts on the next call during
+  the tail of the one ahead: 1-4 % per call (longer prefetches slow the call ahead: M = 32 11.8 us with 6
+  stages, 13.5 with 16; the activations prefetched too: slower).
   - M <= 32: `SKINNY_S4_32` (operands swapped, two consumers on alternate k-stages, wgmma groups of 8
-    k-steps, a ring of 6): 11.7-11.9 us, 2.00-2.03x cuBLAS int8 (13.2 us without pdl; the mma.sync
-    schedule 12.6 with pdl).  The same kernel with its consumers only waiting and releasing streams
-    the weights in 10.1 us: the widening, the wgmmas and the tail of the last stage take the rest;
-  - 32 < M <= 64: `SKINNY_S4_64` (512 K-values per stage, one widened B buffer per consumer, groups
-    of 4): 14.7-14.9 us, 1.64x (mma.sync 19.8 us);
+    k-steps, a ring of 6): 11.1-11.3 us, 2.11-2.13x cuBLAS int8 (11.4-11.5 without the early prefetch;
+    13.2 us without pdl; the mma.sync schedule 12.6 with pdl).  The same kernel with its consumers only
+    waiting and releasing streams the weights in 10.1 us (without the prefetch), and its consumers fed
+    without any copy (timing only) finish in 9.2 us: neither is the bound alone, their overlap is.
+    Tried and slower there: two consumers on the halves of every stage (12.0; with `widen_ahead` 11.2-11.3),
+    the last stage alone split between them (11.3-11.4), two accumulator sets (level);
+  - 32 < M <= 64: `SKINNY_S4_64` (512 K-values per stage in a ring of 4, the two consumers on the halves
+    of every stage with the next stage's B widened between the groups: `split_stage`, `widen_ahead`):
+    13.4-14.1 us, 1.71-1.80x (alternate stages with one widened B buffer each, the default before:
+    14.5-14.6; the mma.sync schedule 19.7);
   - 64 < M <= 128: `SKINNY_S4`, 128 x 64 tiles, 512 K-values per stage, L2 promotion 256, the next
-    stage's B widened while this stage's wgmmas run (`widen_ahead`), groups of 4: 19.5-19.7 us,
-    2.16-2.17x (B widened between the stages: 20.6-20.9; the mma.sync schedule 28.0);
-  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles, `widen_ahead`: 30.5-30.8 us, 1.39x (32.6-32.9
-    without it).
+    stage's B widened while this stage's wgmmas run (`widen_ahead`), groups of 4: 19.0-19.1 us,
+    2.15-2.23x (19.5-19.8 without the early prefetch; B widened between the stages: 20.6-20.9; the
+    mma.sync schedule 27.6);
+  - 128 < M <= 256: `SKINNY_S4_256`, 128 x 128 tiles, `widen_ahead`: 30.2 us, 1.39x (30.6 without the
+    early prefetch, 32.6-32.9 without `widen_ahead`).
   L2 prefetches of the weights ahead of the ring (`l2_prefetch`) made every one slower (M = 32 13.7-15.3 us
   for 4-16 stages ahead), so none of them asks for any.
 * pdl on the large-problem defaults: 8192^3 s8 1493 against 1448 TOPS, s4 1268 against 1270.
 * s8 skinny problems, same conditions: M <= 32 `SKINNY_S8_32` (operands swapped, one consumer, 8 stages):
-  19.7 us, 1.21x cuBLAS int8 (the mma.sync schedule 24.2); M <= 64 `SKINNY_S8_64`: 20.2 us, 1.20x
-  (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 22.2 us, 1.85x, one launch (the
-  large tile split K four ways: 35.0 us, two launches).
+  18.8-18.9 us, 1.26x cuBLAS int8 (19.5 without the early prefetch; the mma.sync schedule 24.2); M <= 64
+  `SKINNY_S8_64`: 19.3 us, 1.26x (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 21.4-21.8
+  us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches).
 For K >= 131072 the scaled widening would overflow: the biased one takes its place.
 Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
 (`splitk.choose_splits`, per launch).

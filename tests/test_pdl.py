@@ -73,14 +73,16 @@ def test_pdl_gemm_is_exact_on_the_interpreter(g, shape):
     run_split(g, *shape, seed=sum(shape))
 
 
-@pytest.mark.parametrize("kw", [dict(SKINNY_S4_32), dict(SKINNY_S4), dict(operand="s8", pdl=True, stages=2),
+@pytest.mark.parametrize("kw", [dict(SKINNY_S4_32), dict(SKINNY_S4), dict(SKINNY_S4, early_prefetch=0),
+                                dict(operand="s8", pdl=True, stages=2),
                                 dict(operand="s8", pdl=True, cluster_m=2, stages=2)],
-                         ids=["s4-32", "s4-128", "s8", "s8-cluster"])
+                         ids=["s4-32", "s4-128", "s4-128-no-early-prefetch", "s8", "s8-cluster"])
 def test_hopper_kernel_waits_after_its_prologue(kw):
     kw = dict(kw)
     cfg = HopperGemm(kw.pop("operand", "s4"), **kw)
     assert cfg.pdl and cfg.kernel_name.endswith("_dl") or "_dl_cl" in cfg.kernel_name
-    _check_entry(cfg.module.kernels[0], prefetches=False)
+    # the skinny defaults ask the L2 for their first weight boxes before the wait (early_prefetch), and only then
+    _check_entry(cfg.module.kernels[0], prefetches=bool(cfg.early_prefetch))
 
 
 @pytest.mark.parametrize("kw, shape", [

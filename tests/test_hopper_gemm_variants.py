@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
+from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32
 from support.hopper_gemm import c_values, draw_problem, run_on_interpreter
 from ptxforge import interp
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
@@ -232,3 +233,23 @@ def test_drawn_configurations_of_every_operand_are_exact_and_clean_on_the_interp
     got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=clusters, seed=m + n + k, order=order)
     assert r.ok, str(r)
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("op,kw,shape", [("s8", {}, (70, 101, 256)), ("s4", dict(SKINNY_S4), (100, 131, 1024)),
+                                         ("s4", dict(SKINNY_S4), (100, 130, 1024))])
+def test_the_c_stores_follow_the_parity_of_n(op, kw, shape):
+    """A kernel carries only the C stores its N needs: pairs for even rows, single values (odd_n) for odd
+    ones; `for_c_columns` (what a plan calls) picks the variant, which is exact on the interpreter."""
+    cfg = HopperGemm(op, **kw)
+    m, n, k = shape
+    picked = cfg.for_c_columns(n)
+    assert picked.odd_n == bool(n % 2) and (picked is cfg) == (not n % 2)
+    text = picked.listing()
+    assert ("st.global.v2" in text) == (not n % 2) and ("_on" in picked.kernel_name) == bool(n % 2)
+    got, want, r = run_on_interpreter(cfg, m, n, k, clusters=1, seed=n)
+    assert r.ok, str(r)
+    np.testing.assert_array_equal(got, want)
+    swapped = HopperGemm("s4", **SKINNY_S4_32)  # transposed 4-byte stores take any N
+    assert swapped.for_c_columns(n) is swapped
+    with pytest.raises(ValidationError, match="odd_n"):
+        HopperGemm("s4", **SKINNY_S4_32, odd_n=True)

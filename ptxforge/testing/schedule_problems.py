@@ -229,7 +229,7 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
                Size("n", 4 if n_step > 1 else 1, max_n, tile=g.block_n, multiple_of=n_step),
                Size("k", step, max_k, tile=block_k, multiple_of=step)],
         arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
-        kernel=lambda p: g.module, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,
+        kernel=lambda p: g.for_c_columns(p.m if g.swap_ab else p.n).module, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,
         device=device, interp_args=interp_args,
         repro=_repro(g).replace("from ptxforge.schedules import", "from ptxforge.schedules.hopper import"))
 

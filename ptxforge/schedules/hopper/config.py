@@ -152,6 +152,9 @@ class HopperGemm:
     c of the stage (its A widened from that half) while both widen the whole B; at the end of a tile
     the second adds its sums into the first's through shared memory, as with interleave_k.  Each
     stage then takes half a consumer's chain, and so does the last one, which nothing hides;
+    odd_n (epilogue='registers', not swap_ab): the kernel for C rows of an odd number of values, whose
+    stores are single 4-byte values (rows of an even count start 8-byte aligned and take pair stores);
+    a plan, and `for_c_columns`, pick the variant from N, so a kernel carries only the stores it uses;
     rotate_k: each work unit walks its k-stages starting at stage (tile mod stages) and wraps, so
     CTAs streaming operand row blocks at the same moment read different columns (the order of an
     integer sum does not matter; on the H200 many CTAs reading the same columns of 4 KB-strided
@@ -219,6 +222,7 @@ class HopperGemm:
     acc_sets: int = 1
     early_prefetch: int = 0
     split_stage: bool = False
+    odd_n: bool = False
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -288,6 +292,9 @@ class HopperGemm:
             raise ValidationError(f"split_stage: each consumer's half of a stage ({half} k-steps) must be whole "
                                   f"256-value atoms in an even number of groups of {self.a_group} (block_k_bytes a "
                                   "multiple of 512, and of 1024 with a_group=8)")
+        if self.odd_n and (self.swap_ab or self.epilogue != "registers"):
+            raise ValidationError("odd_n selects the 4-byte C stores of the registers epilogue (epilogue='registers', "
+                                  "swap_ab=False: swapped tiles and TMA stores take any N)")
         if self.split_stage and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("split_stage stores C through registers, without clusters")
         if self.interleave_k and self.stages % 2:
@@ -525,7 +532,7 @@ class HopperGemm:
                    if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
-                + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "")
+                + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "") + ("_on" if self.odd_n else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "")
                 + (f"_ep{self.early_prefetch}" if self.early_prefetch else "")
@@ -542,6 +549,14 @@ class HopperGemm:
         last pair may hang over the edge: that CTA loads zeros, stores nothing and still takes part)."""
         tm, tn, _ = self.tile_counts(m, n, 1)
         return -(-tm // self.cluster_m) * -(-tn // self.cluster_n)
+
+    def for_c_columns(self, n: int) -> "HopperGemm":
+        """This configuration with the C stores for rows of `n` values (the problem's N): itself, or with `odd_n`
+        set or cleared where the registers epilogue stores pairs (a plan launches this one)."""
+        if self.swap_ab or self.epilogue != "registers" or self.odd_n == bool(n % 2):
+            return self
+        from dataclasses import replace
+        return replace(self, odd_n=bool(n % 2))
 
     def check_problem(self, m: int, n: int, k: int) -> None:
         """What the tensor maps need: every operand row a multiple of 16 bytes."""

@@ -844,7 +844,7 @@ def _stage_c16(k, cfg, buf0, w, g, t):
 
 def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
     """Accumulators -> C: a branch per row past M, a predicate per column group past N (computed once);
-    8-byte pair stores when N is even (rows start 8-byte aligned), single values when it is odd."""
+    8-byte pair stores (N even: rows start 8-byte aligned), or with `odd_n` single values."""
     row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
     col0 = k.mad(t, 2, col_t, type=T.u32)
     if cfg.swap_ab:
@@ -870,15 +870,15 @@ def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
                     for j in range(nj):
                         store(ptr, j, [acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]])
 
-    with k.if_(k.setp("eq", k.and_(n, 1, type=T.b32), 0, type=T.b32)):
+    if not cfg.odd_n:
         rows(lambda ptr, j, pair: GE.st_global_b32(k, ptr, 32 * j, pair, col_ok[j]))
-    with k.else_():
-        col_ok1 = [k.setp("gt", colrem, 8 * j + 1, type=T.s32) for j in range(nj)]
+        return
+    col_ok1 = [k.setp("gt", colrem, 8 * j + 1, type=T.s32) for j in range(nj)]
 
-        def single(ptr, j, pair):
-            GE.st_global_b32(k, ptr, 32 * j, pair[:1], col_ok[j])
-            GE.st_global_b32(k, ptr, 32 * j + 4, pair[1:], col_ok1[j])
-        rows(single)
+    def single(ptr, j, pair):
+        GE.st_global_b32(k, ptr, 32 * j, pair[:1], col_ok[j])
+        GE.st_global_b32(k, ptr, 32 * j + 4, pair[1:], col_ok1[j])
+    rows(single)
 
 
 def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):

@@ -164,7 +164,8 @@ class HopperPlan:
         cs = cfg.cluster_size
         units = cfg.cluster_tiles(km, kn) * self.splits
         self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
-        self.fn = load_kernel(cfg)
+        self.kernel_cfg = cfg.for_c_columns(kn)  # the C stores that suit rows of kn values
+        self.fn = load_kernel(self.kernel_cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
         self._cluster = None
@@ -218,7 +219,7 @@ class HopperPlan:
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
     def __repr__(self) -> str:
-        return (f"<HopperPlan {self.cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
+        return (f"<HopperPlan {self.kernel_cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
                 f"grid={self.grid}>")
 
     def _map(self, which: int, ptr: int) -> bytes:

@@ -272,12 +272,14 @@ class HopperGemm:
                 if rows % per:
                     raise ValidationError(f"{what}={rows}: the s4 tiles are widened by {self.widen_threads} threads "
                                           f"in passes of {per} rows, so {what} must be a multiple of {per} "
-                                          "(fewer widening threads: consumers=1, interleave_k or converter)")
+                                          "(fewer widening threads: consumers=1, interleave_k, split_stage or "
+                                          "converter)")
         if self.acc_sets not in (1, 2):
-            raise ValidationError(f"acc_sets (accumulator sets per consumer warpgroup) is 1 or 2, got {self.acc_sets!r}")
+            raise ValidationError(f"acc_sets (accumulator sets per consumer warpgroup) is 1 or 2, got "
+                                  f"{self.acc_sets!r}")
         if self.acc_sets == 2 and not (self.operand == "s4" and self.a_registers):
-            raise ValidationError("acc_sets=2 (k-steps alternating between two accumulator sets) is the register-sourced "
-                                  "s4 path (operand='s4', a_registers=True)")
+            raise ValidationError("acc_sets=2 (k-steps alternating between two accumulator sets) is the "
+                                  "register-sourced s4 path (operand='s4', a_registers=True)")
         if self.widen_ahead and not (self.operand == "s4" and self.a_registers and not self.converter
                                      and not self.interleave_k and self.convert_buffers == 2):
             raise ValidationError("widen_ahead is the register-sourced s4 path with B widened by the consumers into "
@@ -532,7 +534,8 @@ class HopperGemm:
                    if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
-                + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "") + ("_on" if self.odd_n else "")
+                + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "")
+                + ("_on" if self.odd_n else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "")
                 + (f"_ep{self.early_prefetch}" if self.early_prefetch else "")

@@ -7,7 +7,10 @@ of the interpreter's thread orders: lockstep ("lowest-pc") and "last-warpgroup-f
 consumer warpgroup runs as far ahead of the others as its barriers let it.  C is checked against
 numpy exactly, and the report must be free of findings (races, rewrites of bytes an in-flight wgmma
 holds, proxy fences, mbarrier phases).  Then the schedule's problem space checks drawn shapes the same
-way (`ptxforge.testing.check`, interpreter backend).
+way (`ptxforge.testing.check`, interpreter backend).  The skinny defaults ask the L2 for their first
+weight boxes before `griddepcontrol.wait` (`early_prefetch`, a no-op hint here); `SKINNY_S4_64` splits
+every stage between its two consumer warpgroups (`split_stage`); an odd N takes the kernel variant with
+4-byte C stores (`for_c_columns`).
 
     python examples/hopper_gemm_interp.py [--m M] [--n N] [--k K] [--config SKINNY_S4|SKINNY_S4_32|...]
 """

@@ -51,7 +51,7 @@ def test_wgmma_tile_assembles(dtype, rs):
     assert r is not None
 
 
-@pytest.mark.parametrize("config", ["SKINNY_S4", "SKINNY_S4_32"])
+@pytest.mark.parametrize("config", ["SKINNY_S4", "SKINNY_S4_32", "SKINNY_S4_64"])
 def test_the_int4_hopper_gemm_example_runs_on_the_interpreter_in_both_orders(config):
     from ptxforge import interp
     from ptxforge.schedules.hopper import HopperGemm

@@ -148,8 +148,8 @@ class HopperGemm:
     memory (fixed order: exact, deterministic) and the first stores C.  Two independent
     pipelines per SM hide each other's latencies where the tile is small (skinny problems);
     split_stage (s4 with A in registers, 2 consumers, B widened by the consumers): the consumers share the
-    tile's rows (block_m = wg_m) and split every stage's k-steps, consumer c issuing the wgmmas of half
-    c of the stage (its A widened from that half) while both widen the whole B; at the end of a tile
+    tile's rows (block_m = wg_m) and split every stage's k-steps, consumer c widening the A and B of half
+    c of the stage (under its own named barrier) and issuing their wgmmas; at the end of a tile
     the second adds its sums into the first's through shared memory, as with interleave_k.  Each
     stage then takes half a consumer's chain, and so does the last one, which nothing hides;
     odd_n (epilogue='registers', not swap_ab): the kernel for C rows of an odd number of values, whose

@@ -97,6 +97,15 @@ class Work:
         """with w.loop() as (tile, split, kt0, kt1): the body runs once per unit of this CTA."""
         return _UnitLoop(self)
 
+    def unit(self, u):
+        """(tile, split, kt0, kt1) registers of unit `u`: its C tile index, its K split and k-stage range."""
+        k = self.k
+        split = k.div(u, self.ntiles, type=T.u32)
+        tile = k.sub(u, k.mul(split, self.ntiles, type=T.u32), type=T.u32)
+        kt0 = k.mul(split, self.kper, type=T.u32)
+        kt1 = k.min(k.add(kt0, self.kper, type=T.u32), self.ktiles, type=T.u32)
+        return tile, split, kt0, kt1
+
 
 class _UnitLoop:
     """The context manager of `Work.loop` (a class of the module, not one made per call: a class object is
@@ -114,11 +123,7 @@ class _UnitLoop:
         self.cm = k.loop("units")
         self.cm.__enter__()
         k.break_(k.setp("ge", self.unit, work.units, type=T.u32))
-        split = k.div(self.unit, work.ntiles, type=T.u32)
-        tile = k.sub(self.unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32)
-        kt0 = k.mul(split, work.kper, type=T.u32)
-        kt1 = k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32)
-        return tile, split, kt0, kt1
+        return work.unit(self.unit)
 
     def __exit__(self, *exc):
         if exc[0] is None:
@@ -277,15 +282,10 @@ def emit_kernel(cfg) -> KernelBuilder:
                     count = k.sub(kt1, kt0, type=T.u32)
                     rot = k.sub(k.rem(tile, count, type=T.u32), kt0, type=T.u32)  # kt + rot: 0-based, rotated
                 if cfg.l2_prefetch:
-                    weights = loads[0 if cfg.swap_ab else 1]
+                    weights = loads[0 if cfg.swap_ab else 1][:3]  # (tile, map, first row)
 
                     def prefetch(j):
-                        """Ask the L2 for the weight boxes of k-stage j."""
-                        tile_l, tmap, row = weights[:3]
-                        xj = k.mul(j, tile_l.cols, type=T.u32)
-                        for i in range(tile_l.tma_copies):
-                            coff = tile_l.tma_copy_offset(i)[1]
-                            k.tensor_prefetch(tmap, (k.add(xj, coff, type=T.u32) if coff else xj, row), pred=lead)
+                        _prefetch_stage(k, *weights, j, pred=lead)
 
                     first = k.min(k.add(kt0, cfg.l2_prefetch, type=T.u32), kt1, type=T.u32)
                     with k.for_range(kt0, first, name="pf") as j:
@@ -332,24 +332,27 @@ def emit_kernel(cfg) -> KernelBuilder:
     return k
 
 
+def _prefetch_stage(k, tile, tmap, row, j, pred=None):
+    """Ask the L2 for the boxes of k-stage `j` of the operand tile whose first row is `row` (a hint)."""
+    xj = k.mul(j, tile.cols, type=T.u32)
+    for i in range(tile.tma_copies):
+        coff = tile.tma_copy_offset(i)[1]
+        k.tensor_prefetch(tmap, (k.add(xj, coff, type=T.u32) if coff else xj, row), pred=pred)
+
+
 def _early_prefetch(k, cfg, tmap, place, work, t0):
     """early_prefetch: thread 0 asks the L2 for the weight boxes (the kernel's B, or A with swap_ab) of the
     first `early_prefetch` k-stages of the CTA's first unit, before griddepcontrol.wait."""
     unit = k.ctaid()
     go = k.and_(t0, k.setp("lt", unit, work.units, type=T.u32), type=T.pred)
-    split = k.div(unit, work.ntiles, type=T.u32)
-    tm, tn = place(k.sub(unit, k.mul(split, work.ntiles, type=T.u32), type=T.u32))
+    tile_i, _, kt0, kt1 = work.unit(unit)
+    tm, tn = place(tile_i)
     tile = cfg.load_tiles[0 if cfg.swap_ab else 1]
     row = k.mul(tm if cfg.swap_ab else tn, tile.strided_extent, type=T.u32)
-    kt0 = k.mul(split, work.kper, type=T.u32)
-    end = k.min(k.min(k.add(kt0, work.kper, type=T.u32), work.ktiles, type=T.u32),
-                k.add(kt0, cfg.early_prefetch, type=T.u32), type=T.u32)
+    end = k.min(kt1, k.add(kt0, cfg.early_prefetch, type=T.u32), type=T.u32)
     with k.if_(go):
         with k.for_range(kt0, end, name="epf") as j:
-            xj = k.mul(j, tile.cols, type=T.u32)
-            for i in range(tile.tma_copies):
-                coff = tile.tma_copy_offset(i)[1]
-                k.tensor_prefetch(tmap, (k.add(xj, coff, type=T.u32) if coff else xj, row))
+            _prefetch_stage(k, tile, tmap, row, j)
 
 
 def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
@@ -477,12 +480,13 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     rows_c = k.mov(0, type=T.u32, dst=k.reg(T.u32, "rows_c")) if cfg.shared_rows else cidx  # whose rows of the tile
     # split_stage: consumer c reads half c of every stage: its A from there, its B widened from there into
     # half c of the buffer (the halves are whole atoms, so the half is laid out as a tile of half the columns)
-    halves = None
+    a_shift = b_shift = None
+    b_parts = [(pb, tb, pa.nbytes, 0)]  # what a B widening reads and writes
     if ss:
-        pbh, tbh = SmemTile("u8", pb.rows, pb.cols // 2), SmemTile(tb.dtype, tb.rows, tb.cols // 2)
-        halves = (k.mul(cidx, pa.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "a_half")),
-                  k.mul(cidx, pb.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "b_half")), pbh, tbh)
-    frags = AFragments(k, cfg, rows_c, w, g, t, widen=cfg.widen, shift=halves[0] if ss else None)
+        a_shift = k.mul(cidx, pa.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "a_half"))
+        b_shift = k.mul(cidx, pb.nbytes // 2, type=T.u32, dst=k.reg(T.u32, "b_half"))
+        b_parts = [(SmemTile("u8", pb.rows, pb.cols // 2), SmemTile(tb.dtype, tb.rows, tb.cols // 2), pa.nbytes, 0)]
+    frags = AFragments(k, cfg, rows_c, w, g, t, widen=cfg.widen, shift=a_shift)
     op_t = T.u8 if cfg.biased else T.s8
     bias = None
     if cfg.biased:
@@ -490,9 +494,13 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         kpad = k.mul(work.ktiles, cfg.block_k, type=T.u32)
         kc = k.sub(k.shl(kk, 7, type=T.b32), k.shl(kpad, 6, type=T.b32), type=T.u32, dst=k.reg(T.u32, "kconst"))
         bias = (sums[0], sums[1], kc)
-    if il:
+    if cfg.shared_rows:  # each warpgroup widens its own B (its stages, or its half of each) under its own barrier
         ctid = k.sub(ws.tid, k.mad(cidx, 128, 128, type=T.u32), type=T.u32)  # thread in this warpgroup
         nthr, bar_id = 128, k.add(cidx, 4, type=T.u32, dst=k.reg(T.u32, "widen_bar"))
+    else:
+        ctid = k.sub(ws.tid, 128, type=T.u32)
+        nthr, bar_id = 128 * cfg.consumers, 1
+    if il:
         own = k.mul(cidx, cfg.convert_buffers * tb.nbytes, type=T.u32)
         conv_mine = conv_base if hand else k.add(conv_base, own, type=T.u32, dst=k.reg(T.u32, "conv_mine"))
         gs = k.reg(T.u32, "gstage")  # the CTA's global index of this warpgroup's current stage
@@ -510,14 +518,9 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             seek()
         stage_it, buf_it = gs, wit
     else:
-        if ss:  # each warpgroup widens its own half under its own barrier
-            ctid = k.sub(ws.tid, k.mad(cidx, 128, 128, type=T.u32), type=T.u32)
-            nthr, bar_id = 128, k.add(cidx, 4, type=T.u32, dst=k.reg(T.u32, "widen_bar"))
-            conv_mine = k.mad(cidx, tb.nbytes // 2, conv_base, type=T.u32, dst=k.reg(T.u32, "conv_mine"))
-        else:
-            ctid = k.sub(ws.tid, 128, type=T.u32)
-            nthr, bar_id = 128 * cfg.consumers, 1
-            conv_mine = conv_base
+        # split_stage: this warpgroup's half of every buffer
+        conv_mine = (k.mad(cidx, tb.nbytes // 2, conv_base, type=T.u32, dst=k.reg(T.u32, "conv_mine")) if ss
+                     else conv_base)
         st = ring.consumer_state()
         it = k.mov(0, type=T.u32, dst=k.reg(T.u32, "kiter"))  # global k-iteration: picks the B buffer
 
@@ -529,11 +532,10 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
     gs_ = cfg.a_group
     nks = tb.k_slices // (2 if ss else 1)  # the k-steps this warpgroup issues per stage
     groups = [range(j, j + gs_) for j in range(0, nks, gs_)]  # an even count (checked by the config)
-    b_parts = ([(pb, tb, pa.nbytes, 0)] if not ss else [(halves[2], halves[3], pa.nbytes, 0)])
 
     def b_src(sa):
         """The stage address the B widening reads from (split_stage: moved to this warpgroup's half)."""
-        return k.add(sa, halves[1], type=T.u32) if ss else sa
+        return k.add(sa, b_shift, type=T.u32) if ss else sa
     regs = [[frags.registers(gs_, f"a{h}{mi}_") for mi in range(nsub)] for h in range(2)]
 
     def stage_addr():
@@ -664,15 +666,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         tm, tn = place(tile)
         count = k.sub(kt1, kt0, type=T.u32)
         first_split = k.setp("eq", split, 0, type=T.u32) if bias else None
-        if ss:
+        if not il:
             pipeline(count)
-            _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
-            with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
-                _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias, first_split=first_split)
-        elif not il:
-            pipeline(count)
-            # split-K: the correction of the biased path is added once, by split 0
-            _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)
         else:
             # consumer c runs the unit's stages whose global index has parity c (the first of them at
             # unit_base + ((unit_base ^ c) & 1)), so with an even ring each slot serves one consumer in every
@@ -688,7 +683,11 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
                     for r in acc:
                         k.mov(0, type=T.s32, dst=r)
             k.add(unit_base, count, dst=unit_base)
-            _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)
+        # split-K: the correction of the biased path is added once, by split 0
+        if not cfg.shared_rows:
+            _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias, first_split=first_split)
+        else:
+            _reduce_consumers(k, cfg, accs, red_base, cidx, ctid)  # the sums meet in consumer 0, which stores C
             with k.if_(k.setp("eq", cidx, 0, type=T.u32)):
                 _epilogue(k, cfg, accs, out, split, m, n, tm, tn, rows_c, w, g, t, bias, first_split=first_split)
 

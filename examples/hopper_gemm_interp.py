@@ -24,7 +24,7 @@ import numpy as np
 from ptxforge import interp
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
 from ptxforge.schedules.hopper import config as hopper_config
-from ptxforge.schedules.hopper.interp_launch import interpreter_launch
+from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 
 
 def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
@@ -32,8 +32,7 @@ def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
     a, b = random_operands(cfg, m, n, k, np.random.default_rng(seed))
     c = np.full((m, n), -7, np.int32)  # poisoned: every element must be written
     args, grid, shared = interpreter_launch(cfg, a, b, c, k)
-    kernel = cfg.for_c_columns(m if cfg.swap_ab else n).module  # the C stores a plan picks for this N
-    report = interp.run(kernel, grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
+    report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
                         order=order)
     return c, reference(cfg, a, b), report
 

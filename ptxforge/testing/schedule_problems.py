@@ -223,13 +223,17 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
         from ..schedules.hopper.interp_launch import interpreter_grid
         return interpreter_grid(g, p.m, p.n)
 
+    def kernel(p):
+        from ..schedules.hopper.interp_launch import interpreter_module
+        return interpreter_module(g, p.m, p.n)
+
     return ProblemSpace(
         name=g.kernel_name,
         sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers),
                Size("n", 4 if n_step > 1 else 1, max_n, tile=g.block_n, multiple_of=n_step),
                Size("k", step, max_k, tile=block_k, multiple_of=step)],
         arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
-        kernel=lambda p: g.for_c_columns(p.m if g.swap_ab else p.n).module, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,
+        kernel=kernel, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,
         device=device, interp_args=interp_args,
         repro=_repro(g).replace("from ptxforge.schedules import", "from ptxforge.schedules.hopper import"))
 

@@ -6,8 +6,7 @@ from hypothesis import strategies as st
 
 from ptxforge import interp
 from ptxforge.schedules.hopper import random_operands, reference
-from ptxforge.schedules.hopper.emit import module_for
-from ptxforge.schedules.hopper.interp_launch import interpreter_launch
+from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 from ptxforge.schedules.hopper.splitk import nonempty_splits
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
 from ptxforge.schedules.hopper.run import c_numpy_type
@@ -68,8 +67,7 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
     dt = c_numpy_type(cfg)
     c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
     args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=splits, clusters=clusters)
-    kernel = module_for(cfg.for_c_columns(m if cfg.swap_ab else n))  # the C stores a plan would pick for N
-    r = interp.run(kernel, grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
+    r = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
                    races=races, order=order)
     want = interp_reference(cfg, a, b).astype(np.float64)
     return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r

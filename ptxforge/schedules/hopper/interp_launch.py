@@ -2,7 +2,7 @@
 row sums, the grid and the shared memory, as a GPU plan would launch it.
 
     args, grid, shared = interpreter_launch(cfg, a, b, c, k)
-    report = interp.run(cfg.module, grid=grid, block=cfg.threads, shared=shared, args=args)
+    report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args)
 
 a [M, K(/2)], b [N, K(/2)] in the schedule's format (`random_operands` makes them); c the C array the
 kernel writes: [M, N], or [splits, M, N] (each split's partial sums) when K is split.
@@ -45,6 +45,12 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
         c3 = c if c.ndim == 3 else c.reshape(1, m, n)
         args.append(host_tensor_map(c3, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
     return args, interpreter_grid(cfg, m, n, splits=splits, clusters=clusters), cfg.smem_bytes
+
+
+def interpreter_module(cfg, m: int, n: int):
+    """The Module an M x N problem runs, as a plan picks it: the C stores that suit its rows (`for_c_columns`
+    over the kernel's N, the problem's M with swap_ab)."""
+    return cfg.for_c_columns(m if cfg.swap_ab else n).module
 
 
 def interpreter_grid(cfg, m: int, n: int, *, splits: int = 1, clusters: int | None = None) -> int:

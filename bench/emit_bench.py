@@ -76,12 +76,9 @@ HOPPER_EMIT_BAR_MS = 30.0
 def hopper_schedules() -> list:
     """(name, HopperGemm) of every configuration `for_shape` picks on sm_90a."""
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper import config as hc
-    out = [(f"{op} default", HopperGemm(op, **kw)) for op, kw in hc.DEFAULTS.items()]
-    for name in ("SKINNY_S4_32", "SKINNY_S4_64", "SKINNY_S4", "SKINNY_S4_256", "SKINNY_S8_32", "SKINNY_S8_64",
-                 "SKINNY_S8"):
-        kw = getattr(hc, name)
-        out.append((name, HopperGemm("s4" if "S4" in name else "s8", **kw)))
+    from ptxforge.schedules.hopper.tuning import DEFAULTS, SKINNY
+    out = [(f"{op} default", HopperGemm(op, **kw)) for op, kw in DEFAULTS.items()]
+    out += [(f"{op} M <= {most}", HopperGemm(op, **kw)) for op, sizes in SKINNY.items() for most, kw in sizes]
     return out
 
 

@@ -479,13 +479,19 @@ def test_a_device_hook_replaces_the_launch(stand_in_device):
 
 
 def test_hopper_space_draws_tma_store_widths_and_refuses_16_bit_c():
-    """The TMA-store epilogue needs 16-byte C rows: its space's N is a multiple of 4; a c16 HopperGemm
-    (C rounded once to 16 bits) has no space, with the reason."""
+    """The TMA-store epilogue needs 16-byte C rows: its space's N is a multiple of 4; M and N are drawn
+    around the C tile along each; a c16 HopperGemm (C rounded once to 16 bits) has no space, with the
+    reason."""
     from ptxforge.errors import ValidationError
     from ptxforge.schedules.hopper import HopperGemm
     from ptxforge.testing.schedule_problems import hopper_gemm_space
     sizes = {s.name: s for s in hopper_gemm_space(HopperGemm("s8", epilogue="tma")).sizes}
     assert sizes["n"].multiple_of == 4 and sizes["n"].low == 4
     assert hopper_gemm_space(HopperGemm("s8")).sizes[1].multiple_of == 1
+    # the drawn M and N reach two C tiles and one more along each: swapped (the kernel's N tile runs along
+    # M) and with the two consumers sharing the tile's rows
+    from ptxforge.schedules.hopper.config import SKINNY_S4_32
+    sizes = {s.name: s for s in hopper_gemm_space(HopperGemm("s4", **SKINNY_S4_32)).sizes}
+    assert (sizes["m"].tile, sizes["m"].high, sizes["n"].tile, sizes["n"].high) == (32, 65, 64, 129)
     with pytest.raises(ValidationError, match="c16"):
         hopper_gemm_space(HopperGemm("bf16", epilogue="tma", c16=True))

@@ -198,8 +198,10 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
                               "tests/test_hopper_gemm_variants.py checks it against numpy's rounding")
     step = 128 // g.bits  # K values per 16 bytes of row
     block_k = g.block_k_bytes * 8 // g.bits
-    max_m = max_m or 2 * g.wg_m * g.consumers + 1
-    max_n = max_n or 2 * g.block_n + 1
+    # the C tile along the problem's M and N (swap_ab: the kernel's N tile runs along M)
+    tile_m, tile_n = (g.block_n, g.block_m) if g.swap_ab else (g.block_m, g.block_n)
+    max_m = max_m or 2 * tile_m + 1
+    max_n = max_n or 2 * tile_n + 1
     max_k = max_k or 2 * block_k + step
     n_step = 4 if getattr(g, "epilogue", "registers") == "tma" else 1
     floats = g.operand in ("bf16", "f16")
@@ -229,8 +231,8 @@ def hopper_gemm_space(g, *, max_m: int | None = None, max_n: int | None = None,
 
     return ProblemSpace(
         name=g.kernel_name,
-        sizes=[Size("m", 1, max_m, tile=g.wg_m * g.consumers),
-               Size("n", 4 if n_step > 1 else 1, max_n, tile=g.block_n, multiple_of=n_step),
+        sizes=[Size("m", 1, max_m, tile=tile_m),
+               Size("n", 4 if n_step > 1 else 1, max_n, tile=tile_n, multiple_of=n_step),
                Size("k", step, max_k, tile=block_k, multiple_of=step)],
         arrays=[Array("a", ("m", "k"), dtype, **bounds), Array("b", ("n", "k"), dtype, **bounds), c],
         kernel=kernel, grid=grid, block=g.threads, shared=g.smem_bytes, reference=reference,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .errors import SourceLoc
 from .isa.instruction import Instruction
 from .isa.operands import Label, Symbol
-from .isa.targets import Requirement, Target, V
+from .isa.targets import BASE, Requirement, Target, V
 from .isa.types import ScalarType
 
 _PTXFORGE_INTERNAL = True
@@ -92,7 +92,7 @@ class Kernel:
     def requirements(self):
         """(Requirement, what) pairs for the version computation."""
         for ins in self.body:
-            if isinstance(ins, Instruction) and ins.req.min_ptx > _BASE_PTX:
+            if isinstance(ins, Instruction) and ins.req is not BASE and ins.req.min_ptx > _BASE_PTX:
                 yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:

@@ -244,9 +244,13 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     flags = (flags,) if isinstance(flags, str) else tuple(flags)
     mods = _float_mods(form, opcode, t, mode, flags) if t.is_float else _int_mods(form, opcode, t, mode, flags)
     written = mods[0] if mods and not t.is_float else None
-    check_dst(d, form.result_type(t, written), f"{opcode} destination")
+    rt = form.result_type(t, written)
+    if type(d) is not Reg or d.type is not rt:
+        check_dst(d, rt, f"{opcode} destination")
     for i, s in enumerate(srcs):
-        check_value(s, form.source_type(t, written, i), f"{opcode} source {i + 1}", imm_ok=t not in HALF)
+        st = form.source_type(t, written, i)
+        if type(s) is not Reg or s.type is not st:
+            check_value(s, st, f"{opcode} source {i + 1}", imm_ok=t not in HALF)
     req = form.type_req.get(t, BASE)
     for m in mods:
         extra = form.flag_req.get(m) if t.is_float else form.mode_req.get(m)

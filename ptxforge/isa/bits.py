@@ -6,8 +6,8 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
-from .instruction import check_dst, check_pred, check_value, make
-from .operands import Imm, NegPred, PairDst
+from .instruction import check_dst, check_pred, check_sources, check_value, make
+from .operands import Imm, NegPred, PairDst, Reg
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -56,9 +56,9 @@ def logic(opcode, t, d, srcs):
         if bt not in LOGIC_TYPES:
             raise ValidationError(f"{opcode} takes {_types_msg(LOGIC_TYPES)}, not .{t.name}")
         t = bt
-    check_dst(d, t, f"{opcode} destination")
-    for i, s in enumerate(srcs):
-        check_value(s, t, f"{opcode} source {i + 1}")
+    if type(d) is not Reg or d.type is not t:
+        check_dst(d, t, f"{opcode} destination")
+    check_sources(opcode, srcs, t)
     return make(opcode, (opcode, t.name), (d, *srcs), n_dst=1, type=t)
 
 
@@ -77,9 +77,12 @@ def shift(opcode, t, d, a, n):
             t = t.bits_type()
         else:
             raise ValidationError(f"{opcode} takes {_types_msg(SHIFT_TYPES[opcode])}, not .{t.name}")
-    check_dst(d, t, f"{opcode} destination")
-    check_value(a, t, f"{opcode} source")
-    check_value(n, T.u32, f"{opcode} shift amount")
+    if type(d) is not Reg or d.type is not t:
+        check_dst(d, t, f"{opcode} destination")
+    if type(a) is not Reg or a.type is not t:
+        check_value(a, t, f"{opcode} source")
+    if type(n) is not Imm or n.type is not None or type(n.value) is not int or not 0 <= n.value < 2 ** 32:
+        check_value(n, T.u32, f"{opcode} shift amount")
     return make(opcode, (opcode, t.name), (d, a, n), n_dst=1, type=t)
 
 
@@ -237,7 +240,8 @@ class BitOps:
         t = infer_type(type, *srcs)
         if not t.is_pred and not t.is_float:
             t = t.bits_type()
-        srcs = [self._val(s, t) for s in srcs]
+        else:  # only a float type changes what a literal becomes (integer literals stay untyped)
+            srcs = [self._val(s, t) for s in srcs]
         d = self._dst(dst, t)
         self.emit(logic(opcode, t, d, srcs), pred)
         return d

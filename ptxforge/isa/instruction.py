@@ -18,12 +18,14 @@ from typing import Any
 from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
 from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, Vec
+from .quick_init import quick_init
 from .targets import BASE, Requirement
 from .types import ScalarType
 
 _PTXFORGE_INTERNAL = True
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Instruction:
     """One checked PTX instruction, immutable: what a `KernelBuilder` appends and a `Module` renders.
@@ -166,6 +168,15 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
                           f"got {op!r}")
 
 
+def check_sources(opcode: str, srcs, t: ScalarType, *, imm_ok: bool = True) -> None:
+    """`check_value` of each source of `opcode` read as `t`, named "opcode source i" in a message; the name
+    is spelled only for an operand that is not simply a register of type `t` (this runs for most
+    instructions)."""
+    for i, s in enumerate(srcs):
+        if type(s) is not Reg or s.type is not t:
+            check_value(s, t, f"{opcode} source {i + 1}", imm_ok=imm_ok)
+
+
 def check_dst(op, t: ScalarType, what: str, *, wide_ok: bool = False) -> None:
     """Raise a ValidationError unless `op` is a register that can be written as type `t`; `what` names it in the
     message.
@@ -188,7 +199,8 @@ def check_vec(op, n: int, t: ScalarType, what: str, *, imm_ok: bool = False, wid
         raise ValidationError(f"{what}: needs {n} register{'s' if n != 1 else ''} of .{t.name}, "
                               f"got {len(regs)}")
     for i, r in enumerate(regs):
-        check_value(r, t, f"{what}[{i}]", imm_ok=imm_ok, wide_ok=wide_ok)
+        if type(r) is not Reg or r.type is not t:  # (a wgmma names up to 128 registers: the name only if needed)
+            check_value(r, t, f"{what}[{i}]", imm_ok=imm_ok, wide_ok=wide_ok)
     return op if isinstance(op, Vec) else Vec(tuple(regs))
 
 
@@ -238,6 +250,21 @@ def as_operand(x, t: ScalarType | None = None):
             raise ValidationError(f"the float immediate {x!r} is outside the range of .{imm.type.name}")
         return imm
     raise ValidationError(f"cannot use {x!r} ({type(x).__name__}) as a PTX operand")
+
+
+_INT_IMMS: dict = {}
+
+
+def int_imm(x: int, t: ScalarType | None = None) -> Imm:
+    """`as_operand(x, t)` for a Python int (not a bool), kept: a kernel reads the same few constants over
+    and over, and an immediate is immutable, so one object per (value, type) serves them all."""
+    key = (x, t)
+    found = _INT_IMMS.get(key)
+    if found is None:
+        found = as_operand(x, t)
+        if len(_INT_IMMS) < 8192:  # distinct constants are few; the bound only guards odd callers
+            _INT_IMMS[key] = found
+    return found
 
 
 _MNEMONICS: dict = {}

@@ -13,6 +13,7 @@ from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_dst, check_value, check_vec, make
 from .operands import Addr, Reg, Symbol, Vec
+from .quick_init import quick_init
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -39,6 +40,7 @@ REQ_CACHE_HINT = Requirement(80, V("7.4"))
 _ORDER_SPACES = ("global", "shared", "shared::cta", "generic")
 
 
+@quick_init
 @dataclass(frozen=True)
 class MemInfo:
     """Semantics of one ld/st: space, element type, vector width, cache hints, memory order."""

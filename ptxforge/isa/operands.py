@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
+from .quick_init import quick_init
 from .targets import Requirement, V
 from .types import ScalarType
 
@@ -23,6 +24,7 @@ class Operand:
     __slots__ = ()
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Reg(Operand):
     """A virtual register of one kernel."""
@@ -44,6 +46,7 @@ class Reg(Operand):
         return f"Reg(%{self.name}: .{self.type.name})"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class SpecialReg(Operand):
     """A read-only special register such as %tid.x."""
@@ -55,6 +58,7 @@ class SpecialReg(Operand):
         return "%" + self.name
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Vec(Operand):
     """A brace list of registers: `{%a0, %a1, %a2, %a3}`."""
@@ -62,7 +66,7 @@ class Vec(Operand):
     regs: tuple
 
     def __str__(self) -> str:
-        return "{" + ", ".join(str(r) for r in self.regs) + "}"
+        return "{" + ", ".join(map(str, self.regs)) + "}"
 
     def __len__(self) -> int:
         return len(self.regs)
@@ -74,6 +78,7 @@ class Vec(Operand):
         return self.regs[i]
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Imm(Operand):
     """An immediate; rendered exactly (floats as 0f/0d hex, so no rounding surprises)."""
@@ -120,6 +125,7 @@ class Imm(Operand):
         return -(1 << (t.bits - 1)) <= self.value <= (1 << t.bits) - 1
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Symbol(Operand):
     """A named variable: a shared-memory array, a kernel parameter, a global."""
@@ -135,6 +141,7 @@ class Symbol(Operand):
         return self.name
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Addr(Operand):
     """A memory operand `[base+offset]`; base is a register, a symbol or an absolute int."""
@@ -155,6 +162,7 @@ class Addr(Operand):
         return Addr(self.base, self.offset + int(delta))
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class TensorAddr(Operand):
     """`[tmap, {c0, c1, ...}]`: a tensor-map address with coordinates (bulk tensor copies)."""
@@ -166,6 +174,7 @@ class TensorAddr(Operand):
         return f"[{self.tmap}, {{{', '.join(str(c) for c in self.coords)}}}]"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Label(Operand):
     """A branch target of one kernel, rendered as ``$L_name``; made by `KernelBuilder.label` and placed with
@@ -178,6 +187,7 @@ class Label(Operand):
         return "$L_" + self.name
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Guard:
     """`@%p` or `@!%p` in front of an instruction."""
@@ -192,6 +202,7 @@ class Guard:
         return Guard(self.reg, not self.negate)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class NegPred(Operand):
     """`!%p` as a source operand (setp combine, cp.async ignore-src)."""
@@ -202,6 +213,7 @@ class NegPred(Operand):
         return "!" + str(self.reg)
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class PairDst(Operand):
     """`%r|%p`: a destination paired with a predicate (shfl in-range flag, elect.sync)."""
@@ -213,6 +225,7 @@ class PairDst(Operand):
         return f"{self.reg}|{self.pred}"
 
 
+@quick_init
 @dataclass(frozen=True, slots=True)
 class Discard(Operand):
     """`_`: a sink destination (mbarrier.arrive state, etc.)."""

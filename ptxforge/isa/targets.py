@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import TargetError
+from .quick_init import quick_init
 
 _PTXFORGE_INTERNAL = True
 
@@ -207,6 +208,7 @@ _DEVICE_LIMITS = {
 }
 
 
+@quick_init
 @dataclass(frozen=True)
 class Requirement:
     """What an instruction form needs: least sm, least PTX ISA, and whether it is sm_XXa-only."""

@@ -20,7 +20,7 @@ from .isa.arith import ArithOps
 from .isa.bits import BitOps
 from .isa.control import ControlOps
 from .isa.convert import ConvertOps
-from .isa.instruction import Instruction, as_operand, make
+from .isa.instruction import Instruction, as_operand, int_imm, make
 from .isa.async_store import AsyncStoreOps
 from .isa.cache import CacheOps
 from .isa.convert_narrow import NarrowConvertOps
@@ -58,7 +58,12 @@ _PREFIX = {
 def _prefix(t: ScalarType) -> str:
     if t.name in _PREFIX:
         return _PREFIX[t.name]
-    return {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}[t.bits]
+    return _WIDTH_PREFIX[t.bits]
+
+
+_WIDTH_PREFIX = {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}
+#: the prefix of every declarable type, looked up once per new register
+_PREFIX_OF = {t: _prefix(t) for t in T.ALL if t.can_declare}
 
 
 def _int_arg(x, what) -> int:
@@ -78,20 +83,6 @@ def _dims(v, what):
     if v[0] * v[1] * v[2] > 1024:
         raise ValidationError(f"{what} {v} asks for {v[0] * v[1] * v[2]} threads; a CTA has at most 1024")
     return v
-
-
-def _report_at_caller(fn):
-    """Wrap a builder method so that a PtxforgeError raised inside it carries the caller's line."""
-    def wrapper(self, *args, **kwargs):
-        try:
-            return fn(self, *args, **kwargs)
-        except PtxforgeError as e:
-            raise with_loc(e, caller_loc())
-    wrapper.__name__ = fn.__name__
-    wrapper.__qualname__ = fn.__qualname__
-    wrapper.__doc__ = fn.__doc__
-    wrapper.__wrapped__ = fn
-    return wrapper
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
@@ -219,6 +210,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         (`r7`, `p2`): a module read from PTX keeps its register names; a name already taken
         is an error then.
         """
+        if name is None and type.__class__ is ScalarType:  # what instructions ask for: the short way
+            base = _PREFIX_OF.get(type)  # None for a packed type (refused below)
+            if base is not None:
+                return self._numbered(type, base)
         try:
             t = T.lookup(type)
         except PtxforgeError as e:
@@ -228,14 +223,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 f".{t.name} is a packed type that exists only inside registers and memory; "
                 f"declare a .b32 register and read it as packed .{t.name} values"), caller_loc())
         if name is None:
-            base = _prefix(t)
-            n = self._counters.get(base, 0)
-            rname = base + str(n)
-            while rname in self._regs:
-                n += 1
-                rname = base + str(n)
-            self._counters[base] = n + 1
-        elif exact:
+            return self._numbered(t, _PREFIX_OF[t])
+        if exact:
             if not _IDENT.match(name) or name in SPECIAL_REGISTERS:
                 raise with_loc(ValidationError(f"register name {name!r} is not a PTX identifier"), caller_loc())
             if name in self._regs:
@@ -255,6 +244,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._regs[rname] = r
         return r
 
+    def _numbered(self, t: ScalarType, base: str) -> Reg:
+        """A new register of declarable type `t` with the next free automatic name `base`N."""
+        regs = self._regs
+        n = self._counters.get(base, 0)
+        rname = base + str(n)
+        while rname in regs:
+            n += 1
+            rname = base + str(n)
+        self._counters[base] = n + 1
+        r = regs[rname] = Reg(rname, t, self.id, self.name)
+        return r
+
     def regs(self, type, n: int, name: str | None = None) -> Vec:
         """n new registers as a Vec (a brace list); named `name0..name{n-1}` if `name` is given."""
         if name is None:
@@ -270,13 +271,16 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def _val(self, x, t: ScalarType | None = None):
         """Coerce a Python value or operand for use in this kernel."""
-        if type(x) is Reg:  # the common case, without the isinstance chain
+        if type(x) is Reg:  # the common cases, without the isinstance chain
             return x if x.owner == self.id else self._own(x)
+        if type(x) is int:
+            return int_imm(x, t)
         if isinstance(x, Reg):
             return self._own(x)
         if isinstance(x, Vec):
+            me = self.id
             for r in x.regs:
-                if isinstance(r, Reg):
+                if isinstance(r, Reg) and r.owner != me:
                     self._own(r)
             return x
         if isinstance(x, (list, tuple)):
@@ -747,6 +751,10 @@ def _track_spaces(ins: Instruction, spaces: dict) -> None:
         spaces[d.name] = space
 
 
+#: the opcodes whose address operands name a state space (besides every mbarrier.*): see _space_of
+_ADDRESSING = frozenset({"cp.async", "ld", "st", "atom", "red", "ldmatrix", "stmatrix"})
+
+
 def _space_of(ins: Instruction, i: int) -> str | None:
     """The state space operand `i` of `ins` addresses, where one is named."""
     op = ins.opcode
@@ -790,6 +798,9 @@ def _names_variable(ins: Instruction) -> bool:
 
 
 def _check_spaces(ins: Instruction, spaces: dict) -> None:
+    op = ins.opcode
+    if op not in _ADDRESSING and not op.startswith("mbarrier."):
+        return  # no operand of it addresses a named space (_space_of answers None for each)
     for i, op in enumerate(ins.operands):
         if type(op) is Addr and type(op.base) is Symbol and op.base.space in ("global", "const", "local"):
             want = _space_of(ins, i)
@@ -824,23 +835,3 @@ def _one_line(text: str, what: str) -> None:
 def _check_align(align):
     if not isinstance(align, int) or align < 1 or align & (align - 1):
         raise ValidationError(f"alignment must be a power of two, got {align!r}")
-
-
-# These attach the caller's line themselves; they run for every instruction, so they skip the wrapper.
-_SELF_LOCATING = frozenset({"emit", "reg"})
-
-
-def _wrap_public_methods(cls):
-    """Every public builder method (the mixins' included) reports errors at the caller's line.
-
-    This is the one wrapping mechanism: methods are not decorated one by one."""
-    import inspect
-    for name in dir(cls):
-        if name.startswith("_") or name in _SELF_LOCATING:
-            continue
-        attr = inspect.getattr_static(cls, name)
-        if inspect.isfunction(attr):
-            setattr(cls, name, _report_at_caller(attr))
-
-
-_wrap_public_methods(KernelBuilder)

@@ -104,7 +104,8 @@ class PtxforgeError(Exception):
 class _LocatedAtCaller(PtxforgeError):
     """An error that, made without a location, takes the first line outside ptxforge's internal
     modules: the user's (or schedule's) line that called the pure constructor, rendered the module
-    or built the kernel.  The builder's methods name their caller the same way."""
+    or built the kernel.  This is also how an error raised inside a builder method names the line
+    that called the method: every frame between is internal, so no per-call wrapper is needed."""
 
     def __init__(self, message: str, loc: SourceLoc | None = None):
         super().__init__(message, loc if loc is not None else caller_loc())

@@ -50,7 +50,10 @@ def _exports() -> tuple[dict, dict]:
 
 
 _EXPORTED, _OWN = _exports()
-autosummary_context = {"exports": _EXPORTED, "own": _OWN}
+#: modules whose classes are documented with the methods they inherit: KernelBuilder takes its instruction
+#: methods from the per-family mixins of ptxforge.isa, and its page is where a user looks for them
+_INHERITED = ["ptxforge.builder"]
+autosummary_context = {"exports": _EXPORTED, "own": _OWN, "inherited": _INHERITED}
 autosummary_imported_members = False
 autodoc_default_options = {"members": True, "show-inheritance": True}
 autodoc_member_order = "bysource"

@@ -11,9 +11,10 @@ reference kernel must stay within its time budget (bench/gemm_bench.py measures 
 from __future__ import annotations
 
 from ...isa import types as T
+from ...isa.arith import arith
 from ...isa.bits import logic, shift
 from ...isa.control import mov
-from ...isa.memory import st
+from ...isa.memory import ld, st
 from ...isa.operands import Addr, Imm, Vec
 from ...isa.tensor import mma, mma_form
 
@@ -60,9 +61,22 @@ def shr_s32_in_place(k, regs, n: int) -> None:
         emit(shift("shr", T.s32, r, r, s))
 
 
+def add_u32(k, a, b, d=None):
+    """d = a + b (add.u32 of two registers; a new register unless d is given)."""
+    d = d if d is not None else k.reg(T.u32)
+    k.emit(arith("add", T.u32, d, (a, b)))
+    return d
+
+
+def ld_shared_b32(k, addr: Addr, d=None):
+    """d = the 32-bit word at shared `addr` (ld.shared.b32; a new register unless d is given)."""
+    d = d if d is not None else k.reg(T.b32)
+    k.emit(ld(T.b32, d, addr, "shared"))
+    return d
+
+
 def mad_u32(k, a, b: int, c, d=None):
     """d = a*b + c (low 32 bits)."""
-    from ...isa.arith import arith
     d = d if d is not None else k.reg(T.b32)
     k.emit(arith("mad", T.u32, d, (a, Imm(b, T.u32), c), mode="lo"))
     return d

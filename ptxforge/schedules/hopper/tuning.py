@@ -104,8 +104,8 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
 
 #: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200.  None today: with the operands swapped
 #: and a programmatic dependent launch the Hopper kernel's skinny configurations are ahead at every M measured
-#: (N = K = 8192): s4 M = 32 11.8 us against 12.6 for the mma.sync schedule (also with pdl), M = 64 14.8
-#: against 19.8; s8 M = 32 19.7 against 24.2, M = 64 20.2 against 28.0.
+#: (N = K = 8192): s4 M = 32 11.1-11.3 us against 12.6 for the mma.sync schedule (also with pdl), M = 64
+#: 13.4-14.1 against 19.7; s8 M = 32 18.8-18.9 against 24.2, M = 64 19.3 against 28.0.
 MMA_SYNC_M: dict = {"s4": (), "s8": ()}
 
 
@@ -125,9 +125,9 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
         return False, f"{e.message if hasattr(e, 'message') else e}"
     if operand == "s4" and m <= 64:
         return True, ("sm_90a: TMA + wgmma with the operands swapped for a decode-sized M (the weights are the wgmma M "
-                      "side, widened in registers while the wgmmas run; two consumer warpgroups on alternate k-stages) "
-                      "and a programmatic dependent launch; measured 2.0x cuBLAS int8 at M = 32 (11.8 us against "
-                      "12.6 for the mma.sync schedule) and 1.6x at M = 64 (14.8 against 19.8), N = K = 8192")
+                      "side, widened in registers while the wgmmas run; two consumer warpgroups sharing the k-stages) "
+                      "and a programmatic dependent launch; measured 2.1x cuBLAS int8 at M = 32 (11.1-11.3 us against "
+                      "12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 (13.4-14.1 against 19.7), N = K = 8192")
     if operand == "s8" and m <= 128:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
                       "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "

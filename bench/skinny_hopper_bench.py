@@ -63,6 +63,8 @@ def candidates(m: int) -> list:
     if m <= 32:
         add(**SKINNY_S4_32)  # what for_shape picks
         add(**{**SKINNY_S4_32, "early_prefetch": 0})  # the default before: nothing asked of the L2 before the wait
+        for ep in (1, 3, 4):  # how many k-stages asked of the L2 before the wait (the default: 2)
+            add(**{**SKINNY_S4_32, "early_prefetch": ep})
         add(**{**SKINNY_S4_32, "interleave_k": False, "split_stage": True, "a_group": 4, "widen_ahead": True})
         add(**{**SKINNY_S4_32, "acc_sets": 2})
         add(**{**SKINNY_S4_32, "stages": 4})  # the ring before (64 KB of weights on their way)
@@ -84,12 +86,14 @@ def candidates(m: int) -> list:
         add(**{**alternate, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default two rounds before
         add(**{**SKINNY_S4_64, "a_group": 2})
         add(**{**SKINNY_S4_64, "widen_ahead": False})
-        add(**{**SKINNY_S4_64, "acc_sets": 2})
+        add(**{**SKINNY_S4_64, "acc_sets": 2})  # two accumulator chains per consumer
+        add(**{**SKINNY_S4_64, "early_prefetch": 3})
         add(**{**SKINNY_S4_64, "early_prefetch": 0})
         add(**{**SKINNY_S4_64, "pdl": False, "early_prefetch": 0})
     elif m <= 128:
         add(**SKINNY_S4)  # the next stage's B widened while this stage's wgmmas run (widen_ahead)
         add(**{**SKINNY_S4, "early_prefetch": 0})  # the default before
+        add(**{**SKINNY_S4, "early_prefetch": 3})
         add(**{**SKINNY_S4, "a_group": 2})
         add(**{**SKINNY_S4, "a_group": 8})
         add(**{**SKINNY_S4, "widen_ahead": False, "a_group": 2})  # B widened between the stages (the default before)

@@ -798,8 +798,8 @@ def _names_variable(ins: Instruction) -> bool:
 
 
 def _check_spaces(ins: Instruction, spaces: dict) -> None:
-    op = ins.opcode
-    if op not in _ADDRESSING and not op.startswith("mbarrier."):
+    opcode = ins.opcode
+    if opcode not in _ADDRESSING and not opcode.startswith("mbarrier."):
         return  # no operand of it addresses a named space (_space_of answers None for each)
     for i, op in enumerate(ins.operands):
         if type(op) is Addr and type(op.base) is Symbol and op.base.space in ("global", "const", "local"):

@@ -39,14 +39,19 @@ from run_overhead_bench import events_us  # noqa: E402  (this script's folder)
 N = K = 8192
 POOL_BYTES = 200 << 20
 
+#: the M <= 32 default before SKINNY_S4_32 took three consumers: two, on alternate stages, two B buffers each
+TWO = dict(consumers=2, consumer_regs=232, convert_buffers=2)
+
 #: (label, operand, configuration, M, mode): mode "" (the kernel) or "compute" (no copies, timing only)
 ROWS = [
     ("M=32 default", "s4", SKINNY_S4_32, 32, ""),
     ("M=32 no early prefetch", "s4", {**SKINNY_S4_32, "early_prefetch": 0}, 32, ""),
     ("M=32 early prefetch 6", "s4", {**SKINNY_S4_32, "early_prefetch": 6}, 32, ""),
-    ("M=32 split stages, B ahead", "s4", {**SKINNY_S4_32, "interleave_k": False, "split_stage": True, "a_group": 4,
-                                          "widen_ahead": True}, 32, ""),
-    ("M=32 two accumulator sets", "s4", {**SKINNY_S4_32, "acc_sets": 2}, 32, ""),
+    ("M=32 two consumers (before)", "s4", {**SKINNY_S4_32, **TWO}, 32, ""),
+    ("M=32 two consumers only", "s4", {**SKINNY_S4_32, **TWO}, 32, "compute"),
+    ("M=32 split stages, B ahead", "s4", {**SKINNY_S4_32, **TWO, "interleave_k": False, "split_stage": True,
+                                          "a_group": 4, "widen_ahead": True}, 32, ""),
+    ("M=32 two accumulator sets", "s4", {**SKINNY_S4_32, **TWO, "acc_sets": 2}, 32, ""),
     ("M=32 consumers only", "s4", SKINNY_S4_32, 32, "compute"),
     ("M=64 default", "s4", SKINNY_S4_64, 64, ""),
     ("M=64 alternate stages (before)", "s4", {**SKINNY_S4_64, "split_stage": False, "widen_ahead": False,

@@ -61,22 +61,32 @@ def candidates(m: int) -> list:
             out.append(g)
 
     if m <= 32:
-        add(**SKINNY_S4_32)  # what for_shape picks
-        add(**{**SKINNY_S4_32, "early_prefetch": 0})  # the default before: nothing asked of the L2 before the wait
+        # two consumer warpgroups on alternate stages, two widened B buffers each: the default before
+        two = {**SKINNY_S4_32, "consumers": 2, "consumer_regs": 232, "convert_buffers": 2}
+        add(**SKINNY_S4_32)  # what for_shape picks: three consumers on every third stage
+        add(**two)
+        add(**{**SKINNY_S4_32, "early_prefetch": 0})
         for ep in (1, 3, 4):  # how many k-stages asked of the L2 before the wait (the default: 2)
             add(**{**SKINNY_S4_32, "early_prefetch": ep})
-        add(**{**SKINNY_S4_32, "interleave_k": False, "split_stage": True, "a_group": 4, "widen_ahead": True})
-        add(**{**SKINNY_S4_32, "acc_sets": 2})
-        add(**{**SKINNY_S4_32, "stages": 4})  # the ring before (64 KB of weights on their way)
-        add(**{**SKINNY_S4_32, "convert_buffers": 1})
-        add(**{**SKINNY_S4_32, "stages": 8, "convert_buffers": 1})  # one widened B buffer leaves room for 8
-        add(**{**SKINNY_S4_32, "l2_promotion": 256})
         add(**{**SKINNY_S4_32, "a_group": 4})
-        add(**{**SKINNY_S4_32, "pdl": False, "early_prefetch": 0})
-        add(**{**SKINNY_S4_32, "l2_prefetch": 4})  # the weights asked of the L2 4 stages ahead of the ring's loads
+        add(**{**SKINNY_S4_32, "stages": 3})
+        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "a_group": 4})
+        add(**{**SKINNY_S4_32, "consumer_regs": 160, "producer_regs": 24})
+        add(**{**two, "early_prefetch": 0})  # the default two rounds before: nothing asked of the L2 before the wait
+        for ep in (1, 3):
+            add(**{**two, "early_prefetch": ep})
+        add(**{**two, "interleave_k": False, "split_stage": True, "a_group": 4, "widen_ahead": True})
+        add(**{**two, "acc_sets": 2})
+        add(**{**two, "stages": 4})  # the ring before (64 KB of weights on their way)
+        add(**{**two, "convert_buffers": 1})
+        add(**{**two, "stages": 8, "convert_buffers": 1})  # one widened B buffer leaves room for 8
+        add(**{**two, "l2_promotion": 256})
+        add(**{**two, "a_group": 4})
+        add(**{**two, "pdl": False, "early_prefetch": 0})
+        add(**{**two, "l2_prefetch": 4})  # the weights asked of the L2 4 stages ahead of the ring's loads
         # 256-value stages (a shorter last stage) in deeper rings: one widened B buffer leaves room for 12
-        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "convert_buffers": 1, "a_group": 4})
-        add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 8, "a_group": 4})
+        add(**{**two, "block_k_bytes": 256, "stages": 12, "convert_buffers": 1, "a_group": 4})
+        add(**{**two, "block_k_bytes": 256, "stages": 8, "a_group": 4})
     elif m <= 64:
         add(**SKINNY_S4_64)
         alternate = {**SKINNY_S4_64, "split_stage": False, "widen_ahead": False, "interleave_k": True,
@@ -286,7 +296,7 @@ def describe(g: HopperGemm) -> str:
             + (f" cluster {g.cluster_m}x{g.cluster_n}" if g.cluster_size > 1 else "")
             + (f" ag{g.a_group}" if g.a_group != 4 else "") + (" ss" if g.split_stage else "")
             + (" as2" if g.acc_sets == 2 else "") + (f" ep{g.early_prefetch}" if g.early_prefetch else "")
-            + (" pdl" if g.pdl else ""))
+            + (" pdl" if g.pdl else "") + (f" r{g.producer_regs}/{g.consumer_regs}" if g.consumer_regs != 232 else ""))
 
 
 def main():
@@ -297,13 +307,16 @@ def main():
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--probe", action="store_true", help="time the streaming probe first")
     ap.add_argument("--probe-only", action="store_true", help="time the streaming probe and stop")
-    ap.add_argument("--only", default=None, help="time only the candidates whose description contains this")
+    ap.add_argument("--only", default=None,
+                    help="time only the candidates whose description contains this (or one of A|B|...)")
     ap.add_argument("--defaults", action="store_true",
                     help="time only what for_shape picks and the default before it (the first two candidates)")
     ap.add_argument("--rounds", type=int, default=1,
                     help="time every row of an M this many times, in turns, and report the median")
     args = ap.parse_args()
-    cands = {m: [g for g in candidates(m) if args.only is None or args.only in describe(g)] for m in args.ms}
+    wanted = args.only.split("|") if args.only else None
+    cands = {m: [g for g in candidates(m) if wanted is None or any(w in describe(g) for w in wanted)]
+             for m in args.ms}
     if args.defaults:
         cands = {m: c[:2] for m, c in cands.items()}
     every = [g for m in args.ms for g in cands[m]]

@@ -73,6 +73,14 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
           early_prefetch=2, pdl=True), (20, 150, 1568, 1, 1)),
     (dict(block_n=64, consumers=2, scaled=True, block_k_bytes=512, stages=3, widen_ahead=True, acc_sets=2,
           early_prefetch=8, pdl=True), (100, 70, 1536, 2, None)),
+    # three consumers on every third stage: units of 5 stages (each consumer a different count), units of
+    # one stage (two consumers add nothing), K split, one CTA walking every unit; swapped and not
+    (dict(block_n=32, consumers=3, consumer_regs=152, interleave_k=True, scaled=True, swap_ab=True, block_k_bytes=512,
+          stages=6, convert_buffers=1, a_group=8, early_prefetch=2, pdl=True), (20, 150, 5120, 1, 1)),
+    (dict(block_n=32, consumers=3, consumer_regs=152, interleave_k=True, scaled=True, swap_ab=True, block_k_bytes=512,
+          stages=3, convert_buffers=2), (20, 300, 1024, 2, 1)),
+    (dict(block_n=64, consumers=3, consumer_regs=152, interleave_k=True, biased=True, stages=6, convert_buffers=1),
+     (70, 100, 1792, 2, None)),
 ]
 
 
@@ -126,7 +134,14 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, converter=True,
                           convert_buffers=3), "convert_buffers=4"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, stages=3),
-                     "even number of stages"),
+                     "multiple of 2 stages"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, consumers=3,
+                          consumer_regs=152, stages=4), "multiple of 3 stages"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, consumers=3, consumer_regs=152),
+                     "consumers=3 is for interleave_k"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, consumers=3, stages=6),
+                     r"register split 40/232 x 3"),
+                    (dict(operand="s4", block_k_bytes=256, consumers=4), "1 or 2 warpgroups"),
                     (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),
                      "through registers"),
@@ -170,7 +185,8 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                                 dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=8),
                                 dict(block_n=64, consumers=2, scaled=True, stages=3, block_k_bytes=512, a_group=2,
                                      widen_ahead=True),
-                                dict(SKINNY_S4_64), dict(SKINNY_S4_32, acc_sets=2)],
+                                dict(SKINNY_S4_64),
+                                dict(SKINNY_S4_32, acc_sets=2, consumers=2, consumer_regs=232, convert_buffers=2)],
                          ids=["il-64", "il-swap-32", "2c-64", "2c-256", "2c-64-group8", "2c-64-ahead", "split-stage-64",
                               "il-swap-32-two-sets"])
 def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(kw):
@@ -250,13 +266,16 @@ def test_register_epilogue_masks_rows_and_columns_for_odd_and_even_n(kw, shape):
     np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("stages, findings", [(3, True), (4, False)])
-def test_interpreter_reports_the_odd_ring_that_validation_refuses(stages, findings):
-    """Two consumers taking turns on an odd ring pass parity waits two phases apart: the H200 showed it as
-    'unspecified launch failure'; the interpreter reports each such wait (a barrier finding) even though its
-    lockstep schedule never lets a consumer get far enough ahead to read early.  (The ring is forced past
-    the validation that refuses it.)"""
-    cfg = HopperGemm("s4", **SKINNY_S4_32)
+@pytest.mark.parametrize("consumers, stages, findings", [(2, 3, True), (2, 4, False), (3, 4, True), (3, 6, False)])
+def test_interpreter_reports_the_odd_ring_that_validation_refuses(consumers, stages, findings):
+    """Two consumers taking turns on an odd ring (three on a ring not a multiple of 3) pass parity waits two
+    phases apart: the H200 showed it as 'unspecified launch failure'; the interpreter reports each such wait
+    (a barrier finding) even though its lockstep schedule never lets a consumer get far enough ahead to read
+    early.  (The ring is forced past the validation that refuses it.)"""
+    two = dict(consumers=2, consumer_regs=232, convert_buffers=2)
+    three = dict(consumers=3, consumer_regs=152, convert_buffers=1)
+    cfg = HopperGemm("s4", **{**SKINNY_S4_32, **(two if consumers == 2 else three)})
+    assert cfg.consumers == consumers
     object.__setattr__(cfg, "stages", stages)
     got, want, r = run_on_interpreter(cfg, 20, 150, 5120, clusters=1, seed=1)
     np.testing.assert_array_equal(got, want)

@@ -39,10 +39,10 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
     """Keyword arguments of a HopperGemm, legal or not (the constructor decides: ValidationError or a schedule).
 
     s4_options: for s4 also draw the options of its register-sourced path (widening, converter warps and
-    their buffers, one to four widened B buffers, alternate k-stages per consumer, swapped operands, the
-    wgmma group size, B widened ahead, stages split between the consumers, two accumulator sets, 512-value
-    stages, rotated stages, L2 prefetch ahead of the ring and before griddepcontrol.wait, pdl), so that the
-    combinations the skinny defaults do not use come up too.
+    their buffers, one to four widened B buffers, the k-stages taken in turn by two or three consumers,
+    swapped operands, the wgmma group size, B widened ahead, stages split between the consumers, two
+    accumulator sets, 512-value stages, rotated stages, L2 prefetch ahead of the ring and before
+    griddepcontrol.wait, pdl), so that the combinations the skinny defaults do not use come up too.
     """
     op = draw(st.sampled_from(operands))
     s4x = s4_options and op == "s4"
@@ -62,7 +62,7 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
         kw["l2_prefetch"] = 0 if kw["rotate_k"] else draw(st.sampled_from((0, 2)))
         kw["pdl"] = draw(st.booleans())
         kw["acc_sets"] = draw(st.sampled_from((1, 2)))
-        how = draw(st.sampled_from(("between", "ahead", "alternate", "converter", "split")))
+        how = draw(st.sampled_from(("between", "ahead", "alternate", "converter", "split", "thirds")))
         if how == "ahead":
             kw["widen_ahead"] = True
         elif how == "converter":
@@ -71,6 +71,12 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
         elif how == "alternate":  # two consumers on alternate k-stages: even rings, registers epilogue
             kw.update(interleave_k=True, consumers=2, stages=2 * draw(st.integers(1, 3)), cluster_m=1, cluster_n=1,
                       epilogue="registers", swap_ab=draw(st.booleans()), convert_buffers=draw(st.integers(1, 4)))
+            if kw["swap_ab"]:
+                kw["block_n"] = draw(st.sampled_from((32, 64)))
+        elif how == "thirds":  # three consumers taking every third k-stage: rings of 3 or 6, 152 registers each
+            kw.update(interleave_k=True, consumers=3, consumer_regs=152, stages=3 * draw(st.integers(1, 2)),
+                      cluster_m=1, cluster_n=1, epilogue="registers", swap_ab=draw(st.booleans()),
+                      convert_buffers=draw(st.integers(1, 2)), wg_m=64)
             if kw["swap_ab"]:
                 kw["block_n"] = draw(st.sampled_from((32, 64)))
         elif how == "split":  # two consumers on the halves of every stage: 512-value stages, registers epilogue

@@ -114,7 +114,7 @@ class HopperGemm:
 
     operand: 's8', 's4', 'bf16', 'f16'; block_n: C tile columns (wgmma N, 64..256); wg_m: rows
     per consumer warpgroup (64 or 128: one or two m64 wgmmas per k-step); consumers: 1 or 2 consumer
-    warpgroups (block_m = wg_m x consumers); block_k_bytes: K bytes per stage of the wgmma
+    warpgroups (block_m = wg_m x consumers; 3 with interleave_k); block_k_bytes: K bytes per stage of the wgmma
     operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
     raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
     a_registers (s4 only): A widened in registers and fed to wgmma from registers;
@@ -142,11 +142,12 @@ class HopperGemm:
     alternate between them (even k-steps into one, odd into the other), so two wgmma chains that do
     not wait for each other's sums share the tensor cores where a stage's wgmmas are small (a narrow
     block_n), and the second set is added into the first when the unit's wgmmas have retired;
-    interleave_k (s4 with A in registers, 2 consumers): the consumers share the tile's rows
-    (block_m = wg_m) and take alternate k-stages, each with its own accumulators and its own B
-    widening; at the end of a tile the second adds its sums into the first's through shared
-    memory (fixed order: exact, deterministic) and the first stores C.  Two independent
-    pipelines per SM hide each other's latencies where the tile is small (skinny problems);
+    interleave_k (s4 with A in registers, 2 or 3 consumers): the consumers share the tile's rows
+    (block_m = wg_m) and take the k-stages in turn, each with its own accumulators and its own B
+    widening; at the end of a tile the others add their sums into the first's through shared
+    memory (fixed order: exact, deterministic) and the first stores C.  Independent pipelines per
+    SM hide each other's latencies where the tile is small (skinny problems); with 3 the ring
+    is a multiple of 3 stages and the register split must leave 3 consumers room (consumer_regs=152);
     split_stage (s4 with A in registers, 2 consumers, B widened by the consumers): the consumers share the
     tile's rows (block_m = wg_m) and split every stage's k-steps, consumer c widening the A and B of half
     c of the stage (under its own named barrier) and issuing their wgmmas; at the end of a tile
@@ -229,8 +230,11 @@ class HopperGemm:
             raise ValidationError(f"HopperGemm operand must be one of {', '.join(OPERANDS)}, got {self.operand!r}")
         if self.wg_m not in (64, 128):
             raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
-        if self.consumers not in (1, 2):
-            raise ValidationError(f"consumers is 1 or 2 warpgroups, got {self.consumers}")
+        if self.consumers not in (1, 2, 3):
+            raise ValidationError(f"consumers is 1 or 2 warpgroups (3 with interleave_k), got {self.consumers}")
+        if self.consumers == 3 and not (self.interleave_k and not self.converter):
+            raise ValidationError("consumers=3 is for interleave_k (three warpgroups on every third k-stage, B widened "
+                                  "by the consumers); the other arrangements take 1 or 2")
         if self.block_n % 16 or not 32 <= self.block_n <= 256:
             raise ValidationError(f"block_n must be a multiple of 16 in 32..256 (a wgmma N), got {self.block_n}")
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
@@ -254,9 +258,9 @@ class HopperGemm:
         if self.convert_buffers != 2 and not (self.operand == "s4" and self.a_registers):
             raise ValidationError("convert_buffers sets the ring of widened B tiles of the register-sourced s4 path "
                                   "(operand='s4', a_registers=True)")
-        if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers == 2):
-            raise ValidationError("interleave_k (two consumers on alternate k-stages) is the register-sourced s4 "
-                                  "path with consumers=2")
+        if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers >= 2):
+            raise ValidationError("interleave_k (the consumers on alternate k-stages) is the register-sourced s4 "
+                                  "path with consumers=2 or 3")
         if self.a_group not in (2, 4, 8):
             raise ValidationError(f"a_group (k-steps per group of register-sourced wgmmas) is 2, 4 or 8, got "
                                   f"{self.a_group}")
@@ -299,11 +303,12 @@ class HopperGemm:
                                   "swap_ab=False: swapped tiles and TMA stores take any N)")
         if self.split_stage and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("split_stage stores C through registers, without clusters")
-        if self.interleave_k and self.stages % 2:
-            raise ValidationError(f"interleave_k needs an even number of stages, got {self.stages}: the two consumer "
-                                  "warpgroups take alternate stages, and in an odd ring every slot serves both in "
-                                  "turn, so a warpgroup two uses ahead would find the slot's barrier in the other's "
-                                  "phase and its parity wait would pass before its own bytes landed")
+        if self.interleave_k and self.stages % self.consumers:
+            raise ValidationError(f"interleave_k with {self.consumers} consumers needs a multiple of {self.consumers} "
+                                  f"stages, got {self.stages}: the consumer warpgroups take the stages in turn, and "
+                                  "otherwise a slot serves several of them, so a warpgroup a use or more ahead would find the "
+                                  "slot's barrier in another's phase and its parity wait would pass before its own "
+                                  "bytes landed")
         if self.interleave_k and self.converter and self.convert_buffers != 4:
             raise ValidationError("interleave_k with the converter needs convert_buffers=4: with 2 a consumer would "
                                   "wait for the buffer it frees only after its next stage (two stages on), and with "
@@ -510,7 +515,8 @@ class HopperGemm:
     def reduce_bytes(self) -> int:
         """Shared bytes set aside through which interleave_k's second consumer hands its accumulators to the
         first (0 when its widened B buffers serve: `reduce_in_buffers`)."""
-        return 128 * self.acc_regs * 4 if self.shared_rows and not self.reduce_in_buffers else 0
+        hand_over = self.consumers - 1 if self.interleave_k else 1  # interleave_k: every consumer but the first
+        return hand_over * 128 * self.acc_regs * 4 if self.shared_rows and not self.reduce_in_buffers else 0
 
     @property
     def widened_a(self) -> bool:

@@ -669,13 +669,20 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
         if not il:
             pipeline(count)
         else:
-            # consumer c runs the unit's stages whose global index has parity c (the first of them at
-            # unit_base + ((unit_base ^ c) & 1)), so with an even ring each slot serves one consumer in every
-            # unit, whatever the units' stage counts; the sums meet in consumer 0, which stores C
-            off = k.and_(k.xor(unit_base, cidx, type=T.b32), 1, type=T.b32)
+            # consumer c runs the unit's stages whose global index is c modulo the consumers (the first of them
+            # at unit_base + ((c - unit_base) mod consumers)), so with a ring of a multiple of the consumers each
+            # slot serves one consumer in every unit, whatever the units' stage counts; the sums meet in
+            # consumer 0, which stores C
+            nc = cfg.consumers
+            if nc == 2:
+                off = k.and_(k.xor(unit_base, cidx, type=T.b32), 1, type=T.b32)
+            else:
+                off = k.rem(k.sub(k.add(cidx, nc, type=T.u32), k.rem(unit_base, nc, type=T.u32), type=T.u32), nc,
+                            type=T.u32)
             k.add(unit_base, off, dst=gs)
             seek()
-            mine = k.shr(k.sub(k.add(count, 1, type=T.u32), off, type=T.u32), 1, type=T.u32)
+            ahead = k.sub(k.add(count, nc - 1, type=T.u32), off, type=T.u32)  # ceil((count - off) / nc) stages
+            mine = k.shr(ahead, 1, type=T.u32) if nc == 2 else k.div(ahead, nc, type=T.u32)
             with k.if_(k.setp("ne", mine, 0, type=T.u32)):
                 pipeline(mine)
             with k.else_():  # a one-stage unit leaves the second consumer nothing to add
@@ -693,7 +700,8 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
 
 
 def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):
-    """interleave_k: consumer 1's accumulators are added into consumer 0's through shared memory.
+    """interleave_k / split_stage: the other consumers' accumulators are added into consumer 0's through
+    shared memory (consumer c >= 1 through region c - 1, added in the order of c).
 
     Thread i of consumer 1 writes its registers in groups of four at red + (q * 128 + i) * 16
     (consecutive threads, consecutive 16 bytes: no bank conflicts); a barrier of both warpgroups;
@@ -703,21 +711,27 @@ def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):
     wgmmas has retired before the buffers are written)."""
     regs = [r for acc in accs for r in acc]
     slot = k.mad(ctid, 16, red_base, type=T.u32)
+    nc = cfg.consumers
+    everyone, bar = 128 * nc, 4 + nc  # the barrier after the consumers' widening barriers (4 + c)
+    # consumer c >= 1 hands over through region c - 1: its own widened B buffers, or its part of the space
+    region = cfg.convert_buffers * cfg.tiles[1].nbytes if cfg.reduce_in_buffers else 128 * 16 * (len(regs) // 4)
     second = k.setp("ne", cidx, 0, type=T.u32)
     with k.if_(second):
-        if cfg.reduce_in_buffers:
-            k.bar_sync(5, 128)  # consumer 1's widening barrier (4 + cidx)
+        mine = slot if nc == 2 else k.mad(k.sub(cidx, 1, type=T.u32), region, slot, type=T.u32)
+        if cfg.reduce_in_buffers:  # its own widening barrier (4 + cidx): every one of its wgmmas has retired
+            k.bar_sync(5 if nc == 2 else k.add(cidx, 4, type=T.u32), 128)
         for q in range(len(regs) // 4):
-            k.st(Addr(slot, q * 128 * 16), regs[4 * q:4 * q + 4], type=T.s32, vec=4, space="shared")
-        k.bar_sync(6, 256)
-        k.bar_sync(6, 256)
+            k.st(Addr(mine, q * 128 * 16), regs[4 * q:4 * q + 4], type=T.s32, vec=4, space="shared")
+        k.bar_sync(bar, everyone)
+        k.bar_sync(bar, everyone)
     with k.else_():
-        k.bar_sync(6, 256)
-        for q in range(len(regs) // 4):
-            got = k.ld(Addr(slot, q * 128 * 16), type=T.s32, vec=4, space="shared")
-            for r, x in zip(regs[4 * q:4 * q + 4], got):
-                k.add(r, x, type=T.s32, dst=r)
-        k.bar_sync(6, 256)
+        k.bar_sync(bar, everyone)
+        for c in range(1, nc):  # in a fixed order: the sum is the same every run
+            for q in range(len(regs) // 4):
+                got = k.ld(Addr(slot, (c - 1) * region + q * 128 * 16), type=T.s32, vec=4, space="shared")
+                for r, x in zip(regs[4 * q:4 * q + 4], got):
+                    k.add(r, x, type=T.s32, dst=r)
+        k.bar_sync(bar, everyone)
 
 
 def _unbias(k, accs, bias, row0, col0):

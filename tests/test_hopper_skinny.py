@@ -201,8 +201,24 @@ def test_pipelined_kernels_assemble_without_spills_and_keep_wgmma_asynchronous(k
     assert "IGMMA" in sass
 
 
+def test_three_consumer_default_assembles_without_spills_and_keeps_wgmma_asynchronous():
+    """SKINNY_S4_32: 512 threads, 152 registers per consumer thread after setmaxnreg, no spill, the groups
+    asynchronous (with one widened B buffer per consumer, a stage's widening waits for the consumer's last
+    wgmmas of three stages before: one wait_group 0 in the loop, the other at the end of a unit)."""
+    cfg = HopperGemm("s4", **SKINNY_S4_32)
+    assert cfg.consumers == 3 and cfg.threads == 512 and cfg.block_m == 64 and "c3" in cfg.kernel_name
+    r = cfg.assemble()
+    assert r.resources().spills == 0, r.log
+    assert "C7513" not in r.log and "C7508" not in r.log, r.log
+    sass = r.sass()
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x[0-9a-f]+)", sass)
+    assert waits.count("0x1") >= 2 and waits.count("0x0") <= 2, waits
+    assert "IGMMA" in sass and "USETMAXREG" in sass
+
+
 GPU = [  # what for_shape picks, and the variants the skinny sweep measured (bench/skinny_hopper_bench.py)
     dict(SKINNY_S4), dict(SKINNY_S4_256), dict(DEFAULTS["s4"]),
+    dict(SKINNY_S4_32, consumers=2, consumer_regs=232, convert_buffers=2),  # the M <= 32 default before
     dict(block_n=32, consumers=2, interleave_k=True, stages=4, block_k_bytes=512, swap_ab=True, rotate_k=True,
          l2_promotion=256, scaled=True),
     dict(SKINNY_S4_32), dict(SKINNY_S4_64), dict(SKINNY_S4_32, l2_prefetch=8, early_prefetch=0),

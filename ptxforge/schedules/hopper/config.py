@@ -63,17 +63,22 @@ DEFAULTS = {
 }
 
 #: s4 problems of M <= 32 (decode): the operands swapped (the weights are the wgmma M side, widened in
-#: registers; the few rows of A the wgmma N of 32), two consumer warpgroups on alternate k-stages, 512
-#: K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
+#: registers; the few rows of A the wgmma N of 32), consumer warpgroups taking the k-stages in turn (two at
+#: first, three now: see the end of this comment), 512 K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
 #: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it; wgmma groups of 8
 #: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200); a ring of 6
 #: (96 KB of weights on their way instead of 64: 11.70-11.81 against 12.00-12.20 us with 4, two runs of five
 #: rounds; 8 stages, room made by one widened B buffer per consumer, 12.08); the first 2 k-stages of weights
 #: asked of the L2 before griddepcontrol.wait (`early_prefetch`, as in every skinny default: the DRAM works
 #: for the next call during the tail of the one ahead): 11.16-11.27 against 11.36-11.53 us in three runs
-#: (1 stage: 11.37, 3: 11.24, 6: 11.84, 16: 13.48: a longer prefetch slows the call ahead)
-SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=2, interleave_k=True, stages=6, block_k_bytes=512, swap_ab=True,
-                    scaled=True, pdl=True, a_group=8, early_prefetch=2)
+#: (1 stage: 11.37, 3: 11.24, 6: 11.84, 16: 13.48: a longer prefetch slows the call ahead); three consumer
+#: warpgroups taking every third stage (152 registers each, one widened B buffer each: the shared memory of a
+#: second is what the third's takes), so that three chains of shared loads, widening and wgmmas hide each
+#: other's latencies where two left the schedulers idle two cycles in three: 11.06-11.19 against 11.28-11.42
+#: us for two consumers in two runs of seven and nine rounds (bench/results/skinny_hopper/sweep29_*)
+SKINNY_S4_32 = dict(block_n=32, wg_m=64, consumers=3, consumer_regs=152, interleave_k=True, stages=6,
+                    block_k_bytes=512, swap_ab=True, scaled=True, pdl=True, a_group=8, early_prefetch=2,
+                    convert_buffers=1)
 
 #: s4 problems of 32 < M <= 64: operands swapped, 64 rows of A per tile, 512 K-values per stage in a ring of
 #: 4; the two consumer warpgroups split every stage (`split_stage`: each widens and multiplies its half) and

@@ -96,6 +96,12 @@ def candidates(m: int) -> list:
         add(**{**alternate, "block_k_bytes": 256, "stages": 6, "convert_buffers": 2})  # the default two rounds before
         add(**{**SKINNY_S4_64, "a_group": 2})
         add(**{**SKINNY_S4_64, "widen_ahead": False})
+        # three consumers taking every third stage, as at M <= 32 (shorter stages: three widened B buffers fit)
+        thirds = {**SKINNY_S4_64, "split_stage": False, "widen_ahead": False, "interleave_k": True, "consumers": 3,
+                  "consumer_regs": 152, "convert_buffers": 1}
+        add(**{**thirds, "block_k_bytes": 256, "stages": 6, "a_group": 4})
+        add(**{**thirds, "block_k_bytes": 256, "stages": 9, "a_group": 4})
+        add(**{**thirds, "block_k_bytes": 512, "stages": 3, "a_group": 8})
         add(**{**SKINNY_S4_64, "acc_sets": 2})  # two accumulator chains per consumer
         add(**{**SKINNY_S4_64, "early_prefetch": 3})
         add(**{**SKINNY_S4_64, "early_prefetch": 0})

@@ -17,9 +17,9 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   the tail of the one ahead: 1-4 % per call (longer prefetches slow the call ahead: M = 32 11.8 us with 6
   stages, 13.5 with 16; the activations prefetched too: slower).
   - M <= 32: `SKINNY_S4_32` (operands swapped, three consumers taking every third k-stage, wgmma groups
-    of 8 k-steps, a ring of 6, one widened B buffer per consumer): 10.9-11.0 us, 2.14x cuBLAS int8 in the
-    final run (two consumers on alternate stages, the default before: 11.05-11.15 in that run, 11.1-11.3
-    in earlier ones; the mma.sync schedule 12.6 with pdl).  With two consumers the kernel's consumers
+    of 8 k-steps, a ring of 6, one widened B buffer per consumer): 10.9-11.1 us, 2.14-2.16x cuBLAS int8
+    on two starts of the GPU machine (two consumers on alternate stages, the default before: 11.05-11.28
+    in the same runs, 11.1-11.3 in earlier ones; the mma.sync schedule 12.6 with pdl).  With two consumers the kernel's consumers
     only waiting and releasing stream the weights in 10.1 us (without the prefetch), and its consumers fed
     without any copy (timing only) finish in 9.2-9.3 us: neither is the bound alone, their overlap is;
     a third consumer chain (9.5 us alone) makes the overlap cost less.  Tried and slower or level with
@@ -106,7 +106,7 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
 
 #: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200.  None today: with the operands swapped
 #: and a programmatic dependent launch the Hopper kernel's skinny configurations are ahead at every M measured
-#: (N = K = 8192): s4 M = 32 10.9-11.0 us against 12.6 for the mma.sync schedule (also with pdl), M = 64
+#: (N = K = 8192): s4 M = 32 10.9-11.1 us against 12.6 for the mma.sync schedule (also with pdl), M = 64
 #: 13.4-14.1 against 19.7; s8 M = 32 18.8-18.9 against 24.2, M = 64 19.3 against 28.0.
 MMA_SYNC_M: dict = {"s4": (), "s8": ()}
 
@@ -128,8 +128,8 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand == "s4" and m <= 64:
         return True, ("sm_90a: TMA + wgmma with the operands swapped for a decode-sized M (the weights are the wgmma M "
                       "side, widened in registers while the wgmmas run; three (M <= 32) or two consumer warpgroups "
-                      "sharing the k-stages) and a programmatic dependent launch; measured 2.14x cuBLAS int8 at M = 32 "
-                      "(10.9-11.0 us against 12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 (13.4-14.1 "
+                      "sharing the k-stages) and a programmatic dependent launch; measured 2.14-2.16x cuBLAS int8 at M = 32 "
+                      "(10.9-11.1 us against 12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 (13.4-14.1 "
                       "against 19.7), N = K = 8192")
     if operand == "s8" and m <= 128:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "

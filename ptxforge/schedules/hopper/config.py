@@ -64,8 +64,9 @@ DEFAULTS = {
 
 #: s4 problems of M <= 32 (decode): the operands swapped (the weights are the wgmma M side, widened in
 #: registers; the few rows of A the wgmma N of 32), consumer warpgroups taking the k-stages in turn (two at
-#: first, three now: see the end of this comment), 512 K-values per stage; a programmatic dependent launch, as for every skinny configuration here: a launch
-#: of 12-35 us gains 1.4-2 us when its start overlaps the end of the one ahead of it; wgmma groups of 8
+#: first, three now: see the end of this comment), 512 K-values per stage; a programmatic dependent launch,
+#: as for every skinny configuration here: a launch of 12-35 us gains 1.4-2 us when its start overlaps the
+#: end of the one ahead of it; wgmma groups of 8
 #: k-steps (12.07 against 12.19 us with 4, 12.44 with 2: six alternating rounds on the H200); a ring of 6
 #: (96 KB of weights on their way instead of 64: 11.70-11.81 against 12.00-12.20 us with 4, two runs of five
 #: rounds; 8 stages, room made by one widened B buffer per consumer, 12.08); the first 2 k-stages of weights
@@ -311,9 +312,9 @@ class HopperGemm:
         if self.interleave_k and self.stages % self.consumers:
             raise ValidationError(f"interleave_k with {self.consumers} consumers needs a multiple of {self.consumers} "
                                   f"stages, got {self.stages}: the consumer warpgroups take the stages in turn, and "
-                                  "otherwise a slot serves several of them, so a warpgroup a use or more ahead would find the "
-                                  "slot's barrier in another's phase and its parity wait would pass before its own "
-                                  "bytes landed")
+                                  "otherwise a slot serves several of them, so a warpgroup a use or more ahead would "
+                                  "find the slot's barrier in another's phase and its parity wait would pass before "
+                                  "its own bytes landed")
         if self.interleave_k and self.converter and self.convert_buffers != 4:
             raise ValidationError("interleave_k with the converter needs convert_buffers=4: with 2 a consumer would "
                                   "wait for the buffer it frees only after its next stage (two stages on), and with "

@@ -19,9 +19,10 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   - M <= 32: `SKINNY_S4_32` (operands swapped, three consumers taking every third k-stage, wgmma groups
     of 8 k-steps, a ring of 6, one widened B buffer per consumer): 10.9-11.1 us, 2.14-2.16x cuBLAS int8
     on two starts of the GPU machine (two consumers on alternate stages, the default before: 11.05-11.28
-    in the same runs, 11.1-11.3 in earlier ones; the mma.sync schedule 12.6 with pdl).  With two consumers the kernel's consumers
-    only waiting and releasing stream the weights in 10.1 us (without the prefetch), and its consumers fed
-    without any copy (timing only) finish in 9.2-9.3 us: neither is the bound alone, their overlap is;
+    in the same runs, 11.1-11.3 in earlier ones; the mma.sync schedule 12.6 with pdl).  With two consumers
+    the kernel's consumers only waiting and releasing stream the weights in 10.1 us (without the prefetch),
+    and its consumers fed without any copy (timing only) finish in 9.2-9.3 us: neither is the bound alone,
+    their overlap is;
     a third consumer chain (9.5 us alone) makes the overlap cost less.  Tried and slower or level with
     two consumers: the halves of every stage (12.0; with `widen_ahead` 11.2-11.3), the last stage alone
     split between them (11.3-11.4), two accumulator sets, 1, 3 or 4 early k-stages;
@@ -128,9 +129,9 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     if operand == "s4" and m <= 64:
         return True, ("sm_90a: TMA + wgmma with the operands swapped for a decode-sized M (the weights are the wgmma M "
                       "side, widened in registers while the wgmmas run; three (M <= 32) or two consumer warpgroups "
-                      "sharing the k-stages) and a programmatic dependent launch; measured 2.14-2.16x cuBLAS int8 at M = 32 "
-                      "(10.9-11.1 us against 12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 (13.4-14.1 "
-                      "against 19.7), N = K = 8192")
+                      "sharing the k-stages) and a programmatic dependent launch; measured 2.14-2.16x cuBLAS int8 "
+                      "at M = 32 (10.9-11.1 us against 12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 "
+                      "(13.4-14.1 against 19.7), N = K = 8192")
     if operand == "s8" and m <= 128:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
                       "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "

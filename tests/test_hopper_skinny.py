@@ -81,6 +81,9 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
           stages=3, convert_buffers=2), (20, 300, 1024, 2, 1)),
     (dict(block_n=64, consumers=3, consumer_regs=152, interleave_k=True, biased=True, stages=6, convert_buffers=1),
      (70, 100, 1792, 2, None)),
+    # two m64 blocks per consumer: the sums outgrow a widened B buffer and pass through space of their own
+    (dict(block_n=64, wg_m=128, consumers=3, consumer_regs=152, interleave_k=True, scaled=True, stages=3,
+          convert_buffers=1), (150, 70, 1280, 1, 1)),
 ]
 
 

@@ -450,10 +450,10 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
 
     The unit's last stage is the same body without the look-ahead (emitted once more, after the
     loop).  The consumers split the tile's rows, or with interleave_k its k-stages: consumer c takes
-    the unit's stages whose index in the CTA's global stage count has parity c (with an even ring,
-    every slot then serves one consumer in every unit, whatever the units' stage counts), widens its own
-    B into its own buffers under its own named barrier, and the second adds its accumulators into
-    the first's through shared memory before the first stores C.
+    the unit's stages whose index in the CTA's global stage count is c modulo the consumers (with a ring
+    of a multiple of them, every slot then serves one consumer in every unit, whatever the units' stage
+    counts), widens its own B into its own buffers under its own named barrier, and the others add their
+    accumulators into the first's through shared memory before the first stores C.
 
     The last stage is peeled rather than the loop rotated (preparing at the top of the loop) because
     ptxas keeps the groups asynchronous only while at most one of them crosses the loop's back edge:
@@ -685,7 +685,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             mine = k.shr(ahead, 1, type=T.u32) if nc == 2 else k.div(ahead, nc, type=T.u32)
             with k.if_(k.setp("ne", mine, 0, type=T.u32)):
                 pipeline(mine)
-            with k.else_():  # a one-stage unit leaves the second consumer nothing to add
+            with k.else_():  # a unit of fewer stages than consumers leaves this one nothing to add
                 for acc in accs:
                     for r in acc:
                         k.mov(0, type=T.s32, dst=r)

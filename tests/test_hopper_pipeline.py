@@ -67,11 +67,27 @@ def test_ring_kernel_assembles_with_split():
 
 def test_register_plan_checks():
     register_split(384, 1, 2, 40, 232)
-    with pytest.raises(ValidationError, match="exceed"):
+    with pytest.raises(ValidationError, match="wait forever"):
         register_split(384, 1, 2, 40, 256)
     with pytest.raises(ValidationError, match="multiple of 8"):
         register_split(384, 1, 2, 44, 232)
     assert entry_register_cap(384) == 168
+
+
+@pytest.mark.parametrize("threads, producer, consumer, fits", [
+    (384, 40, 232, True), (384, 40, 240, False), (512, 40, 152, True), (512, 40, 160, False),
+    (512, 24, 160, True), (640, 40, 104, True), (640, 40, 112, False), (256, 40, 232, True)])
+def test_a_register_plan_fits_what_the_launch_gave(threads, producer, consumer, fits):
+    """setmaxnreg.inc only takes registers other warpgroups released: the counts asked for must fit
+    threads x the entry cap, not just the SM's register file (640 threads start with 96 each, so 40 +
+    4 x 112 = 488 per thread slot is more than the 480 there: on the H200 that kernel hung)."""
+    consumers = threads // 128 - 1
+    if fits:
+        register_split(threads, 1, consumers, producer, consumer)
+        assert 128 * (producer + consumers * consumer) <= threads * entry_register_cap(threads)
+    else:
+        with pytest.raises(ValidationError, match=f"at most {(threads * entry_register_cap(threads) // 128 - producer) // consumers // 8 * 8} per consumer"):
+            register_split(threads, 1, consumers, producer, consumer)
 
 
 def test_warp_specialization_needs_entry_cap():

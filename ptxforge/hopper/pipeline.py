@@ -180,16 +180,22 @@ class ClusterRing(MbarrierRing):
 
 def register_split(threads: int, producer_groups: int, consumer_groups: int, producer_regs: int,
                    consumer_regs: int) -> None:
-    """Check a setmaxnreg plan: counts are multiples of 8 in 24..256 and the CTA fits the register file."""
+    """Check a setmaxnreg plan: counts are multiples of 8 in 24..256, and the counts asked for fit the
+    registers the CTA starts with (`threads` x `entry_register_cap`): setmaxnreg.inc only takes registers
+    that other warpgroups released, so a plan asking for more than the launch gave waits forever."""
     for n, what in ((producer_regs, "producer"), (consumer_regs, "consumer")):
         if n % 8 or not 24 <= n <= 256:
             raise ValidationError(f"{what} register count must be a multiple of 8 in 24..256, got {n}")
     if threads != 128 * (producer_groups + consumer_groups):
         raise ValidationError(f"{threads} threads is not {producer_groups} + {consumer_groups} warpgroups of 128")
     total = 128 * (producer_groups * producer_regs + consumer_groups * consumer_regs)
-    if total > REGISTER_FILE:
-        raise ValidationError(f"{producer_groups} x 128 x {producer_regs} + {consumer_groups} x 128 x "
-                              f"{consumer_regs} = {total} registers exceed the {REGISTER_FILE} of an SM")
+    entry = entry_register_cap(threads)
+    if total > threads * entry:
+        most = (threads * entry // 128 - producer_groups * producer_regs) // consumer_groups // 8 * 8
+        raise ValidationError(f"register split {producer_regs}/{consumer_regs} x {consumer_groups}: {total} registers, but "
+                              f"a CTA of {threads} threads starts with {entry} per thread ({threads * entry}) and "
+                              "setmaxnreg.inc only takes what the other warpgroups released, so it would wait "
+                              f"forever; with {producer_regs} per producer thread, at most {most} per consumer thread")
 
 
 def entry_register_cap(threads: int) -> int:
@@ -212,8 +218,9 @@ class WarpSpecialized:
     def __init__(self, k, consumer_groups: int = 2, *, producer_regs: int = 40, consumer_regs: int | None = None):
         self.k, self.consumer_groups = k, consumer_groups
         threads = 128 * (1 + consumer_groups)
-        if consumer_regs is None:
-            consumer_regs = min(256, ((REGISTER_FILE // 128 - producer_regs) // consumer_groups) // 8 * 8)
+        if consumer_regs is None:  # the most the launch's registers allow (see register_split)
+            slots = threads * entry_register_cap(threads) // 128
+            consumer_regs = min(256, ((slots - producer_regs) // consumer_groups) // 8 * 8)
         register_split(threads, 1, consumer_groups, producer_regs, consumer_regs)
         lim = k.directives
         if not any(key in ("maxntid", "reqntid") for key, _ in lim) or not any(

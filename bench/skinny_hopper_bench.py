@@ -72,6 +72,12 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_32, "stages": 3})
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "a_group": 4})
         add(**{**SKINNY_S4_32, "consumer_regs": 160, "producer_regs": 24})
+        # four consumers: 640 threads start with 96 registers each, so 40 + 4 x 104 (112 hung: the setmaxnreg.inc
+        # waited for registers nobody would release); rings of a multiple of 4
+        four = {**SKINNY_S4_32, "consumers": 4, "consumer_regs": 104}
+        add(**{**four, "block_k_bytes": 256, "stages": 12, "a_group": 4})
+        add(**{**four, "stages": 4, "a_group": 4})
+        add(**{**four, "stages": 4})
         add(**{**two, "early_prefetch": 0})  # the default two rounds before: nothing asked of the L2 before the wait
         for ep in (1, 3):
             add(**{**two, "early_prefetch": ep})

@@ -81,6 +81,9 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
           stages=3, convert_buffers=2), (20, 300, 1024, 2, 1)),
     (dict(block_n=64, consumers=3, consumer_regs=152, interleave_k=True, biased=True, stages=6, convert_buffers=1),
      (70, 100, 1792, 2, None)),
+    # four consumers (640 threads, 104 registers each), 256-value stages in a ring of 12
+    (dict(block_n=32, consumers=4, consumer_regs=104, interleave_k=True, scaled=True, swap_ab=True, stages=12,
+          convert_buffers=1), (20, 150, 5120, 1, 1)),
     # two m64 blocks per consumer: the sums outgrow a widened B buffer and pass through space of their own
     (dict(block_n=64, wg_m=128, consumers=3, consumer_regs=152, interleave_k=True, scaled=True, stages=3,
           convert_buffers=1), (150, 70, 1280, 1, 1)),
@@ -143,8 +146,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                     (dict(operand="s4", block_k_bytes=256, block_n=64, consumers=3, consumer_regs=152),
                      "consumers=3 is for interleave_k"),
                     (dict(operand="s4", block_k_bytes=256, block_n=64, interleave_k=True, consumers=3, stages=6),
-                     r"register split 40/232 x 3"),
-                    (dict(operand="s4", block_k_bytes=256, consumers=4), "1 or 2 warpgroups"),
+                     r"register split 40/232 x 3: .* wait forever"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=32, swap_ab=True, interleave_k=True, consumers=4,
+                          consumer_regs=112, stages=4, convert_buffers=1), "at most 104 per consumer"),
+                    (dict(operand="s4", block_k_bytes=256, consumers=5), "3 or 4 with interleave_k"),
                     (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),
                      "through registers"),

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
-from ...hopper.pipeline import REGISTER_FILE
+from ...hopper.pipeline import register_split
 from . import run as _run
 from .convert import CONVERTER_WARPS, SCALED_K_LIMIT
 
@@ -120,7 +120,7 @@ class HopperGemm:
 
     operand: 's8', 's4', 'bf16', 'f16'; block_n: C tile columns (wgmma N, 64..256); wg_m: rows
     per consumer warpgroup (64 or 128: one or two m64 wgmmas per k-step); consumers: 1 or 2 consumer
-    warpgroups (block_m = wg_m x consumers; 3 with interleave_k); block_k_bytes: K bytes per stage of the wgmma
+    warpgroups (block_m = wg_m x consumers; 3 or 4 with interleave_k); block_k_bytes: K bytes per stage of the wgmma
     operand (a multiple of 128: one 128-byte swizzle atom per TMA copy); stages: ring depth;
     raster_group: tile rows walked together for L2 reuse; consumer_regs: setmaxnreg.inc target;
     a_registers (s4 only): A widened in registers and fed to wgmma from registers;
@@ -148,12 +148,13 @@ class HopperGemm:
     alternate between them (even k-steps into one, odd into the other), so two wgmma chains that do
     not wait for each other's sums share the tensor cores where a stage's wgmmas are small (a narrow
     block_n), and the second set is added into the first when the unit's wgmmas have retired;
-    interleave_k (s4 with A in registers, 2 or 3 consumers): the consumers share the tile's rows
+    interleave_k (s4 with A in registers, 2 to 4 consumers): the consumers share the tile's rows
     (block_m = wg_m) and take the k-stages in turn, each with its own accumulators and its own B
     widening; at the end of a tile the others add their sums into the first's through shared
     memory (fixed order: exact, deterministic) and the first stores C.  Independent pipelines per
-    SM hide each other's latencies where the tile is small (skinny problems); with 3 the ring
-    is a multiple of 3 stages and the register split must leave 3 consumers room (consumer_regs=152);
+    SM hide each other's latencies where the tile is small (skinny problems); the ring is a
+    multiple of the consumers, and with 3 or 4 the register split must fit the registers 512 or
+    640 threads start with (consumer_regs=152 or 104 beside the producer's 40);
     split_stage (s4 with A in registers, 2 consumers, B widened by the consumers): the consumers share the
     tile's rows (block_m = wg_m) and split every stage's k-steps, consumer c widening the A and B of half
     c of the stage (under its own named barrier) and issuing their wgmmas; at the end of a tile
@@ -236,11 +237,11 @@ class HopperGemm:
             raise ValidationError(f"HopperGemm operand must be one of {', '.join(OPERANDS)}, got {self.operand!r}")
         if self.wg_m not in (64, 128):
             raise ValidationError(f"wg_m (rows per consumer warpgroup) is 64 or 128, got {self.wg_m}")
-        if self.consumers not in (1, 2, 3):
-            raise ValidationError(f"consumers is 1 or 2 warpgroups (3 with interleave_k), got {self.consumers}")
-        if self.consumers == 3 and not (self.interleave_k and not self.converter):
-            raise ValidationError("consumers=3 is for interleave_k (three warpgroups on every third k-stage, B widened "
-                                  "by the consumers); the other arrangements take 1 or 2")
+        if self.consumers not in (1, 2, 3, 4):
+            raise ValidationError(f"consumers is 1 or 2 warpgroups (3 or 4 with interleave_k), got {self.consumers}")
+        if self.consumers > 2 and not (self.interleave_k and not self.converter):
+            raise ValidationError(f"consumers={self.consumers} is for interleave_k (the warpgroups taking the k-stages "
+                                  "in turn, B widened by the consumers); the other arrangements take 1 or 2")
         if self.block_n % 16 or not 32 <= self.block_n <= 256:
             raise ValidationError(f"block_n must be a multiple of 16 in 32..256 (a wgmma N), got {self.block_n}")
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
@@ -266,7 +267,7 @@ class HopperGemm:
                                   "(operand='s4', a_registers=True)")
         if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers >= 2):
             raise ValidationError("interleave_k (the consumers on alternate k-stages) is the register-sourced s4 "
-                                  "path with consumers=2 or 3")
+                                  "path with consumers=2, 3 or 4")
         if self.a_group not in (2, 4, 8):
             raise ValidationError(f"a_group (k-steps per group of register-sourced wgmmas) is 2, 4 or 8, got "
                                   f"{self.a_group}")
@@ -361,10 +362,7 @@ class HopperGemm:
                                   f"{self.a_fragment_regs} A-fragment registers per thread (wg_m {self.wg_m} x "
                                   f"block_n {self.block_n}); at most 160 fit without spilling: wg_m=64 or a "
                                   "narrower block_n")
-        need = 128 * (self.producer_regs + self.consumers * self.consumer_regs)
-        if need > REGISTER_FILE:
-            raise ValidationError(f"register split {self.producer_regs}/{self.consumer_regs} x {self.consumers} "
-                                  f"needs {need} registers; an SM has {REGISTER_FILE}")
+        register_split(self.threads, 1, self.consumers, self.producer_regs, self.consumer_regs)
         if self.smem_bytes > SMEM_LIMIT:
             raise ValidationError(f"{self.stages} stages of {self.stage_bytes} B"
                                   + (f" and {self.store_bytes} B of C staging" if self.store_bytes else "")

@@ -49,21 +49,11 @@ _PTXFORGE_INTERNAL = True
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")  # PTX identifiers may start with $
 _ids = itertools.count(1)
 
-#: Auto-name prefixes by register type (readable, and unique per width class).
-_PREFIX = {
-    "pred": "p", "f32": "f", "f64": "fd", "f16": "h", "f16x2": "hh",
-}
-
-
-def _prefix(t: ScalarType) -> str:
-    if t.name in _PREFIX:
-        return _PREFIX[t.name]
-    return _WIDTH_PREFIX[t.bits]
-
-
+#: Auto-name prefixes by register type (readable, and unique per width class): a few types by name, the
+#: rest by width; `_PREFIX_OF` holds the prefix of every declarable type, looked up once per new register
+_NAMED_PREFIX = {"pred": "p", "f32": "f", "f64": "fd", "f16": "h", "f16x2": "hh"}
 _WIDTH_PREFIX = {8: "rb", 16: "rh", 32: "r", 64: "rd", 128: "rq"}
-#: the prefix of every declarable type, looked up once per new register
-_PREFIX_OF = {t: _prefix(t) for t in T.ALL if t.can_declare}
+_PREFIX_OF = {t: _NAMED_PREFIX.get(t.name) or _WIDTH_PREFIX[t.bits] for t in T.ALL if t.can_declare}
 
 
 def _int_arg(x, what) -> int:
@@ -751,8 +741,10 @@ def _track_spaces(ins: Instruction, spaces: dict) -> None:
         spaces[d.name] = space
 
 
-#: the opcodes whose address operands name a state space (besides every mbarrier.*): see _space_of
-_ADDRESSING = frozenset({"cp.async", "ld", "st", "atom", "red", "ldmatrix", "stmatrix"})
+#: the opcodes whose address operands name a state space (besides every mbarrier.*), by where it is named
+_MEMORY_OPS = ("ld", "st", "atom", "red")  # in the instruction's MemInfo
+_MATRIX_OPS = ("ldmatrix", "stmatrix")  # as its first modifier
+_ADDRESSING = frozenset(("cp.async",) + _MEMORY_OPS + _MATRIX_OPS)
 
 
 def _space_of(ins: Instruction, i: int) -> str | None:
@@ -760,9 +752,9 @@ def _space_of(ins: Instruction, i: int) -> str | None:
     op = ins.opcode
     if op == "cp.async":
         return "shared" if i == 0 else "global"
-    if op in ("ld", "st", "atom", "red"):
+    if op in _MEMORY_OPS:
         space = ins.info.space
-    elif op in ("ldmatrix", "stmatrix"):
+    elif op in _MATRIX_OPS:
         space = ins.mods[0]
     elif op.startswith("mbarrier."):
         space = "shared"

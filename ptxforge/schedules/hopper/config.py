@@ -266,7 +266,7 @@ class HopperGemm:
             raise ValidationError("convert_buffers sets the ring of widened B tiles of the register-sourced s4 path "
                                   "(operand='s4', a_registers=True)")
         if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers >= 2):
-            raise ValidationError("interleave_k (the consumers on alternate k-stages) is the register-sourced s4 "
+            raise ValidationError("interleave_k (the consumers taking the k-stages in turn) is the register-sourced s4 "
                                   "path with consumers=2, 3 or 4")
         if self.a_group not in (2, 4, 8):
             raise ValidationError(f"a_group (k-steps per group of register-sourced wgmmas) is 2, 4 or 8, got "
@@ -519,8 +519,15 @@ class HopperGemm:
     def reduce_bytes(self) -> int:
         """Shared bytes set aside through which interleave_k's second consumer hands its accumulators to the
         first (0 when its widened B buffers serve: `reduce_in_buffers`)."""
-        hand_over = self.consumers - 1 if self.interleave_k else 1  # interleave_k: every consumer but the first
-        return hand_over * 128 * self.acc_regs * 4 if self.shared_rows and not self.reduce_in_buffers else 0
+        if not self.shared_rows or self.reduce_in_buffers:
+            return 0
+        return (self.consumers - 1) * self.hand_over_stride  # every consumer but the first hands its sums over
+
+    @property
+    def hand_over_stride(self) -> int:
+        """Bytes between the places consumers 1, 2, ... hand their sums to consumer 0 through (shared rows): their
+        own widened B buffers (`reduce_in_buffers`), or 16 bytes per accumulator register of each of 128 threads."""
+        return self.convert_buffers * self.tiles[1].nbytes if self.reduce_in_buffers else 128 * self.acc_regs * 4
 
     @property
     def widened_a(self) -> bool:

@@ -210,7 +210,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     red_base = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "red_base"))
     bars = k.add(red_base, cfg.reduce_bytes, type=T.u32, dst=k.reg(T.u32, "bars"))
     if cfg.reduce_in_buffers:  # the second consumer's widened B buffers
-        red_base = k.add(conv_base, cfg.convert_buffers * tb.nbytes, type=T.u32, dst=red_base)
+        red_base = k.add(conv_base, cfg.hand_over_stride, type=T.u32, dst=red_base)
     out = Output(c_ptr, tmap_c, store_base if cfg.epilogue == "tma" else None)
 
     ws = WarpSpecialized(k, cfg.consumers, producer_regs=cfg.producer_regs, consumer_regs=cfg.consumer_regs)
@@ -674,7 +674,7 @@ def _consumer_s4_rs(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, pl
             # slot serves one consumer in every unit, whatever the units' stage counts; the sums meet in
             # consumer 0, which stores C
             nc = cfg.consumers
-            if nc == 2:
+            if nc == 2:  # the same values by parity (the form of the two-consumer kernels measured)
                 off = k.and_(k.xor(unit_base, cidx, type=T.b32), 1, type=T.b32)
             else:
                 off = k.rem(k.sub(k.add(cidx, nc, type=T.u32), k.rem(unit_base, nc, type=T.u32), type=T.u32), nc,
@@ -713,10 +713,10 @@ def _reduce_consumers(k, cfg, accs, red_base, cidx, ctid):
     slot = k.mad(ctid, 16, red_base, type=T.u32)
     nc = cfg.consumers
     everyone, bar = 128 * nc, 4 + nc  # the barrier after the consumers' widening barriers (4 + c)
-    # consumer c >= 1 hands over through region c - 1: its own widened B buffers, or its part of the space
-    region = cfg.convert_buffers * cfg.tiles[1].nbytes if cfg.reduce_in_buffers else 128 * 16 * (len(regs) // 4)
+    region = cfg.hand_over_stride  # consumer c >= 1 hands over through region c - 1
     second = k.setp("ne", cidx, 0, type=T.u32)
     with k.if_(second):
+        # (with two consumers the one region and barrier 5 are spelled as constants, as in the kernels measured)
         mine = slot if nc == 2 else k.mad(k.sub(cidx, 1, type=T.u32), region, slot, type=T.u32)
         if cfg.reduce_in_buffers:  # its own widening barrier (4 + cidx): every one of its wgmmas has retired
             k.bar_sync(5 if nc == 2 else k.add(cidx, 4, type=T.u32), 128)

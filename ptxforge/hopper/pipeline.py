@@ -25,12 +25,9 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Addr, Reg
+from ..isa.tensor import entry_register_cap
 
 _PTXFORGE_INTERNAL = True
-
-#: Registers per thread a CTA can hold in all (the register file of one SM).
-REGISTER_FILE = 65536
-
 
 @dataclass
 class RingState:
@@ -196,14 +193,6 @@ def register_split(threads: int, producer_groups: int, consumer_groups: int, pro
                               f"a CTA of {threads} threads starts with {entry} per thread ({threads * entry}) and "
                               "setmaxnreg.inc only takes what the other warpgroups released, so it would wait "
                               f"forever; with {producer_regs} per producer thread, at most {most} per consumer thread")
-
-
-def entry_register_cap(threads: int) -> int:
-    """The per-thread register cap ptxas applies at entry with .maxntid threads and .minnctapersm 1.
-
-    setmaxnreg only takes effect when the kernel has such a cap (otherwise ptxas warns C7508).
-    """
-    return min(255, (REGISTER_FILE // threads) // 8 * 8)
 
 
 class WarpSpecialized:

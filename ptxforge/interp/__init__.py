@@ -23,8 +23,8 @@ memory start with a poison pattern.  Hopper: wgmma (every form, descriptors deco
 exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments (element strides and
 interleave included), im2col loads from `host_im2col_map` arguments, and 1-D bulk copies with their
 bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with distributed shared
-memory (`run(..., cluster=)`, exec_cluster); setmaxnreg is checked (whole warpgroups) and has no
-other effect.  Not modelled, and refused with `InterpUnsupported`
+memory (`run(..., cluster=)`, exec_cluster); setmaxnreg moves registers within each CTA's pool
+(exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.  Not modelled, and refused with `InterpUnsupported`
 when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
 on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
@@ -37,7 +37,8 @@ CTAs of one cluster that only a CTA-local bar.sync separates.
 
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),
 `machine` and `scheduler` (execution), `memory` / `access` (address spaces, checks), `traffic`
-(per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family),
+(per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family;
+`exec_regpool` the setmaxnreg register pool),
 `tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility), `exec_call`
 (calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled).
 The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and

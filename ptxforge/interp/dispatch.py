@@ -12,7 +12,8 @@ from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_bits, exec_call, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
-               exec_move, exec_narrow, exec_sync, exec_tensor, exec_tma, exec_video, exec_warp, exec_wgmma)
+               exec_move, exec_narrow, exec_regpool, exec_sync, exec_tensor, exec_tma, exec_video, exec_warp,
+               exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -57,13 +58,13 @@ FACTORIES = {
     **{k: exec_video.make_video for k in VIDEO},
     "mapa": exec_cluster.make_mapa,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
-    "setmaxnreg": exec_wgmma.make_setmaxnreg,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {
     "barrier.cluster": exec_cluster.make_barrier_cluster,
     "bar": exec_sync.make_bar,
+    "setmaxnreg": exec_regpool.make_setmaxnreg,  # an .inc may wait for registers
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier
        for k in ("init", "arrive", "arrive_drop", "expect_tx", "complete_tx", "test_wait", "try_wait", "inval")},

@@ -9,7 +9,7 @@ instructions, as producer/consumer code with bar.arrive does).
 
 When nothing can run, pending asynchronous arrivals are delivered and threads parked on
 mbarriers retried; if that changes nothing it is a deadlock, reported with where every stuck
-thread waits.
+thread waits (and, for a warpgroup blocked at setmaxnreg.inc, how many registers it waits for).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .access import where_shared
 
 from ..isa import types as T
 from .exec_mbarrier import flush
+from .exec_regpool import waits
 from .findings import InterpUnsupported
 
 _PTXFORGE_INTERNAL = True
@@ -243,6 +244,7 @@ def on_stall(S):
                         f"nothing has arrived in its current one (parity {state.phase & 1}): its waiters wait for "
                         "arrivals that never come (a missing arrive / release, or a wait on the wrong phase: the "
                         "parity flips once per completed phase)")
+    msgs += waits(S, stuck)  # warpgroups waiting at setmaxnreg.inc for registers nobody will give back
     exited_n = int(np.count_nonzero(S.exists & S.exited))
     first_pc = min(groups) if groups else 0
     S.report("barrier", "deadlock: no thread can make progress; " + "; ".join(msgs)

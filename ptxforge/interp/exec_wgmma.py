@@ -154,7 +154,7 @@ def wg_state(S) -> WgState:
     return st
 
 
-def _warpgroups(S, op, m, what):
+def whole_warpgroups(S, op, m, what):
     """Indices (batch-wide) of the warpgroups whose 128 threads all execute `op` now."""
     if S.Tp % WARPGROUP:
         S.report("collective", f"{what} needs whole warpgroups: the CTA has {S.T} threads, not a multiple of 128",
@@ -249,7 +249,7 @@ def make_wgmma(P, op):
 
     def wgmma(S, m):
         st = wg_state(S)
-        for g in _warpgroups(S, op, m, "wgmma.mma_async"):
+        for g in whole_warpgroups(S, op, m, "wgmma.mma_async"):
             thr = np.arange(g * WARPGROUP, (g + 1) * WARPGROUP)
             t0 = int(thr[0])
             if info.a_from_regs:
@@ -318,14 +318,14 @@ def make_wgmma(P, op):
 def make_wgmma_fence(P, op):
     """Executor of wgmma.fence (checked to run in whole warpgroups; no other effect here)."""
     def fence(S, m):
-        _warpgroups(S, op, m, "wgmma.fence")
+        whole_warpgroups(S, op, m, "wgmma.fence")
     return fence
 
 
 def make_wgmma_commit(P, op):
     """Executor of wgmma.commit_group: the pending wgmmas of each thread form a group."""
     def commit(S, m):
-        _warpgroups(S, op, m, "wgmma.commit_group")
+        whole_warpgroups(S, op, m, "wgmma.commit_group")
         wg_state(S).committed[m] += 1
     return commit
 
@@ -335,7 +335,7 @@ def make_wgmma_wait(P, op):
     keep = int(op.ins.info)
 
     def wait(S, m):
-        _warpgroups(S, op, m, "wgmma.wait_group")
+        whole_warpgroups(S, op, m, "wgmma.wait_group")
         st = wg_state(S)
         limit = st.committed - keep  # groups numbered below this are complete
         writers = S.prog.wg_writers
@@ -356,14 +356,6 @@ def make_wgmma_wait(P, op):
             for _, _, flat, pc in left:  # bytes that a pending group also reads stay held
                 S.wg_src_pc[flat] = pc
     return wait
-
-
-def make_setmaxnreg(P, op):
-    """setmaxnreg.{inc,dec}: no effect on values here (the interpreter has no register file to
-    share); checked to be executed by whole warpgroups, as .sync.aligned requires."""
-    def setmaxnreg(S, m):
-        _warpgroups(S, op, m, "setmaxnreg")
-    return setmaxnreg
 
 
 def guard_accumulators(P):

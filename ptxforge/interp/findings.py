@@ -21,8 +21,8 @@ KINDS = {
     "race": "shared memory accessed by two threads with no barrier between (RAW, WAR or WAW)",
     "async": "cp.async / bulk-copy destination touched before the copy completed",
     "collective": "warp-collective instruction reached by part of a warp, or a shuffle from an inactive lane",
-    "barrier": "bar.sync / mbarrier misuse: deadlock, divergent barrier, too many arrivals, use before init, a "
-               "parity wait that skips a phase",
+    "barrier": "bar.sync / mbarrier misuse: deadlock (setmaxnreg.inc waiting for registers too), divergent "
+               "barrier, too many arrivals, use before init, a parity wait that skips a phase",
     "branch": "bra.uni taken by part of a warp",
     "uninit": "shared memory read before anything wrote it (off by default)",
     "arith": "integer division by zero",

@@ -14,7 +14,7 @@ from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
 from .instruction import check_value, check_vec, make
 from .operands import Imm, Reg, Vec
-from .targets import Requirement, V
+from .targets import DeviceLimits, Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
@@ -280,6 +280,20 @@ from .wgmma import REQ_WGMMA, WGMMA_FORMS, WGMMA_N_FLOAT, WGMMA_N_INT, WgmmaForm
 
 #: Every N some wgmma form takes (integer forms take a subset: WGMMA_N_INT).
 WGMMA_N = WGMMA_N_FLOAT
+
+
+def entry_register_cap(threads: int, min_ctas: int = 1) -> int:
+    """The per-thread register cap ptxas applies at a kernel's entry for .maxntid `threads` (a product of
+    the dimensions) and .minnctapersm `min_ctas`: `min_ctas` CTAs of whole warps must fit one SM's
+    register file, allocated in granules of 8 registers per thread, and no thread holds more than 255.
+
+    With such a cap (or .maxnreg) every warp starts with it, and the CTA's warps together hold
+    threads x cap registers: the pool that setmaxnreg moves registers within.  Without one ptxas
+    ignores setmaxnreg (warning C7508).
+    """
+    warps = -(-threads // 32)
+    per_thread = DeviceLimits.registers_per_sm // (32 * warps * max(1, min_ctas))
+    return min(DeviceLimits.registers_per_thread, per_thread // 8 * 8)
 
 
 def setmaxnreg(action: str, n: int):

@@ -178,7 +178,12 @@ def triton_matmul(op):
                triton.Config({"BM": 128, "BN": 128, "BK": 128 if op == "s8" else 64, "G": 8}, num_stages=4,
                              num_warps=4),
                triton.Config({"BM": 256, "BN": 128, "BK": 128 if op == "s8" else 64, "G": 8}, num_stages=3,
-                             num_warps=8)]
+                             num_warps=8),
+               # skinny problems (few rows of A): tiles that do not pad M to 128
+               triton.Config({"BM": 64, "BN": 128, "BK": 128 if op == "s8" else 64, "G": 8}, num_stages=4,
+                             num_warps=4),
+               triton.Config({"BM": 32, "BN": 128, "BK": 256 if op == "s8" else 128, "G": 8}, num_stages=4,
+                             num_warps=4)]
 
     @triton.autotune(configs=configs, key=["M", "N", "K"])
     @triton.jit

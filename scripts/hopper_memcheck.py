@@ -1,6 +1,8 @@
 """One ragged problem per Hopper GEMM operand, for compute-sanitizer (memcheck) on the H200.
 
     compute-sanitizer --tool memcheck python scripts/hopper_memcheck.py [s8|s4|bf16]
+
+Each configuration runs once whole and once with K split in two (C rows of 201: odd), checked against numpy.
 """
 
 import sys
@@ -8,7 +10,8 @@ import sys
 import numpy as np
 
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256
+from ptxforge.schedules.hopper.config import (SKINNY_BF16_128, SKINNY_BF16_256, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,
+                                             SKINNY_S4_256, SKINNY_S8_32)
 
 rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
@@ -24,7 +27,8 @@ S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=
 S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default
       dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True))  # the 64 < M <= 128 default
 ONLY = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None  # e.g. "s8": one operand
-for op, kw in [("s8", kw) for kw in S8] + [("s4", kw) for kw in S4] + [("bf16", {})]:
+BF16 = ({}, SKINNY_S8_32, SKINNY_BF16_128, SKINNY_BF16_256)  # the large tile; the skinny ones (M <= 32, 128, 256)
+for op, kw in [("s8", kw) for kw in S8] + [("s4", kw) for kw in S4] + [("bf16", kw) for kw in BF16]:
     if ONLY and op != ONLY:
         continue
     cfg = HopperGemm(op, **kw)

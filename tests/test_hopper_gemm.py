@@ -11,6 +11,7 @@ from hypothesis import given, settings
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm, assembled, random_operands, reference
+from ptxforge.schedules.hopper.config import SKINNY
 from ptxforge.schedules.hopper.convert import widen_numpy
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 
@@ -22,6 +23,9 @@ CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, converter=True, producer_regs=56,
                       consumer_regs=224),
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, biased=True)]
+# every skinny configuration for_shape picks (config.SKINNY), each once
+CONFIGS += list({g.kernel_name: g for g in (HopperGemm(op, **kw) for op, entries in SKINNY.items()
+                                            for _, kw in entries)}.values())
 MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}  # IGMMA.64xN...: s8.s8 or u8.u8
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
@@ -263,6 +267,30 @@ def test_gpu_split_k_matches_numpy(op, kw):
         assert np.array_equal(got.astype(np.int64), want)
 
 
+@pytest.mark.parametrize("operand", ["bf16", "f16"])
+@pytest.mark.parametrize("most, kw", SKINNY["bf16"], ids=lambda x: str(x) if isinstance(x, int) else "")
+def test_skinny_float_defaults_on_the_interpreter(operand, most, kw):
+    """Each bf16/f16 skinny default (pdl, early k-stages, swapped up to M = 128) at a ragged shape of its M range,
+    within float rounding of float64 and free of findings."""
+    from support.hopper_gemm import run_on_interpreter
+    cfg = HopperGemm(operand, **kw)
+    m, n, k = most - 7, 136 if cfg.swap_ab else 200, 320
+    got, want, r = run_on_interpreter(cfg, m, n, k, clusters=2, seed=most)
+    assert r.ok, str(r)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_f16_operands_and_reference_are_half_floats():
+    """random_operands gives f16 operands as the bit patterns of float16 samples, and reference reads uint16 as
+    those bit patterns (or takes float16 arrays): the same C either way, the sums of the half values."""
+    g = HopperGemm("f16", block_n=128, wg_m=128)
+    a, b = random_operands(g, 3, 5, 64, np.random.default_rng(2))
+    assert a.dtype == np.uint16 and np.isfinite(a.view(np.float16)).all() and 0 < np.abs(a.view(np.float16)).max() < 8
+    want = a.view(np.float16).astype(np.float64) @ b.view(np.float16).astype(np.float64).T
+    np.testing.assert_array_equal(reference(g, a, b), want)
+    np.testing.assert_array_equal(reference(g, a.view(np.float16), b.view(np.float16)), want)
+
+
 def test_tuning_and_bf16_class():
     from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason
     g = choose_hopper(8192, 8192, 8192, "s8")
@@ -271,6 +299,12 @@ def test_tuning_and_bf16_class():
     assert hopper_reason(64, 64, 64, "u4")[0] is False
     b = Bf16Gemm.for_shape(100, 200, 64)
     assert b.operand == "bf16" and b.c_type == "f32" and "HopperGemm" in b.describe()
+    # few rows stream the weights from every SM: swapped up to M = 128, 128 x 128 tiles to 256, then the large tile
+    assert [(g.swap_ab, g.block_n) for g in (Bf16Gemm.for_shape(m, 8192, 8192) for m in (32, 64, 128, 256, 257))] \
+        == [(True, 32), (True, 64), (True, 128), (False, 128), (False, 256)]
+    assert Bf16Gemm.for_shape(64, 8192, 8192, "f16").operand == "f16"
+    assert "1.05x cuBLAS bf16" in hopper_reason(32, 8192, 8192, "bf16")[1]
+    assert choose_hopper(32, 8192, 8192, "bf16").kernel_name == Bf16Gemm.for_shape(32, 8192, 8192).kernel_name
     with pytest.raises(ValidationError):
         Bf16Gemm("s8")
 

@@ -113,6 +113,30 @@ SKINNY_S4 = dict(block_n=64, wg_m=64, consumers=2, stages=3, block_k_bytes=512, 
 SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=256, scaled=True, pdl=True,
                      widen_ahead=True, early_prefetch=2)
 
+#: bf16 / f16 problems of few rows: the weights' bytes bound them (128 MB of 16-bit weights at N = K = 8192, about
+#: 32 us at 4 TB/s), and the large-problem tile leaves most SMs idle there (N / 256 CTAs, M padded to 128).  Up to
+#: M = 64 the swapped one-consumer arrangement of the s8 decode configurations (SKINNY_S8_32, SKINNY_S8_64) streams
+#: them from N / 64 CTAs; up to M = 128 the same with the activations a wgmma N of 128 (SKINNY_BF16_128); up to
+#: M = 256 128 x 128 tiles in a ring of 6.  On the H200, N = K = 8192, three rounds (bench/skinny_bf16_bench.py):
+#: M = 32 35.0 us against 45.0 for the large tile and 36.9 for cuBLAS; M = 64 35.7 against 47.6 and 38.9; M = 128
+#: 40.7 against 56.8 and 39.4 (128 x 64 tiles, 2 consumers: 41.3); M = 256 56.5 against 71.8 and 56.7 (a ring of 4:
+#: 62.5).  12 or 16 stages, or 2 early k-stages, measured level with 8 and 4.
+SKINNY_BF16_128 = dict(block_n=128, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
+SKINNY_BF16_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, early_prefetch=2)
+
+#: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements: the comments above
+#: and schedules/hopper/tuning.py); a larger M takes DEFAULTS
+_SKINNY_BF16 = ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_BF16_128), (256, SKINNY_BF16_256))
+SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256, SKINNY_S4_256)),
+          "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8)),
+          "bf16": _SKINNY_BF16, "f16": _SKINNY_BF16}
+
+
+def shape_params(operand: str, m: int) -> dict:
+    """The measured configuration (a new dict) for a problem of `m` rows of `operand`: the first SKINNY entry
+    whose M bound covers `m`, else DEFAULTS."""
+    return dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
+
 
 @dataclass(frozen=True)
 class HopperGemm:
@@ -695,8 +719,10 @@ class Bf16Gemm(HopperGemm):
 
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
-        """A configuration for an M x N x K problem (tuning.DEFAULTS); overrides win."""
-        params = dict(DEFAULTS[operand])
+        """A configuration for an M x N x K problem (`shape_params`: the skinny ones for M <= 256); overrides win."""
+        if operand not in ("bf16", "f16"):
+            raise ValidationError(f"Bf16Gemm takes operand 'bf16' or 'f16', got {operand!r}; use Int8Gemm/Int4Gemm")
+        params = shape_params(operand, m)
         params.update(overrides)
         g = cls(operand, **params)
         g.check_problem(m, n, k)

@@ -401,19 +401,25 @@ def random_operands(cfg, m: int, n: int, k: int, rng) -> tuple:
         return rng.integers(-128, 128, (m, k), dtype=np.int8), rng.integers(-128, 128, (n, k), dtype=np.int8)
     if cfg.operand == "s4":
         return rng.integers(0, 256, (m, k // 2), dtype=np.uint8), rng.integers(0, 256, (n, k // 2), dtype=np.uint8)
+    if cfg.operand == "f16":
+        return (rng.standard_normal((m, k)).astype(np.float16).view(np.uint16),
+                rng.standard_normal((n, k)).astype(np.float16).view(np.uint16))
     return ((rng.standard_normal((m, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16),
             (rng.standard_normal((n, k)).astype(np.float32).view(np.uint32) >> 16).astype(np.uint16))
 
 
 def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns)."""
+    """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns; f16: float16
+    values or their uint16 bit patterns), float64 for the 16-bit float operands."""
     if cfg.operand == "s8":
         return a.astype(np.int64) @ b.astype(np.int64).T
     if cfg.operand == "s4":
         from .convert import widen_numpy
         return widen_numpy(a).astype(np.int64) @ widen_numpy(b).astype(np.int64).T
     if cfg.operand == "f16":
-        return a.astype(np.float32) @ b.astype(np.float32).T
+        af, bf = (np.asarray(x).view(np.float16) if np.asarray(x).dtype == np.uint16 else np.asarray(x)
+                  for x in (a, b))
+        return af.astype(np.float64) @ bf.astype(np.float64).T
     af = (a.astype(np.uint32) << 16).view(np.float32)
     bf = (b.astype(np.uint32) << 16).view(np.float32)
     return af.astype(np.float64) @ bf.astype(np.float64).T

@@ -43,6 +43,10 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   18.8-18.9 us, 1.26x cuBLAS int8 (19.5 without the early prefetch; the mma.sync schedule 24.2); M <= 64
   `SKINNY_S8_64`: 19.3 us, 1.26x (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 21.4-21.8
   us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches).
+* bf16 / f16 skinny problems (`config.SKINNY`, bench/skinny_bf16_bench.py), same conditions: the operands
+  swapped with one consumer and a ring of 8 up to M = 128 (M = 32 35.0 us, 1.05x cuBLAS bf16; M = 64 35.7,
+  1.09x; M = 128 40.7, 0.97x), 128 x 128 tiles in a ring of 6 up to M = 256 (56.5 us, 1.00x); the 128 x 256
+  large-problem tile took 45.0 / 47.6 / 56.8 / 71.8 us there (0.69-0.82x).
 For K >= 131072 the scaled widening would overflow: the biased one takes its place.
 Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
 (`splitk.choose_splits`, per launch).
@@ -51,8 +55,7 @@ Other skinny problems (few C tiles) split K so that tiles x splits about fills t
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256, SKINNY_S8, SKINNY_S8_32,
-                     SKINNY_S8_64, HopperGemm)
+from .config import DEFAULTS, SKINNY, HopperGemm, shape_params
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -82,11 +85,6 @@ CANDIDATES = {
 }
 
 
-#: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements above); larger M
-#: takes DEFAULTS
-SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256, SKINNY_S4_256)),
-          "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8))}
-
 
 def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
     """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win.
@@ -96,7 +94,7 @@ def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGe
     """
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
-    params = dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
+    params = shape_params(operand, m)
     if params.get("scaled") and k >= SCALED_K_LIMIT:
         params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
     params.update(overrides)
@@ -136,6 +134,11 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
                       "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "
                       "measured 1.21x cuBLAS int8 at M = 32, 1.20x at M = 64, 1.85x at M = 128 (N = K = 8192)")
+    if operand in ("bf16", "f16") and m <= 256:
+        return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights from every SM (operands "
+                      "swapped, one consumer warpgroup, for M <= 128; 128 x 128 tiles above) and a programmatic "
+                      "dependent launch; measured 1.05x cuBLAS bf16 at M = 32, 1.09x at M = 64, 0.97x at M = 128 and "
+                      "1.00x at M = 256 (N = K = 8192), where the large-problem tile gave 0.69-0.82x")
     if operand == "s4" and m <= 256:
         return True, ("sm_90a: TMA + wgmma with 128 x 64 (M <= 128) or 128 x 128 tiles for a decode-sized M (the "
                       "weights stream once, without splitting K at N = 8192; A widened in registers while the wgmmas "

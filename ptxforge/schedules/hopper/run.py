@@ -214,6 +214,14 @@ class HopperPlan:
             self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
         self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
+        # how the GEMM's argument block is launched, chosen once: with the cluster shape, as a programmatic
+        # dependent launch, or plainly
+        if self._cluster is not None:
+            self._launch = self._cluster.launch
+        elif self._dependent is not None:
+            self._launch = self._dependent.launch
+        else:
+            self._launch = functools.partial(self.fn._launch, self._cfg, self.stream, values=None)
         self._km, self._kn = km, kn
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums))
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
@@ -260,12 +268,7 @@ class HopperPlan:
         blob = self._blobs.get((a_ptr, b_ptr, out))
         if blob is None:
             blob = self._filled(a_ptr, b_ptr, out)
-        if self._cluster is not None:
-            self._cluster.launch(blob)
-        elif self._dependent is not None:
-            self._dependent.launch(blob)
-        else:
-            self.fn._launch(self._cfg, s, blob, None)
+        self._launch(blob)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce
             red._launch(rcfg, s, rblob, (self.workspace.ptr, c_ptr, self.m * self.n, self.splits))
@@ -347,25 +350,36 @@ _plans_lock = threading.Lock()
 _PLAN_CACHE = 64
 
 
+def launch_kept(cfg, a, b, c, k, splits, stream) -> bool:
+    """Launch through the plan kept for this problem kind (shapes, dtypes, device, K, splits, stream) when
+    there is one and all three operands read through the fast reader; False sends the call the careful way.
+    The per-call path of `HopperGemm.run`: three reads, one dictionary lookup, one launch."""
+    entry = _plans.get(id(cfg))
+    if entry is None or entry[0] is not cfg:
+        return False
+    read = _reader.read
+    ga, gb, gc = read(a), read(b), read(c)
+    if ga is None or gb is None or gc is None:
+        return False
+    plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits,
+                         0 if stream is None else _stream_handle(stream)))
+    if plan is None:
+        return False
+    if ga[0] % 16 or gb[0] % 16 or (plan._c_map and gc[0] % 16):
+        raise ValidationError("A and B (and C with epilogue='tma') must be 16-byte aligned: their "
+                              "tensor maps need it")
+    plan.launch_pointers(ga[0], gb[0], gc[0])
+    return True
+
+
 def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> None:
     """Launch on GPU operands through a plan kept per problem kind (shapes, dtypes, K, splits, stream).
 
     The first call of a kind reads the operands' array interfaces and makes the `HopperPlan`;
-    later calls read three addresses through the fast reader and launch (see gemm.plan).
+    later calls read three addresses through the fast reader and launch (`launch_kept`; see gemm.plan).
     """
-    entry = _plans.get(id(cfg))
-    if entry is not None and entry[0] is cfg:
-        read = _reader.read
-        ga, gb, gc = read(a), read(b), read(c)
-        if ga is not None and gb is not None and gc is not None:
-            sh = 0 if stream is None else _stream_handle(stream)
-            plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits, sh))
-            if plan is not None:
-                if ga[0] % 16 or gb[0] % 16 or (cfg.epilogue == "tma" and gc[0] % 16):
-                    raise ValidationError("A and B (and C with epilogue='tma') must be 16-byte aligned: their "
-                                          "tensor maps need it")
-                plan.launch_pointers(ga[0], gb[0], gc[0])
-                return
+    if launch_kept(cfg, a, b, c, k, splits, stream):
+        return
     from ..operands import producers_ok
     sh = 0 if stream is None else _stream_handle(stream)
     p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)

@@ -43,7 +43,7 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   18.8-18.9 us, 1.26x cuBLAS int8 (19.5 without the early prefetch; the mma.sync schedule 24.2); M <= 64
   `SKINNY_S8_64`: 19.3 us, 1.26x (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 21.4-21.8
   us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches).
-* bf16 / f16 skinny problems (`config.SKINNY`, bench/skinny_bf16_bench.py), same conditions: the operands
+* bf16 / f16 skinny problems (`config.SKINNY`, bench/bf16_bench.py), same conditions: the operands
   swapped with one consumer and a ring of 8 up to M = 128 (M = 32 35.0 us, 1.05x cuBLAS bf16; M = 64 35.7,
   1.09x; M = 128 40.7, 0.97x), 128 x 128 tiles in a ring of 6 up to M = 256 (56.5 us, 1.00x); the 128 x 256
   large-problem tile took 45.0 / 47.6 / 56.8 / 71.8 us there (0.69-0.82x).

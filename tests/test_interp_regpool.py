@@ -114,3 +114,16 @@ def test_entry_registers(kw, want):
     k = KernelBuilder("cap", target="sm_90a", **kw)
     k.ret()
     assert k.finish().entry_registers == want
+
+
+def test_ptx_text_read_in_reports_the_hang_at_its_own_line():
+    """The same kernel as PTX text (what nvcc or another tool wrote): read in, run, and the deadlock names the
+    line of the text that waits for registers."""
+    import ptxforge as pf
+    text = split_kernel(640, 40, 112).module().render().text
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "setmaxnreg.inc" in t)
+    out = np.zeros(640, np.uint32)
+    rep = interp.run(pf.parse(text, filename="split.ptx"), "split", grid=1, block=640, args=[out], check=False)
+    dead = [f for f in rep.findings if f.kind == "barrier"]
+    assert len(dead) == 1 and "for 2048 registers, and its CTA's pool holds 1024" in dead[0].message
+    assert str(dead[0].instruction.loc) == f"split.ptx:{line}"

@@ -24,9 +24,9 @@ exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments (element str
 interleave included), im2col loads from `host_im2col_map` arguments, and 1-D bulk copies with their
 bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with distributed shared
 memory (`run(..., cluster=)`, exec_cluster); setmaxnreg moves registers within each CTA's pool
-(exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.  Not modelled, and refused with `InterpUnsupported`
-when executed: ldmatrix .m16n16 (sm_100a), bar.red, directed rounding (.rz/.rm/.rp)
-on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
+(exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.
+Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a), bar.red,
+directed rounding (.rz/.rm/.rp) on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp, the SIMD video forms, textures and surfaces, st.async / red.async

@@ -12,8 +12,8 @@ reads `waits`).
 An .inc to no more registers than the warpgroup holds moves nothing, as does a .dec to no fewer (a
 CTA of 256 threads starts with 255 each, so its consumers' .inc to 232 keeps what they have; such
 kernels run on the H200).  Registers of warps that exit are not counted as returned to the pool
-(nothing in PTX promises it).  A kernel without an entry cap: ptxas ignores
-setmaxnreg there (warning C7508), and so does the interpreter.
+(nothing in PTX promises it).  A kernel without an entry cap: ptxas ignores setmaxnreg there
+(warning C7508), and so does the interpreter.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class RegisterPool:
         self.entry = entry
         self.held = np.full(S.N // WARPGROUP, entry, dtype=np.int64)  # per thread, per warpgroup
         self.free = np.zeros(S.B, dtype=np.int64)  # registers of each CTA no warp holds
-        self.waiting: list = []  # [warpgroup, registers per thread asked for, op], oldest first
+        self.waiting: list = []  # (warpgroup, registers per thread asked for, op), oldest first
 
     def grant(self, S) -> None:
         """Give waiting .inc's the registers they asked for, oldest first per CTA, while the pool has them."""

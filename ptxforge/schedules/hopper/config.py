@@ -135,6 +135,8 @@ SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256,
 def shape_params(operand: str, m: int) -> dict:
     """The measured configuration (a new dict) for a problem of `m` rows of `operand`: the first SKINNY entry
     whose M bound covers `m`, else DEFAULTS."""
+    if operand not in DEFAULTS:
+        raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
     return dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
 
 
@@ -722,9 +724,7 @@ class Bf16Gemm(HopperGemm):
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
         """A configuration for an M x N x K problem (`shape_params`: the skinny ones for M <= 256); overrides win."""
-        if operand not in ("bf16", "f16"):
-            raise ValidationError(f"Bf16Gemm takes operand 'bf16' or 'f16', got {operand!r}; use Int8Gemm/Int4Gemm")
-        params = shape_params(operand, m)
+        params = shape_params(operand, m)  # (an integer operand is refused by the constructor, with the advice)
         params.update(overrides)
         g = cls(operand, **params)
         g.check_problem(m, n, k)

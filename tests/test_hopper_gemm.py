@@ -246,6 +246,14 @@ def test_choose_splits_fills_the_sms_with_nonempty_splits():
             s = choose_splits(tiles, ktiles, 132)
             kper = -(-ktiles // s)
             assert (s - 1) * kper < ktiles  # the last split has work
+    # a short K stays whole: the reduction's launch would cost more than the idle SMs give back
+    from ptxforge.schedules.hopper.splitk import MIN_SPLIT_TILE_BYTES
+    assert choose_splits(64, 8, 132, tile_bytes=8 * 24576) == 1  # 16 x 4096 x 4096 int4, swapped
+    assert choose_splits(64, 8, 132, tile_bytes=MIN_SPLIT_TILE_BYTES) == 2
+    g = HopperGemm("s4", **SKINNY["s4"][0][1])
+    for k, whole in ((4096, True), (14336, True), (65536, False)):
+        ktiles = g.tile_counts(4096, 16, k)[2]
+        assert (choose_splits(g.cluster_tiles(4096, 16), ktiles, 132, tile_bytes=ktiles * g.stage_bytes) == 1) == whole
 
 
 @pytest.mark.gpu

@@ -159,7 +159,8 @@ class HopperPlan:
                 raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
             splits = 1
         elif splits is None:
-            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size)
+            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size,
+                                   tile_bytes=ktiles * cfg.stage_bytes)
         self.splits = nonempty_splits(ktiles, splits)
         cs = cfg.cluster_size
         units = cfg.cluster_tiles(km, kn) * self.splits

@@ -25,9 +25,17 @@ def nonempty_splits(ktiles: int, splits: int) -> int:
     return -(-ktiles // kper)
 
 
-def choose_splits(tiles: int, ktiles: int, sms: int, max_splits: int = 8) -> int:
-    """Splits so that tiles x splits about fills the SMs, every split non-empty (1: no split)."""
-    if tiles * 2 > sms or ktiles < 2:
+#: the least bytes one tile's k-stages must bring in (TMA, both operands) before K is split: below it the
+#: second launch (the reduction) costs more than the idle SMs it fills give back.  On the H200, back to back:
+#: 16 x 4096 x 4096 int4 (0.2 MB a tile) 6.4 us whole against 14.7 split in two, int8 7.2 against 15.4;
+#: 16 x 4096 x 14336 int4 (0.7 MB) 14.4 against 15.1, int8 (1.4 MB) 19.9 against 19.7.
+MIN_SPLIT_TILE_BYTES = 1 << 20
+
+
+def choose_splits(tiles: int, ktiles: int, sms: int, max_splits: int = 8, tile_bytes: int | None = None) -> int:
+    """Splits so that tiles x splits about fills the SMs, every split non-empty (1: no split).  `tile_bytes`:
+    what one tile streams over the whole K; under MIN_SPLIT_TILE_BYTES K stays whole."""
+    if tiles * 2 > sms or ktiles < 2 or (tile_bytes is not None and tile_bytes < MIN_SPLIT_TILE_BYTES):
         return 1
     return nonempty_splits(ktiles, max(1, min(max_splits, ktiles, sms // tiles)))
 

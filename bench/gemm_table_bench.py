@@ -7,7 +7,8 @@ N = K = 8192:
   through the documented call `g.run(a, b, c)` on torch tensors and through the prepared launcher
   (`plan = g.plan(m, n, k)`, then `plan(a, b, c)`);
 * cuBLAS: `torch._int_mm` (int8; for int4 the same values unpacked to int8, since cuBLAS has no int4
-  GEMM) and `torch.matmul` (bf16);
+  GEMM; it takes more than 16 rows, so for M <= 16 it multiplies A zero-padded to 32 rows, padded before
+  the timing) and `torch.matmul` (bf16);
 * Triton: the matmul written in `bench/hopper_gemm_bench.py` (int8 and bf16; autotuned over its
   configurations, skinny tiles among them; Triton has no int4 dot).
 
@@ -57,11 +58,25 @@ def input_sets(op, m, n, k, torch):
     return sets
 
 
+def padded_rows(a, torch):
+    """`a` itself, or zero-padded to 32 rows when it has 16 or fewer: torch._int_mm takes more than 16."""
+    if a.shape[0] > 16:
+        return a
+    padded = torch.zeros((32, a.shape[1]), dtype=a.dtype, device=a.device)
+    padded[:a.shape[0]] = a
+    return padded
+
+
+def int_mm(a, b, torch):
+    """cuBLAS int8 C = A . B^T (through zero-padded rows for M <= 16, the padding rows dropped)."""
+    return torch._int_mm(padded_rows(a, torch), b.t())[:a.shape[0]]
+
+
 def reference(op, a, b, torch):
     if op == "int4":
-        return torch._int_mm(widen_torch(a.view(torch.int8)), widen_torch(b.view(torch.int8)).t())
+        return int_mm(widen_torch(a.view(torch.int8)), widen_torch(b.view(torch.int8)), torch)
     if op == "int8":
-        return torch._int_mm(a, b.t())
+        return int_mm(a, b, torch)
     return torch.matmul(a, b.t()).float()
 
 
@@ -111,11 +126,13 @@ def run_shape(op, shape, torch) -> dict:
     row["us_run"] = time_cycling(torch, lambda a, b: g.run(a, b, c), sets, calls)
     row["us_plan"] = time_cycling(torch, lambda a, b: plan(a, b, c), sets, calls)
     if op == "int4":  # cuBLAS on the unpacked values (twice the bytes): what an int4 user of cuBLAS runs
-        wide = [(widen_torch(a.view(torch.int8)), widen_torch(b.view(torch.int8))) for a, b in sets[:3]]
+        wide = [(padded_rows(widen_torch(a.view(torch.int8)), torch), widen_torch(b.view(torch.int8)))
+                for a, b in sets[:3]]
         row["us_cublas"] = time_cycling(torch, lambda a, b: torch._int_mm(a, b.t()), wide, calls)
         del wide
     elif op == "int8":
-        row["us_cublas"] = time_cycling(torch, lambda a, b: torch._int_mm(a, b.t()), sets, calls)
+        padded = [(padded_rows(a, torch), b) for a, b in sets]  # (made before the timing)
+        row["us_cublas"] = time_cycling(torch, lambda a, b: torch._int_mm(a, b.t()), padded, calls)
     else:
         row["us_cublas"] = time_cycling(torch, lambda a, b: torch.matmul(a, b.t()), sets, calls)
     if op in ("int8", "bf16"):

@@ -9,7 +9,7 @@ from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f6
                         s64, u4, u8, u16, u32, u64)
 from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
-from .isa.tensor import EmulatedInstructionWarning
+from .isa.tensor import EmulatedInstructionWarning, IgnoredInstructionWarning
 from .kernel import Kernel, Param
 from .builder import FunctionBuilder, KernelBuilder
 from .declarations import Function, Prototype, Variable, pragma, source_file, variable
@@ -47,7 +47,7 @@ __all__ = [
     "Kernel", "Module", "Param", "Target", "PtxVersion", "types",
     "Addr", "Imm", "Label", "Reg", "Symbol", "Vec", "DISCARD",
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
-    "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "assemble", "AssemblyResult",
+    "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "IgnoredInstructionWarning", "assemble", "AssemblyResult",
     "KernelResources", "parse",
     "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",

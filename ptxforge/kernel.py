@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .errors import SourceLoc
 from .isa.instruction import Instruction
 from .isa.operands import Label, Symbol
-from .isa.tensor import entry_register_cap
+from .isa.tensor import directive_entry_registers
 from .isa.targets import BASE, Requirement, Target, V
 from .isa.types import ScalarType
 
@@ -123,18 +123,9 @@ class Kernel:
     @property
     def entry_registers(self) -> int | None:
         """Registers per thread each warp holds at entry when the kernel has a register cap for setmaxnreg
-        to move registers from: its .maxnreg, or the cap .maxntid (or .reqntid) with .minnctapersm gives
-        (`isa.tensor.entry_register_cap`; the lower when both are given).  None without a cap: ptxas then
-        ignores setmaxnreg."""
-        d = dict(self.directives)
-        caps = []
-        if "maxnreg" in d:
-            caps.append(int(d["maxnreg"]))
-        limit = self.block_limit
-        if limit is not None and "minnctapersm" in d:
-            x, y, z = limit[1]
-            caps.append(entry_register_cap(x * y * z, int(d["minnctapersm"])))
-        return min(caps) if caps else None
+        to move registers from (`isa.tensor.directive_entry_registers` of its directives); None without one:
+        ptxas then ignores setmaxnreg."""
+        return directive_entry_registers(self.directives)
 
     @property
     def cluster_dims(self) -> tuple | None:

@@ -97,7 +97,9 @@ def test_a_second_inc_takes_what_is_left():
 
 def test_without_an_entry_cap_setmaxnreg_is_ignored():
     """ptxas ignores setmaxnreg in a kernel without a cap (C7508): nothing to move, nothing waits."""
-    k = split_kernel(640, 40, 112, cap=False)
+    import ptxforge as pf
+    with pytest.warns(pf.IgnoredInstructionWarning):  # the builder says so too, at the line that asked
+        k = split_kernel(640, 40, 112, cap=False)
     assert k.finish().entry_registers is None
     out, rep = _run(k, 640)
     assert not rep.findings
@@ -127,3 +129,15 @@ def test_ptx_text_read_in_reports_the_hang_at_its_own_line():
     dead = [f for f in rep.findings if f.kind == "barrier"]
     assert len(dead) == 1 and "for 2048 registers, and its CTA's pool holds 1024" in dead[0].message
     assert str(dead[0].instruction.loc) == f"split.ptx:{line}"
+
+
+def test_ptx_text_without_an_entry_cap_is_warned_at_its_line():
+    """Read-in PTX whose kernel has setmaxnreg but no register cap: ptxas would drop it, and the reader says so
+    at the line of the instruction (a warning, and a note in the reading)."""
+    import ptxforge as pf
+    with pytest.warns(pf.IgnoredInstructionWarning):
+        text = split_kernel(640, 40, 112, cap=False).module().render().text
+    lines = [i for i, t in enumerate(text.splitlines(), 1) if "setmaxnreg" in t]
+    with pytest.warns(pf.IgnoredInstructionWarning) as got:
+        pf.parse(text, filename="nocap.ptx")
+    assert sorted(w.lineno for w in got) == lines and {w.filename for w in got} == {"nocap.ptx"}

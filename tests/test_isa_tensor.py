@@ -248,7 +248,7 @@ def test_wgmma_illegal_shapes_and_types(n, a_type):
 
 
 def test_setmaxnreg_forms():
-    k = pf.KernelBuilder("t", target="sm_90a")
+    k = pf.KernelBuilder("t", target="sm_90a", maxntid=384, minnctapersm=1)
     k.setmaxnreg("dec", 40)
     k.setmaxnreg("inc", 232)
     body = [i.render() for i in k.finish().instructions]
@@ -259,3 +259,19 @@ def test_setmaxnreg_forms():
             k2 = pf.KernelBuilder("t", target="sm_90a")
             k2.setmaxnreg("inc", bad)
         assert assembler_verdict(raw_kernel(f"setmaxnreg.inc.sync.aligned.u32 {bad};", "sm_90a")) is not None
+
+
+def test_setmaxnreg_without_an_entry_cap_warns_at_the_line_that_asked():
+    """ptxas drops setmaxnreg in a kernel without .maxnreg or .maxntid + .minnctapersm (C7508): the builder
+    says so at the caller's line, and not when the kernel has a cap."""
+    k = pf.KernelBuilder("t", target="sm_90a", maxntid=384)  # .maxntid alone gives ptxas no cap
+    with pytest.warns(pf.IgnoredInstructionWarning, match="ptxas ignores it") as got:
+        k.setmaxnreg("inc", 232)
+    assert got[0].filename == __file__
+    if pf.assembler.find_tool("ptxas"):
+        assert "C7508" in pf.assemble(k.module(), "sm_90a", backend="ptxas").log
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pf.IgnoredInstructionWarning)
+        for kw in (dict(maxntid=384, minnctapersm=1), dict(maxnreg=128), dict(reqntid=256, minnctapersm=1)):
+            pf.KernelBuilder("t", target="sm_90a", **kw).setmaxnreg("dec", 40)

@@ -23,6 +23,10 @@ class EmulatedInstructionWarning(UserWarning):
     """The instruction assembles for the target but runs as a slow software routine there."""
 
 
+class IgnoredInstructionWarning(UserWarning):
+    """The instruction assembles, but ptxas drops it: it has no effect in this kernel."""
+
+
 @dataclass(frozen=True)
 class MmaForm:
     """One legal `mma.sync.aligned.shape.row.col` form: shape, the A/B/C/D types, registers per thread of each
@@ -296,6 +300,34 @@ def entry_register_cap(threads: int, min_ctas: int = 1) -> int:
     return min(DeviceLimits.registers_per_thread, per_thread // 8 * 8)
 
 
+def directive_entry_registers(directives) -> int | None:
+    """Registers per thread each warp holds at a kernel's entry when its `directives` ((key, value) pairs)
+    give ptxas a register cap for setmaxnreg to move registers from: .maxnreg, or the cap .maxntid (or
+    .reqntid) with .minnctapersm gives (`entry_register_cap`; the lower when both are given).  None without
+    a cap: ptxas then ignores setmaxnreg (C7508)."""
+    d = dict(directives)
+    caps = []
+    if "maxnreg" in d:
+        caps.append(int(d["maxnreg"]))
+    shape = d.get("maxntid", d.get("reqntid"))
+    if shape is not None and "minnctapersm" in d:
+        x, y, z = shape
+        caps.append(entry_register_cap(x * y * z, int(d["minnctapersm"])))
+    return min(caps) if caps else None
+
+
+def warn_ignored_setmaxnreg(loc: SourceLoc | None):
+    """Warn (IgnoredInstructionWarning, at `loc`) that setmaxnreg in a kernel without an entry register cap
+    does nothing."""
+    msg = ("setmaxnreg in a kernel without a register cap at entry: ptxas ignores it (C7508) and no registers "
+           "move. Build the kernel with maxntid=<threads> and minnctapersm=1 (or maxnreg=<n>), as "
+           "ptxforge.hopper.WarpSpecialized requires.")
+    if loc is not None:
+        warnings.warn_explicit(IgnoredInstructionWarning(msg), IgnoredInstructionWarning, loc.filename, loc.lineno)
+    else:
+        warnings.warn(IgnoredInstructionWarning(msg), stacklevel=3)
+
+
 def setmaxnreg(action: str, n: int):
     """setmaxnreg.{inc,dec}.sync.aligned.u32 n (sm_90a): move registers between warpgroups."""
     if action not in ("inc", "dec"):
@@ -343,5 +375,9 @@ class TensorOps(WgmmaOps):
         return d
 
     def setmaxnreg(self, action: str, n: int):
-        """Raise ('inc') or lower ('dec') this warpgroup's register budget to n (sm_90a)."""
-        self.emit(setmaxnreg(action, n))
+        """Raise ('inc') or lower ('dec') this warpgroup's register budget to n (sm_90a).  Warns
+        (IgnoredInstructionWarning) when the kernel has no entry register cap for it to move registers from."""
+        ins = self.emit(setmaxnreg(action, n))
+        if directive_entry_registers(self.directives) is None:
+            warn_ignored_setmaxnreg(caller_loc())
+        return ins

@@ -25,7 +25,7 @@ from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
-from ..isa.tensor import S4_EMULATION_COST, warn_emulated
+from ..isa.tensor import S4_EMULATION_COST, directive_entry_registers, warn_emulated, warn_ignored_setmaxnreg
 from ..module import Module
 from .decode import decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
@@ -434,6 +434,12 @@ class Reader:
             body.declare_symbol(sym, head.line)
         j = body.read(stmts, i + 2)
         self.builder_rules(kind, name, directives, [p for p, _ in params], body.shared, head.line)
+        if kind == "entry" and directive_entry_registers(directives) is None:
+            for ins in body.items:  # ptxas drops setmaxnreg without an entry register cap (C7508)
+                if isinstance(ins, Instruction) and ins.opcode == "setmaxnreg":
+                    self.note(ins.loc.lineno, "warning", f"'{ins.mnemonic}' does nothing here: {name} has no register "
+                                                       "cap at entry (.maxnreg, or .maxntid with .minnctapersm)")
+                    warn_ignored_setmaxnreg(ins.loc)
         ordinary = kind == "entry" and linkage == ".visible" and not returns and not body.variables
         regs = body.used_registers()
         owner = body.owner

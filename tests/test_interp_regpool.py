@@ -14,9 +14,10 @@ from ptxforge.builder import KernelBuilder
 from ptxforge.isa import types as T
 
 
-def split_kernel(threads, producer, consumer, *, cap=True, extra=None):
-    """Warpgroup 0 gives registers back (.dec producer), the others ask for more (.inc consumer); then every
-    thread writes its warpgroup index + 1, so a run that finishes shows every warpgroup went on."""
+def split_kernel(threads, producer, consumer, *, cap=True, extra=None, sync_between=True):
+    """Warpgroup 0 gives registers back (.dec producer), the others ask for more (.inc consumer), then
+    optionally `extra` (action, count) after a barrier of theirs; then every thread writes its warpgroup
+    index + 1, so a run that finishes shows every warpgroup went on."""
     kw = dict(maxntid=threads, minnctapersm=1) if cap else {}
     k = KernelBuilder("split", target="sm_90a", **kw)
     out = k.param_ptr("out", T.u32)
@@ -27,6 +28,8 @@ def split_kernel(threads, producer, consumer, *, cap=True, extra=None):
     with k.else_():
         k.setmaxnreg("inc", consumer)
         if extra is not None:
+            if sync_between:  # PTX: the warpgroup's warps synchronize between two setmaxnreg
+                k.bar_sync(1, threads - 128)
             k.setmaxnreg(*extra)
     at = k.mad(k.ctaid(), threads, tid, mode="lo", type=T.u32)
     k.st(k.mad(at, 4, out, mode="wide", type=T.u32), k.add(wg, 1, type=T.u32), type=T.u32)
@@ -141,3 +144,10 @@ def test_ptx_text_without_an_entry_cap_is_warned_at_its_line():
     with pytest.warns(pf.IgnoredInstructionWarning) as got:
         pf.parse(text, filename="nocap.ptx")
     assert sorted(w.lineno for w in got) == lines and {w.filename for w in got} == {"nocap.ptx"}
+
+
+def test_a_second_setmaxnreg_without_a_synchronization_is_reported():
+    """PTX: after a setmaxnreg the warpgroup's warps synchronize explicitly before the next one."""
+    _, rep = _run(split_kernel(384, 40, 200, extra=("inc", 232), sync_between=False), 384)
+    assert [f.kind for f in rep.findings] == ["registers"] and rep.findings[0].count == 2  # both consumers
+    assert "have not synchronized since its last one" in rep.findings[0].message

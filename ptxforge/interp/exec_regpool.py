@@ -9,7 +9,9 @@ gave never continues on a GPU: here its warpgroups stay blocked, and when nothin
 deadlock report says how many registers each waits for and how many the pool has (exec_sync.on_stall
 reads `waits`).
 
-An .inc to no more registers than the warpgroup holds moves nothing, as does a .dec to no fewer (a
+After a setmaxnreg the warpgroup's four warps must synchronize before the next one (PTX): a second one
+without a synchronization among them in between is a "registers" finding.  An .inc to no more registers
+than the warpgroup holds moves nothing, as does a .dec to no fewer (a
 CTA of 256 threads starts with 255 each, so its consumers' .inc to 232 keeps what they have; such
 kernels run on the H200).  Registers of warps that exit are not counted as returned to the pool
 (nothing in PTX promises it).  A kernel without an entry cap: ptxas ignores setmaxnreg there
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .access import ordered
 from .exec_wgmma import WARPGROUP, whole_warpgroups
 
 _PTXFORGE_INTERNAL = True
@@ -28,13 +31,14 @@ _PTXFORGE_INTERNAL = True
 class RegisterPool:
     """Per batch: each warpgroup's registers per thread, each CTA's free registers, the waiting .inc's."""
 
-    __slots__ = ("entry", "held", "free", "waiting")
+    __slots__ = ("entry", "held", "free", "waiting", "last")
 
     def __init__(self, S, entry: int):
         self.entry = entry
         self.held = np.full(S.N // WARPGROUP, entry, dtype=np.int64)  # per thread, per warpgroup
         self.free = np.zeros(S.B, dtype=np.int64)  # registers of each CTA no warp holds
         self.waiting: list = []  # (warpgroup, registers per thread asked for, op), oldest first
+        self.last = np.full(S.N // WARPGROUP, -1, dtype=np.int64)  # step of each warpgroup's last setmaxnreg
 
     def grant(self, S) -> None:
         """Give waiting .inc's the registers they asked for, oldest first per CTA, while the pool has them."""
@@ -77,6 +81,11 @@ def make_setmaxnreg(P, op):
             return
         for g in groups:
             g = int(g)
+            if pool.last[g] >= 0 and not _warps_synchronized(S, g, int(pool.last[g])):
+                S.report("registers", "a second setmaxnreg in a warpgroup whose warps have not synchronized since "
+                         "its last one: PTX asks all four warps to synchronize explicitly in between (a bar.sync "
+                         "of the warpgroup's threads, for one)", op, np.arange(g * WARPGROUP, (g + 1) * WARPGROUP))
+            pool.last[g] = S.step
             held = int(pool.held[g])
             if action == "dec":
                 if n < held:
@@ -87,6 +96,13 @@ def make_setmaxnreg(P, op):
                 S.blocked[g * WARPGROUP:(g + 1) * WARPGROUP] = True
         pool.grant(S)
     return setmaxnreg
+
+
+def _warps_synchronized(S, g: int, since: int) -> bool:
+    """Whether the four warps of warpgroup `g` have all synchronized with each other after step `since`."""
+    lead = g * WARPGROUP + 32 * np.arange(4)
+    first, second = np.repeat(lead, 4), np.tile(lead, 4)
+    return bool(ordered(S, first, np.full(16, since, dtype=np.int64), second).all())
 
 
 def waits(S, stuck) -> list:

@@ -29,6 +29,7 @@ KINDS = {
     "trap": "trap executed",
     "limit": "step limit exceeded (an endless loop?)",
     "wgmma": "a wgmma accumulator register touched before the wgmma.wait_group that retires it",
+    "registers": "setmaxnreg again in a warpgroup whose warps did not synchronize after the last one",
     "proxy": "shared memory read by the async proxy (wgmma, TMA store) after generic writes with no fence.proxy.async",
 }
 

@@ -313,6 +313,15 @@ def test_tuning_and_bf16_class():
     assert Bf16Gemm.for_shape(64, 8192, 8192, "f16").operand == "f16"
     assert "1.05x cuBLAS bf16" in hopper_reason(32, 8192, 8192, "bf16")[1]
     assert choose_hopper(32, 8192, 8192, "bf16").kernel_name == Bf16Gemm.for_shape(32, 8192, 8192).kernel_name
+    # an override a skinny configuration does not take (the TMA-store epilogue stores C as computed, not
+    # transposed; clusters and early prefetches do not mix) gets the large-problem configuration with it
+    t = Bf16Gemm.for_shape(32, 8192, 8192, epilogue="tma", c16=True)
+    assert (t.swap_ab, t.block_n, t.epilogue, t.c16) == (False, 256, "tma", True)
+    assert choose_hopper(200, 8192, 8192, "bf16", cluster_m=2).cluster_m == 2
+    assert choose_hopper(32, 8192, 8192, "s8", epilogue="tma").block_n == 256
+    assert choose_hopper(32, 8192, 8192, "s8", stages=10).swap_ab  # one the skinny one takes: still skinny
+    with pytest.raises(ValidationError, match="stages"):
+        choose_hopper(32, 8192, 8192, "s8", stages=0)  # taken by neither: refused
     with pytest.raises(ValidationError):
         Bf16Gemm("s8")
 

@@ -132,6 +132,27 @@ SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256,
           "bf16": _SKINNY_BF16, "f16": _SKINNY_BF16}
 
 
+def configured(cls, operand: str, m: int, n: int, k: int, overrides: dict):
+    """`cls(operand, ...)` for an M x N x K problem, checked: the measured configuration for its M
+    (`shape_params`), the scaled s4 widening traded for the biased one where K would overflow it, `overrides`
+    applied last.  When the overrides do not combine with a skinny configuration (an epilogue, a cluster or
+    another option it does not take), the large-problem default takes them instead."""
+    def build(params: dict):
+        if params.get("scaled") and k >= SCALED_K_LIMIT:
+            params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
+        params.update(overrides)
+        return cls(operand, **params)
+    params = shape_params(operand, m)
+    try:
+        g = build(dict(params))
+    except ValidationError:
+        if not overrides or params == DEFAULTS[operand]:
+            raise
+        g = build(dict(DEFAULTS[operand]))
+    g.check_problem(m, n, k)
+    return g
+
+
 def shape_params(operand: str, m: int) -> dict:
     """The measured configuration (a new dict) for a problem of `m` rows of `operand`: the first SKINNY entry
     whose M bound covers `m`, else DEFAULTS."""
@@ -723,9 +744,6 @@ class Bf16Gemm(HopperGemm):
 
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
-        """A configuration for an M x N x K problem (`shape_params`: the skinny ones for M <= 256); overrides win."""
-        params = shape_params(operand, m)  # (an integer operand is refused by the constructor, with the advice)
-        params.update(overrides)
-        g = cls(operand, **params)
-        g.check_problem(m, n, k)
-        return g
+        """A configuration for an M x N x K problem (`configured`: the skinny ones for M <= 256, the large one
+        where the overrides need it); overrides win."""
+        return configured(cls, operand, m, n, k, overrides)  # (an integer operand: the constructor says what to use)

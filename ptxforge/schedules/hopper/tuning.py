@@ -58,8 +58,7 @@ against 14.4, bf16 12.2 against 21.9; 16 x 4096 x 14336 int4 14.3 against 20.8).
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import DEFAULTS, SKINNY, HopperGemm, shape_params
-from .convert import SCALED_K_LIMIT
+from .config import DEFAULTS, SKINNY, HopperGemm, configured
 
 _PTXFORGE_INTERNAL = True
 
@@ -89,18 +88,13 @@ CANDIDATES = {
 
 
 def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
-    """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win.
+    """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win (with
+    the large-problem configuration where a skinny one does not take them: see `config.configured`).
 
     Raises ValidationError when the problem does not fit the TMA path (operand rows not a
     multiple of 16 bytes); `hopper_reason` says so in words.
     """
-    params = shape_params(operand, m)
-    if params.get("scaled") and k >= SCALED_K_LIMIT:
-        params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
-    params.update(overrides)
-    g = HopperGemm(operand, **params)
-    g.check_problem(m, n, k)
-    return g
+    return configured(HopperGemm, operand, m, n, k, overrides)
 
 
 #: operand -> M ranges (lo, hi] the mma.sync schedule keeps on the H200.  None today: with the operands swapped

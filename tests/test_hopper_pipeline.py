@@ -100,3 +100,18 @@ def test_ring_needs_sm90():
     k = KernelBuilder("old", target="sm_80")
     with pytest.raises(ValidationError, match="sm_90"):
         MbarrierRing(k, 2, k.mov(0, type=T.u32))
+
+
+@pytest.mark.parametrize("directives, entry", [
+    (dict(maxntid=384, minnctapersm=1), 168), (dict(maxntid=384, minnctapersm=2), 80),
+    (dict(maxntid=384, maxnreg=128), 128), (dict(maxntid=384, minnctapersm=1, maxnreg=96), 96)])
+def test_the_split_is_checked_against_the_kernels_own_entry_cap(directives, entry):
+    """A kernel that asks for two CTAs per SM (or caps its registers) starts each thread with fewer
+    registers: the default consumer count is the most that fits that, and a split that fits only the
+    one-CTA cap is refused (on a GPU its consumers' setmaxnreg.inc would wait forever)."""
+    k = KernelBuilder("ws", target="sm_90a", **directives)
+    ws = WarpSpecialized(k, consumer_groups=2)
+    assert 128 * (40 + 2 * ws.consumer_regs) <= 384 * entry < 128 * (40 + 2 * (ws.consumer_regs + 8))
+    if entry < 168:
+        with pytest.raises(ValidationError, match=f"starts with {entry} per thread"):
+            WarpSpecialized(KernelBuilder("ws", target="sm_90a", **directives), consumer_groups=2, consumer_regs=232)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Addr, Reg
-from ..isa.tensor import entry_register_cap
+from ..isa.tensor import directive_entry_registers, entry_register_cap
 
 _PTXFORGE_INTERNAL = True
 
@@ -176,17 +176,20 @@ class ClusterRing(MbarrierRing):
 
 
 def register_split(threads: int, producer_groups: int, consumer_groups: int, producer_regs: int,
-                   consumer_regs: int) -> None:
+                   consumer_regs: int, *, entry: int | None = None) -> None:
     """Check a setmaxnreg plan: counts are multiples of 8 in 24..256, and the counts asked for fit the
-    registers the CTA starts with (`threads` x `entry_register_cap`): setmaxnreg.inc only takes registers
-    that other warpgroups released, so a plan asking for more than the launch gave waits forever."""
+    registers the CTA starts with (`threads` x `entry`): setmaxnreg.inc only takes registers that other
+    warpgroups released, so a plan asking for more than the launch gave waits forever.  `entry`: the
+    registers per thread at the kernel's entry (`isa.tensor.directive_entry_registers` of its directives);
+    None: `entry_register_cap(threads)`, the cap of .maxntid `threads` with .minnctapersm 1."""
     for n, what in ((producer_regs, "producer"), (consumer_regs, "consumer")):
         if n % 8 or not 24 <= n <= 256:
             raise ValidationError(f"{what} register count must be a multiple of 8 in 24..256, got {n}")
     if threads != 128 * (producer_groups + consumer_groups):
         raise ValidationError(f"{threads} threads is not {producer_groups} + {consumer_groups} warpgroups of 128")
     total = 128 * (producer_groups * producer_regs + consumer_groups * consumer_regs)
-    entry = entry_register_cap(threads)
+    if entry is None:
+        entry = entry_register_cap(threads)
     if total > threads * entry:
         most = (threads * entry // 128 - producer_groups * producer_regs) // consumer_groups // 8 * 8
         raise ValidationError(f"register split {producer_regs}/{consumer_regs} x {consumer_groups}: {total} registers, but "
@@ -207,15 +210,16 @@ class WarpSpecialized:
     def __init__(self, k, consumer_groups: int = 2, *, producer_regs: int = 40, consumer_regs: int | None = None):
         self.k, self.consumer_groups = k, consumer_groups
         threads = 128 * (1 + consumer_groups)
-        if consumer_regs is None:  # the most the launch's registers allow (see register_split)
-            slots = threads * entry_register_cap(threads) // 128
-            consumer_regs = min(256, ((slots - producer_regs) // consumer_groups) // 8 * 8)
-        register_split(threads, 1, consumer_groups, producer_regs, consumer_regs)
         lim = k.directives
         if not any(key in ("maxntid", "reqntid") for key, _ in lim) or not any(
                 key in ("minnctapersm", "maxnreg") for key, _ in lim):
             raise ValidationError("warp specialization with setmaxnreg needs an entry register cap: build the "
                                   f"kernel with maxntid={threads} (or reqntid) and minnctapersm=1 (or maxnreg)")
+        entry = directive_entry_registers(lim)  # what each thread starts with: the pool the split moves within
+        if consumer_regs is None:  # the most the launch's registers allow (see register_split)
+            slots = threads * entry // 128
+            consumer_regs = min(256, ((slots - producer_regs) // consumer_groups) // 8 * 8)
+        register_split(threads, 1, consumer_groups, producer_regs, consumer_regs, entry=entry)
         self.producer_regs, self.consumer_regs, self.threads = producer_regs, consumer_regs, threads
         tid = k.tid()
         self.warpgroup = k.shr(tid, 7, type=T.u32, dst=k.reg(T.u32, "warpgroup"))

@@ -151,3 +151,18 @@ def test_a_second_setmaxnreg_without_a_synchronization_is_reported():
     _, rep = _run(split_kernel(384, 40, 200, extra=("inc", 232), sync_between=False), 384)
     assert [f.kind for f in rep.findings] == ["registers"] and rep.findings[0].count == 2  # both consumers
     assert "have not synchronized since its last one" in rep.findings[0].message
+
+
+def test_lint_names_the_arch_specific_target_and_the_ignored_setmaxnreg():
+    """`ptxforge lint`: setmaxnreg needs sm_90a (not sm_90), and without an entry cap it is a warning at its line."""
+    import warnings
+    from ptxforge.parse.lint import lint
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = split_kernel(640, 40, 112, cap=False).module().render().text
+    found = lint(text, filename="nocap.ptx")
+    lines = [i for i, t in enumerate(text.splitlines(), 1) if "setmaxnreg" in t]
+    assert [f.line for f in found if f.severity == "warning"] == lines
+    assert any("the least target the module needs is sm_90a (" in f.message for f in found)
+    capped = lint(split_kernel(640, 40, 112).module().render().text, filename="cap.ptx")
+    assert not [f for f in capped if f.severity in ("warning", "error")]

@@ -55,9 +55,10 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
                                                                    f"({S4_EMULATION_COST})"))
     if need:
         target = other or file_target
-        arch = max(need, key=lambda x: x[0].min_sm)
+        arch = max(need, key=lambda x: (x[0].min_sm, x[0].arch_specific))  # wgmma, setmaxnreg: the 'a' target
         findings.append(Finding(name, arch[1][0] if arch[0].min_sm > 80 else reading.target_line, "note",
                                 f"the least target the module needs is sm_{arch[0].min_sm}"
+                                + ("a" if arch[0].arch_specific else "")
                                 + (f" (for '{arch[1][1]}')" if arch[0].min_sm > 80 else "")
                                 + f"; the file targets {file_target.name}"))
         worst = max(need, key=lambda x: x[0].ptx_on(target))

@@ -63,3 +63,20 @@ def test_the_int4_hopper_gemm_example_runs_on_the_interpreter_in_both_orders(con
         assert not report.findings, str(report)
         np.testing.assert_array_equal(c.astype(np.int64), want)
     assert ex.main(["--m", "20", "--n", "33", "--k", "1024", "--config", config]) == 0
+
+
+def test_the_decode_example_on_the_interpreter():
+    """examples/decode_gemms.py: the int4 and bf16 configurations a 16-row call gets, exact (int4) and within
+    the bound (bf16) at a small ragged shape, no finding; and what it prints about each layer's GEMMs."""
+    ex = load_example("decode_gemms")
+    for operand in ("s4", "bf16"):
+        c, want, report = ex.run_cpu(operand)
+        assert not report.findings, str(report)
+        if operand == "s4":
+            np.testing.assert_array_equal(c.astype(np.int64), want)
+        else:
+            assert np.abs(c - want).max() < 1e-3 * np.abs(want).max()
+    from ptxforge.schedules.hopper import choose_hopper
+    g = choose_hopper(16, 4096, 4096, "s4")
+    assert g.swap_ab and ex.k_splits(g, 16, 4096, 4096) == 1  # a short K stays whole: one launch
+    assert ex.k_splits(g, 16, 4096, 131072) > 1  # a long one is split

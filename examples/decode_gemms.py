@@ -1,0 +1,115 @@
+"""Decode-sized GEMMs (a few rows of activations against a weight matrix) in int4, int8 and bf16.
+
+`Int4Gemm / Int8Gemm / Bf16Gemm.for_shape(m, n, k)` pick the configuration measured for the shape on an
+H200 and say why (`path_reason`): for few rows the operands are swapped, so the weights are the wgmma's
+M side and stream from every SM; K stays whole unless each tile streams a megabyte or more, so a call
+is one launch.  This script prints what each GEMM picks for the shapes of one transformer layer, then
+checks one of them:
+
+* on a GPU (sm_90a): every type through the documented call, `g.run(a, b, c)` on device buffers, the
+  result against numpy (exact for the integer types, within the f32-accumulation bound for bf16);
+* without one: the same int4 and bf16 configurations at a small ragged shape on the CPU interpreter
+  (`ptxforge.interp`), against numpy, with no finding.
+
+    python examples/decode_gemms.py [--m 16] [--n 4096] [--k 4096]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from ptxforge import interp, runtime
+from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
+from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason, random_operands, reference
+from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
+from ptxforge.schedules.hopper.splitk import choose_splits
+
+#: the weight matrices of one layer of a 7B-class model, N x K
+LAYER = {"attention q/k/v/o": (4096, 4096), "mlp up/gate": (14336, 4096), "mlp down": (4096, 14336)}
+
+
+def k_splits(g, m: int, n: int, k: int, sms: int = 132) -> int:
+    """How many ways a launch of `g` splits K for an M x N x K problem on `sms` SMs (1: whole, one launch)."""
+    km, kn = (n, m) if g.swap_ab else (m, n)  # swapped: the weights are the kernel's M side
+    ktiles = g.tile_counts(km, kn, k)[2]
+    return choose_splits(g.cluster_tiles(km, kn), ktiles, sms, tile_bytes=ktiles * g.stage_bytes)
+
+
+def describe(m: int) -> None:
+    """What each GEMM picks for `m` rows against each weight matrix of LAYER, and why."""
+    for what, (n, k) in LAYER.items():
+        for operand in ("s4", "s8", "bf16"):
+            g = choose_hopper(m, n, k, operand)
+            splits = k_splits(g, m, n, k)
+            print(f"  {what:18s} {m}x{n}x{k} {operand:4s}: {g.kernel_name}, "
+                  f"{'K whole' if splits == 1 else f'K split {splits} ways'}")
+    for operand in ("s4", "bf16"):
+        print(f"  why ({operand}):", hopper_reason(m, 4096, 4096, operand)[1])
+
+
+def bf16_bound(a, b, k):
+    """The f32-accumulation bound of a bf16 GEMM over uint16 bit patterns (per element)."""
+    af = (a.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    bf = (b.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+    return k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30
+
+
+def run_gpu(m: int, n: int, k: int) -> bool:
+    """Every type through `run()` on device buffers, against numpy; True when all agree."""
+    from ptxforge.runtime import DeviceBuffer
+    ok = True
+    rng = np.random.default_rng(0)
+    for name, g in (("int4", Int4Gemm.for_shape(m, n, k)), ("int8", Int8Gemm.for_shape(m, n, k)),
+                    ("bf16", Bf16Gemm.for_shape(m, n, k))):
+        cfg = g if name == "bf16" else choose_hopper(m, n, k, "s4" if name == "int4" else "s8")
+        a, b = random_operands(cfg, m, n, k, rng)
+        da, db = DeviceBuffer.from_host(a), DeviceBuffer.from_host(b)
+        dc = DeviceBuffer.empty((m, n), np.float32 if name == "bf16" else np.int32)
+        g.run(da, db, dc)
+        got, want = dc.to_host(), reference(cfg, a, b)
+        good = (np.all(np.abs(got - want) <= bf16_bound(a, b, k)) if name == "bf16"
+                else np.array_equal(got.astype(np.int64), want))
+        print(f"  {name}: {'matches numpy' if good else 'DIFFERS from numpy'} ({type(g).__name__})")
+        ok &= bool(good)
+    return ok
+
+
+def run_cpu(operand: str, m: int = 13, n: int = 136, k: int = 1024):
+    """(C, numpy's C, report) of the decode configuration of `operand` on the interpreter at a small shape."""
+    cfg = choose_hopper(16, 4096, 4096, operand)  # the configuration a 16-row decode call gets
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(1))
+    c = np.full((m, n), -7, np.int32 if operand != "bf16" else np.float32)  # poisoned
+    args, grid, shared = interpreter_launch(cfg, a, b, c, k)
+    report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args,
+                        check=False)
+    return c, reference(cfg, a, b), report
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--n", type=int, default=4096)
+    ap.add_argument("--k", type=int, default=4096)
+    args = ap.parse_args(argv)
+    print(f"what {args.m} rows get:")
+    describe(args.m)
+    if runtime.gpu_available() and runtime.native_target().name == "sm_90a":
+        print(f"on the GPU, {args.m}x{args.n}x{args.k}:")
+        return 0 if run_gpu(args.m, args.n, args.k) else 1
+    print("no sm_90a GPU: the decode configurations on the CPU interpreter, 13x136x1024")
+    for operand in ("s4", "bf16"):
+        c, want, report = run_cpu(operand)
+        a, b = random_operands(choose_hopper(16, 4096, 4096, operand), 13, 136, 1024, np.random.default_rng(1))
+        good = (np.array_equal(c.astype(np.int64), want) if operand == "s4"
+                else np.all(np.abs(c - want) <= bf16_bound(a, b, 1024)))
+        print(f"  {operand}: {'matches numpy' if good else 'DIFFERS'}, {len(report.findings)} findings")
+        if not good or report.findings:
+            print(report)
+            return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -44,7 +44,7 @@ class RegisterPool:
         """Give waiting .inc's the registers they asked for, oldest first per CTA, while the pool has them."""
         left = []
         for g, n, op in self.waiting:
-            c = g * WARPGROUP // S.Tp
+            c = S.cta_local[g * WARPGROUP]
             need = (n - self.held[g]) * WARPGROUP
             if need <= self.free[c]:
                 self.free[c] -= need
@@ -89,7 +89,7 @@ def make_setmaxnreg(P, op):
             held = int(pool.held[g])
             if action == "dec":
                 if n < held:
-                    pool.free[g * WARPGROUP // S.Tp] += (held - n) * WARPGROUP
+                    pool.free[S.cta_local[g * WARPGROUP]] += (held - n) * WARPGROUP
                     pool.held[g] = n
             elif n > held:
                 pool.waiting.append((g, n, op))
@@ -116,9 +116,9 @@ def waits(S, stuck) -> list:
         t = g * WARPGROUP
         if not stuck[t]:
             continue
-        c = t // S.Tp
+        c = S.cta_local[t]
         need = (n - int(pool.held[g])) * WARPGROUP
-        msgs.append(f"the warpgroup of threads {t % S.Tp}..+127 of cta {S.ctas[c]} waits at '{op.ins.render()}' "
+        msgs.append(f"the warpgroup of threads {S.local_tid[t]}..+127 of cta {S.ctas[c]} waits at '{op.ins.render()}' "
                     f"({op.ins.loc}) for {need} registers, and its CTA's pool holds {int(pool.free[c])}: the CTA "
                     f"started with {S.T} threads x {pool.entry} registers ({S.T * pool.entry}), and .inc only takes "
                     "what other warpgroups gave back with .dec (ask for fewer, or have another warpgroup give more)")

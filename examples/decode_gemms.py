@@ -56,6 +56,13 @@ def bf16_bound(a, b, k):
     return k * 2.0 ** -21 * (np.abs(af) @ np.abs(bf).T) + 1e-30
 
 
+def agrees(operand: str, got, want, a, b, k: int) -> bool:
+    """C against numpy's: exact for the integer types, within the f32-accumulation bound for bf16."""
+    if operand == "bf16":
+        return bool(np.all(np.abs(got - want) <= bf16_bound(a, b, k)))
+    return bool(np.array_equal(got.astype(np.int64), want))
+
+
 def run_gpu(m: int, n: int, k: int) -> bool:
     """Every type through `run()` on device buffers, against numpy; True when all agree."""
     from ptxforge.runtime import DeviceBuffer
@@ -68,23 +75,23 @@ def run_gpu(m: int, n: int, k: int) -> bool:
         da, db = DeviceBuffer.from_host(a), DeviceBuffer.from_host(b)
         dc = DeviceBuffer.empty((m, n), np.float32 if name == "bf16" else np.int32)
         g.run(da, db, dc)
-        got, want = dc.to_host(), reference(cfg, a, b)
-        good = (np.all(np.abs(got - want) <= bf16_bound(a, b, k)) if name == "bf16"
-                else np.array_equal(got.astype(np.int64), want))
+        good = agrees(cfg.operand, dc.to_host(), reference(cfg, a, b), a, b, k)
         print(f"  {name}: {'matches numpy' if good else 'DIFFERS from numpy'} ({type(g).__name__})")
-        ok &= bool(good)
+        ok &= good
     return ok
 
 
 def run_cpu(operand: str, m: int = 13, n: int = 136, k: int = 1024):
-    """(C, numpy's C, report) of the decode configuration of `operand` on the interpreter at a small shape."""
+    """(C, numpy's C, report, whether they agree) of the decode configuration of `operand` on the interpreter at
+    a small shape."""
     cfg = choose_hopper(16, 4096, 4096, operand)  # the configuration a 16-row decode call gets
     a, b = random_operands(cfg, m, n, k, np.random.default_rng(1))
     c = np.full((m, n), -7, np.int32 if operand != "bf16" else np.float32)  # poisoned
     args, grid, shared = interpreter_launch(cfg, a, b, c, k)
     report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args,
                         check=False)
-    return c, reference(cfg, a, b), report
+    want = reference(cfg, a, b)
+    return c, want, report, agrees(operand, c, want, a, b, k)
 
 
 def main(argv=None) -> int:
@@ -100,10 +107,7 @@ def main(argv=None) -> int:
         return 0 if run_gpu(args.m, args.n, args.k) else 1
     print("no sm_90a GPU: the decode configurations on the CPU interpreter, 13x136x1024")
     for operand in ("s4", "bf16"):
-        c, want, report = run_cpu(operand)
-        a, b = random_operands(choose_hopper(16, 4096, 4096, operand), 13, 136, 1024, np.random.default_rng(1))
-        good = (np.array_equal(c.astype(np.int64), want) if operand == "s4"
-                else np.all(np.abs(c - want) <= bf16_bound(a, b, 1024)))
+        _, _, report, good = run_cpu(operand)
         print(f"  {operand}: {'matches numpy' if good else 'DIFFERS'}, {len(report.findings)} findings")
         if not good or report.findings:
             print(report)

@@ -70,8 +70,9 @@ def test_the_decode_example_on_the_interpreter():
     the bound (bf16) at a small ragged shape, no finding; and what it prints about each layer's GEMMs."""
     ex = load_example("decode_gemms")
     for operand in ("s4", "bf16"):
-        c, want, report = ex.run_cpu(operand)
+        c, want, report, agrees = ex.run_cpu(operand)
         assert not report.findings, str(report)
+        assert agrees
         if operand == "s4":
             np.testing.assert_array_equal(c.astype(np.int64), want)
         else:

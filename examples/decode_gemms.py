@@ -24,7 +24,7 @@ from ptxforge import interp, runtime
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason, random_operands, reference
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
-from ptxforge.schedules.hopper.splitk import choose_splits
+from ptxforge.schedules.hopper.splitk import auto_splits
 
 #: the weight matrices of one layer of a 7B-class model, N x K
 LAYER = {"attention q/k/v/o": (4096, 4096), "mlp up/gate": (14336, 4096), "mlp down": (4096, 14336)}
@@ -32,9 +32,7 @@ LAYER = {"attention q/k/v/o": (4096, 4096), "mlp up/gate": (14336, 4096), "mlp d
 
 def k_splits(g, m: int, n: int, k: int, sms: int = 132) -> int:
     """How many ways a launch of `g` splits K for an M x N x K problem on `sms` SMs (1: whole, one launch)."""
-    km, kn = (n, m) if g.swap_ab else (m, n)  # swapped: the weights are the kernel's M side
-    ktiles = g.tile_counts(km, kn, k)[2]
-    return choose_splits(g.cluster_tiles(km, kn), ktiles, sms, tile_bytes=ktiles * g.stage_bytes)
+    return auto_splits(g, m, n, k, sms)
 
 
 def describe(m: int) -> None:

@@ -250,10 +250,10 @@ def test_choose_splits_fills_the_sms_with_nonempty_splits():
     from ptxforge.schedules.hopper.splitk import MIN_SPLIT_TILE_BYTES
     assert choose_splits(64, 8, 132, tile_bytes=8 * 24576) == 1  # 16 x 4096 x 4096 int4, swapped
     assert choose_splits(64, 8, 132, tile_bytes=MIN_SPLIT_TILE_BYTES) == 2
-    g = HopperGemm("s4", **SKINNY["s4"][0][1])
+    from ptxforge.schedules.hopper.splitk import auto_splits
+    g = HopperGemm("s4", **SKINNY["s4"][0][1])  # swapped: 16 rows of A, 4096 weight rows are the kernel's M
     for k, whole in ((4096, True), (14336, True), (65536, False)):
-        ktiles = g.tile_counts(4096, 16, k)[2]
-        assert (choose_splits(g.cluster_tiles(4096, 16), ktiles, 132, tile_bytes=ktiles * g.stage_bytes) == 1) == whole
+        assert (auto_splits(g, 16, 4096, k, 132) == 1) == whole
 
 
 @pytest.mark.gpu

@@ -153,14 +153,13 @@ class HopperPlan:
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
-        from .splitk import REDUCE_THREADS, choose_splits, nonempty_splits, reduce_module
+        from .splitk import REDUCE_THREADS, auto_splits, nonempty_splits, reduce_module
         if cfg.c16:  # 16-bit C is rounded from the whole K's f32 sum: no split-K workspace
             if splits is not None and int(splits) > 1:
                 raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
             splits = 1
         elif splits is None:
-            splits = choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size,
-                                   tile_bytes=ktiles * cfg.stage_bytes)
+            splits = auto_splits(cfg, m, n, k, sms)
         self.splits = nonempty_splits(ktiles, splits)
         cs = cfg.cluster_size
         units = cfg.cluster_tiles(km, kn) * self.splits

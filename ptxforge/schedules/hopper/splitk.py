@@ -40,6 +40,16 @@ def choose_splits(tiles: int, ktiles: int, sms: int, max_splits: int = 8, tile_b
     return nonempty_splits(ktiles, max(1, min(max_splits, ktiles, sms // tiles)))
 
 
+def auto_splits(cfg, m: int, n: int, k: int, sms: int) -> int:
+    """The K splits a launch of HopperGemm `cfg` takes by itself for an M x N x K problem on `sms` SMs:
+    `choose_splits` over its work units (whole clusters; M and N exchanged by swap_ab, as the kernel sees
+    them), each tile's bytes counted over the whole K."""
+    km, kn = (n, m) if cfg.swap_ab else (m, n)
+    ktiles = cfg.tile_counts(km, kn, k)[2]
+    return choose_splits(cfg.cluster_tiles(km, kn), ktiles, sms // cfg.cluster_size,
+                         tile_bytes=ktiles * cfg.stage_bytes)
+
+
 def emit_reduce(c_type: str):
     """Kernel `splitk_reduce_<t>(w, c, count, splits)`: c[i] = sum over s of w[s * count + i], in order."""
     from ...builder import KernelBuilder

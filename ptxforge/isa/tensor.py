@@ -208,15 +208,21 @@ def mma_form(shape, a_type, b_type=None, acc=None, bitop=None, *, d_type=None, l
 S4_EMULATION_COST = "~25x slower than mma.sync .s8 on an H200"
 
 
+def warn_at(warning: Warning, loc: SourceLoc | None) -> None:
+    """Issue `warning` at `loc` (the user's line that asked for the instruction), or, without one, at the caller
+    of the function that called this."""
+    if loc is not None:
+        warnings.warn_explicit(warning, type(warning), loc.filename, loc.lineno)
+    else:
+        warnings.warn(warning, stacklevel=4)
+
+
 def warn_emulated(form: MmaForm, target, loc: SourceLoc | None):
     """Warn (EmulatedInstructionWarning, at `loc`) that `form` has no tensor-core path on `target`."""
     msg = (f"mma.sync.{form.shape} with .{form.a_type.name}/.{form.b_type.name} operands has no 4-bit tensor "
            f"path on {target.name}: ptxas replaces it with a software routine ({S4_EMULATION_COST}). "
            "Unpack the nibbles to .s8 and use m16n8k32.s8 (ptxforge.schedules.Int4Gemm does this by default).")
-    if loc is not None:
-        warnings.warn_explicit(EmulatedInstructionWarning(msg), EmulatedInstructionWarning, loc.filename, loc.lineno)
-    else:
-        warnings.warn(EmulatedInstructionWarning(msg), stacklevel=3)
+    warn_at(EmulatedInstructionWarning(msg), loc)
 
 
 def _fragment_kinds(form: MmaForm, role: str) -> tuple:
@@ -322,10 +328,7 @@ def warn_ignored_setmaxnreg(loc: SourceLoc | None):
     msg = ("setmaxnreg in a kernel without a register cap at entry: ptxas ignores it (C7508) and no registers "
            "move. Build the kernel with maxntid=<threads> and minnctapersm=1 (or maxnreg=<n>), as "
            "ptxforge.hopper.WarpSpecialized requires.")
-    if loc is not None:
-        warnings.warn_explicit(IgnoredInstructionWarning(msg), IgnoredInstructionWarning, loc.filename, loc.lineno)
-    else:
-        warnings.warn(IgnoredInstructionWarning(msg), stacklevel=3)
+    warn_at(IgnoredInstructionWarning(msg), loc)
 
 
 def setmaxnreg(action: str, n: int):

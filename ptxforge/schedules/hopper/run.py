@@ -373,13 +373,11 @@ def launch_kept(cfg, a, b, c, k, splits, stream) -> bool:
 
 
 def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> None:
-    """Launch on GPU operands through a plan kept per problem kind (shapes, dtypes, K, splits, stream).
-
-    The first call of a kind reads the operands' array interfaces and makes the `HopperPlan`;
-    later calls read three addresses through the fast reader and launch (`launch_kept`; see gemm.plan).
+    """The careful launch on GPU operands, for a call `launch_kept` did not take: reads the operands'
+    array interfaces, makes the `HopperPlan` and launches, then keeps the plan per problem kind (shapes,
+    dtypes, K, splits, stream) so that later calls of the kind read three addresses and launch
+    (`launch_kept`; see gemm.plan).
     """
-    if launch_kept(cfg, a, b, c, k, splits, stream):
-        return
     from ..operands import producers_ok
     sh = 0 if stream is None else _stream_handle(stream)
     p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)

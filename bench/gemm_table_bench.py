@@ -171,15 +171,33 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", type=parse_shape, nargs="+", default=SHAPES)
+def shape_args(doc: str, shapes, out: str, argv=None):
+    """The arguments of a table over shapes and types (--shapes, --ops, --out), or None without a GPU (said)."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
+    ap.add_argument("--shapes", type=parse_shape, nargs="+", default=shapes)
     ap.add_argument("--ops", default="int4,int8,bf16")
-    ap.add_argument("--out", default=os.path.join(HERE, "results", "gemm_table_h200"))
+    ap.add_argument("--out", default=os.path.join(HERE, "results", out))
     args = ap.parse_args(argv)
     reason = gpu_skip_reason()
     if reason:
         print(f"no GPU: {reason}")
+        return None
+    return args
+
+
+def save(out: str, text: str, rows) -> None:
+    """The table as `out`.md and the rows as `out`.json; the table printed."""
+    os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
+    with open(out + ".md", "w") as f:
+        f.write(text)
+    with open(out + ".json", "w") as f:
+        json.dump(rows, f, indent=1)
+    print(text)
+
+
+def main(argv=None) -> int:
+    args = shape_args(__doc__, SHAPES, "gemm_table_h200", argv)
+    if args is None:
         return 0
     import torch
     rows = []
@@ -195,12 +213,7 @@ def main(argv=None) -> int:
     name = torch.cuda.get_device_name()
     text = (f"# The documented call beside cuBLAS and Triton ({name})\n\nCommand: python bench/gemm_table_bench.py"
             f"\n\n{table(rows)}\n")
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    with open(args.out + ".md", "w") as f:
-        f.write(text)
-    with open(args.out + ".json", "w") as f:
-        json.dump(rows, f, indent=1)
-    print(text)
+    save(args.out, text, rows)
     return 0 if all(r["run_ok"] and r["plan_ok"] for r in rows) and len(rows) == len(args.shapes) * len(
         args.ops.split(",")) else 1
 

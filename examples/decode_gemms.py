@@ -2,9 +2,10 @@
 
 `Int4Gemm / Int8Gemm / Bf16Gemm.for_shape(m, n, k)` pick the configuration measured for the shape on an
 H200 and say why (`path_reason`): for few rows the operands are swapped, so the weights are the wgmma's
-M side and stream from every SM; K stays whole unless each tile streams a megabyte or more, so a call
-is one launch.  This script prints what each GEMM picks for the shapes of one transformer layer, then
-checks one of them:
+M side and stream from every SM; K is split where the tiles are too few to fill the SMs and each
+streams 256 KB or more, the partial sums added by the last unit of each tile in the same launch (a call
+is one launch either way).  This script prints what each GEMM picks for the shapes of one transformer
+layer, then checks one of them:
 
 * on a GPU (sm_90a): every type through the documented call, `g.run(a, b, c)` on device buffers, the
   result against numpy (exact for the integer types, within the f32-accumulation bound for bf16);
@@ -31,7 +32,7 @@ LAYER = {"attention q/k/v/o": (4096, 4096), "mlp up/gate": (14336, 4096), "mlp d
 
 
 def k_splits(g, m: int, n: int, k: int, sms: int = 132) -> int:
-    """How many ways a launch of `g` splits K for an M x N x K problem on `sms` SMs (1: whole, one launch)."""
+    """How many ways a launch of `g` splits K for an M x N x K problem on `sms` SMs (1: whole)."""
     return auto_splits(g, m, n, k, sms)
 
 

@@ -246,14 +246,22 @@ def test_choose_splits_fills_the_sms_with_nonempty_splits():
             s = choose_splits(tiles, ktiles, 132)
             kper = -(-ktiles // s)
             assert (s - 1) * kper < ktiles  # the last split has work
-    # a short K stays whole: the reduction's launch would cost more than the idle SMs give back
+    # a short K stays whole: the reduction would cost more than the idle SMs give back; a second launch costs
+    # more than the in-kernel reduction, so its tiles must stream more before K is split
+    import dataclasses
     from ptxforge.schedules.hopper.splitk import MIN_SPLIT_TILE_BYTES
+    for reduce, least in MIN_SPLIT_TILE_BYTES.items():
+        assert choose_splits(64, 8, 132, tile_bytes=least - 1, reduce=reduce) == 1
+        assert choose_splits(64, 8, 132, tile_bytes=least, reduce=reduce) == 2
+    assert MIN_SPLIT_TILE_BYTES["kernel"] < MIN_SPLIT_TILE_BYTES["launch"]
     assert choose_splits(64, 8, 132, tile_bytes=8 * 24576) == 1  # 16 x 4096 x 4096 int4, swapped
-    assert choose_splits(64, 8, 132, tile_bytes=MIN_SPLIT_TILE_BYTES) == 2
     from ptxforge.schedules.hopper.splitk import auto_splits
     g = HopperGemm("s4", **SKINNY["s4"][0][1])  # swapped: 16 rows of A, 4096 weight rows are the kernel's M
-    for k, whole in ((4096, True), (14336, True), (65536, False)):
-        assert (auto_splits(g, 16, 4096, k, 132) == 1) == whole
+    for k, whole_in_kernel, whole_second_launch in ((4096, True, True), (14336, False, True),
+                                                    (65536, False, False)):
+        assert (auto_splits(g, 16, 4096, k, 132) == 1) == whole_in_kernel
+        launch = dataclasses.replace(g, split_reduce="launch")
+        assert (auto_splits(launch, 16, 4096, k, 132) == 1) == whole_second_launch
 
 
 @pytest.mark.gpu
@@ -383,3 +391,76 @@ def test_drawn_configurations_are_refused_with_a_reason_or_assemble_cleanly(kw):
     r = assembled(cfg)
     assert r.resources(cfg.kernel_name).spills == 0
     assert "C7504" not in r.log and "C7508" not in r.log and "C7513" not in r.log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op,kw", [("s8", {}), ("bf16", dict(block_n=128)), ("s4", SKINNY["s4"][0][1]),
+                                   ("bf16", SKINNY["bf16"][0][1])])
+def test_gpu_split_reductions_agree_call_after_call_and_in_a_graph(op, kw):
+    """The in-kernel reduction (split_reduce='kernel') gives C bit for bit as the second launch does (f32 too:
+    both add the splits in order 0, 1, 2), on every call of one plan over fresh operands (each tile's counter is
+    back at 0 after a launch), and replayed from a CUDA graph; C poisoned before each call."""
+    torch = pytest.importorskip("torch")
+    import dataclasses
+    cfg = HopperGemm(op, **kw)
+    m, n, k = 40, 300, 3 * 1536
+    s = torch.cuda.Stream()
+    fused, second = cfg.plan(m, n, k, splits=3, stream=s), dataclasses.replace(cfg, split_reduce="launch").plan(
+        m, n, k, splits=3, stream=s)
+    assert fused.splits == second.splits == 3 and fused.kernel_cfg.reduces_in_kernel and fused._reduce is None
+    assert not second.kernel_cfg.reduces_in_kernel and second._reduce is not None
+    dt = torch.int32 if cfg.c_type == "s32" else torch.float32
+    rng = np.random.default_rng(5)
+    for call in range(3):
+        a, b = random_operands(cfg, m, n, k, rng)
+        ta, tb = (torch.from_numpy(x.view(np.int16) if x.dtype == np.uint16 else x).cuda() for x in (a, b))
+        got = []
+        for p in (fused, second):
+            c = torch.full((m, n), -7, dtype=dt, device="cuda")
+            with torch.cuda.stream(s):
+                p(ta, tb, c)
+            s.synchronize()
+            got.append(c.cpu().numpy())
+        assert np.array_equal(got[0].view(np.int32), got[1].view(np.int32)), f"call {call}"
+        want = reference(cfg, a, b)
+        if cfg.c_type == "s32":
+            assert np.array_equal(got[0].astype(np.int64), want)
+        else:
+            np.testing.assert_allclose(got[0], want, rtol=1e-3, atol=1e-2)
+    c = torch.full((m, n), -7, dtype=dt, device="cuda")
+    with torch.cuda.stream(s):
+        fused(ta, tb, c)  # encodes the tensor maps of these buffers before capture
+    s.synchronize()
+    c.fill_(-7)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        fused(ta, tb, c)
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert np.array_equal(c.cpu().numpy().view(np.int32), got[0].view(np.int32))
+        c.fill_(-7)
+
+
+@pytest.mark.gpu
+def test_gpu_c16_split_in_the_kernel_rounds_the_whole_sum():
+    """16-bit C with K split: the in-kernel reduction adds the f32 partial sums before the epilogue rounds them,
+    so C is the f32 C of the same split rounded to nearest-even (the second launch refuses it)."""
+    torch = pytest.importorskip("torch")
+    import dataclasses
+    from support.hopper_gemm import round_to_c16
+    cfg = HopperGemm("bf16", block_n=128, epilogue="tma", c16=True)
+    m, n, k = 72, 320, 3 * 1024
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(9))
+    ta, tb = (torch.from_numpy(x.view(np.int16)).cuda() for x in (a, b))
+    c16 = torch.full((m, n), -1, dtype=torch.int16, device="cuda")
+    cfg.plan(m, n, k, splits=3)(ta, tb, c16)
+    f32 = dataclasses.replace(cfg, c16=False)
+    c32 = torch.full((m, n), -7, dtype=torch.float32, device="cuda")
+    f32.plan(m, n, k, splits=3)(ta, tb, c32)
+    torch.cuda.synchronize()
+    want = round_to_c16(cfg, c32.cpu().numpy().astype(np.float64)).astype(np.float32)
+    got = (c16.cpu().numpy().view(np.uint16).astype(np.uint32) << 16).view(np.float32)
+    assert np.array_equal(got, want)
+    with pytest.raises(ValidationError, match="split_reduce='kernel'"):
+        dataclasses.replace(cfg, split_reduce="launch").plan(m, n, k, splits=3)

@@ -36,7 +36,7 @@ def test_swapped_kernels_assemble_without_spills():
         r = HopperGemm("s4", swap_ab=True, **kw).assemble()
         text = r.log if hasattr(r, "log") else str(r)
         assert "spill" not in text.lower() or " 0 bytes spill" in text.lower(), text
-        assert HopperGemm("s4", swap_ab=True, **kw).kernel_name.endswith("_t")
+        assert "t" in HopperGemm("s4", swap_ab=True, **kw).kernel_name.split("_")
 
 
 @pytest.mark.gpu

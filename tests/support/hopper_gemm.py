@@ -61,9 +61,10 @@ def run_on_interpreter(cfg, m, n, k, *, splits=1, clusters=None, seed=0, races=T
     rng = np.random.default_rng(seed)
     a, b = small_operands(cfg, m, n, k, rng)
     dt = c_numpy_type(cfg)
-    c = np.full((splits, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
+    slices = splits if not cfg.reduces_in_kernel else 1  # split_reduce='launch': the partial sums, to add here
+    c = np.full((slices, m, n), 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7, dt)  # poisoned
     args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=splits, clusters=clusters)
-    r = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
+    r = interp.run(interpreter_module(cfg, m, n, splits), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
                    races=races, order=order)
     want = reference(cfg, a, b).astype(np.float64)
     return c_values(cfg, c).sum(0), round_to_c16(cfg, want) if cfg.c16 else want, r

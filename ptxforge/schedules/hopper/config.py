@@ -46,6 +46,10 @@ ATOM_BYTES = 128
 
 #: how the C tile leaves the consumers (see HopperGemm)
 EPILOGUES = ("registers", "tma")
+#: shared bytes of the in-kernel reduction's verdict words: one per storing warp, at most 8
+FIXUP_FLAG_BYTES = 32
+#: how the partial sums of a K split meet: in the GEMM's launch, or in a second launch (HopperGemm.split_reduce)
+SPLIT_REDUCES = ("kernel", "launch")
 
 #: C columns of one TMA-store sub-tile: 128 bytes of 32-bit C, one 128-byte swizzle span
 STORE_COLS = 32
@@ -245,7 +249,14 @@ class HopperGemm:
     tile store; the tensor map clips the ragged edges).  32-bit C (s32, f32) is written to the
     staging buffers with st.shared.v2; c16 (bf16/f16 operands with epilogue='tma'): C in the
     operands' 16-bit type, the f32 accumulators rounded to nearest-even in pairs
-    (cvt.rn.bf16x2.f32 / f16x2) and written with stmatrix.x4 as 64 x 64 sub-tiles (no split K).
+    (cvt.rn.bf16x2.f32 / f16x2) and written with stmatrix.x4 as 64 x 64 sub-tiles.
+    split_reduce: how the partial sums of a K split meet. 'kernel' (default): in the GEMM's own launch, each
+    work unit writes its tile's partial sums to a workspace, counts itself in at its tile's counter
+    (`atom.add.acq_rel.gpu`), and the unit that counts last adds the splits' sums in split order and stores
+    C through the epilogue (`splitk.emit_fixup`): one launch, the same sum every run, and 16-bit C (c16)
+    rounded from the whole sum.  'launch': every split stores its partial C into slice s of a workspace
+    [S, M, N] and a second launch adds them (`splitk.emit_reduce`; not with c16).  A launch that does not
+    split K takes the kernel without either (`for_launch`).
     """
 
     operand: str = "s8"
@@ -278,6 +289,7 @@ class HopperGemm:
     early_prefetch: int = 0
     split_stage: bool = False
     odd_n: bool = False
+    split_reduce: str = "kernel"
 
     def __post_init__(self):
         if self.operand not in OPERANDS:
@@ -396,6 +408,8 @@ class HopperGemm:
         if self.epilogue == "tma" and self.swap_ab:
             raise ValidationError("epilogue='tma' stores C tiles as the kernel computes them; swap_ab stores them "
                                   "transposed: use epilogue='registers' with swap_ab")
+        if self.split_reduce not in SPLIT_REDUCES:
+            raise ValidationError(f"split_reduce is one of {', '.join(SPLIT_REDUCES)}, got {self.split_reduce!r}")
         if self.c16 and not (self.operand in ("bf16", "f16") and self.epilogue == "tma"):
             raise ValidationError("c16 (16-bit C through stmatrix) takes bf16/f16 operands and epilogue='tma'")
         if self.epilogue == "tma" and self.block_n % self.store_box[0]:
@@ -585,7 +599,7 @@ class HopperGemm:
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
         return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + self.reduce_bytes
-                + 16 * self.stages + 16 * self.convert_buffers + 16)
+                + 16 * self.stages + 16 * self.convert_buffers + 16 + (FIXUP_FLAG_BYTES if self.reduces_in_kernel else 0))
 
     @property
     def kernel_name(self) -> str:
@@ -605,7 +619,8 @@ class HopperGemm:
                 + (f"_ep{self.early_prefetch}" if self.early_prefetch else "")
                 + ("_t" if self.swap_ab else "") + ("_dl" if self.pdl else "")
                 + (f"_cl{self.cluster_m}x{self.cluster_n}" if self.cluster_size > 1 else "")
-                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else ""))
+                + ("_tmast" if self.epilogue == "tma" else "") + ("_c16" if self.c16 else "")
+                + ("_kr" if self.split_reduce == "kernel" else ""))
 
     def tile_counts(self, m: int, n: int, k: int) -> tuple:
         """(tiles along M, tiles along N, k-stages) of the kernel's problem (M and N exchanged by swap_ab)."""
@@ -624,6 +639,29 @@ class HopperGemm:
             return self
         from dataclasses import replace
         return replace(self, odd_n=bool(n % 2))
+
+    def for_launch(self, n: int, splits: int) -> "HopperGemm":
+        """The kernel a launch of `splits` K splits over rows of `n` C values runs (the kernel's N: the problem's
+        M with swap_ab): `for_c_columns`, and without a split the kernel without the in-kernel reduction
+        (split_reduce='launch': it has nothing to add, and both store the same C)."""
+        cfg = self.for_c_columns(n)
+        if splits <= 1 and cfg.split_reduce == "kernel":
+            from dataclasses import replace
+            cfg = replace(cfg, split_reduce="launch")
+        return cfg
+
+    @property
+    def reduces_in_kernel(self) -> bool:
+        """Whether this kernel adds the partial sums of a K split itself (split_reduce='kernel'): it then takes the
+        `ws` and `counters` parameters, and C is the problem's C whatever the split."""
+        return self.split_reduce == "kernel"
+
+    @property
+    def fixup_flag_offset(self) -> int:
+        """Byte offset, from the barriers, of the shared words (one per storing warp) through which the in-kernel
+        reduction tells the storing threads whether their unit counted last (after the ring's and the
+        converter's barriers)."""
+        return 16 * self.stages + 16 * self.convert_buffers + 16
 
     def check_problem(self, m: int, n: int, k: int) -> None:
         """What the tensor maps need: every operand row a multiple of 16 bytes."""

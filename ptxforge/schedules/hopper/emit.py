@@ -2,8 +2,10 @@
 
 Kernel parameters: `tmap_a`, `tmap_b` (by-value tensor maps over A [M, K] and B [N, K], boxes
 `HopperGemm.load_boxes`, 128-byte swizzle), `c` (C [M, N], dense), `m`, `n`, `k`, `splits`, then
-`a_sums`, `b_sums` (biased s4 only) and `tmap_c` (epilogue='tma' only: a 3-D tensor map over C
-viewed as [splits, M, N] (the split-K workspace when K is split), box (32, 64, 1), 128-byte
+`a_sums`, `b_sums` (biased s4 only), `ws` and `counters` (split_reduce='kernel' only: the in-kernel
+split-K reduction's workspace and per-tile counters, see splitk.emit_fixup) and `tmap_c`
+(epilogue='tma' only: a 3-D tensor map over C viewed as [splits, M, N] (the 'launch' reduction's
+workspace when K is split; [1, M, N] over C with split_reduce='kernel'), box (32, 64, 1), 128-byte
 swizzle; `c` is then not read).
 Dynamic shared memory: `HopperGemm.smem_bytes` (the base is rounded up to 1024 in the kernel).
 With a cluster (`HopperGemm.cluster_size` 2) the work units are pairs of C tiles, walked by
@@ -24,6 +26,7 @@ from ...isa.operands import Addr
 from ..gemm import emit as GE
 from ..gemm.dependent import wait_for_previous_kernel
 from .convert import CONVERTER_WARPS, AFragments, emit_s4_widen, s4_widen_steps
+from .splitk import SplitFixup, emit_fixup
 
 _PTXFORGE_INTERNAL = True
 
@@ -178,10 +181,12 @@ class Placement:
 
 
 class Output:
-    """Where the epilogue writes: the C pointer, or (epilogue='tma') C's tensor map and the staging buffers."""
+    """Where the epilogue writes: the C pointer, or (epilogue='tma') C's tensor map and the staging buffers;
+    `fixup`: the in-kernel split-K reduction the stores wait for (`splitk.SplitFixup`), or None."""
 
     def __init__(self, c_ptr, tmap_c=None, staging=None):
         self.c_ptr, self.tmap_c, self.staging = c_ptr, tmap_c, staging
+        self.fixup = None
 
 
 def emit_kernel(cfg) -> KernelBuilder:
@@ -198,6 +203,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     kk = k.param_value("k", T.u32)
     splits = k.param_value("splits", T.u32)
     sums = (k.param_ptr("a_sums", T.s32), k.param_ptr("b_sums", T.s32)) if cfg.biased else None
+    fused = (k.param_ptr("ws", T.b32), k.param_ptr("counters", T.u32)) if cfg.reduces_in_kernel else None
     tmap_c = k.param_tensormap("tmap_c") if cfg.epilogue == "tma" else None
 
     smem = k.dynamic_shared("smem", align=1024)
@@ -255,6 +261,11 @@ def emit_kernel(cfg) -> KernelBuilder:
     place = Placement(k, cfg, tiles_m, tiles_n, rank)
     ktiles = _ceil_div(k, kk, cfg.block_k)
     work = Work(k, place.units, ktiles, splits, clustered=clustered)
+    if fused is not None:  # the in-kernel split-K reduction: see splitk.emit_fixup
+        tiles_n = k.mul(place.tiles_n, cfg.cluster_n, type=T.u32) if cfg.cluster_n > 1 else place.tiles_n
+        out.fixup = SplitFixup(*fused, Addr(bars, cfg.fixup_flag_offset), splits, tiles_n,
+                               k.mul(place.units, cfg.cluster_size, type=T.u32) if clustered else place.units,
+                               k.sub(ws.tid, 128, type=T.u32), 128 * (1 if cfg.shared_rows else cfg.consumers))
     if cfg.early_prefetch:
         _early_prefetch(k, cfg, tmap_a if cfg.swap_ab else tmap_b, place, work, t0)
     if cfg.pdl:  # nothing above reads or writes global memory; everything below comes after the kernel ahead
@@ -763,10 +774,20 @@ def _epilogue(k, cfg, accs, out, split, m, n, tm, tn, cidx, w, g, t, bias=None, 
         row0 = k.add(row_t, k.mad(cidx, cfg.wg_m, k.mad(w, 16, g, type=T.u32), type=T.u32), type=T.u32)
         with k.if_(first_split):
             _unbias(k, accs, bias, row0, k.mad(t, 2, col_t, type=T.u32))
+    if out.fixup is None:
+        _store_c(k, cfg, accs, out, split, m, n, row_t, col_t, cidx, w, g, t)
+        return
+    with k.if_(emit_fixup(k, out.fixup, accs, split, tm, tn)):  # C itself: split 0's place
+        _store_c(k, cfg, accs, out, None, m, n, row_t, col_t, cidx, w, g, t)
+
+
+def _store_c(k, cfg, accs, out, split, m, n, row_t, col_t, cidx, w, g, t):
+    """The tile's sums -> C, or with `split` its slice of the 'launch' reduction's workspace [S, M, N]."""
     if cfg.epilogue == "tma":
-        _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t)
+        _epilogue_tma(k, cfg, accs, out, 0 if split is None else split, row_t, col_t, cidx, w, g, t)
     else:
-        _epilogue_registers(k, cfg, accs, _unit_c(k, out.c_ptr, split, m, n, 4), m, n, row_t, col_t, cidx, w, g, t)
+        c = out.c_ptr if split is None else _unit_c(k, out.c_ptr, split, m, n, 4)
+        _epilogue_registers(k, cfg, accs, c, m, n, row_t, col_t, cidx, w, g, t)
 
 
 def _epilogue_tma(k, cfg, accs, out, split, row_t, col_t, cidx, w, g, t):

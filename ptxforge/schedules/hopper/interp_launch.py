@@ -5,7 +5,8 @@ row sums, the grid and the shared memory, as a GPU plan would launch it.
     report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args)
 
 a [M, K(/2)], b [N, K(/2)] in the schedule's format (`random_operands` makes them); c the C array the
-kernel writes: [M, N], or [splits, M, N] (each split's partial sums) when K is split.
+kernel writes: [M, N] (also [1, M, N]), or with split_reduce='launch' and K split, [splits, M, N] (each
+split's partial sums, which a second launch would add).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from ...errors import ValidationError
 from .convert import widen_numpy
+from .splitk import check_reduce
 
 _PTXFORGE_INTERNAL = True
 
@@ -21,17 +23,24 @@ _PTXFORGE_INTERNAL = True
 def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int | None = None) -> tuple:
     """(kernel arguments, grid, dynamic shared bytes) of `cfg` over host operands `a`, `b` and output `c`.
 
-    splits: K split this many ways (c then [splits, M, N]; every split must be non-empty, as a plan makes
-    them); clusters: the grid in clusters (default: one per work unit; 1 makes one CTA, or one cluster,
-    walk every unit of the persistent loop).
+    splits: K split this many ways (every split must be non-empty, as a plan makes them; with
+    split_reduce='launch' c is then [splits, M, N]); clusters: the grid in clusters (default: one per work
+    unit; 1 makes one CTA, or one cluster, walk every unit of the persistent loop).  The kernel is the one
+    `interpreter_module` gives for the same splits.
     """
     from ...interp import host_tensor_map
     m, n = a.shape[0], b.shape[0]
-    if c.shape[-2:] != (m, n) or (c.ndim == 3 and c.shape[0] != splits) or c.ndim not in (2, 3):
-        raise ValidationError(f"C must be [{m}, {n}] (or [splits, {m}, {n}]), got {c.shape}")
+    ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
+    check_reduce(cfg, splits)
+    kernel = cfg.for_launch(kn, splits)
+    slices = splits if splits > 1 and not kernel.reduces_in_kernel else 1
+    if c.shape[-2:] != (m, n) or c.ndim not in (2, 3) or (c.ndim == 3 and c.shape[0] != slices) \
+            or (c.ndim == 2 and slices > 1):
+        raise ValidationError(f"C must be [{m}, {n}]" + (f" (or [1, {m}, {n}])" if slices == 1 else
+                              f" split {splits} ways: [{splits}, {m}, {n}] (split_reduce='launch')") +
+                              f", got {c.shape}")
     la, lb = cfg.load_tiles
     box_a, box_b = cfg.load_boxes
-    ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
     args = [host_tensor_map(ka, box_a, dtype=la.dtype, swizzle=128),
             host_tensor_map(kb, box_b, dtype=lb.dtype, swizzle=128), c, km, kn, k, splits]
     if cfg.biased:  # the biased row sums, padded to whole (pairs of) tiles as the plan pads them
@@ -41,16 +50,20 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
             sums = np.zeros(-(-tiles // cl) * cl * blk, np.int32)
             sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
             args.append(sums)
+    if kernel.reduces_in_kernel:  # the workspace of every split's partial sums, and the tiles' counters at 0
+        from .splitk import workspace_bytes
+        nbytes, tiles = workspace_bytes(cfg, km, kn, splits)
+        args += [np.zeros(nbytes // 4, np.int32), np.zeros(tiles, np.uint32)]
     if cfg.epilogue == "tma":
         c3 = c if c.ndim == 3 else c.reshape(1, m, n)
         args.append(host_tensor_map(c3, (*cfg.store_box, 1), dtype=cfg.c_type, swizzle=128))
     return args, interpreter_grid(cfg, m, n, splits=splits, clusters=clusters), cfg.smem_bytes
 
 
-def interpreter_module(cfg, m: int, n: int):
-    """The Module an M x N problem runs, as a plan picks it: the C stores that suit its rows (`for_c_columns`
-    over the kernel's N, the problem's M with swap_ab)."""
-    return cfg.for_c_columns(m if cfg.swap_ab else n).module
+def interpreter_module(cfg, m: int, n: int, splits: int = 1):
+    """The Module an M x N problem split `splits` ways over K runs, as a plan picks it (`for_launch` over the
+    kernel's N, the problem's M with swap_ab)."""
+    return cfg.for_launch(m if cfg.swap_ab else n, splits).module
 
 
 def interpreter_grid(cfg, m: int, n: int, *, splits: int = 1, clusters: int | None = None) -> int:

@@ -153,10 +153,9 @@ class HopperPlan:
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
-        from .splitk import REDUCE_THREADS, auto_splits, nonempty_splits, reduce_module
-        if cfg.c16:  # 16-bit C is rounded from the whole K's f32 sum: no split-K workspace
-            if splits is not None and int(splits) > 1:
-                raise ValidationError("c16 (16-bit C) rounds the whole sum once: K cannot be split; use f32 C")
+        from .splitk import REDUCE_THREADS, auto_splits, check_reduce, nonempty_splits, reduce_module, workspace_bytes
+        if cfg.c16 and not cfg.reduces_in_kernel:  # the second launch would add 16-bit partial sums
+            check_reduce(cfg, 1 if splits is None else int(splits))
             splits = 1
         elif splits is None:
             splits = auto_splits(cfg, m, n, k, sms)
@@ -164,7 +163,9 @@ class HopperPlan:
         cs = cfg.cluster_size
         units = cfg.cluster_tiles(km, kn) * self.splits
         self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
-        self.kernel_cfg = cfg.for_c_columns(kn)  # the C stores that suit rows of kn values
+        # the C stores that suit rows of kn values, and the in-kernel reduction where K is split
+        self.kernel_cfg = cfg.for_launch(kn, self.splits)
+        fused = self.kernel_cfg.reduces_in_kernel
         self.fn = load_kernel(self.kernel_cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
         self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
@@ -187,12 +188,20 @@ class HopperPlan:
         self._c_map = cfg.epilogue == "tma"
         if self._c_map:  # (swap_ab is refused with it: km, kn are m, n here)
             cb = cfg.c_bytes
-            # C (or the split-K workspace) as [splits, M, N]: a sub-tile never spills into the next split
-            self._tmpl += (TensorMap(cfg.c_type, 0, (n, m, self.splits), (*cfg.store_box, 1), (cb * n, cb * m * n),
-                                     swizzle=128),)
-        self.workspace = None
+            # C (or the 'launch' reduction's workspace) as [splits, M, N]: a sub-tile never spills into the next
+            self._tmpl += (TensorMap(cfg.c_type, 0, (n, m, 1 if fused else self.splits), (*cfg.store_box, 1),
+                                     (cb * n, cb * m * n), swizzle=128),)
+        self.workspace = None  # the partial sums of a K split (in the kernel's register order with `fused`)
+        self.counters = None  # fused: a counter per tile, back at 0 after every launch
         self._reduce = None
-        if self.splits > 1:
+        self._fused = ()
+        if fused:
+            nbytes, tiles = workspace_bytes(cfg, km, kn, self.splits)
+            self.workspace = DeviceBuffer.empty((nbytes // 4,), np.int32)
+            self.counters = DeviceBuffer.empty((tiles,), np.uint32)
+            self.counters.fill_bytes(0, stream=stream)
+            self._fused = (self.workspace.ptr, self.counters.ptr)
+        elif self.splits > 1:
             self.workspace = DeviceBuffer.empty((self.splits, m, n), np.int32 if cfg.c_type == "s32" else np.float32)
             red = load(reduce_module(cfg.c_type))[f"splitk_reduce_{cfg.c_type}"]
             self._reduce = (red, red._config((-(-(m * n) // REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1), 0),
@@ -213,7 +222,8 @@ class HopperPlan:
             ctas = -(-km // SUMS_ROWS_PER_CTA) - (-kn // SUMS_ROWS_PER_CTA)
             self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
-        self._workspace_ptr = self.workspace.ptr if self.workspace is not None else 0
+        # where the GEMM stores: C, or the 'launch' reduction's workspace
+        self._workspace_ptr = self.workspace.ptr if self._reduce is not None else 0
         # how the GEMM's argument block is launched, chosen once: with the cluster shape, as a programmatic
         # dependent launch, or plainly
         if self._cluster is not None:
@@ -223,7 +233,7 @@ class HopperPlan:
         else:
             self._launch = functools.partial(self.fn._launch, self._cfg, self.stream, values=None)
         self._km, self._kn = km, kn
-        self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums))
+        self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums), *self._fused)
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
     def __repr__(self) -> str:

@@ -171,12 +171,15 @@ def table(rows) -> str:
     return "\n".join(lines)
 
 
-def shape_args(doc: str, shapes, out: str, argv=None):
-    """The arguments of a table over shapes and types (--shapes, --ops, --out), or None without a GPU (said)."""
+def shape_args(doc: str, shapes, out: str, argv=None, more=()):
+    """The arguments of a table over shapes and types (--shapes, --ops, --out, and `more`: (flags, keywords)
+    pairs of add_argument), or None without a GPU (said)."""
     ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--shapes", type=parse_shape, nargs="+", default=shapes)
     ap.add_argument("--ops", default="int4,int8,bf16")
     ap.add_argument("--out", default=os.path.join(HERE, "results", out))
+    for flags, kw in more:
+        ap.add_argument(*flags, **kw)
     args = ap.parse_args(argv)
     reason = gpu_skip_reason()
     if reason:

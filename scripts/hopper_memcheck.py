@@ -11,7 +11,7 @@ import numpy as np
 
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
 from ptxforge.schedules.hopper.config import (SKINNY_BF16_128, SKINNY_BF16_256, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,
-                                             SKINNY_S4_256, SKINNY_S8_32)
+                                             SKINNY_S4_256, SKINNY_S8, SKINNY_S8_32, SKINNY_S8_64, SKINNY_S8_256)
 
 rng = np.random.default_rng(1)
 S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=256, block_k_bytes=256, stages=2,
@@ -24,8 +24,7 @@ S4 = (dict(block_n=256, block_k_bytes=256, stages=2, biased=True), dict(block_n=
       dict(SKINNY_S4, widen_ahead=False, a_group=2),  # B widened between the stages
       dict(block_n=64, consumers=2, interleave_k=True, stages=4, converter=True, convert_buffers=4, scaled=True,
            block_k_bytes=256))
-S8 = ({}, dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True),  # the M <= 32 default
-      dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True))  # the 64 < M <= 128 default
+S8 = ({}, SKINNY_S8_32, SKINNY_S8_64, SKINNY_S8, SKINNY_S8_256)  # the large tile; the skinny defaults
 ONLY = sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else None  # e.g. "s8": one operand
 BF16 = ({}, SKINNY_S8_32, SKINNY_BF16_128, SKINNY_BF16_256)  # the large tile; the skinny ones (M <= 32, 128, 256)
 for op, kw in [("s8", kw) for kw in S8] + [("s4", kw) for kw in S4] + [("bf16", kw) for kw in BF16]:

@@ -94,14 +94,26 @@ SKINNY_S4_64 = dict(block_n=64, wg_m=64, consumers=2, split_stage=True, widen_ah
                     block_k_bytes=512, swap_ab=True, scaled=True, pdl=True, early_prefetch=2)
 
 #: s8 problems of M <= 32 / 32 < M <= 64: the operands swapped (the weights the wgmma M side, 64 rows per
-#: CTA: N / 64 CTAs, no split K), one consumer warpgroup, a ring of 8 stages, pdl, 4 early k-stages
-#: (M = 32: 18.92 us against 19.54 without, 19.24 with 2)
-SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
+#: CTA: N / 64 CTAs), one consumer warpgroup, pdl, 4 early k-stages (M = 32: 18.92 us against 19.54 without,
+#: 19.24 with 2).  Up to M = 32 stages of 256 K-bytes (two 128-byte boxes of each weight row) in a ring of 9:
+#: through run() at N = K = 8192 (bench/splitk_bench.py --overrides, two runs) M = 1 19.0 us against 21.8-21.9
+#: for 128-byte stages in a ring of 8 (bf16: 36.5-36.7 against 42.3-42.4), M = 8 18.5-18.7 against 19.2-19.3
+#: (bf16 34.4-34.5 against 35.9-36.0), M = 32 18.2-18.3 against 18.5 (bf16 33.6-33.7 against 34.2-34.4); at
+#: 16 x 14336 x 4096 int8 17.7-17.8 against 17.2-17.4 (bf16 32.6-32.7 against 32.9-33.0).  With 64 activation
+#: rows such a ring does not fit (32 KB stages).
+SKINNY_S8_32 = dict(block_n=32, wg_m=64, consumers=1, swap_ab=True, stages=9, block_k_bytes=256, pdl=True,
+                    early_prefetch=4)
 SKINNY_S8_64 = dict(block_n=64, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
 
 #: s8 problems of 64 < M <= 128: 128 x 64 tiles (N / 64 CTAs, no split K), 8 stages, pdl, 2 early k-stages
 #: (21.39 us against 21.80)
 SKINNY_S8 = dict(block_n=64, wg_m=64, consumers=2, stages=8, pdl=True, early_prefetch=2)
+
+#: s8 problems of 128 < M <= 256: 128 x 128 tiles in a ring of 6, pdl, 2 early k-stages (the large-problem tile
+#: leaves most SMs idle there and splits K): through run() (bench/splitk_bench.py --overrides) 256 x 8192 x 8192
+#: 29.8-30.2 us against 37.5-37.8 for the large tile, 256 x 4096 x 4096 13.1-13.2 against 20.4-20.5 (128 x 64
+#: tiles: 9.4-12.1, but 36.7-36.8 at N = K = 8192), M = 192 38.0 against 37.6, 256 x 14336 x 4096 31.1 against 30.7
+SKINNY_S8_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, early_prefetch=2)
 
 #: s4 problems of few rows (64 < M <= 128, the decode case): 128 x 64 tiles fill the SMs without
 #: splitting K (N / 64 tiles), 512 K-values per stage halve the per-stage synchronization; the operand
@@ -132,7 +144,7 @@ SKINNY_BF16_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, ea
 #: and schedules/hopper/tuning.py); a larger M takes DEFAULTS
 _SKINNY_BF16 = ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_BF16_128), (256, SKINNY_BF16_256))
 SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256, SKINNY_S4_256)),
-          "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8)),
+          "s8": ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_S8), (256, SKINNY_S8_256)),
           "bf16": _SKINNY_BF16, "f16": _SKINNY_BF16}
 
 

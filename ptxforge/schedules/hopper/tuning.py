@@ -42,7 +42,9 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s8 skinny problems, same conditions: M <= 32 `SKINNY_S8_32` (operands swapped, one consumer, 8 stages):
   18.8-18.9 us, 1.26x cuBLAS int8 (19.5 without the early prefetch; the mma.sync schedule 24.2); M <= 64
   `SKINNY_S8_64`: 19.3 us, 1.26x (mma.sync 28.0); M <= 128 `SKINNY_S8` (128 x 64 tiles, 8 stages): 21.4-21.8
-  us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches).
+  us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches); M <= 256 `SKINNY_S8_256`
+  (128 x 128 tiles, a ring of 6): 29.8-30.2 us through run() against 37.5-37.8 for the large tile.  Up to
+  M = 32 the swapped stages carry 256 K-bytes (a ring of 9): M = 1 19.0 us against 21.8 with 128.
 * bf16 / f16 skinny problems (`config.SKINNY`, bench/bf16_bench.py), same conditions: the operands
   swapped with one consumer and a ring of 8 up to M = 128 (M = 32 35.0 us, 1.05x cuBLAS bf16; M = 64 35.7,
   1.09x; M = 128 40.7, 0.97x), 128 x 128 tiles in a ring of 6 up to M = 256 (56.5 us, 1.00x); the 128 x 256
@@ -124,10 +126,11 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
                       "sharing the k-stages) and a programmatic dependent launch; measured 2.14-2.16x cuBLAS int8 "
                       "at M = 32 (10.9-11.1 us against 12.6 for the mma.sync schedule) and 1.7-1.8x at M = 64 "
                       "(13.4-14.1 against 19.7), N = K = 8192")
-    if operand == "s8" and m <= 128:
-        return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights once without splitting K "
-                      "(operands swapped for M <= 64, 128 x 64 tiles above) and a programmatic dependent launch; "
-                      "measured 1.21x cuBLAS int8 at M = 32, 1.20x at M = 64, 1.85x at M = 128 (N = K = 8192)")
+    if operand == "s8" and m <= 256:
+        return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights from every SM (operands "
+                      "swapped for M <= 64, 128 x 64 tiles up to 128, 128 x 128 up to 256) and a programmatic "
+                      "dependent launch; measured 1.21x cuBLAS int8 at M = 32, 1.20x at M = 64, 1.85x at M = 128 "
+                      "(N = K = 8192), and 30 against 38 us for the large-problem tile at M = 256")
     if operand in ("bf16", "f16") and m <= 256:
         return True, ("sm_90a: TMA + wgmma with decode-sized tiles that stream the weights from every SM (operands "
                       "swapped, one consumer warpgroup, for M <= 128; 128 x 128 tiles above) and a programmatic "

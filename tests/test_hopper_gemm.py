@@ -296,6 +296,20 @@ def test_skinny_float_defaults_on_the_interpreter(operand, most, kw):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
 
 
+@pytest.mark.parametrize("most, kw", SKINNY["s8"], ids=lambda x: str(x) if isinstance(x, int) else "")
+def test_skinny_int8_defaults_on_the_interpreter(most, kw):
+    """Each int8 skinny default (swapped with 256 K-bytes per stage up to M = 32, 128 x 64 and 128 x 128 tiles
+    above) at a ragged shape of its M range, K whole and split in two (the sums meeting in the kernel): exact,
+    and free of findings (the split's workspace reads ordered by the counter's release and acquire)."""
+    from support.hopper_gemm import run_on_interpreter
+    cfg = HopperGemm("s8", **kw)
+    m, n, k = most - 5, 136 if cfg.swap_ab else 200, 1024
+    for splits in (1, 2):
+        got, want, r = run_on_interpreter(cfg, m, n, k, splits=splits, clusters=2, seed=most + splits)
+        assert r.ok, str(r)
+        assert np.array_equal(got, want), f"M={m}, splits={splits}"
+
+
 def test_f16_operands_and_reference_are_half_floats():
     """random_operands gives f16 operands as the bit patterns of float16 samples, and reference reads uint16 as
     those bit patterns (or takes float16 arrays): the same C either way, the sums of the half values."""

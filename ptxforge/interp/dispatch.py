@@ -41,7 +41,7 @@ FACTORIES = {
     "cp.async.bulk": exec_tma.make_bulk_copy, "cp.async.bulk.tensor": exec_tma.make_tensor,
     "cp.async.bulk.commit_group": exec_tma.make_bulk_commit, "cp.async.bulk.wait_group": exec_tma.make_bulk_wait,
     "createpolicy": exec_async.make_createpolicy,
-    "membar": exec_async.make_noop, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
+    "membar": exec_async.make_fence, "fence": exec_async.make_fence, "nanosleep": exec_async.make_noop,
     "prefetch": exec_async.make_noop,
     # hints with no effect on values: the interpreter has no caches and no dependent grids
     "prefetchu": exec_async.make_noop, "applypriority": exec_async.make_noop, "griddepcontrol": exec_async.make_noop,

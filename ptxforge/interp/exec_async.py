@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
+from . import global_order
 from .access import mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
@@ -261,10 +262,14 @@ def make_noop(P, op):
 
 
 def make_fence(P, op):
-    """fence.*: a no-op for values (the interpreter is sequentially consistent), except that
+    """fence.* / membar.*: a no-op for values (the interpreter is sequentially consistent), except that
     fence.proxy.async records when each thread made its generic shared writes visible to the
-    async proxy (wgmma and TMA reads check it)."""
-    if not str(op.ins.info).startswith("fence.proxy.async"):
+    async proxy (wgmma and TMA reads check it), and the fences at gpu, sys or cluster scope take part
+    in the release/acquire chains that order global memory between CTAs (`global_order`)."""
+    kind = str(op.ins.info)
+    if kind in global_order.GPU_FENCES:
+        return lambda S, m: global_order.on_fence(S, m, kind)
+    if not kind.startswith("fence.proxy.async"):
         return make_noop(P, op)
 
     def proxy_fence(S, m):

@@ -12,7 +12,8 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.operands import Reg, Symbol
-from .access import SHARED, gather, map_access, scatter, shadow_read, shadow_write
+from . import global_order
+from .access import GLOBAL, SHARED, gather, map_access, scatter, shadow_read, shadow_write
 from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
@@ -83,6 +84,8 @@ def make_ld(P, op):
             vals = gather(S, part, width, vec)
             if part.space == SHARED:
                 shadow_read(S, op, part, nbytes)
+            elif part.space == GLOBAL:
+                global_order.on_load(S, op, part, nbytes, info.sem, info.scope)
             for i, put in enumerate(puts):
                 full, mask = _spread(S, part.thr, vals[:, i].astype(udt), udt)
                 put(S, full.view(vdt), mask)
@@ -117,6 +120,8 @@ def make_st(P, op):
             vals = np.stack([c[part.thr] for c in cols], axis=1)
             if part.space == SHARED:
                 shadow_write(S, op, part, nbytes, pc=op.pc)
+            elif part.space == GLOBAL:
+                global_order.on_store(S, op, part, nbytes, info.sem, info.scope)
             scatter(S, part, width, vals)
     return st
 
@@ -188,6 +193,8 @@ def make_atom(P, op):
                     n = _atom_apply(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1])
                     scatter(S, one, width, np.asarray(n).astype(vdt).view(udt)[:, None])
                     old[i] = o[0]
+            if part.space == GLOBAL:
+                global_order.on_atomic(S, op, part, width, info.sem, info.scope)
             if put is not None:
                 full, mask = _spread(S, part.thr, old.view(udt), udt)
                 put(S, full.view(vdt), mask)

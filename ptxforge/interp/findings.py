@@ -31,6 +31,7 @@ KINDS = {
     "wgmma": "a wgmma accumulator register touched before the wgmma.wait_group that retires it",
     "registers": "setmaxnreg again in a warpgroup whose warps did not synchronize after the last one",
     "proxy": "shared memory read by the async proxy (wgmma, TMA store) after generic writes with no fence.proxy.async",
+    "order": "global memory one CTA wrote, read by another CTA of the launch with no release/acquire chain between",
 }
 
 #: Findings reported unless the caller chooses otherwise.

@@ -122,7 +122,9 @@ class Machine:
             self.pend_pc = np.full(n, -1, dtype=np.int32)
             self.pend_tid = np.full(n, -1, dtype=np.int64)
         self.events = []  # (time, group per thread) of partial synchronizations
+        self.events_dropped = False  # whether the oldest events were dropped (see sync_event)
         self.last_full = np.full(B, -1, dtype=np.int64)  # time of the last CTA-wide barrier per CTA
+        self.full_times = [[] for _ in range(B)]  # every CTA-wide barrier's time, per CTA (global_order reads it)
         # barriers, async copies, mbarriers (see exec_sync / exec_async)
         self.bar_arrived = {}
         self.bar_pc = {}
@@ -188,12 +190,15 @@ class Machine:
             groups = np.where(members, self.cta_local, -1)
         if cta_full is not None and len(cta_full):
             self.last_full[cta_full] = self.step
+            for c in np.asarray(cta_full).tolist():
+                self.full_times[c].append(self.step)
             groups = np.where(np.isin(self.cta_local, cta_full), -1, groups)
         if not (groups >= 0).any():
             return None
         self.events.append((self.step, groups))
         if len(self.events) > 4096:
             del self.events[:2048]
+            self.events_dropped = True
         return groups
 
     def warps_touched(self, m):

@@ -121,6 +121,13 @@ class GlobalHeap:
         off = (addr - np.uint64(GLOBAL_BASE)).astype(np.int64)
         return np.where(ok, k, -1), off
 
+    def where(self, addr: int, nbytes: int) -> str:
+        """Where an access inside a buffer lies: "bytes a..b of 'name' (dtype[shape])" (else as `describe`)."""
+        for b in self.bufs:
+            if b.start <= addr and addr + nbytes <= b.start + b.nbytes:
+                return f"bytes {addr - b.start}..{addr - b.start + nbytes - 1} of '{b.name}' ({_array_desc(b)})"
+        return self.describe(addr, nbytes)
+
     def describe(self, addr: int, nbytes: int) -> str:
         """Where an out-of-bounds access lies relative to the nearest buffer."""
         if addr < 65536:

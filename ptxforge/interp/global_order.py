@@ -1,0 +1,263 @@
+"""Global memory that the CTAs of one launch share: the release/acquire chains that order it.
+
+A CTA that reads global memory another CTA of the same launch wrote (a split-K workspace, a stream-K
+partial tile, a flag) needs the write ordered before the read by the PTX memory model: the writing
+side releases (an `atom`/`red`/`st` with `.release` or `.acq_rel` at `.gpu` or `.sys` scope, or a
+relaxed one after that thread's `fence.acq_rel`/`fence.sc`/`membar.gl` at such a scope) at a location
+whose value the reading side then acquires (an `atom` or `ld` with `.acquire` or `.acq_rel`, or a
+relaxed one that a fence of that thread follows); read-modify-writes in between carry the release on
+(a release sequence); inside each CTA a barrier carries the order from the writing threads to the
+releasing one, and from the acquiring thread to the reading ones.  The interpreter steps threads in an
+order where such writes have always landed before the read, so a missing link changes no value here;
+this module records the links and reports a read that no chain orders after the write (an "order"
+finding, naming both instructions), as `race` findings do for shared memory.  Two SC fences (`membar.gl`,
+`fence.sc.gpu`) also order it, the writing side's after the write and the reading side's before the read,
+as where every thread fences its partial sums and then one counts the CTA in with a relaxed atomic.
+
+What it tracks: per 4-byte word of the global heap, the thread that last stored to it (plain or strong
+stores and atomics), the step and the instruction; per word, the releases its read-modify-write chain
+carries; per thread, the releases it acquired and when.  Two strong accesses (both with a memory order)
+do not race; a weak read (`ld`, `ld.global.cg` ...) of a word another CTA wrote is checked.  Reads by
+TMA and bulk copies are not checked.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import numpy as np
+
+from .memory import GLOBAL_BASE
+
+_PTXFORGE_INTERNAL = True
+
+#: fences that order a thread's accesses for the other CTAs of the launch (`.cluster`: of its cluster)
+GPU_FENCES = {"fence.acq_rel.gpu": "gpu", "fence.sc.gpu": "gpu", "fence.acq_rel.sys": "sys",
+              "fence.sc.sys": "sys", "membar.gl": "gpu", "membar.sys": "sys", "fence.acq_rel.cluster": "cluster",
+              "fence.sc.cluster": "cluster"}
+#: the sequentially consistent ones (membar.gl is fence.sc.gpu): all of them are in one total order
+SC_FENCES = frozenset(("fence.sc.gpu", "fence.sc.sys", "membar.gl", "membar.sys"))
+_STRONG = ("relaxed", "acquire", "release", "acq_rel", "volatile")
+
+
+class GlobalOrder:
+    """The shadow of one launch's global heap and its release/acquire links (see the module docstring)."""
+
+    def __init__(self, S):
+        words = S.launch.heap.size // 4 + 1
+        self.w_tid = np.full(words, -1, dtype=np.int64)
+        self.w_time = np.full(words, -1, dtype=np.int64)
+        self.w_pc = np.full(words, -1, dtype=np.int32)
+        self.w_strong = np.zeros(words, dtype=bool)
+        self.releases: dict = {}  # word -> [(releasing thread, step)] its read-modify-write chain carries
+        self.acquired: dict = {}  # thread -> [(releasing thread, release step, acquire step)]
+        self.by_cta: dict = {}  # CTA -> threads of it that acquired something
+        self.pending: dict = {}  # thread -> [(releasing thread, step)] read relaxed, acquired at its next fence
+        self.fence = np.full(S.N, -1, dtype=np.int64)  # step of each thread's last fence at gpu/sys scope
+        self.sc_by_cta: dict = {}  # CTA -> [(step, thread)] of its threads' SC fences at gpu or sys scope
+        self.cache: dict = {}
+
+
+def state(S) -> GlobalOrder | None:
+    """The launch's GlobalOrder, made on first use; None when the launch does not check "order"."""
+    g = getattr(S, "global_order", False)
+    if g is False:
+        g = S.global_order = GlobalOrder(S) if (S.track and "order" in S.launch.checks) else None
+    return g
+
+
+def _words(part, nbytes):
+    """(word index per byte group, thread per word) of an access: every 4-byte word it touches."""
+    first = part.off // 4
+    last = (part.off + nbytes - 1) // 4
+    span = int((last - first).max()) + 1 if len(first) else 0
+    w = (first[:, None] + np.arange(span)).ravel()
+    t = np.repeat(part.thr, span)
+    keep = w <= np.repeat(last, span)
+    return w[keep], t[keep]
+
+
+def _scoped(S, sem, scope, a, b) -> bool:
+    """Whether an access with memory order `sem` at `scope` orders threads a and b of different CTAs."""
+    if sem not in ("release", "acquire", "acq_rel"):
+        return False
+    if scope in ("gpu", "sys"):
+        return True
+    return scope == "cluster" and _same_cluster(S, a, b)
+
+
+def _same_cluster(S, a, b) -> bool:
+    ca, cb = int(S.cta_local[a]), int(S.cta_local[b])
+    rank = S.cluster_rank_of_cta
+    return ca - int(rank[ca]) == cb - int(rank[cb])
+
+
+def _release_time(S, g, t, sem, scope):
+    """The step from which thread t's store/atomic releases (its own step with .release/.acq_rel at a gpu-wide
+    scope, its last fence's step for a relaxed one after a fence), or -1."""
+    if sem in ("release", "acq_rel") and scope in ("gpu", "sys", "cluster"):
+        return S.step
+    if g.fence[t] >= 0:
+        return int(g.fence[t])
+    return -1
+
+
+def on_store(S, op, part, nbytes, sem, scope):
+    """A global store by part.thr: record the writer of each word; a release starts the word's release sequence,
+    any other store ends it."""
+    g = state(S)
+    if g is None:
+        return
+    w, t = _words(part, nbytes)
+    g.w_tid[w] = t
+    g.w_time[w] = S.step
+    g.w_pc[w] = op.pc
+    g.w_strong[w] = sem in _STRONG
+    if sem in _STRONG:  # strong stores (rare: flags) may release
+        for word, tid in zip(w.tolist(), t.tolist()):
+            rt = _release_time(S, g, tid, sem, scope)
+            if rt >= 0:
+                g.releases[word] = [(tid, rt)]
+            else:
+                g.releases.pop(word, None)
+    elif g.releases:  # a weak store ends the release sequences of the words it writes
+        for word in np.unique(w[np.isin(w, np.fromiter(g.releases, dtype=np.int64))]).tolist():
+            del g.releases[word]
+
+
+def on_atomic(S, op, part, width, sem, scope):
+    """An atom/red by part.thr, in their serialization order: each acquires what the word's release sequence
+    carries (at once with .acquire/.acq_rel, at its next fence when relaxed) and adds its own release to it."""
+    g = state(S)
+    if g is None:
+        return
+    words = (part.off // 4).tolist()
+    now = S.step
+    for word, tid in zip(words, part.thr.tolist()):
+        chain = g.releases.get(word)
+        if chain:
+            if sem in ("acquire", "acq_rel"):
+                got = [(r, tr, now) for r, tr in chain if scope in ("gpu", "sys") or _same_cluster(S, r, tid)]
+                _acquire(S, g, tid, got)
+            else:
+                g.pending.setdefault(tid, []).extend(chain)
+        rt = _release_time(S, g, tid, sem, scope)
+        if rt >= 0:
+            g.releases.setdefault(word, []).append((tid, rt))
+        g.w_tid[word], g.w_time[word], g.w_pc[word], g.w_strong[word] = tid, now, op.pc, True
+
+
+def on_fence(S, m, kind):
+    """A fence by the threads of mask m: later relaxed releases of theirs release from here, and what their
+    relaxed reads found in release sequences is acquired now."""
+    g = state(S)
+    scope = GPU_FENCES.get(kind)
+    if g is None or scope is None:
+        return
+    thr = np.flatnonzero(m)
+    g.fence[thr] = S.step
+    if kind in SC_FENCES and scope != "cluster":
+        for tid in thr.tolist():
+            g.sc_by_cta.setdefault(int(S.cta_local[tid]), []).append((S.step, tid))
+    if not g.pending:
+        return
+    for tid in thr.tolist():
+        chain = g.pending.pop(tid, None)
+        if chain:
+            _acquire(S, g, tid, [(r, tr, S.step) for r, tr in chain
+                                 if scope != "cluster" or _same_cluster(S, r, tid)])
+
+
+def _acquire(S, g, tid, links):
+    if not links:
+        return
+    g.acquired.setdefault(tid, []).extend(links)
+    g.by_cta.setdefault(int(S.cta_local[tid]), set()).add(tid)
+
+
+def on_load(S, op, part, nbytes, sem, scope):
+    """A global load by part.thr: acquire (ld.acquire) or note for a fence (ld.relaxed) what the words' release
+    sequences carry, then report words another CTA wrote that no release/acquire chain orders before it."""
+    g = state(S)
+    if g is None:
+        return
+    w, t = _words(part, nbytes)
+    if g.releases and sem in _STRONG:
+        for word, tid in zip(w.tolist(), t.tolist()):
+            chain = g.releases.get(word)
+            if not chain:
+                continue
+            if sem == "acquire":
+                _acquire(S, g, tid, [(r, tr, S.step) for r, tr in chain if _scoped(S, sem, scope, r, tid)])
+            else:
+                g.pending.setdefault(tid, []).extend(chain)
+    writer = g.w_tid[w]
+    foreign = (writer >= 0) & (S.cta_local[np.maximum(writer, 0)] != S.cta_local[t])
+    if sem in _STRONG:
+        foreign &= ~g.w_strong[w]
+    if not foreign.any():
+        return
+    idx = np.flatnonzero(foreign)
+    bad = [i for i in idx.tolist() if not _ordered(S, g, int(writer[i]), int(g.w_time[w[i]]), int(t[i]))]
+    if bad:
+        i = bad[0]
+        other = S.prog.instructions[int(g.w_pc[w[i]])]
+        S.report("order", f"reads global memory that a thread of another CTA wrote in this launch "
+                 f"({S.launch.heap.where(GLOBAL_BASE + int(w[i]) * 4, 4)}), "
+                 "with no release/acquire between the write and this read: the writing CTA must release it "
+                 "(atom/red/st .release or .acq_rel at .gpu scope, or a relaxed one after fence.acq_rel.gpu, "
+                 "by a thread its writers reach through a barrier) at a location this CTA then acquires",
+                 op, np.unique(t[bad]), other=other, other_threads=np.unique(writer[bad]))
+
+
+def _ordered(S, g, w, tw, q) -> bool:
+    """Whether thread w's write at step tw is ordered before thread q's read now: through a release its CTA made
+    that q's CTA acquired, or through two SC fences (membar.gl, fence.sc.gpu), the writing side's after the
+    write and the reading side's before the read (SC fences are in one order, which the interpreter's is)."""
+    key = (w, tw, q)
+    if key in g.cache:
+        return True
+    cw = int(S.cta_local[w])
+    ok = any(int(S.cta_local[r]) == cw and _hb(S, w, tw, r, tr) and _hb(S, a, ta, q, S.step)
+             for a in g.by_cta.get(int(S.cta_local[q]), ()) for r, tr, ta in g.acquired[a]) or _sc_ordered(S, g, w, tw, q)
+    if ok:
+        g.cache[key] = True
+    return ok
+
+
+def _sc_ordered(S, g, w, tw, q) -> bool:
+    mine = g.sc_by_cta.get(int(S.cta_local[w]))
+    theirs = g.sc_by_cta.get(int(S.cta_local[q]))
+    if not mine or not theirs:
+        return False
+    now = S.step
+    i = bisect.bisect_right(mine, (tw, S.N))
+    published = next((tf for tf, x in mine[i:] if _hb(S, w, tw, x, tf)), None)
+    if published is None:
+        return False
+    j = bisect.bisect_right(theirs, (published, S.N))
+    return any(_hb(S, y, tg, q, now) for tg, y in theirs[j:])
+
+
+def _hb(S, u, tu, v, tv) -> bool:
+    """Whether thread u's access at step tu happens before thread v's at step tv inside their CTA: the same
+    thread in program order, or a barrier (or mbarrier phase) both took part in between."""
+    if u == v:
+        return tu <= tv
+    cta = int(S.cta_local[u])
+    if cta != int(S.cta_local[v]) or tu >= tv:
+        return False
+    full = S.full_times[cta]
+    i = bisect.bisect_right(full, tu)
+    if i < len(full) and full[i] < tv:
+        return True
+    ev = S.events
+    if ev and ev[0][0] > tu and S.events_dropped:  # older events were dropped: no finding without evidence
+        return True
+    j = bisect.bisect_right(ev, tu, key=lambda e: e[0])
+    while j < len(ev) and ev[j][0] < tv:
+        groups = ev[j][1]
+        if groups[u] >= 0 and groups[u] == groups[v]:
+            return True
+        j += 1
+    return False

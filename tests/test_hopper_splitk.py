@@ -129,3 +129,20 @@ def test_workspace_holds_every_split_of_every_tile():
     assert tiles == 4 * 2 and nbytes == 3 * tiles * 128 * 64 * 4
     swapped = HopperGemm("s4", **SKINNY["s4"][0][1])
     assert workspace_bytes(swapped, 4096, 16, 2) == (2 * 64 * 64 * 32 * 4, 64)
+
+
+@pytest.mark.parametrize("name", ["s8 two consumers", "s4 three consumers on alternate stages, swapped"])
+def test_every_weakened_memory_order_is_reported(name):
+    """The count's acq_rel made relaxed (the `weaken_memory_order` mutants of the kernel a split launch runs):
+    the values still come out right in the interpreter's thread order, and the workspace reads are reported."""
+    from ptxforge.testing.mutants import mutants_of
+    cfg, (m, n, k) = ARRANGEMENTS[name]
+    kernel = interpreter_module(cfg, m, n, 3).kernels[0]
+    mutants = mutants_of(kernel, ["weaken_memory_order"])
+    assert mutants
+    a, b = small_operands(cfg, m, n, k, np.random.default_rng(1))
+    for mutant in mutants:
+        c = np.full((m, n), -7, c_numpy_type(cfg))
+        args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=3)
+        r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
+        assert r.by_kind("order"), mutant

@@ -11,7 +11,8 @@ wait; these give it the mutant to prove that it does:
 matches nothing raises ValidationError, so a test can never pass because the bug was not planted.
 
 `off_by_one_guard` loosens or tightens one comparison (setp.lt <-> le, gt <-> ge, lo <-> ls,
-hi <-> hs): the classic bounds-guard bug.  `mutants_of(kernel)` lists every single-site mutant
+hi <-> hs): the classic bounds-guard bug.  `weaken_memory_order` relaxes one acquire/release access or
+drops one gpu-scope fence: what publishes one CTA's global writes to another goes missing.  `mutants_of(kernel)` lists every single-site mutant
 of every kind that applies to a kernel, as `Mutant`s (what testing.mutation runs).
 """
 
@@ -26,8 +27,8 @@ from ..isa.async_copy import wait_group
 from ..isa.control import setp
 from ..isa.instruction import Instruction
 
-__all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "Mutant", "mutants_of",
-           "MUTANT_KINDS", "OFF_BY_ONE"]
+__all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "weaken_memory_order",
+           "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
 
 #: setp comparisons and the comparison one step looser or tighter at the boundary.
 OFF_BY_ONE = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt", "lo": "ls", "ls": "lo", "hi": "hs", "hs": "hi"}
@@ -75,6 +76,33 @@ def off_by_one_guard(kernel: Kernel, nth: int | None = None) -> Kernel:
     return _mutate(kernel, _is_guard, shifted, nth, "integer setp comparison")
 
 
+#: memory orders a `weaken_memory_order` mutant relaxes, and the fences it drops
+_ORDERS = ("acquire", "release", "acq_rel")
+_STRONG_FENCES = ("fence.acq_rel.gpu", "fence.sc.gpu", "fence.acq_rel.sys", "fence.sc.sys", "fence.acq_rel.cluster",
+                  "fence.sc.cluster", "membar.gl", "membar.sys")
+
+
+def _is_ordered(i) -> bool:
+    if i.opcode in ("atom", "red", "ld", "st"):
+        return getattr(i.info, "sem", None) in _ORDERS
+    return i.opcode in ("fence", "membar") and i.info in _STRONG_FENCES
+
+
+def weaken_memory_order(kernel: Kernel, nth: int | None = None) -> Kernel:
+    """The kernel with memory ordering taken away: an atom/red/ld/st with .acquire, .release or .acq_rel made
+    .relaxed (same scope), a fence.acq_rel / fence.sc / membar at gpu, cluster or sys scope removed.  What
+    publishes one CTA's global writes to another is then missing (the interpreter's "order" findings)."""
+    def weaker(ins):
+        if ins.opcode in ("fence", "membar"):
+            return []
+        sem = ins.info.sem
+        info = dataclasses.replace(ins.info, sem="relaxed")
+        return [Instruction(ins.opcode, ins.mnemonic.replace(f".{sem}.", ".relaxed.", 1), ins.operands, ins.n_dst,
+                            ins.guard, ins.req, info, tuple("relaxed" if m == sem else m for m in ins.mods),
+                            ins.type, ins.loc, ins.comment)]
+    return _mutate(kernel, _is_ordered, weaker, nth, "memory-ordered access or fence")
+
+
 @dataclass(frozen=True)
 class Mutant:
     """One planted bug: its kind (a mutant function's name), which match it changes (`nth`), the
@@ -108,6 +136,7 @@ MUTANT_KINDS = {
     "loosen_wait_group": (loosen_wait_group, lambda i: i.opcode == "cp.async.wait_group"),
     "drop_mbarrier_wait": (drop_mbarrier_wait, _is_wait),
     "off_by_one_guard": (off_by_one_guard, _is_guard),
+    "weaken_memory_order": (weaken_memory_order, _is_ordered),
 }
 
 

@@ -43,6 +43,8 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
     swapped operands, the wgmma group size, B widened ahead, stages split between the consumers, two
     accumulator sets, 512-value stages, rotated stages, L2 prefetch ahead of the ring and before
     griddepcontrol.wait, pdl), so that the combinations the skinny defaults do not use come up too.
+    Every operand draws where a K split's partial sums meet (`split_reduce`: in the kernel or in a
+    second launch).
     """
     op = draw(st.sampled_from(operands))
     s4x = s4_options and op == "s4"
@@ -87,4 +89,5 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
             kw["convert_buffers"] = draw(st.integers(1, 4))
         if kw["pdl"] and not kw["rotate_k"] and (kw["cluster_m"], kw["cluster_n"]) == (1, 1):
             kw["early_prefetch"] = draw(st.sampled_from((0, 2, 8)))  # where it is legal: one CTA per unit, in order
+    kw["split_reduce"] = draw(st.sampled_from(("kernel", "launch")))  # where a K split's partial sums meet
     return kw

@@ -44,13 +44,15 @@ def c_values(cfg, c):
 
 def draw_problem(cfg, data) -> tuple:
     """(m, n, k, splits, clusters) drawn for `cfg` with Hypothesis' `data`: a ragged shape small enough for the
-    interpreter (up to about two tiles, 160 rows), K split in two or not (every split non-empty, as a plan
-    makes it), one CTA (or cluster) walking every unit or one per unit."""
+    interpreter (up to about two tiles, 160 rows), K split in two or three or not (every split non-empty, as a
+    plan makes it; 16-bit C splits only with the in-kernel reduction), one CTA (or cluster) walking every unit
+    or one per unit."""
     m, n, k = data.draw(hopper_gemm_shapes(cfg, max_m=min(2 * cfg.block_m * cfg.cluster_m + 1, 160),
                                            max_n=min(2 * cfg.block_n * cfg.cluster_n + 1, 160),
                                            max_k=2 * cfg.block_k + 32))
     ktiles = -(-k // cfg.block_k)
-    splits = nonempty_splits(ktiles, min(data.draw(st.sampled_from((1, 2))), ktiles))
+    most = 1 if cfg.c16 and not cfg.reduces_in_kernel else 3
+    splits = nonempty_splits(ktiles, min(data.draw(st.sampled_from((1, 2, 3))), ktiles, most))
     return m, n, k, splits, data.draw(st.sampled_from((None, 1)))
 
 

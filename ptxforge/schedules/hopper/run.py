@@ -125,7 +125,9 @@ class HopperPlan:
     triple, with each buffer's tensor map encoded once) and issues the launches: the row sums of
     A and B first (one launch) on the biased s4 path, the GEMM, the reduction when K is split.
     No allocation and no synchronization happen per call once the addresses have been seen, so a
-    plan can be captured into a CUDA graph after a first call on the same buffers.
+    plan can be captured into a CUDA graph after a first call on the same buffers.  A split K's
+    workspace and tile counters (`workspace`, `counters`) belong to the plan and serve one launch at
+    a time: launches on its stream are ordered, and replays of a graph that holds it must be too.
     """
 
     def __init__(self, cfg, m: int, n: int, k: int, *, sms: int | None = None, splits: int | None = None,

@@ -51,10 +51,12 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   large-problem tile took 45.0 / 47.6 / 56.8 / 71.8 us there (0.69-0.82x).
 For K >= 131072 the scaled widening would overflow: the biased one takes its place.
 Other skinny problems (few C tiles) split K so that tiles x splits about fills the SMs
-(`splitk.choose_splits`, per launch), when each tile streams at least 1 MB over the whole K: a shorter K
-stays whole, since the reduction's second launch cost more than the idle SMs gave back (decode shapes of
-16 rows, bench/gemm_table_bench.py: 16 x 4096 x 4096 int4 7.2 us against 16.2 split in two, int8 10.4
-against 14.4, bf16 12.2 against 21.9; 16 x 4096 x 14336 int4 14.3 against 20.8).
+(`splitk.choose_splits`, per launch), when each tile streams at least 256 KB over the whole K (1 MB with
+split_reduce='launch'): the partial sums meet in the same launch, the last unit of each tile adding them
+(bench/splitk_bench.py: 16 x 4096 x 14336 int4 11.4-11.5 us split in two against 14.3-14.4 whole and
+15.9-17.7 with the second launch; 16 x 4096 x 4096 bf16 10.9-11.1 against 12.2-12.3).  Before the reduction
+moved into the kernel, the second launch made a split cost more than the idle SMs gave back at such shapes
+(16 x 4096 x 4096 int4 7.2 us whole against 16.2 split in two, bench/gemm_table_bench.py).
 """
 
 from __future__ import annotations

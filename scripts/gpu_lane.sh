@@ -42,7 +42,7 @@ run_sanitizer() {
     [ -f "$ex" ] || continue
     for tool in memcheck racecheck; do
       log="$logs/sanitizer-$(basename "$ex" .py)-$tool.log"
-      PTXFORGE_CACHE=0 timeout "${SANITIZER_TIMEOUT:-120}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
+      PTXFORGE_CACHE=0 timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
         python3 "$ex" --sanitizer >"$log" 2>&1
       rc=$?
       echo "$tool $(basename "$ex"): rc=$rc $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -n 1)" \
@@ -60,6 +60,9 @@ for p in "${pids[@]}"; do wait "$p"; done
 if [[ " $stages " == *" bench "* ]]; then
   BENCHES=${BENCHES:-"bench/hopper_gemm_bench.py --bench --ops s8,s4,bf16 --top 1 --shape 8192,8192,8192 --shape 4096,4096,4096 --shape 128,8192,8192 --shape 32,8192,8192 --out $logs/hopper_gemm.json
 bench/run_overhead_bench.py --out $logs/run_overhead
+bench/gemm_table_bench.py --out $logs/gemm_table
+bench/gemm_table_bench.py --shapes 1,8192,8192 16,4096,4096 16,14336,4096 16,4096,14336 256,4096,4096 256,8192,8192 --out $logs/gemm_table_decode
+bench/splitk_bench.py --out $logs/splitk
 bench/hopper_bench.py --json $logs/hopper.json
 bench/runtime_bench.py"}
   while IFS= read -r b; do

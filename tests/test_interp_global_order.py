@@ -96,3 +96,50 @@ def test_the_check_is_a_finding_kind_that_can_be_left_out():
     r = interp.run(module, grid=2, block=THREADS, args=[data, np.zeros(1, np.uint32), out], check=False,
                    checks=interp.DEFAULT_CHECKS - {"order"})
     assert r.ok
+
+
+def tma_last_arriver(first_barrier):
+    """As `last_arriver`, but the CTA that counts second loads the other CTA's row with a TMA tile load (through
+    a tensor map over the same array the threads wrote with st.global) and copies it out."""
+    k = pf.KernelBuilder("tma_last_arriver", target="sm_90a", reqntid=128)
+    tm = k.param_tensormap("tm")
+    data, counter, out = k.param_ptr("data", T.u32), k.param_ptr("counter", T.u32), k.param_ptr("out", T.u32)
+    tile = k.shared("tile", 128, align=1024)
+    bar = k.shared("bar", 8, align=8)
+    flag = k.shared("flag", 4, align=4)
+    tid, cta = k.tid(), k.ctaid()
+    lead = k.setp("eq", tid, 0, type=T.u32)
+    k.mbarrier_init(bar, 1, pred=lead)
+    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+    mine = k.mad(k.mad(cta, THREADS, tid, type=T.u32), 4, data, type=T.u32, mode="wide")
+    with k.if_(k.setp("lt", tid, THREADS, type=T.u32)):
+        k.st(mine, k.add(k.mul(cta, 1000, type=T.u32), tid, type=T.u32), type=T.u32)
+    if first_barrier:
+        k.bar_sync(0)
+    with k.if_(lead):
+        old = k.atom("add", counter, 1, type=T.u32, sem="acq_rel", scope="gpu")
+        k.st(k.shared_base(flag), old, type=T.u32, space="shared")
+    k.bar_sync(0)
+    second = k.setp("eq", k.ld(k.shared_base(flag), type=T.u32, space="shared"), 1, type=T.u32)
+    with k.if_(second):
+        with k.if_(lead):
+            k.mbarrier_arrive(bar, expect_tx=128)
+            k.tensor_load(tile, tm, [0, k.sub(1, cta, type=T.u32)], bar)
+        k.mbarrier_wait(bar, 0)
+        with k.if_(k.setp("lt", tid, THREADS, type=T.u32)):
+            v = k.ld(k.add(k.shared_base(tile), k.shl(tid, 2, type=T.b32), type=T.u32), type=T.u32, space="shared")
+            k.st(k.mad(tid, 4, out, type=T.u32, mode="wide"), v, type=T.u32)
+    return k.module()
+
+
+@pytest.mark.parametrize("first_barrier", [True, False])
+def test_a_tma_load_of_another_ctas_writes_needs_the_chain_too(first_barrier):
+    data = np.zeros((2, THREADS), np.uint32)
+    out = np.full(THREADS, 7, np.uint32)
+    r = interp.run(tma_last_arriver(first_barrier), grid=2, block=128, check=False,
+                   args=[interp.host_tensor_map(data, (THREADS, 1)), data, np.zeros(1, np.uint32), out])
+    assert np.array_equal(out, np.arange(THREADS)), out
+    found = r.by_kind("order")
+    assert bool(found) != first_barrier, str(r)
+    if found:
+        assert found[0].instruction.opcode.startswith("cp.async.bulk.tensor"), str(found[0])

@@ -42,6 +42,7 @@ from ..isa import types as T
 from ..isa.descriptors import apply_swizzle, swizzle_mode
 from ..isa.operands import TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
+from . import global_order
 from .access import Part, mark_pending, shadow_read, shadow_write
 from .exec_async import CopyRecord, make_bulk
 from .exec_memory import address_reader
@@ -269,6 +270,7 @@ def make_tensor_load(P, op):
             eb = tm.element_bytes
             data = np.broadcast_to(_fill_bytes(tm), (len(off), eb)).copy()
             if len(hoff):
+                global_order.on_load(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None)
                 data[inb] = L.heap.heap[hoff[:, None] + np.arange(eb)]
                 if L.heap.counter is not None:
                     L.heap.counter.add("reads", hoff, eb)
@@ -351,6 +353,7 @@ def make_tensor_store(P, op):
             flat = _read_held(S, op, st, t, phys)
             data = S.smem[flat].reshape(-1, eb)
             if len(hoff):
+                global_order.on_store(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None)
                 L.heap.heap[hoff[:, None] + np.arange(eb)] = data[inb]
                 if L.heap.counter is not None:
                     L.heap.counter.add("writes", hoff, eb)
@@ -399,6 +402,7 @@ def make_bulk_store(P, op):
                          f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
                 continue
             flat = _read_held(S, op, st, t, local)
+            global_order.on_store(S, op, Part("global", None, hoff[:1], np.array([t])), n, None, None)
             L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
             if L.heap.counter is not None:
                 L.heap.counter.add("writes", hoff, n)

@@ -17,8 +17,10 @@ as where every thread fences its partial sums and then one counts the CTA in wit
 What it tracks: per 4-byte word of the global heap, the thread that last stored to it (plain or strong
 stores and atomics), the step and the instruction; per word, the releases its read-modify-write chain
 carries; per thread, the releases it acquired and when.  Two strong accesses (both with a memory order)
-do not race; a weak read (`ld`, `ld.global.cg` ...) of a word another CTA wrote is checked.  Reads by
-TMA and bulk copies are not checked.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
+do not race; a weak read (`ld`, `ld.global.cg` ..., a TMA tensor load) of a word another CTA wrote is
+checked, and TMA and bulk stores count as weak writes.  Reads by `cp.async` and by non-tensor bulk copies
+are not checked, nor the proxy fence an async-proxy read of generic writes needs besides the chain.
+`.cluster` scope orders the CTAs of one cluster, `.cta` none.
 """
 
 from __future__ import annotations

@@ -609,9 +609,10 @@ class HopperGemm:
 
     @property
     def smem_bytes(self) -> int:
-        """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, barriers."""
+        """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, the barriers and,
+        after them, the in-kernel reduction's verdict words."""
         return (1024 + self.stages * self.stage_bytes + self.convert_bytes + self.store_bytes + self.reduce_bytes
-                + 16 * self.stages + 16 * self.convert_buffers + 16 + (FIXUP_FLAG_BYTES if self.reduces_in_kernel else 0))
+                + self.fixup_flag_offset + (FIXUP_FLAG_BYTES if self.reduces_in_kernel else 0))
 
     @property
     def kernel_name(self) -> str:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import ValidationError
 from .convert import widen_numpy
-from .splitk import check_reduce
+from .splitk import check_reduce, workspace_bytes
 
 _PTXFORGE_INTERNAL = True
 
@@ -51,7 +51,6 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
             sums[:x.shape[0]] = (widen_numpy(x).astype(np.int64) + 8).sum(1)
             args.append(sums)
     if kernel.reduces_in_kernel:  # the workspace of every split's partial sums, and the tiles' counters at 0
-        from .splitk import workspace_bytes
         nbytes, tiles = workspace_bytes(cfg, km, kn, splits)
         args += [np.zeros(nbytes // 4, np.int32), np.zeros(tiles, np.uint32)]
     if cfg.epilogue == "tma":

@@ -116,8 +116,7 @@ class SplitFixup:
 def workspace_bytes(cfg, m: int, n: int, splits: int) -> tuple:
     """(workspace bytes, counters) of an in-kernel reduction over the kernel's M x N: every split's partial sums
     of every tile (whole tiles, a cluster's pairs included), and one 32-bit counter per tile."""
-    tm, tn, _ = cfg.tile_counts(m, n, 1)
-    tiles = -(-tm // cfg.cluster_m) * cfg.cluster_m * -(-tn // cfg.cluster_n) * cfg.cluster_n
+    tiles = cfg.cluster_tiles(m, n) * cfg.cluster_size
     return splits * tiles * cfg.block_m * cfg.block_n * 4, tiles
 
 

@@ -12,13 +12,15 @@ from ptxforge.isa.operands import Addr
 THREADS = 32
 
 
-def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False, strong_data=False, sc=None):
+def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False, strong_data=False, sc=None,
+                 cluster=False):
     """Two CTAs: every thread writes its value to data[cta][i]; a barrier; thread 0 counts the CTA in at a counter
     (atom.add with `sem`/`scope`, or relaxed between fence.acq_rel.gpu pairs with `fences`) and hands the verdict
     to its CTA through shared memory; the CTA that counted second copies the other CTA's values into out.
     sc: the SC-fence pattern instead (a relaxed count): "both" - every thread membar.gl after its write and
-    before its read; "writers" - after the write only."""
-    k = pf.KernelBuilder("last_arriver", target="sm_90", maxntid=THREADS)
+    before its read; "writers" - after the write only.  cluster: the two CTAs form one cluster."""
+    extra = dict(reqnctapercluster=(2, 1, 1)) if cluster else {}
+    k = pf.KernelBuilder("last_arriver", target="sm_90", maxntid=THREADS, **extra)
     data, counter, out = k.param_ptr("data", T.u32), k.param_ptr("counter", T.u32), k.param_ptr("out", T.u32)
     flag = k.shared("flag", 4, align=4)
     tid, cta = k.tid(), k.ctaid()
@@ -65,6 +67,7 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     assert run(last_arriver(fences=True)).ok  # relaxed atomics between fences: the fence pattern
     assert run(last_arriver(sem="acq_rel", scope="sys")).ok
     assert run(last_arriver(sc="both")).ok  # membar.gl by every writer and every reader, a relaxed count
+    assert run(last_arriver(sem="acq_rel", scope="cluster", cluster=True)).ok  # cluster scope inside a cluster
 
 
 @pytest.mark.parametrize("kw, why", [
@@ -73,6 +76,7 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     (dict(sem="release"), "released but not acquired"),
     (dict(sem="acquire"), "acquired but not released"),
     (dict(sem="acq_rel", scope="cta"), "CTA scope does not reach the other CTA"),
+    (dict(sem="acq_rel", scope="cta", cluster=True), "CTA scope does not reach the other CTA of its cluster"),
     (dict(sc="writers"), "the readers' side has no SC fence before the read"),
 ])
 def test_a_missing_link_is_reported_at_the_read_with_the_write(kw, why):

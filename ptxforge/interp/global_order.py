@@ -139,8 +139,7 @@ def on_atomic(S, op, part, width, sem, scope):
         chain = g.releases.get(word)
         if chain:
             if sem in ("acquire", "acq_rel"):
-                got = [(r, tr, now) for r, tr in chain if scope in ("gpu", "sys") or _same_cluster(S, r, tid)]
-                _acquire(S, g, tid, got)
+                _acquire(S, g, tid, [(r, tr, now) for r, tr in chain if _scoped(S, sem, scope, r, tid)])
             else:
                 g.pending.setdefault(tid, []).extend(chain)
         rt = _release_time(S, g, tid, sem, scope)

@@ -37,9 +37,10 @@ def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False
         k.bar_sync(0)
     with k.if_(k.setp("eq", tid, 0, type=T.u32)):
         if fences:
-            k.fence("fence.acq_rel.gpu")
+            kind = fences if isinstance(fences, str) else "fence.acq_rel.gpu"
+            k.fence(kind)
             old = k.atom("add", counter, 1, type=T.u32)
-            k.fence("fence.acq_rel.gpu")
+            k.fence(kind)
         else:
             old = k.atom("add", counter, 1, type=T.u32, sem=sem, scope=scope)
         k.st(k.shared_base(flag), old, type=T.u32, space="shared")
@@ -65,6 +66,8 @@ def run(module):
 def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     assert run(last_arriver()).ok
     assert run(last_arriver(fences=True)).ok  # relaxed atomics between fences: the fence pattern
+    assert run(last_arriver(fences="fence.gpu")).ok  # fence.gpu is fence.acq_rel.gpu
+    assert run(last_arriver(fences="membar.gl")).ok
     assert run(last_arriver(sem="acq_rel", scope="sys")).ok
     assert run(last_arriver(sc="both")).ok  # membar.gl by every writer and every reader, a relaxed count
     assert run(last_arriver(sem="acq_rel", scope="cluster", cluster=True)).ok  # cluster scope inside a cluster
@@ -78,6 +81,7 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     (dict(sem="acq_rel", scope="cta"), "CTA scope does not reach the other CTA"),
     (dict(sem="acq_rel", scope="cta", cluster=True), "CTA scope does not reach the other CTA of its cluster"),
     (dict(sc="writers"), "the readers' side has no SC fence before the read"),
+    (dict(fences="fence.cta"), "CTA-scoped fences around a relaxed count order nothing for the other CTA"),
 ])
 def test_a_missing_link_is_reported_at_the_read_with_the_write(kw, why):
     r = run(last_arriver(**kw))
@@ -147,3 +151,9 @@ def test_a_tma_load_of_another_ctas_writes_needs_the_chain_too(first_barrier):
     assert bool(found) != first_barrier, str(r)
     if found:
         assert found[0].instruction.opcode.startswith("cp.async.bulk.tensor"), str(found[0])
+
+
+def test_the_ordering_fences_are_fences_the_isa_knows():
+    from ptxforge.isa.sync import FENCES, ORDERING_FENCES
+    assert set(ORDERING_FENCES) <= set(FENCES)
+    assert ORDERING_FENCES["fence.gpu"] == ("acq_rel", "gpu") and ORDERING_FENCES["membar.gl"] == ("sc", "gpu")

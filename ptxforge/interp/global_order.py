@@ -29,16 +29,15 @@ import bisect
 
 import numpy as np
 
+from ..isa.sync import ORDERING_FENCES
 from .memory import GLOBAL_BASE
 
 _PTXFORGE_INTERNAL = True
 
-#: fences that order a thread's accesses for the other CTAs of the launch (`.cluster`: of its cluster)
-GPU_FENCES = {"fence.acq_rel.gpu": "gpu", "fence.sc.gpu": "gpu", "fence.acq_rel.sys": "sys",
-              "fence.sc.sys": "sys", "membar.gl": "gpu", "membar.sys": "sys", "fence.acq_rel.cluster": "cluster",
-              "fence.sc.cluster": "cluster"}
+#: fences that order a thread's accesses for the other CTAs of the launch (`.cluster`: of its cluster) -> scope
+GPU_FENCES = {name: scope for name, (_, scope) in ORDERING_FENCES.items() if scope != "cta"}
 #: the sequentially consistent ones (membar.gl is fence.sc.gpu): all of them are in one total order
-SC_FENCES = frozenset(("fence.sc.gpu", "fence.sc.sys", "membar.gl", "membar.sys"))
+SC_FENCES = frozenset(name for name, (order, _) in ORDERING_FENCES.items() if order == "sc")
 _STRONG = ("relaxed", "acquire", "release", "acq_rel", "volatile")
 
 

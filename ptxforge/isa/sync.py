@@ -32,6 +32,14 @@ FENCES = {
        for scope in ("cta", "cluster", "gpu", "sys")},
 }
 
+#: The fences that order memory accesses between threads, by name: (order, scope).  membar.cta / .gl / .sys are
+#: fence.sc at cta / gpu / sys scope, and fence.<scope> is fence.acq_rel.<scope>; "sc" fences are also in one
+#: total order.  (The interpreter's cross-CTA ordering check and the weaken_memory_order mutant read it.)
+ORDERING_FENCES = {"membar.cta": ("sc", "cta"), "membar.gl": ("sc", "gpu"), "membar.sys": ("sc", "sys"),
+                   **{f"fence.{order}.{scope}": (order, scope) for order in ("sc", "acq_rel")
+                      for scope in ("cta", "cluster", "gpu", "sys")},
+                   **{f"fence.{scope}": ("acq_rel", scope) for scope in ("cta", "cluster", "gpu", "sys")}}
+
 #: Fences that name an address and a size: the acquire half of the tensormap proxy fence (sm_90,
 #: PTX 8.3) orders a tensor map written through generic stores before the TMA unit reads its 128
 #: bytes at [addr].  The release half (in `FENCES`) takes no operands.

@@ -26,6 +26,7 @@ from ..errors import ValidationError
 from ..isa.async_copy import wait_group
 from ..isa.control import setp
 from ..isa.instruction import Instruction
+from ..isa.sync import ORDERING_FENCES
 
 __all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "weaken_memory_order",
            "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
@@ -76,16 +77,14 @@ def off_by_one_guard(kernel: Kernel, nth: int | None = None) -> Kernel:
     return _mutate(kernel, _is_guard, shifted, nth, "integer setp comparison")
 
 
-#: memory orders a `weaken_memory_order` mutant relaxes, and the fences it drops
+#: memory orders a `weaken_memory_order` mutant relaxes (the fences it drops: isa.sync.ORDERING_FENCES beyond .cta)
 _ORDERS = ("acquire", "release", "acq_rel")
-_STRONG_FENCES = ("fence.acq_rel.gpu", "fence.sc.gpu", "fence.acq_rel.sys", "fence.sc.sys", "fence.acq_rel.cluster",
-                  "fence.sc.cluster", "membar.gl", "membar.sys")
 
 
 def _is_ordered(i) -> bool:
     if i.opcode in ("atom", "red", "ld", "st"):
         return getattr(i.info, "sem", None) in _ORDERS
-    return i.opcode in ("fence", "membar") and i.info in _STRONG_FENCES
+    return i.opcode in ("fence", "membar") and ORDERING_FENCES.get(i.info, ("", "cta"))[1] != "cta"
 
 
 def weaken_memory_order(kernel: Kernel, nth: int | None = None) -> Kernel:

@@ -106,10 +106,15 @@ def test_the_check_is_a_finding_kind_that_can_be_left_out():
     assert r.ok
 
 
-def tma_last_arriver(first_barrier):
-    """As `last_arriver`, but the CTA that counts second loads the other CTA's row with a TMA tile load (through
-    a tensor map over the same array the threads wrote with st.global) and copies it out."""
-    k = pf.KernelBuilder("tma_last_arriver", target="sm_90a", reqntid=128)
+def copy_last_arriver(read="tma", first_barrier=True, proxy_fence=None):
+    """As `last_arriver`, but the CTA that counts second copies the other CTA's row into shared memory before
+    copying it out: with a TMA tile load (read="tma", through a tensor map over the array the threads wrote
+    with st.global), a bulk copy ("bulk") or cp.async ("cp.async", 4 bytes a thread).  proxy_fence: where a
+    proxy fence stands between the generic writes and an async-proxy read: "writer" (every writing thread,
+    fence.proxy.async.global after its store), "writer_any" (the same with fence.proxy.async), "reader" (the
+    copying thread after its count acquired the other CTA's writes), "reader_early" (the copying thread
+    before its count), "writer_shared" (fence.proxy.async.shared::cta, which does not cover global memory)."""
+    k = pf.KernelBuilder(f"{read.replace('.', '_')}_last_arriver", target="sm_90a", reqntid=128)
     tm = k.param_tensormap("tm")
     data, counter, out = k.param_ptr("data", T.u32), k.param_ptr("counter", T.u32), k.param_ptr("out", T.u32)
     tile = k.shared("tile", 128, align=1024)
@@ -122,35 +127,127 @@ def tma_last_arriver(first_barrier):
     mine = k.mad(k.mad(cta, THREADS, tid, type=T.u32), 4, data, type=T.u32, mode="wide")
     with k.if_(k.setp("lt", tid, THREADS, type=T.u32)):
         k.st(mine, k.add(k.mul(cta, 1000, type=T.u32), tid, type=T.u32), type=T.u32)
+        kind = {"writer": "fence.proxy.async.global", "writer_any": "fence.proxy.async",
+                "writer_shared": "fence.proxy.async.shared::cta"}.get(proxy_fence)
+        if kind:
+            k.fence(kind)
     if first_barrier:
         k.bar_sync(0)
     with k.if_(lead):
+        if proxy_fence == "reader_early":
+            k.fence("fence.proxy.async.global")
         old = k.atom("add", counter, 1, type=T.u32, sem="acq_rel", scope="gpu")
         k.st(k.shared_base(flag), old, type=T.u32, space="shared")
     k.bar_sync(0)
     second = k.setp("eq", k.ld(k.shared_base(flag), type=T.u32, space="shared"), 1, type=T.u32)
+    other = k.mad(k.sub(1, cta, type=T.u32), THREADS * 4, data, type=T.u32, mode="wide")
     with k.if_(second):
-        with k.if_(lead):
-            k.mbarrier_arrive(bar, expect_tx=128)
-            k.tensor_load(tile, tm, [0, k.sub(1, cta, type=T.u32)], bar)
-        k.mbarrier_wait(bar, 0)
+        if read == "cp.async":
+            with k.if_(k.setp("lt", tid, THREADS, type=T.u32)):
+                k.cp_async(k.add(k.shared_base(tile), k.shl(tid, 2, type=T.b32), type=T.u32),
+                           k.mad(tid, 4, other, type=T.u32, mode="wide"), 4)
+                k.cp_async_wait_all()
+            k.bar_sync(0)
+        else:
+            with k.if_(lead):
+                if proxy_fence == "reader":
+                    k.fence("fence.proxy.async.global")
+                k.mbarrier_arrive(bar, expect_tx=128)
+                if read == "tma":
+                    k.tensor_load(tile, tm, [0, k.sub(1, cta, type=T.u32)], bar)
+                else:
+                    k.bulk_copy(tile, other, 128, bar)
+            k.mbarrier_wait(bar, 0)
         with k.if_(k.setp("lt", tid, THREADS, type=T.u32)):
             v = k.ld(k.add(k.shared_base(tile), k.shl(tid, 2, type=T.b32), type=T.u32), type=T.u32, space="shared")
             k.st(k.mad(tid, 4, out, type=T.u32, mode="wide"), v, type=T.u32)
     return k.module()
 
 
-@pytest.mark.parametrize("first_barrier", [True, False])
-def test_a_tma_load_of_another_ctas_writes_needs_the_chain_too(first_barrier):
+def run_copy(module):
     data = np.zeros((2, THREADS), np.uint32)
     out = np.full(THREADS, 7, np.uint32)
-    r = interp.run(tma_last_arriver(first_barrier), grid=2, block=128, check=False,
+    r = interp.run(module, grid=2, block=128, check=False,
                    args=[interp.host_tensor_map(data, (THREADS, 1)), data, np.zeros(1, np.uint32), out])
     assert np.array_equal(out, np.arange(THREADS)), out
+    return r
+
+
+@pytest.mark.parametrize("read", ["tma", "bulk", "cp.async"])
+@pytest.mark.parametrize("first_barrier", [True, False])
+def test_a_copy_of_another_ctas_writes_needs_the_chain_too(read, first_barrier):
+    """TMA, bulk and cp.async reads are checked like loads: by the issuing thread when it issues them."""
+    r = run_copy(copy_last_arriver(read, first_barrier, proxy_fence="writer" if read != "cp.async" else None))
     found = r.by_kind("order")
     assert bool(found) != first_barrier, str(r)
     if found:
-        assert found[0].instruction.opcode.startswith("cp.async.bulk.tensor"), str(found[0])
+        assert found[0].instruction.opcode.startswith("cp.async"), str(found[0])
+        assert found[0].other.opcode == "st" and "uint32[2, 32]" in found[0].message
+    assert not r.by_kind("proxy"), str(r)
+
+
+@pytest.mark.parametrize("read", ["tma", "bulk"])
+@pytest.mark.parametrize("proxy_fence", ["writer", "writer_any", "reader"])
+def test_an_async_proxy_read_of_generic_writes_passes_with_a_proxy_fence_on_either_side(read, proxy_fence):
+    assert run_copy(copy_last_arriver(read, proxy_fence=proxy_fence)).ok
+
+
+@pytest.mark.parametrize("read", ["tma", "bulk"])
+@pytest.mark.parametrize("proxy_fence, why", [
+    (None, "no proxy fence at all"),
+    ("writer_shared", "fence.proxy.async.shared::cta does not cover global memory"),
+    ("reader_early", "the reader's fence comes before its count acquired the writes"),
+])
+def test_an_async_proxy_read_of_generic_writes_without_a_proxy_fence_is_reported(read, proxy_fence, why):
+    r = run_copy(copy_last_arriver(read, proxy_fence=proxy_fence))
+    found = r.by_kind("proxy")
+    assert found and not r.by_kind("order"), why
+    f = found[0]
+    assert f.instruction.opcode.startswith("cp.async.bulk") and f.other.opcode == "st", str(f)
+    assert "global memory" in f.message and "uint32[2, 32]" in f.message and "fence.proxy.async.global" in f.message
+
+
+def test_cp_async_reads_through_the_generic_proxy():
+    """cp.async is not an async-proxy copy: no proxy fence is asked of it."""
+    assert run_copy(copy_last_arriver("cp.async")).ok
+
+
+def test_a_copy_of_the_threads_own_generic_writes_needs_a_proxy_fence_too():
+    """One CTA: a thread stores a row with st.global and reads it back with a bulk copy; fence.proxy.async.global
+    between them makes it visible to the async proxy, fence.proxy.async.shared::cta does not."""
+    def kernel(fence):
+        k = pf.KernelBuilder("own_row", target="sm_90a", reqntid=32)
+        data, out = k.param_ptr("data", T.u32), k.param_ptr("out", T.u32)
+        tile, bar = k.shared("tile", 128, align=128), k.shared("bar", 8, align=8)
+        tid = k.tid()
+        lead = k.setp("eq", tid, 0, type=T.u32)
+        k.mbarrier_init(bar, 1, pred=lead)
+        k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+        k.st(k.mad(tid, 4, data, type=T.u32, mode="wide"), k.add(tid, 5, type=T.u32), type=T.u32)
+        if fence:
+            k.fence(fence)
+        k.bar_sync(0)
+        with k.if_(lead):
+            k.mbarrier_arrive(bar, expect_tx=128)
+            k.bulk_copy(tile, data, 128, bar)
+        k.mbarrier_wait(bar, 0)
+        v = k.ld(k.add(k.shared_base(tile), k.shl(tid, 2, type=T.b32), type=T.u32), type=T.u32, space="shared")
+        k.st(k.mad(tid, 4, out, type=T.u32, mode="wide"), v, type=T.u32)
+        return k.module()
+
+    for fence, ok in ((None, False), ("fence.proxy.async.shared::cta", False), ("fence.proxy.async.global", True)):
+        out = np.zeros(THREADS, np.uint32)
+        r = interp.run(kernel(fence), block=THREADS, args=[np.zeros(THREADS, np.uint32), out], check=False)
+        assert np.array_equal(out, np.arange(THREADS) + 5)
+        assert r.ok == ok and bool(r.by_kind("proxy")) != ok, (fence, str(r))
+
+
+def test_the_proxy_fences_are_fences_the_isa_knows():
+    from ptxforge.isa.sync import FENCES, PROXY_FENCES
+    assert set(PROXY_FENCES) <= set(FENCES)
+    assert PROXY_FENCES["fence.proxy.async"] == {"shared", "global"}
+    assert "global" not in PROXY_FENCES["fence.proxy.async.shared::cta"]
+    assert not any(name.startswith("fence.proxy.async::generic.acquire") for name in PROXY_FENCES)
 
 
 def test_the_ordering_fences_are_fences_the_isa_knows():

@@ -129,7 +129,7 @@ def store_probe(box, *, fence=True, early_write=False, wait=True):
         with k.if_(k.setp("lt", i, n)):
             k.st(k.add(k.shared_base(tile), k.shl(i, 2)), k.add(base, i), type=u32, space="shared")
     if fence:
-        k.fence("fence.proxy.async.shared::cta")
+        k.fence("fence.proxy.async.shared::cta" if fence is True else fence)
     k.bar_sync(0)
     lead = k.setp("eq", tid, 0)
     with k.if_(lead):
@@ -200,6 +200,20 @@ def test_a_tma_store_of_unfenced_generic_writes_is_reported():
     dst = np.zeros((8, 16), np.uint32)
     with pytest.raises(interp.InterpError, match=r"\[proxy\]"):
         interp.run(store_probe((16, 8), fence=False), block=128, args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])
+
+
+@pytest.mark.parametrize("fence, ok", [
+    ("fence.proxy.async", True), ("fence.proxy.async.shared::cta", True), ("fence.proxy.async.shared::cluster", True),
+    ("fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster", True),
+    ("fence.proxy.async.global", False),  # orders global memory only
+    ("fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster", False),  # async before generic
+])
+def test_which_proxy_fences_order_generic_shared_writes_before_a_tma_store(fence, ok):
+    dst = np.zeros((8, 16), np.uint32)
+    r = interp.run(store_probe((16, 8), fence=fence), block=128, check=False,
+                   args=[interp.host_tensor_map(dst, (16, 8)), 0, 0, 0])
+    assert r.ok == ok and bool(r.by_kind("proxy")) != ok, str(r)
+    np.testing.assert_array_equal(dst, np.arange(128, dtype=np.uint32).reshape(8, 16))
 
 
 def test_one_dimensional_bulk_store():

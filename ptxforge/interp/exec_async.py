@@ -12,8 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
+from ..isa.sync import PROXY_FENCES
 from . import global_order
-from .access import mark_pending, map_access, shadow_write
+from .access import Part, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
@@ -71,8 +72,10 @@ def land_before(S, thr_mask, time):
     _prune(S)
 
 
-def _read_source(S, op, src, thr, nsrc, size, align=None):
-    """Bytes of the source (nsrc per thread, rest zero); reports misaligned / out-of-bounds reads."""
+def _read_source(S, op, src, thr, nsrc, size, align=None, proxy="generic"):
+    """Bytes of the source (nsrc per thread, rest zero); reports misaligned / out-of-bounds reads, and
+    reads that no chain orders after another CTA's writes or (proxy="async": a bulk copy) after generic
+    writes without a proxy fence (`global_order.on_load`)."""
     align = size if align is None else align
     data = np.zeros((len(thr), size), dtype=np.uint8)
     ok = np.ones(len(thr), dtype=bool)
@@ -102,6 +105,7 @@ def _read_source(S, op, src, thr, nsrc, size, align=None):
         valid = j[None, :] < nsrc[rows][:, None]
         idx = np.where(valid, off[good][:, None] + j, 0)
         data[rows] = np.where(valid, heap.heap[idx], 0)
+        global_order.on_load(S, op, Part("global", None, off[good], thr[rows]), nsrc[rows], None, None, proxy)
         if heap.counter is not None:
             heap.counter.add("reads", off[good], nsrc[rows])
     return data, ok
@@ -227,7 +231,7 @@ def make_bulk(P, op):
             if n <= 0 or n % 16:
                 S.report("async", f"cp.async.bulk size {n} is not a positive multiple of 16", op, one)
                 continue
-            data, ok = _read_source(S, op, src[i:i + 1], one, np.array([n]), n, align=16)
+            data, ok = _read_source(S, op, src[i:i + 1], one, np.array([n]), n, align=16, proxy="async")
             if int(src[i]) % 16 or int(dst[i]) % 16:
                 S.report("misaligned", "cp.async.bulk addresses must be 16-byte aligned", op, one)
                 continue
@@ -263,18 +267,24 @@ def make_noop(P, op):
 
 def make_fence(P, op):
     """fence.* / membar.*: a no-op for values (the interpreter is sequentially consistent), except that
-    fence.proxy.async records when each thread made its generic shared writes visible to the
-    async proxy (wgmma and TMA reads check it), and the fences at gpu, sys or cluster scope take part
-    in the release/acquire chains that order global memory between CTAs (`global_order`)."""
+    the proxy fences (`isa.sync.PROXY_FENCES`) record when each thread made its generic writes visible to
+    the async proxy (shared memory: wgmma and TMA / bulk reads of it check it; global memory: TMA and bulk
+    loads check it in `global_order`), and the fences at gpu, sys or cluster scope take part in the
+    release/acquire chains that order global memory between CTAs (`global_order`)."""
     kind = str(op.ins.info)
     if kind in global_order.GPU_FENCES:
         return lambda S, m: global_order.on_fence(S, m, kind)
-    if not kind.startswith("fence.proxy.async"):
+    spaces = PROXY_FENCES.get(kind)
+    if spaces is None:
         return make_noop(P, op)
+    shared, glob = "shared" in spaces, "global" in spaces
 
     def proxy_fence(S, m):
-        f = getattr(S, "proxy_fence", None)
-        if f is None:
-            f = S.proxy_fence = np.full(S.N, -1, dtype=np.int64)
-        f[m] = S.step
+        if shared:
+            f = getattr(S, "proxy_fence", None)
+            if f is None:
+                f = S.proxy_fence = np.full(S.N, -1, dtype=np.int64)
+            f[m] = S.step
+        if glob:
+            global_order.on_proxy_fence(S, m)
     return proxy_fence

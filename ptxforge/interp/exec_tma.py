@@ -270,7 +270,8 @@ def make_tensor_load(P, op):
             eb = tm.element_bytes
             data = np.broadcast_to(_fill_bytes(tm), (len(off), eb)).copy()
             if len(hoff):
-                global_order.on_load(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None)
+                global_order.on_load(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None,
+                                     "async")
                 data[inb] = L.heap.heap[hoff[:, None] + np.arange(eb)]
                 if L.heap.counter is not None:
                     L.heap.counter.add("reads", hoff, eb)
@@ -353,7 +354,7 @@ def make_tensor_store(P, op):
             flat = _read_held(S, op, st, t, phys)
             data = S.smem[flat].reshape(-1, eb)
             if len(hoff):
-                global_order.on_store(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None)
+                global_order.on_store(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None, "async")
                 L.heap.heap[hoff[:, None] + np.arange(eb)] = data[inb]
                 if L.heap.counter is not None:
                     L.heap.counter.add("writes", hoff, eb)
@@ -402,7 +403,7 @@ def make_bulk_store(P, op):
                          f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
                 continue
             flat = _read_held(S, op, st, t, local)
-            global_order.on_store(S, op, Part("global", None, hoff[:1], np.array([t])), n, None, None)
+            global_order.on_store(S, op, Part("global", None, hoff[:1], np.array([t])), n, None, None, "async")
             L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
             if L.heap.counter is not None:
                 L.heap.counter.add("writes", hoff, n)

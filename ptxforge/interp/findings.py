@@ -30,7 +30,8 @@ KINDS = {
     "limit": "step limit exceeded (an endless loop?)",
     "wgmma": "a wgmma accumulator register touched before the wgmma.wait_group that retires it",
     "registers": "setmaxnreg again in a warpgroup whose warps did not synchronize after the last one",
-    "proxy": "shared memory read by the async proxy (wgmma, TMA store) after generic writes with no fence.proxy.async",
+    "proxy": "memory read by the async proxy (wgmma, TMA and bulk copies) after generic writes with no proxy fence "
+             "covering it (fence.proxy.async.shared::cta for shared memory, .global for global memory)",
     "order": "global memory one CTA wrote, read by another CTA of the launch with no release/acquire chain between",
 }
 

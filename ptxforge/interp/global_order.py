@@ -18,9 +18,14 @@ What it tracks: per 4-byte word of the global heap, the thread that last stored 
 stores and atomics), the step and the instruction; per word, the releases its read-modify-write chain
 carries; per thread, the releases it acquired and when.  Two strong accesses (both with a memory order)
 do not race; a weak read (`ld`, `ld.global.cg` ..., a TMA tensor load) of a word another CTA wrote is
-checked, and TMA and bulk stores count as weak writes.  Reads by `cp.async` and by non-tensor bulk copies
-are not checked, nor the proxy fence an async-proxy read of generic writes needs besides the chain.
-`.cluster` scope orders the CTAs of one cluster, `.cta` none.
+checked (so are the reads of `cp.async` and of bulk copies, by the issuing thread when it issues them),
+and TMA and bulk stores count as weak writes.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
+
+The async proxy besides: a TMA or bulk copy that reads global words a generic store or atomic of this
+launch wrote (another CTA's, or its own thread's) also needs a proxy fence that covers global memory
+(`fence.proxy.async.global` or `fence.proxy.async`: `isa.sync.PROXY_FENCES`), by the writing thread after
+its write or by the reading thread after the write and before the copy; without one it is a "proxy"
+finding.  Words the TMA or bulk stores wrote are async-proxy writes already.
 """
 
 from __future__ import annotations
@@ -50,11 +55,13 @@ class GlobalOrder:
         self.w_time = np.full(words, -1, dtype=np.int64)
         self.w_pc = np.full(words, -1, dtype=np.int32)
         self.w_strong = np.zeros(words, dtype=bool)
+        self.w_async = np.zeros(words, dtype=bool)  # written through the async proxy (TMA / bulk stores)
         self.releases: dict = {}  # word -> [(releasing thread, step)] its read-modify-write chain carries
         self.acquired: dict = {}  # thread -> [(releasing thread, release step, acquire step)]
         self.by_cta: dict = {}  # CTA -> threads of it that acquired something
         self.pending: dict = {}  # thread -> [(releasing thread, step)] read relaxed, acquired at its next fence
         self.fence = np.full(S.N, -1, dtype=np.int64)  # step of each thread's last fence at gpu/sys scope
+        self.proxy_fences: dict = {}  # thread -> steps of its proxy fences that cover global memory
         self.sc_by_cta: dict = {}  # CTA -> [(step, thread)] of its threads' SC fences at gpu or sys scope
         self.cache: dict = {}
 
@@ -63,7 +70,7 @@ def state(S) -> GlobalOrder | None:
     """The launch's GlobalOrder, made on first use; None when the launch does not check "order"."""
     g = getattr(S, "global_order", False)
     if g is False:
-        g = S.global_order = GlobalOrder(S) if (S.track and "order" in S.launch.checks) else None
+        g = S.global_order = GlobalOrder(S) if (S.track and S.launch.checks & {"order", "proxy"}) else None
     return g
 
 
@@ -103,9 +110,9 @@ def _release_time(S, g, t, sem, scope):
     return -1
 
 
-def on_store(S, op, part, nbytes, sem, scope):
-    """A global store by part.thr: record the writer of each word; a release starts the word's release sequence,
-    any other store ends it."""
+def on_store(S, op, part, nbytes, sem, scope, proxy="generic"):
+    """A global store by part.thr (proxy="async": a TMA or bulk store): record the writer of each word; a release
+    starts the word's release sequence, any other store ends it."""
     g = state(S)
     if g is None:
         return
@@ -114,6 +121,7 @@ def on_store(S, op, part, nbytes, sem, scope):
     g.w_time[w] = S.step
     g.w_pc[w] = op.pc
     g.w_strong[w] = sem in _STRONG
+    g.w_async[w] = proxy == "async"
     if sem in _STRONG:  # strong stores (rare: flags) may release
         for word, tid in zip(w.tolist(), t.tolist()):
             rt = _release_time(S, g, tid, sem, scope)
@@ -145,6 +153,7 @@ def on_atomic(S, op, part, width, sem, scope):
         if rt >= 0:
             g.releases.setdefault(word, []).append((tid, rt))
         g.w_tid[word], g.w_time[word], g.w_pc[word], g.w_strong[word] = tid, now, op.pc, True
+        g.w_async[word] = False
 
 
 def on_fence(S, m, kind):
@@ -175,9 +184,19 @@ def _acquire(S, g, tid, links):
     g.by_cta.setdefault(int(S.cta_local[tid]), set()).add(tid)
 
 
-def on_load(S, op, part, nbytes, sem, scope):
-    """A global load by part.thr: acquire (ld.acquire) or note for a fence (ld.relaxed) what the words' release
-    sequences carry, then report words another CTA wrote that no release/acquire chain orders before it."""
+def on_proxy_fence(S, m):
+    """A proxy fence that covers global memory by the threads of mask m: their generic writes before it are
+    visible to the async proxy, and so are the writes they read before it."""
+    g = state(S)
+    if g is not None:
+        for tid in np.flatnonzero(m).tolist():
+            g.proxy_fences.setdefault(tid, []).append(S.step)
+
+
+def on_load(S, op, part, nbytes, sem, scope, proxy="generic"):
+    """A global load by part.thr (proxy="async": a TMA or bulk copy): acquire (ld.acquire) or note for a fence
+    (ld.relaxed) what the words' release sequences carry, then report words another CTA wrote that no
+    release/acquire chain orders before it, and for the async proxy generic writes no proxy fence follows."""
     g = state(S)
     if g is None:
         return
@@ -192,6 +211,8 @@ def on_load(S, op, part, nbytes, sem, scope):
             else:
                 g.pending.setdefault(tid, []).extend(chain)
     writer = g.w_tid[w]
+    if proxy == "async":
+        _proxy_check(S, g, op, w, t, writer)
     foreign = (writer >= 0) & (S.cta_local[np.maximum(writer, 0)] != S.cta_local[t])
     if sem in _STRONG:
         foreign &= ~g.w_strong[w]
@@ -210,27 +231,74 @@ def on_load(S, op, part, nbytes, sem, scope):
                  op, np.unique(t[bad]), other=other, other_threads=np.unique(writer[bad]))
 
 
-def _ordered(S, g, w, tw, q) -> bool:
-    """Whether thread w's write at step tw is ordered before thread q's read now: through a release its CTA made
-    that q's CTA acquired, or through two SC fences (membar.gl, fence.sc.gpu), the writing side's after the
-    write and the reading side's before the read (SC fences are in one order, which the interpreter's is)."""
-    key = (w, tw, q)
-    if key in g.cache:
+def _proxy_check(S, g, op, w, t, writer):
+    """Words w read by threads t through the async proxy: a generic write of this launch needs a proxy fence
+    covering global memory between it and the read, by the writer (after the write, and itself ordered
+    before the read) or by the reader (after the write reached it, before the read).  A write of another CTA
+    that no chain orders before the read is the "order" finding's, not this one's."""
+    generic = np.flatnonzero((writer >= 0) & ~g.w_async[w])
+    if not len(generic):
+        return
+    triples = {(int(writer[i]), int(g.w_time[w[i]]), int(t[i])): i for i in generic.tolist()}
+    bad = [i for (u, tu, q), i in triples.items() if not _proxy_fenced(S, g, u, tu, q)]
+    if not bad:
+        return
+    i = bad[0]
+    S.report("proxy", f"{op.ins.opcode} reads global memory ({S.launch.heap.where(GLOBAL_BASE + int(w[i]) * 4, 4)}) "
+             "through the async proxy that a generic store or atomic of this launch wrote, with no proxy fence "
+             "between them: the writing thread must execute fence.proxy.async.global (or fence.proxy.async) after "
+             "its write and before what orders it before this read, or the reading thread after that and before "
+             "this copy", op, np.unique(t[bad]), other=S.prog.instructions[int(g.w_pc[w[i]])],
+             other_threads=np.unique(writer[bad]))
+
+
+def _proxy_fenced(S, g, u, tu, q) -> bool:
+    """Whether thread u's generic write at step tu reaches thread q's async-proxy read now through a proxy fence
+    (True too where no chain orders it at all: that is an "order" finding)."""
+    now = S.step
+    if not _before(S, g, u, tu, q, now):
         return True
+    mine = g.proxy_fences.get(u, ())
+    i = bisect.bisect_left(mine, tu)
+    if i < len(mine) and _before(S, g, u, mine[i], q, now):
+        return True
+    theirs = g.proxy_fences.get(q, ())
+    j = bisect.bisect_right(theirs, now)
+    return j > 0 and _before(S, g, u, tu, q, theirs[j - 1])
+
+
+def _before(S, g, u, tu, q, tq) -> bool:
+    """Whether thread u's access at step tu is ordered before thread q's at step tq: inside a CTA by program
+    order or a barrier, between CTAs by a release/acquire chain or SC fences."""
+    if int(S.cta_local[u]) == int(S.cta_local[q]):
+        return _hb(S, u, tu, q, tq)
+    return _ordered(S, g, u, tu, q, tq)
+
+
+def _ordered(S, g, w, tw, q, now=None) -> bool:
+    """Whether thread w's write at step tw is ordered before thread q's read at step `now` (None: this step):
+    through a release its CTA made that q's CTA acquired, or through two SC fences (membar.gl, fence.sc.gpu),
+    the writing side's after the write and the reading side's before the read (SC fences are in one order,
+    which the interpreter's is)."""
+    key = (w, tw, q)
+    if now is None:
+        if key in g.cache:
+            return True
+        now = S.step
     cw = int(S.cta_local[w])
-    ok = any(int(S.cta_local[r]) == cw and _hb(S, w, tw, r, tr) and _hb(S, a, ta, q, S.step)
-             for a in g.by_cta.get(int(S.cta_local[q]), ()) for r, tr, ta in g.acquired[a]) or _sc_ordered(S, g, w, tw, q)
-    if ok:
+    ok = any(int(S.cta_local[r]) == cw and _hb(S, w, tw, r, tr) and _hb(S, a, ta, q, now)
+             for a in g.by_cta.get(int(S.cta_local[q]), ()) for r, tr, ta in g.acquired[a]) \
+        or _sc_ordered(S, g, w, tw, q, now)
+    if ok and now == S.step:
         g.cache[key] = True
     return ok
 
 
-def _sc_ordered(S, g, w, tw, q) -> bool:
+def _sc_ordered(S, g, w, tw, q, now) -> bool:
     mine = g.sc_by_cta.get(int(S.cta_local[w]))
     theirs = g.sc_by_cta.get(int(S.cta_local[q]))
     if not mine or not theirs:
         return False
-    now = S.step
     i = bisect.bisect_right(mine, (tw, S.N))
     published = next((tf for tf, x in mine[i:] if _hb(S, w, tw, x, tf)), None)
     if published is None:

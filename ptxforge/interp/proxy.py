@@ -1,7 +1,10 @@
 """The generic proxy and the async proxy: shared memory that wgmma or a TMA store reads through the
 async proxy must not be last written by an ordinary store (or cp.async) of a thread that has not
 executed `fence.proxy.async` since (the "proxy" finding).  Writes by TMA / bulk copies are
-async-proxy writes already.  `fence.proxy.async` records its time per thread (exec_async.make_fence).
+async-proxy writes already.  A proxy fence that covers shared memory (`isa.sync.PROXY_FENCES`:
+fence.proxy.async, its .shared::cta / .shared::cluster forms, the ::generic.release form) records its
+time per thread (exec_async.make_fence); `fence.proxy.async.global` does not count here.  Global memory
+the async proxy reads is checked in `global_order`.
 """
 
 from __future__ import annotations

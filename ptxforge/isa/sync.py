@@ -40,6 +40,17 @@ ORDERING_FENCES = {"membar.cta": ("sc", "cta"), "membar.gl": ("sc", "gpu"), "mem
                       for scope in ("cta", "cluster", "gpu", "sys")},
                    **{f"fence.{scope}": ("acq_rel", scope) for scope in ("cta", "cluster", "gpu", "sys")}}
 
+#: The proxy fences that order generic-proxy writes before async-proxy reads (TMA and bulk copies, wgmma), by name:
+#: the state spaces whose writes they order.  fence.proxy.async without a state space covers them all; the
+#: ::generic.release form orders generic writes of shared::cta before async reads; its ::generic.acquire twin
+#: orders the other way (async-proxy writes before generic reads) and is not one of them.  (The interpreter's
+#: "proxy" checks read it.)
+PROXY_FENCES = {"fence.proxy.async": frozenset({"shared", "global"}),
+                "fence.proxy.async.shared::cta": frozenset({"shared"}),
+                "fence.proxy.async.shared::cluster": frozenset({"shared"}),
+                "fence.proxy.async.global": frozenset({"global"}),
+                "fence.proxy.async::generic.release.sync_restrict::shared::cta.cluster": frozenset({"shared"})}
+
 #: Fences that name an address and a size: the acquire half of the tensormap proxy fence (sm_90,
 #: PTX 8.3) orders a tensor map written through generic stores before the TMA unit reads its 128
 #: bytes at [addr].  The release half (in `FENCES`) takes no operands.

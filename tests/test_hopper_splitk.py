@@ -146,3 +146,21 @@ def test_every_weakened_memory_order_is_reported(name):
         args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=3)
         r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
         assert r.by_kind("order"), mutant
+
+
+@pytest.mark.parametrize("name", ["bf16 16-bit C through TMA stores", "s4 three consumers on alternate stages, swapped",
+                                  "s4 split stages, swapped", "s4 widened ahead, biased"])
+def test_every_dropped_proxy_fence_is_reported(name):
+    """Each fence.proxy.async of the kernel removed (the `drop_proxy_fence` mutants: the widened B tiles wgmma reads,
+    the C tile a TMA store reads): the interpreter reports the async-proxy read of the unfenced generic writes."""
+    from ptxforge.testing.mutants import mutants_of
+    cfg, (m, n, k) = ARRANGEMENTS[name]
+    kernel = interpreter_module(cfg, m, n, 1).kernels[0]
+    mutants = mutants_of(kernel, ["drop_proxy_fence"])
+    assert mutants
+    a, b = small_operands(cfg, m, n, k, np.random.default_rng(2))
+    for mutant in mutants:
+        c = np.full((m, n), 7, c_numpy_type(cfg))
+        args, grid, shared = interpreter_launch(cfg, a, b, c, k)
+        r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
+        assert r.by_kind("proxy"), mutant

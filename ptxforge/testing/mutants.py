@@ -12,8 +12,10 @@ matches nothing raises ValidationError, so a test can never pass because the bug
 
 `off_by_one_guard` loosens or tightens one comparison (setp.lt <-> le, gt <-> ge, lo <-> ls,
 hi <-> hs): the classic bounds-guard bug.  `weaken_memory_order` relaxes one acquire/release access or
-drops one gpu-scope fence: what publishes one CTA's global writes to another goes missing.  `mutants_of(kernel)` lists every single-site mutant
-of every kind that applies to a kernel, as `Mutant`s (what testing.mutation runs).
+drops one gpu-scope fence: what publishes one CTA's global writes to another goes missing.
+`drop_proxy_fence` removes one proxy fence (fence.proxy.async ...): generic writes that wgmma or a TMA /
+bulk copy reads are no longer made visible to the async proxy.  `mutants_of(kernel)` lists every
+single-site mutant of every kind that applies to a kernel, as `Mutant`s (what testing.mutation runs).
 """
 
 from __future__ import annotations
@@ -26,10 +28,10 @@ from ..errors import ValidationError
 from ..isa.async_copy import wait_group
 from ..isa.control import setp
 from ..isa.instruction import Instruction
-from ..isa.sync import ORDERING_FENCES
+from ..isa.sync import ORDERING_FENCES, PROXY_FENCES
 
 __all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "weaken_memory_order",
-           "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
+           "drop_proxy_fence", "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
 
 #: setp comparisons and the comparison one step looser or tighter at the boundary.
 OFF_BY_ONE = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt", "lo": "ls", "ls": "lo", "hi": "hs", "hs": "hi"}
@@ -102,6 +104,17 @@ def weaken_memory_order(kernel: Kernel, nth: int | None = None) -> Kernel:
     return _mutate(kernel, _is_ordered, weaker, nth, "memory-ordered access or fence")
 
 
+def _is_proxy_fence(i) -> bool:
+    return i.opcode == "fence" and i.info in PROXY_FENCES
+
+
+def drop_proxy_fence(kernel: Kernel, nth: int | None = None) -> Kernel:
+    """The kernel without its proxy fence(s) (isa.sync.PROXY_FENCES: fence.proxy.async and its state-space forms):
+    shared or global memory written by ordinary stores is then read by wgmma or a TMA / bulk copy without being
+    made visible to the async proxy (the interpreter's "proxy" findings)."""
+    return _mutate(kernel, _is_proxy_fence, lambda i: [], nth, "proxy fence")
+
+
 @dataclass(frozen=True)
 class Mutant:
     """One planted bug: its kind (a mutant function's name), which match it changes (`nth`), the
@@ -136,6 +149,7 @@ MUTANT_KINDS = {
     "drop_mbarrier_wait": (drop_mbarrier_wait, _is_wait),
     "off_by_one_guard": (off_by_one_guard, _is_guard),
     "weaken_memory_order": (weaken_memory_order, _is_ordered),
+    "drop_proxy_fence": (drop_proxy_fence, _is_proxy_fence),
 }
 
 

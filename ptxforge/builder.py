@@ -32,6 +32,7 @@ from .isa.wmma import WmmaOps
 from .isa.memory import MemoryOps
 from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
+from .isa.bulk_reduce import BulkReduceOps
 from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
@@ -75,7 +76,7 @@ def _dims(v, what):
     return v
 
 
-class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps,
+class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps, BulkReduceOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
                     NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps, FunctionOps):
     """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
@@ -85,7 +86,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     `if_` and `for_range`), records the Python line that asked for it and returns the
     destination register. Errors are raised as `ValidationError` or `TargetError` at that line.
     The instruction methods come from the per-family mixins (`ArithOps`, `BitOps`,
-    `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `SyncOps`, `TensorOps`,
+    `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `BulkReduceOps`, `SyncOps`, `TensorOps`,
     `WarpOps`, `ClusterOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
     operands when omitted), ``dst=`` (a register to write instead of a new one) and ``pred=``
     (a ``.pred`` register, or ``~reg`` for its negation, that guards the instruction as

@@ -17,6 +17,7 @@ from ..isa.arith import ARITH, arith
 from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s,
                               bulk_tensor_g2s_im2col, bulk_tensor_prefetch, bulk_tensor_s2g,
                               bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
+from ..isa.bulk_reduce import TENSOR_REDUCE_MODES, TENSOR_REDUCE_OPS, bulk_reduce, bulk_tensor_reduce
 from ..isa.bits import BITFIELD, bitfield, logic, lop3, prmt, shf, shift
 from ..isa.calls import ArgList, CallPrototype, FuncRef, brx_idx, call
 from ..isa.control import bra, mov, selp, setp, simple
@@ -384,6 +385,8 @@ def _d_setmaxnreg(parts, ops):
 
 def _d_cp_async(parts, ops):
     name = ".".join(parts)
+    if parts[1] == "reduce":
+        return _bulk_reduce(parts, ops)
     if name == "cp.async.commit_group":
         return Call(commit_group)
     if name == "cp.async.wait_group":
@@ -456,6 +459,27 @@ def _bulk(parts, ops):
     return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 
 
+def _bulk_reduce(parts, ops):
+    """cp.reduce.async.bulk{.tensor.Nd}...: the reduction is the part the tables name, the element type the last."""
+    name = ".".join(parts)
+    red = next((p for p in parts[5:] if p in TENSOR_REDUCE_OPS), None)
+    if red is None:
+        raise ValidationError(f"{name}: no reduction the tables know ({', '.join(TENSOR_REDUCE_OPS)})")
+    if parts[4] == "tensor":
+        if len(ops) not in (2, 3) or not isinstance(ops[0], TensorAddr):
+            raise ValidationError(f"{name} takes [tmap, {{coordinates}}], [smem]{{, cache-policy}}")
+        mode = next((p for p in parts if p in TENSOR_REDUCE_MODES), "tile")
+        return Call(bulk_tensor_reduce, ops[0].tmap, ops[0].coords, ops[1], red, mode, *ops[2:])
+    if parts[4] == "shared::cluster":
+        d, s, size, m = _n(ops, 4, name)
+        return Call(bulk_reduce, d, s, _int_or_reg(size), red, parts[-1], m)
+    if len(ops) == 4:
+        d, s, size, policy = ops
+        return Call(bulk_reduce, d, s, _int_or_reg(size), red, parts[-1], None, policy)
+    d, s, size = _n(ops, 3, name)
+    return Call(bulk_reduce, d, s, _int_or_reg(size), red, parts[-1])
+
+
 def _d_call(parts, ops):
     rets, args, func, proto = (), (), None, None
     for op in ops:
@@ -503,7 +527,7 @@ DECODERS = {
 }
 
 #: Instruction names the reader knows, for the "not in the tables" message.
-KNOWN = tuple(sorted(set(DECODERS) - {"cp"}) + ["cp.async"])
+KNOWN = tuple(sorted(set(DECODERS) - {"cp"}) + ["cp.async", "cp.reduce.async.bulk"])
 
 
 def _spelled_alike(made: str, read: str) -> bool:
@@ -547,7 +571,7 @@ def decode(mnemonic: str, ops: list):
         if len(_PARTS) < 65536:
             _PARTS[mnemonic] = parts
     fn = DECODERS.get(parts[0])
-    if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"]):
+    if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"] and parts[1:4] != ["reduce", "async", "bulk"]):
         raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
     try:
         ins = fn(parts, ops).run()

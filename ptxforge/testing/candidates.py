@@ -10,6 +10,7 @@ from ..errors import PtxforgeError
 from ..isa import types as T
 from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
+from ..isa.bulk_reduce import BULK_REDUCE_TYPES, TENSOR_REDUCE_MODES, TENSOR_REDUCE_OPS
 from ..isa.bits import BITFIELD, LOGIC_TYPES, LOP3_BOOL_OPS, MASK_MODES, PRMT_MODES, SHIFT_TYPES, SZEXT_TYPES
 from ..isa.control import (MOV_TYPES, PACK_FORMS, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_CTYPES, TESTP_OPS,
                            TESTP_TYPES, cmp_ops)
@@ -276,6 +277,13 @@ def _async_copy_candidates():
     out += [spec("async_copy", "bulk_prefetch", size=n, policy=p) for n in (256, None, 24) for p in (False, True)]
     out += [spec("async_copy", "bulk_commit")]
     out += [spec("async_copy", "bulk_wait", n=n, read=r) for n in (0, 1) for r in (False, True)]
+    # every reduction x element type into both destinations (the table refuses what ptxas would)
+    out += [spec("async_copy", "bulk_reduce", dst=dst, red_op=o, type=t, size=n, policy=p)
+            for dst in ("global", "shared::cluster") for o in BULK_REDUCE_TYPES["global"]
+            for t in ("b32", "b64", "u32", "s32", "u64", "s64", "f16", "bf16", "f32", "f64")
+            for n, p in ((64, False), (None, dst == "global"))]
+    out += [spec("async_copy", "tensor_reduce", red_op=o, mode=mode, coords=(None,) * d, policy=p)
+            for o in TENSOR_REDUCE_OPS for mode in TENSOR_REDUCE_MODES for d in range(1, 6) for p in (False, True)]
     return out
 
 

@@ -20,8 +20,6 @@ _PTXFORGE_INTERNAL = True
 #: exactly the set of such rows).
 MISSING_WHY = {
     "wgmma.mma_async.sp": "the sparse warpgroup form (with its metadata register and selector) is not written",
-    "cp.reduce.async.bulk": "bulk reductions (shared -> global/cluster with add/min/max/...) are not written",
-    "cp.reduce.async.bulk.tensor": "TMA reductions into a tensor are not written",
     "tensormap.replace": "tensor maps are built on the host (`ptxforge.runtime.TensorMap`); editing one in "
                          "device memory is not written",
     "tensormap.cp_fenceproxy": "copying a tensor map modified in shared memory to global is not written (it "

@@ -372,6 +372,16 @@ def _emit_async_copy(sc: Scratch, s: Spec):
     elif op == "tensor_store":
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         k.tensor_store(sc.tmap(), coords, sc.s, pred=g)
+    elif op == "bulk_reduce":
+        size = s["size"] if s["size"] is not None else sc.reg(T.u32)
+        policy = k.createpolicy() if s.get("policy") else None
+        cluster = s["dst"] == "shared::cluster"
+        k.bulk_reduce(sc.s if cluster else sc.g, sc.s, size, s["red_op"], s["type"], mbar=sc.mb if cluster else None,
+                      policy=policy, pred=g)
+    elif op == "tensor_reduce":
+        policy = k.createpolicy() if s.get("policy") else None
+        k.tensor_reduce(sc.tmap(), [c if c is not None else sc.reg(T.s32) for c in s["coords"]], sc.s, s["red_op"],
+                        mode=s["mode"], policy=policy, pred=g)
     elif op == "tensor_prefetch":
         k.tensor_prefetch(sc.tmap(), [c if c is not None else sc.reg(T.s32) for c in s["coords"]], pred=g)
     elif op == "bulk_commit":

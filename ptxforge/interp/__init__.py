@@ -22,7 +22,8 @@ a physical slot that changes), %smid is 0, clocks count interpreter steps.  Regi
 memory start with a poison pattern.  Hopper: wgmma (every form, descriptors decoded bit for bit,
 exec_wgmma), TMA tile loads/stores from `host_tensor_map` arguments (element strides and
 interleave included), im2col loads from `host_im2col_map` arguments, and 1-D bulk copies with their
-bulk commit/wait groups (exec_tma), mbarrier transaction counts, clusters with distributed shared
+bulk commit/wait groups (exec_tma), bulk and TMA reductions into global memory or a cluster CTA's shared
+memory (exec_reduce; not the .im2col_no_offs mode), mbarrier transaction counts, clusters with distributed shared
 memory (`run(..., cluster=)`, exec_cluster); setmaxnreg moves registers within each CTA's pool
 (exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a), bar.red,

@@ -25,9 +25,9 @@ _PTXFORGE_INTERNAL = True
 class CopyRecord:
     """In-flight copies issued by one instruction: one row per issuing thread."""
 
-    __slots__ = ("pc", "thr", "dst", "data", "group", "time", "mbar")
+    __slots__ = ("pc", "thr", "dst", "data", "group", "time", "mbar", "combine")
 
-    def __init__(self, pc, thr, dst, data, group, time, mbar=None):
+    def __init__(self, pc, thr, dst, data, group, time, mbar=None, combine=None):
         self.pc = pc
         self.thr = thr  # issuing threads
         self.dst = dst  # flat shared offsets of each row's first byte
@@ -35,6 +35,7 @@ class CopyRecord:
         self.group = group  # commit-group number each row belongs to (cp.async)
         self.time = time  # issue step
         self.mbar = mbar  # bulk copies: the mbarrier key they complete on
+        self.combine = combine  # bulk reductions: (old bytes, data) -> the bytes that land
 
 
 def land_rows(S, rec, rows):
@@ -43,7 +44,8 @@ def land_rows(S, rec, rows):
         return
     sel = np.flatnonzero(rows)
     n = rec.data.shape[1]
-    S.smem[rec.dst[sel][:, None] + np.arange(n)] = rec.data[sel]
+    at = rec.dst[sel][:, None] + np.arange(n)
+    S.smem[at] = rec.data[sel] if rec.combine is None else rec.combine(S.smem[at], rec.data[sel]).reshape(-1, n)
     if S.track:
         from .access import Part
         shadow_write(S, None, Part("shared", sel, rec.dst[sel], rec.thr[sel]), n, pc=rec.pc, landing=True)

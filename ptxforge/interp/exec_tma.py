@@ -316,8 +316,9 @@ def bulk_state(S) -> BulkStores:
     return st
 
 
-def make_tensor_store(P, op):
-    """Executor of the TMA tile store (shared -> global, in-bounds part only)."""
+def make_tensor_store(P, op, land=None, what="TMA store"):
+    """Executor of the TMA tile store (shared -> global, in-bounds part only).  `land(tm, old, new)`, when given,
+    makes the bytes that land from the global bytes there and the box's (a TMA reduction: exec_reduce)."""
     ins = op.ins
     taddr, src_op = ins.operands[:2]
     get_tm = P.reader(taddr.tmap, T.u64, ins)
@@ -335,17 +336,17 @@ def make_tensor_store(P, op):
             t = int(t)
             tm = _tensormap(S, op, tmaddr[i])
             if isinstance(tm, Im2colTensorMap):
-                S.report("oob", f"{ins.opcode}: a tile store needs a tiled tensor map, not an im2col one", op,
+                S.report("oob", f"{ins.opcode}: a {what} needs a tiled tensor map, not an im2col one", op,
                          np.array([t]))
                 continue
             off, inb = box_geometry(tm, [int(c[i]) for c in cs])
             _interleaved_in_bounds(tm, inb, op)
-            hoff, ok = _global_check(S, op, tm, off, inb, t, "TMA store")
+            hoff, ok = _global_check(S, op, tm, off, inb, t, what)
             if not ok:
                 continue
             eb = tm.element_bytes
             nbytes = len(off) * eb
-            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, "TMA store source", tm.swizzle)
+            chunks = _smem_targets(S, op, int(srcs[i]), nbytes, t, f"{what} source", tm.swizzle)
             if chunks is None:
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)
@@ -355,7 +356,8 @@ def make_tensor_store(P, op):
             data = S.smem[flat].reshape(-1, eb)
             if len(hoff):
                 global_order.on_store(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None, "async")
-                L.heap.heap[hoff[:, None] + np.arange(eb)] = data[inb]
+                at = hoff[:, None] + np.arange(eb)
+                L.heap.heap[at] = data[inb] if land is None else land(tm, L.heap.heap[at], data[inb])
                 if L.heap.counter is not None:
                     L.heap.counter.add("writes", hoff, eb)
     return tensor_store
@@ -373,9 +375,10 @@ def _read_held(S, op, st, t, local):
     return flat
 
 
-def make_bulk_store(P, op):
+def make_bulk_store(P, op, land=None, what="cp.async.bulk store"):
     """cp.async.bulk.global.shared::cta.bulk_group: `size` bytes shared -> global, read when issued; the
-    source stays held until wait_group.read retires the group (like a tensor store)."""
+    source stays held until wait_group.read retires the group (like a tensor store).  `land(old, new)`, when
+    given, makes the bytes that land from the global bytes there and the source's (a bulk reduction)."""
     ins = op.ins
     get_dst = address_reader(P, ins.operands[0], ins, "global")
     get_src = address_reader(P, ins.operands[1], ins, "shared")
@@ -390,24 +393,32 @@ def make_bulk_store(P, op):
         srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
         for i, t in enumerate(thr):
             t, n = int(t), int(sizes[i])
-            if n <= 0 or n % 16 or int(dsts[i]) % 16 or int(srcs[i]) % 16:
-                S.report("misaligned", f"cp.async.bulk store of {n} bytes: the size must be a positive multiple of "
-                         "16 and both addresses 16-byte aligned", op, np.array([t]))
-                continue
-            local = np.arange(0, n, 16, dtype=np.int64) + int(srcs[i])
-            if not _chunks_ok(S, op, local, t, "read"):
+            local = _bulk_source(S, op, what, n, int(dsts[i]), int(srcs[i]), t)
+            if local is None:
                 continue
             k0, hoff = L.heap.locate(np.array([dsts[i]], dtype=np.uint64), n)
             if k0[0] < 0:
-                S.report("oob", f"cp.async.bulk store of {n} bytes at {int(dsts[i]):#x}: "
+                S.report("oob", f"{what} of {n} bytes at {int(dsts[i]):#x}: "
                          f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
                 continue
             flat = _read_held(S, op, st, t, local)
             global_order.on_store(S, op, Part("global", None, hoff[:1], np.array([t])), n, None, None, "async")
-            L.heap.heap[int(hoff[0]):int(hoff[0]) + n] = S.smem[flat]
+            at = slice(int(hoff[0]), int(hoff[0]) + n)
+            L.heap.heap[at] = S.smem[flat] if land is None else land(L.heap.heap[at], S.smem[flat])
             if L.heap.counter is not None:
                 L.heap.counter.add("writes", hoff, n)
     return bulk_store
+
+
+def _bulk_source(S, op, what, n, dst, src, t):
+    """The CTA offsets of the 16-byte chunks a 1-D bulk store or reduction of `n` bytes reads at `src`, checked
+    (size and both addresses, the shared window), or None after reporting what is wrong."""
+    if n <= 0 or n % 16 or dst % 16 or src % 16:
+        S.report("misaligned", f"{what} of {n} bytes: the size must be a positive multiple of 16 and both addresses "
+                 "16-byte aligned", op, np.array([t]))
+        return None
+    local = np.arange(0, n, 16, dtype=np.int64) + src
+    return local if _chunks_ok(S, op, local, t, "read") else None
 
 
 def make_bulk_copy(P, op):

@@ -1,0 +1,137 @@
+"""Bulk reductions (`cp.reduce.async.bulk` and its tensor form): shared memory combined into global memory or
+into a cluster CTA's shared memory, element by element.
+
+* Into global memory (1-D, or a TMA box): the source is read when the instruction issues (checked for races
+  and for the async proxy, and held until `cp.async.bulk.wait_group.read` retires its group, as a bulk store's
+  is) and each element is combined into global memory then.  Reductions are atomic per element, so units of
+  any CTA may reduce into the same words; another CTA that reads the result still needs a release/acquire
+  chain (`global_order`), as after any write.  A TMA box reduces its in-bounds part only.
+* Into shared::cluster memory: the source is read at issue and the combination lands when the destination
+  CTA's mbarrier is polled, like a bulk copy's bytes, so touching the destination before that is an "async"
+  finding.
+
+`.add` on f16 / bf16 rounds the exact sum to nearest even (`.noftz`: subnormals kept); f32 / f64 add in
+IEEE arithmetic; `.min` / `.max` on floats return the number where one side is NaN; `.inc` / `.dec` wrap at
+the source value as `atom.inc` / `atom.dec` do.  A tensor map whose element type the reduction does not take
+is refused (`InterpUnsupported`), as is the `.im2col_no_offs` mode.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..isa import types as T
+from ..isa.bulk_reduce import BULK_REDUCE_TYPES
+from .access import Part, map_access, mark_pending, shadow_read, shadow_write
+from .exec_async import CopyRecord
+from .exec_memory import _atom_apply, address_reader
+from .exec_tma import _bulk_source, make_bulk_store, make_tensor_store
+from .findings import InterpUnsupported
+from .mbarriers import mbar_lookup
+from .proxy import proxy_check
+from .values import UINT, bf16_to_f32, f16_bits_to_f32
+
+_PTXFORGE_INTERNAL = True
+
+_SIGNED = {32: np.int32, 64: np.int64}
+_FLOAT = {32: np.float32, 64: np.float64}
+
+
+def _to_bf16_bits(x):
+    """float64 values rounded once to bf16 (nearest even, subnormals kept), as bit patterns."""
+    x = np.asarray(x, np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        _, e = np.frexp(x)
+        q = np.maximum(e - 8, -133)  # the quantum at 8 significant bits, down to bf16's smallest subnormal
+        r = np.ldexp(np.rint(np.ldexp(x, -q)), q)
+        bits = (r.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    return np.where(np.isnan(x), np.uint16(0x7FC0), bits)
+
+
+def combine(op: str, tname: str, old: np.ndarray, src: np.ndarray) -> np.ndarray:
+    """The bytes of `old` (uint8, whole elements of PTX type `tname`) combined with `src` by reduction `op`."""
+    bits = T.lookup(tname).bits
+    u = UINT[bits]
+    o, s = old.reshape(-1).view(u), src.reshape(-1).view(u)
+    if tname in ("f16", "bf16"):
+        to_f = bf16_to_f32 if tname == "bf16" else f16_bits_to_f32
+        a, b = to_f(o).astype(np.float64), to_f(s).astype(np.float64)
+        if op == "add":
+            new = _to_bf16_bits(a + b) if tname == "bf16" else (a + b).astype(np.float16).view(np.uint16)
+        else:  # min / max: the number where one side is NaN
+            take = ((b < a) if op == "min" else (b > a)) | (np.isnan(a) & ~np.isnan(b))
+            new = np.where(take, s, o)
+        return np.asarray(new, u).view(np.uint8)
+    if tname in ("f32", "f64"):
+        f = _FLOAT[bits]
+        new = (o.view(f) + s.view(f)).view(u)
+        return new.view(np.uint8)
+    vt = _SIGNED[bits] if tname.startswith("s") else u
+    new = _atom_apply(op, None, o.view(vt), s.view(vt), None)
+    return np.asarray(new, vt).view(np.uint8)
+
+
+def _tensor_type(op: str, tm, ins) -> str:
+    """The PTX type a TMA reduction of tensor map `tm` combines with `op` (its bit type for and/or/xor)."""
+    name = tm.dtype
+    if op in ("and", "or", "xor") and name[0] in "usb" and T.lookup(name).bits in (32, 64):
+        name = f"b{T.lookup(name).bits}"
+    if name not in BULK_REDUCE_TYPES["global"][op]:
+        raise InterpUnsupported(f"a .{op} TMA reduction of a tensor map of .{tm.dtype} elements is not modelled "
+                                f"(.{op} takes {', '.join('.' + t for t in BULK_REDUCE_TYPES['global'][op])})", ins)
+    return name
+
+
+def make_bulk_reduce(P, op):
+    """Executor of `cp.reduce.async.bulk` (1-D): into global memory the bulk store's executor with each element
+    combined; into a cluster CTA's shared memory, landing on its mbarrier."""
+    ins = op.ins
+    info = ins.info
+    red, tname = info.op, info.type.name
+    if info.dst == "global":
+        return make_bulk_store(P, op, lambda old, new: combine(red, tname, old, new), ins.opcode)
+    get_dst = address_reader(P, ins.operands[0], ins, "shared")
+    get_src = address_reader(P, ins.operands[1], ins, "shared")
+    get_size = P.reader(ins.operands[2], T.u32, ins)
+    get_mbar = address_reader(P, ins.operands[3], ins, "shared")
+
+    def cluster_reduce(S, m):
+        thr = np.flatnonzero(m)
+        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
+        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
+        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
+        for i, t in enumerate(thr):
+            t, n = int(t), int(sizes[i])
+            one = np.array([t])
+            local = _bulk_source(S, op, ins.opcode, n, int(dsts[i]), int(srcs[i]), t)
+            if local is None:
+                continue
+            flat = ((local + int(S.smem_base[t]))[:, None] + np.arange(16)).ravel()
+            if S.track:
+                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
+                proxy_check(S, op, flat, t)
+            data = S.smem[flat].copy()[None, :]
+            parts = map_access(S, op, "shared", dsts[i:i + 1], one, n, align=16, write=True,
+                               what=f"{ins.opcode} destination")
+            targets = list(mbar_lookup(S, op, get_mbar(S)[one], one))
+            for part in parts:
+                shadow_write(S, op, part, n, pc=op.pc)
+                mark_pending(S, part, n, op.pc)
+                rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step,
+                                 combine=lambda old, new: combine(red, tname, old, new))
+                for _, _, state in targets:
+                    state.queue.append(("bulk", S.step, rec, n))
+    return cluster_reduce
+
+
+def make_tensor_reduce(P, op):
+    """Executor of `cp.reduce.async.bulk.tensor` in tile mode: the TMA store's executor (the in-bounds part of the
+    box, the source held until wait_group.read) with each element combined into the tensor."""
+    ins = op.ins
+    info = ins.info
+    if info.mode != "tile":
+        raise InterpUnsupported(f"cp.reduce.async.bulk.tensor .{info.mode} is not modelled (tile mode is)", ins)
+
+    def land(tm, old, new):
+        return combine(info.op, _tensor_type(info.op, tm, ins), old, new).reshape(old.shape)
+    return make_tensor_store(P, op, land, "TMA reduction")

@@ -33,6 +33,7 @@ from .isa.memory import MemoryOps
 from .isa.opaque import opaque
 from .isa.async_copy import AsyncCopyOps
 from .isa.bulk_reduce import BulkReduceOps
+from .isa.tensormap import TensormapOps
 from .isa.cluster import ClusterOps, cluster_dims
 from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
                            special)
@@ -78,7 +79,7 @@ def _dims(v, what):
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps, BulkReduceOps,
                     SyncOps, TensorOps, WarpOps, IntegerOps, CacheOps, WmmaOps, VideoOps,
-                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps, FunctionOps):
+                    NarrowConvertOps, AsyncStoreOps, TextureOps, SparseMmaOps, ClusterOps, TensormapOps, FunctionOps):
     """Compose one kernel instruction by instruction: a PTX ``.visible .entry`` and its body.
 
     Each instruction method checks its operands against the ISA tables of :mod:`ptxforge.isa`

@@ -113,6 +113,7 @@ def test_nan_fill_for_floats():
                args=[interp.host_tensor_map(a, (16, 8), oob_fill="nan"), out, 0, 0])
     got = out.view(np.float32).reshape(8, 16)
     assert np.array_equal(got[:4], a) and np.isnan(got[4:]).all()
+    assert (out.reshape(8, 16)[4:] == 0x7FF77FF7).all()  # the H200's fill: 0x7FF7 in every two bytes
 
 
 def store_probe(box, *, fence=True, early_write=False, wait=True):

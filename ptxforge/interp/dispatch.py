@@ -12,8 +12,8 @@ from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_bits, exec_call, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
-               exec_move, exec_narrow, exec_reduce, exec_regpool, exec_sync, exec_tensor, exec_tma, exec_video,
-               exec_warp, exec_wgmma)
+               exec_move, exec_narrow, exec_reduce, exec_regpool, exec_sync, exec_tensor, exec_tensormap, exec_tma,
+               exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -39,6 +39,8 @@ FACTORIES = {
     "cp.async.wait_group": exec_async.make_wait_group, "cp.async.wait_all": exec_async.make_wait_all,
     "cp.async.mbarrier.arrive": exec_async.make_cp_mbarrier_arrive,
     "cp.async.bulk": exec_tma.make_bulk_copy, "cp.async.bulk.tensor": exec_tma.make_tensor,
+    "tensormap.replace": exec_tensormap.make_tensormap_replace,
+    "tensormap.cp_fenceproxy": exec_tensormap.make_tensormap_cp_fenceproxy,
     "cp.reduce.async.bulk": exec_reduce.make_bulk_reduce,
     "cp.reduce.async.bulk.tensor": exec_reduce.make_tensor_reduce,
     "cp.async.bulk.commit_group": exec_tma.make_bulk_commit, "cp.async.bulk.wait_group": exec_tma.make_bulk_wait,

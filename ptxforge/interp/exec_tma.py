@@ -56,18 +56,21 @@ _PTXFORGE_INTERNAL = True
 
 
 def _tensormap(S, op, addr):
-    """The TensorMap a tensor-map operand (generic address of a parameter) names."""
+    """The TensorMap a tensor-map operand (the generic address of a parameter, or of a map in global memory: one
+    copied there and edited by tensormap.replace) names."""
     L = S.launch
     a = int(addr)
-    if not PARAM_WINDOW <= a < PARAM_WINDOW + WINDOW_SIZE:
-        raise InterpUnsupported("tensor maps outside the kernel parameters (e.g. in global memory) are not "
-                                "modelled; declare the parameter with param_tensormap()", op.ins)
-    off = a - PARAM_WINDOW
-    word = int(L.params.data[off:off + 8].view(np.uint64)[0]) if off + 8 <= L.params.size else 0
+    if PARAM_WINDOW <= a < PARAM_WINDOW + WINDOW_SIZE:
+        off = a - PARAM_WINDOW
+        word = int(L.params.data[off:off + 8].view(np.uint64)[0]) if off + 8 <= L.params.size else 0
+    else:
+        k, off = L.heap.locate(np.array([a], dtype=np.uint64), 128)
+        word = int(L.heap.heap[int(off[0]):int(off[0]) + 8].view(np.uint64)[0]) if k[0] >= 0 else 0
     idx = word >> 32
     if (word & 0xFFFFFFFF) != TENSORMAP_MAGIC or idx >= len(getattr(L, "tensormaps", ())):
         S.fail("oob", f"{op.ins.opcode}: the tensor-map operand does not point at a tensor map bound to this "
-               "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter)", op)
+               "launch (pass interp.host_tensor_map(...) for a param_tensormap() parameter, or copy one to global "
+               "memory)", op)
     tm = L.tensormaps[idx]
     row = box_extents(tm)[0] * tm.element_bytes
     if tm.interleave == 32:
@@ -156,13 +159,15 @@ def im2col_geometry(tm, coords, offsets):
     return off, (pix_in[:, None] & ch_in[None, :]).ravel()
 
 
+#: the bytes of the out-of-bounds fill with oob_fill='nan': the H200 writes the 16-bit pattern 0x7FF7 over every two
+#: bytes, a NaN at every float width (f16, bf16, f32 0x7FF77FF7, f64; tests/test_tensormap_edit.py on the GPU)
+NAN_FILL = np.array([0xF7, 0x7F], dtype=np.uint8)
+
+
 def _fill_bytes(tm) -> np.ndarray:
     eb = tm.element_bytes
     if tm.oob_fill == "nan":
-        dt = {2: np.float16, 4: np.float32, 8: np.float64}[eb]
-        if tm.dtype == "bf16":
-            return np.array([0xC0, 0x7F], dtype=np.uint8)
-        return np.array([np.nan], dtype=dt).view(np.uint8)
+        return np.tile(NAN_FILL, eb // 2)
     return np.zeros(eb, dtype=np.uint8)
 
 

@@ -101,7 +101,7 @@ def test_the_strategies_reach_every_table_form():
 def test_too_new_pools_hold_the_sm90_features():
     ops = {s.op for s in pst.too_new_candidates("sm_80")}
     assert {"stmatrix", "mbarrier_try_wait", "bulk_copy", "tensor_load", "elect", "wgmma"} <= ops
-    assert {s.op for s in pst.too_new_candidates("sm_90")} == {"wgmma", "setmaxnreg"}
+    assert {s.op for s in pst.too_new_candidates("sm_90")} == {"wgmma", "wgmma_sp", "setmaxnreg", "tensormap_replace"}
 
 
 def _pool(family):
@@ -204,8 +204,8 @@ UNMODELLED = (
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler
     # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
     ("tensor", r"'wmma\.(load|store|mma)'"),
-    # mma.sp: the sparsity metadata's element selection is not modelled
-    ("tensor", r"'mma\.sp'"),
+    # mma.sp / wgmma.mma_async.sp: the sparsity metadata's element selection is not modelled
+    ("tensor", r"'mma\.sp'"), ("tensor", r"'wgmma\.sp'"),
     # bar.red: the barrier's reduction across the CTA is not modelled
     ("sync", r"'bar\.red'"),
     # the interpreter's state token holds the phase only, not the pending count

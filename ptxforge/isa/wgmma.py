@@ -130,9 +130,21 @@ class WgmmaForm:
         """Takes .satfinite (the .s8/.u8 forms)."""
         return self.a_type in _INT8
 
-    def mnemonic(self, satfinite: bool = False) -> str:
-        """The full opcode: wgmma.mma_async.sync.aligned.<shape>{.satfinite}.<d>.<a>.<b>{.and.popc}."""
-        parts = ["wgmma", "mma_async", "sync", "aligned", self.shape]
+    @property
+    def sparse_ok(self) -> bool:
+        """Has a sparse form (`wgmma_sp`): every type but .b1."""
+        return self.a_type is not T.b1
+
+    @property
+    def sparse_selectors(self) -> tuple:
+        """The sparsity selectors (sp-sel) of the sparse form: 0 or 1 for 16-bit and tf32 A, 0 for 8-bit A."""
+        return (0,) if self.a_type.bits == 8 else (0, 1)
+
+    def mnemonic(self, satfinite: bool = False, sparse: bool = False) -> str:
+        """The full opcode: wgmma.mma_async{.sp}.sync.aligned.<shape>{.satfinite}.<d>.<a>.<b>{.and.popc}; the sparse
+        form's K is twice the dense one (A holds half its values, the metadata says where)."""
+        shape = f"m64n{self.n}k{2 * self.k}" if sparse else self.shape
+        parts = ["wgmma", "mma_async"] + (["sp"] if sparse else []) + ["sync", "aligned", shape]
         if satfinite:
             parts.append("satfinite")
         parts += [self.d_type.name, self.a_type.name, self.b_type.name]
@@ -240,6 +252,36 @@ def wgmma(form: WgmmaForm, d, a, b_desc, scale_d, *, scale_a=1, scale_b=1, trans
     0/1.  scale_a/scale_b: 1 or -1 (float forms).  trans_a/trans_b: 0/1 (.f16/.bf16 only;
     trans_a only with A in shared memory).  satfinite: .s8/.u8 only.
     """
+    return _wgmma(form, d, a, b_desc, (), scale_d, scale_a, scale_b, trans_a, trans_b, satfinite)
+
+
+#: PTX ISA of the sparse forms (sm_90a): 8.2, mixed .s8/.u8 8.4 (ptxas 13.0)
+REQ_WGMMA_SP = Requirement(90, V("8.2"), arch_specific=True)
+REQ_WGMMA_SP_MIXED_INT = Requirement(90, V("8.4"), arch_specific=True)
+
+
+def wgmma_sp(form: WgmmaForm, d, a, b_desc, meta, selector, scale_d, *, scale_a=1, scale_b=1, trans_a=0,
+             trans_b=0, satfinite=False):
+    """`wgmma.mma_async.sp.sync.aligned.m64nN k2K ... d, a|a-desc, b-desc, sp-meta, sp-sel, scale-d{, immediates}`:
+    the sparse form of dense `form` (2:4 sparse A holding half of its 2K values per row, K doubled; not .b1).
+    meta: the .b32 register of sparsity metadata; selector: the immediate sp-sel (`form.sparse_selectors`: which
+    threads of each group supply the metadata); the rest as for `wgmma`.  The interpreter does not model it.
+    """
+    if not form.sparse_ok:
+        raise ValidationError("wgmma .b1 has no sparse form (.sp takes f16, bf16, tf32, fp8 and 8-bit integer A)")
+    if isinstance(meta, (int, Imm)):
+        raise ValidationError("wgmma.sp sparsity metadata is a .b32 register (ptxas refuses an immediate)")
+    check_value(meta, T.b32, "wgmma.sp sparsity metadata", imm_ok=False)
+    sel = selector.value if isinstance(selector, Imm) else selector
+    if not isinstance(sel, int) or isinstance(sel, bool) or sel not in form.sparse_selectors:
+        raise ValidationError(f"wgmma.sp with .{form.a_type.name} A takes the immediate sparsity selector "
+                              f"{' or '.join(map(str, form.sparse_selectors))}, got {selector!r}")
+    return _wgmma(form, d, a, b_desc, (meta, Imm(sel)), scale_d, scale_a, scale_b, trans_a, trans_b, satfinite)
+
+
+def _wgmma(form, d, a, b_desc, sparse: tuple, scale_d, scale_a, scale_b, trans_a, trans_b, satfinite):
+    """The checked dense (sparse=()) or sparse (sparse=(meta, selector)) wgmma.mma_async."""
+    name = form.mnemonic(satfinite, bool(sparse))
     if satfinite and not form.satfinite_ok:
         raise ValidationError(f"{form.mnemonic()} does not take .satfinite (only .s8/.u8 forms do)")
     d = check_vec(d, form.d_regs, form.d_reg_type,
@@ -260,7 +302,7 @@ def wgmma(form: WgmmaForm, d, a, b_desc, scale_d, *, scale_a=1, scale_b=1, trans
             raise ValidationError(f"wgmma scale-d immediate must be 0 or 1, got {scale_d.value!r}")
     elif not (isinstance(scale_d, Reg) and scale_d.type.is_pred):
         raise ValidationError("wgmma scale-d must be a .pred register or 0/1 (false/0: D = A*B, true/1: D += A*B)")
-    ops = [d, a, b_desc, scale_d]
+    ops = [d, a, b_desc, *sparse, scale_d]
     if form.has_scale_ab:
         sa, sb = _scale(scale_a, "imm-scale-a"), _scale(scale_b, "imm-scale-b")
         ops += [Imm(sa), Imm(sb)]
@@ -276,7 +318,10 @@ def wgmma(form: WgmmaForm, d, a, b_desc, scale_d, *, scale_a=1, scale_b=1, trans
     if form.transposable:
         ops += ([] if rs else [Imm(ta)]) + [Imm(tb)]
     info = WgmmaInfo(form, rs, sa, sb, ta, tb, bool(satfinite), scale_d)
-    return make("wgmma", (form.mnemonic(satfinite),), ops, n_dst=1, req=form.req, info=info,
+    req = form.req
+    if sparse:
+        req = REQ_WGMMA_SP_MIXED_INT if form.a_type is not form.b_type and form.is_integer else REQ_WGMMA_SP
+    return make("wgmma.sp" if sparse else "wgmma", (name,), ops, n_dst=1, req=req, info=info,
                 mods=("satfinite",) if satfinite else (), type=form.d_type)
 
 
@@ -356,6 +401,16 @@ class WgmmaOps:
         sd = scale_d if isinstance(scale_d, (bool, int)) else self._val(scale_d)
         self.emit(wgmma(form, self._val(d), self._val(a), self._val(b_desc), sd, scale_a=scale_a,
                         scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, satfinite=satfinite))
+        return d
+
+    def wgmma_sp(self, a, b_desc, d, meta, *, selector=0, n, a_type, b_type=None, acc=None, scale_d, satfinite=False,
+                 scale_a=1, scale_b=1, trans_a=False, trans_b=False):
+        """`wgmma.mma_async.sp` (`wgmma_sp`): the sparse form, K twice the dense form's; `meta` the .b32 register of
+        2:4 sparsity metadata, `selector` the immediate sp-sel; the rest as for `wgmma`.  Returns d."""
+        form = wgmma_form(n, a_type, b_type, acc)
+        sd = scale_d if isinstance(scale_d, (bool, int)) else self._val(scale_d)
+        self.emit(wgmma_sp(form, self._val(d), self._val(a), self._val(b_desc), self._val(meta, T.b32), selector, sd,
+                           scale_a=scale_a, scale_b=scale_b, trans_a=trans_a, trans_b=trans_b, satfinite=satfinite))
         return d
 
     def wgmma_fence(self):

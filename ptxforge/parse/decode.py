@@ -28,7 +28,8 @@ from ..isa.sync import (BARRIER_SPELLINGS, FENCES_WITH_ADDRESS, bar, bar_warp_sy
                         mbarrier_expect_tx, mbarrier_init, mbarrier_inval, mbarrier_wait, nanosleep)
 from ..isa.cluster import barrier_cluster, getctarank, mapa
 from ..isa.tensor import mma, mma_form, setmaxnreg
-from ..isa.wgmma import wgmma, wgmma_commit_group, wgmma_fence, wgmma_form, wgmma_wait_group
+from ..isa.tensormap import CP_FENCEPROXY_SCOPES, tensormap_cp_fenceproxy, tensormap_replace
+from ..isa.wgmma import wgmma, wgmma_commit_group, wgmma_fence, wgmma_form, wgmma_sp, wgmma_wait_group
 from ..isa.warp import activemask, redux, shfl, vote
 
 _PTXFORGE_INTERNAL = True
@@ -321,7 +322,10 @@ def _d_wgmma(parts, ops):
         return Call(wgmma_wait_group, _int(n, "wgmma.wait_group count"))
     if kind != "mma_async":
         raise Unknown(f"wgmma.{kind} is not in the tables")
-    # wgmma.mma_async.sync.aligned.SHAPE{.satfinite}.dtype.atype.btype{.and.popc}
+    # wgmma.mma_async{.sp}.sync.aligned.SHAPE{.satfinite}.dtype.atype.btype{.and.popc}
+    sparse = parts[2] == "sp"
+    if sparse:
+        parts = parts[:2] + parts[3:]
     rest = parts[5:]
     satfinite = bool(rest) and rest[0] == "satfinite"
     if satfinite:
@@ -335,12 +339,17 @@ def _d_wgmma(parts, ops):
     n = int(shape[4:shape.index("k")])
     form = Call(wgmma_form, n, _t(rest[1]), _t(rest[2]), _t(rest[0]), bitop)
     f = form.run()
-    if f.shape != shape:
-        raise ValidationError(f"wgmma .{rest[1]} has K = {f.k}: the shape is {f.shape}, not {shape}")
-    if len(ops) < 4:
-        raise ValidationError("wgmma.mma_async takes d, a, b-desc, scale-d and the immediates of its form")
-    d, a, b, scale_d = ops[:4]
-    extra = list(ops[4:])
+    want = f"m64n{f.n}k{2 * f.k}" if sparse else f.shape
+    if want != shape:
+        raise ValidationError(f"wgmma{'.sp' if sparse else ''} .{rest[1]} has K = {2 * f.k if sparse else f.k}: "
+                              f"the shape is {want}, not {shape}")
+    if len(ops) < (6 if sparse else 4):
+        raise ValidationError("wgmma.mma_async takes d, a, b-desc{, sp-meta, sp-sel}, scale-d and the immediates of "
+                              "its form")
+    d, a, b = ops[:3]
+    meta_sel = tuple(ops[3:5]) if sparse else ()
+    scale_d = ops[5] if sparse else ops[3]
+    extra = list(ops[6:] if sparse else ops[4:])
     kw = {}
     if f.has_scale_ab:
         if len(extra) < 2:
@@ -355,6 +364,9 @@ def _d_wgmma(parts, ops):
     kw = {k: v for k, v in kw.items() if v is not None}
     if satfinite:
         kw["satfinite"] = True
+    if sparse:
+        return NestedCall(wgmma_sp, form, d, a, b, meta_sel[0], _int(meta_sel[1], "wgmma.sp selector"),
+                          _int_or_reg(scale_d), **kw)
     return NestedCall(wgmma, form, d, a, b, _int_or_reg(scale_d), **kw)
 
 
@@ -480,6 +492,24 @@ def _bulk_reduce(parts, ops):
     return Call(bulk_reduce, d, s, _int_or_reg(size), red, parts[-1])
 
 
+def _d_tensormap(parts, ops):
+    """tensormap.replace.tile.field{.space}.b1024.type [map], {ord,} value / tensormap.cp_fenceproxy...scope..."""
+    name = ".".join(parts)
+    if parts[1] == "cp_fenceproxy":
+        d, s, _ = _n(ops, 3, name)
+        scope = next((p for p in parts if p in CP_FENCEPROXY_SCOPES), None)
+        return Call(tensormap_cp_fenceproxy, d, s, scope)
+    if parts[1] != "replace" or len(parts) < 6:
+        raise Unknown(f"{name} is not a tensormap form in the tables")
+    field = parts[3]
+    space = parts[4] if parts[4] in ("global", "shared::cta") else None
+    if len(ops) == 3:
+        return Call(tensormap_replace, ops[0], field, _int_or_reg(ops[2]), _int(ops[1], "tensormap.replace ordinal"),
+                    space)
+    a, v = _n(ops, 2, name)
+    return Call(tensormap_replace, a, field, _int_or_reg(v), None, space)
+
+
 def _d_call(parts, ops):
     rets, args, func, proto = (), (), None, None
     for op in ops:
@@ -522,7 +552,7 @@ DECODERS = {
     "membar": _d_fence, "fence": _d_fence, "mbarrier": _d_mbarrier,
     "nanosleep": _d_nanosleep, "shfl": _d_shfl, "vote": _d_vote, "redux": _d_redux, "elect": _d_elect,
     "activemask": _d_activemask, "mma": _d_mma, "wgmma": _d_wgmma, "setmaxnreg": _d_setmaxnreg,
-    "cp": _d_cp_async, "call": _d_call, "brx": _d_brx,
+    "cp": _d_cp_async, "call": _d_call, "brx": _d_brx, "tensormap": _d_tensormap,
     **MEMORY_DECODERS, **COMPUTE_DECODERS,
 }
 

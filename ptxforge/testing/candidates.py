@@ -11,6 +11,7 @@ from ..isa import types as T
 from ..isa.arith import ARITH, float_class
 from ..isa.async_copy import CP_ASYNC_SIZES, CREATEPOLICY, PREFETCH_SIZES
 from ..isa.bulk_reduce import BULK_REDUCE_TYPES, TENSOR_REDUCE_MODES, TENSOR_REDUCE_OPS
+from ..isa.tensormap import CP_FENCEPROXY_SCOPES, TENSORMAP_FIELDS, TENSORMAP_SPACES
 from ..isa.bits import BITFIELD, LOGIC_TYPES, LOP3_BOOL_OPS, MASK_MODES, PRMT_MODES, SHIFT_TYPES, SZEXT_TYPES
 from ..isa.control import (MOV_TYPES, PACK_FORMS, SELP_TYPES, SET_DTYPES, SETP_TYPES, SLCT_CTYPES, TESTP_OPS,
                            TESTP_TYPES, cmp_ops)
@@ -284,6 +285,14 @@ def _async_copy_candidates():
             for n, p in ((64, False), (None, dst == "global"))]
     out += [spec("async_copy", "tensor_reduce", red_op=o, mode=mode, coords=(None,) * d, policy=p)
             for o in TENSOR_REDUCE_OPS for mode in TENSOR_REDUCE_MODES for d in range(1, 6) for p in (False, True)]
+    # every field in every space, a register and the immediates at and past each range (the table refuses the rest)
+    for field, f in TENSORMAP_FIELDS.items():
+        values = ("reg", 1) if f.values is None else ("reg", f.values[-1], f.values[-1] + 1)
+        for space in TENSORMAP_SPACES:
+            for v in values:
+                for o in ((None,) if not f.ordinal else (4, 5)):
+                    out.append(spec("async_copy", "tensormap_replace", field=field, space=space, value=v, ordinal=o))
+    out += [spec("async_copy", "tensormap_cp_fenceproxy", scope=sc) for sc in CP_FENCEPROXY_SCOPES]
     return out
 
 
@@ -345,6 +354,9 @@ def _tensor_candidates():
         for a_regs in (False, True):
             out.append(spec("tensor", "wgmma", n=f.n, a_type=f.a_type.name, b_type=f.b_type.name,
                             acc=f.d_type.name, a_regs=a_regs))
+            if f.n in (8, 64, 256):  # the sparse form with every selector the table takes and one past them
+                out += [spec("tensor", "wgmma_sp", n=f.n, a_type=f.a_type.name, b_type=f.b_type.name,
+                             acc=f.d_type.name, a_regs=a_regs, selector=sel) for sel in (0, 1, 2)]
     out += [spec("tensor", "setmaxnreg", action=a, n=n) for a in ("inc", "dec") for n in (24, 40, 232, 256)]
     for (shape, t), f in WMMA_FORMS.items():
         for which in ("a", "b"):

@@ -17,14 +17,8 @@ from .spec import FAMILIES, TARGETS
 _PTXFORGE_INTERNAL = True
 
 #: Why a row usable on sm_80 .. sm_90a has no legal form in the tables (a test checks that this is
-#: exactly the set of such rows).
-MISSING_WHY = {
-    "wgmma.mma_async.sp": "the sparse warpgroup form (with its metadata register and selector) is not written",
-    "tensormap.replace": "tensor maps are built on the host (`ptxforge.runtime.TensorMap`); editing one in "
-                         "device memory is not written",
-    "tensormap.cp_fenceproxy": "copying a tensor map modified in shared memory to global is not written (it "
-                               "goes with tensormap.replace)",
-}
+#: exactly the set of such rows): none today.
+MISSING_WHY: dict = {}
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD
 from ..isa.operands import Addr
 from ..isa.tensor import MMA_FORMS, IgnoredInstructionWarning
+from ..isa.tensormap import TENSORMAP_FIELDS
 from ..module import Module
 from .spec import Scratch, Spec
 
@@ -382,6 +383,13 @@ def _emit_async_copy(sc: Scratch, s: Spec):
         policy = k.createpolicy() if s.get("policy") else None
         k.tensor_reduce(sc.tmap(), [c if c is not None else sc.reg(T.s32) for c in s["coords"]], sc.s, s["red_op"],
                         mode=s["mode"], policy=policy, pred=g)
+    elif op == "tensormap_replace":
+        field = s["field"]
+        v = s["value"] if s["value"] != "reg" else sc.reg(TENSORMAP_FIELDS[field].type)
+        k.tensormap_replace(sc.s if s["space"] == "shared::cta" else sc.g, field, v, ordinal=s["ordinal"],
+                            space=s["space"], pred=g)
+    elif op == "tensormap_cp_fenceproxy":
+        k.tensormap_cp_fenceproxy(sc.g, sc.s, scope=s["scope"], pred=g)
     elif op == "tensor_prefetch":
         k.tensor_prefetch(sc.tmap(), [c if c is not None else sc.reg(T.s32) for c in s["coords"]], pred=g)
     elif op == "bulk_commit":
@@ -519,7 +527,7 @@ def _emit_tensor(sc: Scratch, s: Spec):
         with warnings.catch_warnings():  # the scratch kernel has no entry cap: the form is what is tested
             warnings.simplefilter("ignore", IgnoredInstructionWarning)
             k.setmaxnreg(s["action"], s["n"])
-    elif op == "wgmma":
+    elif op in ("wgmma", "wgmma_sp"):
         a_t = T.lookup(s["a_type"])
         acc = T.lookup(s["acc"])
         n = s["n"]
@@ -528,8 +536,12 @@ def _emit_tensor(sc: Scratch, s: Spec):
         bitop = "and" if a_t is T.b1 else None
         a = sc.regs(T.b32, 4) if s["a_regs"] else sc.reg(T.b64)
         k.wgmma_fence()
-        k.wgmma(a, sc.reg(T.b64), d, n=n, a_type=a_t, b_type=s["b_type"], acc=acc, scale_d=sc.p,
-                satfinite=s.get("satfinite", False), bitop=bitop)
+        if op == "wgmma_sp":
+            k.wgmma_sp(a, sc.reg(T.b64), d, sc.reg(T.b32), selector=s["selector"], n=n, a_type=a_t, b_type=s["b_type"],
+                       acc=acc, scale_d=sc.p, satfinite=s.get("satfinite", False))
+        else:
+            k.wgmma(a, sc.reg(T.b64), d, n=n, a_type=a_t, b_type=s["b_type"], acc=acc, scale_d=sc.p,
+                    satfinite=s.get("satfinite", False), bitop=bitop)
         k.wgmma_commit()
         k.wgmma_wait(s.get("wait", 0))
     else:

@@ -83,10 +83,11 @@ def test_refusals_say_what_would_be_legal():
 ROWS, COLS = 40, 96  # u32: rows of 384 bytes
 
 
-def edit_kernel(edits, box_bytes):
+def edit_kernel(edits, box_bytes, acquire="after"):
     """One warp: copy the map parameter to shared memory, apply `edits` ((field, value, ordinal), values moved
-    into registers where the field takes one), copy it to global memory (cp_fenceproxy), acquire it, load the box
-    at (x, y) through it and dump the `box_bytes` bytes that landed."""
+    into registers where the field takes one), copy it to global memory (cp_fenceproxy), acquire it (`acquire`:
+    "after" the copy, "before" it, or None), load the box at (x, y) through it and dump the `box_bytes` bytes
+    that landed."""
     k = pf.KernelBuilder("tm_edit", target="sm_90a", reqntid=32)
     tm = k.param_tensormap("tm")
     gmap = k.param_ptr("gmap", T.b32)
@@ -112,8 +113,11 @@ def edit_kernel(edits, box_bytes):
                 value = k.mov(value, type=TENSORMAP_FIELDS[field].type)
             k.tensormap_replace(smap, field, value, ordinal=ordinal, space="shared::cta")
     k.bar_sync(0)
+    if acquire == "before":
+        k.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=gmap)
     k.tensormap_cp_fenceproxy(gmap, smap, scope="gpu")
-    k.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=gmap)
+    if acquire == "after":
+        k.fence("fence.proxy.tensormap::generic.acquire.gpu", addr=gmap)
     with k.if_(lead):
         k.mbarrier_arrive(bar, expect_tx=box_bytes)
         k.tensor_load(tile, gmap, (x, y), bar)
@@ -178,6 +182,20 @@ def test_a_load_through_an_edited_map_is_the_load_through_the_map_the_host_encod
     got, want = run_interp(name)
     np.testing.assert_array_equal(got, want)
     assert got.any()
+
+
+@pytest.mark.parametrize("acquire", [None, "before"])
+def test_a_load_through_a_map_written_without_the_acquire_after_it_is_reported(acquire):
+    """TMA reads maps through the tensormap proxy: the copying thread needs fence.proxy.tensormap::generic.acquire
+    after cp_fenceproxy wrote the map (the values come out right here either way)."""
+    a = np.arange(ROWS * COLS, dtype=np.uint32).reshape(ROWS, COLS)
+    out = np.zeros(256, np.uint32)
+    r = interp.run(edit_kernel([("box_dim", 8, 1)], 1024, acquire=acquire), block=32, check=False,
+                   args=[interp.host_tensor_map(a, (32, 4)), np.zeros(32, np.uint32), a, out, 0, 0])
+    found = r.by_kind("proxy")
+    assert found and "fence.proxy.tensormap::generic.acquire" in found[0].message, str(r)
+    assert found[0].instruction.opcode == "cp.async.bulk.tensor" and found[0].other.opcode == "tensormap.cp_fenceproxy"
+    np.testing.assert_array_equal(out.reshape(8, 32), a[:8, :32])
 
 
 def test_lowering_the_rank_keeps_the_inner_dimensions():

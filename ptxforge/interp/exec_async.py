@@ -12,12 +12,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.sync import PROXY_FENCES
+from ..isa.sync import FENCES_WITH_ADDRESS, PROXY_FENCES
 from . import global_order
 from .access import Part, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
+from .tensormap_order import make_tensormap_acquire
 
 _PTXFORGE_INTERNAL = True
 
@@ -271,9 +272,12 @@ def make_fence(P, op):
     """fence.* / membar.*: a no-op for values (the interpreter is sequentially consistent), except that
     the proxy fences (`isa.sync.PROXY_FENCES`) record when each thread made its generic writes visible to
     the async proxy (shared memory: wgmma and TMA / bulk reads of it check it; global memory: TMA and bulk
-    loads check it in `global_order`), and the fences at gpu, sys or cluster scope take part in the
-    release/acquire chains that order global memory between CTAs (`global_order`)."""
+    loads check it in `global_order`), the tensormap acquire records which maps each thread acquired
+    (`tensormap_order`), and the fences at gpu, sys or cluster scope take part in the release/acquire chains
+    that order global memory between CTAs (`global_order`)."""
     kind = str(op.ins.info)
+    if kind in FENCES_WITH_ADDRESS:  # fence.proxy.tensormap::generic.acquire.<scope> [map], 128
+        return make_tensormap_acquire(P, op)
     if kind in global_order.GPU_FENCES:
         return lambda S, m: global_order.on_fence(S, m, kind)
     spaces = PROXY_FENCES.get(kind)

@@ -11,7 +11,8 @@ from shared to global memory.  A TMA copy may then name the map in global memory
 
 Refused (`InterpUnsupported`): raising the rank (the dimensions it would add hold no values the
 interpreter knows), the f32-ftz and tf32 element types (TMA converts those), editing an im2col map.
-Not checked: the `fence.proxy.tensormap::generic.acquire` a TMA copy through an edited map needs.
+A TMA copy through a map written into global memory during the launch needs the issuing thread's
+`fence.proxy.tensormap::generic.acquire` since the write (`tensormap_order`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from ..runtime.tensormap import Im2colTensorMap
 from .access import gather, map_access, scatter, shadow_read, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
+from .tensormap_order import on_written
 from .tensormaps import TENSORMAP_MAGIC, handle_bytes
 
 _PTXFORGE_INTERNAL = True
@@ -107,6 +109,9 @@ def make_tensormap_replace(P, op):
             if S.track and part.space == "shared":
                 shadow_write(S, op, part, 8, pc=op.pc)
             scatter(S, part, 8, np.array(new, dtype=np.uint64)[:, None])
+            if part.space == "global":  # a map edited in place: TMA must acquire it again
+                for off in part.off.tolist():
+                    on_written(S, op, off)
     return replace
 
 
@@ -132,5 +137,6 @@ def make_tensormap_cp_fenceproxy(P, op):
                     sel = d.thr == t
                     one = type(d)(d.space, d.sel[sel], d.off[sel], d.thr[sel])
                     scatter(S, one, 8, data[i:i + 1])
+                    on_written(S, op, int(one.off[0]))
     return cp_fenceproxy
 

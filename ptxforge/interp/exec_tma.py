@@ -51,13 +51,15 @@ from .mbarriers import mbar_lookup
 from .memory import PARAM_WINDOW, WINDOW_SIZE
 from .proxy import proxy_check
 from .tensormaps import TENSORMAP_MAGIC
+from .tensormap_order import check_acquired
 
 _PTXFORGE_INTERNAL = True
 
 
-def _tensormap(S, op, addr):
+def _tensormap(S, op, addr, thread=None):
     """The TensorMap a tensor-map operand (the generic address of a parameter, or of a map in global memory: one
-    copied there and edited by tensormap.replace) names."""
+    copied there and edited by tensormap.replace) names; a map this launch wrote into global memory must have
+    been acquired by `thread` since (`exec_tensormap.check_acquired`)."""
     L = S.launch
     a = int(addr)
     if PARAM_WINDOW <= a < PARAM_WINDOW + WINDOW_SIZE:
@@ -66,6 +68,8 @@ def _tensormap(S, op, addr):
     else:
         k, off = L.heap.locate(np.array([a], dtype=np.uint64), 128)
         word = int(L.heap.heap[int(off[0]):int(off[0]) + 8].view(np.uint64)[0]) if k[0] >= 0 else 0
+        if k[0] >= 0 and thread is not None:
+            check_acquired(S, op, int(off[0]), thread)
     idx = word >> 32
     if (word & 0xFFFFFFFF) != TENSORMAP_MAGIC or idx >= len(getattr(L, "tensormaps", ())):
         S.fail("oob", f"{op.ins.opcode}: the tensor-map operand does not point at a tensor map bound to this "
@@ -248,7 +252,7 @@ def make_tensor_load(P, op):
         offs = [np.broadcast_to(np.asarray(g(S)), (S.N,))[thr] for g in get_offs]
         for i, t in enumerate(thr):
             t = int(t)
-            tm = _tensormap(S, op, tmaddr[i])
+            tm = _tensormap(S, op, tmaddr[i], t)
             if len(cs) != tm.rank:
                 S.report("oob", f"{ins.opcode}: {len(cs)} coordinates for a rank-{tm.rank} tensor map", op,
                          np.array([t]))
@@ -339,7 +343,7 @@ def make_tensor_store(P, op, land=None, what="TMA store"):
         srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
         for i, t in enumerate(thr):
             t = int(t)
-            tm = _tensormap(S, op, tmaddr[i])
+            tm = _tensormap(S, op, tmaddr[i], t)
             if isinstance(tm, Im2colTensorMap):
                 S.report("oob", f"{ins.opcode}: a {what} needs a tiled tensor map, not an im2col one", op,
                          np.array([t]))

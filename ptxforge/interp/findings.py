@@ -31,7 +31,8 @@ KINDS = {
     "wgmma": "a wgmma accumulator register touched before the wgmma.wait_group that retires it",
     "registers": "setmaxnreg again in a warpgroup whose warps did not synchronize after the last one",
     "proxy": "memory read by the async proxy (wgmma, TMA and bulk copies) after generic writes with no proxy fence "
-             "covering it (fence.proxy.async.shared::cta for shared memory, .global for global memory)",
+             "covering it (fence.proxy.async.shared::cta for shared memory, .global for global memory), or a tensor "
+             "map written during the launch used by TMA without fence.proxy.tensormap::generic.acquire",
     "order": "global memory one CTA wrote, read by another CTA of the launch with no release/acquire chain between",
 }
 

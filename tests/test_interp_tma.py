@@ -417,3 +417,22 @@ def test_a_swizzled_load_at_a_later_1024_byte_boundary_matches_the_gpu(swz, bloc
     gpu, cpu = gpu_and_interp_load(k, a, (swz, 16), dict(swizzle=swz), (0, 0), swz * 16)
     np.testing.assert_array_equal(gpu, cpu)
     np.testing.assert_array_equal(cpu.view(np.uint8), SmemTile("u8", 16, swz, "K", swz).store(a))
+
+
+@pytest.mark.parametrize("op", ["store", "reduce"])
+def test_a_store_or_reduction_with_the_wrong_number_of_coordinates_is_reported(op):
+    """Three coordinates for a rank-2 map: the load reports it, and so do the tile store and the TMA reduction."""
+    k = pf.KernelBuilder(f"rank_{op}", target="sm_90a", reqntid=32)
+    tm = k.param_tensormap("tm")
+    tile = k.shared("tile", 1024, align=128)
+    with k.if_(k.setp("eq", k.tid(), 0)):
+        if op == "store":
+            k.tensor_store(tm, [0, 0, 0], tile)
+        else:
+            k.tensor_reduce(tm, [0, 0, 0], tile, "add")
+        k.bulk_commit()
+        k.bulk_wait(0, read=True)
+    a = np.zeros((8, 32), np.uint32)
+    r = interp.run(k.module(), block=32, args=[interp.host_tensor_map(a, (32, 8))], check=False)
+    assert any("3 coordinates for a rank-2 tensor map" in f.message for f in r.by_kind("oob")), str(r)
+    assert not a.any()

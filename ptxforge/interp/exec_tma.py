@@ -348,6 +348,10 @@ def make_tensor_store(P, op, land=None, what="TMA store"):
                 S.report("oob", f"{ins.opcode}: a {what} needs a tiled tensor map, not an im2col one", op,
                          np.array([t]))
                 continue
+            if len(cs) != tm.rank:
+                S.report("oob", f"{ins.opcode}: {len(cs)} coordinates for a rank-{tm.rank} tensor map", op,
+                         np.array([t]))
+                continue
             off, inb = box_geometry(tm, [int(c[i]) for c in cs])
             _interleaved_in_bounds(tm, inb, op)
             hoff, ok = _global_check(S, op, tm, off, inb, t, what)

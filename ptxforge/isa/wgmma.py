@@ -274,8 +274,9 @@ def wgmma_sp(form: WgmmaForm, d, a, b_desc, meta, selector, scale_d, *, scale_a=
     check_value(meta, T.b32, "wgmma.sp sparsity metadata", imm_ok=False)
     sel = selector.value if isinstance(selector, Imm) else selector
     if not isinstance(sel, int) or isinstance(sel, bool) or sel not in form.sparse_selectors:
+        got = "a register (ptxas takes only an immediate)" if isinstance(sel, Reg) else repr(selector)
         raise ValidationError(f"wgmma.sp with .{form.a_type.name} A takes the immediate sparsity selector "
-                              f"{' or '.join(map(str, form.sparse_selectors))}, got {selector!r}")
+                              f"{' or '.join(map(str, form.sparse_selectors))}, got {got}")
     return _wgmma(form, d, a, b_desc, (meta, Imm(sel)), scale_d, scale_a, scale_b, trans_a, trans_b, satfinite)
 
 

@@ -299,3 +299,34 @@ def test_gpu_the_example_sums_slices():
     for slices, rows, cols in ((4, 1000, 1000), (7, 129, 4100)):
         got, want = ex.run_gpu(slices, rows, cols, seed=slices)
         np.testing.assert_array_equal(got, want)
+
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from ptxforge.testing.interp_strategies import bulk_reduce_forms, check_against_reference, seeds  # noqa: E402
+
+
+@settings(max_examples=40, deadline=None)
+@given(form=bulk_reduce_forms(), passes=st.integers(1, 4), seed=seeds())
+def test_property_every_reduction_form_and_size_matches_numpy(form, passes, seed):
+    """A drawn reduction and element type over 32 to 128 elements (one to four passes of the warp), drawn values
+    (the 16-bit floats' exact): the interpreter, every check on, against the numpy model."""
+    op, tname = form
+    n = 32 * passes
+    g, s = operands(tname, n, np.random.default_rng(seed))
+    with np.errstate(over="ignore"):
+        want = expected(op, tname, g, s)
+    check_against_reference(one_d_kernel(op, tname, n), grid=1, block=32, args=[g, s], expected={0: want})
+
+
+@settings(max_examples=25, deadline=None)
+@given(op=st.sampled_from(TENSOR_REDUCE_OPS), x0=st.integers(-20, 40), y0=st.integers(-6, 14), seed=seeds())
+def test_property_tensor_reductions_clip_and_combine_like_numpy(op, x0, y0, seed):
+    """Two CTAs reduce overlapping 16 x 4 boxes into a ragged 12 x 32 int32 tensor anywhere around it."""
+    # (inc / dec take u32 elements; the others s32, whose and/or/xor are the .b32 forms)
+    dst = np.random.default_rng(seed).integers(0, 1000, (12, 32)).astype(np.uint32 if op in ("inc", "dec") else
+                                                                           np.int32)
+    want = expected_box(dst, op, (16, 4), x0, y0, 2)
+    interp.run(tensor_kernel(op, (16, 4)), grid=2, block=128, args=[interp.host_tensor_map(dst, (16, 4)), x0, y0])
+    np.testing.assert_array_equal(dst, want)

@@ -22,6 +22,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ..interp import run
+from ..isa.bulk_reduce import BULK_REDUCE_TYPES
 from ..isa.memory import LDMATRIX_FORMS, STMATRIX_FORMS
 from ..isa.tensor import MMA_FORMS
 
@@ -49,6 +50,12 @@ def ldmatrix_forms():
 def stmatrix_forms():
     """A strategy for the stmatrix forms of the ISA table that the interpreter models (the m8n8 ones)."""
     return st.sampled_from([f for f in STMATRIX_FORMS if f.shape == "m8n8"])
+
+
+def bulk_reduce_forms(destination="global"):
+    """(reduction, element type name) pairs of `cp.reduce.async.bulk` into `destination` ('global' or
+    'shared::cluster'): every pair of `isa.bulk_reduce.BULK_REDUCE_TYPES`."""
+    return st.sampled_from([(op, t) for op, types in BULK_REDUCE_TYPES[destination].items() for t in types])
 
 
 def launch_shapes(max_threads=256, max_ctas=4):

@@ -330,3 +330,59 @@ def test_property_tensor_reductions_clip_and_combine_like_numpy(op, x0, y0, seed
     want = expected_box(dst, op, (16, 4), x0, y0, 2)
     interp.run(tensor_kernel(op, (16, 4)), grid=2, block=128, args=[interp.host_tensor_map(dst, (16, 4)), x0, y0])
     np.testing.assert_array_equal(dst, want)
+
+
+def zero_then_reduce_kernel(*, fence=True, ctas=1, chain=True):
+    """The words of `g` zeroed with st.global, then reduced into (add, u32) with a bulk reduction: by the same CTA
+    after a barrier (ctas=1; `fence`: the storing threads' fence.proxy.async.global before it), or with two CTAs
+    where CTA 0 zeroes and CTA 1 reduces after counting in second (`chain`: the count acq_rel at gpu scope, else
+    relaxed)."""
+    k = pf.KernelBuilder("zero_then_reduce", target="sm_90a", reqntid=32)
+    g, src, counter = k.param_ptr("g", T.u32), k.param_ptr("src", T.u32), k.param_ptr("counter", T.u32)
+    buf = k.shared("buf", 128, align=128)
+    flag = k.shared("flag", 4, align=4)
+    tid, cta = k.tid(), k.ctaid()
+    lead = k.setp("eq", tid, 0, type=T.u32)
+    k.st(k.mad(tid, 4, k.shared_base(buf), type=T.u32), k.ld(k.mad(tid, 4, src, type=T.u32, mode="wide"), type=T.u32),
+         type=T.u32, space="shared")
+    k.fence("fence.proxy.async.shared::cta")
+    with k.if_(k.setp("eq", cta, 0, type=T.u32)):
+        k.st(k.mad(tid, 4, g, type=T.u32, mode="wide"), 0, type=T.u32)
+        if fence:
+            k.fence("fence.proxy.async.global")
+    k.bar_sync(0)
+    if ctas == 1:
+        with k.if_(lead):
+            k.bulk_reduce(g, buf, 128, "add", "u32")
+            k.bulk_commit()
+            k.bulk_wait(0, read=True)
+        return k.module()
+    with k.if_(lead):
+        old = k.atom("add", counter, 1, type=T.u32, sem="acq_rel" if chain else None, scope="gpu" if chain else None)
+        k.st(k.shared_base(flag), old, type=T.u32, space="shared")
+    k.bar_sync(0)
+    second = k.setp("eq", k.ld(k.shared_base(flag), type=T.u32, space="shared"), 1, type=T.u32)
+    with k.if_(second):
+        with k.if_(lead):
+            k.bulk_reduce(g, buf, 128, "add", "u32")
+            k.bulk_commit()
+            k.bulk_wait(0, read=True)
+    return k.module()
+
+
+@pytest.mark.parametrize("kw, kind", [
+    (dict(fence=True), None), (dict(fence=False), "proxy"),
+    (dict(ctas=2), None), (dict(ctas=2, chain=False), "order"),
+])
+def test_a_reduction_into_plain_stores_needs_the_proxy_fence_and_the_chain(kw, kind):
+    """Zeroing an output with st.global and reducing into it: the reduction reads the zeros through the async
+    proxy (fence.proxy.async.global after the stores), and from another CTA only after a release/acquire chain;
+    the values come out right in the interpreter's order either way."""
+    g, src = np.full(32, 99, np.uint32), np.arange(32, dtype=np.uint32) + 1
+    r = interp.run(zero_then_reduce_kernel(**kw), grid=kw.get("ctas", 1), block=32, check=False,
+                   args=[g, src, np.zeros(1, np.uint32)])
+    np.testing.assert_array_equal(g, src)
+    kinds = {f.kind for f in r.findings}
+    assert kinds == ({kind} if kind else set()), str(r)
+    if kind:
+        assert r.findings[0].instruction.opcode == "cp.reduce.async.bulk" and r.findings[0].other.opcode == "st"

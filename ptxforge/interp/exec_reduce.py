@@ -5,7 +5,9 @@ into a cluster CTA's shared memory, element by element.
   and for the async proxy, and held until `cp.async.bulk.wait_group.read` retires its group, as a bulk store's
   is) and each element is combined into global memory then.  Reductions are atomic per element, so units of
   any CTA may reduce into the same words; another CTA that reads the result still needs a release/acquire
-  chain (`global_order`), as after any write.  A TMA box reduces its in-bounds part only.
+  chain (`global_order`), as after any write, and a reduction into words plain stores wrote needs that
+  chain from another CTA and a proxy fence (fence.proxy.async.global) after them, as any async-proxy read
+  of generic writes does.  A TMA box reduces its in-bounds part only.
 * Into shared::cluster memory: the source is read at issue and the combination lands when the destination
   CTA's mbarrier is polled, like a bulk copy's bytes, so touching the destination before that is an "async"
   finding.

@@ -368,12 +368,24 @@ def make_tensor_store(P, op, land=None, what="TMA store"):
             flat = _read_held(S, op, st, t, phys)
             data = S.smem[flat].reshape(-1, eb)
             if len(hoff):
-                global_order.on_store(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, None, None, "async")
+                _global_write(S, op, Part("global", None, hoff, np.full(len(hoff), t)), eb, land is not None)
                 at = hoff[:, None] + np.arange(eb)
                 L.heap.heap[at] = data[inb] if land is None else land(tm, L.heap.heap[at], data[inb])
                 if L.heap.counter is not None:
                     L.heap.counter.add("writes", hoff, eb)
     return tensor_store
+
+
+def _global_write(S, op, part, nbytes, reduction: bool) -> None:
+    """A TMA or bulk write of global memory, for the cross-CTA order (`global_order`).  A reduction is an atomic
+    read-modify-write through the async proxy: its read is checked as a strong async-proxy read (another CTA's
+    plain writes need a release/acquire chain, generic writes a proxy fence) and its write is strong, so
+    reductions of any CTAs into the same words do not race with each other."""
+    if reduction:
+        global_order.on_load(S, op, part, nbytes, "relaxed", "gpu", "async")
+        global_order.on_store(S, op, part, nbytes, "relaxed", "gpu", "async")
+    else:
+        global_order.on_store(S, op, part, nbytes, None, None, "async")
 
 
 def _read_held(S, op, st, t, local):
@@ -415,7 +427,7 @@ def make_bulk_store(P, op, land=None, what="cp.async.bulk store"):
                          f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
                 continue
             flat = _read_held(S, op, st, t, local)
-            global_order.on_store(S, op, Part("global", None, hoff[:1], np.array([t])), n, None, None, "async")
+            _global_write(S, op, Part("global", None, hoff[:1], np.array([t])), n, land is not None)
             at = slice(int(hoff[0]), int(hoff[0]) + n)
             L.heap.heap[at] = S.smem[flat] if land is None else land(L.heap.heap[at], S.smem[flat])
             if L.heap.counter is not None:

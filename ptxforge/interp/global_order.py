@@ -19,7 +19,8 @@ stores and atomics), the step and the instruction; per word, the releases its re
 carries; per thread, the releases it acquired and when.  Two strong accesses (both with a memory order)
 do not race; a weak read (`ld`, `ld.global.cg` ..., a TMA tensor load) of a word another CTA wrote is
 checked (so are the reads of `cp.async` and of bulk copies, by the issuing thread when it issues them),
-and TMA and bulk stores count as weak writes.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
+and TMA and bulk stores count as weak writes.  Bulk and TMA reductions are strong read-modify-writes: their
+reads of words another CTA stored plainly are checked, reductions into the same words are not.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
 
 The async proxy besides: a TMA or bulk copy that reads global words a generic store or atomic of this
 launch wrote (another CTA's, or its own thread's) also needs a proxy fence that covers global memory

@@ -238,16 +238,24 @@ def make_bulk(P, op):
             if int(src[i]) % 16 or int(dst[i]) % 16:
                 S.report("misaligned", "cp.async.bulk addresses must be 16-byte aligned", op, one)
                 continue
-            parts = map_access(S, op, "shared", dst[i:i + 1], one, n, align=16, write=True,
-                               what="cp.async.bulk destination write")
-            targets = list(mbar_lookup(S, op, get_mbar(S)[one], one))
-            for part in parts:
-                shadow_write(S, op, part, n, pc=op.pc)
-                mark_pending(S, part, n, op.pc)
-                rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step)
-                for key, _, state in targets:
-                    state.queue.append(("bulk", S.step, rec, n))
+            queue_landing(S, op, dst[i:i + 1], one, data, get_mbar(S)[one], "cp.async.bulk destination write")
     return bulk
+
+
+def queue_landing(S, op, dst, one, data, mbar, what, combine=None):
+    """Thread one[0]'s bulk transfer of `data` (1 x n bytes) to the shared(::cluster) address dst[0], issued now:
+    the destination marked in flight, the bytes queued on the mbarrier at `mbar` (n transaction bytes) to land
+    when it is polled, combined into what is there by `combine(old, new)` when given (a bulk reduction)."""
+    n = data.shape[1]
+    parts = map_access(S, op, "shared", dst, one, n, align=16, write=True, what=what)
+    targets = list(mbar_lookup(S, op, mbar, one))
+    for part in parts:
+        shadow_write(S, op, part, n, pc=op.pc)
+        mark_pending(S, part, n, op.pc)
+        rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step,
+                         combine=combine)
+        for _, _, state in targets:
+            state.queue.append(("bulk", S.step, rec, n))
 
 
 def make_createpolicy(P, op):

@@ -24,13 +24,10 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.bulk_reduce import BULK_REDUCE_TYPES
-from .access import Part, map_access, mark_pending, shadow_read, shadow_write
-from .exec_async import CopyRecord
+from .exec_async import queue_landing
 from .exec_memory import _atom_apply, address_reader
-from .exec_tma import _bulk_source, make_bulk_store, make_tensor_store
+from .exec_tma import _bulk_source, make_bulk_store, make_tensor_store, read_chunks
 from .findings import InterpUnsupported
-from .mbarriers import mbar_lookup
-from .proxy import proxy_check
 from .values import UINT, bf16_to_f32, f16_bits_to_f32
 
 _PTXFORGE_INTERNAL = True
@@ -104,25 +101,13 @@ def make_bulk_reduce(P, op):
         srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
         for i, t in enumerate(thr):
             t, n = int(t), int(sizes[i])
-            one = np.array([t])
             local = _bulk_source(S, op, ins.opcode, n, int(dsts[i]), int(srcs[i]), t)
             if local is None:
                 continue
-            flat = ((local + int(S.smem_base[t]))[:, None] + np.arange(16)).ravel()
-            if S.track:
-                shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
-                proxy_check(S, op, flat, t)
-            data = S.smem[flat].copy()[None, :]
-            parts = map_access(S, op, "shared", dsts[i:i + 1], one, n, align=16, write=True,
-                               what=f"{ins.opcode} destination")
-            targets = list(mbar_lookup(S, op, get_mbar(S)[one], one))
-            for part in parts:
-                shadow_write(S, op, part, n, pc=op.pc)
-                mark_pending(S, part, n, op.pc)
-                rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step,
-                                 combine=lambda old, new: combine(red, tname, old, new))
-                for _, _, state in targets:
-                    state.queue.append(("bulk", S.step, rec, n))
+            one = np.array([t])
+            data = S.smem[read_chunks(S, op, t, local)][None, :]
+            queue_landing(S, op, dsts[i:i + 1], one, data, get_mbar(S)[one], f"{ins.opcode} destination",
+                          lambda old, new: combine(red, tname, old, new))
     return cluster_reduce
 
 

@@ -25,7 +25,7 @@ from ..errors import ValidationError
 from ..isa.tensormap import (TENSORMAP_ELEMTYPES, TENSORMAP_FIELDS, TENSORMAP_FILLS, TENSORMAP_INTERLEAVES,
                              TENSORMAP_SWIZZLES)
 from ..runtime.tensormap import Im2colTensorMap
-from .access import gather, map_access, scatter, shadow_read, shadow_write
+from .access import Part, gather, map_access, scatter, shadow_read, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .tensormap_order import on_written
@@ -36,6 +36,11 @@ _PTXFORGE_INTERNAL = True
 #: the TensorMap attribute each dimension field rewrites (one entry of its tuple)
 _PER_DIMENSION = {"box_dim": "box", "global_dim": "global_dims", "global_stride": "global_strides",
                   "element_stride": "element_strides"}
+
+
+#: the TensorMap attribute each enumerated field sets, and what its immediate names (by index)
+_ENUMERATED = {"interleave_layout": ("interleave", TENSORMAP_INTERLEAVES),
+               "swizzle_mode": ("swizzle", TENSORMAP_SWIZZLES), "fill_mode": ("oob_fill", TENSORMAP_FILLS)}
 
 
 def edited(tm, field: str, ordinal, value: int, ins=None):
@@ -66,9 +71,7 @@ def edited(tm, field: str, ordinal, value: int, ins=None):
             raise InterpUnsupported(f"tensormap.replace .elemtype {value} ({name}: TMA converts it) is not modelled",
                                     ins)
         return dataclasses.replace(tm, dtype=name)
-    table = {"interleave_layout": ("interleave", TENSORMAP_INTERLEAVES), "swizzle_mode": ("swizzle", TENSORMAP_SWIZZLES),
-             "fill_mode": ("oob_fill", TENSORMAP_FILLS)}
-    attr, values = table[field]
+    attr, values = _ENUMERATED[field]
     return dataclasses.replace(tm, **{attr: values[value]})
 
 
@@ -124,19 +127,17 @@ def make_tensormap_cp_fenceproxy(P, op):
     def cp_fenceproxy(S, m):
         thr = np.flatnonzero(m)
         src = map_access(S, op, "shared", get_src(S)[thr], thr, 128, align=64, what="tensormap.cp_fenceproxy source")
-        dst = {int(t): p for p in map_access(S, op, "global", get_dst(S)[thr], thr, 128, align=64, write=True,
-                                             what="tensormap.cp_fenceproxy destination")
-               for t in p.thr.tolist()}
+        dst = {t: off for p in map_access(S, op, "global", get_dst(S)[thr], thr, 128, align=64, write=True,
+                                          what="tensormap.cp_fenceproxy destination")
+               for t, off in zip(p.thr.tolist(), p.off.tolist())}  # thread -> heap offset
         for part in src:
             if S.track:
                 shadow_read(S, op, part, 128)
             data = gather(S, part, 8, 16)
             for i, t in enumerate(part.thr.tolist()):
-                d = dst.get(t)
-                if d is not None:
-                    sel = d.thr == t
-                    one = type(d)(d.space, d.sel[sel], d.off[sel], d.thr[sel])
-                    scatter(S, one, 8, data[i:i + 1])
-                    on_written(S, op, int(one.off[0]))
+                if t in dst:
+                    scatter(S, Part("global", np.zeros(1, np.int64), np.array([dst[t]]), np.array([t])), 8,
+                            data[i:i + 1])
+                    on_written(S, op, dst[t])
     return cp_fenceproxy
 

@@ -388,13 +388,19 @@ def _global_write(S, op, part, nbytes, reduction: bool) -> None:
         global_order.on_store(S, op, part, nbytes, None, None, "async")
 
 
-def _read_held(S, op, st, t, local):
-    """The flat shared bytes of thread t's 16-byte chunks at CTA offsets `local` that a bulk store reads:
-    the read checked (races, the async proxy) and the bytes held until wait_group.read retires the group."""
+def read_chunks(S, op, t, local):
+    """The flat shared bytes of thread t's 16-byte chunks at CTA offsets `local` that an async-proxy copy reads,
+    the read checked (races, the async proxy)."""
     flat = ((local + int(S.smem_base[t]))[:, None] + np.arange(16)).ravel()
     if S.track:
         shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), t)), 1)
         proxy_check(S, op, flat, t)
+    return flat
+
+
+def _read_held(S, op, st, t, local):
+    """`read_chunks` for a bulk store, the bytes held until wait_group.read retires the group."""
+    flat = read_chunks(S, op, t, local)
     S.bulk_src_pc[flat] = op.pc
     st.records.append((t, int(st.committed[t]), flat))
     return flat

@@ -3,6 +3,8 @@ builder's PTX, and the interpreter's semantics against numpy (and on a GPU again
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ptxforge as pf
 from ptxforge import interp
@@ -10,6 +12,7 @@ from ptxforge.errors import ValidationError
 from ptxforge.isa import types as T
 from ptxforge.isa.bulk_reduce import BULK_REDUCE_TYPES, TENSOR_REDUCE_OPS, bulk_reduce, bulk_tensor_reduce
 from ptxforge.isa.operands import Reg
+from ptxforge.testing.interp_strategies import bulk_reduce_forms, check_against_reference, seeds
 
 from support.ptx_text import assembler_verdict, raw_kernel
 
@@ -299,12 +302,6 @@ def test_gpu_the_example_sums_slices():
     for slices, rows, cols in ((4, 1000, 1000), (7, 129, 4100)):
         got, want = ex.run_gpu(slices, rows, cols, seed=slices)
         np.testing.assert_array_equal(got, want)
-
-
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from ptxforge.testing.interp_strategies import bulk_reduce_forms, check_against_reference, seeds  # noqa: E402
 
 
 @settings(max_examples=40, deadline=None)

@@ -131,21 +131,27 @@ def test_workspace_holds_every_split_of_every_tile():
     assert workspace_bytes(swapped, 4096, 16, 2) == (2 * 64 * 64 * 32 * 4, 64)
 
 
+def _every_mutant_reported(name, kind, finding, splits, seed):
+    """Run each `kind` mutant of the kernel an ARRANGEMENTS[name] launch split `splits` ways runs, C poisoned: every
+    one reports a `finding`."""
+    from ptxforge.testing.mutants import mutants_of
+    cfg, (m, n, k) = ARRANGEMENTS[name]
+    kernel = interpreter_module(cfg, m, n, splits).kernels[0]
+    mutants = mutants_of(kernel, [kind])
+    assert mutants
+    a, b = small_operands(cfg, m, n, k, np.random.default_rng(seed))
+    for mutant in mutants:
+        c = np.full((m, n), 7, c_numpy_type(cfg))  # poisoned (16-bit C too)
+        args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=splits)
+        r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
+        assert r.by_kind(finding), mutant
+
+
 @pytest.mark.parametrize("name", ["s8 two consumers", "s4 three consumers on alternate stages, swapped"])
 def test_every_weakened_memory_order_is_reported(name):
     """The count's acq_rel made relaxed (the `weaken_memory_order` mutants of the kernel a split launch runs):
     the values still come out right in the interpreter's thread order, and the workspace reads are reported."""
-    from ptxforge.testing.mutants import mutants_of
-    cfg, (m, n, k) = ARRANGEMENTS[name]
-    kernel = interpreter_module(cfg, m, n, 3).kernels[0]
-    mutants = mutants_of(kernel, ["weaken_memory_order"])
-    assert mutants
-    a, b = small_operands(cfg, m, n, k, np.random.default_rng(1))
-    for mutant in mutants:
-        c = np.full((m, n), -7, c_numpy_type(cfg))
-        args, grid, shared = interpreter_launch(cfg, a, b, c, k, splits=3)
-        r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
-        assert r.by_kind("order"), mutant
+    _every_mutant_reported(name, "weaken_memory_order", "order", 3, 1)
 
 
 @pytest.mark.parametrize("name", ["bf16 16-bit C through TMA stores", "s4 three consumers on alternate stages, swapped",
@@ -153,14 +159,4 @@ def test_every_weakened_memory_order_is_reported(name):
 def test_every_dropped_proxy_fence_is_reported(name):
     """Each fence.proxy.async of the kernel removed (the `drop_proxy_fence` mutants: the widened B tiles wgmma reads,
     the C tile a TMA store reads): the interpreter reports the async-proxy read of the unfenced generic writes."""
-    from ptxforge.testing.mutants import mutants_of
-    cfg, (m, n, k) = ARRANGEMENTS[name]
-    kernel = interpreter_module(cfg, m, n, 1).kernels[0]
-    mutants = mutants_of(kernel, ["drop_proxy_fence"])
-    assert mutants
-    a, b = small_operands(cfg, m, n, k, np.random.default_rng(2))
-    for mutant in mutants:
-        c = np.full((m, n), 7, c_numpy_type(cfg))
-        args, grid, shared = interpreter_launch(cfg, a, b, c, k)
-        r = interp.run(mutant.apply(kernel), grid=grid, block=cfg.threads, shared=shared, args=args, check=False)
-        assert r.by_kind("proxy"), mutant
+    _every_mutant_reported(name, "drop_proxy_fence", "proxy", 1, 2)

@@ -24,7 +24,7 @@ _RUNTIME_NAMES = frozenset({
     "benchmark", "Timing", "EventTimer", "device_info", "synchronize", "query",
 })
 # The schedules load on first use too.
-_SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm"})
+_SCHEDULE_NAMES = frozenset({"TileCopy", "GemmSchedule", "Int4Gemm", "Int8Gemm", "HopperGemm", "Bf16Gemm"})
 
 
 def __getattr__(name):

@@ -3,15 +3,21 @@ its result in numpy.
 
 * `TileCopy` (tile_copy.py): a matrix streamed global -> shared -> global through a cp.async
   pipeline; the data-movement skeleton of tiled kernels.
-* `Int4Gemm`, `Int8Gemm` (gemm.py): the tiled integer GEMM, C = A . B^T, with packed 4-bit or
-  8-bit operands and a compute path chosen per target.
+* `Int4Gemm`, `Int8Gemm` (gemm/): the tiled integer GEMM on mma.sync, C = A . B^T, with packed
+  4-bit or 8-bit operands and a compute path chosen per target (sm_80 to sm_90).
+* `HopperGemm`, `Bf16Gemm` (hopper/): the sm_90a GEMMs, TMA loads into an mbarrier ring feeding
+  wgmma; `Int4Gemm.for_shape` / `Int8Gemm.for_shape` return one on an H100/H200.
+
+Every GEMM schedule has `run` (GPU), `plan` (a launch prepared once) and `interpret` (the CPU
+interpreter, no GPU needed).
 """
 
 from .tile_copy import TileCopy
 
-__all__ = ["TileCopy", "Int4Gemm", "Int8Gemm", "GemmSchedule"]
+__all__ = ["TileCopy", "Int4Gemm", "Int8Gemm", "GemmSchedule", "HopperGemm", "Bf16Gemm"]
 
-_LAZY = {"Int4Gemm": ".gemm", "Int8Gemm": ".gemm", "GemmSchedule": ".gemm"}
+_LAZY = {"Int4Gemm": ".gemm", "Int8Gemm": ".gemm", "GemmSchedule": ".gemm", "HopperGemm": ".hopper",
+         "Bf16Gemm": ".hopper"}
 
 
 def __getattr__(name):

@@ -30,17 +30,10 @@ def _describe(x, what: str, stream: int):
     return v.shape, v.ptr, (v.elem.kind, v.elem.bits)
 
 
-def run_gemm(s, a, b, c=None, *, k=None, stream=None):
-    """See GemmSchedule.run."""
-    done = fast_run(s, a, b, c, k, stream)
-    if done is not None:
-        return done
-    from ...runtime import DeviceBuffer, In, Out
-    from ...runtime.streams import stream_handle
-    k_arg = k
-    sh = stream_handle(stream) if stream is not None else 0
-    a_shape, a_ptr, a_el = _describe(a, "A", sh)
-    b_shape, b_ptr, b_el = _describe(b, "B", sh)
+def _problem(s, a_shape, a_el, b_shape, b_el, k):
+    """(M, N, K) of operands of these shapes and element kinds ((kind, bits)) for schedule `s`, after the
+    checks every run makes: 2-D, 8-bit integers (uint8 bytes for packed 4-bit), rows of one length that K
+    fills exactly, and the variant's problem checks."""
     for name, shape, el in (("A", a_shape, a_el), ("B", b_shape, b_el)):
         if len(shape) != 2:
             raise ValidationError(f"{name} must be 2-D [rows, K{'/2' if s.bits == 4 else ''}], got shape {shape}")
@@ -64,6 +57,21 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
         raise ValidationError(f"K={k} .{s.operand} values take {k * s.bits / 8:g} bytes per row, but the rows hold "
                               f"{row_bytes}; rows must be exactly K{'/2' if s.bits == 4 else ''} bytes")
     s.for_problem(k).check_problem(m, n, k)  # the variant: a default path may change with K
+    return m, n, k
+
+
+def run_gemm(s, a, b, c=None, *, k=None, stream=None):
+    """See GemmSchedule.run."""
+    done = fast_run(s, a, b, c, k, stream)
+    if done is not None:
+        return done
+    from ...runtime import DeviceBuffer, In, Out
+    from ...runtime.streams import stream_handle
+    k_arg = k
+    sh = stream_handle(stream) if stream is not None else 0
+    a_shape, a_ptr, a_el = _describe(a, "A", sh)
+    b_shape, b_ptr, b_el = _describe(b, "B", sh)
+    m, n, k = _problem(s, a_shape, a_el, b_shape, b_el, k)
     host_out = c is None and a_ptr is None and b_ptr is None
     if c is None:
         c = np.empty((m, n), np.int32) if host_out else DeviceBuffer.empty((m, n), np.int32)
@@ -81,6 +89,30 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
             _reader.learn(x, ptr)
         remember_plan(s, a, b, c, k_arg, stream, m, n, k, align, c_align, producers_ok(sh, a, b, c))
     return c
+
+
+def interpret_gemm(s, a, b, c=None, *, k=None, order: str = "lowest-pc", check: bool = True) -> tuple:
+    """See GemmSchedule.interpret: (C, report) of the variant `run` would launch, on the CPU interpreter."""
+    from ... import interp
+    for name, x in (("A", a), ("B", b)):
+        if not isinstance(x, np.ndarray):
+            raise ValidationError(f"{name} must be a numpy array to run on the interpreter, got {type(x).__name__}")
+    m, n, k = _problem(s, a.shape, (a.dtype.kind, a.dtype.itemsize * 8), b.shape,
+                       (b.dtype.kind, b.dtype.itemsize * 8), k)
+    if c is None:
+        c = np.full((m, n), -0x5A5A5A5B, np.int32)  # poisoned: an element the kernel leaves shows
+    elif not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != np.int32 or not c.flags.c_contiguous:
+        raise ValidationError(f"C must be a C-contiguous numpy int32 array of shape ({m}, {n}), got "
+                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+    v = s.for_problem(k, n)
+    workspace = ()
+    if v.splits > 1:  # what SplitKWorkspace allocates on a GPU: the partial tiles, and the tile counters at 0
+        tiles = -(-m // v.block_m) * -(-n // v.block_n)
+        workspace = (np.zeros(v.splits * m * n, np.int32), np.zeros(tiles, np.uint32))
+    report = interp.run(v.module, grid=v.grid(m, n), block=v.block, shared=v.shared_bytes,
+                        args=[np.ascontiguousarray(a), np.ascontiguousarray(b), c, m, n, k, *workspace],
+                        check=check, order=order)
+    return c, report
 
 
 def bind_gemm(s, a, b, c, *, k=None, stream=None):

@@ -748,12 +748,26 @@ class HopperGemm:
             return out
         if c is None:
             from ...runtime import DeviceBuffer
-            m, n = a.shape[0], b.shape[0]
+            m, n = (_run._view(x, what)[1][0] for x, what in ((a, "A"), (b, "B")))
             c = DeviceBuffer.empty((m, n), _run.c_numpy_type(self))
             if _run.launch_kept(self, a, b, c, k, splits, stream):
                 return c
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
+
+    def interpret(self, a, b, c=None, *, k: int | None = None, splits: int = 1, order: str = "lowest-pc",
+                  check: bool = True):
+        """(C, report): C = A . B^T run by this kernel on the CPU interpreter, no GPU needed.
+
+        Numpy operands as `run` takes them; C comes back as numpy (into `c` when given).  The launch is the
+        one a plan makes (host tensor maps over the operands, the grid, the shared memory; with `splits` the
+        K split and its reduction), and the report holds what the interpreter checked: check=True raises
+        `interp.InterpError` at the first race, early read or missing fence.  order: the interpreter's
+        thread order ("last-warpgroup-first" lets each consumer warpgroup run ahead of the others).  Small
+        shapes: the interpreter runs every thread of every CTA (about a second per tile of K = 1024).
+        """
+        from .interp_launch import interpret
+        return interpret(self, a, b, c, k=k, splits=splits, order=order, check=check)
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):
         """A `HopperPlan`: this GEMM resolved once for an M x N x K problem on `stream`.

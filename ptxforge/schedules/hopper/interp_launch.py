@@ -69,3 +69,42 @@ def interpreter_grid(cfg, m: int, n: int, *, splits: int = 1, clusters: int | No
     """CTAs of the launch of an M x N problem: `clusters` clusters, or one (cluster) per work unit."""
     km, kn = (n, m) if cfg.swap_ab else (m, n)
     return (clusters or cfg.cluster_tiles(km, kn) * splits) * cfg.cluster_size
+
+
+def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clusters: int | None = None,
+              order: str = "lowest-pc", check: bool = True, races: bool = True) -> tuple:
+    """(C, the interpreter's report) of C = A . B^T run by `cfg`'s kernel on the CPU interpreter.
+
+    a [M, K(/2)], b [N, K(/2)]: numpy operands as `run` takes them (checked by `run.host_problem`).  c: the
+    [M, N] array to write (default: a new one of `c_numpy_type(cfg)`, poisoned with -7, 0xFFFF bits or NaN, so
+    an element the kernel leaves shows).  splits: K split this many ways, added as the configuration says
+    (`split_reduce`: in the kernel, or by the reduction kernel, which runs on the interpreter too); clusters: the
+    grid in clusters (default: one per work unit; 1 makes one CTA or cluster walk every unit).  order, races:
+    as `interp.run`.  check=True raises `InterpError` on the first finding (a race, a read of bytes not yet
+    landed, a missing proxy fence, ...); check=False collects them in the report.
+    """
+    from ... import interp
+    from .run import c_numpy_type, host_problem
+    m, n, k = host_problem(cfg, a, b, k)
+    if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
+        raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
+    check_reduce(cfg, splits)
+    dt = c_numpy_type(cfg)
+    poison = 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7
+    if c is None:
+        c = np.full((m, n), poison, dt)
+    elif not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != dt or not c.flags.c_contiguous:
+        raise ValidationError(f"C must be a C-contiguous numpy {np.dtype(dt).name} array of shape ({m}, {n}), got "
+                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+    launch_reduce = splits > 1 and not cfg.for_launch(n if not cfg.swap_ab else m, splits).reduces_in_kernel
+    out = np.full((splits, m, n), poison, dt) if launch_reduce else c
+    args, grid, shared = interpreter_launch(cfg, a, b, out, k, splits=splits, clusters=clusters)
+    report = interp.run(interpreter_module(cfg, m, n, splits), grid=grid, block=cfg.threads, shared=shared,
+                        args=args, check=check, races=races, order=order)
+    if launch_reduce:  # the second launch a plan makes: C = the partial sums added in split order
+        from .splitk import REDUCE_THREADS, reduce_module
+        count = m * n
+        reduced = interp.run(reduce_module(cfg.c_type), grid=-(-count // REDUCE_THREADS), block=REDUCE_THREADS,
+                             args=[out.reshape(-1), c.reshape(-1), count, splits], check=check, races=races)
+        report.findings = report.findings + reduced.findings
+    return c, report

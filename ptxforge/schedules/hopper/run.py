@@ -69,7 +69,8 @@ def _view(x, what):
         return x.ptr, tuple(x.shape), x.elem
     v = device_view(x)
     if v is None or isinstance(v, np.ndarray):
-        raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack)")
+        raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack), or A "
+                              f"and B both numpy arrays; got {type(x).__name__}")
     if not v.contiguous:
         raise ValidationError(f"{what} must be C-contiguous")
     return v.ptr, tuple(v.shape), v.elem
@@ -96,15 +97,54 @@ def c_numpy_type(cfg):
 
 
 def _check_elems(cfg, views) -> None:
-    ab, cs = _elems(cfg)
+    """Raise a ValidationError naming the first of A, B, C (`views`: (address, shape, Elem) each) whose
+    element type the configuration's kernel does not read."""
     for what, (_, _, el) in zip("ABC", views):
-        ok = (el.kind, el.bits) in (cs if what == "C" else ab)
-        if not ok:
-            want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8)",
-                    "bf16": "bfloat16 (or its uint16 bits)", "f16": "float16 (or its uint16 bits)"}[cfg.operand]
-            cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
-            raise ValidationError(f"{what} holds {el}; a .{cfg.operand} HopperGemm takes "
-                                  + (f"{cwant} C" if what == "C" else want))
+        _check_elem(cfg, what, (el.kind, el.bits), el)
+
+
+def _check_elem(cfg, what: str, kind_bits: tuple, shown) -> None:
+    ab, cs = _elems(cfg)
+    if kind_bits not in (cs if what == "C" else ab):
+        want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8)",
+                "bf16": "bfloat16 (or its uint16 bits)", "f16": "float16 (or its uint16 bits)"}[cfg.operand]
+        cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
+        raise ValidationError(f"{what} holds {shown}; a .{cfg.operand} HopperGemm takes "
+                              + (f"{cwant} C" if what == "C" else want))
+
+
+def k_of_rows(cfg, row_bytes: int, k: int | None) -> int:
+    """K of operand rows of `row_bytes` bytes: `k` when it fills them exactly, the row length when None.  A K
+    that does not would build tensor maps over the wrong row length (reading past a row, or not all of it)."""
+    whole = row_bytes * 8 // cfg.bits
+    if k is None:
+        return whole
+    if k != whole:
+        raise ValidationError(f"K={k} does not fill the operands' {row_bytes}-byte rows ({whole} .{cfg.operand} "
+                              "values); the tensor maps read whole rows: pass K = the row length or leave it out")
+    return k
+
+
+def host_problem(cfg, a, b, k: int | None = None) -> tuple:
+    """(M, N, K) of host operands A [M, K(/2)] and B [N, K(/2)] (numpy arrays) for `cfg`, after checking
+    what its kernel needs of them: two dimensions, an element type it reads, rows of the same length, a K
+    that fills them exactly (two 4-bit values a byte), and the problem checks (`check_problem`).  Nothing
+    here needs a GPU, so bad operands are refused the same way with and without one."""
+    for what, x in (("A", a), ("B", b)):
+        if not isinstance(x, np.ndarray):
+            raise ValidationError(f"{what} must be a numpy array (a host operand), got {type(x).__name__}")
+        if x.ndim != 2:
+            raise ValidationError(f"{what} must be 2-D [rows, K{'/2' if cfg.bits == 4 else ''}], got shape "
+                                  f"{x.shape}")
+        _check_elem(cfg, what, (x.dtype.kind, x.dtype.itemsize * 8), x.dtype)
+    row_bytes = a.shape[1] * a.itemsize
+    if b.shape[1] * b.itemsize != row_bytes:
+        raise ValidationError(f"A rows hold {row_bytes} bytes and B rows {b.shape[1] * b.itemsize}: both run "
+                              "along the same K")
+    k = k_of_rows(cfg, row_bytes, k)
+    m, n = a.shape[0], b.shape[0]
+    cfg.check_problem(m, n, k)
+    return m, n, k
 
 
 #: encoded tensor maps a plan keeps per operand (one per buffer a loop cycles through), and packed argument
@@ -332,10 +372,12 @@ class Plan:
         views = (_view(a, "A"), _view(b, "B"), _view(c, "C"))
         _check_elems(cfg, views)
         (a_ptr, a_shape, _), (b_ptr, b_shape, _), (c_ptr, c_shape, _) = views
+        if len(a_shape) != 2 or len(b_shape) != 2 or b_shape[1] != a_shape[1]:
+            raise ValidationError(f"A [M, K{'/2' if cfg.bits == 4 else ''}] and B [N, same] must be 2-D with rows "
+                                  f"of one length, got {a_shape} and {b_shape}")
         m, row_bytes = a_shape[0], a_shape[1] * (1 if cfg.operand in ("s8", "s4") else 2)
         n = b_shape[0]
-        if k is None:
-            k = row_bytes * 8 // cfg.bits
+        k = k_of_rows(cfg, row_bytes, k)
         cfg.check_problem(m, n, k)
         if c_shape != (m, n):
             raise ValidationError(f"C must be [{m}, {n}], got {c_shape}")
@@ -453,7 +495,7 @@ def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int 
         ) -> np.ndarray:
     """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
-    m, n = a.shape[0], b.shape[0]
+    m, n, k = host_problem(cfg, a, b, k)
     out_dt = c_numpy_type(cfg)
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)

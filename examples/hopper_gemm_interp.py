@@ -2,7 +2,7 @@
 no GPU needed.
 
 The same kernel `for_shape` picks on an H200 for a decode-sized problem runs on the interpreter at a
-small ragged shape, through host tensor maps over numpy operands (`interpreter_launch`), once in each
+small ragged shape, through host tensor maps over numpy operands (`HopperGemm.interpret`), once in each
 of the interpreter's thread orders: lockstep ("lowest-pc") and "last-warpgroup-first", in which each
 consumer warpgroup runs as far ahead of the others as its barriers let it.  C is checked against
 numpy exactly, and the report must be free of findings (races, rewrites of bytes an in-flight wgmma
@@ -24,16 +24,15 @@ import numpy as np
 from ptxforge import interp
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
 from ptxforge.schedules.hopper import config as hopper_config
-from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 
 
 def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
-    """(C from the interpreter, numpy's C, the interpreter's report) of one M x N x K problem."""
+    """(C from the interpreter, numpy's C, the interpreter's report) of one M x N x K problem.
+
+    `cfg.interpret` makes the launch a plan would (host tensor maps over the numpy operands, the grid,
+    the shared memory) and returns C, poisoned first so that an element the kernel leaves shows."""
     a, b = random_operands(cfg, m, n, k, np.random.default_rng(seed))
-    c = np.full((m, n), -7, np.int32)  # poisoned: every element must be written
-    args, grid, shared = interpreter_launch(cfg, a, b, c, k)
-    report = interp.run(interpreter_module(cfg, m, n), grid=grid, block=cfg.threads, shared=shared, args=args, check=False,
-                        order=order)
+    c, report = cfg.interpret(a, b, order=order, check=False)
     return c, reference(cfg, a, b), report
 
 

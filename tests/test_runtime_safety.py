@@ -823,6 +823,31 @@ def test_gemm_int4_report_names_the_assembler():
     assert "assembled by nvJitLink 1" in r.stdout or "assembled by ptxas 1" in r.stdout, r.stdout
 
 
+@pytest.mark.parametrize("argv,kind", [([], "HopperGemm"), (["--mma-sync"], "GemmSchedule"),
+                                       (["--m", "7", "--n", "9", "--k", "34"], "GemmSchedule")])
+def test_gemm_int4_without_a_gpu_checks_the_kernel_on_the_interpreter(monkeypatch, capsys, argv, kind):
+    """No GPU: the main job runs the kernel it chose on the CPU interpreter at a small ragged shape and checks it
+    against numpy; a kernel whose C came out wrong turns the exit status to 1 and says MISMATCH."""
+    from ptxforge.cli import main
+    from ptxforge.runtime import device
+    from ptxforge.schedules.gemm import GemmSchedule
+    from ptxforge.schedules.hopper import HopperGemm
+    monkeypatch.setattr(device, "gpu_available", lambda: False)
+    assert main(["gemm-int4", "--arch", "", *argv]) == 0
+    out = capsys.readouterr().out
+    assert "on the CPU interpreter at" in out and "exact match with numpy, no findings" in out, out
+    cls = {"HopperGemm": HopperGemm, "GemmSchedule": GemmSchedule}[kind]
+    real = cls.interpret
+
+    def off_by_one(self, *a, **kw):
+        c, report = real(self, *a, **kw)
+        c[-1, -1] += 1
+        return c, report
+    monkeypatch.setattr(cls, "interpret", off_by_one)
+    assert main(["gemm-int4", "--arch", "", *argv]) == 1
+    assert "MISMATCH with numpy" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------- the interpreter's launch limits
 
 def _noop():

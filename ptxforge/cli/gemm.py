@@ -1,8 +1,10 @@
 """`ptxforge gemm-int4`: emit, inspect, assemble and (on a GPU) run and time the int4 GEMM.
 
 Without a GPU it emits the kernel, summarizes the listing (instruction mix, chosen compute path
-and why) and prints the assembler's resource report for each requested arch.  With a GPU it
-also runs the kernel on random data, checks it against numpy and prints TOPS.
+and why), prints the assembler's resource report for each requested arch, and runs the kernel on
+the CPU interpreter at a small ragged shape (at most 130 x 200 x 1024), checking it against numpy
+exactly and reporting any race or early read the interpreter finds.  With a GPU it runs the
+kernel at the whole shape on random data instead, checks it against numpy and prints TOPS.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ def add_parser(sub) -> None:
     p.add_argument("--listing", action="store_true", help="print the full PTX listing")
     p.add_argument("--bench", action="store_true", help="time more launches (on a GPU)")
     p.add_argument("--repeat", type=int, default=None, help="timed launches (default 20, 200 with --bench)")
-    p.add_argument("--no-run", action="store_true", help="do not run even when a GPU is present")
+    p.add_argument("--no-run", action="store_true", help="do not run, on the GPU or on the interpreter")
     p.add_argument("--mma-sync", action="store_true", help="on sm_90, keep the mma.sync schedule instead of the "
                                                            "TMA + wgmma one")
     p.set_defaults(func=run_cli)
@@ -149,10 +151,37 @@ def run_cli(args) -> int:
         print(f"ptxforge: error: could not assemble for {', '.join(failed)}", file=sys.stderr)
         return 1
     if not on_gpu:
-        done = "emitted and assembled" if archs else "emitted (no arch asked for, nothing assembled)"
-        print(f"no GPU here: {done} only" if not args.no_run else f"run skipped (--no-run); {done}")
-        return 0
+        if args.no_run:
+            done = "emitted and assembled" if archs else "emitted (no arch asked for, nothing assembled)"
+            print(f"run skipped (--no-run); {done}")
+            return 0
+        return _run_on_interpreter(g, args)
     return _run_on_gpu(g, args)
+
+
+#: the largest problem the CLI runs on the interpreter when there is no GPU: ragged against every default tile
+INTERP_SHAPE = (130, 200, 1024)
+
+
+def _run_on_interpreter(g, args) -> int:
+    """No GPU: C of a small ragged problem (the asked shape, at most INTERP_SHAPE) from the kernel on the CPU
+    interpreter, checked against numpy exactly, with the interpreter's findings; 0 when exact and clean."""
+    import numpy as np
+    from ..int4 import pack_int4, random_int4
+    m, n, k = (min(v, cap) for v, cap in zip((args.m, args.n, args.k), INTERP_SHAPE))
+    signed = g.operand == "s4"
+    rng = np.random.default_rng(0)
+    av, bv = random_int4((m, k), rng, signed=signed), random_int4((n, k), rng, signed=signed)
+    t0 = time.perf_counter()
+    c, report = g.interpret(pack_int4(av, signed=signed), pack_int4(bv, signed=signed), k=k, check=False)
+    seconds = time.perf_counter() - t0
+    ok = np.array_equal(c.astype(np.int64), av.astype(np.int64) @ bv.astype(np.int64).T)
+    found = f"{len(report.findings)} finding(s)" if report.findings else "no findings"
+    print(f"interp:   no GPU here; the kernel on the CPU interpreter at {m}x{n}x{k}: "
+          f"{'exact match with numpy' if ok else 'MISMATCH with numpy'}, {found} ({seconds:.1f} s)")
+    if report.findings:
+        print(report)
+    return 0 if ok and not report.findings else 1
 
 
 def _run_on_gpu(g, args) -> int:
@@ -223,8 +252,10 @@ def _run_hopper(g, args, on_gpu: bool) -> int:
     except Exception as e:  # the run below does not need the report
         print(f"sm_90a: cannot assemble or disassemble here: {e}")
     if not on_gpu:
-        print("no GPU here: emitted and assembled only" if not args.no_run else "run skipped (--no-run)")
-        return 0
+        if args.no_run:
+            print("run skipped (--no-run)")
+            return 0
+        return _run_on_interpreter(g, args)
     import numpy as np
     from ..int4 import pack_int4, random_int4
     from ..runtime import DeviceBuffer, benchmark

@@ -213,3 +213,37 @@ def test_target_is_a_target_and_bounds_shared_memory():
     assert TileCopy(**big, target="sm_90").smem_total > 190 * 1024  # fits the 227 KB of sm_90
     with pytest.raises(ValidationError, match="sm_86 may use at most 101376"):
         TileCopy(**big, target="sm_86")
+
+
+# ---------------------------------------------------------------- TileCopy.interpret
+
+@pytest.mark.parametrize("dtype, cols", [("s4", 333), ("bf16", 70)])
+@pytest.mark.parametrize("ctas", [None, 1])
+def test_interpret_copies_like_the_reference(dtype, cols, ctas):
+    """interpret(): the kernel on the interpreter, one CTA per tile or one CTA walking every tile through the
+    ring: dst as the reference, padding untouched (dst starts poisoned), no findings."""
+    tc = ragged(dtype, cols, "mbarrier")
+    src = tc.random_source(7)
+    dst, report = tc.interpret(src, ctas=ctas)
+    assert report.ok, str(report)
+    assert report.ctas == (tc.n_tiles if ctas is None else 1)
+    np.testing.assert_array_equal(as_bytes(dst), as_bytes(tc.reference(src)))
+    given = tc.poisoned_destination()
+    out, _ = tc.interpret(src, given)
+    assert out is given and np.array_equal(as_bytes(given), as_bytes(tc.reference(src)))
+
+
+def test_bad_arrays_are_refused_before_any_gpu_is_needed():
+    """run() and interpret() check host arrays before loading anything: the same error with or without a GPU."""
+    tc = ragged("s8", 129, "groups")
+    src = tc.random_source(1)
+    for call in (tc.run, tc.interpret):
+        with pytest.raises(ValidationError, match="src must be a C-contiguous"):
+            call(src[:, :-1].copy())
+        with pytest.raises(ValidationError, match="dst must be a C-contiguous"):
+            call(src, np.zeros((3, 3), np.int8))
+    with pytest.raises(ValidationError, match="numpy array"):
+        tc.interpret(src.tolist())
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValidationError, match="ctas"):
+            tc.interpret(src, ctas=bad)

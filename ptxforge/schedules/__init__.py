@@ -8,8 +8,9 @@ its result in numpy.
 * `HopperGemm`, `Bf16Gemm` (hopper/): the sm_90a GEMMs, TMA loads into an mbarrier ring feeding
   wgmma; `Int4Gemm.for_shape` / `Int8Gemm.for_shape` return one on an H100/H200.
 
-Every GEMM schedule has `run` (GPU), `plan` (a launch prepared once) and `interpret` (the CPU
-interpreter, no GPU needed).
+Every schedule has `run` (on the GPU) and `interpret` (on the CPU interpreter, no GPU needed,
+returning the result and the interpreter's report); the GEMMs also have `plan` (a launch prepared
+once, for loops and CUDA graphs).
 """
 
 from .tile_copy import TileCopy

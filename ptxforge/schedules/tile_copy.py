@@ -321,25 +321,56 @@ class TileCopy:
         as the plans assume.  `ctas` caps the grid (fewer CTAs walk more tiles each).
         """
         from .. import runtime as rt
-        fn = rt.load(self.emit())[self.kernel_name]
-        grid = self.grid(sm_count=rt.device_info().sm_count)
-        if ctas is not None:
-            grid = (max(1, min(grid[0], int(ctas))), 1, 1)
         host = isinstance(src, np.ndarray)
+        for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
+            if isinstance(a, np.ndarray):  # host arrays are checked before anything needs a GPU
+                self._bytes(a, shape, what)
+        fn = rt.load(self.emit())[self.kernel_name]
+        grid = self._capped(self.grid(sm_count=rt.device_info().sm_count), ctas)
         if dst is None:
             if host:
                 dst = self.poisoned_destination()
             else:
                 dst = rt.DeviceBuffer.empty(self.dst_shape, self.numpy_dtype).fill_bytes(POISON, stream=stream)
         for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
-            if isinstance(a, np.ndarray):
-                self._bytes(a, shape, what)
-            else:
+            if not isinstance(a, np.ndarray):
                 _check_device_array(a, self.rows * (shape[1] * self.itemsize), what)
         s_arg = rt.In(src) if isinstance(src, np.ndarray) else src
         d_arg = rt.InOut(dst) if isinstance(dst, np.ndarray) else dst
         fn(grid, self.block, *self.args(s_arg, d_arg), shared=self.shared_bytes, stream=stream)
         return dst
+
+
+    def interpret(self, src, dst=None, *, ctas=None, check: bool = True):
+        """(dst, report): the copy run by this kernel on the CPU interpreter, no GPU needed.
+
+        src/dst: numpy arrays shaped as src_shape/dst_shape (without dst, a poisoned one is made, so
+        bytes the copy should not touch show).  The grid is one CTA per tile (`ctas` caps it: fewer CTAs
+        walk more tiles each, through more turns of the pipeline).  check=True raises
+        `interp.InterpError` at the first finding (a race, a read of cp.async data before its wait, an
+        out-of-bounds access); check=False collects them in the report.
+        """
+        from .. import interp
+        for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
+            if a is not None and not isinstance(a, np.ndarray):
+                raise ValidationError(f"{what} must be a numpy array to run on the interpreter, got "
+                                      f"{type(a).__name__}")
+        self._bytes(src, self.src_shape, "src")
+        dst = self.poisoned_destination() if dst is None else dst
+        self._bytes(dst, self.dst_shape, "dst")
+        grid = self._capped(self.grid(sm_count=self.n_tiles), ctas)
+        report = interp.run(self.emit(), self.kernel_name, grid=grid, block=self.block, shared=self.shared_bytes,
+                            args=list(self.args(src, dst)), check=check)
+        return dst, report
+
+    @staticmethod
+    def _capped(grid: tuple, ctas) -> tuple:
+        """`grid` with at most `ctas` CTAs (None: as it is)."""
+        if ctas is None:
+            return grid
+        if isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer)) or ctas < 1:
+            raise ValidationError(f"ctas must be a positive int, got {ctas!r}")
+        return (min(grid[0], int(ctas)), 1, 1)
 
 
 def _check_device_array(a, nbytes, what):

@@ -11,7 +11,8 @@ from ptxforge import interp
 from ptxforge.errors import LaunchError
 from ptxforge.runtime import DeviceBuffer, launch_cluster
 
-from support.cluster_probes import expected_ring, expected_sregs, ring_probe, sreg_probe, SREGS
+from support.cluster_probes import (ctarank_probe, expected_ctarank, expected_ring, expected_sregs, ring_probe,
+                                    sreg_probe, SREGS)
 from support.examples import load_example
 
 pytestmark = pytest.mark.gpu
@@ -37,6 +38,21 @@ def test_distributed_shared_memory_ring(size):
     out = DeviceBuffer.empty((grid, 64), np.uint32)
     launch_cluster(fn, grid, 64, (size, 1, 1), out)
     np.testing.assert_array_equal(out.to_host(), expected_ring(grid, size))
+
+
+@pytest.mark.parametrize("size", [2, 4])
+def test_getctarank_matches_the_interpreter(size):
+    """getctarank of mapa addresses (shared::cluster and generic) and of CTA-local ones, on the H200 and on the
+    interpreter: the same ranks, and the ranks the spec gives."""
+    k = ctarank_probe(size)
+    fn = pf.load(k.module())["cluster_ctarank_probe"]
+    grid = 2 * size
+    out = DeviceBuffer.empty((grid, 32, 4), np.uint32)
+    launch_cluster(fn, grid, 32, (size, 1, 1), out)
+    cpu = np.zeros((grid, 32, 4), np.uint32)
+    interp.run(k, grid=grid, block=32, args=[cpu])
+    np.testing.assert_array_equal(out.to_host(), cpu)
+    np.testing.assert_array_equal(cpu, expected_ctarank(grid, size))
 
 
 def test_cluster_launch_checks_on_the_device():

@@ -8,7 +8,8 @@ import ptxforge as pf
 from ptxforge import interp, u32
 from ptxforge.errors import LaunchError
 
-from support.cluster_probes import expected_ring, expected_sregs, ring_probe, sreg_probe, SREGS
+from support.cluster_probes import (ctarank_probe, expected_ctarank, expected_ring, expected_sregs, ring_probe,
+                                    sreg_probe, SREGS)
 from support.examples import load_example
 
 
@@ -44,6 +45,23 @@ def test_wait_without_arrive_and_mapa_out_of_the_cluster():
     k.mapa(k.shared_base(k.shared("s", 16)), 2)
     with pytest.raises(interp.InterpError, match="rank 2 of a cluster of 2"):
         interp.run(k, grid=2, block=32)
+
+
+@pytest.mark.parametrize("size, grid", [(1, 2), (2, 4), (4, 8)])
+def test_getctarank_inverts_mapa(size, grid):
+    """getctarank of a mapa address (shared::cluster and generic) is the rank mapa was given; of a CTA-local
+    shared address, the executing CTA's rank."""
+    out = np.zeros((grid, 32, 4), np.uint32)
+    interp.run(ctarank_probe(size), grid=grid, block=32, args=[out])
+    np.testing.assert_array_equal(out, expected_ctarank(grid, size))
+
+
+def test_getctarank_of_an_address_outside_shared_memory_is_reported():
+    k = pf.KernelBuilder("g", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    x = k.param_ptr("x", u32)  # a global address, generic
+    k.getctarank(x, space="generic")
+    with pytest.raises(interp.InterpError, match=r"getctarank of address 0x[0-9a-f]+, which is no CTA's shared"):
+        interp.run(k, grid=2, block=32, args=[np.zeros(4, np.uint32)])
 
 
 def test_launch_checks():

@@ -233,3 +233,54 @@ def test_the_last_warpgroup_first_order_runs_a_warpgroup_ahead_of_the_lower_ones
     assert got == {"lowest-pc": {1}, "last-warpgroup-first": {0}}
     with pytest.raises(LaunchError, match="order is one of"):
         interp.run(_order_probe(), block=256, args=[np.zeros(256, np.uint32)], order="random")
+
+
+# ---------------------------------------------------------------- bar.red
+
+@given(seeds(), st.sampled_from([128, 192, 256]), st.integers(1, 3))
+def test_bar_red_reduces_each_ctas_predicates(seed, threads, ctas):
+    """popc / and / or over the whole CTA (barrier 0) and over two 64-thread groups (barriers 1 and 2 with a
+    count): each thread's destination holds its group's reduction, for drawn predicates, one CTA all true and
+    one all false."""
+    from support.bar_red_probes import bar_red_inputs, bar_red_probe, expected_bar_red
+    x = bar_red_inputs(ctas, threads, np.random.default_rng(seed))
+    out = poison(np.zeros((ctas, threads, 6), np.uint32))
+    report = interp.run(bar_red_probe(threads), grid=ctas, block=threads, args=[x, out])
+    assert report.ok, str(report)
+    np.testing.assert_array_equal(out, expected_bar_red(x))
+
+
+def test_bar_red_orders_shared_memory_like_bar_sync():
+    """A bar.red between a store and another warp's load of the same word: no race, the value seen."""
+    k = pf.KernelBuilder("red_sync", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", u32)
+    s = k.shared("s", 256)
+    tid = k.tid()
+    k.st(k.shared_base(s, 0), k.add(tid, 1000), type=u32, space="shared", offset=0, pred=k.setp("eq", tid, 0))
+    n = k.bar_red("popc", k.setp("lt", tid, 10), 0)
+    v = k.ld(k.shared_base(s), type=u32, space="shared")
+    row = k.add(out, k.mul(tid, 8, mode="wide"))
+    k.st(row, v, type=u32)
+    k.st(row, n, type=u32, offset=4)
+    got = np.zeros((64, 2), np.uint32)
+    assert interp.run(k, grid=1, block=64, args=[got]).ok
+    np.testing.assert_array_equal(got, np.tile([1000, 10], (64, 1)))
+
+
+@pytest.mark.parametrize("other", ["bar.sync", "another reduction"])
+def test_bar_red_mixed_with_another_arrival_is_reported(other):
+    """One barrier completed by bar.red in some warps and bar.sync (or bar.red with another reduction) in others:
+    PTX leaves the result undefined, so the interpreter reports it."""
+    k = pf.KernelBuilder("mixed", target="sm_80", reqntid=64)
+    p = k.setp("lt", k.tid(), 40)
+    first = k.setp("lt", k.tid(), 32)
+    with k.if_(first):
+        k.bar_red("popc", p, 0)
+    with k.if_(k.not_(first)):
+        if other == "bar.sync":
+            k.bar_sync(0)
+        else:
+            k.bar_red("and", p, 0)
+    why = "different bar.red reductions" if other != "bar.sync" else "bar.red and of bar.sync"
+    with pytest.raises(interp.InterpError, match=f"barrier 0 completed with arrivals of {why}"):
+        interp.run(k, grid=1, block=64)

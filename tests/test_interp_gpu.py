@@ -134,3 +134,15 @@ def test_mul24_and_sad_gpu_vs_interpreter(seed):
             out = poison(np.empty(64, dt))
             gpu, cpu = both(k.module(), k.name, 1, 64, [*ops, out])
             np.testing.assert_array_equal(gpu[3], cpu[3], err_msg=k.name)
+
+
+@given(seeds(), st.sampled_from([128, 256]))
+def test_bar_red_gpu_vs_interpreter(seed, threads):
+    """bar.red.popc / .and / .or over whole CTAs and over 64-thread groups with a count: the H200's results equal
+    the interpreter's and the spec's."""
+    from support.bar_red_probes import bar_red_inputs, bar_red_probe, expected_bar_red
+    x = bar_red_inputs(3, threads, np.random.default_rng(seed))
+    k = bar_red_probe(threads)
+    gpu, cpu = both(k.module(), "bar_red_probe", 3, threads, [x, poison(np.zeros((3, threads, 6), np.uint32))])
+    np.testing.assert_array_equal(gpu[1], cpu[1])
+    np.testing.assert_array_equal(cpu[1], expected_bar_red(x))

@@ -206,8 +206,6 @@ UNMODELLED = (
     ("tensor", r"'wmma\.(load|store|mma)'"),
     # mma.sp / wgmma.mma_async.sp: the sparsity metadata's element selection is not modelled
     ("tensor", r"'mma\.sp'"), ("tensor", r"'wgmma\.sp'"),
-    # bar.red: the barrier's reduction across the CTA is not modelled
-    ("sync", r"'bar\.red'"),
     # the interpreter's state token holds the phase only, not the pending count
     ("sync", r"'mbarrier\.pending_count'"),
     # no call stack: stacksave/stackrestore have nothing to save
@@ -224,8 +222,6 @@ UNMODELLED = (
     ("control", r"'brkpt'"),
     # a TMA reduction in im2col_no_offs mode: its box geometry is not modelled (tile mode is)
     ("async_copy", r"cp\.reduce\.async\.bulk\.tensor \.im2col_no_offs is not modelled"),
-    # the rank of the CTA owning a shared::cluster address (the inverse of mapa) is not modelled
-    ("sync", r"'getctarank'"),
     # brx.idx is modelled; its program carries a refusal for an index past the list (undefined in PTX)
     ("control", r"the index is past the \d+ targets"),
 )

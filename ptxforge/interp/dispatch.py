@@ -60,14 +60,14 @@ FACTORIES = {
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
-    "mapa": exec_cluster.make_mapa,
+    "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 
 BLOCKING_FACTORIES = {
     "barrier.cluster": exec_cluster.make_barrier_cluster,
-    "bar": exec_sync.make_bar,
+    "bar": exec_sync.make_bar, "bar.red": exec_sync.make_bar_red,
     "setmaxnreg": exec_regpool.make_setmaxnreg,  # an .inc may wait for registers
     "ret": exec_sync.make_exit, "exit": exec_sync.make_exit, "trap": exec_sync.make_trap,
     **{f"mbarrier.{k}": exec_mbarrier.make_mbarrier

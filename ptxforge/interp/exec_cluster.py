@@ -47,6 +47,29 @@ def make_mapa(P, op):
     return mapa
 
 
+def make_getctarank(P, op):
+    """Executor of getctarank: the cluster rank of the CTA whose shared memory a shared::cluster (or generic)
+    address names, the inverse of mapa; a CTA-local shared address names the executing CTA."""
+    ins = op.ins
+    d, a = ins.operands
+    generic = ins.info == "generic"
+    get_a = P.reader(a, ins.type, ins)
+    put = P.writer(d, T.u32, ins)
+
+    def getctarank(S, m):
+        addr = np.broadcast_to(np.asarray(get_a(S)).astype(np.int64), (S.N,))
+        off = addr - SHARED_WINDOW if generic else addr
+        outside = m & ((off < 0) | (off >= (S.cluster_size + 1) << CLUSTER_RANK_SHIFT))
+        if outside.any():
+            S.report("oob", f"getctarank of {'address' if generic else 'shared::cluster address'} "
+                     f"{int(addr[outside][0]):#x}, which is no CTA's shared memory in a cluster of {S.cluster_size}",
+                     op, np.flatnonzero(outside))
+        field = np.clip(off, 0, None) >> CLUSTER_RANK_SHIFT  # 0: the executing CTA; r + 1: CTA r (from mapa)
+        own = S.cluster_rank_of_cta[S.cta_local[np.arange(S.N)]]
+        put(S, np.where(field > 0, field - 1, own).astype(np.uint32), m & ~outside)
+    return getctarank
+
+
 class ClusterBarrier:
     """Per batch: which threads arrived in the current phase, and the phase count per cluster."""
 

@@ -1,11 +1,13 @@
-"""Synchronization: bar.sync / bar.arrive, bar.warp.sync, ret/exit/trap, and what happens when no
+"""Synchronization: bar.sync / bar.arrive / bar.red, bar.warp.sync, ret/exit/trap, and what happens when no
 thread can run.
 
 bar.sync blocks the arriving threads; the barrier completes when every thread of the CTA that
 has not exited arrived (or, with a thread count, when that many warps' worth did).  The
 threads that took part then count as synchronized for the race checks.  `bar` is `.aligned`
 per warp: a warp arrives as a whole at one instruction (different warps may use different
-instructions, as producer/consumer code with bar.arrive does).
+instructions, as producer/consumer code with bar.arrive does).  bar.red is a bar.sync that, as it
+completes, writes the reduction of the participants' predicates (.popc count, .and, .or) into each
+one's destination.
 
 When nothing can run, pending asynchronous arrivals are delivered and threads parked on
 mbarriers retried; if that changes nothing it is a deadlock, reported with where every stuck
@@ -38,7 +40,25 @@ def make_bar(P, op):
     info = ins.info
     if info.kind not in ("sync", "arrive"):
         raise InterpUnsupported(f"bar.{info.kind} is not modelled", ins)
-    blocking = info.kind == "sync"
+    return _arrival(P, op, info, blocking=info.kind == "sync")
+
+
+def make_bar_red(P, op):
+    """The executor of `bar.red.popc.u32` / `bar.red.{and,or}.pred`: a bar.sync whose completion also writes,
+    into every participating thread's destination, the reduction of their predicates (popc: how many hold)."""
+    ins = op.ins
+    info = ins.info
+    d, p = ins.operands[0], ins.operands[-1]
+    get_p = P.pred_reader(p, ins)
+    put = P.writer(d, ins.type, ins)
+    return _arrival(P, op, info, blocking=True, vote=(info.op, get_p, put))
+
+
+def _arrival(P, op, info, *, blocking: bool, vote=None):
+    """Executor of an arrival at a CTA barrier (bar.sync / bar.arrive / bar.red): records it, blocks syncing
+    threads, and completes the barrier when its count is reached.  vote: bar.red's (reduction, predicate
+    reader, destination writer)."""
+    ins = op.ins
     get_id = P.reader(info.id, T.u32, ins)
     get_count = P.reader(info.count, T.u32, ins) if info.count is not None else None
 
@@ -46,6 +66,7 @@ def make_bar(P, op):
         ids = np.broadcast_to(np.asarray(get_id(S)).astype(np.int64), (S.N,))
         counts = (np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
                   if get_count is not None else None)
+        preds = np.broadcast_to(np.asarray(vote[1](S)).astype(bool), (S.N,)) if vote is not None else None
         for b in np.unique(ids[m]):
             mb = m & (ids == b)
             b = int(b)
@@ -57,6 +78,12 @@ def make_bar(P, op):
             S.bar_count[b][mb] = counts[mb] if counts is not None else 0
             arrived |= mb
             S.bar_pc[b][mb] = op.pc
+            if vote is not None:
+                votes = S.bar_vote.get(b)
+                if votes is None:
+                    votes = S.bar_vote[b] = (np.zeros(S.N, dtype=bool), {})
+                votes[0][mb] = preds[mb]
+                votes[1][op.pc] = vote
             if blocking:
                 S.blocked |= mb
             check_barrier(S, b, np.unique(S.cta_local[mb]), op)
@@ -95,8 +122,33 @@ def check_barrier(S, b, ctas, op=None):
             S.sync_event(members, cta_full=np.array([int(c)]))
         else:
             S.sync_event(members)
+        if b in S.bar_vote:
+            _reduce_votes(S, b, members)
         S.blocked[sl] &= ~arr
         arrived[sl] = False
+
+
+def _reduce_votes(S, b, members):
+    """bar.red at a completing barrier `b`: each member that arrived through a bar.red gets the reduction of the
+    members' predicates.  Every member must have arrived through a bar.red with one reduction (PTX leaves a
+    barrier that mixes them, or mixes bar.red with bar.sync / bar.arrive, undefined)."""
+    votes, by_pc = S.bar_vote[b]
+    pcs = S.bar_pc[b]
+    reds = members & np.isin(pcs, list(by_pc))
+    ops = {by_pc[int(pc)][0] for pc in np.unique(pcs[reds])}
+    if len(ops) > 1 or (reds != members).any():
+        first = int(np.flatnonzero(members)[0])
+        S.report("barrier", f"barrier {b} completed with arrivals of "
+                 + (f"different bar.red reductions ({', '.join(sorted(ops))})" if len(ops) > 1 else
+                    "bar.red and of bar.sync / bar.arrive") + "; PTX leaves the result undefined: every thread "
+                 "of a bar.red must use the same reduction at the same barrier", S.prog.ops[int(pcs[first])],
+                 np.flatnonzero(members))
+    held = votes[members]
+    for pc in np.unique(pcs[reds]):
+        red, _, put = by_pc[int(pc)]
+        value = (np.uint32(np.count_nonzero(held)) if red == "popc" else held.all() if red == "and"
+                 else held.any())
+        put(S, np.full(S.N, value), reds & (pcs == pc))
 
 
 def _check_warp_arrivals(S, b, c, arr, live):

@@ -129,6 +129,7 @@ class Machine:
         self.bar_arrived = {}
         self.bar_pc = {}
         self.bar_count = {}
+        self.bar_vote = {}  # bar.red: barrier id -> each thread's predicate, and the reduction each arrival asked
         self.park_key = np.full(N, -1, dtype=np.int64)
         self.cp_records = []
         self.cp_committed = np.zeros(N, dtype=np.int64)

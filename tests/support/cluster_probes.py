@@ -60,3 +60,32 @@ def expected_ring(grid, size):
         sender = (c % size - 1) % size
         out[c] = 1000 * sender + np.arange(64)
     return out
+
+
+def ctarank_probe(size):
+    """Thread t of every CTA asks getctarank of shared addresses and writes out[cta, t, :]: the rank of the
+    mapa address of rank t % size (shared::cluster, then generic), and of its own CTA-local address (as a
+    shared::cluster address, then generic)."""
+    k = pf.KernelBuilder("cluster_ctarank_probe", target="sm_90", reqntid=32, reqnctapercluster=(size, 1, 1))
+    out = k.param_ptr("out", u32)
+    box = k.shared("box", 16, align=16)
+    tid = k.tid()
+    r = k.rem(tid, size)
+    local = k.shared_base(box)
+    generic = k.cvta(k.cvt(local, pf.u64), frm="shared")
+    row = k.add(out, k.mul(k.mad(k.ctaid(), 32, tid, mode="lo"), 16, mode="wide"))
+    k.st(row, k.getctarank(k.mapa(local, r)), type=u32)
+    k.st(row, k.getctarank(k.mapa(generic, r, space="generic"), space="generic"), type=u32, offset=4)
+    k.st(row, k.getctarank(local), type=u32, offset=8)
+    k.st(row, k.getctarank(generic, space="generic"), type=u32, offset=12)
+    k.cluster_sync()  # no CTA exits while a partner could still name its shared memory
+    return k
+
+
+def expected_ctarank(grid, size):
+    """What ctarank_probe writes: out[cta, t] = (t % size, t % size, rank, rank), rank = cta % size."""
+    out = np.zeros((grid, 32, 4), np.uint32)
+    for c in range(grid):
+        for t in range(32):
+            out[c, t] = (t % size, t % size, c % size, c % size)
+    return out

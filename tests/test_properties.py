@@ -214,8 +214,8 @@ UNMODELLED = (
     ("integer", r"\(SIMD video\) is not modelled"),
     # no call stack: alloca has no stack to allocate on
     ("control", r"'alloca'"),
-    # st.async/red.async complete on another CTA's mbarrier; multimem needs a multicast object
-    ("memory", r"'(st|red)\.async'"), ("memory", r"'multimem\.(ld_reduce|st|red)'"),
+    # multimem needs a multicast object (memory mapped on several GPUs)
+    ("memory", r"'multimem\.(ld_reduce|st|red)'"),
     # no texture or surface objects exist on the interpreter
     ("memory", r"'(tex|tld4|txq|istypep|suld|sust|sured|suq)'"),
     # a breakpoint needs a debugger

@@ -25,14 +25,15 @@ interleave included), im2col loads from `host_im2col_map` arguments, and 1-D bul
 bulk commit/wait groups (exec_tma), bulk and TMA reductions into global memory or a cluster CTA's shared
 memory (exec_reduce; not the .im2col_no_offs mode), tensor maps edited on the device (exec_tensormap) and
 named by TMA copies in global memory, mbarrier transaction counts, clusters with distributed shared
-memory (`run(..., cluster=)`, exec_cluster; mapa and its inverse getctarank), bar.red (exec_sync); setmaxnreg moves registers within each CTA's pool
-(exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.
+memory (`run(..., cluster=)`, exec_cluster; mapa and its inverse getctarank), bar.red (exec_sync),
+st.async / red.async into a cluster CTA's shared memory landing on its mbarrier (exec_async_store);
+setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
 directed rounding (.rz/.rm/.rp) on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
-the implementation's), mma.sp and wgmma.mma_async.sp, the SIMD video forms, textures and surfaces, st.async / red.async
-/ multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
+the implementation's), mma.sp and wgmma.mma_async.sp, the SIMD video forms, textures and surfaces,
+multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
 registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
 value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
 CTAs of one cluster that only a CTA-local bar.sync separates.

@@ -288,10 +288,24 @@ def shadow_read(S, op, part, nbytes, *, record=True):
     S.r_time[b] = np.where(second, S.r_time[b], S.step)
 
 
-def shadow_write(S, op, part, nbytes, *, pc, landing=False):
+#: the asynchronous atomic reductions into shared memory: many of them may be in flight into the same bytes
+ATOMIC_ASYNC = frozenset({"red.async"})
+
+
+def _atomic_pcs(S) -> np.ndarray:
+    """Per pc of the program: whether its instruction is an asynchronous atomic reduction (`ATOMIC_ASYNC`)."""
+    flags = getattr(S.prog, "atomic_async_pcs", None)
+    if flags is None:
+        flags = S.prog.atomic_async_pcs = np.array([i.opcode in ATOMIC_ASYNC for i in S.prog.instructions] + [False])
+    return flags
+
+
+def shadow_write(S, op, part, nbytes, *, pc, landing=False, atomic=False):
     """Check a shared write (or the issue of an async copy) for WAR/WAW races, then record it.
 
-    `landing`: an async copy arriving; it was checked when issued, so it is only recorded.
+    `landing`: an async copy arriving; it was checked when issued, so it is only recorded.  `atomic`: an
+    asynchronous atomic reduction (red.async) issued: others in flight into the same bytes, or landed there
+    before, are no conflict (each combines atomically); plain accesses still are.
     """
     if not S.track:
         return
@@ -304,6 +318,10 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False):
         S.r2_tid[b] = -1
         S.pend_pc[b] = -1
         return
+    if atomic:
+        flags = _atomic_pcs(S)
+        plain = ~flags[S.pend_pc[b]] & ~flags[S.w_pc[b]]  # (pc -1 reads the trailing False)
+        b, t = b[plain], t[plain]
     _check_in_flight(S, op, b, t, "writes shared memory ({where}) that an asynchronous copy in flight will also write")
     wg = getattr(S, "wg_src_pc", None)
     if wg is not None and (wg[b] >= 0).any():

@@ -11,7 +11,8 @@ from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
-from . import (exec_arith, exec_async, exec_bits, exec_call, exec_cluster, exec_integer, exec_mbarrier, exec_memory,
+from . import (exec_arith, exec_async, exec_async_store, exec_bits, exec_call, exec_cluster, exec_integer,
+               exec_mbarrier, exec_memory,
                exec_move, exec_narrow, exec_reduce, exec_regpool, exec_sync, exec_tensor, exec_tensormap, exec_tma,
                exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
@@ -60,6 +61,7 @@ FACTORIES = {
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
+    "st.async": exec_async_store.make_async_store, "red.async": exec_async_store.make_async_store,
     "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,

@@ -242,15 +242,17 @@ def make_bulk(P, op):
     return bulk
 
 
-def queue_landing(S, op, dst, one, data, mbar, what, combine=None):
+def queue_landing(S, op, dst, one, data, mbar, what, combine=None, align=16, atomic=False):
     """Thread one[0]'s bulk transfer of `data` (1 x n bytes) to the shared(::cluster) address dst[0], issued now:
     the destination marked in flight, the bytes queued on the mbarrier at `mbar` (n transaction bytes) to land
-    when it is polled, combined into what is there by `combine(old, new)` when given (a bulk reduction)."""
+    when it is polled, combined into what is there by `combine(old, new)` when given (a bulk reduction).
+    align: what the destination address must be a multiple of (16 for bulk copies, the size for st.async);
+    atomic: the transfer is an atomic reduction (red.async), which others may make into the same bytes."""
     n = data.shape[1]
-    parts = map_access(S, op, "shared", dst, one, n, align=16, write=True, what=what)
+    parts = map_access(S, op, "shared", dst, one, n, align=align, write=True, what=what)
     targets = list(mbar_lookup(S, op, mbar, one))
     for part in parts:
-        shadow_write(S, op, part, n, pc=op.pc)
+        shadow_write(S, op, part, n, pc=op.pc, atomic=atomic)
         mark_pending(S, part, n, op.pc)
         rec = CopyRecord(op.pc, part.thr, part.off, data[part.sel], np.zeros(1, dtype=np.int64), S.step,
                          combine=combine)

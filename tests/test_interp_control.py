@@ -284,3 +284,16 @@ def test_bar_red_mixed_with_another_arrival_is_reported(other):
     why = "different bar.red reductions" if other != "bar.sync" else "bar.red and of bar.sync"
     with pytest.raises(interp.InterpError, match=f"barrier 0 completed with arrivals of {why}"):
         interp.run(k, grid=1, block=64)
+
+
+def test_a_barrier_bar_red_used_before_serves_a_plain_bar_sync_after():
+    """bar.red on barrier 0, then bar.sync on barrier 0: the second completion is a plain barrier, not a mix."""
+    k = pf.KernelBuilder("red_then_sync", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", u32)
+    n = k.bar_red("popc", k.setp("lt", k.tid(), 5), 0)
+    k.bar_sync(0)
+    k.st(k.add(out, k.mul(k.tid(), 4, mode="wide")), n, type=u32)
+    got = np.zeros(64, np.uint32)
+    report = interp.run(k, grid=1, block=64, args=[got])
+    assert report.ok, str(report)
+    assert (got == 5).all()

@@ -27,7 +27,8 @@ memory (exec_reduce; not the .im2col_no_offs mode), tensor maps edited on the de
 named by TMA copies in global memory, mbarrier transaction counts, clusters with distributed shared
 memory (`run(..., cluster=)`, exec_cluster; mapa and its inverse getctarank), bar.red (exec_sync),
 st.async / red.async into a cluster CTA's shared memory landing on its mbarrier (exec_async_store);
-setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the launch gave waits, and ends in a deadlock finding.
+setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the
+launch gave waits, and ends in a deadlock finding.
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
 directed rounding (.rz/.rm/.rp) on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,

@@ -65,7 +65,7 @@ def make_getctarank(P, op):
                      f"{int(addr[outside][0]):#x}, which is no CTA's shared memory in a cluster of {S.cluster_size}",
                      op, np.flatnonzero(outside))
         field = np.clip(off, 0, None) >> CLUSTER_RANK_SHIFT  # 0: the executing CTA; r + 1: CTA r (from mapa)
-        own = S.cluster_rank_of_cta[S.cta_local[np.arange(S.N)]]
+        own = S.cluster_rank_of_cta[S.cta_local]
         put(S, np.where(field > 0, field - 1, own).astype(np.uint32), m & ~outside)
     return getctarank
 

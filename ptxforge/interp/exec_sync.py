@@ -135,6 +135,8 @@ def _reduce_votes(S, b, members):
     votes, by_pc = S.bar_vote[b]
     pcs = S.bar_pc[b]
     reds = members & np.isin(pcs, list(by_pc))
+    if not reds.any():  # a plain bar.sync of a barrier some bar.red used before
+        return
     ops = {by_pc[int(pc)][0] for pc in np.unique(pcs[reds])}
     if len(ops) > 1 or (reds != members).any():
         first = int(np.flatnonzero(members)[0])

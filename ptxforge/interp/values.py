@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bf16 import to_bf16
 from ..isa import types as T
 from .findings import InterpUnsupported
 
@@ -99,13 +100,8 @@ def bf16_to_f32(bits):
 
 
 def f32_to_bf16(x):
-    """float32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN."""
-    x = np.asarray(x, dtype=np.float32)
-    u = x.view(np.uint32).astype(np.uint64)
-    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
-    nan = np.isnan(x)
-    out = np.where(nan, (u >> np.uint64(16)) | np.uint64(0x40), rounded)
-    return out.astype(np.uint16)
+    """float32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN (`ptxforge.bf16.to_bf16`)."""
+    return to_bf16(np.asarray(x, dtype=np.float32))
 
 
 def f16_bits_to_f32(bits):

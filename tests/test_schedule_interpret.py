@@ -129,10 +129,11 @@ def test_bad_operands_are_refused_before_any_gpu_is_needed(g):
             call(a, b, k=100)
         with pytest.raises((ValidationError, pf.LaunchError), match="list"):
             call(a.tolist(), b)
-    with pytest.raises(ValidationError, match="C must be"):
-        g.interpret(a, b, np.zeros((64, 64), np.float32))
-    with pytest.raises(ValidationError, match="C must be"):
-        g.interpret(a, b, np.zeros((64, 63), np.int32))
+    for call in (g.run, g.interpret):
+        with pytest.raises(ValidationError, match="C must be"):
+            call(a, b, np.zeros((64, 64), np.float32))
+        with pytest.raises(ValidationError, match="C must be"):
+            call(a, b, np.zeros((64, 63), np.int32))
 
 
 def test_a_k_short_of_the_rows_is_refused():

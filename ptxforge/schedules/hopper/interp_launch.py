@@ -84,7 +84,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     landed, a missing proxy fence, ...); check=False collects them in the report.
     """
     from ... import interp
-    from .run import c_numpy_type, host_problem
+    from .run import c_numpy_type, check_host_c, host_problem
     m, n, k = host_problem(cfg, a, b, k)
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
         raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
@@ -93,9 +93,8 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     poison = 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7
     if c is None:
         c = np.full((m, n), poison, dt)
-    elif not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != dt or not c.flags.c_contiguous:
-        raise ValidationError(f"C must be a C-contiguous numpy {np.dtype(dt).name} array of shape ({m}, {n}), got "
-                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+    else:
+        check_host_c(cfg, c, m, n)
     launch_reduce = splits > 1 and not cfg.for_launch(n if not cfg.swap_ab else m, splits).reduces_in_kernel
     out = np.full((splits, m, n), poison, dt) if launch_reduce else c
     args, grid, shared = interpreter_launch(cfg, a, b, out, k, splits=splits, clusters=clusters)

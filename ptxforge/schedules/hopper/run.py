@@ -126,6 +126,15 @@ def k_of_rows(cfg, row_bytes: int, k: int | None) -> int:
     return k
 
 
+def check_host_c(cfg, c, m: int, n: int) -> None:
+    """Raise a ValidationError unless `c` is a C-contiguous numpy [M, N] array of `cfg`'s C type (what a host
+    run writes its result into)."""
+    dt = np.dtype(c_numpy_type(cfg))
+    if not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != dt or not c.flags.c_contiguous:
+        raise ValidationError(f"C must be a C-contiguous numpy {dt.name} array of shape ({m}, {n}) here, got "
+                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+
+
 def host_problem(cfg, a, b, k: int | None = None) -> tuple:
     """(M, N, K) of host operands A [M, K(/2)] and B [N, K(/2)] (numpy arrays) for `cfg`, after checking
     what its kernel needs of them: two dimensions, an element type it reads, rows of the same length, a K

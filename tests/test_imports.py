@@ -22,7 +22,7 @@ DOC = PACKAGE.parent / "docs" / "architecture.md"
 #: Bottom to top.  A unit may import units of lower layers only; units of one layer do not import each other.
 LAYERS = (
     ("errors", "_version"),
-    ("isa", "int4", "bf16"),
+    ("isa", "int4", "bfloat16"),
     ("kernel",),
     ("module", "declarations"),
     ("functions",),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bf16 import to_bf16
+from ..bfloat16 import to_bf16
 from ..isa import types as T
 from .findings import InterpUnsupported
 
@@ -100,7 +100,7 @@ def bf16_to_f32(bits):
 
 
 def f32_to_bf16(x):
-    """float32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN (`ptxforge.bf16.to_bf16`)."""
+    """float32 -> bf16 bits, round to nearest even; NaN stays a quiet NaN (`ptxforge.bfloat16.to_bf16`)."""
     return to_bf16(np.asarray(x, dtype=np.float32))
 
 

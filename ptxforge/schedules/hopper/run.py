@@ -107,7 +107,7 @@ def _check_elem(cfg, what: str, kind_bits: tuple, shown) -> None:
     ab, cs = _elems(cfg)
     if kind_bits not in (cs if what == "C" else ab):
         want = {"s8": "8-bit integers", "s4": "packed 4-bit values in bytes (uint8; ptxforge.int4.pack_int4 packs "
-                "them)", "bf16": "bfloat16 (or its uint16 bits: ptxforge.bf16.to_bf16 rounds floats to them)",
+                "them)", "bf16": "bfloat16 (or its uint16 bits: ptxforge.bfloat16.to_bf16 rounds floats to them)",
                 "f16": "float16 (or its uint16 bits)"}[cfg.operand]
         cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
         raise ValidationError(f"{what} holds {shown}; a .{cfg.operand} HopperGemm takes "
@@ -496,7 +496,7 @@ def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         af, bf = (np.asarray(x).view(np.float16) if np.asarray(x).dtype == np.uint16 else np.asarray(x)
                   for x in (a, b))
         return af.astype(np.float64) @ bf.astype(np.float64).T
-    from ...bf16 import from_bf16
+    from ...bfloat16 import from_bf16
     return from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64).T
 
 

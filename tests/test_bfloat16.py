@@ -1,11 +1,11 @@
-"""ptxforge.bf16: float arrays to bf16 bit patterns and back, checked against an exact rounding of every case."""
+"""ptxforge.bfloat16: float arrays to bf16 bit patterns and back, checked against an exact rounding of every case."""
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 from hypothesis.extra.numpy import arrays
 
-from ptxforge.bf16 import from_bf16, to_bf16
+from ptxforge.bfloat16 import from_bf16, to_bf16
 from ptxforge.errors import ValidationError
 
 
@@ -53,7 +53,16 @@ def test_a_bf16_gemm_given_floats_names_the_conversion():
     from ptxforge.schedules.hopper import Bf16Gemm
     g = Bf16Gemm(block_n=64, stages=3)
     a = np.ones((8, 64), np.float32)
-    with pytest.raises(ValidationError, match="ptxforge.bf16.to_bf16"):
+    with pytest.raises(ValidationError, match="ptxforge.bfloat16.to_bf16"):
         g.interpret(a, a)
     c, report = g.interpret(to_bf16(a), to_bf16(2 * a))
     assert report.ok and (c == 128.0).all()
+
+
+def test_the_helpers_leave_the_bf16_type_where_it_was():
+    """`ptxforge.bf16` is the PTX type; the numpy helpers live in `ptxforge.bfloat16`, so importing them cannot
+    replace the type on the package (a submodule named bf16 would have)."""
+    import ptxforge as pf
+    import ptxforge.bfloat16  # noqa: F401
+    from ptxforge.isa import types as T
+    assert pf.bf16 is T.bf16

@@ -57,10 +57,8 @@ def main(argv=None) -> int:
     want = g.reference(a, b, k)
 
     if reason is not None:
-        from ptxforge import interp
         print(f"no GPU here ({reason}): running on the CPU interpreter")
-        c = np.full((m, n), POISON, np.int32)
-        rep = interp.run(v.module, grid=v.grid(m, n), block=v.block, args=[a, b, c, m, n, k], shared=v.shared_bytes)
+        c, rep = g.interpret(a, b, np.full((m, n), POISON, np.int32), k=k)  # the variant run() would launch
         print(rep)
     else:
         from ptxforge.runtime import DeviceBuffer

@@ -203,3 +203,11 @@ def test_interpret_agrees_with_the_gpu():
     a, b = _int_operands(g, m, n, k, np.random.default_rng(12))
     assert np.array_equal(g.run(a, b), g.interpret(a, b)[0])
 
+
+
+def test_the_int4_gemm_example_runs_and_is_exact(capsys):
+    """examples/int4_gemm.py: on the GPU the whole ragged problem, without one the same kernel through
+    `interpret` at a smaller shape; exact either way."""
+    from support.examples import load_example
+    assert load_example("int4_gemm").main(["--m", "150", "--n", "130", "--k", "200"]) == 0
+    assert "exact match with numpy" in capsys.readouterr().out

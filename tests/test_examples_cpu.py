@@ -1,0 +1,17 @@
+"""The examples no other test file runs, run as a user would on a machine without a GPU: each must finish and
+report what it checks (they hold their own assertions against numpy)."""
+
+from support.examples import load_example
+
+
+def test_the_interpreter_example_runs_its_kernel_and_finds_the_planted_bug(capsys):
+    load_example("interpret").main()
+    out = capsys.readouterr().out
+    assert "C == A @ B.T exactly" in out and "race" in out
+
+
+def test_the_tile_copy_example_is_exact_on_the_interpreter(capsys):
+    ex = load_example("tile_copy")
+    for argv in ([], ["--dtype", "s4", "--completion", "mbarrier"], ["--packed", "--dtype", "f32"]):
+        assert ex.main(["--interpret", *argv]) == 0, argv
+    assert "interpreter:" in capsys.readouterr().out

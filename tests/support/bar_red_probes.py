@@ -11,7 +11,7 @@ from ptxforge import u32
 def bar_red_probe(threads: int = 128):
     """out[cta, t, :] = (popc, and, or) of the predicates x[cta, t'] & 1 over the CTA's threads (barrier 0),
     then (popc, and, or) of !(x & 2) over the CTA's first two warps only (barrier 1 with a count of 64: the
-    other warps reduce theirs on barrier 2, 64 threads too)."""
+    other warps reduce theirs on barrier 2, with a count of the threads they are)."""
     k = pf.KernelBuilder("bar_red_probe", target="sm_80", reqntid=threads)
     x = k.param_ptr("x", u32)
     out = k.param_ptr("out", u32)
@@ -24,10 +24,12 @@ def bar_red_probe(threads: int = 128):
     k.st(row, k.selp(1, 0, k.bar_red("and", p, 0), type=u32), type=u32, offset=4)
     k.st(row, k.selp(1, 0, k.bar_red("or", p, 0), type=u32), type=u32, offset=8)
     q = k.setp("eq", k.and_(v, 2), 0)
-    half = k.selp(1, 2, k.setp("lt", tid, 64), type=u32)
-    k.st(row, k.bar_red("popc", q, half, 64), type=u32, offset=12)
-    k.st(row, k.selp(1, 0, k.bar_red("and", q, half, 64), type=u32), type=u32, offset=16)
-    k.st(row, k.selp(1, 0, k.bar_red("or", q, half, 64), type=u32), type=u32, offset=20)
+    first = k.setp("lt", tid, 64)
+    group = k.selp(1, 2, first, type=u32)
+    count = k.selp(64, threads - 64, first, type=u32)  # each barrier's count is its group's size
+    k.st(row, k.bar_red("popc", q, group, count), type=u32, offset=12)
+    k.st(row, k.selp(1, 0, k.bar_red("and", q, group, count), type=u32), type=u32, offset=16)
+    k.st(row, k.selp(1, 0, k.bar_red("or", q, group, count), type=u32), type=u32, offset=20)
     return k
 
 

@@ -421,13 +421,6 @@ def test_cvt_packs_two_halves():
     np.testing.assert_array_equal(out, (halves[:, 0] << 16) | halves[:, 1])
 
 
-def test_directed_rounding_is_refused():
-    mod = probe("rz", ("f32", "f32"), "f32", lambda k, a, b: k.add(a, b, mode="rz"))
-    x = np.ones(NT, np.float32)
-    with pytest.raises(interp.InterpUnsupported, match="directed rounding"):
-        interp.run(mod, block=NT, args=[x, x, np.empty(NT, np.float32)])
-
-
 def round_half(x: Fraction, bf16: bool) -> int:
     """Correct round-to-nearest-even of an exact rational to f16 / bf16 bits (finite results)."""
     if bf16:

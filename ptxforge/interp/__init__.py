@@ -29,8 +29,10 @@ memory (`run(..., cluster=)`, exec_cluster; mapa and its inverse getctarank), ba
 st.async / red.async into a cluster CTA's shared memory landing on its mbarrier (exec_async_store);
 setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the
 launch gave waits, and ends in a deadlock finding.
+Floats round as PTX asks, once: the directed modes (.rz/.rm/.rp) of arithmetic and cvt and the fused
+f64 fma through exact rationals where numpy cannot (rounding.py).
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
-directed rounding (.rz/.rm/.rp) on float arithmetic and cvt, interleaved tensor maps whose box row is not the whole slice or
+interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp and wgmma.mma_async.sp, the SIMD video forms, textures and surfaces,

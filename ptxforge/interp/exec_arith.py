@@ -6,11 +6,13 @@ magnitudes and give the result the sign a XOR b; copysign, like abs and neg, wor
 
 Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
 .wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
-f32 fma is exact: the product is exact in float64 and the sum is rounded to odd before the final
-rounding to float32, which gives the correctly rounded fused result.  Half types compute in
-float64 and round once.  Approximate instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute
-the exact function and round it: they agree with a GPU to within the instruction's ulp bound,
-not bit for bit.  Directed rounding modes (.rz/.rm/.rp) on arithmetic are refused.
+fma is exact: for f32 and the half types the product is exact in float64 and the sum is rounded to
+odd before the final rounding, which gives the correctly rounded fused result; f64 fma is fused
+exactly too (`rounding.fma_f64`).  Half types compute in float64 and round once.  Approximate
+instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute the exact function and round it: they
+agree with a GPU to within the instruction's ulp bound, not bit for bit.  The directed rounding
+modes (.rz/.rm/.rp) of add, sub, mul, fma/mad, div, rcp and sqrt round the exact result once in
+that mode (`rounding.directed`), with IEEE 754's overflow and signed-zero rules.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import numpy as np
 from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
+from .rounding import directed, fma_f64
 from .values import SINT, UINT, flush_subnormal, half_to_f32, mulhi_s64, mulhi_u64, view_dtype
 
 _PTXFORGE_INTERNAL = True
@@ -118,9 +121,10 @@ def _divmod(a, b, t, want):
 
 # ---------------------------------------------------------------- floats
 
-def _fma_f32(a, b, c):
-    """Correctly rounded fused multiply-add of float32 arrays."""
-    p = a.astype(np.float64) * b.astype(np.float64)  # exact: 24 + 24 bits
+def _fma_odd64(a, b, c):
+    """a * b + c of float32 (or narrower) values in float64, rounded to odd: the product is exact there, and a sum
+    rounded to odd at 53 bits rounds correctly once more to 24 bits or fewer."""
+    p = np.asarray(a).astype(np.float64) * np.asarray(b).astype(np.float64)  # exact: 24 + 24 bits
     c = np.asarray(c).astype(np.float64)
     s = p + c
     bb = s - p
@@ -129,7 +133,12 @@ def _fma_f32(a, b, c):
     fix = (err != 0) & even & np.isfinite(s)
     if fix.any():
         s = np.where(fix, np.nextafter(s, np.where(err > 0, np.inf, -np.inf)), s)
-    return s.astype(np.float32)
+    return s
+
+
+def _fma_f32(a, b, c):
+    """Correctly rounded fused multiply-add of float32 arrays."""
+    return _fma_odd64(a, b, c).astype(np.float32)
 
 
 def _half_out(x64, is_bf16):
@@ -272,11 +281,63 @@ INT_SEMANTICS = {
 }
 
 
+#: the arithmetic a directed rounding mode may apply to (the correctly rounded operations)
+_DIRECTED_OPS = ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")
+
+
+def _fmt(t) -> str:
+    """The `rounding.FORMATS` name of a float type (a packed pair's element)."""
+    return {"f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16", "f32": "f32", "f64": "f64"}[t.name]
+
+
+def _make_directed(P, op, opname, t, mods, srcs, mode):
+    """The executor of a float instruction in a directed rounding mode: the exact result rounded once toward zero
+    (.rz), -inf (.rm) or +inf (.rp), then .ftz (subnormal inputs and results to signed zero), .sat or .relu."""
+    ins = op.ins
+    if opname not in _DIRECTED_OPS:
+        raise InterpUnsupported(f"directed rounding (.{mode}) on {opname} is not modelled", ins)
+    ftz, sat, relu = "ftz" in mods, "sat" in mods, "relu" in mods
+    fmt = _fmt(t)
+    put = P.writer(ins.operands[0], t, ins)
+    if t.bits == 16 or t.lanes == 2:
+        is_bf16 = fmt == "bf16"
+        bt = T.lookup(f"b{t.bits}")
+        readers = [P.reader(s, bt, ins) for s in srcs]
+
+        def halves(S, m):
+            vals = [np.asarray(r(S)).astype(np.uint32) for r in readers]
+            out = None
+            for lane in range(t.lanes):
+                sh = np.uint32(16 * lane)
+                xs = [half_to_f32(((v >> sh) & np.uint32(0xFFFF)).astype(np.uint16), is_bf16) for v in vals]
+                bits = directed(opname, xs, mode, fmt)
+                bits = (bits if is_bf16 else bits.view(np.uint16)).astype(np.uint32)
+                if relu:  # a negative result (sign set, not NaN) becomes +0
+                    value = half_to_f32(bits.astype(np.uint16), is_bf16)
+                    bits = np.where(value < 0, np.uint32(0), bits)
+                out = bits if out is None else out | (bits << sh)
+            put(S, out.astype(np.uint16).view(view_dtype(t)) if t.lanes == 1 else out, m)
+        return halves
+    readers = [P.reader(s, t, ins) for s in srcs]
+
+    def flt(S, m):
+        xs = [np.asarray(r(S)) for r in readers]
+        if ftz:
+            xs = [flush_subnormal(x) for x in xs]
+        r = directed(opname, xs, mode, fmt)
+        if ftz:
+            r = flush_subnormal(r)
+        if sat:
+            r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
+        put(S, r, m)
+    return flt
+
+
 def _make_float(P, op, opname, t, mods, srcs):
     ins = op.ins
-    if mods & set(_DIRECTED):
-        raise InterpUnsupported(f"directed rounding (.{'/.'.join(sorted(mods & set(_DIRECTED)))}) on {opname} is "
-                                "not modelled; only round-to-nearest", ins)
+    mode = next((r for r in _DIRECTED if r in mods), None)
+    if mode is not None:
+        return _make_directed(P, op, opname, t, mods, srcs, mode)
     ftz = "ftz" in mods
     sat = "sat" in mods
     nan_prop = "NaN" in mods
@@ -328,7 +389,11 @@ def _make_float(P, op, opname, t, mods, srcs):
                     if ftz:
                         x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
                     xs.append(x)
-                r = fn(*xs)
+                if opname in ("fma", "mad"):  # fused: rounded to odd in float64, then once to 16 bits
+                    r = _fma_odd64(*xs)
+                    r = np.where(r < 0, 0.0, r) if relu else r
+                else:
+                    r = fn(*xs)
                 if sat:
                     r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
                 hbits = _half_out(r, is_bf16).astype(np.uint32)
@@ -340,8 +405,8 @@ def _make_float(P, op, opname, t, mods, srcs):
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]
     f64 = t.bits == 64
-    if opname in ("fma", "mad") and not f64:
-        fused = _fma_f32
+    if opname in ("fma", "mad"):
+        fused = fma_f64 if f64 else _fma_f32
     else:
         fused = None
     exact_native = opname in ("add", "sub", "mul", "div", "sqrt", "min", "max")

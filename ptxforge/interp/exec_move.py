@@ -3,8 +3,10 @@ special registers), setp, selp, cvt, cvta.
 
 cvt follows PTX: integer to integer truncates or extends by the source's signedness (.sat
 clamps to the destination range); float to integer rounds as asked (.rni/.rzi/.rmi/.rpi) and
-always saturates, NaN giving 0; narrowing float conversions round to nearest even; a destination
-register wider than the type is sign- or zero-extended by the destination type.
+always saturates, NaN giving 0; narrowing float conversions and conversions from integers round
+once, to nearest even or in the directed mode asked (.rz/.rm/.rp, `rounding.convert`: a 64-bit
+integer is rounded from the integer itself, not through float64); a destination register wider
+than the type is sign- or zero-extended by the destination type.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.operands import PairDst, Vec
-from .exec_arith import _half_out
+from .exec_arith import _fmt, _half_out
 from .findings import InterpUnsupported
+from .rounding import convert
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .values import UINT, flush_subnormal, half_to_f32, storage_dtype, view_dtype
 
@@ -244,16 +247,20 @@ def make_cvt(P, op):
     ftz = "ftz" in mods
     d = ins.operands[0]
     if dt in (T.f16x2, T.bf16x2):
-        if rnd not in (None, "rn"):
-            raise InterpUnsupported(f"cvt.{rnd}.{dt.name}.f32 is not modelled (only .rn)", ins)
         ra, rb = P.reader(ins.operands[1], T.f32, ins), P.reader(ins.operands[2], T.f32, ins)
         put = P.writer(d, T.b32, ins)
         is_bf16 = dt is T.bf16x2
+        fmt = _fmt(dt)
+
+        def half(x):
+            x = _maybe_sat(np.asarray(x).astype(np.float64), sat)
+            if rnd in (None, "rn"):
+                return _half_out(x, is_bf16).astype(np.uint32)
+            bits = convert(x, False, fmt, rnd)
+            return (bits if is_bf16 else bits.view(np.uint16)).astype(np.uint32)
 
         def pack(S, m):
-            hi = _half_out(_maybe_sat(np.asarray(ra(S)).astype(np.float64), sat), is_bf16).astype(np.uint32)
-            lo = _half_out(_maybe_sat(np.asarray(rb(S)).astype(np.float64), sat), is_bf16).astype(np.uint32)
-            put(S, (hi << np.uint32(16)) | lo, m)
+            put(S, (half(ra(S)) << np.uint32(16)) | half(rb(S)), m)
         return pack
     src_t = T.b16 if st is T.bf16 else st
     ra = P.reader(ins.operands[1], src_t, ins)
@@ -286,17 +293,22 @@ def make_cvt(P, op):
             put(S, _to_int(rounder(x), dt), m)
         return f2i
     if dt.is_float and st.is_int:
-        if rnd not in (None, "rn"):
-            raise InterpUnsupported(f"cvt.{rnd} from an integer is not modelled (only .rn)", ins)
+        mode = rnd or "rn"
+        # a 64-bit integer does not fit float64 exactly: round it from the integer itself, not twice
+        exact = mode != "rn" or (st.bits == 64 and dt is not T.f64)
 
         def i2f(S, m):
             a = np.asarray(ra(S))
-            put(S, _float_out(_maybe_sat(a.astype(np.float64), sat), dt, exact_src=a), m)
+            if sat:  # to [0, 1] first: the clamped integer converts exactly
+                a = np.clip(a.astype(np.int64) if st.kind == "s" else np.minimum(a, 1), 0, 1)
+            if exact:
+                put(S, convert(a, True, _fmt(dt), mode), m)
+            else:
+                put(S, _float_out(a.astype(np.float64), dt, exact_src=a), m)
         return i2f
     # float -> float
     narrowing = dt.bits < st.bits or (dt.bits == st.bits and dt is not st)
-    if narrowing and rnd not in (None, "rn"):
-        raise InterpUnsupported(f"cvt.{rnd}.{dt.name}.{st.name} is not modelled (only .rn)", ins)
+    directed = narrowing and rnd in ("rz", "rm", "rp")
     rounder = _INT_ROUND.get(rnd) if rnd in _INT_ROUND else None
 
     def f2f(S, m):
@@ -306,11 +318,12 @@ def make_cvt(P, op):
         if rounder is not None:
             x = rounder(x)
         x = _maybe_sat(x, sat)
-        r = _float_out(x, dt)
+        r = convert(x, False, _fmt(dt), rnd) if directed else _float_out(x, dt)
         if ftz and dt is T.f32:
             r = flush_subnormal(r)
         put(S, r, m)
     return f2f
+
 
 
 def _maybe_sat(x, sat):
@@ -325,7 +338,7 @@ def _float_out(x64, dt, exact_src=None):
             return exact_src.astype(np.float64)  # one rounding straight from the 64-bit integer
         return x64
     if dt is T.f32:
-        return x64.astype(np.float32)  # 64-bit integers round twice here (to f64, then f32)
+        return x64.astype(np.float32)  # one rounding: x64 holds the source exactly (64-bit integers go to convert)
     if dt is T.f16:
         return x64.astype(np.float16)
     if dt is T.bf16:

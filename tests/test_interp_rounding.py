@@ -167,7 +167,9 @@ def test_directed_arithmetic_matches_the_oracle(opname, tname, mode):
     interp.run(_kernel(opname, tname, mode, nsrc), block=32, args=[*xs, out])
     for i in range(32):
         args = [float(x[i]) for x in xs]
-        if opname == "div" and args[1] == 0:
+        if opname == "div" and args[1] == 0:  # a signed infinity (0 / 0: NaN) in every mode
+            want = math.nan if args[0] == 0 else math.copysign(math.inf, args[0]) * math.copysign(1.0, args[1])
+            assert same(out[i], want), (args, out[i])
             continue
         q = exact(*[Fraction(v) for v in args])
         if q == 0:
@@ -326,3 +328,18 @@ def test_gpu_directed_rounding_matches_the_interpreter():
             gpu = DeviceBuffer.from_host(np.zeros(32, NP[dst]))
             pf.load(k.module())[k.name](1, 32, DeviceBuffer.from_host(x), gpu)
             assert same(gpu.to_host(), cpu), (dst, src, mode)
+
+
+@pytest.mark.parametrize("mode", ["rn", "rz"])
+def test_rcp_ftz_f64_flushes_its_subnormal_input_and_result(mode):
+    """rcp.{rn,rz}.ftz.f64: a subnormal input is taken as zero (1/+-0: +-inf), and a result below the normal range
+    becomes zero of its sign."""
+    k = pf.KernelBuilder("rcp_ftz", target="sm_80", reqntid=32)
+    x, out = k.param_ptr("x", T.f64), k.param_ptr("out", T.f64)
+    off = k.mul(k.tid(), 8, mode="wide")
+    k.st(k.add(out, off), k.rcp(k.ld(k.add(x, off), type=T.f64), mode=mode, flags=("ftz",)), type=T.f64)
+    xs = np.full(32, 4.0)
+    xs[0], xs[1], xs[2] = 2.0 ** -1060, -(2.0 ** -1060), 2.0 ** 1023
+    o = np.zeros(32)
+    interp.run(k, block=32, args=[xs, o])
+    assert o[0] == math.inf and o[1] == -math.inf and same(o[2], 0.0) and o[3] == 0.25

@@ -411,10 +411,12 @@ def _make_float(P, op, opname, t, mods, srcs):
         fused = None
     exact_native = opname in ("add", "sub", "mul", "div", "sqrt", "min", "max")
 
+    fdt = np.float64 if f64 else np.float32
+
     def flt(S, m):
         xs = [r(S) for r in readers]
-        if ftz and not f64:
-            xs = [flush_subnormal(np.asarray(x, dtype=np.float32)) for x in xs]
+        if ftz:  # (f64 takes .ftz on rcp only: rcp.rn.ftz.f64 flushes its subnormal input and result)
+            xs = [flush_subnormal(np.asarray(x, dtype=fdt)) for x in xs]
         if fused is not None:
             r = fused(*xs)
             if relu:
@@ -423,8 +425,8 @@ def _make_float(P, op, opname, t, mods, srcs):
             r = fn(*xs)  # IEEE round-to-nearest in the type's own precision
         else:
             r = fn(*[np.asarray(x).astype(np.float64) for x in xs]).astype(np.float32)
-        if ftz and not f64:
-            r = flush_subnormal(np.asarray(r, dtype=np.float32))
+        if ftz:
+            r = flush_subnormal(np.asarray(r, dtype=fdt))
         if sat:
             r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
         put(S, r, m)

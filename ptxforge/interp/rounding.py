@@ -169,7 +169,9 @@ def _exact(opname: str, xs: tuple, mode: str, fmt: str) -> float:
     if opname in ("div", "rcp"):
         x, y = (1.0, xs[0]) if opname == "rcp" else xs
         if y == 0:
-            return x / y if x != 0 else math.nan  # finite / 0: a signed infinity (0 / 0: NaN), in every mode
+            if x == 0:
+                return math.nan  # 0 / 0
+            return math.copysign(math.inf, x) * math.copysign(1.0, y)  # finite / 0: a signed infinity, every mode
         q = Fraction(x) / Fraction(y)
         return math.copysign(0.0, x) * math.copysign(1.0, y) if q == 0 else round_rational(q, fmt, mode)
     if opname == "sqrt":

@@ -1,8 +1,9 @@
 """bfloat16 in numpy, which has no bf16 type: float arrays to bf16 bit patterns (uint16) and back.
 
-The bf16 GEMMs (`Bf16Gemm`) take numpy operands as these bit patterns; `to_bf16` rounds float32 /
-float64 values to the nearest bf16 (ties to even, as `cvt.rn.bf16.f32` does; NaN stays a quiet NaN),
-`from_bf16` widens bit patterns back to float32 exactly.
+The bf16 GEMMs (`Bf16Gemm`) take numpy operands as these bit patterns; `to_bf16` rounds float values
+once to the nearest bf16 (ties to even, as `cvt.rn.bf16.f32` does, subnormals kept; NaN stays a quiet
+NaN), `from_bf16` widens bit patterns back to float32 exactly.  The interpreter rounds to bf16 through
+`to_bf16` too.
 """
 
 from __future__ import annotations
@@ -21,13 +22,16 @@ def from_bf16(bits) -> np.ndarray:
 
 
 def to_bf16(x) -> np.ndarray:
-    """float values -> bf16 bit patterns (uint16), rounded to nearest even; NaN stays a quiet NaN.  float64 is
-    rounded to float32 first (to nearest even), as a cvt chain would."""
+    """float values (float16, float32 or float64) -> bf16 bit patterns (uint16), rounded once to nearest even,
+    subnormals kept, past the largest bf16 infinity; a NaN stays a quiet NaN with its sign."""
     a = np.asarray(x)
     if a.dtype.kind != "f":
         raise ValidationError(f"to_bf16 rounds float arrays, got {a.dtype}; integers would need a scale first")
-    a = a.astype(np.float32)
-    u = a.view(np.uint32).astype(np.uint64)
-    rounded = (u + np.uint64(0x7FFF) + ((u >> np.uint64(16)) & np.uint64(1))) >> np.uint64(16)
-    out = np.where(np.isnan(a), (u >> np.uint64(16)) | np.uint64(0x40), rounded)
-    return out.astype(np.uint16)
+    with np.errstate(invalid="ignore", over="ignore"):
+        a = a.astype(np.float64)  # exact (a signaling NaN comes out quiet)
+        _, e = np.frexp(a)
+        q = np.maximum(e - 8, -133)  # the quantum at 8 significant bits, down to bf16's least subnormal
+        r = np.ldexp(np.rint(np.ldexp(a, -q)), q)  # exact scalings; rint rounds half to even
+        bits = (r.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        nan = (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16) | np.uint16(0x40)
+    return np.where(np.isnan(a), nan, bits)

@@ -41,8 +41,11 @@ def test_ties_go_to_the_even_pattern_and_overflow_to_infinity():
     assert [hex(int(v)) for v in to_bf16(x)] == ["0x3f80", "0x3f82", "0x7f80", "0xff80", "0x0"]
 
 
-def test_float64_is_rounded_through_float32_and_integers_are_refused():
+def test_float64_is_rounded_once_and_integers_are_refused():
     assert to_bf16(np.array([1.5], np.float64))[0] == 0x3FC0
+    # just above the halfway point between 1 and 1 + 2^-7: float32 would land on the halfway point and round to 1
+    assert to_bf16(np.array([1 + 2.0**-8 + 2.0**-40]))[0] == 0x3F81
+    assert to_bf16(np.array([1.5 * 2.0**-133, 1e300, -1e300]))[:3].tolist() == [0x2, 0x7F80, 0xFF80]
     with pytest.raises(ValidationError, match="rounds float arrays"):
         to_bf16(np.arange(3))
     with pytest.raises(ValidationError, match="16-bit integers"):

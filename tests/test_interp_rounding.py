@@ -343,3 +343,20 @@ def test_rcp_ftz_f64_flushes_its_subnormal_input_and_result(mode):
     o = np.zeros(32)
     interp.run(k, block=32, args=[xs, o])
     assert o[0] == math.inf and o[1] == -math.inf and same(o[2], 0.0) and o[3] == 0.25
+
+
+def test_bf16_results_in_the_subnormal_range_round_to_nearest_even():
+    """cvt.rn.bf16.f32 of f32 subnormals: bf16's subnormals keep fewer bits than its normals, so 1.5 and 1.75
+    units of 2^-133 round to 2 units (ties to even, and up), not down to 1."""
+    k = pf.KernelBuilder("bf16_sub", target="sm_80", reqntid=32)
+    x, out = k.param_ptr("x", T.f32), k.param_ptr("out", T.b16)
+    v = k.ld(k.add(x, k.mul(k.tid(), 4, mode="wide")), type=T.f32)
+    r = k.cvt(v, "bf16", rnd="rn")
+    k.st(k.add(out, k.mul(k.tid(), 2, mode="wide")), r, type=T.b16)
+    xs = np.full(32, 1.0, np.float32)
+    xs[:5] = (1.5 * 2.0**-133, 2.5 * 2.0**-133, 1.75 * 2.0**-133, -1.5 * 2.0**-133, 2.0**-127 * 1.00390625)
+    o = np.zeros(32, np.uint16)
+    interp.run(k, block=32, args=[xs, o])
+    assert [hex(int(v)) for v in o[:5]] == ["0x2", "0x2", "0x2", "0x8002", "0x40"]
+    from ptxforge.bfloat16 import to_bf16
+    np.testing.assert_array_equal(o, to_bf16(xs))  # the bit-pattern rounding of float32 agrees

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bfloat16 import to_bf16
 from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
@@ -142,16 +143,10 @@ def _fma_f32(a, b, c):
 
 
 def _half_out(x64, is_bf16):
-    """float64 -> f16/bf16 bits, rounded once."""
+    """float64 -> f16/bf16 bits, rounded once (to nearest even)."""
     if not is_bf16:
         return np.asarray(x64).astype(np.float16).view(np.uint16)
-    u = np.asarray(x64, dtype=np.float64).view(np.uint64)
-    r = (u + np.uint64((1 << 44) - 1) + ((u >> np.uint64(45)) & np.uint64(1))) & ~np.uint64((1 << 45) - 1)
-    r = np.where(np.isnan(x64), u, r)
-    f = r.view(np.float64).astype(np.float32)
-    bits = f.view(np.uint32) >> np.uint32(16)
-    bits = np.where(np.isnan(f), bits | np.uint32(0x40), bits)
-    return bits.astype(np.uint16)
+    return to_bf16(np.asarray(x64, dtype=np.float64))
 
 
 #: Float semantics by opcode: the exact function, computed in float64 and rounded once by the

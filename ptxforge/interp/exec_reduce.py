@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..bfloat16 import to_bf16
 from ..isa import types as T
 from ..isa.bulk_reduce import BULK_REDUCE_TYPES
 from .exec_async import queue_landing
@@ -36,15 +37,9 @@ _SIGNED = {32: np.int32, 64: np.int64}
 _FLOAT = {32: np.float32, 64: np.float64}
 
 
-def _to_bf16_bits(x):
-    """float64 values rounded once to bf16 (nearest even, subnormals kept), as bit patterns."""
-    x = np.asarray(x, np.float64)
-    with np.errstate(invalid="ignore", over="ignore"):
-        _, e = np.frexp(x)
-        q = np.maximum(e - 8, -133)  # the quantum at 8 significant bits, down to bf16's smallest subnormal
-        r = np.ldexp(np.rint(np.ldexp(x, -q)), q)
-        bits = (r.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
-    return np.where(np.isnan(x), np.uint16(0x7FC0), bits)
+def _bf16_canonical(x):
+    """float64 sums rounded once to bf16 bits, a NaN as the canonical 0x7FC0."""
+    return np.where(np.isnan(x), np.uint16(0x7FC0), to_bf16(np.asarray(x, dtype=np.float64)))
 
 
 def combine(op: str, tname: str, old: np.ndarray, src: np.ndarray) -> np.ndarray:
@@ -56,7 +51,7 @@ def combine(op: str, tname: str, old: np.ndarray, src: np.ndarray) -> np.ndarray
         to_f = bf16_to_f32 if tname == "bf16" else f16_bits_to_f32
         a, b = to_f(o).astype(np.float64), to_f(s).astype(np.float64)
         if op == "add":
-            new = _to_bf16_bits(a + b) if tname == "bf16" else (a + b).astype(np.float16).view(np.uint16)
+            new = _bf16_canonical(a + b) if tname == "bf16" else (a + b).astype(np.float16).view(np.uint16)
         else:  # min / max: the number where one side is NaN
             take = ((b < a) if op == "min" else (b > a)) | (np.isnan(a) & ~np.isnan(b))
             new = np.where(take, s, o)

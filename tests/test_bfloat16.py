@@ -2,11 +2,11 @@
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
-from hypothesis.extra.numpy import arrays
+from hypothesis import given
 
 from ptxforge.bfloat16 import from_bf16, to_bf16
 from ptxforge.errors import ValidationError
+from ptxforge.testing.interp_strategies import float_arrays
 
 
 def _nearest_even(x: np.ndarray) -> np.ndarray:
@@ -29,9 +29,8 @@ def test_every_bf16_pattern_round_trips():
     assert (back[nan] & 0x7FC0 == 0x7FC0).all()  # NaNs come back quiet, sign and payload kept
 
 
-@given(arrays(np.uint32, st.integers(1, 64), elements=st.integers(0, 2**32 - 1)))
-def test_rounding_is_to_nearest_even(raw):
-    x = raw.view(np.float32)
+@given(float_arrays("f32"))
+def test_rounding_is_to_nearest_even(x):
     finite = np.isfinite(x)
     np.testing.assert_array_equal(to_bf16(x[finite]), _nearest_even(x[finite]))
 

@@ -58,6 +58,35 @@ def bulk_reduce_forms(destination="global"):
     return st.sampled_from([(op, t) for op, types in BULK_REDUCE_TYPES[destination].items() for t in types])
 
 
+#: a float format -> (the numpy dtype of its values, the unsigned dtype of its bit patterns)
+FLOAT_FORMATS = {"f16": (np.float16, np.uint16), "bf16": (np.uint16, np.uint16), "f32": (np.float32, np.uint32),
+                 "f64": (np.float64, np.uint64)}
+
+
+def rounding_modes():
+    """The four rounding modes of PTX float arithmetic and conversions: rn, rz, rm, rp."""
+    from ..interp.rounding import MODES
+    return st.sampled_from(MODES)
+
+
+def float_arrays(fmt: str, min_size: int = 1, max_size: int = 64):
+    """numpy arrays of format `fmt` (f16, bf16 as bit patterns, f32, f64) drawn over every bit pattern: each
+    binade as likely as any other, subnormals, both zeros, infinities and NaNs included."""
+    values, bits = FLOAT_FORMATS[fmt]
+    width = np.dtype(bits).itemsize * 8
+    return st.lists(st.integers(0, 2 ** width - 1), min_size=min_size, max_size=max_size).map(
+        lambda xs: np.array(xs, dtype=np.uint64).astype(bits).view(values))
+
+
+def exact_rationals(max_exponent: int = 1100):
+    """Nonzero rationals n / d * 2^e of every sign and magnitude (e within +-max_exponent): exact results to
+    round, for checking a rounding against its definition."""
+    from fractions import Fraction
+    return st.builds(lambda n, d, e: Fraction(n, d) * Fraction(2) ** e,
+                     st.integers(-10 ** 30, 10 ** 30).filter(bool), st.integers(1, 10 ** 20),
+                     st.integers(-max_exponent, max_exponent))
+
+
 def launch_shapes(max_threads=256, max_ctas=4):
     """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs."""
     def blocks(total):

@@ -27,7 +27,7 @@ from ..isa import types as T
 from ..isa.bulk_reduce import BULK_REDUCE_TYPES
 from .exec_async import queue_landing
 from .exec_memory import _atom_apply, address_reader
-from .exec_tma import _bulk_source, make_bulk_store, make_tensor_store, read_chunks
+from .exec_tma import bulk_sources, make_bulk_store, make_tensor_store, read_chunks
 from .findings import InterpUnsupported
 from .values import UINT, bf16_to_f32, f16_bits_to_f32
 
@@ -90,19 +90,11 @@ def make_bulk_reduce(P, op):
     get_mbar = address_reader(P, ins.operands[3], ins, "shared")
 
     def cluster_reduce(S, m):
-        thr = np.flatnonzero(m)
-        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
-        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
-        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
-        for i, t in enumerate(thr):
-            t, n = int(t), int(sizes[i])
-            local = _bulk_source(S, op, ins.opcode, n, int(dsts[i]), int(srcs[i]), t)
-            if local is None:
-                continue
+        for t, n, dst, local in bulk_sources(S, op, ins.opcode, m, get_size, get_dst, get_src):
             one = np.array([t])
             data = S.smem[read_chunks(S, op, t, local)][None, :]
-            queue_landing(S, op, dsts[i:i + 1], one, data, get_mbar(S)[one], f"{ins.opcode} destination",
-                          lambda old, new: combine(red, tname, old, new))
+            queue_landing(S, op, np.array([dst], dtype=np.uint64), one, data, get_mbar(S)[one],
+                          f"{ins.opcode} destination", lambda old, new: combine(red, tname, old, new))
     return cluster_reduce
 
 

@@ -418,19 +418,10 @@ def make_bulk_store(P, op, land=None, what="cp.async.bulk store"):
     def bulk_store(S, m):
         L = S.launch
         st = bulk_state(S)
-        thr = np.flatnonzero(m)
-        sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
-        dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
-        srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
-        for i, t in enumerate(thr):
-            t, n = int(t), int(sizes[i])
-            local = _bulk_source(S, op, what, n, int(dsts[i]), int(srcs[i]), t)
-            if local is None:
-                continue
-            k0, hoff = L.heap.locate(np.array([dsts[i]], dtype=np.uint64), n)
+        for t, n, dst, local in bulk_sources(S, op, what, m, get_size, get_dst, get_src):
+            k0, hoff = L.heap.locate(np.array([dst], dtype=np.uint64), n)
             if k0[0] < 0:
-                S.report("oob", f"{what} of {n} bytes at {int(dsts[i]):#x}: "
-                         f"{L.heap.describe(int(dsts[i]), n)}", op, np.array([t]))
+                S.report("oob", f"{what} of {n} bytes at {dst:#x}: {L.heap.describe(dst, n)}", op, np.array([t]))
                 continue
             flat = _read_held(S, op, st, t, local)
             _global_write(S, op, Part("global", None, hoff[:1], np.array([t])), n, land is not None)
@@ -439,6 +430,21 @@ def make_bulk_store(P, op, land=None, what="cp.async.bulk store"):
             if L.heap.counter is not None:
                 L.heap.counter.add("writes", hoff, n)
     return bulk_store
+
+
+def bulk_sources(S, op, what, m, get_size, get_dst, get_src):
+    """Each thread of mask `m` issuing a 1-D bulk transfer out of shared memory: (thread, size, destination
+    address, the CTA offsets of its source's 16-byte chunks), for the threads whose size and addresses pass
+    `_bulk_source` (the others are reported and left out)."""
+    thr = np.flatnonzero(m)
+    sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
+    dsts = np.broadcast_to(np.asarray(get_dst(S)), (S.N,))[thr]
+    srcs = np.broadcast_to(np.asarray(get_src(S)), (S.N,))[thr]
+    for i, t in enumerate(thr):
+        t, n, dst = int(t), int(sizes[i]), int(dsts[i])
+        local = _bulk_source(S, op, what, n, dst, int(srcs[i]), t)
+        if local is not None:
+            yield t, n, dst, local
 
 
 def _bulk_source(S, op, what, n, dst, src, t):

@@ -280,9 +280,23 @@ INT_SEMANTICS = {
 _DIRECTED_OPS = ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")
 
 
+def _lane(v, lane: int, is_bf16: bool):
+    """Lane `lane` (0: the low 16 bits) of half-precision register values `v`, as float32."""
+    bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)
+    return half_to_f32(bits.astype(np.uint16), is_bf16)
+
+
+def _packed(lane_bits, t):
+    """The register value of half type `t` from each lane's 16-bit pattern, the low lane first."""
+    out = np.asarray(lane_bits[0]).astype(np.uint32)
+    for lane, bits in enumerate(lane_bits[1:], 1):
+        out = out | (np.asarray(bits).astype(np.uint32) << np.uint32(16 * lane))
+    return out.astype(np.uint16).view(view_dtype(t)) if t.lanes == 1 else out
+
+
 def _fmt(t) -> str:
     """The `rounding.FORMATS` name of a float type (a packed pair's element)."""
-    return {"f16": "f16", "f16x2": "f16", "bf16": "bf16", "bf16x2": "bf16", "f32": "f32", "f64": "f64"}[t.name]
+    return t.name[:-2] if t.lanes == 2 else t.name
 
 
 def _make_directed(P, op, opname, t, mods, srcs, mode):
@@ -300,18 +314,16 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
         readers = [P.reader(s, bt, ins) for s in srcs]
 
         def halves(S, m):
-            vals = [np.asarray(r(S)).astype(np.uint32) for r in readers]
-            out = None
+            vals = [r(S) for r in readers]
+            lane_bits = []
             for lane in range(t.lanes):
-                sh = np.uint32(16 * lane)
-                xs = [half_to_f32(((v >> sh) & np.uint32(0xFFFF)).astype(np.uint16), is_bf16) for v in vals]
-                bits = directed(opname, xs, mode, fmt)
-                bits = (bits if is_bf16 else bits.view(np.uint16)).astype(np.uint32)
+                xs = [_lane(v, lane, is_bf16) for v in vals]
+                bits = directed(opname, xs, mode, fmt, FLOAT_SEMANTICS[opname])
+                bits = bits if is_bf16 else bits.view(np.uint16)
                 if relu:  # a negative result (sign set, not NaN) becomes +0
-                    value = half_to_f32(bits.astype(np.uint16), is_bf16)
-                    bits = np.where(value < 0, np.uint32(0), bits)
-                out = bits if out is None else out | (bits << sh)
-            put(S, out.astype(np.uint16).view(view_dtype(t)) if t.lanes == 1 else out, m)
+                    bits = np.where(half_to_f32(bits, is_bf16) < 0, np.uint16(0), bits)
+                lane_bits.append(bits)
+            put(S, _packed(lane_bits, t), m)
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]
 
@@ -319,7 +331,7 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
         xs = [np.asarray(r(S)) for r in readers]
         if ftz:
             xs = [flush_subnormal(x) for x in xs]
-        r = directed(opname, xs, mode, fmt)
+        r = directed(opname, xs, mode, fmt, FLOAT_SEMANTICS[opname])
         if ftz:
             r = flush_subnormal(r)
         if sat:
@@ -374,16 +386,10 @@ def _make_float(P, op, opname, t, mods, srcs):
 
         def halves(S, m):
             vals = [r(S) for r in readers]
-            out = None
+            lane_bits = []
             for lane in range(lanes):
-                sh = np.uint32(16 * lane)
-                xs = []
-                for v in vals:
-                    hb = ((np.asarray(v).astype(np.uint32) >> sh) & np.uint32(0xFFFF)).astype(np.uint16)
-                    x = half_to_f32(hb, is_bf16).astype(np.float64)
-                    if ftz:
-                        x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
-                    xs.append(x)
+                xs = [_lane(v, lane, is_bf16) for v in vals]
+                xs = [(flush_subnormal(x) if ftz else x).astype(np.float64) for x in xs]
                 if opname in ("fma", "mad"):  # fused: rounded to odd in float64, then once to 16 bits
                     r = _fma_odd64(*xs)
                     r = np.where(r < 0, 0.0, r) if relu else r
@@ -391,12 +397,8 @@ def _make_float(P, op, opname, t, mods, srcs):
                     r = fn(*xs)
                 if sat:
                     r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
-                hbits = _half_out(r, is_bf16).astype(np.uint32)
-                out = hbits if out is None else out | (hbits << sh)
-            if lanes == 1:
-                put(S, out.astype(np.uint16).view(view_dtype(t)), m)
-            else:
-                put(S, out.astype(np.uint32), m)
+                lane_bits.append(_half_out(r, is_bf16))
+            put(S, _packed(lane_bits, t), m)
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]
     f64 = t.bits == 64

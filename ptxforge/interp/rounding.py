@@ -201,31 +201,23 @@ def _sqrt_exact(x: float, mode: str, fmt: str) -> float:
     return math.ldexp(float(m), qe)
 
 
-def directed(opname: str, xs: list, mode: str, fmt: str) -> np.ndarray:
+def directed(opname: str, xs: list, mode: str, fmt: str, nonfinite) -> np.ndarray:
     """`opname` (add sub mul fma mad div rcp sqrt) of the arrays `xs` (float32 or float64, already flushed where
-    .ftz asks) rounded once to `fmt` in `mode`, element by element; NaN and infinite operands take IEEE 754's
-    results, which no rounding mode changes."""
+    .ftz asks) rounded once to `fmt` in `mode`, element by element.  An element with a NaN or infinite operand
+    takes `nonfinite(*operands)` (the operation in float64: IEEE 754's result there is exact, so no rounding
+    mode changes it)."""
     arrays = np.broadcast_arrays(*[np.asarray(x, dtype=np.float64) for x in xs])
     shape = arrays[0].shape
     flat = [x.reshape(-1) for x in arrays]
     out = np.empty(flat[0].size, dtype=np.float64)
-    for i in range(out.size):
-        args = tuple(float(x[i]) for x in flat)
-        if all(math.isfinite(v) for v in args):
-            out[i] = _exact(opname, args, mode, fmt)
-        else:
-            out[i] = _special(opname, args)
-    return _as_format(out.reshape(shape), fmt)
-
-
-def _special(opname: str, args: tuple) -> float:
-    """An operation with a NaN or infinite operand (IEEE 754: exact, so the same in every mode)."""
     with np.errstate(all="ignore"):
-        x = [np.float64(v) for v in args]
-        r = {"add": lambda: x[0] + x[1], "sub": lambda: x[0] - x[1], "mul": lambda: x[0] * x[1],
-             "fma": lambda: x[0] * x[1] + x[2], "mad": lambda: x[0] * x[1] + x[2], "div": lambda: x[0] / x[1],
-             "rcp": lambda: np.float64(1.0) / x[0], "sqrt": lambda: np.sqrt(x[0])}[opname]()
-    return float(r)
+        for i in range(out.size):
+            args = tuple(float(x[i]) for x in flat)
+            if all(math.isfinite(v) for v in args):
+                out[i] = _exact(opname, args, mode, fmt)
+            else:
+                out[i] = nonfinite(*(np.float64(v) for v in args))
+    return _as_format(out.reshape(shape), fmt)
 
 
 # ---------------------------------------------------------------- conversions

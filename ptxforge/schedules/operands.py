@@ -6,9 +6,15 @@ schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.run.HopperPlan`) and
   reads the array interface in full and checks that ``data_ptr()`` gives the same address; later
   calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
   which cost far less than building the interface dictionary again.
+
+And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+from ..errors import ValidationError
 
 _PTXFORGE_INTERNAL = True
 
@@ -16,6 +22,20 @@ _PTXFORGE_INTERNAL = True
 _LEGACY_STREAMS = (None, 0, 1, 2)
 #: alignment classes the variants distinguish (see GemmSchedule.for_problem)
 _ALIGN_CAP = 256
+
+
+def require_numpy(what: str, x, why: str) -> None:
+    """Raise a ValidationError unless operand `what` is a numpy array (`why`: what needs one)."""
+    if not isinstance(x, np.ndarray):
+        raise ValidationError(f"{what} must be a numpy array {why}, got {type(x).__name__}")
+
+
+def check_host_out(what: str, x, shape: tuple, dtype) -> None:
+    """Raise a ValidationError unless output `what` is a C-contiguous numpy array of `shape` and `dtype`."""
+    dt = np.dtype(dtype)
+    if not isinstance(x, np.ndarray) or x.shape != shape or x.dtype != dt or not x.flags.c_contiguous:
+        raise ValidationError(f"{what} must be a C-contiguous numpy {dt.name} array of shape {shape}, got "
+                              + (f"{x.dtype} {x.shape}" if isinstance(x, np.ndarray) else type(x).__name__))
 
 
 def align_class(ptr: int | None) -> int:

@@ -34,6 +34,7 @@ from .. import fold as F
 from ..isa import types as T
 from ..isa.operands import Addr
 from ..isa.targets import Target
+from .operands import require_numpy
 
 #: dtype name -> (PTX type, numpy container of one element; packed int4 lives in bytes)
 DTYPES = {"s4": (T.s4, np.uint8), "s8": (T.s8, np.int8), "bf16": (T.bf16, np.uint16), "f32": (T.f32, np.float32)}
@@ -351,10 +352,9 @@ class TileCopy:
         out-of-bounds access); check=False collects them in the report.
         """
         from .. import interp
-        for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
-            if a is not None and not isinstance(a, np.ndarray):
-                raise ValidationError(f"{what} must be a numpy array to run on the interpreter, got "
-                                      f"{type(a).__name__}")
+        for a, what in ((src, "src"), (dst, "dst")):
+            if a is not None:
+                require_numpy(what, a, "to run on the interpreter")
         self._bytes(src, self.src_shape, "src")
         dst = self.poisoned_destination() if dst is None else dst
         self._bytes(dst, self.dst_shape, "dst")

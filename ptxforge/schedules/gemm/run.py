@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, producers_ok
+from ..operands import _reader, align_class, check_host_out, producers_ok, require_numpy
 from .plan import fast_run, load_kernel, remember_plan
 
 
@@ -95,15 +95,13 @@ def interpret_gemm(s, a, b, c=None, *, k=None, order: str = "lowest-pc", check: 
     """See GemmSchedule.interpret: (C, report) of the variant `run` would launch, on the CPU interpreter."""
     from ... import interp
     for name, x in (("A", a), ("B", b)):
-        if not isinstance(x, np.ndarray):
-            raise ValidationError(f"{name} must be a numpy array to run on the interpreter, got {type(x).__name__}")
+        require_numpy(name, x, "to run on the interpreter")
     m, n, k = _problem(s, a.shape, (a.dtype.kind, a.dtype.itemsize * 8), b.shape,
                        (b.dtype.kind, b.dtype.itemsize * 8), k)
     if c is None:
         c = np.full((m, n), -0x5A5A5A5B, np.int32)  # poisoned: an element the kernel leaves shows
-    elif not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != np.int32 or not c.flags.c_contiguous:
-        raise ValidationError(f"C must be a C-contiguous numpy int32 array of shape ({m}, {n}), got "
-                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+    else:
+        check_host_out("C", c, (m, n), np.int32)
     v = s.for_problem(k, n)
     workspace = ()
     if v.splits > 1:  # what SplitKWorkspace allocates on a GPU: the partial tiles, and the tile counters at 0

@@ -18,7 +18,7 @@ import threading
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import _reader
+from ..operands import _reader, check_host_out, require_numpy
 
 
 _PTXFORGE_INTERNAL = True
@@ -129,10 +129,7 @@ def k_of_rows(cfg, row_bytes: int, k: int | None) -> int:
 def check_host_c(cfg, c, m: int, n: int) -> None:
     """Raise a ValidationError unless `c` is a C-contiguous numpy [M, N] array of `cfg`'s C type (what a host
     run writes its result into)."""
-    dt = np.dtype(c_numpy_type(cfg))
-    if not isinstance(c, np.ndarray) or c.shape != (m, n) or c.dtype != dt or not c.flags.c_contiguous:
-        raise ValidationError(f"C must be a C-contiguous numpy {dt.name} array of shape ({m}, {n}) here, got "
-                              + (f"{c.dtype} {c.shape}" if isinstance(c, np.ndarray) else type(c).__name__))
+    check_host_out("C", c, (m, n), c_numpy_type(cfg))
 
 
 def host_problem(cfg, a, b, k: int | None = None) -> tuple:
@@ -141,8 +138,7 @@ def host_problem(cfg, a, b, k: int | None = None) -> tuple:
     that fills them exactly (two 4-bit values a byte), and the problem checks (`check_problem`).  Nothing
     here needs a GPU, so bad operands are refused the same way with and without one."""
     for what, x in (("A", a), ("B", b)):
-        if not isinstance(x, np.ndarray):
-            raise ValidationError(f"{what} must be a numpy array (a host operand), got {type(x).__name__}")
+        require_numpy(what, x, "(a host operand)")
         if x.ndim != 2:
             raise ValidationError(f"{what} must be 2-D [rows, K{'/2' if cfg.bits == 4 else ''}], got shape "
                                   f"{x.shape}")

@@ -377,3 +377,28 @@ def test_drawn_operands_round_like_the_oracle_on_the_interpreter(opname, tname, 
         q = exact(*[Fraction(v) for v in args])
         if q != 0:
             assert same(out[i], oracle(q, tname, mode)), (opname, tname, mode, args, out[i])
+
+
+def test_f16_ftz_flushes_f16_subnormals():
+    """add.ftz.f16: .ftz flushes the 16-bit format's subnormals (below 2^-14), in the inputs and
+    in the result, to zero of their sign; without .ftz they are kept."""
+    def kernel(ftz):
+        k = pf.KernelBuilder("h_ftz", target="sm_80", reqntid=32)
+        x, y, out = k.param_ptr("x", T.b16), k.param_ptr("y", T.b16), k.param_ptr("out", T.b16)
+        off = k.mul(k.tid(), 2, mode="wide")
+        a, b = (k.ld(k.add(p, off), type=T.b16, dst=k.reg(T.f16)) for p in (x, y))
+        k.st(k.add(out, off), k.add(a, b, flags=("ftz",) if ftz else ()), type=T.b16)
+        return k
+    xs = np.full(32, 1.0, np.float16)
+    ys = np.full(32, 1.0, np.float16)
+    xs[0], ys[0] = 2.0 ** -20, 0.0            # a subnormal input
+    xs[1], ys[1] = 2.0 ** -13, -1.5 * 2.0 ** -14  # a result of 2^-15: subnormal
+    xs[2], ys[2] = -(2.0 ** -20), -0.0
+    got = {}
+    for ftz in (False, True):
+        o = np.zeros(32, np.float16)
+        interp.run(kernel(ftz), block=32, args=[xs, ys, o])
+        got[ftz] = o
+    assert got[False][0] == np.float16(2.0 ** -20) and got[False][1] == np.float16(2.0 ** -15)
+    assert same(got[True][0], np.float16(0.0)) and same(got[True][1], np.float16(0.0))
+    assert same(got[True][2], np.float16(-0.0)) and got[True][3] == 2.0

@@ -280,6 +280,12 @@ INT_SEMANTICS = {
 _DIRECTED_OPS = ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")
 
 
+def _flush_half(x, tiny):
+    """.ftz on half-precision values held as float32: those below the 16-bit format's least normal value `tiny`
+    become zero of their sign."""
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+
+
 def _lane(v, lane: int, is_bf16: bool):
     """Lane `lane` (0: the low 16 bits) of half-precision register values `v`, as float32."""
     bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)
@@ -383,13 +389,14 @@ def _make_float(P, op, opname, t, mods, srcs):
         lanes = t.lanes
         bt = T.lookup(f"b{t.bits}")
         readers = [P.reader(s, bt, ins) for s in srcs]
+        tiny = np.float32(2.0 ** -126 if is_bf16 else 2.0 ** -14)  # the format's least normal value
 
         def halves(S, m):
             vals = [r(S) for r in readers]
             lane_bits = []
             for lane in range(lanes):
                 xs = [_lane(v, lane, is_bf16) for v in vals]
-                xs = [(flush_subnormal(x) if ftz else x).astype(np.float64) for x in xs]
+                xs = [(_flush_half(x, tiny) if ftz else x).astype(np.float64) for x in xs]
                 if opname in ("fma", "mad"):  # fused: rounded to odd in float64, then once to 16 bits
                     r = _fma_odd64(*xs)
                     r = np.where(r < 0, 0.0, r) if relu else r
@@ -397,7 +404,10 @@ def _make_float(P, op, opname, t, mods, srcs):
                     r = fn(*xs)
                 if sat:
                     r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
-                lane_bits.append(_half_out(r, is_bf16))
+                bits = _half_out(r, is_bf16)
+                if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
+                    bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
+                lane_bits.append(bits)
             put(S, _packed(lane_bits, t), m)
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]

@@ -496,15 +496,21 @@ def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return from_bf16(a).astype(np.float64) @ from_bf16(b).astype(np.float64).T
 
 
-def run(cfg, a: np.ndarray, b: np.ndarray, *, k: int | None = None, splits: int | None = None
-        ) -> np.ndarray:
-    """C for host operands: copies to the device, launches once, copies C back (splits: K splits, None: auto)."""
+def run(cfg, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, k: int | None = None,
+        splits: int | None = None) -> np.ndarray:
+    """C for host operands: copies to the device, launches once, copies C back (into `c` when given, which is
+    checked with the operands before anything runs; splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
     m, n, k = host_problem(cfg, a, b, k)
+    if c is not None:
+        check_host_c(cfg, c, m, n)
     out_dt = c_numpy_type(cfg)
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)
     dc.fill_bytes(0xFF)
     p = Plan(cfg, da, db, dc, k=k, splits=splits)
     p.launch()
-    return dc.to_host()
+    if c is None:
+        return dc.to_host()
+    c[...] = dc.to_host()
+    return c

@@ -209,8 +209,6 @@ UNMODELLED = (
     ("sync", r"'mbarrier\.pending_count'"),
     # no call stack: stacksave/stackrestore have nothing to save
     ("control", r"'stack(save|restore)'"),
-    # the SIMD video forms' lane merge and saturation
-    ("integer", r"\(SIMD video\) is not modelled"),
     # no call stack: alloca has no stack to allocate on
     ("control", r"'alloca'"),
     # multimem needs a multicast object (memory mapped on several GPUs)

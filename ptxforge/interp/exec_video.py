@@ -1,10 +1,17 @@
-"""Scalar video instructions (vadd vsub vabsdiff vmin vmax vshl vshr vmad vset) on whole words.
+"""Video instructions on whole words: the scalar forms (vadd vsub vabsdiff vmin vmax vshl vshr vmad
+vset) and the two- and four-way SIMD forms (vadd2 ... vset2, vadd4 ... vset4).
 
-Each source is extended to a wide integer by its type (.u32 zero-, .s32 sign-extended), the
-operation is exact, .sat clamps to the destination type's range, the secondary operation
+Scalar: each source is extended to a wide integer by its type (.u32 zero-, .s32 sign-extended),
+the operation is exact, .sat clamps to the destination type's range, the secondary operation
 combines with c, and the result keeps 32 bits.  vmad's product is signed unless both sources are
-unsigned, and c has the product's signedness.  The SIMD forms are refused: their lane merge and
-per-lane saturation are not modelled.
+unsigned, and c has the product's signedness.
+
+SIMD (the PTX ISA's semantics with the default selectors, the only ones the builder emits: lane i
+of a against lane i of b, every lane in the mask): lanes are half-words (2) or bytes (4), each
+extended by its operand's type; the lane result is exact (vavrg rounds a non-negative sum up and a
+negative one down: (s + 1) >> 1 or s >> 1), .sat clamps it to the lane range of the destination
+type, and without .add each lane of d keeps the lane result's low bits.  vset's lane result is 0
+or 1.  With .add, d = c + the sum of the lane results (exact, then 32 bits).
 """
 
 from __future__ import annotations
@@ -12,7 +19,6 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from .findings import InterpUnsupported
 
 _PTXFORGE_INTERNAL = True
 
@@ -27,13 +33,63 @@ def _clamp(v, t):
     return np.clip(v, lo, hi)
 
 
+def _lanes(x, lanes: int, t):
+    """The lanes of 32-bit words `x` (shape (N, lanes), lane 0 the least significant), each extended by `t`."""
+    w = 32 // lanes
+    v = (np.asarray(x).astype(np.int64)[..., None] >> (np.arange(lanes) * w)) & ((1 << w) - 1)
+    return np.where(v >= 1 << (w - 1), v - (1 << w), v) if t is T.s32 else v
+
+
+def _lane_op(op, a, b, cmp=None):
+    """One SIMD video operation on extended lanes (exact, int64)."""
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "avrg":
+        s = a + b
+        return np.where(s >= 0, (s + 1) >> 1, s >> 1)
+    if op == "absdiff":
+        return np.abs(a - b)
+    if op == "min":
+        return np.minimum(a, b)
+    if op == "max":
+        return np.maximum(a, b)
+    return {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[cmp].astype(np.int64)
+
+
+def simd_video(form, info, a, b, c):
+    """d of one SIMD video instruction (`form`, `info`: the ISA row and its modifiers) over 32-bit words a, b, c
+    (numpy arrays of one shape): the executor's arithmetic, also a numpy model of the instruction."""
+    n, w = form.lanes, 32 // form.lanes
+    t = _lane_op(form.op, _lanes(a, n, info.atype), _lanes(b, n, info.btype), info.cmp)
+    if info.op2 == "add":
+        return ((np.asarray(c).astype(np.int64) + t.sum(axis=-1)) & 0xFFFFFFFF).astype(np.uint32)
+    if info.sat:
+        t = np.clip(t, -(1 << (w - 1)), (1 << (w - 1)) - 1) if info.dtype is T.s32 else np.clip(t, 0, (1 << w) - 1)
+    d = ((t & ((1 << w) - 1)) << (np.arange(n) * w)).sum(axis=-1)
+    return (d & 0xFFFFFFFF).astype(np.uint32)
+
+
+def _make_simd(P, op):
+    ins, info = op.ins, op.ins.info
+    put = P.writer(ins.operands[0], info.dtype, ins)
+    ra, rb, rc = (P.reader(x, T.u32, ins) for x in ins.operands[1:4])
+
+    def run(S, m):
+        d = simd_video(info.form, info, *(np.broadcast_to(r(S), (S.N,)) for r in (ra, rb, rc)))
+        put(S, d.view(np.int32) if info.dtype is T.s32 else d, m)
+    return run
+
+
 def make_video(P, op):
-    """The executor of the scalar video instructions (vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr, vmad, vset) on whole words; the SIMD forms are refused. Returns ``fn(S, m)``."""
+    """The executor of a video instruction: the scalar forms (vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr, vmad,
+    vset) and the SIMD forms (vadd2 ... vset4), on whole words. Returns ``fn(S, m)``."""
     ins = op.ins
     info = ins.info
     form = info.form
     if form.simd:
-        raise InterpUnsupported(f"{ins.opcode} (SIMD video) is not modelled: lane merge and saturation", ins)
+        return _make_simd(P, op)
     put = P.writer(ins.operands[0], info.dtype, ins)
     ra = P.reader(ins.operands[1], T.u32, ins)
     rb = P.reader(ins.operands[2], T.u32, ins)

@@ -87,6 +87,17 @@ def exact_rationals(max_exponent: int = 1100):
                      st.integers(-max_exponent, max_exponent))
 
 
+def packed_words(lanes: int, min_size: int = 1, max_size: int = 64):
+    """uint32 arrays whose `lanes` half-words (2) or bytes (4) are each drawn from the lane's edges (0, 1, the
+    signed and unsigned extremes) or anywhere: inputs for SIMD instructions, whose saturation and sign
+    extension live at those edges."""
+    w = 32 // lanes
+    lane = st.one_of(st.sampled_from([0, 1, (1 << w) - 1, 1 << (w - 1), (1 << (w - 1)) - 1, (1 << (w - 1)) + 1]),
+                     st.integers(0, (1 << w) - 1))
+    word = st.lists(lane, min_size=lanes, max_size=lanes).map(lambda ls: sum(v << (i * w) for i, v in enumerate(ls)))
+    return st.lists(word, min_size=min_size, max_size=max_size).map(lambda xs: np.array(xs, dtype=np.uint32))
+
+
 def launch_shapes(max_threads=256, max_ctas=4):
     """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs."""
     def blocks(total):

@@ -5,7 +5,7 @@ from ._version import __version__
 from .errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchError, PtxforgeError, SyncTimeout,
                      TargetError, ToolchainError, ToolchainMissing, ValidationError)
 from .isa import types
-from .isa.types import (b1, b8, b16, b32, b64, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
+from .isa.types import (b1, b8, b16, b32, b64, b128, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
                         s64, u4, u8, u16, u32, u64)
 from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
@@ -49,7 +49,7 @@ __all__ = [
     "PtxforgeError", "ValidationError", "TargetError", "AssemblyError", "JitError", "LaunchError",
     "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "IgnoredInstructionWarning", "assemble", "AssemblyResult",
     "KernelResources", "parse",
-    "b1", "b8", "b16", "b32", "b64", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
+    "b1", "b8", "b16", "b32", "b64", "b128", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
     *sorted(_RUNTIME_NAMES),
 ]

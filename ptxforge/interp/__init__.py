@@ -36,8 +36,8 @@ interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp and wgmma.mma_async.sp, textures and surfaces,
-multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt; 128-bit (.b128)
-registers cannot be stored.  Memory orders (.relaxed/.acquire/.release/.volatile) change no
+multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt.  128-bit registers (.b128) hold 16-byte
+records: ld/st.b128 and mov.b128 (a copy, or two 64-bit halves packed and unpacked).  Memory orders (.relaxed/.acquire/.release/.volatile) change no
 value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
 CTAs of one cluster that only a CTA-local bar.sync separates.
 

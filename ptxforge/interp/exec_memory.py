@@ -18,7 +18,7 @@ from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .ops import address_parts
-from .values import UINT, view_dtype
+from .values import UINT, as_words128, from_words128, view_dtype
 
 _PTXFORGE_INTERNAL = True
 
@@ -66,29 +66,56 @@ def make_ld(P, op):
     ins = op.ins
     info = ins.info
     t, vec, space = info.type, info.vec, info.space
-    if t is T.b128:
-        raise InterpUnsupported("ld.b128 is not modelled", ins)
     width = _width(t)
     get_addr = address_reader(P, ins.operands[1], ins, space)
     dsts = P.regs_of(ins.operands[0])
     ext = "sign" if t.kind == "s" else "zero"
     puts = [P.writer(d, t, ins, extend=ext) for d in dsts]
+    nbytes = width * vec
+    if t is T.b128:  # one 16-byte access, read as two 64-bit words
+        return _ld128(get_addr, space, puts[0], op, info)
     udt = UINT[t.bits]
     vdt = view_dtype(t)
-    nbytes = width * vec
 
     def ld(S, m):
         thr = np.flatnonzero(m)
         parts = map_access(S, op, space, get_addr(S)[thr], thr, nbytes, what="load")
         for part in parts:
             vals = gather(S, part, width, vec)
-            if part.space == SHARED:
-                shadow_read(S, op, part, nbytes)
-            elif part.space == GLOBAL:
-                global_order.on_load(S, op, part, nbytes, info.sem, info.scope)
+            _observe_load(S, op, part, nbytes, info)
             for i, put in enumerate(puts):
                 full, mask = _spread(S, part.thr, vals[:, i].astype(udt), udt)
                 put(S, full.view(vdt), mask)
+    return ld
+
+
+def _observe_load(S, op, part, nbytes, info):
+    """What a load tells the race and ordering checks."""
+    if part.space == SHARED:
+        shadow_read(S, op, part, nbytes)
+    elif part.space == GLOBAL:
+        global_order.on_load(S, op, part, nbytes, info.sem, info.scope)
+
+
+def _observe_store(S, op, part, nbytes, info):
+    """What a store tells the race and ordering checks."""
+    if part.space == SHARED:
+        shadow_write(S, op, part, nbytes, pc=op.pc)
+    elif part.space == GLOBAL:
+        global_order.on_store(S, op, part, nbytes, info.sem, info.scope)
+
+
+def _ld128(get_addr, space, put, op, info):
+    def ld(S, m):
+        thr = np.flatnonzero(m)
+        for part in map_access(S, op, space, get_addr(S)[thr], thr, 16, what="load"):
+            words = gather(S, part, 8, 2)
+            _observe_load(S, op, part, 16, info)
+            full = np.zeros((S.N, 2), dtype=np.uint64)
+            full[part.thr] = words
+            mask = np.zeros(S.N, dtype=bool)
+            mask[part.thr] = True
+            put(S, from_words128(full), mask)
     return ld
 
 
@@ -100,29 +127,31 @@ def make_st(P, op):
     ins = op.ins
     info = ins.info
     t, vec, space = info.type, info.vec, info.space
-    if t is T.b128:
-        raise InterpUnsupported("st.b128 is not modelled", ins)
     width = _width(t)
     get_addr = address_reader(P, ins.operands[0], ins, space)
     srcs = P.regs_of(ins.operands[1])
     bt = T.lookup(f"b{t.bits}")
     readers = [P.reader(s, bt, ins) for s in srcs]
-    udt = UINT[t.bits]
     nbytes = width * vec
+    if t is T.b128:  # one 16-byte access, written as two 64-bit words
+        def read(S):
+            return as_words128(np.broadcast_to(readers[0](S), (S.N,)))
+        width, vec = 8, 2
+    else:
+        udt = UINT[t.bits]
+
+        def read(S):
+            return np.stack([np.broadcast_to(np.asarray(r(S)).astype(udt), (S.N,)) for r in readers], axis=1)
 
     def st(S, m):
         thr = np.flatnonzero(m)
         parts = map_access(S, op, space, get_addr(S)[thr], thr, nbytes, write=True, what="store")
         if not parts:
             return
-        cols = [np.broadcast_to(np.asarray(r(S)).astype(udt), (S.N,)) for r in readers]
+        cols = read(S)
         for part in parts:
-            vals = np.stack([c[part.thr] for c in cols], axis=1)
-            if part.space == SHARED:
-                shadow_write(S, op, part, nbytes, pc=op.pc)
-            elif part.space == GLOBAL:
-                global_order.on_store(S, op, part, nbytes, info.sem, info.scope)
-            scatter(S, part, width, vals)
+            _observe_store(S, op, part, nbytes, info)
+            scatter(S, part, width, cols[part.thr])
     return st
 
 

@@ -19,7 +19,7 @@ from .exec_arith import _fmt, _half_out
 from .findings import InterpUnsupported
 from .rounding import convert
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
-from .values import UINT, flush_subnormal, half_to_f32, storage_dtype, view_dtype
+from .values import UINT, as_words128, flush_subnormal, from_words128, half_to_f32, storage_dtype, view_dtype
 
 _PTXFORGE_INTERNAL = True
 
@@ -38,6 +38,8 @@ def make_mov(P, op):
         pt = T.lookup(f"b{pbits}")
         rs = [P.reader(r, pt, ins) for r in parts]
         put = P.writer(d, T.lookup(f"b{t.bits}"), ins)
+        if t.bits == 128:
+            return _pack128(rs, pbits, put)
         wide = UINT[t.bits]
 
         def pack(S, m):
@@ -54,6 +56,8 @@ def make_mov(P, op):
         ra = P.reader(a, T.lookup(f"b{t.bits}"), ins)
         puts = [P.writer(r, pt, ins) for r in parts]
         pdt = UINT[pbits]
+        if t.bits == 128:
+            return _unpack128(ra, pbits, puts)
         wide = UINT[t.bits]
 
         def unpack(S, m):
@@ -64,6 +68,31 @@ def make_mov(P, op):
     put = P.writer(d, t, ins)
     ra = P.reader(a, t, ins)
     return lambda S, m: put(S, ra(S), m)
+
+
+def _pack128(readers, pbits, put):
+    """mov.b128 d, {parts}: the parts (64- or 32-bit, the first the least significant) into one 128-bit value."""
+    per_word = 64 // pbits
+
+    def pack(S, m):
+        words = np.zeros((S.N, 2), dtype=np.uint64)
+        for i, r in enumerate(readers):
+            v = np.broadcast_to(np.asarray(r(S)).astype(np.uint64), (S.N,))
+            words[:, i // per_word] |= v << np.uint64((i % per_word) * pbits)
+        put(S, from_words128(words), m)
+    return pack
+
+
+def _unpack128(reader, pbits, puts):
+    """mov.b128 {parts}, a: one 128-bit value into its parts, the least significant first."""
+    per_word = 64 // pbits
+    pdt, mask = UINT[pbits], np.uint64((1 << pbits) - 1)
+
+    def unpack(S, m):
+        words = as_words128(np.broadcast_to(reader(S), (S.N,)))
+        for i, put in enumerate(puts):
+            put(S, ((words[:, i // per_word] >> np.uint64((i % per_word) * pbits)) & mask).astype(pdt), m)
+    return unpack
 
 
 # ---------------------------------------------------------------- comparisons

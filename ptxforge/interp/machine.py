@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from .findings import Finding, InterpError, ThreadId
+from .values import WORDS128, from_words128
 
 _PTXFORGE_INTERNAL = True
 
@@ -88,6 +89,8 @@ class Machine:
         for dt in prog.reg_types:
             if dt == np.bool_:
                 self.R.append(np.zeros(N, dtype=bool))
+            elif dt == WORDS128:
+                self.R.append(from_words128(np.full((N, 2), REGISTER_POISON, dtype=np.uint64)))
             else:
                 self.R.append(np.full(N, REGISTER_POISON & ((1 << (8 * dt.itemsize)) - 1), dtype=dt))
         self.V = [self.R[i].view(dt) for i, dt in prog.slots]

@@ -1,7 +1,8 @@
 """Register values as numpy arrays: storage dtypes, typed views, and the numeric helpers PTX
 semantics need that numpy lacks (128-bit high products, bf16 rounding, bit counts).
 
-Registers store raw bits in unsigned arrays of their declared width (pred: bool); an
+Registers store raw bits in unsigned arrays of their declared width (pred: bool; .b128: 16-byte
+records, `WORDS128`, which `as_words128` / `from_words128` turn into two uint64 words and back); an
 instruction reads them through a view of its own type (`.s32` -> int32, `.f32` -> float32),
 so no value is ever converted by accident.
 """
@@ -21,17 +22,38 @@ SINT = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 FLOAT = {16: np.float16, 32: np.float32, 64: np.float64}
 
 
+#: how a 128-bit register's value is held: one 16-byte record per thread (numpy has no 128-bit integer)
+WORDS128 = np.dtype("V16")
+
+
 def storage_dtype(t: T.ScalarType) -> np.dtype:
-    """How a register of type `t` is stored: bool for predicates, else unsigned of its width."""
+    """How a register of type `t` is stored: bool for predicates, 16-byte records for .b128, else unsigned of
+    its width."""
     if t.is_pred:
         return np.dtype(bool)
+    if t.bits == 128:
+        return WORDS128
     return np.dtype(UINT[t.bits])
+
+
+def as_words128(v) -> np.ndarray:
+    """128-bit values (16-byte records, shape (N,)) as uint64 words, shape (N, 2), the low word first."""
+    v = np.ascontiguousarray(v)
+    return v.view(np.uint64).reshape(v.shape + (2,))
+
+
+def from_words128(words) -> np.ndarray:
+    """uint64 words of shape (N, 2), the low word first, as 128-bit values (16-byte records, shape (N,))."""
+    w = np.ascontiguousarray(words, dtype=np.uint64)
+    return w.view(WORDS128).reshape(w.shape[:-1])
 
 
 def view_dtype(t: T.ScalarType) -> np.dtype:
     """The dtype an instruction of type `t` computes with (bf16 and packed pairs stay as bits)."""
     if t.is_pred:
         return np.dtype(bool)
+    if t.bits == 128:
+        return WORDS128
     if t.kind == "s":
         return np.dtype(SINT[t.bits])
     if t.kind == "f" and t.lanes == 1 and t is not T.bf16 and t is not T.tf32:

@@ -196,7 +196,6 @@ def test_the_strategies_reach_every_async_sync_and_warp_form():
 # What the interpreter does not model, on purpose or not yet (see ptxforge/interp/__init__.py): a
 # legal form it refuses for any other reason fails the test below, and so does an entry no form needs.
 UNMODELLED = (
-    ("control", r"^setp on packed half pairs"),  # which half writes which predicate: not checked on a GPU
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler
     # wmma fragments: the PTX ISA leaves which element each register holds to the implementation
     ("tensor", r"'wmma\.(load|store|mma)'"),

@@ -24,7 +24,8 @@ from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
 from .rounding import directed, fma_f64
-from .values import SINT, UINT, flush_subnormal, half_to_f32, mulhi_s64, mulhi_u64, view_dtype
+from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_lane, half_to_f32, mulhi_s64,
+                     mulhi_u64, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -280,18 +281,6 @@ INT_SEMANTICS = {
 _DIRECTED_OPS = ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")
 
 
-def _flush_half(x, tiny):
-    """.ftz on half-precision values held as float32: those below the 16-bit format's least normal value `tiny`
-    become zero of their sign."""
-    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
-
-
-def _lane(v, lane: int, is_bf16: bool):
-    """Lane `lane` (0: the low 16 bits) of half-precision register values `v`, as float32."""
-    bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)
-    return half_to_f32(bits.astype(np.uint16), is_bf16)
-
-
 def _packed(lane_bits, t):
     """The register value of half type `t` from each lane's 16-bit pattern, the low lane first."""
     out = np.asarray(lane_bits[0]).astype(np.uint32)
@@ -323,7 +312,7 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
             vals = [r(S) for r in readers]
             lane_bits = []
             for lane in range(t.lanes):
-                xs = [_lane(v, lane, is_bf16) for v in vals]
+                xs = [half_lane(v, lane, is_bf16) for v in vals]
                 bits = directed(opname, xs, mode, fmt, FLOAT_SEMANTICS[opname])
                 bits = bits if is_bf16 else bits.view(np.uint16)
                 if relu:  # a negative result (sign set, not NaN) becomes +0
@@ -389,14 +378,14 @@ def _make_float(P, op, opname, t, mods, srcs):
         lanes = t.lanes
         bt = T.lookup(f"b{t.bits}")
         readers = [P.reader(s, bt, ins) for s in srcs]
-        tiny = np.float32(2.0 ** -126 if is_bf16 else 2.0 ** -14)  # the format's least normal value
+        tiny = HALF_LEAST_NORMAL[is_bf16]
 
         def halves(S, m):
             vals = [r(S) for r in readers]
             lane_bits = []
             for lane in range(lanes):
-                xs = [_lane(v, lane, is_bf16) for v in vals]
-                xs = [(_flush_half(x, tiny) if ftz else x).astype(np.float64) for x in xs]
+                xs = [half_lane(v, lane, is_bf16) for v in vals]
+                xs = [(flush_below(x, tiny) if ftz else x).astype(np.float64) for x in xs]
                 if opname in ("fma", "mad"):  # fused: rounded to odd in float64, then once to 16 bits
                     r = _fma_odd64(*xs)
                     r = np.where(r < 0, 0.0, r) if relu else r

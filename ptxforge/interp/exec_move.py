@@ -19,7 +19,8 @@ from .exec_arith import _fmt, _half_out
 from .findings import InterpUnsupported
 from .rounding import convert
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
-from .values import UINT, as_words128, flush_subnormal, from_words128, half_to_f32, storage_dtype, view_dtype
+from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_lane,
+                     half_to_f32, storage_dtype, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -121,11 +122,25 @@ def compare(cmp: str, a, b, t: T.ScalarType):
 
 
 def _comparison(P, ins):
-    """A function S -> bool array: (a cmp b), with .ftz flushing f32 subnormal inputs."""
+    """A function S -> bool array: (a cmp b), with .ftz flushing subnormal inputs of the compared format.  On
+    packed halves (.f16x2 / .bf16x2) the array has a row per half, the low half first."""
     t = ins.type
     cmp = ins.mods[0]
-    if t.lanes == 2:
-        raise InterpUnsupported(f"setp on packed half pairs (.{t.name}) is not modelled", ins)
+    ftz = "ftz" in ins.mods
+    if t.lanes == 2:  # each half against the same half
+        is_bf16 = t is T.bf16x2
+        ra, rb = (P.reader(x, T.b32, ins) for x in ins.operands[1:3])
+        tiny = HALF_LEAST_NORMAL[is_bf16]
+
+        def halves(S):
+            rows = []
+            for lane in (0, 1):
+                x, y = (half_lane(r(S), lane, is_bf16) for r in (ra, rb))
+                if ftz:
+                    x, y = flush_below(x, tiny), flush_below(y, tiny)
+                rows.append(compare(cmp, x, y, T.f32))
+            return np.stack(np.broadcast_arrays(*rows))
+        return halves
     rt = t
     if t.kind == "b" and cmp in ("lo", "ls", "hi", "hs"):
         rt = t.as_unsigned()
@@ -134,7 +149,11 @@ def _comparison(P, ins):
         rawa, rawb = ra, rb
         ra, rb = (lambda S: _float_value(rawa(S), T.bf16)), (lambda S: _float_value(rawb(S), T.bf16))
         rt = T.f64
-    if "ftz" in ins.mods:
+    if ftz and t is T.f16:  # f16's own subnormals, below 2^-14
+        tiny = HALF_LEAST_NORMAL[False]
+        return lambda S: compare(cmp, flush_below(np.asarray(ra(S), np.float32), tiny),
+                                 flush_below(np.asarray(rb(S), np.float32), tiny), rt)
+    if ftz:
         return lambda S: compare(cmp, flush_subnormal(np.asarray(ra(S), np.float32)),
                                  flush_subnormal(np.asarray(rb(S), np.float32)), rt)
     return lambda S: compare(cmp, ra(S), rb(S), rt)
@@ -155,11 +174,21 @@ def _combined(P, ins):
 
 
 def make_setp(P, op):
-    """setp p{|q}: p = (a cmp b) boolop c, q = !(a cmp b) boolop c."""
+    """setp p{|q}: p = (a cmp b) boolop c, q = !(a cmp b) boolop c; on packed halves p is the low half's
+    (a cmp b) boolop c and q the high half's."""
     ins = op.ins
     cmp, combine = _combined(P, ins)
     d = ins.operands[0]
     put = P.writer(d, T.pred, ins)
+    if ins.type.lanes == 2:
+        put_q = P.writer(d.pred, T.pred, ins) if isinstance(d, PairDst) else None
+
+        def setp_halves(S, m):
+            x = cmp(S)
+            put(S, combine(S, x[0]), m)
+            if put_q is not None:
+                put_q(S, combine(S, x[1]), m)
+        return setp_halves
     if not isinstance(d, PairDst):
         return lambda S, m: put(S, combine(S, cmp(S)), m)
     put_q = P.writer(d.pred, T.pred, ins)
@@ -172,12 +201,20 @@ def make_setp(P, op):
 
 
 def make_set(P, op):
-    """set: all ones (integer destination) or 1.0 (.f32) where the combined comparison holds."""
+    """set: all ones (integer destination) or 1.0 (.f32) where the combined comparison holds; on packed halves
+    0xffff in each half of d whose comparison holds."""
     ins = op.ins
     dt = ins.info
     cmp, combine = _combined(P, ins)
     put = P.writer(ins.operands[0], dt, ins)
     out = view_dtype(dt)
+    if ins.type.lanes == 2:
+        def set_halves(S, m):
+            x = cmp(S)
+            mask = np.where(combine(S, x[0]), np.uint32(0xFFFF), np.uint32(0)) | np.where(
+                combine(S, x[1]), np.uint32(0xFFFF0000), np.uint32(0))
+            put(S, mask.astype(np.uint32).view(out), m)
+        return set_halves
     true = np.float32(1.0) if dt is T.f32 else np.array(0xFFFFFFFF, dtype=np.uint32).view(out)[()]
     zero = out.type(0)
     return lambda S, m: put(S, np.where(combine(S, cmp(S)), true, zero).astype(out), m)

@@ -136,6 +136,22 @@ def half_to_f32(bits, is_bf16: bool):
     return bf16_to_f32(bits) if is_bf16 else f16_bits_to_f32(bits)
 
 
+#: the least normal value of each 16-bit float format (is_bf16 -> value): .ftz flushes what lies below it
+HALF_LEAST_NORMAL = {False: np.float32(2.0 ** -14), True: np.float32(2.0 ** -126)}
+
+
+def half_lane(v, lane: int, is_bf16: bool):
+    """Lane `lane` (0: the low 16 bits) of packed half-precision register values `v`, as float32."""
+    bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)
+    return half_to_f32(bits.astype(np.uint16), is_bf16)
+
+
+def flush_below(x, tiny):
+    """.ftz on values of a narrower format held as float32: those below its least normal value `tiny` become
+    zero of their sign."""
+    return np.where(np.abs(x) < tiny, np.copysign(np.float32(0), x), x)
+
+
 def flush_subnormal(x):
     """.ftz: subnormal inputs and results become zero of the same sign."""
     tiny = np.finfo(x.dtype).tiny

@@ -47,6 +47,8 @@ SLCT_CTYPES = (T.s32, T.f32)
 #: testp: the properties a float can be tested for.
 TESTP_OPS = ("finite", "infinite", "number", "notanumber", "normal", "subnormal")
 TESTP_TYPES = (T.f32, T.f64)
+#: setp / set: the compared types that take .ftz (flush subnormal inputs): not .f64, not the bf16 ones.
+FTZ_COMPARE_TYPES = (T.f32, T.f16, T.f16x2)
 
 
 def _compare_check(name, cmp, t, a, b, boolop, c, ftz):
@@ -55,8 +57,9 @@ def _compare_check(name, cmp, t, a, b, boolop, c, ftz):
     legal = cmp_ops(t)
     if cmp not in legal:
         raise ValidationError(f"{name}.{cmp} is not defined for .{t.name}; legal comparisons: {', '.join(legal)}")
-    if ftz and t is not T.f32:
-        raise ValidationError(f"{name}.ftz applies only to .f32 comparisons, not .{t.name}")
+    if ftz and t not in FTZ_COMPARE_TYPES:
+        raise ValidationError(f"{name}.ftz applies to {', '.join('.' + x.name for x in FTZ_COMPARE_TYPES)} "
+                              f"comparisons, not .{t.name}")
     half = t.is_float and (t.bits == 16 or t.lanes == 2)  # ptxas takes no immediates for half compares
     check_value(a, t, f"{name} source 1", imm_ok=not half)
     check_value(b, t, f"{name} source 2", imm_ok=not half)
@@ -306,10 +309,11 @@ class ControlOps:
     def setp(self, cmp, a, b, *, type=None, dst=None, pred=None, combine=None, ftz=False, both=False,
              qdst=None):
         """Compare: returns a .pred register.  `combine=("and", p)` emits setp.cmp.and; ftz=True
-        flushes .f32 subnormal inputs; both=True also writes the complement (`setp p|q`, with q
-        = !(a cmp b) combined the same way) and returns (p, q)."""
+        flushes subnormal inputs (of the compared format); both=True also writes the complement (`setp p|q`, with q
+        = !(a cmp b) combined the same way) and returns (p, q).  On .f16x2 / .bf16x2 pairs it returns (p, q)
+        always: p the low halves' comparison, q the high halves', each combined with c."""
         t, a, b, boolop, c = self._compare_operands(cmp, a, b, type, combine)
-        if t.lanes == 2:  # packed pairs: one predicate per half, returned as (first, second)
+        if t.lanes == 2:  # packed pairs: one predicate per half, returned as (low half's, high half's)
             pair = tuple(dst) if dst is not None else (self.reg(T.pred), self.reg(T.pred))
             d = PairDst(self._dst(pair[0], T.pred), self._dst(pair[1], T.pred))
             self.emit(setp(cmp, t, d, a, b, boolop, c, None, ftz), pred)

@@ -203,10 +203,6 @@ UNMODELLED = (
     ("tensor", r"'mma\.sp'"), ("tensor", r"'wgmma\.sp'"),
     # the interpreter's state token holds the phase only, not the pending count
     ("sync", r"'mbarrier\.pending_count'"),
-    # no call stack: stacksave/stackrestore have nothing to save
-    ("control", r"'stack(save|restore)'"),
-    # no call stack: alloca has no stack to allocate on
-    ("control", r"'alloca'"),
     # multimem needs a multicast object (memory mapped on several GPUs)
     ("memory", r"'multimem\.(ld_reduce|st|red)'"),
     # no texture or surface objects exist on the interpreter

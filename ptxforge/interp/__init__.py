@@ -28,7 +28,9 @@ named by TMA copies in global memory, mbarrier transaction counts, clusters with
 memory (`run(..., cluster=)`, exec_cluster; mapa and its inverse getctarank), bar.red (exec_sync),
 st.async / red.async into a cluster CTA's shared memory landing on its mbarrier (exec_async_store);
 setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the
-launch gave waits, and ends in a deadlock finding.
+launch gave waits, and ends in a deadlock finding.  alloca / stacksave / stackrestore work on a
+per-thread stack in local memory (exec_stack): bytes released by stackrestore or a device function's
+return are out of bounds, and an overflow is a finding.
 Floats round as PTX asks, once: the directed modes (.rz/.rm/.rp) of arithmetic and cvt and the fused
 f64 fma through exact rationals where numpy cannot (rounding.py).
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
@@ -36,7 +38,7 @@ interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
 the implementation's), mma.sp and wgmma.mma_async.sp, textures and surfaces,
-multimem, mbarrier.pending_count, stacksave / stackrestore / alloca, brkpt.  128-bit registers (.b128) hold 16-byte
+multimem, mbarrier.pending_count, brkpt.  128-bit registers (.b128) hold 16-byte
 records: ld/st.b128 and mov.b128 (a copy, or two 64-bit halves packed and unpacked).  Memory orders (.relaxed/.acquire/.release/.volatile) change no
 value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
 CTAs of one cluster that only a CTA-local bar.sync separates.
@@ -46,7 +48,8 @@ Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsuppo
 (per-byte read / write counts of the arguments), `exec_*` (instruction semantics by family;
 `exec_regpool` the setmaxnreg register pool),
 `tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility), `exec_call`
-(calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled).
+(calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled),
+`exec_stack` (the alloca stack).
 The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and
 are re-exported here, usable as numpy models).
 """

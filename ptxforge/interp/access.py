@@ -116,6 +116,8 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
     elif space == LOCAL:  # per thread: thread n's local memory is its own slice
         off = np.where(addr >= np.uint64(max(L.local.size, 1)), -1, addr.astype(np.int64))
         ok = L.local.check(off, nbytes)
+        if L.local.stack_bytes:  # stack bytes below the thread's stack pointer hold no allocation
+            ok &= ~((off >= L.local.stack_base) & (off < S.sp[thr]))
         off = off + thr.astype(np.int64) * L.local.size
     else:
         raise AssertionError(space)

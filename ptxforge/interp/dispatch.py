@@ -12,9 +12,8 @@ from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_async_store, exec_bits, exec_call, exec_cluster, exec_integer,
-               exec_mbarrier, exec_memory,
-               exec_move, exec_narrow, exec_reduce, exec_regpool, exec_sync, exec_tensor, exec_tensormap, exec_tma,
-               exec_video, exec_warp, exec_wgmma)
+               exec_mbarrier, exec_memory, exec_move, exec_narrow, exec_reduce, exec_regpool, exec_stack, exec_sync,
+               exec_tensor, exec_tensormap, exec_tma, exec_video, exec_warp, exec_wgmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -62,6 +61,8 @@ FACTORIES = {
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
     "st.async": exec_async_store.make_async_store, "red.async": exec_async_store.make_async_store,
+    "alloca": exec_stack.make_alloca, "stacksave": exec_stack.make_stacksave,
+    "stackrestore": exec_stack.make_stackrestore,
     "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,
     "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,

@@ -3,7 +3,9 @@
 A `Program` runs one flat list of instructions, so a kernel's calls are expanded when it is
 built (`expand_calls`): the callee's body is copied after the call, its registers renamed to
 `function.register` (one set per function, as a GPU's callee keeps no registers across calls),
-its labels renamed per call site, each `ret` turned into a branch to the call's end, and every
+its labels renamed per call site, each `ret` turned into a branch to the call's end (around a
+callee that uses alloca, a stacksave before the call and a stackrestore after its end release
+what it allocated, as its return does), and every
 `.param` variable of a call (the caller's arguments and return slots, the callee's parameters
 and return values) becomes a per-thread register that `st.param`/`ld.param` write and read
 (`param.move`, an interpreter-only instruction).  Instructions keep the Python or PTX line they
@@ -25,7 +27,7 @@ import dataclasses
 
 from ..isa import types as T
 from ..isa.calls import CallParam
-from ..isa.control import bra, setp
+from ..isa.control import bra, setp, stack as stack_op
 from ..isa.instruction import Instruction
 from ..isa.operands import Addr, Guard, Imm, Label, Reg, Symbol
 from ..isa.targets import BASE
@@ -185,10 +187,26 @@ class _Expander:
             return
         self.sites += 1
         end = Label(f"{func.name}@ret{self.sites}", -1)
+        frame = self._frame(ins, [func])
         if ins.guard is not None:  # a guarded call: threads whose guard fails skip the body
             self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
         self.inline(func, ins, params, stack, end)
         self.out.append(LabelDef(end, ins.loc))
+        self._release(frame, ins)
+
+    def _frame(self, ins, funcs):
+        """Before a call to one of `funcs`: when one allocates with alloca, save the stack pointer into a
+        register of this call site (returned; None otherwise) so the call's end can release the frame."""
+        if not any(isinstance(x, Instruction) and x.opcode == "alloca" for f in funcs for x in f.body):
+            return None
+        reg = Reg(f"frame@{self.sites}", T.u64, 0, "")
+        self.out.append(stack_op("stacksave", reg).with_loc(ins.loc))
+        return reg
+
+    def _release(self, frame, ins):
+        """After a call's end: the stack pointer as it was before the call (what the callee allocated is freed)."""
+        if frame is not None:
+            self.out.append(stack_op("stackrestore", frame).with_loc(ins.loc))
 
     def indirect(self, ins, params: dict, stack: tuple):
         """A call through a register: compare it with the address of each function of the module that
@@ -203,6 +221,7 @@ class _Expander:
         self.sites += 1
         site = self.sites
         end = Label(f"indirect@ret{site}", -1)
+        frame = self._frame(ins, [self.functions[n] for n in names])
         if ins.guard is not None:
             self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
         p = Reg(f"icall@{site}", T.pred, 0, "")
@@ -221,6 +240,7 @@ class _Expander:
             self.inline(self.functions[n], ins, params, stack, end)
             self.out.append(bra(end).with_loc(ins.loc))
         self.out.append(LabelDef(end, ins.loc))
+        self._release(frame, ins)
 
     def inline(self, func, ins, params: dict, stack: tuple, end: Label):
         """`func`'s body for the call `ins`, its parameters bound to the call scope's registers, its

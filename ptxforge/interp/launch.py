@@ -29,7 +29,7 @@ from ..errors import LaunchError
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
 from .exec_call import local_variables
-from .memory import GlobalHeap, LocalLayout, ParamLayout, SharedLayout
+from .memory import STACK_BYTES, GlobalHeap, LocalLayout, ParamLayout, SharedLayout
 from ..declarations import initial_bytes
 from .program import Program
 from .scheduler import Stats, run_batch
@@ -188,7 +188,7 @@ class Launch:
         self.kernel = kernel
         self.prog = prog
         self.variables = tuple(variables)  # module .global/.const Variables, placed in the heap
-        self.local = LocalLayout(local_variables(kernel, prog.functions))
+        self.local = LocalLayout(local_variables(kernel, prog.functions), STACK_BYTES if prog.uses_stack else 0)
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         self.nthreads = self.block[0] * self.block[1] * self.block[2]

@@ -108,6 +108,7 @@ class Machine:
         self.smem_base = cta_local * S_bytes
         # per-thread .local memory (the kernel's and its callees' .local arrays), poisoned like shared memory
         self.local = np.full(N * L.local.size, SHARED_POISON, dtype=np.uint8)
+        self.sp = np.full(N, L.local.stack_top, dtype=np.int64)  # each thread's alloca stack pointer
         self.local_views = {w: self.local.view(dt) for w, dt in ((1, np.uint8), (2, np.uint16), (4, np.uint32),
                                                                  (8, np.uint64))}
         self.track = L.track_shared

@@ -10,8 +10,10 @@
 * Param: the kernel parameters laid out with natural alignment; `mov %rd, param` gives an
   offset in this space, `cvta.param` a generic address.
 * Local: per thread, the `.local` arrays of the kernel and of the device functions it calls, in
-  declaration order with red zones between them (`LocalLayout`); `cvta.local` adds the local
-  window's base.  Module `.global` and `.const` variables are buffers of the global heap (a
+  declaration order with red zones between them (`LocalLayout`), then, when the kernel uses
+  alloca / stacksave / stackrestore, a stack of `STACK_BYTES` that alloca takes from the top down
+  (an access to stack bytes below the thread's stack pointer is out of bounds); `cvta.local` adds
+  the local window's base.  Module `.global` and `.const` variables are buffers of the global heap (a
   `.const` address is its heap address, so `cvta.const` is the identity here).
 * Generic addresses: global addresses are themselves (cvta.to.global is the identity); the
   shared window and the param window are fixed ranges, so `cvta.shared` adds a base and
@@ -34,6 +36,7 @@ WINDOW_SIZE = 0x0001_0000_0000  # 4 GiB per window
 SHARED_RESERVED = 1024
 RED_ZONE = 16
 BUFFER_ALIGN = 256
+STACK_BYTES = 8192  # the per-thread alloca stack of a kernel that uses one
 UNINITIALIZED_GLOBAL = 0xC7  # what an Out() array's device copy holds before the kernel writes it
 
 
@@ -220,10 +223,11 @@ class SharedLayout:
 
 
 class LocalLayout:
-    """Per-thread `.local` memory: each variable at its alignment, a red zone after each one."""
+    """Per-thread `.local` memory: each variable at its alignment, a red zone after each one, then the alloca
+    stack (`stack_bytes`, none by default) from `stack_base` up to `stack_top`, where the stack pointer starts."""
 
-    def __init__(self, variables):
-        """`variables`: the `.local` Variables (sized) a run uses."""
+    def __init__(self, variables, stack_bytes: int = 0):
+        """`variables`: the `.local` Variables (sized) a run uses; `stack_bytes`: the size of the alloca stack."""
         self.offsets: dict = {}
         self.vars: list = []
         off = RED_ZONE
@@ -235,6 +239,13 @@ class LocalLayout:
             self.offsets[v.name] = off
             self.vars.append((v.name, off, n))
             off += n + RED_ZONE
+        self.stack_bytes = stack_bytes
+        self.stack_base = self.stack_top = 0
+        if stack_bytes:
+            self.stack_base = _round_up(off, 16)
+            self.stack_top = self.stack_base + stack_bytes
+            self.vars.append(("the alloca stack", self.stack_base, stack_bytes))
+            off = self.stack_top + RED_ZONE
         self.size = _round_up(off, 16) if self.vars else 0
         owner = np.full(self.size, -1, dtype=np.int32)
         for i, (_, o, n) in enumerate(self.vars):
@@ -249,6 +260,10 @@ class LocalLayout:
 
     def describe(self, addr: int, nbytes: int) -> str:
         """Where an out-of-range local access lies (the nearest variable), for messages."""
+        if self.stack_bytes and self.stack_base <= addr < self.stack_top:
+            return (f"local offset {addr} is in the alloca stack ({self.stack_bytes} bytes at offset {self.stack_base}) "
+                    "but not in what alloca holds for the thread: below its stack pointer (never allocated, or "
+                    "released by stackrestore or a return), or running past the stack's top")
         for name, o, n in self.vars:
             if o - RED_ZONE <= addr < o + n + RED_ZONE:
                 return f"local offset {addr} is outside {name} ({n} bytes at offset {o})"

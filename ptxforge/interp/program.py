@@ -49,6 +49,7 @@ class Program:
         self.ops = [build_op(self, pc, ins) for pc, ins in enumerate(self.instructions)]
         from .exec_wgmma import guard_accumulators
         guard_accumulators(self)
+        self.uses_stack = any(i.opcode in ("alloca", "stacksave", "stackrestore") for i in self.instructions)
         self.uses_async = any(i.opcode.startswith("cp.async") or i.opcode.startswith("mbarrier")
                               for i in self.instructions)
 

@@ -30,18 +30,21 @@ st.async / red.async into a cluster CTA's shared memory landing on its mbarrier 
 setmaxnreg moves registers within each CTA's pool (exec_regpool): an .inc asking for more than the
 launch gave waits, and ends in a deadlock finding.  alloca / stacksave / stackrestore work on a
 per-thread stack in local memory (exec_stack): bytes released by stackrestore or a device function's
-return are out of bounds, and an overflow is a finding.
+return are out of bounds, and an overflow is a finding.  wmma.load / wmma.mma / wmma.store run every
+form (exec_wmma) through a fragment layout of the interpreter's own, as PTX leaves the layout to the
+implementation: loads, products, stores and per-element operations agree with a GPU.
 Floats round as PTX asks, once: the directed modes (.rz/.rm/.rp) of arithmetic and cvt and the fused
 f64 fma through exact rationals where numpy cannot (rounding.py).
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
 interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
-tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave, wmma (its fragment layouts are
-the implementation's), mma.sp and wgmma.mma_async.sp, textures and surfaces,
-multimem, mbarrier.pending_count, brkpt.  128-bit registers (.b128) hold 16-byte
-records: ld/st.b128 and mov.b128 (a copy, or two 64-bit halves packed and unpacked).  Memory orders (.relaxed/.acquire/.release/.volatile) change no
-value here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on global memory, between CTAs of different clusters, and between
-CTAs of one cluster that only a CTA-local bar.sync separates.
+tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave,
+mma.sp and wgmma.mma_async.sp, textures and surfaces, multimem, mbarrier.pending_count, brkpt.
+128-bit registers (.b128) hold 16-byte records: ld/st.b128 and mov.b128 (a copy, or two 64-bit
+halves packed and unpacked).  Memory orders (.relaxed/.acquire/.release/.volatile) change no value
+here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on
+global memory, between CTAs of different clusters, and between CTAs of one cluster that only a
+CTA-local bar.sync separates.
 
 Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsupported),
 `machine` and `scheduler` (execution), `memory` / `access` (address spaces, checks), `traffic`

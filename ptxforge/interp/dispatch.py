@@ -13,7 +13,7 @@ from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_async_store, exec_bits, exec_call, exec_cluster, exec_integer,
                exec_mbarrier, exec_memory, exec_move, exec_narrow, exec_reduce, exec_regpool, exec_stack, exec_sync,
-               exec_tensor, exec_tensormap, exec_tma, exec_video, exec_warp, exec_wgmma)
+               exec_tensor, exec_tensormap, exec_tma, exec_video, exec_warp, exec_wgmma, exec_wmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -57,6 +57,7 @@ FACTORIES = {
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
     "mma": exec_tensor.make_mma,
+    "wmma.load": exec_wmma.make_wmma_load, "wmma.store": exec_wmma.make_wmma_store, "wmma.mma": exec_wmma.make_wmma_mma,
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},

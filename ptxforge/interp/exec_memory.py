@@ -82,27 +82,28 @@ def make_ld(P, op):
         parts = map_access(S, op, space, get_addr(S)[thr], thr, nbytes, what="load")
         for part in parts:
             vals = gather(S, part, width, vec)
-            _observe_load(S, op, part, nbytes, info)
+            observe_load(S, op, part, nbytes, info.sem, info.scope)
             for i, put in enumerate(puts):
                 full, mask = _spread(S, part.thr, vals[:, i].astype(udt), udt)
                 put(S, full.view(vdt), mask)
     return ld
 
 
-def _observe_load(S, op, part, nbytes, info):
-    """What a load tells the race and ordering checks."""
+def observe_load(S, op, part, nbytes, sem=None, scope=None):
+    """What a load of `nbytes` per thread of `part` tells the race and ordering checks (`sem`, `scope`: its memory
+    order, None for a weak load)."""
     if part.space == SHARED:
         shadow_read(S, op, part, nbytes)
     elif part.space == GLOBAL:
-        global_order.on_load(S, op, part, nbytes, info.sem, info.scope)
+        global_order.on_load(S, op, part, nbytes, sem, scope)
 
 
-def _observe_store(S, op, part, nbytes, info):
-    """What a store tells the race and ordering checks."""
+def observe_store(S, op, part, nbytes, sem=None, scope=None):
+    """What a store of `nbytes` per thread of `part` tells the race and ordering checks."""
     if part.space == SHARED:
         shadow_write(S, op, part, nbytes, pc=op.pc)
     elif part.space == GLOBAL:
-        global_order.on_store(S, op, part, nbytes, info.sem, info.scope)
+        global_order.on_store(S, op, part, nbytes, sem, scope)
 
 
 def _ld128(get_addr, space, put, op, info):
@@ -110,7 +111,7 @@ def _ld128(get_addr, space, put, op, info):
         thr = np.flatnonzero(m)
         for part in map_access(S, op, space, get_addr(S)[thr], thr, 16, what="load"):
             words = gather(S, part, 8, 2)
-            _observe_load(S, op, part, 16, info)
+            observe_load(S, op, part, 16, info.sem, info.scope)
             full = np.zeros((S.N, 2), dtype=np.uint64)
             full[part.thr] = words
             mask = np.zeros(S.N, dtype=bool)
@@ -150,7 +151,7 @@ def make_st(P, op):
             return
         cols = read(S)
         for part in parts:
-            _observe_store(S, op, part, nbytes, info)
+            observe_store(S, op, part, nbytes, info.sem, info.scope)
             scatter(S, part, width, cols[part.thr])
     return st
 

@@ -66,11 +66,21 @@ FP8 = {"e4m3": _fp8_table(4, 3, 7, False), "e5m2": _fp8_table(5, 2, 15, True)}
 
 
 def decode(raw: np.ndarray, t: T.ScalarType) -> np.ndarray:
-    """Stored element bits (unsigned ints) of type `t` -> float64 values (exact)."""
+    """Stored element bits (unsigned ints) of type `t` -> float64 values (exact; wmma's fragments use the 4-bit,
+    32-bit and 64-bit types too)."""
     if t is T.s8:
         return raw.astype(np.uint8).view(np.int8).astype(np.float64)
-    if t in (T.u8, T.b1):
+    if t in (T.u8, T.b1, T.u4):
         return raw.astype(np.float64)
+    if t is T.s4:
+        v = raw.astype(np.int64)
+        return (v - 16 * (v >= 8)).astype(np.float64)
+    if t is T.f32:
+        return raw.astype(np.uint32).view(np.float32).astype(np.float64)
+    if t is T.s32:
+        return raw.astype(np.uint32).view(np.int32).astype(np.float64)
+    if t is T.f64:
+        return raw.astype(np.uint64).view(np.float64)
     if t is T.f16:
         return raw.astype(np.uint16).view(np.float16).astype(np.float64)
     if t is T.bf16:

@@ -87,13 +87,18 @@ F64_ROUND = ("rn", "rz", "rm", "rp")
 
 @dataclass(frozen=True)
 class WmmaInfo:
-    """What one wmma instruction is: the op (load_a/load_b/load_c/store/mma), its form, layout(s)
-    and the accumulator type where there is one."""
+    """What one wmma instruction is: the op (load_a/load_b/load_c/store/mma), its form, layout(s), the
+    accumulator type where there is one (C's for mma), and for loads and stores the state space, for mma D's
+    type, the .b1 bit operation and .satfinite."""
 
     op: str
     form: WmmaForm
     layout: tuple
     acc: T.ScalarType | None = None
+    space: str = "generic"
+    d: T.ScalarType | None = None
+    bitop: str | None = None
+    satfinite: bool = False
 
 
 def wmma_form(shape, ab_type) -> WmmaForm:
@@ -170,7 +175,7 @@ def wmma_load(which, frag, addr, shape, t, layout, stride=None, space="generic")
     v = _check_frag(frag, n, rt, f"wmma.load.{which} fragment")
     parts = ("wmma", "load", which, "sync", "aligned", layout, shape, None if space == "generic" else space, t.name)
     return make("wmma.load", parts, (v, a, *_stride(stride)), n_dst=1, req=req, type=t,
-                info=WmmaInfo(f"load_{which}", form, (layout,), t if which == "c" else None))
+                info=WmmaInfo(f"load_{which}", form, (layout,), t if which == "c" else None, space))
 
 
 def wmma_store(addr, frag, shape, t, layout, stride=None, space="generic"):
@@ -183,7 +188,7 @@ def wmma_store(addr, frag, shape, t, layout, stride=None, space="generic"):
     v = _check_frag(frag, form.acc[t], _acc_reg_type(t), "wmma.store.d fragment")
     parts = ("wmma", "store", "d", "sync", "aligned", layout, shape, None if space == "generic" else space, t.name)
     return make("wmma.store", parts, (a, v, *_stride(stride)), req=req, type=t,
-                info=WmmaInfo("store", form, (layout,), t))
+                info=WmmaInfo("store", form, (layout,), t, space))
 
 
 def wmma_mma(d, a, b, c, shape, ab_type, d_type, c_type, a_layout="row", b_layout="col", satfinite=False,
@@ -221,7 +226,7 @@ def wmma_mma(d, a, b, c, shape, ab_type, d_type, c_type, a_layout="row", b_layou
     parts = ("wmma", "mma", bitop, "sync", "aligned", a_layout, b_layout, shape, rnd, *types,
              "satfinite" if satfinite else None)
     return make("wmma.mma", parts, (dv, av, bv, cv), n_dst=1, req=req, type=ab_type,
-                info=WmmaInfo("mma", form, (a_layout, b_layout), c_type))
+                info=WmmaInfo("mma", form, (a_layout, b_layout), c_type, d=d_type, bitop=bitop, satfinite=satfinite))
 
 
 class WmmaOps:

@@ -1,4 +1,4 @@
-// A 16x16x16 half-precision wmma tile product (the tables have no wmma: read with strict=False).
+// A 16x16x16 half-precision wmma tile product (C = A B, A row-major, B column-major).
 #include <mma.h>
 using namespace nvcuda::wmma;
 extern "C" __global__ void wmma_tile(const half* a, const half* b, float* c) {

@@ -199,8 +199,6 @@ UNMODELLED = (
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler
     # mma.sp / wgmma.mma_async.sp: the sparsity metadata's element selection is not modelled
     ("tensor", r"'mma\.sp'"), ("tensor", r"'wgmma\.sp'"),
-    # the interpreter's state token holds the phase only, not the pending count
-    ("sync", r"'mbarrier\.pending_count'"),
     # multimem needs a multicast object (memory mapped on several GPUs)
     ("memory", r"'multimem\.(ld_reduce|st|red)'"),
     # no texture or surface objects exist on the interpreter

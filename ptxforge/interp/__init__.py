@@ -39,7 +39,7 @@ Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n
 interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave,
-mma.sp and wgmma.mma_async.sp, textures and surfaces, multimem, mbarrier.pending_count, brkpt.
+mma.sp and wgmma.mma_async.sp, textures and surfaces, multimem, brkpt.
 128-bit registers (.b128) hold 16-byte records: ld/st.b128 and mov.b128 (a copy, or two 64-bit
 halves packed and unpacked).  Memory orders (.relaxed/.acquire/.release/.volatile) change no value
 here, and the shared-memory race check does not treat them as synchronizing.  Not checked: races on

@@ -62,6 +62,7 @@ FACTORIES = {
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
     "st.async": exec_async_store.make_async_store, "red.async": exec_async_store.make_async_store,
+    "mbarrier.pending_count": exec_mbarrier.make_pending_count,
     "alloca": exec_stack.make_alloca, "stacksave": exec_stack.make_stacksave,
     "stackrestore": exec_stack.make_stackrestore,
     "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,

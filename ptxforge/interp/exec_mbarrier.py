@@ -13,6 +13,12 @@ that arrived with the threads that later observe the completion.
 
 Asynchronous completions (cp.async.mbarrier.arrive, bulk copies) queue on the barrier and are
 delivered when a thread polls it: the copies land then, as late as the memory model allows.
+
+State tokens: the phase the arrival was in (the low 32 bits); an arrive.noComplete /
+arrive_drop.noComplete also records the arrivals still pending before it (bits 32..61, which
+mbarrier.pending_count returns, as the PTX ISA defines it) and sets bit 63.  pending_count of any
+other token, and a .noComplete arrival that completes the phase, are findings: PTX leaves both
+undefined.
 """
 
 from __future__ import annotations
@@ -31,6 +37,25 @@ _PTXFORGE_INTERNAL = True
 
 #: `MBar.seen` of a thread that has not passed a parity wait on the barrier yet
 _NEVER = -(1 << 40)
+#: the state-token bit that marks a token of a .noComplete arrival (which carries a pending count)
+_NO_COMPLETE_TOKEN = np.uint64(1 << 63)
+_PHASE_BITS = np.uint64(0xFFFF_FFFF)
+
+
+def _tokens(state, kthr, counts, no_complete):
+    """The state tokens of threads `kthr` arriving with `counts` (in thread order) on `state`, before they arrive."""
+    tok = np.full(len(kthr), state.phase, dtype=np.uint64)
+    if no_complete:
+        prior = state.pending - (np.cumsum(counts) - counts)  # each thread's arrival sees those before it
+        tok |= (np.maximum(prior, 0).astype(np.uint64) << np.uint64(32)) | _NO_COMPLETE_TOKEN
+    return tok
+
+
+def _check_no_complete(S, op, state, kthr, counts):
+    """A .noComplete arrival must not be the one that completes the phase (PTX leaves that undefined)."""
+    if state.pending - int(np.sum(counts)) <= 0 and state.tx <= 0:
+        S.report("barrier", f"an arrive with .noComplete completes the phase ({state.pending} arrivals were pending, "
+                            f"{int(np.sum(counts))} arrive): undefined in PTX, arrive without .noComplete", op, kthr)
 
 
 class MBar:
@@ -157,33 +182,43 @@ def make_mbarrier(P, op):
         extra = ins.operands[2] if len(ins.operands) > 2 else None
         get_extra = P.reader(extra, T.u32, ins) if extra is not None else None
 
+        no_complete = ins.info.no_complete
+
         def arrive(S, m):
             thr = np.flatnonzero(m)
             ex = (np.broadcast_to(np.asarray(get_extra(S)).astype(np.int64), (S.N,))
                   if get_extra is not None else None)
             tokens = np.zeros(S.N, dtype=np.uint64)
             for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                tokens[kthr] = state.phase
                 if kind == "arrive_expect_tx":
+                    tokens[kthr] = state.phase
                     state.tx += int(ex[kthr].sum())
                     state.tx_pc = op.pc
                     _arrive(S, op, state, kthr, len(kthr))
                 else:
-                    n = int(ex[kthr].sum()) if ex is not None else len(kthr)
-                    _arrive(S, op, state, kthr, n)
+                    counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
+                    tokens[kthr] = _tokens(state, kthr, counts, no_complete)
+                    if no_complete:
+                        _check_no_complete(S, op, state, kthr, counts)
+                    _arrive(S, op, state, kthr, int(counts.sum()))
             put(S, tokens, m)
         return arrive
     if kind == "arrive_drop":
         put = P.writer(ins.operands[0], T.b64, ins)
         get_n = P.reader(ins.operands[2], T.u32, ins) if len(ins.operands) > 2 else None
 
+        no_complete = ins.info.no_complete
+
         def arrive_drop(S, m):
             thr = np.flatnonzero(m)
             ns = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,)) if get_n is not None else None
             tokens = np.zeros(S.N, dtype=np.uint64)
             for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                tokens[kthr] = state.phase
-                n = int(ns[kthr].sum()) if ns is not None else len(kthr)
+                counts = ns[kthr] if ns is not None else np.ones(len(kthr), dtype=np.int64)
+                tokens[kthr] = _tokens(state, kthr, counts, no_complete)
+                if no_complete:
+                    _check_no_complete(S, op, state, kthr, counts)
+                n = int(counts.sum())
                 state.count -= n
                 _arrive(S, op, state, kthr, n)
             put(S, tokens, m)
@@ -219,7 +254,10 @@ def make_mbarrier(P, op):
 
         def wait(S, m):
             thr = np.flatnonzero(m)
-            ph = np.broadcast_to(np.asarray(get_phase(S)).astype(np.int64), (S.N,))
+            raw = np.asarray(get_phase(S))
+            if not parity:  # a state token: the phase is its low 32 bits
+                raw = raw.astype(np.uint64) & _PHASE_BITS
+            ph = np.broadcast_to(raw.astype(np.int64), (S.N,))
             done = np.zeros(S.N, dtype=bool)
             for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
                 flush(S, state)
@@ -245,3 +283,21 @@ def make_mbarrier(P, op):
             put(S, done, m)
         return wait
     raise InterpUnsupported(f"mbarrier.{kind} is not modelled", ins)
+
+
+def make_pending_count(P, op):
+    """The executor of `mbarrier.pending_count.b64 d, state`: the arrivals the barrier still expected before the
+    .noComplete arrival that returned `state`; another token is a finding (undefined in PTX). Returns
+    ``fn(S, m)``."""
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.u32, ins)
+    read = P.reader(ins.operands[1], T.b64, ins)
+
+    def pending_count(S, m):
+        tok = np.broadcast_to(np.asarray(read(S)).astype(np.uint64), (S.N,))
+        bad = m & ((tok & _NO_COMPLETE_TOKEN) == 0)
+        if bad.any():
+            S.report("barrier", "mbarrier.pending_count of a state that no arrive.noComplete or "
+                                "arrive_drop.noComplete returned: undefined in PTX", op, np.flatnonzero(bad))
+        put(S, ((tok >> np.uint64(32)) & np.uint64(0x3FFF_FFFF)).astype(np.uint32), m)
+    return pending_count

@@ -187,6 +187,7 @@ class MbarInfo:
     """
     op: str  # init, arrive, arrive_expect_tx, expect_tx, test_wait, try_wait, inval
     parity: bool = False
+    no_complete: bool = False  # arrive / arrive_drop .noComplete: the arrival must not complete the phase
 
 
 def _space(space, req):
@@ -213,9 +214,24 @@ def mbarrier_init(addr, count, space="shared"):
     return make("mbarrier.init", ("mbarrier", "init", space, "b64"), (a, count), req=req, info=MbarInfo("init"))
 
 
-def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, release=False):
-    """mbarrier.arrive{.expect_tx}; state is a .b64 register or DISCARD (`_`)."""
+def _check_no_complete(what, count, space, expect_tx=None):
+    if count is None:
+        raise ValidationError(f"{what}.noComplete needs a count of arrivals (ptxas: 'Illegal modifier "
+                              "'.noComplete' ... without count argument')")
+    if expect_tx is not None:
+        raise ValidationError(f"{what}.noComplete takes no .expect_tx")
+    if space == "shared::cluster":
+        raise ValidationError(f"{what}.noComplete is for a barrier of this CTA: a .shared::cluster arrival is "
+                              "at .cluster scope, which .noComplete does not combine with")
+
+
+def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, release=False, no_complete=False):
+    """mbarrier.arrive{.noComplete}{.expect_tx}; state is a .b64 register or DISCARD (`_`).  `no_complete`: an
+    arrival of `count` that must not complete the phase (sm_80; its state token is what `mbarrier.pending_count`
+    reads)."""
     req = _space(space, REQ_MBAR)
+    if no_complete:
+        _check_no_complete("mbarrier.arrive", count, space, expect_tx)
     a = check_addr(addr, "shared", "mbarrier.arrive")
     _mbar_align_check(a, "mbarrier.arrive")
     if isinstance(state, Discard):  # the sink `_`: ptxas 13 takes it from PTX 7.1 on (7.0 refuses it)
@@ -240,7 +256,8 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
             check_value(expect_tx, T.u32, "mbarrier.arrive.expect_tx bytes", imm_ok=False)
         ops.append(expect_tx)
     elif count is not None:
-        req = req.merge(REQ_MBAR_90)
+        if not no_complete:  # a count without .noComplete is sm_90
+            req = req.merge(REQ_MBAR_90)
         if isinstance(count, int):
             if not 1 <= count < (1 << 20):
                 raise ValidationError(f"mbarrier.arrive count {count} is outside 1..{(1 << 20) - 1}")
@@ -251,10 +268,10 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     if release or space == "shared::cluster":
         req = req.merge(Requirement(80, V("8.0")))
     remote = space == "shared::cluster"
-    parts = ("mbarrier", "arrive", "expect_tx" if expect_tx is not None else None,
-             "release" if release or remote else None, ("cluster" if remote else "cta") if release or remote else None,
-             space, "b64")
-    return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op))
+    sem = ("release", "cluster" if remote else "cta") if release or remote else (None, None)
+    parts = ("mbarrier", "arrive", "noComplete" if no_complete else None,
+             "expect_tx" if expect_tx is not None else None, *sem, space, "b64")
+    return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op, no_complete=no_complete))
 
 
 def _mbar_align_check(a, what):
@@ -343,16 +360,20 @@ def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):
                 req=_space(space, REQ_TX), info=MbarInfo("complete_tx"))
 
 
-def mbarrier_arrive_drop(state, addr, count=None, space="shared"):
-    """mbarrier.arrive_drop.space.b64 state, [a]{, count}: arrive and lower the expected arrival
-    count of this and every later phase (a thread leaving the pipeline); a count needs sm_90."""
+def mbarrier_arrive_drop(state, addr, count=None, space="shared", no_complete=False):
+    """mbarrier.arrive_drop{.noComplete}.space.b64 state, [a]{, count}: arrive and lower the expected arrival
+    count of this and every later phase (a thread leaving the pipeline); a count needs sm_90, unless
+    `no_complete` (an arrival that must not complete the phase, sm_80)."""
     req = _space(space, REQ_MBAR)
+    if no_complete:
+        _check_no_complete("mbarrier.arrive_drop", count, space)
     a = check_addr(addr, "shared", "mbarrier.arrive_drop")
     if not isinstance(state, Discard):  # the sink `_` needs nothing more (ptxas 13 takes it at PTX 7.0)
         check_dst(state, T.b64, "mbarrier.arrive_drop state")
     ops = [state, a]
     if count is not None:
-        req = req.merge(REQ_MBAR_90)
+        if not no_complete:
+            req = req.merge(REQ_MBAR_90)
         if isinstance(count, int):
             if not 1 <= count < (1 << 20):
                 raise ValidationError(f"mbarrier.arrive_drop count {count} is outside 1..{(1 << 20) - 1}")
@@ -360,12 +381,14 @@ def mbarrier_arrive_drop(state, addr, count=None, space="shared"):
         else:
             check_value(count, T.u32, "mbarrier.arrive_drop count", imm_ok=False)
         ops.append(count)
-    return make("mbarrier.arrive_drop", ("mbarrier", "arrive_drop", space, "b64"), ops, n_dst=1, req=req,
-                info=MbarInfo("arrive_drop"))
+    parts = ("mbarrier", "arrive_drop", "noComplete" if no_complete else None, space, "b64")
+    return make("mbarrier.arrive_drop", parts, ops, n_dst=1, req=req,
+                info=MbarInfo("arrive_drop", no_complete=no_complete))
 
 
 def mbarrier_pending_count(d, state):
-    """mbarrier.pending_count.b64 d, state: the pending arrivals recorded in a state token."""
+    """mbarrier.pending_count.b64 d, state: the arrivals the barrier still expected before the arrive-on that
+    gave `state` (which must come from an arrive.noComplete or arrive_drop.noComplete)."""
     check_dst(d, T.u32, "mbarrier.pending_count destination")
     check_value(state, T.b64, "mbarrier state token", imm_ok=False)
     return make("mbarrier.pending_count", ("mbarrier", "pending_count", "b64"), (d, state), n_dst=1, req=REQ_MBAR,
@@ -458,8 +481,10 @@ class SyncOps:
                   pred)
 
     def mbarrier_arrive(self, addr, *, count=None, expect_tx=None, space="shared", state=None, release=False,
-                        pred=None):
-        """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_')."""
+                        no_complete=False, pred=None):
+        """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_').
+        `no_complete=True` (with a `count`): `.noComplete`, an arrival that must not complete the phase, whose
+        token `mbarrier_pending_count` reads."""
         from .operands import DISCARD
         if state == "_" or (state is None and (expect_tx is not None or space == "shared::cluster")):
             st = DISCARD
@@ -469,7 +494,7 @@ class SyncOps:
             count = self._val(count)
         if expect_tx is not None and not isinstance(expect_tx, int):
             expect_tx = self._val(expect_tx)
-        self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release), pred)
+        self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release, no_complete), pred)
         return None if st is DISCARD else st
 
     def mbarrier_expect_tx(self, addr, nbytes, *, pred=None):
@@ -514,15 +539,15 @@ class SyncOps:
         self.emit(mbarrier_complete_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
                   pred)
 
-    def mbarrier_arrive_drop(self, addr, *, count=None, space="shared", state=None, pred=None):
-        """`mbarrier.arrive_drop.shared.b64 state, [addr]{, count}`: arrive, and expect one (or
+    def mbarrier_arrive_drop(self, addr, *, count=None, space="shared", state=None, no_complete=False, pred=None):
+        """`mbarrier.arrive_drop{.noComplete}.shared.b64 state, [addr]{, count}`: arrive, and expect one (or
         `count`) fewer arrival in this and every later phase.  Returns the state token (None with
         state='_')."""
         from .operands import DISCARD
         st = DISCARD if state == "_" else self._dst(state, T.b64)
         if count is not None and not isinstance(count, int):
             count = self._val(count)
-        self.emit(mbarrier_arrive_drop(st, self._addr(addr), count, space), pred)
+        self.emit(mbarrier_arrive_drop(st, self._addr(addr), count, space, no_complete), pred)
         return None if st is DISCARD else st
 
     def mbarrier_pending_count(self, state, *, dst=None, pred=None):

@@ -234,11 +234,13 @@ def _d_mbarrier(parts, ops):
     if kind == "arrive":
         tx = "expect_tx" in parts
         release = "release" in parts
+        no_complete = "noComplete" in parts
         if len(ops) == 3:
             extra = _int_or_reg(ops[2])
-            return Call(mbarrier_arrive, ops[0], ops[1], None if tx else extra, space, extra if tx else None, release)
+            return Call(mbarrier_arrive, ops[0], ops[1], None if tx else extra, space, extra if tx else None, release,
+                        no_complete)
         state, a = _n(ops, 2, "mbarrier.arrive")
-        return Call(mbarrier_arrive, state, a, None, space, None, release)
+        return Call(mbarrier_arrive, state, a, None, space, None, release, no_complete)
     if kind == "expect_tx":
         a, n = _n(ops, 2, "mbarrier.expect_tx")
         return Call(mbarrier_expect_tx, a, _int_or_reg(n), space)

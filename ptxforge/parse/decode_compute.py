@@ -193,10 +193,11 @@ def d_mbarrier_more(parts, ops, space):
         a, n = _n(ops, 2, "mbarrier.complete_tx")
         return Call(mbarrier_complete_tx, a, _int_or_reg(n), space)
     if kind == "arrive_drop":
+        no_complete = "noComplete" in parts
         if len(ops) == 3:
-            return Call(mbarrier_arrive_drop, ops[0], ops[1], _int_or_reg(ops[2]), space)
+            return Call(mbarrier_arrive_drop, ops[0], ops[1], _int_or_reg(ops[2]), space, no_complete)
         state, a = _n(ops, 2, "mbarrier.arrive_drop")
-        return Call(mbarrier_arrive_drop, state, a, None, space)
+        return Call(mbarrier_arrive_drop, state, a, None, space, no_complete)
     if kind == "pending_count":
         d, state = _n(ops, 2, "mbarrier.pending_count")
         return Call(mbarrier_pending_count, d, state)

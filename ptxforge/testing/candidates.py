@@ -312,6 +312,9 @@ def _sync_candidates():
             for release in (False, True):
                 out.append(spec("sync", "mbarrier_arrive", space=space, discard=discard, release=release))
             out.append(spec("sync", "mbarrier_arrive", space=space, discard=discard, count=2))
+            for release in (False, True):  # .noComplete: an arrival of count that does not complete the phase
+                out.append(spec("sync", "mbarrier_arrive", space=space, discard=discard, count=1, no_complete=True,
+                                release=release))
         out.append(spec("sync", "mbarrier_arrive", space=space, expect_tx=4096))
         for parity in (True, False):
             for op in ("mbarrier_test_wait", "mbarrier_try_wait"):
@@ -322,6 +325,7 @@ def _sync_candidates():
         for count in (None, 2):
             for discard in (False, True):
                 out.append(spec("sync", "mbarrier_arrive_drop", space=space, count=count, discard=discard))
+        out.append(spec("sync", "mbarrier_arrive_drop", space=space, count=1, discard=False, no_complete=True))
     out += [spec("sync", "mbarrier_pending_count")]
     out += [spec("sync", "mbarrier_try_wait", parity=pa, phase=0, suspend=sus) for pa in (True, False)
             for sus in (1000, "reg")]

@@ -419,7 +419,8 @@ def _emit_sync(sc: Scratch, s: Spec):
         k.mbarrier_init(sc.mb, s["count"], space=s["space"], pred=g)
     elif op == "mbarrier_arrive":
         k.mbarrier_arrive(sc.mb, count=s.get("count"), expect_tx=s.get("expect_tx"), space=s["space"],
-                          state="_" if s.get("discard") else None, release=s.get("release", False), pred=g)
+                          state="_" if s.get("discard") else None, release=s.get("release", False),
+                          no_complete=s.get("no_complete", False), pred=g)
     elif op == "mbarrier_expect_tx":
         k.mbarrier_expect_tx(sc.mb, s["nbytes"], pred=g)
     elif op in ("mbarrier_test_wait", "mbarrier_try_wait"):
@@ -434,7 +435,7 @@ def _emit_sync(sc: Scratch, s: Spec):
         k.mbarrier_complete_tx(sc.mb, s["nbytes"] if s["nbytes"] is not None else sc.reg(T.u32), pred=g)
     elif op == "mbarrier_arrive_drop":
         k.mbarrier_arrive_drop(sc.mb, count=s.get("count"), space=s["space"], state="_" if s.get("discard") else None,
-                               pred=g)
+                               no_complete=s.get("no_complete", False), pred=g)
     elif op == "mbarrier_pending_count":
         k.mbarrier_pending_count(sc.reg(T.b64), pred=g)
     elif op == "bar_red":

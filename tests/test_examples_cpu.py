@@ -15,3 +15,12 @@ def test_the_tile_copy_example_is_exact_on_the_interpreter(capsys):
     for argv in ([], ["--dtype", "s4", "--completion", "mbarrier"], ["--packed", "--dtype", "f32"]):
         assert ex.main(["--interpret", *argv]) == 0, argv
     assert "interpreter:" in capsys.readouterr().out
+
+
+def test_the_wmma_example_is_exact_on_the_interpreter_and_assembles(capsys):
+    import ptxforge as pf
+    ex = load_example("wmma_gemm")
+    assert ex.main(["--size", "32", "64", "48"]) == 0
+    assert "interpreter: C (32 x 64) == 0.5 * A @ B exactly" in capsys.readouterr().out
+    for target in ("sm_80", "sm_90"):
+        pf.assemble(ex.wmma_gemm_kernel(target))

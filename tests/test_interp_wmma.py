@@ -219,3 +219,10 @@ def test_wmma_ptx_text_parsed_back_runs_the_same():
     parsed = pf.parse(_kernel(case, strides).module().ptx)
     interp.run(parsed, block=32, args=mem)
     np.testing.assert_array_equal(mem[3], want)
+
+
+@pytest.mark.gpu
+def test_gpu_the_wmma_example_is_exact_on_the_gpu(capsys):
+    from support.examples import load_example
+    assert load_example("wmma_gemm").main([]) == 0
+    assert "GPU: C (64 x 96) == 0.5 * A @ B exactly" in capsys.readouterr().out

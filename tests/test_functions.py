@@ -576,3 +576,71 @@ def test_a_device_function_with_its_own_local_array():
     interp.run(m, block=16, args=[got])
     t = np.arange(16)
     np.testing.assert_array_equal(got, 3 * t * 1 + 2 * t * 2 + 1 * t * 3 + 5)
+
+
+# ---------------------------------------------------------------- aggregates by value (.param byte arrays)
+
+_AGGREGATE_PTX = """.version 8.0
+.target sm_80
+.address_size 64
+
+.func (.param .align 16 .b8 ret[16]) swap_pairs(
+    .param .align 16 .b8 v[16],
+    .param .align 4 .b8 pad[8]
+)
+{
+    .reg .f32 %f<5>;
+    .reg .b32 %r<2>;
+    ld.param.v4.f32 {%f1, %f2, %f3, %f4}, [v];
+    ld.param.b32 %r1, [pad+OFFSET];
+    st.param.v2.f32 [ret+0], {%f2, %f1};
+    st.param.f32 [ret+8], %f4;
+    st.param.f32 [ret+12], %f3;
+    ret;
+}
+
+.visible .entry swap(.param .u64 in_ptr, .param .u64 out_ptr)
+{
+    .reg .b32 %r<3>;
+    .reg .b64 %rd<5>;
+    .reg .f32 %f<9>;
+    ld.param.u64 %rd1, [in_ptr];
+    ld.param.u64 %rd2, [out_ptr];
+    mov.u32 %r1, %tid.x;
+    mul.wide.u32 %rd3, %r1, 16;
+    add.s64 %rd1, %rd1, %rd3;
+    add.s64 %rd2, %rd2, %rd3;
+    ld.global.v4.f32 {%f1, %f2, %f3, %f4}, [%rd1];
+    {
+    .param .align 16 .b8 param0[16];
+    st.param.v4.f32 [param0+0], {%f1, %f2, %f3, %f4};
+    .param .align 4 .b8 param1[8];
+    st.param.b32 [param1+4], %r1;
+    .param .align 16 .b8 retval0[16];
+    call.uni (retval0), swap_pairs, (param0, param1);
+    ld.param.v4.f32 {%f5, %f6, %f7, %f8}, [retval0+0];
+    }
+    st.global.v4.f32 [%rd2], {%f5, %f6, %f7, %f8};
+    ret;
+}
+"""
+
+
+def test_aggregates_passed_and_returned_by_value_run_on_the_interpreter():
+    """.param byte arrays (a float4 argument, an 8-byte block, a float4 result) live in per-thread local memory:
+    vector and offset accesses at any width, as nvcc writes for structures passed by value."""
+    module = pf.parse(_AGGREGATE_PTX.replace("OFFSET", "4"))
+    pf.assemble(module)
+    x = np.arange(32 * 4, dtype=np.float32).reshape(32, 4)
+    y = np.full_like(x, np.nan)
+    interp.run(module, "swap", block=32, args=[x, y])
+    np.testing.assert_array_equal(y, x[:, [1, 0, 3, 2]])
+
+
+def test_a_read_past_a_param_byte_array_is_out_of_bounds_at_its_ptx_line():
+    text = _AGGREGATE_PTX.replace("OFFSET", "8")
+    module = pf.parse(text, filename="aggregate.ptx")
+    with pytest.raises(interp.InterpError, match="out-of-bounds .local") as e:
+        interp.run(module, "swap", block=32, args=[np.zeros((32, 4), np.float32), np.zeros((32, 4), np.float32)])
+    line = next(i for i, t in enumerate(text.splitlines(), 1) if "[pad+8]" in t)
+    assert f"aggregate.ptx:{line}" in str(e.value)

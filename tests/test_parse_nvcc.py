@@ -21,7 +21,7 @@ from ptxforge.parse.lint import has_errors, lint
 from ptxforge.parse.to_python import to_python
 
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
-STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync")
+STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync", "structs")
 #: a line legal on sm_90 that the tables lack (a TMA reduction into a tensor), put into a file to read leniently
 FOREIGN = "\ttcgen05.fence::before_thread_sync;"  # not in the tables (sm_100)
 #: breadth.cu: the families whose nvcc forms the tables lack today (a line may leave this set as the
@@ -131,6 +131,18 @@ def test_interp_refuses_opaque_lines(ptx):
     with pytest.raises(interp.InterpUnsupported) as e:
         interp.run(module, "wmma_tile", grid=1, block=32, args=[a, a.copy(), c])
     assert "tcgen05" in str(e.value)
+
+
+def test_aggregates_passed_by_value_on_the_interpreter(ptx):
+    """nvcc's .param byte arrays (a structure and a float4 argument, a float4 return value) through calls."""
+    path, text = ptx["structs"]
+    module = parse(text, filename=path)
+    n = 300
+    x = np.linspace(-2, 2, n).astype(np.float32)
+    y = np.full(n, np.nan, np.float32)
+    interp.run(module, "structs", grid=3, block=128, args=[x, y, n])
+    want = x * x + np.float32(2.0) * (x + np.float32(3.0)) + np.arange(n, dtype=np.float32)
+    np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
 
 
 def test_wmma_on_the_interpreter(ptx):

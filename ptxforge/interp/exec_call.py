@@ -8,8 +8,12 @@ callee that uses alloca, a stacksave before the call and a stackrestore after it
 what it allocated, as its return does), and every
 `.param` variable of a call (the caller's arguments and return slots, the callee's parameters
 and return values) becomes a per-thread register that `st.param`/`ld.param` write and read
-(`param.move`, an interpreter-only instruction).  Instructions keep the Python or PTX line they
-came from, so findings inside a device function name the function's line.
+(`param.move`, an interpreter-only instruction).  A `.param` byte array (what nvcc writes for a
+structure or a vector type passed or returned by value) becomes per-thread `.local` memory of its
+size and alignment, one per declaration (`Expander.param_arrays`), and `st.param`/`ld.param` of it,
+at any offset and vector width, become `.local` accesses, bounds-checked like any other.
+Instructions keep the Python or PTX line they came from, so findings inside a device function name
+the function's line.
 
 `brx.idx` becomes a chain of compare-and-branch instructions, one per target.
 
@@ -17,14 +21,15 @@ A call through a register (`mov.u64 %rd, func` gives a fixed address per functio
 comparison with the address of each function of the module that has the `.callprototype`'s
 signature and a branch to that function's expanded body.
 
-Not modelled (refused when reached, naming the line): recursion,
-`.param` byte arrays and vector or offset accesses to call parameters.
+Not modelled (refused when reached, naming the line): recursion, vector or offset accesses to
+scalar call parameters.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from ..declarations import Variable
 from ..isa import types as T
 from ..isa.calls import CallParam
 from ..isa.control import bra, setp, stack as stack_op
@@ -82,12 +87,19 @@ def _rewrite(x, regs: dict, labels: dict, memo: dict):
 
 
 def _param_access(ins, params: dict):
-    """(register, type, store?) when `ins` is an ld/st.param of a call parameter in `params`."""
+    """(register, type, store?) when `ins` is an ld/st.param of a scalar call parameter in `params`; the
+    instruction as a `.local` access when it names a byte-array parameter (held in local memory)."""
     if ins.opcode not in ("ld", "st") or getattr(ins.info, "space", None) != "param":
         return None
-    addr = ins.operands[1] if ins.opcode == "ld" else ins.operands[0]
+    i = 1 if ins.opcode == "ld" else 0
+    addr = ins.operands[i]
     if not isinstance(addr, Addr) or not isinstance(addr.base, Symbol) or addr.base.name not in params:
         return None
+    where = params[addr.base.name]
+    if isinstance(where, Symbol):  # a byte array in local memory
+        ops = list(ins.operands)
+        ops[i] = dataclasses.replace(addr, base=where)
+        return dataclasses.replace(ins, operands=tuple(ops), info=dataclasses.replace(ins.info, space="local"))
     if addr.offset or ins.info.vec != 1:
         raise InterpUnsupported(f"'{ins.render()}': vector or offset accesses to call parameters are not "
                                 "modelled", ins)
@@ -104,6 +116,14 @@ class _Expander:
         self.functions = functions
         self.sites = 0
         self.out: list = []
+        self.param_arrays: list = []  # the .local Variables holding .param byte arrays
+
+    def param_array(self, sym) -> Symbol:
+        """A per-thread `.local` array of this declaration's own for `.param` byte array `sym`."""
+        self.sites += 1
+        name = f".param {sym.name}@{self.sites}"  # as findings name it (never rendered as PTX)
+        self.param_arrays.append(Variable(name, "local", T.b8, align=max(sym.align or 1, 1), dims=(sym.nbytes,)))
+        return Symbol(name, "local", T.b8, sym.nbytes, max(sym.align or 1, 1))
 
     def body(self, items, params: dict, stack: tuple, ret_label):
         """Append `items` (a kernel's or an instance's body), `params`: .param name -> register."""
@@ -124,11 +144,11 @@ class _Expander:
                 continue
             if name == "LocalDecl" and isinstance(item.symbol, Symbol) and item.symbol.space == "param":
                 sym = item.symbol
-                if sym.nbytes is not None:
-                    out.append(_refusal(f"'{item.text}': .param byte arrays of a call are not modelled"))
-                    continue
                 if scopes and sym.name not in scopes[-1]:
                     scopes[-1][sym.name] = params.get(sym.name)
+                if sym.nbytes is not None:
+                    params[sym.name] = self.param_array(sym)
+                    continue
                 self.sites += 1
                 params[sym.name] = _param_reg(f"{sym.name}@{self.sites}", sym.type)
                 continue
@@ -149,7 +169,7 @@ class _Expander:
                            else bra(ret_label).with_loc(ins.loc))
                 continue
             acc = _param_access(ins, params)
-            out.append(_param_move(ins, *acc) if acc is not None else ins)
+            out.append(acc if isinstance(acc, Instruction) else _param_move(ins, *acc) if acc is not None else ins)
 
     def brx(self, ins):
         """`brx.idx i, tlist` as a chain: `setp.eq p, i, j; @p bra tlist[j]` for each j, then a
@@ -290,19 +310,19 @@ def make_unsupported_call(P, op):
     raise InterpUnsupported(op.ins.info, op.ins)
 
 
-def expand_calls(kernel, functions: dict) -> list:
+def expand_calls(kernel, functions: dict) -> tuple:
     """The kernel's body with every direct call to a device function of `functions` (name ->
     Function) expanded in place (see the module docstring); Instructions and LabelDefs only."""
     if not any(isinstance(i, Instruction) and i.opcode in ("call", "brx.idx") for i in kernel.body) and \
             not any(type(i).__name__ == "LocalDecl" for i in kernel.body):
-        return [i for i in kernel.body if isinstance(i, (Instruction, LabelDef))]
+        return [i for i in kernel.body if isinstance(i, (Instruction, LabelDef))], []
     e = _Expander(functions)
     params: dict = {}
     if getattr(kernel, "kind", "entry") == "func":  # run on its own: its parameters are registers too
         for p in tuple(kernel.params) + tuple(kernel.returns):
-            params[p.name] = _param_reg(p.name, p.type)
+            params[p.name] = e.param_array(p) if p.nbytes is not None else _param_reg(p.name, p.type)
     e.body(kernel.body, params, (kernel.name,), None)
-    return e.out
+    return e.out, e.param_arrays
 
 
 def make_param_move(P, op):

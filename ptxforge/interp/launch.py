@@ -188,7 +188,8 @@ class Launch:
         self.kernel = kernel
         self.prog = prog
         self.variables = tuple(variables)  # module .global/.const Variables, placed in the heap
-        self.local = LocalLayout(local_variables(kernel, prog.functions), STACK_BYTES if prog.uses_stack else 0)
+        self.local = LocalLayout(local_variables(kernel, prog.functions) + list(prog.param_arrays),
+                                 STACK_BYTES if prog.uses_stack else 0)
         self.grid = _dims(grid, "grid")
         self.block = _dims(block, "block")
         self.nthreads = self.block[0] * self.block[1] * self.block[2]

@@ -38,7 +38,8 @@ class Program:
         self._slot_of: dict = {}
         self.instructions: list = []
         labels: dict = {}
-        for item in expand_calls(kernel, self.functions):
+        expanded, self.param_arrays = expand_calls(kernel, self.functions)  # .param byte arrays: .local memory
+        for item in expanded:
             if isinstance(item, LabelDef):
                 labels[item.label.name] = len(self.instructions)
             elif isinstance(item, Instruction):

@@ -16,6 +16,7 @@ writes its return values with `set_result()`.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from contextlib import contextmanager
 
@@ -94,6 +95,75 @@ class FunctionOps:
         var = variable(name, type, space="local", count=count, align=align)
         self._locals.append(var)
         return var
+
+    def printf(self, fmt: str, *args, pred=None):
+        """Device printf: `vprintf(format, args)` as nvcc writes it, for debugging a kernel.  `fmt` is a C format
+        string (%d %i %u %x %X %o %c, with l/ll for 64-bit integers, %e %f %g %a, %s, %p, widths, precisions
+        and `*`); each argument a register or a Python number of the conversion's kind: integers of at most 32
+        bits for %d ..., of 64 bits for %lld ...; f16/bf16/f32/f64 registers or floats for %f ... (widened to a
+        double, as C does); a Python str or a 64-bit generic address for %s; a 64-bit address for %p.  The
+        format becomes a module `.global` string, the arguments a per-thread `.local` buffer.  Returns the
+        call's result register (the number of arguments); the GPU prints at the next synchronization, the
+        interpreter into `Report.printed` and stdout."""
+        from .declarations import variable
+        from .isa.vprintf import VPRINTF, buffer_layout, conversions
+        try:
+            if not isinstance(fmt, str):
+                raise ValidationError(f"printf's format is a str, got {type(fmt).__name__}")
+            specs = conversions(fmt)
+            if len(args) != len(specs):
+                raise ValidationError(f"printf {fmt!r} takes {len(specs)} argument(s) "
+                                      f"({', '.join('%' + a.conv for a in specs) or 'none'}), got {len(args)}")
+            values = [self._printf_value(a, spec, i) for i, (a, spec) in enumerate(zip(args, specs))]
+        except ValidationError as e:
+            raise with_loc(e, caller_loc())
+        offsets, size = buffer_layout(specs)
+        n = self._printf_count = getattr(self, "_printf_count", -1) + 1
+        buf = self.local_array(f"printf_args{n}", T.b8, size, align=8)
+        for (value, t), off in zip(values, offsets):
+            self.st(buf, value, type=t, space="local", offset=off)
+        data = fmt.encode("utf-8") + b"\0"
+        name = "printf_fmt_" + hashlib.sha1(data).hexdigest()[:12]  # one variable per distinct format
+        text = self.address_of(variable(name, T.b8, count=len(data), init=list(data)), generic=True)
+        return self.call(Prototype(VPRINTF, (Param(f"{VPRINTF}_result", T.b32),),
+                                   (Param(f"{VPRINTF}_format", T.b64), Param(f"{VPRINTF}_args", T.b64))),
+                         args=[text, self.address_of(buf, generic=True)], pred=pred)
+
+    def _printf_value(self, a, spec, i):
+        """(value, store type) of printf argument `i` for conversion `spec` (an isa.vprintf.Argument)."""
+        from .declarations import variable
+        what = f"printf argument {i} (%{spec.conv})"
+        if spec.kind == "string" and isinstance(a, str):
+            data = a.encode("utf-8") + b"\0"
+            return self.address_of(variable("printf_str_" + hashlib.sha1(data).hexdigest()[:12], T.b8,
+                                            count=len(data), init=list(data)), generic=True), T.b64
+        if isinstance(a, bool) or not isinstance(a, (int, float, Reg)):
+            raise ValidationError(f"{what} is a register or a number, got {a!r}")
+        if spec.kind == "float":
+            if isinstance(a, (int, float)):
+                return Imm(float(a), T.f64), T.f64
+            if not a.type.is_float or a.type.lanes != 1 or a.type is T.tf32:
+                raise ValidationError(f"{what} takes a float; {a} is .{a.type.name} (an integer: use %d, %u or %x)")
+            if a.type is T.f64:
+                return a, T.f64
+            wide = a if a.type is T.f32 else self.cvt(a, T.f32)
+            return self.cvt(wide, T.f64), T.f64
+        if isinstance(a, float) or (isinstance(a, Reg) and (a.type.is_float or a.type.is_pred)):
+            raise ValidationError(f"{what} takes {'an integer' if spec.kind == 'int' else 'a 64-bit address'}; "
+                                  f"got {a!r}" + (" (a float: use %f, %e or %g)" if not isinstance(a, Reg)
+                                                  or a.type.is_float else ""))
+        bits = spec.nbytes * 8
+        if isinstance(a, int):
+            return Imm(a & ((1 << bits) - 1), T.lookup(f"u{bits}")), T.lookup(f"b{bits}")
+        if spec.kind != "int" and a.type.bits != 64:
+            raise ValidationError(f"{what} takes a 64-bit generic address; {a} is .{a.type.name}")
+        if a.type.bits > bits:
+            raise ValidationError(f"{what} takes a {bits}-bit integer; {a} is .{a.type.name}: use %ll{spec.conv}")
+        if a.type.bits < bits and bits == 64:
+            raise ValidationError(f"{what} takes a 64-bit integer; {a} is .{a.type.name}: drop the l/ll")
+        if a.type.bits < bits:  # 8- and 16-bit registers widen as C promotes them
+            a = self.cvt(a, T.lookup(("s" if a.type.kind == "s" else "u") + "32"))
+        return a, T.lookup(f"b{bits}")
 
     def address_of(self, var: Variable, dst=None, *, generic: bool = False) -> Reg:
         """The address of a variable in its own space: `mov.u64 %rd, var` (the builder then knows the

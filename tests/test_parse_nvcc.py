@@ -21,7 +21,7 @@ from ptxforge.parse.lint import has_errors, lint
 from ptxforge.parse.to_python import to_python
 
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
-STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync", "structs")
+STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync", "structs", "printf")
 #: a line legal on sm_90 that the tables lack (a TMA reduction into a tensor), put into a file to read leniently
 FOREIGN = "\ttcgen05.fence::before_thread_sync;"  # not in the tables (sm_100)
 #: breadth.cu: the families whose nvcc forms the tables lack today (a line may leave this set as the
@@ -143,6 +143,18 @@ def test_aggregates_passed_by_value_on_the_interpreter(ptx):
     interp.run(module, "structs", grid=3, block=128, args=[x, y, n])
     want = x * x + np.float32(2.0) * (x + np.float32(3.0)) + np.arange(n, dtype=np.float32)
     np.testing.assert_allclose(y, want, rtol=1e-6, atol=1e-6)
+
+
+def test_printf_on_the_interpreter(ptx, capsys):
+    """nvcc's printf (vprintf with a local argument buffer) prints what C would."""
+    path, text = ptx["printf"]
+    module = parse(text, filename=path)
+    x = (np.arange(128) * 0.25).astype(np.float32)
+    report = interp.run(module, "say", grid=1, block=128, args=[x, 120])
+    want = [f"thread {i} of 120: x={x[i]:.3f} hex={i * 3:#x} wide={i << 40} c={chr(65 + i % 26)} s=ok\n"
+            for i in (0, 50, 100)]
+    assert report.printed == [w.replace("hex=0x0 ", "hex=0 ") for w in want]  # C's %#x prints 0 without 0x
+    assert capsys.readouterr().out == "".join(report.printed)
 
 
 def test_wmma_on_the_interpreter(ptx):

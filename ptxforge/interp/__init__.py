@@ -32,7 +32,8 @@ launch gave waits, and ends in a deadlock finding.  alloca / stacksave / stackre
 per-thread stack in local memory (exec_stack): bytes released by stackrestore or a device function's
 return are out of bounds, and an overflow is a finding.  wmma.load / wmma.mma / wmma.store run every
 form (exec_wmma) through a fragment layout of the interpreter's own, as PTX leaves the layout to the
-implementation: loads, products, stores and per-element operations agree with a GPU.
+implementation: loads, products, stores and per-element operations agree with a GPU.  printf (a call
+to vprintf, from `k.printf` or nvcc) formats as C does into `Report.printed` and stdout (exec_printf).
 Floats round as PTX asks, once: the directed modes (.rz/.rm/.rp) of arithmetic and cvt and the fused
 f64 fma through exact rationals where numpy cannot (rounding.py).
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),

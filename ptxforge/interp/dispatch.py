@@ -12,8 +12,8 @@ from ..isa.bits import BITFIELD, SHIFT_TYPES
 from ..isa.opaque import OPAQUE
 from ..isa.video import VIDEO
 from . import (exec_arith, exec_async, exec_async_store, exec_bits, exec_call, exec_cluster, exec_integer,
-               exec_mbarrier, exec_memory, exec_move, exec_narrow, exec_reduce, exec_regpool, exec_stack, exec_sync,
-               exec_tensor, exec_tensormap, exec_tma, exec_video, exec_warp, exec_wgmma, exec_wmma)
+               exec_mbarrier, exec_memory, exec_move, exec_narrow, exec_printf, exec_reduce, exec_regpool, exec_stack,
+               exec_sync, exec_tensor, exec_tensormap, exec_tma, exec_video, exec_warp, exec_wgmma, exec_wmma)
 from .findings import InterpUnsupported
 from .ops import BLOCKING, BRANCH, PLAIN, Op
 
@@ -62,7 +62,7 @@ FACTORIES = {
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
     **{k: exec_video.make_video for k in VIDEO},
     "st.async": exec_async_store.make_async_store, "red.async": exec_async_store.make_async_store,
-    "mbarrier.pending_count": exec_mbarrier.make_pending_count,
+    "mbarrier.pending_count": exec_mbarrier.make_pending_count, exec_printf.PRINTF: exec_printf.make_printf,
     "alloca": exec_stack.make_alloca, "stacksave": exec_stack.make_stacksave,
     "stackrestore": exec_stack.make_stackrestore,
     "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,

@@ -15,7 +15,8 @@ at any offset and vector width, become `.local` accesses, bounds-checked like an
 Instructions keep the Python or PTX line they came from, so findings inside a device function name
 the function's line.
 
-`brx.idx` becomes a chain of compare-and-branch instructions, one per target.
+`brx.idx` becomes a chain of compare-and-branch instructions, one per target.  A call to the CUDA
+runtime's `vprintf` (printf, declared `.extern`) becomes the interpreter-only `exec_printf.PRINTF`.
 
 A call through a register (`mov.u64 %rd, func` gives a fixed address per function) becomes a
 comparison with the address of each function of the module that has the `.callprototype`'s
@@ -36,7 +37,9 @@ from ..isa.control import bra, setp, stack as stack_op
 from ..isa.instruction import Instruction
 from ..isa.operands import Addr, Guard, Imm, Label, Reg, Symbol
 from ..isa.targets import BASE
+from ..isa.vprintf import VPRINTF
 from ..kernel import LabelDef
+from .exec_printf import PRINTF
 from .findings import InterpUnsupported
 
 _PTXFORGE_INTERNAL = True
@@ -201,6 +204,12 @@ class _Expander:
             self.indirect(ins, params, stack)
             return
         func = self.functions.get(info.func)
+        if func is None and info.func == VPRINTF and len(info.args) == 2:  # the CUDA runtime's printf
+            ret = params[info.returns[0].name] if info.returns else None
+            self.out.append(Instruction(PRINTF, ins.mnemonic, (ret, params[info.args[0].name],
+                                                                params[info.args[1].name]),
+                                        1 if ret is not None else 0, ins.guard, ins.req, None, (), None, ins.loc))
+            return
         if func is None:
             self.out.append(_refusal(f"'{ins.render()}' is a call to {info.func}, which the module does not "
                                      "define; the interpreter runs calls to device functions the module defines", ins))

@@ -19,6 +19,7 @@ pointer argument was read and written (`Report.accesses`, see traffic.py).
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -84,6 +85,7 @@ class Report:
     batches: int = 0
     accesses: dict | None = None  # {pointer parameter: traffic.AccessCounts}, with count_accesses=True
     variables: dict = field(default_factory=dict)  # {module .global/.const variable: its bytes after the run}
+    printed: list = field(default_factory=list)  # what printf (vprintf) calls wrote, one string per call, in order
 
     @property
     def ok(self) -> bool:
@@ -188,6 +190,7 @@ class Launch:
         self.kernel = kernel
         self.prog = prog
         self.variables = tuple(variables)  # module .global/.const Variables, placed in the heap
+        self.printed: list = []  # printf output, one string per call
         self.local = LocalLayout(local_variables(kernel, prog.functions) + list(prog.param_arrays),
                                  STACK_BYTES if prog.uses_stack else 0)
         self.grid = _dims(grid, "grid")
@@ -442,4 +445,7 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
         if count_accesses:
             report.accesses = access_counts(L.heap.counter, L.heap.bufs, L.pointer_bindings)
         report.variables = L.variable_bytes()
+        report.printed = L.printed
+        if L.printed:  # as a GPU's printf buffer appears on the host when the launch is synchronized
+            sys.stdout.write("".join(L.printed))
     return report

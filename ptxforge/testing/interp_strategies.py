@@ -98,6 +98,37 @@ def packed_words(lanes: int, min_size: int = 1, max_size: int = 64):
     return st.lists(word, min_size=min_size, max_size=max_size).map(lambda xs: np.array(xs, dtype=np.uint32))
 
 
+@st.composite
+def printf_conversions(draw, max_conversions: int = 3):
+    """(format, values) of a C printf call: conversion specifications drawn over flags, widths (`*` too),
+    precisions, length modifiers and every conversion a device printf takes but %s and %p, between literal
+    text; `values` one per argument the format takes (`isa.vprintf.conversions`), ints for the integer
+    conversions, %c and `*`, floats (zeros of both signs, infinities, NaN, subnormals) for the others."""
+    from ..isa.vprintf import conversions
+    parts = [draw(st.text(alphabet="abc =:<>", max_size=3))]
+    for _ in range(draw(st.integers(1, max_conversions))):
+        conv = draw(st.sampled_from("diouxXcfFeEgGaA"))
+        flags = "".join(draw(st.lists(st.sampled_from("-+ #0"), max_size=3, unique=True)))
+        width = draw(st.sampled_from(["", "1", "7", "13", "*"]))
+        prec = draw(st.sampled_from(["", ".0", ".1", ".4", ".*"])) if conv not in "aAc" else ""
+        length = draw(st.sampled_from(["", "l", "ll", "h", "hh", "j", "z"])) if conv in "diouxX" else ""
+        parts.append(f"%{flags}{width}{prec}{length}{conv}")
+        parts.append(draw(st.text(alphabet="abc =:<>", max_size=3)))
+    fmt = "".join(parts)
+    values = []
+    for a in conversions(fmt):
+        if a.kind == "float":
+            values.append(draw(st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                                         st.sampled_from([0.0, -0.0, 5e-324, 1e300, -2.5e-7]))))
+        elif a.conv == "c":
+            values.append(draw(st.integers(32, 126)))
+        elif a.conv == "*":
+            values.append(draw(st.integers(-20, 20)))
+        else:
+            values.append(draw(st.integers(-(1 << (8 * a.nbytes - 1)), (1 << (8 * a.nbytes - 1)) - 1)))
+    return fmt, values
+
+
 def launch_shapes(max_threads=256, max_ctas=4):
     """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs."""
     def blocks(total):

@@ -50,6 +50,7 @@ def wmma_gemm_kernel(target="sm_80"):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--size", type=int, nargs=3, default=(64, 96, 128), metavar=("M", "N", "K"))
+    p.add_argument("--sanitizer", action="store_true", help="the default small size, for compute-sanitizer runs")
     args = p.parse_args(argv)
     m, n, k = args.size
     if m % 32 or n % 32 or k % TILE:

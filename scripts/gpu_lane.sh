@@ -35,7 +35,7 @@ run_tests() {
   cat "$logs"/tests-*.log >"$logs/tests.log"
 }
 
-SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/dependent_launch.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py examples/tma_reduce.py examples/tensormap_edit.py scripts/hopper_memcheck.py"}
+SANITIZE=${SANITIZE:-"examples/int4_gemm.py examples/dependent_launch.py examples/hopper_tma_copy.py examples/hopper_wgmma_tile.py examples/hopper_cluster_multicast.py examples/tma_reduce.py examples/tensormap_edit.py examples/wmma_gemm.py scripts/hopper_memcheck.py"}
 run_sanitizer() {
   : >"$logs/sanitizer.summary"
   for ex in $SANITIZE; do

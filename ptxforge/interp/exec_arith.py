@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..bfloat16 import to_bf16
 from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
 from .rounding import directed, fma_f64
-from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_lane, half_to_f32, mulhi_s64,
-                     mulhi_u64, view_dtype)
+from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_bits, half_lane, half_to_f32,
+                     mulhi_s64, mulhi_u64, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -141,13 +140,6 @@ def _fma_odd64(a, b, c):
 def _fma_f32(a, b, c):
     """Correctly rounded fused multiply-add of float32 arrays."""
     return _fma_odd64(a, b, c).astype(np.float32)
-
-
-def _half_out(x64, is_bf16):
-    """float64 -> f16/bf16 bits, rounded once (to nearest even)."""
-    if not is_bf16:
-        return np.asarray(x64).astype(np.float16).view(np.uint16)
-    return to_bf16(np.asarray(x64, dtype=np.float64))
 
 
 #: Float semantics by opcode: the exact function, computed in float64 and rounded once by the
@@ -393,7 +385,7 @@ def _make_float(P, op, opname, t, mods, srcs):
                     r = fn(*xs)
                 if sat:
                     r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
-                bits = _half_out(r, is_bf16)
+                bits = half_bits(r, is_bf16)
                 if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
                     bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
                 lane_bits.append(bits)

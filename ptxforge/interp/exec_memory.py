@@ -18,7 +18,7 @@ from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .ops import address_parts
-from .values import UINT, as_words128, from_words128, view_dtype
+from .values import UINT, as_words128, from_words128, half_bits, half_lane, view_dtype
 
 _PTXFORGE_INTERNAL = True
 
@@ -183,51 +183,106 @@ def _atom_apply(opname, t, old, b, c):
     raise AssertionError(opname)
 
 
+_HALF_ATOM = {T.f16: False, T.f16x2: False, T.bf16: True, T.bf16x2: True}  # type -> is bf16
+
+
+def _half_atom(opname, t, old, b):
+    """add / min / max of packed half-precision bits (uint16 or uint32) lane by lane: exact in float64, rounded
+    once to the half format (.noftz: subnormals kept); min/max as PTX's min/max (a NaN loses to a number, -0 is
+    less than +0)."""
+    is_bf16 = _HALF_ATOM[t]
+    lanes = []
+    for lane in range(t.lanes):
+        x, y = (half_lane(v, lane, is_bf16).astype(np.float64) for v in (old, b))
+        if opname == "add":
+            r = x + y
+        else:
+            pick_x = (x < y) if opname == "min" else (x > y)
+            zeros = (x == 0) & (y == 0)  # -0 < +0
+            neg_x = np.signbit(x)
+            pick_x = np.where(zeros, neg_x if opname == "min" else ~neg_x, pick_x)
+            r = np.where(np.isnan(y) | pick_x, x, y)
+            r = np.where(np.isnan(x) & ~np.isnan(y), y, r)
+        lanes.append(half_bits(r, is_bf16))
+    out = lanes[0].astype(np.uint32)
+    for i, bits in enumerate(lanes[1:], 1):
+        out = out | (bits.astype(np.uint32) << np.uint32(16 * i))
+    return out.astype(UINT[t.bits])
+
+
+def _atom_bits(opname, t, old, b, c):
+    """New memory bits for one atom element: raw unsigned words in, raw words out ((n, 2) uint64 for .b128)."""
+    if t in _HALF_ATOM:
+        return _half_atom(opname, t, old, b)
+    if t is T.b128:
+        if opname == "exch":
+            return np.broadcast_to(b, old.shape).copy()
+        return np.where((old == b).all(axis=1)[:, None], c, old)
+    vdt = view_dtype(t)
+    new = _atom_apply(opname, t, old.view(vdt), b.view(vdt), None if c is None else c.view(vdt))
+    return np.asarray(new).astype(vdt).view(UINT[t.bits])
+
+
 def make_atom(P, op):
     """The executor of `atom` / `red`: a read-modify-write applied in thread order, so the results are those of
-    one legal serialization. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask
-    `m`; `P` is the Program, `op` the Op being built.
+    one legal serialization; a vector atom is one atomic per element.  Half types add (and min/max) lane by
+    lane, rounded once; .b128 exchanges and compares 16 bytes. Returns ``fn(S, m)``, which executes it on
+    Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
     """
     ins = op.ins
     info = ins.info
-    t, space, opname = info.type, info.space, info.op
-    width = t.bits // 8
+    t, space, opname, vec = info.type, info.space, info.op, info.vec
+    width = 16 if t is T.b128 else t.bits // 8
     is_red = ins.opcode == "red"
     k = 0 if is_red else 1
     get_addr = address_reader(P, ins.operands[k], ins, space)
-    rb = P.reader(ins.operands[k + 1], t, ins)
-    rc = P.reader(ins.operands[k + 2], t, ins) if opname == "cas" else (lambda S: None)
-    put = None if is_red else P.writer(ins.operands[0], t, ins)
-    vdt = view_dtype(t)
-    udt = UINT[t.bits]
+    bt = T.lookup(f"b{t.bits}")
+    rbs = [P.reader(r, bt, ins) for r in P.regs_of(ins.operands[k + 1])]
+    rc = P.reader(ins.operands[k + 2], bt, ins) if opname == "cas" else None
+    puts = [] if is_red else [P.writer(r, bt, ins) for r in P.regs_of(ins.operands[0])]
+    udt = UINT[64] if t is T.b128 else UINT[t.bits]
+
+    def words(S, r):
+        v = np.broadcast_to(np.asarray(r(S)), (S.N,))
+        return as_words128(v) if t is T.b128 else v.astype(udt)
 
     def atom(S, m):
         thr = np.flatnonzero(m)
-        parts = map_access(S, op, space, get_addr(S)[thr], thr, width, write=True, what=ins.opcode)
-        bfull = np.broadcast_to(rb(S), (S.N,))
-        cv = rc(S)
-        cfull = np.broadcast_to(cv, (S.N,)) if cv is not None else None
+        parts = map_access(S, op, space, get_addr(S)[thr], thr, width * vec, write=True, what=ins.opcode)
+        bs = [words(S, r) for r in rbs]
+        cfull = words(S, rc) if rc is not None else None
         for part in parts:
-            b = bfull[part.thr]
-            c = cfull[part.thr] if cfull is not None else None
-            uniq = len(np.unique(part.off)) == len(part.off)
-            if uniq:
-                old = gather(S, part, width, 1)[:, 0].view(vdt)
-                new = _atom_apply(opname, t, old, b, c)
-                scatter(S, part, width, np.asarray(new).astype(vdt).view(udt)[:, None])
-            else:
-                old = np.empty(len(part.thr), dtype=vdt)
-                for i in range(len(part.thr)):
-                    one = type(part)(part.space, part.sel[i:i + 1], part.off[i:i + 1], part.thr[i:i + 1])
-                    o = gather(S, one, width, 1)[:, 0].view(vdt)
-                    n = _atom_apply(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1])
-                    scatter(S, one, width, np.asarray(n).astype(vdt).view(udt)[:, None])
-                    old[i] = o[0]
+            for e in range(vec):
+                elem = type(part)(part.space, part.sel, part.off + e * width, part.thr)
+                old = _atom_element(S, elem, width, bs[e][part.thr], None if cfull is None else cfull[part.thr])
+                if puts:
+                    full = np.zeros((S.N, 2) if t is T.b128 else S.N, dtype=udt)
+                    full[part.thr] = old
+                    mask = np.zeros(S.N, dtype=bool)
+                    mask[part.thr] = True
+                    puts[e](S, from_words128(full) if t is T.b128 else full, mask)
             if part.space == GLOBAL:
-                global_order.on_atomic(S, op, part, width, info.sem, info.scope)
-            if put is not None:
-                full, mask = _spread(S, part.thr, old.view(udt), udt)
-                put(S, full.view(vdt), mask)
+                global_order.on_atomic(S, op, part, width * vec, info.sem, info.scope)
+
+    def _atom_element(S, part, width, b, c):
+        """Apply the atomic to one element of each thread of `part`; returns the old values."""
+        count = 2 if t is T.b128 else 1
+        w = 8 if t is T.b128 else width
+        if len(np.unique(part.off)) == len(part.off):
+            old = gather(S, part, w, count)
+            old = old if t is T.b128 else old[:, 0]
+            new = _atom_bits(opname, t, old, b, c)
+            scatter(S, part, w, new if t is T.b128 else new[:, None])
+            return old
+        olds = []
+        for i in range(len(part.thr)):  # colliding addresses: one thread after another
+            one = type(part)(part.space, part.sel[i:i + 1], part.off[i:i + 1], part.thr[i:i + 1])
+            o = gather(S, one, w, count)
+            o = o if t is T.b128 else o[:, 0]
+            n = _atom_bits(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1])
+            scatter(S, one, w, n if t is T.b128 else n[:, None])
+            olds.append(o)
+        return np.concatenate(olds)
     return atom
 
 

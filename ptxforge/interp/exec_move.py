@@ -15,11 +15,11 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.operands import PairDst, Vec
-from .exec_arith import _fmt, _half_out
+from .exec_arith import _fmt
 from .findings import InterpUnsupported
 from .rounding import convert
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
-from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_lane,
+from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_bits, half_lane,
                      half_to_f32, storage_dtype, view_dtype)
 
 _PTXFORGE_INTERNAL = True
@@ -321,7 +321,7 @@ def make_cvt(P, op):
         def half(x):
             x = _maybe_sat(np.asarray(x).astype(np.float64), sat)
             if rnd in (None, "rn"):
-                return _half_out(x, is_bf16).astype(np.uint32)
+                return half_bits(x, is_bf16).astype(np.uint32)
             bits = convert(x, False, fmt, rnd)
             return (bits if is_bf16 else bits.view(np.uint16)).astype(np.uint32)
 
@@ -408,7 +408,7 @@ def _float_out(x64, dt, exact_src=None):
     if dt is T.f16:
         return x64.astype(np.float16)
     if dt is T.bf16:
-        return _half_out(x64, True)
+        return half_bits(x64, True)
     raise AssertionError(dt)
 
 

@@ -14,8 +14,7 @@ import math
 import numpy as np
 
 from ..isa import types as T
-from .exec_arith import _half_out
-from .values import half_to_f32
+from .values import half_bits, half_to_f32
 
 _PTXFORGE_INTERNAL = True
 
@@ -104,7 +103,7 @@ def _half(x: np.ndarray, bf16: bool, rnd: str, relu: bool, satfinite: bool) -> n
             h = np.where(np.isinf(h) & np.isfinite(x), np.copysign(np.float16(65504), h), h)
             bits = h.astype(np.float16).view(np.uint16)
     else:
-        bits = _half_out(x, bf16)
+        bits = half_bits(x, bf16)
     bits = np.asarray(bits).astype(np.uint16)
     exp_all = np.uint16(0x7F80 if bf16 else 0x7C00)
     nan = np.isnan(x)

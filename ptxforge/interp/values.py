@@ -140,6 +140,13 @@ def half_to_f32(bits, is_bf16: bool):
 HALF_LEAST_NORMAL = {False: np.float32(2.0 ** -14), True: np.float32(2.0 ** -126)}
 
 
+def half_bits(x64, is_bf16: bool):
+    """float64 values -> f16 (or bf16) bit patterns, rounded once to nearest even."""
+    if not is_bf16:
+        return np.asarray(x64).astype(np.float16).view(np.uint16)
+    return to_bf16(np.asarray(x64, dtype=np.float64))
+
+
 def half_lane(v, lane: int, is_bf16: bool):
     """Lane `lane` (0: the low 16 bits) of packed half-precision register values `v`, as float32."""
     bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)

@@ -356,29 +356,46 @@ def prefetch_tensormap(addr, space=None):
 # ------------------------------------------------------------------ atomics
 
 ATOM_OPS = {
-    "add": (T.u32, T.s32, T.u64, T.f32, T.f64),
-    "min": (T.u32, T.s32, T.u64, T.s64), "max": (T.u32, T.s32, T.u64, T.s64),
+    "add": (T.u32, T.s32, T.u64, T.f32, T.f64, T.f16, T.f16x2, T.bf16, T.bf16x2),
+    "min": (T.u32, T.s32, T.u64, T.s64, T.f16, T.f16x2, T.bf16, T.bf16x2),
+    "max": (T.u32, T.s32, T.u64, T.s64, T.f16, T.f16x2, T.bf16, T.bf16x2),
     "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
-    "exch": (T.b32, T.b64), "cas": (T.b16, T.b32, T.b64), "inc": (T.u32,), "dec": (T.u32,),
+    "exch": (T.b32, T.b64, T.b128), "cas": (T.b16, T.b32, T.b64, T.b128), "inc": (T.u32,), "dec": (T.u32,),
 }
 #: The state spaces atom/red name (None: generic); .shared::cta is PTX ISA 7.8.
 ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
+#: The half-precision types atom/red take, always with .noftz (ptxas: "'.noftz' modifier required").
+ATOM_HALF_TYPES = (T.f16, T.f16x2, T.bf16, T.bf16x2)
+#: Vector atom/red (sm_90, PTX ISA 8.1; .global or generic addresses): (op, type) -> the legal lengths.  Half
+#: types take min/max only as vectors.
+ATOM_VECTORS = {
+    **{("add", T.f32): (2, 4)},
+    **{(op, t): (2, 4, 8) for op in ("add", "min", "max") for t in (T.f16, T.bf16)},
+    **{(op, t): (2, 4) for op in ("add", "min", "max") for t in (T.f16x2, T.bf16x2)},
+}
+#: What the newer atom/red types need beyond the base.
+ATOM_TYPE_REQ = {T.bf16: Requirement(90, V("7.8")), T.bf16x2: Requirement(90, V("7.8")),
+                 T.b128: Requirement(90, V("8.3"))}
+REQ_ATOM_VECTOR = Requirement(90, V("8.1"))
 
 
 @dataclass(frozen=True)
 class AtomInfo:
-    """Semantics of one atom/red: operation, space, type, memory order and scope."""
+    """Semantics of one atom/red: operation, space, type, memory order, scope and vector length (each element
+    of a vector atom is an atomic of its own)."""
 
     op: str
     space: str
     type: T.ScalarType
     sem: str | None = None
     scope: str | None = None
+    vec: int = 1
 
 
-def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None, scope=None, policy=None):
-    """Build and check `atom{.sem}{.scope}{.space}.op{.L2::cache_hint}.type d, [addr], b{, c}{, policy}` or
-    `red...` likewise without d (pure: no builder).
+def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None, scope=None, policy=None, vec=1):
+    """Build and check `atom{.sem}{.scope}{.space}.op{.noftz}{.L2::cache_hint}{.vN}.type d, [addr], b{, c}{, policy}`
+    or `red...` likewise without d (pure: no builder).  The half types (f16, f16x2, bf16, bf16x2) are written
+    with `.noftz`; a vector form (`vec` 2, 4 or 8: `ATOM_VECTORS`) takes brace lists for d and b.
 
     Args:
         op: one of `ATOM_OPS` (add min max and or xor exch cas inc dec).
@@ -391,6 +408,7 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         reduce_only: build ``red`` (no result; not for exch and cas).
         sem: a memory order ("relaxed", "acquire", "release", "acq_rel"); scope: "cta", "cluster", "gpu", "sys".
         policy: a 64-bit cache-policy register for ``.L2::cache_hint``.
+        vec: the vector length (1: a scalar atomic).
     """
     name = "red" if reduce_only else "atom"
     if op not in ATOM_OPS:
@@ -403,27 +421,49 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
     if space not in ATOM_SPACES:
         raise ValidationError(f"{name} works on " + ", ".join("." + s for s in ATOM_SPACES) + f" addresses, not .{space}")
     a = check_addr(addr, space.split("::")[0], name)
-    check_value(b, t, f"{name} operand")
+    if vec != 1:
+        lengths = ATOM_VECTORS.get((op, t))
+        if lengths is None:
+            raise ValidationError(f"{name}.{op}.{t.name} has no vector form (vectors: "
+                                  + ", ".join(f"{o}.{x.name} .v{'/.v'.join(map(str, n))}"
+                                              for (o, x), n in ATOM_VECTORS.items()) + ")")
+        if vec not in lengths:
+            raise ValidationError(f"{name}.{op}.{t.name} vectors are .v{' or .v'.join(map(str, lengths))}, not .v{vec}")
+        if space not in ("global", "generic"):
+            raise ValidationError(f"a vector {name} works on .global or generic addresses, not .{space}")
+        b = check_vec(b, vec, t, f"{name} operand")
+    elif t in ATOM_HALF_TYPES and op in ("min", "max"):
+        raise ValidationError(f"{name}.{op} on .{t.name} exists only as a vector (.v2 ...; ptxas: 'Vector modifier "
+                              "required'): pass a list of values")
+    else:
+        check_value(b, t, f"{name} operand", imm_ok=t not in ATOM_HALF_TYPES and t is not T.b128)
     ops = [a, b]
     if op == "cas":
         if c is None:
             raise ValidationError("atom.cas needs a compare value and a new value")
-        check_value(c, t, "atom.cas new value")
+        check_value(c, t, "atom.cas new value", imm_ok=t is not T.b128)
         ops.append(c)
     n_dst = 0
     if not reduce_only:
-        check_dst(d, t, f"{name} destination")
+        d = check_vec(d, vec, t, f"{name} destination") if vec != 1 else d
+        if vec == 1:
+            check_dst(d, t, f"{name} destination")
         ops = [d] + ops
         n_dst = 1
     order, req = _order_check(name, sem, scope, space)
+    if t in ATOM_TYPE_REQ:
+        req = req.merge(ATOM_TYPE_REQ[t])
+    if vec != 1:
+        req = req.merge(REQ_ATOM_VECTOR)
     if space == "shared::cta":
         req = req.merge(Requirement(80, V("7.8")))
     _policy_check(name, policy, space, sem)
     if policy is not None:
         ops.append(policy)
         req = req.merge(REQ_CACHE_HINT)
-    parts = (name, *order, _space_part(space), op, "L2::cache_hint" if policy is not None else None, t.name)
-    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t, sem, scope), mods=(op,),
+    parts = (name, *order, _space_part(space), op, "noftz" if t in ATOM_HALF_TYPES else None,
+             "L2::cache_hint" if policy is not None else None, f"v{vec}" if vec != 1 else None, t.name)
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t, sem, scope, vec), mods=(op,),
                 req=req)
 
 
@@ -618,35 +658,47 @@ class MemoryOps:
 
     def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None, sem=None,
              scope=None, policy=None):
-        """Atomic read-modify-write; returns the old value.
+        """Atomic read-modify-write; returns the old value (a Vec of them for a vector atom).
 
         `sem` ("relaxed", "acquire", "release", "acq_rel") and/or `scope` ("cta", "cluster", "gpu",
-        "sys") qualify it (`atom.acq_rel.gpu.global.add.u32`); `policy` adds `.L2::cache_hint`."""
-        v = self._val(value)
-        from .arith import infer_type
-        t = infer_type(type, v)
-        if op in _BIT_OPS and t.is_int:
-            t = t.bits_type()  # atom.and/or/xor/exch/cas exist only for bit types
-        d = self._dst(dst, t)
-        cas_new = None
-        if op == "cas":
-            v, cas_new = self._val(compare, t), self._val(value, t)
+        "sys") qualify it (`atom.acq_rel.gpu.global.add.u32`); `policy` adds `.L2::cache_hint`.  Half types
+        (`type="f16"`, "f16x2", "bf16", "bf16x2": add, and min/max as vectors) are written with `.noftz`; a list
+        of values makes a vector atom (sm_90: `atom.global.add.v4.f32`, `ATOM_VECTORS`), each element an atomic
+        of its own."""
+        t, v, vec, cas_new = self._atom_operands(op, value, type, compare)
+        d = self._atom_dst(dst, t, vec)
         policy = self._val(policy) if policy is not None else None
-        self.emit(atom(op, t, d, self._addr(addr), self._val(v, t), cas_new, space, sem=sem, scope=scope,
-                       policy=policy), pred)
+        self.emit(atom(op, t, d, self._addr(addr), v, cas_new, space, sem=sem, scope=scope, policy=policy, vec=vec),
+                  pred)
         return d
 
     def red(self, op, addr, value, *, type=None, space="global", pred=None, sem=None, scope=None, policy=None):
         """Reduction into memory with no result (red.global.add.s32 ...); `sem` ("relaxed",
-        "release"), `scope` and `policy` as for `atom`."""
-        v = self._val(value)
-        from .arith import infer_type
-        t = infer_type(type, v)
-        if op in _BIT_OPS and t.is_int:
-            t = t.bits_type()
+        "release"), `scope`, `policy`, half types and vectors as for `atom`."""
+        t, v, vec, _ = self._atom_operands(op, value, type, None)
         policy = self._val(policy) if policy is not None else None
-        self.emit(atom(op, t, None, self._addr(addr), self._val(v, t), None, space, reduce_only=True, sem=sem,
-                       scope=scope, policy=policy), pred)
+        self.emit(atom(op, t, None, self._addr(addr), v, None, space, reduce_only=True, sem=sem, scope=scope,
+                       policy=policy, vec=vec), pred)
+
+    def _atom_operands(self, op, value, type, compare):
+        """(type, operand, vector length, cas new value) of an atom/red call."""
+        from .arith import infer_type
+        vec = len(value) if isinstance(value, (list, tuple)) else 1
+        vals = [self._val(x) for x in value] if vec != 1 else [self._val(value)]
+        t = infer_type(type, vals[0])
+        if op in _BIT_OPS and t.is_int:
+            t = t.bits_type()  # atom.and/or/xor/exch/cas exist only for bit types
+        if op == "cas" and compare is not None:
+            return t, self._val(compare, t), vec, self._val(value, t)
+        vals = [self._val(x, t) for x in vals]
+        return t, (Vec(tuple(vals)) if vec != 1 else vals[0]), vec, None
+
+    def _atom_dst(self, dst, t, vec):
+        if vec == 1:
+            return self._dst(dst, t)
+        if dst is not None:
+            return Vec(tuple(self._val(r) for r in (dst.regs if isinstance(dst, Vec) else dst)))
+        return Vec(tuple(self.reg(T.decl_type(t)) for _ in range(vec)))
 
     def ldmatrix(self, addr, *, num=4, trans=False, shape="m8n8", type=T.b16, space="shared", dst=None,
                  pred=None):

@@ -14,7 +14,7 @@ from ..isa.async_copy import createpolicy
 from ..isa.async_store import multimem, red_async, st_async
 from ..isa.cache import CACHE_CONTROL, cache_control, createpolicy_cvt, createpolicy_range
 from ..isa.convert import isspacep
-from ..isa.memory import CACHE_OPS, MEM_SEMANTICS, SCOPES, SPACES, atom, ld, ldu, st
+from ..isa.memory import ATOM_HALF_TYPES, CACHE_OPS, MEM_SEMANTICS, SCOPES, SPACES, atom, ld, ldu, st
 from ..isa.operands import Addr, Imm, TensorAddr, Vec
 from .decode_common import Call, Unknown, _int_or_reg, _n, _t
 
@@ -92,19 +92,24 @@ def _d_atom(parts, ops):
         return Call(red_async, parts[-2], a, v, m, _t(parts[-1]))
     sem, scope = mem_order(parts)
     policy = _HINT in parts
-    rest = [p for p in parts[1:-1] if p not in (sem, scope, _HINT)]
+    vec = next((int(p[1:]) for p in parts[1:-1] if p[0] == "v" and p[1:].isdigit()), 1)
+    rest = [p for p in parts[1:-1] if p not in (sem, scope, _HINT, "noftz", f"v{vec}")]
     space = rest[0] if len(rest) == 2 else "generic"
     if len(rest) not in (1, 2) or (len(rest) == 2 and rest[0] not in SPACES):
-        raise ValidationError(f"{parts[0]} is {parts[0]}{{.sem}}{{.scope}}{{.space}}.op{{.L2::cache_hint}}.type")
+        raise ValidationError(f"{parts[0]} is {parts[0]}{{.sem}}{{.scope}}{{.space}}.op{{.noftz}}{{.L2::cache_hint}}"
+                              "{.vN}.type")
     op, t = rest[-1], _t(parts[-1])
+    if ("noftz" in parts) != (t in ATOM_HALF_TYPES):
+        raise ValidationError(f"{parts[0]}: .noftz goes with the half types (" + ", ".join(
+            "." + x.name for x in ATOM_HALF_TYPES) + f") and only with them; this is .{t.name}")
     if red:
         (a, b), pol = _policy(ops, policy, 2, "red")
-        return Call(atom, op, t, None, a, b, None, space, True, sem, scope, pol)
+        return Call(atom, op, t, None, a, b, None, space, True, sem, scope, pol, vec)
     if op == "cas":
         (d, a, b, c), pol = _policy(ops, policy, 4, "atom.cas")
         return Call(atom, op, t, d, a, b, c, space, False, sem, scope, pol)
     (d, a, b), pol = _policy(ops, policy, 3, "atom")
-    return Call(atom, op, t, d, a, b, None, space, False, sem, scope, pol)
+    return Call(atom, op, t, _one(d, vec), a, _one(b, vec), None, space, False, sem, scope, pol, vec)
 
 
 def _d_ldu(parts, ops):

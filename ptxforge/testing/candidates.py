@@ -21,7 +21,7 @@ from ..isa.convert import CVT_TYPES, CVTA_SPACES, FLOAT_ROUND, INT_ROUND
 from ..isa.convert_narrow import NARROW_CVT
 from ..isa.cache import CACHE_CONTROL
 from ..isa.convert import ISSPACEP_SPACES
-from ..isa.memory import (ATOM_OPS, ATOM_SPACES, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, MEM_SEMANTICS, PREFETCH,
+from ..isa.memory import (ATOM_OPS, ATOM_SPACES, ATOM_VECTORS, CACHE_OPS, EVICT, LD_TYPES, LDMATRIX_FORMS, MEM_SEMANTICS, PREFETCH,
                           PREFETCH_LEVELS, SCOPES, STMATRIX_FORMS)
 from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
 from ..isa.warp import MATCH_MODES, MATCH_TYPES
@@ -171,6 +171,10 @@ def _memory_candidates():
             for t in types + (T.u32, T.s32):
                 for space in ATOM_SPACES:
                     out.append(spec("memory", name, atom_op=aop, type=t.name, space=space))
+        for (aop, t), lengths in ATOM_VECTORS.items():  # vector atoms (sm_90): .global and generic only
+            for vec in (1,) + lengths + (3,):
+                for space in ("global", "generic", "shared"):
+                    out.append(spec("memory", name, atom_op=aop, type=t.name, space=space, vec=vec))
     for f in LDMATRIX_FORMS:
         for space in ("shared", "shared::cta", "generic"):
             out.append(spec("memory", "ldmatrix", shape=f.shape, num=f.num, trans=f.trans, type=f.type.name,

@@ -224,11 +224,13 @@ def _emit_memory(sc: Scratch, s: Spec):
         addr = _address(sc, space)
         order = dict(sem=s.get("sem"), scope=s.get("scope"),
                      policy=k.createpolicy() if s.get("policy") else None)
+        vec = s.get("vec", 1)
+        value = [sc.reg(t) for _ in range(vec)] if vec != 1 else sc.reg(t)
         if op == "atom":
             cmp = sc.reg(t) if s["atom_op"] == "cas" else None
-            k.atom(s["atom_op"], addr, sc.reg(t), type=t, space=space, compare=cmp, pred=g, **order)
+            k.atom(s["atom_op"], addr, value, type=t, space=space, compare=cmp, pred=g, **order)
         else:
-            k.red(s["atom_op"], addr, sc.reg(t), type=t, space=space, pred=g, **order)
+            k.red(s["atom_op"], addr, value, type=t, space=space, pred=g, **order)
     elif op == "ldu":
         space = s["space"]
         k.ldu(_address(sc, space), type=s["type"], space=space, vec=s["vec"], offset=s.get("offset", 0), pred=g)

@@ -6,7 +6,7 @@ from .errors import (AssemblyError, ContextLost, DriverError, JitError, LaunchEr
                      TargetError, ToolchainError, ToolchainMissing, ValidationError)
 from .isa import types
 from .isa.types import (b1, b8, b16, b32, b64, b128, bf16, bf16x2, f16, f16x2, f32, f64, pred, s4, s8, s16, s32,
-                        s64, u4, u8, u16, u32, u64)
+                        s64, s16x2, u4, u8, u16, u32, u64, u16x2)
 from .isa.operands import Addr, Imm, Label, Reg, Symbol, Vec, DISCARD
 from .isa.targets import PtxVersion, Target
 from .isa.tensor import EmulatedInstructionWarning, IgnoredInstructionWarning
@@ -50,7 +50,7 @@ __all__ = [
     "DriverError", "ContextLost", "SyncTimeout", "ToolchainError", "ToolchainMissing", "EmulatedInstructionWarning", "IgnoredInstructionWarning", "assemble", "AssemblyResult",
     "KernelResources", "parse",
     "b1", "b8", "b16", "b32", "b64", "b128", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
-    "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64",
+    "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64", "u16x2", "s16x2",
     *sorted(_RUNTIME_NAMES),
 ]
 

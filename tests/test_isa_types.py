@@ -25,7 +25,8 @@ def test_wide_type_refuses_what_has_no_wide_form(t):
 
 def test_decl_type_puts_bf16_in_bit_registers_and_leaves_the_rest():
     assert T.decl_type(T.bf16) is T.b16 and T.decl_type(T.bf16x2) is T.b32
-    others = [t for t in T.ALL if t not in (T.bf16, T.bf16x2)]
+    assert T.decl_type(T.u16x2) is T.b32 and T.decl_type(T.s16x2) is T.b32  # ptxas: "only as an instruction type"
+    others = [t for t in T.ALL if t not in (T.bf16, T.bf16x2, T.u16x2, T.s16x2)]
     assert all(T.decl_type(t) is t for t in others)
     # a register that holds bf16 values is declared .b16 in the module, which ptxas accepts
     k = pf.KernelBuilder("d", target="sm_90")

@@ -182,6 +182,8 @@ def make_arith(P, op):
     srcs = ins.operands[1:]
     if t.is_float:
         return _make_float(P, op, opname, t, set(ins.mods), srcs)
+    if t.lanes == 2:
+        return _packed_int(P, op, opname, t, srcs)
     make = INT_SEMANTICS.get(opname)
     if make is None:
         raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
@@ -190,6 +192,28 @@ def make_arith(P, op):
     put = P.writer(ins.operands[0], form.result_type(t, mode), ins)
     reads = [P.reader(s, form.source_type(t, mode, i), ins) for i, s in enumerate(srcs)]
     return make(op, t, mode, put, reads)
+
+
+def _packed_int(P, op, opname, t, srcs):
+    """add / min / max{.relu} on .u16x2 / .s16x2: each 16-bit lane on its own (add wraps), packed back."""
+    ins = op.ins
+    put = P.writer(ins.operands[0], T.b32, ins)
+    ra, rb = (P.reader(x, T.b32, ins) for x in srcs)
+    lane_dt = np.int16 if t.kind == "s" else np.uint16
+    relu = "relu" in ins.mods
+
+    def lanes(v):
+        v = np.asarray(v).astype(np.uint32)
+        return np.stack([v & np.uint32(0xFFFF), v >> np.uint32(16)]).astype(np.uint16).view(lane_dt).astype(np.int64)
+
+    def run(S, m):
+        a, b = lanes(ra(S)), lanes(rb(S))
+        r = a + b if opname == "add" else np.minimum(a, b) if opname == "min" else np.maximum(a, b)
+        if relu:
+            r = np.maximum(r, 0)
+        bits = (r & 0xFFFF).astype(np.uint32)
+        put(S, bits[0] | (bits[1] << np.uint32(16)), m)
+    return run
 
 
 def _binary(fn_for):

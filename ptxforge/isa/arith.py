@@ -92,12 +92,14 @@ class ArithForm:
 INT = (T.u16, T.u32, T.u64, T.s16, T.s32, T.s64)
 FLT = (T.f32, T.f64)
 HALF = (T.f16, T.f16x2, T.bf16, T.bf16x2)
+INT_X2 = (T.u16x2, T.s16x2)  # two 16-bit lanes in a .b32 register: add, min, max (sm_90, PTX ISA 8.0)
 ROUND = ("rn", "rz", "rm", "rp")
 
 _NARROW = (T.u16, T.u32, T.s16, T.s32)  # sources .wide doubles
 _INT_MUL = dict(int_modes=("lo", "hi", "wide"), int_mode_default="lo", mode_types={"wide": _NARROW})
 _INT_SAT = dict(int_modes=("sat",), mode_types={"sat": (T.s32,)})
 _BF16_SM90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
+_X2_SM90 = {t: Requirement(90, V("8.0")) for t in INT_X2}
 
 # Float modifiers by type class: (rounding/approximation modes, flags).  f64 has no .ftz/.sat,
 # half types round only to nearest, bf16 has no .ftz/.sat (as ptxas 13 enforces).
@@ -106,14 +108,15 @@ _SAME_ADD = {"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()), "f16": (("rn",)
 _SAME_ABS = {"f32": ((), ("ftz",)), "f64": ((), ()), "f16": ((), ("ftz",)), "bf16": ((), ())}
 _SAME_MIN = {"f32": ((), ("ftz", "NaN", "xorsign.abs")), "f64": ((), ()), "f16": ((), ("ftz", "NaN", "xorsign.abs")),
              "bf16": ((), ("NaN", "xorsign.abs"))}
-_MIN_MAX = dict(float_mods=_SAME_MIN, flag_req={"xorsign.abs": Requirement(86, V("7.2"))},
-                int_modes=("relu",), mode_types={"relu": (T.s32,)}, mode_req={"relu": Requirement(90, V("8.0"))})
+_MIN_MAX = dict(float_mods=_SAME_MIN, flag_req={"xorsign.abs": Requirement(86, V("7.2"))}, type_req=_X2_SM90,
+                int_modes=("relu",), mode_types={"relu": (T.s32, T.s16x2)}, mode_req={"relu": Requirement(90, V("8.0"))})
 _APPROX_F32 = {"f32": (("approx",), ("ftz",))}
 _BF16_90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
 
 #: The legal-form table of this family: opcode -> ArithForm.
 ARITH = {
-    "add": ArithForm("add", INT + FLT + HALF, 2, **_INT_SAT, float_mods=_SAME_ADD, type_req=_BF16_SM90),
+    "add": ArithForm("add", INT + FLT + HALF + INT_X2, 2, **_INT_SAT, float_mods=_SAME_ADD,
+                     type_req={**_BF16_SM90, **_X2_SM90}),
     "sub": ArithForm("sub", INT + FLT + HALF, 2, **_INT_SAT, float_mods=_SAME_ADD, type_req=_BF16_SM90),
     "mul": ArithForm("mul", INT + FLT + HALF, 2, **_INT_MUL, float_mods=_SAME_ADD, type_req=_BF16_SM90),
     "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn",
@@ -126,8 +129,8 @@ ARITH = {
     "rem": ArithForm("rem", INT, 2),
     "abs": ArithForm("abs", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
     "neg": ArithForm("neg", (T.s16, T.s32, T.s64) + FLT + HALF, 1, float_mods=_SAME_ABS),
-    "min": ArithForm("min", INT + FLT + HALF, 2, **_MIN_MAX),
-    "max": ArithForm("max", INT + FLT + HALF, 2, **_MIN_MAX),
+    "min": ArithForm("min", INT + FLT + HALF + INT_X2, 2, **_MIN_MAX),
+    "max": ArithForm("max", INT + FLT + HALF + INT_X2, 2, **_MIN_MAX),
     "rcp": ArithForm("rcp", FLT, 1, float_default="rn", float_needs={("f64", "approx"): "ftz"},
                      float_mods={"f32": (ROUND + ("approx",), ("ftz",)), "f64": (ROUND + ("approx",), ("ftz",))}),
     "sqrt": ArithForm("sqrt", FLT, 1, float_default="rn",
@@ -250,7 +253,7 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     for i, s in enumerate(srcs):
         st = form.source_type(t, written, i)
         if type(s) is not Reg or s.type is not st:
-            check_value(s, st, f"{opcode} source {i + 1}", imm_ok=t not in HALF)
+            check_value(s, st, f"{opcode} source {i + 1}", imm_ok=t not in HALF and t not in INT_X2)
     req = form.type_req.get(t, BASE)
     for m in mods:
         extra = form.flag_req.get(m) if t.is_float else form.mode_req.get(m)

@@ -155,7 +155,8 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
         raise ValidationError(
             f"{what}: {describe(op)} cannot be used as .{t.name}; "
             f"it needs a {t.bits}-bit register of a compatible type"
-            + (" (.b/.u/.s)" if t.is_int else f" (.{t.name} or .b{t.bits})" if t.is_float else ""))
+            + (f" (.b{t.bits})" if t.is_int and t.lanes > 1 else " (.b/.u/.s)" if t.is_int
+               else f" (.{t.name} or .b{t.bits})" if t.is_float else ""))
     if isinstance(op, Imm):
         if not imm_ok:
             raise ValidationError(f"{what}: an immediate ({op}) is not allowed here; use a register")

@@ -108,19 +108,22 @@ bf16x2 = _t("bf16x2", 32, "f", lanes=2)
 tf32 = _t("tf32", 32, "f", packed=True)  # only as an mma operand format
 s4, u4 = _t("s4", 4, "s", packed=True), _t("u4", 4, "u", packed=True)
 b1 = _t("b1", 1, "b", packed=True)
+u16x2 = _t("u16x2", 32, "u", packed=True, lanes=2)  # two 16-bit integers in a .b32 register (add/min/max, sm_90)
+s16x2 = _t("s16x2", 32, "s", packed=True, lanes=2)
 e4m3 = _t("e4m3", 8, "f", packed=True)  # fp8 (1-4-3), only as an mma / wgmma / cvt operand format
 e5m2 = _t("e5m2", 8, "f", packed=True)  # fp8 (1-5-2)
 
 ALL = (pred, b8, b16, b32, b64, b128, u8, u16, u32, u64, s8, s16, s32, s64,
-       f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1, e4m3, e5m2)
+       f16, f32, f64, bf16, f16x2, bf16x2, tf32, s4, u4, b1, e4m3, e5m2, u16x2, s16x2)
 BY_NAME = {t.name: t for t in ALL}
 
 def decl_type(t: ScalarType) -> ScalarType:
     """The type a register holding `t` values is declared with: `.reg .b16` for bf16, `.reg .b32`
-    for bf16x2 (PTX has no bf16 registers), `t` itself for every other type."""
+    for bf16x2 (PTX has no bf16 registers) and for the packed integer pairs u16x2 / s16x2, `t` itself for every
+    other type."""
     if t is bf16:
         return b16
-    if t is bf16x2:
+    if t is bf16x2 or t is u16x2 or t is s16x2:
         return b32
     return t
 
@@ -171,8 +174,9 @@ def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:
     """PTX operand type-compatibility rule.
 
     The register must have the instruction type's width; bit types go with
-    anything of that width, signed and unsigned integers go together, and
-    floats go with floats of the same name or with bit types.
+    anything of that width, signed and unsigned integers go together (not with
+    the packed u16x2 / s16x2, which take bit registers), and floats go with
+    floats of the same name or with bit types.
     """
     if instr_type is reg_type:
         return True
@@ -183,6 +187,8 @@ def compatible(instr_type: ScalarType, reg_type: ScalarType) -> bool:
         return False
     if ik == "b" or rk == "b":
         return True
+    if instr_type.lanes != reg_type.lanes:  # the packed integer pairs (u16x2) live in .b32 registers only
+        return False
     if ik in ("u", "s") and rk in ("u", "s"):
         return True
     if ik == "f" and rk == "f":

@@ -21,7 +21,8 @@ from ptxforge.parse.lint import has_errors, lint
 from ptxforge.parse.to_python import to_python
 
 CUDA = os.path.join(os.path.dirname(__file__), "data", "cuda")
-STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync", "structs", "printf")
+STRICT = ("reduce", "transpose", "shuffles", "atomics", "devfunc", "mma_asm", "wmma", "grid_sync", "structs", "printf",
+          "atomics_ext")
 #: a line legal on sm_90 that the tables lack (a TMA reduction into a tensor), put into a file to read leniently
 FOREIGN = "\ttcgen05.fence::before_thread_sync;"  # not in the tables (sm_100)
 #: breadth.cu: the families whose nvcc forms the tables lack today (a line may leave this set as the

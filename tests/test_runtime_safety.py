@@ -786,9 +786,10 @@ def _cli(*argv):
                           timeout=300)
 
 
+@pytest.mark.parametrize("command", ["assemble", "lint", "listing", "to-python", "interp"])
 @pytest.mark.parametrize("kind,match", [("missing", "no such file"), ("dir", "is a directory"),
                                         ("empty", "the file is empty"), ("latin1", "not UTF-8 text")])
-def test_assemble_on_bad_files_is_one_line_and_exit_1(tmp_path, kind, match):
+def test_every_file_command_on_bad_files_is_one_line_and_exit_1(tmp_path, kind, match, command):
     p = tmp_path / "k.ptx"
     if kind == "dir":
         p.mkdir()
@@ -796,8 +797,8 @@ def test_assemble_on_bad_files_is_one_line_and_exit_1(tmp_path, kind, match):
         p.write_text("  \n")
     elif kind == "latin1":
         p.write_bytes(b"// caf\xe9\n.version 8.0\n")
-    r = _cli("assemble", str(p))
-    assert r.returncode == 1 and "Traceback" not in r.stderr
+    r = _cli(command, str(p))
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
     assert r.stderr.strip().count("\n") == 0 and match in r.stderr
 
 

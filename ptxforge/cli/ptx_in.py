@@ -8,8 +8,8 @@ _PTXFORGE_INTERNAL = True
 
 
 def _read(path):
-    with open(path) as f:
-        return f.read()
+    from . import read_ptx_file  # a missing, empty or binary file is a one-line error, not a traceback
+    return read_ptx_file(path)
 
 
 def cmd_lint(args) -> int:

@@ -98,8 +98,8 @@ class FunctionOps:
 
     def printf(self, fmt: str, *args, pred=None):
         """Device printf: `vprintf(format, args)` as nvcc writes it, for debugging a kernel.  `fmt` is a C format
-        string (%d %i %u %x %X %o %c, with l/ll for 64-bit integers, %e %f %g %a, %s, %p, widths, precisions
-        and `*`); each argument a register or a Python number of the conversion's kind: integers of at most 32
+        string (%d %i %u %x %X %o %c, with h, or l/ll for 64-bit integers, %e %f %g %a, %s, %p, widths,
+        precisions and `*`); each argument a register or a Python number of the conversion's kind: integers of at most 32
         bits for %d ..., of 64 bits for %lld ...; f16/bf16/f32/f64 registers or floats for %f ... (widened to a
         double, as C does); a Python str or a 64-bit generic address for %s; a 64-bit address for %p.  The
         format becomes a module `.global` string, the arguments a per-thread `.local` buffer.  Returns the

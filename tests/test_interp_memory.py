@@ -221,3 +221,16 @@ def test_in_and_out_wrappers_copy_like_a_gpu_launch():
     interp.run(k.module(), block=32, args=[In(a), Out(b)])
     np.testing.assert_array_equal(a, np.arange(32))  # In(): not copied back
     np.testing.assert_array_equal(b, np.arange(32) + 1)
+
+
+def test_a_float_literal_stored_keeps_its_ieee_bits():
+    """st.f32 [p], 0f3FC00000 reads the literal through .b32: its bits, not the integer part of its value (the
+    interpreter stored 1 for 1.5 before; a printf of a float literal on the H200 showed the difference)."""
+    k = pf.KernelBuilder("lit", target="sm_90", reqntid=1)
+    p, q = k.param_ptr("p", pf.f32), k.param_ptr("q", pf.f64)
+    k.st(p, 1.5, type=pf.f32)
+    k.st(p, -2.0 ** -130, type=pf.f32, offset=4)  # a subnormal
+    k.st(q, 2.25, type=pf.f64)
+    a, b = np.zeros(2, np.float32), np.zeros(1, np.float64)
+    interp.run(k.module(), block=1, args=[a, b])
+    assert a.tolist() == [1.5, -2.0 ** -130] and b.tolist() == [2.25]

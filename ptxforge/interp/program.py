@@ -19,7 +19,7 @@ from .dispatch import build_op
 from .exec_call import expand_calls, function_address
 from ..isa.calls import FuncRef
 from .findings import InterpUnsupported
-from .values import const, storage_dtype, view_dtype
+from .values import const, float_literal_bits, storage_dtype, view_dtype
 
 _PTXFORGE_INTERNAL = True
 
@@ -116,6 +116,8 @@ class Program:
         if isinstance(op, Imm):
             if t.is_float and op.type is not None and not op.type.is_float and not isinstance(op.value, float):
                 c = const(op.value, T.lookup(f"b{t.bits}")).view(dt)  # an integer literal gives the bits
+            elif op.type is not None and op.type.is_float and not t.is_float and not t.is_pred:
+                c = float_literal_bits(op.value, op.type, t)  # st.f32 [p], 0f3FC00000 reads the bits as .b32
             else:
                 c = const(op.value, t)
             return lambda S: c

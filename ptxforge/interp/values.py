@@ -61,6 +61,17 @@ def view_dtype(t: T.ScalarType) -> np.dtype:
     return np.dtype(UINT[t.bits])
 
 
+def float_literal_bits(value, ft: T.ScalarType, t: T.ScalarType):
+    """The bits of float literal `value` of type `ft` (its IEEE encoding: f64, f32, f16, bf16), read as the bits
+    type `t` (a store or move of the literal reads it through `.b32` / `.b64`), in t's view dtype."""
+    if ft is T.bf16:
+        bits = int(to_bf16(np.float64(value)))
+    else:
+        fdt = {64: np.float64, 32: np.float32, 16: np.float16}[ft.bits]
+        bits = int(np.array(float(value), dtype=fdt).view(UINT[ft.bits]))
+    return np.array(bits & mask_bits(t.bits), dtype=UINT[t.bits]).view(view_dtype(t))[()]
+
+
 def mask_bits(bits: int) -> int:
     """The mask of the low `bits` bits: ``(1 << bits) - 1``."""
     return (1 << bits) - 1

@@ -5,7 +5,7 @@ The CUDA driver provides `vprintf` to every module that declares it
 generic address of a NUL-terminated string, `args` the generic address of a buffer holding the
 arguments one after another, each at the next offset aligned to its size.  `conversions(fmt)`
 reads a C format string into the arguments it takes (`Argument`): 4-byte integers for %d %i %u
-%o %x %X %c (8 bytes with an l, ll, j, z or t length modifier), 8-byte doubles for %e %f %g %a
+%o %x %X %c (8 bytes with an l or ll length modifier; the device printf takes h too, and no other), 8-byte doubles for %e %f %g %a
 (and upper case: a float is passed as a double), 8-byte addresses for %s and %p, and a 4-byte
 integer for each `*` width or precision.  The builder's `printf` and the interpreter's `vprintf`
 both read formats here.
@@ -53,6 +53,10 @@ def conversions(fmt: str) -> list:
         conv = mt["conv"]
         if conv == "%":
             continue
+        if mt["len"] not in (None, "h", "l", "ll"):
+            raise ValidationError(f"printf format {fmt!r}: the length modifier '{mt['len']}' of {mt.group(0)!r} is "
+                                  "not one CUDA's device printf takes (h, l, ll): on an H200 every argument after "
+                                  "an hh conversion prints wrong")
         for part in (mt["width"], mt["prec"]):
             if part == "*":
                 out.append(Argument("int", 4, "*"))

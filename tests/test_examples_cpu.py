@@ -24,3 +24,13 @@ def test_the_wmma_example_is_exact_on_the_interpreter_and_assembles(capsys):
     assert "interpreter: C (32 x 64) == 0.5 * A @ B exactly" in capsys.readouterr().out
     for target in ("sm_80", "sm_90"):
         pf.assemble(ex.wmma_gemm_kernel(target))
+
+
+def test_the_printf_example_prints_each_blocks_maximum(capsys):
+    import ptxforge as pf
+    ex = load_example("device_printf")
+    assert ex.main([]) == 0
+    out = capsys.readouterr().out
+    assert out.count("block ") == 4 and "interpreter: 4 lines, each block's maximum exact" in out
+    for target in ("sm_80", "sm_90"):
+        pf.assemble(ex.block_max_kernel(target).module())

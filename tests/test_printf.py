@@ -160,3 +160,15 @@ def test_gpu_prints_what_the_interpreter_prints(capfd):
     capfd.readouterr()
     assert sorted(gpu.splitlines(keepends=True)) == sorted(cpu.printed)
     assert out.to_host()[0] == 8
+
+
+@pytest.mark.gpu
+def test_gpu_the_printf_example_prints_on_the_gpu(capfd):
+    from support.examples import load_example
+    ex = load_example("device_printf")
+    assert ex.main([]) == 0
+    out = capfd.readouterr().out
+    assert "GPU: each block's maximum exact" in out
+    lines = [line for line in out.splitlines() if line.startswith("block ")]
+    counts = {line: lines.count(line) for line in lines}
+    assert len(counts) == 4 and set(counts.values()) == {2}  # each block's line from the interpreter and the GPU

@@ -10,9 +10,6 @@ import ptxforge as pf
 from ptxforge import interp
 from ptxforge.bfloat16 import from_bf16, to_bf16
 from ptxforge.isa.memory import ATOM_HALF_TYPES, ATOM_VECTORS
-from ptxforge.interp.values import as_words128
-
-HALF = {"f16": (np.float16, False), "bf16": (np.uint16, True)}
 
 
 def _assemble_one(build, target="sm_90"):

@@ -32,7 +32,6 @@ import dataclasses
 
 from ..declarations import Variable
 from ..isa import types as T
-from ..isa.calls import CallParam
 from ..isa.control import bra, setp, stack as stack_op
 from ..isa.instruction import Instruction
 from ..isa.operands import Addr, Guard, Imm, Label, Reg, Symbol

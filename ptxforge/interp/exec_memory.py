@@ -49,9 +49,11 @@ def _width(t):
     return 16 if t is T.b128 else t.bits // 8
 
 
-def _spread(S, thr, values, dtype):
-    """Values for threads `thr` -> a full-width array plus the mask of those threads."""
-    full = np.zeros(S.N, dtype=dtype)
+def spread(S, thr, values, dtype):
+    """Values for threads `thr` (one row each, any trailing shape) -> a full-width array plus the mask of those
+    threads: what a register writer takes."""
+    values = np.asarray(values)
+    full = np.zeros((S.N,) + values.shape[1:], dtype=dtype)
     full[thr] = values
     mask = np.zeros(S.N, dtype=bool)
     mask[thr] = True
@@ -84,7 +86,7 @@ def make_ld(P, op):
             vals = gather(S, part, width, vec)
             observe_load(S, op, part, nbytes, info.sem, info.scope)
             for i, put in enumerate(puts):
-                full, mask = _spread(S, part.thr, vals[:, i].astype(udt), udt)
+                full, mask = spread(S, part.thr, vals[:, i].astype(udt), udt)
                 put(S, full.view(vdt), mask)
     return ld
 
@@ -110,12 +112,8 @@ def _ld128(get_addr, space, put, op, info):
     def ld(S, m):
         thr = np.flatnonzero(m)
         for part in map_access(S, op, space, get_addr(S)[thr], thr, 16, what="load"):
-            words = gather(S, part, 8, 2)
             observe_load(S, op, part, 16, info.sem, info.scope)
-            full = np.zeros((S.N, 2), dtype=np.uint64)
-            full[part.thr] = words
-            mask = np.zeros(S.N, dtype=bool)
-            mask[part.thr] = True
+            full, mask = spread(S, part.thr, gather(S, part, 8, 2), np.uint64)
             put(S, from_words128(full), mask)
     return ld
 
@@ -256,10 +254,7 @@ def make_atom(P, op):
                 elem = type(part)(part.space, part.sel, part.off + e * width, part.thr)
                 old = _atom_element(S, elem, width, bs[e][part.thr], None if cfull is None else cfull[part.thr])
                 if puts:
-                    full = np.zeros((S.N, 2) if t is T.b128 else S.N, dtype=udt)
-                    full[part.thr] = old
-                    mask = np.zeros(S.N, dtype=bool)
-                    mask[part.thr] = True
+                    full, mask = spread(S, part.thr, old, udt)
                     puts[e](S, from_words128(full) if t is T.b128 else full, mask)
             if part.space == GLOBAL:
                 global_order.on_atomic(S, op, part, width * vec, info.sem, info.scope)
@@ -338,7 +333,7 @@ def make_ldmatrix(P, op):
         words = halves[..., 0] | (halves[..., 1] << np.uint32(16))
         keep = m[thr]
         for j, put in enumerate(puts):
-            full, mask = _spread(S, thr[keep], words[:, :, j].ravel()[keep], np.uint32)
+            full, mask = spread(S, thr[keep], words[:, :, j].ravel()[keep], np.uint32)
             put(S, full, mask)
     return ldmatrix
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..isa import types as T
 from ..isa.operands import Imm
 from .access import gather, map_access, scatter
-from .exec_memory import address_reader, observe_load, observe_store
+from .exec_memory import address_reader, observe_load, observe_store, spread
 from .exec_wgmma import decode
 
 _PTXFORGE_INTERNAL = True
@@ -201,13 +201,11 @@ class _Access:
 
 
 def _spread_words(S, warps, words, puts, m, word_dt):
+    """Each register's word of every executing lane of `warps` ((nw, 32, nregs) `words`) into its register."""
     thr = (warps[:, None] * 32 + np.arange(32)).ravel()
+    keep = m[thr]
     for i, put in enumerate(puts):
-        full = np.zeros(S.N, dtype=word_dt)
-        full[thr] = words[:, :, i].ravel().astype(word_dt)
-        mask = np.zeros(S.N, dtype=bool)
-        mask[thr] = m[thr]
-        put(S, full, mask)
+        put(S, *spread(S, thr[keep], words[:, :, i].ravel()[keep].astype(word_dt), word_dt))
 
 
 def _gather_words(S, warps, readers, word_dt):

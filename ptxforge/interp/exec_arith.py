@@ -24,7 +24,7 @@ from ..isa.arith import ARITH
 from .findings import InterpUnsupported
 from .rounding import directed, fma_f64
 from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_bits, half_lane, half_to_f32,
-                     mulhi_s64, mulhi_u64, view_dtype)
+                     mulhi_s64, mulhi_u64, pack_lanes, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -211,8 +211,7 @@ def _packed_int(P, op, opname, t, srcs):
         r = a + b if opname == "add" else np.minimum(a, b) if opname == "min" else np.maximum(a, b)
         if relu:
             r = np.maximum(r, 0)
-        bits = (r & 0xFFFF).astype(np.uint32)
-        put(S, bits[0] | (bits[1] << np.uint32(16)), m)
+        put(S, pack_lanes(r & 0xFFFF), m)
     return run
 
 
@@ -297,14 +296,6 @@ INT_SEMANTICS = {
 _DIRECTED_OPS = ("add", "sub", "mul", "fma", "mad", "div", "rcp", "sqrt")
 
 
-def _packed(lane_bits, t):
-    """The register value of half type `t` from each lane's 16-bit pattern, the low lane first."""
-    out = np.asarray(lane_bits[0]).astype(np.uint32)
-    for lane, bits in enumerate(lane_bits[1:], 1):
-        out = out | (np.asarray(bits).astype(np.uint32) << np.uint32(16 * lane))
-    return out.astype(np.uint16).view(view_dtype(t)) if t.lanes == 1 else out
-
-
 def _fmt(t) -> str:
     """The `rounding.FORMATS` name of a float type (a packed pair's element)."""
     return t.name[:-2] if t.lanes == 2 else t.name
@@ -334,7 +325,7 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
                 if relu:  # a negative result (sign set, not NaN) becomes +0
                     bits = np.where(half_to_f32(bits, is_bf16) < 0, np.uint16(0), bits)
                 lane_bits.append(bits)
-            put(S, _packed(lane_bits, t), m)
+            put(S, pack_lanes(lane_bits).view(view_dtype(t)), m)
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]
 
@@ -413,7 +404,7 @@ def _make_float(P, op, opname, t, mods, srcs):
                 if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
                     bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
                 lane_bits.append(bits)
-            put(S, _packed(lane_bits, t), m)
+            put(S, pack_lanes(lane_bits).view(view_dtype(t)), m)
         return halves
     readers = [P.reader(s, t, ins) for s in srcs]
     f64 = t.bits == 64

@@ -18,7 +18,7 @@ from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .ops import address_parts
-from .values import UINT, as_words128, from_words128, half_bits, half_lane, view_dtype
+from .values import UINT, as_words128, from_words128, half_bits, half_lane, pack_lanes, view_dtype
 
 _PTXFORGE_INTERNAL = True
 
@@ -202,10 +202,7 @@ def _half_atom(opname, t, old, b):
             r = np.where(np.isnan(y) | pick_x, x, y)
             r = np.where(np.isnan(x) & ~np.isnan(y), y, r)
         lanes.append(half_bits(r, is_bf16))
-    out = lanes[0].astype(np.uint32)
-    for i, bits in enumerate(lanes[1:], 1):
-        out = out | (bits.astype(np.uint32) << np.uint32(16 * i))
-    return out.astype(UINT[t.bits])
+    return pack_lanes(lanes)
 
 
 def _atom_bits(opname, t, old, b, c):

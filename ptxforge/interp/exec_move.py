@@ -20,7 +20,7 @@ from .findings import InterpUnsupported
 from .rounding import convert
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_bits, half_lane,
-                     half_to_f32, storage_dtype, view_dtype)
+                     half_to_f32, pack_lanes, storage_dtype, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -211,9 +211,7 @@ def make_set(P, op):
     if ins.type.lanes == 2:
         def set_halves(S, m):
             x = cmp(S)
-            mask = np.where(combine(S, x[0]), np.uint32(0xFFFF), np.uint32(0)) | np.where(
-                combine(S, x[1]), np.uint32(0xFFFF0000), np.uint32(0))
-            put(S, mask.astype(np.uint32).view(out), m)
+            put(S, pack_lanes([np.where(combine(S, h), np.uint16(0xFFFF), np.uint16(0)) for h in x]).view(out), m)
         return set_halves
     true = np.float32(1.0) if dt is T.f32 else np.array(0xFFFFFFFF, dtype=np.uint32).view(out)[()]
     zero = out.type(0)

@@ -158,6 +158,15 @@ def half_bits(x64, is_bf16: bool):
     return to_bf16(np.asarray(x64, dtype=np.float64))
 
 
+def pack_lanes(lane_bits):
+    """One register value from the 16-bit lanes' patterns, the low lane first: uint16 for one lane, uint32 for
+    two (view it as the instruction type's dtype)."""
+    out = np.asarray(lane_bits[0]).astype(np.uint32)
+    for lane, bits in enumerate(lane_bits[1:], 1):
+        out = out | (np.asarray(bits).astype(np.uint32) << np.uint32(16 * lane))
+    return out.astype(np.uint16) if len(lane_bits) == 1 else out
+
+
 def half_lane(v, lane: int, is_bf16: bool):
     """Lane `lane` (0: the low 16 bits) of packed half-precision register values `v`, as float32."""
     bits = (np.asarray(v).astype(np.uint32) >> np.uint32(16 * lane)) & np.uint32(0xFFFF)

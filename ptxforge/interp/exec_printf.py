@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 from ..isa import types as T
-from ..isa.vprintf import SPEC, WIDE
+from ..isa.vprintf import SPEC, spec_arguments
 from .access import gather, map_access
 
 _PTXFORGE_INTERNAL = True
@@ -28,7 +28,6 @@ _PTXFORGE_INTERNAL = True
 PRINTF = "printf.vprintf"
 #: the longest string %s or the format reads before giving up on its NUL
 MAX_STRING = 4096
-
 
 
 def _read(S, op, addr: int, thread: int, nbytes: int, what: str):
@@ -111,38 +110,36 @@ def format_line(fmt: str, read_arg, read_string):
         out.append(fmt[pos:mt.start()])
         pos = mt.end()
         conv, length, flags = mt["conv"], mt["len"] or "", mt["flags"]
-        if conv == "%":
+        args = spec_arguments(mt)
+        if not args:  # %%
             out.append("%")
             continue
+        raws = [read_arg(a.nbytes) or 0 for a in args]  # the `*`s first, then the value
+        count += len(args) - 1
+        stars, raw = iter(raws[:-1]), raws[-1]
         width = prec = None
         if mt["width"] == "*":  # a negative width left-justifies
-            width = int(np.int32(np.uint32(read_arg(4) or 0)))
-            count += 1
+            width = int(np.int32(np.uint32(next(stars))))
             if width < 0:
                 flags, width = flags + "-", -width
         elif mt["width"] is not None:
             width = int(mt["width"])
         if mt["prec"] == "*":  # a negative precision is as if none were given
-            prec = int(np.int32(np.uint32(read_arg(4) or 0)))
-            count += 1
+            prec = int(np.int32(np.uint32(next(stars))))
             prec = prec if prec >= 0 else None
         elif mt["prec"] is not None:
             prec = int(mt["prec"])
         if conv in "eEfFgGaA":
-            text = _floating(flags, width, prec, conv, float(np.uint64(read_arg(8) or 0).view(np.float64)))
-        elif conv in "sp":
-            raw = read_arg(8) or 0
-            if conv == "p":
-                text = _pad(f"0x{raw:x}", flags, width)
-            else:
-                string = (read_string(raw) if raw else "(null)") or ""
-                text = _pad(string[:prec] if prec is not None else string, flags, width)
+            text = _floating(flags, width, prec, conv, float(np.uint64(raw).view(np.float64)))
+        elif conv == "p":
+            text = _pad(f"0x{raw:x}", flags, width)
+        elif conv == "s":
+            string = (read_string(raw) if raw else "(null)") or ""
+            text = _pad(string[:prec] if prec is not None else string, flags, width)
         elif conv == "c":
-            text = _pad(chr((read_arg(4) or 0) & 0xFF), flags, width)
+            text = _pad(chr(raw & 0xFF), flags, width)
         else:
-            bits = 64 if length in WIDE else 32
-            raw = read_arg(bits // 8) or 0
-            bits = {"hh": 8, "h": 16}.get(length, bits)
+            bits = {"hh": 8, "h": 16}.get(length, 8 * args[-1].nbytes)
             raw &= (1 << bits) - 1
             value = raw - (1 << bits) if conv in "di" and raw >> (bits - 1) else raw
             text = _integer(flags, width, prec, conv, value)

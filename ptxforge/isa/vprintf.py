@@ -39,6 +39,24 @@ class Argument:
     conv: str
 
 
+def spec_arguments(mt) -> list:
+    """The arguments one conversion specification (a `SPEC` match) takes, in the order the buffer holds them: an
+    int for each `*` width or precision, then the value ([] for %%)."""
+    conv = mt["conv"]
+    if conv == "%":
+        return []
+    out = [Argument("int", 4, "*") for part in (mt["width"], mt["prec"]) if part == "*"]
+    if conv in "eEfFgGaA":
+        out.append(Argument("float", 8, conv))
+    elif conv == "s":
+        out.append(Argument("string", 8, conv))
+    elif conv == "p":
+        out.append(Argument("pointer", 8, conv))
+    else:
+        out.append(Argument("int", 8 if mt["len"] in WIDE else 4, conv))
+    return out
+
+
 def conversions(fmt: str) -> list:
     """The arguments format string `fmt` takes, in order (`Argument`s).  A `%` that starts no conversion a
     device printf knows is a ValidationError naming it."""
@@ -57,17 +75,7 @@ def conversions(fmt: str) -> list:
             raise ValidationError(f"printf format {fmt!r}: the length modifier '{mt['len']}' of {mt.group(0)!r} is "
                                   "not one CUDA's device printf takes (h, l, ll): on an H200 every argument after "
                                   "an hh conversion prints wrong")
-        for part in (mt["width"], mt["prec"]):
-            if part == "*":
-                out.append(Argument("int", 4, "*"))
-        if conv in "eEfFgGaA":
-            out.append(Argument("float", 8, conv))
-        elif conv == "s":
-            out.append(Argument("string", 8, conv))
-        elif conv == "p":
-            out.append(Argument("pointer", 8, conv))
-        else:
-            out.append(Argument("int", 8 if mt["len"] in WIDE else 4, conv))
+        out += spec_arguments(mt)
     stray = fmt.find("%", pos)
     if stray >= 0:
         raise ValidationError(f"printf format {fmt!r}: '%' at offset {stray} starts no conversion")

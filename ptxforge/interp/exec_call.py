@@ -89,14 +89,15 @@ def _rewrite(x, regs: dict, labels: dict, memo: dict):
 
 
 def _param_access(ins, params: dict):
-    """(register, type, store?) when `ins` is an ld/st.param of a scalar call parameter in `params`; the
-    instruction as a `.local` access when it names a byte-array parameter (held in local memory)."""
+    """What an ld/st.param of a call parameter in `params` runs as: a `param.move` to or from the scalar
+    parameter's register, or a `.local` access of a byte-array parameter (held in local memory); `ins` itself
+    for any other instruction."""
     if ins.opcode not in ("ld", "st") or getattr(ins.info, "space", None) != "param":
-        return None
+        return ins
     i = 1 if ins.opcode == "ld" else 0
     addr = ins.operands[i]
     if not isinstance(addr, Addr) or not isinstance(addr.base, Symbol) or addr.base.name not in params:
-        return None
+        return ins
     where = params[addr.base.name]
     if isinstance(where, Symbol):  # a byte array in local memory
         ops = list(ins.operands)
@@ -105,12 +106,8 @@ def _param_access(ins, params: dict):
     if addr.offset or ins.info.vec != 1:
         raise InterpUnsupported(f"'{ins.render()}': vector or offset accesses to call parameters are not "
                                 "modelled", ins)
-    return params[addr.base.name], ins.info.type, ins.opcode == "st"
-
-
-def _param_move(ins, reg: Reg, t, store: bool) -> Instruction:
-    ops = (reg, ins.operands[1]) if store else (ins.operands[0], reg)
-    return Instruction(PARAM_MOVE, ins.mnemonic, ops, 1, ins.guard, ins.req, None, (), t, ins.loc)
+    ops = (where, ins.operands[1]) if ins.opcode == "st" else (ins.operands[0], where)
+    return Instruction(PARAM_MOVE, ins.mnemonic, ops, 1, ins.guard, ins.req, None, (), ins.info.type, ins.loc)
 
 
 class _Expander:
@@ -170,8 +167,7 @@ class _Expander:
                 out.append(bra(ret_label).with_guard(ins.guard).with_loc(ins.loc) if ins.guard is not None
                            else bra(ret_label).with_loc(ins.loc))
                 continue
-            acc = _param_access(ins, params)
-            out.append(acc if isinstance(acc, Instruction) else _param_move(ins, *acc) if acc is not None else ins)
+            out.append(_param_access(ins, params))
 
     def brx(self, ins):
         """`brx.idx i, tlist` as a chain: `setp.eq p, i, j; @p bra tlist[j]` for each j, then a

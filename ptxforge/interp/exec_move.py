@@ -389,7 +389,6 @@ def make_cvt(P, op):
     return f2f
 
 
-
 def _maybe_sat(x, sat):
     if not sat:
         return x

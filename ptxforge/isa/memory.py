@@ -445,8 +445,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         ops.append(c)
     n_dst = 0
     if not reduce_only:
-        d = check_vec(d, vec, t, f"{name} destination") if vec != 1 else d
-        if vec == 1:
+        if vec != 1:
+            d = check_vec(d, vec, t, f"{name} destination")
+        else:
             check_dst(d, t, f"{name} destination")
         ops = [d] + ops
         n_dst = 1

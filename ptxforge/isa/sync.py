@@ -214,6 +214,19 @@ def mbarrier_init(addr, count, space="shared"):
     return make("mbarrier.init", ("mbarrier", "init", space, "b64"), (a, count), req=req, info=MbarInfo("init"))
 
 
+def _arrival_count(what, count, no_complete, req, ops):
+    """Check an arrive / arrive_drop count (1 .. 2^20-1, an int or a .u32 register), append it to `ops` and return
+    `req` with what a count needs: sm_90, unless the arrival is .noComplete (sm_80)."""
+    if isinstance(count, int):
+        if not 1 <= count < (1 << 20):
+            raise ValidationError(f"{what} count {count} is outside 1..{(1 << 20) - 1}")
+        count = Imm(count)
+    else:
+        check_value(count, T.u32, f"{what} count", imm_ok=False)
+    ops.append(count)
+    return req if no_complete else req.merge(REQ_MBAR_90)
+
+
 def _check_no_complete(what, count, space, expect_tx=None):
     if count is None:
         raise ValidationError(f"{what}.noComplete needs a count of arrivals (ptxas: 'Illegal modifier "
@@ -256,15 +269,7 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
             check_value(expect_tx, T.u32, "mbarrier.arrive.expect_tx bytes", imm_ok=False)
         ops.append(expect_tx)
     elif count is not None:
-        if not no_complete:  # a count without .noComplete is sm_90
-            req = req.merge(REQ_MBAR_90)
-        if isinstance(count, int):
-            if not 1 <= count < (1 << 20):
-                raise ValidationError(f"mbarrier.arrive count {count} is outside 1..{(1 << 20) - 1}")
-            count = Imm(count)
-        else:
-            check_value(count, T.u32, "mbarrier.arrive count", imm_ok=False)
-        ops.append(count)
+        req = _arrival_count("mbarrier.arrive", count, no_complete, req, ops)
     if release or space == "shared::cluster":
         req = req.merge(Requirement(80, V("8.0")))
     remote = space == "shared::cluster"
@@ -372,15 +377,7 @@ def mbarrier_arrive_drop(state, addr, count=None, space="shared", no_complete=Fa
         check_dst(state, T.b64, "mbarrier.arrive_drop state")
     ops = [state, a]
     if count is not None:
-        if not no_complete:
-            req = req.merge(REQ_MBAR_90)
-        if isinstance(count, int):
-            if not 1 <= count < (1 << 20):
-                raise ValidationError(f"mbarrier.arrive_drop count {count} is outside 1..{(1 << 20) - 1}")
-            count = Imm(count)
-        else:
-            check_value(count, T.u32, "mbarrier.arrive_drop count", imm_ok=False)
-        ops.append(count)
+        req = _arrival_count("mbarrier.arrive_drop", count, no_complete, req, ops)
     parts = ("mbarrier", "arrive_drop", "noComplete" if no_complete else None, space, "b64")
     return make("mbarrier.arrive_drop", parts, ops, n_dst=1, req=req,
                 info=MbarInfo("arrive_drop", no_complete=no_complete))

@@ -40,7 +40,7 @@ from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descri
 from .access import Part, shadow_read
 from .findings import InterpUnsupported
 from .proxy import proxy_check
-from .values import bf16_to_f32
+from .values import bf16_to_f32, bytes_to_elements
 
 _PTXFORGE_INTERNAL = True
 
@@ -103,15 +103,6 @@ def _unpack(words: np.ndarray, elem_bits: int) -> np.ndarray:
     per = 32 // elem_bits
     shifts = (np.arange(per) * elem_bits).astype(np.uint32)
     return (w[..., None] >> shifts) & np.uint32((1 << elem_bits) - 1)
-
-
-def _bytes_to_elements(b: np.ndarray, elem_bits: int) -> np.ndarray:
-    """(rows, 32) bytes of a K row -> (rows, K) element bits."""
-    if elem_bits == 8:
-        return b.astype(np.uint32)
-    if elem_bits == 1:
-        return np.unpackbits(b, axis=-1, bitorder="little").astype(np.uint32)
-    return np.ascontiguousarray(b).view(np.uint16 if elem_bits == 16 else np.uint32).astype(np.uint32)
 
 
 #: Unit roundoff of the accumulator types (half an ulp, relative).
@@ -203,7 +194,7 @@ def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
     data = S.smem[flat].reshape(rows, 32)
     if mn_major:  # (rows, 32) addresses were for 2-byte elements (mn, k) laid out as [k][byte]
         return data.reshape(rows, 16, 2).view(np.uint16)[..., 0].astype(np.uint32)
-    return _bytes_to_elements(data, elem_bits)
+    return bytes_to_elements(data, elem_bits).astype(np.uint32)
 
 
 def hold_operand(S, op, flat, thr0):

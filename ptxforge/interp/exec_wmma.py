@@ -33,6 +33,7 @@ from ..isa.operands import Imm
 from .access import gather, map_access, scatter
 from .exec_memory import address_reader, observe_load, observe_store, spread
 from .exec_wgmma import decode
+from .values import bytes_to_elements
 
 _PTXFORGE_INTERNAL = True
 
@@ -113,18 +114,8 @@ def geometry(info, which: str) -> FragmentGeometry:
     return FragmentGeometry(m, n, info.acc, form.acc[info.acc])
 
 
-def _bytes_to_bits(b, ebits):
-    """(..., nbytes) bytes -> (..., nbytes * 8 / ebits) element bits (uint64), the lowest bits first."""
-    if ebits >= 8:
-        return np.ascontiguousarray(b).view({8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[ebits]).astype(
-            np.uint64)
-    if ebits == 4:
-        return np.stack([b & 15, b >> 4], axis=-1).reshape(b.shape[:-1] + (-1,)).astype(np.uint64)
-    return np.unpackbits(b, axis=-1, bitorder="little").astype(np.uint64)
-
-
 def _bits_to_bytes(v, ebits):
-    """The inverse of `_bytes_to_bits`."""
+    """The inverse of `values.bytes_to_elements`."""
     if ebits >= 8:
         dt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[ebits]
         return np.ascontiguousarray(v.astype(dt)).view(np.uint8)
@@ -190,7 +181,7 @@ class _Access:
 
     def to_matrix(self, data, nw):
         """(nw * count, nbytes) bytes -> (nw, rows * cols) element bits, row-major."""
-        v = _bytes_to_bits(data, self.frag.ebits).reshape(nw, self.count, self.length)
+        v = bytes_to_elements(data, self.frag.ebits).reshape(nw, self.count, self.length)
         return (v if self.layout == "row" else v.transpose(0, 2, 1)).reshape(nw, -1)
 
     def from_matrix(self, matrix):

@@ -158,6 +158,16 @@ def half_bits(x64, is_bf16: bool):
     return to_bf16(np.asarray(x64, dtype=np.float64))
 
 
+def bytes_to_elements(b, ebits: int):
+    """(..., nbytes) bytes -> (..., nbytes * 8 / ebits) element bits (uint64), the lowest bits of each byte first:
+    the elements of a row of 1-, 4-, 8-, 16-, 32- or 64-bit values in memory."""
+    if ebits >= 8:
+        return np.ascontiguousarray(b).view(UINT[ebits]).astype(np.uint64)
+    if ebits == 4:
+        return np.stack([b & 15, b >> 4], axis=-1).reshape(b.shape[:-1] + (-1,)).astype(np.uint64)
+    return np.unpackbits(b, axis=-1, bitorder="little").astype(np.uint64)
+
+
 def pack_lanes(lane_bits):
     """One register value from the 16-bit lanes' patterns, the low lane first: uint16 for one lane, uint32 for
     two (view it as the instruction type's dtype)."""

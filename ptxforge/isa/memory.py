@@ -209,6 +209,48 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
         scope: "cta", "cluster", "gpu" or "sys".
         policy: a 64-bit cache-policy register (`createpolicy`) for ``.L2::cache_hint``.
     """
+    hints = tuple(hints)
+    form = _form(_ld_form, ("ld", t, space, vec, nc, cop, hints, sem, scope, policy is not None))
+    what, what_d, parts, req, info = form
+    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
+    wide = t.is_int or t.kind == "b"
+    if vec == 1:
+        if isinstance(d, Vec):
+            raise ValidationError(f"{what}: a scalar load has one destination register, got {len(d)}; pass vec=")
+        if type(d) is not Reg or d.type is not t:
+            check_dst(d, t, what_d, wide_ok=wide)
+    else:
+        check_vec(d, vec, t, what_d, wide_ok=wide)
+        _vec_regs_check(d, t, what_d)
+    if policy is not None:
+        _policy_check("ld", policy, space, sem)
+    return make("ld", parts, (d, a) + ((policy,) if policy is not None else ()), n_dst=1, type=t, req=req,
+                info=info, mods=(space,))
+
+
+#: ld/st forms checked before: (opcode, type, space, vec, nc, cop, hints, sem, scope, has a policy) ->
+#: (what, what of the register operand, mnemonic parts, requirement, MemInfo).  A kernel asks for a few
+#: forms many times; every check of the form reads only these keys, so it is made once per form, and the
+#: operands are checked on every call.
+_FORMS: dict = {}
+
+
+def _form(check, key):
+    """The checked form of `key` (see _FORMS), made by `check(*key)` the first time; a form that fails its
+    check raises every time, and one whose keys do not hash is checked without being kept."""
+    try:
+        got = _FORMS.get(key)
+    except TypeError:
+        return check(*key)
+    if got is None:
+        got = check(*key)
+        if len(_FORMS) < 4096:  # distinct forms are few; the bound only guards odd callers
+            _FORMS[key] = got
+    return got
+
+
+def _ld_form(_, t, space, vec, nc, cop, hints, sem, scope, has_policy):
     what = f"ld.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}; types: " + ", ".join("." + x.name for x in LD_TYPES))
@@ -221,25 +263,14 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
         if h not in PREFETCH + EVICT:
             raise ValidationError(f"unknown ld hint {h!r}; one of {PREFETCH + EVICT}")
     _hint_space_check(hints, space, what, cop, nc)
-    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
-    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
-    wide = t.is_int or t.kind == "b"
-    if vec == 1:
-        if isinstance(d, Vec):
-            raise ValidationError(f"{what}: a scalar load has one destination register, got {len(d)}; pass vec=")
-        check_dst(d, t, f"{what} destination", wide_ok=wide)
-    else:
-        check_vec(d, vec, t, f"{what}.v{vec} destination", wide_ok=wide)
-        _vec_regs_check(d, t, f"{what}.v{vec} destination")
     order, oreq = _order_check("ld", sem, scope, space, cop=cop, nc=nc, hints=hints, t=t)
-    _policy_check("ld", policy, space, sem)
     req = _mem_req(space, t, hints, vec).merge(oreq)
-    if policy is not None:
+    if has_policy:
         req = req.merge(REQ_CACHE_HINT)
-    parts = ("ld", *order, _space_part(space), "nc" if nc else None, cop, *_with_policy(hints, policy),
+    parts = ("ld", *order, _space_part(space), "nc" if nc else None, cop, *_with_policy(hints, has_policy or None),
              f"v{vec}" if vec > 1 else None, t.name)
-    return make("ld", parts, (d, a) + ((policy,) if policy is not None else ()), n_dst=1, type=t, req=req,
-                info=MemInfo(space, t, vec, nc, cop, sem, scope, policy is not None), mods=(space,))
+    what_d = f"{what} destination" if vec == 1 else f"{what}.v{vec} destination"
+    return what, what_d, parts, req, MemInfo(space, t, vec, nc, cop, sem, scope, has_policy)
 
 
 def _writable_param(addr) -> bool:
@@ -256,13 +287,35 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
     Arguments as for `ld`, with `v` the value stored (a register, immediate, or a Vec of `vec` of them) and
     `sem` "volatile", "relaxed" or "release"; the .param and .const spaces are read-only.
     """
+    hints = tuple(hints)
+    form = _form(_st_form, ("st", t, space, vec, None, cop, hints, sem, scope, policy is not None))
+    what, what_v, parts, req, info = form
+    if space == "param" and not _writable_param(addr):
+        raise ValidationError("st.param is not allowed: .param memory is read-only in a kernel (only call "
+                              "arguments and return values, .param variables a call or a device function "
+                              "declares, may be stored to)")
+    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
+    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
+    if vec == 1:
+        if isinstance(v, Vec):
+            raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
+        if type(v) is not Reg or v.type is not t:
+            check_value(v, t, what_v, wide_ok=t.is_int or t.kind == "b")
+    else:
+        check_vec(v, vec, t, what_v, imm_ok=True, wide_ok=t.is_int or t.kind == "b")
+        _vec_regs_check(v, t, what_v)
+    if policy is not None:
+        _policy_check("st", policy, space, sem)
+    return make("st", parts, (a, v) + ((policy,) if policy is not None else ()), n_dst=0, type=t, req=req,
+                info=info, mods=(space,))
+
+
+def _st_form(_, t, space, vec, _nc, cop, hints, sem, scope, has_policy):
     what = f"st.{space}"
     if t not in LD_TYPES:
         raise ValidationError(f"{what} does not take .{t.name}")
-    if space == "const" or (space == "param" and not _writable_param(addr)):
-        raise ValidationError(f"st.{space} is not allowed: .{space} memory is read-only in a kernel"
-                              + (" (only call arguments and return values, .param variables a call or a"
-                                 " device function declares, may be stored to)" if space == "param" else ""))
+    if space == "const":
+        raise ValidationError("st.const is not allowed: .const memory is read-only in a kernel")
     _vec_check(t, vec, what, space)
     if cop is not None and cop not in CACHE_OPS["st"]:
         raise ValidationError(f"st cache operator must be one of {CACHE_OPS['st']}, got {cop!r}")
@@ -270,24 +323,14 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
         if h not in EVICT:
             raise ValidationError(f"unknown st hint {h!r}; one of {EVICT}")
     _hint_space_check(hints, space, what, cop)
-    a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
-    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
-    if vec == 1:
-        if isinstance(v, Vec):
-            raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
-        check_value(v, t, f"{what} source", wide_ok=t.is_int or t.kind == "b")
-    else:
-        check_vec(v, vec, t, f"{what}.v{vec} source", imm_ok=True, wide_ok=t.is_int or t.kind == "b")
-        _vec_regs_check(v, t, f"{what}.v{vec} source")
     order, oreq = _order_check("st", sem, scope, space, cop=cop, hints=hints, t=t)
-    _policy_check("st", policy, space, sem)
     req = _mem_req(space, t, hints, vec).merge(oreq)
-    if policy is not None:
+    if has_policy:
         req = req.merge(REQ_CACHE_HINT)
-    parts = ("st", *order, _space_part(space), cop, *_with_policy(hints, policy), f"v{vec}" if vec > 1 else None,
-             t.name)
-    return make("st", parts, (a, v) + ((policy,) if policy is not None else ()), n_dst=0, type=t, req=req,
-                info=MemInfo(space, t, vec, False, cop, sem, scope, policy is not None), mods=(space,))
+    parts = ("st", *order, _space_part(space), cop, *_with_policy(hints, has_policy or None),
+             f"v{vec}" if vec > 1 else None, t.name)
+    what_v = f"{what} source" if vec == 1 else f"{what}.v{vec} source"
+    return what, what_v, parts, req, MemInfo(space, t, vec, False, cop, sem, scope, has_policy)
 
 
 def ldu(t, d, addr, space="global", vec=1):

@@ -253,10 +253,11 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
     for v in getattr(k, "variables", ()):
         lines.append(_INDENT + v.render())
     lines.append("")
+    name = k.name
     for item in k.body:
-        if isinstance(item, Instruction):
+        if type(item) is Instruction or isinstance(item, Instruction):
             lines.append(_INDENT + item.render())
-            line_map[len(lines)] = (item, k.name)
+            line_map[len(lines)] = (item, name)
         elif isinstance(item, LabelDef):
             lines.append(f"{item.label}:")
         elif isinstance(item, Comment):

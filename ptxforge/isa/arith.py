@@ -238,28 +238,49 @@ def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
 
 def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     """Build and check one arithmetic instruction (pure: no builder)."""
+    flags = (flags,) if isinstance(flags, str) else tuple(flags)
+    key = (opcode, t, mode, flags)
+    try:
+        form = _FORMS.get(key)
+    except TypeError:  # keys that do not hash: checked, not kept
+        form = key = None
+    if form is None:
+        form = _arith_form(opcode, t, mode, flags)
+        if key is not None and len(_FORMS) < 4096:  # distinct forms are few; the bound only guards odd callers
+            _FORMS[key] = form
+    rt, sources, imm_ok, parts, mods, req = form
+    if len(srcs) != len(sources):
+        raise ValidationError(f"{opcode} takes {len(sources)} source operand(s), got {len(srcs)}")
+    if type(d) is not Reg or d.type is not rt:
+        check_dst(d, rt, f"{opcode} destination")
+    for i, s in enumerate(srcs):
+        st = sources[i]
+        if type(s) is not Reg or s.type is not st:
+            check_value(s, st, f"{opcode} source {i + 1}", imm_ok=imm_ok)
+    return make(opcode, parts, (d, *srcs), n_dst=1, mods=mods, type=t, req=req)
+
+
+#: arithmetic forms checked before: (opcode, type, mode, flags) -> (result type, source types, whether
+#: sources may be immediates, mnemonic parts, modifiers, requirement).  Every check of the form reads only
+#: these keys, so a kernel's many adds and mads of one form check it once; operands are checked every call.
+_FORMS: dict = {}
+
+
+def _arith_form(opcode, t, mode, flags) -> tuple:
     form = ARITH[opcode]
     if t not in form.types:
         raise ValidationError(f"{opcode} does not take .{t.name}; legal types: "
                               + ", ".join("." + x.name for x in form.types))
-    if len(srcs) != form.arity:
-        raise ValidationError(f"{opcode} takes {form.arity} source operand(s), got {len(srcs)}")
-    flags = (flags,) if isinstance(flags, str) else tuple(flags)
     mods = _float_mods(form, opcode, t, mode, flags) if t.is_float else _int_mods(form, opcode, t, mode, flags)
     written = mods[0] if mods and not t.is_float else None
-    rt = form.result_type(t, written)
-    if type(d) is not Reg or d.type is not rt:
-        check_dst(d, rt, f"{opcode} destination")
-    for i, s in enumerate(srcs):
-        st = form.source_type(t, written, i)
-        if type(s) is not Reg or s.type is not st:
-            check_value(s, st, f"{opcode} source {i + 1}", imm_ok=t not in HALF and t not in INT_X2)
     req = form.type_req.get(t, BASE)
     for m in mods:
         extra = form.flag_req.get(m) if t.is_float else form.mode_req.get(m)
         if extra is not None:
             req = req.merge(extra)
-    return make(opcode, (opcode, *mods, t.name), (d, *srcs), n_dst=1, mods=tuple(mods), type=t, req=req)
+    sources = tuple(form.source_type(t, written, i) for i in range(form.arity))
+    return (form.result_type(t, written), sources, t not in HALF and t not in INT_X2, (opcode, *mods, t.name),
+            tuple(mods), req)
 
 
 class ArithOps:

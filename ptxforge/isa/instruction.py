@@ -58,9 +58,11 @@ class Instruction:
     def render(self) -> str:
         """The PTX line: ``{@guard} mnemonic operands;`` with the mnemonic padded to a column."""
         head = self.mnemonic if self.guard is None else f"{self.guard} {self.mnemonic}"
-        if not self.operands:
+        ops = self.operands
+        if not ops:
             return head + ";"
-        return f"{head:<15} " + ", ".join(map(str, self.operands)) + ";"
+        # a register is most operands: spelled here rather than through its __str__
+        return head.ljust(15) + " " + ", ".join(["%" + o.name if type(o) is Reg else str(o) for o in ops]) + ";"
 
     def __str__(self) -> str:
         return self.render()

@@ -139,6 +139,11 @@ def _hint_space_check(hints, space, what, cop=None, nc=False):
 def _vec_regs_check(regs, t, what):
     """The registers of one vector access: ptxas refuses elements of different types (bit types
     mix with anything of their width)."""
+    for r in regs:  # the common case first: every register of the access's own type
+        if type(r) is not Reg or r.type is not t:
+            break
+    else:
+        return
     typed = {r.type.name if r.type.is_float else "int" for r in regs if isinstance(r, Reg) and r.type.kind != "b"}
     if len(typed) > 1:
         raise ValidationError(f"{what}: the registers of a vector access must have one type; got "

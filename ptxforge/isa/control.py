@@ -7,7 +7,7 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import SPECIAL_REQUIREMENTS, Label, NegPred, PairDst, SpecialReg, Symbol, Vec
+from .operands import SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -193,7 +193,12 @@ def mov(t, d, a):
         raise ValidationError(f"mov does not take .{t.name}")
     if t in (T.f16, T.bf16, T.bf16x2, T.f16x2):
         t = t.bits_type()  # ptxas has no mov.f16: half values move as bits
-    check_dst(d, t, "mov destination")
+    if type(d) is not Reg or d.type is not t:
+        check_dst(d, t, "mov destination")
+    if type(a) is Reg or type(a) is Imm:  # the common case: a register or an immediate
+        if type(a) is not Reg or a.type is not t:
+            check_value(a, t, "mov source")
+        return make("mov", ("mov", t.name), (d, a), n_dst=1, type=t, req=_B128 if t is T.b128 else BASE)
     from .calls import FuncRef
     if isinstance(a, FuncRef):  # a device function's address, the target of an indirect call
         if t not in (T.u64, T.b64, T.s64):
@@ -230,7 +235,6 @@ REQ_STACK = Requirement(80, V("7.3"))
 
 def alloca(d, size, align=None):
     """alloca.u64 d, size{, align}: d = a fresh .local allocation of `size` bytes on the stack."""
-    from .operands import Imm
     check_dst(d, T.u64, "alloca destination")
     if isinstance(size, int):
         if size <= 0:
@@ -259,7 +263,6 @@ def pmevent(event, mask=False):
     limit = 0xFFFF if mask else 15
     if not isinstance(event, int) or isinstance(event, bool) or not 0 <= event <= limit:
         raise ValidationError(f"pmevent{'.mask' if mask else ''} takes an integer in 0..{limit}, got {event!r}")
-    from .operands import Imm
     return make("pmevent", ("pmevent", "mask" if mask else None), (Imm(event),), mods=("mask",) if mask else ())
 
 

@@ -171,10 +171,8 @@ def emit_fixup(k, fix: SplitFixup, accs, split, tm, tn):
             stride = k.mul(fix.tiles, tile_bytes, type=T.u32, mode="wide")  # bytes of one split's partial sums
             for c0 in range(0, len(regs), FIXUP_CHUNK):
                 part = range(c0 // 4, min(len(regs), c0 + FIXUP_CHUNK) // 4)
-                for q in part:
-                    got = k.ld(Addr(first_slice, q * nthr * 16), type=acc_t, vec=4, cop="cg")
-                    for r, x in zip(regs[4 * q:4 * q + 4], got):
-                        k.mov(x, type=acc_t, dst=r)
+                for q in part:  # slice 0 straight into the registers (this unit's own sums are in the slices)
+                    k.ld(Addr(first_slice, q * nthr * 16), type=acc_t, vec=4, cop="cg", dst=regs[4 * q:4 * q + 4])
                 at = k.mov(first_slice, type=T.u64)
                 with k.for_range(1, fix.splits, name="split"):
                     k.add(at, stride, type=T.u64, dst=at)

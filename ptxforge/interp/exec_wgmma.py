@@ -40,7 +40,7 @@ from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descri
 from .access import Part, shadow_read
 from .findings import InterpUnsupported
 from .proxy import proxy_check
-from .values import bf16_to_f32, bytes_to_elements
+from .values import bf16_to_f32, bytes_to_elements, split_words
 
 _PTXFORGE_INTERNAL = True
 
@@ -90,19 +90,6 @@ def decode(raw: np.ndarray, t: T.ScalarType) -> np.ndarray:
     if t.name in FP8:
         return FP8[t.name][raw.astype(np.uint8)]
     raise AssertionError(t)
-
-
-def _unpack(words: np.ndarray, elem_bits: int) -> np.ndarray:
-    """(..., n) uint32 words -> (..., n, 32 / elem_bits) element bits, element 0 in the low bits."""
-    w = words.astype(np.uint32)
-    if elem_bits == 32:
-        return w[..., None]
-    if elem_bits == 1:
-        return np.unpackbits(w.view(np.uint8).reshape(w.shape + (4,)), axis=-1, bitorder="little").reshape(
-            w.shape + (32,))
-    per = 32 // elem_bits
-    shifts = (np.arange(per) * elem_bits).astype(np.uint32)
-    return (w[..., None] >> shifts) & np.uint32((1 << elem_bits) - 1)
 
 
 #: Unit roundoff of the accumulator types (half an ulp, relative).
@@ -255,7 +242,7 @@ def make_wgmma(P, op):
             t0 = int(thr[0])
             if info.a_from_regs:
                 words = np.stack([np.broadcast_to(r(S), (S.N,))[thr] for r in read_a], axis=1)  # (128, 4)
-                el = _unpack(words, eb)  # (128, 4, per)
+                el = split_words(words, eb, 32 // eb)  # (128, 4, per)
                 A_bits = np.zeros((M, K), dtype=np.uint32)
                 A_bits[a_rows, a_cols] = el
             else:

@@ -33,7 +33,7 @@ from ..isa.operands import Imm
 from .access import gather, map_access, scatter
 from .exec_memory import address_reader, observe_load, observe_store, spread
 from .exec_wgmma import decode
-from .values import bytes_to_elements
+from .values import bytes_to_elements, split_words
 
 _PTXFORGE_INTERNAL = True
 
@@ -97,9 +97,7 @@ class FragmentGeometry:
     def from_registers(self, words):
         """(nw, 32, nregs) register words -> (nw, rows * cols) element bits (uint64), row-major."""
         nw = words.shape[0]
-        shifts = (np.arange(self.per_reg) * self.ebits).astype(np.uint64)
-        mask = np.uint64((1 << self.ebits) - 1) if self.ebits < 64 else np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-        slots = (words.astype(np.uint64)[..., None] >> shifts) & mask
+        slots = split_words(words, self.ebits, self.per_reg)
         return slots.reshape(nw, 32, -1)[:, :, :self.per_lane].reshape(nw, self.rows * self.cols)
 
 

@@ -168,6 +168,14 @@ def bytes_to_elements(b, ebits: int):
     return np.unpackbits(b, axis=-1, bitorder="little").astype(np.uint64)
 
 
+def split_words(words, ebits: int, per: int):
+    """(...) register words -> (..., per) fields of `ebits` bits each (uint64), field 0 in the lowest bits: the
+    elements a fragment register of 1- to 64-bit values holds."""
+    shifts = (np.arange(per) * ebits).astype(np.uint64)
+    mask = np.uint64((1 << ebits) - 1) if ebits < 64 else np.uint64(0xFFFF_FFFF_FFFF_FFFF)
+    return (np.asarray(words).astype(np.uint64)[..., None] >> shifts) & mask
+
+
 def pack_lanes(lane_bits):
     """One register value from the 16-bit lanes' patterns, the low lane first: uint16 for one lane, uint32 for
     two (view it as the instruction type's dtype)."""

@@ -130,12 +130,18 @@ def test_hopper_run_twice_on_torch_tensors_and_its_plan():
     entry = hrun._plans.get(id(g))
     assert entry is not None and entry[0] is g and entry[1]
     p = g.plan(200, 384, 1024)
-    tc = torch.full((200, 384), POISON, dtype=torch.int32, device="cuda")
-    p(ta, tb, tc)
-    torch.cuda.synchronize()
-    assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
+    for _ in range(2):  # careful, then as a kind (shapes, element types) the plan checked before
+        tc = torch.full((200, 384), POISON, dtype=torch.int32, device="cuda")
+        p(ta, tb, tc)
+        torch.cuda.synchronize()
+        assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
     with pytest.raises(ValidationError, match="float32|int32"):
         p(ta, tb, torch.zeros((200, 384), dtype=torch.float32, device="cuda"))
+    with pytest.raises(ValidationError, match="shape"):
+        p(ta, tb, torch.zeros((200, 383), dtype=torch.int32, device="cuda"))
+    odd = torch.zeros(200 * 1024 + 1, dtype=torch.int8, device="cuda")[1:].view(200, 1024)  # a kind seen, misaligned
+    with pytest.raises(ValidationError, match="16-byte aligned"):
+        p(odd, tb, tc)
 
 
 def test_hopper_int4_plan_in_a_cuda_graph():

@@ -198,6 +198,7 @@ class HopperPlan:
                       TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
         self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
+        self._kinds: set = set()  # (A shape, A dtype, B shape, B dtype, C shape, C dtype) checked whole, as read fast
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
@@ -337,6 +338,14 @@ class HopperPlan:
             from ...runtime.streams import stream_handle
             if stream_handle(stream) != self.stream:
                 raise ValidationError("this plan launches on the stream it was made for; make a plan per stream")
+        read = _reader.read
+        ga, gb, gc = read(a), read(b), read(c)
+        if ga is not None and gb is not None and gc is not None and \
+                (ga[1], ga[2], gb[1], gb[2], gc[1], gc[2]) in self._kinds and \
+                not (ga[0] % 16 or gb[0] % 16 or (self._c_map and gc[0] % 16)):
+            # operands of kinds (shapes, element types) this plan checked before: three reads and the launch
+            self.launch_pointers(ga[0], gb[0], gc[0])
+            return c
         pa, pb, pc = self._read(a, "A"), self._read(b, "B"), self._read(c, "C")
         if pa[1] != self._shapes[0] or pb[1] != self._shapes[1] or pc[1] != self._shapes[2]:
             for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
@@ -346,6 +355,10 @@ class HopperPlan:
             what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0]) if pb[0] % 16 else ("C", pc[0])
             raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
         self.launch_pointers(pa[0], pb[0], pc[0])
+        if ga is None or gb is None or gc is None:  # first sight of a type: the careful reads taught the reader
+            ga, gb, gc = read(a), read(b), read(c)
+        if ga is not None and gb is not None and gc is not None and len(self._kinds) < 64:
+            self._kinds.add((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2]))
         return c
 
     def _read(self, x, what):

@@ -67,6 +67,7 @@ class ClusterLaunch:
 
     def __init__(self, fn, config, cluster, cfg, stream):
         self.fn, self.config, self.cluster, self.cfg, self.stream = fn, config, cluster, cfg, stream
+        self._what = f"clusters of {cluster}"  # what a failed launch says it was (spelled once, not per launch)
 
     def max_active_clusters(self) -> int:
         """Clusters of this shape, block and shared memory the device runs at once
@@ -77,7 +78,7 @@ class ClusterLaunch:
     def launch(self, blob, values=None) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
         values=None launches `blob` as it is: an argument block filled once and never refilled."""
-        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, f"clusters of {self.cluster}")
+        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, self._what)
 
 
 def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False,

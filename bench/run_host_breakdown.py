@@ -15,18 +15,21 @@ from ptxforge.schedules.gemm import Int4Gemm
 from ptxforge.schedules.operands import _reader
 
 
-def median_ns(fn, calls=20000, sync_every=50):
-    import torch
-    """The median host time of `fn()` over `calls` calls, synchronizing every `sync_every` (launch queues stay short)."""
-    clock, times = time.perf_counter_ns, []
-    for i in range(calls):
-        t0 = clock()
-        fn()
-        times.append(clock() - t0)
-        if i % sync_every == sync_every - 1:
-            torch.cuda.synchronize()
-    times.sort()
-    return times[len(times) // 2]
+def medians_ns(torch, rows, batches=400, batch=50) -> list:
+    """The median host time of each row's call, in ns: `batches` rounds in which every row takes its turn
+    of `batch` calls, each timed on its own (a slower stretch of the host weighs on every row alike), the
+    GPU drained after each turn of a row that launches (launch queues stay short)."""
+    clock = time.perf_counter_ns
+    times = [[] for _ in rows]
+    for _ in range(batches):
+        for (_, fn, launches), got in zip(rows, times):
+            for _ in range(batch):
+                t0 = clock()
+                fn()
+                got.append(clock() - t0)
+            if launches:
+                torch.cuda.synchronize()
+    return [sorted(t)[len(t) // 2] for t in times]
 
 
 def main():
@@ -44,23 +47,23 @@ def main():
     for _ in range(5):
         g.run(a, b, c)
     torch.cuda.synchronize()
-    never = 10 ** 9  # reads launch nothing: no synchronization needed
-    rows = [("empty call (the timer)", lambda: None, never), ("a.dtype", lambda: a.dtype, never),
-            ("a.is_contiguous()", lambda: a.is_contiguous(), never), ("a.get_device()", lambda: a.get_device(), never),
-            ("a.shape", lambda: a.shape, never), ("a.data_ptr()", lambda: a.data_ptr(), never),
-            ("one operand read", lambda: _reader.read(a), never),
-            ("three operand reads", lambda: (_reader.read(a), _reader.read(b), _reader.read(c)), never),
-            ("g.run(a, b, c)", lambda: g.run(a, b, c), 50)]
+    rows = [("empty call (the timer)", lambda: None, False), ("a.dtype", lambda: a.dtype, False),
+            ("a.is_contiguous()", lambda: a.is_contiguous(), False), ("a.get_device()", lambda: a.get_device(), False),
+            ("a.shape", lambda: a.shape, False), ("a.data_ptr()", lambda: a.data_ptr(), False),
+            ("one operand read", lambda: _reader.read(a), False),
+            ("three operand reads", lambda: (_reader.read(a), _reader.read(b), _reader.read(c)), False),
+            ("g.run(a, b, c)", lambda: g.run(a, b, c), True)]
     plan = g.plan(m, n, k)
     plan(a, b, c)
     pa, pb, pc = a.data_ptr(), b.data_ptr(), c.data_ptr()
-    rows += [("plan(a, b, c)", lambda: plan(a, b, c), 50),
-             ("plan.launch_pointers(...)", lambda: plan.launch_pointers(pa, pb, pc), 50)]
+    rows += [("plan(a, b, c)", lambda: plan(a, b, c), True),
+             ("plan.launch_pointers(...)", lambda: plan.launch_pointers(pa, pb, pc), True)]
     rows += floor_rows(torch, plan, a, b, c)
-    for _ in range(2):  # a first pass warms the host up (its medians run high); the second is reported
-        got = [(name, median_ns(fn, sync_every=every)) for name, fn, every in rows]
-    print(f"{type(g).__name__} for {m}x{n}x{k} int4; medians of 20000 calls, after a pass that warms the host up")
-    for name, ns in got:
+    medians_ns(torch, rows, batches=40)  # warms the host up: a first pass ran up to 3 us high
+    got = medians_ns(torch, rows)
+    print(f"{type(g).__name__} for {m}x{n}x{k} int4; medians of 20000 calls per row, the rows taking turns in "
+          "batches of 50")
+    for (name, _, _), ns in zip(rows, got):
         print(f"{name:36s} {ns:7d} ns", flush=True)
 
 
@@ -86,8 +89,8 @@ def floor_rows(torch, plan, a, b, c) -> list:
         kept.get((ra[3], ra[0], rb[3], rb[0], rc[3], rc[0], None, None, 0))
         d.cuLaunchKernelEx(config, func, blobs[(rb[4], ra[4], rc[4])].addr, 0)
 
-    return [("the driver call alone", lambda: d.cuLaunchKernelEx(config, func, addr, 0), 50),
-            ("run()'s work written inline", inline, 50)]
+    return [("the driver call alone", lambda: d.cuLaunchKernelEx(config, func, addr, 0), True),
+            ("run()'s work written inline", inline, True)]
 
 
 if __name__ == "__main__":

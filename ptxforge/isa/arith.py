@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_dst, check_value, make
+from .instruction import check_dst, check_value, checked_form, make
 from .operands import Reg, SpecialReg
 from .targets import BASE, Requirement, V
 from .types import wide_type
@@ -239,16 +239,7 @@ def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
 def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     """Build and check one arithmetic instruction (pure: no builder)."""
     flags = (flags,) if isinstance(flags, str) else tuple(flags)
-    key = (opcode, t, mode, flags)
-    try:
-        form = _FORMS.get(key)
-    except TypeError:  # keys that do not hash: checked, not kept
-        form = key = None
-    if form is None:
-        form = _arith_form(opcode, t, mode, flags)
-        if key is not None and len(_FORMS) < 4096:  # distinct forms are few; the bound only guards odd callers
-            _FORMS[key] = form
-    rt, sources, imm_ok, parts, mods, req = form
+    rt, sources, imm_ok, parts, mods, req = checked_form(_FORMS, (opcode, t, mode, flags), _arith_form)
     if len(srcs) != len(sources):
         raise ValidationError(f"{opcode} takes {len(sources)} source operand(s), got {len(srcs)}")
     if type(d) is not Reg or d.type is not rt:
@@ -260,9 +251,8 @@ def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
     return make(opcode, parts, (d, *srcs), n_dst=1, mods=mods, type=t, req=req)
 
 
-#: arithmetic forms checked before: (opcode, type, mode, flags) -> (result type, source types, whether
-#: sources may be immediates, mnemonic parts, modifiers, requirement).  Every check of the form reads only
-#: these keys, so a kernel's many adds and mads of one form check it once; operands are checked every call.
+#: arithmetic forms checked before (`checked_form`): (opcode, type, mode, flags) -> (result type, source types,
+#: whether sources may be immediates, mnemonic parts, modifiers, requirement)
 _FORMS: dict = {}
 
 

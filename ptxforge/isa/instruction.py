@@ -271,6 +271,25 @@ def int_imm(x: int, t: ScalarType | None = None) -> Imm:
 
 
 _MNEMONICS: dict = {}
+
+#: distinct forms a family keeps (`checked_form`); the bound only guards odd callers
+_FORMS_KEPT = 4096
+
+
+def checked_form(forms: dict, key: tuple, check):
+    """What `check(*key)` makes of an instruction form, kept in the family's `forms` dict: a kernel asks for a
+    few forms (type, modes, modifiers ...) many times, and a check that reads only the key needs to run once
+    per form, while the operands are checked on every call.  A form that fails raises every time; a key
+    that does not hash is checked without being kept."""
+    try:
+        got = forms.get(key)
+    except TypeError:
+        return check(*key)
+    if got is None:
+        got = check(*key)
+        if len(forms) < _FORMS_KEPT:
+            forms[key] = got
+    return got
 _LOCATING = threading.local()  # .off: make() records no Python line (the caller sets the location)
 
 

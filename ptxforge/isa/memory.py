@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_dst, check_value, check_vec, make
+from .instruction import check_addr, check_dst, check_value, check_vec, checked_form, make
 from .operands import Addr, Reg, Symbol, Vec
 from .quick_init import quick_init
 from .targets import BASE, Requirement, V
@@ -215,7 +215,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
         policy: a 64-bit cache-policy register (`createpolicy`) for ``.L2::cache_hint``.
     """
     hints = tuple(hints)
-    form = _form(_ld_form, ("ld", t, space, vec, nc, cop, hints, sem, scope, policy is not None))
+    form = checked_form(_FORMS, ("ld", t, space, vec, nc, cop, hints, sem, scope, policy is not None), _ld_form)
     what, what_d, parts, req, info = form
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
     _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
@@ -234,25 +234,9 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
                 info=info, mods=(space,))
 
 
-#: ld/st forms checked before: (opcode, type, space, vec, nc, cop, hints, sem, scope, has a policy) ->
-#: (what, what of the register operand, mnemonic parts, requirement, MemInfo).  A kernel asks for a few
-#: forms many times; every check of the form reads only these keys, so it is made once per form, and the
-#: operands are checked on every call.
+#: ld/st forms checked before (`checked_form`): (opcode, type, space, vec, nc, cop, hints, sem, scope, has a
+#: policy) -> (what, what of the register operand, mnemonic parts, requirement, MemInfo)
 _FORMS: dict = {}
-
-
-def _form(check, key):
-    """The checked form of `key` (see _FORMS), made by `check(*key)` the first time; a form that fails its
-    check raises every time, and one whose keys do not hash is checked without being kept."""
-    try:
-        got = _FORMS.get(key)
-    except TypeError:
-        return check(*key)
-    if got is None:
-        got = check(*key)
-        if len(_FORMS) < 4096:  # distinct forms are few; the bound only guards odd callers
-            _FORMS[key] = got
-    return got
 
 
 def _ld_form(_, t, space, vec, nc, cop, hints, sem, scope, has_policy):
@@ -293,7 +277,7 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
     `sem` "volatile", "relaxed" or "release"; the .param and .const spaces are read-only.
     """
     hints = tuple(hints)
-    form = _form(_st_form, ("st", t, space, vec, None, cop, hints, sem, scope, policy is not None))
+    form = checked_form(_FORMS, ("st", t, space, vec, None, cop, hints, sem, scope, policy is not None), _st_form)
     what, what_v, parts, req, info = form
     if space == "param" and not _writable_param(addr):
         raise ValidationError("st.param is not allowed: .param memory is read-only in a kernel (only call "

@@ -33,7 +33,7 @@ from ..isa.operands import Imm
 from .access import gather, map_access, scatter
 from .exec_memory import address_reader, observe_load, observe_store, spread
 from .exec_wgmma import decode
-from .values import bytes_to_elements, split_words
+from .values import UINT, bytes_to_elements, split_words
 
 _PTXFORGE_INTERNAL = True
 
@@ -115,8 +115,7 @@ def geometry(info, which: str) -> FragmentGeometry:
 def _bits_to_bytes(v, ebits):
     """The inverse of `values.bytes_to_elements`."""
     if ebits >= 8:
-        dt = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}[ebits]
-        return np.ascontiguousarray(v.astype(dt)).view(np.uint8)
+        return np.ascontiguousarray(v.astype(UINT[ebits])).view(np.uint8)
     if ebits == 4:
         pairs = v.astype(np.uint8).reshape(v.shape[:-1] + (-1, 2))
         return pairs[..., 0] | (pairs[..., 1] << 4)

@@ -172,8 +172,7 @@ def split_words(words, ebits: int, per: int):
     """(...) register words -> (..., per) fields of `ebits` bits each (uint64), field 0 in the lowest bits: the
     elements a fragment register of 1- to 64-bit values holds."""
     shifts = (np.arange(per) * ebits).astype(np.uint64)
-    mask = np.uint64((1 << ebits) - 1) if ebits < 64 else np.uint64(0xFFFF_FFFF_FFFF_FFFF)
-    return (np.asarray(words).astype(np.uint64)[..., None] >> shifts) & mask
+    return (np.asarray(words).astype(np.uint64)[..., None] >> shifts) & np.uint64(mask_bits(ebits))
 
 
 def pack_lanes(lane_bits):

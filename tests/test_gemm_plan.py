@@ -54,6 +54,22 @@ def test_non_contiguous_and_host_tensors_take_the_careful_path():
     assert r.read(FakeTensor(0x7000, (4, 8), dtype="int32")) is None  # a dtype not seen yet for this type
 
 
+def test_only_arrays_on_the_learned_device_are_read_fast():
+    """An array on another device than the one the careful path verified goes the careful way (where the
+    driver's answer refuses it by name); so does one learned from another device, whose type stays untrusted."""
+    r = operands._FastReader()
+    r.learn(FakeTensor(0x7000, (4, 8), device=1), 0x7000)  # the first verified array pins the device
+    assert r.read(FakeTensor(0x7000, (4, 8), device=1)) == (0x7000, (4, 8), "int8", 1)
+    assert r.read(FakeTensor(0x7000, (4, 8), device=0)) is None
+    assert r.read(FakeTensor(0x7000, (4, 8), device=-1)) is None
+
+    class Other(FakeTensor):
+        pass
+    r.learn(Other(0x8000, (4, 8), device=2), 0x8000)
+    assert (Other, "int8") not in r.verified and r.read(Other(0x8000, (4, 8), device=2)) is None
+    assert r.device == 1
+
+
 def test_producer_streams():
     x = FakeTensor(0x7000, (4, 8))
     assert operands.producers_ok(0, x)  # legacy default stream on both sides

@@ -463,6 +463,33 @@ def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
         D.check_pointer(0x1000, "x")
 
 
+class _ForeignArray:
+    """A __cuda_array_interface__ object over an address the stand-in driver places where a test says."""
+
+    def __init__(self, shape, typestr):
+        self.__cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": shape, "typestr": typestr,
+                                         "version": 3}
+
+
+def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
+    """The schedules' careful paths ask the driver where a foreign operand lives before any tensor map or
+    launch is made from its address (a kernel reading another device's memory faults the context)."""
+    from ptxforge.schedules.gemm import plan as gemm_plan
+    from ptxforge.schedules.hopper import HopperGemm
+
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    a, b, c = _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "<i4")
+    for answer, says in ((_attrs(0xBAD, 0, dev_mem), "A \\(_ForeignArray\\): .* belongs to another CUDA context"),
+                         (_attrs(0, 1, dev_mem), "A \\(_ForeignArray\\): .* memory of device 1; ptxforge "
+                                                 "launches on device 0")):
+        drv.answers["cuPointerGetAttributes"] = answer
+        with pytest.raises(LaunchError, match=says):
+            HopperGemm("s8").run(a, b, c)
+        with pytest.raises(LaunchError, match=says):
+            gemm_plan._read(a, "A")
+    assert not [name for name, _ in drv.calls if name in ("cuTensorMapEncodeTiled", "cuLaunchKernelEx")]
+
+
 # ---------------------------------------------------------------- lifetimes
 
 class _Fn:

@@ -287,6 +287,42 @@ def test_a_foreign_context_is_given_back_and_its_memory_refused():
         d.cuCtxDestroy(ctx2)
 
 
+def test_gemm_schedules_refuse_a_foreign_contexts_memory_and_run_after():
+    """run() and the plans of both GEMM paths ask the driver where a foreign operand lives: memory of
+    another context is refused by name before a tensor map or launch is made of it, and the next
+    call on ptxforge's own memory is exact (no fault was left in the context)."""
+    from cuda.bindings import driver as d
+    from ptxforge.schedules.gemm import Int8Gemm
+    from ptxforge.schedules.hopper import HopperGemm
+    m = n = 128
+    k = 256
+    err, dev = d.cuDeviceGet(pf.device_info().ordinal)
+    ctx2 = _foreign_context(d, dev)
+    try:
+        err, p2 = d.cuMemAlloc(m * k)
+        assert not err
+
+        class Foreign:
+            __cuda_array_interface__ = {"data": (int(p2), False), "shape": (m, k), "typestr": "|i1", "version": 3}
+        rng = np.random.default_rng(11)
+        a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+        b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+        da, db = pf.DeviceBuffer.from_host(a), pf.DeviceBuffer.from_host(b)
+        hop = HopperGemm("s8")
+        sync = Int8Gemm(target="sm_90")
+        for g in (hop, sync):
+            c = pf.DeviceBuffer.from_host(np.full((m, n), -0x5A5A5A5A, np.int32))
+            with pytest.raises(LaunchError, match="another CUDA context"):
+                g.run(da, Foreign(), c)
+            with pytest.raises(LaunchError, match="B \\(Foreign\\): .*another CUDA context"):
+                g.plan(m, n, k)(da, Foreign(), c)
+            g.run(da, db, c)
+            assert np.array_equal(c.to_host().astype(np.int64), a.astype(np.int64) @ b.astype(np.int64).T), g
+        d.cuMemFree(p2)
+    finally:
+        d.cuCtxDestroy(ctx2)
+
+
 def test_torch_between_two_ptxforge_calls():
     torch = pytest.importorskip("torch")
     from cuda.bindings import driver as d

@@ -57,12 +57,18 @@ def _device_buffer_type():
 
 
 class _FastReader:
-    """Per type: how to read (address, shape, dtype key, device) of a GPU array without its interface dict."""
+    """Per type: how to read (address, shape, dtype key, device) of a GPU array without its interface dict.
 
-    __slots__ = ("verified",)
+    Only arrays on the device of the arrays it learned from are read fast: a careful path teaches it
+    (`learn`) only after the driver placed the array's memory in ptxforge's context and device, so an
+    array on another device (or on the host) always goes the careful way, where it is refused by name.
+    """
+
+    __slots__ = ("verified", "device")
 
     def __init__(self):
         self.verified: set = set()  # (type, dtype) pairs whose data_ptr() was checked against the interface
+        self.device = None  # the device index (get_device()) of the arrays learned from: ptxforge's device
 
     def read(self, x):
         """(ptr, shape, dtype key, device) or None when `x` must take the careful path.
@@ -77,7 +83,7 @@ class _FastReader:
             if (t, dt) not in self.verified or not x.is_contiguous():
                 return None
             dev = x.get_device()
-            if dev < 0:  # a host tensor of a type whose GPU tensors were seen before
+            if dev != self.device:  # a host tensor, or one on another device: the careful path says why
                 return None
             shape = x.shape  # torch.Size is a tuple: it hashes and compares as one, without a copy
             return x.data_ptr(), shape if isinstance(shape, tuple) else tuple(shape), dt, dev
@@ -85,14 +91,19 @@ class _FastReader:
             return None
 
     def learn(self, x, ptr: int) -> None:
-        """After the careful path read `x`'s interface: trust its data_ptr() from now on if it agrees."""
+        """After the careful path read `x`'s interface and the driver placed `ptr` on ptxforge's device:
+        trust its type's data_ptr() from now on if it agrees, for arrays on that device."""
         dp = getattr(x, "data_ptr", None)
         if dp is None or not hasattr(x, "__cuda_array_interface__"):
             return
         try:
             if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
                     and callable(getattr(x, "get_device", None)):
-                self.verified.add((type(x), x.dtype))
+                dev = x.get_device()
+                if self.device is None and isinstance(dev, int) and dev >= 0:
+                    self.device = dev
+                if dev == self.device:
+                    self.verified.add((type(x), x.dtype))
         except Exception:
             pass
 

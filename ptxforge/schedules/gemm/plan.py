@@ -138,6 +138,8 @@ def _read(x, slot: str):
                               f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")
         if not v.contiguous:
             raise LaunchError(f"{slot} is not C-contiguous: the kernel reads rows back to back")
+        from ...runtime import driver as drv
+        drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})")  # in ptxforge's context and device
         _reader.learn(x, v.ptr)
         dt = np.dtype(f"{v.elem.kind}{v.elem.bits // 8}") if v.elem.kind in ("i", "u") else v.elem
         return v.ptr, tuple(v.shape), dt, v.device_id

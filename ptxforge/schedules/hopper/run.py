@@ -62,8 +62,10 @@ def load_kernel(cfg):
 
 
 def _view(x, what):
-    """(address, shape, Elem) of a GPU operand."""
+    """(address, shape, Elem) of a GPU operand; a foreign array's memory must be in ptxforge's context and
+    device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory)."""
     from ...runtime import DeviceBuffer
+    from ...runtime import driver as drv
     from ...runtime.arrays import device_view
     if isinstance(x, DeviceBuffer):
         return x.ptr, tuple(x.shape), x.elem
@@ -73,6 +75,7 @@ def _view(x, what):
                               f"and B both numpy arrays; got {type(x).__name__}")
     if not v.contiguous:
         raise ValidationError(f"{what} must be C-contiguous")
+    drv.check_pointer(v.ptr, f"{what} ({type(x).__name__})")
     return v.ptr, tuple(v.shape), v.elem
 
 

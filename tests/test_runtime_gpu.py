@@ -17,6 +17,7 @@ from ptxforge.runtime import cache as C
 from ptxforge.runtime import loader
 from ptxforge.testing import launch_strategies as ls
 from ptxforge.testing.kernels import saxpy
+from support.spin import spin_module
 
 pytestmark = pytest.mark.gpu
 
@@ -82,18 +83,6 @@ def reverse_dynamic_module():
         r = k.sub(k.sub(e, 1), j)
         k.st(k.add(d_cta, k.mul(j, 4, mode="wide")), k.ld(k.add(sbase, k.shl(r, 2)), type=f32, space="shared"))
         k.add(j, nt, dst=j)
-    return k.module()
-
-
-def spin_module():
-    """A dependent chain of `iters` FMAs per thread: run time grows with iters."""
-    k = pf.KernelBuilder("spin", target="sm_80")
-    out = k.param_ptr("out", f32)
-    iters = k.param_value("iters", u32)
-    acc = k.mov(1.0, type=f32)
-    with k.for_range(0, iters):
-        k.fma(acc, 1.0001, 0.5, dst=acc)
-    k.st(k.add(out, k.mul(k.tid(), 4, mode="wide")), acc)
     return k.module()
 
 

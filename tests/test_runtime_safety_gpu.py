@@ -21,6 +21,7 @@ from ptxforge.runtime import cache as C
 from ptxforge.runtime import kernel as K
 from ptxforge.runtime import loader
 from ptxforge.runtime.launch import layout
+from support.spin import spin_module
 
 pytestmark = pytest.mark.gpu
 
@@ -35,18 +36,6 @@ def fill_module(name, value):
     i = k.add(k.mul(k.ctaid(), k.ntid()), k.tid())
     with k.if_(k.setp("lt", i, n)):
         k.st(k.add(out, k.mul(i, 4, mode="wide")), k.mov(value, type=u32))
-    return k.module()
-
-
-def spin_module(name):
-    """A dependent chain of `iters` FMAs per thread: run time grows with iters."""
-    k = pf.KernelBuilder(name, target="sm_80")
-    out = k.param_ptr("out", f32)
-    iters = k.param_value("iters", u32)
-    acc = k.mov(1.0, type=f32)
-    with k.for_range(0, iters):
-        k.fma(acc, 1.0001, 0.5, dst=acc)
-    k.st(k.add(out, k.mul(k.tid(), 4, mode="wide")), acc)
     return k.module()
 
 

@@ -9,6 +9,7 @@ import pytest
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules.gemm import GemmPlan, Int4Gemm, Int8Gemm
 from ptxforge.schedules.gemm import plan as plan_mod
+from support.spin import spin_module
 
 pytestmark = pytest.mark.gpu
 
@@ -196,3 +197,40 @@ def test_hopper_plan_encodes_each_buffer_once_over_a_loop_of_many_weights(monkey
         if sweep:
             assert len(encodes) == before, "a buffer seen in the first pass was encoded again"
     assert len(set(encodes)) == len(encodes) and len(encodes) >= 80
+
+
+@pytest.mark.parametrize("path", ["hopper", "mma.sync"])
+def test_run_waits_for_the_stream_an_operand_names(path):
+    """An operand whose array interface (v3) names another stream: run() on the legacy default stream is
+    ordered after that stream's pending work (a long kernel, then the copy that fills A), so it reads A's
+    data and not the poison there before; and no plan is kept for such a call (the next one is careful too)."""
+    import ptxforge as pf
+    from cuda.bindings import driver as d
+    import importlib
+    m, n, k = 128, 128, 256
+    if path == "hopper":
+        from ptxforge.schedules.hopper import HopperGemm
+        g, plans = HopperGemm("s8"), importlib.import_module("ptxforge.schedules.hopper.run")._plans
+    else:
+        g, plans = Int8Gemm(target="sm_90"), plan_mod._plans
+    rng = np.random.default_rng(13)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    src, db = pf.DeviceBuffer.from_host(a), pf.DeviceBuffer.from_host(b)
+    spin, spun = pf.load(spin_module("order_spin"))["order_spin"], pf.DeviceBuffer.empty(32, np.float32)
+    with pf.Stream() as s:  # non-blocking: the legacy default stream does not wait for it by itself
+        for _ in range(2):
+            da = pf.DeviceBuffer.from_host(np.full((m, k), 0x5A, np.int8))
+            c = pf.DeviceBuffer.from_host(np.full((m, n), POISON, np.int32))
+            pf.synchronize()
+            spin(1, 32, spun, 20_000_000, stream=s)  # tens of milliseconds of work ahead of the copy
+            assert not d.cuMemcpyDtoDAsync(da.ptr, src.ptr, m * k, d.CUstream(s.handle))[0]
+
+            class OnStream:
+                __cuda_array_interface__ = {"data": (da.ptr, False), "shape": (m, k), "typestr": "|i1",
+                                            "version": 3, "stream": s.handle}
+            g.run(OnStream(), db, c)
+            assert np.array_equal(c.to_host().astype(np.int64), want)
+            entry = plans.get(id(g))
+            assert entry is None or entry[0] is not g or not entry[1], "a plan was kept for a cross-stream call"

@@ -44,6 +44,7 @@ class StandIn:
     CUjit_option = real.CUjit_option
     CUjit_target = real.CUjit_target
     CUfunction_attribute = real.CUfunction_attribute
+    CUevent_flags = real.CUevent_flags
 
     def __init__(self):
         self.calls = []
@@ -488,6 +489,46 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
         with pytest.raises(LaunchError, match=says):
             gemm_plan._read(a, "A")
     assert not [name for name, _ in drv.calls if name in ("cuTensorMapEncodeTiled", "cuLaunchKernelEx")]
+
+
+def test_which_producer_streams_a_launch_waits_for():
+    from ptxforge.runtime.arrays import must_wait
+    assert not must_wait(None, 0) and not must_wait(None, 0xABC)  # no stream named (torch: interface v2)
+    assert not must_wait(1, 0) and not must_wait(2, 0)  # the default streams, before the legacy one
+    assert not must_wait(0xABC, 0xABC)
+    assert must_wait(0xABC, 0) and must_wait(1, 0xABC) and must_wait(2, 0xABC) and must_wait(0xDEF, 0xABC)
+
+
+def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
+    """The careful path of HopperGemm.run collects the producer streams its launch must wait for and
+    waits (an event recorded on each, waited on by the launch stream) before the first launch call."""
+    import importlib
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+
+    class OnStream(_ForeignArray):
+        def __init__(self, shape, typestr, stream):
+            super().__init__(shape, typestr)
+            self.__cuda_array_interface__ = dict(self.__cuda_array_interface__, stream=stream)
+    waits = []
+    hrun._view(OnStream((64, 64), "|i1", 0xABC), "A", 0, waits)
+    hrun._view(OnStream((64, 64), "|i1", 1), "B", 0, waits)
+    hrun._view(_ForeignArray((64, 64), "<i4"), "C", 0, waits)
+    assert waits == [0xABC]
+
+    class Launches:
+        stream = 0x5EE
+
+        def launch_pointers(self, *ptrs):
+            drv.calls.append(("launch", ptrs))
+    p = object.__new__(hrun.Plan)
+    p.plan, p._ptrs, p._waits = Launches(), (1, 2, 3), [0xABC]
+    drv.calls.clear()
+    p.launch()
+    names = [name for name, _ in drv.calls]
+    assert "cuEventRecord" in names and "cuStreamWaitEvent" in names
+    assert names.index("cuStreamWaitEvent") < names.index("launch")
+    assert dict(drv.calls)["cuStreamWaitEvent"][0] == 0x5EE
 
 
 # ---------------------------------------------------------------- lifetimes

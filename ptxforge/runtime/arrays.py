@@ -154,6 +154,14 @@ def host_policy(obj) -> HostArray | None:
 
 # ---------------------------------------------------------------- device views
 
+def must_wait(producer: int | None, stream: int) -> bool:
+    """Whether a launch on `stream` (a driver handle, 0 the legacy default stream) must be ordered after an
+    array's producer stream (CUDA array interface v3 'stream': None unknown, 1 the legacy and 2 the
+    per-thread default stream) with an event: yes unless it is the launch stream itself, or a default
+    stream while the launch goes to the legacy default stream (which waits for both without one)."""
+    return producer is not None and producer != stream and not (stream == 0 and producer in (0, 1, 2))
+
+
 @dataclass(frozen=True)
 class DeviceView:
     """GPU memory handed to us by another library: address, element type, layout."""

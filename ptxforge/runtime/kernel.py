@@ -180,7 +180,7 @@ class KernelFunction:
                 return
             r = self._resolve(args, s)
             if r.streams:
-                _wait_for_streams(r.streams, s)
+                wait_for_streams(r.streams, s)
             if not r.transfers:
                 self._launch(cfg, s, self._blob, r.values)
                 return
@@ -210,7 +210,7 @@ class KernelFunction:
             s = stream_handle(stream) if stream is not None else 0
             r = self._resolve(args, s)
             if r.streams:
-                _wait_for_streams(r.streams, s)
+                wait_for_streams(r.streams, s)
             staged = _stage_in(r, s) if r.transfers else []
         finally:
             _drv.leave(prev)
@@ -339,16 +339,21 @@ def _stage_out(staged, stream: int) -> None:
         faults.synchronized(stream)
 
 
-def _wait_for_streams(producers, stream: int) -> None:
-    """Order our stream after the producers' pending work (CUDA array interface v3 'stream')."""
+def wait_for_streams(producers, stream: int) -> None:
+    """Order work on `stream` after the producers' pending work (CUDA array interface v3 'stream' handles),
+    with one event each, recorded in ptxforge's context."""
     d = api()
-    for p in set(producers):
-        ev = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
-        try:
-            check(d.cuEventRecord(ev, _stream_obj(int(p))), "cuEventRecord")
-            check(d.cuStreamWaitEvent(_stream_obj(stream), ev, 0), "cuStreamWaitEvent")
-        finally:
-            check(d.cuEventDestroy(ev), "cuEventDestroy")
+    prev = _drv.enter()
+    try:
+        for p in set(producers):
+            ev = check(d.cuEventCreate(int(d.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
+            try:
+                check(d.cuEventRecord(ev, _stream_obj(int(p))), "cuEventRecord")
+                check(d.cuStreamWaitEvent(_stream_obj(stream), ev, 0), "cuStreamWaitEvent")
+            finally:
+                check(d.cuEventDestroy(ev), "cuEventDestroy")
+    finally:
+        _drv.leave(prev)
 
 
 

@@ -22,7 +22,7 @@ from ..isa import types as T
 from ..isa.types import ScalarType
 from .driver import LaunchLimits
 from .arrays import (DeviceView, Elem, HostArray, accepts, c_contiguous, check_byte_order, device_view,
-                     expected_dtype, host_policy)
+                     expected_dtype, host_policy, must_wait)
 from .memory import DeviceBuffer
 
 _PTXFORGE_INTERNAL = True
@@ -386,7 +386,7 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
             r.keep.append(v)
         elif isinstance(got, DeviceView):
             _check_view(spec, got, kernel, f"{type(v).__name__} ({got.source})", device, check_pointer)
-            if got.stream not in (None, stream) and not (got.stream == 1 and stream == 0):
+            if must_wait(got.stream, stream):
                 r.streams.append(got.stream)
             r.keep.append(v)
             return got.ptr

@@ -18,8 +18,6 @@ from ..errors import ValidationError
 
 _PTXFORGE_INTERNAL = True
 
-#: the legacy default stream, as the CUDA array interface (v3) spells it: 1 legacy, 2 per-thread
-_LEGACY_STREAMS = (None, 0, 1, 2)
 #: alignment classes the variants distinguish (see GemmSchedule.for_problem)
 _ALIGN_CAP = 256
 
@@ -112,15 +110,14 @@ _reader = _FastReader()
 
 
 def producers_ok(stream_handle: int, *arrays) -> bool:
-    """Whether no operand's array interface names a producer stream other than the launch stream."""
+    """Whether no operand's array interface names a producer stream that a launch on `stream_handle`
+    must wait for (`runtime.arrays.must_wait`)."""
+    from ..runtime.arrays import must_wait
     for x in arrays:
         try:
             cai = x.__cuda_array_interface__
         except Exception:
             continue
-        p = cai.get("stream") if isinstance(cai, dict) else None
-        if p in _LEGACY_STREAMS and stream_handle == 0:
-            continue
-        if p is not None and p != stream_handle:
+        if must_wait(cai.get("stream") if isinstance(cai, dict) else None, stream_handle):
             return False
     return True

@@ -111,7 +111,7 @@ class GemmPlan:
             from ...runtime.streams import stream_handle
             if stream_handle(stream) != self.stream:
                 raise LaunchError("this plan launches on the stream it was made for; make a plan per stream")
-        ga, gb, gc = _read(a, "A"), _read(b, "B"), _read(c, "C")
+        ga, gb, gc = _read(a, "A", self.stream), _read(b, "B", self.stream), _read(c, "C", self.stream)
         byte_ok = _is_packed_byte if self.schedule.bits == 4 else _is_byte
         self.launch_pointers(self._expect("A", ga, (self.m, self.row_bytes), byte_ok),
                              self._expect("B", gb, (self.n, self.row_bytes), byte_ok),
@@ -127,12 +127,14 @@ class GemmPlan:
             self.function._launch(self._cfg, self.stream, self._blob, values)
 
 
-def _read(x, slot: str):
+def _read(x, slot: str, stream: int = 0):
+    """(address, shape, dtype, device) of GPU operand `slot`: through the fast reader, else its array
+    interface (a DLPack producer told that the launch goes to `stream`) after the driver placed it."""
     got = _reader.read(x)
     if got is None:
         from ...runtime.memory import DeviceBuffer
         from ...runtime.arrays import device_view
-        v = device_view(x, 0) if not isinstance(x, (np.ndarray, DeviceBuffer)) else None
+        v = device_view(x, stream) if not isinstance(x, (np.ndarray, DeviceBuffer)) else None
         if v is None or isinstance(v, np.ndarray):
             raise LaunchError(f"{slot} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack) for a "
                               f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")

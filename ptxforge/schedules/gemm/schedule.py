@@ -402,7 +402,8 @@ class GemmSchedule:
         The plan picks the variant for the problem (``for_problem``), loads its kernel and packs
         the launch; ``plan(a, b, c)`` then checks the operands' shapes, dtypes and alignment
         class cheaply and issues one ``cuLaunchKernel`` on `stream` (no allocation, no sync:
-        it can be captured into a CUDA graph).  align / c_align: the least alignment in bytes the
+        it can be captured into a CUDA graph; nor does it ask which stream produced the operands:
+        produce them in order on `stream`).  align / c_align: the least alignment in bytes the
         A/B and C base addresses will have (16 lets the widest copies and C pair stores run).
         """
         from .plan import GemmPlan

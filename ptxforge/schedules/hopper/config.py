@@ -737,6 +737,13 @@ class HopperGemm:
         numpy operands: copied in, C returned as numpy (int32, or float32 for bf16/f16 whose
         operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
         when None (a DeviceBuffer), the launch asynchronous on `stream`.
+
+        The first call of a problem kind on GPU operands (shapes, dtypes, K, splits, stream) makes a
+        plan and keeps it when no operand's array interface named a producer stream other than the
+        launch stream; later calls of that kind read three addresses and launch, without asking the
+        interfaces again.  A call whose operands' interfaces name another stream waits for it and
+        keeps no plan.  torch's interface (version 2) names no stream: operands made on a torch side
+        stream need that stream passed as `stream` (``stream=torch.cuda.current_stream()``).
         """
         if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
             return c
@@ -773,6 +780,8 @@ class HopperGemm:
 
         ``plan(a, b, c)`` then checks shapes and alignment and launches (row sums, GEMM,
         split-K reduction as the configuration needs), encoding each buffer's tensor map once.
+        It launches on `stream` without asking which stream produced the operands (no event, no
+        sync, so it can be captured into a CUDA graph): produce them in order on that stream.
         """
         from .run import HopperPlan
         return HopperPlan(self, m, n, k, splits=splits, stream=stream)

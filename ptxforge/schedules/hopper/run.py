@@ -61,21 +61,24 @@ def load_kernel(cfg):
     return fn
 
 
-def _view(x, what):
+def _view(x, what, stream: int = 0, waits: list | None = None):
     """(address, shape, Elem) of a GPU operand; a foreign array's memory must be in ptxforge's context and
-    device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory)."""
+    device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory).
+    `waits`: where to add the operand's producer stream when a launch on `stream` must wait for it."""
     from ...runtime import DeviceBuffer
     from ...runtime import driver as drv
-    from ...runtime.arrays import device_view
+    from ...runtime.arrays import device_view, must_wait
     if isinstance(x, DeviceBuffer):
         return x.ptr, tuple(x.shape), x.elem
-    v = device_view(x)
+    v = device_view(x, stream)
     if v is None or isinstance(v, np.ndarray):
         raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack), or A "
                               f"and B both numpy arrays; got {type(x).__name__}")
     if not v.contiguous:
         raise ValidationError(f"{what} must be C-contiguous")
     drv.check_pointer(v.ptr, f"{what} ({type(x).__name__})")
+    if waits is not None and must_wait(v.stream, stream):
+        waits.append(v.stream)
     return v.ptr, tuple(v.shape), v.elem
 
 
@@ -370,7 +373,7 @@ class HopperPlan:
         got = _reader.read(x)
         if got is not None and (what, type(x), got[2]) in self._seen:
             return got
-        v = _view(x, what)
+        v = _view(x, what, self.stream)
         _check_elems(self.cfg, [v if w == what else (0, (), _ok_elem(self.cfg, w)) for w in "ABC"])
         _reader.learn(x, v[0])
         got = _reader.read(x)
@@ -391,7 +394,9 @@ class Plan:
 
     def __init__(self, cfg, a, b, c, *, k: int | None = None, sms: int | None = None,
                  splits: int | None = None, stream=None):
-        views = (_view(a, "A"), _view(b, "B"), _view(c, "C"))
+        sh = 0 if stream is None else _stream_handle(stream)
+        self._waits: list = []  # producer streams (array interface v3) each launch is ordered after
+        views = (_view(a, "A", sh, self._waits), _view(b, "B", sh, self._waits), _view(c, "C", sh, self._waits))
         _check_elems(cfg, views)
         (a_ptr, a_shape, _), (b_ptr, b_shape, _), (c_ptr, c_shape, _) = views
         if len(a_shape) != 2 or len(b_shape) != 2 or b_shape[1] != a_shape[1]:
@@ -409,7 +414,11 @@ class Plan:
         self._keep = (a, b, c)  # the operands stay alive as long as the launch can run
 
     def launch(self) -> None:
-        """Launch once (asynchronous on the plan's stream): the row sums first on the biased path."""
+        """Launch once (asynchronous on the plan's stream), after the operands' producer streams when they
+        differ from it: the row sums first on the biased path."""
+        if self._waits:
+            from ...runtime.kernel import wait_for_streams
+            wait_for_streams(self._waits, self.plan.stream)
         self.plan.launch_pointers(*self._ptrs)
 
 

@@ -78,6 +78,20 @@ def test_interpret_writes_into_a_given_c_and_every_element():
     assert got is c and np.array_equal(c.astype(np.int64), g.reference(a, b, k))
 
 
+def test_interpret_takes_strided_and_fortran_operands_as_run_does():
+    """run() copies numpy operands in as C-contiguous arrays; interpret() takes the same views (every other
+    column of a wider array, a Fortran-ordered copy) and gives the same C."""
+    for g, (m, n, k) in ((HOPPER["s8"][0], HOPPER["s8"][1]), MMA_SYNC["int8 ragged"]):
+        rng = np.random.default_rng(15)
+        wide = rng.integers(-128, 128, (m, 2 * k)).astype(np.int8)
+        b = np.asfortranarray(rng.integers(-128, 128, (n, k)).astype(np.int8))
+        a = wide[:, ::2]
+        assert not a.flags.c_contiguous and not b.flags.c_contiguous
+        c, report = g.interpret(a, b)
+        assert report.ok, str(report)
+        assert np.array_equal(c.astype(np.int64), a.astype(np.int64) @ b.astype(np.int64).T), g.describe()
+
+
 def test_interpret_in_the_warpgroup_ahead_order():
     """The skinny s4 kernel with each consumer warpgroup running ahead of the others as far as its barriers let
     it: the same C, no findings."""

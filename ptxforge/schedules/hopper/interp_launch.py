@@ -86,6 +86,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     from ... import interp
     from .run import c_numpy_type, check_host_c, host_problem
     m, n, k = host_problem(cfg, a, b, k)
+    a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)  # as run() copies them in
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
         raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
     check_reduce(cfg, splits)

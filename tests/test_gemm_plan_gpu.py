@@ -143,6 +143,16 @@ def test_hopper_run_twice_on_torch_tensors_and_its_plan():
     odd = torch.zeros(200 * 1024 + 1, dtype=torch.int8, device="cuda")[1:].view(200, 1024)  # a kind seen, misaligned
     with pytest.raises(ValidationError, match="16-byte aligned"):
         p(odd, tb, tc)
+    # C 4 bytes off an 8-byte boundary: the registers epilogue stores 8-byte pairs into it (a misaligned
+    # address would kill the context), so the plan, run()'s kept plan and a careful first call refuse it
+    odd_c = torch.zeros(200 * 384 + 1, dtype=torch.int32, device="cuda")[1:].view(200, 384)
+    for launch in (p, g.run, Int8Gemm.for_shape(200, 384, 1024, target="sm_90a").run):
+        with pytest.raises(ValidationError, match="C at 0x[0-9a-f]+ is not 8-byte aligned"):
+            launch(ta, tb, odd_c)
+    tc = torch.full((200, 384), POISON, dtype=torch.int32, device="cuda")
+    g.run(ta, tb, tc)
+    torch.cuda.synchronize()
+    assert np.array_equal(tc.cpu().numpy().astype(np.int64), want)
 
 
 def test_hopper_int4_plan_in_a_cuda_graph():

@@ -478,3 +478,32 @@ def test_gpu_c16_split_in_the_kernel_rounds_the_whole_sum():
     assert np.array_equal(got, want)
     with pytest.raises(ValidationError, match="split_reduce='kernel'"):
         dataclasses.replace(cfg, split_reduce="launch").plan(m, n, k, splits=3)
+
+
+@pytest.mark.parametrize("g", CONFIGS + [HopperGemm("s8", epilogue="tma", block_n=128, stages=3),
+                                         HopperGemm("s8", odd_n=True)], ids=lambda g: g.kernel_name)
+def test_c_store_bytes_is_the_widest_store_into_c(g):
+    """The alignment a plan asks of C's address is the widest store the kernel (without a K split, so every
+    global store goes to C) makes: read from its PTX, a tensor store standing for C's 16-byte map."""
+    import re
+    launched = g.for_launch(63 if g.odd_n else 64, 1)
+    assert launched.c_store_bytes == g.c_store_bytes
+    ptx = str(launched.module)
+    widths = [{"v2": 2, "v4": 4}.get(vec, 1) * int(bits) // 8
+              for vec, bits in re.findall(r"\bst\.global(?:\.L2::\w+)?\.?(v[24])?\.[bsuf](\d+)", ptx)]
+    widest = 16 if re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared", ptx) else max(widths)
+    assert g.c_store_bytes == widest, (g.c_store_bytes, sorted(set(widths)))
+
+
+def test_a_plan_names_the_address_its_stores_cannot_use():
+    """HopperPlan.misaligned: A and B at 16 bytes (tensor maps), C at what the kernel stores into it."""
+    from ptxforge.schedules.hopper.run import HopperPlan
+    p = object.__new__(HopperPlan)
+    p._c_map, p._c_align = False, 8
+    assert p.misaligned(0x1000, 0x2000, 0x3008) is None
+    assert p.misaligned(0x1008, 0x2000, 0x3000) == "A at 0x1008 is not 16-byte aligned, as its tensor map needs"
+    assert "B at 0x2004" in p.misaligned(0x1000, 0x2004, 0x3000)
+    assert p.misaligned(0x1000, 0x2000, 0x3004) == ("C at 0x3004 is not 8-byte aligned, as the kernel's 8-byte "
+                                                    "stores into it needs")
+    p._c_map, p._c_align = True, 16
+    assert p.misaligned(0x1000, 0x2000, 0x3008) == "C at 0x3008 is not 16-byte aligned, as its tensor map needs"

@@ -645,6 +645,14 @@ class HopperGemm:
         tm, tn, _ = self.tile_counts(m, n, 1)
         return -(-tm // self.cluster_m) * -(-tn // self.cluster_n)
 
+    @property
+    def c_store_bytes(self) -> int:
+        """The widest store this kernel makes into C, and so the alignment C's address needs: 16 with
+        epilogue='tma' (C's tensor map), 4 with swap_ab or odd_n (single values), else 8 (value pairs)."""
+        if self.epilogue == "tma":
+            return 16
+        return 4 if self.swap_ab or self.odd_n else 8
+
     def for_c_columns(self, n: int) -> "HopperGemm":
         """This configuration with the C stores for rows of `n` values (the problem's N): itself, or with `odd_n`
         set or cleared where the registers epilogue stores pairs (a plan launches this one)."""

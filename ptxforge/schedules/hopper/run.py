@@ -279,6 +279,9 @@ class HopperPlan:
 
         # where the GEMM stores: C, or the 'launch' reduction's workspace
         self._workspace_ptr = self.workspace.ptr if self._reduce is not None else 0
+        # the alignment C's address needs: the kernel's widest store into it, or 4 where the reduction launch
+        # (single stores) writes it from the workspace; with epilogue='tma' its map's 16 bytes either way
+        self._c_align = 16 if self._c_map else 4 if self._reduce is not None else self.kernel_cfg.c_store_bytes
         # how the GEMM's argument block is launched, chosen once: with the cluster shape, as a programmatic
         # dependent launch, or plainly
         if self._cluster is not None:
@@ -320,8 +323,19 @@ class HopperPlan:
         blobs[(a_ptr, b_ptr, out)] = blob
         return blob
 
+    def misaligned(self, a_ptr: int, b_ptr: int, c_ptr: int) -> str | None:
+        """Why these addresses of A, B and C cannot be launched on, or None: A and B need 16 bytes (their
+        tensor maps), C what its stores need (16 for its tensor map, 8 for 8-byte value pairs, else 4)."""
+        for what, ptr, need, why in (("A", a_ptr, 16, "its tensor map"), ("B", b_ptr, 16, "its tensor map"),
+                                     ("C", c_ptr, self._c_align, "its tensor map" if self._c_map else
+                                      f"the kernel's {self._c_align}-byte stores into it")):
+            if ptr % need:
+                return f"{what} at 0x{ptr:x} is not {need}-byte aligned, as {why} needs"
+        return None
+
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
-        """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N]."""
+        """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked: see
+        `misaligned` for what the addresses need)."""
         s = self.stream
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr
@@ -348,7 +362,7 @@ class HopperPlan:
         ga, gb, gc = read(a), read(b), read(c)
         if ga is not None and gb is not None and gc is not None and \
                 (ga[1], ga[2], gb[1], gb[2], gc[1], gc[2]) in self._kinds and \
-                not (ga[0] % 16 or gb[0] % 16 or (self._c_map and gc[0] % 16)):
+                not (ga[0] % 16 or gb[0] % 16 or gc[0] % self._c_align):
             # operands of kinds (shapes, element types) this plan checked before: three reads and the launch
             self.launch_pointers(ga[0], gb[0], gc[0])
             return c
@@ -357,9 +371,9 @@ class HopperPlan:
             for what, got, want in zip("ABC", (pa, pb, pc), self._shapes):
                 if got[1] != want:
                     raise ValidationError(f"{what} has shape {tuple(got[1])}; this plan is for {want}")
-        if pa[0] % 16 or pb[0] % 16 or (self._c_map and pc[0] % 16):
-            what, ptr = ("A", pa[0]) if pa[0] % 16 else ("B", pb[0]) if pb[0] % 16 else ("C", pc[0])
-            raise ValidationError(f"{what} at 0x{ptr:x} is not 16-byte aligned, as its tensor map needs")
+        why = self.misaligned(pa[0], pb[0], pc[0])
+        if why:
+            raise ValidationError(why)
         self.launch_pointers(pa[0], pb[0], pc[0])
         if ga is None or gb is None or gc is None:  # first sight of a type: the careful reads taught the reader
             ga, gb, gc = read(a), read(b), read(c)
@@ -409,6 +423,9 @@ class Plan:
         if c_shape != (m, n):
             raise ValidationError(f"C must be [{m}, {n}], got {c_shape}")
         self.plan = HopperPlan(cfg, m, n, k, sms=sms, splits=splits, stream=stream)
+        why = self.plan.misaligned(a_ptr, b_ptr, c_ptr)
+        if why:
+            raise ValidationError(why)
         self.splits, self.grid = self.plan.splits, self.plan.grid
         self._ptrs = (a_ptr, b_ptr, c_ptr)
         self._keep = (a, b, c)  # the operands stay alive as long as the launch can run
@@ -450,9 +467,8 @@ def launch_kept(cfg, a, b, c, k, splits, stream) -> bool:
                          0 if stream is None else _stream_handle(stream)))
     if plan is None:
         return False
-    if ga[0] % 16 or gb[0] % 16 or (plan._c_map and gc[0] % 16):
-        raise ValidationError("A and B (and C with epilogue='tma') must be 16-byte aligned: their "
-                              "tensor maps need it")
+    if ga[0] % 16 or gb[0] % 16 or gc[0] % plan._c_align:
+        raise ValidationError(plan.misaligned(ga[0], gb[0], gc[0]))
     plan.launch_pointers(ga[0], gb[0], gc[0])
     return True
 

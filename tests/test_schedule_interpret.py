@@ -160,6 +160,20 @@ def test_a_k_short_of_the_rows_is_refused():
             cfg.interpret(a, b, k=k)
 
 
+def test_a_c_of_2_to_the_32_elements_is_refused():
+    """The Hopper kernels and the reduction launch index C with 32-bit element offsets: M x N >= 2^32 (a 64 K-token
+    batch against a 128 K vocabulary, say) would wrap onto C's first rows, so check_problem refuses it by name, and
+    for_shape's schedule with it; the largest C below the bound passes."""
+    with pytest.raises(ValidationError, match=r"M x N = 65536 x 131072 .* must be < 2\^32"):
+        pf.Bf16Gemm.for_shape(65536, 131072, 4096)
+    for g in (HopperGemm("s8"), HopperGemm("bf16", swap_ab=True, block_n=32), pf.Bf16Gemm.for_shape(4096, 4096, 4096)):
+        with pytest.raises(ValidationError, match=r"M x N = 65536 x 131072 .* must be < 2\^32"):
+            g.check_problem(65536, 131072, 4096)
+        g.check_problem(65535, 65537, 4096)  # 2^32 - 1 elements
+        with pytest.raises(ValidationError, match=r"must be < 2\^32"):
+            g.check_problem(65536, 65536, 4096)
+
+
 def test_splits_must_be_a_positive_int():
     cfg = HopperGemm("s8", block_n=64, stages=3)
     a, b = random_operands(cfg, 64, 64, 256, np.random.default_rng(1))

@@ -685,7 +685,9 @@ class HopperGemm:
         return 16 * self.stages + 16 * self.convert_buffers + 16
 
     def check_problem(self, m: int, n: int, k: int) -> None:
-        """What the tensor maps need: every operand row a multiple of 16 bytes."""
+        """Raise ValidationError unless the kernel computes an M x N x K problem exactly: every operand row a
+        multiple of 16 bytes (the tensor maps), M x N < 2^32 (C's element offsets), K within the scaled s4 bound,
+        and with epilogue='tma' 16-byte rows of C."""
         if min(m, n, k) <= 0:
             raise ValidationError(f"M, N, K must be positive, got {m}, {n}, {k}")
         row_bytes = k * self.bits // 8
@@ -694,6 +696,10 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
+        if m * n >= 1 << 32:
+            raise ValidationError(f"M x N = {m} x {n} is {m * n} elements of C; the kernel (and the split-K reduction "
+                                  "launch) index C with 32-bit element offsets, so M x N must be < 2^32: run it on "
+                                  "row blocks of A and C (each a contiguous slice)")
         if self.scaled and k >= SCALED_K_LIMIT:
             raise ValidationError(f"K={k}: the scaled s4 widening holds 256 C in 32 bits, exact for K < "
                                   f"{SCALED_K_LIMIT}; use scaled=False (biased or sign-extended widening)")

@@ -504,6 +504,6 @@ def test_a_plan_names_the_address_its_stores_cannot_use():
     assert p.misaligned(0x1008, 0x2000, 0x3000) == "A at 0x1008 is not 16-byte aligned, as its tensor map needs"
     assert "B at 0x2004" in p.misaligned(0x1000, 0x2004, 0x3000)
     assert p.misaligned(0x1000, 0x2000, 0x3004) == ("C at 0x3004 is not 8-byte aligned, as the kernel's 8-byte "
-                                                    "stores into it needs")
+                                                    "stores into it need")
     p._c_map, p._c_align = True, 16
     assert p.misaligned(0x1000, 0x2000, 0x3008) == "C at 0x3008 is not 16-byte aligned, as its tensor map needs"

@@ -326,11 +326,11 @@ class HopperPlan:
     def misaligned(self, a_ptr: int, b_ptr: int, c_ptr: int) -> str | None:
         """Why these addresses of A, B and C cannot be launched on, or None: A and B need 16 bytes (their
         tensor maps), C what its stores need (16 for its tensor map, 8 for 8-byte value pairs, else 4)."""
-        for what, ptr, need, why in (("A", a_ptr, 16, "its tensor map"), ("B", b_ptr, 16, "its tensor map"),
-                                     ("C", c_ptr, self._c_align, "its tensor map" if self._c_map else
-                                      f"the kernel's {self._c_align}-byte stores into it")):
+        for what, ptr, need, why in (("A", a_ptr, 16, "its tensor map needs"), ("B", b_ptr, 16, "its tensor map needs"),
+                                     ("C", c_ptr, self._c_align, "its tensor map needs" if self._c_map else
+                                      f"the kernel's {self._c_align}-byte stores into it need")):
             if ptr % need:
-                return f"{what} at 0x{ptr:x} is not {need}-byte aligned, as {why} needs"
+                return f"{what} at 0x{ptr:x} is not {need}-byte aligned, as {why}"
         return None
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:

@@ -239,3 +239,22 @@ def test_the_int4_gemm_example_runs_and_is_exact(capsys):
     from support.examples import load_example
     assert load_example("int4_gemm").main(["--m", "150", "--n", "130", "--k", "200"]) == 0
     assert "exact match with numpy" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("g", [HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm()], ids=lambda g: type(g).__name__)
+def test_run_without_a_driver_points_at_interpret(g, monkeypatch):
+    """run() on numpy operands where no CUDA driver loads: the error names the missing driver and says that
+    interpret() runs the same kernel on the CPU (a driver that fails to load is stood in for, so this runs on
+    a GPU machine too)."""
+    from ptxforge.errors import ToolchainMissing
+    from ptxforge.runtime import driver as D
+
+    def no_driver():
+        raise ToolchainMissing("the CUDA driver library is not loadable: (stood in)")
+    monkeypatch.setattr(D, "_state", None)
+    monkeypatch.setattr(D, "_init", no_driver)
+    monkeypatch.setattr(D, "context", no_driver)
+    a = np.ones((64, 128), np.int8)
+    with pytest.raises(ToolchainMissing, match=rf"not loadable: \(stood in\); without a GPU, {type(g).__name__}"
+                                               r"\.interpret\(a, b\) runs this kernel on the CPU interpreter"):
+        g.run(a, a)

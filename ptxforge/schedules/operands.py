@@ -7,14 +7,17 @@ schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.run.HopperPlan`) and
   calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
   which cost far less than building the interface dictionary again.
 
-And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`.
+And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`,
+and `interpreter_hint` for a run() on a machine without a GPU.
 """
 
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
-from ..errors import ValidationError
+from ..errors import ToolchainMissing, ValidationError
 
 _PTXFORGE_INTERNAL = True
 
@@ -26,6 +29,17 @@ def require_numpy(what: str, x, why: str) -> None:
     """Raise a ValidationError unless operand `what` is a numpy array (`why`: what needs one)."""
     if not isinstance(x, np.ndarray):
         raise ValidationError(f"{what} must be a numpy array {why}, got {type(x).__name__}")
+
+
+@contextlib.contextmanager
+def interpreter_hint(schedule):
+    """Around a careful run(): where no CUDA driver is found, the error also says that `schedule`'s
+    interpret() runs the same kernel on the CPU interpreter."""
+    try:
+        yield
+    except ToolchainMissing as e:
+        raise ToolchainMissing(f"{e.message}; without a GPU, {type(schedule).__name__}.interpret(a, b) runs this "
+                               "kernel on the CPU interpreter", e.loc) from e
 
 
 def check_host_out(what: str, x, shape: tuple, dtype) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, check_host_out, producers_ok, require_numpy
+from ..operands import _reader, align_class, check_host_out, interpreter_hint, producers_ok, require_numpy
 from .plan import fast_run, load_kernel, remember_plan
 
 
@@ -65,6 +65,13 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     done = fast_run(s, a, b, c, k, stream)
     if done is not None:
         return done
+    with interpreter_hint(s):
+        return _run_careful(s, a, b, c, k, stream)
+
+
+def _run_careful(s, a, b, c, k, stream):
+    """run() on operands the fast path did not take: checks, variant, kernel, launch; keeps a plan for GPU
+    operands of one stream."""
     from ...runtime import DeviceBuffer, In, Out
     from ...runtime.streams import stream_handle
     k_arg = k

@@ -762,7 +762,9 @@ class HopperGemm:
         if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
             return c
         if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
-            return _run.run(self, a, b, c, k=k, splits=splits)
+            from ..operands import interpreter_hint
+            with interpreter_hint(self):
+                return _run.run(self, a, b, c, k=k, splits=splits)
         if c is None:
             from ...runtime import DeviceBuffer
             shapes = [getattr(x, "shape", None) for x in (a, b)]

@@ -160,18 +160,44 @@ def test_a_k_short_of_the_rows_is_refused():
             cfg.interpret(a, b, k=k)
 
 
-def test_a_c_of_2_to_the_32_elements_is_refused():
-    """The Hopper kernels and the reduction launch index C with 32-bit element offsets: M x N >= 2^32 (a 64 K-token
-    batch against a 128 K vocabulary, say) would wrap onto C's first rows, so check_problem refuses it by name, and
-    for_shape's schedule with it; the largest C below the bound passes."""
-    with pytest.raises(ValidationError, match=r"M x N = 65536 x 131072 .* must be < 2\^32"):
-        pf.Bf16Gemm.for_shape(65536, 131072, 4096)
-    for g in (HopperGemm("s8"), HopperGemm("bf16", swap_ab=True, block_n=32), pf.Bf16Gemm.for_shape(4096, 4096, 4096)):
-        with pytest.raises(ValidationError, match=r"M x N = 65536 x 131072 .* must be < 2\^32"):
-            g.check_problem(65536, 131072, 4096)
-        g.check_problem(65535, 65537, 4096)  # 2^32 - 1 elements
-        with pytest.raises(ValidationError, match=r"must be < 2\^32"):
-            g.check_problem(65536, 65536, 4096)
+def test_a_c_of_2_to_the_32_elements_takes_64_bit_offsets():
+    """The registers epilogue forms C's element offsets in 32 bits; a C of 2^32 or more elements (a 64 K-token
+    batch against a 128 K vocabulary, say) would wrap onto its first rows.  for_launch (so every plan) takes the
+    `wide_c` kernel from M x N there (and keeps it where asked for), the TMA epilogue (coordinates) never needs
+    it, and a split whose second launch counts C's elements in 32 bits is refused by name."""
+    from ptxforge.schedules.hopper.splitk import check_reduce
+    big, small = 65536 * 65600, 65535 * 65537
+    for g in (HopperGemm("s8"), HopperGemm("bf16", swap_ab=True, block_n=32),
+              pf.Bf16Gemm.for_shape(65536, 131072, 4096)):
+        g.check_problem(65536, 65600, 4096)
+        assert g.for_launch(65600, 1, big).wide_c and not g.for_launch(65600, 1, small).wide_c
+        assert "_wc" in g.for_launch(65600, 1, big).kernel_name
+        assert HopperGemm("s8", wide_c=True).for_launch(64, 1, 64 * 64).wide_c  # asked for: kept
+    tma = HopperGemm("s8", epilogue="tma", block_n=128, stages=3)
+    assert tma.for_launch(65600, 1, big) == tma.for_launch(65600, 1)
+    launch = HopperGemm("s8", split_reduce="launch")
+    check_reduce(launch, 2, small)
+    check_reduce(HopperGemm("s8"), 2, big)  # the in-kernel reduction's workspace is addressed in 64 bits
+    with pytest.raises(ValidationError, match="counts them in 32 bits"):
+        check_reduce(launch, 2, big)
+
+
+@pytest.mark.parametrize("cfg", [HopperGemm("s8", block_n=64, stages=3, wide_c=True),
+                                 HopperGemm("s8", block_n=64, stages=3, wide_c=True, odd_n=True),
+                                 HopperGemm("s8", swap_ab=True, block_n=32, stages=3, wide_c=True)],
+                         ids=lambda g: g.kernel_name)
+def test_the_64_bit_c_offsets_store_every_element_where_it_belongs(cfg):
+    """The wide_c kernels on the interpreter at a ragged shape: C equals numpy, every element stored once."""
+    from ptxforge.schedules.hopper.interp_launch import interpreter_launch
+    m, n, k = (40, 130, 256) if cfg.swap_ab else (70, 99 if cfg.odd_n else 100, 256)
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(21))
+    c = np.full((m, n), -7, np.int32)
+    args, grid, shared = interpreter_launch(cfg, a, b, c, k)
+    kernel = cfg.for_launch(m if cfg.swap_ab else n, 1)
+    assert kernel.wide_c and "mad.lo.u64" in str(kernel.module)
+    report = pf.interp.run(kernel.module, grid=grid, block=cfg.threads, shared=shared, args=args)
+    assert report.ok, str(report)
+    assert np.array_equal(c.astype(np.int64), reference(cfg, a, b))
 
 
 def test_splits_must_be_a_positive_int():

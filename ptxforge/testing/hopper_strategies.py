@@ -90,4 +90,6 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
         if kw["pdl"] and not kw["rotate_k"] and (kw["cluster_m"], kw["cluster_n"]) == (1, 1):
             kw["early_prefetch"] = draw(st.sampled_from((0, 2, 8)))  # where it is legal: one CTA per unit, in order
     kw["split_reduce"] = draw(st.sampled_from(("kernel", "launch")))  # where a K split's partial sums meet
+    if kw.get("epilogue") == "registers":
+        kw["wide_c"] = draw(st.booleans())  # C's element offsets in 64 bits (a plan takes it for M x N >= 2^32)
     return kw

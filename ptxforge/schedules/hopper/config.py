@@ -226,6 +226,8 @@ class HopperGemm:
     odd_n (epilogue='registers', not swap_ab): the kernel for C rows of an odd number of values, whose
     stores are single 4-byte values (rows of an even count start 8-byte aligned and take pair stores);
     a plan, and `for_c_columns`, pick the variant from N, so a kernel carries only the stores it uses;
+    wide_c (epilogue='registers'): C's element offsets in 64 bits, for a C of 2^32 or more elements (the
+    32-bit offsets of the other kernels would wrap onto its first rows); `for_launch` turns it on from M x N;
     rotate_k: each work unit walks its k-stages starting at stage (tile mod stages) and wraps, so
     CTAs streaming operand row blocks at the same moment read different columns (the order of an
     integer sum does not matter; on the H200 many CTAs reading the same columns of 4 KB-strided
@@ -301,6 +303,7 @@ class HopperGemm:
     early_prefetch: int = 0
     split_stage: bool = False
     odd_n: bool = False
+    wide_c: bool = False
     split_reduce: str = "kernel"
 
     def __post_init__(self):
@@ -379,6 +382,9 @@ class HopperGemm:
         if self.odd_n and (self.swap_ab or self.epilogue != "registers"):
             raise ValidationError("odd_n selects the 4-byte C stores of the registers epilogue (epilogue='registers', "
                                   "swap_ab=False: swapped tiles and TMA stores take any N)")
+        if self.wide_c and self.epilogue != "registers":
+            raise ValidationError("wide_c selects 64-bit C offsets in the registers epilogue (epilogue='registers'; "
+                                  "TMA stores address C by coordinates)")
         if self.split_stage and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("split_stage stores C through registers, without clusters")
         if self.interleave_k and self.stages % self.consumers:
@@ -626,7 +632,7 @@ class HopperGemm:
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")
                 + (f"_ag{self.a_group}" if self.a_group != 4 else "") + ("_wa" if self.widen_ahead else "")
                 + ("_as2" if self.acc_sets == 2 else "") + ("_ss" if self.split_stage else "")
-                + ("_on" if self.odd_n else "")
+                + ("_on" if self.odd_n else "") + ("_wc" if self.wide_c else "")
                 + ("_rk" if self.rotate_k else "") + (f"_l{self.l2_promotion}" if self.l2_promotion != 128 else "")
                 + (f"_pf{self.l2_prefetch}" if self.l2_prefetch else "")
                 + (f"_ep{self.early_prefetch}" if self.early_prefetch else "")
@@ -661,14 +667,17 @@ class HopperGemm:
         from dataclasses import replace
         return replace(self, odd_n=bool(n % 2))
 
-    def for_launch(self, n: int, splits: int) -> "HopperGemm":
+    def for_launch(self, n: int, splits: int, c_elements: int | None = None) -> "HopperGemm":
         """The kernel a launch of `splits` K splits over rows of `n` C values runs (the kernel's N: the problem's
-        M with swap_ab): `for_c_columns`, and without a split the kernel without the in-kernel reduction
-        (split_reduce='launch': it has nothing to add, and both store the same C)."""
+        M with swap_ab): `for_c_columns`; without a split the kernel without the in-kernel reduction
+        (split_reduce='launch': it has nothing to add, and both store the same C); and given C's size
+        (`c_elements`, M x N), 64-bit C offsets (`wide_c`) where the registers epilogue needs them."""
+        from dataclasses import replace
         cfg = self.for_c_columns(n)
         if splits <= 1 and cfg.split_reduce == "kernel":
-            from dataclasses import replace
             cfg = replace(cfg, split_reduce="launch")
+        if c_elements is not None and c_elements >= 1 << 32 and cfg.epilogue == "registers" and not cfg.wide_c:
+            cfg = replace(cfg, wide_c=True)
         return cfg
 
     @property
@@ -686,8 +695,9 @@ class HopperGemm:
 
     def check_problem(self, m: int, n: int, k: int) -> None:
         """Raise ValidationError unless the kernel computes an M x N x K problem exactly: every operand row a
-        multiple of 16 bytes (the tensor maps), M x N < 2^32 (C's element offsets), K within the scaled s4 bound,
-        and with epilogue='tma' 16-byte rows of C."""
+        multiple of 16 bytes (the tensor maps), M, N, K < 2^31, K within the scaled s4 bound, and with
+        epilogue='tma' 16-byte rows of C.  (A C of 2^32 or more elements takes the `wide_c` kernel; a K split
+        of it must be added in the kernel: `splitk.check_reduce`.)"""
         if min(m, n, k) <= 0:
             raise ValidationError(f"M, N, K must be positive, got {m}, {n}, {k}")
         row_bytes = k * self.bits // 8
@@ -696,10 +706,6 @@ class HopperGemm:
                                   f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
-        if m * n >= 1 << 32:
-            raise ValidationError(f"M x N = {m} x {n} is {m * n} elements of C; the kernel (and the split-K reduction "
-                                  "launch) index C with 32-bit element offsets, so M x N must be < 2^32: run it on "
-                                  "row blocks of A and C (each a contiguous slice)")
         if self.scaled and k >= SCALED_K_LIMIT:
             raise ValidationError(f"K={k}: the scaled s4 widening holds 256 C in 32 bits, exact for K < "
                                   f"{SCALED_K_LIMIT}; use scaled=False (biased or sign-extended widening)")

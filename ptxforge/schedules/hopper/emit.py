@@ -876,6 +876,15 @@ def _stage_c16(k, cfg, buf0, w, g, t):
     return write
 
 
+def _c_address(k, cfg, row, pitch, col, c_ptr):
+    """The u64 address of 32-bit C element (row, col) of rows of `pitch` values: the element offset in 32 bits,
+    or with `wide_c` (C of 2^32 or more elements) in 64."""
+    if not cfg.wide_c:
+        return k.mad(k.mad(row, pitch, col, type=T.u32), 4, c_ptr, type=T.u32, mode="wide")
+    offset = k.mad(row, pitch, k.cvt(col, T.u64, frm=T.u32), type=T.u32, mode="wide")
+    return k.mad(offset, 4, c_ptr, type=T.u64)
+
+
 def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
     """Accumulators -> C: a branch per row past M, a predicate per column group past N (computed once);
     8-byte pair stores (N even: rows start 8-byte aligned), or with `odd_n` single values."""
@@ -888,7 +897,7 @@ def _epilogue_registers(k, cfg, accs, c_ptr, m, n, row_t, col_t, cidx, w, g, t):
     rowrem = k.sub(m, row0, type=T.s32)
     colrem = k.sub(n, col0, type=T.s32)
     nj = cfg.block_n // 8
-    base = k.mad(k.mad(row0, n, col0, type=T.u32), 4, c_ptr, type=T.u32, mode="wide")
+    base = _c_address(k, cfg, row0, n, col0, c_ptr)
     down8 = k.mul(n, 8 * 4, type=T.u32, mode="wide")  # bytes of 8 rows of C
     col_ok = [k.setp("gt", colrem, 8 * j, type=T.s32) for j in range(nj)]
 
@@ -928,7 +937,7 @@ def _store_transposed(k, cfg, accs, c_ptr, m, n, row0, col0, full_m, col_t):
     nj = cfg.block_n // 8
     for mi, acc in enumerate(accs):
         r0 = k.add(row0, mi * 64, type=T.u32) if mi else row0
-        p0 = k.mad(k.mad(col0, m, r0, type=T.u32), 4, c_ptr, type=T.u32, mode="wide")
+        p0 = _c_address(k, cfg, col0, m, r0, c_ptr)
         with k.if_(full):
             p = p0
             for j in range(nj):

@@ -31,8 +31,8 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
     from ...interp import host_tensor_map
     m, n = a.shape[0], b.shape[0]
     ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
-    check_reduce(cfg, splits)
-    kernel = cfg.for_launch(kn, splits)
+    check_reduce(cfg, splits, m * n)
+    kernel = cfg.for_launch(kn, splits, m * n)
     slices = splits if splits > 1 and not kernel.reduces_in_kernel else 1
     if c.shape[-2:] != (m, n) or c.ndim not in (2, 3) or (c.ndim == 3 and c.shape[0] != slices) \
             or (c.ndim == 2 and slices > 1):
@@ -62,7 +62,7 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
 def interpreter_module(cfg, m: int, n: int, splits: int = 1):
     """The Module an M x N problem split `splits` ways over K runs, as a plan picks it (`for_launch` over the
     kernel's N, the problem's M with swap_ab)."""
-    return cfg.for_launch(m if cfg.swap_ab else n, splits).module
+    return cfg.for_launch(m if cfg.swap_ab else n, splits, m * n).module
 
 
 def interpreter_grid(cfg, m: int, n: int, *, splits: int = 1, clusters: int | None = None) -> int:
@@ -89,14 +89,14 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)  # as run() copies them in
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
         raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
-    check_reduce(cfg, splits)
+    check_reduce(cfg, splits, m * n)
     dt = c_numpy_type(cfg)
     poison = 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7
     if c is None:
         c = np.full((m, n), poison, dt)
     else:
         check_host_c(cfg, c, m, n)
-    launch_reduce = splits > 1 and not cfg.for_launch(n if not cfg.swap_ab else m, splits).reduces_in_kernel
+    launch_reduce = splits > 1 and not cfg.for_launch(n if not cfg.swap_ab else m, splits, m * n).reduces_in_kernel
     out = np.full((splits, m, n), poison, dt) if launch_reduce else c
     args, grid, shared = interpreter_launch(cfg, a, b, out, k, splits=splits, clusters=clusters)
     report = interp.run(interpreter_module(cfg, m, n, splits), grid=grid, block=cfg.threads, shared=shared,

@@ -219,7 +219,8 @@ class HopperPlan:
         units = cfg.cluster_tiles(km, kn) * self.splits
         self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
         # the C stores that suit rows of kn values, and the in-kernel reduction where K is split
-        self.kernel_cfg = cfg.for_launch(kn, self.splits)
+        self.kernel_cfg = cfg.for_launch(kn, self.splits, m * n)
+        check_reduce(self.kernel_cfg, self.splits, m * n)
         fused = self.kernel_cfg.reduces_in_kernel
         self.fn = load_kernel(self.kernel_cfg)
         self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)

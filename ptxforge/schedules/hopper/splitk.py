@@ -62,12 +62,16 @@ def auto_splits(cfg, m: int, n: int, k: int, sms: int) -> int:
                          tile_bytes=ktiles * cfg.stage_bytes, reduce=cfg.split_reduce)
 
 
-def check_reduce(cfg, splits: int) -> None:
+def check_reduce(cfg, splits: int, c_elements: int = 0) -> None:
     """Refuse a K split the configuration's reduction cannot add: 16-bit C (c16) is rounded once from the whole
-    f32 sum, which the in-kernel reduction makes and a second launch, adding rounded partial C, could not."""
+    f32 sum, which the in-kernel reduction makes and a second launch, adding rounded partial C, could not; and
+    the second launch counts C's `c_elements` (M x N) in 32 bits."""
     if splits > 1 and cfg.c16 and not cfg.reduces_in_kernel:
         raise ValidationError("c16 (16-bit C) rounds the whole sum once: with split_reduce='launch' K cannot be "
                               "split; use split_reduce='kernel' or f32 C")
+    if splits > 1 and not cfg.reduces_in_kernel and c_elements >= 1 << 32:
+        raise ValidationError(f"C of {c_elements} elements: the reduction launch of split_reduce='launch' counts them "
+                              "in 32 bits (< 2^32); use split_reduce='kernel' or splits=1")
 
 
 def emit_reduce(c_type: str):

@@ -272,3 +272,35 @@ def test_run_stores_a_c_of_more_than_2_to_the_32_elements_whole():
     finally:
         del tc
         torch.cuda.empty_cache()
+
+
+@pytest.mark.parametrize("path", ["hopper", "mma.sync"])
+def test_a_freed_buffer_is_refused_by_run_and_plans_after_a_kept_plan(path):
+    """run() kept a plan for DeviceBuffer operands; the same call with A freed must not launch on address 0
+    (which would end the context): run(), the plan and a fresh schedule's careful path name the freed
+    buffer, and the next call on live buffers is exact."""
+    from ptxforge.errors import LaunchError
+    from ptxforge.runtime import DeviceBuffer
+    m, n, k = 128, 128, 256
+    if path == "hopper":
+        from ptxforge.schedules.hopper import HopperGemm
+        make = lambda: HopperGemm("s8")  # noqa: E731
+    else:
+        make = lambda: Int8Gemm(target="sm_90")  # noqa: E731
+    g = make()
+    rng = np.random.default_rng(19)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    db, dc = DeviceBuffer.from_host(b), DeviceBuffer.from_host(np.full((m, n), POISON, np.int32))
+    da = DeviceBuffer.from_host(a)
+    g.run(da, db, dc)  # careful: keeps the plan
+    p = g.plan(m, n, k)
+    p(da, db, dc)
+    da.free()
+    for launch in (g.run, p, make().run):
+        with pytest.raises(LaunchError, match="freed"):
+            launch(da, db, dc)
+    dc = DeviceBuffer.from_host(np.full((m, n), POISON, np.int32))
+    g.run(DeviceBuffer.from_host(a), db, dc)
+    assert np.array_equal(dc.to_host().astype(np.int64), want)

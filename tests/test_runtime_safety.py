@@ -491,6 +491,24 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
     assert not [name for name, _ in drv.calls if name in ("cuTensorMapEncodeTiled", "cuLaunchKernelEx")]
 
 
+def test_a_freed_device_buffer_is_never_read_fast(drv):
+    """The schedules' fast reader reads a DeviceBuffer's address without a check; once freed (address 0) it
+    hands the buffer to the careful paths, which refuse it by name instead of launching on address 0."""
+    import importlib
+    from ptxforge.schedules import operands
+    from ptxforge.schedules.gemm import plan as gemm_plan
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    drv.answers["cuMemAlloc"] = (0, 0x7000_0000)
+    buf = pf.DeviceBuffer.empty((64, 64), np.int8)
+    assert operands._reader.read(buf) == (0x7000_0000, (64, 64), np.dtype(np.int8), None)
+    assert gemm_plan._read(buf, "A")[0] == 0x7000_0000
+    buf.free()
+    assert operands._reader.read(buf) is None
+    for read in (lambda: gemm_plan._read(buf, "A"), lambda: hrun._view(buf, "A")):
+        with pytest.raises(LaunchError, match="this DeviceBuffer was freed"):
+            read()
+
+
 def test_which_producer_streams_a_launch_waits_for():
     from ptxforge.runtime.arrays import must_wait
     assert not must_wait(None, 0) and not must_wait(None, 0xABC)  # no stream named (torch: interface v2)

@@ -89,7 +89,8 @@ class _FastReader:
         reads of a tensor (its dtype, contiguity, device, address and shape)."""
         t = type(x)
         if t is (_DEVICE_BUFFER or _device_buffer_type()):
-            return x._ptr, x.shape, x.dtype, None
+            p = x._ptr  # 0 once freed: the careful path says so
+            return (p, x.shape, x.dtype, None) if p else None
         try:
             dt = x.dtype
             if (t, dt) not in self.verified or not x.is_contiguous():

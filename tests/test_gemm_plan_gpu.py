@@ -304,3 +304,22 @@ def test_a_freed_buffer_is_refused_by_run_and_plans_after_a_kept_plan(path):
     dc = DeviceBuffer.from_host(np.full((m, n), POISON, np.int32))
     g.run(DeviceBuffer.from_host(a), db, dc)
     assert np.array_equal(dc.to_host().astype(np.int64), want)
+
+
+@pytest.mark.parametrize("path", ["hopper", "mma.sync"])
+def test_run_on_cpu_torch_tensors_is_the_numpy_path(path):
+    """CPU torch tensors are host operands to run() on either path (for_shape picks one per GPU, so the same
+    call must work on both): C comes back as numpy, or is written into a CPU tensor given as C."""
+    torch = pytest.importorskip("torch")
+    from ptxforge.schedules.hopper import HopperGemm
+    m, n, k = 96, 160, 256
+    g = HopperGemm("s8") if path == "hopper" else Int8Gemm(target="sm_90")
+    rng = np.random.default_rng(23)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    got = g.run(torch.from_numpy(a), torch.from_numpy(b))
+    assert isinstance(got, np.ndarray) and np.array_equal(got.astype(np.int64), want)
+    tc = torch.full((m, n), POISON, dtype=torch.int32)
+    assert g.run(torch.from_numpy(a), torch.from_numpy(b), tc) is tc
+    assert np.array_equal(tc.numpy().astype(np.int64), want)

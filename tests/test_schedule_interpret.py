@@ -267,20 +267,56 @@ def test_the_int4_gemm_example_runs_and_is_exact(capsys):
     assert "exact match with numpy" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("g", [HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm()], ids=lambda g: type(g).__name__)
-def test_run_without_a_driver_points_at_interpret(g, monkeypatch):
-    """run() on numpy operands where no CUDA driver loads: the error names the missing driver and says that
-    interpret() runs the same kernel on the CPU (a driver that fails to load is stood in for, so this runs on
-    a GPU machine too)."""
+@pytest.fixture
+def no_driver(monkeypatch):
+    """A CUDA driver that fails to load, stood in for (so that a test of it runs on a GPU machine too)."""
     from ptxforge.errors import ToolchainMissing
     from ptxforge.runtime import driver as D
 
-    def no_driver():
+    def missing():
         raise ToolchainMissing("the CUDA driver library is not loadable: (stood in)")
     monkeypatch.setattr(D, "_state", None)
-    monkeypatch.setattr(D, "_init", no_driver)
-    monkeypatch.setattr(D, "context", no_driver)
+    monkeypatch.setattr(D, "_init", missing)
+    monkeypatch.setattr(D, "context", missing)
+
+
+@pytest.mark.parametrize("g", [HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm()], ids=lambda g: type(g).__name__)
+def test_run_without_a_driver_points_at_interpret(g, no_driver):
+    """run() on numpy operands where no CUDA driver loads: the error names the missing driver and says that
+    interpret() runs the same kernel on the CPU."""
+    from ptxforge.errors import ToolchainMissing
     a = np.ones((64, 128), np.int8)
     with pytest.raises(ToolchainMissing, match=rf"not loadable: \(stood in\); without a GPU, {type(g).__name__}"
                                                r"\.interpret\(a, b\) runs this kernel on the CPU interpreter"):
         g.run(a, a)
+
+
+class _HostDLPack:
+    """A host-side DLPack producer (as a CPU torch tensor is one) over a numpy array."""
+
+    def __init__(self, array):
+        self.array = array
+
+    def __dlpack__(self, **kw):
+        return self.array.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()
+
+
+def test_host_dlpack_operands_are_read_as_numpy(no_driver):
+    """A CPU torch tensor (here a stand-in host DLPack producer) is a host operand to HopperGemm.run, as to
+    GemmSchedule.run: read as a numpy view of its memory and taken the numpy way (which, with no driver, ends in
+    the missing-driver error, not in 'must be a GPU array')."""
+    from ptxforge.errors import ToolchainMissing
+    from ptxforge.schedules.operands import host_array
+    a = np.arange(12, dtype=np.int8).reshape(3, 4)
+    got = host_array(_HostDLPack(a))
+    assert isinstance(got, np.ndarray) and np.shares_memory(got, a) and got.flags.writeable
+    assert host_array(a) is a
+    not_host = object()
+    assert host_array(not_host) is not_host
+    ops = np.ones((64, 128), np.int8)
+    for g in (HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm()):
+        with pytest.raises(ToolchainMissing, match="stood in"):
+            g.run(_HostDLPack(ops), _HostDLPack(ops))

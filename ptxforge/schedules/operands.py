@@ -8,7 +8,7 @@ schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.run.HopperPlan`) and
   which cost far less than building the interface dictionary again.
 
 And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`,
-and `interpreter_hint` for a run() on a machine without a GPU.
+`host_array` (a CPU torch tensor read as numpy), and `interpreter_hint` for a run() on a machine without a GPU.
 """
 
 from __future__ import annotations
@@ -40,6 +40,19 @@ def interpreter_hint(schedule):
     except ToolchainMissing as e:
         raise ToolchainMissing(f"{e.message}; without a GPU, {type(schedule).__name__}.interpret(a, b) runs this "
                                "kernel on the CPU interpreter", e.loc) from e
+
+
+def host_array(x):
+    """`x` as a numpy array (a view of its memory) when it is a host-side DLPack producer such as a CPU torch
+    tensor, which the GEMMs' numpy path then takes; anything else unchanged."""
+    if isinstance(x, np.ndarray) or not hasattr(x, "__dlpack_device__"):
+        return x
+    from ..runtime import dlpack
+    try:
+        host = int(x.__dlpack_device__()[0]) in (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST)
+    except Exception:
+        return x
+    return np.from_dlpack(x) if host else x
 
 
 def check_host_out(what: str, x, shape: tuple, dtype) -> None:

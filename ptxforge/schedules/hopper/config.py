@@ -754,9 +754,10 @@ class HopperGemm:
     def run(self, a, b, c=None, *, k: int | None = None, splits: int | None = None, stream=None):
         """C = A . B^T on the GPU (A [M, K(/2)], B [N, K(/2)], as Int8Gemm/Int4Gemm take them).
 
-        numpy operands: copied in, C returned as numpy (int32, or float32 for bf16/f16 whose
-        operands are uint16 bit patterns).  GPU arrays: used in place, C allocated on the device
-        when None (a DeviceBuffer), the launch asynchronous on `stream`.
+        numpy operands (or host-side DLPack arrays such as CPU torch tensors, read as numpy): copied in,
+        C returned as numpy (int32, or float32 for bf16/f16 whose operands are uint16 bit patterns), or
+        written into `c` when given.  GPU arrays: used in place, C allocated on the device when None (a
+        DeviceBuffer), the launch asynchronous on `stream`.
 
         The first call of a problem kind on GPU operands (shapes, dtypes, K, splits, stream) makes a
         plan and keeps it when no operand's array interface named a producer stream other than the
@@ -767,10 +768,12 @@ class HopperGemm:
         """
         if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
             return c
+        from ..operands import host_array, interpreter_hint
+        a, b = host_array(a), host_array(b)
         if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
-            from ..operands import interpreter_hint
             with interpreter_hint(self):
-                return _run.run(self, a, b, c, k=k, splits=splits)
+                out = _run.run(self, a, b, None if c is None else host_array(c), k=k, splits=splits)
+            return out if c is None else c
         if c is None:
             from ...runtime import DeviceBuffer
             shapes = [getattr(x, "shape", None) for x in (a, b)]

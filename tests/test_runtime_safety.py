@@ -45,6 +45,9 @@ class StandIn:
     CUjit_target = real.CUjit_target
     CUfunction_attribute = real.CUfunction_attribute
     CUevent_flags = real.CUevent_flags
+    CUlaunchConfig = real.CUlaunchConfig
+    CUlaunchAttribute = real.CUlaunchAttribute
+    CUlaunchAttributeID = real.CUlaunchAttributeID
 
     def __init__(self):
         self.calls = []
@@ -971,6 +974,38 @@ def test_interpreter_makes_its_cta_list_lazily():
 
 
 # ---------------------------------------------------------------- one launch end to end, through the stand-in
+
+def test_a_dependent_launch_checks_foreign_arrays_and_waits_as_a_plain_launch(drv, monkeypatch):
+    """launch_dependent (like launch_cluster, through the same helper) resolves its arguments as a plain launch
+    does, in ptxforge's context: another context's memory is refused before cuLaunchKernelEx, and an array
+    whose interface names another stream is waited for; the caller's context is current again after."""
+    from ptxforge.runtime import launch_dependent
+    from ptxforge.testing.kernels import saxpy
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    params = layout(saxpy().kernels[0].params)
+    truth = [(s.offset, s.size) for s in params.specs]
+    drv.answers.update({
+        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024), "cuLaunchKernelEx": (0,),
+        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
+    drv.current = 0xF00
+    fn = L.load(saxpy())["saxpy"]
+
+    class Foreign:
+        def __init__(self, stream=None):
+            self.__cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": (300,), "typestr": "<f4",
+                                             "version": 3, "stream": stream}
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    drv.answers["cuPointerGetAttributes"] = _attrs(0xBAD, 0, dev_mem)
+    with pytest.raises(LaunchError, match="another CUDA context"):
+        launch_dependent(fn, 2, 256, Foreign(), Foreign(), 300, 0.5)
+    assert "cuLaunchKernelEx" not in [name for name, _ in drv.calls] and drv.current == 0xF00
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)
+    drv.calls.clear()
+    launch_dependent(fn, 2, 256, Foreign(0xABC), Foreign(), 300, 0.5)
+    names = [name for name, _ in drv.calls]
+    assert names.index("cuStreamWaitEvent") < names.index("cuLaunchKernelEx") and drv.current == 0xF00
+
 
 def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeypatch):
     from ptxforge.testing.kernels import saxpy

@@ -127,10 +127,6 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
     Arguments are those of a plain launch (GPU memory, scalars, TensorMaps; host arrays are not
     staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
     """
-    from .launch import resolve
-    launch = cluster_launch_config(fn, grid, block, cluster, shared=shared, stream=stream,
-                                   allow_non_portable=allow_non_portable)
-    r = resolve(fn.layout, args, fn.name, launch.stream)
-    if r.transfers:
-        raise LaunchError(f"launch_cluster of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
-    launch.launch(fn._blob, r.values)
+    from .kernel import launch_gpu_args
+    launch_gpu_args(fn, lambda: cluster_launch_config(fn, grid, block, cluster, shared=shared, stream=stream,
+                                                      allow_non_portable=allow_non_portable), args, "launch_cluster")

@@ -68,10 +68,6 @@ def dependent_launch_config(fn, grid, block, *, shared: int = 0, stream=None) ->
 def launch_dependent(fn, grid, block, *args, shared: int = 0, stream=None) -> None:
     """Launch `fn` as a programmatic dependent launch (see the module docstring): GPU memory and scalars
     only (host arrays are not staged here: pass DeviceBuffers)."""
-    from .launch import resolve
-    dl = dependent_launch_config(fn, grid, block, shared=shared, stream=stream)
-    r = resolve(fn.layout, args, fn.name, dl.stream)
-    if r.transfers:
-        raise LaunchError(f"launch_dependent of '{fn.name}' takes GPU memory only; copy host arrays to "
-                          "DeviceBuffers")
-    dl.launch(fn._blob, r.values)
+    from .kernel import launch_gpu_args
+    launch_gpu_args(fn, lambda: dependent_launch_config(fn, grid, block, shared=shared, stream=stream), args,
+                    "launch_dependent")

@@ -339,6 +339,24 @@ def _stage_out(staged, stream: int) -> None:
         faults.synchronized(stream)
 
 
+def launch_gpu_args(fn, make_launch, args, what: str) -> None:
+    """One launch of KernelFunction `fn` through a prepared launch (`launch_dependent`, `launch_cluster`): in
+    ptxforge's context, `make_launch()` builds it (config and stream), `args` are checked as a plain launch
+    checks them (element types, device and context of foreign arrays, producer streams waited for) and must
+    be GPU memory and scalars; then its one cuLaunchKernelEx.  `what` names the call in errors."""
+    prev = _drv.enter()
+    try:
+        launch = make_launch()
+        r = fn._resolve(args, launch.stream)
+        if r.transfers:
+            raise LaunchError(f"{what} of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
+        if r.streams:
+            wait_for_streams(r.streams, launch.stream)
+        launch.launch(fn._blob, r.values)
+    finally:
+        _drv.leave(prev)
+
+
 def wait_for_streams(producers, stream: int) -> None:
     """Order work on `stream` after the producers' pending work (CUDA array interface v3 'stream' handles),
     with one event each, recorded in ptxforge's context."""

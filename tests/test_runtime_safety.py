@@ -975,21 +975,27 @@ def test_interpreter_makes_its_cta_list_lazily():
 
 # ---------------------------------------------------------------- one launch end to end, through the stand-in
 
+def _saxpy_on_the_stand_in(drv, monkeypatch):
+    """testing.kernels.saxpy loaded through the stand-in driver (JIT and disk cache stood in for, the driver's
+    parameter answers true to its layout), with another library's context (0xF00) current."""
+    from ptxforge.testing.kernels import saxpy
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    truth = [(s.offset, s.size) for s in layout(saxpy().kernels[0].params).specs]
+    drv.answers.update({
+        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024),
+        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
+    drv.current = 0xF00
+    return L.load(saxpy())["saxpy"]
+
+
 def test_a_dependent_launch_checks_foreign_arrays_and_waits_as_a_plain_launch(drv, monkeypatch):
     """launch_dependent (like launch_cluster, through the same helper) resolves its arguments as a plain launch
     does, in ptxforge's context: another context's memory is refused before cuLaunchKernelEx, and an array
     whose interface names another stream is waited for; the caller's context is current again after."""
     from ptxforge.runtime import launch_dependent
-    from ptxforge.testing.kernels import saxpy
-    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
-    monkeypatch.setattr(C, "disk_cache", lambda: None)
-    params = layout(saxpy().kernels[0].params)
-    truth = [(s.offset, s.size) for s in params.specs]
-    drv.answers.update({
-        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024), "cuLaunchKernelEx": (0,),
-        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
-    drv.current = 0xF00
-    fn = L.load(saxpy())["saxpy"]
+    drv.answers["cuLaunchKernelEx"] = (0,)
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
 
     class Foreign:
         def __init__(self, stream=None):
@@ -1008,18 +1014,9 @@ def test_a_dependent_launch_checks_foreign_arrays_and_waits_as_a_plain_launch(dr
 
 
 def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeypatch):
-    from ptxforge.testing.kernels import saxpy
-    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (0x3333, b"cubin", ""))
-    monkeypatch.setattr(C, "disk_cache", lambda: None)
-    params = layout(saxpy().kernels[0].params)
-    truth = [(s.offset, s.size) for s in params.specs]
-    drv.answers.update({
-        "cuModuleGetFunction": (0, 0xABC), "cuFuncGetAttribute": (0, 1024), "cuLaunchKernel": (0,),
-        "cuMemAlloc": (0, 0x9000), "cuMemcpyHtoD": (0,), "cuMemcpyDtoH": (0,), "cuMemFree": (0,),
-        "cuStreamSynchronize": (0,),
-        "cuFuncGetParamInfo": lambda f, i: (0, *truth[i]) if i < len(truth) else (1, 0, 0)})
-    drv.current = 0xF00
-    fn = L.load(saxpy())["saxpy"]
+    drv.answers.update({"cuLaunchKernel": (0,), "cuMemAlloc": (0, 0x9000), "cuMemcpyHtoD": (0,),
+                        "cuMemcpyDtoH": (0,), "cuMemFree": (0,), "cuStreamSynchronize": (0,)})
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
     x, y = np.ones(300, np.float32), np.zeros(300, np.float32)
     fn(2, 256, x, y, 300, 0.5)
     names = [c[0] for c in drv.calls]

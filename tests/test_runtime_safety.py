@@ -1013,6 +1013,38 @@ def test_a_dependent_launch_checks_foreign_arrays_and_waits_as_a_plain_launch(dr
     assert names.index("cuStreamWaitEvent") < names.index("cuLaunchKernelEx") and drv.current == 0xF00
 
 
+@pytest.mark.parametrize("via", ["cuLaunchKernel", "cuLaunchKernelEx"])
+def test_a_prepared_launch_outside_ptxforge_s_context_is_made_in_it(drv, monkeypatch, via):
+    """The prepared launches (plans, run()'s kept plans, bound and dependent launches) call the driver without
+    entering ptxforge's context first (it costs a driver call per launch).  When another library's context is
+    current, or none (a thread that has not used ptxforge yet), and the launch fails for it, the launch is made
+    again in ours and the caller's context given back (a thread that had none keeps ours); with ours current a
+    failure stands, launched once."""
+    from ptxforge.runtime.dependent import DependentLaunch
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
+    drv.answers[via] = lambda *a: (0,) if drv.current == OURS else (201,)  # CUDA_ERROR_INVALID_CONTEXT elsewhere
+    cfg, values = fn._config(2, 256, 0), [0x9000, 0x9000, 300, 0.5]
+    if via == "cuLaunchKernel":
+        def launch():
+            fn._launch(cfg, 0, fn._blob, values)
+    else:
+        drv.current = OURS
+        dl = DependentLaunch(fn, cfg, 0)
+
+        def launch():
+            dl.launch(fn._blob, values)
+    for before, after in ((0xF00, 0xF00), (0, OURS)):
+        drv.current = before
+        drv.calls.clear()
+        launch()
+        assert [name for name, _ in drv.calls].count(via) == 2 and drv.current == after
+    drv.answers[via] = (700,)  # a failure in ours: it stands
+    drv.calls.clear()
+    with pytest.raises(Exception, match="CUDA_ERROR_ILLEGAL_ADDRESS|700"):
+        launch()
+    assert [name for name, _ in drv.calls].count(via) == 1
+
+
 def test_a_launch_through_the_stand_in_records_and_names_its_kernel(drv, monkeypatch):
     drv.answers.update({"cuLaunchKernel": (0,), "cuMemAlloc": (0, 0x9000), "cuMemcpyHtoD": (0,),
                         "cuMemcpyDtoH": (0,), "cuMemFree": (0,), "cuStreamSynchronize": (0,)})

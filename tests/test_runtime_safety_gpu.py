@@ -312,6 +312,56 @@ def test_gemm_schedules_refuse_a_foreign_contexts_memory_and_run_after():
         d.cuCtxDestroy(ctx2)
 
 
+def test_kept_plans_launch_from_a_fresh_thread_and_under_a_foreign_context():
+    """run()'s kept plan and a plan, made on this thread, called from a thread that has no current context
+    (it never used ptxforge) and with another library's context current: exact each time, and the caller's
+    context current after.  The prepared launches do not enter ptxforge's context per call; a launch that
+    fails outside it is made again inside it."""
+    from cuda.bindings import driver as d
+    from ptxforge.schedules.gemm import Int8Gemm
+    from ptxforge.schedules.hopper import HopperGemm
+    m = n = 128
+    k = 256
+    rng = np.random.default_rng(29)
+    a = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    b = rng.integers(-128, 128, (n, k)).astype(np.int8)
+    want = a.astype(np.int64) @ b.astype(np.int64).T
+    poison = np.full((m, n), -0x5A5A5A5A, np.int32)
+    da, db, c = pf.DeviceBuffer.from_host(a), pf.DeviceBuffer.from_host(b), pf.DeviceBuffer.from_host(poison)
+    err, dev = d.cuDeviceGet(pf.device_info().ordinal)
+    ctx2 = _foreign_context(d, dev)
+    assert not d.cuCtxSetCurrent(pf.runtime.driver.context().ctx)[0]
+    try:
+        for g in (HopperGemm("s8"), Int8Gemm(target="sm_90")):
+            g.run(da, db, c)  # careful: keeps the plan
+            p = g.plan(m, n, k)
+            p(da, db, c)
+            for launch in (g.run, p):
+                c.copy_from_host(poison)
+                pf.synchronize()
+                seen, errors = [], []
+
+                def fresh_thread():
+                    try:
+                        seen.append(int(d.cuCtxGetCurrent()[1]))
+                        launch(da, db, c)
+                    except BaseException as e:  # reported below
+                        errors.append(e)
+                t = threading.Thread(target=fresh_thread)
+                t.start()
+                t.join(60)
+                assert not errors and seen == [0], (errors, seen)
+                assert np.array_equal(c.to_host().astype(np.int64), want), (g, launch)
+                c.copy_from_host(poison)
+                assert not d.cuCtxSetCurrent(ctx2)[0]
+                launch(da, db, c)
+                assert int(d.cuCtxGetCurrent()[1]) == int(ctx2)
+                assert not d.cuCtxSetCurrent(pf.runtime.driver.context().ctx)[0]
+                assert np.array_equal(c.to_host().astype(np.int64), want), (g, launch)
+    finally:
+        d.cuCtxDestroy(ctx2)
+
+
 def test_torch_between_two_ptxforge_calls():
     torch = pytest.importorskip("torch")
     from cuda.bindings import driver as d

@@ -265,6 +265,28 @@ def enter():
     return cur if h else None
 
 
+def launched_in_ours(err, launch, *args):
+    """The error code of a driver launch `launch(*args)` (returning (err,)) that failed with `err`: when
+    ptxforge's context was not current (another library's, or none, as in a thread that has not used ptxforge
+    before), the launch is made again with ours current and its code returned; the caller's context is current
+    again after (a thread that had none keeps ours, as `enter` leaves it).  The launch paths call this only on
+    a failure, so a launch in ours costs nothing more."""
+    st = _state
+    if st is None:
+        return err
+    d = api()
+    got, cur = d.cuCtxGetCurrent()
+    if got or int(cur) == st.handle:
+        return err
+    check(d.cuCtxSetCurrent(st.ctx), "cuCtxSetCurrent")
+    try:
+        err, = launch(*args)
+    finally:
+        if int(cur):
+            check(d.cuCtxSetCurrent(cur), "cuCtxSetCurrent (restoring the caller's context)")
+    return err
+
+
 def leave(previous) -> None:
     """Give the caller's context back (the value `enter` returned)."""
     if previous is not None:

@@ -152,14 +152,19 @@ class KernelFunction:
         if self.module._handle is None:
             self._check_loaded()
         d = api()
-        if values is None:
-            err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6],
-                                    _stream_obj(stream), blob.addr, 0)
+        s = _stream_obj(stream)
+        if values is None:  # cfg: grid x, y, z, block x, y, z, dynamic shared bytes (`_config`)
+            err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], s,
+                                    blob.addr, 0)
+            if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
+                err = _drv.launched_in_ours(err, d.cuLaunchKernel, self._func, *cfg, s, blob.addr, 0)
         else:
             with self._lock:
                 blob.fill(values)
-                err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6],
-                                        _stream_obj(stream), blob.addr, 0)
+                err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], s,
+                                        blob.addr, 0)
+                if err:
+                    err = _drv.launched_in_ours(err, d.cuLaunchKernel, self._func, *cfg, s, blob.addr, 0)
         if err:
             raise driver_error(err, f"cuLaunchKernel of '{self.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
                                     f"{cfg[6]} B dynamic shared memory")

@@ -9,7 +9,7 @@ a failure raised with the kernel's name and shape, and the launch remembered for
 from __future__ import annotations
 
 from . import faults
-from .driver import api, driver_error
+from .driver import api, driver_error, launched_in_ours
 
 _PTXFORGE_INTERNAL = True
 
@@ -34,12 +34,17 @@ def launch_ex(fn, config, cfg: tuple, stream: int, blob, values, what: str) -> N
     launch's own argument block), so it is launched as it is, without the kernel's lock."""
     if fn.module._handle is None:
         fn._check_loaded()
+    d = api()
     if values is None:
-        err, = api().cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+        err, = d.cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+        if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
+            err = launched_in_ours(err, d.cuLaunchKernelEx, config, fn._func, blob.addr, 0)
     else:
         with fn._lock:
             blob.fill(values)
-            err, = api().cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+            err, = d.cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+            if err:
+                err = launched_in_ours(err, d.cuLaunchKernelEx, config, fn._func, blob.addr, 0)
     if err:
         raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' ({what}) with grid {cfg[0:3]}, block {cfg[3:6]}, "
                                 f"{cfg[6]} B dynamic shared memory")

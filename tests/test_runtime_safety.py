@@ -494,6 +494,17 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
     assert not [name for name, _ in drv.calls if name in ("cuTensorMapEncodeTiled", "cuLaunchKernelEx")]
 
 
+def test_a_tensor_map_over_another_context_s_memory_is_refused(drv):
+    """A tensor map made from a foreign array asks the driver where the array lives before it is encoded, as a
+    launch does: a map over another context's (or device's) memory would send the TMA there."""
+    from ptxforge.runtime import TensorMap
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    for answer, says in ((_attrs(0xBAD, 0, dev_mem), "another CUDA context"), (_attrs(0, 1, dev_mem), "device 1")):
+        drv.answers["cuPointerGetAttributes"] = answer
+        with pytest.raises(LaunchError, match=r"the array of a tensor map \(_ForeignArray\): .*" + says):
+            TensorMap.from_array(_ForeignArray((64, 64), "|i1"), (64, 64)).encode()
+
+
 def test_a_freed_device_buffer_is_never_read_fast(drv):
     """The schedules' fast reader reads a DeviceBuffer's address without a check; once freed (address 0) it
     hands the buffer to the careful paths, which refuse it by name instead of launching on address 0."""

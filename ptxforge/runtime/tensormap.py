@@ -217,12 +217,16 @@ class TensorMap:
     # ------------------------------------------------------------ driver
     def encode(self) -> bytes:
         """The 128-byte CUtensorMap from the driver's encoder (`cuTensorMapEncodeTiled` here; computed
-        once, then cached)."""
+        once, then cached), after the driver placed a foreign array's memory in ptxforge's context."""
         if self._blob:
             return self._blob[0]
-        from .driver import api, check, context
+        from .driver import api, check, check_pointer, context
+        from .memory import DeviceBuffer
         d = api()
         context()  # the encoders need an initialized driver
+        if self._owner is not None and not isinstance(self._owner, DeviceBuffer):
+            # a foreign array's memory must be ptxforge's context's and device's, or the TMA goes elsewhere
+            check_pointer(self.base, f"the array of a tensor map ({type(self._owner).__name__})")
         name, layout = self._encoder(d)
         args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
                 [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],

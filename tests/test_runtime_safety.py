@@ -494,6 +494,21 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
     assert not [name for name, _ in drv.calls if name in ("cuTensorMapEncodeTiled", "cuLaunchKernelEx")]
 
 
+def test_a_read_only_c_is_refused_and_read_only_operands_are_read(drv):
+    """An array interface that marks its memory read-only may be A or B (the GEMMs only read them), never C."""
+    import importlib
+    from ptxforge.errors import ValidationError
+    from ptxforge.schedules.gemm import plan as gemm_plan
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    ro = _ForeignArray((64, 64), "<i4")
+    ro.__cuda_array_interface__["data"] = (0x7000_0000, True)
+    assert hrun._view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
+    for read in (lambda: hrun._view(ro, "C"), lambda: gemm_plan._read(ro, "C")):
+        with pytest.raises((ValidationError, LaunchError), match=r"C \(_ForeignArray\) is marked read-only"):
+            read()
+
+
 def test_a_tensor_map_over_another_context_s_memory_is_refused(drv):
     """A tensor map made from a foreign array asks the driver where the array lives before it is encoded, as a
     launch does: a map over another context's (or device's) memory would send the TMA there."""

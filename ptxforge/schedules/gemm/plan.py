@@ -142,6 +142,8 @@ def _read(x, slot: str, stream: int = 0):
                               f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")
         if not v.contiguous:
             raise LaunchError(f"{slot} is not C-contiguous: the kernel reads rows back to back")
+        if slot == "C" and v.readonly:
+            raise LaunchError(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
         from ...runtime import driver as drv
         drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})")  # in ptxforge's context and device
         _reader.learn(x, v.ptr)

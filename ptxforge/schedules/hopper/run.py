@@ -76,6 +76,8 @@ def _view(x, what, stream: int = 0, waits: list | None = None):
                               f"and B both numpy arrays; got {type(x).__name__}")
     if not v.contiguous:
         raise ValidationError(f"{what} must be C-contiguous")
+    if what == "C" and v.readonly:
+        raise ValidationError(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
     drv.check_pointer(v.ptr, f"{what} ({type(x).__name__})")
     if waits is not None and must_wait(v.stream, stream):
         waits.append(v.stream)

@@ -171,7 +171,12 @@ class KernelFunction:
         faults.record_launch(stream, self.name, cfg)
 
     def _resolve(self, args, stream: int):
-        return resolve(self.layout, args, self.name, stream, device=self._ordinal, check_pointer=_drv.check_pointer)
+        """The arguments checked and packed for a launch on `stream` (foreign arrays asked of the driver), with
+        `stream` ordered after the producer streams their array interfaces name."""
+        r = resolve(self.layout, args, self.name, stream, device=self._ordinal, check_pointer=_drv.check_pointer)
+        if r.streams:
+            wait_for_streams(r.streams, stream)
+        return r
 
     def __call__(self, grid, block, *args, shared: int = 0, stream=None) -> None:
         """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream`."""
@@ -184,8 +189,6 @@ class KernelFunction:
                 self._launch(cfg, s, self._blob, values)
                 return
             r = self._resolve(args, s)
-            if r.streams:
-                wait_for_streams(r.streams, s)
             if not r.transfers:
                 self._launch(cfg, s, self._blob, r.values)
                 return
@@ -214,8 +217,6 @@ class KernelFunction:
             cfg = self._config(grid, block, shared)
             s = stream_handle(stream) if stream is not None else 0
             r = self._resolve(args, s)
-            if r.streams:
-                wait_for_streams(r.streams, s)
             staged = _stage_in(r, s) if r.transfers else []
         finally:
             _drv.leave(prev)
@@ -355,8 +356,6 @@ def launch_gpu_args(fn, make_launch, args, what: str) -> None:
         r = fn._resolve(args, launch.stream)
         if r.transfers:
             raise LaunchError(f"{what} of '{fn.name}' takes GPU memory only; copy host arrays to DeviceBuffers")
-        if r.streams:
-            wait_for_streams(r.streams, launch.stream)
         launch.launch(fn._blob, r.values)
     finally:
         _drv.leave(prev)

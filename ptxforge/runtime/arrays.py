@@ -242,7 +242,7 @@ def device_view(obj, stream_handle: int = 0):
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         dev_type, _dev_id = obj.__dlpack_device__()
         dev_type = int(dev_type)
-        if dev_type in (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST):
+        if dev_type in dlpack.HOST_TYPES:
             return np.from_dlpack(obj)
         if dev_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
             raise LaunchError(f"{type(obj).__name__} lives on a {dlpack.DEVICE_NAMES.get(dev_type, dev_type)} "

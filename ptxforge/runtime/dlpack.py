@@ -19,6 +19,8 @@ KDL_CPU = 1
 KDL_CUDA = 2
 KDL_CUDA_HOST = 3
 KDL_CUDA_MANAGED = 13
+#: device types whose memory the host reads: a producer on one is read as numpy (copied like a host array)
+HOST_TYPES = (KDL_CPU, KDL_CUDA_HOST)
 DEVICE_NAMES = {1: "cpu", 2: "cuda", 3: "cuda_host", 4: "opencl", 7: "vulkan", 8: "metal", 9: "vpi",
                 10: "rocm", 11: "rocm_host", 13: "cuda_managed", 14: "oneapi"}
 

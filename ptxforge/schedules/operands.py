@@ -49,7 +49,7 @@ def host_array(x):
         return x
     from ..runtime import dlpack
     try:
-        host = int(x.__dlpack_device__()[0]) in (dlpack.KDL_CPU, dlpack.KDL_CUDA_HOST)
+        host = int(x.__dlpack_device__()[0]) in dlpack.HOST_TYPES
     except Exception:
         return x
     return np.from_dlpack(x) if host else x

@@ -48,6 +48,7 @@ class StandIn:
     CUlaunchConfig = real.CUlaunchConfig
     CUlaunchAttribute = real.CUlaunchAttribute
     CUlaunchAttributeID = real.CUlaunchAttributeID
+    CUdevice_attribute = real.CUdevice_attribute
 
     def __init__(self):
         self.calls = []
@@ -82,6 +83,8 @@ class StandIn:
     def __getattr__(self, name):
         if name.startswith("cu"):
             return lambda *a: self._answer(name, (0, 0), *a)
+        if name.startswith("CU"):  # the real enums and types
+            return getattr(real, name)
         raise AttributeError(name)
 
 
@@ -436,6 +439,109 @@ def test_entry_points_make_ours_current_and_give_the_callers_back(drv):
     assert drv.current == 0xF00
     assert ("cuCtxSetCurrent", (OURS,)) in drv.calls and ("cuMemAlloc", (16,)) in drv.calls
     del buf
+
+
+def test_the_first_entry_under_another_context_gives_it_back(drv, monkeypatch):
+    """The first entry point initializes the driver state (the primary context retained) and still gives the
+    caller's context back: the initialization itself makes no context current."""
+    monkeypatch.setattr(D, "_state", None)
+    drv.answers.update({"cuDeviceGetCount": (0, 1), "cuDevicePrimaryCtxRetain": (0, OURS),
+                        "cuDeviceGetName": (0, b"stand-in\0"), "cuDeviceGetAttribute": (0, 9)})
+    drv.current = 0xF00
+    prev = D.enter()
+    assert D._state is not None and D._state.handle == OURS
+    assert drv.current == OURS and int(prev) == 0xF00
+    D.leave(prev)
+    assert drv.current == 0xF00
+    monkeypatch.setattr(D, "_state", None)
+    assert D.device_info().name == "stand-in" and drv.current == 0xF00
+
+
+class _Encoded:
+    """What cuTensorMapEncodeTiled returns: an object over 128 bytes."""
+
+    def __init__(self):
+        import ctypes
+        self.buf = ctypes.create_string_buffer(128)
+
+    def getPtr(self):
+        import ctypes
+        return ctypes.addressof(self.buf)
+
+
+def _in_context(drv):
+    """Record, beside each driver call, the context current when it was made: drv.contexts[i] is that of
+    drv.calls[i]."""
+    drv.contexts = []
+    answer = drv._answer
+
+    def recorded(name, default, *args):
+        drv.contexts.append(drv.current)
+        return answer(name, default, *args)
+    drv._answer = recorded
+
+
+def test_the_runtime_s_one_time_queries_give_the_callers_context_back(drv, monkeypatch):
+    """Encoding a tensor map, timing a region, checking a cluster launch and its occupancy, and raising a
+    kernel's shared memory limit run in ptxforge's context and leave the caller's current."""
+    from ptxforge.runtime import EventTimer, TensorMap
+    from ptxforge.runtime.cluster import cluster_launch_config
+    _in_context(drv)
+    drv.answers.update({"cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuEventCreate": (0, 0xE),
+                        "cuEventElapsedTime": (0, 0.5), "cuOccupancyMaxPotentialClusterSize": (0, 8),
+                        "cuOccupancyMaxActiveClusters": (0, 66), "cuDeviceGetAttribute": (0, 1),
+                        "cuMemAlloc": (0, 0x7000_0000)})
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
+    drv.answers["cuFuncGetAttribute"] = (0, 0)  # (no cluster shape required)
+    buf = pf.DeviceBuffer.empty((64, 64), np.int8)
+    for step in (lambda: TensorMap.from_array(buf, (64, 64)).encode(),
+                 lambda: EventTimer().__enter__().__exit__(None, None, None),
+                 lambda: cluster_launch_config(fn, 4, 256, 2).max_active_clusters(),
+                 lambda: fn._allow_dynamic_shared(100_000)):
+        drv.current = 0xF00
+        drv.calls.clear()
+        drv.contexts.clear()
+        step()
+        assert drv.current == 0xF00
+        made = [name for name, _ in drv.calls if name.startswith("cu") and not name.startswith("cuCtx")]
+        assert made and set(drv.contexts) == {OURS}, (made, drv.contexts)
+
+
+def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(drv, monkeypatch):
+    """HopperGemm.run's careful path (load, tensor maps, occupancy, launch) makes every driver call in
+    ptxforge's context, launches once (not a failed launch in the caller's and a second in ours), and leaves
+    the caller's context current."""
+    import importlib
+    from ptxforge.schedules.hopper import HopperGemm
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    from ptxforge.assembler import find_tool
+    if not find_tool("ptxas"):
+        pytest.skip("needs ptxas")
+    monkeypatch.setattr(hrun, "_kernels", {})
+    monkeypatch.setattr(hrun, "_plans", {})
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)  # (the JIT and the disk cache stood in for)
+    max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    drv.answers.update({
+        "cuPointerGetAttributes": _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
+        "cuModuleLoadData": (0, 0x4444), "cuFuncGetParamInfo": (500, 0, 0),
+        "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
+        "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
+        "cuOccupancyMaxPotentialClusterSize": (0, 8), "cuOccupancyMaxActiveClusters": (0, 66),
+        "cuLaunchKernel": lambda *a: (0,) if drv.current == OURS else (201,),
+        "cuLaunchKernelEx": lambda *a: (0,) if drv.current == OURS else (201,)})
+    del fn
+    _in_context(drv)
+    a, b, c = _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "<i4")
+    drv.current = 0xF00
+    drv.calls.clear()
+    HopperGemm("s8").run(a, b, c)
+    assert drv.current == 0xF00
+    names = [name for name, _ in drv.calls]
+    launches = [n for n in names if n in ("cuLaunchKernel", "cuLaunchKernelEx")]
+    assert len(launches) == 1 and "cuTensorMapEncodeTiled" in names and "cuModuleLoadData" in names
+    outside = {name for name, ctx in zip((n for n in names if n.startswith("cu") and not n.startswith("cuCtx")),
+                                         drv.contexts) if ctx != OURS}
+    assert outside == set(), outside
 
 
 def test_when_ours_is_current_an_entry_costs_one_query(drv):

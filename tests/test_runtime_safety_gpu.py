@@ -279,7 +279,8 @@ def test_a_foreign_context_is_given_back_and_its_memory_refused():
 def test_gemm_schedules_refuse_a_foreign_contexts_memory_and_run_after():
     """run() and the plans of both GEMM paths ask the driver where a foreign operand lives: memory of
     another context is refused by name before a tensor map or launch is made of it, and the next
-    call on ptxforge's own memory is exact (no fault was left in the context)."""
+    call on ptxforge's own memory is exact (no fault was left in the context) and gives the foreign
+    context back."""
     from cuda.bindings import driver as d
     from ptxforge.schedules.gemm import Int8Gemm
     from ptxforge.schedules.hopper import HopperGemm
@@ -305,7 +306,8 @@ def test_gemm_schedules_refuse_a_foreign_contexts_memory_and_run_after():
                 g.run(da, Foreign(), c)
             with pytest.raises(LaunchError, match="B \\(Foreign\\): .*another CUDA context"):
                 g.plan(m, n, k)(da, Foreign(), c)
-            g.run(da, db, c)
+            g.run(da, db, c)  # the careful path (kernel load, tensor maps, occupancy) under the foreign context
+            assert int(d.cuCtxGetCurrent()[1]) == int(ctx2), g  # which is current again after it
             assert np.array_equal(c.to_host().astype(np.int64), a.astype(np.int64) @ b.astype(np.int64).T), g
         d.cuMemFree(p2)
     finally:

@@ -72,8 +72,13 @@ class ClusterLaunch:
     def max_active_clusters(self) -> int:
         """Clusters of this shape, block and shared memory the device runs at once
         (cuOccupancyMaxActiveClusters): the most a persistent grid should launch."""
-        return int(check(api().cuOccupancyMaxActiveClusters(self.fn._func, self.config),
-                         f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
+        from . import driver as _drv
+        prev = _drv.enter()
+        try:
+            return int(check(api().cuOccupancyMaxActiveClusters(self.fn._func, self.config),
+                             f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
+        finally:
+            _drv.leave(prev)
 
     def launch(self, blob, values=None) -> None:
         """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
@@ -95,8 +100,15 @@ def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=N
 def _checked(fn, grid, block, cluster, shared, s, allow_non_portable, dependent=False):
     """(CUlaunchConfig, cluster shape, (grid, block, shared) tuple) after the checks the module docstring lists."""
     from . import driver as _drv
+    prev = _drv.enter()  # the attribute and occupancy queries run in ptxforge's context; the caller's comes back
+    try:
+        return _checked_in_ours(_drv._state, fn, grid, block, cluster, shared, s, allow_non_portable, dependent)
+    finally:
+        _drv.leave(prev)
+
+
+def _checked_in_ours(ctx, fn, grid, block, cluster, shared, s, allow_non_portable, dependent):
     d = api()
-    ctx = _drv.context()
     info = ctx.info
     if info.sm < 90:
         raise LaunchError(f"cluster launches need sm_90 or newer; the device is {info.arch}")

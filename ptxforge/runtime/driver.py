@@ -201,8 +201,8 @@ def _init() -> _Context:
         dev = check(d.cuDeviceGet(ordinal), "cuDeviceGet")
         # The primary context is the one torch, CuPy and the runtime API share, so arrays
         # they allocate are valid in our launches and ours in theirs.
+        # (not made current here: the entry points do that, and give the caller's context back)
         ctx = check(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
-        check(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
         name = check(d.cuDeviceGetName(256, dev), "cuDeviceGetName")
         name = name.split(b"\0", 1)[0].decode(errors="replace") if isinstance(name, bytes) else str(name)
         a = lambda n: _attr(d, dev, n)  # noqa: E731
@@ -356,7 +356,7 @@ def check_pointer(ptr: int, what: str) -> None:
     """
     if not ptr:
         return
-    st = _state if _state is not None else context()
+    st = _state if _state is not None else _init()
     d = api()
     A = d.CUpointer_attribute
     attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,

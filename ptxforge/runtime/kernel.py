@@ -136,9 +136,13 @@ class KernelFunction:
         if nbytes <= self.attributes.get("max_dynamic_shared", 0):
             return
         d = api()
-        check(d.cuFuncSetAttribute(self._func, d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                   nbytes),
-              f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) of kernel '{self.name}'")
+        prev = _drv.enter()  # (once per kernel and size: plans reach here outside any other entry point)
+        try:
+            check(d.cuFuncSetAttribute(self._func,
+                                       d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
+                  f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) of kernel '{self.name}'")
+        finally:
+            _drv.leave(prev)
         self.attributes["max_dynamic_shared"] = nbytes
 
     # ------------------------------------------------------------ launching

@@ -220,10 +220,17 @@ class TensorMap:
         once, then cached), after the driver placed a foreign array's memory in ptxforge's context."""
         if self._blob:
             return self._blob[0]
-        from .driver import api, check, check_pointer, context
-        from .memory import DeviceBuffer
+        from .driver import api, enter, leave
         d = api()
-        context()  # the encoders need an initialized driver
+        prev = enter()  # the encoders need an initialized driver; the caller's context is given back
+        try:
+            return self._encoded(d)
+        finally:
+            leave(prev)
+
+    def _encoded(self, d) -> bytes:
+        from .driver import check, check_pointer
+        from .memory import DeviceBuffer
         if self._owner is not None and not isinstance(self._owner, DeviceBuffer):
             # a foreign array's memory must be ptxforge's context's and device's, or the TMA goes elsewhere
             check_pointer(self.base, f"the array of a tensor map ({type(self._owner).__name__})")

@@ -173,14 +173,18 @@ class EventTimer:
         self._ev = None
 
     def __enter__(self) -> "EventTimer":
-        _drv.context()
-        self._ev = _Events(2)
-        self._sobj = api().CUstream(stream_handle(self.stream))
-        check(api().cuEventRecord(self._ev.events[0], self._sobj), "cuEventRecord")
+        prev = _drv.enter()  # the events are ptxforge's context's; the caller's is current again in the region
+        try:
+            self._ev = _Events(2)
+            self._sobj = api().CUstream(stream_handle(self.stream))
+            check(api().cuEventRecord(self._ev.events[0], self._sobj), "cuEventRecord")
+        finally:
+            _drv.leave(prev)
         return self
 
     def __exit__(self, exc_type, *exc) -> None:
         d = api()
+        prev = _drv.enter()
         try:
             if exc_type is None:
                 e0, e1 = self._ev.events
@@ -188,4 +192,7 @@ class EventTimer:
                 check(d.cuEventSynchronize(e1), "cuEventSynchronize")
                 self.elapsed_us = 1000.0 * float(check(d.cuEventElapsedTime(e0, e1), "cuEventElapsedTime"))
         finally:
-            self._ev.close()
+            try:
+                self._ev.close()
+            finally:
+                _drv.leave(prev)

@@ -49,11 +49,14 @@ def load_kernel(cfg):
     if r is None:
         fn = load(cfg.module)[cfg.kernel_name]
     else:
-        info = drv.context().info
-        src = source_of(cfg.module, info.ptx_cap)
-        handle = drv.check(drv.api().cuModuleLoadData(r.cubin), "cuModuleLoadData")
-        lm = LoadedModule(handle, src, key=f"ptxas:{cfg.kernel_name}", jit_target="sm_90a", jit_log=r.log,
-                          origin="ptxas", cubin=r.cubin)
+        prev = drv.enter()  # the module is ptxforge's context's; the caller's is current again after
+        try:
+            src = source_of(cfg.module, drv.device_info().ptx_cap)
+            handle = drv.check(drv.api().cuModuleLoadData(r.cubin), "cuModuleLoadData")
+            lm = LoadedModule(handle, src, key=f"ptxas:{cfg.kernel_name}", jit_target="sm_90a", jit_log=r.log,
+                              origin="ptxas", cubin=r.cubin)
+        finally:
+            drv.leave(prev)
         fn = lm[cfg.kernel_name]
         fn._loaded_module = lm  # keep the module alive as long as the function
     with _lock:
@@ -482,10 +485,15 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
     dtypes, K, splits, stream) so that later calls of the kind read three addresses and launch
     (`launch_kept`; see gemm.plan).
     """
+    from ...runtime import driver as drv
     from ..operands import producers_ok
     sh = 0 if stream is None else _stream_handle(stream)
-    p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)
-    p.launch()
+    prev = drv.enter()  # one entry for the checks, the loads and the launch; the caller's context comes back
+    try:
+        p = Plan(cfg, a, b, c, k=k, splits=splits, stream=stream)
+        p.launch()
+    finally:
+        drv.leave(prev)
     if not producers_ok(sh, a, b, c):  # ordering after another stream: every call stays careful
         return
     for x, ptr in zip((a, b, c), p._ptrs):  # the careful read checked these addresses: teach the fast reader

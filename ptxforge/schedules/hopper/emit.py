@@ -156,8 +156,6 @@ def emit_kernel(cfg) -> KernelBuilder:
     smem = k.dynamic_shared("smem", align=1024)
     raw = k.shared_base(smem)
     base = k.and_(k.add(raw, 1023, type=T.u32), 0xFFFFFC00, type=T.b32, dst=k.reg(T.u32, "smem_base"))
-    la, lb = cfg.load_tiles
-    ta, tb = cfg.tiles
     conv_base = k.add(base, cfg.stages * cfg.stage_bytes, type=T.u32, dst=k.reg(T.u32, "conv_base"))
     store_base = k.add(conv_base, cfg.convert_bytes, type=T.u32, dst=k.reg(T.u32, "store_base"))
     red_base = k.add(store_base, cfg.store_bytes, type=T.u32, dst=k.reg(T.u32, "red_base"))
@@ -219,60 +217,7 @@ def emit_kernel(cfg) -> KernelBuilder:
         wait_for_previous_kernel(k)
 
     with ws.producer():
-        warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
-        with k.if_(warp0):
-            lead = k.elect_sync()
-            st = ring.producer_state()
-            with work.loop() as (tile, split, kt0, kt1):
-                tm, tn = place(tile)
-                row_a = k.mul(tm, cfg.block_m, type=T.u32)
-                row_b = k.mul(tn, cfg.block_n, type=T.u32)
-                loads = []  # (tile, map, first row, shared offset, multicast)
-                for tile_l, tmap, row, off, mc in ((la, tmap_a, row_a, 0, cfg.multicast[0]),
-                                                   (lb, tmap_b, row_b, la.nbytes, cfg.multicast[1])):
-                    if mc:
-                        # this rank's half of the rows, at its place in both CTAs' tiles
-                        half = tile_l.strided_extent // 2
-                        row = k.mad(rank, half, row, type=T.u32)
-                        off = (off, k.mul(rank, half * tile_l.span, type=T.u32))
-                    loads.append((tile_l, tmap, row, off, mc))
-                if cfg.rotate_k:  # the unit's stages from (tile mod count), wrapping
-                    count = k.sub(kt1, kt0, type=T.u32)
-                    rot = k.sub(k.rem(tile, count, type=T.u32), kt0, type=T.u32)  # kt + rot: 0-based, rotated
-                if cfg.l2_prefetch:
-                    weights = loads[0 if cfg.swap_ab else 1][:3]  # (tile, map, first row)
-
-                    def prefetch(j):
-                        _prefetch_stage(k, *weights, j, pred=lead)
-
-                    first = k.min(k.add(kt0, cfg.l2_prefetch, type=T.u32), kt1, type=T.u32)
-                    with k.for_range(kt0, first, name="pf") as j:
-                        prefetch(j)
-                with k.for_range(kt0, kt1, name="kt") as kt:
-                    if cfg.l2_prefetch:
-                        ahead = k.add(kt, cfg.l2_prefetch, type=T.u32)
-                        with k.if_(k.setp("lt", ahead, kt1, type=T.u32)):
-                            prefetch(ahead)
-                    ring.acquire(st)
-                    # every byte of the stage lands here: this CTA's own loads and its peer's multicast half
-                    ring.expect_tx(st, cfg.stage_bytes, pred=lead)
-                    sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
-                    if cfg.rotate_k:
-                        j = k.add(kt, rot, type=T.u32)
-                        j = k.selp(k.sub(j, count, type=T.u32), j, k.setp("ge", j, count, type=T.u32), type=T.u32)
-                        kx = k.mul(k.add(j, kt0, type=T.u32), la.cols, type=T.u32)
-                    else:
-                        kx = k.mul(kt, la.cols, type=T.u32)
-                    for tile_l, tmap, row, off, mc in loads:
-                        dst_base = k.add(sa, off[1], type=T.u32) if mc else sa
-                        const = off[0] if mc else off
-                        for i in range(tile_l.tma_copies):
-                            soff, coff = tile_l.tma_copy_offset(i)
-                            x = k.add(kx, coff, type=T.u32) if coff else kx
-                            k.tensor_load(Addr(dst_base, const + soff), tmap, (x, row), ring.full(st),
-                                          multicast=0b11 if mc else None, pred=lead)
-                    st.advance()
-
+        _producer(k, cfg, ring, ws, work, place, tmap_a, tmap_b, base, rank)
         if cfg.converter:
             conv = k.setp("ge", ws.warp_in_group, 4 - CONVERTER_WARPS, type=T.u32)
             with k.if_(conv):
@@ -287,6 +232,68 @@ def emit_kernel(cfg) -> KernelBuilder:
         # no CTA leaves while its peer may still arrive on its empty barriers (or read its multicast)
         k.cluster_sync()
     return k
+
+
+def _producer(k, cfg, ring, ws, work, place, tmap_a, tmap_b, base, rank):
+    """Warp 0 of the producer warpgroup: per k-stage of each work unit, wait for the slot to be empty, expect
+    its bytes and issue the TMA loads of A and B (a multicast half each with a cluster), one elected lane;
+    with l2_prefetch the weight boxes some stages ahead are asked of the L2 first, with rotate_k each
+    unit's stages start at (tile mod count)."""
+    la, lb = cfg.load_tiles
+    warp0 = k.setp("eq", ws.warp_in_group, 0, type=T.u32)
+    with k.if_(warp0):
+        lead = k.elect_sync()
+        st = ring.producer_state()
+        with work.loop() as (tile, split, kt0, kt1):
+            tm, tn = place(tile)
+            row_a = k.mul(tm, cfg.block_m, type=T.u32)
+            row_b = k.mul(tn, cfg.block_n, type=T.u32)
+            loads = []  # (tile, map, first row, shared offset, multicast)
+            for tile_l, tmap, row, off, mc in ((la, tmap_a, row_a, 0, cfg.multicast[0]),
+                                               (lb, tmap_b, row_b, la.nbytes, cfg.multicast[1])):
+                if mc:
+                    # this rank's half of the rows, at its place in both CTAs' tiles
+                    half = tile_l.strided_extent // 2
+                    row = k.mad(rank, half, row, type=T.u32)
+                    off = (off, k.mul(rank, half * tile_l.span, type=T.u32))
+                loads.append((tile_l, tmap, row, off, mc))
+            if cfg.rotate_k:  # the unit's stages from (tile mod count), wrapping
+                count = k.sub(kt1, kt0, type=T.u32)
+                rot = k.sub(k.rem(tile, count, type=T.u32), kt0, type=T.u32)  # kt + rot: 0-based, rotated
+            if cfg.l2_prefetch:
+                weights = loads[0 if cfg.swap_ab else 1][:3]  # (tile, map, first row)
+
+                def prefetch(j):
+                    _prefetch_stage(k, *weights, j, pred=lead)
+
+                first = k.min(k.add(kt0, cfg.l2_prefetch, type=T.u32), kt1, type=T.u32)
+                with k.for_range(kt0, first, name="pf") as j:
+                    prefetch(j)
+            with k.for_range(kt0, kt1, name="kt") as kt:
+                if cfg.l2_prefetch:
+                    ahead = k.add(kt, cfg.l2_prefetch, type=T.u32)
+                    with k.if_(k.setp("lt", ahead, kt1, type=T.u32)):
+                        prefetch(ahead)
+                ring.acquire(st)
+                # every byte of the stage lands here: this CTA's own loads and its peer's multicast half
+                ring.expect_tx(st, cfg.stage_bytes, pred=lead)
+                sa = k.mad(st.stage, cfg.stage_bytes, base, type=T.u32)
+                if cfg.rotate_k:
+                    j = k.add(kt, rot, type=T.u32)
+                    j = k.selp(k.sub(j, count, type=T.u32), j, k.setp("ge", j, count, type=T.u32), type=T.u32)
+                    kx = k.mul(k.add(j, kt0, type=T.u32), la.cols, type=T.u32)
+                else:
+                    kx = k.mul(kt, la.cols, type=T.u32)
+                for tile_l, tmap, row, off, mc in loads:
+                    dst_base = k.add(sa, off[1], type=T.u32) if mc else sa
+                    const = off[0] if mc else off
+                    for i in range(tile_l.tma_copies):
+                        soff, coff = tile_l.tma_copy_offset(i)
+                        x = k.add(kx, coff, type=T.u32) if coff else kx
+                        k.tensor_load(Addr(dst_base, const + soff), tmap, (x, row), ring.full(st),
+                                      multicast=0b11 if mc else None, pred=lead)
+                st.advance()
+
 
 
 def _prefetch_stage(k, tile, tmap, row, j, pred=None):

@@ -455,6 +455,20 @@ def test_the_first_entry_under_another_context_gives_it_back(drv, monkeypatch):
     assert drv.current == 0xF00
     monkeypatch.setattr(D, "_state", None)
     assert D.device_info().name == "stand-in" and drv.current == 0xF00
+    # a foreign array checked first of all: the caller's context given back; on a thread with none, the
+    # query made with ours current (as every later one on such a thread is)
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    _in_context(drv)
+    for before, during in ((0xF00, 0xF00), (0, OURS)):
+        monkeypatch.setattr(D, "_state", None)
+        drv.current = before
+        drv.contexts.clear()
+        drv.calls.clear()
+        D.check_pointer(0x7000_0000, "x")
+        asked = [ctx for (name, _), ctx in zip([c for c in drv.calls if c[0].startswith("cu") and not
+                                                c[0].startswith("cuCtx")], drv.contexts)
+                 if name == "cuPointerGetAttributes"]
+        assert D._state is not None and asked == [during] and drv.current == during
 
 
 class _Encoded:

@@ -356,7 +356,9 @@ def check_pointer(ptr: int, what: str) -> None:
     """
     if not ptr:
         return
-    st = _state if _state is not None else _init()
+    if _state is None:  # the first call: the driver initialized (ours current where no context was)
+        leave(enter())
+    st = _state
     d = api()
     A = d.CUpointer_attribute
     attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,

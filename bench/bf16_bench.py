@@ -36,7 +36,7 @@ from run_overhead_bench import events_us, parse_shape  # noqa: E402
 
 from ptxforge.errors import ValidationError  # noqa: E402
 from ptxforge.schedules.hopper import Bf16Gemm, HopperGemm  # noqa: E402
-from ptxforge.schedules.hopper.tuning import DEFAULTS  # noqa: E402
+from ptxforge.schedules.hopper.defaults import DEFAULTS  # noqa: E402
 
 L2_BYTES = 60 << 20
 

@@ -76,7 +76,7 @@ HOPPER_EMIT_BAR_MS = 30.0
 def hopper_schedules() -> list:
     """(name, HopperGemm) of every configuration `for_shape` picks on sm_90a."""
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper.tuning import DEFAULTS, SKINNY
+    from ptxforge.schedules.hopper.defaults import DEFAULTS, SKINNY
     out = [(f"{op} default", HopperGemm(op, **kw)) for op, kw in DEFAULTS.items()]
     out += [(f"{op} M <= {most}", HopperGemm(op, **kw)) for op, sizes in SKINNY.items() for most, kw in sizes]
     return out

@@ -10,7 +10,7 @@ import sys
 import numpy as np
 
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import (SKINNY_BF16_128, SKINNY_BF16_256, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,
+from ptxforge.schedules.hopper.defaults import (SKINNY_BF16_128, SKINNY_BF16_256, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,
                                              SKINNY_S4_256, SKINNY_S8, SKINNY_S8_32, SKINNY_S8_64, SKINNY_S8_256)
 
 rng = np.random.default_rng(1)

@@ -14,7 +14,8 @@ import hashlib
 
 from ptxforge.schedules.hopper import HopperGemm
 from ptxforge.schedules.hopper.splitk import workspace_bytes
-from ptxforge.schedules.hopper.tuning import CANDIDATES, DEFAULTS, SKINNY
+from ptxforge.schedules.hopper.defaults import DEFAULTS, SKINNY
+from ptxforge.schedules.hopper.tuning import CANDIDATES
 
 
 def configurations() -> list:

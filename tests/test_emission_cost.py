@@ -12,7 +12,7 @@ import sys
 
 from ptxforge.errors import caller_loc, held_location
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.config import SKINNY_S4_32
+from ptxforge.schedules.hopper.defaults import SKINNY_S4_32
 from ptxforge.schedules.hopper.emit import emit_kernel, fresh_module
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm, assembled, random_operands, reference
-from ptxforge.schedules.hopper.config import SKINNY
+from ptxforge.schedules.hopper.defaults import SKINNY
 from ptxforge.schedules.hopper.convert import widen_numpy
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 
@@ -23,7 +23,7 @@ CONFIGS = [HopperGemm("s8"), HopperGemm("s8", block_n=128, wg_m=128), HopperGemm
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, converter=True, producer_regs=56,
                       consumer_regs=224),
            HopperGemm("s4", block_n=256, block_k_bytes=256, stages=2, biased=True)]
-# every skinny configuration for_shape picks (config.SKINNY), each once
+# every skinny configuration for_shape picks (defaults.SKINNY), each once
 CONFIGS += list({g.kernel_name: g for g in (HopperGemm(op, **kw) for op, entries in SKINNY.items()
                                             for _, kw in entries)}.values())
 MMA = {"s8": "IGMMA", "s4": "IGMMA", "bf16": "HGMMA", "f16": "HGMMA"}  # IGMMA.64xN...: s8.s8 or u8.u8

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import CANDIDATES, HopperGemm, assembled, random_operands, reference
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32
+from ptxforge.schedules.hopper.defaults import SKINNY_S4, SKINNY_S4_32
 from support.hopper_gemm import c_values, draw_problem, run_on_interpreter
 from ptxforge import interp
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, assume, given, settings, strategies as st
 from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import DEFAULTS, HopperGemm, random_operands, reference, run
-from ptxforge.schedules.hopper.config import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256
+from ptxforge.schedules.hopper.defaults import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S4_256
 from ptxforge.schedules.hopper.convert import SCALED_K_LIMIT, widen_numpy, widen_word_scaled
 from ptxforge.testing.hopper_strategies import hopper_gemm_configs
 from support.hopper_gemm import draw_problem, run_on_interpreter

@@ -10,7 +10,7 @@ import pytest
 from ptxforge import interp
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.config import SKINNY
+from ptxforge.schedules.hopper.defaults import SKINNY
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 from ptxforge.schedules.hopper.run import c_numpy_type
 from ptxforge.schedules.hopper.splitk import workspace_bytes

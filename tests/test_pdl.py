@@ -15,7 +15,7 @@ import pytest
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.config import (SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S8, SKINNY_S8_32,
+from ptxforge.schedules.hopper.defaults import (SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S8, SKINNY_S8_32,
                                               SKINNY_S8_64)
 from support.examples import load_example
 from support.gemm_interp import run_split

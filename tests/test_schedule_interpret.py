@@ -9,7 +9,7 @@ import ptxforge as pf
 from ptxforge.errors import ValidationError
 from ptxforge.int4 import pack_int4
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
-from ptxforge.schedules.hopper.config import SKINNY
+from ptxforge.schedules.hopper.defaults import SKINNY
 from ptxforge.testing import problem_space
 
 MMA_SYNC = {

@@ -491,7 +491,7 @@ def test_hopper_space_draws_tma_store_widths_and_refuses_16_bit_c():
     assert hopper_gemm_space(HopperGemm("s8")).sizes[1].multiple_of == 1
     # the drawn M and N reach two C tiles and one more along each: swapped (the kernel's N tile runs along
     # M) and with the two consumers sharing the tile's rows
-    from ptxforge.schedules.hopper.config import SKINNY_S4_32
+    from ptxforge.schedules.hopper.defaults import SKINNY_S4_32
     sizes = {s.name: s for s in hopper_gemm_space(HopperGemm("s4", **SKINNY_S4_32)).sizes}
     assert (sizes["m"].tile, sizes["m"].high, sizes["n"].tile, sizes["n"].high) == (32, 65, 64, 129)
     with pytest.raises(ValidationError, match="c16"):

@@ -1,4 +1,5 @@
-"""Which Hopper GEMM configuration a problem shape gets (measured on the H200, bench/hopper_gemm_bench.py).
+"""Which Hopper GEMM configuration a problem shape gets, and why: measured on the H200 (bench/hopper_gemm_bench.py);
+the tables themselves are `defaults`'s.
 
 At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
 * s8 128x256x128, 4 stages, 2 consumer warpgroups: 1555 TOPS (cuBLAS int8 895, Triton int8 1069);
@@ -45,7 +46,7 @@ At 8192^3, side by side in one run (bench/results/hopper_gemm_h200.md):
   us, 1.94x, one launch (the large tile split K four ways: 35.0 us, two launches); M <= 256 `SKINNY_S8_256`
   (128 x 128 tiles, a ring of 6): 29.8-30.2 us through run() against 37.5-37.8 for the large tile.  Up to
   M = 32 the swapped stages carry 256 K-bytes (a ring of 9): M = 1 19.0 us against 21.8 with 128.
-* bf16 / f16 skinny problems (`config.SKINNY`, bench/bf16_bench.py), same conditions: the operands
+* bf16 / f16 skinny problems (`defaults.SKINNY`, bench/bf16_bench.py), same conditions: the operands
   swapped with one consumer and a ring of 8 up to M = 128 (M = 32 35.0 us, 1.05x cuBLAS bf16; M = 64 35.7,
   1.09x; M = 128 40.7, 0.97x), 128 x 128 tiles in a ring of 6 up to M = 256 (56.5 us, 1.00x); the 128 x 256
   large-problem tile took 45.0 / 47.6 / 56.8 / 71.8 us there (0.69-0.82x).
@@ -62,9 +63,11 @@ moved into the kernel, the second launch made a split cost more than the idle SM
 from __future__ import annotations
 
 from ...errors import ValidationError
-from .config import DEFAULTS, SKINNY, HopperGemm, configured
+from .config import HopperGemm
+from .defaults import DEFAULTS, configured
 
 _PTXFORGE_INTERNAL = True
+
 
 def _variants(base: dict, *extra: dict) -> list:
     """`base` then `base` updated by each of `extra`, in that order."""
@@ -93,7 +96,7 @@ CANDIDATES = {
 
 def choose_hopper(m: int, n: int, k: int, operand: str, **overrides) -> HopperGemm:
     """The HopperGemm for an M x N x K problem of `operand` ('s8', 's4', 'bf16', 'f16'); overrides win (with
-    the large-problem configuration where a skinny one does not take them: see `config.configured`).
+    the large-problem configuration where a skinny one does not take them: see `configured`).
 
     Raises ValidationError when the problem does not fit the TMA path (operand rows not a
     multiple of 16 bytes); `hopper_reason` says so in words.

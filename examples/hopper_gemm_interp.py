@@ -23,7 +23,7 @@ import numpy as np
 
 from ptxforge import interp
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
-from ptxforge.schedules.hopper import config as hopper_config
+from ptxforge.schedules.hopper import defaults as hopper_defaults
 
 
 def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
@@ -41,9 +41,9 @@ def main(argv=None) -> int:
     ap.add_argument("--m", type=int, default=100)
     ap.add_argument("--n", type=int, default=70)
     ap.add_argument("--k", type=int, default=2560)
-    ap.add_argument("--config", default="SKINNY_S4", help="a configuration of schedules.hopper.config")
+    ap.add_argument("--config", default="SKINNY_S4", help="a configuration of schedules.hopper.defaults")
     args = ap.parse_args(argv)
-    cfg = HopperGemm("s4", **getattr(hopper_config, args.config))
+    cfg = HopperGemm("s4", **getattr(hopper_defaults, args.config))
     print(f"{cfg.kernel_name}: {cfg.threads} threads, {cfg.smem_bytes} B shared, M={args.m} N={args.n} K={args.k}")
     for order in interp.ORDERS:
         c, want, report = run_cpu(cfg, args.m, args.n, args.k, order)

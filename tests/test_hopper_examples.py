@@ -55,9 +55,9 @@ def test_wgmma_tile_assembles(dtype, rs):
 def test_the_int4_hopper_gemm_example_runs_on_the_interpreter_in_both_orders(config):
     from ptxforge import interp
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper import config as hopper_config
+    from ptxforge.schedules.hopper import defaults as hopper_defaults
     ex = load_example("hopper_gemm_interp")
-    cfg = HopperGemm("s4", **getattr(hopper_config, config))
+    cfg = HopperGemm("s4", **getattr(hopper_defaults, config))
     for order in interp.ORDERS:
         c, want, report = ex.run_cpu(cfg, 37, 90, 1536, order, seed=5)
         assert not report.findings, str(report)

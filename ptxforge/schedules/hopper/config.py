@@ -187,6 +187,12 @@ class HopperGemm:
     split_reduce: str = "kernel"
 
     def __post_init__(self):
+        for check in (self._check_tile, self._check_s4_path, self._check_stores, self._check_prefetch,
+                      self._check_ring_and_epilogue, self._check_resources):
+            check()
+
+    def _check_tile(self) -> None:
+        """The tile: operand, warpgroup rows and count, block_n, the K bytes of a stage."""
         if self.operand not in OPERANDS:
             raise ValidationError(f"HopperGemm operand must be one of {', '.join(OPERANDS)}, got {self.operand!r}")
         if self.wg_m not in (64, 128):
@@ -203,6 +209,10 @@ class HopperGemm:
         if self.operand == "s4" and self.block_k_bytes % 256:
             raise ValidationError("s4 needs block_k_bytes a multiple of 256 (its packed tiles are whole 128-byte "
                                   "atoms)")
+
+    def _check_s4_path(self) -> None:
+        """The options of the s4 widening and of its register-sourced path (converter, biased, scaled, B buffers,
+        interleave_k, wgmma groups, accumulator sets, widen_ahead, split_stage) and what each needs."""
         if self.converter and not (self.operand == "s4" and self.a_registers):
             raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.biased and not (self.operand == "s4" and self.a_registers):
@@ -259,6 +269,9 @@ class HopperGemm:
             raise ValidationError(f"split_stage: each consumer's half of a stage ({half} k-steps) must be whole "
                                   f"256-value atoms in an even number of groups of {self.a_group} (block_k_bytes a "
                                   "multiple of 512, and of 1024 with a_group=8)")
+
+    def _check_stores(self) -> None:
+        """C's stores (odd_n, wide_c) and the arrangements that store C through registers without clusters."""
         if self.odd_n and (self.swap_ab or self.epilogue != "registers"):
             raise ValidationError("odd_n selects the 4-byte C stores of the registers epilogue (epilogue='registers', "
                                   "swap_ab=False: swapped tiles and TMA stores take any N)")
@@ -280,6 +293,9 @@ class HopperGemm:
                                   "pass on the other consumer's phase)")
         if self.interleave_k and (self.cluster_size > 1 or self.epilogue != "registers"):
             raise ValidationError("interleave_k stores C through registers, without clusters")
+
+    def _check_prefetch(self) -> None:
+        """L2 prefetches and promotion, and the programmatic dependent launch they may need."""
         if not isinstance(self.l2_prefetch, int) or not 0 <= self.l2_prefetch <= 32:
             raise ValidationError(f"l2_prefetch is 0..32 k-stages ahead, got {self.l2_prefetch!r}")
         if not isinstance(self.early_prefetch, int) or not 0 <= self.early_prefetch <= 64:
@@ -296,6 +312,9 @@ class HopperGemm:
             raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
         if not isinstance(self.pdl, bool):
             raise ValidationError(f"pdl must be True or False, got {self.pdl!r}")
+
+    def _check_ring_and_epilogue(self) -> None:
+        """The ring depth, the cluster shape, the epilogue and how a K split's sums meet."""
         if self.stages < 2:
             raise ValidationError(f"stages must be at least 2, got {self.stages}")
         if (self.cluster_m, self.cluster_n) not in ((1, 1), (2, 1), (1, 2)):
@@ -313,6 +332,9 @@ class HopperGemm:
         if self.epilogue == "tma" and self.block_n % self.store_box[0]:
             raise ValidationError(f"epilogue='tma' stores C in {self.store_box[0]}-column sub-tiles: block_n must "
                                   f"be a multiple of {self.store_box[0]}, got {self.block_n}")
+
+    def _check_resources(self) -> None:
+        """Registers per thread and shared memory per CTA."""
         if self.acc_regs > 160:
             raise ValidationError(f"{self.acc_regs} accumulator registers per thread (wg_m {self.wg_m} x block_n "
                                   f"{self.block_n}) leave too few for addressing; at most 160")

@@ -189,100 +189,40 @@ class HopperPlan:
 
     def __init__(self, cfg, m: int, n: int, k: int, *, sms: int | None = None, splits: int | None = None,
                  stream=None):
-        from ...runtime import DeviceBuffer, TensorMap, load
         from ...runtime import driver as drv
-        from ...runtime.kernel import _ArgBlob
         from ...runtime.streams import stream_handle
+        from .splitk import check_reduce
         cfg.check_problem(m, n, k)
         self.cfg, self.m, self.n, self.k = cfg, m, n, k
         self._swap = cfg.swap_ab
         km, kn = (n, m) if self._swap else (m, n)  # the kernel's M and N (swap_ab: B . A^T, stored transposed)
+        self._km, self._kn = km, kn
         self.stream = stream_handle(stream) if stream is not None else 0
         self.row_bytes = k * cfg.bits // 8
-        la, lb = cfg.load_tiles
-        box_a, box_b = cfg.load_boxes
-        tdt = la.dtype
-        inner = self.row_bytes // T_BYTES[tdt]
-        # templates at a placeholder address: the map of a buffer is `with_base(ptr)`
-        l2 = cfg.l2_promotion
-        self._tmpl = (TensorMap(tdt, 0, (inner, km), box_a, (self.row_bytes,), swizzle=128, l2_promotion=l2),
-                      TensorMap(tdt, 0, (inner, kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
+        inner = self._operand_templates()
         self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         self._kinds: set = set()  # (A shape, A dtype, B shape, B dtype, C shape, C dtype) checked whole, as read fast
+        self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
-        from .splitk import REDUCE_THREADS, auto_splits, check_reduce, nonempty_splits, reduce_module, workspace_bytes
-        if cfg.c16 and not cfg.reduces_in_kernel:  # the second launch would add 16-bit partial sums
-            check_reduce(cfg, 1 if splits is None else int(splits))
-            splits = 1
-        elif splits is None:
-            splits = auto_splits(cfg, m, n, k, sms)
-        self.splits = nonempty_splits(ktiles, splits)
-        cs = cfg.cluster_size
-        units = cfg.cluster_tiles(km, kn) * self.splits
-        self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
+        self.splits = self._splits(splits, sms, ktiles)
         # the C stores that suit rows of kn values, and the in-kernel reduction where K is split
         self.kernel_cfg = cfg.for_launch(kn, self.splits, m * n)
         check_reduce(self.kernel_cfg, self.splits, m * n)
         fused = self.kernel_cfg.reduces_in_kernel
         self.fn = load_kernel(self.kernel_cfg)
-        self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
-        self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
-        self._cluster = None
-        if cs > 1:
-            from ...runtime.cluster import cluster_launch_config
-            self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                  shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
-            # a persistent grid of more clusters than fit at once would run its last ones after the others
-            most = self._cluster.max_active_clusters()
-            if 0 < most < self.grid[0] // cs:
-                self.grid = (cs * most, 1, 1)
-                self._cfg = self.fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
-                self._cluster = cluster_launch_config(self.fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                      shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
-        self._dependent = None
-        if cfg.pdl and self._cluster is None:  # (a cluster launch carries the attribute itself)
-            from ...runtime.dependent import DependentLaunch
-            self._dependent = DependentLaunch(self.fn, self._cfg, self.stream)
+        self._grid(sms)
         self._c_map = cfg.epilogue == "tma"
         if self._c_map:  # (swap_ab is refused with it: km, kn are m, n here)
+            from ...runtime import TensorMap
             cb = cfg.c_bytes
             # C (or the 'launch' reduction's workspace) as [splits, M, N]: a sub-tile never spills into the next
             self._tmpl += (TensorMap(cfg.c_type, 0, (n, m, 1 if fused else self.splits), (*cfg.store_box, 1),
                                      (cb * n, cb * m * n), swizzle=128),)
-        self.workspace = None  # the partial sums of a K split (in the kernel's register order with `fused`)
-        self.counters = None  # fused: a counter per tile, back at 0 after every launch
-        self._reduce = None
-        self._fused = ()
-        if fused:
-            nbytes, tiles = workspace_bytes(cfg, km, kn, self.splits)
-            self.workspace = DeviceBuffer.empty((nbytes // 4,), np.int32)
-            self.counters = DeviceBuffer.empty((tiles,), np.uint32)
-            self.counters.fill_bytes(0, stream=stream)
-            self._fused = (self.workspace.ptr, self.counters.ptr)
-        elif self.splits > 1:
-            self.workspace = DeviceBuffer.empty((self.splits, m, n), np.int32 if cfg.c_type == "s32" else np.float32)
-            red = load(reduce_module(cfg.c_type))[f"splitk_reduce_{cfg.c_type}"]
-            self._reduce = (red, red._config((-(-(m * n) // REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1), 0),
-                            _ArgBlob(red.layout))
-        self.sums, self._sums = (), None
-        if cfg.biased:
-            from .convert import SUMS_ROWS_PER_CTA
-            fn = load(cfg.sums_module)["biased_row_sums"]
-            bufs = []
-            # whole tiles, and with a cluster whole pairs: a CTA past the edge still reads its rows' sums
-            for pad in (-(-tiles_m // cfg.cluster_m) * cfg.cluster_m * cfg.block_m,
-                        -(-tiles_n // cfg.cluster_n) * cfg.cluster_n * cfg.block_n):
-                buf = DeviceBuffer.empty((pad,), np.int32)
-                buf.fill_bytes(0, stream=stream)  # rows past the matrix stay 0: the epilogue reads whole tiles
-                bufs.append(buf)
-            self.sums = tuple(bufs)
-            blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
-            ctas = -(-km // SUMS_ROWS_PER_CTA) - (-kn // SUMS_ROWS_PER_CTA)
-            self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
-
+        self._split_buffers(fused, stream)
+        self._row_sums(tiles_m, tiles_n, stream)
         # where the GEMM stores: C, or the 'launch' reduction's workspace
         self._workspace_ptr = self.workspace.ptr if self._reduce is not None else 0
         # the alignment C's address needs: the kernel's widest store into it, or 4 where the reduction launch
@@ -296,9 +236,104 @@ class HopperPlan:
             self._launch = self._dependent.launch
         else:
             self._launch = functools.partial(self.fn._launch, self._cfg, self.stream, values=None)
-        self._km, self._kn = km, kn
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums), *self._fused)
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
+
+    def _operand_templates(self) -> int:
+        """The tensor map templates of the kernel's A and B at a placeholder address (the map of a buffer is
+        `with_base(ptr)`); returns the elements per operand row as the arrays hold them."""
+        from ...runtime import TensorMap
+        cfg = self.cfg
+        la, lb = cfg.load_tiles
+        box_a, box_b = cfg.load_boxes
+        tdt = la.dtype
+        inner = self.row_bytes // T_BYTES[tdt]
+        l2 = cfg.l2_promotion
+        self._tmpl = (TensorMap(tdt, 0, (inner, self._km), box_a, (self.row_bytes,), swizzle=128, l2_promotion=l2),
+                      TensorMap(tdt, 0, (inner, self._kn), box_b, (self.row_bytes,), swizzle=128, l2_promotion=l2))
+        return inner
+
+    def _splits(self, splits, sms: int, ktiles: int) -> int:
+        """How many ways K is split: as asked, or chosen for the shape (16-bit C without the in-kernel
+        reduction: never, the second launch would add rounded partial sums)."""
+        from .splitk import auto_splits, check_reduce, nonempty_splits
+        cfg = self.cfg
+        if cfg.c16 and not cfg.reduces_in_kernel:
+            check_reduce(cfg, 1 if splits is None else int(splits))
+            splits = 1
+        elif splits is None:
+            splits = auto_splits(cfg, self.m, self.n, self.k, sms)
+        return nonempty_splits(ktiles, splits)
+
+    def _grid(self, sms: int) -> None:
+        """The persistent grid (whole clusters, no more than run at once) and how it is launched: the launch
+        configuration, the cluster launch or the programmatic dependent one."""
+        cfg, fn = self.cfg, self.fn
+        cs = cfg.cluster_size
+        units = cfg.cluster_tiles(self._km, self._kn) * self.splits
+        self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
+        self._cfg = fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+        self._cluster = None
+        if cs > 1:
+            from ...runtime.cluster import cluster_launch_config
+            self._cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                  shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
+            # a persistent grid of more clusters than fit at once would run its last ones after the others
+            most = self._cluster.max_active_clusters()
+            if 0 < most < self.grid[0] // cs:
+                self.grid = (cs * most, 1, 1)
+                self._cfg = fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
+                self._cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                      shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
+        self._dependent = None
+        if cfg.pdl and self._cluster is None:  # (a cluster launch carries the attribute itself)
+            from ...runtime.dependent import DependentLaunch
+            self._dependent = DependentLaunch(fn, self._cfg, self.stream)
+
+    def _split_buffers(self, fused: bool, stream) -> None:
+        """A K split's partial sums: the in-kernel reduction's workspace and tile counters (`fused`), or the
+        'launch' reduction's workspace [splits, M, N] and its second launch."""
+        from ...runtime import DeviceBuffer, load
+        from ...runtime.kernel import _ArgBlob
+        from .splitk import REDUCE_THREADS, reduce_module, workspace_bytes
+        cfg, m, n = self.cfg, self.m, self.n
+        self.workspace = None  # the partial sums of a K split (in the kernel's register order with `fused`)
+        self.counters = None  # fused: a counter per tile, back at 0 after every launch
+        self._reduce = None
+        self._fused = ()
+        if fused:
+            nbytes, tiles = workspace_bytes(cfg, self._km, self._kn, self.splits)
+            self.workspace = DeviceBuffer.empty((nbytes // 4,), np.int32)
+            self.counters = DeviceBuffer.empty((tiles,), np.uint32)
+            self.counters.fill_bytes(0, stream=stream)
+            self._fused = (self.workspace.ptr, self.counters.ptr)
+        elif self.splits > 1:
+            self.workspace = DeviceBuffer.empty((self.splits, m, n), np.int32 if cfg.c_type == "s32" else np.float32)
+            red = load(reduce_module(cfg.c_type))[f"splitk_reduce_{cfg.c_type}"]
+            self._reduce = (red, red._config((-(-(m * n) // REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1), 0),
+                            _ArgBlob(red.layout))
+
+    def _row_sums(self, tiles_m: int, tiles_n: int, stream) -> None:
+        """The biased s4 path: the row sums of A and B (buffers padded to whole tiles, and with a cluster whole
+        pairs: a CTA past the edge still reads its rows' sums) and the launch that computes them."""
+        from ...runtime import DeviceBuffer, load
+        from ...runtime.kernel import _ArgBlob
+        cfg = self.cfg
+        self.sums, self._sums = (), None
+        if not cfg.biased:
+            return
+        from .convert import SUMS_ROWS_PER_CTA
+        fn = load(cfg.sums_module)["biased_row_sums"]
+        bufs = []
+        for pad in (-(-tiles_m // cfg.cluster_m) * cfg.cluster_m * cfg.block_m,
+                    -(-tiles_n // cfg.cluster_n) * cfg.cluster_n * cfg.block_n):
+            buf = DeviceBuffer.empty((pad,), np.int32)
+            buf.fill_bytes(0, stream=stream)  # rows past the matrix stay 0: the epilogue reads whole tiles
+            bufs.append(buf)
+        self.sums = tuple(bufs)
+        blk = (32 * SUMS_ROWS_PER_CTA, 1, 1)
+        ctas = -(-self._km // SUMS_ROWS_PER_CTA) - (-self._kn // SUMS_ROWS_PER_CTA)
+        self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
     def __repr__(self) -> str:
         return (f"<HopperPlan {self.kernel_cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "

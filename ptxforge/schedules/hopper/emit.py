@@ -10,6 +10,9 @@ swizzle; `c` is then not read).
 Dynamic shared memory: `HopperGemm.smem_bytes` (the base is rounded up to 1024 in the kernel).
 With a cluster (`HopperGemm.cluster_size` 2) the work units are pairs of C tiles, walked by
 cluster (%clusterid.x, %nclusterid.x); rank r of the pair takes tile 2 x pair + r along M (or N).
+Here: the setup, the work units and their tile order, the TMA producer and the consumers that read both
+operands from shared memory; the register-sourced s4 consumers and converter warps are `s4_pipeline`'s,
+the stores of C `epilogue`'s.
 """
 
 from __future__ import annotations

@@ -521,6 +521,32 @@ def test_the_runtime_s_one_time_queries_give_the_callers_context_back(drv, monke
         assert made and set(drv.contexts) == {OURS}, (made, drv.contexts)
 
 
+def test_finalizers_and_stream_close_free_in_ours_and_give_the_callers_context_back(drv):
+    """A DeviceBuffer or Stream collected (its finalizer) or closed while another library's context is
+    current: the memory or stream is released in ptxforge's context, where it was made, and the caller's
+    context is current after; a finalizer after a fault hands nothing to the driver."""
+    import gc
+    _in_context(drv)
+    drv.answers.update({"cuMemAlloc": (0, 0x7000_0000), "cuStreamCreate": (0, 0x5EE)})
+    drv.current = 0xF00
+    buf, s1, s2 = pf.DeviceBuffer.empty(64, np.float32), pf.Stream(), pf.Stream()
+    drv.calls.clear()
+    drv.contexts.clear()
+    del buf, s1
+    gc.collect()
+    s2.close()
+    released = [(name, ctx) for (name, _), ctx in zip([c for c in drv.calls if not c[0].startswith("cuCtx")],
+                                                      drv.contexts)]
+    assert sorted(released) == [("cuMemFree", OURS), ("cuStreamDestroy", OURS), ("cuStreamDestroy", OURS)]
+    assert drv.current == 0xF00
+    buf = pf.DeviceBuffer.empty(64, np.float32)
+    F._dead = "CUDA_ERROR_ILLEGAL_ADDRESS in kernel 'k'"
+    drv.calls.clear()
+    del buf
+    gc.collect()
+    assert "cuMemFree" not in [name for name, _ in drv.calls] and drv.current == 0xF00
+
+
 def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(drv, monkeypatch):
     """HopperGemm.run's careful path (load, tensor maps, occupancy, launch) makes every driver call in
     ptxforge's context, launches once (not a failed launch in the caller's and a second in ours), and leaves

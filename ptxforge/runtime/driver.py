@@ -293,6 +293,25 @@ def leave(previous) -> None:
         check(api().cuCtxSetCurrent(previous), "cuCtxSetCurrent (restoring the caller's context)")
 
 
+def quietly_in_ours(call) -> None:
+    """`call(driver module)` with ptxforge's context current and the caller's given back, every error dropped:
+    for finalizers, which have no one to report to (at interpreter exit the driver may be gone, and after a
+    fault the context's resources went with it)."""
+    try:
+        prev = enter()
+    except Exception:
+        return
+    try:
+        call(api())
+    except Exception:
+        pass
+    finally:
+        try:
+            leave(prev)
+        except Exception:
+            pass
+
+
 def device_info() -> DeviceInfo:
     """Facts about the GPU ptxforge launches on (initializes the driver on first call)."""
     prev = enter()

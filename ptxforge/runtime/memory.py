@@ -17,12 +17,9 @@ _PTXFORGE_INTERNAL = True
 
 
 def _free(ptr: int) -> None:
-    """Finalizer of a collected DeviceBuffer: nothing to report to, so errors are dropped."""
-    try:
-        d = api()
-        d.cuMemFree(d.CUdeviceptr(ptr))  # at interpreter exit the driver may already be gone: nothing to do then
-    except Exception:
-        pass
+    """Finalizer of a collected DeviceBuffer, in ptxforge's context (the caller's given back): nothing to
+    report to, so errors are dropped."""
+    _drv.quietly_in_ours(lambda d: d.cuMemFree(d.CUdeviceptr(ptr)))
 
 
 def _host_ptr(array: np.ndarray) -> int:

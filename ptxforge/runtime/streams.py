@@ -17,10 +17,8 @@ _PTXFORGE_INTERNAL = True
 
 
 def _destroy(handle) -> None:
-    try:
-        api().cuStreamDestroy(handle)
-    except Exception:  # interpreter exit: the driver may be gone already
-        pass
+    """Finalizer of a collected Stream (errors dropped, as in every finalizer)."""
+    _drv.quietly_in_ours(lambda d: d.cuStreamDestroy(handle))
 
 
 class Stream:
@@ -63,7 +61,11 @@ class Stream:
     def close(self) -> None:
         """Destroy the stream now (work already queued on it still completes)."""
         if self._finalizer.detach() is not None:
-            check(api().cuStreamDestroy(self._obj), "cuStreamDestroy")
+            prev = _drv.enter()
+            try:
+                check(api().cuStreamDestroy(self._obj), "cuStreamDestroy")
+            finally:
+                _drv.leave(prev)
 
     def __enter__(self) -> "Stream":
         return self

@@ -271,6 +271,16 @@ def test_a_foreign_context_is_given_back_and_its_memory_refused():
         fn(1, 64, buf, 64)
         assert (buf.to_host() == 9).all()
         assert int(d.cuCtxGetCurrent()[1]) == int(ctx2)
+        # the one-time calls and the releases give it back too: timing, a tensor map, a stream, a collected buffer
+        with pf.runtime.EventTimer() as t:
+            fn(1, 64, buf, 64)
+        assert t.elapsed_us is not None and int(d.cuCtxGetCurrent()[1]) == int(ctx2)
+        pf.runtime.TensorMap.from_array(pf.DeviceBuffer.empty((64, 64), np.uint8), (64, 64)).encode()
+        stream, spare = pf.Stream(), pf.DeviceBuffer.empty(1 << 20, np.uint8)
+        stream.close()
+        del spare
+        gc.collect()
+        assert int(d.cuCtxGetCurrent()[1]) == int(ctx2)
         d.cuMemFree(p2)
     finally:
         d.cuCtxDestroy(ctx2)

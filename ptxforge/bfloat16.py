@@ -12,6 +12,8 @@ import numpy as np
 
 from .errors import ValidationError
 
+_PTXFORGE_INTERNAL = True  # errors about the caller's arrays name the caller's line
+
 
 def from_bf16(bits) -> np.ndarray:
     """bf16 bit patterns (uint16, or int16 viewed as such) -> float32, exactly."""

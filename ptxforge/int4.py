@@ -11,6 +11,8 @@ import numpy as np
 
 from .errors import ValidationError
 
+_PTXFORGE_INTERNAL = True  # errors about the caller's arrays name the caller's line
+
 #: operand kind -> (least value, greatest value)
 RANGES = {"s4": (-8, 7), "u4": (0, 15), "s8": (-128, 127), "u8": (0, 255)}
 

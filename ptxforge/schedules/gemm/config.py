@@ -24,6 +24,9 @@ from ...errors import ValidationError
 from ...isa.targets import Target
 from ...isa.tensor import S4_EMULATION_COST
 
+# errors about the caller's parameters and arrays name the caller's line, not this file's
+_PTXFORGE_INTERNAL = True
+
 
 #: Largest K for which the scaled path is exact: |C| <= 64*K must stay below 2**23.
 SCALED_K_LIMIT = 131072

@@ -8,6 +8,9 @@ from ...errors import LaunchError, ValidationError
 from ..operands import _reader, align_class, check_host_out, interpreter_hint, producers_ok, require_numpy
 from .plan import fast_run, load_kernel, remember_plan
 
+# errors about the caller's parameters and arrays name the caller's line, not this file's
+_PTXFORGE_INTERNAL = True
+
 
 def _describe(x, what: str, stream: int):
     """(shape, device address or None for host arrays, dtype kind/bits) of an operand."""

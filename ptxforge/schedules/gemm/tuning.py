@@ -12,6 +12,9 @@ import itertools
 from ...isa.targets import Target
 from .config import SMEM_LAYOUTS, operand_bits
 
+# errors about the caller's parameters and arrays name the caller's line, not this file's
+_PTXFORGE_INTERNAL = True
+
 
 #: (block_m, block_n, warps_m, warps_n), largest first: warp tiles of 64x64 where the block allows.
 TILES = (

@@ -2,7 +2,8 @@
 # The GPU lane: the whole test suite with the GPU skip turned into a failure, compute-sanitizer
 # (memcheck and racecheck) on the examples and on a ragged Hopper GEMM, then the benchmarks.
 # Run from the repository root on a machine with a GPU:
-#     scripts/gpu_lane.sh [OUTDIR]          (stages: PTXFORGE_LANE="tests sanitizer bench"; TEST_SHARDS=N)
+#     scripts/gpu_lane.sh [OUTDIR]          (stages: PTXFORGE_LANE="tests sanitizer bench"; TEST_SHARDS=N;
+#                                           SANITIZE="files", SAN_TOOLS="memcheck racecheck")
 # The tests and the sanitizer runs go side by side (neither is timed); the benchmarks run after
 # both, alone on the GPU.  Every log goes to OUTDIR (default ./gpu-lane-out), packed as
 # OUTDIR/lane-logs.tgz too; a short summary is printed last and kept in OUTDIR/summary.txt.
@@ -40,7 +41,7 @@ run_sanitizer() {
   : >"$logs/sanitizer.summary"
   for ex in $SANITIZE; do
     [ -f "$ex" ] || continue
-    for tool in memcheck racecheck; do
+    for tool in ${SAN_TOOLS:-memcheck racecheck}; do
       log="$logs/sanitizer-$(basename "$ex" .py)-$tool.log"
       PTXFORGE_CACHE=0 timeout "${SANITIZER_TIMEOUT:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 \
         python3 "$ex" --sanitizer >"$log" 2>&1

@@ -206,7 +206,7 @@ def run_m(torch, m, budget_end, log, results):
 
     if m >= 128:
         try:
-            from ptxforge.schedules.hopper.run import Plan
+            from ptxforge.schedules.hopper.plan import Plan
             from ptxforge.schedules.hopper.tuning import choose_hopper
             cfg = choose_hopper(m, N, K, "s4")
             plans = [Plan(cfg, inp.a4[i], inp.b4[i], inp.c) for i in range(inp.count)]

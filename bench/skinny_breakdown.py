@@ -33,7 +33,7 @@ from ptxforge.builder import KernelBuilder  # noqa: E402
 from ptxforge.hopper.pipeline import MbarrierRing  # noqa: E402
 from ptxforge.schedules.hopper import HopperGemm, reference  # noqa: E402
 from ptxforge.schedules.hopper.defaults import SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64, SKINNY_S8_32  # noqa: E402
-from ptxforge.schedules.hopper.run import assembled  # noqa: E402
+from ptxforge.schedules.hopper.plan import assembled  # noqa: E402
 from run_overhead_bench import events_us  # noqa: E402  (this script's folder)
 
 N = K = 8192

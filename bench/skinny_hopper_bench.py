@@ -39,7 +39,7 @@ from ptxforge.int4 import pack_int4  # noqa: E402
 from ptxforge.schedules.hopper import HopperGemm  # noqa: E402
 from ptxforge.schedules.hopper.defaults import (DEFAULTS, SKINNY_S4, SKINNY_S4_32, SKINNY_S4_64,  # noqa: E402
                                               SKINNY_S4_256)
-from ptxforge.schedules.hopper.run import assembled  # noqa: E402
+from ptxforge.schedules.hopper.plan import assembled  # noqa: E402
 from run_overhead_bench import events_us  # noqa: E402  (bench/ is this script's folder)
 
 N = K = 8192

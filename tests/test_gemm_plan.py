@@ -106,7 +106,7 @@ def test_hopper_operand_element_checks():
     from ptxforge.errors import ValidationError
     from ptxforge.runtime.arrays import Elem
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper.run import _check_elems
+    from ptxforge.schedules.hopper.operands import _check_elems
 
     def views(a, c):
         return [(0, (), a), (0, (), a), (0, (), c)]

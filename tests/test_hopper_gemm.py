@@ -497,7 +497,7 @@ def test_c_store_bytes_is_the_widest_store_into_c(g):
 
 def test_a_plan_names_the_address_its_stores_cannot_use():
     """HopperPlan.misaligned: A and B at 16 bytes (tensor maps), C at what the kernel stores into it."""
-    from ptxforge.schedules.hopper.run import HopperPlan
+    from ptxforge.schedules.hopper.plan import HopperPlan
     p = object.__new__(HopperPlan)
     p._c_map, p._c_align = False, 8
     assert p.misaligned(0x1000, 0x2000, 0x3008) is None

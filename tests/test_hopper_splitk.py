@@ -12,7 +12,7 @@ from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm
 from ptxforge.schedules.hopper.defaults import SKINNY
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
-from ptxforge.schedules.hopper.run import c_numpy_type
+from ptxforge.schedules.hopper.operands import c_numpy_type
 from ptxforge.schedules.hopper.splitk import workspace_bytes
 
 from support.hopper_gemm import c_values, round_to_c16, run_on_interpreter, small_operands

@@ -7,7 +7,7 @@ import pytest
 
 from ptxforge.errors import ValidationError
 from ptxforge.schedules.hopper import HopperGemm
-from ptxforge.schedules.hopper.run import random_operands, reference
+from ptxforge.schedules.hopper.operands import random_operands, reference
 from support.hopper_gemm import run_on_interpreter
 
 

@@ -14,7 +14,7 @@ from ptxforge import interp  # noqa: E402
                                          ("bf16", {"consumers": 1})], ids=["s8", "bf16", "s8-wg128", "bf16-1c"])
 def test_hopper_gemm_runs_exact_and_clean(operand, kw):
     from ptxforge.schedules.hopper.emit import module_for
-    from ptxforge.schedules.hopper.run import reference
+    from ptxforge.schedules.hopper.operands import reference
     cfg = hopper.HopperGemm(operand=operand, block_n=64, stages=2, **kw)
     rng = np.random.default_rng(0)
     m, n, k = cfg.block_m, 128, 512

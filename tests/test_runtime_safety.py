@@ -553,11 +553,12 @@ def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(d
     the caller's context current."""
     import importlib
     from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper import plan as hplan
     hrun = importlib.import_module("ptxforge.schedules.hopper.run")
     from ptxforge.assembler import find_tool
     if not find_tool("ptxas"):
         pytest.skip("needs ptxas")
-    monkeypatch.setattr(hrun, "_kernels", {})
+    monkeypatch.setattr(hplan, "_kernels", {})
     monkeypatch.setattr(hrun, "_plans", {})
     fn = _saxpy_on_the_stand_in(drv, monkeypatch)  # (the JIT and the disk cache stood in for)
     max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
@@ -642,15 +643,14 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
 
 def test_a_read_only_c_is_refused_and_read_only_operands_are_read(drv):
     """An array interface that marks its memory read-only may be A or B (the GEMMs only read them), never C."""
-    import importlib
     from ptxforge.errors import ValidationError
     from ptxforge.schedules.gemm import plan as gemm_plan
-    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    from ptxforge.schedules.hopper import operands as hops
     drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
     ro = _ForeignArray((64, 64), "<i4")
     ro.__cuda_array_interface__["data"] = (0x7000_0000, True)
-    assert hrun._view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
-    for read in (lambda: hrun._view(ro, "C"), lambda: gemm_plan._read(ro, "C")):
+    assert hops._view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
+    for read in (lambda: hops._view(ro, "C"), lambda: gemm_plan._read(ro, "C")):
         with pytest.raises((ValidationError, LaunchError), match=r"C \(_ForeignArray\) is marked read-only"):
             read()
 
@@ -669,17 +669,16 @@ def test_a_tensor_map_over_another_context_s_memory_is_refused(drv):
 def test_a_freed_device_buffer_is_never_read_fast(drv):
     """The schedules' fast reader reads a DeviceBuffer's address without a check; once freed (address 0) it
     hands the buffer to the careful paths, which refuse it by name instead of launching on address 0."""
-    import importlib
     from ptxforge.schedules import operands
     from ptxforge.schedules.gemm import plan as gemm_plan
-    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    from ptxforge.schedules.hopper import operands as hops
     drv.answers["cuMemAlloc"] = (0, 0x7000_0000)
     buf = pf.DeviceBuffer.empty((64, 64), np.int8)
     assert operands._reader.read(buf) == (0x7000_0000, (64, 64), np.dtype(np.int8), None)
     assert gemm_plan._read(buf, "A")[0] == 0x7000_0000
     buf.free()
     assert operands._reader.read(buf) is None
-    for read in (lambda: gemm_plan._read(buf, "A"), lambda: hrun._view(buf, "A")):
+    for read in (lambda: gemm_plan._read(buf, "A"), lambda: hops._view(buf, "A")):
         with pytest.raises(LaunchError, match="this DeviceBuffer was freed"):
             read()
 
@@ -695,8 +694,8 @@ def test_which_producer_streams_a_launch_waits_for():
 def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
     """The careful path of HopperGemm.run collects the producer streams its launch must wait for and
     waits (an event recorded on each, waited on by the launch stream) before the first launch call."""
-    import importlib
-    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    from ptxforge.schedules.hopper import operands as hops
+    from ptxforge.schedules.hopper import plan as hplan
     drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
 
     class OnStream(_ForeignArray):
@@ -704,9 +703,9 @@ def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
             super().__init__(shape, typestr)
             self.__cuda_array_interface__ = dict(self.__cuda_array_interface__, stream=stream)
     waits = []
-    hrun._view(OnStream((64, 64), "|i1", 0xABC), "A", 0, waits)
-    hrun._view(OnStream((64, 64), "|i1", 1), "B", 0, waits)
-    hrun._view(_ForeignArray((64, 64), "<i4"), "C", 0, waits)
+    hops._view(OnStream((64, 64), "|i1", 0xABC), "A", 0, waits)
+    hops._view(OnStream((64, 64), "|i1", 1), "B", 0, waits)
+    hops._view(_ForeignArray((64, 64), "<i4"), "C", 0, waits)
     assert waits == [0xABC]
 
     class Launches:
@@ -714,7 +713,7 @@ def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
 
         def launch_pointers(self, *ptrs):
             drv.calls.append(("launch", ptrs))
-    p = object.__new__(hrun.Plan)
+    p = object.__new__(hplan.Plan)
     p.plan, p._ptrs, p._waits = Launches(), (1, 2, 3), [0xABC]
     drv.calls.clear()
     p.launch()

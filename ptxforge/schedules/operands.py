@@ -1,5 +1,5 @@
 """Reading GPU operands quickly: the address, shape, dtype and device of an array, per call, for the
-schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.run.HopperPlan`) and their `run()` fast paths.
+schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.plan.HopperPlan`) and their `run()` fast paths.
 
 * a ptxforge `DeviceBuffer`: its address, shape and dtype;
 * an object with ``data_ptr()`` and ``__cuda_array_interface__`` (torch tensors): the first call

@@ -9,7 +9,7 @@ from ptxforge.schedules.hopper import random_operands, reference
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 from ptxforge.schedules.hopper.splitk import nonempty_splits
 from ptxforge.testing.hopper_shapes import hopper_gemm_shapes
-from ptxforge.schedules.hopper.run import c_numpy_type
+from ptxforge.schedules.hopper.operands import c_numpy_type
 
 
 def small_operands(cfg, m, n, k, rng):

@@ -8,7 +8,9 @@
 """
 
 from .config import OPERANDS, Bf16Gemm, HopperGemm
-from .run import Plan, assembled, load_kernel, prepare, random_operands, reference, run
+from .operands import random_operands, reference
+from .plan import Plan, assembled, load_kernel, prepare
+from .run import run
 from .tuning import CANDIDATES, DEFAULTS, choose_hopper, hopper_reason
 
 __all__ = ["HopperGemm", "Bf16Gemm", "OPERANDS", "Plan", "prepare", "run", "random_operands", "reference", "assembled", "load_kernel",

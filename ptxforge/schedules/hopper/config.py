@@ -25,10 +25,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import register_split
+from . import operands as _operands
 from . import run as _run
 from .convert import CONVERTER_WARPS, SCALED_K_LIMIT
 
@@ -646,7 +649,7 @@ class HopperGemm:
 
     def assemble(self):
         """AssemblyResult of the kernel (whole-program ptxas when present)."""
-        from .run import assembled
+        from .plan import assembled
         r = assembled(self)
         if r is None:
             from ...assembler import assemble
@@ -672,7 +675,7 @@ class HopperGemm:
             return c
         from ..operands import host_array, interpreter_hint
         a, b = host_array(a), host_array(b)
-        if isinstance(a, _run.np.ndarray) and isinstance(b, _run.np.ndarray):
+        if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             with interpreter_hint(self):
                 out = _run.run(self, a, b, None if c is None else host_array(c), k=k, splits=splits)
             return out if c is None else c
@@ -680,9 +683,9 @@ class HopperGemm:
             from ...runtime import DeviceBuffer
             shapes = [getattr(x, "shape", None) for x in (a, b)]
             if not all(sh is not None and len(sh) == 2 for sh in shapes):  # the reader names what is wrong
-                shapes = [_run._view(x, what)[1] for x, what in ((a, "A"), (b, "B"))]
+                shapes = [_operands._view(x, what)[1] for x, what in ((a, "A"), (b, "B"))]
             m, n = shapes[0][0], shapes[1][0]
-            c = DeviceBuffer.empty((m, n), _run.c_numpy_type(self))
+            c = DeviceBuffer.empty((m, n), _operands.c_numpy_type(self))
             if _run.launch_kept(self, a, b, c, k, splits, stream):
                 return c
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
@@ -710,7 +713,7 @@ class HopperGemm:
         It launches on `stream` without asking which stream produced the operands (no event, no
         sync, so it can be captured into a CUDA graph): produce them in order on that stream.
         """
-        from .run import HopperPlan
+        from .plan import HopperPlan
         return HopperPlan(self, m, n, k, splits=splits, stream=stream)
 
     @property

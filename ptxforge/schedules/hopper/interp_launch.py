@@ -84,7 +84,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     landed, a missing proxy fence, ...); check=False collects them in the report.
     """
     from ... import interp
-    from .run import c_numpy_type, check_host_c, host_problem
+    from .operands import c_numpy_type, check_host_c, host_problem
     m, n, k = host_problem(cfg, a, b, k)
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)  # as run() copies them in
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:

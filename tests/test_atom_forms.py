@@ -11,6 +11,8 @@ from ptxforge import interp
 from ptxforge.bfloat16 import from_bf16, to_bf16
 from ptxforge.isa.memory import ATOM_HALF_TYPES, ATOM_VECTORS
 
+from support.reduce_kernels import half_atom_kernel
+
 
 def _assemble_one(build, target="sm_90"):
     k = pf.KernelBuilder("a", target=target)
@@ -61,23 +63,6 @@ def test_the_newer_types_need_their_targets():
     assert "atom.global.add.noftz.f16x2" in _assemble_one(lambda k, p: k.atom("add", p, k.reg(pf.f16x2)), "sm_80")
 
 
-def _half_kernel(t, op, n_threads, vec=1, collide=True):
-    """Thread i applies its value(s) to word i (or all to word 0 with `collide`), and keeps the old value(s)."""
-    k = pf.KernelBuilder("h", target="sm_90", reqntid=n_threads)
-    mem, vals, olds = (k.param_ptr(x, pf.b8) for x in ("mem", "vals", "olds"))
-    tt = pf.isa.types.lookup(t)
-    nbytes = tt.bits // 8 * vec
-    i = k.tid()
-    off = k.mul(i, nbytes, mode="wide")
-    addr = mem if collide else k.add(mem, off)
-    bt = pf.isa.types.lookup(f"b{tt.bits}")
-    v = [k.ld(k.add(vals, off), type=bt, offset=j * tt.bits // 8, dst=k.reg(bt)) for j in range(vec)]
-    old = k.atom(op, addr, v if vec > 1 else v[0], type=t)
-    for j, r in enumerate(old.regs if vec > 1 else [old]):
-        k.st(k.add(olds, off), r, type=bt, offset=j * tt.bits // 8)
-    return k
-
-
 def _rounded(x, t):
     return to_bf16(np.float64(x)) if t.startswith("bf16") else np.array([x], np.float64).astype(np.float16).view(
         np.uint16)[0]
@@ -95,7 +80,7 @@ def test_colliding_half_adds_round_once_each_in_thread_order(t):
     vals = np.array([_rounded(v, t) for v in x], np.uint16)
     mem = np.array([_rounded(0.1, t)], np.uint16)
     olds = np.zeros(n, np.uint16)
-    interp.run(_half_kernel(t, "add", n).module(), block=n, args=[mem, vals, olds])
+    interp.run(half_atom_kernel(t, "add", n).module(), block=n, args=[mem, vals, olds])
     acc = _rounded(0.1, t)
     for i in range(n):  # the oracle: one rounding per addition, thread 0 first
         assert olds[i] == acc, i
@@ -109,12 +94,12 @@ def test_packed_half_add_is_per_lane_and_vector_elements_are_separate_atomics():
     lanes = rng.integers(-8, 8, (n, 2)).astype(np.float16)
     vals = lanes.view(np.uint32).ravel()
     mem = np.zeros(1, np.uint32)
-    interp.run(_half_kernel("f16x2", "add", n).module(), block=n, args=[mem, vals, np.zeros(n, np.uint32)])
+    interp.run(half_atom_kernel("f16x2", "add", n).module(), block=n, args=[mem, vals, np.zeros(n, np.uint32)])
     np.testing.assert_array_equal(mem.view(np.float16), lanes.astype(np.float64).sum(axis=0).astype(np.float16))
     f = rng.integers(-100, 100, (n, 4)).astype(np.float32)
     mem4 = np.arange(n * 4, dtype=np.float32)
     olds = np.zeros(n * 4, np.float32)
-    interp.run(_half_kernel("f32", "add", n, vec=4, collide=False).module(), block=n,
+    interp.run(half_atom_kernel("f32", "add", n, vec=4, collide=False).module(), block=n,
                args=[mem4, f.ravel(), olds])
     np.testing.assert_array_equal(olds, np.arange(n * 4, dtype=np.float32))
     np.testing.assert_array_equal(mem4, np.arange(n * 4, dtype=np.float32) + f.ravel())
@@ -126,7 +111,7 @@ def test_half_min_and_max_take_numbers_over_nan_and_order_the_zeros():
     for op, want in (("min", [2.0, 1.0, -0.0, -0.0, 1.0, -2.0, np.nan, 5.0]),
                      ("max", [2.0, 1.0, 0.0, 0.0, 3.0, 7.0, np.nan, 5.0])):
         mem = h.copy().view(np.uint16)
-        interp.run(_half_kernel("f16", op, 1, vec=8, collide=False).module(), block=1,
+        interp.run(half_atom_kernel("f16", op, 1, vec=8, collide=False).module(), block=1,
                    args=[mem, other.view(np.uint16).copy(), np.zeros(8, np.uint16)])
         got = mem.view(np.float16)
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
@@ -184,7 +169,7 @@ def test_gpu_half_vector_and_b128_atomics_match_the_interpreter():
         if t == "f32":
             vals = rng.integers(-100, 100, n * vec).astype(np.float32).view(np.uint16)
         mem = np.zeros(len(vals) if not collide else tt.bits // 16, np.uint16)
-        k = _half_kernel(t, op, n, vec, collide)
+        k = half_atom_kernel(t, op, n, vec, collide)
         gm, go = DeviceBuffer.from_host(mem), DeviceBuffer.from_host(np.zeros_like(vals))
         pf.load(k.module())[k.name](1, n, gm, DeviceBuffer.from_host(vals), go)
         cm, co = mem.copy(), np.zeros_like(vals)

@@ -15,6 +15,7 @@ from ptxforge.isa.operands import Reg
 from ptxforge.testing.interp_strategies import bulk_reduce_forms, check_against_reference, seeds
 
 from support.ptx_text import assembler_verdict, raw_kernel
+from support.reduce_kernels import one_d_kernel
 
 TYPES = ("b32", "b64", "u32", "s32", "u64", "s64", "f16", "bf16", "f32", "f64")
 NUMPY = {"b32": np.uint32, "u32": np.uint32, "s32": np.int32, "b64": np.uint64, "u64": np.uint64, "s64": np.int64,
@@ -79,31 +80,6 @@ def test_every_tensor_reduction_and_mode_assembles():
 
 
 # ---------------------------------------------------------------- the interpreter
-
-def one_d_kernel(op, tname, n, *, fence=True, early_write=False):
-    """32 threads copy n elements of `src` into shared memory; thread 0 reduces them into `g` (1-D bulk reduction)."""
-    t = T.lookup(tname)
-    bt = T.lookup(f"b{t.bits}")
-    eb = t.bits // 8
-    k = pf.KernelBuilder("reduce_1d", target="sm_90a", reqntid=32)
-    g, src = k.param_ptr("g", bt), k.param_ptr("src", bt)
-    buf = k.shared("buf", n * eb, align=128)
-    tid = k.tid()
-    for j in range(0, n, 32):
-        i = k.add(tid, j, type=T.u32)
-        v = k.ld(k.mad(i, eb, src, type=T.u32, mode="wide"), type=bt)
-        k.st(k.mad(i, eb, k.shared_base(buf), type=T.u32), v, type=bt, space="shared")
-    if fence:
-        k.fence("fence.proxy.async.shared::cta")
-    k.bar_sync(0)
-    with k.if_(k.setp("eq", tid, 0, type=T.u32)):
-        k.bulk_reduce(g, buf, n * eb, op, tname)
-        k.bulk_commit()
-        if early_write:
-            k.st(k.shared_base(buf), 0, type=T.u32, space="shared")
-        k.bulk_wait(0, read=True)
-    return k.module()
-
 
 def operands(tname, n, rng):
     """(destination, source) arrays of `tname` elements (bf16 as uint16 bits of small halves: exact sums)."""

@@ -149,6 +149,158 @@ def _check_skips(S, op, state, thr, observed) -> None:
     state.seen[thr] = np.maximum(prev, observed)
 
 
+def _make_init(P, op, ins, get_addr):
+    """`mbarrier.init`: a barrier expecting `count` arrivals per phase (a shadow write of its 8 bytes)."""
+    get_count = P.reader(ins.operands[1], T.u32, ins)
+
+    def init(S, m):
+        thr = np.flatnonzero(m)
+        counts = np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
+        for key, kthr, _, part, sel in mbar_lookup(S, op, get_addr(S)[thr], thr, init=True):
+            shadow_write(S, op, Part("shared", part.sel[sel][:1], part.off[sel][:1], kthr[:1]), 8, pc=op.pc)
+            S.mbars[key] = MBar(key, int(counts[kthr[0]]), S.N)
+            S.mbar_epoch += 1
+    return init
+
+
+def _make_inval(P, op, ins, get_addr):
+    """`mbarrier.inval`: the barrier forgotten (a later use is a finding)."""
+    def inval(S, m):
+        thr = np.flatnonzero(m)
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            del S.mbars[key]
+            S.mbar_epoch += 1
+    return inval
+
+
+def _make_arrive(P, op, ins, get_addr):
+    """`mbarrier.arrive` (.noComplete, a count) and `arrive.expect_tx`: arrivals, the state token returned."""
+    put = P.writer(ins.operands[0], T.b64, ins)
+    extra = ins.operands[2] if len(ins.operands) > 2 else None
+    get_extra = P.reader(extra, T.u32, ins) if extra is not None else None
+
+    no_complete = ins.info.no_complete
+    expect_tx = ins.info.op == "arrive_expect_tx"
+
+    def arrive(S, m):
+        thr = np.flatnonzero(m)
+        ex = (np.broadcast_to(np.asarray(get_extra(S)).astype(np.int64), (S.N,))
+              if get_extra is not None else None)
+        tokens = np.zeros(S.N, dtype=np.uint64)
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            if expect_tx:
+                tokens[kthr] = state.phase
+                state.tx += int(ex[kthr].sum())
+                state.tx_pc = op.pc
+                _arrive(S, op, state, kthr, len(kthr))
+            else:
+                counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
+                tokens[kthr] = _tokens(state, kthr, counts, no_complete)
+                if no_complete:
+                    _check_no_complete(S, op, state, kthr, counts)
+                _arrive(S, op, state, kthr, int(counts.sum()))
+        put(S, tokens, m)
+    return arrive
+
+
+def _make_arrive_drop(P, op, ins, get_addr):
+    """`mbarrier.arrive_drop`: arrivals that also lower the count of every later phase."""
+    put = P.writer(ins.operands[0], T.b64, ins)
+    get_n = P.reader(ins.operands[2], T.u32, ins) if len(ins.operands) > 2 else None
+
+    no_complete = ins.info.no_complete
+
+    def arrive_drop(S, m):
+        thr = np.flatnonzero(m)
+        ns = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,)) if get_n is not None else None
+        tokens = np.zeros(S.N, dtype=np.uint64)
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            counts = ns[kthr] if ns is not None else np.ones(len(kthr), dtype=np.int64)
+            tokens[kthr] = _tokens(state, kthr, counts, no_complete)
+            if no_complete:
+                _check_no_complete(S, op, state, kthr, counts)
+            n = int(counts.sum())
+            state.count -= n
+            _arrive(S, op, state, kthr, n)
+        put(S, tokens, m)
+    return arrive_drop
+
+
+def _make_tx(P, op, ins, get_addr):
+    """`mbarrier.expect_tx` (bytes the current phase waits for besides its arrivals) and `mbarrier.complete_tx`
+    (bytes of that count completed, which may complete the phase)."""
+    get_bytes = P.reader(ins.operands[1], T.u32, ins)
+    complete = ins.info.op == "complete_tx"
+
+    def tx(S, m):
+        thr = np.flatnonzero(m)
+        nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            S.mbar_epoch += 1
+            if complete:
+                state.tx -= int(nb[kthr].sum())
+                state.arrivers[kthr] = True
+                _maybe_complete(S, state)
+            else:
+                state.tx += int(nb[kthr].sum())
+                state.tx_pc = op.pc
+    return tx
+
+
+def _make_wait(P, op, ins, get_addr):
+    """`mbarrier.test_wait` / `try_wait` (a state token or .parity): true once the phase completed, else the
+    thread parks on the barrier."""
+    parity = ins.info.parity
+    put = P.writer(ins.operands[0], T.pred, ins)
+    phase_op = ins.operands[2]
+    get_phase = P.reader(phase_op, T.u32 if parity else T.b64, ins)
+
+    def wait(S, m):
+        thr = np.flatnonzero(m)
+        raw = np.asarray(get_phase(S))
+        if not parity:  # a state token: the phase is its low 32 bits
+            raw = raw.astype(np.uint64) & _PHASE_BITS
+        ph = np.broadcast_to(raw.astype(np.int64), (S.N,))
+        done = np.zeros(S.N, dtype=bool)
+        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            flush(S, state)
+            q = ph[kthr]
+            if parity:
+                q = q & 1
+                ok = (state.phase & 1) != q
+                observed = np.where(((state.phase - 1) & 1) == q, state.phase - 1, state.phase - 2)
+            else:
+                ok = state.phase > q
+                observed = q
+            done[kthr] = ok
+            if parity and ok.any():
+                _check_skips(S, op, state, kthr[ok], observed[ok])
+            for p in np.unique(observed[ok]):
+                groups = state.phase_members.get(int(p))
+                if groups is not None:
+                    groups[kthr[ok & (observed == p)]] = key
+            waiting = kthr[~ok]
+            if len(waiting):
+                S.parked[waiting] = True
+                S.park_key[waiting] = key
+        put(S, done, m)
+    return wait
+
+
+#: mbarrier operation -> maker(P, op, ins, address reader) of its executor
+_MAKERS = {
+    "init": _make_init,
+    "inval": _make_inval,
+    "arrive": _make_arrive,
+    "arrive_expect_tx": _make_arrive,
+    "arrive_drop": _make_arrive_drop,
+    "complete_tx": _make_tx,
+    "expect_tx": _make_tx,
+    "test_wait": _make_wait,
+    "try_wait": _make_wait,
+}
+
+
 def make_mbarrier(P, op):
     """The executor of the mbarrier instructions (init, arrive with or without expect_tx, expect_tx, test_wait,
     try_wait, inval), with findings for use before init (or after inval) and for more arrivals than a phase
@@ -159,130 +311,10 @@ def make_mbarrier(P, op):
     kind = ins.info.op
     addr_op = ins.operands[1] if ins.n_dst else ins.operands[0]
     get_addr = address_reader(P, addr_op, ins, "shared")
-    if kind == "init":
-        get_count = P.reader(ins.operands[1], T.u32, ins)
-
-        def init(S, m):
-            thr = np.flatnonzero(m)
-            counts = np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
-            for key, kthr, _, part, sel in mbar_lookup(S, op, get_addr(S)[thr], thr, init=True):
-                shadow_write(S, op, Part("shared", part.sel[sel][:1], part.off[sel][:1], kthr[:1]), 8, pc=op.pc)
-                S.mbars[key] = MBar(key, int(counts[kthr[0]]), S.N)
-                S.mbar_epoch += 1
-        return init
-    if kind == "inval":
-        def inval(S, m):
-            thr = np.flatnonzero(m)
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                del S.mbars[key]
-                S.mbar_epoch += 1
-        return inval
-    if kind in ("arrive", "arrive_expect_tx"):
-        put = P.writer(ins.operands[0], T.b64, ins)
-        extra = ins.operands[2] if len(ins.operands) > 2 else None
-        get_extra = P.reader(extra, T.u32, ins) if extra is not None else None
-
-        no_complete = ins.info.no_complete
-
-        def arrive(S, m):
-            thr = np.flatnonzero(m)
-            ex = (np.broadcast_to(np.asarray(get_extra(S)).astype(np.int64), (S.N,))
-                  if get_extra is not None else None)
-            tokens = np.zeros(S.N, dtype=np.uint64)
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                if kind == "arrive_expect_tx":
-                    tokens[kthr] = state.phase
-                    state.tx += int(ex[kthr].sum())
-                    state.tx_pc = op.pc
-                    _arrive(S, op, state, kthr, len(kthr))
-                else:
-                    counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
-                    tokens[kthr] = _tokens(state, kthr, counts, no_complete)
-                    if no_complete:
-                        _check_no_complete(S, op, state, kthr, counts)
-                    _arrive(S, op, state, kthr, int(counts.sum()))
-            put(S, tokens, m)
-        return arrive
-    if kind == "arrive_drop":
-        put = P.writer(ins.operands[0], T.b64, ins)
-        get_n = P.reader(ins.operands[2], T.u32, ins) if len(ins.operands) > 2 else None
-
-        no_complete = ins.info.no_complete
-
-        def arrive_drop(S, m):
-            thr = np.flatnonzero(m)
-            ns = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,)) if get_n is not None else None
-            tokens = np.zeros(S.N, dtype=np.uint64)
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                counts = ns[kthr] if ns is not None else np.ones(len(kthr), dtype=np.int64)
-                tokens[kthr] = _tokens(state, kthr, counts, no_complete)
-                if no_complete:
-                    _check_no_complete(S, op, state, kthr, counts)
-                n = int(counts.sum())
-                state.count -= n
-                _arrive(S, op, state, kthr, n)
-            put(S, tokens, m)
-        return arrive_drop
-    if kind == "complete_tx":
-        get_bytes = P.reader(ins.operands[1], T.u32, ins)
-
-        def complete_tx(S, m):
-            thr = np.flatnonzero(m)
-            nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                state.tx -= int(nb[kthr].sum())
-                state.arrivers[kthr] = True
-                S.mbar_epoch += 1
-                _maybe_complete(S, state)
-        return complete_tx
-    if kind == "expect_tx":
-        get_bytes = P.reader(ins.operands[1], T.u32, ins)
-
-        def expect_tx(S, m):
-            thr = np.flatnonzero(m)
-            nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                state.tx += int(nb[kthr].sum())
-                state.tx_pc = op.pc
-                S.mbar_epoch += 1
-        return expect_tx
-    if kind in ("test_wait", "try_wait"):
-        parity = ins.info.parity
-        put = P.writer(ins.operands[0], T.pred, ins)
-        phase_op = ins.operands[2]
-        get_phase = P.reader(phase_op, T.u32 if parity else T.b64, ins)
-
-        def wait(S, m):
-            thr = np.flatnonzero(m)
-            raw = np.asarray(get_phase(S))
-            if not parity:  # a state token: the phase is its low 32 bits
-                raw = raw.astype(np.uint64) & _PHASE_BITS
-            ph = np.broadcast_to(raw.astype(np.int64), (S.N,))
-            done = np.zeros(S.N, dtype=bool)
-            for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-                flush(S, state)
-                q = ph[kthr]
-                if parity:
-                    q = q & 1
-                    ok = (state.phase & 1) != q
-                    observed = np.where(((state.phase - 1) & 1) == q, state.phase - 1, state.phase - 2)
-                else:
-                    ok = state.phase > q
-                    observed = q
-                done[kthr] = ok
-                if parity and ok.any():
-                    _check_skips(S, op, state, kthr[ok], observed[ok])
-                for p in np.unique(observed[ok]):
-                    groups = state.phase_members.get(int(p))
-                    if groups is not None:
-                        groups[kthr[ok & (observed == p)]] = key
-                waiting = kthr[~ok]
-                if len(waiting):
-                    S.parked[waiting] = True
-                    S.park_key[waiting] = key
-            put(S, done, m)
-        return wait
-    raise InterpUnsupported(f"mbarrier.{kind} is not modelled", ins)
+    make = _MAKERS.get(kind)
+    if make is None:
+        raise InterpUnsupported(f"mbarrier.{kind} is not modelled", ins)
+    return make(P, op, ins, get_addr)
 
 
 def make_pending_count(P, op):

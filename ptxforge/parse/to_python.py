@@ -124,6 +124,18 @@ class _Writer:
         return out
 
     def kernel(self) -> None:
+        """The builder calls of one kernel or device function: its builder, declarations, labels and body."""
+        self._builder()
+        self._declarations()
+        self._registers()
+        self._labels()
+        self._body()
+        self.lines.append("    kernels.append(k.finish())")
+        self.lines.append("")
+
+    def _builder(self) -> None:
+        """The KernelBuilder or FunctionBuilder line, with its directives and notes (refusing what the builder
+        does not write)."""
         k = self.k
         kind = getattr(k, "kind", "entry")
         linkage = getattr(k, "linkage", ".visible")
@@ -157,6 +169,10 @@ class _Writer:
             out.append(f"    k.directives.append(({key!r}, {val!r}))")
         for key, val in k.notes:
             out.append(f"    k.note({key!r}, {val!r})")
+
+    def _declarations(self) -> None:
+        """Parameters, return values, local arrays and shared memory, each named in `syms`."""
+        k, out = self.k, self.lines
         for p in k.params:
             if p.render() != (f".param .align {p.align or 1} .b8 {p.name}[{p.nbytes}]" if p.nbytes is not None
                               else f".param .{p.type.name} {p.name}"):
@@ -190,12 +206,19 @@ class _Writer:
             var = _ident(s.name, "s_")
             out.append(f'    {var} = k.dynamic_shared("{s.name}", align={s.align})')
             self.syms[s.name] = var
-        self._registers()
+
+    def _labels(self) -> None:
+        """A Label object for every label the body defines (placed later by `_body`)."""
+        k, out = self.k, self.lines
         for item in k.body:
             if isinstance(item, LabelDef) and not isinstance(item.label, PlainLabel):
                 if item.label.name not in self.labels:
                     self.labels[item.label.name] = _ident(item.label.name, "L_")
                     out.append(f'    {self.labels[item.label.name]} = Label("{item.label.name}", k.id)')
+
+    def _body(self) -> None:
+        """The body's instructions, labels, comments, call scopes and directives, in order."""
+        k, out = self.k, self.lines
         scoped: list = []
         for item in k.body:
             ind = self.indent
@@ -256,8 +279,6 @@ class _Writer:
                 out.append(f"{ind}k.pragma({', '.join(repr(w) for w in words)})")
             else:
                 raise ValidationError(f"to-python: {type(item).__name__} ({item.ptx_line()}) has no builder call")
-        out.append("    kernels.append(k.finish())")
-        out.append("")
 
     def _registers(self):
         taken = {v.split(".")[0] for v in self.syms.values()}

@@ -194,6 +194,49 @@ def hold_operand(S, op, flat, thr0):
     st.held.append((thr0, int(st.committed[thr0]), flat, op.pc))
 
 
+def accumulator_input(S, st, read_d, d_names, thr) -> np.ndarray:
+    """The accumulator words a wgmma adds to, (128 threads, registers): a register's pending value from an
+    earlier wgmma of the thread (not yet waited for), else the register itself."""
+    words_c = np.empty((WARPGROUP, len(d_names)), dtype=np.uint32)
+    for i, name in enumerate(d_names):
+        cur = np.broadcast_to(np.asarray(read_d[i](S)), (S.N,))[thr]
+        grp = st.group.get(name)
+        if grp is not None:
+            pend = grp[thr] >= 0
+            cur = np.where(pend, st.values[name][thr], cur)
+        words_c[:, i] = cur
+    return words_c
+
+
+def accumulate(info, A, B, words_c, scale_d: bool, acc_rows, acc_cols) -> np.ndarray:
+    """D = A . B^T (+ C from `words_c` with scale_d) of one warpgroup, as the D registers' words (128, regs):
+    integers exact (s32, .satfinite clamped), floats summed exactly and rounded once to f32 or f16."""
+    form = info.form
+    M, N = A.shape[0], B.shape[0]
+    if form.is_integer:
+        prod = A.astype(np.int64) @ B.astype(np.int64).T
+        if scale_d:
+            C = np.zeros((M, N), dtype=np.int64)
+            C[acc_rows[..., 0], acc_cols[..., 0]] = words_c.view(np.int32)
+            prod = prod + C
+        if info.satfinite:
+            prod = np.clip(prod, -(1 << 31), (1 << 31) - 1)
+        return prod.astype(np.uint32)[acc_rows[..., 0], acc_cols[..., 0]]
+    prod = info.scale_a * info.scale_b * (A @ B.T) + 0.0  # a zero sum is +0 whatever the signs of its products
+    if scale_d:
+        C = np.zeros((M, N), dtype=np.float64)
+        if form.d_type is T.f16:
+            halves = words_c.view(np.uint16).reshape(WARPGROUP, -1, 2).view(np.float16)
+            C[acc_rows, acc_cols] = halves.astype(np.float64)
+        else:
+            C[acc_rows[..., 0], acc_cols[..., 0]] = words_c.view(np.float32)
+        prod = prod + C
+    if form.d_type is T.f16:
+        h = prod.astype(np.float16)[acc_rows, acc_cols]  # (128, d_regs, 2)
+        return np.ascontiguousarray(h).view(np.uint32)[..., 0]
+    return prod.astype(np.float32)[acc_rows[..., 0], acc_cols[..., 0]].view(np.uint32)
+
+
 def make_wgmma(P, op):
     """Executor of wgmma.mma_async: whole warpgroups, operands read at issue, D pending until wait_group."""
     ins = op.ins
@@ -225,8 +268,6 @@ def make_wgmma(P, op):
     eb = form.elem_bits
     acc_rows, acc_cols = accumulator_layout(form)
     a_rows, a_cols = a_fragment_layout(form) if info.a_from_regs else (None, None)
-    integer = form.is_integer
-    sign = info.scale_a * info.scale_b
 
     def uniform64(S, reader, thr, what):
         v = np.broadcast_to(np.asarray(reader(S)).view(np.uint64), (S.N,))[thr]
@@ -254,45 +295,13 @@ def make_wgmma(P, op):
                 continue
             A = decode(A_bits, form.a_type)  # (64, K)
             B = decode(B_bits, form.b_type)  # (N, K): B is read by its N rows
-            # the accumulator input: the pending value of an earlier wgmma, else the register
-            words_c = np.empty((WARPGROUP, len(d_regs)), dtype=np.uint32)
-            for i, name in enumerate(d_names):
-                cur = np.broadcast_to(np.asarray(read_d[i](S)), (S.N,))[thr]
-                grp = st.group.get(name)
-                if grp is not None:
-                    pend = grp[thr] >= 0
-                    cur = np.where(pend, st.values[name][thr], cur)
-                words_c[:, i] = cur
+            words_c = accumulator_input(S, st, read_d, d_names, thr)
             scale_d = sd_const if read_sd is None else bool(np.broadcast_to(read_sd(S), (S.N,))[t0])
             if read_sd is not None:
                 sdv = np.broadcast_to(read_sd(S), (S.N,))[thr]
                 if (sdv != sdv[0]).any():
                     S.report("collective", "wgmma scale-d differs between the threads of a warpgroup", op, thr[:4])
-            if integer:
-                prod = A.astype(np.int64) @ B.astype(np.int64).T
-                if scale_d:
-                    C = np.zeros((M, N), dtype=np.int64)
-                    C[acc_rows[..., 0], acc_cols[..., 0]] = words_c.view(np.int32)
-                    prod = prod + C
-                if info.satfinite:
-                    prod = np.clip(prod, -(1 << 31), (1 << 31) - 1)
-                out = prod.astype(np.uint32)[acc_rows[..., 0], acc_cols[..., 0]]  # (128, d_regs)
-            else:
-                prod = sign * (A @ B.T) + 0.0  # a zero sum is +0 whatever the signs of its products
-                if scale_d:
-                    if form.d_type is T.f16:
-                        halves = words_c.view(np.uint16).reshape(WARPGROUP, -1, 2).view(np.float16)
-                        C = np.zeros((M, N), dtype=np.float64)
-                        C[acc_rows, acc_cols] = halves.astype(np.float64)
-                    else:
-                        C = np.zeros((M, N), dtype=np.float64)
-                        C[acc_rows[..., 0], acc_cols[..., 0]] = words_c.view(np.float32)
-                    prod = prod + C
-                if form.d_type is T.f16:
-                    h = prod.astype(np.float16)[acc_rows, acc_cols]  # (128, d_regs, 2)
-                    out = np.ascontiguousarray(h).view(np.uint32)[..., 0]
-                else:
-                    out = prod.astype(np.float32)[acc_rows[..., 0], acc_cols[..., 0]].view(np.uint32)
+            out = accumulate(info, A, B, words_c, scale_d, acc_rows, acc_cols)
             for i, name in enumerate(d_names):
                 if name not in st.values:
                     st.values[name] = np.zeros(S.N, dtype=np.uint32)

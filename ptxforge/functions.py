@@ -290,39 +290,8 @@ class FunctionOps:
             name = str(target)
         else:
             name, rets, params = signature_of(func)
-        args = list(args) if isinstance(args, (list, tuple)) else [args]
-        if len(args) != len(params):
-            raise ValidationError(
-                f"call {name}: it takes {len(params)} argument(s) ({', '.join(_sig(p) for p in params)}), "
-                f"got {len(args)}")
-        vals = []
-        for i, (a, p) in enumerate(zip(args, params)):
-            if p.nbytes is not None:
-                raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
-                                      "passes scalar parameters")
-            v = self._val(a, p.type)
-            if isinstance(v, Reg):
-                if not _compatible(v.type, p.type):
-                    raise ValidationError(
-                        f"call {name}: argument {i} ({p.name}) is .{p.type.name}; {v} is .{v.type.name} "
-                        f"(pass a {p.type.bits}-bit {'float' if p.type.is_float else 'integer'} register)")
-            elif not isinstance(v, Imm):
-                raise ValidationError(f"call {name}: argument {i} ({p.name}) must be a register or a number, "
-                                      f"got {a!r}")
-            vals.append(v)
-        if returns is None:
-            outs = [self.reg(decl_type(p.type)) for p in rets]
-        else:
-            outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
-            if len(outs) != len(rets):
-                raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
-                                      f"({', '.join(_sig(p) for p in rets) or 'none'}), got {len(outs)} "
-                                      "register(s) to receive them")
-            for o, p in zip(outs, rets):
-                o = self._val(o)
-                if not isinstance(o, Reg) or not _compatible(o.type, p.type):
-                    raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {o!r} cannot "
-                                          "receive it")
+        vals = self._call_arguments(name, args, params)
+        outs = self._call_returns(name, returns, rets)
         n = self._call_count
         self._call_count += 1
         guard = self._guard(pred) if pred is not None else None
@@ -356,6 +325,48 @@ class FunctionOps:
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _call_arguments(self, name: str, args, params) -> list:
+        """The operands a call passes (`args`: one register or number per parameter), checked against the
+        callee's parameters: count, scalar parameters only, width and kind."""
+        args = list(args) if isinstance(args, (list, tuple)) else [args]
+        if len(args) != len(params):
+            raise ValidationError(
+                f"call {name}: it takes {len(params)} argument(s) ({', '.join(_sig(p) for p in params)}), "
+                f"got {len(args)}")
+        vals = []
+        for i, (a, p) in enumerate(zip(args, params)):
+            if p.nbytes is not None:
+                raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
+                                      "passes scalar parameters")
+            v = self._val(a, p.type)
+            if isinstance(v, Reg):
+                if not _compatible(v.type, p.type):
+                    raise ValidationError(
+                        f"call {name}: argument {i} ({p.name}) is .{p.type.name}; {v} is .{v.type.name} "
+                        f"(pass a {p.type.bits}-bit {'float' if p.type.is_float else 'integer'} register)")
+            elif not isinstance(v, Imm):
+                raise ValidationError(f"call {name}: argument {i} ({p.name}) must be a register or a number, "
+                                      f"got {a!r}")
+            vals.append(v)
+        return vals
+
+    def _call_returns(self, name: str, returns, rets) -> list:
+        """The registers that receive a call's return values: `returns` checked against the callee's (count,
+        width and kind), or new registers when None."""
+        if returns is None:
+            return [self.reg(decl_type(p.type)) for p in rets]
+        outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
+        if len(outs) != len(rets):
+            raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
+                                  f"({', '.join(_sig(p) for p in rets) or 'none'}), got {len(outs)} "
+                                  "register(s) to receive them")
+        for o, p in zip(outs, rets):
+            o = self._val(o)
+            if not isinstance(o, Reg) or not _compatible(o.type, p.type):
+                raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {o!r} cannot "
+                                      "receive it")
+        return outs
 
     def _call_param(self, name: str, p: Param) -> CallParam:
         self._claim(name, "call parameter")

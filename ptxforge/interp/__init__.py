@@ -36,6 +36,8 @@ implementation: loads, products, stores and per-element operations agree with a 
 to vprintf, from `k.printf` or nvcc) formats as C does into `Report.printed` and stdout (exec_printf).
 Floats round as PTX asks, once: the directed modes (.rz/.rm/.rp) of arithmetic and cvt and the fused
 f64 fma through exact rationals where numpy cannot (rounding.py).
+Float min/max, in the instructions, the half atomics and the bulk reductions alike, follow the rule
+measured on the H200 (minmax.py): -0 below +0, a NaN operand losing to a number, a NaN result canonical.
 Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n16 (sm_100a),
 interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
@@ -53,7 +55,7 @@ Modules: `launch` (run, Report), `findings` (Finding, InterpError, InterpUnsuppo
 `exec_regpool` the setmaxnreg register pool),
 `tensormaps` (tensor-map arguments), `proxy` (generic vs async proxy visibility), `exec_call`
 (calls to device functions, indirect calls and brx.idx, expanded in place when a kernel is compiled),
-`exec_stack` (the alloca stack).
+`exec_stack` (the alloca stack), `minmax` (float min/max as the hardware computes them).
 The mma / ldmatrix fragment layouts it executes through live in `ptxforge.isa.fragments` (and
 are re-exported here, usable as numpy models).
 """

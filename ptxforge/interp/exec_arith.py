@@ -22,6 +22,7 @@ import numpy as np
 from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
+from .minmax import canonical_nan, min_max
 from .rounding import directed, fma_f64
 from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_bits, half_lane, half_to_f32,
                      mulhi_s64, mulhi_u64, pack_lanes, view_dtype)
@@ -149,7 +150,7 @@ FLOAT_SEMANTICS = {
     "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
     "div": lambda a, b: a / b,
     "fma": lambda a, b, c: a * b + c, "mad": lambda a, b, c: a * b + c,
-    "min": np.fmin, "max": np.fmax,
+    "min": lambda a, b: min_max("min", a, b), "max": lambda a, b: min_max("max", a, b),  # interp/minmax.py
     "rcp": lambda a: 1.0 / a, "sqrt": np.sqrt, "rsqrt": lambda a: 1.0 / np.sqrt(a),
     "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
     "abs": None, "neg": None, "copysign": None,  # sign-bit operations, in _make_float
@@ -374,8 +375,9 @@ def _make_float(P, op, opname, t, mods, srcs):
     if FLOAT_SEMANTICS.get(opname) is None:
         raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
     fn = FLOAT_SEMANTICS[opname]
-    if opname in ("min", "max") and nan_prop:
-        fn = np.minimum if opname == "min" else np.maximum
+    minmax = opname in ("min", "max")
+    if minmax and nan_prop:
+        fn = (lambda a, b: min_max(opname, a, b, nan=True))
     if xorsign:
         fn = _xorsign_abs(fn)
     if relu:
@@ -403,6 +405,8 @@ def _make_float(P, op, opname, t, mods, srcs):
                 bits = half_bits(r, is_bf16)
                 if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
                     bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
+                if minmax:  # a NaN result is the canonical one
+                    bits = canonical_nan(bits, r)
                 lane_bits.append(bits)
             put(S, pack_lanes(lane_bits).view(view_dtype(t)), m)
         return halves
@@ -432,5 +436,8 @@ def _make_float(P, op, opname, t, mods, srcs):
             r = flush_subnormal(np.asarray(r, dtype=fdt))
         if sat:
             r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
+        if minmax and not f64:  # a NaN result is the canonical one
+            r = np.asarray(r, dtype=np.float32)
+            r = canonical_nan(r.view(np.uint32), r).view(np.float32)
         put(S, r, m)
     return flt

@@ -17,6 +17,7 @@ from .access import GLOBAL, SHARED, gather, map_access, scatter, shadow_read, sh
 from .findings import InterpUnsupported
 from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from .minmax import canonical_nan, min_max
 from .ops import address_parts
 from .values import UINT, as_words128, from_words128, half_bits, half_lane, pack_lanes, view_dtype
 
@@ -186,22 +187,16 @@ _HALF_ATOM = {T.f16: False, T.f16x2: False, T.bf16: True, T.bf16x2: True}  # typ
 
 def _half_atom(opname, t, old, b):
     """add / min / max of packed half-precision bits (uint16 or uint32) lane by lane: exact in float64, rounded
-    once to the half format (.noftz: subnormals kept); min/max as PTX's min/max (a NaN loses to a number, -0 is
-    less than +0)."""
+    once to the half format (.noftz: subnormals kept); min/max as the min/max instructions (`minmax.py`)."""
     is_bf16 = _HALF_ATOM[t]
     lanes = []
     for lane in range(t.lanes):
         x, y = (half_lane(v, lane, is_bf16).astype(np.float64) for v in (old, b))
         if opname == "add":
-            r = x + y
+            lanes.append(half_bits(x + y, is_bf16))
         else:
-            pick_x = (x < y) if opname == "min" else (x > y)
-            zeros = (x == 0) & (y == 0)  # -0 < +0
-            neg_x = np.signbit(x)
-            pick_x = np.where(zeros, neg_x if opname == "min" else ~neg_x, pick_x)
-            r = np.where(np.isnan(y) | pick_x, x, y)
-            r = np.where(np.isnan(x) & ~np.isnan(y), y, r)
-        lanes.append(half_bits(r, is_bf16))
+            r = min_max(opname, x, y)
+            lanes.append(canonical_nan(half_bits(r, is_bf16), r))
     return pack_lanes(lanes)
 
 

@@ -29,7 +29,8 @@ from .exec_async import queue_landing
 from .exec_memory import _atom_apply, address_reader
 from .exec_tma import bulk_sources, make_bulk_store, make_tensor_store, read_chunks
 from .findings import InterpUnsupported
-from .values import UINT, bf16_to_f32, f16_bits_to_f32
+from .minmax import canonical_nan, min_max
+from .values import UINT, bf16_to_f32, f16_bits_to_f32, half_bits
 
 _PTXFORGE_INTERNAL = True
 
@@ -52,9 +53,9 @@ def combine(op: str, tname: str, old: np.ndarray, src: np.ndarray) -> np.ndarray
         a, b = to_f(o).astype(np.float64), to_f(s).astype(np.float64)
         if op == "add":
             new = _bf16_canonical(a + b) if tname == "bf16" else (a + b).astype(np.float16).view(np.uint16)
-        else:  # min / max: the number where one side is NaN
-            take = ((b < a) if op == "min" else (b > a)) | (np.isnan(a) & ~np.isnan(b))
-            new = np.where(take, s, o)
+        else:  # min / max as the min/max instructions (minmax.py): -0 below +0, a NaN result canonical
+            r = min_max(op, a, b)
+            new = canonical_nan(half_bits(r, tname == "bf16"), r)
         return np.asarray(new, u).view(np.uint8)
     if tname in ("f32", "f64"):
         f = _FLOAT[bits]

@@ -50,6 +50,7 @@ def test_an_error_about_what_the_caller_passed_names_the_callers_line(mistake):
 def test_a_schedules_listing_names_the_lines_that_emitted_each_instruction(module, emitters):
     located = [(m.group(1).rsplit("/", 1)[-1], line) for line in module().listing().splitlines()
                for m in [re.search(r"// ([\w/.]+):\d+\s*$", line)] if m]
-    assert {name for name, _ in located} - {"test_error_locations.py"} == emitters
+    # (a module is built once per schedule: the test that built it first is the caller its `ret` names)
+    assert {name for name, _ in located if not name.startswith("test_")} == emitters
     # the caller's line is named only by the `ret` the module adds after the schedule's last instruction
     assert all("ret;" in line for name, line in located if name not in emitters)

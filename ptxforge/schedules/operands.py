@@ -137,6 +137,19 @@ class _FastReader:
 _reader = _FastReader()
 
 
+def check_gpu_operand(v, x, slot: str, error) -> None:
+    """The checks every GEMM makes of a GPU operand `x` read through its array interface (view `v`): rows back to
+    back (C-contiguous), a C its interface does not mark read-only, and its memory in ptxforge's context and
+    device (asked of the driver, which raises a LaunchError naming the operand); `error` is the exception the
+    caller raises for the first two."""
+    if not v.contiguous:
+        raise error(f"{slot} is not C-contiguous: the kernel reads rows back to back")
+    if slot == "C" and v.readonly:
+        raise error(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
+    from ..runtime import driver as drv
+    drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})")  # in ptxforge's context and device
+
+
 def producers_ok(stream_handle: int, *arrays) -> bool:
     """Whether no operand's array interface names a producer stream that a launch on `stream_handle`
     must wait for (`runtime.arrays.must_wait`)."""

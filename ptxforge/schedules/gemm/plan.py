@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class
+from ..operands import _reader, align_class, check_gpu_operand
 
 _PTXFORGE_INTERNAL = True
 
@@ -140,12 +140,7 @@ def _read(x, slot: str, stream: int = 0):
         if v is None or isinstance(v, np.ndarray):
             raise LaunchError(f"{slot} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack) for a "
                               f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")
-        if not v.contiguous:
-            raise LaunchError(f"{slot} is not C-contiguous: the kernel reads rows back to back")
-        if slot == "C" and v.readonly:
-            raise LaunchError(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
-        from ...runtime import driver as drv
-        drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})")  # in ptxforge's context and device
+        check_gpu_operand(v, x, slot, LaunchError)
         _reader.learn(x, v.ptr)
         dt = np.dtype(f"{v.elem.kind}{v.elem.bits // 8}") if v.elem.kind in ("i", "u") else v.elem
         return v.ptr, tuple(v.shape), dt, v.device_id

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import check_host_out, require_numpy
+from ..operands import check_gpu_operand, check_host_out, require_numpy
 
 
 _PTXFORGE_INTERNAL = True
@@ -18,7 +18,6 @@ def _view(x, what, stream: int = 0, waits: list | None = None):
     device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory).
     `waits`: where to add the operand's producer stream when a launch on `stream` must wait for it."""
     from ...runtime import DeviceBuffer
-    from ...runtime import driver as drv
     from ...runtime.arrays import device_view, must_wait
     if isinstance(x, DeviceBuffer):
         return x.ptr, tuple(x.shape), x.elem
@@ -26,11 +25,7 @@ def _view(x, what, stream: int = 0, waits: list | None = None):
     if v is None or isinstance(v, np.ndarray):
         raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack), or A "
                               f"and B both numpy arrays; got {type(x).__name__}")
-    if not v.contiguous:
-        raise ValidationError(f"{what} must be C-contiguous")
-    if what == "C" and v.readonly:
-        raise ValidationError(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
-    drv.check_pointer(v.ptr, f"{what} ({type(x).__name__})")
+    check_gpu_operand(v, x, what, ValidationError)
     if waits is not None and must_wait(v.stream, stream):
         waits.append(v.stream)
     return v.ptr, tuple(v.shape), v.elem

@@ -8,7 +8,6 @@ the CPU the interpreter's result bits must equal a reference written here from t
 import math
 import struct
 
-
 import numpy as np
 import pytest
 
@@ -37,10 +36,11 @@ def special_pairs(tname):
     return x.astype(np.float16).view(np.uint16), y.astype(np.float16).view(np.uint16)
 
 
-def differences(gpu, cpu, gpu_side: bool = True) -> str:
-    """One line per pair whose result bits differ between the GPU (or the reference) and the interpreter."""
+def differences(want, cpu, gpu_side: bool = True) -> str:
+    """One line per pair whose result bits differ between `want` (the GPU's, or the reference's) and the
+    interpreter's."""
     return "\n".join(f"({NAMES[i // len(VALUES)]}, {NAMES[i % len(VALUES)]}): {'GPU' if gpu_side else 'reference'} "
-                     f"{int(g):#x}, interpreter {int(c):#x}" for i, (g, c) in enumerate(zip(gpu, cpu)) if g != c)
+                     f"{int(w):#x}, interpreter {int(c):#x}" for i, (w, c) in enumerate(zip(want, cpu)) if w != c)
 
 
 def minmax_kernel(op, tname, n, nan):

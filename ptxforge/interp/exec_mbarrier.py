@@ -174,13 +174,15 @@ def _make_inval(P, op, ins, get_addr):
 
 
 def _make_arrive(P, op, ins, get_addr):
-    """`mbarrier.arrive` (.noComplete, a count) and `arrive.expect_tx`: arrivals, the state token returned."""
+    """`mbarrier.arrive` (.noComplete, a count), `arrive.expect_tx` and `arrive_drop` (whose arrivals also lower
+    the count of every later phase): arrivals, the state token returned."""
     put = P.writer(ins.operands[0], T.b64, ins)
     extra = ins.operands[2] if len(ins.operands) > 2 else None
     get_extra = P.reader(extra, T.u32, ins) if extra is not None else None
 
     no_complete = ins.info.no_complete
     expect_tx = ins.info.op == "arrive_expect_tx"
+    drop = ins.info.op == "arrive_drop"
 
     def arrive(S, m):
         thr = np.flatnonzero(m)
@@ -193,37 +195,17 @@ def _make_arrive(P, op, ins, get_addr):
                 state.tx += int(ex[kthr].sum())
                 state.tx_pc = op.pc
                 _arrive(S, op, state, kthr, len(kthr))
-            else:
-                counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
-                tokens[kthr] = _tokens(state, kthr, counts, no_complete)
-                if no_complete:
-                    _check_no_complete(S, op, state, kthr, counts)
-                _arrive(S, op, state, kthr, int(counts.sum()))
-        put(S, tokens, m)
-    return arrive
-
-
-def _make_arrive_drop(P, op, ins, get_addr):
-    """`mbarrier.arrive_drop`: arrivals that also lower the count of every later phase."""
-    put = P.writer(ins.operands[0], T.b64, ins)
-    get_n = P.reader(ins.operands[2], T.u32, ins) if len(ins.operands) > 2 else None
-
-    no_complete = ins.info.no_complete
-
-    def arrive_drop(S, m):
-        thr = np.flatnonzero(m)
-        ns = np.broadcast_to(np.asarray(get_n(S)).astype(np.int64), (S.N,)) if get_n is not None else None
-        tokens = np.zeros(S.N, dtype=np.uint64)
-        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
-            counts = ns[kthr] if ns is not None else np.ones(len(kthr), dtype=np.int64)
+                continue
+            counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
             tokens[kthr] = _tokens(state, kthr, counts, no_complete)
             if no_complete:
                 _check_no_complete(S, op, state, kthr, counts)
             n = int(counts.sum())
-            state.count -= n
+            if drop:
+                state.count -= n
             _arrive(S, op, state, kthr, n)
         put(S, tokens, m)
-    return arrive_drop
+    return arrive
 
 
 def _make_tx(P, op, ins, get_addr):
@@ -293,7 +275,7 @@ _MAKERS = {
     "inval": _make_inval,
     "arrive": _make_arrive,
     "arrive_expect_tx": _make_arrive,
-    "arrive_drop": _make_arrive_drop,
+    "arrive_drop": _make_arrive,
     "complete_tx": _make_tx,
     "expect_tx": _make_tx,
     "test_wait": _make_wait,

@@ -106,17 +106,17 @@ def test_hopper_operand_element_checks():
     from ptxforge.errors import ValidationError
     from ptxforge.runtime.arrays import Elem
     from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper.operands import _check_elems
+    from ptxforge.schedules.hopper.operands import check_elems
 
     def views(a, c):
         return [(0, (), a), (0, (), a), (0, (), c)]
     bf16, s8 = HopperGemm("bf16"), HopperGemm("s8")
     for a in (Elem("bf", 16), Elem("V", 16), Elem("u", 16)):
-        _check_elems(bf16, views(a, Elem("f", 32)))
-    _check_elems(s8, views(Elem("i", 8), Elem("i", 32)))
+        check_elems(bf16, views(a, Elem("f", 32)))
+    check_elems(s8, views(Elem("i", 8), Elem("i", 32)))
     with pytest.raises(ValidationError, match="bfloat16"):
-        _check_elems(bf16, views(Elem("f", 32), Elem("f", 32)))
+        check_elems(bf16, views(Elem("f", 32), Elem("f", 32)))
     with pytest.raises(ValidationError, match="int32"):
-        _check_elems(s8, views(Elem("i", 8), Elem("f", 32)))
+        check_elems(s8, views(Elem("i", 8), Elem("f", 32)))
     with pytest.raises(ValidationError, match="8-bit"):
-        _check_elems(s8, views(Elem("f", 16), Elem("i", 32)))
+        check_elems(s8, views(Elem("f", 16), Elem("i", 32)))

@@ -649,8 +649,8 @@ def test_a_read_only_c_is_refused_and_read_only_operands_are_read(drv):
     drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
     ro = _ForeignArray((64, 64), "<i4")
     ro.__cuda_array_interface__["data"] = (0x7000_0000, True)
-    assert hops._view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
-    for read in (lambda: hops._view(ro, "C"), lambda: gemm_plan._read(ro, "C")):
+    assert hops.gpu_view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
+    for read in (lambda: hops.gpu_view(ro, "C"), lambda: gemm_plan._read(ro, "C")):
         with pytest.raises((ValidationError, LaunchError), match=r"C \(_ForeignArray\) is marked read-only"):
             read()
 
@@ -678,7 +678,7 @@ def test_a_freed_device_buffer_is_never_read_fast(drv):
     assert gemm_plan._read(buf, "A")[0] == 0x7000_0000
     buf.free()
     assert operands._reader.read(buf) is None
-    for read in (lambda: gemm_plan._read(buf, "A"), lambda: hops._view(buf, "A")):
+    for read in (lambda: gemm_plan._read(buf, "A"), lambda: hops.gpu_view(buf, "A")):
         with pytest.raises(LaunchError, match="this DeviceBuffer was freed"):
             read()
 
@@ -703,9 +703,9 @@ def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
             super().__init__(shape, typestr)
             self.__cuda_array_interface__ = dict(self.__cuda_array_interface__, stream=stream)
     waits = []
-    hops._view(OnStream((64, 64), "|i1", 0xABC), "A", 0, waits)
-    hops._view(OnStream((64, 64), "|i1", 1), "B", 0, waits)
-    hops._view(_ForeignArray((64, 64), "<i4"), "C", 0, waits)
+    hops.gpu_view(OnStream((64, 64), "|i1", 0xABC), "A", 0, waits)
+    hops.gpu_view(OnStream((64, 64), "|i1", 1), "B", 0, waits)
+    hops.gpu_view(_ForeignArray((64, 64), "<i4"), "C", 0, waits)
     assert waits == [0xABC]
 
     class Launches:

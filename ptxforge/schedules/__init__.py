@@ -1,8 +1,8 @@
 """Schedules: frozen dataclasses of parameters that emit a kernel, describe its launch and model
 its result in numpy.
 
-* `TileCopy` (tile_copy.py, its kernel tile_copy_emit.py): a matrix streamed global -> shared -> global through a cp.async
-  pipeline; the data-movement skeleton of tiled kernels.
+* `TileCopy` (tile_copy.py, its kernel tile_copy_emit.py): a matrix streamed global -> shared -> global
+  through a cp.async pipeline; the data-movement skeleton of tiled kernels.
 * `Int4Gemm`, `Int8Gemm` (gemm/): the tiled integer GEMM on mma.sync, C = A . B^T, with packed
   4-bit or 8-bit operands and a compute path chosen per target (sm_80 to sm_90).
 * `HopperGemm`, `Bf16Gemm` (hopper/): the sm_90a GEMMs, TMA loads into an mbarrier ring feeding

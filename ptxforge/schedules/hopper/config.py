@@ -683,7 +683,7 @@ class HopperGemm:
             from ...runtime import DeviceBuffer
             shapes = [getattr(x, "shape", None) for x in (a, b)]
             if not all(sh is not None and len(sh) == 2 for sh in shapes):  # the reader names what is wrong
-                shapes = [_operands._view(x, what)[1] for x, what in ((a, "A"), (b, "B"))]
+                shapes = [_operands.gpu_view(x, what)[1] for x, what in ((a, "A"), (b, "B"))]
             m, n = shapes[0][0], shapes[1][0]
             c = DeviceBuffer.empty((m, n), _operands.c_numpy_type(self))
             if _run.launch_kept(self, a, b, c, k, splits, stream):

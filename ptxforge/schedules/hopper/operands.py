@@ -13,7 +13,7 @@ from ..operands import check_gpu_operand, check_host_out, require_numpy
 _PTXFORGE_INTERNAL = True
 
 
-def _view(x, what, stream: int = 0, waits: list | None = None):
+def gpu_view(x, what, stream: int = 0, waits: list | None = None):
     """(address, shape, Elem) of a GPU operand; a foreign array's memory must be in ptxforge's context and
     device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory).
     `waits`: where to add the operand's producer stream when a launch on `stream` must wait for it."""
@@ -51,7 +51,7 @@ def c_numpy_type(cfg):
     return np.int32 if cfg.c_type == "s32" else np.float32
 
 
-def _check_elems(cfg, views) -> None:
+def check_elems(cfg, views) -> None:
     """Raise a ValidationError naming the first of A, B, C (`views`: (address, shape, Elem) each) whose
     element type the configuration's kernel does not read."""
     for what, (_, _, el) in zip("ABC", views):
@@ -108,8 +108,8 @@ def host_problem(cfg, a, b, k: int | None = None) -> tuple:
     return m, n, k
 
 
-def _ok_elem(cfg, what):
-    """An element type operand `what` of `cfg` accepts (to check one operand with `_check_elems`)."""
+def accepted_elem(cfg, what):
+    """An element type operand `what` of `cfg` accepts (to check one operand with `check_elems`)."""
     from ...runtime.arrays import Elem
     ab, cs = _elems(cfg)
     return Elem(*sorted(cs)[0]) if what == "C" else Elem(*sorted(ab)[0])

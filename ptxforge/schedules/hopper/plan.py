@@ -21,7 +21,7 @@ import numpy as np
 
 from ...errors import ValidationError
 from ..operands import _reader
-from .operands import _check_elems, _ok_elem, _view, k_of_rows
+from .operands import accepted_elem, check_elems, gpu_view, k_of_rows
 
 
 _PTXFORGE_INTERNAL = True
@@ -331,8 +331,8 @@ class HopperPlan:
         got = _reader.read(x)
         if got is not None and (what, type(x), got[2]) in self._seen:
             return got
-        v = _view(x, what, self.stream)
-        _check_elems(self.cfg, [v if w == what else (0, (), _ok_elem(self.cfg, w)) for w in "ABC"])
+        v = gpu_view(x, what, self.stream)
+        check_elems(self.cfg, [v if w == what else (0, (), accepted_elem(self.cfg, w)) for w in "ABC"])
         _reader.learn(x, v[0])
         got = _reader.read(x)
         if got is not None:
@@ -347,8 +347,8 @@ class Plan:
                  splits: int | None = None, stream=None):
         sh = 0 if stream is None else _stream_handle(stream)
         self._waits: list = []  # producer streams (array interface v3) each launch is ordered after
-        views = (_view(a, "A", sh, self._waits), _view(b, "B", sh, self._waits), _view(c, "C", sh, self._waits))
-        _check_elems(cfg, views)
+        views = tuple(gpu_view(x, what, sh, self._waits) for x, what in ((a, "A"), (b, "B"), (c, "C")))
+        check_elems(cfg, views)
         (a_ptr, a_shape, _), (b_ptr, b_shape, _), (c_ptr, c_shape, _) = views
         if len(a_shape) != 2 or len(b_shape) != 2 or b_shape[1] != a_shape[1]:
             raise ValidationError(f"A [M, K{'/2' if cfg.bits == 4 else ''}] and B [N, same] must be 2-D with rows "

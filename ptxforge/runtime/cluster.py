@@ -18,7 +18,7 @@ from ..errors import LaunchError
 from ..isa.cluster import MAX_CLUSTER_CTAS, PORTABLE_CLUSTER_CTAS, cluster_dims
 from .dependent import programmatic_attribute
 from .driver import api, check
-from .launch_ex import launch_config, launch_ex
+from .launch_ex import PreparedLaunch, launch_config
 
 _PTXFORGE_INTERNAL = True
 
@@ -61,13 +61,15 @@ def _config(d, cfg, stream, cluster, dependent=False):
     return launch_config(d, cfg, stream, [a, programmatic_attribute(d)] if dependent else [a])
 
 
-class ClusterLaunch:
+class ClusterLaunch(PreparedLaunch):
     """A cluster launch configuration checked once (see `cluster_launch_config`): `launch(blob, values)`
-    packs the argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx."""
+    packs the argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx (`PreparedLaunch`)."""
+
+    __slots__ = ("cluster",)
 
     def __init__(self, fn, config, cluster, cfg, stream):
-        self.fn, self.config, self.cluster, self.cfg, self.stream = fn, config, cluster, cfg, stream
-        self._what = f"clusters of {cluster}"  # what a failed launch says it was (spelled once, not per launch)
+        super().__init__(fn, config, cfg, stream, f"clusters of {cluster}")
+        self.cluster = cluster
 
     def max_active_clusters(self) -> int:
         """Clusters of this shape, block and shared memory the device runs at once
@@ -79,11 +81,6 @@ class ClusterLaunch:
                              f"cuOccupancyMaxActiveClusters of '{self.fn.name}'"))
         finally:
             _drv.leave(prev)
-
-    def launch(self, blob, values=None) -> None:
-        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
-        values=None launches `blob` as it is: an argument block filled once and never refilled."""
-        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, self._what)
 
 
 def cluster_launch_config(fn, grid, block, cluster, *, shared: int = 0, stream=None, allow_non_portable=False,

@@ -4,6 +4,7 @@
     launch_dependent(fn, grid, block, *args)  # cuLaunchKernelEx + PROGRAMMATIC_STREAM_SERIALIZATION
     dl = dependent_launch_config(fn, grid, block, shared=smem)   # checked once
     dl.launch(blob, values)                                      # per call: one cuLaunchKernelEx
+    dl.go(blob)                                                  # a block packed once, launched as it is
 
 Launched with the `CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION` attribute, a kernel's
 CTAs may be scheduled once every CTA of the kernel ahead of it in the stream has executed
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 from ..errors import LaunchError
 from .driver import api
-from .launch_ex import launch_config, launch_ex
+from .launch_ex import PreparedLaunch, launch_config
 
 _PTXFORGE_INTERNAL = True
 
@@ -36,21 +37,16 @@ def programmatic_attribute(d):
     return a
 
 
-class DependentLaunch:
+class DependentLaunch(PreparedLaunch):
     """A programmatic dependent launch of one kernel, checked once: `launch(blob, values)` packs the
-    argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx."""
+    argument values into an `_ArgBlob` of the kernel and calls cuLaunchKernelEx (`PreparedLaunch`)."""
 
-    __slots__ = ("fn", "cfg", "stream", "config")
+    __slots__ = ()
 
     def __init__(self, fn, cfg: tuple, stream: int):
         d = api()
-        self.fn, self.cfg, self.stream = fn, cfg, stream
-        self.config = launch_config(d, cfg, stream, [programmatic_attribute(d)])
-
-    def launch(self, blob, values=None) -> None:
-        """Fill `blob` with `values` (in the kernel's parameter order) and launch; raises LaunchError.
-        values=None launches `blob` as it is: an argument block filled once and never refilled."""
-        launch_ex(self.fn, self.config, self.cfg, self.stream, blob, values, "programmatic dependent launch")
+        super().__init__(fn, launch_config(d, cfg, stream, [programmatic_attribute(d)]), cfg, stream,
+                         "programmatic dependent launch")
 
 
 def dependent_launch_config(fn, grid, block, *, shared: int = 0, stream=None) -> DependentLaunch:

@@ -22,6 +22,7 @@ from ..errors import LaunchError
 from . import driver as _drv
 from . import faults
 from .driver import api, check, driver_error
+from .launch_ex import block_launcher
 from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, check_grid, check_shared,
                      fast_values, layout, resolve)
 from .memory import DeviceBuffer
@@ -91,6 +92,7 @@ class KernelFunction:
         self._blob = _ArgBlob(self.layout)
         self._lock = threading.Lock()
         self._configs: dict = {}
+        self._launchers: dict = {}  # (cfg, stream) -> the plain launch of a packed block (`_launch`)
 
     # ------------------------------------------------------------ attributes
     registers = property(lambda self: self.attributes["registers"], doc="registers per thread")
@@ -151,28 +153,16 @@ class KernelFunction:
             raise LaunchError(f"kernel '{self.name}' belongs to a module that was unloaded; load() it again")
 
     def _launch(self, cfg, stream: int, blob: _ArgBlob, values) -> None:
-        """cuLaunchKernel with `blob` filled with `values`, or as it is when values is None (an argument
-        block filled once and never refilled: no lock needed)."""
-        if self.module._handle is None:
-            self._check_loaded()
-        d = api()
-        s = _stream_obj(stream)
-        if values is None:  # cfg: grid x, y, z, block x, y, z, dynamic shared bytes (`_config`)
-            err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], s,
-                                    blob.addr, 0)
-            if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
-                err = _drv.launched_in_ours(err, d.cuLaunchKernel, self._func, *cfg, s, blob.addr, 0)
-        else:
-            with self._lock:
-                blob.fill(values)
-                err, = d.cuLaunchKernel(self._func, cfg[0], cfg[1], cfg[2], cfg[3], cfg[4], cfg[5], cfg[6], s,
-                                        blob.addr, 0)
-                if err:
-                    err = _drv.launched_in_ours(err, d.cuLaunchKernel, self._func, *cfg, s, blob.addr, 0)
-        if err:
-            raise driver_error(err, f"cuLaunchKernel of '{self.name}' with grid {cfg[0:3]}, block {cfg[3:6]}, "
-                                    f"{cfg[6]} B dynamic shared memory")
-        faults.record_launch(stream, self.name, cfg)
+        """cuLaunchKernel with `blob` filled with `values` under the kernel's lock, through the launcher of this
+        configuration and stream (`launch_ex.block_launcher`, made once per pair)."""
+        go = self._launchers.get((cfg, stream))
+        if go is None:
+            if len(self._launchers) > 256:
+                self._launchers.clear()
+            go = self._launchers[(cfg, stream)] = block_launcher(self, cfg, stream)
+        with self._lock:
+            blob.fill(values)
+            go(blob)
 
     def _resolve(self, args, stream: int):
         """The arguments checked and packed for a launch on `stream` (foreign arrays asked of the driver), with

@@ -1,9 +1,11 @@
 """cuLaunchKernelEx for the launches that carry attributes (clusters, programmatic dependent launches).
 
-One config builder (`launch_config`) and one launch (`launch_ex`), so that every such launch is made
-the way a plain launch is: the module checked loaded, the arguments packed under the kernel's lock,
-a failure raised with the kernel's name and shape, and the launch remembered for the fault reports
-(`faults.record_launch`) that name the kernels behind a later asynchronous error.
+One config builder (`launch_config`) and one launch (`block_launcher`, which `PreparedLaunch`, the base
+of the dependent and cluster launches, packs the arguments for under the kernel's lock), so that every
+such launch is made the way a plain launch is: the module checked loaded, a failure raised with the
+kernel's name and shape, and the launch remembered for the fault reports (`faults.record_launch`) that
+name the kernels behind a later asynchronous error.  The launcher resolves everything but the argument
+block once: it is the per-call path of prepared launchers such as the Hopper GEMM's plans.
 """
 
 from __future__ import annotations
@@ -27,25 +29,66 @@ def launch_config(d, cfg: tuple, stream: int, attrs: list):
     return c
 
 
-def launch_ex(fn, config, cfg: tuple, stream: int, blob, values, what: str) -> None:
-    """Fill `blob` with `values` (in KernelFunction `fn`'s parameter order) and launch with `config` (built by
-    `launch_config` from `cfg` on `stream`); a failure raises LaunchError naming the kernel, its shape and
-    `what` kind of launch it was.  values=None: `blob` was filled once and is never refilled (a prepared
-    launch's own argument block), so it is launched as it is, without the kernel's lock."""
-    if fn.module._handle is None:
-        fn._check_loaded()
-    d = api()
-    if values is None:
-        err, = d.cuLaunchKernelEx(config, fn._func, blob.addr, 0)
-        if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
-            err = launched_in_ours(err, d.cuLaunchKernelEx, config, fn._func, blob.addr, 0)
-    else:
-        with fn._lock:
+class PreparedLaunch:
+    """One kernel's cuLaunchKernelEx launch with its configuration built once (the base of `DependentLaunch` and
+    `ClusterLaunch`): `launch(blob, values)` packs `values` (in the kernel's parameter order) into `blob`, an
+    `_ArgBlob` of the kernel, under the kernel's lock and launches; `launch(blob)` launches a block that was
+    packed once and is never refilled (a prepared launcher's own) as it is, without the lock.  A failure raises
+    LaunchError naming the kernel, its shape and `what` kind of launch it was."""
+
+    __slots__ = ("fn", "config", "cfg", "stream", "go")
+
+    def __init__(self, fn, config, cfg: tuple, stream: int, what: str):
+        self.fn, self.config, self.cfg, self.stream = fn, config, cfg, stream
+        #: go(blob): the launch of a block as it is (`block_launcher`), for launchers that keep their blocks
+        self.go = block_launcher(fn, cfg, stream, config, what)
+
+    def launch(self, blob, values=None) -> None:
+        """Fill `blob` with `values` and launch; values=None launches `blob` as it is."""
+        if values is None:
+            self.go(blob)
+            return
+        with self.fn._lock:
             blob.fill(values)
-            err, = d.cuLaunchKernelEx(config, fn._func, blob.addr, 0)
+            self.go(blob)
+
+
+def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch"):
+    """A function `go(blob)` that launches KernelFunction `fn` with the argument block `blob` as it is (filled
+    once, never refilled): with `config` (a CUlaunchConfig from `launch_config`) through cuLaunchKernelEx,
+    without it through cuLaunchKernel on cfg = (gx, gy, gz, bx, by, bz, dynamic shared bytes) and raw stream
+    handle `stream`.  Per call: the module checked loaded, one driver call (made again in ptxforge's context
+    when it failed in another's), a failure raised by name, the launch recorded; the driver's function, the
+    kernel's handle and the stream object are looked up once here."""
+    d = api()
+    func, module, name = fn._func, fn.module, fn.name
+    record = faults.record_launch
+    if config is None:
+        launch, s = d.cuLaunchKernel, d.CUstream(stream)
+        gx, gy, gz, bx, by, bz, shared = cfg
+        said = f"cuLaunchKernel of '{name}'"
+
+        def go(blob) -> None:
+            if module._handle is None:
+                fn._check_loaded()
+            err, = launch(func, gx, gy, gz, bx, by, bz, shared, s, blob.addr, 0)
             if err:
-                err = launched_in_ours(err, d.cuLaunchKernelEx, config, fn._func, blob.addr, 0)
-    if err:
-        raise driver_error(err, f"cuLaunchKernelEx of '{fn.name}' ({what}) with grid {cfg[0:3]}, block {cfg[3:6]}, "
-                                f"{cfg[6]} B dynamic shared memory")
-    faults.record_launch(stream, fn.name, cfg)
+                failed(err, launch, func, gx, gy, gz, bx, by, bz, shared, s, blob.addr, 0)
+            record(stream, name, cfg)
+    else:
+        launch = d.cuLaunchKernelEx
+        said = f"cuLaunchKernelEx of '{name}' ({what})"
+
+        def go(blob) -> None:
+            if module._handle is None:
+                fn._check_loaded()
+            err, = launch(config, func, blob.addr, 0)
+            if err:
+                failed(err, launch, config, func, blob.addr, 0)
+            record(stream, name, cfg)
+
+    def failed(err, *again) -> None:
+        err = launched_in_ours(err, *again)  # perhaps not in ptxforge's context: made again in ours
+        if err:
+            raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory")
+    return go

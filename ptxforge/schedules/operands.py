@@ -111,20 +111,20 @@ class _FastReader:
             dev = x.get_device()
             if dev != self.device:  # a host tensor, or one on another device: the careful path says why
                 return None
-            shape = x.shape  # torch.Size is a tuple: it hashes and compares as one, without a copy
-            return x.data_ptr(), shape if isinstance(shape, tuple) else tuple(shape), dt, dev
+            return x.data_ptr(), x.shape, dt, dev  # (a tuple, as `learn` checked: torch.Size is one)
         except Exception:
             return None
 
     def learn(self, x, ptr: int) -> None:
         """After the careful path read `x`'s interface and the driver placed `ptr` on ptxforge's device:
-        trust its type's data_ptr() from now on if it agrees, for arrays on that device."""
+        trust its type's data_ptr() from now on if it agrees, for arrays on that device (and a type whose
+        shape is a tuple, which a plan's key hashes and compares as it is: torch.Size is one)."""
         dp = getattr(x, "data_ptr", None)
         if dp is None or not hasattr(x, "__cuda_array_interface__"):
             return
         try:
             if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
-                    and callable(getattr(x, "get_device", None)):
+                    and callable(getattr(x, "get_device", None)) and isinstance(x.shape, tuple):
                 dev = x.get_device()
                 if self.device is None and isinstance(dev, int) and dev >= 0:
                     self.device = dev

@@ -132,7 +132,10 @@ def test_run_passes_the_workspace_through_the_interpreter(monkeypatch):
 
 def test_a_plan_launches_with_its_workspace_after_k(monkeypatch):
     """GemmPlan of a split-K schedule: the packed launch holds a, b, c, m, n, k, then the
-    workspace and counter addresses the schedule handed out, in the kernel's parameter layout."""
+    workspace and counter addresses the schedule handed out, in the kernel's parameter layout; the
+    block of an address triple is packed once and launched as it is on later calls."""
+    import struct
+    import ptxforge.runtime.launch_ex as LX
     import ptxforge.schedules.gemm.plan as P
     from ptxforge.runtime.kernel import layout
     g = Int4Gemm(block_m=32, block_n=64, block_k=256, warps_m=1, warps_n=4, stages=4, raster_group=1, splits=4)
@@ -145,19 +148,21 @@ def test_a_plan_launches_with_its_workspace_after_k(monkeypatch):
         def _config(self, grid, block, shared):
             return (*grid, *block, shared)
 
-        def _launch(self, cfg, stream, blob, values):
-            blob.fill(values)  # packs into the kernel's own layout: the count and types must match
-            launched.append((cfg, values))
-
     class Buf:
         def __init__(self, ptr):
             self.ptr = ptr
     monkeypatch.setattr(P, "load_kernel", lambda s: FakeFn(s))
+    monkeypatch.setattr(LX, "block_launcher", lambda fn, cfg, stream: lambda blob: launched.append((cfg, blob)))
     monkeypatch.setattr(Int4Gemm, "splitk_workspace", lambda self, m, n, stream=0: (Buf(0x1000), Buf(0x2000)))
     plan = g.plan(32, 8192, 8192)
-    plan.launch_pointers(0x100, 0x200, 0x300)
-    (cfg, values), = launched
-    assert cfg[:3] == (128, 1, 4) and values == (0x100, 0x200, 0x300, 32, 8192, 8192, 0x1000, 0x2000)
+    for ptrs in ((0x100, 0x200, 0x300), (0x100, 0x200, 0x300), (0x100, 0x200, 0x400)):
+        plan.launch_pointers(*ptrs)
+    (cfg, blob), (_, again), (_, other) = launched
+    lay = plan.function.layout
+    assert cfg[:3] == (128, 1, 4)
+    assert bytes(blob.buf)[:lay.size] == struct.pack(lay.fmt, 0x100, 0x200, 0x300, 32, 8192, 8192, 0x1000, 0x2000)
+    assert again is blob and other is not blob
+    assert bytes(other.buf)[:lay.size] == struct.pack(lay.fmt, 0x100, 0x200, 0x400, 32, 8192, 8192, 0x1000, 0x2000)
 
 
 def test_for_shape_takes_the_measured_skinny_configurations():

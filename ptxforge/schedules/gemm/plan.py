@@ -30,6 +30,10 @@ _PTXFORGE_INTERNAL = True
 _kernels: dict = {}
 _lock = threading.Lock()
 
+#: argument blocks a plan keeps, one per (A, B, C) address triple it launched on (a loop over a model's
+#: layers cycles through hundreds; each block is under 100 bytes)
+_BLOBS = 1024
+
 
 def load_kernel(s):
     """The KernelFunction of schedule `s`, loaded once per schedule (emission is not free)."""
@@ -51,7 +55,8 @@ class GemmPlan:
     """One GEMM problem resolved once: call it with operands of that problem's kind to launch.
 
     Made by `GemmSchedule.plan(m, n, k)`.  The plan owns the variant (`plan.schedule`), its
-    loaded kernel, the grid, block and shared memory, and a packed argument buffer.  Calling
+    loaded kernel, the grid, block and shared memory, and the argument blocks it packed (one per
+    address triple, packed once).  Calling
     ``plan(a, b, c)`` checks that the operands are GPU arrays of the planned shapes, dtypes,
     device and alignment class and issues one ``cuLaunchKernel`` on the plan's stream; it does
     no allocation and no synchronization, so it can be captured into a CUDA graph.
@@ -62,7 +67,6 @@ class GemmPlan:
     def __init__(self, schedule, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None,
                  device: int | None = None):
         from ...runtime.streams import stream_handle
-        from ...runtime.kernel import _ArgBlob
         v = schedule.for_problem(k, n, align=align, c_align=c_align)  # the variant may change path with K
         v.check_problem(m, n, k)
         self.schedule = v
@@ -73,13 +77,17 @@ class GemmPlan:
         self.row_bytes = k * v.bits // 8
         self.function = fn = load_kernel(v)
         self._cfg = fn._config(v.grid(m, n), v.block, v.shared_bytes)
-        self._blob = _ArgBlob(fn.layout)
         self._dependent = None
         if v.pdl:  # launched so that it may start while the kernel ahead of it finishes
             from ...runtime.dependent import DependentLaunch
             self._dependent = DependentLaunch(fn, self._cfg, self.stream)
+            self._go = self._dependent.go
+        else:
+            from ...runtime.launch_ex import block_launcher
+            self._go = block_launcher(fn, self._cfg, self.stream)
         self._workspace = v.splitk_workspace(m, n, self.stream)  # split-K: kept alive with the plan
         self._extra = tuple(x.ptr for x in self._workspace)
+        self._blobs: dict = {}  # (A, B, C addresses) -> their argument block, packed once (`launch_pointers`)
         self._dtypes: dict = {}  # dtype key -> True once checked (per operand slot)
 
     def __repr__(self) -> str:
@@ -119,12 +127,17 @@ class GemmPlan:
         return c
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
-        """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call."""
-        values = (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra
-        if self._dependent is not None:
-            self._dependent.launch(self._blob, values)
-        else:
-            self.function._launch(self._cfg, self.stream, self._blob, values)
+        """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call.  The
+        argument block of an address triple is packed once and kept (up to _BLOBS of them), never refilled."""
+        blob = self._blobs.get((a_ptr, b_ptr, c_ptr))
+        if blob is None:
+            from ...runtime.kernel import _ArgBlob
+            blob = _ArgBlob(self.function.layout)
+            blob.fill((a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra)
+            if len(self._blobs) >= _BLOBS:
+                self._blobs.pop(next(iter(self._blobs)))
+            self._blobs[(a_ptr, b_ptr, c_ptr)] = blob
+        self._go(blob)
 
 
 def _read(x, slot: str, stream: int = 0):

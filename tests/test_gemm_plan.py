@@ -54,6 +54,26 @@ def test_non_contiguous_and_host_tensors_take_the_careful_path():
     assert r.read(FakeTensor(0x7000, (4, 8), dtype="int32")) is None  # a dtype not seen yet for this type
 
 
+def test_a_type_whose_shape_is_not_a_tuple_is_never_read_fast():
+    """A plan's key hashes and compares the shape as the reader returns it: a type whose shape is a list is
+    not learned (torch.Size is a tuple), so its arrays always take the careful path."""
+    class ListShaped(FakeTensor):
+        def __init__(self, *a, **kw):
+            super().__init__(*a, **kw)
+            self.shape = list(self.shape)
+    r = operands._FastReader()
+    x = ListShaped(0x7000, (4, 8))
+    r.learn(x, 0x7000)
+    assert r.read(x) is None and not r.verified
+
+
+def test_numpy_arrays_are_never_read_fast():
+    r = operands._FastReader()
+    a = np.zeros((4, 8), np.int8)
+    r.learn(a, a.ctypes.data)
+    assert r.read(a) is None and not r.verified
+
+
 def test_only_arrays_on_the_learned_device_are_read_fast():
     """An array on another device than the one the careful path verified goes the careful way (where the
     driver's answer refuses it by name); so does one learned from another device, whose type stays untrusted."""

@@ -1,11 +1,13 @@
-"""cuLaunchKernelEx for the launches that carry attributes (clusters, programmatic dependent launches).
+"""Prepared launches: the per-call launch of a packed argument block (`block_launcher`, plain or with launch
+attributes), and cuLaunchKernelEx for the launches that carry attributes (clusters, programmatic dependent
+launches).
 
-One config builder (`launch_config`) and one launch (`block_launcher`, which `PreparedLaunch`, the base
-of the dependent and cluster launches, packs the arguments for under the kernel's lock), so that every
-such launch is made the way a plain launch is: the module checked loaded, a failure raised with the
-kernel's name and shape, and the launch remembered for the fault reports (`faults.record_launch`) that
-name the kernels behind a later asynchronous error.  The launcher resolves everything but the argument
-block once: it is the per-call path of prepared launchers such as the Hopper GEMM's plans.
+One config builder (`launch_config`) and one launch (`block_launcher`; `PreparedLaunch`, the base of the
+dependent and cluster launches, packs the arguments for it under the kernel's lock, as a plain launch does),
+so that every launch is made the same way: the module checked loaded, a failure raised with the kernel's
+name and shape, and the launch remembered for the fault reports (`faults.record_launch`) that name the
+kernels behind a later asynchronous error.  The launcher resolves everything but the argument block once:
+it is the per-call path of prepared launchers such as the GEMM plans.
 """
 
 from __future__ import annotations

@@ -5,9 +5,11 @@ Two parts, each side by side in one run, through the documented call `g.run(a, b
 * the same problem (8192^3, int8 and int4) through the default kernel and through the same configuration
   with `wide_c=True` forced, the two taking turns: the price of the 64-bit offsets themselves;
 * a C of 2^32 elements (65536 x 65536, K = 256: 17 GB of int32 written per call) through `run()` (which
-  picks the wide kernel by itself) beside cuBLAS int8 (`torch._int_mm` into a C of the same size).  The
+  picks the wide kernel by itself; and, where its shared memory fits, the same configuration with the TMA
+  store epilogue) beside cuBLAS int8 (`torch._int_mm` into a C of the same size).  The
   call is bound by C's writes, so the operands (16 MB each) are not rotated beyond the L2: the C written is
-  280 times the L2.
+  280 times the L2.  The same at 16384 x 16384 x 256 (1 GB of C: no wide offsets), where the TMA store
+  epilogue is the other choice too.
 
 Every result is checked exact against cuBLAS first (C poisoned).  CUDA events over back-to-back calls after
 warm-up (`gemm_table_bench.events_us`), the median of rounds.
@@ -59,31 +61,43 @@ def forced_rows(torch, op, shape, rounds=5) -> list:
 
 
 def wide_rows(torch, op, shape, rounds=3) -> list:
-    """run() on a C of 2^32 elements or more beside cuBLAS int8 writing a C of the same size."""
+    """run() on a C written at the memory's pace (K small) beside cuBLAS int8 writing a C of the same size: the kernel run()
+    picks (the registers epilogue with 64-bit offsets) and, where it fits, the same through the TMA store
+    epilogue (tensor maps address C in 64 bits by themselves)."""
+    from ptxforge.errors import ValidationError
     m, n, k = shape
     (a, b), = input_sets(op, m, n, k, torch)[:1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         g = OPS[op][1].for_shape(m, n, k)
+    kinds = [("run()'s kernel (registers epilogue)", g)]
+    try:
+        kinds.append(("epilogue='tma'", dataclasses.replace(g, epilogue="tma")))
+    except ValidationError as e:  # (the s4 tile's ring and C's staging do not fit together)
+        print(f"{op}: no TMA store epilogue: {e}".splitlines()[0], flush=True)
     want = reference(op, a, b, torch)
     c = poisoned(op, m, n, torch)
-    g.run(a, b, c)
-    torch.cuda.synchronize()
-    ok = agrees(op, c, want, k, torch)
+    ok = {}
+    for label, cfg in kinds:
+        c.view(torch.uint8).fill_(0xFF)
+        cfg.run(a, b, c)
+        torch.cuda.synchronize()
+        ok[label] = agrees(op, c, want, k, torch)
     del want
     torch.cuda.empty_cache()
     ia, ib = (a, b) if op == "int8" else (None, None)
     if ia is None:  # cuBLAS on int8 operands of the same shape: what the int4 C costs it
         ia = torch.randint(-8, 8, (m, k), dtype=torch.int8, device="cuda")
         ib = torch.randint(-8, 8, (n, k), dtype=torch.int8, device="cuda")
-    ours, theirs = [], []
+    times = {label: [] for label, _ in kinds}
+    theirs = []
     for _ in range(rounds):
-        ours.append(events_us(torch, lambda: g.run(a, b, c), 5))
+        for label, cfg in kinds:
+            times[label].append(events_us(torch, lambda cfg=cfg: cfg.run(a, b, c), 5))
         theirs.append(events_us(torch, lambda: torch._int_mm(ia, ib.t()), 5))
-    kernel = g.plan(m, n, k).kernel_cfg.kernel_name
-    row = {"op": op, "shape": list(shape), "variant": "C of 2^32 elements", "ok": ok,
-           "us": statistics.median(ours), "cublas_us": statistics.median(theirs), "schedule": kernel}
-    return [row]  # (C and cuBLAS's output go with this frame; the next part empties the cache)
+    return [{"op": op, "shape": list(shape), "variant": label, "ok": ok[label], "us": statistics.median(times[label]),
+             "cublas_us": statistics.median(theirs), "schedule": cfg.plan(m, n, k).kernel_cfg.kernel_name}
+            for label, cfg in kinds]
 
 
 def table(rows) -> str:
@@ -112,6 +126,7 @@ def main(argv=None) -> int:
     for op in args.ops.split(","):
         rows += forced_rows(torch, op, (8192, 8192, 8192))
         rows += wide_rows(torch, op, (65536, 65536, 256))
+        rows += wide_rows(torch, op, (16384, 16384, 256))  # (below 2^32 elements: what the TMA store does there)
         torch.cuda.empty_cache()
         print(table(rows), flush=True)
     save(args.out, "Command: python bench/wide_c_bench.py\n\n" + table(rows), rows)

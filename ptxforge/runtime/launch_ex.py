@@ -65,32 +65,21 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
     d = api()
     func, module, name = fn._func, fn.module, fn.name
     record = faults.record_launch
-    if config is None:
-        launch, s = d.cuLaunchKernel, d.CUstream(stream)
-        gx, gy, gz, bx, by, bz, shared = cfg
+    if config is None:  # cuLaunchKernel(f, grid x, y, z, block x, y, z, shared bytes, stream, params, extra)
+        launch, head = d.cuLaunchKernel, (func, *cfg, d.CUstream(stream))
         said = f"cuLaunchKernel of '{name}'"
-
-        def go(blob) -> None:
-            if module._handle is None:
-                fn._check_loaded()
-            err, = launch(func, gx, gy, gz, bx, by, bz, shared, s, blob.addr, 0)
-            if err:
-                failed(err, launch, func, gx, gy, gz, bx, by, bz, shared, s, blob.addr, 0)
-            record(stream, name, cfg)
-    else:
-        launch = d.cuLaunchKernelEx
+    else:  # cuLaunchKernelEx(config, f, params, extra)
+        launch, head = d.cuLaunchKernelEx, (config, func)
         said = f"cuLaunchKernelEx of '{name}' ({what})"
 
-        def go(blob) -> None:
-            if module._handle is None:
-                fn._check_loaded()
-            err, = launch(config, func, blob.addr, 0)
+    def go(blob) -> None:
+        if module._handle is None:
+            fn._check_loaded()
+        err, = launch(*head, blob.addr, 0)
+        if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
+            err = launched_in_ours(err, launch, *head, blob.addr, 0)
             if err:
-                failed(err, launch, config, func, blob.addr, 0)
-            record(stream, name, cfg)
-
-    def failed(err, *again) -> None:
-        err = launched_in_ours(err, *again)  # perhaps not in ptxforge's context: made again in ours
-        if err:
-            raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory")
+                raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, "
+                                        f"{cfg[6]} B dynamic shared memory")
+        record(stream, name, cfg)
     return go

@@ -140,8 +140,6 @@ class HopperPlan:
         else:
             from ...runtime.launch_ex import block_launcher
             self._launch = block_launcher(self.fn, self._cfg, self.stream)
-        # one launch of the GEMM alone (no row sums, workspace or reduction launch): launch_pointers' short way
-        self._alone = self._sums is None and self._reduce is None and not self._workspace_ptr
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums), *self._fused)
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
@@ -283,13 +281,9 @@ class HopperPlan:
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked: see
         `misaligned` for what the addresses need)."""
+        s = self.stream
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr
-        if self._alone:
-            blob = self._blobs.get((a_ptr, b_ptr, c_ptr))
-            self._launch(blob if blob is not None else self._filled(a_ptr, b_ptr, c_ptr))
-            return
-        s = self.stream
         if self._sums is not None:
             fn, cfg_ab, blob = self._sums
             fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,

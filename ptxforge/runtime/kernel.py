@@ -67,6 +67,17 @@ class _ArgBlob:
         self.packer.pack_into(self.buf, 0, *values)
 
 
+def kept_blob(blobs: dict, key, lay: ParamLayout, values, limit: int) -> _ArgBlob:
+    """An `_ArgBlob` of `lay` filled with `values`, kept in `blobs` under `key` (the oldest dropped once `limit`
+    are kept): a prepared launcher's argument block for one address triple, packed once and never refilled."""
+    blob = _ArgBlob(lay)
+    blob.fill(values)
+    if len(blobs) >= limit:
+        blobs.pop(next(iter(blobs)))
+    blobs[key] = blob
+    return blob
+
+
 class KernelFunction:
     """One kernel of a loaded module: its attributes, checks and launches."""
 

@@ -131,12 +131,9 @@ class GemmPlan:
         argument block of an address triple is packed once and kept (up to _BLOBS of them), never refilled."""
         blob = self._blobs.get((a_ptr, b_ptr, c_ptr))
         if blob is None:
-            from ...runtime.kernel import _ArgBlob
-            blob = _ArgBlob(self.function.layout)
-            blob.fill((a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra)
-            if len(self._blobs) >= _BLOBS:
-                self._blobs.pop(next(iter(self._blobs)))
-            self._blobs[(a_ptr, b_ptr, c_ptr)] = blob
+            from ...runtime.kernel import kept_blob
+            blob = kept_blob(self._blobs, (a_ptr, b_ptr, c_ptr), self.function.layout,
+                             (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra, _BLOBS)
         self._go(blob)
 
 

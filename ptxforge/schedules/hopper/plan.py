@@ -256,17 +256,11 @@ class HopperPlan:
     def _filled(self, a_ptr: int, b_ptr: int, out: int):
         """The GEMM's argument block for these addresses (the kernel's A, B and C or workspace), packed
         once with their tensor maps and kept (up to _TMAP_CACHE blocks): a repeated launch packs nothing."""
-        from ...runtime.kernel import _ArgBlob
+        from ...runtime.kernel import kept_blob
         values = (self._map(0, a_ptr), self._map(1, b_ptr), out) + self._scalars
         if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
             values += (self._map(2, out),)
-        blob = _ArgBlob(self.fn.layout)
-        blob.fill(values)
-        blobs = self._blobs
-        if len(blobs) >= _TMAP_CACHE:
-            blobs.pop(next(iter(blobs)))
-        blobs[(a_ptr, b_ptr, out)] = blob
-        return blob
+        return kept_blob(self._blobs, (a_ptr, b_ptr, out), self.fn.layout, values, _TMAP_CACHE)
 
     def misaligned(self, a_ptr: int, b_ptr: int, c_ptr: int) -> str | None:
         """Why these addresses of A, B and C cannot be launched on, or None: A and B need 16 bytes (their

@@ -585,6 +585,63 @@ def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(d
     assert outside == set(), outside
 
 
+def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, monkeypatch):
+    """A small-K large problem stores C through TMA (a tensor map: 16-byte aligned C).  A C 8 bytes past that
+    (a slice) is launched on with the same problem's registers-epilogue kernel, made at its first launch and
+    kept beside the TMA one: each call one launch, careful or kept, of the kernel that suits C's address; C at 4
+    bytes past is refused by name before any launch."""
+    import importlib
+    from ptxforge.schedules.hopper import plan as hplan
+    from ptxforge.schedules.hopper.tuning import choose_hopper
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
+    from ptxforge.assembler import find_tool
+    from ptxforge.errors import ValidationError
+    if not find_tool("ptxas"):
+        pytest.skip("needs ptxas")
+    monkeypatch.setattr(hplan, "_kernels", {})
+    monkeypatch.setattr(hrun, "_plans", {})
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
+    max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    modules, launched = [], []
+    drv.answers.update({
+        "cuPointerGetAttributes": _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
+        "cuModuleLoadData": lambda cubin: (modules.append(cubin), (0, 0x4400 + len(modules)))[1],
+        "cuModuleGetFunction": lambda mod, name: (0, int(mod) + 0x10000),  # one function handle per module
+        "cuFuncGetParamInfo": (500, 0, 0),
+        "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
+        "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
+        "cuLaunchKernel": lambda f, *a: (launched.append(int(f)), (0,))[1],
+        "cuLaunchKernelEx": lambda config, f, *a: (launched.append(int(f)), (0,))[1]})
+    del fn
+    m, n, k = 512, 64, 64
+    g = choose_hopper(m, n, k, "s8")
+    assert g.epilogue == "tma"
+    a, b = _ForeignArray((m, k), "|i1"), _ForeignArray((n, k), "|i1")
+    c, sliced, off4 = (_ForeignArray((m, n), "<i4") for _ in range(3))
+    sliced.__cuda_array_interface__["data"] = (0x7000_0008, False)
+    off4.__cuda_array_interface__["data"] = (0x7000_0004, False)
+    g.run(a, b, c)  # (the careful path: the stand-in's arrays are not read fast)
+    assert len(modules) == 1 and len(launched) == 1
+    tma_fn = launched[-1]
+    g.run(a, b, sliced)
+    assert launched[-1] != tma_fn and len(modules) == 2 and len(launched) == 2
+    reg_fn = launched[-1]
+    with pytest.raises(ValidationError, match="C at 0x70000004 is not 8-byte aligned, as the kernel's 8-byte stores"):
+        g.run(a, b, off4)
+    assert len(launched) == 2
+    plan = g.plan(m, n, k)  # a prepared plan: the same choice per call, the registers plan made once
+    plan(a, b, c)
+    assert plan.kernel_cfg.epilogue == "tma" and plan._registers is None and launched[-1] == tma_fn
+    plan(a, b, sliced)
+    made = plan._registers
+    assert made.kernel_cfg.epilogue == "registers" and not made.kernel_cfg.wide_c and made.splits == plan.splits
+    plan(a, b, sliced)
+    plan(a, b, c)
+    assert launched[-3:] == [reg_fn, reg_fn, tma_fn] and plan._registers is made and len(modules) == 2
+    with pytest.raises(ValidationError, match="C at 0x70000004 is not 8-byte aligned"):
+        plan(a, b, off4)
+
+
 def test_when_ours_is_current_an_entry_costs_one_query(drv):
     drv.current = OURS
     drv.calls.clear()

@@ -28,6 +28,7 @@ _PTXFORGE_INTERNAL = True
 
 _kernels: dict = {}
 _lock = threading.Lock()
+_registers_lock = threading.Lock()  # (a registers plan loads its kernel under _lock)
 
 
 @functools.lru_cache(maxsize=64)
@@ -88,6 +89,8 @@ class HopperPlan:
     plan can be captured into a CUDA graph after a first call on the same buffers.  A split K's
     workspace and tile counters (`workspace`, `counters`) belong to the plan and serve one launch at
     a time: launches on its stream are ordered, and replays of a graph that holds it must be too.
+    With epilogue='tma' (32-bit C) a C address that is 8- but not 16-byte aligned is launched on with
+    the same problem's registers-epilogue plan, made at its first such launch and kept.
     """
 
     def __init__(self, cfg, m: int, n: int, k: int, *, sms: int | None = None, splits: int | None = None,
@@ -128,9 +131,19 @@ class HopperPlan:
         self._row_sums(tiles_m, tiles_n, stream)
         # where the GEMM stores: C, or the 'launch' reduction's workspace
         self._workspace_ptr = self.workspace.ptr if self._reduce is not None else 0
-        # the alignment C's address needs: the kernel's widest store into it, or 4 where the reduction launch
-        # (single stores) writes it from the workspace; with epilogue='tma' its map's 16 bytes either way
-        self._c_align = 16 if self._c_map else 4 if self._reduce is not None else self.kernel_cfg.c_store_bytes
+        # epilogue='tma' into C itself (not the workspace) with 32-bit C: a C address that is not 16-byte aligned
+        # (a slice of a larger array) is stored by this problem's registers-epilogue kernel (`_registers_plan`)
+        self._sms = sms
+        self._c_by_map = self._c_map and self._reduce is None and not cfg.c16
+        self._registers = None
+        # the alignment C's address needs: 4 where the reduction launch (single stores) writes it from the
+        # workspace, else the widest store of the kernel that stores into it (16 for a 16-bit C's tensor map)
+        if self._reduce is not None:
+            self._c_align = 4
+        elif self._c_by_map:
+            self._c_align = self._registers_cfg().for_launch(kn, self.splits, m * n).c_store_bytes
+        else:
+            self._c_align = self.kernel_cfg.c_store_bytes
         # how the GEMM's argument block is launched, chosen once: with the cluster shape, as a programmatic
         # dependent launch, or plainly
         if self._cluster is not None:
@@ -239,6 +252,25 @@ class HopperPlan:
         ctas = -(-self._km // SUMS_ROWS_PER_CTA) - (-self._kn // SUMS_ROWS_PER_CTA)
         self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
+    def _registers_cfg(self):
+        from dataclasses import replace
+        return replace(self.cfg, epilogue="registers")
+
+    def _registers_plan(self) -> "HopperPlan":
+        """The plan of this problem with the registers epilogue, which stores into a C that is not 16-byte
+        aligned (8-byte value pairs), made at the first such launch: its kernel loaded and, with a K split,
+        its own workspace (so make that launch once before capturing a graph that holds one)."""
+        with _registers_lock:
+            if self._registers is None:
+                from ...runtime import driver as drv
+                prev = drv.enter()
+                try:
+                    self._registers = HopperPlan(self._registers_cfg(), self.m, self.n, self.k, sms=self._sms,
+                                                 splits=self.splits, stream=self.stream)
+                finally:
+                    drv.leave(prev)
+            return self._registers
+
     def __repr__(self) -> str:
         return (f"<HopperPlan {self.kernel_cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
                 f"grid={self.grid}>")
@@ -266,7 +298,7 @@ class HopperPlan:
         """Why these addresses of A, B and C cannot be launched on, or None: A and B need 16 bytes (their
         tensor maps), C what its stores need (16 for its tensor map, 8 for 8-byte value pairs, else 4)."""
         for what, ptr, need, why in (("A", a_ptr, 16, "its tensor map needs"), ("B", b_ptr, 16, "its tensor map needs"),
-                                     ("C", c_ptr, self._c_align, "its tensor map needs" if self._c_map else
+                                     ("C", c_ptr, self._c_align, "its tensor map needs" if self._c_align == 16 else
                                       f"the kernel's {self._c_align}-byte stores into it need")):
             if ptr % need:
                 return f"{what} at 0x{ptr:x} is not {need}-byte aligned, as {why}"
@@ -274,7 +306,11 @@ class HopperPlan:
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked: see
-        `misaligned` for what the addresses need)."""
+        `misaligned` for what the addresses need; epilogue='tma' hands a C that is not 16-byte aligned to
+        `_registers_plan`)."""
+        if self._c_by_map and c_ptr % 16:
+            (self._registers or self._registers_plan()).launch_pointers(a_ptr, b_ptr, c_ptr)
+            return
         s = self.stream
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr

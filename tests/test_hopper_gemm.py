@@ -348,6 +348,72 @@ def test_tuning_and_bf16_class():
         Bf16Gemm("s8")
 
 
+def test_small_k_large_problems_store_c_through_tma():
+    """The large-problem s8/bf16/f16 configurations write C through shared memory and TMA stores where K is
+    small enough for C's writes to weigh (TMA_STORE_MAX_K) and C's rows are whole 16 bytes; beyond that K, for
+    rows that are not, for s4 and for decode-sized M the registers epilogue stays; an override the TMA store
+    does not take gets the registers epilogue instead of a refusal, and an explicit epilogue wins."""
+    from ptxforge.schedules.gemm import Int8Gemm
+    from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason
+    from ptxforge.schedules.hopper.defaults import DEFAULTS, TMA_STORE_MAX_K
+    top = TMA_STORE_MAX_K
+    for op in ("s8", "bf16", "f16"):
+        small = choose_hopper(8192, 8192, top, op)
+        assert small.epilogue == "tma" and not small.c16 and "TMA stores" in small.describe()
+        assert {f: getattr(small, f) for f in DEFAULTS[op]} == DEFAULTS[op]  # the large-problem tile otherwise
+        assert choose_hopper(8192, 8192, top + 64, op).epilogue == "registers"
+        assert "TMA stores" in hopper_reason(8192, 8192, top, op)[1]
+        assert "TMA stores" not in hopper_reason(8192, 8192, top + 64, op)[1]
+        assert choose_hopper(4096, 8190, 256, op).epilogue == "registers"  # 8190 x 4-byte rows: not whole 16 B
+        assert choose_hopper(256, 8192, 256, op).epilogue == "registers"  # decode-sized: the skinny tiles
+    assert choose_hopper(8192, 8192, 256, "s4").epilogue == "registers"  # no room for C's staging
+    assert Int8Gemm.for_shape(4096, 4096, 512, "sm_90a").epilogue == "tma"
+    assert Bf16Gemm.for_shape(4096, 4096, 512, epilogue="registers").epilogue == "registers"
+    swapped = choose_hopper(4096, 4096, 512, "s8", swap_ab=True)  # the TMA store takes C as computed
+    assert swapped.swap_ab and swapped.epilogue == "registers"
+    assert choose_hopper(4096, 4096, 512, "bf16", c16=True).epilogue == "tma"  # c16 needs it: kept
+    with pytest.raises(ValidationError, match="shared memory"):
+        choose_hopper(4096, 4096, 512, "s8", stages=6)  # too deep with either epilogue: the registers one speaks
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("op", ["s8", "bf16"])
+def test_gpu_small_k_tma_store_and_a_sliced_c_agree(op):
+    """The small-K default (C through TMA stores) and a C 8 bytes past 16-byte alignment (a slice, stored by the
+    registers kernel) give the same C bit for bit, exact (s8) or within the float bound (bf16), through run()
+    (careful, then kept) and a plan with a K split; nothing is written outside C."""
+    torch = pytest.importorskip("torch")
+    from ptxforge.schedules.hopper import choose_hopper
+    m, n, k = 520, 392, 512
+    g = choose_hopper(m, n, k, op)
+    assert g.epilogue == "tma"
+    rng = np.random.default_rng(11)
+    a, b = random_operands(g, m, n, k, rng)
+    ta, tb = (torch.from_numpy(x.view(np.int16) if x.dtype == np.uint16 else x).cuda() for x in (a, b))
+    dt = torch.int32 if g.c_type == "s32" else torch.float32
+    want = reference(g, a, b)
+    outs = []
+    for call in range(4):
+        whole = torch.full((m * n + 4,), -7, dtype=dt, device="cuda")
+        c = whole[2:2 + m * n].view(m, n) if call % 2 else whole[4:].view(m, n)  # 8 bytes past, or 16
+        assert (c.data_ptr() % 16 == 8) == bool(call % 2)
+        if call < 2:
+            g.run(ta, tb, c)
+        else:
+            g.plan(m, n, k, splits=2)(ta, tb, c)
+        torch.cuda.synchronize()
+        edge = whole.cpu().numpy()
+        assert (edge[:2] == -7).all() and (edge[2 + m * n:] == -7).all() if call % 2 else (edge[:4] == -7).all()
+        got = c.cpu().numpy()
+        if g.c_type == "s32":
+            assert np.array_equal(got.astype(np.int64), want), f"call {call}"
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-2)
+        outs.append(got)
+    assert np.array_equal(outs[0].view(np.int32), outs[1].view(np.int32))
+    assert np.array_equal(outs[2].view(np.int32), outs[3].view(np.int32))
+
+
 def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
     from ptxforge.schedules.hopper import hopper_reason

@@ -94,6 +94,16 @@ SKINNY_S4_256 = dict(block_n=128, wg_m=64, consumers=2, stages=4, block_k_bytes=
 SKINNY_BF16_128 = dict(block_n=128, wg_m=64, consumers=1, swap_ab=True, stages=8, pdl=True, early_prefetch=4)
 SKINNY_BF16_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, early_prefetch=2)
 
+#: the largest K at which the large-problem s8, bf16 and f16 configurations write C through shared memory and
+#: TMA stores (epilogue='tma') instead of from registers: where C's writes weigh against the K loop the bulk
+#: stores free the consumers sooner.  On an H100 (bench/results/h100_lane/epilogue_small_k_d865fe7.md, three
+#: alternating rounds through run()): int8 8192 x 8192 x 1024 158.3 us against 172.5, x 512 121.0 against 135.2,
+#: x 256 110.2 against 121.3, 16384^2 x 256 448.6 against 476.1; bf16 266.1 against 281.3, 169.0 against 179.6,
+#: 125.8 against 135.9, 486.1 against 525.1.  At 8192^3 4 % faster for int8 and 1 % slower for bf16 there, level
+#: and 2 % slower on the H200 (h200_lane/hopper_gemm_variants.log): K beyond this keeps the registers epilogue.
+#: A C whose address is not 16-byte aligned is stored by the registers kernel of the same plan (HopperPlan).
+TMA_STORE_MAX_K = 1024
+
 #: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements: the comments above
 #: and schedules/hopper/tuning.py); a larger M takes DEFAULTS
 _SKINNY_BF16 = ((32, SKINNY_S8_32), (64, SKINNY_S8_64), (128, SKINNY_BF16_128), (256, SKINNY_BF16_256))
@@ -103,29 +113,40 @@ SKINNY = {"s4": ((32, SKINNY_S4_32), (64, SKINNY_S4_64), (128, SKINNY_S4), (256,
 
 
 def configured(cls, operand: str, m: int, n: int, k: int, overrides: dict):
-    """`cls(operand, ...)` for an M x N x K problem, checked: the measured configuration for its M
+    """`cls(operand, ...)` for an M x N x K problem, checked: the measured configuration for the shape
     (`shape_params`), the scaled s4 widening traded for the biased one where K would overflow it, `overrides`
-    applied last.  When the overrides do not combine with a skinny configuration (an epilogue, a cluster or
-    another option it does not take), the large-problem default takes them instead."""
+    applied last.  When the overrides do not combine with it, the configuration without the small-K TMA store
+    (an epilogue choice the overrides did not make), then the large-problem default, takes them instead."""
     def build(params: dict):
         if params.get("scaled") and k >= SCALED_K_LIMIT:
             params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
         params.update(overrides)
         return cls(operand, **params)
-    params = shape_params(operand, m)
-    try:
-        g = build(dict(params))
-    except ValidationError:
-        if not overrides or params == DEFAULTS[operand]:
-            raise
-        g = build(dict(DEFAULTS[operand]))
+    params = shape_params(operand, m, n, k)
+    tries = [params]
+    if params.get("epilogue") == "tma" and "epilogue" not in overrides:
+        tries.append(dict(params, epilogue="registers"))
+    if overrides and shape_params(operand, m) != DEFAULTS[operand]:
+        tries.append(dict(DEFAULTS[operand]))
+    for i, params in enumerate(tries):
+        try:
+            g = build(dict(params))
+            break
+        except ValidationError:
+            if i == len(tries) - 1:
+                raise  # (what the last, most general configuration says of the overrides)
     g.check_problem(m, n, k)
     return g
 
 
-def shape_params(operand: str, m: int) -> dict:
+def shape_params(operand: str, m: int, n: int | None = None, k: int | None = None) -> dict:
     """The measured configuration (a new dict) for a problem of `m` rows of `operand`: the first SKINNY entry
-    whose M bound covers `m`, else DEFAULTS."""
+    whose M bound covers `m`, else DEFAULTS; given N and K, the large-problem s8/bf16/f16 one stores C through
+    TMA (epilogue='tma') where K <= TMA_STORE_MAX_K and C's rows are whole 16 bytes."""
     if operand not in DEFAULTS:
         raise ValidationError(f"the Hopper GEMM takes s8, s4, bf16 or f16 operands, not {operand!r}")
-    return dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
+    params = dict(next((cfg for most, cfg in SKINNY.get(operand, ()) if m <= most), DEFAULTS[operand]))
+    if (params == DEFAULTS[operand] and operand != "s4" and k is not None and n is not None
+            and k <= TMA_STORE_MAX_K and n % 4 == 0):  # (32-bit C: 16-byte rows)
+        params["epilogue"] = "tma"
+    return params

@@ -102,17 +102,23 @@ def time_cycling(torch, fn, sets, calls):
     return events_us(torch, one, calls)
 
 
-def run_shape(op, shape, torch) -> dict:
+def problem(op, shape, torch):
+    """(input sets, cuBLAS's C for the first, the configuration `for_shape` gives) of an M x N x K problem."""
     m, n, k = shape
     sets = input_sets(op, m, n, k, torch)
     want = reference(op, *sets[0], torch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        g = OPS[op][1].for_shape(m, n, k)
+    return sets, want, g
+
+
+def run_shape(op, shape, torch) -> dict:
+    m, n, k = shape
+    sets, want, g = problem(op, shape, torch)
     ops = 2.0 * m * n * k
     calls = 50 if m * n * k >= 2 ** 36 else 200
     row = {"op": op, "shape": list(shape), "input_sets": len(sets)}
-    _, cls, _ = OPS[op]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g = cls.for_shape(m, n, k)
     row["schedule"] = getattr(g, "kernel_name", None) or g.describe()
     c = poisoned(op, m, n, torch)
     g.run(*sets[0], c)

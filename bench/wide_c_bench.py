@@ -4,12 +4,12 @@ Two parts, each side by side in one run, through the documented call `g.run(a, b
 
 * the same problem (8192^3, int8 and int4) through the default kernel and through the same configuration
   with `wide_c=True` forced, the two taking turns: the price of the 64-bit offsets themselves;
-* a C of 2^32 elements (65536 x 65536, K = 256: 17 GB of int32 written per call) through `run()` (which
-  picks the wide kernel by itself; and, where its shared memory fits, the same configuration with the TMA
-  store epilogue) beside cuBLAS int8 (`torch._int_mm` into a C of the same size).  The
-  call is bound by C's writes, so the operands (16 MB each) are not rotated beyond the L2: the C written is
-  280 times the L2.  The same at 16384 x 16384 x 256 (1 GB of C: no wide offsets), where the TMA store
-  epilogue is the other choice too.
+* a C of 2^32 elements (65536 x 65536, K = 256: 17 GB of int32 written per call) through `run()` (int8: the
+  TMA store epilogue `for_shape` picks at small K; int4: the wide registers kernel, picked by itself) and,
+  where its shared memory fits, the same configuration with the other epilogue, beside cuBLAS int8
+  (`torch._int_mm` into a C of the same size).  The call is bound by C's writes, so the operands (16 MB
+  each) are not rotated beyond the L2: the C written is 280 times the L2.  The same at 16384 x 16384 x 256
+  (1 GB of C: no wide offsets).
 
 Every result is checked exact against cuBLAS first (C poisoned).  CUDA events over back-to-back calls after
 warm-up (`gemm_table_bench.events_us`), the median of rounds.
@@ -30,18 +30,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from gemm_table_bench import OPS, agrees, events_us, input_sets, poisoned, reference, save, time_cycling  # noqa: E402
+from gemm_table_bench import (OPS, agrees, events_us, input_sets, poisoned, problem, reference, save,  # noqa: E402
+                              time_cycling)
 from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
 
 def forced_rows(torch, op, shape, rounds=5) -> list:
     """The default kernel and the same with wide_c forced, rounds in turns."""
     m, n, k = shape
-    sets = input_sets(op, m, n, k, torch)
-    want = reference(op, *sets[0], torch)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        g = OPS[op][1].for_shape(m, n, k)
+    sets, want, g = problem(op, shape, torch)
     kinds = {"default": g, "wide_c": dataclasses.replace(g, wide_c=True)}
     c = poisoned(op, m, n, torch)
     ok, times = {}, {label: [] for label in kinds}
@@ -62,17 +59,18 @@ def forced_rows(torch, op, shape, rounds=5) -> list:
 
 def wide_rows(torch, op, shape, rounds=3) -> list:
     """run() on a C written at the memory's pace (K small) beside cuBLAS int8 writing a C of the same size: the kernel run()
-    picks (the registers epilogue with 64-bit offsets) and, where it fits, the same through the TMA store
-    epilogue (tensor maps address C in 64 bits by themselves)."""
+    picks (int8: the TMA store epilogue, whose tensor maps address C in 64 bits by themselves; int4: the registers
+    epilogue, with 64-bit offsets for 2^32 elements) and, where it fits, the same with the other epilogue."""
     from ptxforge.errors import ValidationError
     m, n, k = shape
     (a, b), = input_sets(op, m, n, k, torch)[:1]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         g = OPS[op][1].for_shape(m, n, k)
-    kinds = [("run()'s kernel (registers epilogue)", g)]
+    other = "registers" if g.epilogue == "tma" else "tma"
+    kinds = [(f"run()'s kernel ({g.epilogue} epilogue)", g)]
     try:
-        kinds.append(("epilogue='tma'", dataclasses.replace(g, epilogue="tma")))
+        kinds.append((f"epilogue='{other}'", dataclasses.replace(g, epilogue=other)))
     except ValidationError as e:  # (the s4 tile's ring and C's staging do not fit together)
         print(f"{op}: no TMA store epilogue: {e}".splitlines()[0], flush=True)
     want = reference(op, a, b, torch)

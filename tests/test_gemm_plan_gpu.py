@@ -246,16 +246,21 @@ def test_run_waits_for_the_stream_an_operand_names(path):
             assert entry is None or entry[0] is not g or not entry[1], "a plan was kept for a cross-stream call"
 
 
-def test_run_stores_a_c_of_more_than_2_to_the_32_elements_whole():
-    """M x N above 2^32 (65536 x 65600 int32: 17 GB of C) through run() on torch tensors: the plan takes the
-    kernel with 64-bit C offsets (wide_c), and the rows at both ends of C equal numpy, C poisoned first (with
-    32-bit offsets the last 64 rows, past element 2^32, would have landed on the first ones)."""
+@pytest.mark.parametrize("epilogue", ["registers", "tma"])
+def test_run_stores_a_c_of_more_than_2_to_the_32_elements_whole(epilogue):
+    """M x N above 2^32 (65536 x 65600 int32: 17 GB of C) through run() on torch tensors, and the rows at both
+    ends of C equal numpy, C poisoned first (with 32-bit offsets the last 64 rows, past element 2^32, would have
+    landed on the first ones): the register epilogue's plan takes the kernel with 64-bit C offsets (wide_c); the
+    TMA store for_shape picks at this K addresses C through its tensor map, in 64 bits by itself."""
     torch = pytest.importorskip("torch")
     import importlib
     hrun = importlib.import_module("ptxforge.schedules.hopper.run")
     m, n, k = 65536, 65600, 64
     assert m * n > 1 << 32 > (m - 64) * n
-    g = Int8Gemm.for_shape(m, n, k, target="sm_90a")
+    from ptxforge.schedules.hopper import choose_hopper
+    g = Int8Gemm.for_shape(m, n, k, target="sm_90a") if epilogue == "tma" else \
+        choose_hopper(m, n, k, "s8", epilogue="registers")
+    assert g.epilogue == epilogue
     rng = np.random.default_rng(17)
     a = rng.integers(-128, 128, (m, k)).astype(np.int8)
     b = rng.integers(-128, 128, (n, k)).astype(np.int8)
@@ -265,7 +270,9 @@ def test_run_stores_a_c_of_more_than_2_to_the_32_elements_whole():
         g.run(ta, tb, tc)
         torch.cuda.synchronize()
         entry = hrun._plans.get(id(g))
-        assert entry is not None and any(p.kernel_cfg.wide_c for p in entry[1].values()), "no wide_c plan"
+        assert entry is not None
+        kernels = [p.kernel_cfg for p in entry[1].values()]
+        assert [c.wide_c for c in kernels] == [epilogue == "registers"] and kernels[0].epilogue == epilogue
         rows = np.r_[0:64, m - 64:m]
         got = tc[torch.from_numpy(rows).cuda()].cpu().numpy().astype(np.int64)
         assert np.array_equal(got, a[rows].astype(np.int64) @ b.astype(np.int64).T)

@@ -96,13 +96,15 @@ SKINNY_BF16_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, ea
 
 #: the largest K at which the large-problem s8, bf16 and f16 configurations write C through shared memory and
 #: TMA stores (epilogue='tma') instead of from registers: where C's writes weigh against the K loop the bulk
-#: stores free the consumers sooner.  On an H100 (bench/results/h100_lane/epilogue_small_k_d865fe7.md, three
-#: alternating rounds through run()): int8 8192 x 8192 x 1024 158.3 us against 172.5, x 512 121.0 against 135.2,
-#: x 256 110.2 against 121.3, 16384^2 x 256 448.6 against 476.1; bf16 266.1 against 281.3, 169.0 against 179.6,
-#: 125.8 against 135.9, 486.1 against 525.1.  At 8192^3 4 % faster for int8 and 1 % slower for bf16 there, level
-#: and 2 % slower on the H200 (h200_lane/hopper_gemm_variants.log): K beyond this keeps the registers epilogue.
-#: A C whose address is not 16-byte aligned is stored by the registers kernel of the same plan (HopperPlan).
-TMA_STORE_MAX_K = 1024
+#: stores free the consumers sooner.  Through run(), the two in turns in one run (bench/epilogue_bench.py),
+#: time with the TMA store over time with the register epilogue, N = 8192 unless said:
+#: H200 (h200_lane/tma_store_default): bf16 K = 8192 0.997, 2048 0.973, 1024 0.930, 512 0.899, 256 0.917,
+#: 16384^2 x 256 0.927; int8 16384^2 x 256 0.870.  H100 (h100_lane/epilogue_*): int8 8192 0.957-0.981, 2048
+#: 0.935, 1024 0.899-0.918, 512 0.894-0.897, 256 0.909-0.914, 16384^2 x 256 0.939-0.942; bf16 8192 1.009,
+#: 1024 0.946, 512 0.941, 256 0.925, 16384^2 x 256 0.926.  Level at 8192^3, so larger K keeps the register
+#: epilogue.  A C whose address is not 16-byte aligned is stored by the registers kernel of the same plan
+#: (HopperPlan).
+TMA_STORE_MAX_K = 2048
 
 #: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements: the comments above
 #: and schedules/hopper/tuning.py); a larger M takes DEFAULTS

@@ -4,9 +4,9 @@
 For int8 8192 x 8192 x 256 (a K small enough that C's writes weigh), through one prepared plan's
 `launch_pointers` (no per-call host path: the device time of the kernel alone), for the TMA-store
 configuration `for_shape` picks and for the same with `epilogue='registers'`; a TMA-store plan hands a C that
-is not 16-byte aligned to its registers-epilogue plan, which the table names.  Then torch's own `fill_` of the
-same views, and the host time of `run()` on an aligned and a shifted C (the call, not the kernel).  CUDA events over back-to-back calls
-after warm-up (`run_overhead_bench.events_us`), medians.
+is not 16-byte aligned to its registers-epilogue plan, which the lines name.  Then torch's own `fill_` of
+the same views, and the host time of `run()` on an aligned and a shifted C (the call, not the kernel).  CUDA
+events over back-to-back calls after warm-up (`run_overhead_bench.events_us`), medians.
 
     python bench/c_alignment_bench.py [--shape 8192,8192,256]
 """

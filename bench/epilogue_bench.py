@@ -75,7 +75,8 @@ def ran(cfg, offset: int):
 
 
 def table(rows) -> str:
-    lines = ["| shape | op | variant | µs per run() | / for_shape's | exact | kernel |", "|---|---|---|---|---|---|---|"]
+    lines = ["| shape | op | variant | µs per run() | / for_shape's | exact | kernel |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {'x'.join(map(str, r['shape']))} | {r['op']} | {r['variant']} | {r['us']:.1f} | "
                      f"{r['vs_default']:.3f} | {'yes' if r['ok'] else 'NO'} | {r['schedule']} |")

@@ -102,8 +102,8 @@ SKINNY_BF16_256 = dict(block_n=128, wg_m=64, consumers=2, stages=6, pdl=True, ea
 #: 16384^2 x 256 0.927; int8 16384^2 x 256 0.870.  H100, three runs (h100_lane/epilogue_*, final_e78cd2d):
 #: int8 8192 0.957-0.981, 2048 0.935-0.991, 1024 0.896-0.918, 512 0.887-0.897, 256 0.909-0.914, 16384^2 x 256
 #: 0.939-0.942; bf16 (two runs) 8192 0.981-1.009, 2048 1.000, 1024 0.946-1.002, 512 0.919-0.941, 256
-#: 0.919-0.925, 16384^2 x 256 0.912-0.926.  Level at 8192^3, so larger K keeps the register epilogue.  A C whose address is not 16-byte aligned is stored by the registers kernel of the same plan
-#: (HopperPlan).
+#: 0.919-0.925, 16384^2 x 256 0.912-0.926.  Level at 8192^3, so larger K keeps the register epilogue.  A C
+#: whose address is not 16-byte aligned is stored by the registers kernel of the same plan (HopperPlan).
 TMA_STORE_MAX_K = 2048
 
 #: operand -> (largest M, configuration) of the skinny problems, smallest first (measurements: the comments above

@@ -253,6 +253,7 @@ class HopperPlan:
         self._sums = (fn, fn._config((ctas, 1, 1), blk, 0), _ArgBlob(fn.layout))
 
     def _registers_cfg(self):
+        """This plan's configuration with the registers epilogue (C stored from registers in value pairs)."""
         from dataclasses import replace
         return replace(self.cfg, epilogue="registers")
 

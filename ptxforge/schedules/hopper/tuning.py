@@ -150,5 +150,6 @@ def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
            "mma.sync about 1300); measured 1.5x cuBLAS int8 at 8192^3 for s8")
     if choose_hopper(m, n, k, operand).epilogue == "tma":
         why += (f"; C written through shared memory and TMA stores at K = {k} <= {TMA_STORE_MAX_K}, where C's "
-                "writes weigh (up to 13 % less time than the register epilogue on the H200 and H100, never measurably more)")
+                "writes weigh (up to 13 % less time than the register epilogue on the H200 and H100, never "
+                "measurably more)")
     return True, why

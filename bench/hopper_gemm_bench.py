@@ -29,7 +29,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from ptxforge.schedules.hopper import CANDIDATES, DEFAULTS, HopperGemm, prepare, reference  # noqa: E402
-from ptxforge.schedules.hopper.convert import widen_numpy  # noqa: E402
 
 L2_BYTES = 60 << 20
 

@@ -381,7 +381,8 @@ def test_small_k_large_problems_store_c_through_tma():
 def test_gpu_small_k_tma_store_and_a_sliced_c_agree(op):
     """The small-K default (C through TMA stores) and a C 8 bytes past 16-byte alignment (a slice, stored by the
     registers kernel) give the same C bit for bit, exact (s8) or within the float bound (bf16), through run()
-    (careful, then kept) and a plan with a K split; nothing is written outside C."""
+    (careful, then kept), a plan with a K split, and a plan replayed from a CUDA graph; nothing is written
+    outside C."""
     torch = pytest.importorskip("torch")
     from ptxforge.schedules.hopper import choose_hopper
     m, n, k = 520, 392, 512
@@ -412,6 +413,24 @@ def test_gpu_small_k_tma_store_and_a_sliced_c_agree(op):
         outs.append(got)
     assert np.array_equal(outs[0].view(np.int32), outs[1].view(np.int32))
     assert np.array_equal(outs[2].view(np.int32), outs[3].view(np.int32))
+    # a sliced C in a CUDA graph: one call before the capture makes the registers plan, replays reuse it
+    s = torch.cuda.Stream()
+    plan = g.plan(m, n, k, stream=s)
+    whole = torch.full((m * n + 2,), -7, dtype=dt, device="cuda")
+    c = whole[2:].view(m, n)
+    with torch.cuda.stream(s):
+        plan(ta, tb, c)
+    s.synchronize()
+    made = plan._registers
+    c.fill_(-7)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        plan(ta, tb, c)
+    for _ in range(2):
+        graph.replay()
+        torch.cuda.synchronize()
+        assert np.array_equal(c.cpu().numpy().view(np.int32), outs[1].view(np.int32)) and plan._registers is made
+        c.fill_(-7)
 
 
 def test_int_gemm_for_shape_picks_hopper_on_sm90a():

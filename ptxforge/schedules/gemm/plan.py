@@ -77,11 +77,9 @@ class GemmPlan:
         self.row_bytes = k * v.bits // 8
         self.function = fn = load_kernel(v)
         self._cfg = fn._config(v.grid(m, n), v.block, v.shared_bytes)
-        self._dependent = None
         if v.pdl:  # launched so that it may start while the kernel ahead of it finishes
             from ...runtime.dependent import DependentLaunch
-            self._dependent = DependentLaunch(fn, self._cfg, self.stream)
-            self._go = self._dependent.go
+            self._go = DependentLaunch(fn, self._cfg, self.stream).go
         else:
             from ...runtime.launch_ex import block_launcher
             self._go = block_launcher(fn, self._cfg, self.stream)

@@ -144,15 +144,6 @@ class HopperPlan:
             self._c_align = self._registers_cfg().for_launch(kn, self.splits, m * n).c_store_bytes
         else:
             self._c_align = self.kernel_cfg.c_store_bytes
-        # how the GEMM's argument block is launched, chosen once: with the cluster shape, as a programmatic
-        # dependent launch, or plainly
-        if self._cluster is not None:
-            self._launch = self._cluster.go
-        elif self._dependent is not None:
-            self._launch = self._dependent.go
-        else:
-            from ...runtime.launch_ex import block_launcher
-            self._launch = block_launcher(self.fn, self._cfg, self.stream)
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums), *self._fused)
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
@@ -183,29 +174,31 @@ class HopperPlan:
         return nonempty_splits(ktiles, splits)
 
     def _grid(self, sms: int) -> None:
-        """The persistent grid (whole clusters, no more than run at once) and how it is launched: the launch
-        configuration, the cluster launch or the programmatic dependent one."""
+        """The persistent grid (whole clusters, no more than run at once) and how the GEMM's argument block is
+        launched, chosen once (`_launch`): with the cluster shape, as a programmatic dependent launch, or plainly."""
         cfg, fn = self.cfg, self.fn
         cs = cfg.cluster_size
         units = cfg.cluster_tiles(self._km, self._kn) * self.splits
         self.grid = (cs * max(1, min(units, sms // cs)), 1, 1)  # whole clusters
         self._cfg = fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
-        self._cluster = None
         if cs > 1:
             from ...runtime.cluster import cluster_launch_config
-            self._cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                  shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
+            cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                            shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
             # a persistent grid of more clusters than fit at once would run its last ones after the others
-            most = self._cluster.max_active_clusters()
+            most = cluster.max_active_clusters()
             if 0 < most < self.grid[0] // cs:
                 self.grid = (cs * most, 1, 1)
                 self._cfg = fn._config(self.grid, (cfg.threads, 1, 1), cfg.smem_bytes)
-                self._cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
-                                                      shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
-        self._dependent = None
-        if cfg.pdl and self._cluster is None:  # (a cluster launch carries the attribute itself)
+                cluster = cluster_launch_config(fn, self.grid, (cfg.threads, 1, 1), cfg.cluster,
+                                                shared=cfg.smem_bytes, stream=self.stream, dependent=cfg.pdl)
+            self._launch = cluster.go  # (a cluster launch carries the dependent-launch attribute itself)
+        elif cfg.pdl:
             from ...runtime.dependent import DependentLaunch
-            self._dependent = DependentLaunch(fn, self._cfg, self.stream)
+            self._launch = DependentLaunch(fn, self._cfg, self.stream).go
+        else:
+            from ...runtime.launch_ex import block_launcher
+            self._launch = block_launcher(fn, self._cfg, self.stream)
 
     def _split_buffers(self, fused: bool, stream) -> None:
         """A K split's partial sums: the in-kernel reduction's workspace and tile counters (`fused`), or the

@@ -416,21 +416,12 @@ def test_gpu_small_k_tma_store_and_a_sliced_c_agree(op):
     # a sliced C in a CUDA graph: one call before the capture makes the registers plan, replays reuse it
     s = torch.cuda.Stream()
     plan = g.plan(m, n, k, stream=s)
-    whole = torch.full((m * n + 2,), -7, dtype=dt, device="cuda")
-    c = whole[2:].view(m, n)
-    with torch.cuda.stream(s):
-        plan(ta, tb, c)
-    s.synchronize()
-    made = plan._registers
-    c.fill_(-7)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=s):
-        plan(ta, tb, c)
-    for _ in range(2):
-        graph.replay()
-        torch.cuda.synchronize()
-        assert np.array_equal(c.cpu().numpy().view(np.int32), outs[1].view(np.int32)) and plan._registers is made
-        c.fill_(-7)
+    c = torch.full((m * n + 2,), -7, dtype=dt, device="cuda")[2:].view(m, n)
+    made = []
+    for replayed in _graph_replays(torch, plan, ta, tb, c, s):
+        assert np.array_equal(replayed.view(np.int32), outs[1].view(np.int32))
+        made.append(plan._registers)
+    assert made[0] is not None and made[1] is made[0]
 
 
 def test_int_gemm_for_shape_picks_hopper_on_sm90a():
@@ -527,17 +518,25 @@ def test_gpu_split_reductions_agree_call_after_call_and_in_a_graph(op, kw):
         else:
             np.testing.assert_allclose(got[0], want, rtol=1e-3, atol=1e-2)
     c = torch.full((m, n), -7, dtype=dt, device="cuda")
-    with torch.cuda.stream(s):
-        fused(ta, tb, c)  # encodes the tensor maps of these buffers before capture
-    s.synchronize()
+    for replayed in _graph_replays(torch, fused, ta, tb, c, s):
+        assert np.array_equal(replayed.view(np.int32), got[0].view(np.int32))
+
+
+def _graph_replays(torch, plan, ta, tb, c, stream, replays=2):
+    """C (numpy) after each replay of a CUDA graph that holds one `plan(ta, tb, c)` on `stream`: one call before
+    the capture (it encodes the buffers' tensor maps and makes anything the plan makes at a first launch), C
+    poisoned with -7 before each replay."""
+    with torch.cuda.stream(stream):
+        plan(ta, tb, c)
+    stream.synchronize()
     c.fill_(-7)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph, stream=s):
-        fused(ta, tb, c)
-    for _ in range(2):
+    with torch.cuda.graph(graph, stream=stream):
+        plan(ta, tb, c)
+    for _ in range(replays):
         graph.replay()
         torch.cuda.synchronize()
-        assert np.array_equal(c.cpu().numpy().view(np.int32), got[0].view(np.int32))
+        yield c.cpu().numpy()
         c.fill_(-7)
 
 

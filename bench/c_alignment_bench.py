@@ -6,7 +6,9 @@ For int8 8192 x 8192 x 256 (a K small enough that C's writes weigh), through one
 configuration `for_shape` picks and for the same with `epilogue='registers'`; a TMA-store plan hands a C that
 is not 16-byte aligned to its registers-epilogue plan, which the lines name.  Then torch's own `fill_` of
 the same views, and the host time of `run()` on an aligned and a shifted C (the call, not the kernel).  CUDA
-events over back-to-back calls after warm-up (`run_overhead_bench.events_us`), medians.
+events over back-to-back calls after warm-up (`run_overhead_bench.events_us`), medians.  The operands (4 MB
+each) are not rotated: what is measured is C's writes, 268 MB per call, four times the L2, through views of one
+tensor so that only C's start differs between the rows.
 
     python bench/c_alignment_bench.py [--shape 8192,8192,256]
 """

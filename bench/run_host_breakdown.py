@@ -74,9 +74,10 @@ def floor_rows(torch, plan, a, b, c) -> list:
     from ptxforge.runtime.driver import api
     import importlib
     hrun = importlib.import_module("ptxforge.schedules.hopper.run")  # the module (the package exports a run())
-    if plan._dependent is None or not plan._swap:
+    from ptxforge.runtime.dependent import DependentLaunch
+    if not plan.cfg.pdl or plan.cfg.cluster_size > 1 or not plan._swap:
         return []  # written for the M = 32 plan: swapped operands, a programmatic dependent launch
-    d, config, func = api(), plan._dependent.config, plan.fn._func
+    d, config, func = api(), DependentLaunch(plan.fn, plan._cfg, plan.stream).config, plan.fn._func
     kept = hrun._plans[id(plan.cfg)][1]
     blobs = plan._blobs
     addr = next(iter(blobs.values())).addr
@@ -87,7 +88,7 @@ def floor_rows(torch, plan, a, b, c) -> list:
     def inline():
         ra, rb, rc = read(a), read(b), read(c)
         kept.get((ra[3], ra[0], rb[3], rb[0], rc[3], rc[0], None, None, 0))
-        d.cuLaunchKernelEx(config, func, blobs[(rb[4], ra[4], rc[4])].addr, 0)
+        d.cuLaunchKernelEx(config, func, blobs[(ra[4], rb[4], rc[4])].addr, 0)
 
     return [("the driver call alone", lambda: d.cuLaunchKernelEx(config, func, addr, 0), True),
             ("run()'s work written inline", inline, True)]

@@ -65,21 +65,33 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
     d = api()
     func, module, name = fn._func, fn.module, fn.name
     record = faults.record_launch
+    def failed(err, launch, head, addr) -> None:
+        err = launched_in_ours(err, launch, *head, addr, 0)  # perhaps not in ptxforge's context: once in ours
+        if err:
+            raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory")
+
+    # (each `go` spells the driver's arguments out: a call through *args costs about as much again)
     if config is None:  # cuLaunchKernel(f, grid x, y, z, block x, y, z, shared bytes, stream, params, extra)
-        launch, head = d.cuLaunchKernel, (func, *cfg, d.CUstream(stream))
+        launch, cu_stream = d.cuLaunchKernel, d.CUstream(stream)
+        gx, gy, gz, bx, by, bz, shared = cfg
         said = f"cuLaunchKernel of '{name}'"
+
+        def go(blob) -> None:
+            if module._handle is None:
+                fn._check_loaded()
+            err, = launch(func, gx, gy, gz, bx, by, bz, shared, cu_stream, blob.addr, 0)
+            if err:
+                failed(err, launch, (func, gx, gy, gz, bx, by, bz, shared, cu_stream), blob.addr)
+            record(stream, name, cfg)
     else:  # cuLaunchKernelEx(config, f, params, extra)
-        launch, head = d.cuLaunchKernelEx, (config, func)
+        launch = d.cuLaunchKernelEx
         said = f"cuLaunchKernelEx of '{name}' ({what})"
 
-    def go(blob) -> None:
-        if module._handle is None:
-            fn._check_loaded()
-        err, = launch(*head, blob.addr, 0)
-        if err:  # perhaps not in ptxforge's context (another library's current, or a new thread's none)
-            err = launched_in_ours(err, launch, *head, blob.addr, 0)
+        def go(blob) -> None:
+            if module._handle is None:
+                fn._check_loaded()
+            err, = launch(config, func, blob.addr, 0)
             if err:
-                raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, "
-                                        f"{cfg[6]} B dynamic shared memory")
-        record(stream, name, cfg)
+                failed(err, launch, (config, func), blob.addr)
+            record(stream, name, cfg)
     return go

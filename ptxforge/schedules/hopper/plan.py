@@ -109,7 +109,7 @@ class HopperPlan:
         self._maps = ({}, {}, {})
         self._seen: set = set()  # (slot, type, dtype) whose element type was checked
         self._kinds: set = set()  # (A shape, A dtype, B shape, B dtype, C shape, C dtype) checked whole, as read fast
-        self._blobs: dict = {}  # (A, B, C or workspace address) -> its argument block, packed once
+        self._blobs: dict = {}  # the caller's (A, B, C) addresses -> the GEMM's argument block, packed once
         tiles_m, tiles_n, ktiles = cfg.tile_counts(km, kn, k)
         if sms is None:
             sms = drv.device_info().sm_count
@@ -145,6 +145,8 @@ class HopperPlan:
         else:
             self._c_align = self.kernel_cfg.c_store_bytes
         self._scalars = (km, kn, k, self.splits, *(b.ptr for b in self.sums), *self._fused)
+        # no row sums launch before the GEMM and no reduction launch after it (a kept block is all a call needs)
+        self._one_launch = self._sums is None and self._reduce is None
         self._shapes = ((m, inner), (n, inner), (m, n))  # inner: elements per operand row as the arrays hold them
 
     def _operand_templates(self) -> int:
@@ -279,14 +281,15 @@ class HopperPlan:
             maps[ptr] = blob
         return blob
 
-    def _filled(self, a_ptr: int, b_ptr: int, out: int):
+    def _filled(self, key: tuple, a_ptr: int, b_ptr: int, out: int):
         """The GEMM's argument block for these addresses (the kernel's A, B and C or workspace), packed
-        once with their tensor maps and kept (up to _TMAP_CACHE blocks): a repeated launch packs nothing."""
+        once with their tensor maps and kept under `key`, the caller's (A, B, C) addresses (up to
+        _TMAP_CACHE blocks): a repeated launch packs nothing."""
         from ...runtime.kernel import kept_blob
         values = (self._map(0, a_ptr), self._map(1, b_ptr), out) + self._scalars
         if self._c_map:  # epilogue='tma': C's (or the workspace's) tensor map comes last
             values += (self._map(2, out),)
-        return kept_blob(self._blobs, (a_ptr, b_ptr, out), self.fn.layout, values, _TMAP_CACHE)
+        return kept_blob(self._blobs, key, self.fn.layout, values, _TMAP_CACHE)
 
     def misaligned(self, a_ptr: int, b_ptr: int, c_ptr: int) -> str | None:
         """Why these addresses of A, B and C cannot be launched on, or None: A and B need 16 bytes (their
@@ -302,6 +305,12 @@ class HopperPlan:
         """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked: see
         `misaligned` for what the addresses need; epilogue='tma' hands a C that is not 16-byte aligned to
         `_registers_plan`)."""
+        key = (a_ptr, b_ptr, c_ptr)
+        if self._one_launch:  # the per-call path of a plan that launches the GEMM alone
+            blob = self._blobs.get(key)
+            if blob is not None:
+                self._launch(blob)
+                return
         if self._c_by_map and c_ptr % 16:
             (self._registers or self._registers_plan()).launch_pointers(a_ptr, b_ptr, c_ptr)
             return
@@ -312,10 +321,9 @@ class HopperPlan:
             fn, cfg_ab, blob = self._sums
             fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,
                                          self.row_bytes))
-        out = self._workspace_ptr or c_ptr
-        blob = self._blobs.get((a_ptr, b_ptr, out))
+        blob = self._blobs.get(key)
         if blob is None:
-            blob = self._filled(a_ptr, b_ptr, out)
+            blob = self._filled(key, a_ptr, b_ptr, self._workspace_ptr or c_ptr)
         self._launch(blob)
         if self._reduce is not None:
             red, rcfg, rblob = self._reduce

@@ -1166,6 +1166,34 @@ def test_gemm_int4_without_a_gpu_checks_the_kernel_on_the_interpreter(monkeypatc
     assert "MISMATCH with numpy" in capsys.readouterr().out
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("argv", [[], ["--mma-sync"]])
+def test_gpu_gemm_int4_runs_checks_and_times_the_kernel_it_chose(monkeypatch, capsys, argv):
+    """On a GPU the main job runs its kernel at the whole (ragged) shape on random data, checks C against numpy
+    and prints TOPS; on sm_90 it names the TMA + wgmma path (IGMMA in the SASS) unless --mma-sync is given.  A C
+    read back wrong turns the exit status to 1 and says MISMATCH."""
+    from ptxforge.cli import main
+    from ptxforge.runtime import DeviceBuffer, device_info
+    shape = ["--m", "264", "--n", "200", "--k", "1024", "--repeat", "3", "--arch", "sm_90"]
+    assert main(["gemm-int4", *shape, *argv]) == 0
+    out = capsys.readouterr().out
+    assert "check:    exact match with numpy (264x200x1024" in out and " TOPS" in out, out
+    if device_info().sm == 90 and not argv:
+        assert "path:     wgmma_s4 -- sm_90a: TMA loads" in out and "IGMMA" in out, out
+    else:
+        assert "path:     wgmma" not in out, out
+    real = DeviceBuffer.to_host
+
+    def off_by_one(self, *a, **kw):
+        c = real(self, *a, **kw)
+        if c.dtype == np.int32:
+            c[-1, -1] += 1
+        return c
+    monkeypatch.setattr(DeviceBuffer, "to_host", off_by_one)
+    assert main(["gemm-int4", *shape, *argv]) == 1
+    assert "MISMATCH with numpy" in capsys.readouterr().out
+
+
 # ---------------------------------------------------------------- the interpreter's launch limits
 
 def _noop():

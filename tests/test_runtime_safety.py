@@ -642,6 +642,47 @@ def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, mo
         plan(a, b, off4)
 
 
+@pytest.mark.parametrize("kw,splits,launches", [
+    (dict(operand="s8"), 1, ["gemm"]),
+    (dict(operand="s4", block_n=256, block_k_bytes=256, stages=2, biased=True), 1, ["sums", "gemm"]),
+    (dict(operand="s8", split_reduce="launch"), 2, ["gemm", "reduce"])])
+def test_a_repeated_launch_makes_every_launch_of_its_plan(drv, monkeypatch, kw, splits, launches):
+    """A plan keeps its argument blocks per address triple, and a repeated call on the same addresses goes
+    straight to the kept block only where the GEMM is the plan's one launch: the biased s4 path still sums
+    the rows first and a K split by a second launch still reduces after, on every call."""
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper import plan as hplan
+    from ptxforge.assembler import find_tool
+    if not find_tool("ptxas"):
+        pytest.skip("needs ptxas")
+    monkeypatch.setattr(hplan, "_kernels", {})
+    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
+    del fn
+    max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
+    names, launched = {}, []
+    drv.answers.update({
+        "cuModuleLoadData": lambda cubin: (0, 0x4400 + len(names)),
+        "cuModuleGetFunction": lambda mod, name: (names.setdefault(int(mod) + 0x10000, name.decode()),
+                                                  (0, int(mod) + 0x10000))[1],
+        "cuFuncGetParamInfo": (500, 0, 0),
+        "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
+        "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
+        "cuMemAlloc": (0, 0x6000_0000), "cuMemsetD8": (0,), "cuMemsetD8Async": (0,),
+        "cuLaunchKernel": lambda f, *a: (launched.append(names[int(f)]), (0,))[1],
+        "cuLaunchKernelEx": lambda config, f, *a: (launched.append(names[int(f)]), (0,))[1]})
+    drv.current = OURS
+    operand = kw.pop("operand")
+    plan = hplan.HopperPlan(HopperGemm(operand, **kw), 256, 256, 1024, sms=132, splits=splits)
+
+    def kind(name):
+        return "sums" if name == "biased_row_sums" else "reduce" if name.startswith("splitk_reduce") else "gemm"
+    for _ in range(3):
+        launched.clear()
+        plan.launch_pointers(0x7000_0000, 0x7100_0000, 0x7200_0000)
+        assert [kind(x) for x in launched] == launches
+    assert len(plan._blobs) == 1  # packed once, kept
+
+
 def test_when_ours_is_current_an_entry_costs_one_query(drv):
     drv.current = OURS
     drv.calls.clear()

@@ -293,6 +293,23 @@ def test_out_of_memory_while_loading_leaves_the_cache_alone(drv, disk, monkeypat
     assert open(disk.path(KEY), "rb").read() == before and F.dead_reason() is None
 
 
+def test_an_allocation_refused_during_a_graph_capture_says_to_make_it_before(drv):
+    """The driver refuses cuMemAlloc while a stream captures a CUDA graph in global mode (a GEMM's first run()
+    of a K-split kind allocates its workspace): the error names the call and the code and says what to do;
+    the context stays usable and nothing is marked dead."""
+    drv.answers["cuMemAlloc"] = (900, 0)
+    with pytest.raises(DriverError) as e:
+        pf.DeviceBuffer.empty((1 << 20,), np.uint8)
+    msg = str(e.value)
+    assert msg.startswith(f"cuMemAlloc({1 << 20} bytes) failed: ") and "(900)" in msg, msg
+    assert "before capturing" in msg and "relaxed mode" in msg and e.value.code == 900
+    assert not isinstance(e.value, ContextLost) and F.dead_reason() is None
+    drv.answers["cuMemAlloc"] = (2, 0)  # any other refusal keeps its own words
+    with pytest.raises(DriverError, match="OUT_OF_MEMORY") as e:
+        pf.DeviceBuffer.empty(16)
+    assert "capturing" not in str(e.value)
+
+
 def test_only_an_image_rejection_replaces_a_cached_cubin(drv, disk, monkeypatch):
     disk.put(KEY, b"cached cubin")
     lm, jits = _build_with(drv, disk, monkeypatch, 200)  # CUDA_ERROR_INVALID_IMAGE

@@ -63,7 +63,8 @@ def driver_error(err, what: str) -> DriverError:
 
     A sticky code (a kernel fault) gives ContextLost naming the launches since the last
     successful synchronization and marks the context dead; once it is dead, any failure
-    gives ContextLost with that one sentence.
+    gives ContextLost with that one sentence.  A call refused during a CUDA graph capture says what to do
+    (`faults.CAPTURE_ADVICE`).
     """
     code = int(err)
     dead = faults.dead_reason()
@@ -83,7 +84,9 @@ def driver_error(err, what: str) -> DriverError:
         pass
     if faults.is_sticky(code):
         return faults.context_lost(code, name, what, desc)
-    return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else ""), code=code, name=name)
+    advice = f"; {faults.CAPTURE_ADVICE}" if code in faults.CAPTURE_REFUSED else ""
+    return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else "") + advice, code=code,
+                       name=name)
 
 
 @dataclass(frozen=True)

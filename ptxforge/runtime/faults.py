@@ -55,6 +55,15 @@ IMAGE_REJECTED = {
     300: "CUDA_ERROR_INVALID_SOURCE",
 }
 
+#: Codes with which the driver refuses a call because a stream is capturing a CUDA graph in global (or this
+#: thread's thread-local) mode; `CAPTURE_ADVICE` says what to do.
+CAPTURE_REFUSED = {900: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"}
+
+#: What a refused call during a graph capture asks of the caller: ptxforge allocates and loads at first use.
+CAPTURE_ADVICE = ("a CUDA graph is being captured, and the driver takes no such call during a capture: make the call "
+                  "that allocates or loads before capturing (a DeviceBuffer, a GEMM's plan or its first run() of a "
+                  "problem kind, a kernel's first launch), or capture in relaxed mode")
+
 #: Launches remembered per stream (the oldest are dropped; their number is still counted).
 REMEMBERED = 8
 
@@ -67,7 +76,7 @@ def code_name(code: int, name: str = "") -> str:
     """The CUresult's name: the driver's when given, else from the tables here."""
     if name and not name.isdigit():
         return name
-    for table in (STICKY, OUT_OF_RESOURCES, NO_CONTEXT, IMAGE_REJECTED):
+    for table in (STICKY, OUT_OF_RESOURCES, NO_CONTEXT, IMAGE_REJECTED, CAPTURE_REFUSED):
         if code in table:
             return table[code]
     return f"CUresult {code}"

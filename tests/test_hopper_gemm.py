@@ -522,6 +522,45 @@ def test_gpu_split_reductions_agree_call_after_call_and_in_a_graph(op, kw):
         assert np.array_equal(replayed.view(np.int32), got[0].view(np.int32))
 
 
+@pytest.mark.gpu
+def test_gpu_a_first_call_inside_a_graph_capture_says_what_to_do():
+    """The first run() of a problem kind makes its plan, and a K split allocates the plan's workspace, which the
+    driver refuses while a stream captures a graph in global mode: the error (ours, under torch's own at the
+    capture's end) says to make that call before capturing, and the process goes on.  Made before, the call is
+    captured and replays exactly; in relaxed mode the first call itself may be captured."""
+    torch = pytest.importorskip("torch")
+    from ptxforge.errors import DriverError
+    cfg = HopperGemm("s4", **SKINNY["s4"][0][1])
+    m, n, k = 32, 1024, 8192
+    a, b = random_operands(cfg, m, n, k, np.random.default_rng(8))
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    want = reference(cfg, a, b)
+    s = torch.cuda.Stream()
+    c = torch.full((m, n), -7, dtype=torch.int32, device="cuda")
+    torch.cuda.synchronize()
+    with pytest.raises(Exception) as e:
+        with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=s, capture_error_mode="global"):
+            cfg.run(ta, tb, c, stream=s)
+    chain, x = [], e.value
+    while x is not None:
+        chain.append(x)
+        x = x.__context__
+    ours = [x for x in chain if isinstance(x, DriverError)]
+    assert ours and "before capturing" in str(ours[0]) and ours[0].code == 900, [str(x) for x in chain]
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()  # (a stream of its own for what follows the refused capture)
+    relaxed = HopperGemm("s4", **dict(SKINNY["s4"][0][1], a_group=4))  # a kind no call has made a plan for
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s, capture_error_mode="relaxed"):
+        relaxed.run(ta, tb, c, stream=s)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.array_equal(c.cpu().numpy().astype(np.int64), want)
+    plan = cfg.plan(m, n, k, stream=s)
+    for got in _graph_replays(torch, plan, ta, tb, c, s):
+        assert np.array_equal(got.astype(np.int64), want)
+
+
 def _graph_replays(torch, plan, ta, tb, c, stream, replays=2):
     """C (numpy) after each replay of a CUDA graph that holds one `plan(ta, tb, c)` on `stream`: one call before
     the capture (it encodes the buffers' tensor maps and makes anything the plan makes at a first launch), C

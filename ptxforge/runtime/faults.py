@@ -14,6 +14,9 @@ Error codes are sorted into three classes:
 * ``OUT_OF_RESOURCES``: this call could not get memory; nothing is wrong with inputs;
 * ``IMAGE_REJECTED``: the driver refused a cubin or PTX image as such (the only class for which
   a cached cubin is replaced).
+
+(``NO_CONTEXT`` names the codes of a driver with no usable context, and ``CAPTURE_REFUSED`` those of a
+call refused while a stream captures a CUDA graph, whose message then says what to do.)
 """
 
 from __future__ import annotations

@@ -36,6 +36,19 @@ def test_a_missing_cluster_barrier_is_a_race_between_ctas():
     assert f.nthreads == 128  # the readers of both CTAs; the writers are the partner CTA's threads
 
 
+def test_a_store_into_another_cta_before_a_cluster_barrier_is_reported():
+    """Another CTA's shared memory may be touched only once a completed cluster barrier showed that CTA running
+    (on an H100 the ring without its first barrier failed the launch in some runs): the store is reported, for
+    every thread that made it, at the line that emitted it."""
+    out = np.zeros((4, 64), np.uint32)
+    with pytest.raises(interp.InterpError, match=r"\[barrier\] store of another CTA's shared memory") as info:
+        interp.run(ring_probe(4, started=False), grid=4, block=64, args=[out])
+    f = info.value.findings[0]
+    assert f.instruction.opcode == "st" and f.nthreads == 256 and "cluster_probes.py" in str(f.loc)
+    report = interp.run(ring_probe(4), grid=4, block=64, args=[out])
+    assert not report.findings
+
+
 def test_wait_without_arrive_and_mapa_out_of_the_cluster():
     k = pf.KernelBuilder("w", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
     k.barrier_cluster_wait()

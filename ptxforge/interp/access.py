@@ -104,8 +104,10 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
         big = (off >= L.smem.size) | (rank > S.cluster_size)
         off = np.where(big, -1, off)
         ok = L.smem.check(off, nbytes)
-        cta = np.where(rank > 0, S.cta_local[thr] - S.cluster_rank_of_cta[S.cta_local[thr]] + rank - 1,
-                       S.cta_local[thr])
+        own = S.cta_local[thr]
+        cta = np.where(rank > 0, own - S.cluster_rank_of_cta[own] + rank - 1, own)
+        if (rank > 0).any():
+            check_peer_started(S, op, thr, cta != own, what)
         off = off + cta * L.smem.size
     elif space == PARAM:
         if write:
@@ -140,6 +142,17 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
         if len(thr) == 0:
             return []
     return [Part(space, pos, off, thr)]
+
+
+def check_peer_started(S, op, thr, peer, what):
+    """Report the threads among `thr` whose access (`peer`: to another CTA's shared memory) comes before they came
+    out of a barrier.cluster.wait: only a completed cluster barrier shows every CTA of the cluster running."""
+    st = getattr(S, "cluster_bar", None)
+    early = peer if st is None else peer & ~st.seen_all[thr]
+    if early.any():
+        S.report("barrier", f"{what} of another CTA's shared memory (distributed shared memory) before a "
+                 "barrier.cluster.wait showed every CTA of the cluster running: that CTA may not have started "
+                 "yet (barrier.cluster.arrive and wait first)", op, thr[early])
 
 
 # ---------------------------------------------------------------- typed data movement

@@ -7,7 +7,10 @@ Addresses: `mapa` returns the CTA-local offset with (rank + 1) << 24 added (see
 access.CLUSTER_RANK_SHIFT); a plain shared address in a .shared::cluster access means the
 executing CTA, as in PTX.  barrier.cluster.arrive marks a thread; when every live thread of the
 cluster has arrived the phase completes (a synchronization event for the race checks) and the
-threads blocked in barrier.cluster.wait go on.  A wait with no arrive before it is reported.
+threads blocked in barrier.cluster.wait go on.  A wait with no arrive before it is reported, and so is
+an access to another CTA's shared memory by a thread that has not yet come out of a cluster wait: until
+then the other CTA may not have started (a DSMEM access to it is undefined; on an H100 such a ring of
+stores failed the launch in some runs and not in others).
 Not checked: races between CTAs that only a CTA-local bar.sync separates (a cluster barrier or
 an mbarrier phase orders them).
 """
@@ -79,6 +82,9 @@ class ClusterBarrier:
         self.gen = np.zeros(nclusters, dtype=np.int64)
         self.arrive_gen = np.full(S.N, -1, dtype=np.int64)
         self.waiting = np.zeros(S.N, dtype=bool)
+        #: threads that came out of a barrier.cluster.wait: they know every CTA of their cluster is running, which
+        #: an access to another CTA's shared memory needs (access.check_peer_started)
+        self.seen_all = np.zeros(S.N, dtype=bool)
 
 
 def cluster_state(S) -> ClusterBarrier:
@@ -107,6 +113,7 @@ def check_clusters(S, clusters):
         release = st.waiting & members
         S.blocked &= ~release
         st.waiting &= ~release
+        st.seen_all |= release
 
 
 def make_barrier_cluster(P, op):
@@ -136,4 +143,5 @@ def make_barrier_cluster(P, op):
         st.waiting |= block
         S.blocked |= block
         st.arrive_gen[m & done] = -1
+        st.seen_all |= m & done
     return wait

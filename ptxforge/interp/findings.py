@@ -22,7 +22,8 @@ KINDS = {
     "async": "cp.async / bulk-copy destination touched before the copy completed",
     "collective": "warp-collective instruction reached by part of a warp, or a shuffle from an inactive lane",
     "barrier": "bar.sync / mbarrier misuse: deadlock (setmaxnreg.inc waiting for registers too), divergent "
-               "barrier, too many arrivals, use before init, a parity wait that skips a phase",
+               "barrier, too many arrivals, use before init, a parity wait that skips a phase, another CTA's shared "
+               "memory touched before a cluster barrier showed that CTA running",
     "branch": "bra.uni taken by part of a warp",
     "uninit": "shared memory read before anything wrote it (off by default)",
     "arith": "integer division by zero",

@@ -34,9 +34,11 @@ def expected_sregs(grid, cluster):
     return np.array(rows, dtype=np.uint32)
 
 
-def ring_probe(size, *, sync=True):
+def ring_probe(size, *, sync=True, started=True):
     """Each CTA writes 64 words into the next CTA's `inbox` (mapa + st.shared::cluster), then after a
-    cluster barrier copies its own inbox to out[ctaid]: word i = 1000 * sender rank + i."""
+    cluster barrier copies its own inbox to out[ctaid]: word i = 1000 * sender rank + i.  A cluster barrier
+    comes first (`started`): a CTA may write into another's shared memory only once that one is running.
+    `sync=False` leaves out the barriers after the stores (a race); `started=False` the first one."""
     k = pf.KernelBuilder("cluster_ring", target="sm_90", reqntid=64, reqnctapercluster=(size, 1, 1))
     out = k.param_ptr("out", u32)
     inbox = k.shared("inbox", 256, align=16)
@@ -44,6 +46,8 @@ def ring_probe(size, *, sync=True):
     rank = k.cluster_ctarank()
     nxt = k.rem(k.add(rank, 1), size)
     slot = k.add(k.shared_base(inbox), k.shl(tid, 2))
+    if started:
+        k.cluster_sync()  # every CTA of the cluster running before any writes into another's shared memory
     k.st(k.mapa(slot, nxt), k.mad(rank, 1000, tid, mode="lo"), type=u32, space="shared::cluster")
     if sync:
         k.cluster_sync()

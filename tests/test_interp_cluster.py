@@ -49,6 +49,46 @@ def test_a_store_into_another_cta_before_a_cluster_barrier_is_reported():
     assert not report.findings
 
 
+def multicast_probe(started=True):
+    """CTA 0 of a 2-CTA cluster loads an 8 x 16 byte box by TMA into both CTAs' `tile` (multicast), each CTA's own
+    mbarrier expecting the bytes; every CTA then copies its tile to out[rank].  A cluster barrier after the
+    mbarriers' init shows both CTAs running before the multicast (`started`)."""
+    k = pf.KernelBuilder("multicast_probe", target="sm_90a", reqntid=32, reqnctapercluster=(2, 1, 1))
+    tmap = k.param_tensormap("src")
+    out = k.param_ptr("out", u32)
+    tile = k.shared("tile", 128, align=128)
+    bar = k.shared("bar", 8, align=8)
+    rank = k.cluster_ctarank()
+    lead = k.setp("eq", k.tid(), 0)
+    with k.if_(lead):
+        k.mbarrier_init(bar, 1)
+        k.fence("fence.mbarrier_init.release.cluster")
+        k.mbarrier_arrive(bar, expect_tx=128)
+    if started:
+        k.cluster_sync()
+    else:
+        k.bar_sync()  # (the CTA's own threads see its mbarrier initialized: only the cluster is left unsynchronized)
+    with k.if_(k.setp("eq", k.add(rank, k.tid()), 0)):  # thread 0 of rank 0
+        k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=0b11)
+    k.mbarrier_wait(bar, 0)
+    word = k.ld(k.add(k.shared_base(tile), k.shl(k.tid(), 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(k.mad(rank, 32, k.tid(), mode="lo"), 4, mode="wide")), word, type=u32)
+    k.cluster_sync()
+    return k
+
+
+def test_a_multicast_before_a_cluster_barrier_is_reported():
+    """A TMA multicast writes into the other CTA's shared memory and completes on its mbarrier: reported when it
+    comes before a cluster barrier showed that CTA running; with the barrier both CTAs get the box."""
+    src = np.arange(16 * 8, dtype=np.uint8).reshape(8, 16)
+    out = np.zeros((2, 32), np.uint32)
+    interp.run(multicast_probe(), grid=2, block=32, args=[interp.host_tensor_map(src, (16, 8)), out])
+    assert (out == src.reshape(-1).view(np.uint32)).all()
+    pf.assemble(multicast_probe().module(), backend="ptxas")
+    with pytest.raises(interp.InterpError, match=r"\[barrier\] TMA multicast write of another CTA's shared"):
+        interp.run(multicast_probe(started=False), grid=2, block=32, args=[interp.host_tensor_map(src, (16, 8)), out])
+
+
 def test_wait_without_arrive_and_mapa_out_of_the_cluster():
     k = pf.KernelBuilder("w", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
     k.barrier_cluster_wait()

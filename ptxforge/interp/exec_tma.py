@@ -43,7 +43,7 @@ from ..isa.descriptors import apply_swizzle, swizzle_mode
 from ..isa.operands import TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from . import global_order
-from .access import Part, mark_pending, shadow_read, shadow_write
+from .access import Part, check_peer_started, mark_pending, shadow_read, shadow_write
 from .exec_async import CopyRecord, make_bulk
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
@@ -291,6 +291,8 @@ def make_tensor_load(P, op):
             phys = apply_swizzle(chunks, tm.swizzle)
             rows = data.reshape(-1, 16)
             targets = [int(S.cta_local[t])] if masks is None else _cluster_targets(S, t, int(masks[i]))
+            if any(cta != int(S.cta_local[t]) for cta in targets):
+                check_peer_started(S, op, np.array([t]), np.array([True]), "TMA multicast write")
             for cta in targets:
                 if not _chunks_ok(S, op, phys, t, "write"):
                     break

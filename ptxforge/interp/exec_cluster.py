@@ -9,9 +9,9 @@ executing CTA, as in PTX.  barrier.cluster.arrive marks a thread; when every liv
 cluster has arrived the phase completes (a synchronization event for the race checks) and the
 threads blocked in barrier.cluster.wait go on.  A wait with no arrive before it is reported, and so is
 an access to another CTA's shared memory (a load, store, atomic, mbarrier operation, bulk copy or TMA
-multicast) by a thread that has not yet come out of a cluster wait: until
-then the other CTA may not have started (a DSMEM access to it is undefined; on an H100 such a ring of
-stores failed the launch in some runs and not in others).
+multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
+have started (a DSMEM access to it is undefined; on an H100 such a ring of stores failed the launch in
+some runs and not in others).
 Not checked: races between CTAs that only a CTA-local bar.sync separates (a cluster barrier or
 an mbarrier phase orders them).
 """

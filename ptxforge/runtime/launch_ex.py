@@ -65,6 +65,7 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
     d = api()
     func, module, name = fn._func, fn.module, fn.name
     record = faults.record_launch
+
     def failed(err, launch, head, addr) -> None:
         err = launched_in_ours(err, launch, *head, addr, 0)  # perhaps not in ptxforge's context: once in ours
         if err:

@@ -66,8 +66,8 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
     func, module, name = fn._func, fn.module, fn.name
     record = faults.record_launch
 
-    def failed(err, launch, head, addr) -> None:
-        err = launched_in_ours(err, launch, *head, addr, 0)  # perhaps not in ptxforge's context: once in ours
+    def failed(err, *args) -> None:
+        err = launched_in_ours(err, launch, *args)  # perhaps not in ptxforge's context: once more in ours
         if err:
             raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory")
 
@@ -82,7 +82,7 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
                 fn._check_loaded()
             err, = launch(func, gx, gy, gz, bx, by, bz, shared, cu_stream, blob.addr, 0)
             if err:
-                failed(err, launch, (func, gx, gy, gz, bx, by, bz, shared, cu_stream), blob.addr)
+                failed(err, func, gx, gy, gz, bx, by, bz, shared, cu_stream, blob.addr, 0)
             record(stream, name, cfg)
     else:  # cuLaunchKernelEx(config, f, params, extra)
         launch = d.cuLaunchKernelEx
@@ -93,6 +93,6 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
                 fn._check_loaded()
             err, = launch(config, func, blob.addr, 0)
             if err:
-                failed(err, launch, (config, func), blob.addr)
+                failed(err, config, func, blob.addr, 0)
             record(stream, name, cfg)
     return go

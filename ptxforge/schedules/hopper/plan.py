@@ -306,11 +306,10 @@ class HopperPlan:
         `misaligned` for what the addresses need; epilogue='tma' hands a C that is not 16-byte aligned to
         `_registers_plan`)."""
         key = (a_ptr, b_ptr, c_ptr)
-        if self._one_launch:  # the per-call path of a plan that launches the GEMM alone
-            blob = self._blobs.get(key)
-            if blob is not None:
-                self._launch(blob)
-                return
+        blob = self._blobs.get(key)
+        if blob is not None and self._one_launch:  # the per-call path of a plan that launches the GEMM alone
+            self._launch(blob)
+            return
         if self._c_by_map and c_ptr % 16:
             (self._registers or self._registers_plan()).launch_pointers(a_ptr, b_ptr, c_ptr)
             return
@@ -318,10 +317,9 @@ class HopperPlan:
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr
         if self._sums is not None:
-            fn, cfg_ab, blob = self._sums
-            fn._launch(cfg_ab, s, blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr, self._kn,
-                                         self.row_bytes))
-        blob = self._blobs.get(key)
+            fn, cfg_ab, sums_blob = self._sums
+            fn._launch(cfg_ab, s, sums_blob, (a_ptr, self.sums[0].ptr, self._km, b_ptr, self.sums[1].ptr,
+                                              self._kn, self.row_bytes))
         if blob is None:
             blob = self._filled(key, a_ptr, b_ptr, self._workspace_ptr or c_ptr)
         self._launch(blob)

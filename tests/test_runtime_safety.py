@@ -564,30 +564,36 @@ def test_finalizers_and_stream_close_free_in_ours_and_give_the_callers_context_b
     assert "cuMemFree" not in [name for name, _ in drv.calls] and drv.current == 0xF00
 
 
-def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(drv, monkeypatch):
-    """HopperGemm.run's careful path (load, tensor maps, occupancy, launch) makes every driver call in
-    ptxforge's context, launches once (not a failed launch in the caller's and a second in ours), and leaves
-    the caller's context current."""
+def _hopper_on_the_stand_in(drv, monkeypatch, **answers):
+    """The stand-in driver set up for the Hopper GEMM's host path (skipped without ptxas, which assembles the
+    kernels): its kernel and plan caches emptied, the JIT and the disk cache stood in for, and the answers a
+    kernel load, its parameter check, tensor map encoding and the occupancy queries need, with memory in
+    ptxforge's context; then `answers` (driver function name -> answer) on top."""
     import importlib
-    from ptxforge.schedules.hopper import HopperGemm
-    from ptxforge.schedules.hopper import plan as hplan
-    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
     from ptxforge.assembler import find_tool
+    from ptxforge.schedules.hopper import plan as hplan
     if not find_tool("ptxas"):
         pytest.skip("needs ptxas")
     monkeypatch.setattr(hplan, "_kernels", {})
-    monkeypatch.setattr(hrun, "_plans", {})
-    fn = _saxpy_on_the_stand_in(drv, monkeypatch)  # (the JIT and the disk cache stood in for)
+    monkeypatch.setattr(importlib.import_module("ptxforge.schedules.hopper.run"), "_plans", {})
+    _saxpy_on_the_stand_in(drv, monkeypatch)
     max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     drv.answers.update({
         "cuPointerGetAttributes": _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
         "cuModuleLoadData": (0, 0x4444), "cuFuncGetParamInfo": (500, 0, 0),
         "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
         "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
-        "cuOccupancyMaxPotentialClusterSize": (0, 8), "cuOccupancyMaxActiveClusters": (0, 66),
-        "cuLaunchKernel": lambda *a: (0,) if drv.current == OURS else (201,),
-        "cuLaunchKernelEx": lambda *a: (0,) if drv.current == OURS else (201,)})
-    del fn
+        "cuOccupancyMaxPotentialClusterSize": (0, 8), "cuOccupancyMaxActiveClusters": (0, 66)})
+    drv.answers.update(answers)
+
+
+def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(drv, monkeypatch):
+    """HopperGemm.run's careful path (load, tensor maps, occupancy, launch) makes every driver call in
+    ptxforge's context, launches once (not a failed launch in the caller's and a second in ours), and leaves
+    the caller's context current."""
+    from ptxforge.schedules.hopper import HopperGemm
+    _hopper_on_the_stand_in(drv, monkeypatch, cuLaunchKernel=lambda *a: (0,) if drv.current == OURS else (201,),
+                            cuLaunchKernelEx=lambda *a: (0,) if drv.current == OURS else (201,))
     _in_context(drv)
     a, b, c = _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "<i4")
     drv.current = 0xF00
@@ -607,29 +613,14 @@ def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, mo
     (a slice) is launched on with the same problem's registers-epilogue kernel, made at its first launch and
     kept beside the TMA one: each call one launch, careful or kept, of the kernel that suits C's address; C at 4
     bytes past is refused by name before any launch."""
-    import importlib
-    from ptxforge.schedules.hopper import plan as hplan
     from ptxforge.schedules.hopper.tuning import choose_hopper
-    hrun = importlib.import_module("ptxforge.schedules.hopper.run")
-    from ptxforge.assembler import find_tool
     from ptxforge.errors import ValidationError
-    if not find_tool("ptxas"):
-        pytest.skip("needs ptxas")
-    monkeypatch.setattr(hplan, "_kernels", {})
-    monkeypatch.setattr(hrun, "_plans", {})
-    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
-    max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     modules, launched = [], []
-    drv.answers.update({
-        "cuPointerGetAttributes": _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
-        "cuModuleLoadData": lambda cubin: (modules.append(cubin), (0, 0x4400 + len(modules)))[1],
-        "cuModuleGetFunction": lambda mod, name: (0, int(mod) + 0x10000),  # one function handle per module
-        "cuFuncGetParamInfo": (500, 0, 0),
-        "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
-        "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
-        "cuLaunchKernel": lambda f, *a: (launched.append(int(f)), (0,))[1],
-        "cuLaunchKernelEx": lambda config, f, *a: (launched.append(int(f)), (0,))[1]})
-    del fn
+    _hopper_on_the_stand_in(
+        drv, monkeypatch, cuModuleLoadData=lambda cubin: (modules.append(cubin), (0, 0x4400 + len(modules)))[1],
+        cuModuleGetFunction=lambda mod, name: (0, int(mod) + 0x10000),  # one function handle per module
+        cuLaunchKernel=lambda f, *a: (launched.append(int(f)), (0,))[1],
+        cuLaunchKernelEx=lambda config, f, *a: (launched.append(int(f)), (0,))[1])
     m, n, k = 512, 64, 64
     g = choose_hopper(m, n, k, "s8")
     assert g.epilogue == "tma"
@@ -669,24 +660,14 @@ def test_a_repeated_launch_makes_every_launch_of_its_plan(drv, monkeypatch, kw, 
     the rows first and a K split by a second launch still reduces after, on every call."""
     from ptxforge.schedules.hopper import HopperGemm
     from ptxforge.schedules.hopper import plan as hplan
-    from ptxforge.assembler import find_tool
-    if not find_tool("ptxas"):
-        pytest.skip("needs ptxas")
-    monkeypatch.setattr(hplan, "_kernels", {})
-    fn = _saxpy_on_the_stand_in(drv, monkeypatch)
-    del fn
-    max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     names, launched = {}, []
-    drv.answers.update({
-        "cuModuleLoadData": lambda cubin: (0, 0x4400 + len(names)),
-        "cuModuleGetFunction": lambda mod, name: (names.setdefault(int(mod) + 0x10000, name.decode()),
-                                                  (0, int(mod) + 0x10000))[1],
-        "cuFuncGetParamInfo": (500, 0, 0),
-        "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
-        "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
-        "cuMemAlloc": (0, 0x6000_0000), "cuMemsetD8": (0,), "cuMemsetD8Async": (0,),
-        "cuLaunchKernel": lambda f, *a: (launched.append(names[int(f)]), (0,))[1],
-        "cuLaunchKernelEx": lambda config, f, *a: (launched.append(names[int(f)]), (0,))[1]})
+    _hopper_on_the_stand_in(
+        drv, monkeypatch, cuModuleLoadData=lambda cubin: (0, 0x4400 + len(names)),
+        cuModuleGetFunction=lambda mod, name: (names.setdefault(int(mod) + 0x10000, name.decode()),
+                                               (0, int(mod) + 0x10000))[1],
+        cuMemAlloc=(0, 0x6000_0000), cuMemsetD8=(0,), cuMemsetD8Async=(0,),
+        cuLaunchKernel=lambda f, *a: (launched.append(names[int(f)]), (0,))[1],
+        cuLaunchKernelEx=lambda config, f, *a: (launched.append(names[int(f)]), (0,))[1])
     drv.current = OURS
     operand = kw.pop("operand")
     plan = hplan.HopperPlan(HopperGemm(operand, **kw), 256, 256, 1024, sms=132, splits=splits)

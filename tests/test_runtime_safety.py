@@ -638,11 +638,14 @@ def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, mo
         g.run(a, b, off4)
     assert len(launched) == 2
     plan = g.plan(m, n, k)  # a prepared plan: the same choice per call, the registers plan made once
+    names = plan.kernel_name_for(0x7000_0000), plan.kernel_name_for(0x7000_0008)
+    assert names[0] == plan.kernel_cfg.kernel_name and names[1] != names[0] and plan._registers is None
     plan(a, b, c)
     assert plan.kernel_cfg.epilogue == "tma" and plan._registers is None and launched[-1] == tma_fn
     plan(a, b, sliced)
     made = plan._registers
     assert made.kernel_cfg.epilogue == "registers" and not made.kernel_cfg.wide_c and made.splits == plan.splits
+    assert made.kernel_cfg.kernel_name == names[1]
     plan(a, b, sliced)
     plan(a, b, c)
     assert launched[-3:] == [reg_fn, reg_fn, tma_fn] and plan._registers is made and len(modules) == 2

@@ -267,6 +267,13 @@ class HopperPlan:
                     drv.leave(prev)
             return self._registers
 
+    def kernel_name_for(self, c_ptr: int) -> str:
+        """The name of the kernel a launch with C at `c_ptr` stores C with (nothing is loaded): this plan's,
+        or with epilogue='tma' and a 32-bit C not 16-byte aligned, its registers-epilogue kernel's."""
+        if self._c_by_map and c_ptr % 16:
+            return self._registers_cfg().for_launch(self._kn, self.splits, self.m * self.n).kernel_name
+        return self.kernel_cfg.kernel_name
+
     def __repr__(self) -> str:
         return (f"<HopperPlan {self.kernel_cfg.kernel_name} M={self.m} N={self.n} K={self.k} splits={self.splits} "
                 f"grid={self.grid}>")

@@ -168,7 +168,6 @@ def n_sets(bytes_per_set):
 
 
 def triton_matmul(op):
-    import torch
     import triton
     import triton.language as tl
 

@@ -85,8 +85,9 @@ SKINNY = [  # (options, (m, n, k, splits, clusters)): clusters=1 walks several u
     (dict(block_n=32, consumers=4, consumer_regs=104, interleave_k=True, scaled=True, swap_ab=True, stages=12,
           convert_buffers=1), (20, 150, 5120, 1, 1)),
     # two m64 blocks per consumer: the sums outgrow a widened B buffer and pass through space of their own
+    # (groups of 2 k-steps: with 4, 64 + 64 registers leave too few of the 152)
     (dict(block_n=64, wg_m=128, consumers=3, consumer_regs=152, interleave_k=True, scaled=True, stages=3,
-          convert_buffers=1), (150, 70, 1280, 1, 1)),
+          convert_buffers=1, a_group=2), (150, 70, 1280, 1, 1)),
 ]
 
 
@@ -149,6 +150,10 @@ def test_scaled_k_limit_and_option_checks_name_the_legal_choice():
                      r"register split 40/232 x 3: .* wait forever"),
                     (dict(operand="s4", block_k_bytes=256, block_n=32, swap_ab=True, interleave_k=True, consumers=4,
                           consumer_regs=112, stages=4, convert_buffers=1), "at most 104 per consumer"),
+                    (dict(operand="s4", block_k_bytes=256, block_n=128, interleave_k=True, consumers=3,
+                          consumer_regs=152, stages=3, convert_buffers=1, acc_sets=2, a_group=2),
+                     "128 accumulator and 16 A-fragment registers .* at most 96 fit"),
+                    (dict(operand="s8", block_n=256, consumer_regs=168), "128 accumulator registers .* at most 112"),
                     (dict(operand="s4", block_k_bytes=256, consumers=5), "3 or 4 with interleave_k"),
                     (dict(operand="s4", block_k_bytes=256, consumers=1, interleave_k=True), "consumers=2"),
                     (dict(operand="s4", block_k_bytes=256, interleave_k=True, epilogue="tma", block_n=128),

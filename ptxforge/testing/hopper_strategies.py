@@ -44,7 +44,7 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
     accumulator sets, 512-value stages, rotated stages, L2 prefetch ahead of the ring and before
     griddepcontrol.wait, pdl), so that the combinations the skinny defaults do not use come up too.
     Every operand draws where a K split's partial sums meet (`split_reduce`: in the kernel or in a
-    second launch).
+    second launch) and the registers a consumer warpgroup raises itself to (`consumer_regs`).
     """
     op = draw(st.sampled_from(operands))
     s4x = s4_options and op == "s4"
@@ -53,6 +53,7 @@ def hopper_gemm_configs(draw, operands=("s8", "s4", "bf16", "f16"), *, s4_option
               stages=draw(st.integers(2, 6 if s4x else 5)),
               block_k_bytes=draw(st.sampled_from((256, 512) if s4x else (128, 256))),
               raster_group=draw(st.sampled_from((1, 4, 8, 16))))
+    kw["consumer_regs"] = draw(st.sampled_from((232, 200, 168)))  # fewer leave room for smaller tiles only
     if op == "s4":
         kw["biased"] = draw(st.booleans())
     kw["cluster_m"], kw["cluster_n"] = draw(st.sampled_from(((1, 1), (2, 1), (1, 2))))

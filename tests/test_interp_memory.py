@@ -96,7 +96,7 @@ def test_shared_address_without_its_base_is_caught():
 
 
 def test_generic_addresses_and_cvta():
-    k = pf.KernelBuilder("generic", target="sm_80", reqntid=32)
+    k = pf.KernelBuilder("generic", target="sm_90", reqntid=32)
     x = k.param_ptr("x", u32, space="generic")  # generic pointer, no cvta.to.global
     a = k.shared("a", 128, align=16)
     t = k.tid()
@@ -106,6 +106,9 @@ def test_generic_addresses_and_cvta():
     k.bar_sync(0)
     back = k.cvta(k.add(gshared, off), to="shared")  # generic -> shared window
     v = k.ld(back, type=u32, space="shared")
+    for scoped in ("shared::cta", "shared::cluster"):  # the same window by its scoped names, both ways
+        again = k.cvta(k.cvta(k.add(gshared, off), to=scoped), frm=scoped)
+        v = k.add(v, k.sub(k.ld(again, type=u32, space="generic"), k.mul(t, t)))  # adds 0 where exact
     w = k.ld(k.add(x, off), type=u32, space="generic")
     k.st(k.add(x, off), k.add(v, w), type=u32, space="generic")
     xs = np.arange(32, dtype=np.uint32) * 1000

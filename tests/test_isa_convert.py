@@ -117,6 +117,25 @@ def test_cvta_forms():
         k.cvta(p, to="texture")
 
 
+@pytest.mark.parametrize("space,target,version", [("shared::cta", "sm_80", "7.8"), ("shared::cluster", "sm_90", "7.8"),
+                                                   ("param::entry", "sm_80", "8.3")])
+def test_cvta_on_a_scoped_space_raises_the_module_to_what_it_needs(space, target, version):
+    """cvta.shared::cta / ::cluster (PTX ISA 7.8; ::cluster on sm_90 only) and cvta.param::entry (8.3), both
+    ways: the module's version follows, ptxas takes it, and a target without the space is refused by name."""
+    k = pf.KernelBuilder("scoped", target=target)
+    g = k.param_value("g", u64)
+    back = k.cvta(k.cvta(g, to=space), frm=space)
+    k.st(k.param_ptr("out", u64), back, type=u64)
+    assert [x.split()[0] for x in rendered(k) if space in x] == [f"cvta.to.{space}.u64", f"cvta.{space}.u64"]
+    m = k.module()
+    assert str(m.version) == max(version, str(pf.isa.Target.parse(target).min_ptx), key=float)
+    pf.assemble(m)
+    if space == "shared::cluster":
+        old = pf.KernelBuilder("scoped", target="sm_80")
+        with pytest.raises(pf.errors.TargetError, match="needs sm_90 or newer; the kernel targets sm_80"):
+            old.cvta(old.param_value("g", u64), to=space)
+
+
 def test_cvta_param_needs_ptx_7_7():
     k = pf.KernelBuilder("t", target="sm_80")
     tmap = k.param("tmap", b8, nbytes=128, align=64)

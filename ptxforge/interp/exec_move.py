@@ -428,7 +428,7 @@ def make_isspacep(P, op):
         shared, param = inside(a, SHARED_WINDOW), inside(a, PARAM_WINDOW)
         if space.startswith("shared"):
             r = shared
-        elif space == "param":
+        elif space.startswith("param"):
             r = param
         elif space == "global":
             r = ~shared & ~param
@@ -446,7 +446,7 @@ def make_cvta(P, op):
     ins = op.ins
     t = ins.type
     to = "to" in ins.mods
-    space = ins.mods[-1]
+    space = ins.mods[-1].split("::")[0]  # (shared::cta and ::cluster share the window; param::entry is param)
     ra = P.reader(ins.operands[1], t, ins)
     put = P.writer(ins.operands[0], t, ins)
     if space in ("global", "const"):  # .const variables live in the global heap (memory.py)

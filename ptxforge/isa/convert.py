@@ -13,7 +13,6 @@ _PTXFORGE_INTERNAL = True
 CVT_TYPES = (T.u8, T.u16, T.u32, T.u64, T.s8, T.s16, T.s32, T.s64, T.f16, T.bf16, T.f32, T.f64)
 INT_ROUND = ("rni", "rzi", "rmi", "rpi")
 FLOAT_ROUND = ("rn", "rz", "rm", "rp")
-CVTA_SPACES = ("global", "shared", "local", "const", "param")
 
 
 PACKED_ROUND = ("rn", "rz")  # f16x2/bf16x2 from two f32
@@ -102,6 +101,15 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
 #: with .param state space' requires PTX ISA .version 7.7 or later").
 PARAM_WINDOW = Requirement(80, V("7.7"))
 
+#: The state spaces cvta converts to and from and isspacep tests, with what each needs (ptxas 13.0):
+#: .shared::cta and .shared::cluster name the shared window's scope (PTX ISA 7.8; ::cluster sm_90), .param is
+#: the kernel parameter window and .param::entry names it so (PTX ISA 8.3).  Plain .shared is .shared::cta.
+ADDRESS_SPACES = {"global": BASE, "shared": BASE, "shared::cta": Requirement(80, V("7.8")),
+                  "shared::cluster": Requirement(90, V("7.8")), "local": BASE, "const": BASE,
+                  "param": PARAM_WINDOW, "param::entry": Requirement(80, V("8.3"))}
+#: the spaces of cvta{.to}.space
+CVTA_SPACES = tuple(ADDRESS_SPACES)
+
 
 def cvta(d, a, space, to: bool):
     """Build and check `cvta{.to}.space.size d, a` (pure: no builder).
@@ -109,15 +117,16 @@ def cvta(d, a, space, to: bool):
     Args:
         d: the destination register; its width picks .u64 or .u32 (global addresses are always .u64).
         a: the address converted.
-        space: one of `CVTA_SPACES` (global, shared, local, const, param).
+        space: one of `CVTA_SPACES` (global, shared, shared::cta, shared::cluster, local, const, param,
+            param::entry).
         to: True for ``cvta.to.space`` (generic -> space), False for ``cvta.space`` (space -> generic).
     """
-    if space not in CVTA_SPACES:
-        raise ValidationError(f"cvta space must be one of {CVTA_SPACES}, got {space!r}")
+    if space not in ADDRESS_SPACES:
+        raise ValidationError(f"cvta space must be one of {', '.join(CVTA_SPACES)}, got {space!r}")
     if not isinstance(d, Reg):
         raise ValidationError(f"cvta destination must be a register, got {d!r}")
     size = T.u64
-    req = PARAM_WINDOW if space == "param" else BASE
+    req = ADDRESS_SPACES[space]
     for r, role in ((d, "destination"), (a, "source")):
         if isinstance(r, Reg) and r.type.bits != 64:
             # .u32 cvta is 32-bit addressing: ptxas 13 aborts the whole module (.address_size 64)
@@ -130,10 +139,8 @@ def cvta(d, a, space, to: bool):
                 req=req, mods=(("to",) if to else ()) + (space,))
 
 
-#: isspacep: the spaces a generic address can be tested for (.shared::cluster needs sm_90).
-ISSPACEP_SPACES = {"global": BASE, "shared": BASE, "shared::cta": Requirement(80, V("7.8")),
-                   "shared::cluster": Requirement(90, V("7.8")), "local": BASE, "const": BASE,
-                   "param": PARAM_WINDOW}
+#: isspacep: the spaces a generic address can be tested for
+ISSPACEP_SPACES = ADDRESS_SPACES
 
 
 def isspacep(p, a, space):

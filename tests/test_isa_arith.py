@@ -272,3 +272,31 @@ def test_the_float_modifier_table_covers_every_float_type_of_the_form_table():
         for t in form.types:
             if t.is_float:
                 assert float_class(t) in FLOAT_MODS[op], (op, t)
+
+
+def test_immediate_sources_are_drawn_and_taken_exactly_where_ptxas_takes_them():
+    """`takes_immediates` is the one answer to "may this arithmetic form read an immediate?": every legal
+    sm_90 arithmetic form it says yes to assembles with an immediate first source (one module), and for
+    every type it says no to the builder refuses one and ptxas refuses the same text; the test strategies
+    ask it too (they drew an immediate for max.u16x2 before)."""
+    import warnings
+    from ptxforge.isa import types as T
+    from ptxforge.isa.arith import takes_immediates
+    from ptxforge.testing import strategies as pst
+    from ptxforge.testing.candidates import legal_candidates
+    yes = [c.with_params(imm=(0, 1), guard=None) for c in legal_candidates("sm_90", "arith")
+           if takes_immediates(T.lookup(c["type"]))]
+    assert len(yes) > 50
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        pf.assemble(pst.build_module("sm_90", yes))
+    no = {T.lookup(c["type"]): c.op for c in legal_candidates("sm_90", "arith") if not takes_immediates(T.lookup(c["type"]))}
+    assert {T.u16x2, T.s16x2, T.f16, T.bf16x2} <= set(no)
+    for t, op in no.items():
+        k = pf.KernelBuilder("imm", target="sm_90")
+        with pytest.raises(pf.ValidationError, match="immediate"):
+            getattr(k, op)(1, *[k.reg(T.lookup(f"b{t.bits}"))] * (ARITH[op].arity - 1), type=t)
+        reg = {16: "%h1", 32: "%r1"}[t.bits]
+        srcs = ", ".join(["1"] + [reg] * (ARITH[op].arity - 1))
+        body = f".reg .b16 %h<2>;\n.reg .b32 %r<2>;\n{op}.{t.name} {reg[:2]}0, {srcs};"
+        assert assembler_verdict(raw_kernel(body, target="sm_90")) is not None, (op, t)

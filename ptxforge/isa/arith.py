@@ -269,8 +269,13 @@ def _arith_form(opcode, t, mode, flags) -> tuple:
         if extra is not None:
             req = req.merge(extra)
     sources = tuple(form.source_type(t, written, i) for i in range(form.arity))
-    return (form.result_type(t, written), sources, t not in HALF and t not in INT_X2, (opcode, *mods, t.name),
-            tuple(mods), req)
+    return (form.result_type(t, written), sources, takes_immediates(t), (opcode, *mods, t.name), tuple(mods), req)
+
+
+def takes_immediates(t: T.ScalarType) -> bool:
+    """Whether an arithmetic form of type `t` takes immediate sources: not the 16-bit float and two-lane
+    integer types, whose values live in .b16 / .b32 registers (ptxas 13.0: "Arguments mismatch")."""
+    return t not in HALF and t not in INT_X2
 
 
 class ArithOps:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 from ..isa import types as T
-from ..isa.arith import ARITH, FLT, HALF, INT
+from ..isa.arith import ARITH, FLT, HALF, INT, takes_immediates
 from ..isa.targets import Target
 from ..isa.tensor import MMA_FORMS
 from .candidates import accepts, legal_candidates, too_new_candidates
@@ -65,7 +65,7 @@ def _details(s: Spec) -> st.SearchStrategy:
     if fam == "arith":
         t = T.lookup(s["type"])
         form = ARITH[op]
-        if t in HALF or (form.wide_sources and s.get("mode") == "wide"):
+        if not takes_immediates(t) or (form.wide_sources and s.get("mode") == "wide"):
             imm = st.none()
         else:
             imm = st.none() | st.tuples(st.integers(0, form.arity - 1), _imm_for(t))

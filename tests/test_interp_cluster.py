@@ -6,6 +6,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import interp, u32
+from ptxforge.assembler import find_tool
 from ptxforge.errors import LaunchError
 
 from support.cluster_probes import (ctarank_probe, expected_ctarank, expected_ring, expected_sregs, ring_probe,
@@ -175,3 +176,25 @@ def test_a_remote_mbarrier_arrive_completes_the_partner_phase():
     pf.assemble(remote_arrive_probe().module(), backend="ptxas")
     with pytest.raises(interp.InterpError, match="deadlock.*still expects 1 of its 2 arrivals"):
         interp.run(remote_arrive_probe(remote=False), grid=2, block=32, args=[out])
+
+
+def test_isspacep_tells_this_ctas_shared_memory_from_a_peers():
+    """isspacep.shared / .shared::cta hold for the executing CTA's shared memory only (a generic address
+    of it, or mapa's to its own rank); .shared::cluster for any CTA's of the cluster; neither is global."""
+    k = pf.KernelBuilder("scopes", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    buf = k.shared("buf", 128, align=16)
+    rank = k.cluster_ctarank()
+    own = k.cvta(k.cvt(k.shared_base(buf), pf.u64), frm="shared")
+    addrs = (own, k.mapa(own, rank, space="generic"), k.mapa(own, k.xor(rank, 1), space="generic"))
+    word = k.mov(0, type=u32)
+    for i, a in enumerate(addrs):
+        for j, space in enumerate(("shared", "shared::cta", "shared::cluster", "global")):
+            word = k.or_(word, k.shl(k.selp(1, 0, k.isspacep(a, space), type=u32), 4 * i + j))
+    k.st(k.add(out, k.mul(k.global_index(), 4, mode="wide")), word, type=u32)
+    got = np.zeros(64, np.uint32)
+    interp.run(k.module(), grid=2, block=32, args=[got])
+    # own and mapa to its own rank: shared, shared::cta, shared::cluster; a peer's: shared::cluster only
+    assert set(got.tolist()) == {0b0111 | 0b0111 << 4 | 0b0100 << 8}
+    if find_tool("ptxas"):
+        pf.assemble(k.module())

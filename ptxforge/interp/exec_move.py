@@ -18,7 +18,8 @@ from ..isa.operands import PairDst, Vec
 from .exec_arith import _fmt
 from .findings import InterpUnsupported
 from .rounding import convert
-from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
+from .access import CLUSTER_RANK_SHIFT
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
 from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_bits, half_lane,
                      half_to_f32, pack_lanes, storage_dtype, view_dtype)
 
@@ -413,8 +414,9 @@ def _float_out(x64, dt, exact_src=None):
 
 def make_isspacep(P, op):
     """isspacep: the interpreter's generic windows (shared, param); any other address is global.
-    It has no generic .local or .const addresses, so those tests are false."""
-    from .memory import WINDOW_SIZE
+    .shared (.shared::cta) holds for the executing CTA's shared memory, .shared::cluster for any CTA's of
+    its cluster (an address from `mapa` names CTA rank + 1 in its rank field: exec_cluster).  It has no
+    generic .local or .const addresses, so those tests are false."""
     ins = op.ins
     space = ins.mods[0]
     ra = P.reader(ins.operands[1], T.u64, ins)
@@ -424,10 +426,13 @@ def make_isspacep(P, op):
         return (a >= np.uint64(base)) & (a < np.uint64(base + WINDOW_SIZE))
 
     def run(S, m):
-        a = np.asarray(ra(S)).astype(np.uint64)
+        a = np.broadcast_to(np.asarray(ra(S)).astype(np.uint64), (S.N,))
         shared, param = inside(a, SHARED_WINDOW), inside(a, PARAM_WINDOW)
-        if space.startswith("shared"):
+        if space == "shared::cluster":
             r = shared
+        elif space.startswith("shared"):  # the executing CTA's: no rank field, or its own rank's
+            field = (np.where(shared, a - np.uint64(SHARED_WINDOW), 0) >> np.uint64(CLUSTER_RANK_SHIFT)).astype(np.int64)
+            r = shared & ((field == 0) | (field - 1 == S.cluster_rank_of_cta[S.cta_local]))
         elif space.startswith("param"):
             r = param
         elif space == "global":

@@ -30,11 +30,19 @@ FENCES = {
     "fence.proxy.async::generic.acquire.sync_restrict::shared::cluster.cluster": Requirement(90, V("8.6")),
     **{f"fence.proxy.tensormap::generic.release.{scope}": Requirement(90, V("8.3"))
        for scope in ("cta", "cluster", "gpu", "sys")},
+    # one-sided fences, and their forms restricted to the shared memory of the cluster's CTAs: sm_90, PTX ISA 8.6
+    # (nvJitLink 13 says so; the stand-alone ptxas 13.0 also takes the plain ones on sm_80 at any version)
+    **{f"fence.{sem}.{scope}": Requirement(90, V("8.6"))
+       for sem in ("acquire", "release") for scope in ("cta", "cluster", "gpu", "sys")},
+    "fence.acquire.sync_restrict::shared::cluster.cluster": Requirement(90, V("8.6")),
+    "fence.release.sync_restrict::shared::cta.cluster": Requirement(90, V("8.6")),
 }
 
 #: The fences that order memory accesses between threads, by name: (order, scope).  membar.cta / .gl / .sys are
 #: fence.sc at cta / gpu / sys scope, and fence.<scope> is fence.acq_rel.<scope>; "sc" fences are also in one
-#: total order.  (The interpreter's cross-CTA ordering check and the weaken_memory_order mutant read it.)
+#: total order.  (The interpreter's cross-CTA ordering check and the weaken_memory_order mutant read it.)  The
+#: one-sided fence.acquire / fence.release are not among them: the interpreter orders nothing by them, so a
+#: kernel that relies on one may be reported (never passed when it should not be).
 ORDERING_FENCES = {"membar.cta": ("sc", "cta"), "membar.gl": ("sc", "gpu"), "membar.sys": ("sc", "sys"),
                    **{f"fence.{order}.{scope}": (order, scope) for order in ("sc", "acq_rel")
                       for scope in ("cta", "cluster", "gpu", "sys")},
@@ -188,6 +196,30 @@ class MbarInfo:
     op: str  # init, arrive, arrive_expect_tx, expect_tx, test_wait, try_wait, inval
     parity: bool = False
     no_complete: bool = False  # arrive / arrive_drop .noComplete: the arrival must not complete the phase
+    relaxed: bool = False  # .relaxed: an arrival that releases nothing, a wait that acquires nothing
+
+
+#: the memory semantics mbarrier operations may name, with what each needs (ptxas 13.0): .release on
+#: arrivals and .acquire on waits from PTX ISA 8.0 (sm_80), .relaxed on either from PTX 8.6 and sm_90;
+#: expect_tx is always .relaxed (and needs what expect_tx needs)
+_RELAXED_86 = Requirement(90, V("8.6"))
+ARRIVE_SEMS = {"release": Requirement(80, V("8.0")), "relaxed": _RELAXED_86}
+WAIT_SEMS = {"acquire": Requirement(80, V("8.0")), "relaxed": _RELAXED_86}
+#: the scopes that go with them (.cluster: sm_90)
+MBAR_SCOPES = {"cta": Requirement(80, V("8.0")), "cluster": Requirement(90, V("8.0"))}
+
+
+def _sem_scope(what, sem, scope, sems, req):
+    """The `.sem.scope` pair of an mbarrier operation (`sems`: the semantics it takes, with what each needs) as
+    mnemonic parts, and `req` with what they need; (None, None) when neither is given.  ptxas takes a
+    semantics only with a scope ("'.release' requires scope") and a scope only with a semantics."""
+    if sem is None and scope is None:
+        return (None, None), req
+    if sem not in sems or scope not in MBAR_SCOPES:
+        raise ValidationError(f"{what} names its memory semantics and scope together: sem one of "
+                              f"{', '.join(sems)} and scope one of {', '.join(MBAR_SCOPES)}, got sem={sem!r}, "
+                              f"scope={scope!r}")
+    return (sem, scope), req.merge(sems[sem]).merge(MBAR_SCOPES[scope])
 
 
 def _space(space, req):
@@ -238,11 +270,22 @@ def _check_no_complete(what, count, space, expect_tx=None):
                               "at .cluster scope, which .noComplete does not combine with")
 
 
-def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, release=False, no_complete=False):
-    """mbarrier.arrive{.noComplete}{.expect_tx}; state is a .b64 register or DISCARD (`_`).  `no_complete`: an
-    arrival of `count` that must not complete the phase (sm_80; its state token is what `mbarrier.pending_count`
-    reads)."""
+def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, release=False, no_complete=False,
+                    sem=None, scope=None):
+    """mbarrier.arrive{.noComplete}{.expect_tx}{.sem.scope}; state is a .b64 register or DISCARD (`_`).
+    `no_complete`: an arrival of `count` that must not complete the phase (sm_80; its state token is what
+    `mbarrier.pending_count` reads).  `sem` ('release' or 'relaxed') with `scope` ('cta' or 'cluster');
+    `release=True` is sem='release' at the scope of the barrier's space (a .shared::cluster arrival names
+    .release.cluster unless told otherwise)."""
     req = _space(space, REQ_MBAR)
+    remote = space == "shared::cluster"
+    if release or (remote and sem is None):
+        if sem not in (None, "release"):
+            raise ValidationError(f"mbarrier.arrive: release=True and sem={sem!r} disagree")
+        sem, scope = "release", scope or ("cluster" if remote else "cta")
+    if no_complete and sem == "relaxed":
+        raise ValidationError("mbarrier.arrive.noComplete takes no .relaxed (ptxas: cannot be combined)")
+    sem_scope, req = _sem_scope("mbarrier.arrive", sem, scope, ARRIVE_SEMS, req)
     if no_complete:
         _check_no_complete("mbarrier.arrive", count, space, expect_tx)
     a = check_addr(addr, "shared", "mbarrier.arrive")
@@ -270,13 +313,10 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
         ops.append(expect_tx)
     elif count is not None:
         req = _arrival_count("mbarrier.arrive", count, no_complete, req, ops)
-    if release or space == "shared::cluster":
-        req = req.merge(Requirement(80, V("8.0")))
-    remote = space == "shared::cluster"
-    sem = ("release", "cluster" if remote else "cta") if release or remote else (None, None)
     parts = ("mbarrier", "arrive", "noComplete" if no_complete else None,
-             "expect_tx" if expect_tx is not None else None, *sem, space, "b64")
-    return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req, info=MbarInfo(op, no_complete=no_complete))
+             "expect_tx" if expect_tx is not None else None, *sem_scope, space, "b64")
+    return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req,
+                info=MbarInfo(op, no_complete=no_complete, relaxed=sem == "relaxed"))
 
 
 def _mbar_align_check(a, what):
@@ -295,10 +335,11 @@ def _mbar_align_check(a, what):
 TX_MAX = (1 << 20) - 1  # the transaction count of an mbarrier phase is a 20-bit field
 
 
-def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
-    """Build `mbarrier.expect_tx.relaxed.cta.space.b64 [addr], nbytes` (pure: no builder; sm_90): add `nbytes` to
-    the transaction count the current phase waits for.
+def mbarrier_expect_tx(addr, nbytes, space="shared::cta", scope="cta"):
+    """Build `mbarrier.expect_tx.relaxed.scope.space.b64 [addr], nbytes` (pure: no builder; sm_90): add `nbytes`
+    to the transaction count the current phase waits for (scope 'cta' or 'cluster').
     """
+    sem_scope, req = _sem_scope("mbarrier.expect_tx", "relaxed", scope, {"relaxed": REQ_TX}, _space(space, REQ_TX))
     a = check_addr(addr, "shared", "mbarrier.expect_tx")
     _mbar_align_check(a, "mbarrier.expect_tx")
     if isinstance(nbytes, int):
@@ -308,15 +349,16 @@ def mbarrier_expect_tx(addr, nbytes, space="shared::cta"):
         nbytes = Imm(nbytes)
     else:
         check_value(nbytes, T.u32, "mbarrier.expect_tx bytes", imm_ok=False)
-    return make("mbarrier.expect_tx", ("mbarrier", "expect_tx", "relaxed", "cta", space, "b64"), (a, nbytes),
-                req=_space(space, REQ_TX), info=MbarInfo("expect_tx"))
+    return make("mbarrier.expect_tx", ("mbarrier", "expect_tx", *sem_scope, space, "b64"), (a, nbytes),
+                req=req, info=MbarInfo("expect_tx"))
 
 
-def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None):
+def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None, sem=None, scope=None):
     """test_wait (sm_80, non-blocking) or try_wait (sm_90, potentially blocking).
 
     `suspend_ns` (try_wait only): the suspendTimeHint operand, the most nanoseconds the thread
-    may be suspended waiting before try_wait returns false.
+    may be suspended waiting before try_wait returns false.  `sem` ('acquire' or 'relaxed') with `scope`
+    ('cta' or 'cluster'): `.sem.scope` written out (without them the wait is .acquire.cta).
     """
     if kind not in ("test_wait", "try_wait"):
         raise ValidationError(f"mbarrier wait is test_wait or try_wait, got {kind!r}")
@@ -324,7 +366,7 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
     if parity and kind == "test_wait":
         base = base.merge(Requirement(80, V("7.1")))
     space = space or ("shared" if kind == "test_wait" else "shared::cta")
-    req = _space(space, base)
+    sem_scope, req = _sem_scope(f"mbarrier.{kind}", sem, scope, WAIT_SEMS, _space(space, base))
     check_pred(p, f"mbarrier.{kind} result")
     a = check_addr(addr, "shared", f"mbarrier.{kind}")
     _mbar_align_check(a, f"mbarrier.{kind}")
@@ -348,8 +390,8 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
         else:
             check_value(suspend_ns, T.u32, "suspend-time hint", imm_ok=False)
         ops.append(suspend_ns)
-    return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, space, "b64"),
-                tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity))
+    return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, *sem_scope, space, "b64"),
+                tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity, relaxed=sem == "relaxed"))
 
 
 def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):
@@ -478,10 +520,12 @@ class SyncOps:
                   pred)
 
     def mbarrier_arrive(self, addr, *, count=None, expect_tx=None, space="shared", state=None, release=False,
-                        no_complete=False, pred=None):
+                        no_complete=False, sem=None, scope=None, pred=None):
         """Arrive on an mbarrier; returns the phase-token register (or None when discarded with state='_').
         `no_complete=True` (with a `count`): `.noComplete`, an arrival that must not complete the phase, whose
-        token `mbarrier_pending_count` reads."""
+        token `mbarrier_pending_count` reads.  `sem` ('release'; 'relaxed': sm_90, PTX 8.6, an arrival that
+        orders no memory) with `scope` ('cta' or 'cluster') writes `.sem.scope` out; `release=True` is
+        sem='release' at the barrier's scope."""
         from .operands import DISCARD
         if state == "_" or (state is None and (expect_tx is not None or space == "shared::cluster")):
             st = DISCARD
@@ -491,17 +535,18 @@ class SyncOps:
             count = self._val(count)
         if expect_tx is not None and not isinstance(expect_tx, int):
             expect_tx = self._val(expect_tx)
-        self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release, no_complete), pred)
+        self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release, no_complete, sem, scope),
+                  pred)
         return None if st is DISCARD else st
 
-    def mbarrier_expect_tx(self, addr, nbytes, *, pred=None):
-        """`mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [addr], nbytes` (sm_90): make the current phase also
-        wait for `nbytes` bytes of bulk/TMA transactions.
+    def mbarrier_expect_tx(self, addr, nbytes, *, scope="cta", pred=None):
+        """`mbarrier.expect_tx.relaxed.scope.shared::cta.b64 [addr], nbytes` (sm_90): make the current phase also
+        wait for `nbytes` bytes of bulk/TMA transactions (scope 'cta' or 'cluster').
         """
-        self.emit(mbarrier_expect_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
-                  pred)
+        self.emit(mbarrier_expect_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes),
+                                     scope=scope), pred)
 
-    def mbarrier_test_wait(self, addr, phase, *, parity=True, dst=None, pred=None):
+    def mbarrier_test_wait(self, addr, phase, *, parity=True, sem=None, scope=None, dst=None, pred=None):
         """`mbarrier.test_wait{.parity}.shared.b64 p, [addr], phase`: a non-blocking test of whether the phase
         completed; returns the .pred p.
 
@@ -510,24 +555,28 @@ class SyncOps:
             phase: with `parity`, the phase parity 0 or 1 (int or .u32 register); otherwise the .b64 state
                 token `mbarrier_arrive` returned.
             parity: use the ``.parity`` form (PTX 7.1).
+            sem, scope: `.sem.scope` written out: 'acquire' (PTX 8.0) or 'relaxed' (sm_90, PTX 8.6: a wait
+                that orders no memory) with 'cta' or 'cluster'; without them the wait is .acquire.cta.
             dst: a .pred register to write instead of a new one.
             pred: a .pred register guarding it.
         """
         p = self._dst(dst, T.pred)
         self.emit(mbarrier_wait("test_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
-                                parity), pred)
+                                parity, sem=sem, scope=scope), pred)
         return p
 
-    def mbarrier_try_wait(self, addr, phase, *, parity=True, suspend_ns=None, dst=None, pred=None):
+    def mbarrier_try_wait(self, addr, phase, *, parity=True, suspend_ns=None, sem=None, scope=None, dst=None,
+                          pred=None):
         """mbarrier.try_wait{.parity} (sm_90): a predicate, true once the phase has completed.
 
-        `suspend_ns` adds the suspendTimeHint operand (an int or .u32 register).
+        `suspend_ns` adds the suspendTimeHint operand (an int or .u32 register); `sem` and `scope` as for
+        `mbarrier_test_wait`.
         """
         p = self._dst(dst, T.pred)
         if suspend_ns is not None and not isinstance(suspend_ns, int):
             suspend_ns = self._val(suspend_ns)
         self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
-                                parity, suspend_ns=suspend_ns), pred)
+                                parity, suspend_ns=suspend_ns, sem=sem, scope=scope), pred)
         return p
 
     def mbarrier_complete_tx(self, addr, nbytes, *, pred=None):

@@ -231,25 +231,28 @@ def _d_mbarrier(parts, ops):
     if kind == "init":
         a, n = _n(ops, 2, "mbarrier.init")
         return Call(mbarrier_init, a, _int_or_reg(n), space)
+    sem = next((p for p in parts if p in ("release", "relaxed", "acquire")), None)
+    scope = next((p for p in parts if p in ("cta", "cluster")), None)
     if kind == "arrive":
         tx = "expect_tx" in parts
-        release = "release" in parts
         no_complete = "noComplete" in parts
         if len(ops) == 3:
             extra = _int_or_reg(ops[2])
-            return Call(mbarrier_arrive, ops[0], ops[1], None if tx else extra, space, extra if tx else None, release,
-                        no_complete)
+            return Call(mbarrier_arrive, ops[0], ops[1], None if tx else extra, space, extra if tx else None, False,
+                        no_complete, sem, scope)
         state, a = _n(ops, 2, "mbarrier.arrive")
-        return Call(mbarrier_arrive, state, a, None, space, None, release, no_complete)
+        return Call(mbarrier_arrive, state, a, None, space, None, False, no_complete, sem, scope)
     if kind == "expect_tx":
         a, n = _n(ops, 2, "mbarrier.expect_tx")
-        return Call(mbarrier_expect_tx, a, _int_or_reg(n), space)
+        return Call(mbarrier_expect_tx, a, _int_or_reg(n), space, scope)
     if kind in ("test_wait", "try_wait"):
+        hint = None
         if kind == "try_wait" and len(ops) == 4:  # the suspend-time hint
             p, a, phase, hint = ops
-            return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space, _int_or_reg(hint))
-        p, a, phase = _n(ops, 3, f"mbarrier.{kind}")
-        return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space)
+            hint = _int_or_reg(hint)
+        else:
+            p, a, phase = _n(ops, 3, f"mbarrier.{kind}")
+        return Call(mbarrier_wait, kind, p, a, _int_or_reg(phase), "parity" in parts, space, hint, sem, scope)
     if kind == "inval":
         (a,) = _n(ops, 1, "mbarrier.inval")
         return Call(mbarrier_inval, a, space)

@@ -472,6 +472,9 @@ def _bulk(parts, ops):
     if parts[3] == "global":  # the 1-D store shared -> global
         d, s, size = _n(ops, 3, "cp.async.bulk (store)")
         return Call(bulk_s2g, d, s, _int_or_reg(size))
+    if parts[3:5] != ["shared::cluster", "global"]:  # (not read as the global load, whose checks would mislead)
+        raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared::cluster with an mbarrier, "
+                      "shared::cta -> global with a bulk group)")
     d, s, size, m = _n(ops, 4, "cp.async.bulk")
     return Call(bulk_g2s, d, s, _int_or_reg(size), m)
 

@@ -78,7 +78,10 @@ class Module:
         if self._version is not None:
             need = least_version(self.target, self.requirements())
             if self._version < need:
-                raise TargetError(f"requested .version {self._version}, but the module needs at least {need}")
+                what = next((w for r, w in self.requirements() if r.ptx_on(self.target) > self._version),
+                            f"target {self.target.name}")
+                raise TargetError(f"requested .version {self._version}, but the module needs at least {need}: "
+                                  f"{what} needs it")
         self._cache: dict = {}
 
     # ---------------------------------------------------------------- versions

@@ -92,6 +92,10 @@ STRICTER_THAN_PTXAS = (
                "the PTX ISA defines m8n8k4 (four products per warp) for .f16 and .f64 only; ptxas 13 also takes "
                ".bf16, with no documented fragment layout or semantics",
                r"mma\.m8n8k4 with A \.bf16"),
+    Strictness("one-sided fences below sm_90 or PTX ISA 8.6", "fence.acquire.gpu;\nfence.release.cta;",
+               "the PTX ISA introduces fence.acquire / fence.release with PTX 8.6 on sm_90, and nvJitLink 13 (the "
+               "assembler the driver's path uses) refuses them elsewhere; the stand-alone ptxas 13.0 takes them",
+               r"'fence\.(acquire|release)\.[\w:.]+'.* needs (sm_90|it)"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),

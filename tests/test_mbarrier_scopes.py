@@ -87,3 +87,58 @@ def test_the_interpreter_refuses_a_relaxed_arrival_rather_than_ordering_by_it():
     k.mbarrier_arrive(a, sem="relaxed", scope="cta")
     with pytest.raises(InterpUnsupported, match="relaxed"):
         interp.run(k.module(), block=32, args=[])
+
+
+def test_loads_named_as_landing_in_this_cta_need_ptx_8_6_and_take_no_multicast():
+    """cp.async.bulk{.tensor} with a .shared::cta destination (PTX 8.6): built, assembled, read back; a
+    multicast into .shared::cta is refused as ptxas refuses it, and an sm_90 module without it stays at 8.0."""
+    k = pf.KernelBuilder("cta_dst", target="sm_90")
+    tmap = k.param("tmap", pf.b8, nbytes=128, align=64)
+    src = k.param_ptr("src", u32)
+    buf = k.shared_base(k.shared("buf", 1024, align=128))
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    k.bulk_copy(buf, src, 16, bar, dst_space="shared::cta")
+    k.tensor_load(buf, k.param_address(tmap), (0, 0), bar, dst_space="shared::cta")
+    m = k.module()
+    text = m.ptx
+    assert "cp.async.bulk.shared::cta.global.mbarrier::complete_tx::bytes" in text
+    assert "cp.async.bulk.tensor.2d.shared::cta.global.tile.mbarrier::complete_tx::bytes" in text
+    assert str(m.version) == "8.6"
+    pf.assemble(m)
+    assert pf.parse(text).ptx == text
+    old = pf.KernelBuilder("cluster_dst", target="sm_90")
+    t2, s2 = old.param("tmap", pf.b8, nbytes=128, align=64), old.param_ptr("src", u32)
+    b2, buf2 = old.shared_base(old.shared("bar", 8, align=8)), old.shared_base(old.shared("buf", 1024, align=128))
+    with pytest.raises(ValidationError, match="multicast lands in the cluster's CTAs"):
+        old.tensor_load(buf2, old.param_address(t2), (0, 0), b2, multicast=3, dst_space="shared::cta")
+    with pytest.raises(ValidationError, match="lands in one of"):
+        old.bulk_copy(buf2, s2, 16, b2, dst_space="global")
+    old.tensor_load(buf2, old.param_address(t2), (0, 0), b2)
+    assert str(old.module().version) == "8.0"
+
+
+def test_a_bulk_copy_into_shared_cta_with_scoped_arrival_and_wait_runs_on_the_interpreter():
+    """The copy lands where the .shared::cluster form lands (this CTA's shared memory), completing on an
+    mbarrier armed by an arrival with .release.cta and waited on with .acquire.cta."""
+    import numpy as np
+    k = pf.KernelBuilder("cta_copy", target="sm_90", reqntid=32)
+    src, dst = k.param_ptr("src", u32), k.param_ptr("dst", u32)
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    buf = k.shared_base(k.shared("buf", 128, align=128))
+    t = k.tid()
+    first = k.setp("eq", t, 0)
+    k.mbarrier_init(bar, 1, space="shared::cta", pred=first)
+    k.fence("fence.mbarrier_init.release.cluster", pred=first)
+    k.bar_sync(0)
+    k.mbarrier_arrive(bar, expect_tx=128, space="shared::cta", sem="release", scope="cta", pred=first)
+    k.bulk_copy(buf, src, 128, bar, dst_space="shared::cta", pred=first)
+    lbl = k.label("wait")
+    k.place(lbl)
+    done = k.mbarrier_try_wait(bar, 0, sem="acquire", scope="cta")
+    k.bra(lbl, pred=~done)
+    off = k.shl(t, 2, type=u32)
+    k.st(k.add(dst, k.cvt(off, pf.u64)), k.ld(k.add(buf, off), type=u32, space="shared"), type=u32)
+    data = np.arange(32, dtype=np.uint32) * 7 + 1
+    out = np.zeros(32, np.uint32)
+    interp.run(k.module(), block=32, args=[data, out])
+    np.testing.assert_array_equal(out, data)

@@ -196,14 +196,31 @@ def _bulk_size(size):
     return size
 
 
-def bulk_g2s(dst, src, size, mbar):
-    """cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]."""
+#: where a bulk or tensor load from global memory may land: .shared::cluster (this CTA's shared memory, or with
+#: multicast the cluster's) or .shared::cta (this CTA's only, named so: PTX ISA 8.6; no multicast)
+LOAD_DESTINATIONS = {"shared::cluster": REQ_BULK, "shared::cta": REQ_BULK.merge(Requirement(90, V("8.6")))}
+
+
+def _load_destination(what, dst_space, multicast):
+    """What a global -> shared load into `dst_space` needs (refused: another space, or multicast into .shared::cta)."""
+    if dst_space not in LOAD_DESTINATIONS:
+        raise ValidationError(f"{what} lands in one of {', '.join(LOAD_DESTINATIONS)}, got {dst_space!r}")
+    if multicast and dst_space == "shared::cta":
+        raise ValidationError(f"{what}: a multicast lands in the cluster's CTAs, so its destination is "
+                              ".shared::cluster (ptxas: illegal .multicast::cluster with .shared::cta.global)")
+    return LOAD_DESTINATIONS[dst_space]
+
+
+def bulk_g2s(dst, src, size, mbar, dst_space="shared::cluster"):
+    """cp.async.bulk.dst_space.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] (`dst_space`: one of
+    `LOAD_DESTINATIONS`)."""
+    req = _load_destination("cp.async.bulk", dst_space, False)
     d = check_addr(dst, "shared", "cp.async.bulk destination")
     s = check_addr(src, "global", "cp.async.bulk source")
     m = check_addr(mbar, "shared", "cp.async.bulk mbarrier")
     size = _bulk_size(size)
-    return make("cp.async.bulk", ("cp.async", "bulk", "shared::cluster", "global", "mbarrier::complete_tx::bytes"),
-                (d, s, size, m), req=REQ_BULK, info=BulkInfo("g2s", size))
+    return make("cp.async.bulk", ("cp.async", "bulk", dst_space, "global", "mbarrier::complete_tx::bytes"),
+                (d, s, size, m), req=req, info=BulkInfo("g2s", size))
 
 
 def bulk_s2g(dst, src, size):
@@ -245,23 +262,25 @@ def bulk_tensor_prefetch(tmap, coords):
                 (TensorAddr(tmap, tuple(coords)),), req=REQ_BULK, info=BulkInfo("tensor_prefetch", dims=n))
 
 
-def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None):
+def bulk_tensor_g2s(dst, tmap, coords, mbar, cta_mask=None, dst_space="shared::cluster"):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
     {.multicast::cluster} [dst], [tmap, {coords}], [mbar]{, ctaMask}`.
 
     With `cta_mask` (a 16-bit mask: an int or .b16 register) the box lands at the same shared
     offset in every CTA of the cluster whose rank bit is set, each completing on its own mbarrier
-    at that offset (.multicast::cluster; ptxas advises sm_90a for it).
+    at that offset (.multicast::cluster; ptxas advises sm_90a for it).  `dst_space`: one of
+    `LOAD_DESTINATIONS`.
     """
     n = len(coords)
     if not 1 <= n <= 5:
         raise ValidationError(f"cp.async.bulk.tensor takes 1 to 5 coordinates, got {n}")
-    return _tensor_g2s("tile", dst, tmap, coords, mbar, (), cta_mask)
+    return _tensor_g2s("tile", dst, tmap, coords, mbar, (), cta_mask, dst_space)
 
 
-def _tensor_g2s(mode: str, dst, tmap, coords, mbar, extra: tuple, cta_mask):
+def _tensor_g2s(mode: str, dst, tmap, coords, mbar, extra: tuple, cta_mask, dst_space="shared::cluster"):
     """The checked `cp.async.bulk.tensor` global -> shared load of `mode` ('tile' or 'im2col'):
     [dst], [tmap, {coords}], [mbar], then `extra` operands, then the multicast ctaMask if given."""
+    req = _load_destination("cp.async.bulk.tensor", dst_space, cta_mask is not None)
     n = len(coords)
     d = check_addr(dst, "shared", "cp.async.bulk.tensor destination")
     for i, c in enumerate(coords):
@@ -276,14 +295,14 @@ def _tensor_g2s(mode: str, dst, tmap, coords, mbar, extra: tuple, cta_mask):
         else:
             check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
         ops.append(cta_mask)
-    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", "shared::cluster", "global", mode,
+    return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", dst_space, "global", mode,
                                          "mbarrier::complete_tx::bytes",
                                          "multicast::cluster" if cta_mask is not None else None),
-                tuple(ops), req=REQ_BULK, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None,
+                tuple(ops), req=req, info=BulkInfo("tensor_g2s", dims=n, multicast=cta_mask is not None,
                                                         im2col=mode == "im2col"))
 
 
-def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None):
+def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None, dst_space="shared::cluster"):
     """`cp.async.bulk.tensor.Nd.shared::cluster.global.im2col.mbarrier::complete_tx::bytes
     {.multicast::cluster} [dst], [tmap, {c, w, (h, (d,)) n}], [mbar], {im2col offsets}{, ctaMask}`.
 
@@ -300,7 +319,7 @@ def bulk_tensor_g2s_im2col(dst, tmap, coords, mbar, offsets, cta_mask=None):
                               f"{', D' if n > 4 else ''}), got {len(offsets)}")
     for i, o in enumerate(offsets):
         check_value(o, T.b16, f"im2col offset {i}", imm_ok=False)
-    return _tensor_g2s("im2col", dst, tmap, coords, mbar, (Vec(offsets),), cta_mask)
+    return _tensor_g2s("im2col", dst, tmap, coords, mbar, (Vec(offsets),), cta_mask, dst_space)
 
 
 def bulk_tensor_s2g(tmap, coords, src):
@@ -386,10 +405,11 @@ class AsyncCopyOps:
         self.emit(createpolicy(d, primary, fraction))
         return d
 
-    def bulk_copy(self, dst, src, size, mbar, *, pred=None):
-        """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count."""
+    def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", pred=None):
+        """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count (`dst_space`: one of
+        `LOAD_DESTINATIONS`)."""
         size = size if isinstance(size, int) else self._val(size)
-        self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
+        self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space), pred)
 
     def bulk_prefetch(self, src, size, *, policy=None, pred=None):
         """sm_90 bulk L2 prefetch: `cp.async.bulk.prefetch.L2.global [src], size{, policy}` (size a
@@ -403,16 +423,17 @@ class AsyncCopyOps:
         size = size if isinstance(size, int) else self._val(size)
         self.emit(bulk_s2g(self._addr(dst), self._addr(src), size), pred)
 
-    def tensor_load(self, dst, tmap, coords, mbar, *, multicast=None, pred=None):
+    def tensor_load(self, dst, tmap, coords, mbar, *, multicast=None, dst_space="shared::cluster", pred=None):
         """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter.
 
         `multicast`: a 16-bit CTA-rank mask (int or .b16 register): the box lands in every CTA of the
-        cluster named by the mask (.multicast::cluster).
+        cluster named by the mask (.multicast::cluster).  `dst_space='shared::cta'` names the destination
+        as this CTA's (PTX 8.6; no multicast).
         """
         if multicast is not None and not isinstance(multicast, int):
             multicast = self._val(multicast, T.b16)
-        self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap),
-                                  tuple(self._val(c, T.s32) for c in coords), self._addr(mbar), multicast), pred)
+        self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
+                                  self._addr(mbar), multicast, dst_space), pred)
 
     def tensor_prefetch(self, tmap, coords, *, pred=None):
         """sm_90 TMA L2 prefetch of one box (`cp.async.bulk.prefetch.tensor.Nd.L2.global.tile`): `tmap`
@@ -420,10 +441,11 @@ class AsyncCopyOps:
         data only moves into L2, ahead of the tensor_load that will read it."""
         self.emit(bulk_tensor_prefetch(self._val(tmap), tuple(self._val(c, T.s32) for c in coords)), pred)
 
-    def tensor_load_im2col(self, dst, tmap, coords, mbar, offsets, *, multicast=None, pred=None):
+    def tensor_load_im2col(self, dst, tmap, coords, mbar, offsets, *, multicast=None, dst_space="shared::cluster",
+                           pred=None):
         """sm_90 TMA im2col load (`bulk_tensor_g2s_im2col`): `tmap` an im2col tensor map parameter
         (`TensorMap.im2col`), coords (c, w, (h, (d,)) n), offsets the N - 2 filter-tap offsets
-        (ints 0..65535 or .b16 registers; ints are moved into registers)."""
+        (ints 0..65535 or .b16 registers; ints are moved into registers); `dst_space` as for tensor_load."""
         if multicast is not None and not isinstance(multicast, int):
             multicast = self._val(multicast, T.b16)
         offs = []
@@ -434,7 +456,7 @@ class AsyncCopyOps:
                 o = self.mov(o, type=T.b16)
             offs.append(self._val(o, T.b16))
         self.emit(bulk_tensor_g2s_im2col(self._addr(dst), self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
-                                         self._addr(mbar), offs, multicast), pred)
+                                         self._addr(mbar), offs, multicast, dst_space), pred)
 
     def tensor_store(self, tmap, coords, src, *, pred=None):
         """sm_90 TMA tile store shared -> global (`cp.async.bulk.tensor.Nd.global.shared::cta.tile.bulk_group`):

@@ -454,15 +454,15 @@ def _bulk(parts, ops):
             raise ValidationError(f"{name} takes one operand, [tmap, {{coordinates}}]")
         return Call(bulk_tensor_prefetch, t.tmap, t.coords)
     if parts[3] == "tensor":
+        dst_space = parts[5] if len(parts) > 5 and parts[5].startswith("shared") else "shared::cluster"
         if "im2col" in parts and len(ops) in (4, 5) and isinstance(ops[1], TensorAddr) and isinstance(ops[3], Vec):
             d, t, m, offs = ops[:4]
-            mask = (_int_or_reg(ops[4]),) if len(ops) == 5 else ()
-            return Call(bulk_tensor_g2s_im2col, d, t.tmap, t.coords, m, offs.regs, *mask)
+            mask = _int_or_reg(ops[4]) if len(ops) == 5 else None
+            return Call(bulk_tensor_g2s_im2col, d, t.tmap, t.coords, m, offs.regs, mask, dst_space)
         if len(ops) in (3, 4) and isinstance(ops[1], TensorAddr):
             d, t, m = ops[:3]
-            if len(ops) == 4:  # .multicast::cluster: the CTA mask
-                return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m, _int_or_reg(ops[3]))
-            return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m)
+            mask = _int_or_reg(ops[3]) if len(ops) == 4 else None  # .multicast::cluster: the CTA mask
+            return Call(bulk_tensor_g2s, d, t.tmap, t.coords, m, mask, dst_space)
         if len(ops) == 2 and isinstance(ops[0], TensorAddr):
             t, s = ops
             return Call(bulk_tensor_s2g, t.tmap, t.coords, s)
@@ -472,11 +472,12 @@ def _bulk(parts, ops):
     if parts[3] == "global":  # the 1-D store shared -> global
         d, s, size = _n(ops, 3, "cp.async.bulk (store)")
         return Call(bulk_s2g, d, s, _int_or_reg(size))
-    if parts[3:5] != ["shared::cluster", "global"]:  # (not read as the global load, whose checks would mislead)
-        raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared::cluster with an mbarrier, "
+    # only a load from global memory is read as one (a copy between shared spaces met its checks and misled)
+    if parts[4:5] != ["global"] or not parts[3].startswith("shared"):
+        raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared with an mbarrier, "
                       "shared::cta -> global with a bulk group)")
     d, s, size, m = _n(ops, 4, "cp.async.bulk")
-    return Call(bulk_g2s, d, s, _int_or_reg(size), m)
+    return Call(bulk_g2s, d, s, _int_or_reg(size), m, parts[3])
 
 
 def _bulk_reduce(parts, ops):

@@ -166,3 +166,18 @@ def test_gpu_every_form_matches_numpy_and_the_interpreter():
         launch_cluster(pf.load(k.module())[k.name], 2, THREADS, (2, 1, 1), DeviceBuffer.from_host(x),
                        DeviceBuffer.from_host(init), d)
         np.testing.assert_array_equal(d.to_host(), expected(kind, op, tname, x, init), err_msg=str(form))
+
+
+def test_st_async_with_its_default_semantics_written_out_is_built_read_and_assembled():
+    """`st.async.weak...` (how libcu++ spells it) is the same store with `.weak` written: built, assembled,
+    read back from its text."""
+    k = pf.KernelBuilder("weak", target="sm_90")
+    a = k.shared_base(k.shared("buf", 64, align=16))
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    k.st_async(a, k.mov(1, type=pf.u32), bar, weak=True)
+    k.st_async(a, [k.mov(2, type=pf.u32), k.mov(3, type=pf.u32)], bar, weak=True)
+    m = k.module()
+    assert "st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.u32" in m.ptx
+    assert "st.async.weak.shared::cluster.mbarrier::complete_tx::bytes.v2.u32" in m.ptx
+    pf.assemble(m)
+    assert pf.parse(m.ptx).ptx == m.ptx

@@ -37,8 +37,9 @@ class AsyncStoreInfo:
     vec: int = 1
 
 
-def st_async(addr, v, mbar, t, vec=1):
-    """st.async.shared::cluster.mbarrier::complete_tx::bytes{.vN}.type [a], v, [mbar]."""
+def st_async(addr, v, mbar, t, vec=1, weak=False):
+    """st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.vN}.type [a], v, [mbar] (`weak`: the default
+    semantics written out, as libcu++ spells it)."""
     if t not in ST_ASYNC_TYPES:
         raise ValidationError(f"st.async stores {', '.join('.' + x.name for x in ST_ASYNC_TYPES)}, not .{t.name}")
     if vec not in ST_ASYNC_TYPES[t]:
@@ -49,7 +50,8 @@ def st_async(addr, v, mbar, t, vec=1):
         check_value(v, t, "st.async value", imm_ok=False)
     else:
         v = check_vec(v, vec, t, f"st.async.v{vec} value")
-    return make("st.async", ("st", "async", "shared::cluster", _COMPLETE, f"v{vec}" if vec > 1 else None, t.name),
+    return make("st.async", ("st", "async", "weak" if weak else None, "shared::cluster", _COMPLETE,
+                             f"v{vec}" if vec > 1 else None, t.name),
                 (a, v, m), req=REQ_ASYNC_STORE, type=t, info=AsyncStoreInfo(None, t, vec))
 
 
@@ -127,10 +129,11 @@ def multimem(kind, t, addr, d=None, v=None, op=None, sem=None, scope=None):
 class AsyncStoreOps:
     """Builder methods for st.async, red.async and multimem."""
 
-    def st_async(self, addr, value, mbar, *, type=None, pred=None):
-        """`st.async.shared::cluster.mbarrier::complete_tx::bytes{.vN}.type [addr], value, [mbar]`
+    def st_async(self, addr, value, mbar, *, type=None, weak=False, pred=None):
+        """`st.async{.weak}.shared::cluster.mbarrier::complete_tx::bytes{.vN}.type [addr], value, [mbar]`
         (sm_90): store into a cluster CTA's shared memory; the write completes `nbytes` of
-        transactions on that CTA's mbarrier.  `value` may be a list (a vector store)."""
+        transactions on that CTA's mbarrier.  `value` may be a list (a vector store); `weak=True` writes
+        the default semantics out."""
         if isinstance(value, (list, tuple, Vec)):
             regs = tuple(self._val(x) for x in (value.regs if isinstance(value, Vec) else value))
             t = T.lookup(type) if type is not None else regs[0].type
@@ -138,7 +141,7 @@ class AsyncStoreOps:
         else:
             v = self._val(value)
             t, vec = T.lookup(type) if type is not None else v.type, 1
-        self.emit(st_async(self._addr(addr), v, self._addr(mbar), t, vec), pred)
+        self.emit(st_async(self._addr(addr), v, self._addr(mbar), t, vec, weak), pred)
 
     def red_async(self, op, addr, value, mbar, *, type=None, pred=None):
         """`red.async.relaxed.cluster.shared::cluster.mbarrier::complete_tx::bytes.op.type [addr], value,

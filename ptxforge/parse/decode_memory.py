@@ -76,7 +76,7 @@ def _d_st(parts, ops):
     if parts[1:2] == ["async"]:
         a, v, m = _n(ops, 3, "st.async")
         vec = next((int(p[1:]) for p in parts if p[0] == "v" and p[1:].isdigit()), 1)
-        return Call(st_async, a, v, m, _t(parts[-1]), vec)
+        return Call(st_async, a, v, m, _t(parts[-1]), vec, "weak" in parts)
     space, vec, nc, cop, hints, policy, t = _mem_parts(parts)
     if nc:
         raise ValidationError("st has no .nc")

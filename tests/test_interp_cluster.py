@@ -50,12 +50,13 @@ def test_a_store_into_another_cta_before_a_cluster_barrier_is_reported():
     assert not report.findings
 
 
-def multicast_probe(started=True):
+def multicast_probe(started=True, bulk=False):
     """CTA 0 of a 2-CTA cluster loads an 8 x 16 byte box by TMA into both CTAs' `tile` (multicast), each CTA's own
     mbarrier expecting the bytes; every CTA then copies its tile to out[rank].  A cluster barrier after the
-    mbarriers' init shows both CTAs running before the multicast (`started`)."""
+    mbarriers' init shows both CTAs running before the multicast (`started`).  `bulk`: the same 128 bytes by
+    a 1-D bulk copy from a global pointer, multicast."""
     k = pf.KernelBuilder("multicast_probe", target="sm_90a", reqntid=32, reqnctapercluster=(2, 1, 1))
-    tmap = k.param_tensormap("src")
+    tmap = k.param_ptr("src", u32) if bulk else k.param_tensormap("src")
     out = k.param_ptr("out", u32)
     tile = k.shared("tile", 128, align=128)
     bar = k.shared("bar", 8, align=8)
@@ -70,7 +71,10 @@ def multicast_probe(started=True):
     else:
         k.bar_sync()  # (the CTA's own threads see its mbarrier initialized: only the cluster is left unsynchronized)
     with k.if_(k.setp("eq", k.add(rank, k.tid()), 0)):  # thread 0 of rank 0
-        k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=0b11)
+        if bulk:
+            k.bulk_copy(k.shared_base(tile), tmap, 128, k.shared_base(bar), multicast=0b11)
+        else:
+            k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=0b11)
     k.mbarrier_wait(bar, 0)
     word = k.ld(k.add(k.shared_base(tile), k.shl(k.tid(), 2)), type=u32, space="shared")
     k.st(k.add(out, k.mul(k.mad(rank, 32, k.tid(), mode="lo"), 4, mode="wide")), word, type=u32)
@@ -88,6 +92,21 @@ def test_a_multicast_before_a_cluster_barrier_is_reported():
     pf.assemble(multicast_probe().module(), backend="ptxas")
     with pytest.raises(interp.InterpError, match=r"\[barrier\] TMA multicast write of another CTA's shared"):
         interp.run(multicast_probe(started=False), grid=2, block=32, args=[interp.host_tensor_map(src, (16, 8)), out])
+
+
+def test_a_bulk_copy_multicast_lands_in_every_named_cta():
+    """cp.async.bulk ... .multicast::cluster: the 128 bytes land in both CTAs, each completing on its own
+    mbarrier; reported when it comes before a cluster barrier; assembled by ptxas; read back from its text."""
+    src = np.arange(32, dtype=np.uint32) * 3 + 5
+    out = np.zeros((2, 32), np.uint32)
+    interp.run(multicast_probe(bulk=True), grid=2, block=32, args=[src, out])
+    assert (out == src).all()
+    m = multicast_probe(bulk=True).module()
+    assert "mbarrier::complete_tx::bytes.multicast::cluster" in m.ptx and pf.parse(m.ptx).ptx == m.ptx
+    if find_tool("ptxas"):
+        pf.assemble(m, backend="ptxas")
+    with pytest.raises(interp.InterpError, match=r"\[barrier\] .*multicast write of another CTA's shared"):
+        interp.run(multicast_probe(started=False, bulk=True), grid=2, block=32, args=[src, out])
 
 
 def test_wait_without_arrive_and_mapa_out_of_the_cluster():

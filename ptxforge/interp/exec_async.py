@@ -14,7 +14,7 @@ import numpy as np
 from ..isa import types as T
 from ..isa.sync import FENCES_WITH_ADDRESS, PROXY_FENCES
 from . import global_order
-from .access import Part, mark_pending, map_access, shadow_write
+from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
@@ -223,6 +223,7 @@ def make_bulk(P, op):
     get_src = address_reader(P, ins.operands[1], ins, "global")
     get_size = P.reader(ins.operands[2], T.u32, ins)
     get_mbar = address_reader(P, ins.operands[3], ins, "shared")
+    get_mask = P.reader(ins.operands[4], T.u16, ins) if ins.info.multicast else None
 
     def bulk(S, m):
         thr = np.flatnonzero(m)
@@ -238,7 +239,20 @@ def make_bulk(P, op):
             if int(src[i]) % 16 or int(dst[i]) % 16:
                 S.report("misaligned", "cp.async.bulk addresses must be 16-byte aligned", op, one)
                 continue
-            queue_landing(S, op, dst[i:i + 1], one, data, get_mbar(S)[one], "cp.async.bulk destination write")
+            if get_mask is None:
+                queue_landing(S, op, dst[i:i + 1], one, data, get_mbar(S)[one], "cp.async.bulk destination write")
+                continue
+            mask = int(np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[t])
+            ranks = [r for r in range(16) if (mask >> r) & 1]
+            if not ranks or ranks[-1] >= S.cluster_size:
+                S.report("oob", f"cp.async.bulk multicast mask {mask:#x} names no CTA or one beyond the cluster "
+                         f"of {S.cluster_size}", op, one)
+                continue
+            low = (1 << CLUSTER_RANK_SHIFT) - 1  # each named CTA: the same offsets, as .shared::cluster addresses
+            d0, m0 = int(dst[i]) & low, int(get_mbar(S)[t]) & low
+            for r in ranks:
+                queue_landing(S, op, np.array([d0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), one, data,
+                              np.array([m0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), "cp.async.bulk multicast write")
     return bulk
 
 

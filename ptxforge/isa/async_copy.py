@@ -211,16 +211,30 @@ def _load_destination(what, dst_space, multicast):
     return LOAD_DESTINATIONS[dst_space]
 
 
-def bulk_g2s(dst, src, size, mbar, dst_space="shared::cluster"):
-    """cp.async.bulk.dst_space.global.mbarrier::complete_tx::bytes [dst], [src], size, [mbar] (`dst_space`: one of
-    `LOAD_DESTINATIONS`)."""
-    req = _load_destination("cp.async.bulk", dst_space, False)
+def bulk_g2s(dst, src, size, mbar, dst_space="shared::cluster", cta_mask=None):
+    """cp.async.bulk.dst_space.global.mbarrier::complete_tx::bytes{.multicast::cluster} [dst], [src], size, [mbar]
+    {, ctaMask} (`dst_space`: one of `LOAD_DESTINATIONS`).  With `cta_mask` (a non-zero 16-bit mask of cluster
+    ranks: an int or .b16 register) the bytes land at the same offset in every CTA it names, each completing
+    on its own mbarrier at `mbar`'s offset (ptxas advises sm_90a for it)."""
+    req = _load_destination("cp.async.bulk", dst_space, cta_mask is not None)
     d = check_addr(dst, "shared", "cp.async.bulk destination")
     s = check_addr(src, "global", "cp.async.bulk source")
     m = check_addr(mbar, "shared", "cp.async.bulk mbarrier")
     size = _bulk_size(size)
-    return make("cp.async.bulk", ("cp.async", "bulk", dst_space, "global", "mbarrier::complete_tx::bytes"),
-                (d, s, size, m), req=req, info=BulkInfo("g2s", size))
+    ops = (d, s, size, m) if cta_mask is None else (d, s, size, m, _cta_mask(cta_mask))
+    return make("cp.async.bulk", ("cp.async", "bulk", dst_space, "global", "mbarrier::complete_tx::bytes",
+                                  "multicast::cluster" if cta_mask is not None else None),
+                ops, req=req, info=BulkInfo("g2s", size, multicast=cta_mask is not None))
+
+
+def _cta_mask(cta_mask):
+    """A multicast ctaMask operand: a non-zero 16-bit mask of cluster ranks (an int) or a .b16 register."""
+    if isinstance(cta_mask, int):
+        if not 0 < cta_mask < (1 << 16):
+            raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
+        return Imm(cta_mask)
+    check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
+    return cta_mask
 
 
 def bulk_s2g(dst, src, size):
@@ -288,13 +302,7 @@ def _tensor_g2s(mode: str, dst, tmap, coords, mbar, extra: tuple, cta_mask, dst_
     m = check_addr(mbar, "shared", "cp.async.bulk.tensor mbarrier")
     ops = [d, TensorAddr(tmap, tuple(coords)), m, *extra]
     if cta_mask is not None:
-        if isinstance(cta_mask, int):
-            if not 0 < cta_mask < (1 << 16):
-                raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
-            cta_mask = Imm(cta_mask)
-        else:
-            check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
-        ops.append(cta_mask)
+        ops.append(_cta_mask(cta_mask))
     return make("cp.async.bulk.tensor", ("cp.async", "bulk", "tensor", f"{n}d", dst_space, "global", mode,
                                          "mbarrier::complete_tx::bytes",
                                          "multicast::cluster" if cta_mask is not None else None),
@@ -405,11 +413,14 @@ class AsyncCopyOps:
         self.emit(createpolicy(d, primary, fraction))
         return d
 
-    def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", pred=None):
+    def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", multicast=None, pred=None):
         """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count (`dst_space`: one of
-        `LOAD_DESTINATIONS`)."""
+        `LOAD_DESTINATIONS`; `multicast`: a 16-bit mask of cluster ranks, int or .b16 register, whose CTAs
+        each receive the bytes at the same offset, as for `tensor_load`)."""
         size = size if isinstance(size, int) else self._val(size)
-        self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space), pred)
+        if multicast is not None and not isinstance(multicast, int):
+            multicast = self._val(multicast, T.b16)
+        self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space, multicast), pred)
 
     def bulk_prefetch(self, src, size, *, policy=None, pred=None):
         """sm_90 bulk L2 prefetch: `cp.async.bulk.prefetch.L2.global [src], size{, policy}` (size a

@@ -476,6 +476,9 @@ def _bulk(parts, ops):
     if parts[4:5] != ["global"] or not parts[3].startswith("shared"):
         raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared with an mbarrier, "
                       "shared::cta -> global with a bulk group)")
+    if "multicast::cluster" in parts:
+        d, s, size, m, mask = _n(ops, 5, "cp.async.bulk (multicast)")
+        return Call(bulk_g2s, d, s, _int_or_reg(size), m, parts[3], _int_or_reg(mask))
     d, s, size, m = _n(ops, 4, "cp.async.bulk")
     return Call(bulk_g2s, d, s, _int_or_reg(size), m, parts[3])
 

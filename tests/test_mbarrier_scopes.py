@@ -142,3 +142,32 @@ def test_a_bulk_copy_into_shared_cta_with_scoped_arrival_and_wait_runs_on_the_in
     out = np.zeros(32, np.uint32)
     interp.run(k.module(), block=32, args=[data, out])
     np.testing.assert_array_equal(out, data)
+
+
+@pytest.mark.parametrize("space", ["shared", "generic"])
+def test_cp_async_arrival_on_an_mbarrier_named_by_a_generic_address(space):
+    """cp.async.mbarrier.arrive.noinc.b64 [generic] (no space written, as libcu++ spells it) tracks the thread's
+    cp.asyncs on the mbarrier the generic address names, as the .shared form does: run on the interpreter,
+    assembled, read back."""
+    import numpy as np
+    k = pf.KernelBuilder("cp_arrive", target="sm_80", reqntid=32)
+    src, dst = k.param_ptr("src", u32), k.param_ptr("dst", u32)
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    buf = k.shared_base(k.shared("buf", 512, align=16))
+    t = k.tid()
+    k.mbarrier_init(bar, 32, pred=k.setp("eq", t, 0))
+    k.bar_sync(0)
+    off = k.mul(t, 16, mode="wide")
+    k.cp_async(k.add(buf, k.shl(t, 4)), k.add(src, off), 16)
+    named = k.cvta(k.cvt(bar, pf.u64), frm="shared") if space == "generic" else bar
+    k.cp_async_mbarrier_arrive(named, noinc=True, space=space)
+    k.mbarrier_wait(bar, 0)
+    k.st(k.add(dst, off), k.ld(k.add(buf, k.shl(k.xor(t, 31), 4)), type=pf.b32, space="shared", vec=4), type=pf.b32)
+    m = k.module()
+    assert ("cp.async.mbarrier.arrive.noinc.b64" in m.ptx) == (space == "generic")
+    data = np.arange(128, dtype=np.uint32)
+    out = np.zeros(128, np.uint32)
+    interp.run(m, block=32, args=[data, out])
+    np.testing.assert_array_equal(out.reshape(32, 4), data.reshape(32, 4)[np.arange(32) ^ 31])
+    pf.assemble(m)
+    assert pf.parse(m.ptx).ptx == m.ptx

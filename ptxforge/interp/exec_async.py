@@ -18,6 +18,7 @@ from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_w
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
+from .memory import SHARED_WINDOW, WINDOW_SIZE
 from .tensormap_order import make_tensormap_acquire
 
 _PTXFORGE_INTERNAL = True
@@ -197,11 +198,20 @@ def make_cp_mbarrier_arrive(P, op):
     """
     ins = op.ins
     noinc = bool(ins.info)
-    get_addr = address_reader(P, ins.operands[0], ins, "shared")
+    generic = ".shared" not in ins.mnemonic
+    get_addr = address_reader(P, ins.operands[0], ins, "generic" if generic else "shared")
 
     def cp_arrive(S, m):
         thr = np.flatnonzero(m)
-        for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+        addr = get_addr(S)[thr]
+        if generic:  # a generic address: the shared window's offset (one outside it names no mbarrier)
+            outside = (addr < np.uint64(SHARED_WINDOW)) | (addr >= np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+            if outside.any():
+                S.report("oob", f"cp.async.mbarrier.arrive on generic address {int(addr[outside][0]):#x}, which is "
+                         "not in the shared window: no mbarrier lives there", op, thr[outside])
+                thr, addr = thr[~outside], addr[~outside]
+            addr = addr - np.uint64(SHARED_WINDOW)
+        for key, kthr, state in mbar_lookup(S, op, addr, thr):
             if not noinc:
                 state.pending += len(kthr)  # the async arrival is an extra one; the thread still arrives
             mask = np.zeros(S.N, dtype=bool)

@@ -135,16 +135,24 @@ def wait_all():
     return make("cp.async.wait_all", ("cp.async", "wait_all"), req=REQ_CP_ASYNC)
 
 
+#: where cp.async.mbarrier.arrive finds its mbarrier: a shared address (.shared, or .shared::cta from PTX 7.8) or
+#: a generic one (no space written; a 64-bit address inside the shared window)
+CP_ARRIVE_SPACES = {"shared": REQ_CP_ASYNC, "shared::cta": Requirement(80, V("7.8")), "generic": REQ_CP_ASYNC}
+
+
 def cp_async_mbarrier_arrive(mbar, noinc=False, space="shared"):
-    """Build `cp.async.mbarrier.arrive{.noinc}.space.b64 [mbar]` (pure: no builder): the mbarrier sees one
+    """Build `cp.async.mbarrier.arrive{.noinc}{.space}.b64 [mbar]` (pure: no builder): the mbarrier sees one
     arrival when this thread's earlier cp.asyncs complete; with `noinc` that arrival is counted in the
-    barrier's expected count.
+    barrier's expected count.  `space`: one of `CP_ARRIVE_SPACES` ('generic': the mbarrier named by a generic
+    address, no space written).
     """
-    a = check_addr(mbar, "shared", "cp.async.mbarrier.arrive")
-    req = REQ_CP_ASYNC if space == "shared" else Requirement(80, V("7.8"))
+    if space not in CP_ARRIVE_SPACES:
+        raise ValidationError(f"cp.async.mbarrier.arrive finds its mbarrier by a {', '.join(CP_ARRIVE_SPACES)} "
+                              f"address, not {space!r}")
+    a = check_addr(mbar, "generic" if space == "generic" else "shared", "cp.async.mbarrier.arrive")
     return make("cp.async.mbarrier.arrive", ("cp.async", "mbarrier", "arrive", "noinc" if noinc else None,
-                                             space, "b64"), (a,), req=req, info=noinc,
-                mods=("noinc",) if noinc else ())
+                                             None if space == "generic" else space, "b64"), (a,),
+                req=CP_ARRIVE_SPACES[space], info=noinc, mods=("noinc",) if noinc else ())
 
 
 CREATEPOLICY = ("L2::evict_last", "L2::evict_normal", "L2::evict_first", "L2::evict_unchanged")
@@ -396,9 +404,10 @@ class AsyncCopyOps:
         """`cp.async.wait_all`: wait until every cp.async of this thread has landed in shared memory."""
         self.emit(wait_all())
 
-    def cp_async_mbarrier_arrive(self, mbar, *, noinc=False, pred=None):
-        """Make the mbarrier track this thread's earlier cp.asyncs (.noinc: that IS the arrival)."""
-        self.emit(cp_async_mbarrier_arrive(self._addr(mbar), noinc), pred)
+    def cp_async_mbarrier_arrive(self, mbar, *, noinc=False, space="shared", pred=None):
+        """Make the mbarrier track this thread's earlier cp.asyncs (.noinc: that IS the arrival); `space`
+        'generic' names it by a generic address."""
+        self.emit(cp_async_mbarrier_arrive(self._addr(mbar), noinc, space), pred)
 
     def createpolicy(self, primary="L2::evict_last", fraction=1.0, *, dst=None):
         """`createpolicy.fractional.L2::...b64 d, fraction`: an L2 cache policy register for

@@ -413,7 +413,7 @@ def _d_cp_async(parts, ops):
         return Call(wait_all)
     if parts[2] == "mbarrier":
         (a,) = _n(ops, 1, "cp.async.mbarrier.arrive")
-        space = next((p for p in parts if p.startswith("shared")), "shared")
+        space = next((p for p in parts if p.startswith("shared")), "generic")  # (no space written: generic)
         return Call(cp_async_mbarrier_arrive, a, "noinc" in parts, space)
     if parts[2] == "bulk":
         return _bulk(parts, ops)

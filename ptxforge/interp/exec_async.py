@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
+from ..isa.operands import Reg
 from ..isa.sync import FENCES_WITH_ADDRESS, PROXY_FENCES
 from . import global_order
 from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_write
@@ -198,7 +199,9 @@ def make_cp_mbarrier_arrive(P, op):
     """
     ins = op.ins
     noinc = bool(ins.info)
-    generic = ".shared" not in ins.mnemonic
+    base = ins.operands[0].base if hasattr(ins.operands[0], "base") else None
+    # no space written: a 64-bit generic address; a 32-bit register is the shared offset, as ptxas takes it
+    generic = ".shared" not in ins.mnemonic and not (isinstance(base, Reg) and base.type.bits == 32)
     get_addr = address_reader(P, ins.operands[0], ins, "generic" if generic else "shared")
 
     def cp_arrive(S, m):

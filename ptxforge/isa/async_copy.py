@@ -136,7 +136,9 @@ def wait_all():
 
 
 #: where cp.async.mbarrier.arrive finds its mbarrier: a shared address (.shared, or .shared::cta from PTX 7.8) or
-#: a generic one (no space written; a 64-bit address inside the shared window)
+#: a generic one (no space written: a 64-bit address inside the shared window, or a 32-bit register, which
+#: ptxas 13.0 takes as the shared offset: its SASS arrives at the register's value either way, and libcu++
+#: passes the 32-bit shared address)
 CP_ARRIVE_SPACES = {"shared": REQ_CP_ASYNC, "shared::cta": Requirement(80, V("7.8")), "generic": REQ_CP_ASYNC}
 
 
@@ -149,7 +151,7 @@ def cp_async_mbarrier_arrive(mbar, noinc=False, space="shared"):
     if space not in CP_ARRIVE_SPACES:
         raise ValidationError(f"cp.async.mbarrier.arrive finds its mbarrier by a {', '.join(CP_ARRIVE_SPACES)} "
                               f"address, not {space!r}")
-    a = check_addr(mbar, "generic" if space == "generic" else "shared", "cp.async.mbarrier.arrive")
+    a = check_addr(mbar, "shared", "cp.async.mbarrier.arrive")  # (generic: a 64-bit address or a 32-bit offset)
     return make("cp.async.mbarrier.arrive", ("cp.async", "mbarrier", "arrive", "noinc" if noinc else None,
                                              None if space == "generic" else space, "b64"), (a,),
                 req=CP_ARRIVE_SPACES[space], info=noinc, mods=("noinc",) if noinc else ())

@@ -109,6 +109,41 @@ def test_a_bulk_copy_multicast_lands_in_every_named_cta():
         interp.run(multicast_probe(started=False, bulk=True), grid=2, block=32, args=[src, out])
 
 
+def test_a_bulk_copy_into_the_partner_ctas_shared_memory_lands_on_its_mbarrier():
+    """cp.async.bulk.shared::cluster.shared::cta: each CTA of a pair copies 128 bytes of its shared memory into
+    the other's `inbox`, completing on the other's mbarrier (armed for 128 bytes before a cluster barrier);
+    each then writes its inbox out: the partner's words.  Assembled by ptxas, read back from its text."""
+    k = pf.KernelBuilder("s2s", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    mine = k.shared_base(k.shared("mine", 128, align=128))
+    inbox = k.shared_base(k.shared("inbox", 128, align=128))
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    rank, tid = k.cluster_ctarank(), k.tid()
+    k.st(k.add(mine, k.shl(tid, 2)), k.mad(rank, 1000, tid, mode="lo"), type=u32, space="shared")
+    lead = k.setp("eq", tid, 0)
+    with k.if_(lead):
+        k.mbarrier_init(bar, 1)
+        k.fence("fence.mbarrier_init.release.cluster")
+        k.mbarrier_arrive(bar, expect_tx=128)
+    k.fence("fence.proxy.async.shared::cta")  # (the words written above, read by the async proxy)
+    k.cluster_sync()
+    peer = k.xor(rank, 1)
+    with k.if_(lead):
+        k.bulk_copy_to_cluster(k.mapa(inbox, peer), mine, 128, k.mapa(bar, peer))
+    k.mbarrier_wait(bar, 0)
+    word = k.ld(k.add(inbox, k.shl(tid, 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(k.mad(rank, 32, tid, mode="lo"), 4, mode="wide")), word, type=u32)
+    k.cluster_sync()
+    got = np.zeros((2, 32), np.uint32)
+    interp.run(k.module(), grid=2, block=32, args=[got])
+    want = np.stack([1000 * 1 + np.arange(32), 1000 * 0 + np.arange(32)]).astype(np.uint32)
+    np.testing.assert_array_equal(got, want)
+    m = k.module()
+    assert pf.parse(m.ptx).ptx == m.ptx
+    if find_tool("ptxas"):
+        pf.assemble(m, backend="ptxas")
+
+
 def test_wait_without_arrive_and_mapa_out_of_the_cluster():
     k = pf.KernelBuilder("w", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
     k.barrier_cluster_wait()

@@ -44,7 +44,7 @@ from ..isa.operands import TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from . import global_order
 from .access import Part, check_peer_started, mark_pending, shadow_read, shadow_write
-from .exec_async import CopyRecord, make_bulk
+from .exec_async import CopyRecord, make_bulk, queue_landing
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
@@ -461,10 +461,32 @@ def _bulk_source(S, op, what, n, dst, src, t):
 
 
 def make_bulk_copy(P, op):
-    """Dispatch for cp.async.bulk: the 1-D load (exec_async) or the 1-D store (here)."""
-    if op.ins.info.kind == "s2g":
+    """Dispatch for cp.async.bulk: the 1-D load (exec_async), the 1-D store or the copy into a cluster CTA's
+    shared memory (here)."""
+    kind = op.ins.info.kind
+    if kind == "s2g":
         return make_bulk_store(P, op)
+    if kind == "s2s":
+        return _make_bulk_to_cluster(P, op)
     return make_bulk(P, op)
+
+
+def _make_bulk_to_cluster(P, op):
+    """Executor of the 1-D bulk copy shared::cta -> shared::cluster: the source read at issue, the bytes landing
+    in the destination CTA when its mbarrier (at the .shared::cluster address `mbar`) is polled."""
+    ins = op.ins
+    get_dst = address_reader(P, ins.operands[0], ins, "shared")
+    get_src = address_reader(P, ins.operands[1], ins, "shared")
+    get_size = P.reader(ins.operands[2], T.u32, ins)
+    get_mbar = address_reader(P, ins.operands[3], ins, "shared")
+
+    def to_cluster(S, m):
+        for t, n, dst, local in bulk_sources(S, op, ins.opcode, m, get_size, get_dst, get_src):
+            one = np.array([t])
+            data = S.smem[read_chunks(S, op, t, local)][None, :]
+            queue_landing(S, op, np.array([dst], dtype=np.uint64), one, data, get_mbar(S)[one],
+                          "cp.async.bulk destination write")
+    return to_cluster
 
 
 def make_bulk_commit(P, op):

@@ -247,6 +247,19 @@ def _cta_mask(cta_mask):
     return cta_mask
 
 
+def bulk_s2s(dst, src, size, mbar):
+    """`cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]` (sm_90):
+    `size` bytes (a positive multiple of 16, or a .u32 register) of this CTA's shared memory at `src` into a
+    cluster CTA's at `dst`, completing on that CTA's mbarrier at `mbar` (both .shared::cluster addresses, from
+    `mapa`)."""
+    d = check_addr(dst, "shared", "cp.async.bulk destination")
+    s = check_addr(src, "shared", "cp.async.bulk source")
+    m = check_addr(mbar, "shared", "cp.async.bulk mbarrier")
+    size = _bulk_size(size)
+    return make("cp.async.bulk", ("cp.async", "bulk", "shared::cluster", "shared::cta", "mbarrier::complete_tx::bytes"),
+                (d, s, size, m), req=REQ_BULK, info=BulkInfo("s2s", size))
+
+
 def bulk_s2g(dst, src, size):
     """`cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size`: a 1-D bulk store shared -> global
     (size a positive multiple of 16 bytes, both addresses 16-byte aligned), completed by bulk groups."""
@@ -432,6 +445,12 @@ class AsyncCopyOps:
         if multicast is not None and not isinstance(multicast, int):
             multicast = self._val(multicast, T.b16)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space, multicast), pred)
+
+    def bulk_copy_to_cluster(self, dst, src, size, mbar, *, pred=None):
+        """sm_90 bulk copy of this CTA's shared memory at `src` into a cluster CTA's at `dst`, completing on that
+        CTA's mbarrier at `mbar` (`dst` and `mbar` .shared::cluster addresses, from `mapa`; `bulk_s2s`)."""
+        size = size if isinstance(size, int) else self._val(size)
+        self.emit(bulk_s2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
 
     def bulk_prefetch(self, src, size, *, policy=None, pred=None):
         """sm_90 bulk L2 prefetch: `cp.async.bulk.prefetch.L2.global [src], size{, policy}` (size a

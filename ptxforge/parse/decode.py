@@ -14,7 +14,7 @@ import struct
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.arith import ARITH, arith
-from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_tensor_g2s,
+from ..isa.async_copy import (bulk_commit_group, bulk_g2s, bulk_prefetch, bulk_s2g, bulk_s2s, bulk_tensor_g2s,
                               bulk_tensor_g2s_im2col, bulk_tensor_prefetch, bulk_tensor_s2g,
                               bulk_wait_group, commit_group, cp_async, cp_async_mbarrier_arrive, wait_all, wait_group)
 from ..isa.bulk_reduce import TENSOR_REDUCE_MODES, TENSOR_REDUCE_OPS, bulk_reduce, bulk_tensor_reduce
@@ -472,10 +472,13 @@ def _bulk(parts, ops):
     if parts[3] == "global":  # the 1-D store shared -> global
         d, s, size = _n(ops, 3, "cp.async.bulk (store)")
         return Call(bulk_s2g, d, s, _int_or_reg(size))
-    # only a load from global memory is read as one (a copy between shared spaces met its checks and misled)
+    if parts[3:5] == ["shared::cluster", "shared::cta"]:  # this CTA's shared memory into a cluster CTA's
+        d, s, size, m = _n(ops, 4, "cp.async.bulk (shared::cta -> shared::cluster)")
+        return Call(bulk_s2s, d, s, _int_or_reg(size), m)
+    # only a load from global memory is read as one (a copy between other spaces would meet its checks and mislead)
     if parts[4:5] != ["global"] or not parts[3].startswith("shared"):
-        raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared with an mbarrier, "
-                      "shared::cta -> global with a bulk group)")
+        raise Unknown(f"{name} is not a bulk copy the tables have (global -> shared and shared::cta -> "
+                      "shared::cluster with an mbarrier, shared::cta -> global with a bulk group)")
     if "multicast::cluster" in parts:
         d, s, size, m, mask = _n(ops, 5, "cp.async.bulk (multicast)")
         return Call(bulk_g2s, d, s, _int_or_reg(size), m, parts[3], _int_or_reg(mask))

@@ -25,9 +25,8 @@ import numpy as np
 from ..bfloat16 import to_bf16
 from ..isa import types as T
 from ..isa.bulk_reduce import BULK_REDUCE_TYPES
-from .exec_async import queue_landing
-from .exec_memory import _atom_apply, address_reader
-from .exec_tma import bulk_sources, make_bulk_store, make_tensor_store, read_chunks
+from .exec_memory import _atom_apply
+from .exec_tma import make_bulk_store, make_bulk_to_cluster, make_tensor_store
 from .findings import InterpUnsupported
 from .minmax import canonical_nan, min_max
 from .values import UINT, bf16_to_f32, f16_bits_to_f32, half_bits
@@ -85,18 +84,7 @@ def make_bulk_reduce(P, op):
     red, tname = info.op, info.type.name
     if info.dst == "global":
         return make_bulk_store(P, op, lambda old, new: combine(red, tname, old, new), ins.opcode)
-    get_dst = address_reader(P, ins.operands[0], ins, "shared")
-    get_src = address_reader(P, ins.operands[1], ins, "shared")
-    get_size = P.reader(ins.operands[2], T.u32, ins)
-    get_mbar = address_reader(P, ins.operands[3], ins, "shared")
-
-    def cluster_reduce(S, m):
-        for t, n, dst, local in bulk_sources(S, op, ins.opcode, m, get_size, get_dst, get_src):
-            one = np.array([t])
-            data = S.smem[read_chunks(S, op, t, local)][None, :]
-            queue_landing(S, op, np.array([dst], dtype=np.uint64), one, data, get_mbar(S)[one],
-                          f"{ins.opcode} destination", lambda old, new: combine(red, tname, old, new))
-    return cluster_reduce
+    return make_bulk_to_cluster(P, op, f"{ins.opcode} destination", lambda old, new: combine(red, tname, old, new))
 
 
 def make_tensor_reduce(P, op):

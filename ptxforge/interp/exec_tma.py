@@ -467,12 +467,13 @@ def make_bulk_copy(P, op):
     if kind == "s2g":
         return make_bulk_store(P, op)
     if kind == "s2s":
-        return _make_bulk_to_cluster(P, op)
+        return make_bulk_to_cluster(P, op, "cp.async.bulk destination write")
     return make_bulk(P, op)
 
 
-def _make_bulk_to_cluster(P, op):
-    """Executor of the 1-D bulk copy shared::cta -> shared::cluster: the source read at issue, the bytes landing
+def make_bulk_to_cluster(P, op, what, combine=None):
+    """Executor of a 1-D bulk transfer of this CTA's shared memory into a cluster CTA's ([dst], [src], size,
+    [mbar]: the copy, or with `combine(old, new)` the reduction): the source read at issue, the bytes landing
     in the destination CTA when its mbarrier (at the .shared::cluster address `mbar`) is polled."""
     ins = op.ins
     get_dst = address_reader(P, ins.operands[0], ins, "shared")
@@ -484,8 +485,7 @@ def _make_bulk_to_cluster(P, op):
         for t, n, dst, local in bulk_sources(S, op, ins.opcode, m, get_size, get_dst, get_src):
             one = np.array([t])
             data = S.smem[read_chunks(S, op, t, local)][None, :]
-            queue_landing(S, op, np.array([dst], dtype=np.uint64), one, data, get_mbar(S)[one],
-                          "cp.async.bulk destination write")
+            queue_landing(S, op, np.array([dst], dtype=np.uint64), one, data, get_mbar(S)[one], what, combine)
     return to_cluster
 
 

@@ -53,6 +53,7 @@ REPRODUCE = {
     "mma.m8n8k4 with .bf16 operands": lambda k, g: k.mma([k.reg(T.b32)] * 2, [k.reg(T.b32)] * 2, 0, shape="m8n8k4",
                                                          a_type="bf16", acc="f32"),
     "one-sided fences below sm_90 or PTX ISA 8.6": lambda k, g: k.fence("fence.acquire.gpu"),
+    "alloca sizes below 1": lambda k, g: k.alloca(-1),
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }
 

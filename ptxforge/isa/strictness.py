@@ -96,6 +96,9 @@ STRICTER_THAN_PTXAS = (
                "the PTX ISA introduces fence.acquire / fence.release with PTX 8.6 on sm_90, and nvJitLink 13 (the "
                "assembler the driver's path uses) refuses them elsewhere; the stand-alone ptxas 13.0 takes them",
                r"'fence\.(acquire|release)\.[\w:.]+'.* needs (sm_90|it)"),
+    Strictness("alloca sizes below 1", "alloca.u64 %rd2, -1;\nalloca.u64 %rd3, 0;",
+               "a size of 0 allocates nothing, and -1 is read as a .u64 near 2^64: neither is a stack allocation",
+               r"alloca size -?\d+ must be positive"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),

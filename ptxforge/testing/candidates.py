@@ -27,7 +27,7 @@ from ..isa.sync import BAR_RED_OPS, GRIDDEPCONTROL
 from ..isa.warp import MATCH_MODES, MATCH_TYPES
 from ..isa.wmma import F64_ROUND, LAYOUTS, WMMA_FORMS
 from ..isa.operands import SPECIAL_REGISTERS
-from ..isa.sync import FENCES, FENCES_WITH_ADDRESS
+from ..isa.sync import ARRIVE_SEMS, FENCES, FENCES_WITH_ADDRESS, MBAR_SCOPES, WAIT_SEMS
 from ..isa.targets import Target
 from ..isa.tensor import MMA_FORMS
 from ..isa.wgmma import WGMMA_FORMS
@@ -344,6 +344,19 @@ def _sync_candidates():
     out += [spec("sync", "mapa", space=sp, rank=r) for sp in ("shared::cluster", "generic") for r in (1, None)]
     out += [spec("sync", "getctarank", space=sp, wide=w) for sp in ("shared::cluster", "generic") for w in (False, True)]
     out += [spec("sync", "mbarrier_arrive", space="shared::cluster", discard=True)]
+    # memory semantics and scope written out (isa.sync.ARRIVE_SEMS, WAIT_SEMS, MBAR_SCOPES)
+    for scope in MBAR_SCOPES:
+        for space in ("shared::cta", "shared::cluster"):
+            for sem in ARRIVE_SEMS:
+                out.append(spec("sync", "mbarrier_arrive", space=space, discard=True, sem=sem, scope=scope))
+                out.append(spec("sync", "mbarrier_arrive", space=space, discard=True, expect_tx=4096, sem=sem,
+                                scope=scope))
+        out.append(spec("sync", "mbarrier_arrive", space="shared::cta", discard=False, count=2, sem="release",
+                        scope=scope))
+        out.append(spec("sync", "mbarrier_expect_tx", nbytes=64, scope=scope))
+        for sem in WAIT_SEMS:
+            for op in ("mbarrier_test_wait", "mbarrier_try_wait"):
+                out.append(spec("sync", op, parity=True, phase=0, sem=sem, scope=scope))
     return out
 
 

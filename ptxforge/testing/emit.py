@@ -422,9 +422,9 @@ def _emit_sync(sc: Scratch, s: Spec):
     elif op == "mbarrier_arrive":
         k.mbarrier_arrive(sc.mb, count=s.get("count"), expect_tx=s.get("expect_tx"), space=s["space"],
                           state="_" if s.get("discard") else None, release=s.get("release", False),
-                          no_complete=s.get("no_complete", False), pred=g)
+                          no_complete=s.get("no_complete", False), sem=s.get("sem"), scope=s.get("scope"), pred=g)
     elif op == "mbarrier_expect_tx":
-        k.mbarrier_expect_tx(sc.mb, s["nbytes"], pred=g)
+        k.mbarrier_expect_tx(sc.mb, s["nbytes"], scope=s.get("scope", "cta"), pred=g)
     elif op in ("mbarrier_test_wait", "mbarrier_try_wait"):
         phase = s["phase"] if s["parity"] else sc.reg(T.b64)
         if s["parity"] and phase is None:
@@ -432,7 +432,7 @@ def _emit_sync(sc: Scratch, s: Spec):
         kw = {}
         if s.get("suspend") is not None:
             kw["suspend_ns"] = sc.reg(T.u32) if s["suspend"] == "reg" else s["suspend"]
-        getattr(k, op)(sc.mb, phase, parity=s["parity"], pred=g, **kw)
+        getattr(k, op)(sc.mb, phase, parity=s["parity"], sem=s.get("sem"), scope=s.get("scope"), pred=g, **kw)
     elif op == "mbarrier_complete_tx":
         k.mbarrier_complete_tx(sc.mb, s["nbytes"] if s["nbytes"] is not None else sc.reg(T.u32), pred=g)
     elif op == "mbarrier_arrive_drop":

@@ -11,8 +11,8 @@ from ptxforge import interp
 from ptxforge.errors import LaunchError
 from ptxforge.runtime import DeviceBuffer, launch_cluster
 
-from support.cluster_probes import (ctarank_probe, expected_ctarank, expected_ring, expected_sregs, ring_probe,
-                                    sreg_probe, SREGS)
+from support.cluster_probes import (ctarank_probe, exchange_probe, expected_ctarank, expected_exchange, expected_ring,
+                                    expected_sregs, multicast_probe, ring_probe, sreg_probe, SREGS)
 from support.examples import load_example
 
 pytestmark = pytest.mark.gpu
@@ -53,6 +53,24 @@ def test_getctarank_matches_the_interpreter(size):
     interp.run(k, grid=grid, block=32, args=[cpu])
     np.testing.assert_array_equal(out.to_host(), cpu)
     np.testing.assert_array_equal(cpu, expected_ctarank(grid, size))
+
+
+def test_bulk_multicast_and_the_cta_to_cta_bulk_copy_match_the_interpreter():
+    """cp.async.bulk ... .multicast::cluster (128 bytes from global into both CTAs of a pair) and
+    cp.async.bulk.shared::cluster.shared::cta (each CTA's 128 bytes into its partner's shared memory), each
+    completing on the receiving CTA's mbarrier: the same words on the GPU as on the interpreter."""
+    src = np.arange(32, dtype=np.uint32) * 3 + 5
+    fn = pf.load(multicast_probe(bulk=True).module())["multicast_probe"]
+    out = DeviceBuffer.empty((2, 32), np.uint32)
+    launch_cluster(fn, 2, 32, (2, 1, 1), DeviceBuffer.from_host(src), out)
+    np.testing.assert_array_equal(out.to_host(), np.stack([src, src]))
+    fn = pf.load(exchange_probe().module())["s2s"]
+    out = DeviceBuffer.empty((2, 32), np.uint32)
+    launch_cluster(fn, 2, 32, (2, 1, 1), out)
+    cpu = np.zeros((2, 32), np.uint32)
+    interp.run(exchange_probe(), grid=2, block=32, args=[cpu])
+    np.testing.assert_array_equal(out.to_host(), cpu)
+    np.testing.assert_array_equal(cpu, expected_exchange())
 
 
 def test_cluster_launch_checks_on_the_device():

@@ -93,3 +93,68 @@ def expected_ctarank(grid, size):
         for t in range(32):
             out[c, t] = (t % size, t % size, c % size, c % size)
     return out
+
+
+def multicast_probe(started=True, bulk=False):
+    """CTA 0 of a 2-CTA cluster loads an 8 x 16 byte box by TMA into both CTAs' `tile` (multicast), each CTA's own
+    mbarrier expecting the bytes; every CTA then copies its tile to out[rank].  A cluster barrier after the
+    mbarriers' init shows both CTAs running before the multicast (`started`).  `bulk`: the same 128 bytes by
+    a 1-D bulk copy from a global pointer, multicast."""
+    k = pf.KernelBuilder("multicast_probe", target="sm_90a", reqntid=32, reqnctapercluster=(2, 1, 1))
+    tmap = k.param_ptr("src", u32) if bulk else k.param_tensormap("src")
+    out = k.param_ptr("out", u32)
+    tile = k.shared("tile", 128, align=128)
+    bar = k.shared("bar", 8, align=8)
+    rank = k.cluster_ctarank()
+    lead = k.setp("eq", k.tid(), 0)
+    with k.if_(lead):
+        k.mbarrier_init(bar, 1)
+        k.fence("fence.mbarrier_init.release.cluster")
+        k.mbarrier_arrive(bar, expect_tx=128)
+    if started:
+        k.cluster_sync()
+    else:
+        k.bar_sync()  # (the CTA's own threads see its mbarrier initialized: only the cluster is left unsynchronized)
+    with k.if_(k.setp("eq", k.add(rank, k.tid()), 0)):  # thread 0 of rank 0
+        if bulk:
+            k.bulk_copy(k.shared_base(tile), tmap, 128, k.shared_base(bar), multicast=0b11)
+        else:
+            k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=0b11)
+    k.mbarrier_wait(bar, 0)
+    word = k.ld(k.add(k.shared_base(tile), k.shl(k.tid(), 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(k.mad(rank, 32, k.tid(), mode="lo"), 4, mode="wide")), word, type=u32)
+    k.cluster_sync()
+    return k
+
+
+def exchange_probe():
+    """Each CTA of a pair copies 128 bytes of its shared memory (word i = 1000 * rank + i) into the other's
+    `inbox` by cp.async.bulk.shared::cluster.shared::cta, completing on the other's mbarrier (armed for 128
+    bytes before a cluster barrier); each then writes its inbox to out[rank]."""
+    k = pf.KernelBuilder("s2s", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    mine = k.shared_base(k.shared("mine", 128, align=128))
+    inbox = k.shared_base(k.shared("inbox", 128, align=128))
+    bar = k.shared_base(k.shared("bar", 8, align=8))
+    rank, tid = k.cluster_ctarank(), k.tid()
+    k.st(k.add(mine, k.shl(tid, 2)), k.mad(rank, 1000, tid, mode="lo"), type=u32, space="shared")
+    lead = k.setp("eq", tid, 0)
+    with k.if_(lead):
+        k.mbarrier_init(bar, 1)
+        k.fence("fence.mbarrier_init.release.cluster")
+        k.mbarrier_arrive(bar, expect_tx=128)
+    k.fence("fence.proxy.async.shared::cta")  # (the words written above, read by the async proxy)
+    k.cluster_sync()
+    peer = k.xor(rank, 1)
+    with k.if_(lead):
+        k.bulk_copy_to_cluster(k.mapa(inbox, peer), mine, 128, k.mapa(bar, peer))
+    k.mbarrier_wait(bar, 0)
+    word = k.ld(k.add(inbox, k.shl(tid, 2)), type=u32, space="shared")
+    k.st(k.add(out, k.mul(k.mad(rank, 32, tid, mode="lo"), 4, mode="wide")), word, type=u32)
+    k.cluster_sync()
+    return k
+
+
+def expected_exchange():
+    """out of `exchange_probe`: each CTA holds its partner's words."""
+    return np.stack([1000 * 1 + np.arange(32), 1000 * 0 + np.arange(32)]).astype(np.uint32)

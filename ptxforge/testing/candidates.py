@@ -246,7 +246,8 @@ def _memory_candidates():
                 for t in ts + (T.b64,)]
     out += [spec("memory", "suq", query=q) for q in tx.SUQ_QUERIES]
     from ..isa.async_store import MULTIMEM_OPS, MULTIMEM_SEMANTICS, MULTIMEM_ST_TYPES, RED_ASYNC_OPS, ST_ASYNC_TYPES
-    out += [spec("memory", "st_async", type=t.name, vec=v) for t in ST_ASYNC_TYPES for v in (1, 2, 4)]
+    out += [spec("memory", "st_async", type=t.name, vec=v, weak=w) for t in ST_ASYNC_TYPES for v in (1, 2, 4)
+            for w in (False, True)]
     out += [spec("memory", "red_async", red_op=o, type=t.name) for o, ts in RED_ASYNC_OPS.items()
             for t in ts + (T.f32,)]
     for kind, sems in MULTIMEM_SEMANTICS.items():
@@ -271,11 +272,18 @@ def _async_copy_candidates():
                                         prefetch=prefetch, policy=policy))
     out += [spec("async_copy", "commit"), spec("async_copy", "wait_all")]
     out += [spec("async_copy", "mbarrier_arrive", noinc=b) for b in (False, True)]
+    # the mbarrier named by a generic address: 64-bit, or the 32-bit shared offset ptxas also takes
+    out += [spec("async_copy", "mbarrier_arrive", noinc=b, space="generic", wide=w) for b in (False, True)
+            for w in (False, True)]
     out += [spec("async_copy", "createpolicy", level=lv, fraction=fr) for lv in CREATEPOLICY for fr in (1.0, 0.5)]
     out += [spec("async_copy", "wait", n=0)]
     out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
+    out += [spec("async_copy", "bulk_copy", size=1024, dst_space="shared::cta")]
+    out += [spec("async_copy", "bulk_copy", size=n, multicast=m) for n in (1024, None) for m in (3, "reg")]
+    out += [spec("async_copy", "bulk_copy_to_cluster", size=n) for n in (1024, None)]
     out += [spec("async_copy", op, coords=(None,) * d) for op in ("tensor_load", "tensor_store", "tensor_prefetch")
             for d in range(1, 6)]
+    out += [spec("async_copy", "tensor_load", coords=(None,) * d, dst_space="shared::cta") for d in range(1, 6)]
     out += [spec("async_copy", "tensor_load", coords=(None, None), multicast=m) for m in (3, "reg")]
     out += [spec("async_copy", "tensor_load_im2col", dims=d, multicast=m) for d in (3, 4, 5) for m in (None, 3)]
     out += [spec("async_copy", "bulk_store", size=n) for n in (256, None)]

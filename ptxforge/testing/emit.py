@@ -257,7 +257,7 @@ def _emit_memory(sc: Scratch, s: Spec):
     elif op == "st_async":
         t = T.lookup(s["type"])
         vals = sc.regs(t, s["vec"])
-        k.st_async(sc.s, vals if s["vec"] > 1 else vals[0], sc.mb, type=t, pred=g)
+        k.st_async(sc.s, vals if s["vec"] > 1 else vals[0], sc.mb, type=t, weak=s.get("weak", False), pred=g)
     elif op == "red_async":
         t = T.lookup(s["type"])
         k.red_async(s["red_op"], sc.s, sc.reg(t), sc.mb, type=t, pred=g)
@@ -351,16 +351,23 @@ def _emit_async_copy(sc: Scratch, s: Spec):
     elif op == "wait_all":
         k.cp_async_wait_all()
     elif op == "mbarrier_arrive":
-        k.cp_async_mbarrier_arrive(sc.mb, noinc=s["noinc"], pred=g)
+        space = s.get("space", "shared")
+        k.cp_async_mbarrier_arrive(sc.g64 if s.get("wide") else sc.mb, noinc=s["noinc"], space=space, pred=g)
     elif op == "createpolicy":
         k.createpolicy(s["level"], s["fraction"])
     elif op == "bulk_copy":
         size = s["size"] if s["size"] is not None else sc.reg(T.u32)
-        k.bulk_copy(sc.s, sc.g, size, sc.mb, pred=g)
+        mc = s.get("multicast")
+        k.bulk_copy(sc.s, sc.g, size, sc.mb, dst_space=s.get("dst_space", "shared::cluster"),
+                    multicast=sc.reg(T.b16) if mc == "reg" else mc, pred=g)
+    elif op == "bulk_copy_to_cluster":
+        size = s["size"] if s["size"] is not None else sc.reg(T.u32)
+        k.bulk_copy_to_cluster(sc.s, sc.s, size, sc.mb, pred=g)
     elif op == "tensor_load":
         coords = [c if c is not None else sc.reg(T.s32) for c in s["coords"]]
         mc = s.get("multicast")
-        k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, multicast=sc.reg(T.b16) if mc == "reg" else mc, pred=g)
+        k.tensor_load(sc.s, sc.tmap(), coords, sc.mb, multicast=sc.reg(T.b16) if mc == "reg" else mc,
+                      dst_space=s.get("dst_space", "shared::cluster"), pred=g)
     elif op == "tensor_load_im2col":
         d = s["dims"]
         k.tensor_load_im2col(sc.s, sc.tmap(), [sc.reg(T.s32) for _ in range(d)], sc.mb,

@@ -346,13 +346,14 @@ class HopperGemm:
     def _check_resources(self) -> None:
         """Registers per thread and shared memory per CTA."""
         register_split(self.threads, 1, self.consumers, self.producer_regs, self.consumer_regs)
-        held = self.acc_sets * self.acc_regs + (self.a_fragment_regs if self.operand == "s4" and self.a_registers else 0)
+        fragments = self.operand == "s4" and self.a_registers  # (A widened in registers holds its fragments too)
+        held = self.acc_sets * self.acc_regs + (self.a_fragment_regs if fragments else 0)
         room = min(ACC_REGS_LIMIT, self.consumer_regs - CONSUMER_HEADROOM_REGS)
         if held > room:
             what = (f"{self.acc_sets * self.acc_regs} accumulator and {self.a_fragment_regs} A-fragment registers"
-                    if self.operand == "s4" and self.a_registers else f"{held} accumulator registers")
+                    if fragments else f"{held} accumulator registers")
             fix = "wg_m=64 or a narrower block_n" + (", acc_sets=1" if self.acc_sets == 2 else "") + (
-                ", a smaller a_group" if self.operand == "s4" and self.a_registers and self.a_group > 2 else "")
+                ", a smaller a_group" if fragments and self.a_group > 2 else "")
             if self.consumer_regs - CONSUMER_HEADROOM_REGS < ACC_REGS_LIMIT:
                 fix += f", or more than {self.consumer_regs} consumer_regs where the register split allows"
             raise ValidationError(f"{what} per consumer thread (wg_m {self.wg_m} x block_n {self.block_n}) leave too "

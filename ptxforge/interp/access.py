@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, in_window
 
 _PTXFORGE_INTERNAL = True
 
@@ -72,9 +72,7 @@ def map_access(S, op, space, addr, thr, nbytes, *, align=None, write=False, what
                 return []
     if space == "generic":
         parts = []
-        in_sh = (addr >= np.uint64(SHARED_WINDOW)) & (addr < np.uint64(SHARED_WINDOW + WINDOW_SIZE))
-        in_pa = (addr >= np.uint64(PARAM_WINDOW)) & (addr < np.uint64(PARAM_WINDOW + WINDOW_SIZE))
-        in_lo = (addr >= np.uint64(LOCAL_WINDOW)) & (addr < np.uint64(LOCAL_WINDOW + WINDOW_SIZE))
+        in_sh, in_pa, in_lo = (in_window(addr, w) for w in (SHARED_WINDOW, PARAM_WINDOW, LOCAL_WINDOW))
         in_gl = ~(in_sh | in_pa | in_lo)
         for sp, sel, base in ((GLOBAL, in_gl, 0), (SHARED, in_sh, SHARED_WINDOW), (PARAM, in_pa, PARAM_WINDOW),
                               (LOCAL, in_lo, LOCAL_WINDOW)):

@@ -19,7 +19,7 @@ from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_w
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
-from .memory import SHARED_WINDOW, WINDOW_SIZE
+from .memory import SHARED_WINDOW, in_window
 from .tensormap_order import make_tensormap_acquire
 
 _PTXFORGE_INTERNAL = True
@@ -208,7 +208,7 @@ def make_cp_mbarrier_arrive(P, op):
         thr = np.flatnonzero(m)
         addr = get_addr(S)[thr]
         if generic:  # a generic address: the shared window's offset (one outside it names no mbarrier)
-            outside = (addr < np.uint64(SHARED_WINDOW)) | (addr >= np.uint64(SHARED_WINDOW + WINDOW_SIZE))
+            outside = ~in_window(addr, SHARED_WINDOW)
             if outside.any():
                 S.report("oob", f"cp.async.mbarrier.arrive on generic address {int(addr[outside][0]):#x}, which is "
                          "not in the shared window: no mbarrier lives there", op, thr[outside])

@@ -19,7 +19,7 @@ from .exec_arith import _fmt
 from .findings import InterpUnsupported
 from .rounding import convert
 from .access import CLUSTER_RANK_SHIFT
-from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, WINDOW_SIZE
+from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, in_window
 from .values import (HALF_LEAST_NORMAL, UINT, as_words128, flush_below, flush_subnormal, from_words128, half_bits, half_lane,
                      half_to_f32, pack_lanes, storage_dtype, view_dtype)
 
@@ -422,12 +422,9 @@ def make_isspacep(P, op):
     ra = P.reader(ins.operands[1], T.u64, ins)
     put = P.writer(ins.operands[0], T.pred, ins)
 
-    def inside(a, base):
-        return (a >= np.uint64(base)) & (a < np.uint64(base + WINDOW_SIZE))
-
     def run(S, m):
         a = np.broadcast_to(np.asarray(ra(S)).astype(np.uint64), (S.N,))
-        shared, param = inside(a, SHARED_WINDOW), inside(a, PARAM_WINDOW)
+        shared, param = in_window(a, SHARED_WINDOW), in_window(a, PARAM_WINDOW)
         if space == "shared::cluster":
             r = shared
         elif space.startswith("shared"):  # the executing CTA's: no rank field, or its own rank's

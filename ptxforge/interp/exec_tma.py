@@ -48,7 +48,7 @@ from .exec_async import CopyRecord, make_bulk, queue_landing
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
-from .memory import PARAM_WINDOW, WINDOW_SIZE
+from .memory import PARAM_WINDOW, in_window
 from .proxy import proxy_check
 from .tensormaps import TENSORMAP_MAGIC
 from .tensormap_order import check_acquired
@@ -62,7 +62,7 @@ def _tensormap(S, op, addr, thread=None):
     been acquired by `thread` since (`exec_tensormap.check_acquired`)."""
     L = S.launch
     a = int(addr)
-    if PARAM_WINDOW <= a < PARAM_WINDOW + WINDOW_SIZE:
+    if in_window(a, PARAM_WINDOW):
         off = a - PARAM_WINDOW
         word = int(L.params.data[off:off + 8].view(np.uint64)[0]) if off + 8 <= L.params.size else 0
     else:

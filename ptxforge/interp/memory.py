@@ -40,6 +40,12 @@ STACK_BYTES = 8192  # the per-thread alloca stack of a kernel that uses one
 UNINITIALIZED_GLOBAL = 0xC7  # what an Out() array's device copy holds before the kernel writes it
 
 
+def in_window(addr, base: int):
+    """Whether generic address(es) `addr` fall in the window starting at `base` (SHARED_WINDOW, PARAM_WINDOW,
+    LOCAL_WINDOW): element-wise for an array of .u64 addresses."""
+    return (addr >= np.uint64(base)) & (addr < np.uint64(base + WINDOW_SIZE))
+
+
 def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
 

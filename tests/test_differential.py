@@ -42,3 +42,20 @@ def test_the_lane_saw_both_verdicts():
     print(f"\ndifferential lane: {TOTAL.accepted} accepted and assembled; {TOTAL.refused} near misses refused: "
           f"{TOTAL.also_refused} also refused by ptxas, {TOTAL.documented} documented stricter than ptxas, "
           f"{TOTAL.unmapped} without a PTX spelling")
+
+
+def test_a_near_miss_without_a_spelling_is_not_mirrored_into_a_setup_instruction():
+    """acc s32 -> b32 on mma...s32.u8.u8.s32 (C zeroed by mov.s32 first): the token is twice in the mma, so the
+    miss has no spelling there; the lane once swapped it into the mov (mov.b32, which ptxas takes) and reported
+    "ptxforge refuses but ptxas accepts"."""
+    from ptxforge.errors import PtxforgeError
+    from ptxforge.testing.differential import Mutation, _accepts, _check_refusals
+    from ptxforge.testing.spec import spec
+    base = spec("tensor", "mma", a_type="u8", acc="s32", b_type="u8", bitop=None, c="zero", satfinite=False,
+                shape="m16n8k32")
+    m = Mutation(base, "sm_90", "acc", "s32", "b32")
+    err = _accepts("sm_90", m.spec())
+    assert isinstance(err, PtxforgeError)
+    counts = Counts()
+    _check_refusals("sm_90", [(m, err)], counts)
+    assert counts.failures == [] and counts.unmapped == 1

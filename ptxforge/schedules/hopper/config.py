@@ -223,9 +223,9 @@ class HopperGemm:
     def _check_s4_path(self) -> None:
         """The options of the s4 widening and of its register-sourced path (converter, biased, scaled, B buffers,
         interleave_k, wgmma groups, accumulator sets, widen_ahead, split_stage) and what each needs."""
-        if self.converter and not (self.operand == "s4" and self.a_registers):
+        if self.converter and not self.a_in_registers:
             raise ValidationError("converter=True is the s4 register-sourced path (operand='s4', a_registers=True)")
-        if self.biased and not (self.operand == "s4" and self.a_registers):
+        if self.biased and not self.a_in_registers:
             raise ValidationError("biased=True is the s4 register-sourced path (operand='s4', a_registers=True)")
         if self.scaled and self.operand != "s4":
             raise ValidationError("scaled=True widens packed 4-bit operands: operand='s4'")
@@ -236,18 +236,18 @@ class HopperGemm:
         if self.convert_buffers == 1 and self.converter:
             raise ValidationError("convert_buffers=1 is for B widened by the consumers: the converter warps fill one "
                                   "buffer while the consumers read another (2..4)")
-        if self.convert_buffers != 2 and not (self.operand == "s4" and self.a_registers):
+        if self.convert_buffers != 2 and not self.a_in_registers:
             raise ValidationError("convert_buffers sets the ring of widened B tiles of the register-sourced s4 path "
                                   "(operand='s4', a_registers=True)")
-        if self.interleave_k and not (self.operand == "s4" and self.a_registers and self.consumers >= 2):
+        if self.interleave_k and not (self.a_in_registers and self.consumers >= 2):
             raise ValidationError("interleave_k (the consumers taking the k-stages in turn) is the register-sourced s4 "
                                   "path with consumers=2, 3 or 4")
         if self.a_group not in (2, 4, 8):
             raise ValidationError(f"a_group (k-steps per group of register-sourced wgmmas) is 2, 4 or 8, got "
                                   f"{self.a_group}")
-        if self.a_group != 4 and not (self.operand == "s4" and self.a_registers):
+        if self.a_group != 4 and not self.a_in_registers:
             raise ValidationError("a_group sets the register-sourced s4 path's wgmma groups (operand='s4')")
-        if self.operand == "s4" and self.a_registers and (self.block_k // 32) % (2 * self.a_group):
+        if self.a_in_registers and (self.block_k // 32) % (2 * self.a_group):
             raise ValidationError(f"a_group={self.a_group}: a stage's {self.block_k // 32} k-steps must make an even "
                                   f"number of groups (block_k_bytes a multiple of {64 * self.a_group})")
         if self.operand == "s4":  # each pass of the widening covers widen_threads / 4 rows of a tile
@@ -262,14 +262,14 @@ class HopperGemm:
         if self.acc_sets not in (1, 2):
             raise ValidationError(f"acc_sets (accumulator sets per consumer warpgroup) is 1 or 2, got "
                                   f"{self.acc_sets!r}")
-        if self.acc_sets == 2 and not (self.operand == "s4" and self.a_registers):
+        if self.acc_sets == 2 and not self.a_in_registers:
             raise ValidationError("acc_sets=2 (k-steps alternating between two accumulator sets) is the "
                                   "register-sourced s4 path (operand='s4', a_registers=True)")
-        if self.widen_ahead and not (self.operand == "s4" and self.a_registers and not self.converter
+        if self.widen_ahead and not (self.a_in_registers and not self.converter
                                      and not self.interleave_k and self.convert_buffers == 2):
             raise ValidationError("widen_ahead is the register-sourced s4 path with B widened by the consumers into "
                                   "two buffers (converter=False, interleave_k=False, convert_buffers=2)")
-        if self.split_stage and not (self.operand == "s4" and self.a_registers and self.consumers == 2
+        if self.split_stage and not (self.a_in_registers and self.consumers == 2
                                      and not self.converter and not self.interleave_k):
             raise ValidationError("split_stage (two consumers on the halves of every stage) is the register-sourced s4 "
                                   "path with consumers=2, B widened by the consumers (converter=False), not "
@@ -346,7 +346,7 @@ class HopperGemm:
     def _check_resources(self) -> None:
         """Registers per thread and shared memory per CTA."""
         register_split(self.threads, 1, self.consumers, self.producer_regs, self.consumer_regs)
-        fragments = self.operand == "s4" and self.a_registers  # (A widened in registers holds its fragments too)
+        fragments = self.a_in_registers  # (A widened in registers holds its fragments too)
         held = self.acc_sets * self.acc_regs + (self.a_fragment_regs if fragments else 0)
         room = min(ACC_REGS_LIMIT, self.consumer_regs - CONSUMER_HEADROOM_REGS)
         if held > room:
@@ -531,6 +531,13 @@ class HopperGemm:
         return self.operand == "s4" and not self.a_registers
 
     @property
+    def a_in_registers(self) -> bool:
+        """Whether A is widened in registers and fed to wgmma from them (s4 with a_registers): the path the
+        options a_group, converter, biased, convert_buffers, interleave_k, acc_sets, widen_ahead and
+        split_stage belong to."""
+        return self.operand == "s4" and self.a_registers
+
+    @property
     def smem_bytes(self) -> int:
         """Dynamic shared memory to request: 1024 alignment slack, the ring, converted tiles, the barriers and,
         after them, the in-kernel reduction's verdict words."""
@@ -543,7 +550,7 @@ class HopperGemm:
         return (f"hgemm_{self.operand}_{self.block_m}x{self.block_n}x{self.block_k}_w{self.wg_m}c{self.consumers}"
                 f"_s{self.stages}_g{self.raster_group}_r{self.consumer_regs}"
                 + (f"_p{self.producer_regs}" if self.producer_regs != 40 else "")
-                + ("_rs" if self.operand == "s4" and self.a_registers else "") + ("_cv" if self.converter else "")
+                + ("_rs" if self.a_in_registers else "") + ("_cv" if self.converter else "")
                 + ((f"{self.convert_buffers}" if self.converter else f"_wb{self.convert_buffers}")
                    if self.convert_buffers != 2 else "") + ("_b" if self.biased else "")
                 + ("_sc" if self.scaled else "") + ("_ik" if self.interleave_k else "")

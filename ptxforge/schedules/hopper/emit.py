@@ -171,7 +171,7 @@ def emit_kernel(cfg) -> KernelBuilder:
     # arrivals on empty[s]: one lane per consumer warp where only the async proxy reads the stage; on the
     # register-sourced s4 path every thread reads it with ld.shared, so every reader arrives itself
     # (with interleave_k one consumer warpgroup reads each stage)
-    rs = cfg.operand == "s4" and cfg.a_registers
+    rs = cfg.a_in_registers
     readers = 1 if cfg.interleave_k else cfg.consumers
     releasers = (128 * readers + (32 * CONVERTER_WARPS if cfg.converter else 0) if rs
                  else 4 * cfg.consumers + (CONVERTER_WARPS if cfg.converter else 0))
@@ -227,7 +227,7 @@ def emit_kernel(cfg) -> KernelBuilder:
                 converter(k, cfg, ring, ws, base, conv_base, hand, work)
 
     with ws.consumer() as cidx:
-        if cfg.operand == "s4" and cfg.a_registers:
+        if cfg.a_in_registers:
             S4Consumer(k, cfg, ring, ws, cidx, base, conv_base, work, hand, sums, kk).emit(out, m, n, place, red_base)
         else:
             _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place)

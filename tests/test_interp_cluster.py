@@ -77,6 +77,22 @@ def test_a_bulk_copy_multicast_lands_in_every_named_cta():
         interp.run(multicast_probe(started=False, bulk=True), grid=2, block=32, args=[src, out])
 
 
+@pytest.mark.parametrize("bulk", [False, True], ids=["tma", "bulk"])
+@pytest.mark.parametrize("mask", [0b111, 0b100, 0])
+def test_a_multicast_mask_beyond_the_cluster_is_reported(bulk, mask):
+    """A ctaMask bit past the cluster's CTAs (or no bit) names no CTA: held in a register (the builder refuses such
+    an immediate), the TMA tile load and the bulk copy report it alike, at the copy's line, instead of landing
+    in the CTAs they can name."""
+    src = np.arange(32, dtype=np.uint32) * 3 + 5
+    arg = src if bulk else interp.host_tensor_map(src.view(np.uint8).reshape(8, 16), (16, 8))
+    out = np.zeros((2, 32), np.uint32)
+    with pytest.raises(interp.InterpError, match=rf"\[oob\] .*multicast mask {mask:#x} names no CTA or one beyond "
+                                                 r"the cluster of 2") as info:
+        interp.run(multicast_probe(bulk=bulk, mask=mask, mask_in_register=True), grid=2, block=32, args=[arg, out])
+    f = info.value.findings[0]
+    assert f.instruction.opcode.startswith("cp.async.bulk") and "cluster_probes.py" in str(f.loc)
+
+
 def test_a_bulk_copy_into_the_partner_ctas_shared_memory_lands_on_its_mbarrier():
     """cp.async.bulk.shared::cluster.shared::cta: each CTA of a pair copies 128 bytes of its shared memory into
     the other's `inbox`, completing on the other's mbarrier (armed for 128 bytes before a cluster barrier);

@@ -255,11 +255,9 @@ def make_bulk(P, op):
             if get_mask is None:
                 queue_landing(S, op, dst[i:i + 1], one, data, get_mbar(S)[one], "cp.async.bulk destination write")
                 continue
-            mask = int(np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[t])
-            ranks = [r for r in range(16) if (mask >> r) & 1]
-            if not ranks or ranks[-1] >= S.cluster_size:
-                S.report("oob", f"cp.async.bulk multicast mask {mask:#x} names no CTA or one beyond the cluster "
-                         f"of {S.cluster_size}", op, one)
+            ranks = multicast_ranks(S, op, t, int(np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[t]),
+                                    "cp.async.bulk")
+            if ranks is None:
                 continue
             low = (1 << CLUSTER_RANK_SHIFT) - 1  # each named CTA: the same offsets, as .shared::cluster addresses
             d0, m0 = int(dst[i]) & low, int(get_mbar(S)[t]) & low
@@ -267,6 +265,17 @@ def make_bulk(P, op):
                 queue_landing(S, op, np.array([d0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), one, data,
                               np.array([m0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), "cp.async.bulk multicast write")
     return bulk
+
+
+def multicast_ranks(S, op, t, mask: int, what: str):
+    """The cluster ranks a multicast's 16-bit ctaMask names for thread t, or None, reported, when it names none
+    or one beyond the cluster (whose bits name no CTA: what the hardware does with them is undefined)."""
+    ranks = [r for r in range(16) if (mask >> r) & 1]
+    if not ranks or ranks[-1] >= S.cluster_size:
+        S.report("oob", f"{what} multicast mask {mask:#x} names no CTA or one beyond the cluster of "
+                 f"{S.cluster_size}", op, np.array([t]))
+        return None
+    return ranks
 
 
 def queue_landing(S, op, dst, one, data, mbar, what, combine=None, align=16, atomic=False):

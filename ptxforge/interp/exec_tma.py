@@ -44,7 +44,7 @@ from ..isa.operands import TensorAddr
 from ..runtime.tensormap import IM2COL_OFFSET_RANGE, Im2colTensorMap
 from . import global_order
 from .access import Part, check_peer_started, mark_pending, shadow_read, shadow_write
-from .exec_async import CopyRecord, make_bulk, queue_landing
+from .exec_async import CopyRecord, make_bulk, multicast_ranks, queue_landing
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup
@@ -218,12 +218,14 @@ def _chunks_ok(S, op, local, thr0, what):
     return True
 
 
-def _cluster_targets(S, thr0, mask):
-    """Batch-local CTA indices of the CTAs of thr0's cluster named by a multicast mask."""
-    size = getattr(S, "cluster_size", 1)
-    first = int(S.cta_local[thr0]) - int(S.cluster_rank_of_cta[S.cta_local[thr0]]) if size > 1 else int(
-        S.cta_local[thr0])
-    return [first + r for r in range(max(size, 1)) if (mask >> r) & 1]
+def _cluster_targets(S, op, thr0, mask):
+    """Batch-local CTA indices of the CTAs of thr0's cluster named by a multicast mask, or None, reported, when
+    the mask names none or one beyond the cluster (`multicast_ranks`)."""
+    ranks = multicast_ranks(S, op, thr0, mask, "TMA tensor load")
+    if ranks is None:
+        return None
+    first = int(S.cta_local[thr0]) - int(S.cluster_rank_of_cta[S.cta_local[thr0]])
+    return [first + r for r in ranks]
 
 
 def make_tensor_load(P, op):
@@ -290,7 +292,9 @@ def make_tensor_load(P, op):
                 continue
             phys = apply_swizzle(chunks, tm.swizzle)
             rows = data.reshape(-1, 16)
-            targets = [int(S.cta_local[t])] if masks is None else _cluster_targets(S, t, int(masks[i]))
+            targets = [int(S.cta_local[t])] if masks is None else _cluster_targets(S, op, t, int(masks[i]))
+            if targets is None:
+                continue
             if any(cta != int(S.cta_local[t]) for cta in targets):
                 check_peer_started(S, op, np.array([t]), np.array([True]), "TMA multicast write")
             for cta in targets:

@@ -437,13 +437,27 @@ class AsyncCopyOps:
         self.emit(createpolicy(d, primary, fraction))
         return d
 
+    def _multicast(self, mask):
+        """A multicast ctaMask argument as its operand: a .b16 register as it is; an int checked against the
+        cluster the kernel declares (.reqnctapercluster's CTAs, or .maxclusterrank), whose ranks are all
+        there are; None as it is."""
+        if mask is None or not isinstance(mask, int):
+            return mask if mask is None else self._val(mask, T.b16)
+        declared = dict(self.directives)
+        dims = declared.get("reqnctapercluster")
+        ctas = dims[0] * dims[1] * dims[2] if dims else declared.get("maxclusterrank")
+        if ctas and mask >> ctas:
+            said = f".reqnctapercluster {dims}" if dims else f".maxclusterrank {ctas}"
+            raise ValidationError(f"multicast ctaMask {mask:#x} names rank {mask.bit_length() - 1}, but the kernel's "
+                                  f"clusters have {ctas} CTAs ({said}): legal masks are 0x1..{(1 << ctas) - 1:#x}")
+        return mask
+
     def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", multicast=None, pred=None):
         """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count (`dst_space`: one of
         `LOAD_DESTINATIONS`; `multicast`: a 16-bit mask of cluster ranks, int or .b16 register, whose CTAs
         each receive the bytes at the same offset, as for `tensor_load`)."""
         size = size if isinstance(size, int) else self._val(size)
-        if multicast is not None and not isinstance(multicast, int):
-            multicast = self._val(multicast, T.b16)
+        multicast = self._multicast(multicast)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space, multicast), pred)
 
     def bulk_copy_to_cluster(self, dst, src, size, mbar, *, pred=None):
@@ -471,8 +485,7 @@ class AsyncCopyOps:
         cluster named by the mask (.multicast::cluster).  `dst_space='shared::cta'` names the destination
         as this CTA's (PTX 8.6; no multicast).
         """
-        if multicast is not None and not isinstance(multicast, int):
-            multicast = self._val(multicast, T.b16)
+        multicast = self._multicast(multicast)
         self.emit(bulk_tensor_g2s(self._addr(dst), self._val(tmap), tuple(self._val(c, T.s32) for c in coords),
                                   self._addr(mbar), multicast, dst_space), pred)
 
@@ -487,8 +500,7 @@ class AsyncCopyOps:
         """sm_90 TMA im2col load (`bulk_tensor_g2s_im2col`): `tmap` an im2col tensor map parameter
         (`TensorMap.im2col`), coords (c, w, (h, (d,)) n), offsets the N - 2 filter-tap offsets
         (ints 0..65535 or .b16 registers; ints are moved into registers); `dst_space` as for tensor_load."""
-        if multicast is not None and not isinstance(multicast, int):
-            multicast = self._val(multicast, T.b16)
+        multicast = self._multicast(multicast)
         offs = []
         for o in offsets:
             if isinstance(o, int):

@@ -20,7 +20,7 @@ class Strictness:
     """One deliberate refusal.
 
     name: short title; body: PTX instruction lines ptxas accepts (registers as in the test
-    kernel: %r/%rd/%f/%h/%p, `smem`, `mbar`); directives: entry directives instead of a body;
+    kernel: %r/%rd/%f/%h/%p, `smem`, `mbar`); directives: the entry's directives (the body, if any, in that entry);
     target: the target the example is assembled for; reason: why ptxforge refuses it;
     match: a regular expression the ptxforge error message matches.
     """
@@ -99,6 +99,13 @@ STRICTER_THAN_PTXAS = (
     Strictness("alloca sizes below 1", "alloca.u64 %rd2, -1;\nalloca.u64 %rd3, 0;",
                "a size of 0 allocates nothing, and -1 is read as a .u64 near 2^64: neither is a stack allocation",
                r"alloca size -?\d+ must be positive"),
+    Strictness("multicast masks naming CTAs beyond the declared cluster",
+               "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+               "[%r0], [%rd0], 128, [%r1], 7;",
+               "a kernel that declares its clusters (.reqnctapercluster, .maxclusterrank) has no CTA of a higher "
+               "rank for a mask bit to name; ptxas takes any 16-bit mask",
+               r"multicast ctaMask 0x[0-9a-f]+ names rank \d+, but the kernel's clusters have \d+ CTAs",
+               target="sm_90a", directives=".reqnctapercluster 2, 1, 1"),
     Strictness("lop3 lookup tables above 255", "lop3.b32 %r2, %r3, %r4, %r5, 256;",
                "the table is 8 bits; ptxas drops the high bits",
                r"lop3 lookup table must be an int in 0\.\.255"),
@@ -109,7 +116,7 @@ def markdown_table() -> str:
     """The table as the docs show it: one row per entry, the example in code spans."""
     rows = ["| refused | example ptxas accepts | why |", "|---|---|---|"]
     for s in STRICTER_THAN_PTXAS:
-        example = s.directives or s.body
+        example = "\n".join(x for x in (s.directives, s.body) if x)
         example = " ".join(f"`{line.strip()}`" for line in example.splitlines() if line.strip())
         rows.append(f"| {s.name} | {example} ({s.target}) | {s.reason} |")
     return "\n".join(rows) + "\n"

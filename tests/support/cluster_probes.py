@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import ptxforge as pf
-from ptxforge import u32
+from ptxforge import b16, u32
 
 SREGS = ("cluster_ctarank", "cluster_nctarank", "cluster_ctaid.x", "cluster_ctaid.y", "cluster_nctaid.x",
          "cluster_nctaid.y", "clusterid.x", "clusterid.y", "nclusterid.x", "nclusterid.y")
@@ -95,11 +95,12 @@ def expected_ctarank(grid, size):
     return out
 
 
-def multicast_probe(started=True, bulk=False):
+def multicast_probe(started=True, bulk=False, mask=0b11, mask_in_register=False):
     """CTA 0 of a 2-CTA cluster loads an 8 x 16 byte box by TMA into both CTAs' `tile` (multicast), each CTA's own
     mbarrier expecting the bytes; every CTA then copies its tile to out[rank].  A cluster barrier after the
     mbarriers' init shows both CTAs running before the multicast (`started`).  `bulk`: the same 128 bytes by
-    a 1-D bulk copy from a global pointer, multicast."""
+    a 1-D bulk copy from a global pointer, multicast.  `mask`: the ctaMask the copy names, an immediate (which
+    the builder checks against the declared cluster) or, with `mask_in_register`, moved into a .b16 register."""
     k = pf.KernelBuilder("multicast_probe", target="sm_90a", reqntid=32, reqnctapercluster=(2, 1, 1))
     tmap = k.param_ptr("src", u32) if bulk else k.param_tensormap("src")
     out = k.param_ptr("out", u32)
@@ -115,11 +116,13 @@ def multicast_probe(started=True, bulk=False):
         k.cluster_sync()
     else:
         k.bar_sync()  # (the CTA's own threads see its mbarrier initialized: only the cluster is left unsynchronized)
+    if mask_in_register:
+        mask = k.mov(mask, type=b16)
     with k.if_(k.setp("eq", k.add(rank, k.tid()), 0)):  # thread 0 of rank 0
         if bulk:
-            k.bulk_copy(k.shared_base(tile), tmap, 128, k.shared_base(bar), multicast=0b11)
+            k.bulk_copy(k.shared_base(tile), tmap, 128, k.shared_base(bar), multicast=mask)
         else:
-            k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=0b11)
+            k.tensor_load(k.shared_base(tile), tmap, (0, 0), k.shared_base(bar), multicast=mask)
     k.mbarrier_wait(bar, 0)
     word = k.ld(k.add(k.shared_base(tile), k.shl(k.tid(), 2)), type=u32, space="shared")
     k.st(k.add(out, k.mul(k.mad(rank, 32, k.tid(), mode="lo"), 4, mode="wide")), word, type=u32)

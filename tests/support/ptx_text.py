@@ -23,8 +23,10 @@ RAW_DECLS = """\
     .shared .align 8 .b64 mbar;"""
 
 
-def raw_kernel(body: str, target: str = "sm_80", version: str | None = None, decls: str = "") -> str:
-    """A module with one kernel `raw(.param .u64 p)` whose body is `body`.
+def raw_kernel(body: str, target: str = "sm_80", version: str | None = None, decls: str = "",
+               directives: str = "") -> str:
+    """A module with one kernel `raw(.param .u64 p)` whose body is `body` (and whose entry directives are
+    `directives`).
 
     Before the body: `%rd0` = the global pointer parameter, `%r0` = address of `smem`,
     `%r1` = address of `mbar`.  `version` defaults to the least the target accepts, but at
@@ -38,6 +40,7 @@ def raw_kernel(body: str, target: str = "sm_80", version: str | None = None, dec
         ".address_size 64",
         "",
         ".visible .entry raw(.param .u64 p)",
+        *([directives] if directives else []),
         "{",
         RAW_DECLS,
         decls,

@@ -5,8 +5,10 @@ bare launch (`launch_pointers`), for the int4 GEMM at M = 32, N = K = 8192.
     python bench/run_host_breakdown.py
 
 The driver's launch is most of `launch_pointers`; `run()` adds the three operand reads and one dictionary
-lookup (see ptxforge/schedules/operands.py and schedules/hopper/run.py `launch_kept`).  The last two rows are
-the floor: the driver call alone, and run()'s reads, lookups and driver call written inline without checks.
+lookup (see ptxforge/schedules/operands.py and schedules/hopper/run.py `launch_kept`).  The last rows are
+the floor: the driver call alone (and, beside it, the same kernel launched without the programmatic
+dependent-launch attribute, by cuLaunchKernelEx and by cuLaunchKernel: what the attribute costs the host),
+and run()'s reads, lookups and driver call written inline without checks.
 """
 
 import time
@@ -90,7 +92,14 @@ def floor_rows(torch, plan, a, b, c) -> list:
         kept.get((ra[3], ra[0], rb[3], rb[0], rc[3], rc[0], None, None, 0))
         d.cuLaunchKernelEx(config, func, blobs[(ra[4], rb[4], rc[4])].addr, 0)
 
+    from ptxforge.runtime.launch_ex import launch_config
+    bare = launch_config(d, plan._cfg, plan.stream, [])  # the same launch without the dependent-launch attribute
+    gx, gy, gz, bx, by, bz, shared = plan._cfg
+    cu_stream = d.CUstream(plan.stream)
     return [("the driver call alone", lambda: d.cuLaunchKernelEx(config, func, addr, 0), True),
+            ("  the same, no launch attribute", lambda: d.cuLaunchKernelEx(bare, func, addr, 0), True),
+            ("  the same by cuLaunchKernel", lambda: d.cuLaunchKernel(func, gx, gy, gz, bx, by, bz, shared, cu_stream,
+                                                                       addr, 0), True),
             ("run()'s work written inline", inline, True)]
 
 

@@ -15,8 +15,9 @@ THREADS = 32
 def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False, strong_data=False, sc=None,
                  cluster=False):
     """Two CTAs: every thread writes its value to data[cta][i]; a barrier; thread 0 counts the CTA in at a counter
-    (atom.add with `sem`/`scope`, or relaxed between fence.acq_rel.gpu pairs with `fences`) and hands the verdict
-    to its CTA through shared memory; the CTA that counted second copies the other CTA's values into out.
+    (atom.add with `sem`/`scope`, or relaxed between fence.acq_rel.gpu pairs with `fences`, or between the two
+    fences fences=(before, after) names) and hands the verdict to its CTA through shared memory; the CTA that
+    counted second copies the other CTA's values into out.
     sc: the SC-fence pattern instead (a relaxed count): "both" - every thread membar.gl after its write and
     before its read; "writers" - after the write only.  cluster: the two CTAs form one cluster."""
     extra = dict(reqnctapercluster=(2, 1, 1)) if cluster else {}
@@ -37,10 +38,11 @@ def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False
         k.bar_sync(0)
     with k.if_(k.setp("eq", tid, 0, type=T.u32)):
         if fences:
-            kind = fences if isinstance(fences, str) else "fence.acq_rel.gpu"
-            k.fence(kind)
+            kind = fences if isinstance(fences, (str, tuple)) else "fence.acq_rel.gpu"
+            before, after = kind if isinstance(kind, tuple) else (kind, kind)
+            k.fence(before)
             old = k.atom("add", counter, 1, type=T.u32)
-            k.fence(kind)
+            k.fence(after)
         else:
             old = k.atom("add", counter, 1, type=T.u32, sem=sem, scope=scope)
         k.st(k.shared_base(flag), old, type=T.u32, space="shared")
@@ -68,6 +70,7 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     assert run(last_arriver(fences=True)).ok  # relaxed atomics between fences: the fence pattern
     assert run(last_arriver(fences="fence.gpu")).ok  # fence.gpu is fence.acq_rel.gpu
     assert run(last_arriver(fences="membar.gl")).ok
+    assert run(last_arriver(fences=("fence.release.gpu", "fence.acquire.gpu"))).ok  # the one-sided halves
     assert run(last_arriver(sem="acq_rel", scope="sys")).ok
     assert run(last_arriver(sc="both")).ok  # membar.gl by every writer and every reader, a relaxed count
     assert run(last_arriver(sem="acq_rel", scope="cluster", cluster=True)).ok  # cluster scope inside a cluster
@@ -82,6 +85,10 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     (dict(sem="acq_rel", scope="cta", cluster=True), "CTA scope does not reach the other CTA of its cluster"),
     (dict(sc="writers"), "the readers' side has no SC fence before the read"),
     (dict(fences="fence.cta"), "CTA-scoped fences around a relaxed count order nothing for the other CTA"),
+    (dict(fences=("fence.acquire.gpu", "fence.release.gpu")), "an acquire fence releases nothing, and a release "
+                                                              "fence acquires nothing"),
+    (dict(fences="fence.release.gpu"), "release fences on both sides: the count is never acquired"),
+    (dict(fences="fence.acquire.gpu"), "acquire fences on both sides: the writes are never released"),
 ])
 def test_a_missing_link_is_reported_at_the_read_with_the_write(kw, why):
     r = run(last_arriver(**kw))

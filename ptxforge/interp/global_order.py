@@ -3,11 +3,12 @@
 A CTA that reads global memory another CTA of the same launch wrote (a split-K workspace, a stream-K
 partial tile, a flag) needs the write ordered before the read by the PTX memory model: the writing
 side releases (an `atom`/`red`/`st` with `.release` or `.acq_rel` at `.gpu` or `.sys` scope, or a
-relaxed one after that thread's `fence.acq_rel`/`fence.sc`/`membar.gl` at such a scope) at a location
-whose value the reading side then acquires (an `atom` or `ld` with `.acquire` or `.acq_rel`, or a
-relaxed one that a fence of that thread follows); read-modify-writes in between carry the release on
-(a release sequence); inside each CTA a barrier carries the order from the writing threads to the
-releasing one, and from the acquiring thread to the reading ones.  The interpreter steps threads in an
+relaxed one after that thread's `fence.acq_rel`/`fence.sc`/`fence.release`/`membar.gl` at such a scope)
+at a location whose value the reading side then acquires (an `atom` or `ld` with `.acquire` or
+`.acq_rel`, or a relaxed one that a fence of that thread other than `fence.release` follows);
+read-modify-writes in between carry the release on (a release sequence); inside each CTA a barrier
+carries the order from the writing threads to the releasing one, and from the acquiring thread to the
+reading ones.  The interpreter steps threads in an
 order where such writes have always landed before the read, so a missing link changes no value here;
 this module records the links and reports a read that no chain orders after the write (an "order"
 finding, naming both instructions), as `race` findings do for shared memory.  Two SC fences (`membar.gl`,
@@ -158,18 +159,21 @@ def on_atomic(S, op, part, width, sem, scope):
 
 
 def on_fence(S, m, kind):
-    """A fence by the threads of mask m: later relaxed releases of theirs release from here, and what their
-    relaxed reads found in release sequences is acquired now."""
+    """A fence by the threads of mask m: later relaxed releases of theirs release from here (all but
+    fence.acquire), and what their relaxed reads found in release sequences is acquired now (all but
+    fence.release)."""
     g = state(S)
     scope = GPU_FENCES.get(kind)
     if g is None or scope is None:
         return
+    order = ORDERING_FENCES[kind][0]
     thr = np.flatnonzero(m)
-    g.fence[thr] = S.step
+    if order != "acquire":
+        g.fence[thr] = S.step
     if kind in SC_FENCES and scope != "cluster":
         for tid in thr.tolist():
             g.sc_by_cta.setdefault(int(S.cta_local[tid]), []).append((S.step, tid))
-    if not g.pending:
+    if order == "release" or not g.pending:
         return
     for tid in thr.tolist():
         chain = g.pending.pop(tid, None)

@@ -40,11 +40,12 @@ FENCES = {
 
 #: The fences that order memory accesses between threads, by name: (order, scope).  membar.cta / .gl / .sys are
 #: fence.sc at cta / gpu / sys scope, and fence.<scope> is fence.acq_rel.<scope>; "sc" fences are also in one
-#: total order.  (The interpreter's cross-CTA ordering check and the weaken_memory_order mutant read it.)  The
-#: one-sided fence.acquire / fence.release are not among them: the interpreter orders nothing by them, so a
-#: kernel that relies on one may be reported (never passed when it should not be).
+#: total order; the one-sided fence.release orders the thread's earlier accesses before its later writes (the
+#: release half) and fence.acquire its earlier reads before its later accesses (the acquire half).  Their
+#: sync_restrict forms order shared memory of the cluster only and are not here.  (The interpreter's cross-CTA
+#: ordering check and the weaken_memory_order mutant read it.)
 ORDERING_FENCES = {"membar.cta": ("sc", "cta"), "membar.gl": ("sc", "gpu"), "membar.sys": ("sc", "sys"),
-                   **{f"fence.{order}.{scope}": (order, scope) for order in ("sc", "acq_rel")
+                   **{f"fence.{order}.{scope}": (order, scope) for order in ("sc", "acq_rel", "acquire", "release")
                       for scope in ("cta", "cluster", "gpu", "sys")},
                    **{f"fence.{scope}": ("acq_rel", scope) for scope in ("cta", "cluster", "gpu", "sys")}}
 

@@ -482,7 +482,8 @@ class AsyncCopyOps:
         """sm_90 TMA tile load: `tmap` is the generic address of a CUtensorMap parameter.
 
         `multicast`: a 16-bit CTA-rank mask (int or .b16 register): the box lands in every CTA of the
-        cluster named by the mask (.multicast::cluster).  `dst_space='shared::cta'` names the destination
+        cluster named by the mask (.multicast::cluster); an int may name only ranks of the cluster the
+        kernel declares (.reqnctapercluster, .maxclusterrank).  `dst_space='shared::cta'` names the destination
         as this CTA's (PTX 8.6; no multicast).
         """
         multicast = self._multicast(multicast)

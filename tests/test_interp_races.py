@@ -114,6 +114,70 @@ def test_mbarrier_phase_orders_producer_and_consumer():
     assert "race" in [f.kind for f in r.findings]
 
 
+def _relaxed_handoff(arrive_sem, before_arrive, wait_sem, after_wait, scope="cta"):
+    """Warp 0 writes a buffer, makes the fence `before_arrive` (or none) and arrives with `arrive_sem`;
+    warp 1 waits with `wait_sem`, makes the fence `after_wait` (or none) and reads the buffer."""
+    k = pf.KernelBuilder("handoff", target="sm_90", reqntid=64)
+    out = k.param_ptr("out", u32)
+    base, rb = k.shared_base(k.shared("buf", 128, align=16)), k.shared_base(k.shared("bar", 8, align=8))
+    t = k.tid()
+    k.mbarrier_init(rb, 32, pred=k.setp("eq", t, 0))
+    k.bar_sync(0)
+    lane = k.and_(t, 31, type=b32)
+    with k.if_(k.setp("lt", t, 32)):
+        k.st(k.add(base, k.shl(lane, 2)), k.add(lane, 100), type=u32, space="shared")
+        if before_arrive:
+            k.fence(before_arrive)
+        k.mbarrier_arrive(rb, sem=arrive_sem, scope=scope)
+    with k.if_(k.setp("ge", t, 32)):
+        spin = k.label("spin")
+        k.place(spin)
+        k.bra(spin, pred=~k.mbarrier_try_wait(rb, 0, sem=wait_sem, scope=scope))
+        if after_wait:
+            k.fence(after_wait)
+        v = k.ld(k.add(base, k.shl(k.xor(lane, 5, type=b32), 2, type=b32)), type=u32, space="shared")
+        k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
+    return k.module()
+
+
+@pytest.mark.parametrize("arrive, before, wait, after, orders", [
+    ("release", None, "acquire", None, True),
+    ("relaxed", None, "acquire", None, False),  # a relaxed arrival releases nothing
+    ("relaxed", "fence.release.cta", "acquire", None, True),
+    ("relaxed", "fence.acq_rel.cta", "acquire", None, True),
+    ("relaxed", "fence.acquire.cta", "acquire", None, False),  # an acquire fence releases nothing
+    ("release", None, "relaxed", None, False),  # a relaxed wait acquires nothing
+    ("release", None, "relaxed", "fence.acquire.cta", True),
+    ("release", None, "relaxed", "membar.cta", True),
+    ("release", None, "relaxed", "fence.release.cta", False),  # a release fence acquires nothing
+    ("relaxed", "fence.release.cta", "relaxed", "fence.acquire.cta", True),
+])
+def test_relaxed_mbarrier_operations_order_through_fences(arrive, before, wait, after, orders):
+    """A .relaxed arrival releases the writes before it only after a fence that releases; a .relaxed wait
+    acquires them only with a fence that acquires after it; otherwise the read is a race.  Assembled by ptxas."""
+    m = _relaxed_handoff(arrive, before, wait, after)
+    out = np.zeros(32, np.uint32)
+    r = interp.run(m, block=64, args=[out], check=False)
+    np.testing.assert_array_equal(out, (np.arange(32) ^ 5) + 100)
+    races = [f for f in r.findings if f.kind == "race"]
+    assert not r.findings if orders else races, [str(f) for f in r.findings]
+    if races:
+        assert races[0].instruction.opcode == "ld" and races[0].other.opcode == "st"
+    pf.assemble(m)
+
+
+def test_a_cta_scoped_fence_does_not_release_a_cluster_scoped_relaxed_arrival():
+    """The fence must reach as far as the arrival (and the acquiring fence as far as the wait)."""
+    out = np.zeros(32, np.uint32)
+    ok = interp.run(_relaxed_handoff("relaxed", "fence.release.cluster", "relaxed", "fence.acquire.cluster",
+                                     scope="cluster"), block=64, args=[out], check=False)
+    assert not ok.findings, [str(f) for f in ok.findings]
+    for before, after in (("fence.release.cta", "fence.acquire.cluster"), ("fence.release.cluster", "fence.acquire.cta")):
+        r = interp.run(_relaxed_handoff("relaxed", before, "relaxed", after, scope="cluster"), block=64, args=[out],
+                       check=False)
+        assert [f.kind for f in r.findings] and all(f.kind == "race" for f in r.findings), (before, after)
+
+
 def test_mbarrier_used_without_init_barrier_is_a_race():
     k = pf.KernelBuilder("init_race", target="sm_90", reqntid=64)
     bar = k.shared("bar", 8, align=8)

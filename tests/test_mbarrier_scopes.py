@@ -7,7 +7,6 @@ import pytest
 import ptxforge as pf
 from ptxforge import interp, u32
 from ptxforge.errors import TargetError, ValidationError
-from ptxforge.interp.findings import InterpUnsupported
 from ptxforge.isa.sync import FENCES
 
 
@@ -78,17 +77,6 @@ def test_sm80_takes_release_and_acquire_at_cta_scope():
     pf.assemble(m)
 
 
-def test_the_interpreter_refuses_a_relaxed_arrival_rather_than_ordering_by_it():
-    """Its race checks take every arrival as a release: a .relaxed one, which orders nothing, is refused by
-    name instead of being run as if it ordered memory."""
-    k = pf.KernelBuilder("relaxed", target="sm_90", reqntid=32)
-    a = k.shared_base(k.shared("bar", 8, align=8))
-    k.mbarrier_init(a, 32)
-    k.mbarrier_arrive(a, sem="relaxed", scope="cta")
-    with pytest.raises(InterpUnsupported, match="relaxed"):
-        interp.run(k.module(), block=32, args=[])
-
-
 def test_loads_named_as_landing_in_this_cta_need_ptx_8_6_and_take_no_multicast():
     """cp.async.bulk{.tensor} with a .shared::cta destination (PTX 8.6): built, assembled, read back; a
     multicast into .shared::cta is refused as ptxas refuses it, and an sm_90 module without it stays at 8.0."""
@@ -117,9 +105,13 @@ def test_loads_named_as_landing_in_this_cta_need_ptx_8_6_and_take_no_multicast()
     assert str(old.module().version) == "8.0"
 
 
-def test_a_bulk_copy_into_shared_cta_with_scoped_arrival_and_wait_runs_on_the_interpreter():
+@pytest.mark.parametrize("arrive, wait, fence", [("release", "acquire", None), ("relaxed", "relaxed", "fence.acquire.cta"),
+                                                 ("relaxed", "relaxed", None)])
+def test_a_bulk_copy_into_shared_cta_with_scoped_arrival_and_wait_runs_on_the_interpreter(arrive, wait, fence):
     """The copy lands where the .shared::cluster form lands (this CTA's shared memory), completing on an
-    mbarrier armed by an arrival with .release.cta and waited on with .acquire.cta."""
+    mbarrier armed by an arrival with .release.cta (or .relaxed.cta) and waited on with .acquire.cta (or
+    .relaxed.cta, then a fence.acquire.cta; without the fence the reads of the landed bytes race with the
+    copy)."""
     import numpy as np
     k = pf.KernelBuilder("cta_copy", target="sm_90", reqntid=32)
     src, dst = k.param_ptr("src", u32), k.param_ptr("dst", u32)
@@ -130,18 +122,25 @@ def test_a_bulk_copy_into_shared_cta_with_scoped_arrival_and_wait_runs_on_the_in
     k.mbarrier_init(bar, 1, space="shared::cta", pred=first)
     k.fence("fence.mbarrier_init.release.cluster", pred=first)
     k.bar_sync(0)
-    k.mbarrier_arrive(bar, expect_tx=128, space="shared::cta", sem="release", scope="cta", pred=first)
+    k.mbarrier_arrive(bar, expect_tx=128, space="shared::cta", sem=arrive, scope="cta", pred=first)
     k.bulk_copy(buf, src, 128, bar, dst_space="shared::cta", pred=first)
     lbl = k.label("wait")
     k.place(lbl)
-    done = k.mbarrier_try_wait(bar, 0, sem="acquire", scope="cta")
+    done = k.mbarrier_try_wait(bar, 0, sem=wait, scope="cta")
     k.bra(lbl, pred=~done)
+    if fence:
+        k.fence(fence)
     off = k.shl(t, 2, type=u32)
     k.st(k.add(dst, k.cvt(off, pf.u64)), k.ld(k.add(buf, off), type=u32, space="shared"), type=u32)
     data = np.arange(32, dtype=np.uint32) * 7 + 1
     out = np.zeros(32, np.uint32)
-    interp.run(k.module(), block=32, args=[data, out])
+    r = interp.run(k.module(), block=32, args=[data, out], check=False)
     np.testing.assert_array_equal(out, data)
+    if wait == "acquire" or fence:
+        assert not r.findings, [str(f) for f in r.findings]
+    else:
+        assert r.findings and r.findings[0].instruction.opcode == "ld", [str(f) for f in r.findings]
+    pf.assemble(k.module())
 
 
 @pytest.mark.parametrize("space", ["shared", "generic", "generic32"])

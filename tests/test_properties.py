@@ -209,8 +209,6 @@ UNMODELLED = (
     ("async_copy", r"cp\.reduce\.async\.bulk\.tensor \.im2col_no_offs is not modelled"),
     # brx.idx is modelled; its program carries a refusal for an index past the list (undefined in PTX)
     ("control", r"the index is past the \d+ targets"),
-    # a .relaxed mbarrier arrival or wait orders no memory; the race checks take each as a release / acquire
-    ("sync", r"a \.relaxed mbarrier\.\w+ orders no memory"),
 )
 
 

@@ -13,12 +13,12 @@ import numpy as np
 
 from ..isa import types as T
 from ..isa.operands import Reg
-from ..isa.sync import FENCES_WITH_ADDRESS, PROXY_FENCES
+from ..isa.sync import FENCES_WITH_ADDRESS, ORDERING_FENCES, PROXY_FENCES
 from . import global_order
 from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
-from .mbarriers import mbar_lookup
+from .mbarriers import mbar_lookup, on_fence as mbarrier_fence
 from .memory import SHARED_WINDOW, in_window
 from .tensormap_order import make_tensormap_acquire
 
@@ -319,13 +319,21 @@ def make_fence(P, op):
     the proxy fences (`isa.sync.PROXY_FENCES`) record when each thread made its generic writes visible to
     the async proxy (shared memory: wgmma and TMA / bulk reads of it check it; global memory: TMA and bulk
     loads check it in `global_order`), the tensormap acquire records which maps each thread acquired
-    (`tensormap_order`), and the fences at gpu, sys or cluster scope take part in the release/acquire chains
-    that order global memory between CTAs (`global_order`)."""
+    (`tensormap_order`), the ordering fences lend the thread's .relaxed mbarrier arrivals and waits their
+    release and acquire (`mbarriers.on_fence`), and those at gpu, sys or cluster scope take part in the
+    release/acquire chains that order global memory between CTAs (`global_order`)."""
     kind = str(op.ins.info)
     if kind in FENCES_WITH_ADDRESS:  # fence.proxy.tensormap::generic.acquire.<scope> [map], 128
         return make_tensormap_acquire(P, op)
-    if kind in global_order.GPU_FENCES:
-        return lambda S, m: global_order.on_fence(S, m, kind)
+    if kind in ORDERING_FENCES:
+        order, scope = ORDERING_FENCES[kind]
+        gpu = kind in global_order.GPU_FENCES
+
+        def ordering_fence(S, m):
+            mbarrier_fence(S, m, order, scope)
+            if gpu:
+                global_order.on_fence(S, m, kind)
+        return ordering_fence
     spaces = PROXY_FENCES.get(kind)
     if spaces is None:
         return make_noop(P, op)

@@ -30,7 +30,7 @@ from .access import Part, shadow_write
 from .exec_async import land_before, land_rows
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
-from .mbarriers import mbar_lookup
+from .mbarriers import defer_acquire, mbar_lookup, op_scope, releasing
 
 _PTXFORGE_INTERNAL = True
 
@@ -94,9 +94,11 @@ def _complete(S, state):
     S.mbar_epoch += 1
 
 
-def _arrive(S, op, state, thr, n):
+def _arrive(S, op, state, thr, n, releasers=None):
+    """Threads `thr` arrive (n arrivals); `releasers`, when given, those of them whose arrival releases (a
+    relaxed arrival releases only after a fence: `mbarriers.releasing`)."""
     state.pending -= n
-    state.arrivers[thr] = True
+    state.arrivers[thr if releasers is None else releasers] = True
     S.mbar_epoch += 1
     if state.pending < 0:
         S.report("barrier", f"more arrivals than the mbarrier expects ({state.count} per phase)", op, thr)
@@ -183,6 +185,7 @@ def _make_arrive(P, op, ins, get_addr):
     no_complete = ins.info.no_complete
     expect_tx = ins.info.op == "arrive_expect_tx"
     drop = ins.info.op == "arrive_drop"
+    relaxed, scope = ins.info.relaxed, op_scope(ins)
 
     def arrive(S, m):
         thr = np.flatnonzero(m)
@@ -190,11 +193,12 @@ def _make_arrive(P, op, ins, get_addr):
               if get_extra is not None else None)
         tokens = np.zeros(S.N, dtype=np.uint64)
         for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
+            rel = releasing(S, kthr, scope) if relaxed else None
             if expect_tx:
                 tokens[kthr] = state.phase
                 state.tx += int(ex[kthr].sum())
                 state.tx_pc = op.pc
-                _arrive(S, op, state, kthr, len(kthr))
+                _arrive(S, op, state, kthr, len(kthr), rel)
                 continue
             counts = ex[kthr] if ex is not None else np.ones(len(kthr), dtype=np.int64)
             tokens[kthr] = _tokens(state, kthr, counts, no_complete)
@@ -203,7 +207,7 @@ def _make_arrive(P, op, ins, get_addr):
             n = int(counts.sum())
             if drop:
                 state.count -= n
-            _arrive(S, op, state, kthr, n)
+            _arrive(S, op, state, kthr, n, rel)
         put(S, tokens, m)
     return arrive
 
@@ -219,9 +223,9 @@ def _make_tx(P, op, ins, get_addr):
         nb = np.broadcast_to(np.asarray(get_bytes(S)).astype(np.int64), (S.N,))
         for key, kthr, state in mbar_lookup(S, op, get_addr(S)[thr], thr):
             S.mbar_epoch += 1
-            if complete:
+            if complete:  # (always .relaxed.cta: its thread's writes are released only after a fence)
                 state.tx -= int(nb[kthr].sum())
-                state.arrivers[kthr] = True
+                state.arrivers[releasing(S, kthr, "cta")] = True
                 _maybe_complete(S, state)
             else:
                 state.tx += int(nb[kthr].sum())
@@ -231,8 +235,10 @@ def _make_tx(P, op, ins, get_addr):
 
 def _make_wait(P, op, ins, get_addr):
     """`mbarrier.test_wait` / `try_wait` (a state token or .parity): true once the phase completed, else the
-    thread parks on the barrier."""
+    thread parks on the barrier; a .relaxed wait that passes joins the phase at the thread's next acquiring
+    fence (`mbarriers.defer_acquire`)."""
     parity = ins.info.parity
+    relaxed, scope = ins.info.relaxed, op_scope(ins)
     put = P.writer(ins.operands[0], T.pred, ins)
     phase_op = ins.operands[2]
     get_phase = P.reader(phase_op, T.u32 if parity else T.b64, ins)
@@ -259,7 +265,11 @@ def _make_wait(P, op, ins, get_addr):
                 _check_skips(S, op, state, kthr[ok], observed[ok])
             for p in np.unique(observed[ok]):
                 groups = state.phase_members.get(int(p))
-                if groups is not None:
+                if groups is None:
+                    continue
+                if relaxed:  # joins the phase at its next acquiring fence
+                    defer_acquire(S, kthr[ok & (observed == p)], groups, key, scope)
+                else:
                     groups[kthr[ok & (observed == p)]] = key
             waiting = kthr[~ok]
             if len(waiting):
@@ -296,9 +306,6 @@ def make_mbarrier(P, op):
     make = _MAKERS.get(kind)
     if make is None:
         raise InterpUnsupported(f"mbarrier.{kind} is not modelled", ins)
-    if ins.info.relaxed:  # (its race checks take every arrival as a release and every wait as an acquire)
-        raise InterpUnsupported(f"a .relaxed mbarrier.{kind} orders no memory, which the interpreter does not "
-                                "model: it would hide the races such an arrival or wait leaves", ins)
     return make(P, op, ins, get_addr)
 
 

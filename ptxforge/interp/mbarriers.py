@@ -1,7 +1,14 @@
 """Finding the mbarriers an instruction names: shared by the mbarrier instructions and by the
-asynchronous copies that complete on a barrier (cp.async.mbarrier.arrive, bulk copies).
+asynchronous copies that complete on a barrier (cp.async.mbarrier.arrive, bulk copies); and what the
+ordering fences lend the .relaxed mbarrier operations.
 
 An mbarrier's state lives in `S.mbars`, keyed by its shared-memory offset (see exec_mbarrier.py).
+
+A .relaxed arrival (and complete_tx, which is always .relaxed) releases nothing by itself: it releases when
+the thread made an ordering fence other than fence.acquire, at the arrival's scope or wider, since its last
+relaxed arrival (`releasing`).  A .relaxed wait that passes acquires nothing by itself: the thread joins
+the phase it observed at its next ordering fence other than fence.release, at the wait's scope or wider
+(`defer_acquire`, `on_fence`).
 """
 
 from __future__ import annotations
@@ -11,6 +18,68 @@ import numpy as np
 from .access import Part, map_access, shadow_read
 
 _PTXFORGE_INTERNAL = True
+
+
+#: how far each fence or mbarrier scope reaches, for "at the same scope or wider"
+_REACH = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 3}
+
+
+def op_scope(ins) -> str:
+    """The scope an mbarrier instruction names: .cluster when written, else .cta (the default)."""
+    return "cluster" if "cluster" in ins.mnemonic.split(".") else "cta"
+
+
+def _reach(S, name):
+    r = getattr(S, name, None)
+    if r is None:
+        r = np.zeros(S.N, dtype=np.int8)
+        setattr(S, name, r)
+    return r
+
+
+def on_fence(S, m, order: str, scope: str) -> None:
+    """An ordering fence (`isa.sync.ORDERING_FENCES`: order, scope) by the threads of mask m: all but
+    fence.acquire let their next relaxed arrival release; all but fence.release join them to the phases
+    their relaxed waits at this scope or narrower observed."""
+    thr = np.flatnonzero(m)
+    reach = _REACH[scope]
+    if order != "acquire":
+        r = _reach(S, "mbar_release_reach")
+        r[thr] = np.maximum(r[thr], reach)
+    pending = getattr(S, "mbar_unacquired", None)
+    if order == "release" or not pending:
+        return
+    for t in thr.tolist():
+        left = []
+        for groups, key, need in pending.pop(t, ()):
+            if need <= reach:
+                groups[t] = key
+            else:
+                left.append((groups, key, need))
+        if left:
+            pending[t] = left
+
+
+def releasing(S, thr, scope: str):
+    """The threads of `thr` whose relaxed arrival at `scope` releases (a fence since their last one reaches
+    that far); the arrival uses their fences up."""
+    r = getattr(S, "mbar_release_reach", None)
+    if r is None:
+        return thr[:0]
+    out = thr[r[thr] >= _REACH[scope]]
+    r[thr] = 0
+    return out
+
+
+def defer_acquire(S, thr, groups, key, scope: str) -> None:
+    """Threads `thr` passed a relaxed wait on the phase whose members are `groups` (barrier `key`): they join
+    it at their next acquiring fence of `scope` or wider (`on_fence`)."""
+    pending = getattr(S, "mbar_unacquired", None)
+    if pending is None:
+        pending = S.mbar_unacquired = {}
+    need = _REACH[scope]
+    for t in thr.tolist():
+        pending.setdefault(t, []).append((groups, key, need))
 
 
 def mbar_lookup(S, op, addr, thr, *, init=False):

@@ -71,6 +71,8 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     assert run(last_arriver(fences="fence.gpu")).ok  # fence.gpu is fence.acq_rel.gpu
     assert run(last_arriver(fences="membar.gl")).ok
     assert run(last_arriver(fences=("fence.release.gpu", "fence.acquire.gpu"))).ok  # the one-sided halves
+    for fences in (("fence.release.cluster", "fence.acquire.cluster"), ("fence.release.cluster", "fence.acquire.gpu")):
+        assert run(last_arriver(fences=fences, cluster=True)).ok  # cluster-scoped releases inside a cluster
     assert run(last_arriver(sem="acq_rel", scope="sys")).ok
     assert run(last_arriver(sc="both")).ok  # membar.gl by every writer and every reader, a relaxed count
     assert run(last_arriver(sem="acq_rel", scope="cluster", cluster=True)).ok  # cluster scope inside a cluster
@@ -88,6 +90,9 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     (dict(fences=("fence.acquire.gpu", "fence.release.gpu")), "an acquire fence releases nothing, and a release "
                                                               "fence acquires nothing"),
     (dict(fences="fence.release.gpu"), "release fences on both sides: the count is never acquired"),
+    (dict(fences=("fence.release.cluster", "fence.acquire.gpu")), "a release at cluster scope does not reach a CTA "
+                                                                  "of another cluster, however far the acquire reaches"),
+    (dict(fences=("fence.release.gpu", "fence.acquire.cluster")), "nor does an acquire at cluster scope"),
     (dict(fences="fence.acquire.gpu"), "acquire fences on both sides: the writes are never released"),
 ])
 def test_a_missing_link_is_reported_at_the_read_with_the_write(kw, why):

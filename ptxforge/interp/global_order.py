@@ -21,7 +21,8 @@ carries; per thread, the releases it acquired and when.  Two strong accesses (bo
 do not race; a weak read (`ld`, `ld.global.cg` ..., a TMA tensor load) of a word another CTA wrote is
 checked (so are the reads of `cp.async` and of bulk copies, by the issuing thread when it issues them),
 and TMA and bulk stores count as weak writes.  Bulk and TMA reductions are strong read-modify-writes: their
-reads of words another CTA stored plainly are checked, reductions into the same words are not.  `.cluster` scope orders the CTAs of one cluster, `.cta` none.
+reads of words another CTA stored plainly are checked, reductions into the same words are not.  `.cluster`
+scope orders the CTAs of one cluster, `.cta` none, on the releasing side as on the acquiring one.
 
 The async proxy besides: a TMA or bulk copy that reads global words a generic store or atomic of this
 launch wrote (another CTA's, or its own thread's) also needs a proxy fence that covers global memory
@@ -58,11 +59,12 @@ class GlobalOrder:
         self.w_pc = np.full(words, -1, dtype=np.int32)
         self.w_strong = np.zeros(words, dtype=bool)
         self.w_async = np.zeros(words, dtype=bool)  # written through the async proxy (TMA / bulk stores)
-        self.releases: dict = {}  # word -> [(releasing thread, step)] its read-modify-write chain carries
+        self.releases: dict = {}  # word -> [(releasing thread, step, scope)] its read-modify-write chain carries
         self.acquired: dict = {}  # thread -> [(releasing thread, release step, acquire step)]
         self.by_cta: dict = {}  # CTA -> threads of it that acquired something
-        self.pending: dict = {}  # thread -> [(releasing thread, step)] read relaxed, acquired at its next fence
-        self.fence = np.full(S.N, -1, dtype=np.int64)  # step of each thread's last fence at gpu/sys scope
+        self.pending: dict = {}  # thread -> [(releasing thread, step, scope)] read relaxed, acquired at its next fence
+        self.fence = np.full(S.N, -1, dtype=np.int64)  # step of each thread's last releasing fence beyond .cta
+        self.fence_scope: dict = {}  # thread -> the scope of that fence (cluster, gpu or sys)
         self.proxy_fences: dict = {}  # thread -> steps of its proxy fences that cover global memory
         self.sc_by_cta: dict = {}  # CTA -> [(step, thread)] of its threads' SC fences at gpu or sys scope
         self.cache: dict = {}
@@ -102,14 +104,23 @@ def _same_cluster(S, a, b) -> bool:
     return ca - int(rank[ca]) == cb - int(rank[cb])
 
 
-def _release_time(S, g, t, sem, scope):
-    """The step from which thread t's store/atomic releases (its own step with .release/.acq_rel at a gpu-wide
-    scope, its last fence's step for a relaxed one after a fence), or -1."""
+def _release(S, g, t, sem, scope):
+    """(step, scope) from which thread t's store/atomic releases, and how far: its own step and scope with
+    .release/.acq_rel at cluster scope or wider, its last releasing fence's step and scope for a relaxed one
+    after such a fence; None when it releases nothing."""
     if sem in ("release", "acq_rel") and scope in ("gpu", "sys", "cluster"):
-        return S.step
+        return S.step, scope
     if g.fence[t] >= 0:
-        return int(g.fence[t])
-    return -1
+        return int(g.fence[t]), g.fence_scope[t]
+    return None
+
+
+def _links(S, chain, tid, sem, scope, now):
+    """The releases of `chain` that thread tid acquires at step `now` with an access or fence of `sem` at
+    `scope`: both sides' scopes must reach the other thread (a .cluster release or acquire only inside the
+    cluster)."""
+    return [(r, tr, now) for r, tr, rscope in chain
+            if _scoped(S, sem, scope, r, tid) and _scoped(S, "release", rscope, r, tid)]
 
 
 def on_store(S, op, part, nbytes, sem, scope, proxy="generic"):
@@ -126,9 +137,9 @@ def on_store(S, op, part, nbytes, sem, scope, proxy="generic"):
     g.w_async[w] = proxy == "async"
     if sem in _STRONG:  # strong stores (rare: flags) may release
         for word, tid in zip(w.tolist(), t.tolist()):
-            rt = _release_time(S, g, tid, sem, scope)
-            if rt >= 0:
-                g.releases[word] = [(tid, rt)]
+            rel = _release(S, g, tid, sem, scope)
+            if rel is not None:
+                g.releases[word] = [(tid, *rel)]
             else:
                 g.releases.pop(word, None)
     elif g.releases:  # a weak store ends the release sequences of the words it writes
@@ -148,12 +159,12 @@ def on_atomic(S, op, part, width, sem, scope):
         chain = g.releases.get(word)
         if chain:
             if sem in ("acquire", "acq_rel"):
-                _acquire(S, g, tid, [(r, tr, now) for r, tr in chain if _scoped(S, sem, scope, r, tid)])
+                _acquire(S, g, tid, _links(S, chain, tid, sem, scope, now))
             else:
                 g.pending.setdefault(tid, []).extend(chain)
-        rt = _release_time(S, g, tid, sem, scope)
-        if rt >= 0:
-            g.releases.setdefault(word, []).append((tid, rt))
+        rel = _release(S, g, tid, sem, scope)
+        if rel is not None:
+            g.releases.setdefault(word, []).append((tid, *rel))
         g.w_tid[word], g.w_time[word], g.w_pc[word], g.w_strong[word] = tid, now, op.pc, True
         g.w_async[word] = False
 
@@ -170,6 +181,7 @@ def on_fence(S, m, kind):
     thr = np.flatnonzero(m)
     if order != "acquire":
         g.fence[thr] = S.step
+        g.fence_scope.update(dict.fromkeys(thr.tolist(), scope))
     if kind in SC_FENCES and scope != "cluster":
         for tid in thr.tolist():
             g.sc_by_cta.setdefault(int(S.cta_local[tid]), []).append((S.step, tid))
@@ -178,8 +190,7 @@ def on_fence(S, m, kind):
     for tid in thr.tolist():
         chain = g.pending.pop(tid, None)
         if chain:
-            _acquire(S, g, tid, [(r, tr, S.step) for r, tr in chain
-                                 if scope != "cluster" or _same_cluster(S, r, tid)])
+            _acquire(S, g, tid, _links(S, chain, tid, "acquire", scope, S.step))
 
 
 def _acquire(S, g, tid, links):
@@ -212,7 +223,7 @@ def on_load(S, op, part, nbytes, sem, scope, proxy="generic"):
             if not chain:
                 continue
             if sem == "acquire":
-                _acquire(S, g, tid, [(r, tr, S.step) for r, tr in chain if _scoped(S, sem, scope, r, tid)])
+                _acquire(S, g, tid, _links(S, chain, tid, sem, scope, S.step))
             else:
                 g.pending.setdefault(tid, []).extend(chain)
     writer = g.w_tid[w]

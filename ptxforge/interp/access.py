@@ -23,6 +23,12 @@ GLOBAL, SHARED, PARAM, LOCAL = "global", "shared", "param", "local"
 CLUSTER_RANK_SHIFT = 24
 
 
+def cluster_address(addr, rank):
+    """The .shared::cluster address of shared offset `addr` (its rank field, if any, dropped) in the shared memory
+    of cluster CTA `rank` (ints or arrays, as `mapa` makes it)."""
+    return (addr & ((1 << CLUSTER_RANK_SHIFT) - 1)) + ((rank + 1) << CLUSTER_RANK_SHIFT)
+
+
 class Part:
     """The threads of one access that fall in one space, with their offsets in that space's array."""
 

@@ -15,7 +15,7 @@ from ..isa import types as T
 from ..isa.operands import Reg
 from ..isa.sync import FENCES_WITH_ADDRESS, ORDERING_FENCES, PROXY_FENCES
 from . import global_order
-from .access import CLUSTER_RANK_SHIFT, Part, mark_pending, map_access, shadow_write
+from .access import Part, cluster_address, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
 from .mbarriers import mbar_lookup, on_fence as mbarrier_fence
@@ -241,7 +241,8 @@ def make_bulk(P, op):
     def bulk(S, m):
         thr = np.flatnonzero(m)
         sizes = np.broadcast_to(np.asarray(get_size(S)).astype(np.int64), (S.N,))[thr]
-        src, dst = get_src(S)[thr], get_dst(S)[thr]
+        src, dst, mbars = get_src(S)[thr], get_dst(S)[thr], get_mbar(S)[thr]
+        masks = None if get_mask is None else np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[thr]
         for i, t in enumerate(thr):
             n = int(sizes[i])
             one = np.array([t])
@@ -252,18 +253,15 @@ def make_bulk(P, op):
             if int(src[i]) % 16 or int(dst[i]) % 16:
                 S.report("misaligned", "cp.async.bulk addresses must be 16-byte aligned", op, one)
                 continue
-            if get_mask is None:
-                queue_landing(S, op, dst[i:i + 1], one, data, get_mbar(S)[one], "cp.async.bulk destination write")
+            if masks is None:
+                queue_landing(S, op, dst[i:i + 1], one, data, mbars[i:i + 1], "cp.async.bulk destination write")
                 continue
-            ranks = multicast_ranks(S, op, t, int(np.broadcast_to(np.asarray(get_mask(S)), (S.N,))[t]),
-                                    "cp.async.bulk")
+            ranks = multicast_ranks(S, op, t, int(masks[i]), "cp.async.bulk")
             if ranks is None:
                 continue
-            low = (1 << CLUSTER_RANK_SHIFT) - 1  # each named CTA: the same offsets, as .shared::cluster addresses
-            d0, m0 = int(dst[i]) & low, int(get_mbar(S)[t]) & low
-            for r in ranks:
-                queue_landing(S, op, np.array([d0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), one, data,
-                              np.array([m0 + ((r + 1) << CLUSTER_RANK_SHIFT)]), "cp.async.bulk multicast write")
+            for r in ranks:  # each named CTA: the same offsets, as .shared::cluster addresses
+                queue_landing(S, op, np.array([cluster_address(int(dst[i]), r)]), one, data,
+                              np.array([cluster_address(int(mbars[i]), r)]), "cp.async.bulk multicast write")
     return bulk
 
 

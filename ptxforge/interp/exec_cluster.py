@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from .access import CLUSTER_RANK_SHIFT
+from .access import CLUSTER_RANK_SHIFT, cluster_address
 from .memory import SHARED_WINDOW
 
 _PTXFORGE_INTERNAL = True
@@ -44,9 +44,7 @@ def make_mapa(P, op):
         if bad.any():
             S.report("oob", f"mapa to CTA rank {int(r[bad][0])} of a cluster of {S.cluster_size} CTAs", op,
                      np.flatnonzero(bad))
-        low = (addr - SHARED_WINDOW) if generic else addr
-        low = low & ((1 << CLUSTER_RANK_SHIFT) - 1)
-        out = low + ((r + 1) << CLUSTER_RANK_SHIFT) + (SHARED_WINDOW if generic else 0)
+        out = cluster_address((addr - SHARED_WINDOW) if generic else addr, r) + (SHARED_WINDOW if generic else 0)
         put(S, out.astype(np.uint64 if generic else np.uint32), m)
     return mapa
 

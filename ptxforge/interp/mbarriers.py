@@ -29,14 +29,6 @@ def op_scope(ins) -> str:
     return "cluster" if "cluster" in ins.mnemonic.split(".") else "cta"
 
 
-def _reach(S, name):
-    r = getattr(S, name, None)
-    if r is None:
-        r = np.zeros(S.N, dtype=np.int8)
-        setattr(S, name, r)
-    return r
-
-
 def on_fence(S, m, order: str, scope: str) -> None:
     """An ordering fence (`isa.sync.ORDERING_FENCES`: order, scope) by the threads of mask m: all but
     fence.acquire let their next relaxed arrival release; all but fence.release join them to the phases
@@ -44,7 +36,9 @@ def on_fence(S, m, order: str, scope: str) -> None:
     thr = np.flatnonzero(m)
     reach = _REACH[scope]
     if order != "acquire":
-        r = _reach(S, "mbar_release_reach")
+        r = getattr(S, "mbar_release_reach", None)
+        if r is None:
+            r = S.mbar_release_reach = np.zeros(S.N, dtype=np.int8)
         r[thr] = np.maximum(r[thr], reach)
     pending = getattr(S, "mbar_unacquired", None)
     if order == "release" or not pending:

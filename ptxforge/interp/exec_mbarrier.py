@@ -30,7 +30,7 @@ from .access import Part, shadow_write
 from .exec_async import land_before, land_rows
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
-from .mbarriers import defer_acquire, mbar_lookup, op_scope, releasing
+from .mbarriers import defer_acquire, mbar_lookup, releasing
 
 _PTXFORGE_INTERNAL = True
 
@@ -185,7 +185,7 @@ def _make_arrive(P, op, ins, get_addr):
     no_complete = ins.info.no_complete
     expect_tx = ins.info.op == "arrive_expect_tx"
     drop = ins.info.op == "arrive_drop"
-    relaxed, scope = ins.info.relaxed, op_scope(ins)
+    relaxed, scope = ins.info.relaxed, ins.info.scope
 
     def arrive(S, m):
         thr = np.flatnonzero(m)
@@ -238,7 +238,7 @@ def _make_wait(P, op, ins, get_addr):
     thread parks on the barrier; a .relaxed wait that passes joins the phase at the thread's next acquiring
     fence (`mbarriers.defer_acquire`)."""
     parity = ins.info.parity
-    relaxed, scope = ins.info.relaxed, op_scope(ins)
+    relaxed, scope = ins.info.relaxed, ins.info.scope
     put = P.writer(ins.operands[0], T.pred, ins)
     phase_op = ins.operands[2]
     get_phase = P.reader(phase_op, T.u32 if parity else T.b64, ins)

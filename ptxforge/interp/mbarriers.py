@@ -24,11 +24,6 @@ _PTXFORGE_INTERNAL = True
 _REACH = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 3}
 
 
-def op_scope(ins) -> str:
-    """The scope an mbarrier instruction names: .cluster when written, else .cta (the default)."""
-    return "cluster" if "cluster" in ins.mnemonic.split(".") else "cta"
-
-
 def on_fence(S, m, order: str, scope: str) -> None:
     """An ordering fence (`isa.sync.ORDERING_FENCES`: order, scope) by the threads of mask m: all but
     fence.acquire let their next relaxed arrival release; all but fence.release join them to the phases

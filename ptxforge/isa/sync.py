@@ -198,6 +198,7 @@ class MbarInfo:
     parity: bool = False
     no_complete: bool = False  # arrive / arrive_drop .noComplete: the arrival must not complete the phase
     relaxed: bool = False  # .relaxed: an arrival that releases nothing, a wait that acquires nothing
+    scope: str = "cta"  # the scope it names (.cta when none is written)
 
 
 #: the memory semantics mbarrier operations may name, with what each needs (ptxas 13.0): .release on
@@ -317,7 +318,7 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     parts = ("mbarrier", "arrive", "noComplete" if no_complete else None,
              "expect_tx" if expect_tx is not None else None, *sem_scope, space, "b64")
     return make("mbarrier.arrive", parts, ops, n_dst=n_dst, req=req,
-                info=MbarInfo(op, no_complete=no_complete, relaxed=sem == "relaxed"))
+                info=MbarInfo(op, no_complete=no_complete, relaxed=sem == "relaxed", scope=scope or "cta"))
 
 
 def _mbar_align_check(a, what):
@@ -351,7 +352,7 @@ def mbarrier_expect_tx(addr, nbytes, space="shared::cta", scope="cta"):
     else:
         check_value(nbytes, T.u32, "mbarrier.expect_tx bytes", imm_ok=False)
     return make("mbarrier.expect_tx", ("mbarrier", "expect_tx", *sem_scope, space, "b64"), (a, nbytes),
-                req=req, info=MbarInfo("expect_tx"))
+                req=req, info=MbarInfo("expect_tx", scope=scope))
 
 
 def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None, sem=None, scope=None):
@@ -392,7 +393,8 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
             check_value(suspend_ns, T.u32, "suspend-time hint", imm_ok=False)
         ops.append(suspend_ns)
     return make(f"mbarrier.{kind}", ("mbarrier", kind, "parity" if parity else None, *sem_scope, space, "b64"),
-                tuple(ops), n_dst=1, req=req, info=MbarInfo(kind, parity, relaxed=sem == "relaxed"))
+                tuple(ops), n_dst=1, req=req,
+                info=MbarInfo(kind, parity, relaxed=sem == "relaxed", scope=scope or "cta"))
 
 
 def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):

@@ -401,3 +401,24 @@ def test_a_bulk_copy_the_tables_lack_is_named_as_such_not_checked_as_the_global_
     text = kernel("    mov.u32 %r1, 0;\n    mov.u32 %r2, 64;\n    mov.u32 %r3, 128;\n    " + s2s,
                   HEAD.replace("sm_80", "sm_90"))
     assert s2s.split()[0] in parse(text, filename="s2s.ptx").ptx
+
+
+@pytest.mark.parametrize("tensor", [False, True], ids=["bulk", "tensor"])
+def test_a_multicast_mask_beyond_the_declared_cluster_is_refused_at_its_line(tensor):
+    """The builder's check of an immediate ctaMask against the kernel's declared cluster holds for a read file
+    too: refused at the copy's line (strict), kept opaque with the reason (lenient); a mask inside the cluster
+    reads as it is."""
+    k = ptxforge.KernelBuilder("mc", target="sm_90a", reqntid=32, reqnctapercluster=(2, 1, 1))
+    buf, bar = k.shared_base(k.shared("t", 128, align=128)), k.shared_base(k.shared("b", 8, align=8))
+    if tensor:
+        k.tensor_load(buf, k.param_tensormap("tm"), (0, 0), bar, multicast=3)
+    else:
+        k.bulk_copy(buf, k.param_ptr("src", ptxforge.u32), 128, bar, multicast=3)
+    good = k.module().ptx
+    assert parse(good).ptx == good
+    bad = good.replace("], 3;", "], 7;")
+    line = _line_of(bad, "], 7;")
+    err = _strict_error(bad)
+    assert f":{line}: multicast ctaMask 0x7 names rank 2, but the kernel's clusters have 2 CTAs" in str(err)
+    reading = read(bad, filename="mc.ptx", strict=False)
+    assert [n for n, _, _ in reading.opaque] == [line]

@@ -247,6 +247,19 @@ def _cta_mask(cta_mask):
     return cta_mask
 
 
+def check_cluster_mask(mask: int, directives) -> None:
+    """Raise a ValidationError when the immediate multicast ctaMask `mask` names a rank past the cluster a kernel
+    with `directives` ((name, value) pairs) declares: .reqnctapercluster's CTAs, or .maxclusterrank.  (ptxas takes
+    any 16-bit mask; the builder and the PTX reader both ask this.)"""
+    declared = dict(directives)
+    dims = declared.get("reqnctapercluster")
+    ctas = dims[0] * dims[1] * dims[2] if dims else declared.get("maxclusterrank")
+    if ctas and mask >> ctas:
+        said = f".reqnctapercluster {dims}" if dims else f".maxclusterrank {ctas}"
+        raise ValidationError(f"multicast ctaMask {mask:#x} names rank {mask.bit_length() - 1}, but the kernel's "
+                              f"clusters have {ctas} CTAs ({said}): legal masks are 0x1..{(1 << ctas) - 1:#x}")
+
+
 def bulk_s2s(dst, src, size, mbar):
     """`cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [dst], [src], size, [mbar]` (sm_90):
     `size` bytes (a positive multiple of 16, or a .u32 register) of this CTA's shared memory at `src` into a
@@ -443,13 +456,7 @@ class AsyncCopyOps:
         there are; None as it is."""
         if mask is None or not isinstance(mask, int):
             return mask if mask is None else self._val(mask, T.b16)
-        declared = dict(self.directives)
-        dims = declared.get("reqnctapercluster")
-        ctas = dims[0] * dims[1] * dims[2] if dims else declared.get("maxclusterrank")
-        if ctas and mask >> ctas:
-            said = f".reqnctapercluster {dims}" if dims else f".maxclusterrank {ctas}"
-            raise ValidationError(f"multicast ctaMask {mask:#x} names rank {mask.bit_length() - 1}, but the kernel's "
-                                  f"clusters have {ctas} CTAs ({said}): legal masks are 0x1..{(1 << ctas) - 1:#x}")
+        check_cluster_mask(mask, self.directives)
         return mask
 
     def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", multicast=None, pred=None):

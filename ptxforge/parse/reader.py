@@ -20,6 +20,7 @@ from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl,
                             Prototype, RawDirective, ScopeClose, ScopeOpen, Variable)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
+from ..isa.async_copy import BulkInfo, check_cluster_mask
 from ..isa.calls import BranchTargets, CallParam, CallPrototype, call
 from ..isa.instruction import Instruction, _regs_of
 from ..isa.opaque import opaque
@@ -427,7 +428,7 @@ class Reader:
             raise self.error(head.line, f"{name} comes before any .target directive")
         if kind == "func":
             self.functions.setdefault(name, None)  # a function may call itself
-        body = BodyReader(self, name, kind, head.line)
+        body = BodyReader(self, name, kind, head.line, directives)
         for p, sym in params:
             body.declare_symbol(sym, head.line)
         for p, sym in returns:
@@ -515,11 +516,12 @@ def _matching(text: str, start: int) -> int:
 class BodyReader:
     """Reads one function body: declarations, labels, instructions, scopes."""
 
-    def __init__(self, reader: Reader, name: str, kind: str, line: int):
+    def __init__(self, reader: Reader, name: str, kind: str, line: int, directives=()):
         self.r = reader
         self.name = name
         self.kind = kind
         self.line = line
+        self.directives = directives  # the function's (name, value) directives, for the checks that need them
         self.owner = -next(_ids)
         self.declared: dict = {}  # register name -> type, in declaration order
         self.used: set = set()
@@ -778,6 +780,8 @@ class BodyReader:
             if bad is not None:
                 raise ValidationError(bad)
             ins = decode(mnemonic, ops)
+            if isinstance(ins.info, BulkInfo) and ins.info.multicast and type(ins.operands[-1]) is Imm:
+                check_cluster_mask(ins.operands[-1].value, self.directives)  # (as the builder checks it)
             if ins.opcode == "call":
                 callee = r.functions.get(ins.info.func)
                 if callee is not None:  # the callee's signature: the same counts (ptxas checks the types)

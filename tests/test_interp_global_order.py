@@ -13,11 +13,13 @@ THREADS = 32
 
 
 def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False, strong_data=False, sc=None,
-                 cluster=False):
+                 cluster=False, arrival=None):
     """Two CTAs: every thread writes its value to data[cta][i]; a barrier; thread 0 counts the CTA in at a counter
     (atom.add with `sem`/`scope`, or relaxed between fence.acq_rel.gpu pairs with `fences`, or between the two
     fences fences=(before, after) names) and hands the verdict to its CTA through shared memory; the CTA that
     counted second copies the other CTA's values into out.
+    arrival: an mbarrier instead of the first barrier, on which every thread arrives "after" its write (or
+    "before" it), and thread 0 once more after the writes, then waits for the phase before counting.
     sc: the SC-fence pattern instead (a relaxed count): "both" - every thread membar.gl after its write and
     before its read; "writers" - after the write only.  cluster: the two CTAs form one cluster."""
     extra = dict(reqnctapercluster=(2, 1, 1)) if cluster else {}
@@ -27,6 +29,13 @@ def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False
     tid, cta = k.tid(), k.ctaid()
     mine = k.mad(k.mad(cta, THREADS, tid, type=T.u32), 4, data, type=T.u32, mode="wide")
     value = k.add(k.mul(cta, 1000, type=T.u32), tid, type=T.u32)
+    if arrival:
+        first_barrier = False
+        bar = k.shared_base(k.shared("bar", 8, align=8))
+        k.mbarrier_init(bar, THREADS + 1, pred=k.setp("eq", tid, 0, type=T.u32))
+        k.bar_sync(0)
+        if arrival == "before":
+            k.mbarrier_arrive(bar)
     if strong_data:
         k.st(mine, value, type=T.u32, sem="relaxed", scope="gpu")
     else:
@@ -36,7 +45,12 @@ def last_arriver(*, first_barrier=True, sem="acq_rel", scope="gpu", fences=False
         sem = scope = None
     if first_barrier:
         k.bar_sync(0)
+    if arrival == "after":
+        k.mbarrier_arrive(bar)
     with k.if_(k.setp("eq", tid, 0, type=T.u32)):
+        if arrival:  # the phase completes here, after every thread's write
+            k.mbarrier_arrive(bar)
+            k.mbarrier_wait(bar, 0)
         if fences:
             kind = fences if isinstance(fences, (str, tuple)) else "fence.acq_rel.gpu"
             before, after = kind if isinstance(kind, tuple) else (kind, kind)
@@ -76,6 +90,7 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
     assert run(last_arriver(sem="acq_rel", scope="sys")).ok
     assert run(last_arriver(sc="both")).ok  # membar.gl by every writer and every reader, a relaxed count
     assert run(last_arriver(sem="acq_rel", scope="cluster", cluster=True)).ok  # cluster scope inside a cluster
+    assert run(last_arriver(arrival="after")).ok  # an mbarrier phase carries the writes to the counting thread
 
 
 @pytest.mark.parametrize("kw, why", [
@@ -94,6 +109,8 @@ def test_a_release_acquire_chain_orders_the_other_ctas_writes():
                                                                   "of another cluster, however far the acquire reaches"),
     (dict(fences=("fence.release.gpu", "fence.acquire.cluster")), "nor does an acquire at cluster scope"),
     (dict(fences="fence.acquire.gpu"), "acquire fences on both sides: the writes are never released"),
+    (dict(arrival="before"), "an mbarrier arrival carries only the writes made before it, though the phase "
+                             "completes after them"),
 ])
 def test_a_missing_link_is_reported_at_the_read_with_the_write(kw, why):
     r = run(last_arriver(**kw))

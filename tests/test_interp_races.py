@@ -178,6 +178,73 @@ def test_a_cta_scoped_fence_does_not_release_a_cluster_scoped_relaxed_arrival():
         assert [f.kind for f in r.findings] and all(f.kind == "race" for f in r.findings), (before, after)
 
 
+def _access_around_arrival(where: str, war: bool, fence=None):
+    """An mbarrier of 64 arrivals: warp 1 arrives first and accesses a buffer `where` ("before" its arrival,
+    "after" it while the phase still waits for warp 2, whose arrival comes later in the program: the
+    interpreter runs the lowest instructions first; with a `fence`, warp 1's arrival is .relaxed and comes
+    after the fence, and "between" puts the access after the fence and before the arrival).  RAW (`war`
+    False): warp 1 writes, warp 2 waits for the phase and reads.  WAR: warp 1 reads, warp 0 waits for the
+    phase and overwrites (a consumer freeing a ring slot it still reads)."""
+    k = pf.KernelBuilder("around", target="sm_90", reqntid=96)
+    out = k.param_ptr("out", u32)
+    base, rb = k.shared_base(k.shared("buf", 128, align=16)), k.shared_base(k.shared("bar", 8, align=8))
+    t = k.tid()
+    warp = k.shr(t, 5, type=u32)
+    lane = k.and_(t, 31, type=b32)
+    slot = k.add(base, k.shl(lane, 2))
+    k.mbarrier_init(rb, 64, pred=k.setp("eq", t, 0))
+    k.bar_sync(0)
+
+    def access():
+        if war:
+            k.st(k.add(out, k.mul(lane, 4, mode="wide")), k.ld(slot, type=u32, space="shared"), type=u32)
+        else:
+            k.st(slot, k.add(lane, 100), type=u32, space="shared")
+
+    with k.if_(k.setp("eq", warp, 1)):
+        if where == "before":
+            access()
+        if fence:
+            k.fence(fence)
+        if where == "between":
+            access()
+        k.mbarrier_arrive(rb, sem="relaxed" if fence else None, scope="cta" if fence else None)
+        if where == "after":
+            access()
+    with k.if_(k.setp("eq", warp, 2)):
+        k.mbarrier_arrive(rb)
+        if not war:
+            k.mbarrier_wait(rb, 0)
+            v = k.ld(k.add(base, k.shl(k.xor(lane, 5, type=b32), 2, type=b32)), type=u32, space="shared")
+            k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
+    if war:
+        with k.if_(k.setp("eq", warp, 0)):
+            k.mbarrier_wait(rb, 0)
+            k.st(slot, 7, type=u32, space="shared")
+    return k.module()
+
+
+@pytest.mark.parametrize("war", [False, True], ids=["read-after-write", "write-after-read"])
+@pytest.mark.parametrize("fence, late", [(None, "after"), ("fence.release.cta", "after"),
+                                         ("fence.release.cta", "between")])
+def test_an_arrival_orders_only_the_accesses_made_before_it(war, fence, late):
+    """Accesses a thread makes after its arrival, while the phase waits for other arrivals, are not ordered
+    before the threads that observe the phase (nor, for a .relaxed arrival, those after its fence); the
+    finding says so.  The same accesses before the arrival (and the fence) are ordered.  Assembled by ptxas."""
+    out = np.zeros(32, np.uint32)
+    early = _access_around_arrival("before", war, fence)
+    r = interp.run(early, block=96, args=[out], check=False)
+    assert not r.findings, [str(f) for f in r.findings]
+    bad = _access_around_arrival(late, war, fence)
+    r = interp.run(bad, block=96, args=[out], check=False)
+    races = r.by_kind("race")
+    assert len(races) == 1 and races[0].message.startswith("write-after-read" if war else "read-after-write")
+    assert "an arrival orders only the accesses made before it" in races[0].message
+    assert races[0].instruction.opcode == "st" if war else races[0].other.opcode == "st"
+    for m in (early, bad):
+        pf.assemble(m)
+
+
 def test_mbarrier_used_without_init_barrier_is_a_race():
     k = pf.KernelBuilder("init_race", target="sm_90", reqntid=64)
     bar = k.shared("bar", 8, align=8)

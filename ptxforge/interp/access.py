@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .machine import event_cutoffs
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, in_window
 
 _PTXFORGE_INTERNAL = True
@@ -231,17 +232,35 @@ def ordered(S, first_tid, first_time, second_tid):
         return ok
     rem = np.flatnonzero(~ok)
     t0 = first_time[rem].min()
-    for time, groups in reversed(S.events):
+    for event in reversed(S.events):
+        time, groups, _ = event
         if time <= t0:
             break
         g1 = groups[first_tid[rem]]
-        hit = (time > first_time[rem]) & (g1 >= 0) & (g1 == groups[second_tid[rem]])
+        hit = (event_cutoffs(event, first_tid[rem]) > first_time[rem]) & (g1 >= 0) & (g1 == groups[second_tid[rem]])
         if hit.any():
             ok[rem[hit]] = True
             rem = rem[~hit]
             if len(rem) == 0:
                 break
     return ok
+
+
+def _after_arrival(S, first_tid: int, first_time: int, second_tid: int) -> str:
+    """For a race finding: a note when the earlier access came after its thread arrived on an mbarrier phase
+    that the later thread then took part in (an arrival orders only the accesses made before it)."""
+    if first_tid < 0:
+        return ""
+    for event in reversed(S.events):
+        time, groups, cut = event
+        if time <= first_time:
+            break
+        g = groups[first_tid]
+        if cut is not None and g >= 0 and g == groups[second_tid]:
+            return ("; the other thread made its access after its arrival on an mbarrier whose phase this thread "
+                    "then observed (or, for a .relaxed arrival, after the fence that let it release), and an arrival "
+                    "orders only the accesses made before it")
+    return ""
 
 
 def _offset(S, flat):
@@ -268,7 +287,9 @@ def _check_unordered_write(S, op, b, t, w, message):
         if not ok.all():
             bad = c[~ok]
             other = S.prog.instructions[int(S.w_pc[b[bad[0]]])]
-            S.report("race", message.format(where=where_shared(S, b[bad[0]])), op, np.unique(t[bad]), other=other,
+            i = bad[0]
+            note = _after_arrival(S, int(w[i]), int(S.w_time[b[i]]), int(t[i]))
+            S.report("race", message.format(where=where_shared(S, b[i])) + note, op, np.unique(t[bad]), other=other,
                      other_threads=np.unique(w[bad]), details=_offset(S, b[bad[0]]))
 
 
@@ -375,8 +396,10 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False, atomic=False):
                 ok[kk] &= ordered(S, S.r2_tid[b[c[kk]]], S.r2_time[b[c[kk]]], t[c[kk]])
         if not ok.all():
             bad = c[~ok]
-            S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[bad[0]])}): other threads "
-                     "read these bytes and no barrier separates their reads from this write", op, np.unique(t[bad]),
+            i = bad[0]
+            note = _after_arrival(S, int(r[i]), int(S.r_time[b[i]]), int(t[i]))
+            S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[i])}): other threads "
+                     "read these bytes and no barrier separates their reads from this write" + note, op, np.unique(t[bad]),
                      other_threads=_other_readers(r[bad], r2w[bad], t[bad]), details=_offset(S, b[bad[0]]))
     _check_unordered_write(S, op, b, t, S.w_tid[b], "write-after-write race on shared memory ({where}): another "
                            "thread wrote these bytes with no barrier in between")

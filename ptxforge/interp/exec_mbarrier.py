@@ -9,7 +9,9 @@ and the transaction count both reach zero.  `test_wait`/`try_wait` with parity `
 when the phase of parity `q` has completed (the current phase has the other parity); with a
 state token, when the phase the token was taken in has completed.  A thread whose wait fails
 is parked until the barrier completes a phase.  Completing a phase synchronizes the threads
-that arrived with the threads that later observe the completion.
+that arrived with the threads that later observe the completion: of an arriving thread, the accesses
+before its arrival (a .relaxed one: before the fence that let it release), not those it made after it
+while the phase was still filling.
 
 Asynchronous completions (cp.async.mbarrier.arrive, bulk copies) queue on the barrier and are
 delivered when a thread polls it: the copies land then, as late as the memory model allows.
@@ -63,7 +65,7 @@ class MBar:
     completed phases, the threads that arrived in the current phase, queued asynchronous completions and the
     members of recent phases (for race checking).
     """
-    __slots__ = ("count", "pending", "tx", "phase", "arrivers", "queue", "phase_members", "key", "tx_pc", "seen")
+    __slots__ = ("count", "pending", "tx", "phase", "released", "queue", "phase_members", "key", "tx_pc", "seen")
 
     def __init__(self, key, count, N):
         self.key = key
@@ -71,7 +73,7 @@ class MBar:
         self.pending = count
         self.tx = 0
         self.phase = 0  # completed phases
-        self.arrivers = np.zeros(N, dtype=bool)
+        self.released = np.full(N, -1, dtype=np.int64)  # per arriving thread: its accesses before this step join
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
         self.tx_pc = -1  # the last instruction that announced transaction bytes
@@ -82,23 +84,31 @@ def _complete(S, state):
     state.phase += 1
     state.pending = state.count
     S.step += 1
-    groups = S.sync_event(None, groups=np.where(state.arrivers, state.key, -1))
+    arrived = state.released >= 0
+    groups = S.sync_event(None, groups=np.where(arrived, state.key, -1),
+                          cut=(np.flatnonzero(arrived), state.released[arrived]))
     if groups is None:  # nobody arrived (only asynchronous completions): observers still join
         groups = np.full(S.N, -1, dtype=np.int64)
-        S.events.append((S.step, groups))
+        S.events.append((S.step, groups, None))
     state.phase_members[state.phase - 1] = groups  # observers of the phase join its group later
     for old in [p for p in state.phase_members if p < state.phase - 2]:
         del state.phase_members[old]
-    state.arrivers = np.zeros(S.N, dtype=bool)
+    state.released = np.full(S.N, -1, dtype=np.int64)
     S.parked &= ~(S.park_key == state.key)
     S.mbar_epoch += 1
 
 
+def _join(state, thr, before) -> None:
+    """Threads `thr` take part in the barrier's current phase with their accesses before step(s) `before`."""
+    state.released[thr] = np.maximum(state.released[thr], before)
+
+
 def _arrive(S, op, state, thr, n, releasers=None):
-    """Threads `thr` arrive (n arrivals); `releasers`, when given, those of them whose arrival releases (a
-    relaxed arrival releases only after a fence: `mbarriers.releasing`)."""
+    """Threads `thr` arrive (n arrivals) now, releasing their accesses so far; `releasers`, when given, the
+    (threads, fence steps) of them whose arrival releases the accesses before that fence (a relaxed arrival
+    releases only after a fence: `mbarriers.releasing`)."""
     state.pending -= n
-    state.arrivers[thr if releasers is None else releasers] = True
+    _join(state, *((thr, S.step) if releasers is None else releasers))
     S.mbar_epoch += 1
     if state.pending < 0:
         S.report("barrier", f"more arrivals than the mbarrier expects ({state.count} per phase)", op, thr)
@@ -121,10 +131,10 @@ def flush(S, state):
             _, time, mask = item
             land_before(S, mask, time)
             state.pending -= int(np.count_nonzero(mask))
-            state.arrivers |= mask
+            _join(state, np.flatnonzero(mask), S.step + 1)  # (the copies landed at this step)
         else:
             _, time, rec, nbytes = item
-            state.arrivers[rec.thr] = True  # the issuers take part in the phase (before landing empties rec)
+            _join(state, rec.thr, S.step + 1)  # the issuers take part, with what lands now (before rec empties)
             land_rows(S, rec, np.ones(len(rec.thr), dtype=bool))
             state.tx -= nbytes
         S.mbar_epoch += 1
@@ -225,7 +235,7 @@ def _make_tx(P, op, ins, get_addr):
             S.mbar_epoch += 1
             if complete:  # (always .relaxed.cta: its thread's writes are released only after a fence)
                 state.tx -= int(nb[kthr].sum())
-                state.arrivers[releasing(S, kthr, "cta")] = True
+                _join(state, *releasing(S, kthr, "cta"))
                 _maybe_complete(S, state)
             else:
                 state.tx += int(nb[kthr].sum())

@@ -38,6 +38,7 @@ import bisect
 import numpy as np
 
 from ..isa.sync import ORDERING_FENCES
+from .machine import event_cutoffs
 from .memory import GLOBAL_BASE
 
 _PTXFORGE_INTERNAL = True
@@ -341,7 +342,7 @@ def _hb(S, u, tu, v, tv) -> bool:
     j = bisect.bisect_right(ev, tu, key=lambda e: e[0])
     while j < len(ev) and ev[j][0] < tv:
         groups = ev[j][1]
-        if groups[u] >= 0 and groups[u] == groups[v]:
+        if groups[u] >= 0 and groups[u] == groups[v] and event_cutoffs(ev[j], np.array([u]))[0] > tu:
             return True
         j += 1
     return False

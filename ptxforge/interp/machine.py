@@ -186,11 +186,13 @@ class Machine:
                           self.launch.findings, getattr(op, "ins", None) and op.ins.loc)
 
     # ------------------------------------------------------------ synchronization events
-    def sync_event(self, members, cta_full=None, groups=None):
+    def sync_event(self, members, cta_full=None, groups=None, cut=None):
         """Record that threads synchronized now: their earlier accesses are ordered before the later
         accesses of every thread of the same group.  `members`: bool mask (one group per CTA), or
         `groups`: int group per thread (-1: not taking part).  `cta_full`: CTA indices where every
-        live thread took part (kept as one timestamp per CTA)."""
+        live thread took part (kept as one timestamp per CTA).  `cut`: (threads in ascending order, steps):
+        of those threads only the accesses before their step take part (an mbarrier arrival made before
+        the phase completed); see `event_cutoffs`."""
         if groups is None:
             groups = np.where(members, self.cta_local, -1)
         if cta_full is not None and len(cta_full):
@@ -200,7 +202,7 @@ class Machine:
             groups = np.where(np.isin(self.cta_local, cta_full), -1, groups)
         if not (groups >= 0).any():
             return None
-        self.events.append((self.step, groups))
+        self.events.append((self.step, groups, cut))
         if len(self.events) > 4096:
             del self.events[:2048]
             self.events_dropped = True
@@ -227,6 +229,19 @@ class Machine:
                         "32 lanes together (.sync.aligned)", op, np.flatnonzero(mw[w]) + w * 32)
             return False
         return True
+
+
+def event_cutoffs(event, tids):
+    """Per thread of `tids`: the step before which its accesses take part in sync event `event` (time,
+    groups, cut): the event's time, or the thread's own step where the event's cut names it."""
+    time, _, cut = event
+    lim = np.full(len(tids), time, dtype=np.int64)
+    if cut is not None and len(cut[0]):
+        who, steps = cut
+        pos = np.minimum(np.searchsorted(who, tids), len(who) - 1)
+        named = who[pos] == tids
+        lim[named] = steps[pos[named]]
+    return lim
 
 
 def _ranges(xs) -> str:

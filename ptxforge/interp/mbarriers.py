@@ -6,7 +6,7 @@ An mbarrier's state lives in `S.mbars`, keyed by its shared-memory offset (see e
 
 A .relaxed arrival (and complete_tx, which is always .relaxed) releases nothing by itself: it releases when
 the thread made an ordering fence other than fence.acquire, at the arrival's scope or wider, since its last
-relaxed arrival (`releasing`).  A .relaxed wait that passes acquires nothing by itself: the thread joins
+relaxed arrival, and then only the accesses before that fence (`releasing`).  A .relaxed wait that passes acquires nothing by itself: the thread joins
 the phase it observed at its next ordering fence other than fence.release, at the wait's scope or wider
 (`defer_acquire`, `on_fence`).
 """
@@ -26,15 +26,16 @@ _REACH = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 3}
 
 def on_fence(S, m, order: str, scope: str) -> None:
     """An ordering fence (`isa.sync.ORDERING_FENCES`: order, scope) by the threads of mask m: all but
-    fence.acquire let their next relaxed arrival release; all but fence.release join them to the phases
-    their relaxed waits at this scope or narrower observed."""
+    fence.acquire let their next relaxed arrival at this scope or narrower release the accesses before the
+    fence; all but fence.release join them to the phases their relaxed waits at this scope or narrower
+    observed."""
     thr = np.flatnonzero(m)
     reach = _REACH[scope]
     if order != "acquire":
-        r = getattr(S, "mbar_release_reach", None)
-        if r is None:
-            r = S.mbar_release_reach = np.zeros(S.N, dtype=np.int8)
-        r[thr] = np.maximum(r[thr], reach)
+        at = getattr(S, "mbar_release_at", None)
+        if at is None:  # per thread and reach: the step of its last releasing fence that reaches so far
+            at = S.mbar_release_at = np.full((S.N, 4), -1, dtype=np.int64)
+        at[thr, 1:reach + 1] = S.step
     pending = getattr(S, "mbar_unacquired", None)
     if order == "release" or not pending:
         return
@@ -50,14 +51,16 @@ def on_fence(S, m, order: str, scope: str) -> None:
 
 
 def releasing(S, thr, scope: str):
-    """The threads of `thr` whose relaxed arrival at `scope` releases (a fence since their last one reaches
-    that far); the arrival uses their fences up."""
-    r = getattr(S, "mbar_release_reach", None)
-    if r is None:
-        return thr[:0]
-    out = thr[r[thr] >= _REACH[scope]]
-    r[thr] = 0
-    return out
+    """(threads, steps): the threads of `thr` whose relaxed arrival at `scope` releases (a fence since their
+    last one reaches that far), and the step of that fence, before which their accesses are released.  The
+    arrival uses their fences up."""
+    at = getattr(S, "mbar_release_at", None)
+    if at is None:
+        return thr[:0], thr[:0]
+    steps = at[thr, _REACH[scope]]
+    ok = steps >= 0
+    at[thr] = -1
+    return thr[ok], steps[ok]
 
 
 def defer_acquire(S, thr, groups, key, scope: str) -> None:

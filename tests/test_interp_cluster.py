@@ -215,3 +215,43 @@ def test_isspacep_tells_this_ctas_shared_memory_from_a_peers():
     assert set(got.tolist()) == {0b0111 | 0b0111 << 4 | 0b0100 << 8}
     if find_tool("ptxas"):
         pf.assemble(k.module())
+
+
+def _store_around_cluster_arrive(late: bool):
+    """CTA 0 of a pair stores into CTA 1's `inbox` before its barrier.cluster.arrive, or after it (`late`) while
+    the phase still waits for CTA 1, whose arrive comes later in the program; both wait; CTA 1 reads its
+    inbox out."""
+    k = pf.KernelBuilder("cluster_late_store", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    tid = k.tid()
+    slot = k.add(k.shared_base(k.shared("inbox", 128, align=16)), k.shl(tid, 2))
+    rank = k.cluster_ctarank()
+    k.cluster_sync()  # both CTAs running before CTA 0 writes into CTA 1
+    with k.if_(k.setp("eq", rank, 0)):
+        if not late:
+            k.st(k.mapa(slot, 1), k.add(tid, 100), type=u32, space="shared::cluster")
+        k.barrier_cluster_arrive(sem="release", aligned=True)
+        if late:
+            k.st(k.mapa(slot, 1), k.add(tid, 100), type=u32, space="shared::cluster")
+    with k.if_(k.setp("eq", rank, 1)):
+        k.barrier_cluster_arrive(sem="release", aligned=True)
+    k.barrier_cluster_wait(sem="acquire", aligned=True)
+    with k.if_(k.setp("eq", rank, 1)):
+        k.st(k.add(out, k.mul(tid, 4, mode="wide")), k.ld(slot, type=u32, space="shared"), type=u32)
+    k.cluster_sync()
+    return k.module()
+
+
+def test_a_cluster_barrier_arrive_releases_only_what_came_before_it():
+    """barrier.cluster.arrive orders the stores before it before the reads after the partner's wait; a store
+    between a CTA's arrive and its wait, while the phase waits for the other CTA, is ordered by nothing."""
+    out = np.zeros(32, np.uint32)
+    r = interp.run(_store_around_cluster_arrive(False), grid=2, block=32, args=[out], check=False)
+    assert not r.findings, [str(f) for f in r.findings]
+    np.testing.assert_array_equal(out, np.arange(32) + 100)
+    r = interp.run(_store_around_cluster_arrive(True), grid=2, block=32, args=[out], check=False)
+    races = r.by_kind("race")
+    assert len(races) == 1 and races[0].message.startswith("read-after-write"), [str(f) for f in r.findings]
+    assert "an arrival orders only the accesses made before it" in races[0].message
+    if find_tool("ptxas"):
+        pf.assemble(_store_around_cluster_arrive(True), backend="ptxas")

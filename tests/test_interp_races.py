@@ -178,13 +178,14 @@ def test_a_cta_scoped_fence_does_not_release_a_cluster_scoped_relaxed_arrival():
         assert [f.kind for f in r.findings] and all(f.kind == "race" for f in r.findings), (before, after)
 
 
-def _access_around_arrival(where: str, war: bool, fence=None):
+def _access_around_arrival(where: str, war: bool, fence=None, waits=True):
     """An mbarrier of 64 arrivals: warp 1 arrives first and accesses a buffer `where` ("before" its arrival,
     "after" it while the phase still waits for warp 2, whose arrival comes later in the program: the
     interpreter runs the lowest instructions first; with a `fence`, warp 1's arrival is .relaxed and comes
     after the fence, and "between" puts the access after the fence and before the arrival).  RAW (`war`
     False): warp 1 writes, warp 2 waits for the phase and reads.  WAR: warp 1 reads, warp 0 waits for the
-    phase and overwrites (a consumer freeing a ring slot it still reads)."""
+    phase and overwrites (a consumer freeing a ring slot it still reads).  `waits` False: warp 2 reads
+    right after its own arrival, which completes the phase, without waiting for it."""
     k = pf.KernelBuilder("around", target="sm_90", reqntid=96)
     out = k.param_ptr("out", u32)
     base, rb = k.shared_base(k.shared("buf", 128, align=16)), k.shared_base(k.shared("bar", 8, align=8))
@@ -214,7 +215,8 @@ def _access_around_arrival(where: str, war: bool, fence=None):
     with k.if_(k.setp("eq", warp, 2)):
         k.mbarrier_arrive(rb)
         if not war:
-            k.mbarrier_wait(rb, 0)
+            if waits:
+                k.mbarrier_wait(rb, 0)
             v = k.ld(k.add(base, k.shl(k.xor(lane, 5, type=b32), 2, type=b32)), type=u32, space="shared")
             k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
     if war:
@@ -243,6 +245,67 @@ def test_an_arrival_orders_only_the_accesses_made_before_it(war, fence, late):
     assert races[0].instruction.opcode == "st" if war else races[0].other.opcode == "st"
     for m in (early, bad):
         pf.assemble(m)
+
+
+def test_an_arrival_alone_acquires_nothing():
+    """A thread that arrives on an mbarrier, even with the arrival that completes the phase, and reads without
+    waiting for the phase is not ordered after the other arrivals: a race, whose finding says so."""
+    r = interp.run(_access_around_arrival("before", False, waits=False), block=96, args=[np.zeros(32, np.uint32)],
+                   check=False)
+    races = r.by_kind("race")
+    assert len(races) == 1 and races[0].message.startswith("read-after-write"), [str(f) for f in r.findings]
+    assert "did not wait for the phase to complete: an arrival alone acquires nothing" in races[0].message
+
+
+def _named_barrier_handoff(producer_writes: bool, late: bool):
+    """Warp 0 arrives on named barrier 1 with bar.arrive, warp 1 waits there with bar.sync (64 threads).
+    `producer_writes`: warp 0 writes the buffer and warp 1 reads it after the barrier; else warp 0 reads it
+    (frees it by arriving) and warp 1 overwrites it after the barrier.  Warp 0's access comes before its
+    bar.arrive, or after it when `late`."""
+    k = pf.KernelBuilder("named", target="sm_80", reqntid=64)
+    out = k.param_ptr("out", u32)
+    base = k.shared_base(k.shared("buf", 128, align=16))
+    t = k.tid()
+    lane = k.and_(t, 31, type=b32)
+    slot = k.add(base, k.shl(lane, 2))
+    dst = k.add(out, k.mul(lane, 4, mode="wide"))
+
+    def producer_access():
+        if producer_writes:
+            k.st(slot, k.add(lane, 100), type=u32, space="shared")
+        else:
+            k.st(dst, k.ld(slot, type=u32, space="shared"), type=u32)
+
+    with k.if_(k.setp("lt", t, 32)):
+        if not late:
+            producer_access()
+        k.bar_arrive(1, 64)
+        if late:
+            producer_access()
+    with k.if_(k.setp("ge", t, 32)):
+        k.bar_sync(1, 64)
+        if producer_writes:
+            k.st(dst, k.ld(slot, type=u32, space="shared"), type=u32)
+        else:
+            k.st(slot, k.add(lane, 200), type=u32, space="shared")
+    return k.module()
+
+
+@pytest.mark.parametrize("producer_writes", [True, False], ids=["bar.arrive side writes", "bar.arrive side reads"])
+def test_bar_arrive_releases_what_came_before_it_and_acquires_nothing(producer_writes):
+    """bar.arrive orders the accesses before it before the bar.sync side's accesses after the barrier; an access
+    after bar.arrive, while the barrier still waits for the bar.sync side, is ordered by nothing: written there
+    it races with the bar.sync side's read, read there with its write."""
+    out = np.zeros(32, np.uint32)
+    r = interp.run(_named_barrier_handoff(producer_writes, False), block=64, args=[out], check=False)
+    assert r.ok, [str(f) for f in r.findings]
+    if producer_writes:
+        np.testing.assert_array_equal(out, np.arange(32) + 100)
+    r = interp.run(_named_barrier_handoff(producer_writes, True), block=64, args=[out], check=False)
+    races = r.by_kind("race")
+    assert len(races) == 1, [str(f) for f in r.findings]
+    assert races[0].message.startswith("read-after-write" if producer_writes else "write-after-read")
+    assert "an arrival orders only the accesses made before it" in races[0].message
 
 
 def test_mbarrier_used_without_init_barrier_is_a_race():

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .machine import event_cutoffs
+from .machine import event_orders, released_before
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW, in_window
 
 _PTXFORGE_INTERNAL = True
@@ -236,8 +236,7 @@ def ordered(S, first_tid, first_time, second_tid):
         time, groups, _ = event
         if time <= t0:
             break
-        g1 = groups[first_tid[rem]]
-        hit = (event_cutoffs(event, first_tid[rem]) > first_time[rem]) & (g1 >= 0) & (g1 == groups[second_tid[rem]])
+        hit = event_orders(event, first_tid[rem], first_time[rem], second_tid[rem])
         if hit.any():
             ok[rem[hit]] = True
             rem = rem[~hit]
@@ -247,19 +246,26 @@ def ordered(S, first_tid, first_time, second_tid):
 
 
 def _after_arrival(S, first_tid: int, first_time: int, second_tid: int) -> str:
-    """For a race finding: a note when the earlier access came after its thread arrived on an mbarrier phase
-    that the later thread then took part in (an arrival orders only the accesses made before it)."""
+    """For a race finding between two threads' accesses: a note when a barrier phase between them would have
+    ordered them but for the sides its threads took: the first access came after its thread arrived (an
+    arrival orders only what came before it), or the second thread arrived without waiting for the phase
+    (an arrival alone acquires nothing)."""
     if first_tid < 0:
         return ""
     for event in reversed(S.events):
         time, groups, cut = event
         if time <= first_time:
             break
-        g = groups[first_tid]
-        if cut is not None and g >= 0 and g == groups[second_tid]:
-            return ("; the other thread made its access after its arrival on an mbarrier whose phase this thread "
-                    "then observed (or, for a .relaxed arrival, after the fence that let it release), and an arrival "
-                    "orders only the accesses made before it")
+        if cut is None:
+            continue
+        first, second = released_before(cut, np.array([first_tid, second_tid]))
+        if first >= 0 and first <= first_time and groups[second_tid] >= 0:
+            return ("; the other thread made its access after its arrival on a barrier whose phase this thread "
+                    "then observed (or, for a .relaxed mbarrier arrival, after the fence that let it release), and "
+                    "an arrival orders only the accesses made before it")
+        if first > first_time and second >= 0 and groups[second_tid] < 0:
+            return ("; this thread arrived on a barrier the other thread arrived on after its access, but did not "
+                    "wait for the phase to complete: an arrival alone acquires nothing")
     return ""
 
 

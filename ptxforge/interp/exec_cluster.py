@@ -7,7 +7,9 @@ Addresses: `mapa` returns the CTA-local offset with (rank + 1) << 24 added (see
 access.CLUSTER_RANK_SHIFT); a plain shared address in a .shared::cluster access means the
 executing CTA, as in PTX.  barrier.cluster.arrive marks a thread; when every live thread of the
 cluster has arrived the phase completes (a synchronization event for the race checks) and the
-threads blocked in barrier.cluster.wait go on.  A wait with no arrive before it is reported, and so is
+threads blocked in barrier.cluster.wait go on.  The phase orders what each thread did before its arrive
+before what the threads that wait for the phase do after their wait (an access between a thread's arrive and
+its wait is ordered by neither side).  A wait with no arrive before it is reported, and so is
 an access to another CTA's shared memory (a load, store, atomic, mbarrier operation, bulk copy or TMA
 multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
 have started (a DSMEM access to it is undefined; on an H100 such a ring of stores failed the launch in
@@ -80,6 +82,8 @@ class ClusterBarrier:
         self.arrived = np.zeros(S.N, dtype=bool)
         self.gen = np.zeros(nclusters, dtype=np.int64)
         self.arrive_gen = np.full(S.N, -1, dtype=np.int64)
+        self.arrive_step = np.full(S.N, -1, dtype=np.int64)  # the step of each thread's arrival
+        self.acquirers = {}  # cluster -> the group array of its last completed phase, joined by the waits on it
         self.waiting = np.zeros(S.N, dtype=bool)
         #: threads that came out of a barrier.cluster.wait: they know every CTA of their cluster is running, which
         #: an access to another CTA's shared memory needs (access.check_peer_started)
@@ -107,9 +111,12 @@ def check_clusters(S, clusters):
             continue
         st.gen[c] += 1
         S.step += 1
-        S.sync_event(None, groups=np.where(st.arrived & members, c, -1))
-        st.arrived &= ~members
         release = st.waiting & members
+        # the arrivals release what came before them; the threads that wait for the phase acquire it
+        who = np.flatnonzero(st.arrived & members)
+        st.acquirers[c] = np.where(release, c, -1)
+        S.sync_event(None, groups=st.acquirers[c], cut=(who, st.arrive_step[who]))
+        st.arrived &= ~members
         S.blocked &= ~release
         st.waiting &= ~release
         st.seen_all |= release
@@ -128,6 +135,7 @@ def make_barrier_cluster(P, op):
                          np.flatnonzero(again))
             st.arrived |= m
             st.arrive_gen[m] = st.gen[S.cluster_of[m]]
+            st.arrive_step[m] = S.step
             check_clusters(S, np.unique(S.cluster_of[m]))
         return arrive
 
@@ -141,6 +149,10 @@ def make_barrier_cluster(P, op):
         block = m & ~done & ~never
         st.waiting |= block
         S.blocked |= block
-        st.arrive_gen[m & done] = -1
-        st.seen_all |= m & done
+        passed = m & done
+        observed = passed & ~never
+        for c in np.unique(S.cluster_of[observed]):  # they observe the phase their arrival was in: they acquire it
+            st.acquirers[int(c)][observed & (S.cluster_of == c)] = c
+        st.arrive_gen[passed] = -1
+        st.seen_all |= passed
     return wait

@@ -8,10 +8,10 @@ transaction bytes and the number of completed phases.  A phase completes when pe
 and the transaction count both reach zero.  `test_wait`/`try_wait` with parity `q` succeed
 when the phase of parity `q` has completed (the current phase has the other parity); with a
 state token, when the phase the token was taken in has completed.  A thread whose wait fails
-is parked until the barrier completes a phase.  Completing a phase synchronizes the threads
-that arrived with the threads that later observe the completion: of an arriving thread, the accesses
-before its arrival (a .relaxed one: before the fence that let it release), not those it made after it
-while the phase was still filling.
+is parked until the barrier completes a phase.  Completing a phase orders the accesses the arriving
+threads made before their arrivals (a .relaxed one's: before the fence that let it release), not those
+they made after it while the phase was still filling, before the accesses of the threads that observe the
+completion (a wait that passes on it) after they observe it; an arrival alone acquires nothing.
 
 Asynchronous completions (cp.async.mbarrier.arrive, bulk copies) queue on the barrier and are
 delivered when a thread polls it: the copies land then, as late as the memory model allows.
@@ -85,12 +85,9 @@ def _complete(S, state):
     state.pending = state.count
     S.step += 1
     arrived = state.released >= 0
-    groups = S.sync_event(None, groups=np.where(arrived, state.key, -1),
-                          cut=(np.flatnonzero(arrived), state.released[arrived]))
-    if groups is None:  # nobody arrived (only asynchronous completions): observers still join
-        groups = np.full(S.N, -1, dtype=np.int64)
-        S.events.append((S.step, groups, None))
-    state.phase_members[state.phase - 1] = groups  # observers of the phase join its group later
+    groups = np.full(S.N, -1, dtype=np.int64)  # who acquires: the threads that observe the phase, as they do
+    S.sync_event(None, groups=groups, cut=(np.flatnonzero(arrived), state.released[arrived]))
+    state.phase_members[state.phase - 1] = groups
     for old in [p for p in state.phase_members if p < state.phase - 2]:
         del state.phase_members[old]
     state.released = np.full(S.N, -1, dtype=np.int64)

@@ -3,7 +3,9 @@ thread can run.
 
 bar.sync blocks the arriving threads; the barrier completes when every thread of the CTA that
 has not exited arrived (or, with a thread count, when that many warps' worth did).  The
-threads that took part then count as synchronized for the race checks.  `bar` is `.aligned`
+threads that took part then count as synchronized for the race checks; a thread that arrived
+with bar.arrive releases only the accesses it made before its arrival and acquires nothing (it
+does not wait), so its later accesses are not ordered by that phase.  `bar` is `.aligned`
 per warp: a warp arrives as a whole at one instruction (different warps may use different
 instructions, as producer/consumer code with bar.arrive does).  bar.red is a bar.sync that, as it
 completes, writes the reduction of the participants' predicates (.popc count, .and, .or) into each
@@ -75,7 +77,9 @@ def _arrival(P, op, info, *, blocking: bool, vote=None):
                 arrived = S.bar_arrived[b] = np.zeros(S.N, dtype=bool)
                 S.bar_pc[b] = np.full(S.N, -1, dtype=np.int64)
                 S.bar_count[b] = np.zeros(S.N, dtype=np.int64)
+                S.bar_step[b] = np.zeros(S.N, dtype=np.int64)
             S.bar_count[b][mb] = counts[mb] if counts is not None else 0
+            S.bar_step[b][mb] = -1 if blocking else S.step  # (bar.arrive: its accesses after it are not released)
             arrived |= mb
             S.bar_pc[b][mb] = op.pc
             if vote is not None:
@@ -117,8 +121,13 @@ def check_barrier(S, b, ctas, op=None):
         members = np.zeros(S.N, dtype=bool)
         members[sl] = arr
         everyone = not (live & ~arr).any()
+        step = S.bar_step[b][sl]
         S.step += 1  # the barrier is an event between the steps before and after it
-        if everyone:
+        if (step[arr] >= 0).any():  # bar.arrive: released up to its arrival, and it acquires nothing
+            who = np.flatnonzero(members)
+            S.sync_event(None, groups=np.where(members & (S.bar_step[b] < 0), int(c), -1),
+                         cut=(who, np.where(S.bar_step[b][who] < 0, S.step, S.bar_step[b][who])))
+        elif everyone:
             S.sync_event(members, cta_full=np.array([int(c)]))
         else:
             S.sync_event(members)

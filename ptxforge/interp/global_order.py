@@ -38,7 +38,7 @@ import bisect
 import numpy as np
 
 from ..isa.sync import ORDERING_FENCES
-from .machine import event_cutoffs
+from .machine import event_orders
 from .memory import GLOBAL_BASE
 
 _PTXFORGE_INTERNAL = True
@@ -341,8 +341,7 @@ def _hb(S, u, tu, v, tv) -> bool:
         return True
     j = bisect.bisect_right(ev, tu, key=lambda e: e[0])
     while j < len(ev) and ev[j][0] < tv:
-        groups = ev[j][1]
-        if groups[u] >= 0 and groups[u] == groups[v] and event_cutoffs(ev[j], np.array([u]))[0] > tu:
+        if event_orders(ev[j], np.array([u]), np.array([tu]), np.array([v]))[0]:
             return True
         j += 1
     return False

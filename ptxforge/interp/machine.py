@@ -125,7 +125,7 @@ class Machine:
             self.r2_time = np.full(n, -1, dtype=np.int64)
             self.pend_pc = np.full(n, -1, dtype=np.int32)
             self.pend_tid = np.full(n, -1, dtype=np.int64)
-        self.events = []  # (time, group per thread) of partial synchronizations
+        self.events = []  # (time, group per thread, cut) of partial synchronizations (see sync_event)
         self.events_dropped = False  # whether the oldest events were dropped (see sync_event)
         self.last_full = np.full(B, -1, dtype=np.int64)  # time of the last CTA-wide barrier per CTA
         self.full_times = [[] for _ in range(B)]  # every CTA-wide barrier's time, per CTA (global_order reads it)
@@ -133,6 +133,7 @@ class Machine:
         self.bar_arrived = {}
         self.bar_pc = {}
         self.bar_count = {}
+        self.bar_step = {}  # barrier id -> the step of each thread's bar.arrive; -1 for a blocking arrival (bar.sync)
         self.bar_vote = {}  # bar.red: barrier id -> each thread's predicate, and the reduction each arrival asked
         self.park_key = np.full(N, -1, dtype=np.int64)
         self.cp_records = []
@@ -190,9 +191,10 @@ class Machine:
         """Record that threads synchronized now: their earlier accesses are ordered before the later
         accesses of every thread of the same group.  `members`: bool mask (one group per CTA), or
         `groups`: int group per thread (-1: not taking part).  `cta_full`: CTA indices where every
-        live thread took part (kept as one timestamp per CTA).  `cut`: (threads in ascending order, steps):
-        of those threads only the accesses before their step take part (an mbarrier arrival made before
-        the phase completed); see `event_cutoffs`."""
+        live thread took part (kept as one timestamp per CTA).  `cut`: the event is the phase of one barrier
+        whose sides differ: the threads of `cut` (ascending, with a step each: where they arrived) release
+        their accesses before their step, and the threads of `groups` (>= 0; the threads that observe the
+        phase join them later) acquire; recorded even when nobody acquires yet.  See `event_orders`."""
         if groups is None:
             groups = np.where(members, self.cta_local, -1)
         if cta_full is not None and len(cta_full):
@@ -200,7 +202,7 @@ class Machine:
             for c in np.asarray(cta_full).tolist():
                 self.full_times[c].append(self.step)
             groups = np.where(np.isin(self.cta_local, cta_full), -1, groups)
-        if not (groups >= 0).any():
+        if cut is None and not (groups >= 0).any():
             return None
         self.events.append((self.step, groups, cut))
         if len(self.events) > 4096:
@@ -231,17 +233,28 @@ class Machine:
         return True
 
 
-def event_cutoffs(event, tids):
-    """Per thread of `tids`: the step before which its accesses take part in sync event `event` (time,
-    groups, cut): the event's time, or the thread's own step where the event's cut names it."""
-    time, _, cut = event
-    lim = np.full(len(tids), time, dtype=np.int64)
-    if cut is not None and len(cut[0]):
-        who, steps = cut
+def released_before(cut, tids):
+    """Per thread of `tids`: the step before which its accesses are released by a sync event's `cut`
+    (threads in ascending order, steps; see `Machine.sync_event`), -1 where the cut does not name it."""
+    who, steps = cut
+    out = np.full(len(tids), -1, dtype=np.int64)
+    if len(who):
         pos = np.minimum(np.searchsorted(who, tids), len(who) - 1)
         named = who[pos] == tids
-        lim[named] = steps[pos[named]]
-    return lim
+        out[named] = steps[pos[named]]
+    return out
+
+
+def event_orders(event, first_tid, first_time, second_tid):
+    """Mask: whether sync event `event` (time, groups, cut) orders the access of each `first_tid` at step
+    `first_time` before a later access of the matching `second_tid`: both took part in one group of a
+    barrier, the first access before the barrier; or, for a barrier whose sides differ (`cut`), the first
+    thread released it by arriving after it and the second thread observed the phase."""
+    time, groups, cut = event
+    if cut is None:
+        g1 = groups[first_tid]
+        return (time > first_time) & (g1 >= 0) & (g1 == groups[second_tid])
+    return (released_before(cut, first_tid) > first_time) & (groups[second_tid] >= 0)
 
 
 def _ranges(xs) -> str:

@@ -65,6 +65,18 @@ def test_rejects_illegal_configs(kw, msg):
         HopperGemm(**kw)
 
 
+def test_a_bare_s4_config_names_the_measured_ones():
+    """HopperGemm('s4') with the class defaults (sized for s8) is refused; the error names the configurations
+    that work, and both do."""
+    with pytest.raises(ValidationError, match=r"DEFAULTS\['s4'\].*Int4Gemm\.for_shape") as info:
+        HopperGemm("s4")
+    assert "got 128" in str(info.value)
+    from ptxforge.schedules.hopper import defaults
+    assert HopperGemm("s4", **defaults.DEFAULTS["s4"]).operand == "s4"
+    picked = pf.Int4Gemm.for_shape(256, 256, 512, target="sm_90a")
+    assert isinstance(picked, HopperGemm) and picked.operand == "s4"
+
+
 def test_problem_checks():
     HopperGemm("s8").check_problem(7, 9, 16)
     with pytest.raises(ValidationError, match="16 bytes"):

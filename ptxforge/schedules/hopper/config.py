@@ -217,8 +217,10 @@ class HopperGemm:
         if self.block_k_bytes % ATOM_BYTES or self.block_k_bytes <= 0:
             raise ValidationError(f"block_k_bytes must be a multiple of {ATOM_BYTES}, got {self.block_k_bytes}")
         if self.operand == "s4" and self.block_k_bytes % 256:
-            raise ValidationError("s4 needs block_k_bytes a multiple of 256 (its packed tiles are whole 128-byte "
-                                  "atoms)")
+            raise ValidationError(f"s4 needs block_k_bytes a multiple of 256 (its packed tiles are whole 128-byte "
+                                  f"atoms), got {self.block_k_bytes}; the measured configurations: "
+                                  "HopperGemm('s4', **hopper.defaults.DEFAULTS['s4']) for large problems, "
+                                  "Int4Gemm.for_shape(m, n, k) for each shape")
 
     def _check_s4_path(self) -> None:
         """The options of the s4 widening and of its register-sourced path (converter, biased, scaled, B buffers,

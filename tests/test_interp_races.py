@@ -166,6 +166,47 @@ def test_relaxed_mbarrier_operations_order_through_fences(arrive, before, wait, 
     pf.assemble(m)
 
 
+def _one_fence_two_arrivals(write_after_fence: bool):
+    """Warp 0 writes the buffer, makes fence.release.cta, arrives (.relaxed) on mbarrier A and then on B; with
+    `write_after_fence` it writes the buffer between the fence and the arrivals instead.  Warp 1 waits on B
+    and reads the buffer."""
+    k = pf.KernelBuilder("one_fence", target="sm_90", reqntid=64)
+    out = k.param_ptr("out", u32)
+    base = k.shared_base(k.shared("buf", 128, align=16))
+    ra, rb = k.shared_base(k.shared("bar_a", 8, align=8)), k.shared_base(k.shared("bar_b", 8, align=8))
+    t = k.tid()
+    with k.if_(k.setp("eq", t, 0)):
+        k.mbarrier_init(ra, 32)
+        k.mbarrier_init(rb, 32)
+    k.bar_sync(0)
+    lane = k.and_(t, 31, type=b32)
+    with k.if_(k.setp("lt", t, 32)):
+        if not write_after_fence:
+            k.st(k.add(base, k.shl(lane, 2)), k.add(lane, 100), type=u32, space="shared")
+        k.fence("fence.release.cta")
+        if write_after_fence:
+            k.st(k.add(base, k.shl(lane, 2)), k.add(lane, 100), type=u32, space="shared")
+        k.mbarrier_arrive(ra, sem="relaxed", scope="cta")
+        k.mbarrier_arrive(rb, sem="relaxed", scope="cta")
+    with k.if_(k.setp("ge", t, 32)):
+        k.mbarrier_wait(rb, 0)
+        v = k.ld(k.add(base, k.shl(k.xor(lane, 5, type=b32), 2, type=b32)), type=u32, space="shared")
+        k.st(k.add(out, k.mul(lane, 4, mode="wide")), v, type=u32)
+    return k.module()
+
+
+def test_one_release_fence_serves_every_later_relaxed_arrival():
+    """fence.release then two .relaxed arrivals: each forms a release pattern with the fence, so the second
+    barrier's waiter reads the writes before the fence in order; a write after the fence is released by neither."""
+    out = np.zeros(32, np.uint32)
+    r = interp.run(_one_fence_two_arrivals(False), block=64, args=[out], check=False)
+    assert not r.findings, [str(f) for f in r.findings]
+    np.testing.assert_array_equal(out, (np.arange(32) ^ 5) + 100)
+    r = interp.run(_one_fence_two_arrivals(True), block=64, args=[out], check=False)
+    assert [f.kind for f in r.findings] == ["race"], [str(f) for f in r.findings]
+    pf.assemble(_one_fence_two_arrivals(False))
+
+
 def test_a_cta_scoped_fence_does_not_release_a_cluster_scoped_relaxed_arrival():
     """The fence must reach as far as the arrival (and the acquiring fence as far as the wait)."""
     out = np.zeros(32, np.uint32)

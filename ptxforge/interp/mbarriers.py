@@ -4,11 +4,12 @@ ordering fences lend the .relaxed mbarrier operations.
 
 An mbarrier's state lives in `S.mbars`, keyed by its shared-memory offset (see exec_mbarrier.py).
 
-A .relaxed arrival (and complete_tx, which is always .relaxed) releases nothing by itself: it releases when
-the thread made an ordering fence other than fence.acquire, at the arrival's scope or wider, since its last
-relaxed arrival, and then only the accesses before that fence (`releasing`).  A .relaxed wait that passes acquires nothing by itself: the thread joins
-the phase it observed at its next ordering fence other than fence.release, at the wait's scope or wider
-(`defer_acquire`, `on_fence`).
+A .relaxed arrival (and complete_tx, which is always .relaxed) releases nothing by itself: after an ordering
+fence other than fence.acquire, at the arrival's scope or wider, it releases the accesses its thread made
+before the last such fence (a release pattern: every later arrival forms one with the same fence;
+`releasing`).  A .relaxed wait that passes acquires nothing by itself: the thread joins the phase it observed
+at its next ordering fence other than fence.release, at the wait's scope or wider (`defer_acquire`,
+`on_fence`).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ _REACH = {"cta": 1, "cluster": 2, "gpu": 3, "sys": 3}
 
 def on_fence(S, m, order: str, scope: str) -> None:
     """An ordering fence (`isa.sync.ORDERING_FENCES`: order, scope) by the threads of mask m: all but
-    fence.acquire let their next relaxed arrival at this scope or narrower release the accesses before the
+    fence.acquire let their later relaxed arrivals at this scope or narrower release the accesses before the
     fence; all but fence.release join them to the phases their relaxed waits at this scope or narrower
     observed."""
     thr = np.flatnonzero(m)
@@ -51,15 +52,13 @@ def on_fence(S, m, order: str, scope: str) -> None:
 
 
 def releasing(S, thr, scope: str):
-    """(threads, steps): the threads of `thr` whose relaxed arrival at `scope` releases (a fence since their
-    last one reaches that far), and the step of that fence, before which their accesses are released.  The
-    arrival uses their fences up."""
+    """(threads, steps): the threads of `thr` whose relaxed arrival at `scope` releases (they made a fence that
+    reaches that far), and the step of the last such fence, before which their accesses are released."""
     at = getattr(S, "mbar_release_at", None)
     if at is None:
         return thr[:0], thr[:0]
     steps = at[thr, _REACH[scope]]
     ok = steps >= 0
-    at[thr] = -1
     return thr[ok], steps[ok]
 
 

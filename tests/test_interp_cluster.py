@@ -160,9 +160,11 @@ def test_probes_assemble():
         pf.assemble(k.module(), backend="ptxas")
 
 
-def remote_arrive_probe(remote=True):
+def remote_arrive_probe(remote=True, first_arrive="release", init_fence=True):
     """CTA 0's mbarrier expects 2 arrivals: thread 0 of CTA 0 and (through mapa) thread 0 of CTA 1.
-    CTA 1 first writes a word into CTA 0's shared memory; CTA 0 waits, then reads it."""
+    CTA 1 first writes a word into CTA 0's shared memory; CTA 0 waits, then reads it.  The cluster barrier
+    after the init: barrier.cluster.arrive with `first_arrive` ordering, then wait; `init_fence`:
+    fence.mbarrier_init.release.cluster between the init and that barrier."""
     k = pf.KernelBuilder("remote_arrive", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
     out = k.param_ptr("out", u32)
     bar = k.shared("bar", 8, align=8)
@@ -171,8 +173,10 @@ def remote_arrive_probe(remote=True):
     lead = k.setp("eq", k.tid(), 0)
     is0 = k.setp("eq", rank, 0)
     k.mbarrier_init(bar, 2, pred=lead)
-    k.fence("fence.mbarrier_init.release.cluster", pred=lead)
-    k.cluster_sync()
+    if init_fence:
+        k.fence("fence.mbarrier_init.release.cluster", pred=lead)
+    k.barrier_cluster_arrive(sem=first_arrive, aligned=True)
+    k.barrier_cluster_wait(sem="acquire", aligned=True)
     with k.if_(k.setp("ne", rank, 0)):
         with k.if_(lead):
             k.st(k.mapa(k.shared_base(box), 0), 4242, type=u32, space="shared::cluster")
@@ -193,6 +197,23 @@ def test_a_remote_mbarrier_arrive_completes_the_partner_phase():
     pf.assemble(remote_arrive_probe().module(), backend="ptxas")
     with pytest.raises(interp.InterpError, match="deadlock.*still expects 1 of its 2 arrivals"):
         interp.run(remote_arrive_probe(remote=False), grid=2, block=32, args=[out])
+
+
+def test_a_relaxed_cluster_arrive_orders_only_what_a_release_fence_covers():
+    """mbarrier.init, fence.mbarrier_init.release.cluster, barrier.cluster.arrive.relaxed + wait: the partner
+    CTA's remote arrive finds the barrier initialized.  Without the fence the relaxed arrive orders nothing and
+    the remote arrive races with the init; with a .release arrive the fence is not needed."""
+    out = np.zeros(1, np.uint32)
+    for kw in (dict(first_arrive="relaxed"), dict(first_arrive="release", init_fence=False)):
+        r = interp.run(remote_arrive_probe(**kw), grid=2, block=32, args=[out], check=False)
+        assert not r.findings and out[0] == 4242, (kw, [str(f) for f in r.findings])
+    r = interp.run(remote_arrive_probe(first_arrive="relaxed", init_fence=False), grid=2, block=32, args=[out],
+                   check=False)
+    races = r.by_kind("race")
+    assert races and races[0].instruction.opcode.startswith("mbarrier.arrive"), [str(f) for f in r.findings]
+    assert races[0].other.opcode.startswith("mbarrier.init")
+    if find_tool("ptxas"):
+        pf.assemble(remote_arrive_probe(first_arrive="relaxed").module(), backend="ptxas")
 
 
 def test_isspacep_tells_this_ctas_shared_memory_from_a_peers():

@@ -9,7 +9,9 @@ executing CTA, as in PTX.  barrier.cluster.arrive marks a thread; when every liv
 cluster has arrived the phase completes (a synchronization event for the race checks) and the
 threads blocked in barrier.cluster.wait go on.  The phase orders what each thread did before its arrive
 before what the threads that wait for the phase do after their wait (an access between a thread's arrive and
-its wait is ordered by neither side).  A wait with no arrive before it is reported, and so is
+its wait is ordered by neither side); a .relaxed arrive orders only what came before the thread's last
+fence of cluster scope or wider that releases, fence.mbarrier_init.release.cluster among them (which PTX
+limits to the mbarrier inits before it: here it releases every access before it, as fence.release.cluster).  A wait with no arrive before it is reported, and so is
 an access to another CTA's shared memory (a load, store, atomic, mbarrier operation, bulk copy or TMA
 multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
 have started (a DSMEM access to it is undefined; on an H100 such a ring of stores failed the launch in
@@ -24,6 +26,7 @@ import numpy as np
 
 from ..isa import types as T
 from .access import CLUSTER_RANK_SHIFT, cluster_address
+from .mbarriers import releasing
 from .memory import SHARED_WINDOW
 
 _PTXFORGE_INTERNAL = True
@@ -113,7 +116,7 @@ def check_clusters(S, clusters):
         S.step += 1
         release = st.waiting & members
         # the arrivals release what came before them; the threads that wait for the phase acquire it
-        who = np.flatnonzero(st.arrived & members)
+        who = np.flatnonzero(st.arrived & members & (st.arrive_step >= 0))
         st.acquirers[c] = np.where(release, c, -1)
         S.sync_event(None, groups=st.acquirers[c], cut=(who, st.arrive_step[who]))
         st.arrived &= ~members
@@ -127,6 +130,8 @@ def make_barrier_cluster(P, op):
     kind = op.ins.info.kind
 
     if kind == "arrive":
+        relaxed = op.ins.info.sem == "relaxed"
+
         def arrive(S, m):
             st = cluster_state(S)
             again = m & st.arrived
@@ -135,7 +140,12 @@ def make_barrier_cluster(P, op):
                          np.flatnonzero(again))
             st.arrived |= m
             st.arrive_gen[m] = st.gen[S.cluster_of[m]]
-            st.arrive_step[m] = S.step
+            if relaxed:  # releases only what came before a releasing fence of cluster scope or wider
+                st.arrive_step[m] = -1
+                thr, steps = releasing(S, np.flatnonzero(m), "cluster")
+                st.arrive_step[thr] = steps
+            else:
+                st.arrive_step[m] = S.step
             check_clusters(S, np.unique(S.cluster_of[m]))
         return arrive
 

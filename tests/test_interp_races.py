@@ -288,6 +288,25 @@ def test_an_arrival_orders_only_the_accesses_made_before_it(war, fence, late):
         pf.assemble(m)
 
 
+@pytest.mark.parametrize("war", [False, True], ids=["read-after-write", "write-after-read"])
+def test_the_early_arrival_mutant_is_a_race(war):
+    """testing.mutants.early_mbarrier_arrive moves warp 1's arrival above its access (warp 2's arrival has no
+    shared access before it in its straight-line code, so it is no site): the clean kernel becomes the racy one."""
+    from ptxforge.testing.mutants import mutants_of
+    k = _access_around_arrival("before", war).kernel("around")
+    sites = mutants_of(k, ["early_mbarrier_arrive"])
+    assert len(sites) == 1 and "mbarrier.arrive" in sites[0].instruction, [str(m) for m in sites]
+    bad = sites[0].apply(k)
+    body = bad.instructions
+    moved = [i.opcode for i in body].index("mbarrier.arrive")  # (warp 1's block comes first)
+    after = body[moved + 1]
+    assert after.opcode == ("ld" if war else "st") and after.info.space == "shared", after.render()
+    r = interp.run(pf.Module([bad]), block=96, args=[np.zeros(32, np.uint32)], check=False)
+    races = r.by_kind("race")
+    assert len(races) == 1 and "an arrival orders only the accesses made before it" in races[0].message
+    pf.assemble(pf.Module([bad]))
+
+
 def test_an_arrival_alone_acquires_nothing():
     """A thread that arrives on an mbarrier, even with the arrival that completes the phase, and reads without
     waiting for the phase is not ordered after the other arrivals: a race, whose finding says so."""

@@ -109,6 +109,10 @@ class Instruction:
             out.append(self.guard.reg)
         return out
 
+    def written_registers(self) -> list:
+        """The registers this instruction writes (those its destinations name)."""
+        return [r for d in self.dsts for r in _regs_of(d)]
+
 
 def _regs_of(op):
     if isinstance(op, Reg):

@@ -14,7 +14,9 @@ matches nothing raises ValidationError, so a test can never pass because the bug
 hi <-> hs): the classic bounds-guard bug.  `weaken_memory_order` relaxes one acquire/release access or
 drops one gpu-scope fence: what publishes one CTA's global writes to another goes missing.
 `drop_proxy_fence` removes one proxy fence (fence.proxy.async ...): generic writes that wgmma or a TMA /
-bulk copy reads are no longer made visible to the async proxy.  `mutants_of(kernel)` lists every
+bulk copy reads are no longer made visible to the async proxy.  `early_mbarrier_arrive` moves one plain
+mbarrier arrival above the shared-memory access before it: a consumer that frees a ring slot while it still
+reads it, or a producer that announces a buffer before its last write.  `mutants_of(kernel)` lists every
 single-site mutant of every kind that applies to a kernel, as `Mutant`s (what testing.mutation runs).
 """
 
@@ -31,7 +33,7 @@ from ..isa.instruction import Instruction
 from ..isa.sync import ORDERING_FENCES, PROXY_FENCES
 
 __all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "weaken_memory_order",
-           "drop_proxy_fence", "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
+           "drop_proxy_fence", "early_mbarrier_arrive", "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
 
 #: setp comparisons and the comparison one step looser or tighter at the boundary.
 OFF_BY_ONE = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt", "lo": "ls", "ls": "lo", "hi": "hs", "hs": "hi"}
@@ -115,6 +117,62 @@ def drop_proxy_fence(kernel: Kernel, nth: int | None = None) -> Kernel:
     return _mutate(kernel, _is_proxy_fence, lambda i: [], nth, "proxy fence")
 
 
+#: what an arrival is not moved across: control flow and every synchronization, fence or asynchronous operation
+_FIXED = ("bra", "ret", "exit", "call", "bar", "barrier", "mbarrier", "fence", "membar", "wgmma", "cp.", "griddepcontrol",
+          "setmaxnreg", "tensormap", "st.async", "red.async", "elect")
+
+
+def _touches_shared(i) -> bool:
+    """A synchronous shared-memory access: ld / st / atom / red of a shared state space, ldmatrix, stmatrix."""
+    if i.opcode in ("ldmatrix", "stmatrix"):
+        return True
+    return i.opcode in ("ld", "st", "ldu", "atom", "red") and str(getattr(i.info, "space", "")).startswith("shared")
+
+
+def _early_arrivals(kernel: Kernel) -> list:
+    """(arrival, the body index it moves to) for each plain mbarrier arrival that a shared-memory access comes
+    before in its straight-line code, with nothing in between that it may not cross (`_FIXED`, a label, or an
+    instruction that writes a register the arrival reads or reads the one it writes)."""
+    body = kernel.body
+    out = []
+    for j, ins in enumerate(body):
+        if not (isinstance(ins, Instruction) and ins.opcode == "mbarrier.arrive"
+                and getattr(ins.info, "op", None) == "arrive"):
+            continue
+        writes = {r.name for r in ins.written_registers()}
+        reads = {r.name for r in ins.registers()} - writes
+        for k in range(j - 1, -1, -1):
+            other = body[k]
+            if not isinstance(other, Instruction) or other.opcode.startswith(_FIXED):
+                break
+            if reads & {r.name for r in other.written_registers()} or writes & {r.name for r in other.registers()}:
+                break
+            if _touches_shared(other):
+                out.append((ins, k))
+                break
+    return out
+
+
+def early_mbarrier_arrive(kernel: Kernel, nth: int | None = None) -> Kernel:
+    """The kernel with plain mbarrier arrival(s) moved above the shared-memory access just before them in
+    their straight-line code: the access now comes after the arrival, which orders only what came before it
+    (the interpreter reports the access as a race once another thread relies on that phase)."""
+    sites = _early_arrivals(kernel)
+    chosen = _pick([ins for ins, _ in sites], nth, "mbarrier arrival after a shared-memory access", kernel)
+    moves = {id(ins): k for ins, k in sites if any(ins is c for c in chosen)}
+    at = {}
+    for ins, k in sites:
+        if id(ins) in moves:
+            at.setdefault(k, []).append(ins)
+    body = []
+    for k, item in enumerate(kernel.body):
+        if id(item) in moves:
+            continue
+        body.extend(at.get(k, ()))
+        body.append(item)
+    return dataclasses.replace(kernel, body=tuple(body))
+
+
 @dataclass(frozen=True)
 class Mutant:
     """One planted bug: its kind (a mutant function's name), which match it changes (`nth`), the
@@ -142,14 +200,20 @@ def _is_wait(i) -> bool:
     return i.opcode in ("mbarrier.try_wait", "mbarrier.test_wait")
 
 
-#: Mutant kinds: name -> (function, which instructions it changes).
+def _matching(pred):
+    """The sites of a kernel that a per-instruction mutant changes: its instructions that `pred` holds for."""
+    return lambda kernel: [i for i in kernel.body if isinstance(i, Instruction) and pred(i)]
+
+
+#: Mutant kinds: name -> (function, kernel -> the instructions it changes, in the order `nth` counts them).
 MUTANT_KINDS = {
-    "drop_bar_sync": (drop_bar_sync, lambda i: i.opcode == "bar" and i.info.kind == "sync"),
-    "loosen_wait_group": (loosen_wait_group, lambda i: i.opcode == "cp.async.wait_group"),
-    "drop_mbarrier_wait": (drop_mbarrier_wait, _is_wait),
-    "off_by_one_guard": (off_by_one_guard, _is_guard),
-    "weaken_memory_order": (weaken_memory_order, _is_ordered),
-    "drop_proxy_fence": (drop_proxy_fence, _is_proxy_fence),
+    "drop_bar_sync": (drop_bar_sync, _matching(lambda i: i.opcode == "bar" and i.info.kind == "sync")),
+    "loosen_wait_group": (loosen_wait_group, _matching(lambda i: i.opcode == "cp.async.wait_group")),
+    "drop_mbarrier_wait": (drop_mbarrier_wait, _matching(_is_wait)),
+    "off_by_one_guard": (off_by_one_guard, _matching(_is_guard)),
+    "weaken_memory_order": (weaken_memory_order, _matching(_is_ordered)),
+    "drop_proxy_fence": (drop_proxy_fence, _matching(_is_proxy_fence)),
+    "early_mbarrier_arrive": (early_mbarrier_arrive, lambda kernel: [i for i, _ in _early_arrivals(kernel)]),
 }
 
 
@@ -160,7 +224,7 @@ def mutants_of(kernel: Kernel, kinds=None, *, max_per_kind: int | None = None) -
     for kind in (kinds or MUTANT_KINDS):
         if kind not in MUTANT_KINDS:
             raise ValidationError(f"unknown mutant kind {kind!r}; kinds: {sorted(MUTANT_KINDS)}")
-        sites = [i for i in kernel.body if isinstance(i, Instruction) and MUTANT_KINDS[kind][1](i)]
+        sites = MUTANT_KINDS[kind][1](kernel)
         picks = range(len(sites))
         if max_per_kind is not None and len(sites) > max_per_kind:
             picks = sorted({round(j * (len(sites) - 1) / max(1, max_per_kind - 1)) for j in range(max_per_kind)})

@@ -802,7 +802,7 @@ def _check_spaces(ins: Instruction, spaces: dict) -> None:
                 raise ValidationError(
                     f"'{ins.mnemonic}' addresses .{want} memory, but {op.base.name} is a .{op.base.space} variable: "
                     f"use space=\"{op.base.space}\"" + ("" if op.base.space == "global" else
-                                                      f" (or a generic address from address_of(..., generic=True))"))
+                                                      " (or a generic address from address_of(..., generic=True))"))
             continue
         if type(op) is not Addr or type(op.base) is not Reg or op.base.name not in spaces:
             continue

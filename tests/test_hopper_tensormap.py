@@ -1,6 +1,5 @@
 """TensorMap checks (no driver needed) and the by-value tensor-map parameter."""
 
-import numpy as np
 import pytest
 
 from ptxforge.builder import KernelBuilder

@@ -7,7 +7,6 @@ import pytest
 import ptxforge as pf
 from ptxforge import interp
 from ptxforge.isa import types as T
-from ptxforge.isa.operands import Addr
 
 THREADS = 32
 

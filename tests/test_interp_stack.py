@@ -10,7 +10,6 @@ import pytest
 import ptxforge as pf
 from ptxforge import interp
 from ptxforge.interp.memory import STACK_BYTES
-from ptxforge.isa import types as T
 from support.located import assert_located
 
 HERE = __file__

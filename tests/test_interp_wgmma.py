@@ -12,7 +12,7 @@ from ptxforge.hopper.layout import SmemTile
 from ptxforge.isa.descriptors import encode_descriptor
 from ptxforge.isa.wgmma import WGMMA_FORMS, wgmma_form
 from ptxforge.testing.interp_strategies import seeds
-from ptxforge.testing.wgmma_probe import _pack_rows, wgmma_case
+from ptxforge.testing.wgmma_probe import wgmma_case
 from ptxforge.testing.wgmma_strategies import wgmma_probe_specs
 
 

@@ -4,7 +4,7 @@ multicast; what ptxforge accepts assembles with ptxas 13.0 and what it refuses p
 import pytest
 
 import ptxforge as pf
-from ptxforge import b16, b32, u32
+from ptxforge import b16, u32
 from ptxforge.errors import LaunchError
 from ptxforge.runtime.cluster import check_cluster_shape
 from support.ptx_text import assembler_verdict, raw_kernel

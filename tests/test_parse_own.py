@@ -15,7 +15,6 @@ import warnings
 
 import pytest
 
-import ptxforge as pf
 from ptxforge.parse import parse
 from ptxforge.parse.equality import first_difference, same_module
 

@@ -17,7 +17,7 @@ from ptxforge.runtime import cache as C
 from ptxforge.runtime import loader
 from ptxforge.testing import launch_strategies as ls
 from ptxforge.testing.kernels import saxpy
-from support.spin import spin_module
+from support.spin import spin_module  # noqa: F401 (kernel() finds the builder by name)
 
 pytestmark = pytest.mark.gpu
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import ptxforge as pf
-from ptxforge import f32, u32
+from ptxforge import u32
 from ptxforge.errors import LaunchError, SyncTimeout
 from ptxforge.runtime import cache as C
 from ptxforge.runtime import kernel as K

@@ -10,7 +10,6 @@ import pytest
 import ptxforge as pf
 from ptxforge.assembler import available_backends
 from ptxforge.isa import types as T
-from ptxforge.isa.operands import Addr
 from ptxforge.isa.strictness import STRICTER_THAN_PTXAS, documented, markdown_table
 from tests.support.ptx_text import assembler_verdict, raw_kernel
 

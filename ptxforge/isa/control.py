@@ -178,7 +178,7 @@ def mov(t, d, a):
         # pack / unpack: mov.b64 %rd, {%lo, %hi}  /  mov.b64 {%lo, %hi}, %rd
         vec, scalar = (a, d) if isinstance(a, Vec) else (d, a)
         if (t.bits, len(vec)) not in PACK_FORMS:
-            raise ValidationError(f"mov pack/unpack takes " + ", ".join(f".b{b} with {n} parts" for b, n in PACK_FORMS)
+            raise ValidationError("mov pack/unpack takes " + ", ".join(f".b{b} with {n} parts" for b, n in PACK_FORMS)
                                   + f"; got .{t.name} and {len(vec)} parts")
         part = T.lookup(f"b{t.bits // len(vec)}")
         for i, r in enumerate(vec):

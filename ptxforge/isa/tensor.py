@@ -12,8 +12,8 @@ from dataclasses import dataclass
 
 from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
-from .instruction import check_value, check_vec, make
-from .operands import Imm, Reg, Vec
+from .instruction import check_vec, make
+from .operands import Imm, Vec
 from .targets import DeviceLimits, Requirement, V
 
 _PTXFORGE_INTERNAL = True

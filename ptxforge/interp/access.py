@@ -405,7 +405,8 @@ def shadow_write(S, op, part, nbytes, *, pc, landing=False, atomic=False):
             i = bad[0]
             note = _after_arrival(S, int(r[i]), int(S.r_time[b[i]]), int(t[i]))
             S.report("race", f"write-after-read race on shared memory ({where_shared(S, b[i])}): other threads "
-                     "read these bytes and no barrier separates their reads from this write" + note, op, np.unique(t[bad]),
+                     "read these bytes and no barrier separates their reads from this write" + note, op,
+                     np.unique(t[bad]),
                      other_threads=_other_readers(r[bad], r2w[bad], t[bad]), details=_offset(S, b[bad[0]]))
     _check_unordered_write(S, op, b, t, S.w_tid[b], "write-after-write race on shared memory ({where}): another "
                            "thread wrote these bytes with no barrier in between")

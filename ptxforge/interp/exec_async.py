@@ -319,8 +319,8 @@ def make_fence(P, op):
     loads check it in `global_order`), the tensormap acquire records which maps each thread acquired
     (`tensormap_order`), the ordering fences lend the thread's .relaxed mbarrier arrivals and waits and
     .relaxed barrier.cluster arrivals their release and acquire (`mbarriers.on_fence`;
-    fence.mbarrier_init.release.cluster as a release at cluster scope), and those at gpu, sys or cluster scope take part in the
-    release/acquire chains that order global memory between CTAs (`global_order`)."""
+    fence.mbarrier_init.release.cluster as a release at cluster scope), and those at gpu, sys or cluster scope
+    take part in the release/acquire chains that order global memory between CTAs (`global_order`)."""
     kind = str(op.ins.info)
     if kind in FENCES_WITH_ADDRESS:  # fence.proxy.tensormap::generic.acquire.<scope> [map], 128
         return make_tensormap_acquire(P, op)

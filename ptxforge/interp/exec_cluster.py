@@ -11,9 +11,9 @@ threads blocked in barrier.cluster.wait go on.  The phase orders what each threa
 before what the threads that wait for the phase do after their wait (an access between a thread's arrive and
 its wait is ordered by neither side); a .relaxed arrive orders only what came before the thread's last
 fence of cluster scope or wider that releases, fence.mbarrier_init.release.cluster among them (which PTX
-limits to the mbarrier inits before it: here it releases every access before it, as fence.release.cluster).  A wait with no arrive before it is reported, and so is
-an access to another CTA's shared memory (a load, store, atomic, mbarrier operation, bulk copy or TMA
-multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
+limits to the mbarrier inits before it: here it releases every access before it, as fence.release.cluster).
+A wait with no arrive before it is reported, and so is an access to another CTA's shared memory (a load,
+store, atomic, mbarrier operation, bulk copy or TMA multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
 have started (a DSMEM access to it is undefined; on an H100 such a ring of stores failed the launch in
 some runs and not in others).
 Not checked: races between CTAs that only a CTA-local bar.sync separates (a cluster barrier or

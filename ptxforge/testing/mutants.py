@@ -118,8 +118,8 @@ def drop_proxy_fence(kernel: Kernel, nth: int | None = None) -> Kernel:
 
 
 #: what an arrival is not moved across: control flow and every synchronization, fence or asynchronous operation
-_FIXED = ("bra", "ret", "exit", "call", "bar", "barrier", "mbarrier", "fence", "membar", "wgmma", "cp.", "griddepcontrol",
-          "setmaxnreg", "tensormap", "st.async", "red.async", "elect")
+_FIXED = ("bra", "ret", "exit", "call", "bar", "barrier", "mbarrier", "fence", "membar", "wgmma", "cp.",
+          "griddepcontrol", "setmaxnreg", "tensormap", "st.async", "red.async", "elect")
 
 
 def _touches_shared(i) -> bool:

@@ -73,7 +73,7 @@ def candidates(m: int) -> list:
         add(**{**SKINNY_S4_32, "block_k_bytes": 256, "stages": 12, "a_group": 4})
         add(**{**SKINNY_S4_32, "consumer_regs": 160, "producer_regs": 24})
         add(**{**SKINNY_S4_32, "l2_promotion": 256})  # the weights' boxes promoted to the L2 in 256-byte lines
-        add(**{**SKINNY_S4_32, "rotate_k": True})  # each CTA starts at its own k-stage: the DRAM banks spread
+        add(**{**SKINNY_S4_32, "acc_sets": 2})  # two accumulator chains per consumer (odd and even k-steps)
         # four consumers: 640 threads start with 96 registers each, so 40 + 4 x 104 (112 hung: the setmaxnreg.inc
         # waited for registers nobody would release); rings of a multiple of 4
         four = {**SKINNY_S4_32, "consumers": 4, "consumer_regs": 104}

@@ -22,7 +22,7 @@ from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
 from ..isa.async_copy import BulkInfo, check_cluster_mask
 from ..isa.calls import BranchTargets, CallParam, CallPrototype, call
-from ..isa.instruction import Instruction, _regs_of
+from ..isa.instruction import Instruction
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import PtxVersion, Target
@@ -807,15 +807,7 @@ class BodyReader:
             r.opaque.append((line, text, reason))
             n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
             ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
-        used = self.used
-        for op in ins.operands:
-            if type(op) is Reg:
-                used.add(op.name)
-            elif type(op) is not Imm:
-                for reg in _regs_of(op):
-                    used.add(reg.name)
-        if ins.guard is not None:
-            used.add(ins.guard.reg.name)
+        self.used.update(r.name for r in ins.registers())
         return ins
 
 

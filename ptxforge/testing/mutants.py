@@ -158,17 +158,16 @@ def early_mbarrier_arrive(kernel: Kernel, nth: int | None = None) -> Kernel:
     their straight-line code: the access now comes after the arrival, which orders only what came before it
     (the interpreter reports the access as a race once another thread relies on that phase)."""
     sites = _early_arrivals(kernel)
-    chosen = _pick([ins for ins, _ in sites], nth, "mbarrier arrival after a shared-memory access", kernel)
-    moves = {id(ins): k for ins, k in sites if any(ins is c for c in chosen)}
-    at = {}
-    for ins, k in sites:
-        if id(ins) in moves:
-            at.setdefault(k, []).append(ins)
+    chosen = {id(i) for i in _pick([ins for ins, _ in sites], nth, "mbarrier arrival after a shared-memory access",
+                                   kernel)}
+    # (no two arrivals move to one place: the later one's walk back stops at the earlier arrival)
+    before = {k: ins for ins, k in sites if id(ins) in chosen}
     body = []
     for k, item in enumerate(kernel.body):
-        if id(item) in moves:
+        if id(item) in chosen:
             continue
-        body.extend(at.get(k, ()))
+        if k in before:
+            body.append(before[k])
         body.append(item)
     return dataclasses.replace(kernel, body=tuple(body))
 

@@ -13,9 +13,9 @@ its wait is ordered by neither side); a .relaxed arrive orders only what came be
 fence of cluster scope or wider that releases, fence.mbarrier_init.release.cluster among them (which PTX
 limits to the mbarrier inits before it: here it releases every access before it, as fence.release.cluster).
 A wait with no arrive before it is reported, and so is an access to another CTA's shared memory (a load,
-store, atomic, mbarrier operation, bulk copy or TMA multicast) by a thread that has not yet come out of a cluster wait: until then the other CTA may not
-have started (a DSMEM access to it is undefined; on an H100 such a ring of stores failed the launch in
-some runs and not in others).
+store, atomic, mbarrier operation, bulk copy or TMA multicast) by a thread that has not yet come out of a
+cluster wait: until then the other CTA may not have started (a DSMEM access to it is undefined; on an H100
+such a ring of stores failed the launch in some runs and not in others).
 Not checked: races between CTAs that only a CTA-local bar.sync separates (a cluster barrier or
 an mbarrier phase orders them).
 """

@@ -121,12 +121,13 @@ def check_barrier(S, b, ctas, op=None):
         members = np.zeros(S.N, dtype=bool)
         members[sl] = arr
         everyone = not (live & ~arr).any()
-        step = S.bar_step[b][sl]
+        steps = S.bar_step[b]
         S.step += 1  # the barrier is an event between the steps before and after it
-        if (step[arr] >= 0).any():  # bar.arrive: released up to its arrival, and it acquires nothing
+        if (steps[sl][arr] >= 0).any():  # bar.arrive: released up to its arrival, and it acquires nothing
             who = np.flatnonzero(members)
-            S.sync_event(None, groups=np.where(members & (S.bar_step[b] < 0), int(c), -1),
-                         cut=(who, np.where(S.bar_step[b][who] < 0, S.step, S.bar_step[b][who])))
+            at = steps[who]
+            S.sync_event(None, groups=np.where(members & (steps < 0), int(c), -1),
+                         cut=(who, np.where(at < 0, S.step, at)))
         elif everyone:
             S.sync_event(members, cta_full=np.array([int(c)]))
         else:

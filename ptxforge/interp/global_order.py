@@ -340,8 +340,9 @@ def _hb(S, u, tu, v, tv) -> bool:
     if ev and ev[0][0] > tu and S.events_dropped:  # older events were dropped: no finding without evidence
         return True
     j = bisect.bisect_right(ev, tu, key=lambda e: e[0])
+    first, at, second = np.array([u]), np.array([tu]), np.array([v])
     while j < len(ev) and ev[j][0] < tv:
-        if event_orders(ev[j], np.array([u]), np.array([tu]), np.array([v]))[0]:
+        if event_orders(ev[j], first, at, second)[0]:
             return True
         j += 1
     return False

@@ -77,16 +77,17 @@ def dev_operands(op, m, n, k, gen):
     if op == "s8":
         return (torch.randint(-128, 128, (m, k), dtype=torch.int8, device="cuda", generator=gen),
                 torch.randint(-128, 128, (n, k), dtype=torch.int8, device="cuda", generator=gen))
-    if op == "s4":
-        return (torch.randint(-128, 128, (m, k // 2), dtype=torch.int8, device="cuda", generator=gen),
-                torch.randint(-128, 128, (n, k // 2), dtype=torch.int8, device="cuda", generator=gen))
+    if op == "s4":  # packed bytes, two values each: uint8, as the s4 schedules take them
+        return (torch.randint(0, 256, (m, k // 2), dtype=torch.uint8, device="cuda", generator=gen),
+                torch.randint(0, 256, (n, k // 2), dtype=torch.uint8, device="cuda", generator=gen))
     return (torch.randn(m, k, dtype=torch.bfloat16, device="cuda", generator=gen),
             torch.randn(n, k, dtype=torch.bfloat16, device="cuda", generator=gen))
 
 
 def widen_torch(p):
-    """int8 [r, k/2] packed s4 (even k low nibble) -> int8 [r, k] on the GPU."""
+    """[r, k/2] packed s4 bytes (uint8 or int8; even k in the low nibble) -> int8 [r, k] on the GPU."""
     import torch
+    p = p.view(torch.int8)  # arithmetic shifts sign-extend each nibble
     lo = (p << 4) >> 4
     hi = p >> 4
     return torch.stack([lo, hi], dim=-1).reshape(p.shape[0], 2 * p.shape[1]).contiguous()

@@ -140,3 +140,29 @@ def test_hopper_operand_element_checks():
         check_elems(s8, views(Elem("i", 8), Elem("f", 32)))
     with pytest.raises(ValidationError, match="8-bit"):
         check_elems(s8, views(Elem("f", 16), Elem("i", 32)))
+
+
+def test_hopper_s4_takes_packed_uint8_only():
+    """An s4 HopperGemm refuses int8 operands (almost always one unpacked value per byte, which the kernel would
+    read as two: K doubled and every result wrong), by name, through the element check and a whole interpreter
+    run, as the mma.sync schedules do; packed uint8 bytes pass."""
+    import numpy as np
+    import pytest
+    from ptxforge.errors import ValidationError
+    from ptxforge.int4 import pack_int4
+    from ptxforge.runtime.arrays import Elem
+    from ptxforge.schedules.gemm import Int4Gemm
+    from ptxforge.schedules.hopper import HopperGemm
+    from ptxforge.schedules.hopper.operands import check_elems
+
+    s4 = Int4Gemm.for_shape(40, 72, 256, target="sm_90a")
+    assert isinstance(s4, HopperGemm)
+    check_elems(s4, [(0, (), Elem("u", 8)), (0, (), Elem("u", 8)), (0, (), Elem("i", 32))])
+    with pytest.raises(ValidationError, match="B holds int8, but packed .s4 operands are uint8"):
+        check_elems(s4, [(0, (), Elem("u", 8)), (0, (), Elem("i", 8)), (0, (), Elem("i", 32))])
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-8, 8, (40, 256)).astype(np.int8), rng.integers(-8, 8, (72, 256)).astype(np.int8)
+    with pytest.raises(ValidationError, match="A holds int8"):
+        s4.interpret(a, b)
+    got, rep = s4.interpret(pack_int4(a), pack_int4(b))
+    assert rep.ok and np.array_equal(got, a.astype(np.int64) @ b.T.astype(np.int64))

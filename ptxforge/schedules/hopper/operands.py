@@ -32,10 +32,12 @@ def gpu_view(x, what, stream: int = 0, waits: list | None = None):
 
 
 #: operand -> (what A and B may hold as (kind, bits) pairs, what C holds), as the kernels read them
-_ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("i", 8), ("u", 8)}, ("i", 32)),
+_ELEMS = {"s8": ({("i", 8), ("u", 8)}, ("i", 32)), "s4": ({("u", 8)}, ("i", 32)),
           "bf16": ({("bf", 16), ("u", 16), ("i", 16), ("V", 16)}, ("f", 32)),
           "f16": ({("f", 16), ("u", 16), ("i", 16)}, ("f", 32))}
 # ("V", 16): torch describes bfloat16 through __cuda_array_interface__ as raw 2-byte items ("<V2")
+# s4 takes uint8 only: int8 operands are almost always one unpacked value per byte, which the kernel would read
+# as two values each (K doubled, every result wrong), as the mma.sync schedules refuse them too
 
 
 def _elems(cfg) -> tuple:
@@ -65,6 +67,9 @@ def _check_elem(cfg, what: str, kind_bits: tuple, shown) -> None:
                 "them)", "bf16": "bfloat16 (or its uint16 bits: ptxforge.bfloat16.to_bf16 rounds floats to them)",
                 "f16": "float16 (or its uint16 bits)"}[cfg.operand]
         cwant = want if cfg.c16 else "int32" if cfg.c_type == "s32" else "float32"
+        if cfg.operand == "s4" and what != "C" and kind_bits == ("i", 8):
+            raise ValidationError(f"{what} holds int8, but packed .s4 operands are uint8 bytes of two values each: "
+                                  "pack them with ptxforge.int4.pack_int4 (or view packed bytes as uint8)")
         raise ValidationError(f"{what} holds {shown}; a .{cfg.operand} HopperGemm takes "
                               + (f"{cwant} C" if what == "C" else want))
 

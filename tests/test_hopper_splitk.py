@@ -160,3 +160,22 @@ def test_every_dropped_proxy_fence_is_reported(name):
     """Each fence.proxy.async of the kernel removed (the `drop_proxy_fence` mutants: the widened B tiles wgmma reads,
     the C tile a TMA store reads): the interpreter reports the async-proxy read of the unfenced generic writes."""
     _every_mutant_reported(name, "drop_proxy_fence", "proxy", 1, 2)
+
+
+def test_a_split_count_with_empty_splits_is_lowered_or_refused():
+    """Four k-stages split three ways leave the third split nothing (ceil(4 / 3) = 2 stages each): `interpret`
+    lowers the count as run() and plan() do (two splits) and matches numpy, where the kernel launched with
+    three waited for stages nobody loads (a deadlock); `interpreter_launch`, which launches exactly what it is
+    given, refuses the count by name."""
+    from ptxforge.int4 import pack_int4
+    from ptxforge.schedules.gemm import Int4Gemm
+    cfg = Int4Gemm.for_shape(40, 72, 2048, target="sm_90a")
+    assert -(-2048 // cfg.block_k) == 4
+    rng = np.random.default_rng(5)
+    a, b = rng.integers(-8, 8, (40, 2048)).astype(np.int8), rng.integers(-8, 8, (72, 2048)).astype(np.int8)
+    pa, pb = pack_int4(a), pack_int4(b)
+    got, r = cfg.interpret(pa, pb, splits=3)
+    assert r.ok, str(r)
+    assert np.array_equal(got, a.astype(np.int64) @ b.T.astype(np.int64))
+    with pytest.raises(ValidationError, match="split 3 ways its last splits are empty.*2 splits cover the same K"):
+        interpreter_launch(cfg, pa, pb, np.zeros((40, 72), np.int32), 2048, splits=3)

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import ValidationError
 from .convert import widen_numpy
-from .splitk import check_reduce, workspace_bytes
+from .splitk import check_reduce, nonempty_splits, workspace_bytes
 
 _PTXFORGE_INTERNAL = True
 
@@ -32,6 +32,11 @@ def interpreter_launch(cfg, a, b, c, k: int, *, splits: int = 1, clusters: int |
     m, n = a.shape[0], b.shape[0]
     ka, kb, km, kn = (b, a, n, m) if cfg.swap_ab else (a, b, m, n)  # swap_ab: the kernel computes B . A^T
     check_reduce(cfg, splits, m * n)
+    ktiles = cfg.tile_counts(km, kn, k)[2]
+    if nonempty_splits(ktiles, splits) != splits:  # the last splits would wait for stages nobody loads
+        raise ValidationError(f"K={k} is {ktiles} k-stages of {cfg.block_k}: split {splits} ways its last splits "
+                              f"are empty (ceil({ktiles} / {splits}) stages each); "
+                              f"{nonempty_splits(ktiles, splits)} splits cover the same K")
     kernel = cfg.for_launch(kn, splits, m * n)
     slices = splits if splits > 1 and not kernel.reduces_in_kernel else 1
     if c.shape[-2:] != (m, n) or c.ndim not in (2, 3) or (c.ndim == 3 and c.shape[0] != slices) \
@@ -79,7 +84,9 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     [M, N] array to write (default: a new one of `c_numpy_type(cfg)`, poisoned with -7, 0xFFFF bits or NaN, so
     an element the kernel leaves shows).  splits: K split this many ways, added as the configuration says
     (`split_reduce`: in the kernel, or by the reduction kernel, which runs on the interpreter too); clusters: the
-    grid in clusters (default: one per work unit; 1 makes one CTA or cluster walk every unit).  order, races:
+    grid in clusters (default: one per work unit; 1 makes one CTA or cluster walk every unit).  A split count
+    whose last splits would be empty is lowered as `run` and `plan` lower it (`splitk.nonempty_splits`: each split
+    takes ceil(k-stages / splits) stages).  order, races:
     as `interp.run`.  check=True raises `InterpError` on the first finding (a race, a read of bytes not yet
     landed, a missing proxy fence, ...); check=False collects them in the report.
     """
@@ -90,6 +97,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
         raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
     check_reduce(cfg, splits, m * n)
+    splits = nonempty_splits(cfg.tile_counts(*((n, m) if cfg.swap_ab else (m, n)), k)[2], splits)
     dt = c_numpy_type(cfg)
     poison = 0xFFFF if dt == np.uint16 else np.nan if dt == np.float16 else -7
     if c is None:

@@ -336,7 +336,8 @@ class GemmSchedule:
         whose operand rows are a multiple of 16 bytes gets the TMA + wgmma schedule
         (`schedules.hopper.HopperGemm`, about 1.7x the mma.sync path at 8192^3 for s8; its
         `path_reason` says why); `hopper=False` keeps mma.sync, `hopper=True` asks for the Hopper
-        path on any sm_90 target and raises when the problem does not fit it.
+        path on any sm_90 target and raises when the problem does not fit it (or the target is not sm_90:
+        wgmma is sm_90a's).
         """
         from .tuning import choose_config
         for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 1)):
@@ -350,6 +351,9 @@ class GemmSchedule:
         if hopper or (hopper is None and t.name == "sm_90a" and set(overrides) <= {"operand"}):
             from ..hopper.tuning import choose_hopper, hopper_reason
             if hopper:
+                if t.sm != 90:
+                    raise ValidationError(f"hopper=True: the TMA + wgmma path runs on sm_90a (H100/H200) only, not "
+                                          f"{t.name}; leave hopper out (or False) for {t.name}'s mma.sync kernels")
                 try:
                     return choose_hopper(m, n, k, operand)
                 except ValidationError as e:

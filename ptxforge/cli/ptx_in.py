@@ -71,31 +71,95 @@ def cmd_to_python(args) -> int:
     return 0
 
 
-def _arg(spec: str):
-    """`f32:1024` (zeros), `f32:1024:arange`, `f32:1024:rand` (arrays) or `u32=7` (a scalar)."""
-    import numpy as np
+#: What `--arg` accepts, for the errors that refuse anything else.
+ARG_FORMS = ("TYPE:COUNT[:zeros|arange|rand] (an array, e.g. f32:1024:rand) or TYPE=VALUE (a scalar, e.g. u32=7, "
+             "f32=0.5)")
+ARRAY_FILLS = ("zeros", "arange", "rand")
+
+
+def _arg_error(spec: str, what: str):
+    """The CliError for `--arg spec`: what is wrong with it and the forms --arg accepts."""
+    from ..errors import CliError
+    return CliError(f"--arg {spec!r}: {what}; --arg takes {ARG_FORMS}")
+
+
+def _arg_dtype(spec: str, name: str):
+    """The numpy dtype of the PTX type `name` of `--arg spec`; CliError for a type with none."""
+    from ..errors import ValidationError
     from ..isa import types as T
-    if "=" in spec:
-        t, v = spec.split("=", 1)
-        dt = T.numpy_dtype(T.lookup(t))
-        return dt.type(float(v) if dt.kind == "f" else int(v, 0))
-    parts = spec.split(":")
-    dt = T.numpy_dtype(T.lookup(parts[0]))
-    n = int(parts[1])
+    try:
+        return T.numpy_dtype(T.lookup(name))
+    except ValidationError as e:
+        raise _arg_error(spec, e.message) from None
+    except ValueError as e:  # a PTX type no numpy array holds (.pred, .b128 ...)
+        raise _arg_error(spec, str(e)) from None
+
+
+def _scalar_arg(spec: str, name: str, text: str):
+    """The numpy scalar of `--arg TYPE=VALUE`: a float for float types, an integer (decimal, 0x, 0o, 0b) within
+    the type's range for the others."""
+    import numpy as np
+    dt = _arg_dtype(spec, name)
+    if dt.kind == "f":
+        try:
+            value = float(text)
+        except ValueError:
+            raise _arg_error(spec, f"{name} takes a number, got {text!r}") from None
+        with np.errstate(over="ignore"):
+            out = dt.type(value)
+        if np.isfinite(value) and not np.isfinite(out):
+            raise _arg_error(spec, f"{text} is outside the range of {name} (largest {np.finfo(dt).max})")
+        return out
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise _arg_error(spec, f"{name} takes an integer (like 7, -7 or 0x1f), got {text!r}") from None
+    info = np.iinfo(dt)
+    if not info.min <= value <= info.max:
+        raise _arg_error(spec, f"{value} is outside the range of {name} ({info.min}..{info.max})")
+    return dt.type(value)
+
+
+def _array_arg(spec: str, parts: list):
+    """The numpy array of `--arg TYPE:COUNT[:FILL]`."""
+    import numpy as np
+    if len(parts) > 3:
+        raise _arg_error(spec, f"an array takes at most three ':'-separated fields, got {len(parts)}")
+    dt = _arg_dtype(spec, parts[0])
+    try:
+        n = int(parts[1])
+    except ValueError:
+        n = None
+    if n is None or n < 1:
+        raise _arg_error(spec, f"the element count must be an integer of at least 1, got {parts[1]!r}")
     fill = parts[2] if len(parts) > 2 else "zeros"
     if fill == "arange":
         return np.arange(n).astype(dt)
     if fill == "rand":
         return np.random.default_rng(0).integers(0, 100, n).astype(dt)
-    return np.zeros(n, dtype=dt)
+    if fill == "zeros":
+        return np.zeros(n, dtype=dt)
+    raise _arg_error(spec, f"unknown fill {fill!r}; an array is filled with one of {'|'.join(ARRAY_FILLS)}")
+
+
+def _arg(spec: str):
+    """The interpreter argument of one `--arg`: `f32:1024` (zeros), `f32:1024:arange`, `f32:1024:rand` (arrays)
+    or `u32=7`, `f32=0.5` (scalars); CliError naming the argument and the accepted forms for anything else."""
+    if "=" in spec:
+        name, text = spec.split("=", 1)
+        return _scalar_arg(spec, name, text.strip())
+    parts = spec.split(":")
+    if len(parts) < 2:
+        raise _arg_error(spec, "neither an array (TYPE:COUNT) nor a scalar (TYPE=VALUE)")
+    return _array_arg(spec, parts)
 
 
 def cmd_interp(args) -> int:
     """`ptxforge interp FILE --kernel K --grid .. --block .. --arg ..`: one run on the CPU interpreter."""
     from .. import interp
     from ..parse import parse
-    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
     values = [_arg(a) for a in args.arg]
+    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
     report = interp.run(module, args.kernel, grid=tuple(args.grid), block=tuple(args.block), args=values,
                         shared=args.shared, check=False)
     print(report)
@@ -128,6 +192,6 @@ def add_parsers(sub) -> None:
     p.add_argument("--block", type=int, nargs="+", default=[32])
     p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
     p.add_argument("--arg", action="append", default=[],
-                   help="an argument: f32:1024[:zeros|arange|rand] (array) or u32=7 (scalar); repeat in order")
+                   help="an argument, in the kernel's parameter order (repeat it): " + ARG_FORMS)
     p.add_argument("--lenient", action="store_true")
     p.set_defaults(func=cmd_interp)

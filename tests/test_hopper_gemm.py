@@ -83,6 +83,24 @@ def test_problem_checks():
         HopperGemm("s8").check_problem(7, 9, 24)
     with pytest.raises(ValidationError, match="16 bytes"):
         HopperGemm("s4", block_n=128, block_k_bytes=256, stages=3).check_problem(7, 9, 48)
+    for bad in ((4.5, 4, 64), (True, 4, 64), ("4", 4, 64), (4, 0, 64)):  # refused by name, never a TypeError
+        with pytest.raises(ValidationError, match=r"(M|N) must be an int >= 1, got"):
+            HopperGemm("s8").check_problem(*bad)
+    HopperGemm("s8").check_problem(np.int64(4), 4, np.int32(64))
+    from ptxforge.schedules.hopper import Bf16Gemm
+    with pytest.raises(ValidationError, match="for_shape: M must be an int >= 1, got 8.0"):
+        Bf16Gemm.for_shape(8.0, 8, 64)
+
+
+@pytest.mark.parametrize("kw", [dict(stages="x"), dict(swap_ab="yes"), dict(epilogue=3), dict(block_n=128.0),
+                                dict(a_group=True)])
+def test_config_fields_of_the_wrong_type_are_refused_by_name(kw):
+    """A field of the wrong type is refused with its name and the type it takes (it was a TypeError from a
+    comparison deep in the checks, or, for a float or a string that compares, a configuration nobody meant)."""
+    (name, _), = kw.items()
+    with pytest.raises(ValidationError, match=f"HopperGemm {name} must be an? (int|bool|str), got"):
+        HopperGemm("s8", **kw)
+    assert type(HopperGemm("s8", block_n=np.int64(128)).block_n) is int  # a numpy integer is kept as an int
 
 
 def test_widen_numpy_matches_nibble_definition():

@@ -25,6 +25,14 @@ _PTXFORGE_INTERNAL = True
 _ALIGN_CAP = 256
 
 
+def check_sizes(m, n, k, *, least_k: int = 1, who: str = "") -> None:
+    """Raise a ValidationError unless M, N and K are ints (numpy integers too, bools not) of at least 1 (K of at
+    least `least_k`); `who` prefixes the message (the call that was given them)."""
+    for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, least_k)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
+            raise ValidationError(f"{who}{name} must be an int >= {least}, got {v!r}")
+
+
 def require_numpy(what: str, x, why: str) -> None:
     """Raise a ValidationError unless operand `what` is a numpy array (`why`: what needs one)."""
     if not isinstance(x, np.ndarray):

@@ -30,6 +30,7 @@ from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
+from ..operands import check_sizes
 from . import run as _run
 from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
@@ -279,9 +280,7 @@ class GemmSchedule:
 
     # ------------------------------------------------------------ problems
     def _check_sizes(self, m, n, k) -> None:
-        for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 0)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
-                raise ValidationError(f"{name} must be an int >= {least}, got {v!r}")
+        check_sizes(m, n, k, least_k=0)
         if self.bits == 4 and k % 2:
             raise ValidationError(f"K={k} is odd: packed 4-bit rows must be whole bytes (two values per byte); "
                                   f"pad K to {k + 1} with zeros")
@@ -340,9 +339,7 @@ class GemmSchedule:
         wgmma is sm_90a's).
         """
         from .tuning import choose_config
-        for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, 1)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
-                raise ValidationError(f"for_shape: {name} must be an int >= {least}, got {v!r}")
+        check_sizes(m, n, k, who="for_shape: ")
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
         if target is None:
             from ...runtime.device import native_target

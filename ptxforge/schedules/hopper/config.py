@@ -23,6 +23,7 @@ through swizzled shared sub-tiles and TMA tile stores, clipped at the edges by t
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +32,7 @@ from ...errors import ValidationError
 from ...isa.targets import Target
 from ...hopper.layout import SmemTile
 from ...hopper.pipeline import register_split
+from ..operands import check_sizes
 from . import operands as _operands
 from . import run as _run
 from .convert import CONVERTER_WARPS, SCALED_K_LIMIT
@@ -197,9 +199,23 @@ class HopperGemm:
     split_reduce: str = "kernel"
 
     def __post_init__(self):
-        for check in (self._check_tile, self._check_s4_path, self._check_stores, self._check_prefetch,
+        for check in (self._check_types, self._check_tile, self._check_s4_path, self._check_stores, self._check_prefetch,
                       self._check_ring_and_epilogue, self._check_resources):
             check()
+
+    def _check_types(self) -> None:
+        """Every field of the type its annotation names (an int field takes a numpy integer, kept as an int; a
+        bool is no int here), so that the checks after it compare numbers and the kernel's name and cache key
+        see one spelling of each configuration."""
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.type == "int" and isinstance(v, np.integer):
+                object.__setattr__(self, f.name, int(v))
+            elif not (isinstance(v, bool) if f.type == "bool" else
+                      isinstance(v, int) and not isinstance(v, bool) if f.type == "int" else
+                      isinstance(v, str) if f.type == "str" else True):
+                raise ValidationError(f"HopperGemm {f.name} must be {'an' if f.type == 'int' else 'a'} {f.type}, "
+                                      f"got {v!r}")
 
     def _check_tile(self) -> None:
         """The tile: operand, warpgroup rows and count, block_n, the K bytes of a stage."""
@@ -624,8 +640,7 @@ class HopperGemm:
         multiple of 16 bytes (the tensor maps), M, N, K < 2^31, K within the scaled s4 bound, and with
         epilogue='tma' 16-byte rows of C.  (A C of 2^32 or more elements takes the `wide_c` kernel; a K split
         of it must be added in the kernel: `splitk.check_reduce`.)"""
-        if min(m, n, k) <= 0:
-            raise ValidationError(f"M, N, K must be positive, got {m}, {n}, {k}")
+        check_sizes(m, n, k)
         row_bytes = k * self.bits // 8
         if (k * self.bits) % 8 or row_bytes % 16:
             raise ValidationError(f"K={k} gives {k * self.bits / 8:g}-byte operand rows; the tensor maps need a "

@@ -6,6 +6,7 @@ entry (the side-by-side figures: `tuning`'s docstring), and `configured`, which 
 from __future__ import annotations
 
 from ...errors import ValidationError
+from ..operands import check_sizes
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -124,6 +125,7 @@ def configured(cls, operand: str, m: int, n: int, k: int, overrides: dict):
             params.update(scaled=False, biased=True)  # 256 C would not fit 32 bits
         params.update(overrides)
         return cls(operand, **params)
+    check_sizes(m, n, k, who="for_shape: ")
     params = shape_params(operand, m, n, k)
     tries = [params]
     if params.get("epilogue") == "tma" and "epilogue" not in overrides:

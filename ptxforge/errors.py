@@ -49,7 +49,7 @@ def _short_from(path: str, cwd: str) -> str:
     return rel if not rel.startswith("..") else path
 
 
-_held = threading.local()  # .loc: the position caller_loc() gives while `held_location` is active
+_held = threading.local()  # .emitting: True while `emitter_locations` is active on this thread
 
 
 def caller_loc() -> SourceLoc | None:
@@ -57,32 +57,36 @@ def caller_loc() -> SourceLoc | None:
 
     A module marks itself internal with a global ``_PTXFORGE_INTERNAL = True``;
     its frames are skipped, so the position reported is the user's (or the
-    schedule's) line that asked for the instruction.
+    schedule's) line that asked for the instruction.  Within `emitter_locations`
+    the frames of a schedule's emitter (internal modules that also set
+    ``_PTXFORGE_EMITTER = True``) are not skipped: a schedule's kernel names the
+    emitter's lines.
     """
-    held = getattr(_held, "loc", None)
-    if held is not None:
-        return held
+    emitting = getattr(_held, "emitting", False)
     f = sys._getframe(1)
     while f is not None:
         g = f.f_globals
-        if not g.get("_PTXFORGE_INTERNAL", False) and g.get("__name__") != "contextlib":
+        if g.get("_PTXFORGE_INTERNAL", False):
+            if emitting and g.get("_PTXFORGE_EMITTER", False):
+                return SourceLoc(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
+        elif g.get("__name__") != "contextlib":
             return SourceLoc(f.f_code.co_filename, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
 
 
 @contextlib.contextmanager
-def held_location():
-    """Within the block, caller_loc() on this thread answers what it answered at the `with`, without walking
-    the stack again.  For internal code that emits a whole kernel through internal frames only (a
-    schedule's emitter): from any of its frames the walk would end at that same first outside frame, so
-    the answer is the same and each instruction is spared the walk."""
-    prev = getattr(_held, "loc", None)
-    _held.loc = prev if prev is not None else caller_loc()
+def emitter_locations():
+    """Within the block, on this thread, an instruction a schedule's emitter asks for is located at the
+    emitter's line (the first frame of a module marked ``_PTXFORGE_EMITTER = True``), not at the line that
+    asked for the schedule's module: that module is built once and cached, so the user's line would be one
+    caller's, and every instruction of the listing would point at it."""
+    prev = getattr(_held, "emitting", False)
+    _held.emitting = True
     try:
         yield
     finally:
-        _held.loc = prev
+        _held.emitting = prev
 
 
 class PtxforgeError(Exception):

@@ -30,6 +30,7 @@ from ...isa.operands import Addr
 from ..gemm import emit as GE
 
 _PTXFORGE_INTERNAL = True
+_PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_locations)
 
 #: warps of the producer warpgroup that widen B when HopperGemm.converter is set (the last ones)
 CONVERTER_WARPS = 2

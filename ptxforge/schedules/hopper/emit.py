@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-from ...errors import held_location
+from ...errors import emitter_locations
 from ...builder import KernelBuilder
 from ...hopper.pipeline import ClusterRing, MbarrierRing, WarpSpecialized
 from ...isa import types as T
@@ -32,6 +32,7 @@ from .s4_pipeline import S4Consumer, converter
 from .splitk import SplitFixup
 
 _PTXFORGE_INTERNAL = True
+_PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_locations)
 
 
 def _ceil_div(k, a, b: int):
@@ -396,10 +397,9 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
 
 
 def fresh_module(cfg):
-    """The Module of one configuration, emitted anew (what timing the emission measures).  Every frame of
-    the emitter is internal, so each instruction's position is the caller's line: found once
-    (`held_location`), not per instruction."""
-    with held_location():
+    """The Module of one configuration, emitted anew (what timing the emission measures).  Each instruction
+    is located at the schedule's line that asked for it (`emitter_locations`), as the mma.sync schedules' are."""
+    with emitter_locations():
         return emit_kernel(cfg).module()
 
 

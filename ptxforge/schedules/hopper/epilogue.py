@@ -16,6 +16,7 @@ from ..gemm import emit as GE
 from .splitk import emit_fixup
 
 _PTXFORGE_INTERNAL = True
+_PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_locations)
 
 
 def _unit_c(k, c_ptr, split, m, n, elem_bytes: int):

@@ -18,6 +18,7 @@ from .convert import AFragments, emit_s4_widen, s4_widen_steps
 from .epilogue import epilogue, reduce_consumers
 
 _PTXFORGE_INTERNAL = True
+_PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_locations)
 
 
 def _wait(k, addr, parity):

@@ -21,6 +21,7 @@ from ...isa import types as T
 from ...isa.operands import Addr
 
 _PTXFORGE_INTERNAL = True
+_PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_locations)
 
 #: threads per CTA of the reduction
 REDUCE_THREADS = 256

@@ -5,12 +5,22 @@ and why), prints the assembler's resource report for each requested arch, and ru
 the CPU interpreter at a small ragged shape (at most 130 x 200 x 1024), checking it against numpy
 exactly and reporting any race or early read the interpreter finds.  With a GPU it runs the
 kernel at the whole shape on random data instead, checks it against numpy and prints TOPS.
+
+Which kernel: on sm_90a (what an H100/H200 gets, and the target without a GPU) the TMA + wgmma
+kernel, unless --mma-sync, --operand u4 or a tile option (--block-m ... --path) asks for the mma.sync
+schedule; on every other target, sm_90 without the `a` features included, the mma.sync kernel.
+--arch names the archs of the resource report: the mma.sync kernel is assembled for each of them; the
+TMA + wgmma kernel only for sm_90a (wgmma and setmaxnreg exist nowhere else), so it reports sm_90a and
+says, for each other arch asked for, that it was not assembled there.
 """
 
 from __future__ import annotations
 
 import argparse
 import time
+
+#: The target of the TMA + wgmma kernel, the only one with wgmma and setmaxnreg; also the target without a GPU.
+HOPPER_TARGET = "sm_90a"
 
 
 def add_parser(sub) -> None:
@@ -31,15 +41,19 @@ def add_parser(sub) -> None:
     p.add_argument("--path", default=None, help="compute path: native_s4, s8_scaled, s8_signext (s4); native_u4, "
                                                 "u8 (u4); default: chosen per target")
     p.add_argument("--operand", choices=("s4", "u4"), default="s4")
-    p.add_argument("--target", default=None, help="PTX target (default: the GPU's, else sm_90)")
+    p.add_argument("--target", default=None, help="PTX target: sm_90a takes the TMA + wgmma kernel, any other "
+                                                  "(sm_90 too) the mma.sync kernel (default: this GPU's, sm_90a "
+                                                  "on an H100/H200; without a GPU sm_90a)")
     p.add_argument("--auto", action="store_true", help="choose the tiles for the shape (Int4Gemm.for_shape)")
-    p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated archs for the resource report")
+    p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated archs for the resource report ('' for "
+                                                         "none); the TMA + wgmma kernel assembles for sm_90a only "
+                                                         "and names each other arch it skips")
     p.add_argument("--listing", action="store_true", help="print the full PTX listing")
     p.add_argument("--bench", action="store_true", help="time more launches (on a GPU)")
     p.add_argument("--repeat", type=int, default=None, help="timed launches (default 20, 200 with --bench)")
     p.add_argument("--no-run", action="store_true", help="do not run, on the GPU or on the interpreter")
-    p.add_argument("--mma-sync", action="store_true", help="on sm_90, keep the mma.sync schedule instead of the "
-                                                           "TMA + wgmma one")
+    p.add_argument("--mma-sync", action="store_true", help="on sm_90a, build the mma.sync schedule instead of "
+                                                           "the TMA + wgmma one")
     p.set_defaults(func=run_cli)
 
 
@@ -94,20 +108,22 @@ def _check_args(args) -> list:
     return archs
 
 
+def _target(args) -> str:
+    """--target, else this GPU's target with its arch-specific features (sm_90a on an H100/H200), else
+    HOPPER_TARGET."""
+    from ..runtime.device import native_target
+    return args.target if args.target is not None else native_target(HOPPER_TARGET).name
+
+
 def run_cli(args) -> int:
     """Run `ptxforge gemm-int4` with parsed arguments; returns the exit status."""
     from ..runtime.device import gpu_available
     archs = _check_args(args)
     on_gpu = gpu_available() and not args.no_run
-    target = args.target
-    if target is None:
-        target = "sm_90"
-        if gpu_available():
-            from ..runtime import device_info
-            target = device_info().arch
+    target = _target(args)
     hopper = _hopper_schedule(args, target)
     if hopper is not None:
-        return _run_hopper(hopper, args, on_gpu)
+        return _run_hopper(hopper, args, archs, on_gpu)
     g = _schedule(args, target)
     t0 = time.perf_counter()
     text = str(g.emit())
@@ -218,18 +234,50 @@ _TILE_OPTIONS = ("block_m", "block_n", "block_k", "warps_m", "warps_n", "stages"
 
 
 def _hopper_schedule(args, target):
-    """The TMA + wgmma schedule for an sm_90 target when no mma.sync option is given, else None."""
-    if args.mma_sync or args.operand != "s4" or not str(target).startswith("sm_90"):
+    """The TMA + wgmma schedule for the sm_90a target (not plain sm_90: it lacks wgmma) when no mma.sync option
+    is given, else None."""
+    from ..isa.targets import Target
+    if args.mma_sync or args.operand != "s4" or Target.parse(target).name != HOPPER_TARGET:
         return None
     if any(getattr(args, o) is not None for o in _TILE_OPTIONS):
         return None
     from ..schedules.gemm import Int4Gemm
     from ..schedules.hopper import HopperGemm
-    g = Int4Gemm.for_shape(args.m, args.n, args.k, "sm_90a")
+    g = Int4Gemm.for_shape(args.m, args.n, args.k, HOPPER_TARGET)
     return g if isinstance(g, HopperGemm) else None
 
 
-def _run_hopper(g, args, on_gpu: bool) -> int:
+def _report_hopper(g, archs) -> bool:
+    """With any arch asked for: the sm_90a resource report of the Hopper kernel, then one line for each other arch
+    asked for, saying why the kernel is not assembled there.  False when it does not assemble."""
+    from ..isa.targets import Target
+    if not archs:
+        print("  no arch asked for (--arch ''): nothing assembled")
+        return True
+    ok = True
+    try:
+        rep = g.assemble()
+    except Exception as e:  # the lines for the other archs still follow
+        print(f"{HOPPER_TARGET}: cannot assemble: {e}")
+        ok = False
+    else:
+        print(f"  {rep.report()}")
+        try:
+            ops = rep.sass_opcodes(g.kernel_name)
+        except Exception:  # no disassembler here: the report stands without the SASS counts
+            ops = None
+        if ops is not None:
+            key = {o: n for o, n in ops.items() if o.startswith(("IGMMA", "UTMALDG", "USETMAXREG", "CALL"))}
+            print("     SASS: " + ", ".join(f"{o} x{n}" for o, n in sorted(key.items())))
+    for arch in dict.fromkeys(archs):
+        if Target.parse(arch).name != HOPPER_TARGET:
+            print(f"  {arch}: not assembled -- the TMA + wgmma kernel uses wgmma and setmaxnreg, which only "
+                  f"{HOPPER_TARGET} has, so it is assembled for {HOPPER_TARGET} alone; --mma-sync assembles the "
+                  f"mma.sync kernel for {arch}")
+    return ok
+
+
+def _run_hopper(g, args, archs, on_gpu: bool) -> int:
     """Describe, assemble and (on a GPU) check and time the Hopper schedule."""
     from ..schedules.hopper.emit import fresh_module
     t0 = time.perf_counter()
@@ -243,17 +291,14 @@ def _run_hopper(g, args, on_gpu: bool) -> int:
     print(f"path:     {g.path_name} -- {g.path_reason}")
     print(f"emitted:  {len(text.splitlines())} PTX lines in {emit_ms:.1f} ms (first call in the process: "
           f"{first_ms:.1f} ms)")
-    try:
-        rep = g.assemble()
-        print(f"  {rep.report()}")
-        ops = rep.sass_opcodes(g.kernel_name)
-        key = {o: n for o, n in ops.items() if o.startswith(("IGMMA", "UTMALDG", "USETMAXREG", "CALL"))}
-        print("     SASS: " + ", ".join(f"{o} x{n}" for o, n in sorted(key.items())))
-    except Exception as e:  # the run below does not need the report
-        print(f"sm_90a: cannot assemble or disassemble here: {e}")
+    if not _report_hopper(g, archs):
+        import sys
+        print(f"ptxforge: error: could not assemble for {HOPPER_TARGET}", file=sys.stderr)
+        return 1
     if not on_gpu:
         if args.no_run:
-            print("run skipped (--no-run)")
+            done = "emitted and assembled for sm_90a" if archs else "emitted (no arch asked for, nothing assembled)"
+            print(f"run skipped (--no-run); {done}")
             return 0
         return _run_on_interpreter(g, args)
     import numpy as np

@@ -1,11 +1,17 @@
 """`ptxforge gemm-int4`: which kernel a target takes (the TMA + wgmma kernel on sm_90a only, the mma.sync kernel on
-plain sm_90), and what the Hopper kernel's resource report says about the archs --arch asks for."""
+plain sm_90), what the Hopper kernel's resource report says about the archs --arch asks for, and a warning the
+kernel raises printed once."""
+
+import os
+import subprocess
+import sys
 
 import pytest
 
 from ptxforge.assembler import available_backends
 from ptxforge.cli import main
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMALL = ["--m", "64", "--n", "64", "--k", "1024", "--no-run"]
 needs_assembler = pytest.mark.skipif(not available_backends(), reason="no PTX assembler here")
 
@@ -49,3 +55,12 @@ def test_the_hopper_report_says_once_for_each_other_arch_that_it_is_not_assemble
 def test_the_hopper_kernel_with_no_arch_asked_for_assembles_nothing(no_gpu, capsys):
     out = _report(capsys, "--target", "sm_90a", "--arch", "")
     assert "nothing assembled" in out and "sm_90a via" not in out and "not assembled" not in out, out
+
+
+def test_an_emulation_warning_is_printed_once():
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    r = subprocess.run([sys.executable, "-m", "ptxforge", "gemm-int4", *SMALL, "--target", "sm_90", "--path",
+                        "native_s4", "--arch", ""], capture_output=True, text=True, env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.count("EmulatedInstructionWarning") == 1, r.stderr
+    assert "mma.sync.m16n8k64.s4 instructions run as a ptxas software routine on sm_90" in r.stderr

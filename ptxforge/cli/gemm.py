@@ -11,13 +11,16 @@ kernel, unless --mma-sync, --operand u4 or a tile option (--block-m ... --path) 
 schedule; on every other target, sm_90 without the `a` features included, the mma.sync kernel.
 --arch names the archs of the resource report: the mma.sync kernel is assembled for each of them; the
 TMA + wgmma kernel only for sm_90a (wgmma and setmaxnreg exist nowhere else), so it reports sm_90a and
-says, for each other arch asked for, that it was not assembled there.
+says, for each other arch asked for, that it was not assembled there.  A warning the kernel raises (a
+4-bit mma.sync that ptxas emulates) is printed once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+import warnings
 
 #: The target of the TMA + wgmma kernel, the only one with wgmma and setmaxnreg; also the target without a GPU.
 HOPPER_TARGET = "sm_90a"
@@ -108,6 +111,23 @@ def _check_args(args) -> list:
     return archs
 
 
+@contextlib.contextmanager
+def _each_warning_once():
+    """Within the block a warning is shown once: emitting the kernel, emitting it again (the steady timing) and
+    counting its instructions each warn from their own line, with the same words."""
+    shown = set()
+    with warnings.catch_warnings():
+        show = warnings.showwarning
+
+        def once(message, category, filename, lineno, file=None, line=None):
+            key = (category, str(message))
+            if key not in shown:
+                shown.add(key)
+                show(message, category, filename, lineno, file, line)
+        warnings.showwarning = once
+        yield
+
+
 def _target(args) -> str:
     """--target, else this GPU's target with its arch-specific features (sm_90a on an H100/H200), else
     HOPPER_TARGET."""
@@ -117,6 +137,11 @@ def _target(args) -> str:
 
 def run_cli(args) -> int:
     """Run `ptxforge gemm-int4` with parsed arguments; returns the exit status."""
+    with _each_warning_once():
+        return _run(args)
+
+
+def _run(args) -> int:
     from ..runtime.device import gpu_available
     archs = _check_args(args)
     on_gpu = gpu_available() and not args.no_run

@@ -398,7 +398,9 @@ def _consumer(k, cfg, ring, ws, cidx, base, conv_base, out, m, n, work, place):
 
 def fresh_module(cfg):
     """The Module of one configuration, emitted anew (what timing the emission measures).  Each instruction
-    is located at the schedule's line that asked for it (`emitter_locations`), as the mma.sync schedules' are."""
+    is located at the schedule's line that asked for it (`emitter_locations`), as the mma.sync schedules' are;
+    finding it walks a few frames per instruction, about a fifth of the emission time (s4 default 14 -> 18 ms,
+    s8 8 -> 10 ms against one position found per module)."""
     with emitter_locations():
         return emit_kernel(cfg).module()
 

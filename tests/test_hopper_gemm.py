@@ -663,3 +663,29 @@ def test_a_plan_names_the_address_its_stores_cannot_use():
                                                     "stores into it need")
     p._c_map, p._c_align = True, 16
     assert p.misaligned(0x1000, 0x2000, 0x3008) == "C at 0x3008 is not 16-byte aligned, as its tensor map needs"
+
+
+def test_reference_is_what_interpret_computes_for_every_operand_type():
+    """HopperGemm.reference (what for_shape's caller compares with, on either schedule family): exact for s4
+    (packed uint8) and s8 (uint8 bytes read as their s8 values, as the kernel reads them), the float64 product
+    for bf16 within f32 accumulation; operands checked as interpret checks them."""
+    from ptxforge.int4 import pack_int4
+    from ptxforge.schedules.hopper import Bf16Gemm
+    from ptxforge.bfloat16 import to_bf16
+    rng = np.random.default_rng(11)
+    a, b = rng.integers(-8, 8, (40, 256)).astype(np.int8), rng.integers(-8, 8, (72, 256)).astype(np.int8)
+    exact = a.astype(np.int64) @ b.T.astype(np.int64)
+    s4 = pf.Int4Gemm.for_shape(40, 72, 256, target="sm_90a")
+    got, r = s4.interpret(pack_int4(a), pack_int4(b))
+    assert np.array_equal(s4.reference(pack_int4(a), pack_int4(b)), exact) and np.array_equal(got, exact)
+    s8 = pf.Int8Gemm.for_shape(40, 72, 256, target="sm_90a")
+    a8 = rng.integers(-128, 128, (40, 256)).astype(np.int8)
+    want8 = a8.astype(np.int64) @ b.T.astype(np.int64)
+    assert np.array_equal(s8.reference(a8.view(np.uint8), b), want8)
+    assert np.array_equal(s8.interpret(a8.view(np.uint8), b)[0], want8)
+    bf = Bf16Gemm.for_shape(40, 72, 64)
+    fa, fb = to_bf16(rng.standard_normal((40, 64))), to_bf16(rng.standard_normal((72, 64)))
+    ref = bf.reference(fa, fb)
+    assert ref.dtype == np.float64 and np.allclose(bf.interpret(fa, fb)[0], ref, rtol=1e-5, atol=1e-4)
+    with pytest.raises(ValidationError, match="A holds int8"):
+        s4.reference(a, b)

@@ -727,6 +727,15 @@ class HopperGemm:
         _run.run_device(self, a, b, c, k=k, splits=splits, stream=stream)
         return c
 
+    def reference(self, a, b, k: int | None = None) -> np.ndarray:
+        """The exact product A . B^T of numpy operands in this schedule's format (as `run` and `interpret` take
+        them), int64 for s8 and s4, float64 for bf16 and f16 (the kernel accumulates in f32): what to compare
+        a result with, as `GemmSchedule.reference` is for the mma.sync schedules.  The operands are checked as
+        `interpret` checks them."""
+        from .operands import host_problem, reference
+        host_problem(self, a, b, k)
+        return reference(self, a, b)
+
     def interpret(self, a, b, c=None, *, k: int | None = None, splits: int = 1, order: str = "lowest-pc",
                   check: bool = True):
         """(C, report): C = A . B^T run by this kernel on the CPU interpreter, no GPU needed.

@@ -137,7 +137,8 @@ def random_operands(cfg, m: int, n: int, k: int, rng) -> tuple:
 def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns; f16: float16
     values or their uint16 bit patterns), float64 for the 16-bit float operands."""
-    if cfg.operand == "s8":
+    if cfg.operand == "s8":  # (uint8 bytes are read as the s8 values they hold, as the kernel reads them)
+        a, b = (x.view(np.int8) if x.dtype == np.uint8 else x for x in (np.asarray(a), np.asarray(b)))
         return a.astype(np.int64) @ b.astype(np.int64).T
     if cfg.operand == "s4":
         from .convert import widen_numpy

@@ -481,8 +481,9 @@ def test_int_gemm_for_shape_picks_hopper_on_sm90a():
     assert not isinstance(Int4Gemm.for_shape(64, 64, 64, "sm_90a", operand="u4"), HopperGemm)
     assert not isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90a", hopper=False), HopperGemm)
     assert isinstance(Int8Gemm.for_shape(64, 64, 64, "sm_90", hopper=True), HopperGemm)
-    with pytest.raises(ValidationError, match="cannot take"):
+    with pytest.raises(ValidationError, match="cannot take") as refused:
         Int8Gemm.for_shape(64, 64, 24, "sm_90", hopper=True)
+    assert str(refused.value).count("\n  at ") == 1, str(refused.value)  # one position, the caller's
     for other in ("sm_80", "sm_89"):  # no wgmma there: asked for, the path is refused, not built for sm_90a
         with pytest.raises(ValidationError, match=f"sm_90a .H100/H200. only, not {other}"):
             Int4Gemm.for_shape(64, 64, 256, other, hopper=True)

@@ -354,7 +354,7 @@ class GemmSchedule:
                 try:
                     return choose_hopper(m, n, k, operand)
                 except ValidationError as e:
-                    raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e}") from None
+                    raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e.message}") from None
             if hopper_reason(m, n, k, operand)[0]:
                 return choose_hopper(m, n, k, operand)
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))

@@ -320,3 +320,20 @@ def test_host_dlpack_operands_are_read_as_numpy(no_driver):
     for g in (HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm()):
         with pytest.raises(ToolchainMissing, match="stood in"):
             g.run(_HostDLPack(ops), _HostDLPack(ops))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
+def test_a_read_only_c_is_refused_not_left_unwritten(target):
+    """A read-only C would be taken as input only (never written back), leaving the caller's zeros beside a
+    clean report; both schedule families refuse it by name, and a writeable C of the same values is filled."""
+    rng = np.random.default_rng(9)
+    a = pack_int4(rng.integers(-8, 8, (40, 256)).astype(np.int8))
+    b = pack_int4(rng.integers(-8, 8, (72, 256)).astype(np.int8))
+    g = pf.Int4Gemm.for_shape(40, 72, 256, target=target)
+    c = np.zeros((40, 72), np.int32)
+    c.setflags(write=False)
+    with pytest.raises(ValidationError, match="C is a read-only numpy array"):
+        g.interpret(a, b, c)
+    writeable = c.copy()
+    got, report = g.interpret(a, b, writeable)
+    assert got is writeable and np.array_equal(writeable, g.reference(a, b))

@@ -64,11 +64,15 @@ def host_array(x):
 
 
 def check_host_out(what: str, x, shape: tuple, dtype) -> None:
-    """Raise a ValidationError unless output `what` is a C-contiguous numpy array of `shape` and `dtype`."""
+    """Raise a ValidationError unless output `what` is a writeable, C-contiguous numpy array of `shape` and
+    `dtype`."""
     dt = np.dtype(dtype)
     if not isinstance(x, np.ndarray) or x.shape != shape or x.dtype != dt or not x.flags.c_contiguous:
         raise ValidationError(f"{what} must be a C-contiguous numpy {dt.name} array of shape {shape}, got "
                               + (f"{x.dtype} {x.shape}" if isinstance(x, np.ndarray) else type(x).__name__))
+    if not x.flags.writeable:  # (a launch would take it as input only: the result would never reach it)
+        raise ValidationError(f"{what} is a read-only numpy array and the GEMM writes its result there: pass a "
+                              "writeable array, or none for a new one")
 
 
 def align_class(ptr: int | None) -> int:

@@ -19,14 +19,16 @@ import gc
 import sys
 import types
 
-from .reader import Finding, ParseError, Reader, Reading
+from .reader import Finding, ParseError, Reader, Reading, require_text
 
 _PTXFORGE_INTERNAL = True
 
 
 def read(text: str, *, filename: str | None = None, strict: bool = True) -> Reading:
-    """Parse PTX text and return the module with what was found on the way (findings, opaque lines)."""
+    """Parse PTX text and return the module with what was found on the way (findings, opaque lines).  `text` is a
+    str: anything else, bytes too (decode them first), is a ParseError naming what was given."""
     from ..isa.instruction import unlocated
+    require_text(text, "ptxforge.parse")
     collecting = gc.isenabled()
     gc.disable()  # reading makes many small objects and no cycles: the collector would only rescan them
     try:
@@ -38,7 +40,7 @@ def read(text: str, *, filename: str | None = None, strict: bool = True) -> Read
 
 
 def parse(text: str, *, filename: str | None = None, strict: bool = True):
-    """PTX text -> `Module`.  `filename` names the input in source locations and errors."""
+    """PTX text (a str) -> `Module`.  `filename` names the input in source locations and errors."""
     reading = read(text, filename=filename, strict=strict)
     if reading.module is None:
         raise ParseError(f"{filename or '<ptx>'}: the file defines no .entry or .func")

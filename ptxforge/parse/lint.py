@@ -15,13 +15,14 @@ from ..isa.instruction import Instruction
 from ..isa.opaque import is_opaque
 from ..isa.targets import Target, least_version
 from ..isa.tensor import S4_EMULATION_COST
-from .reader import Finding, Reader
+from .reader import Finding, Reader, require_text
 
 _PTXFORGE_INTERNAL = True
 
 
 def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> list:
-    """Findings (errors, warnings, notes) for one PTX file, in line order."""
+    """Findings (errors, warnings, notes) for one PTX file (its text, a str), in line order."""
+    require_text(text, "lint")
     name = filename or "<ptx>"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

@@ -51,6 +51,18 @@ class ParseError(ValidationError):
     """A PTX line that ptxforge cannot read or that the tables reject; names the file and line."""
 
 
+def require_text(text, who: str) -> None:
+    """Raise ParseError unless `text` is PTX text (a str); `who` names the call that was given it.  Bytes are
+    refused too, with the decode that makes them text: PTX is ASCII, but which encoding a byte string holds is
+    for its owner to say."""
+    if isinstance(text, str):
+        return
+    got = "None" if text is None else type(text).__name__
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        raise ParseError(f"{who} takes PTX text as a str, got {got}: decode it first, e.g. data.decode('utf-8')")
+    raise ParseError(f"{who} takes PTX text as a str, got {got}")
+
+
 @dataclass
 class Finding:
     """One thing `lint` reports: file, line, severity ('error'/'warning'), message."""

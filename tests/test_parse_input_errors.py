@@ -1,4 +1,5 @@
-"""What the PTX reader and lint say about input they cannot take: something that is not PTX text."""
+"""What the PTX reader and lint say about input they cannot take: something that is not PTX text, and two
+instructions with no ';' between them (named at the line that lacks it)."""
 
 import pytest
 
@@ -12,6 +13,10 @@ HEAD = "// a header comment\n// and another\n.version 8.0\n.target sm_80\n.addre
 def kernel(body: str, head: str = HEAD) -> str:
     return (head + "\n.visible .entry k(.param .u64 p)\n{\n    .reg .pred %p<4>;\n    .reg .b32 %r<8>;\n"
             "    .reg .b64 %rd<4>;\n" + body + "    ret;\n}\n")
+
+
+def line_of(text: str, fragment: str, nth: int = 0) -> int:
+    return [i for i, ln in enumerate(text.split("\n"), 1) if fragment in ln][nth]
 
 
 # ---------------------------------------------------------------- not PTX text
@@ -33,3 +38,42 @@ def test_parse_refuses_bytes_and_says_to_decode_them(kind):
 def test_lint_refuses_what_is_not_text():
     with pytest.raises(ParseError, match="lint takes PTX text as a str, got bytes: decode it first"):
         lint(kernel("").encode())
+
+
+# ---------------------------------------------------------------- a missing ';'
+
+LACKING = {  # body, the fragment of the line that lacks the ';', the word that starts the next statement
+    "before a mnemonic": ("    mov.u64 %rd1, %rd2\n    add.u64 %rd0, %rd1, %rd2;\n", "mov.u64", "add.u64"),
+    "before the same mnemonic": ("    add.u64 %rd0, %rd1, %rd2\n    add.u64 %rd3, %rd1, %rd2;\n", "%rd0", "add.u64"),
+    "before a guard": ("    setp.eq.u32 %p1, %r1, 0\n    @%p1 bra DONE;\nDONE:\n", "setp", "@%p1"),
+    "after no operands": ("    exit\n    add.u64 %rd0, %rd1, %rd2;\n", "exit", "add.u64"),
+    "across comments and blank lines": ("    mov.u64 %rd1, %rd2  // copy\n    // a note\n\n    ret;\n", "copy", "ret"),
+    "before a directive": ("    mov.u64 %rd1, %rd2\n    .reg .b32 %q<2>;\n", "mov.u64", ".reg"),
+}
+
+
+@pytest.mark.parametrize("case", LACKING, ids=list(LACKING))
+def test_a_missing_semicolon_is_named_at_the_line_that_lacks_it(case):
+    body, lacking, word = LACKING[case]
+    text = kernel(body)
+    line = line_of(text, lacking)
+    with pytest.raises(ParseError) as info:
+        parse(text, filename="k.ptx")
+    assert str(info.value).startswith(f"k.ptx:{line}: missing ';' at the end of this line: '{word}' on line "), \
+        str(info.value)
+    assert info.value.loc.lineno == line
+    errors = [f for f in lint(text, filename="k.ptx") if f.severity == "error"]
+    assert [(f.line, f.message.split(":")[0]) for f in errors] == [(line, "missing ';' at the end of this line")]
+
+
+def test_a_missing_semicolon_inside_a_line_is_named_before_the_next_mnemonic():
+    text = kernel("    mov.u64 %rd1, %rd2 add.u64 %rd0, %rd1, %rd2;\n")
+    with pytest.raises(ParseError, match=f"k.ptx:{line_of(text, 'mov.u64')}: missing ';' before 'add.u64', which "
+                                         "starts the next instruction"):
+        parse(text, filename="k.ptx")
+
+
+def test_an_operand_error_of_a_statement_over_several_lines_is_not_taken_for_a_missing_semicolon():
+    text = kernel("    add.u64 %rd0,\n        %rd1, %zz;\n")
+    with pytest.raises(ParseError, match=f"k.ptx:{line_of(text, 'add.u64')}: %zz is not declared"):
+        parse(text, filename="k.ptx")

@@ -30,6 +30,7 @@ from ..isa.tensor import S4_EMULATION_COST, directive_entry_registers, warn_emul
 from ..module import Module
 from .decode import decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
+from .missing_semicolon import missing_semicolon
 from .operands import Scope, parse_int, split_top
 
 _PTXFORGE_INTERNAL = True
@@ -752,6 +753,7 @@ class BodyReader:
         checked against the target; `strict` refuses what it cannot decode instead of keeping it opaque.
         """
         r = self.r
+        statement = text
         gtext = None
         if text[0] == "@":
             pieces = text.split(None, 1)
@@ -785,7 +787,7 @@ class BodyReader:
             bad = None
         except ValidationError as e:
             if strict:
-                raise r.error(line, e.message) from None
+                raise r.error(*self.where(statement, rest, line, e.message)) from None
             bad = e.message
             ops = [_raw_or(scope, o, line) for o in split_top(rest)] if rest else []
         try:
@@ -812,15 +814,22 @@ class BodyReader:
                                         f"ptxas emulates it ({S4_EMULATION_COST})")
                 warn_emulated(ins.info, self.target, loc)
         except PtxforgeError as e:
-            reason = e.message
+            at, reason = self.where(statement, rest, line, e.message)
             if strict:
-                raise r.error(line, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
-            r.note(line, "error", reason)
+                raise r.error(at, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
+            r.note(at, "error", reason)
             r.opaque.append((line, text, reason))
             n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
             ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
         self.used.update(r.name for r in ins.registers())
         return ins
+
+    def where(self, statement: str, rest: str, line: int, reason: str) -> tuple:
+        """(line, reason) of the refusal of the instruction `statement` (operands `rest`) that starts on `line`:
+        as given, or, when it is two instructions with no ';' between them, the line that lacks the ';'."""
+        head = statement[:len(statement) - len(rest)] if rest else statement
+        semi = missing_semicolon(self.r.text, line, head, rest) if rest else None
+        return semi if semi is not None else (line, reason)
 
 
 def _raw_or(scope, text, line):

@@ -1,5 +1,6 @@
-"""What the PTX reader and lint say about input they cannot take: something that is not PTX text, and two
-instructions with no ';' between them (named at the line that lacks it)."""
+"""What the PTX reader and lint say about input they cannot take: something that is not PTX text, two
+instructions with no ';' between them (named at the line that lacks it), and a .version too old for the target
+(named at the .version line)."""
 
 import pytest
 
@@ -77,3 +78,14 @@ def test_an_operand_error_of_a_statement_over_several_lines_is_not_taken_for_a_m
     text = kernel("    add.u64 %rd0,\n        %rd1, %zz;\n")
     with pytest.raises(ParseError, match=f"k.ptx:{line_of(text, 'add.u64')}: %zz is not declared"):
         parse(text, filename="k.ptx")
+
+
+# ---------------------------------------------------------------- .version older than the target needs
+
+@pytest.mark.parametrize("arch,why", [("sm_90", "for --arch sm_90"), ("sm_90a", "for --arch sm_90a")])
+def test_a_version_too_old_for_arch_is_an_error_at_the_version_line(arch, why):
+    text = kernel("    add.u64 %rd0, %rd1, %rd2;\n", HEAD.replace(".version 8.0", ".version 7.0"))
+    errors = [f for f in lint(text, filename="k.ptx", arch=arch) if f.severity == "error"]
+    assert len(errors) == 1, errors
+    assert errors[0].line == line_of(text, ".version") != line_of(text, "add.u64")
+    assert errors[0].message.startswith(".version 7.0 is older than the ") and why in errors[0].message

@@ -72,8 +72,11 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
             findings.append(Finding(name, reading.target_line, "note", f"the module needs at least .version {least} "
                                                      f"(for .target {target.name}); the file says {reading.version}"))
         if reading.version is not None and least > reading.version:
-            findings.append(Finding(name, worst[1][1] and worst[1][0], "error",
-                                    f".version {reading.version} is older than the {least} the module needs"))
+            why = (f"'{worst[1][1]}' on line {worst[1][0]}" if worst[0].ptx_on(target) > target.min_ptx
+                   else f"{'--arch' if other is not None else '.target'} {target.name}")
+            findings.append(Finding(name, reading.version_line, "error",
+                                    f".version {reading.version} is older than the {least} the module needs "
+                                    f"(for {why})"))
     findings.sort(key=lambda f: (f.line, f.severity))
     return findings
 

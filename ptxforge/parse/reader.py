@@ -88,6 +88,7 @@ class Reading:
     version: PtxVersion | None = None
     target: Target | None = None
     target_line: int = 0
+    version_line: int = 0  # the line of the .version directive (0: none)
 
 
 class Reader:
@@ -163,13 +164,15 @@ class Reader:
         if self.target is None:
             raise self.error(1, "no .target directive: a PTX module names its target (.target sm_XX)")
         if not self.kernels:
-            return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line)
+            return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line,
+                           self.version_line)
         try:
             module = Module(self.kernels, version=self.version, declarations=self.declarations,
                             target_options=self.target_options)
         except PtxforgeError as e:
             raise self.error(self.version_line or 1, e.message) from None
-        return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line)
+        return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line,
+                           self.version_line)
 
     def module_line(self, st):
         """One module-level directive line (``.version``, ``.target``, ``.address_size`` ...)."""

@@ -276,3 +276,82 @@ def test_a_cluster_barrier_arrive_releases_only_what_came_before_it():
     assert "an arrival orders only the accesses made before it" in races[0].message
     if find_tool("ptxas"):
         pf.assemble(_store_around_cluster_arrive(True), backend="ptxas")
+
+
+def _dsmem_after_relaxed_arrive(*steps):
+    """Each thread of a CTA pair writes its word of `inbox` ("store") and thread 0 initializes the mbarrier `bar`
+    ("init"), in the order `steps` names, with the fences it names ("fence...") between them, made by every
+    thread; then barrier.cluster.arrive.relaxed + barrier.cluster.wait; then each thread reads the partner CTA's
+    word through distributed shared memory, and (with "init") thread 0 of CTA 1 arrives on CTA 0's barrier, which
+    CTA 0 waits for."""
+    k = pf.KernelBuilder("dsmem_relaxed_arrive", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    tid = k.tid()
+    slot = k.add(k.shared_base(k.shared("inbox", 128, align=16)), k.shl(tid, 2))
+    bar = k.shared("bar", 8, align=8)
+    rank = k.cluster_ctarank()
+    lead = k.setp("eq", tid, 0)
+    for step in steps:
+        if step == "store":
+            k.st(slot, k.add(tid, k.mul(rank, 100)), type=u32, space="shared")
+        elif step == "init":
+            k.mbarrier_init(bar, 2, pred=lead)
+        else:
+            k.fence(step)
+    k.barrier_cluster_arrive(sem="relaxed", aligned=True)
+    k.barrier_cluster_wait(sem="acquire", aligned=True)
+    got = k.ld(k.mapa(slot, k.xor(rank, 1)), type=u32, space="shared::cluster")
+    k.st(k.add(out, k.mul(k.global_index(), 4, mode="wide")), got, type=u32)
+    if "init" in steps:
+        with k.if_(k.setp("ne", rank, 0)):
+            k.mbarrier_arrive(k.mapa(k.shared_base(bar), 0), space="shared::cluster", pred=lead)
+        with k.if_(k.setp("eq", rank, 0)):
+            k.mbarrier_arrive(bar, pred=lead)
+            k.mbarrier_wait(bar, 0)
+    k.cluster_sync()
+    return k.module()
+
+
+_INIT_FENCE = "fence.mbarrier_init.release.cluster"
+
+
+def _opname(ins):
+    """"ld", "mbarrier.arrive" ...: an instruction's opcode without its type and space."""
+    parts = ins.opcode.split(".")
+    return ".".join(parts[:2]) if parts[0] == "mbarrier" else parts[0]
+
+
+@pytest.mark.parametrize("steps, racy", [
+    (("store", _INIT_FENCE), ["ld"]),  # the init fence releases mbarrier inits, not the store
+    (("store", "init", _INIT_FENCE), ["ld"]),  # ... though it does release the init beside it
+    (("store", "fence.release.cluster"), []),
+    (("store", "fence.acq_rel.cluster"), []),
+    (("store", "fence.sc.gpu"), []),
+    (("store", "fence.release.cta"), ["ld"]),  # a CTA-scoped fence does not reach the partner CTA
+    (("init", "store", "fence.release.cluster", _INIT_FENCE), []),
+    (("store", _INIT_FENCE, "fence.release.cluster"), []),
+    # the real fence releases what came before it, the init fence the inits before it: not the store between
+    (("fence.release.cluster", "store", _INIT_FENCE), ["ld"]),
+    (("fence.release.cluster", "store", "init", _INIT_FENCE), ["ld"]),
+    (("init", "fence.release.cluster", "store", _INIT_FENCE), ["ld"]),
+    # an init after the init fence is released by nothing: the partner's remote arrive races with it, and so
+    # do the waits of the other threads of its CTA
+    (("store", "fence.release.cluster", _INIT_FENCE, "init"), ["mbarrier.arrive", "mbarrier.try_wait"]),
+])
+def test_fence_mbarrier_init_releases_only_the_mbarrier_inits_before_it(steps, racy):
+    """fence.mbarrier_init.release.cluster releases the thread's mbarrier.init operations before it for a later
+    barrier.cluster.arrive.relaxed, and nothing else: ordinary shared data written before it and read by the
+    partner CTA through distributed shared memory after the cluster wait is a race, which a release fence of
+    cluster scope or wider (fence.release / fence.acq_rel / fence.sc) prevents; a thread with both fences has
+    the stores before its release fence released and the inits before its init fence.  Assembled by ptxas."""
+    m = _dsmem_after_relaxed_arrive(*steps)
+    out = np.zeros(64, np.uint32)
+    r = interp.run(m, grid=2, block=32, args=[out], check=False)
+    np.testing.assert_array_equal(out, np.arange(64) % 32 + 100 * (1 - np.arange(64) // 32))
+    races = r.by_kind("race")
+    assert [_opname(f.instruction) for f in races] == racy and len(r.findings) == len(races), \
+        [str(f) for f in r.findings]
+    for f in races:
+        assert f.other.opcode.startswith("st" if f.instruction.opcode == "ld" else "mbarrier.init"), str(f)
+    if find_tool("ptxas"):
+        pf.assemble(m, backend="ptxas")

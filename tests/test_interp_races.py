@@ -146,6 +146,7 @@ def _relaxed_handoff(arrive_sem, before_arrive, wait_sem, after_wait, scope="cta
     ("relaxed", "fence.release.cta", "acquire", None, True),
     ("relaxed", "fence.acq_rel.cta", "acquire", None, True),
     ("relaxed", "fence.acquire.cta", "acquire", None, False),  # an acquire fence releases nothing
+    ("relaxed", "fence.mbarrier_init.release.cluster", "acquire", None, False),  # it releases mbarrier inits only
     ("release", None, "relaxed", None, False),  # a relaxed wait acquires nothing
     ("release", None, "relaxed", "fence.acquire.cta", True),
     ("release", None, "relaxed", "membar.cta", True),
@@ -217,6 +218,51 @@ def test_a_cta_scoped_fence_does_not_release_a_cluster_scoped_relaxed_arrival():
         r = interp.run(_relaxed_handoff("relaxed", before, "relaxed", after, scope="cluster"), block=64, args=[out],
                        check=False)
         assert [f.kind for f in r.findings] and all(f.kind == "race" for f in r.findings), (before, after)
+
+
+def _init_handed_over(steps):
+    """Thread 0 makes `steps` ("init": mbarrier.init of `bar_b`, for the 32 threads of warp 1; otherwise a
+    fence by name), then a .relaxed.cta arrival on `bar_a`, which warp 1 waits for before it arrives on `bar_b`
+    and waits for its phase."""
+    k = pf.KernelBuilder("init_handover", target="sm_90", reqntid=64)
+    ra, rb = k.shared_base(k.shared("bar_a", 8, align=8)), k.shared_base(k.shared("bar_b", 8, align=8))
+    t = k.tid()
+    lead = k.setp("eq", t, 0)
+    k.mbarrier_init(ra, 1, pred=lead)
+    k.bar_sync(0)
+    with k.if_(lead):
+        for step in steps:
+            if step == "init":
+                k.mbarrier_init(rb, 32)
+            else:
+                k.fence(step)
+        k.mbarrier_arrive(ra, sem="relaxed", scope="cta")
+    with k.if_(k.setp("ge", t, 32)):
+        k.mbarrier_wait(ra, 0)
+        k.mbarrier_arrive(rb)
+        k.mbarrier_wait(rb, 0)
+    return k.module()
+
+
+@pytest.mark.parametrize("steps, racy", [
+    (("init", "fence.mbarrier_init.release.cluster"), False),
+    (("init", "fence.release.cta"), False),
+    (("init",), True),  # a relaxed arrival releases nothing by itself
+    (("fence.mbarrier_init.release.cluster", "init"), True),  # the fence releases only the inits before it
+    (("init", "fence.mbarrier_init.release.cluster", "fence.release.cta"), False),
+    (("fence.release.cta", "init", "fence.mbarrier_init.release.cluster"), False),
+])
+def test_fence_mbarrier_init_lets_a_relaxed_mbarrier_arrival_release_the_inits_before_it(steps, racy):
+    """The mbarrier.init a thread made before fence.mbarrier_init.release.cluster is released by its later
+    .relaxed mbarrier arrival: the threads that observe that phase may use the barrier; an init after the
+    fence is not released by it.  Assembled by ptxas."""
+    m = _init_handed_over(steps)
+    r = interp.run(m, block=64, args=[], check=False)
+    races = r.by_kind("race")
+    assert len(races) == len(r.findings) and bool(races) == racy, [str(f) for f in r.findings]
+    for f in races:
+        assert f.instruction.opcode.startswith("mbarrier.") and f.other.opcode.startswith("mbarrier.init"), str(f)
+    pf.assemble(m)
 
 
 def _access_around_arrival(where: str, war: bool, fence=None, waits=True):

@@ -18,7 +18,7 @@ from . import global_order
 from .access import Part, cluster_address, mark_pending, map_access, shadow_write
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
-from .mbarriers import mbar_lookup, on_fence as mbarrier_fence
+from .mbarriers import mbar_lookup, on_fence as mbarrier_fence, on_init_fence
 from .memory import SHARED_WINDOW, in_window
 from .tensormap_order import make_tensormap_acquire
 
@@ -318,14 +318,15 @@ def make_fence(P, op):
     the async proxy (shared memory: wgmma and TMA / bulk reads of it check it; global memory: TMA and bulk
     loads check it in `global_order`), the tensormap acquire records which maps each thread acquired
     (`tensormap_order`), the ordering fences lend the thread's .relaxed mbarrier arrivals and waits and
-    .relaxed barrier.cluster arrivals their release and acquire (`mbarriers.on_fence`;
-    fence.mbarrier_init.release.cluster as a release at cluster scope), and those at gpu, sys or cluster scope
-    take part in the release/acquire chains that order global memory between CTAs (`global_order`)."""
+    .relaxed barrier.cluster arrivals their release and acquire (`mbarriers.on_fence`), and
+    fence.mbarrier_init.release.cluster theirs of the thread's mbarrier.init operations before it and nothing
+    else (`mbarriers.on_init_fence`), and those at gpu, sys or cluster scope take part in the release/acquire
+    chains that order global memory between CTAs (`global_order`)."""
     kind = str(op.ins.info)
     if kind in FENCES_WITH_ADDRESS:  # fence.proxy.tensormap::generic.acquire.<scope> [map], 128
         return make_tensormap_acquire(P, op)
-    if kind == "fence.mbarrier_init.release.cluster":  # releases the inits for a relaxed cluster arrive (taken
-        return lambda S, m: mbarrier_fence(S, m, "release", "cluster")  # as releasing every access before it)
+    if kind == "fence.mbarrier_init.release.cluster":  # releases the thread's inits for a relaxed arrive
+        return on_init_fence
     if kind in ORDERING_FENCES:
         order, scope = ORDERING_FENCES[kind]
         gpu = kind in global_order.GPU_FENCES

@@ -10,8 +10,9 @@ cluster has arrived the phase completes (a synchronization event for the race ch
 threads blocked in barrier.cluster.wait go on.  The phase orders what each thread did before its arrive
 before what the threads that wait for the phase do after their wait (an access between a thread's arrive and
 its wait is ordered by neither side); a .relaxed arrive orders only what came before the thread's last
-fence of cluster scope or wider that releases, fence.mbarrier_init.release.cluster among them (which PTX
-limits to the mbarrier inits before it: here it releases every access before it, as fence.release.cluster).
+fence of cluster scope or wider that releases, and the mbarrier.init operations before its last
+fence.mbarrier_init.release.cluster, which releases those and nothing else (data written before it and read
+by the partner CTA after the wait is a race unless a release fence covers it: `mbarriers.releasing`).
 A wait with no arrive before it is reported, and so is an access to another CTA's shared memory (a load,
 store, atomic, mbarrier operation, bulk copy or TMA multicast) by a thread that has not yet come out of a
 cluster wait: until then the other CTA may not have started (a DSMEM access to it is undefined; on an H100
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..isa import types as T
 from .access import CLUSTER_RANK_SHIFT, cluster_address
-from .mbarriers import releasing
+from .mbarriers import released_inits, releasing
 from .memory import SHARED_WINDOW
 
 _PTXFORGE_INTERNAL = True
@@ -86,6 +87,9 @@ class ClusterBarrier:
         self.gen = np.zeros(nclusters, dtype=np.int64)
         self.arrive_gen = np.full(S.N, -1, dtype=np.int64)
         self.arrive_step = np.full(S.N, -1, dtype=np.int64)  # the step of each thread's arrival
+        # per thread: the step of the fence.mbarrier_init before which its arrival releases its mbarrier inits too,
+        # -1 for none (`mbarriers.releasing`); None until a relaxed arrival has one
+        self.arrive_inits = None
         self.acquirers = {}  # cluster -> the group array of its last completed phase, joined by the waits on it
         self.waiting = np.zeros(S.N, dtype=bool)
         #: threads that came out of a barrier.cluster.wait: they know every CTA of their cluster is running, which
@@ -116,9 +120,14 @@ def check_clusters(S, clusters):
         S.step += 1
         release = st.waiting & members
         # the arrivals release what came before them; the threads that wait for the phase acquire it
-        who = np.flatnonzero(st.arrived & members & (st.arrive_step >= 0))
+        arrived = st.arrived & members
+        who = np.flatnonzero(arrived & (st.arrive_step >= 0))
+        inits = None
+        if st.arrive_inits is not None:
+            by_init = np.flatnonzero(arrived)
+            inits = released_inits(S, by_init, st.arrive_inits[by_init])
         st.acquirers[c] = np.where(release, c, -1)
-        S.sync_event(None, groups=st.acquirers[c], cut=(who, st.arrive_step[who]))
+        S.sync_event(None, groups=st.acquirers[c], cut=(who, st.arrive_step[who], inits))
         st.arrived &= ~members
         S.blocked &= ~release
         st.waiting &= ~release
@@ -140,10 +149,16 @@ def make_barrier_cluster(P, op):
                          np.flatnonzero(again))
             st.arrived |= m
             st.arrive_gen[m] = st.gen[S.cluster_of[m]]
+            if st.arrive_inits is not None:
+                st.arrive_inits[m] = -1
             if relaxed:  # releases only what came before a releasing fence of cluster scope or wider
                 st.arrive_step[m] = -1
-                thr, steps = releasing(S, np.flatnonzero(m), "cluster")
+                thr, steps, inits = releasing(S, np.flatnonzero(m), "cluster")
                 st.arrive_step[thr] = steps
+                if inits is not None:  # and the mbarrier inits before a fence.mbarrier_init
+                    if st.arrive_inits is None:
+                        st.arrive_inits = np.full(S.N, -1, dtype=np.int64)
+                    st.arrive_inits[thr] = inits
             else:
                 st.arrive_step[m] = S.step
             check_clusters(S, np.unique(S.cluster_of[m]))

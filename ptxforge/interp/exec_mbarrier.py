@@ -9,9 +9,10 @@ and the transaction count both reach zero.  `test_wait`/`try_wait` with parity `
 when the phase of parity `q` has completed (the current phase has the other parity); with a
 state token, when the phase the token was taken in has completed.  A thread whose wait fails
 is parked until the barrier completes a phase.  Completing a phase orders the accesses the arriving
-threads made before their arrivals (a .relaxed one's: before the fence that let it release), not those
-they made after it while the phase was still filling, before the accesses of the threads that observe the
-completion (a wait that passes on it) after they observe it; an arrival alone acquires nothing.
+threads made before their arrivals (a .relaxed one's: before the fence that let it release, or only the
+mbarrier inits before a fence.mbarrier_init: `mbarriers.releasing`), not those they made after it while the
+phase was still filling, before the accesses of the threads that observe the completion (a wait that passes
+on it) after they observe it; an arrival alone acquires nothing.
 
 Asynchronous completions (cp.async.mbarrier.arrive, bulk copies) queue on the barrier and are
 delivered when a thread polls it: the copies land then, as late as the memory model allows.
@@ -32,7 +33,7 @@ from .access import Part, shadow_write
 from .exec_async import land_before, land_rows
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
-from .mbarriers import defer_acquire, mbar_lookup, releasing
+from .mbarriers import defer_acquire, mbar_lookup, on_init, released_inits, releasing
 
 _PTXFORGE_INTERNAL = True
 
@@ -65,7 +66,8 @@ class MBar:
     completed phases, the threads that arrived in the current phase, queued asynchronous completions and the
     members of recent phases (for race checking).
     """
-    __slots__ = ("count", "pending", "tx", "phase", "released", "queue", "phase_members", "key", "tx_pc", "seen")
+    __slots__ = ("count", "pending", "tx", "phase", "released", "inits", "queue", "phase_members", "key", "tx_pc",
+                 "seen")
 
     def __init__(self, key, count, N):
         self.key = key
@@ -74,6 +76,7 @@ class MBar:
         self.tx = 0
         self.phase = 0  # completed phases
         self.released = np.full(N, -1, dtype=np.int64)  # per arriving thread: its accesses before this step join
+        self.inits = None  # per arriving thread: its mbarrier inits before this step join too (None: nobody's)
         self.queue = []  # ("arrive", step, mask) / ("bulk", step, record, nbytes): async completions
         self.phase_members = {}  # completed phase index -> participant mask (observers join it)
         self.tx_pc = -1  # the last instruction that announced transaction bytes
@@ -85,8 +88,13 @@ def _complete(S, state):
     state.pending = state.count
     S.step += 1
     arrived = state.released >= 0
+    inits = None
+    if state.inits is not None:
+        by_init = np.flatnonzero(state.inits >= 0)
+        inits = released_inits(S, by_init, state.inits[by_init])
+        state.inits = None
     groups = np.full(S.N, -1, dtype=np.int64)  # who acquires: the threads that observe the phase, as they do
-    S.sync_event(None, groups=groups, cut=(np.flatnonzero(arrived), state.released[arrived]))
+    S.sync_event(None, groups=groups, cut=(np.flatnonzero(arrived), state.released[arrived], inits))
     state.phase_members[state.phase - 1] = groups
     for old in [p for p in state.phase_members if p < state.phase - 2]:
         del state.phase_members[old]
@@ -95,15 +103,20 @@ def _complete(S, state):
     S.mbar_epoch += 1
 
 
-def _join(state, thr, before) -> None:
-    """Threads `thr` take part in the barrier's current phase with their accesses before step(s) `before`."""
+def _join(state, thr, before, inits=None) -> None:
+    """Threads `thr` take part in the barrier's current phase with their accesses before step(s) `before`, and
+    with their mbarrier inits before step(s) `inits` (when given: `mbarriers.releasing`)."""
     state.released[thr] = np.maximum(state.released[thr], before)
+    if inits is not None:
+        if state.inits is None:
+            state.inits = np.full(len(state.released), -1, dtype=np.int64)
+        state.inits[thr] = np.maximum(state.inits[thr], inits)
 
 
 def _arrive(S, op, state, thr, n, releasers=None):
     """Threads `thr` arrive (n arrivals) now, releasing their accesses so far; `releasers`, when given, the
-    (threads, fence steps) of them whose arrival releases the accesses before that fence (a relaxed arrival
-    releases only after a fence: `mbarriers.releasing`)."""
+    (threads, fence steps, init-fence steps) of them whose arrival releases the accesses before that fence
+    (a relaxed arrival releases only after a fence: `mbarriers.releasing`)."""
     state.pending -= n
     _join(state, *((thr, S.step) if releasers is None else releasers))
     S.mbar_epoch += 1
@@ -167,6 +180,7 @@ def _make_init(P, op, ins, get_addr):
         counts = np.broadcast_to(np.asarray(get_count(S)).astype(np.int64), (S.N,))
         for key, kthr, _, part, sel in mbar_lookup(S, op, get_addr(S)[thr], thr, init=True):
             shadow_write(S, op, Part("shared", part.sel[sel][:1], part.off[sel][:1], kthr[:1]), 8, pc=op.pc)
+            on_init(S, kthr[:1])  # (the one write the shadow keeps, which a fence.mbarrier_init may release)
             S.mbars[key] = MBar(key, int(counts[kthr[0]]), S.N)
             S.mbar_epoch += 1
     return init

@@ -127,7 +127,7 @@ def check_barrier(S, b, ctas, op=None):
             who = np.flatnonzero(members)
             at = steps[who]
             S.sync_event(None, groups=np.where(members & (steps < 0), int(c), -1),
-                         cut=(who, np.where(at < 0, S.step, at)))
+                         cut=(who, np.where(at < 0, S.step, at), None))
         elif everyone:
             S.sync_event(members, cta_full=np.array([int(c)]))
         else:

@@ -192,9 +192,11 @@ class Machine:
         accesses of every thread of the same group.  `members`: bool mask (one group per CTA), or
         `groups`: int group per thread (-1: not taking part).  `cta_full`: CTA indices where every
         live thread took part (kept as one timestamp per CTA).  `cut`: the event is the phase of one barrier
-        whose sides differ: the threads of `cut` (ascending, with a step each: where they arrived) release
-        their accesses before their step, and the threads of `groups` (>= 0; the threads that observe the
-        phase join them later) acquire; recorded even when nobody acquires yet.  See `event_orders`."""
+        whose sides differ, (threads, steps, inits): the threads (ascending, with a step each: where they
+        arrived, or -1) release their accesses before their step, and besides them the accesses `inits` names
+        (None, or the sorted `access_key`s of mbarrier.init operations that a fence.mbarrier_init released:
+        `mbarriers.released_inits`); the threads of `groups` (>= 0; the threads that observe the phase join
+        them later) acquire; recorded even when nobody acquires yet.  See `event_orders`."""
         if groups is None:
             groups = np.where(members, self.cta_local, -1)
         if cta_full is not None and len(cta_full):
@@ -233,10 +235,26 @@ class Machine:
         return True
 
 
+#: `access_key`: the bits of the step; the thread's index is above them
+_KEY_SHIFT = 40
+
+
+def access_key(tids, steps):
+    """One int64 per access, naming it by its thread and the step it was made at (a thread makes at most
+    one instruction's accesses per step): how a sync event's cut names single accesses it releases."""
+    return (np.asarray(tids, dtype=np.int64) << _KEY_SHIFT) | np.asarray(steps, dtype=np.int64)
+
+
+def key_threads(keys):
+    """The threads of `access_key`s."""
+    return keys >> _KEY_SHIFT
+
+
 def released_before(cut, tids):
-    """Per thread of `tids`: the step before which its accesses are released by a sync event's `cut`
-    (threads in ascending order, steps; see `Machine.sync_event`), -1 where the cut does not name it."""
-    who, steps = cut
+    """Per thread of `tids`: the step before which all its accesses are released by a sync event's `cut`
+    (threads in ascending order, steps, inits; see `Machine.sync_event`), -1 where the cut does not name it
+    (single accesses the cut's `inits` release aside: see `released`)."""
+    who, steps, _ = cut
     out = np.full(len(tids), -1, dtype=np.int64)
     if len(who):
         pos = np.minimum(np.searchsorted(who, tids), len(who) - 1)
@@ -245,16 +263,28 @@ def released_before(cut, tids):
     return out
 
 
+def released(cut, tids, times):
+    """Mask: whether a sync event's `cut` releases the access of each thread of `tids` at step `times`: made
+    before the thread's step in the cut, or one of the cut's `inits`."""
+    ok = released_before(cut, tids) > times
+    inits = cut[2]
+    if inits is not None:
+        keys = access_key(tids, times)
+        pos = np.minimum(np.searchsorted(inits, keys), len(inits) - 1)
+        ok |= inits[pos] == keys
+    return ok
+
+
 def event_orders(event, first_tid, first_time, second_tid):
     """Mask: whether sync event `event` (time, groups, cut) orders the access of each `first_tid` at step
     `first_time` before a later access of the matching `second_tid`: both took part in one group of a
     barrier, the first access before the barrier; or, for a barrier whose sides differ (`cut`), the first
-    thread released it by arriving after it and the second thread observed the phase."""
+    thread released it by arriving after it (`released`) and the second thread observed the phase."""
     time, groups, cut = event
     if cut is None:
         g1 = groups[first_tid]
         return (time > first_time) & (g1 >= 0) & (g1 == groups[second_tid])
-    return (released_before(cut, first_tid) > first_time) & (groups[second_tid] >= 0)
+    return released(cut, first_tid, first_time) & (groups[second_tid] >= 0)
 
 
 def _ranges(xs) -> str:

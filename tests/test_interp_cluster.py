@@ -353,5 +353,6 @@ def test_fence_mbarrier_init_releases_only_the_mbarrier_inits_before_it(steps, r
         [str(f) for f in r.findings]
     for f in races:
         assert f.other.opcode.startswith("st" if f.instruction.opcode == "ld" else "mbarrier.init"), str(f)
+        assert (_INIT_FENCE in f.message) == (f.instruction.opcode == "ld" and _INIT_FENCE in steps), str(f)
     if find_tool("ptxas"):
         pf.assemble(m, backend="ptxas")

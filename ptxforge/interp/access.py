@@ -249,9 +249,12 @@ def _after_arrival(S, first_tid: int, first_time: int, second_tid: int) -> str:
     """For a race finding between two threads' accesses: a note when a barrier phase between them would have
     ordered them but for the sides its threads took: the first access came after its thread arrived (an
     arrival orders only what came before it), or the second thread arrived without waiting for the phase
-    (an arrival alone acquires nothing)."""
+    (an arrival alone acquires nothing), or the fence before a .relaxed arrival was fence.mbarrier_init, which
+    releases mbarrier inits only."""
     if first_tid < 0:
         return ""
+    init_fence = getattr(S, "mbar_init_fence_at", None)
+    init_fence = -1 if init_fence is None else int(init_fence[first_tid])
     for event in reversed(S.events):
         time, groups, cut = event
         if time <= first_time:
@@ -259,6 +262,11 @@ def _after_arrival(S, first_tid: int, first_time: int, second_tid: int) -> str:
         if cut is None:
             continue
         first, second = released_before(cut, np.array([first_tid, second_tid]))
+        if first <= first_time < init_fence < time and groups[second_tid] >= 0:
+            return ("; the other thread made fence.mbarrier_init.release.cluster after its access and before a "
+                    "barrier phase this thread then observed, but that fence lets a .relaxed arrival release only "
+                    "the thread's mbarrier.init operations: a fence.release or fence.acq_rel of the arrival's "
+                    "scope (or a .release arrival) orders the access")
         if first >= 0 and first <= first_time and groups[second_tid] >= 0:
             return ("; the other thread made its access after its arrival on a barrier whose phase this thread "
                     "then observed (or, for a .relaxed mbarrier arrival, after the fence that let it release), and "

@@ -267,7 +267,8 @@ def _pick_backend(backend: str) -> str:
 
 def assemble(source, arch=None, *, backend: str = "auto", options=(), version=None,
              timeout: float | None = None) -> AssemblyResult:
-    """Assemble a Module (or PTX text) to a cubin for `arch` (default: the module's target).
+    """Assemble a Module (or PTX text, a str) to a cubin for `arch` (default: the module's target); anything else
+    is an AssemblyError naming what it got.
 
     Returns an AssemblyResult with per-kernel resource usage.  Raises AssemblyError with the
     assembler's messages mapped to PTX lines and, for Modules, to the Python lines that emitted them;
@@ -275,6 +276,7 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     $PTXFORGE_TOOL_TIMEOUT or 300) or refused an option or the arch.
     """
     from .module import Module
+    _refuse_unassemblable(source)
     be = _pick_backend(backend)
     if isinstance(options, str) or not all(isinstance(o, str) for o in options):
         raise ToolchainError(f"options= takes a sequence of option strings, got {options!r}")
@@ -305,6 +307,25 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     if not ok:
         raise _assembly_error(log, module, ptx, target, be, version)
     return AssemblyResult(cubin, target.name, be, ptx_version, ptx, log, parse_resources(log))
+
+
+def _refuse_unassemblable(source) -> None:
+    """Raise AssemblyError unless `source` is what `assemble` takes, a Module or PTX text (a str), naming what it
+    is and, for bytes, a Kernel or a KernelBuilder, how to make it one."""
+    from .builder import KernelBuilder
+    from .kernel import Kernel
+    from .module import Module
+    if isinstance(source, (Module, str)):
+        return
+    got = "None" if source is None else type(source).__name__
+    hint = ""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        hint = ": decode it first, e.g. data.decode('utf-8')"
+    elif isinstance(source, KernelBuilder):
+        hint = ": finish it into a Module first (k.module())"
+    elif isinstance(source, Kernel):
+        hint = ": put it in a Module first (pf.Module([kernel]))"
+    raise AssemblyError(f"assemble() takes a Module or PTX text (a str), got {got}{hint}")
 
 
 def check_for_target(module, target: Target) -> None:

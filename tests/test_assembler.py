@@ -105,6 +105,17 @@ def test_ptx_text_errors_quote_the_line():
         pf.assemble(ptx.replace(".target sm_80\n", ""))
 
 
+@pytest.mark.parametrize("make,got", [
+    (lambda: None, "got None$"), (lambda: 3, "got int$"), (lambda: [str(saxpy())], "got list$"),
+    (lambda: str(saxpy()).encode(), r"got bytes: decode it first, e\.g\. data\.decode\('utf-8'\)"),
+    (lambda: saxpy().kernels[0], r"got Kernel: put it in a Module first \(pf\.Module\(\[kernel\]\)\)"),
+    (lambda: pf.KernelBuilder("k", target="sm_80"), r"got KernelBuilder: finish it into a Module first \(k\.module"),
+])
+def test_what_is_neither_a_module_nor_ptx_text_is_refused_by_name(make, got):
+    with pytest.raises(pf.AssemblyError, match=r"^assemble\(\) takes a Module or PTX text \(a str\), " + got):
+        pf.assemble(make(), "sm_80")
+
+
 def test_backend_choice():
     with pytest.raises(pf.ToolchainMissing, match="unknown assembler backend"):
         pf.assemble(saxpy(), backend="nvcc")

@@ -237,3 +237,36 @@ def test_a_float_literal_stored_keeps_its_ieee_bits():
     a, b = np.zeros(2, np.float32), np.zeros(1, np.float64)
     interp.run(k.module(), block=1, args=[a, b])
     assert a.tolist() == [1.5, -2.0 ** -130] and b.tolist() == [2.25]
+
+
+def test_a_store_into_a_read_only_array_is_reported_at_the_store():
+    """A read-only numpy array is input only (as on a GPU): a store into it would never reach the caller, and the
+    launch said nothing.  It is a finding at the store's line, naming the parameter; a read-only input, a store
+    into a writeable array and a read-only array wrapped in In() (scratch by the caller's word) stay clean."""
+    x = np.arange(128, dtype=np.uint32)
+    ro = np.zeros(128, dtype=np.uint32)
+    ro.setflags(write=False)
+    with pytest.raises(interp.InterpError) as e:
+        interp.run(copy_kernel(), block=128, args=[x, ro])
+    f = e.value.findings[0]
+    assert f.kind == "readonly" and "into y, whose numpy array is read-only" in f.message and f.nthreads == 128
+    assert f.loc.filename.endswith("test_interp_memory.py") and "k.st(" in f.loc.code
+    assert not ro.any()
+    y = np.zeros(128, dtype=np.uint32)
+    assert interp.run(copy_kernel(), block=128, args=[ro, y]).ok  # read-only input: what it is for
+    assert interp.run(copy_kernel(), block=128, args=[x, pf.In(ro)]).ok
+    assert interp.run(copy_kernel(), block=128, args=[x, y]).ok and np.array_equal(x, y)
+
+
+def test_a_launch_the_caller_got_wrong_names_the_callers_line():
+    """LaunchErrors of interp.run (argument count, order, grid, what was passed as the module) name the line that
+    called it, as the builder's errors do; a string is pointed at ptxforge.parse."""
+    m = copy_kernel()
+    x = np.zeros(128, dtype=np.uint32)
+    for call, msg in ((lambda: interp.run(m, block=128, args=[x]), "takes 2 arguments"),
+                      (lambda: interp.run(m, block=128, args=[x, x.copy()], order="x"), "order is one of"),
+                      (lambda: interp.run(m, grid=0, block=128, args=[x, x.copy()]), "positive sizes"),
+                      (lambda: interp.run(".version 8.0", block=128), "got str: read PTX text with ptxforge.parse")):
+        with pytest.raises(LaunchError, match=msg) as e:
+            call()
+        assert e.value.loc is not None and e.value.loc.filename.endswith("test_interp_memory.py"), str(e.value)

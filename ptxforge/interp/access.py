@@ -102,6 +102,8 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
     if space == GLOBAL:
         k, off = L.heap.locate(addr, nbytes)
         ok = k >= 0
+        if write and L.heap.readonly is not None:
+            _check_readonly(S, op, L.heap, k, ok, thr, what)
     elif space == SHARED:
         off = addr.astype(np.int64)
         rank = off >> CLUSTER_RANK_SHIFT  # 0: this CTA; r + 1: CTA r of the cluster (an address from mapa)
@@ -147,6 +149,16 @@ def _map_space(S, op, space, addr, thr, pos, nbytes, write, what, generic=False)
         if len(thr) == 0:
             return []
     return [Part(space, pos, off, thr)]
+
+
+def _check_readonly(S, op, heap, k, ok, thr, what):
+    """Report the threads whose global `what` lands in a buffer of a read-only array passed as it is."""
+    hit = ok & heap.readonly[np.where(ok, k, 0)]
+    if hit.any():
+        name = heap.bufs[int(k[hit][0])].name
+        S.report("readonly", f"{what} into {name}, whose numpy array is read-only: the launch takes it as input "
+                 f"only (as a GPU launch does), so this result never reaches it; pass a writeable array, or wrap "
+                 "it in In(...) to say the kernel only uses it as scratch", op, thr[hit])
 
 
 def check_peer_started(S, op, thr, peer, what):

@@ -35,6 +35,8 @@ KINDS = {
              "covering it (fence.proxy.async.shared::cta for shared memory, .global for global memory), or a tensor "
              "map written during the launch used by TMA without fence.proxy.tensormap::generic.acquire",
     "order": "global memory one CTA wrote, read by another CTA of the launch with no release/acquire chain between",
+    "readonly": "global memory stored to inside an argument whose numpy array is read-only: a launch takes such an "
+                "array as input only, so what the kernel writes there never reaches it",
 }
 
 #: Findings reported unless the caller chooses otherwise.

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernel import Kernel
-from ..errors import LaunchError
+from ..errors import LaunchError, caller_loc
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
 from .exec_call import local_variables
@@ -173,6 +173,9 @@ def resolve_kernel(module, kernel=None) -> Kernel:
         return module
     if isinstance(kernel, Kernel):
         return kernel
+    if not callable(getattr(module, "kernel", None)):
+        hint = ": read PTX text with ptxforge.parse first" if isinstance(module, (str, bytes)) else ""
+        raise LaunchError(f"interp.run takes a Module, Kernel or KernelBuilder, got {type(module).__name__}{hint}")
     try:
         return module.kernel(kernel)
     except Exception as e:  # ValidationError from Module.kernel names what exists
@@ -251,8 +254,10 @@ class Launch:
         index_of = {}
         self.pointer_bindings = []  # (parameter name, buffer index)
         tmaps = []  # (TensorMap, buffer index): tensor-map parameters (see tensormaps.py)
+        readonly = []  # buffers of read-only arrays passed as they are: a store into one is reported
         for p, a in zip(params, args):
             copy_in = copy_out = True
+            wrapped = False
             if isinstance(a, HostTensorMap):
                 if p.nbytes != 128:
                     raise LaunchError(f"parameter {p.name} is not a tensor-map parameter (.b8 [128]); "
@@ -267,6 +272,7 @@ class Launch:
                 continue
             if hasattr(a, "copy_in") and isinstance(getattr(a, "array", None), np.ndarray):  # In/Out/InOut
                 copy_in, copy_out, a = a.copy_in, a.copy_out, a.array
+                wrapped = True
             if isinstance(a, np.ndarray) and p.nbytes is None:
                 if p.type.bits != 64:
                     raise LaunchError(f"parameter {p.name} is .{p.type.name}; a pointer (numpy array) needs .u64")
@@ -280,6 +286,8 @@ class Launch:
                                               "object for both, or separate arrays")
                     index_of[key] = len(arrays)
                     arrays.append((p.name, a, copy_in, copy_out))
+                    if not wrapped and not a.flags.writeable:
+                        readonly.append(index_of[key])
                 values.append(("ptr", index_of[key]))
                 self.pointer_bindings.append((p.name, index_of[key]))
             else:
@@ -292,6 +300,7 @@ class Launch:
             data = np.frombuffer(initial_bytes(var), dtype=np.uint8).copy()
             arrays.append((f".{var.space} {var.name}", data, True, False))
         self.heap = GlobalHeap(arrays)
+        self.heap.mark_readonly(readonly)
         self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
         for p, (kind, v) in zip(params, values):
@@ -412,12 +421,17 @@ def run(module, kernel=None, *, grid=1, block, args=(), shared=0, check=True, ch
     only.  Accesses reported as findings (out of bounds, misaligned) are not counted.
     `read_ranges()` / `written_ranges()` give the same as runs of flat byte offsets.
     """
-    k = resolve_kernel(module, kernel)
-    functions, variables = module_parts(module)
-    prog = compile_kernel(k, functions)
-    L = Launch(k, prog, grid, block, args, shared, check=check,
-               checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster,
-               variables=variables, order=order)
+    try:
+        k = resolve_kernel(module, kernel)
+        functions, variables = module_parts(module)
+        prog = compile_kernel(k, functions)
+        L = Launch(k, prog, grid, block, args, shared, check=check,
+                   checks=DEFAULT_CHECKS if checks is None else checks, races=races, cluster=cluster,
+                   variables=variables, order=order)
+    except LaunchError as e:  # a launch the caller got wrong: name the caller's line, as builder errors do
+        if e.loc is None:
+            e.loc = caller_loc()
+        raise
     if count_accesses:
         L.heap.counter = ByteCounter(L.heap.size)
     csize = L.cluster[0] * L.cluster[1] * L.cluster[2]

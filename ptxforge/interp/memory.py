@@ -103,6 +103,15 @@ class GlobalHeap:
         self.views = {1: self.heap, 2: self.heap.view(np.uint16), 4: self.heap.view(np.uint32),
                       8: self.heap.view(np.uint64)}
         self.counter = None  # a traffic.ByteCounter while the launch counts accesses
+        #: per buffer, whether it holds a read-only array passed as it is (not In()): a store there is reported,
+        #: its result would never reach the caller (None: no such buffer, the common case, checked at no cost)
+        self.readonly = None
+
+    def mark_readonly(self, indices) -> None:
+        """Buffers `indices` hold read-only arrays the caller did not mark input-only (`readonly`)."""
+        if indices:
+            self.readonly = np.zeros(len(self.bufs), dtype=bool)
+            self.readonly[list(indices)] = True
 
     def address_of(self, index: int) -> int:
         """The virtual address of buffer `index` (the pointer value the kernel receives)."""

@@ -54,7 +54,7 @@ def main(argv=None):
     try:
         fn = pf.load(k.module())["block_max"]
     except (pf.ToolchainMissing, pf.DriverError, ImportError) as e:
-        print(f"no GPU run ({type(e).__name__})")
+        print(f"no GPU run ({type(e).__name__}: {e})")
         return 0
     gpu_out = np.zeros(blocks, np.float32)
     fn(blocks, BLOCK, pf.In(x), pf.Out(gpu_out))  # Out copies back, which synchronizes: the lines print then

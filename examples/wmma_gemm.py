@@ -71,7 +71,7 @@ def main(argv=None):
         from ptxforge.runtime import DeviceBuffer
         fn = pf.load(mod)["wmma_gemm"]
     except (pf.ToolchainMissing, pf.DriverError, ImportError) as e:
-        print(f"no GPU run ({type(e).__name__})")
+        print(f"no GPU run ({type(e).__name__}: {e})")
         return 0
     dc = DeviceBuffer.from_host(np.zeros((m, n), np.float32))
     fn((n // 32, m // 32), 32 * WARPS, DeviceBuffer.from_host(a), DeviceBuffer.from_host(bt), dc, m, n, k,

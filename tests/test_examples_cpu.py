@@ -1,6 +1,8 @@
 """The examples no other test file runs, run as a user would on a machine without a GPU: each must finish and
 report what it checks (they hold their own assertions against numpy)."""
 
+import pytest
+
 from support.examples import load_example
 
 
@@ -34,3 +36,16 @@ def test_the_printf_example_prints_each_blocks_maximum(capsys):
     assert out.count("block ") == 4 and "interpreter: 4 lines, each block's maximum exact" in out
     for target in ("sm_80", "sm_90"):
         pf.assemble(ex.block_max_kernel(target).module())
+
+
+@pytest.mark.parametrize("name,argv", [("device_printf", []), ("wmma_gemm", ["--size", "32", "32", "16"])])
+def test_an_example_without_a_gpu_run_says_why(monkeypatch, capsys, name, argv):
+    import ptxforge as pf
+
+    def no_driver(*a, **kw):
+        raise pf.ToolchainMissing("no CUDA driver on this machine (the reason the example must show)")
+    monkeypatch.setattr(pf, "load", no_driver)
+    assert load_example(name).main(argv) == 0
+    out = capsys.readouterr().out
+    assert "no GPU run (ToolchainMissing: no CUDA driver on this machine (the reason the example must show))" in out
+

@@ -13,6 +13,9 @@ every stage between its two consumer warpgroups (`split_stage`); an odd N takes 
 4-byte C stores (`for_c_columns`).
 
     python examples/hopper_gemm_interp.py [--m M] [--n N] [--k K] [--config SKINNY_S4|SKINNY_S4_32|...]
+
+A problem the kernel cannot compute exactly is refused with the reason before anything runs: a size below 1,
+or a K that is not a multiple of 32 (the tensor maps take operand rows of whole 16-byte units).
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ import argparse
 
 import numpy as np
 
-from ptxforge import interp
+from ptxforge import ValidationError, interp
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
 from ptxforge.schedules.hopper import defaults as hopper_defaults
 
@@ -36,14 +39,33 @@ def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
     return c, reference(cfg, a, b), report
 
 
+def s4_configurations() -> dict:
+    """The configurations of schedules.hopper.defaults that make an int4 HopperGemm, by name."""
+    out = {}
+    for name in dir(hopper_defaults):
+        options = getattr(hopper_defaults, name)
+        if name.isupper() and isinstance(options, dict):
+            try:
+                out[name] = HopperGemm("s4", **options)
+            except (TypeError, ValidationError):  # a table of configurations, or one for another operand
+                continue
+    return out
+
+
 def main(argv=None) -> int:
+    configs = s4_configurations()
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--m", type=int, default=100)
     ap.add_argument("--n", type=int, default=70)
-    ap.add_argument("--k", type=int, default=2560)
-    ap.add_argument("--config", default="SKINNY_S4", help="a configuration of schedules.hopper.defaults")
+    ap.add_argument("--k", type=int, default=2560, help="a multiple of 32 (rows of whole 16-byte units)")
+    ap.add_argument("--config", default="SKINNY_S4", choices=sorted(configs),
+                    help="a configuration of schedules.hopper.defaults")
     args = ap.parse_args(argv)
-    cfg = HopperGemm("s4", **getattr(hopper_defaults, args.config))
+    cfg = configs[args.config]
+    try:  # what the kernel cannot compute exactly (sizes below 1, a K of partial 16-byte rows) is refused here
+        cfg.check_problem(args.m, args.n, args.k)
+    except ValidationError as e:
+        ap.error(f"{args.config} cannot run M={args.m} N={args.n} K={args.k}: {e.message}")
     print(f"{cfg.kernel_name}: {cfg.threads} threads, {cfg.smem_bytes} B shared, M={args.m} N={args.n} K={args.k}")
     for order in interp.ORDERS:
         c, want, report = run_cpu(cfg, args.m, args.n, args.k, order)

@@ -49,3 +49,17 @@ def test_an_example_without_a_gpu_run_says_why(monkeypatch, capsys, name, argv):
     out = capsys.readouterr().out
     assert "no GPU run (ToolchainMissing: no CUDA driver on this machine (the reason the example must show))" in out
 
+
+@pytest.mark.parametrize("argv,why", [
+    (["--k", "2561"], "K=2561 gives 1280.5-byte operand rows"), (["--k", "48"], "K=48 gives 24-byte operand rows"),
+    (["--m", "-3"], "M must be an int >= 1, got -3"), (["--n", "0"], "N must be an int >= 1, got 0"),
+    (["--config", "NOPE"], "argument --config: invalid choice: 'NOPE'"),
+])
+def test_the_hopper_interpreter_example_refuses_what_its_kernel_cannot_run(capsys, argv, why):
+    ex = load_example("hopper_gemm_interp")
+    with pytest.raises(SystemExit) as info:
+        ex.main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and why in err, err
+    if "--config" in argv:
+        assert all(repr(name) in err for name in ex.s4_configurations()), err

@@ -106,11 +106,24 @@ class KernelFunction:
         self._launchers: dict = {}  # (cfg, stream) -> the plain launch of a packed block (`_launch`)
 
     # ------------------------------------------------------------ attributes
-    registers = property(lambda self: self.attributes["registers"], doc="registers per thread")
-    static_shared = property(lambda self: self.attributes["static_shared"], doc="static shared memory, bytes")
-    local_bytes = property(lambda self: self.attributes["local_bytes"], doc="local memory per thread, bytes")
-    max_threads_per_block = property(lambda self: self.attributes["max_threads_per_block"],
-                                     doc="the largest block this compiled kernel can run")
+    registers = property(lambda self: self.attributes["registers"], doc=(
+        "The registers each thread of this kernel uses, a count per thread: what the assembler allocated for the "
+        "device's architecture, as the driver reports it once the module is loaded "
+        "(cuFuncGetAttribute CU_FUNC_ATTRIBUTE_NUM_REGS).  With the block size it bounds how many CTAs fit on an "
+        "SM."))
+    static_shared = property(lambda self: self.attributes["static_shared"], doc=(
+        "The shared memory the kernel declares statically (its `.shared` variables), in bytes per CTA, as the "
+        "driver reports it once the module is loaded (CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES).  The dynamic shared "
+        "memory a launch asks for (`shared=`) comes on top of it."))
+    local_bytes = property(lambda self: self.attributes["local_bytes"], doc=(
+        "The local memory each thread uses, in bytes per thread (register spills, arrays kept in local memory, "
+        "the call stack), as the driver reports it once the module is loaded "
+        "(CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES); 0 for a kernel that neither spills nor keeps anything there."))
+    max_threads_per_block = property(lambda self: self.attributes["max_threads_per_block"], doc=(
+        "The largest block, in threads per CTA, this compiled kernel can be launched with, as the driver reports "
+        "it once the module is loaded (CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK): the device's limit, or less "
+        "when the registers each thread uses would not fit a larger block or the kernel's `.maxntid` caps it "
+        "(`.reqntid` does not lower it).  A launch with a larger block is refused before it reaches the driver."))
 
     def __repr__(self) -> str:
         a = self.attributes

@@ -214,8 +214,8 @@ class HopperGemm:
             elif not (isinstance(v, bool) if f.type == "bool" else
                       isinstance(v, int) and not isinstance(v, bool) if f.type == "int" else
                       isinstance(v, str) if f.type == "str" else True):
-                raise ValidationError(f"HopperGemm {f.name} must be {'an' if f.type == 'int' else 'a'} {f.type}, "
-                                      f"got {v!r}")
+                want = {"int": "an int", "bool": "True or False", "str": "a str"}[f.type]
+                raise ValidationError(f"HopperGemm {f.name} must be {want}, got {v!r}")
 
     def _check_tile(self) -> None:
         """The tile: operand, warpgroup rows and count, block_n, the K bytes of a stage."""
@@ -338,8 +338,6 @@ class HopperGemm:
             raise ValidationError("l2_prefetch walks the k-stages in order; rotate_k reorders them: choose one")
         if self.l2_promotion not in (0, 64, 128, 256):
             raise ValidationError(f"l2_promotion is 0, 64, 128 or 256 bytes, got {self.l2_promotion}")
-        if not isinstance(self.pdl, bool):
-            raise ValidationError(f"pdl must be True or False, got {self.pdl!r}")
 
     def _check_ring_and_epilogue(self) -> None:
         """The ring depth, the cluster shape, the epilogue and how a K split's sums meet."""

@@ -366,3 +366,25 @@ def test_the_breakdown_bench_times_consumers_without_copies_and_leaves_the_kerne
     assert "cp.async.bulk.tensor" not in text and "expect_tx" not in text
     real = HopperGemm("s4", **SKINNY_S4_32).listing()
     assert real.count("cp.async.bulk.tensor") >= 2 and "expect_tx" in real
+
+
+def test_the_timeline_bench_instruments_the_kernel_and_still_assembles_without_spills():
+    """bench/cta_timeline.py writes three %globaltimer stamps per CTA into the PTX text of the kernel for_shape
+    picks (entry, after griddepcontrol.wait, before every ret); the result assembles with no spill and the
+    kernel's own instructions are all still there, in order."""
+    import importlib.util
+    import os
+    import ptxforge as pf
+    path = os.path.join(os.path.dirname(__file__), os.pardir, "bench", "cta_timeline.py")
+    spec = importlib.util.spec_from_file_location("cta_timeline", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    g = pf.Int4Gemm.for_shape(32, 8192, 8192, target="sm_90a")
+    cfg = g.for_launch(32, 1, 32 * 8192)
+    plain = str(cfg.module)
+    text = mod.instrumented(plain, 0x7F00_0000_0000)
+    assert text.count("%globaltimer") == 2 + plain.count("ret;") and "[%tlA+8]" in text and "[%tlA+16]" in text
+    kept = [line for line in text.splitlines() if "%tl" not in line and not line.lstrip().startswith(".reg .u64 %tl")]
+    assert [line for line in kept if line.strip()] == [line for line in plain.splitlines() if line.strip()]
+    r = pf.assemble(text, "sm_90a")
+    assert r.resources(cfg.kernel_name).spills == 0, r.log

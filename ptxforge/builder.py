@@ -41,7 +41,7 @@ from .isa.sync import SyncOps
 from .isa.targets import Target
 from .isa.tensor import TensorOps
 from .isa.types import ScalarType, decl_type
-from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, param_buffer_bytes
+from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, check_identifier, param_buffer_bytes
 from .isa.warp import WarpOps
 from .declarations import Function, Variable
 from .functions import FunctionOps
@@ -123,9 +123,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                  maxclusterrank=None):
         self.loc = caller_loc()
         try:
-            if not isinstance(name, str) or not _IDENT.match(name):
-                raise ValidationError(f"kernel name {name!r} is not a PTX identifier "
-                                      "(letters, digits, _ and $, not starting with a digit)")
+            check_identifier(name, "function" if self.kind == "func" else "kernel")
             self.name = name
             self.target = Target.parse(target)
             self.id = next(_ids)
@@ -399,8 +397,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     # ------------------------------------------------------------------ parameters
     def _claim(self, name: str, what: str):
-        if not isinstance(name, str) or not _IDENT.match(name):
-            raise ValidationError(f"{what} name {name!r} is not a PTX identifier")
+        check_identifier(name, what)
         if name in self._names:
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
         self._names.add(name)

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 
 from .errors import ValidationError
-from .kernel import Kernel, Param
+from .kernel import Kernel, Param, check_identifier
 from .isa import types as T
 from .isa.operands import Symbol
 from .isa.types import ScalarType
@@ -211,7 +211,6 @@ class Function(Kernel):
 
 # ------------------------------------------------------------------ builder constructors
 
-_IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")
 _VARIABLE_SPACES = ("global", "const", "local")
 
 
@@ -226,8 +225,7 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
     hex), or PTX initializer text (`"{1, 2, 3}"`) kept as written.  `.local` variables take no
     initializer.  `visible` gives a module variable external
     linkage (`.visible`: the host finds it by name)."""
-    if not isinstance(name, str) or not _IDENT.match(name):
-        raise ValidationError(f"variable name {name!r} is not a PTX identifier")
+    check_identifier(name, "variable")
     if space not in _VARIABLE_SPACES:
         raise ValidationError(f"variable space must be one of {', '.join(_VARIABLE_SPACES)}, got {space!r} "
                               "(shared memory: KernelBuilder.shared())")

@@ -7,9 +7,10 @@ consumer can read a kernel without importing the builder.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-from .errors import SourceLoc
+from .errors import SourceLoc, ValidationError
 from .isa.instruction import Instruction
 from .isa.operands import Label, Symbol
 from .isa.tensor import directive_entry_registers
@@ -17,6 +18,62 @@ from .isa.targets import BASE, Requirement, Target, V
 from .isa.types import ScalarType
 
 _PTXFORGE_INTERNAL = True
+
+_IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_$")
+
+#: Names with the form of an identifier that ptxas reserves: the predefined warp-size constant
+#: (the special registers all start with %, which a name here cannot).
+RESERVED_NAMES = frozenset({"WARP_SZ"})
+
+
+def identifier_problem(name) -> str | None:
+    """Why `name` cannot name a kernel, function, parameter or variable in PTX, or None when it can.
+
+    The rules (PTX ISA "Identifiers", as ptxas 13 parses them): letters, digits, `_` and `$`; not
+    starting with a digit; a name starting with `_` or `$` needs a further character (a lone `_` is
+    the sink operand and a lone `$` does not parse); `%` starts register and special-register names;
+    `WARP_SZ` is the predefined warp-size constant.  Opcodes and directive words (`add`, `shared`)
+    are legal names."""
+    if not isinstance(name, str):
+        return f"a name is a str, not {type(name).__name__}"
+    if not name:
+        return "the name is empty"
+    if name.startswith("%"):
+        return "% starts register and special-register names only"
+    bad = sorted(set(name) - _IDENT_CHARS)
+    if bad:
+        return ("PTX identifiers hold only letters, digits, _ and $, not "
+                + " ".join(repr(c) for c in bad))
+    if name[0] in "0123456789":
+        return "a PTX identifier cannot start with a digit"
+    if name in ("_", "$"):
+        return (f"a name starting with {name} needs a letter, digit, _ or $ after it"
+                + (" (a lone _ is PTX's sink operand)" if name == "_" else ""))
+    if name in RESERVED_NAMES:
+        return f"{name} is PTX's predefined warp-size constant"
+    return None
+
+
+def legal_spelling(name) -> str:
+    """A PTX identifier close to `name`, for error messages (`name` itself when it is legal)."""
+    s = re.sub(r"[^A-Za-z0-9_$]", "_", name.lstrip("%")) if isinstance(name, str) else "x"
+    if not s or s in ("_", "$"):
+        s = (s or "") + "x"
+    if s[0] in "0123456789":
+        s = "_" + s
+    if s in RESERVED_NAMES:
+        s = s.lower()
+    return s
+
+
+def check_identifier(name, what: str) -> str:
+    """`name` when it is a legal PTX identifier; a ValidationError naming the rule and a legal spelling
+    otherwise (`what` says what the name is for: "kernel", "parameter", ...)."""
+    problem = identifier_problem(name)
+    if problem is None:
+        return name
+    raise ValidationError(f"{what} name {name!r} is not a PTX identifier: {problem}; "
+                          f"a legal spelling is {legal_spelling(name)!r}")
 
 
 @dataclass(frozen=True)

@@ -231,6 +231,10 @@ def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
                                       f"not .{t.name}")
             raise ValidationError(f"{opcode}.{mode} exists only for {', '.join('.' + x.name for x in legal)}, "
                                   f"not .{t.name}")
+    for f in flags:
+        if f in form.int_modes:  # an integer mode passed as a float flag: max(a, b, flags=("relu",))
+            raise ValidationError(f"{opcode}.{f} on integers is a mode, not a flag: write mode=\"{f}\" "
+                                  f"(flags= holds float modifiers)")
     if flags:
         raise ValidationError(f"{opcode} on integers takes no flags, got {flags}")
     return [mode] if mode is not None else []

@@ -101,6 +101,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         reqntid: the exact CTA shape (``.reqntid``); not together with `maxntid`.
         minnctapersm: CTAs per SM to plan registers for (``.minnctapersm``).
         maxnreg: a register cap per thread, 16 to 255 (``.maxnreg``).
+        explicitcluster: the kernel must be launched with clusters (``.explicitcluster``; sm_90).
+        reqnctapercluster: the exact cluster shape (``.reqnctapercluster``; sm_90); not together
+            with `maxclusterrank`.
+        maxclusterrank: the most CTAs per cluster, 1 to 16 (``.maxclusterrank``; sm_90).
 
     >>> import ptxforge as pf
     >>> k = pf.KernelBuilder("scale", target="sm_80", maxntid=256)
@@ -132,6 +136,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 raise ValidationError(
                     ".maxntid and .reqntid cannot both be given (ptxas rejects the pair): "
                     "use .reqntid for an exact CTA shape, .maxntid for an upper bound")
+            if reqnctapercluster is not None and maxclusterrank is not None:
+                raise ValidationError(
+                    ".reqnctapercluster and .maxclusterrank cannot both be given (ptxas rejects the pair): "
+                    "use .reqnctapercluster for an exact cluster shape, .maxclusterrank for an upper bound "
+                    "on CTAs per cluster")
             if maxntid is not None:
                 directives.append(("maxntid", _dims(maxntid, ".maxntid")))
             if reqntid is not None:

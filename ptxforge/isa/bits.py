@@ -310,6 +310,10 @@ class BitOps:
         if combine is None:
             self.emit(lop3(d, *srcs, lut), pred)
             return d
+        if not isinstance(combine, (tuple, list)) or len(combine) != 2 or combine[0] not in LOP3_BOOL_OPS:
+            ops = "|".join(f'"{x}"' for x in LOP3_BOOL_OPS)
+            raise ValidationError(f"lop3 combine= takes a pair ({ops}, q), q a predicate, ~predicate or True/False: "
+                                  f"e.g. combine=(\"{LOP3_BOOL_OPS[0]}\", p); got {combine!r}")
         boolop, q = combine
         if isinstance(q, bool):
             q = Imm(int(q))

@@ -303,6 +303,10 @@ class ControlOps:
         t = infer_type(type, a, b)
         if t.kind == "b" and cmp not in ("eq", "ne"):
             t = t.as_unsigned()
+        if combine and (not isinstance(combine, (tuple, list)) or len(combine) != 2 or combine[0] not in BOOL_OPS):
+            ops = "|".join(f'"{x}"' for x in BOOL_OPS)
+            raise ValidationError(f"combine= takes a pair ({ops}, c), c a predicate or ~predicate: "
+                                  f"e.g. combine=(\"{BOOL_OPS[0]}\", p); got {combine!r}")
         boolop, c = combine if combine else (None, None)
         if c is not None:
             c = self._guard(c)

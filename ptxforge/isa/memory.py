@@ -409,6 +409,10 @@ ATOM_VECTORS = {
 ATOM_TYPE_REQ = {T.bf16: Requirement(90, V("7.8")), T.bf16x2: Requirement(90, V("7.8")),
                  T.b128: Requirement(90, V("8.3"))}
 REQ_ATOM_VECTOR = Requirement(90, V("8.1"))
+#: The atom/red operations that take `.L2::cache_hint` (with a cache-policy operand): every one but cas, whose
+#: three-operand form (compare and new value) the PTX ISA gives no cache hint (ptxas: "Illegal modifier
+#: '.L2::cache_hint' for instruction 'atom'", for every cas type).
+ATOM_CACHE_HINT_OPS = tuple(op for op in ATOM_OPS if op != "cas")
 
 
 @dataclass(frozen=True)
@@ -439,7 +443,8 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         space: "global", "shared", "shared::cta" or "generic".
         reduce_only: build ``red`` (no result; not for exch and cas).
         sem: a memory order ("relaxed", "acquire", "release", "acq_rel"); scope: "cta", "cluster", "gpu", "sys".
-        policy: a 64-bit cache-policy register for ``.L2::cache_hint``.
+        policy: a 64-bit cache-policy register for ``.L2::cache_hint`` (every operation of
+            `ATOM_CACHE_HINT_OPS`: not cas).
         vec: the vector length (1: a scalar atomic).
     """
     name = "red" if reduce_only else "atom"
@@ -492,6 +497,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         req = req.merge(Requirement(80, V("7.8")))
     _policy_check(name, policy, space, sem)
     if policy is not None:
+        if op not in ATOM_CACHE_HINT_OPS:
+            raise ValidationError(f"{name}.{op} takes no .L2::cache_hint (no cache-policy operand); the operations "
+                                  "that do: " + ", ".join("." + o for o in ATOM_CACHE_HINT_OPS))
         ops.append(policy)
         req = req.merge(REQ_CACHE_HINT)
     parts = (name, *order, _space_part(space), op, "noftz" if t in ATOM_HALF_TYPES else None,

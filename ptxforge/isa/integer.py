@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_value, make
+from .operands import Reg, SpecialReg
 from .targets import BASE
 
 _PTXFORGE_INTERNAL = True
@@ -128,6 +129,12 @@ def dot(opcode, a_type, b_type, d, a, b, c, mode=None):
                 info=DotInfo(opcode, mode, a_type, b_type), mods=(mode,) if mode else ())
 
 
+def _default_dot_type(x) -> T.ScalarType:
+    """The source type dp4a/dp2a read `x` as when none is given: .s32 for a signed register, else .u32 (an
+    immediate has no register type, so its bytes read unsigned unless a_type/b_type says .s32)."""
+    return T.s32 if isinstance(x, (Reg, SpecialReg)) and x.type.kind == "s" else T.u32
+
+
 class IntegerOps:
     """Builder methods for carry chains and packed dot products.  Each returns the destination."""
 
@@ -169,10 +176,8 @@ class IntegerOps:
         return self._carry("madc", (a, b, c), type, cc, mode, dst, pred)
 
     def _dot(self, opcode, a, b, c, a_type, b_type, mode, dst, pred):
-        at = T.lookup(a_type) if a_type is not None else (a.type if hasattr(a, "type") and a.type.kind == "s"
-                                                         else T.u32)
-        bt = T.lookup(b_type) if b_type is not None else (b.type if hasattr(b, "type") and b.type.kind == "s"
-                                                         else T.u32)
+        at, bt = (T.lookup(given) if given is not None else _default_dot_type(x)
+                  for given, x in ((a_type, a), (b_type, b)))
         out = T.s32 if T.s32 in (at, bt) else T.u32
         d = self._dst(dst, out)
         self.emit(dot(opcode, at, bt, d, self._val(a, at), self._val(b, bt), self._val(c, out), mode), pred)
@@ -180,8 +185,9 @@ class IntegerOps:
 
     def dp4a(self, a, b, c, *, a_type=None, b_type=None, dst=None, pred=None):
         """`dp4a.atype.btype d, a, b, c`: c plus the four products of a's and b's bytes, each byte
-        sign- or zero-extended by its source type (default: .s32 for an .s32 register, else .u32).
-        d is .s32 when either source is signed, else .u32."""
+        sign- or zero-extended by its source type (default: .s32 for an .s32 register, else .u32: an
+        immediate's bytes read unsigned unless a_type/b_type says .s32).  Any of a, b, c may be an
+        immediate.  d is .s32 when either source is signed, else .u32."""
         return self._dot("dp4a", self._val(a), self._val(b), c, a_type, b_type, None, dst, pred)
 
     def dp2a(self, a, b, c, *, mode="lo", a_type=None, b_type=None, dst=None, pred=None):

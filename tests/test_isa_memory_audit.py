@@ -69,3 +69,33 @@ def test_atom_cas_with_a_cache_policy_is_refused_as_ptxas_refuses_it(t, target):
     assert "Illegal modifier '.L2::cache_hint'" in assembler_verdict(raw_kernel(line, target, "8.4", decls=_B128))
     k.atom("cas", p, _regs(k, t), compare=_regs(k, t), type=t)  # without the policy it is fine
     pf.assemble(k.module())
+
+
+# ------------------------------------------------------------------ .b128 at .sys scope: PTX ISA 8.4
+
+@pytest.mark.parametrize("build", [
+    lambda k, p: k.atom("exch", p, k.reg(pf.b128), scope="sys"),
+    lambda k, p: k.atom("cas", p, k.reg(pf.b128), compare=k.reg(pf.b128), scope="sys"),
+    lambda k, p: k.atom("exch", p, k.reg(pf.b128), sem="release", scope="sys"),
+    lambda k, p: k.atom("cas", k.shared_base(k.shared("s", 64, 16)), k.reg(pf.b128), compare=k.reg(pf.b128),
+                        space="shared", sem="acq_rel", scope="sys"),
+])
+def test_b128_at_system_scope_needs_ptx_8_4(build):
+    k, p = _kernel("sm_90")
+    build(k, p)
+    assert str(k.module().version) == "8.4"
+    pf.assemble(k.module())
+    k2, p2 = _kernel("sm_90")
+    build(k2, p2)
+    with pytest.raises(pf.TargetError, match="8.4"):
+        k2.module(version="8.3")
+
+
+def test_b128_at_narrower_scopes_stays_at_ptx_8_3():
+    k, p = _kernel("sm_90")
+    k.atom("exch", p, k.reg(pf.b128), scope="gpu")
+    k.atom("exch", p, k.reg(pf.b128), sem="acq_rel", scope="cluster")
+    assert str(k.module().version) == "8.3"
+    pf.assemble(k.module())
+    ptx = raw_kernel("atom.sys.global.exch.b128 %q1, [%rd0], %q2;", "sm_90", "8.3", decls=_B128)
+    assert "requires PTX ISA .version 8.4" in assembler_verdict(ptx)

@@ -38,6 +38,9 @@ REQ_CLUSTER_SCOPE = Requirement(90, V("7.8"))
 #: `.L2::cache_hint`: a 64-bit cache policy (from createpolicy) as the last operand (PTX 7.4).
 REQ_CACHE_HINT = Requirement(80, V("7.4"))
 _ORDER_SPACES = ("global", "shared", "shared::cta", "generic")
+#: A .b128 access (ld, st, atom.exch / atom.cas) at .sys scope: PTX ISA 8.4 (ptxas:
+#: "Feature '.b128 with .sys' requires PTX ISA .version 8.4 or later"); other scopes take .b128 from 8.3.
+REQ_B128_SYS = Requirement(80, V("8.4"))
 
 
 @quick_init
@@ -491,6 +494,8 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
     order, req = _order_check(name, sem, scope, space)
     if t in ATOM_TYPE_REQ:
         req = req.merge(ATOM_TYPE_REQ[t])
+    if t is T.b128 and scope == "sys":
+        req = req.merge(REQ_B128_SYS)
     if vec != 1:
         req = req.merge(REQ_ATOM_VECTOR)
     if space == "shared::cta":

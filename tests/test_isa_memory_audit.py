@@ -9,7 +9,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge.isa import types as T
-from ptxforge.isa import memory
+from ptxforge.isa import async_copy, memory
 from ptxforge.isa.memory import ATOM_HALF_TYPES, ATOM_OPS, ATOM_VECTORS
 
 from support.ptx_text import assembler_verdict, raw_kernel
@@ -99,3 +99,51 @@ def test_b128_at_narrower_scopes_stays_at_ptx_8_3():
     pf.assemble(k.module())
     ptx = raw_kernel("atom.sys.global.exch.b128 %q1, [%rd0], %q2;", "sm_90", "8.3", decls=_B128)
     assert "requires PTX ISA .version 8.4" in assembler_verdict(ptx)
+
+
+# ------------------------------------------------------------------ bulk copy sizes
+
+def _bulk_calls():
+    def copy(k, g, n):
+        k.bulk_copy(k.shared("s", 1024, 128), g, n, k.shared("mb", 8, 8))
+
+    def to_cluster(k, g, n):
+        k.bulk_copy_to_cluster(k.mapa(k.shared_base(k.shared("s", 1024, 128)), 1), k.shared("t", 1024, 128), n,
+                               k.mapa(k.shared_base(k.shared("mb", 8, 8)), 1))
+
+    def store(k, g, n):
+        k.bulk_store(g, k.shared("s", 1024, 128), n)
+
+    def prefetch(k, g, n):
+        k.bulk_prefetch(g, n)
+
+    def reduce_global(k, g, n):
+        k.bulk_reduce(g, k.shared("s", 1024, 128), n, "add", "u32")
+
+    def reduce_cluster(k, g, n):
+        k.bulk_reduce(k.mapa(k.shared_base(k.shared("s", 1024, 128)), 1), k.shared("t", 1024, 128), n, "add",
+                      "u32", mbar=k.mapa(k.shared_base(k.shared("mb", 8, 8)), 1))
+    return [copy, to_cluster, store, prefetch, reduce_global, reduce_cluster]
+
+
+@pytest.mark.parametrize("call", _bulk_calls(), ids=lambda f: f.__name__)
+def test_bulk_sizes_are_bounded_as_ptxas_bounds_them(call):
+    for n in (async_copy.BULK_SIZE_MAX + 16, 1 << 20, 1 << 32, 1 << 40):
+        k, p = _kernel("sm_90")
+        with pytest.raises(pf.ValidationError, match=rf"multiple of 16 .*16\.\.{async_copy.BULK_SIZE_MAX}\b"):
+            call(k, p, n)
+    for n in (100, 0, -16):
+        k, p = _kernel("sm_90")
+        with pytest.raises(pf.ValidationError, match="multiple of 16"):
+            call(k, p, n)
+    k, p = _kernel("sm_90")
+    call(k, p, async_copy.BULK_SIZE_MAX)
+    ptx = k.module().ptx
+    assert f"{async_copy.BULK_SIZE_MAX:#X}".replace("0X", "0x") in ptx
+    pf.assemble(k.module())
+
+
+def test_ptxas_bounds_the_bulk_size_where_the_table_says():
+    line = "cp.async.bulk.global.shared::cta.bulk_group [%rd0], [%r0], {};"
+    assert assembler_verdict(raw_kernel(line.format(async_copy.BULK_SIZE_MAX), "sm_90")) is None
+    assert "out of range" in assembler_verdict(raw_kernel(line.format(async_copy.BULK_SIZE_MAX + 16), "sm_90"))

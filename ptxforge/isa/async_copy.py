@@ -195,12 +195,19 @@ class BulkInfo:
     im2col: bool = False  # .im2col load mode: the operand after the mbarrier is the offsets vector
 
 
+#: The largest immediate byte count of a 1-D bulk copy, store, prefetch or reduction: 2^20 - 16 (ptxas: "out of
+#: range, expected to be in range [0..1048560]"; a count of 2^32 or more wraps silently).  A count is a multiple
+#: of 16; ptxforge refuses 0, which moves nothing.
+BULK_SIZE_MAX = (1 << 20) - 16
+
+
 def _bulk_size(size):
-    """A 1-D bulk copy's byte count: an immediate positive multiple of 16, or a .u32 register."""
+    """A 1-D bulk copy's byte count: an immediate multiple of 16 in 16..`BULK_SIZE_MAX`, or a .u32 register."""
     if isinstance(size, Imm) or isinstance(size, int):
         v = size.value if isinstance(size, Imm) else size
-        if v <= 0 or v % 16:
-            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes, got {v}")
+        if not 0 < v <= BULK_SIZE_MAX or v % 16:
+            raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes in "
+                                  f"16..{BULK_SIZE_MAX}, got {v}")
         return Imm(v)
     check_value(size, T.u32, "cp.async.bulk size", imm_ok=False)
     return size

@@ -5,9 +5,11 @@ ptxas 13.0, each refusal is one ptxas shares, and the interpreter runs what is n
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import ptxforge as pf
+from ptxforge import interp, u32
 from ptxforge.isa import types as T
 from ptxforge.isa import async_copy, memory
 from ptxforge.isa.memory import ATOM_HALF_TYPES, ATOM_OPS, ATOM_VECTORS
@@ -147,3 +149,32 @@ def test_ptxas_bounds_the_bulk_size_where_the_table_says():
     line = "cp.async.bulk.global.shared::cta.bulk_group [%rd0], [%r0], {};"
     assert assembler_verdict(raw_kernel(line.format(async_copy.BULK_SIZE_MAX), "sm_90")) is None
     assert "out of range" in assembler_verdict(raw_kernel(line.format(async_copy.BULK_SIZE_MAX + 16), "sm_90"))
+
+
+# ------------------------------------------------------------------ createpolicy fractions
+
+def test_createpolicy_takes_an_f32_register_fraction():
+    k, p = _kernel("sm_80")
+    frac = k.mov(0.5, type=pf.f32)
+    pol = k.createpolicy("L2::evict_last", frac)
+    k.ld(p, type=u32, policy=pol)
+    line = next(x for x in _lines(k, "createpolicy"))
+    assert line.endswith(f", {frac};"), line
+    pf.assemble(k.module())
+
+
+@pytest.mark.parametrize("reg", [pf.f64, pf.u64, pf.pred, pf.u32])
+def test_createpolicy_refuses_a_fraction_register_of_another_type(reg):
+    k, _ = _kernel("sm_80")
+    with pytest.raises(pf.ValidationError, match=r"createpolicy fraction.*\.f32"):
+        k.createpolicy("L2::evict_last", k.reg(reg))
+
+
+def test_createpolicy_register_fraction_runs_on_the_interpreter():
+    k = pf.KernelBuilder("pol", target="sm_80")
+    out = k.param_ptr("out", u32)
+    pol = k.createpolicy("L2::evict_first", k.mov(0.25, type=pf.f32))
+    k.st(out, k.add(k.ld(out, type=u32, policy=pol), 1), type=u32, policy=pol)
+    buf = np.array([41], np.uint32)
+    interp.run(k.module(), grid=1, block=1, args=[buf])
+    assert buf[0] == 42

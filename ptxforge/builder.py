@@ -177,6 +177,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.directives = directives
         self.params: list[Param] = []
         self._names: set[str] = set()  # params, shared symbols: one namespace
+        self._decl_locs: dict = {}  # name -> the Python line that declared it
         self._regs: dict[str, Reg] = {}
         self._counters: dict[str, int] = {}
         self._shared: list[Symbol] = []
@@ -410,6 +411,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if name in self._names:
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
         self._names.add(name)
+        self._decl_locs[name] = caller_loc()
 
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
         """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param).
@@ -661,10 +663,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         regs = tuple(r for n, r in self._regs.items() if n in used)
         args = (self.name, self.target, tuple(self.params), tuple(self.directives), regs,
                 tuple(self._shared), tuple(self._extern), tuple(self._body), self.id, self.loc, tuple(self._notes))
+        decl_locs = tuple((n, loc) for n, loc in self._decl_locs.items() if loc is not None)
         if self.kind == "entry" and not (self._locals or self._module_vars or self._callees):
-            self._kernel = Kernel(*args)
+            self._kernel = Kernel(*args, decl_locs=decl_locs)
         else:  # a device function, or a kernel with variables or calls (ptxforge.functions)
-            self._kernel = Function(*args, kind=self.kind, returns=tuple(self._results),
+            self._kernel = Function(*args, decl_locs=decl_locs, kind=self.kind, returns=tuple(self._results),
                                     linkage=self._linkage(), variables=tuple(self._locals),
                                     callees=tuple(self._callees), module_variables=tuple(self._module_vars.values()))
         return self._kernel

@@ -8,7 +8,7 @@ consumer can read a kernel without importing the builder.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import SourceLoc, ValidationError
 from .isa.instruction import Instruction
@@ -141,6 +141,16 @@ class Kernel:
     owner: int
     loc: SourceLoc | None = None
     notes: tuple = ()  # (key, value) facts a schedule wants in the listing header
+    #: (name, SourceLoc) of each parameter, shared array and other named declaration: the Python line that
+    #: declared it (the builder records them; a kernel read from PTX has none)
+    decl_locs: tuple = field(default=(), compare=False, repr=False)
+
+    def decl_loc(self, name: str) -> SourceLoc | None:
+        """The Python line that declared the parameter, shared array or local array `name`; None when unknown."""
+        for n, loc in self.decl_locs:
+            if n == name:
+                return loc
+        return None
 
     @property
     def instructions(self):

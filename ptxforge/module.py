@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ._version import __version__
 from .errors import TargetError, ValidationError
@@ -28,10 +28,22 @@ class Rendered:
         text: the PTX source.
         version: the ``.version`` it was rendered at.
         line_map: 1-based PTX line -> (Instruction, kernel name).
+        decl_map: 1-based PTX line -> (SourceLoc, kernel name) for the lines that declare something: a
+            kernel's header and directives (the line that made the builder), its parameters, shared
+            and local arrays (the line that declared each).
     """
     text: str
     version: PtxVersion
     line_map: dict  # 1-based PTX line -> (Instruction, kernel name)
+    decl_map: dict = field(default_factory=dict)  # 1-based PTX line -> (SourceLoc, kernel name)
+
+    def loc_at(self, line: int):
+        """The Python line that emitted or declared what PTX line `line` (1-based) holds, or None."""
+        hit = self.line_map.get(line)
+        if hit is not None:
+            return hit[0].loc
+        hit = self.decl_map.get(line)
+        return hit[0] if hit else None
 
     def instruction_at(self, line: int):
         """The `Instruction` rendered on PTX line `line` (1-based), or None for a directive, label or blank line.
@@ -134,24 +146,30 @@ class Module:
             ".address_size 64",
         ]
         line_map: dict = {}
+        decl_map: dict = {}
         externs = {}
+        extern_locs = {}
         for k in self.kernels:
             for s in k.extern_shared:
                 prev = externs.get(s.name)
                 externs[s.name] = max(prev, s.align) if prev else s.align
+                if extern_locs.get(s.name) is None:
+                    extern_locs[s.name] = (_decl_loc(k, s.name), k.name)
         if externs:
             lines.append("")
             lines.append("// dynamic shared memory: every .extern .shared array aliases the same base")
             for name, align in externs.items():
                 lines.append(f".extern .shared .align {align} .b8 {name}[];")
+                if extern_locs[name][0] is not None:
+                    decl_map[len(lines)] = extern_locs[name]
         if self.declarations:
             lines.append("")
             lines.extend(d.render() for d in self.declarations)
         for k in self.kernels:
             lines.append("")
-            _render_kernel(k, lines, line_map)
+            _render_kernel(k, lines, line_map, decl_map)
         text = "\n".join(lines) + "\n"
-        r = Rendered(text, v, line_map)
+        r = Rendered(text, v, line_map, decl_map)
         self._cache[key] = r
         return r
 
@@ -213,37 +231,53 @@ class Module:
         return "\n".join(out) + "\n"
 
     def describe_line(self, line: int, version=None) -> str:
-        """'PTX line N: <text>  (emitted at file.py:L: code)' for error messages."""
+        """'PTX line N: <text>  (emitted at file.py:L: code)' for error messages: the Python line that emitted the
+        instruction, or that declared the kernel, parameter or array the line declares."""
         r = self.render(version)
         text_lines = r.text.splitlines()
         text = text_lines[line - 1].strip() if 0 < line <= len(text_lines) else "?"
-        hit = r.line_map.get(line)
+        loc = r.loc_at(line)
         where = ""
-        if hit is not None and hit[0].loc is not None:
-            loc = hit[0].loc
+        if loc is not None:
             code = loc.code
             where = f"\n    emitted at {loc}" + (f": {code}" if code else "")
         return f"PTX line {line}: {text}{where}"
 
 
-def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
+def _decl_loc(k: Kernel, name: str):
+    """The Python line that declared `name` in `k`, if the kernel records one (a parsed kernel does not)."""
+    find = getattr(k, "decl_loc", None)
+    return find(name) if find is not None else None
+
+
+def _render_kernel(k: Kernel, lines: list, line_map: dict, decl_map: dict) -> None:
+    name = k.name
+
+    def declared(loc):  # the line just appended declares something made at `loc`
+        if loc is not None:
+            decl_map[len(lines)] = (loc, name)
+
     for key, value in k.notes:
         lines.append(f"// {k.name}: {key} = {value}")
     header = getattr(k, "header", None) or f".visible .entry {k.name}"
     if k.params:
         lines.append(f"{header}(")
+        declared(k.loc)
         for i, p in enumerate(k.params):
             lines.append(f"{_INDENT}{p.render()}{',' if i + 1 < len(k.params) else ''}")
+            declared(_decl_loc(k, p.name))
         lines.append(")")
     else:
         lines.append(f"{header}()")
-    for key, val in k.directives:
+        declared(k.loc)
+    for key, val in k.directives:  # given to the builder's constructor (FunctionBuilder's .noreturn too)
         if val is None:  # a flag directive (.explicitcluster)
             lines.append(f".{key}")
         elif isinstance(val, tuple):
             lines.append(f".{key} {', '.join(str(x) for x in val)}")
         else:
             lines.append(f".{key} {val}" if val != "" else f".{key}")
+        declared(k.loc)
     lines.append("{")
     groups: dict = {}
     for r in k.registers:
@@ -253,10 +287,11 @@ def _render_kernel(k: Kernel, lines: list, line_map: dict) -> None:
             lines.append(f"{_INDENT}.reg .{tname} {', '.join(names[i:i + 12])};")
     for s in k.shared:
         lines.append(f"{_INDENT}.shared .align {s.align} .b8 {s.name}[{s.nbytes}];")
+        declared(_decl_loc(k, s.name))
     for v in getattr(k, "variables", ()):
         lines.append(_INDENT + v.render())
+        declared(_decl_loc(k, v.name))
     lines.append("")
-    name = k.name
     for item in k.body:
         if type(item) is Instruction or isinstance(item, Instruction):
             lines.append(_INDENT + item.render())

@@ -12,7 +12,8 @@ exactly too (`rounding.fma_f64`).  Half types compute in float64 and round once.
 instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute the exact function and round it: they
 agree with a GPU to within the instruction's ulp bound, not bit for bit.  The directed rounding
 modes (.rz/.rm/.rp) of add, sub, mul, fma/mad, div, rcp and sqrt round the exact result once in
-that mode (`rounding.directed`), with IEEE 754's overflow and signed-zero rules.
+that mode (`rounding.directed`), with IEEE 754's overflow and signed-zero rules.  fma.oob (sm_90) is
+refused (InterpUnsupported): which NaN bit patterns it zeroes is not in the PTX ISA.
 """
 
 from __future__ import annotations
@@ -72,10 +73,18 @@ def _int_mul24(t, mode):
 
 
 def _mad24(op, t, mode, put, reads):
-    """mad24: the mul24 product (bits 31..0 or 47..16) plus c, wrapping."""
+    """mad24: the mul24 product (bits 31..0 or 47..16) plus c, wrapping (.hi.sat.s32: clamped)."""
     ra, rb, rc = reads
     mul = _int_mul24(t, mode)
+    if "sat" in op.ins.mods:
+        return lambda S, m: put(S, _clamp_s32(mul(ra(S), rb(S)), rc(S)), m)
     return lambda S, m: put(S, mul(ra(S), rb(S)) + rc(S), m)
+
+
+def _clamp_s32(x, y):
+    """x + y for .s32 arrays, clamped to the .s32 range instead of wrapping (the .sat of mad.hi / mad24.hi)."""
+    total = np.asarray(x).astype(np.int64) + np.asarray(y).astype(np.int64)
+    return np.clip(total, -2 ** 31, 2 ** 31 - 1).astype(np.int32)
 
 
 def _min_max(fn):
@@ -181,6 +190,11 @@ def make_arith(P, op):
     opname = ins.opcode
     t = ins.type
     srcs = ins.operands[1:]
+    if "oob" in ins.mods:
+        # fma.oob zeroes a lane whose input is the "OOB NaN" of a tensor copy's out-of-bounds fill; the PTX ISA
+        # does not give that NaN's bits, nor whether another NaN counts
+        raise InterpUnsupported(f"{opname}.oob is not modelled: the PTX ISA does not say which NaN bit patterns "
+                                "it zeroes", ins)
     if t.is_float:
         return _make_float(P, op, opname, t, set(ins.mods), srcs)
     if t.lanes == 2:
@@ -226,8 +240,11 @@ def _binary(fn_for):
 
 
 def _mad(op, t, mode, put, reads):
+    """mad: the product's half (or the whole .wide product) plus c, wrapping (.hi.sat.s32: clamped)."""
     ra, rb, rc = reads
     mul = _int_mul(t, mode)
+    if "sat" in op.ins.mods:
+        return lambda S, m: put(S, _clamp_s32(mul(ra(S), rb(S)), rc(S)), m)
 
     def mad(S, m):
         put(S, mul(ra(S), rb(S)) + rc(S), m)

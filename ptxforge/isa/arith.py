@@ -50,6 +50,10 @@ class ArithForm:
             min/max: sm_86 and PTX ISA 7.2).
         mode_req: by integer mode, what the mode needs (min/max .relu: sm_90, PTX ISA 8.0).
         exclusive: pairs of float flags that may not be written together (fma .sat and .relu).
+        int_flags: by integer flag, the (modes, types) it goes with: `mad.hi.sat.s32` is the only
+            saturating mad (flags=("sat",) with mode="hi" on .s32).
+        flag_modes: by float flag, the rounding modes it goes with where not every mode of the type
+            (fma .oob: .rn only).
     """
 
     opcode: str
@@ -67,6 +71,8 @@ class ArithForm:
     flag_req: dict = field(default_factory=dict)
     mode_req: dict = field(default_factory=dict)
     exclusive: tuple = ()
+    int_flags: dict = field(default_factory=dict)
+    flag_modes: dict = field(default_factory=dict)
 
     def int_modes_for(self, t: T.ScalarType) -> tuple:
         """The integer modes legal with integer type `t`, plus None when a mode may be left out."""
@@ -98,6 +104,7 @@ ROUND = ("rn", "rz", "rm", "rp")
 _NARROW = (T.u16, T.u32, T.s16, T.s32)  # sources .wide doubles
 _INT_MUL = dict(int_modes=("lo", "hi", "wide"), int_mode_default="lo", mode_types={"wide": _NARROW})
 _INT_SAT = dict(int_modes=("sat",), mode_types={"sat": (T.s32,)})
+_HI_SAT = {"sat": (("hi",), (T.s32,))}  # mad.hi.sat.s32, mad24.hi.sat.s32: the high half plus c, clamped
 _BF16_SM90 = {t: Requirement(90, V("7.8")) for t in (T.bf16, T.bf16x2)}
 _X2_SM90 = {t: Requirement(90, V("8.0")) for t in INT_X2}
 
@@ -119,11 +126,15 @@ ARITH = {
                      type_req={**_BF16_SM90, **_X2_SM90}),
     "sub": ArithForm("sub", INT + FLT + HALF, 2, **_INT_SAT, float_mods=_SAME_ADD, type_req=_BF16_SM90),
     "mul": ArithForm("mul", INT + FLT + HALF, 2, **_INT_MUL, float_mods=_SAME_ADD, type_req=_BF16_SM90),
-    "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn",
+    "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn", int_flags=_HI_SAT,
                      float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())}),
-    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn", exclusive=(("sat", "relu"),),
+    # .oob (sm_90, PTX ISA 8.1): fma.rn.oob{.relu} on the half types, +0 where an input is the OOB NaN a tensor
+    # copy fills out-of-bounds elements with
+    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn",
+                     exclusive=(("sat", "relu"), ("oob", "ftz"), ("oob", "sat")),
                      float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()),
-                                 "f16": (("rn",), ("ftz", "sat", "relu")), "bf16": (ROUND, ("relu",))}),
+                                 "f16": (("rn",), ("ftz", "sat", "relu", "oob")), "bf16": (ROUND, ("relu", "oob"))},
+                     flag_req={"oob": Requirement(90, V("8.1"))}, flag_modes={"oob": ("rn",)}),
     "div": ArithForm("div", INT + FLT, 2, float_default="rn",
                      float_mods={"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())}),
     "rem": ArithForm("rem", INT, 2),
@@ -146,9 +157,11 @@ ARITH = {
     "mul24": ArithForm("mul24", (T.u32, T.s32), 2, int_modes=("lo", "hi"), int_mode_default="lo", doc="""\
         `mul24.{lo,hi}.{u32,s32} d, a, b`: the 48-bit product of the low 24 bits of a and b (sign-
         extended for .s32); .lo (default) returns its bits 31..0, .hi its bits 47..16."""),
-    "mad24": ArithForm("mad24", (T.u32, T.s32), 3, int_modes=("lo", "hi"), int_mode_default="lo", doc="""\
-        `mad24.{lo,hi}.{u32,s32} d, a, b, c`: the 48-bit product of the low 24 bits of a and b (sign-
-        extended for .s32), bits 31..0 (.lo, default) or 47..16 (.hi) of it, plus c (wrapping)."""),
+    "mad24": ArithForm("mad24", (T.u32, T.s32), 3, int_modes=("lo", "hi"), int_mode_default="lo", int_flags=_HI_SAT,
+                       doc="""\
+        `mad24.{lo,hi}{.sat}.{u32,s32} d, a, b, c`: the 48-bit product of the low 24 bits of a and b (sign-
+        extended for .s32), bits 31..0 (.lo, default) or 47..16 (.hi) of it, plus c (wrapping; with
+        mode="hi", flags=("sat",) on .s32 clamped to the .s32 range: mad24.hi.sat.s32)."""),
     "tanh": ArithForm("tanh", (T.f32,) + HALF, 1, float_default="approx", type_req=_BF16_90,
                       float_mods={"f32": (("approx",), ()), "f16": (("approx",), ()), "bf16": (("approx",), ())},
                       doc="""\
@@ -185,7 +198,7 @@ def _either(modes) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
 
 
-_FLAG_ORDER = ("ftz", "sat", "relu", "NaN", "xorsign.abs")
+_FLAG_ORDER = ("ftz", "sat", "oob", "relu", "NaN", "xorsign.abs")
 
 
 def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
@@ -212,11 +225,18 @@ def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
     for x, y in form.exclusive:
         if x in flags and y in flags:
             raise ValidationError(f"{opcode}.{t.name}: .{x} and .{y} cannot be combined; pick one")
+    for f in flags:
+        with_modes = form.flag_modes.get(f)
+        if with_modes is not None and mode not in with_modes:
+            raise ValidationError(f"{opcode}.{f}.{t.name} exists only with {_either(with_modes)}, not .{mode}")
     flags = tuple(f for f in _FLAG_ORDER if f in flags)  # PTX order
     return [m for m in ((mode,) if mode else ()) + flags]
 
 
 def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
+    if isinstance(mode, str) and "." in mode:  # the PTX spelling of a mode and its flags: mode="hi.sat"
+        mode, *more = mode.split(".")
+        flags = tuple(more) + flags
     if mode is None:
         mode = form.int_mode_default
     if mode is not None:
@@ -232,12 +252,22 @@ def _int_mods(form: ArithForm, opcode, t, mode, flags) -> list:
             raise ValidationError(f"{opcode}.{mode} exists only for {', '.join('.' + x.name for x in legal)}, "
                                   f"not .{t.name}")
     for f in flags:
-        if f in form.int_modes:  # an integer mode passed as a float flag: max(a, b, flags=("relu",))
+        rule = form.int_flags.get(f)
+        if rule is None and f in form.int_modes:  # an integer mode passed as a flag: max(a, b, flags=("relu",))
             raise ValidationError(f"{opcode}.{f} on integers is a mode, not a flag: write mode=\"{f}\" "
                                   f"(flags= holds float modifiers)")
-    if flags:
-        raise ValidationError(f"{opcode} on integers takes no flags, got {flags}")
-    return [mode] if mode is not None else []
+        if rule is None:
+            raise ValidationError(f"{opcode} on integers takes no flags, got {flags}" if not form.int_flags else
+                                  f"{opcode}.{t.name} does not take .{f}; integer flags: "
+                                  + ", ".join("." + x for x in form.int_flags))
+        modes, types = rule
+        if mode not in modes or t not in types:
+            forms = " or ".join(f"{opcode}.{m}.{f}.{x.name}" for m in modes for x in types)
+            raise ValidationError(f"{opcode}: .{f} exists only as {forms} (mode=\"{modes[0]}\", "
+                                  f"flags=(\"{f}\",)), not with .{mode} on .{t.name}")
+    if len(set(flags)) != len(flags):
+        raise ValidationError(f"{opcode}.{t.name}: repeated modifier in {flags}")
+    return ([mode] if mode is not None else []) + list(flags)
 
 
 def arith(opcode: str, t: T.ScalarType, d, srcs, mode=None, flags=()):
@@ -332,14 +362,17 @@ class ArithOps:
         return self._arith("mul", (a, b), type, mode, dst, pred, flags)
 
     def mad(self, a, b, c, *, type=None, mode=None, flags=(), dst=None, pred=None):
-        """a*b + c.  Integers: mode 'lo' (default), 'hi' or 'wide' (c and d are double width)."""
+        """a*b + c.  Integers: mode 'lo' (default), 'hi' or 'wide' (c and d are double width); on .s32,
+        mode='hi' with flags=('sat',) clamps the sum to the .s32 range (`mad.hi.sat.s32`)."""
         return self._arith("mad", (a, b, c), type, mode, dst, pred, flags)
 
     def fma(self, a, b, c, *, type=None, mode=None, flags=(), dst=None, pred=None):
         """`fma.rnd.type d, a, b, c`: d = a * b + c with one rounding; returns d.
 
         Floats only (.f32 .f64 and the half types); PTX requires a rounding mode, ``rn`` unless `mode` says
-        otherwise. Keywords as for every `ArithOps` method (type, mode, flags, dst, pred).
+        otherwise. On the half types (sm_90) ``flags=("oob",)`` (with ``"relu"`` or alone, ``.rn`` only)
+        gives ``fma.rn.oob{.relu}``: +0 where an input is the NaN a tensor copy fills out-of-bounds
+        elements with. Keywords as for every `ArithOps` method (type, mode, flags, dst, pred).
         """
         return self._arith("fma", (a, b, c), type, mode, dst, pred, flags)
 
@@ -438,7 +471,7 @@ def _row_method(form: ArithForm):
     params += [P("type", P.KEYWORD_ONLY, default=None)]
     if form.takes_mode:
         params.append(P("mode", P.KEYWORD_ONLY, default=None))
-    if form.float_mods:
+    if form.float_mods or form.int_flags:
         params.append(P("flags", P.KEYWORD_ONLY, default=()))
     params += [P("dst", P.KEYWORD_ONLY, default=None), P("pred", P.KEYWORD_ONLY, default=None)]
     method.__signature__ = inspect.Signature(params)

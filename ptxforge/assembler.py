@@ -270,6 +270,9 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     """Assemble a Module (or PTX text, a str) to a cubin for `arch` (default: the module's target); anything else
     is an AssemblyError naming what it got.
 
+    `version` writes a Module at that `.version` (default: the least that covers it, within what the
+    backend accepts); one below what the module needs is a TargetError naming what needs more.
+
     Returns an AssemblyResult with per-kernel resource usage.  Raises AssemblyError with the
     assembler's messages mapped to PTX lines and, for Modules, to the Python lines that emitted them;
     ToolchainError when the assembler crashed, ran past `timeout` seconds (ptxas; default

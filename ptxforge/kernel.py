@@ -159,20 +159,27 @@ class Kernel:
 
     def requirements(self):
         """(Requirement, what) pairs for the version computation."""
+        for req, what, _ in self.located_requirements():
+            yield req, what
+
+    def located_requirements(self):
+        """(Requirement, what, SourceLoc | None) triples: each requirement with the Python line behind it (the
+        instruction's, the builder call that gave a directive or declared a parameter)."""
         for ins in self.body:
             if isinstance(ins, Instruction) and ins.req is not BASE and ins.req.min_ptx > _BASE_PTX:
-                yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})"
+                yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})", ins.loc
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:
-                yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})"
+                yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})", self.loc
         wide = next((r for r in self.registers if r.type.bits == 128), None)
         if wide is not None:
-            yield _B128_REQ, f".reg .b128 %{wide.name} (kernel {self.name})"
+            loc = next((i.loc for i in self.body if isinstance(i, Instruction) and wide in i.registers()), None)
+            yield _B128_REQ, f".reg .b128 %{wide.name} (kernel {self.name})", loc
         wide = next((p for p in self.params if p.nbytes is None and p.type.bits == 128), None)
         if wide is not None:
-            yield _B128_REQ, f".param .b128 {wide.name} (kernel {self.name})"
+            yield _B128_REQ, f".param .b128 {wide.name} (kernel {self.name})", self.decl_loc(wide.name)
         if self.param_bytes > PARAM_BYTES_BASE:
-            yield _BIG_PARAMS_REQ, f"{self.param_bytes} bytes of parameters (kernel {self.name})"
+            yield _BIG_PARAMS_REQ, f"{self.param_bytes} bytes of parameters (kernel {self.name})", self.loc
 
     @property
     def param_bytes(self) -> int:

@@ -157,6 +157,7 @@ def _float_forms():
             out.append(MmaForm("m16n8k32", a, b, T.f32, T.f32, 4, 2, 4, Requirement(89, V("8.4"))))
             out.append(MmaForm("m16n8k32", a, b, T.f16, T.f16, 4, 2, 2, Requirement(89, V("8.7"))))
             out.append(MmaForm("m16n8k16", a, b, T.f32, T.f32, 2, 1, 4, Requirement(89, V("8.7"))))
+            out.append(MmaForm("m16n8k16", a, b, T.f16, T.f16, 2, 1, 2, Requirement(89, V("8.7"))))
     return out
 
 

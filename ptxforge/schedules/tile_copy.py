@@ -19,6 +19,7 @@ arrive on "empty"); no CTA-wide barrier in the loop.
 
 from __future__ import annotations
 
+import numbers
 import re
 from dataclasses import dataclass, field
 
@@ -59,7 +60,8 @@ class TileCopy:
     tile_cols defaults to 256 bytes of elements.  src/dst_row_stride_bytes default to the packed
     row length.  ctas_per_sm sizes the grid: min(tiles, SMs * ctas_per_sm) CTAs walk the tiles.
     target: the PTX target, stored as a `Target` (a name such as "sm_90" is parsed once, here); its
-    `limits` bound the shared memory.
+    `limits` bound the shared memory.  The integer parameters take Python or numpy integers (stored as
+    int); bools and floats are refused.
     """
 
     rows: int
@@ -84,9 +86,10 @@ class TileCopy:
         if self.tile_cols is None:
             set_("tile_cols", DEFAULT_TILE_ROW_BYTES * 8 // t.bits)
         for name in ("rows", "cols", "tile_rows", "tile_cols", "threads", "stages", "ctas_per_sm"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise ValidationError(f"TileCopy.{name} must be a positive int, got {v!r}")
+            v = _integer(getattr(self, name), f"TileCopy.{name}", "a positive integer")
+            if v < 1:
+                raise ValidationError(f"TileCopy.{name} must be a positive integer, got {v!r}")
+            set_(name, v)
         if self.rows >= 2**31 or self.cols >= 2**31:
             raise ValidationError(f"TileCopy handles matrices below 2**31 rows and columns, got {self.rows}x{self.cols}")
         if (self.tile_cols * t.bits) % 8:
@@ -133,8 +136,10 @@ class TileCopy:
                     f"rows of {self.cols} .{t.name} values are {bits / 8:g} bytes, so packed rows would start "
                     f"inside a byte; give {name} (whole bytes, at least {self.row_bytes}) to pad each row")
             return bits // 8
-        if not isinstance(stride, int) or stride < self.row_bytes:
-            raise ValidationError(f"{name} must be an int of at least the row's {self.row_bytes} bytes, got {stride!r}")
+        stride = _integer(stride, name, f"an integer of at least the row's {self.row_bytes} bytes")
+        if stride < self.row_bytes:
+            raise ValidationError(f"{name} must be an integer of at least the row's {self.row_bytes} bytes, "
+                                  f"got {stride!r}")
         if stride % self.itemsize:
             raise ValidationError(f"{name} {stride} is not a multiple of the {self.itemsize}-byte element size")
         if stride >= 2**32:
@@ -371,6 +376,13 @@ class TileCopy:
         if isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer)) or ctas < 1:
             raise ValidationError(f"ctas must be a positive int, got {ctas!r}")
         return (min(grid[0], int(ctas)), 1, 1)
+
+
+def _integer(v, name, what) -> int:
+    """`v` as an int when it is a Python or numpy integer; bools, floats and anything else are refused."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+        raise ValidationError(f"{name} must be {what} (a Python or numpy integer), got {v!r} ({type(v).__name__})")
+    return int(v)
 
 
 def _check_device_array(a, nbytes, what):

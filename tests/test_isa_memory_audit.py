@@ -81,6 +81,8 @@ def test_atom_cas_with_a_cache_policy_is_refused_as_ptxas_refuses_it(t, target):
     lambda k, p: k.atom("exch", p, k.reg(pf.b128), sem="release", scope="sys"),
     lambda k, p: k.atom("cas", k.shared_base(k.shared("s", 64, 16)), k.reg(pf.b128), compare=k.reg(pf.b128),
                         space="shared", sem="acq_rel", scope="sys"),
+    lambda k, p: k.ld(p, type=pf.b128, sem="acquire", scope="sys"),
+    lambda k, p: k.st(p, k.reg(pf.b128), sem="relaxed", scope="sys"),
 ])
 def test_b128_at_system_scope_needs_ptx_8_4(build):
     k, p = _kernel("sm_90")
@@ -178,3 +180,106 @@ def test_createpolicy_register_fraction_runs_on_the_interpreter():
     buf = np.array([41], np.uint32)
     interp.run(k.module(), grid=1, block=1, args=[buf])
     assert buf[0] == 42
+
+
+# ------------------------------------------------------------------ memory orders on .shared::cluster
+
+def test_memory_orders_on_shared_cluster_assemble():
+    k = pf.KernelBuilder("dsmem", target="sm_90", reqnctapercluster=(2, 1, 1))
+    peer = k.mapa(k.shared_base(k.shared("box", 64, 16)), 1)
+    v = k.ld(peer, type=u32, space="shared::cluster", sem="acquire", scope="cluster")
+    k.ld(peer, type=u32, space="shared::cluster", sem="relaxed", scope="gpu")
+    k.ld(peer, type=u32, space="shared::cluster", sem="volatile")
+    k.st(peer, v, type=u32, space="shared::cluster", sem="release", scope="cluster")
+    k.st(peer, v, type=u32, space="shared::cluster", sem="relaxed", scope="cta")
+    k.ld(peer, type=pf.b128, space="shared::cluster", sem="acquire", scope="cluster")
+    ptx = k.module().ptx
+    for want in ("ld.acquire.cluster.shared::cluster.u32", "st.release.cluster.shared::cluster.u32",
+                 "ld.volatile.shared::cluster.u32", "ld.acquire.cluster.shared::cluster.b128"):
+        assert want in ptx, want
+    pf.assemble(k.module())
+    k2 = pf.KernelBuilder("dsmem80", target="sm_80")
+    with pytest.raises(pf.TargetError, match="sm_90"):
+        k2.ld(k2.reg(u32), type=u32, space="shared::cluster", sem="acquire", scope="cta")
+
+
+def test_memory_orders_stay_refused_on_local_param_and_const():
+    k, p = _kernel("sm_90")
+    for space in ("local", "param", "const"):
+        with pytest.raises(pf.ValidationError, match=r"\.shared::cluster"):
+            k.ld(k.reg(pf.u64), type=u32, space=space, sem="relaxed", scope="gpu")
+    assert "cannot be applied to '.local'" in assembler_verdict(
+        raw_kernel("ld.relaxed.gpu.local.u32 %r2, [%rd0];", "sm_90"))
+
+
+# ------------------------------------------------------------------ ld.volatile with an L2 prefetch size
+
+@pytest.mark.parametrize("size", ["L2::64B", "L2::128B", "L2::256B"])
+def test_volatile_loads_take_an_l2_prefetch_size(size):
+    k, p = _kernel("sm_80")
+    k.ld(p, type=u32, sem="volatile", hints=(size,))
+    k.ld(p, type=u32, space="generic", sem="volatile", hints=(size,), vec=4)
+    assert f"ld.volatile.global.{size}.u32" in k.module().ptx
+    assert str(k.module().version) == "7.4"
+    pf.assemble(k.module())
+
+
+@pytest.mark.parametrize("build", [
+    lambda k, p: k.ld(p, type=u32, sem="volatile", hints=("L1::evict_last",)),
+    lambda k, p: k.st(p, k.reg(u32), sem="volatile", hints=("L1::no_allocate",)),
+    lambda k, p: k.ld(p, type=u32, sem="volatile", policy=k.createpolicy()),
+])
+def test_volatile_accesses_take_no_eviction_priority_or_cache_policy(build):
+    k, p = _kernel("sm_80")
+    with pytest.raises(pf.ValidationError, match="volatile"):
+        build(k, p)
+    assert "cannot be combined with modifier '.volatile'" in assembler_verdict(
+        raw_kernel("ld.volatile.global.L1::evict_last.u32 %r2, [%rd0];", "sm_80", "7.4"))
+
+
+def test_volatile_load_with_a_prefetch_size_runs_on_the_interpreter():
+    k = pf.KernelBuilder("vol", target="sm_80")
+    out = k.param_ptr("out", u32)
+    v = k.ld(out, type=u32, sem="volatile", hints=("L2::128B",))
+    k.st(out, k.add(v, 1), type=u32, offset=4)
+    buf = np.array([7, 0], np.uint32)
+    interp.run(k.module(), grid=1, block=1, args=[buf])
+    assert list(buf) == [7, 8]
+
+
+# ------------------------------------------------------------------ ordered .b128 loads and stores
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_ordered_b128_loads_and_stores_assemble(target):
+    k, p = _kernel(target)
+    q = k.ld(p, type=pf.b128, sem="relaxed", scope="gpu")
+    k.st(p, q, sem="release", scope="gpu", offset=16)
+    k.ld(p, type=pf.b128, sem="volatile", offset=32)
+    k.st(p, q, sem="volatile", offset=48)
+    sh = k.shared_base(k.shared("s", 64, 16))
+    k.ld(sh, type=pf.b128, space="shared", sem="acquire", scope="cta")
+    ptx = k.module().ptx
+    for want in ("ld.relaxed.gpu.global.b128", "st.release.gpu.global.b128", "ld.volatile.global.b128",
+                 "ld.acquire.cta.shared.b128"):
+        assert want in ptx, want
+    assert str(k.module().version) == "8.3"
+    pf.assemble(k.module())
+
+
+def test_ordered_b128_accesses_run_on_the_interpreter():
+    """Thread 0 copies 16 bytes with ld.relaxed.gpu.b128 and st.release.gpu.b128, and 16 more with the .volatile
+    forms."""
+    k = pf.KernelBuilder("b128_order", target="sm_90", reqntid=32)
+    src = k.param_ptr("src", u32)
+    dst = k.param_ptr("dst", u32)
+    lead = k.setp("eq", k.tid(), 0)
+    k.st(dst, k.ld(src, type=pf.b128, sem="relaxed", scope="gpu", pred=lead), sem="release", scope="gpu",
+         pred=lead)
+    k.st(dst, k.ld(src, type=pf.b128, sem="volatile", offset=16, pred=lead), sem="volatile", offset=16, pred=lead)
+    m = k.module()
+    pf.assemble(m)
+    a = np.arange(8, dtype=np.uint32) + 11
+    b = np.zeros(8, np.uint32)
+    r = interp.run(m, grid=1, block=32, args=[a, b], check=False)
+    assert not r.findings, [str(f) for f in r.findings]
+    np.testing.assert_array_equal(b, a)

@@ -30,14 +30,17 @@ EVICT = ("L1::evict_normal", "L1::evict_unchanged", "L1::evict_first", "L1::evic
 
 #: Memory-consistency qualifiers by instruction: `.volatile` (no scope), or a memory order
 #: that needs a scope (`ld.acquire.gpu`, `st.release.sys`, `atom.acq_rel.cta`).  They apply to
-#: .global, .shared and generic addresses only, and not together with cache operators or .nc.
+#: the spaces of `ORDER_SPACES` only, and not together with cache operators or .nc; .volatile takes
+#: no L1 eviction priority and no cache policy, and ld.volatile takes an L2 prefetch size.
 MEM_SEMANTICS = {"ld": ("volatile", "relaxed", "acquire"), "st": ("volatile", "relaxed", "release"),
                  "atom": ("relaxed", "acquire", "release", "acq_rel"), "red": ("relaxed", "release")}
 SCOPES = ("cta", "cluster", "gpu", "sys")
 REQ_CLUSTER_SCOPE = Requirement(90, V("7.8"))
 #: `.L2::cache_hint`: a 64-bit cache policy (from createpolicy) as the last operand (PTX 7.4).
 REQ_CACHE_HINT = Requirement(80, V("7.4"))
-_ORDER_SPACES = ("global", "shared", "shared::cta", "generic")
+#: The state spaces a memory order (.volatile, .relaxed, .acquire, .release) may name: not .local, .param or
+#: .const.  .shared::cluster (another CTA's shared memory, an address from mapa) is sm_90 (`_mem_req`).
+ORDER_SPACES = ("global", "shared", "shared::cta", "shared::cluster", "generic")
 #: A .b128 access (ld, st, atom.exch / atom.cas) at .sys scope: PTX ISA 8.4 (ptxas:
 #: "Feature '.b128 with .sys' requires PTX ISA .version 8.4 or later"); other scopes take .b128 from 8.3.
 REQ_B128_SYS = Requirement(80, V("8.4"))
@@ -64,30 +67,40 @@ class MemInfo:
 
 
 def _order_check(name, sem, scope, space, *, cop=None, nc=False, hints=(), t=None):
-    """The memory-order qualifier parts (`volatile` / `relaxed`, `gpu`) and their requirement."""
+    """The memory-order qualifier parts (`volatile` / `relaxed`, `gpu`) and their requirement (`t`: the type, for
+    .b128 at .sys scope)."""
     if sem is None:
         if scope is not None and name in ("ld", "st"):
             raise ValidationError(f"{name}.{scope}: a scope needs a memory order (sem='relaxed', 'acquire', ...)")
         if scope is not None and scope not in SCOPES:
             raise ValidationError(f"{name} scope must be one of {SCOPES}, got {scope!r}")
-        return (None, scope), REQ_CLUSTER_SCOPE if scope == "cluster" else BASE
+        return (None, scope), _scope_req(scope, t)
     legal = MEM_SEMANTICS[name]
     if sem not in legal:
         raise ValidationError(f"{name} takes the memory orders {', '.join('.' + x for x in legal)}, not .{sem}")
-    if space not in _ORDER_SPACES:
-        raise ValidationError(f"{name}.{sem} applies to .global, .shared or generic addresses, not .{space}")
+    if space not in ORDER_SPACES:
+        raise ValidationError(f"{name}.{sem} applies to " + ", ".join("." + x for x in ORDER_SPACES[:-1])
+                              + f" or generic addresses, not .{space}")
     if sem == "volatile":
         if scope is not None:
             raise ValidationError(f"{name}.volatile takes no scope (it acts as .relaxed.sys)")
-        if hints:
-            raise ValidationError(f"{name}.volatile takes no cache hints, got {', '.join('.' + h for h in hints)}")
+        evict = [h for h in hints if h not in PREFETCH]
+        if evict:
+            raise ValidationError(f"{name}.volatile takes no L1 eviction priority, got "
+                                  + ", ".join("." + h for h in evict)
+                                  + ("; ld.volatile takes an L2 prefetch size (" + ", ".join("." + h for h in PREFETCH)
+                                     + ")" if name == "ld" else ""))
     elif scope not in SCOPES:
         raise ValidationError(f"{name}.{sem} needs a scope, one of {', '.join('.' + x for x in SCOPES)}; got {scope!r}")
     if cop is not None or nc:
         raise ValidationError(f"{name}.{sem} cannot be combined with {'.nc' if nc else '.' + cop}")
-    if t is T.b128:
-        raise ValidationError(f"{name}.{sem} has no .b128 form")
-    return (sem, scope), REQ_CLUSTER_SCOPE if scope == "cluster" else BASE
+    return (sem, scope), _scope_req(scope, t)
+
+
+def _scope_req(scope, t):
+    """What a scope needs: .cluster is sm_90 (PTX 7.8); .b128 at .sys is PTX 8.4."""
+    req = REQ_CLUSTER_SCOPE if scope == "cluster" else BASE
+    return req.merge(REQ_B128_SYS) if t is T.b128 and scope == "sys" else req
 
 
 def _policy_check(name, policy, space, sem):
@@ -208,12 +221,14 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
         t: the element type (one of `LD_TYPES`).
         d: the destination register, or a Vec of `vec` registers.
         addr: an `Addr` (register plus constant offset) or a symbol.
-        space: "global", "shared", "local", "param", "const" or "generic".
+        space: one of `SPACES` ("global", "shared", "shared::cta", "shared::cluster", "local", "param", "const",
+            "generic").
         vec: 1, 2 or 4 elements (``.v2``/``.v4``; at most 16 bytes; 256-bit vectors on sm_100).
         nc: ``ld.global.nc`` (through the non-coherent read-only cache).
         cop: a cache operator of `CACHE_OPS` ("ca", "cg", "cs", "lu", "cv").
         hints: eviction priorities (`EVICT`), sm_80 and PTX 7.4 on.
-        sem: a memory order of `MEM_SEMANTICS` ("volatile", "relaxed", "acquire"), with `scope` where it takes one.
+        sem: a memory order of `MEM_SEMANTICS` ("volatile", "relaxed", "acquire"), with `scope` where it takes one;
+            only for the spaces of `ORDER_SPACES`.
         scope: "cta", "cluster", "gpu" or "sys".
         policy: a 64-bit cache-policy register (`createpolicy`) for ``.L2::cache_hint``.
     """
@@ -491,11 +506,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
             check_dst(d, t, f"{name} destination")
         ops = [d] + ops
         n_dst = 1
-    order, req = _order_check(name, sem, scope, space)
+    order, req = _order_check(name, sem, scope, space, t=t)
     if t in ATOM_TYPE_REQ:
         req = req.merge(ATOM_TYPE_REQ[t])
-    if t is T.b128 and scope == "sys":
-        req = req.merge(REQ_B128_SYS)
     if vec != 1:
         req = req.merge(REQ_ATOM_VECTOR)
     if space == "shared::cta":

@@ -212,6 +212,81 @@ def test_memory_orders_stay_refused_on_local_param_and_const():
         raw_kernel("ld.relaxed.gpu.local.u32 %r2, [%rd0];", "sm_90"))
 
 
+def _dsmem_handoff(ordered: bool):
+    """CTA 0 of a pair stores each thread's word into CTA 1's `inbox` (st.release.cluster when `ordered`) and
+    adds it into CTA 1's `total` with atom / red on .shared::cluster; after a cluster barrier CTA 1 reads its
+    inbox back (ld.acquire.cluster on .shared::cluster when `ordered`) and writes it and the total out."""
+    k = pf.KernelBuilder("dsmem_order", target="sm_90", reqntid=32, reqnctapercluster=(2, 1, 1))
+    out = k.param_ptr("out", u32)
+    tid = k.tid()
+    slot = k.add(k.shared_base(k.shared("inbox", 128, align=16)), k.shl(tid, 2))
+    total = k.shared_base(k.shared("total", 8, align=8))
+    rank = k.cluster_ctarank()
+    sem = dict(sem="release", scope="cluster") if ordered else {}
+    with k.if_(k.setp("eq", rank, 1)):
+        k.st(total, 0, type=u32, space="shared", pred=k.setp("eq", tid, 0))
+    k.cluster_sync()
+    with k.if_(k.setp("eq", rank, 0)):
+        k.st(k.mapa(slot, 1), k.add(tid, 100), type=u32, space="shared::cluster", **sem)
+        k.red("add", k.mapa(total, 1), k.add(tid, 1), space="shared::cluster", **sem)
+        k.atom("max", k.mapa(total, 1, dst=None), 0, type=u32, space="shared::cluster")
+    k.cluster_sync()
+    with k.if_(k.setp("eq", rank, 1)):
+        got = k.ld(k.mapa(slot, 1), type=u32, space="shared::cluster",
+                   **(dict(sem="acquire", scope="cluster") if ordered else {}))
+        k.st(k.add(out, k.mul(tid, 4, mode="wide")), got, type=u32)
+        k.st(k.add(out, 128), k.ld(total, type=u32, space="shared"), type=u32, pred=k.setp("eq", tid, 0))
+    k.cluster_sync()
+    return k.module()
+
+
+@pytest.mark.parametrize("ordered", [False, True])
+def test_ordered_and_atomic_dsmem_accesses_run_on_the_interpreter(ordered):
+    m = _dsmem_handoff(ordered)
+    pf.assemble(m)
+    out = np.zeros(33, np.uint32)
+    r = interp.run(m, grid=2, block=32, args=[out], check=False)
+    assert not r.findings, [str(f) for f in r.findings]
+    np.testing.assert_array_equal(out[:32], np.arange(32) + 100)
+    assert out[32] == sum(range(1, 33))
+
+
+# ------------------------------------------------------------------ atom / red on .shared::cluster
+
+def test_atom_and_red_on_shared_cluster_assemble():
+    assert "shared::cluster" in memory.ATOM_CLUSTER_SPACES
+    k = pf.KernelBuilder("dsmem_atom", target="sm_90", reqnctapercluster=(2, 1, 1))
+    peer = k.mapa(k.shared_base(k.shared("w", 64, 16)), 1)
+    k.atom("add", peer, 1, type=u32, space="shared::cluster")
+    k.atom("cas", peer, k.reg(pf.b32), compare=k.reg(pf.b32), space="shared::cluster", sem="acq_rel",
+           scope="cluster")
+    k.atom("add", peer, k.reg(pf.f16), type="f16", space="shared::cluster")
+    k.atom("exch", peer, k.reg(pf.b128), space="shared::cluster")
+    k.red("add", peer, k.reg(pf.f32), space="shared::cluster", sem="release", scope="cluster")
+    ptx = k.module().ptx
+    for want in ("atom.shared::cluster.add.u32", "atom.acq_rel.cluster.shared::cluster.cas.b32",
+                 "atom.shared::cluster.add.noftz.f16", "atom.shared::cluster.exch.b128",
+                 "red.release.cluster.shared::cluster.add.f32"):
+        assert want in ptx, want
+    pf.assemble(k.module())
+
+
+def test_atom_on_shared_cluster_refusals_match_ptxas():
+    k = pf.KernelBuilder("dsmem_atom", target="sm_90", reqnctapercluster=(2, 1, 1))
+    peer = k.mapa(k.shared_base(k.shared("w", 64, 16)), 1)
+    with pytest.raises(pf.ValidationError, match="global or generic"):
+        k.atom("add", peer, [k.reg(pf.f32), k.reg(pf.f32)], space="shared::cluster")
+    assert "State space incorrect" in assembler_verdict(
+        raw_kernel("atom.shared::cluster.add.v2.f32 {%f2,%f3}, [%r0], {%f4,%f5};", "sm_90", "8.1"))
+    with pytest.raises(pf.ValidationError, match="applies to .global"):
+        k.atom("add", peer, 1, type=u32, space="shared::cluster", policy=k.createpolicy())
+    k80 = pf.KernelBuilder("dsmem_atom80", target="sm_80")
+    with pytest.raises(pf.TargetError, match="sm_90"):
+        k80.atom("add", k80.reg(u32), 1, type=u32, space="shared::cluster")
+    assert "requires .target sm_90" in assembler_verdict(
+        raw_kernel("atom.shared::cluster.add.u32 %r2, [%r0], %r3;", "sm_80", "7.8"))
+
+
 # ------------------------------------------------------------------ ld.volatile with an L2 prefetch size
 
 @pytest.mark.parametrize("size", ["L2::64B", "L2::128B", "L2::256B"])

@@ -94,7 +94,9 @@ def make_ld(P, op):
 
 def observe_load(S, op, part, nbytes, sem=None, scope=None):
     """What a load of `nbytes` per thread of `part` tells the race and ordering checks (`sem`, `scope`: its memory
-    order, None for a weak load)."""
+    order, None for a weak load).  The memory order counts for global memory only (`global_order`): in shared
+    memory, this CTA's or another's through .shared::cluster, an ld.acquire / ld.volatile is a plain read for the
+    race check, which learns of ordering there from barriers, fences and mbarriers alone."""
     if part.space == SHARED:
         shadow_read(S, op, part, nbytes)
     elif part.space == GLOBAL:
@@ -102,7 +104,8 @@ def observe_load(S, op, part, nbytes, sem=None, scope=None):
 
 
 def observe_store(S, op, part, nbytes, sem=None, scope=None):
-    """What a store of `nbytes` per thread of `part` tells the race and ordering checks."""
+    """What a store of `nbytes` per thread of `part` tells the race and ordering checks; as for `observe_load`, an
+    st.release / st.volatile into shared memory (.shared::cluster included) is a plain write for the race check."""
     if part.space == SHARED:
         shadow_write(S, op, part, nbytes, pc=op.pc)
     elif part.space == GLOBAL:
@@ -216,8 +219,10 @@ def _atom_bits(opname, t, old, b, c):
 def make_atom(P, op):
     """The executor of `atom` / `red`: a read-modify-write applied in thread order, so the results are those of
     one legal serialization; a vector atom is one atomic per element.  Half types add (and min/max) lane by
-    lane, rounded once; .b128 exchanges and compares 16 bytes. Returns ``fn(S, m)``, which executes it on
-    Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    lane, rounded once; .b128 exchanges and compares 16 bytes.  On shared memory (another CTA's too, through
+    .shared::cluster) the memory order and scope change nothing: the update is applied as it is issued.
+    Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op`
+    the Op being built.
     """
     ins = op.ins
     info = ins.info

@@ -412,8 +412,11 @@ ATOM_OPS = {
     "and": (T.b32, T.b64), "or": (T.b32, T.b64), "xor": (T.b32, T.b64),
     "exch": (T.b32, T.b64, T.b128), "cas": (T.b16, T.b32, T.b64, T.b128), "inc": (T.u32,), "dec": (T.u32,),
 }
-#: The state spaces atom/red name (None: generic); .shared::cta is PTX ISA 7.8.
-ATOM_SPACES = ("global", "shared", "shared::cta", "generic")
+#: The state spaces atom/red name with this CTA's addresses -> what naming each needs (.shared::cta: PTX ISA 7.8).
+ATOM_SPACES = {"global": BASE, "shared": BASE, "shared::cta": Requirement(80, V("7.8")), "generic": BASE}
+#: ... and the cluster's shared memory, any CTA's (an address from mapa): sm_90, scalar forms only.
+ATOM_CLUSTER_SPACES = {"shared::cluster": Requirement(90, V("7.8"))}
+_ATOM_SPACE_REQ = {**ATOM_SPACES, **ATOM_CLUSTER_SPACES}
 #: The half-precision types atom/red take, always with .noftz (ptxas: "'.noftz' modifier required").
 ATOM_HALF_TYPES = (T.f16, T.f16x2, T.bf16, T.bf16x2)
 #: Vector atom/red (sm_90, PTX ISA 8.1; .global or generic addresses): (op, type) -> the legal lengths.  Half
@@ -458,7 +461,8 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         addr: the address.
         b: the operand (for cas, the value compared).
         c: cas only: the new value.
-        space: "global", "shared", "shared::cta" or "generic".
+        space: one of `ATOM_SPACES` ("global", "shared", "shared::cta", "generic") or `ATOM_CLUSTER_SPACES`
+            ("shared::cluster").
         reduce_only: build ``red`` (no result; not for exch and cas).
         sem: a memory order ("relaxed", "acquire", "release", "acq_rel"); scope: "cta", "cluster", "gpu", "sys".
         policy: a 64-bit cache-policy register for ``.L2::cache_hint`` (every operation of
@@ -473,8 +477,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         raise ValidationError(f"{name}.{op} takes " + ", ".join("." + x.name for x in legal) + f", not .{t.name}")
     if reduce_only and op in ("exch", "cas"):
         raise ValidationError(f"red has no .{op}; use atom")
-    if space not in ATOM_SPACES:
-        raise ValidationError(f"{name} works on " + ", ".join("." + s for s in ATOM_SPACES) + f" addresses, not .{space}")
+    if space not in _ATOM_SPACE_REQ:
+        raise ValidationError(f"{name} works on " + ", ".join("." + s for s in _ATOM_SPACE_REQ)
+                              + f" addresses, not .{space}")
     a = check_addr(addr, space.split("::")[0], name)
     if vec != 1:
         lengths = ATOM_VECTORS.get((op, t))
@@ -511,8 +516,7 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         req = req.merge(ATOM_TYPE_REQ[t])
     if vec != 1:
         req = req.merge(REQ_ATOM_VECTOR)
-    if space == "shared::cta":
-        req = req.merge(Requirement(80, V("7.8")))
+    req = req.merge(_ATOM_SPACE_REQ[space])
     _policy_check(name, policy, space, sem)
     if policy is not None:
         if op not in ATOM_CACHE_HINT_OPS:

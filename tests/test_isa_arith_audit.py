@@ -143,6 +143,17 @@ def test_fma_oob_on_every_half_type_renders_and_assembles_on_sm90():
     pf.assemble(k.module())
 
 
+def test_fma_oob_takes_what_ptxas_takes_beside_the_isa_spelling():
+    """ptxas 13 also takes .oob with .sat (f16, f16x2) and with bf16's directed rounding modes."""
+    k = pf.KernelBuilder("t", target="sm_90")
+    for t, mode, flags in ((pf.f16, None, ("oob", "sat")), (pf.f16x2, None, ("sat", "oob")),
+                           (pf.bf16, "rz", ("oob",)), (pf.bf16x2, "rp", ("oob", "relu"))):
+        k.fma(k.reg(t), k.reg(t), k.reg(t), mode=mode, flags=flags)
+    assert [i.render().split()[0] for i in k.finish().instructions[:-1]] == [
+        "fma.rn.sat.oob.f16", "fma.rn.sat.oob.f16x2", "fma.rz.oob.bf16", "fma.rp.oob.relu.bf16x2"]
+    pf.assemble(k.module())
+
+
 def test_fma_oob_needs_sm90_and_ptx_8_1():
     from ptxforge.isa.arith import ARITH
     req = ARITH["fma"].flag_req["oob"]
@@ -158,9 +169,10 @@ def test_fma_oob_needs_sm90_and_ptx_8_1():
 
 
 @pytest.mark.parametrize("t, mode, flags, match", [
-    (pf.f16, None, ("oob", "ftz"), r"\.oob and \.ftz cannot be combined"),
-    (pf.f16x2, None, ("oob", "sat"), r"\.oob and \.sat cannot be combined"),
-    (pf.bf16, "rz", ("oob",), r"fma\.oob\.bf16 exists only with \.rn, not \.rz"),
+    (pf.f16, None, ("oob", "ftz"), r"\.ftz and \.oob cannot be combined|\.oob and \.ftz cannot be combined"),
+    (pf.f16, None, ("oob", "sat", "relu"), r"\.sat and \.relu cannot be combined"),
+    (pf.f16, "rz", ("oob",), r"fma\.f16 does not take \.rz"),
+    (pf.bf16, None, ("oob", "sat"), r"fma\.bf16 does not take \.sat"),
     (pf.f32, None, ("oob",), r"fma\.f32 does not take \.oob"),
     (pf.f64, None, ("oob",), r"fma\.f64 does not take \.oob"),
 ])

@@ -52,8 +52,6 @@ class ArithForm:
         exclusive: pairs of float flags that may not be written together (fma .sat and .relu).
         int_flags: by integer flag, the (modes, types) it goes with: `mad.hi.sat.s32` is the only
             saturating mad (flags=("sat",) with mode="hi" on .s32).
-        flag_modes: by float flag, the rounding modes it goes with where not every mode of the type
-            (fma .oob: .rn only).
     """
 
     opcode: str
@@ -72,7 +70,6 @@ class ArithForm:
     mode_req: dict = field(default_factory=dict)
     exclusive: tuple = ()
     int_flags: dict = field(default_factory=dict)
-    flag_modes: dict = field(default_factory=dict)
 
     def int_modes_for(self, t: T.ScalarType) -> tuple:
         """The integer modes legal with integer type `t`, plus None when a mode may be left out."""
@@ -129,12 +126,11 @@ ARITH = {
     "mad": ArithForm("mad", INT + FLT, 3, **_INT_MUL, wide_sources=(2,), float_default="rn", int_flags=_HI_SAT,
                      float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ())}),
     # .oob (sm_90, PTX ISA 8.1): fma.rn.oob{.relu} on the half types, +0 where an input is the OOB NaN a tensor
-    # copy fills out-of-bounds elements with
-    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn",
-                     exclusive=(("sat", "relu"), ("oob", "ftz"), ("oob", "sat")),
+    # copy fills out-of-bounds elements with; ptxas 13 also takes it with .sat and bf16's other rounding modes
+    "fma": ArithForm("fma", FLT + HALF, 3, float_default="rn", exclusive=(("sat", "relu"), ("oob", "ftz")),
                      float_mods={"f32": (ROUND, ("ftz", "sat")), "f64": (ROUND, ()),
                                  "f16": (("rn",), ("ftz", "sat", "relu", "oob")), "bf16": (ROUND, ("relu", "oob"))},
-                     flag_req={"oob": Requirement(90, V("8.1"))}, flag_modes={"oob": ("rn",)}),
+                     flag_req={"oob": Requirement(90, V("8.1"))}),
     "div": ArithForm("div", INT + FLT, 2, float_default="rn",
                      float_mods={"f32": (ROUND + ("approx", "full"), ("ftz",)), "f64": (ROUND, ())}),
     "rem": ArithForm("rem", INT, 2),
@@ -225,10 +221,6 @@ def _float_mods(form: ArithForm, opcode, t, mode, flags) -> list:
     for x, y in form.exclusive:
         if x in flags and y in flags:
             raise ValidationError(f"{opcode}.{t.name}: .{x} and .{y} cannot be combined; pick one")
-    for f in flags:
-        with_modes = form.flag_modes.get(f)
-        if with_modes is not None and mode not in with_modes:
-            raise ValidationError(f"{opcode}.{f}.{t.name} exists only with {_either(with_modes)}, not .{mode}")
     flags = tuple(f for f in _FLAG_ORDER if f in flags)  # PTX order
     return [m for m in ((mode,) if mode else ()) + flags]
 
@@ -370,7 +362,7 @@ class ArithOps:
         """`fma.rnd.type d, a, b, c`: d = a * b + c with one rounding; returns d.
 
         Floats only (.f32 .f64 and the half types); PTX requires a rounding mode, ``rn`` unless `mode` says
-        otherwise. On the half types (sm_90) ``flags=("oob",)`` (with ``"relu"`` or alone, ``.rn`` only)
+        otherwise. On the half types (sm_90) ``flags=("oob",)`` (alone, or with ``"relu"`` or ``"sat"``)
         gives ``fma.rn.oob{.relu}``: +0 where an input is the NaN a tensor copy fills out-of-bounds
         elements with. Keywords as for every `ArithOps` method (type, mode, flags, dst, pred).
         """

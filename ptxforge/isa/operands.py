@@ -5,6 +5,7 @@ Operands are immutable values.  `str(op)` is the PTX spelling.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -78,6 +79,44 @@ class Vec(Operand):
         return self.regs[i]
 
 
+#: The 16-bit float formats: name -> (exponent bits, fraction bits).
+HALF_FORMATS = {"f16": (5, 10), "bf16": (8, 7)}
+
+
+def half_bits(value, t: ScalarType) -> int | None:
+    """The bit pattern of the number `value` as the 16-bit float type `t` (.f16, .bf16), rounded once to nearest
+    even; for the pairs .f16x2 / .bf16x2 the same value in both halves (the 32-bit pattern, low half first).
+    NaN gives the format's quiet NaN; None when a finite value is beyond the type's range.
+
+    PTX has no 16-bit float literal: a constant for a half register is this pattern in a `mov.b16` (`mov.b32`
+    for a pair).
+    """
+    name = t.name[:-2] if t.lanes == 2 else t.name
+    ebits, mbits = HALF_FORMATS[name]
+    x = float(value)
+    top = (1 << ebits) - 1  # the all-ones exponent: infinity and NaN
+    if math.isnan(x):
+        one = top << mbits | 1 << (mbits - 1)
+    else:
+        sign = (1 << (ebits + mbits)) if math.copysign(1.0, x) < 0 else 0
+        x = abs(x)
+        if math.isinf(x):
+            one = sign | top << mbits
+        elif x == 0:
+            one = sign
+        else:
+            bias = (1 << (ebits - 1)) - 1
+            exp = max(math.frexp(x)[1] - 1, 1 - bias)  # x's binade; subnormals share the least normal one
+            n = round(math.ldexp(x, mbits - exp))  # the significand in units of the last place, to nearest even
+            biased = exp + bias if n >= 1 << mbits else 0
+            if n >= 1 << (mbits + 1):  # rounded up into the next binade
+                biased, n = biased + 1, n >> 1
+            if biased >= top:
+                return None
+            one = sign | biased << mbits | (n & ((1 << mbits) - 1))
+    return one | one << 16 if t.lanes == 2 else one
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Imm(Operand):
@@ -91,7 +130,9 @@ class Imm(Operand):
         if t is not None and t.is_float:
             if t.bits == 64:
                 return "0d%016X" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
-            # f32 immediates are also how f16/bf16 constants are written (mov.b16 takes ints)
+            if t.name in HALF_FORMATS or t.lanes == 2:  # PTX has no 16-bit float literal: the bit pattern
+                bits = half_bits(v, t)
+                return "0x%0*X" % (t.bits // 4, bits if bits is not None else 0)
             return "0f%08X" % struct.unpack("<I", struct.pack("<f", float(v)))[0]
         if isinstance(v, bool):
             v = int(v)
@@ -114,7 +155,12 @@ class Imm(Operand):
                 except OverflowError:
                     return False
                 return True
-            # f32 immediates (also how f16/bf16 constants are written) must be representable as f32
+            if t.name in HALF_FORMATS or t.lanes == 2:
+                try:
+                    return half_bits(self.value, t) is not None
+                except OverflowError:
+                    return False
+            # f32 immediates must be representable as f32
             try:
                 struct.pack("<f", float(self.value))
             except (OverflowError, struct.error):

@@ -354,7 +354,8 @@ class TensorOps(WgmmaOps):
         `layout` is ("row", "col") except for m8n8k4 .f16, which takes all four A/B layouts and
         computes four independent 8x8x4 products, one per quad pair (lanes 4q..4q+3 and
         16+4q..16+4q+3); there `d_type="f32"` writes .f32 from an .f16 C.
-        Returns D (a Vec); pass `dst=c` to accumulate in place.
+        Returns D (a Vec); pass `dst=c` to accumulate in place.  A number `c` is the value of every C element
+        (for .f16 accumulators, each half of each register).
         """
         form = mma_form(shape, a_type, b_type, acc, bitop, d_type=d_type, layout=layout)
         if form.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
@@ -370,8 +371,9 @@ class TensorOps(WgmmaOps):
                 for r in c:
                     self.mov(0, type=form.c_reg_type, dst=r)
             else:
+                const_t = T.f16x2 if form.d_type is T.f16 else acc_t  # f16 accumulators: the value in both halves
                 for r in d:
-                    self.mov(c, type=acc_t, dst=r)
+                    self.mov(c, type=const_t, dst=r)
                 c = d
         else:
             c = self._val(c)

@@ -7,6 +7,7 @@ ask for "any legal request" or "any illegal one" and check what the library does
 from __future__ import annotations
 
 from hypothesis import assume, strategies as st
+from hypothesis.errors import InvalidArgument
 
 from ..copy import SmemLayout, legal_counts
 from ..isa import types as T
@@ -130,14 +131,74 @@ def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=
                         tile_row_bytes=(16, 32, 64, 128), threads=(32, 64, 128), stages=(1, 2, 3, 4),
                         ctas_per_sm=(1, 2)):
     """A TileCopy of any shape up to `max_tiles` tiles (ragged edges included), strides with padding,
-    any layout and completion.  Shapes are drawn as a tile count plus a partial last tile."""
+    any layout and completion.  Shapes are drawn as a tile count plus a partial last tile.
+
+    Every draw constructs, whatever the options: each choice is drawn among those the rest can
+    complete.  The tile row holds whole elements of the dtype (`tile_row_bytes` a multiple of the
+    element size); the layout is one the row's width allows ("padded" needs a multiple of 16 bytes,
+    "swizzle" 16, 32, 64 or a multiple of 128); the tile height, completion, threads, target and stage
+    count keep the shared memory within the target's and the copies per thread within what the
+    planner unrolls, at the narrowest width the strides may force.  Options that leave nothing to draw
+    are an InvalidArgument."""
+    from ..copy.plan import MAX_COPIES_PER_THREAD
     from ..schedules.tile_copy import TileCopy, DTYPES
-    dtype = draw(st.sampled_from(dtypes))
+    from ..isa.targets import Target
+
+    if not (dtypes and targets and completions and tile_rows and tile_row_bytes and threads and stages
+            and ctas_per_sm):
+        raise InvalidArgument("tile_copy_schedules: every option needs at least one value")
+    bad = ([f"threads {n!r}" for n in threads if isinstance(n, bool) or not isinstance(n, int) or n < 32
+            or n > 1024 or n % 32]
+           + [f"stages {n!r}" for n in stages if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= 16]
+           + [f"{what} {n!r}" for what, opts in (("tile_rows", tile_rows), ("tile_row_bytes", tile_row_bytes),
+                                                 ("ctas_per_sm", ctas_per_sm))
+              for n in opts if isinstance(n, bool) or not isinstance(n, int) or n < 1])
+    if bad or isinstance(max_tiles, bool) or not isinstance(max_tiles, int) or max_tiles < 1:
+        raise InvalidArgument("tile_copy_schedules: TileCopy cannot take " + (", ".join(bad) or f"max_tiles {max_tiles!r}")
+                              + " (threads: multiples of 32 up to 1024; stages: 1 to 16; sizes: positive ints)")
+    limits = {name: Target.parse(name).limits.shared_per_cta for name in targets}
+    most = max(limits.values())
+    cheapest = "groups" if "groups" in completions else completions[0]
+    fewest = min(stages)
+
+    def widths(name):  # tile rows of whole elements
+        return [b for b in tile_row_bytes if b % max(DTYPES[name][0].bits // 8, 1) == 0]
+
+    def smem(t_rows, t_bytes, layout="linear", completion=cheapest, n=fewest):
+        # TileCopy.smem_total: stages of the tile rounded up to 128 bytes, plus a stage's mbarriers
+        stage = -(-SmemLayout(t_rows, t_bytes, layout).nbytes // 128) * 128
+        return n * (stage + (16 if completion == "mbarrier" else 0))
+
+    def thread_counts(completion):  # mbarrier completion splits the CTA into two halves of whole warps
+        return [n for n in threads if completion != "mbarrier" or n % 64 == 0] or [64]
+
+    def copies_fit(t_rows, t_bytes, completion, n, itemsize):
+        # the narrowest copy a stride can force is one element; each half copies with mbarrier completion
+        per_side = n // 2 if completion == "mbarrier" else n
+        return -(-(t_rows * t_bytes // itemsize) // per_side) <= MAX_COPIES_PER_THREAD
+
+    def possible(t_rows, t_bytes, itemsize, completion=None):
+        return any(smem(t_rows, t_bytes, completion=c) <= most
+                   and any(copies_fit(t_rows, t_bytes, c, n, itemsize) for n in thread_counts(c))
+                   for c in (completions if completion is None else (completion,)))
+
+    def size_of(name):
+        return max(DTYPES[name][0].bits // 8, 1)
+
+    usable = [d for d in dtypes if any(possible(r, b, size_of(d)) for r in tile_rows for b in widths(d))]
+    if not usable:
+        raise InvalidArgument(
+            f"tile_copy_schedules: no tile_row_bytes in {tuple(tile_row_bytes)} holds whole "
+            f"{' or '.join(dtypes)} elements" if not any(widths(d) for d in dtypes) else
+            f"tile_copy_schedules: no tile of tile_rows {tuple(tile_rows)} x tile_row_bytes {tuple(tile_row_bytes)} "
+            f"fits {most} bytes of shared memory in {fewest} stage(s) and {MAX_COPIES_PER_THREAD} copies per "
+            f"thread with threads {tuple(threads)}")
+    dtype = draw(st.sampled_from(usable))
     t = DTYPES[dtype][0]
-    itemsize = max(t.bits // 8, 1)
+    itemsize = size_of(dtype)
     per_byte = 8 // t.bits if t.bits < 8 else 1
-    t_rows = draw(st.sampled_from(tile_rows))
-    t_bytes = draw(st.sampled_from(tile_row_bytes))
+    t_rows = draw(st.sampled_from([r for r in tile_rows if any(possible(r, b, itemsize) for b in widths(dtype))]))
+    t_bytes = draw(st.sampled_from([b for b in widths(dtype) if possible(t_rows, b, itemsize)]))
     t_cols = t_bytes * per_byte // itemsize
     tiles_y = draw(st.integers(min_value=1, max_value=max_tiles))
     tiles_x = draw(st.integers(min_value=1, max_value=max(1, max_tiles // tiles_y)))
@@ -152,9 +213,15 @@ def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=
 
     s_stride = stride() if need_stride or draw(st.booleans()) else None
     d_stride = stride() if need_stride or draw(st.booleans()) else None
-    completion = draw(st.sampled_from(completions))
-    n_threads = draw(st.sampled_from([n for n in threads if completion != "mbarrier" or n % 64 == 0] or [64]))
-    return TileCopy(rows, cols, dtype, tile_rows=t_rows, tile_cols=t_cols, threads=n_threads,
-                    stages=draw(st.sampled_from(stages)), layout=draw(st.sampled_from(["linear", "padded", "swizzle"])),
-                    completion=completion, target=draw(st.sampled_from(targets)), src_row_stride_bytes=s_stride,
+    completion = draw(st.sampled_from([c for c in completions if possible(t_rows, t_bytes, itemsize, c)]))
+    n_threads = draw(st.sampled_from([n for n in thread_counts(completion)
+                                      if copies_fit(t_rows, t_bytes, completion, n, itemsize)]))
+    layout = draw(st.sampled_from([k for k in _feasible_layouts(t_rows, t_bytes)
+                                   if smem(t_rows, t_bytes, k, completion) <= most]))
+    target = draw(st.sampled_from([name for name in targets
+                                   if smem(t_rows, t_bytes, layout, completion) <= limits[name]]))
+    n_stages = draw(st.sampled_from([n for n in stages
+                                     if smem(t_rows, t_bytes, layout, completion, n) <= limits[target]]))
+    return TileCopy(rows, cols, dtype, tile_rows=t_rows, tile_cols=t_cols, threads=n_threads, stages=n_stages,
+                    layout=layout, completion=completion, target=target, src_row_stride_bytes=s_stride,
                     dst_row_stride_bytes=d_stride, ctas_per_sm=draw(st.sampled_from(ctas_per_sm)))

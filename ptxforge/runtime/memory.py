@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 import weakref
 
 import numpy as np
@@ -26,6 +27,51 @@ def _host_ptr(array: np.ndarray) -> int:
     return array.ctypes.data
 
 
+def _is_integer(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+
+def _size_arg(nbytes):
+    """`nbytes` as an int (None stays None); data or a non-integer is a LaunchError saying what to call."""
+    if nbytes is None or _is_integer(nbytes):
+        return None if nbytes is None else int(nbytes)
+    if hasattr(nbytes, "__cuda_array_interface__"):
+        raise LaunchError(f"DeviceBuffer(nbytes) takes a size; {type(nbytes).__name__} is already device memory: pass "
+                          "it to kernels as it is")
+    if isinstance(nbytes, np.ndarray) or hasattr(nbytes, "__array_interface__") or hasattr(nbytes, "__array__"):
+        shape = getattr(nbytes, "shape", None)
+        what = " ".join(str(x) for x in (tuple(shape) if shape is not None else None, getattr(nbytes, "dtype", None),
+                                         type(nbytes).__name__) if x is not None)
+        raise LaunchError(f"DeviceBuffer(nbytes) takes a size, not data: got a {what}; copy a host array to the GPU with "
+                          "DeviceBuffer.from_host(a) (or DeviceBuffer.empty(a.shape, a.dtype) for uninitialized "
+                          "memory of its shape)")
+    if isinstance(nbytes, (list, tuple, bytes, bytearray, memoryview)):
+        raise LaunchError(f"DeviceBuffer(nbytes) takes a size, not data: got a {type(nbytes).__name__}; copy data to "
+                          "the GPU with DeviceBuffer.from_host(np.asarray(data)), or give shape= for an empty buffer")
+    raise LaunchError(f"DeviceBuffer: nbytes is a number of bytes (a Python or numpy integer), got {nbytes!r} "
+                      f"({type(nbytes).__name__})")
+
+
+def _shape_arg(shape) -> tuple:
+    """`shape` (an int or a sequence of ints) as a tuple of ints; anything else is a LaunchError."""
+    dims = (shape,) if _is_integer(shape) else shape
+    if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__") or (
+            isinstance(dims, np.ndarray) and dims.dtype.kind not in "iu"):
+        raise LaunchError(f"DeviceBuffer: shape is an int or a sequence of ints, got {shape!r}")
+    dims = tuple(dims)
+    if not all(_is_integer(n) and n >= 0 for n in dims):
+        raise LaunchError(f"DeviceBuffer: shape is an int or a sequence of ints of at least 0, got {shape!r}")
+    return tuple(int(n) for n in dims)
+
+
+def _dtype_arg(dtype) -> np.dtype:
+    """`dtype` as a numpy dtype (uint8 when None); one numpy does not know is a LaunchError."""
+    try:
+        return np.dtype(dtype if dtype is not None else np.uint8)
+    except (TypeError, ValueError) as e:
+        raise LaunchError(f"DeviceBuffer: dtype {dtype!r} is not a numpy dtype ({e})") from None
+
+
 class DeviceBuffer:
     """GPU memory (cuMemAlloc) that kernels take as a pointer argument without copies.
 
@@ -37,9 +83,13 @@ class DeviceBuffer:
     __slots__ = ("_ptr", "nbytes", "shape", "dtype", "elem", "_finalizer", "__weakref__")
 
     def __init__(self, nbytes: int | None = None, *, shape=None, dtype=None):
+        """Allocate `nbytes` bytes, or an array of `shape` (an int or a sequence of ints) and `dtype` (default
+        uint8); with both, they must agree.  Sizes are Python or numpy integers: data is copied in with
+        `from_host`, not given here (a LaunchError says so, before any driver call)."""
+        nbytes = _size_arg(nbytes)
+        dt = _dtype_arg(dtype)
         if shape is not None:
-            shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(n) for n in shape)
-            dt = np.dtype(dtype if dtype is not None else np.uint8)
+            shape = _shape_arg(shape)
             need = math.prod(shape) * dt.itemsize
             if nbytes is not None and int(nbytes) != need:
                 raise LaunchError(f"DeviceBuffer: nbytes={nbytes} disagrees with shape {shape} of {dt} ({need} bytes)")
@@ -47,7 +97,6 @@ class DeviceBuffer:
         elif nbytes is None:
             raise LaunchError("DeviceBuffer needs nbytes or a shape")
         else:
-            dt = np.dtype(dtype) if dtype is not None else np.dtype(np.uint8)
             if int(nbytes) % dt.itemsize:
                 raise LaunchError(f"DeviceBuffer: {nbytes} bytes is not a whole number of {dt} elements")
             shape = (int(nbytes) // dt.itemsize,)

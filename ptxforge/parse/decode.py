@@ -55,9 +55,8 @@ def _d_arith(parts, ops):
     else:
         if "cc" in mods:
             return d_carry(parts, ops)
-        if len(mods) > 1:
-            raise ValidationError(f"{op}.{t.name} takes one modifier at most, got {'.'.join(mods)}")
-        mode, flags = (mods[0] if mods else None), ()
+        # the first modifier is the mode (hi, lo, wide, relu, sat, ...); what follows it is a flag (mad.hi.sat)
+        mode, flags = (mods[0] if mods else None), tuple(mods[1:])
     if not ops:
         raise ValidationError(f"{op} needs a destination")
     return Call(arith, op, t, ops[0], list(ops[1:]), mode, flags)

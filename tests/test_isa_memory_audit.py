@@ -1,7 +1,8 @@
 """Memory-form audit: atom/red cache hints, the PTX ISA version of .b128 accesses at .sys scope, bulk-copy size
 bounds, createpolicy fractions in registers, memory orders on .shared::cluster, atom/red on .shared::cluster,
 ld.volatile with an L2 prefetch size and ordered .b128 loads and stores.  Each accepted form assembles with
-ptxas 13.0, each refusal is one ptxas shares, and the interpreter runs what is newly accepted."""
+ptxas 13.0, each refusal is one ptxas shares (but bulk sizes of 2^32 and up, which ptxas wraps silently), and the
+interpreter runs what is newly accepted."""
 
 from __future__ import annotations
 

@@ -55,6 +55,9 @@ def _arith_candidates():
             else:
                 for mode in form.int_modes_for(t):
                     out.append(spec("arith", op, type=t.name, mode=mode, flags=()))
+                    # an integer flag with the modes and types it goes with (mad.hi.sat.s32)
+                    out += [spec("arith", op, type=t.name, mode=mode, flags=(f,))
+                            for f, (modes, types) in form.int_flags.items() if mode in modes and t in types]
     return out
 
 

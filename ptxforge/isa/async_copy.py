@@ -7,11 +7,12 @@ byte count too.  Element-count helpers live in :mod:`ptxforge.copy`.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_pred, check_value, make
+from .instruction import check_addr, check_pred, check_value, describe, make
 from .operands import Addr, Imm, NegPred, Symbol, TensorAddr, Vec
 from .targets import Requirement, V
 
@@ -167,22 +168,20 @@ def createpolicy(d, primary="L2::evict_last", fraction=1.0):
     Args:
         d: the .b64 destination.
         primary: one of `CREATEPOLICY` ("L2::evict_last" ...).
-        fraction: a number in (0, 1], or an .f32 (or .b32) register holding one.
+        fraction: a number in (0, 1] (written as an .f32 immediate; a register fraction is refused).
     """
     if primary not in CREATEPOLICY:
         raise ValidationError(f"createpolicy priority must be one of {CREATEPOLICY}, got {primary!r}")
     check_value(d, T.b64, "createpolicy destination", imm_ok=False)
     if isinstance(fraction, Imm):
         fraction = fraction.value
-    if isinstance(fraction, (int, float)) and not isinstance(fraction, bool):
-        if not 0.0 < float(fraction) <= 1.0:
-            raise ValidationError(f"createpolicy fraction must be in (0, 1], got {fraction}")
-        frac = Imm(float(fraction), T.f32)
-    else:  # a register: the fraction is an .f32 operand
-        check_value(fraction, T.f32, "createpolicy fraction", imm_ok=False)
-        frac = fraction
-    return make("createpolicy", ("createpolicy", "fractional", primary, "b64"), (d, frac), n_dst=1,
-                req=REQ_HINTS)
+    if not isinstance(fraction, numbers.Real) or isinstance(fraction, bool):
+        raise ValidationError(f"createpolicy fraction must be a number in (0, 1] (an immediate), got "
+                              f"{describe(fraction)}")
+    if not 0.0 < float(fraction) <= 1.0:
+        raise ValidationError(f"createpolicy fraction must be in (0, 1], got {fraction}")
+    return make("createpolicy", ("createpolicy", "fractional", primary, "b64"), (d, Imm(float(fraction), T.f32)),
+                n_dst=1, req=REQ_HINTS)
 
 
 # ---------------------------------------------------------------- bulk copies (sm_90)
@@ -457,12 +456,10 @@ class AsyncCopyOps:
 
         Args:
             primary: the eviction priority, one of `CREATEPOLICY`.
-            fraction: the fraction of lines it applies to, in (0, 1]: a number, or an .f32 register.
+            fraction: the fraction of lines it applies to, a number in (0, 1].
             dst: a .b64 register to write instead of a new one.
         """
         d = self._dst(dst, T.b64)
-        if not isinstance(fraction, (int, float)):
-            fraction = self._val(fraction)
         self.emit(createpolicy(d, primary, fraction))
         return d
 

@@ -59,6 +59,7 @@ REPRODUCE = {
                                                          a_type="bf16", acc="f32"),
     "one-sided fences below sm_90 or PTX ISA 8.6": lambda k, g: k.fence("fence.acquire.gpu"),
     "alloca sizes below 1": lambda k, g: k.alloca(-1),
+    "bulk copy sizes of 0 bytes": lambda k, g: k.bulk_prefetch(g, 0),
     "multicast masks naming CTAs beyond the declared cluster": _multicast_beyond_the_cluster,
     "lop3 lookup tables above 255": lambda k, g: k.lop3(k.reg(T.b32), k.reg(T.b32), k.reg(T.b32), 256),
 }

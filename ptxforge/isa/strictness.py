@@ -95,7 +95,12 @@ STRICTER_THAN_PTXAS = (
     Strictness("one-sided fences below sm_90 or PTX ISA 8.6", "fence.acquire.gpu;\nfence.release.cta;",
                "the PTX ISA introduces fence.acquire / fence.release with PTX 8.6 on sm_90, and nvJitLink 13 (the "
                "assembler the driver's path uses) refuses them elsewhere; the stand-alone ptxas 13.0 takes them",
-               r"'fence\.(acquire|release)\.[\w:.]+'.* needs (sm_90|it)"),
+               r"'fence\.(acquire|release)\.[\w:.]+'.* needs (sm_90|it|PTX ISA 8\.6)"),
+    Strictness("bulk copy sizes of 0 bytes", "cp.async.bulk.prefetch.L2.global [%rd0], 0;",
+               "a bulk copy, store, reduction or prefetch of no bytes moves nothing (and an mbarrier waiting on its "
+               "transaction bytes counts none): a size of 0 is almost always a size computed wrong; ptxas 13 takes it",
+               r"cp\.async\.bulk size must be a positive multiple of 16 bytes in 16\.\.\d+, got 0\b",
+               target="sm_90"),
     Strictness("alloca sizes below 1", "alloca.u64 %rd2, -1;\nalloca.u64 %rd3, 0;",
                "a size of 0 allocates nothing, and -1 is read as a .u64 near 2^64: neither is a stack allocation",
                r"alloca size -?\d+ must be positive"),

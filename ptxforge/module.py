@@ -86,6 +86,7 @@ class Module:
         self.target_options = tuple(target_options)
         self.target = target
         _check_calls(self.kernels, self.declarations)
+        _check_names(self.kernels, self.declarations)
         self._version = PtxVersion.parse(version) if version is not None else None
         if self._version is not None:
             self.check_version(self._version)
@@ -372,6 +373,33 @@ def _with_callees_and_variables(kernels, declarations):
                 raise ValidationError(f"two different module-scope declarations are called {var.name}: "
                                       f"{prev.render()} and {var.render()}")
     return order, declarations + tuple(extra)
+
+
+def _check_names(kernels, declarations) -> None:
+    """Module-scope names are one each (a kernel or function, a module variable, a dynamic shared array: ptxas
+    crashed on a dynamic shared array named like its kernel), and no kernel names a parameter or shared array
+    like a module variable it uses (ptxas: 'State space mismatch')."""
+    scope = {}  # name -> what holds it
+
+    def claim(name, what, same=None):
+        prev = scope.get(name)
+        if prev is None:
+            scope[name] = (what, same)
+        elif same is None or prev[1] != same:
+            raise ValidationError(f"{what} and {prev[0]} share the name {name!r}: module-scope names must differ")
+    for k in kernels:
+        claim(k.name, f"{'function' if getattr(k, 'kind', 'entry') == 'func' else 'kernel'} {k.name!r}")
+    for d in declarations:
+        if type(d).__name__ != "Prototype" and getattr(d, "name", None):
+            claim(d.name, f"module variable {d.name!r}", same=d)
+    for k in kernels:
+        for sym in getattr(k, "extern_shared", ()):  # (every kernel that uses it declares the same array)
+            claim(sym.name, f"the dynamic shared array {sym.name!r} of {k.name!r}", same=("extern", sym.name))
+        used = {v.name for v in getattr(k, "module_variables", ())}
+        for sym in tuple(getattr(k, "params", ())) + tuple(getattr(k, "shared", ())):
+            if sym.name in used:
+                raise ValidationError(f"{k.name!r} declares {sym.name!r} and also uses the module variable "
+                                      f"{sym.name!r}: the kernel's name hides the module's; rename one")
 
 
 def _check_calls(kernels, declarations) -> None:

@@ -184,3 +184,33 @@ def test_sections_appear_in_the_listing():
     with k.section("load tiles"):
         k.mov(0, type=u32)
     assert "// ---- load tiles" in k.module().listing()
+
+
+def test_module_scope_names_are_one_each_and_kernel_names_do_not_hide_used_variables():
+    """ptxas refuses each of these (a dynamic shared array named like its kernel crashed it): a kernel, module
+    variable or dynamic shared array sharing a module-scope name, and a parameter named like a module variable
+    the kernel uses.  The module refuses them by name; the same pieces under different names assemble."""
+    import pytest
+    import ptxforge as pf
+    from ptxforge import u32
+    from ptxforge.declarations import variable
+    from ptxforge.errors import ValidationError
+    cnt = variable("cnt", u32)
+    k = pf.KernelBuilder("d", target="sm_80")
+    k.dynamic_shared("d")
+    with pytest.raises(ValidationError, match="dynamic shared array 'd' of 'd' and kernel 'd' share the name 'd'"):
+        k.module()
+    k = pf.KernelBuilder("cnt", target="sm_80")
+    k.ld(cnt, type=u32)
+    with pytest.raises(ValidationError, match="module variable 'cnt' and kernel 'cnt' share the name"):
+        k.module()
+    k = pf.KernelBuilder("uses", target="sm_80")
+    k.param_ptr("cnt", u32)
+    k.ld(cnt, type=u32)
+    with pytest.raises(ValidationError, match="'uses' declares 'cnt' and also uses the module variable 'cnt'"):
+        k.module()
+    a, b = pf.KernelBuilder("a", target="sm_80"), pf.KernelBuilder("b", target="sm_80")
+    for x in (a, b):  # one dynamic array used by two kernels is one declaration, not a clash
+        x.dynamic_shared("dyn")
+        x.ld(cnt, type=u32)
+    pf.assemble(pf.Module([a, b]), "sm_80")

@@ -63,3 +63,27 @@ def test_interpreter_shared_limit_is_the_per_cta_figure(target):
 def test_runtime_default_limits_are_the_static_limit():
     d = LaunchLimits()
     assert d.max_shared_default == d.max_shared_optin == Target.parse("sm_80").limits.static_shared
+
+
+def test_an_arch_specific_feature_of_several_a_targets():
+    """setmaxnreg is an arch-specific feature of sm_90a, sm_100a and sm_120a: the builder takes it on each (and ptxas
+    assembles it there, at each target's least .version), and refuses it on the plain targets and below sm_90,
+    naming the targets that have it.  Merging with another arch-specific requirement keeps the targets both
+    have; with a plain one, those at or above its sm."""
+    import pytest
+    import ptxforge as pf
+    from ptxforge.errors import TargetError
+    from ptxforge.isa.targets import Requirement, V
+    for t in ("sm_90a", "sm_100a", "sm_120a"):
+        k = pf.KernelBuilder("t", target=t, maxntid=256)
+        k.setmaxnreg("dec", 40)
+        pf.assemble(k.module(), t)
+    for t in ("sm_90", "sm_100", "sm_120", "sm_89"):
+        k = pf.KernelBuilder("t", target=t, maxntid=256)
+        with pytest.raises(TargetError, match="needs (sm_90 or newer|.target sm_90a or sm_100a or sm_120a)"):
+            k.setmaxnreg("dec", 40)
+    r = Requirement(90, V("8.0"), arch_specific=True, also_arch=(100, 120))
+    only90 = Requirement(90, V("8.0"), arch_specific=True)
+    assert (r.merge(only90).min_sm, r.merge(only90).also_arch) == (90, ())
+    at100 = r.merge(Requirement(100, V("8.6")))
+    assert (at100.min_sm, at100.also_arch, at100.arch_specific) == (100, (120,), True)

@@ -220,6 +220,8 @@ class Requirement:
     #: (sm, PTX ISA) pairs, ascending: from that sm on, the form needs only that version (fp8 cvt: 8.1 on
     #: sm_89, 7.8 on sm_90, which had it first)
     ptx_from: tuple = ()
+    #: arch-specific features: the other sm values whose 'a' target has it too (setmaxnreg: sm_100a, sm_120a)
+    also_arch: tuple = ()
 
     def ptx_at(self, sm: int) -> PtxVersion:
         """The least PTX ISA version this form needs on an sm_`sm` target."""
@@ -240,9 +242,10 @@ class Requirement:
         if target.sm < self.min_sm:
             raise TargetError(
                 f"{what} needs sm_{self.min_sm} or newer; the kernel targets {target.name}")
-        if self.arch_specific and not (target.arch_specific and target.sm == self.min_sm):
+        if self.arch_specific and not (target.arch_specific and target.sm in (self.min_sm, *self.also_arch)):
+            archs = " or ".join(f"sm_{sm}a" for sm in (self.min_sm, *self.also_arch))
             raise TargetError(
-                f"{what} is an arch-specific feature: it needs .target sm_{self.min_sm}a; "
+                f"{what} is an arch-specific feature: it needs .target {archs}; "
                 f"the kernel targets {target.name}")
 
     def merge(self, other: "Requirement") -> "Requirement":
@@ -251,8 +254,16 @@ class Requirement:
         if self.ptx_from or other.ptx_from:
             sms = sorted({sm for sm, _ in self.ptx_from + other.ptx_from})
             steps = tuple((sm, max(self.ptx_at(sm), other.ptx_at(sm))) for sm in sms)
-        return Requirement(max(self.min_sm, other.min_sm), max(self.min_ptx, other.min_ptx),
-                           self.arch_specific or other.arch_specific, self.feature or other.feature, steps)
+        least = max(self.min_sm, other.min_sm)
+        archs = [set((r.min_sm, *r.also_arch)) for r in (self, other) if r.arch_specific]
+        floor = max([r.min_sm for r in (self, other) if not r.arch_specific], default=0)
+        both = sorted(sm for sm in set.intersection(*archs) if sm >= floor) if archs else []  # 'a' targets with both
+        if archs and both:
+            least, also = both[0], tuple(both[1:])
+        else:
+            also = ()
+        return Requirement(least, max(self.min_ptx, other.min_ptx),
+                           self.arch_specific or other.arch_specific, self.feature or other.feature, steps, also)
 
 
 BASE = Requirement()

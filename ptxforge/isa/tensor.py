@@ -323,6 +323,11 @@ def directive_entry_registers(directives) -> int | None:
     return min(caps) if caps else None
 
 
+#: setmaxnreg: an arch-specific feature of sm_90a, sm_100a and sm_120a (ptxas 13 takes it there and refuses it on
+#: sm_90, sm_100 and sm_120)
+REQ_SETMAXNREG = Requirement(90, V("8.0"), arch_specific=True, also_arch=(100, 120))
+
+
 def warn_ignored_setmaxnreg(loc: SourceLoc | None):
     """Warn (IgnoredInstructionWarning, at `loc`) that setmaxnreg in a kernel without an entry register cap
     does nothing."""
@@ -333,12 +338,12 @@ def warn_ignored_setmaxnreg(loc: SourceLoc | None):
 
 
 def setmaxnreg(action: str, n: int):
-    """setmaxnreg.{inc,dec}.sync.aligned.u32 n (sm_90a): move registers between warpgroups."""
+    """setmaxnreg.{inc,dec}.sync.aligned.u32 n (sm_90a, sm_100a, sm_120a): move registers between warpgroups."""
     if action not in ("inc", "dec"):
         raise ValidationError(f"setmaxnreg action is 'inc' or 'dec', got {action!r}")
     if not isinstance(n, int) or not 24 <= n <= 256 or n % 8:
         raise ValidationError(f"setmaxnreg register count must be a multiple of 8 in 24..256, got {n!r}")
-    return make("setmaxnreg", ("setmaxnreg", action, "sync", "aligned", "u32"), (Imm(n),), req=REQ_WGMMA,
+    return make("setmaxnreg", ("setmaxnreg", action, "sync", "aligned", "u32"), (Imm(n),), req=REQ_SETMAXNREG,
                 info=(action, n), mods=(action,))
 
 

@@ -152,12 +152,30 @@ def test_ptxas_bounds_the_bulk_size_where_the_table_says():
 
 # ------------------------------------------------------------------ createpolicy fractions
 
-@pytest.mark.parametrize("reg", [pf.f32, pf.f64, pf.u64, pf.pred, pf.u32])
-def test_createpolicy_refuses_a_register_fraction_with_a_located_message(reg):
+@pytest.mark.parametrize("reg", [pf.f64, pf.u64, pf.pred, pf.u32, pf.s32])
+def test_createpolicy_refuses_a_register_fraction_of_another_type_with_a_located_message(reg):
+    """ptxas takes the fraction in an .f32 or .b32 register and refuses .u32 / .s32 ones ('Arguments mismatch')."""
     k, _ = _kernel("sm_80")
-    with pytest.raises(pf.ValidationError, match=r"createpolicy fraction must be a number in \(0, 1\]") as info:
+    with pytest.raises(pf.ValidationError, match=r"createpolicy fraction must be a number in \(0, 1\] or an "
+                       r"\.f32 \(or \.b32\) register") as info:
         k.createpolicy("L2::evict_last", k.reg(reg))
     assert f".{reg.name}" in str(info.value) and "test_isa_memory_audit.py" in str(info.value)
+
+
+@pytest.mark.parametrize("reg", [pf.f32, pf.b32])
+def test_createpolicy_takes_a_register_fraction_reads_it_back_and_runs(reg):
+    """A fraction computed at run time: the form assembles, the PTX reader reads it back as written, and the
+    interpreter runs the load that carries the policy."""
+    from ptxforge import interp
+    k, p = _kernel("sm_80")
+    frac = k.mov(0.5, type=pf.f32) if reg is pf.f32 else k.mov(0x3F000000, type=pf.b32)
+    v = k.ld(p, type=u32, policy=k.createpolicy("L2::evict_last", frac))
+    k.st(p, k.add(v, 1))
+    m = k.module()
+    assert "createpolicy.fractional.L2::evict_last.b64 %rd" in m.ptx and pf.assemble(m) is not None
+    assert str(pf.parse(str(m))) == str(m)
+    a = np.array([41], dtype=np.uint32)
+    assert interp.run(m, block=1, args=[a]).ok and a[0] == 42
 
 
 @pytest.mark.parametrize("fraction", [0.25, 1, np.float32(0.5), np.float64(0.75)])

@@ -168,20 +168,23 @@ def createpolicy(d, primary="L2::evict_last", fraction=1.0):
     Args:
         d: the .b64 destination.
         primary: one of `CREATEPOLICY` ("L2::evict_last" ...).
-        fraction: a number in (0, 1] (written as an .f32 immediate; a register fraction is refused).
+        fraction: a number in (0, 1] (written as an .f32 immediate), or an .f32 or .b32 register holding one.
     """
     if primary not in CREATEPOLICY:
         raise ValidationError(f"createpolicy priority must be one of {CREATEPOLICY}, got {primary!r}")
     check_value(d, T.b64, "createpolicy destination", imm_ok=False)
     if isinstance(fraction, Imm):
         fraction = fraction.value
-    if not isinstance(fraction, numbers.Real) or isinstance(fraction, bool):
-        raise ValidationError(f"createpolicy fraction must be a number in (0, 1] (an immediate), got "
+    if isinstance(fraction, numbers.Real) and not isinstance(fraction, bool):
+        if not 0.0 < float(fraction) <= 1.0:
+            raise ValidationError(f"createpolicy fraction must be in (0, 1], got {fraction}")
+        frac = Imm(float(fraction), T.f32)
+    elif getattr(getattr(fraction, "type", None), "name", None) in ("f32", "b32") and not isinstance(fraction, Imm):
+        frac = fraction  # a register holding the fraction (ptxas takes .f32 and .b32, not .u32 or .s32)
+    else:
+        raise ValidationError(f"createpolicy fraction must be a number in (0, 1] or an .f32 (or .b32) register, got "
                               f"{describe(fraction)}")
-    if not 0.0 < float(fraction) <= 1.0:
-        raise ValidationError(f"createpolicy fraction must be in (0, 1], got {fraction}")
-    return make("createpolicy", ("createpolicy", "fractional", primary, "b64"), (d, Imm(float(fraction), T.f32)),
-                n_dst=1, req=REQ_HINTS)
+    return make("createpolicy", ("createpolicy", "fractional", primary, "b64"), (d, frac), n_dst=1, req=REQ_HINTS)
 
 
 # ---------------------------------------------------------------- bulk copies (sm_90)

@@ -131,10 +131,8 @@ def _d_cache_control(parts, ops):
 def _d_createpolicy(parts, ops):
     kind = parts[1]
     if kind == "fractional":
-        d, frac = _n(ops, 2, "createpolicy")
-        if not isinstance(frac, Imm):
-            raise ValidationError("createpolicy fraction must be an immediate")
-        return Call(createpolicy, d, parts[2], float(frac.value))
+        d, frac = _n(ops, 2, "createpolicy")  # an immediate fraction, or a register holding one
+        return Call(createpolicy, d, parts[2], float(frac.value) if isinstance(frac, Imm) else frac)
     if kind == "cvt":
         d, prop = _n(ops, 2, "createpolicy.cvt")
         return Call(createpolicy_cvt, d, prop)

@@ -361,3 +361,31 @@ def test_ordered_b128_accesses_run_on_the_interpreter():
     r = interp.run(m, grid=1, block=32, args=[a, b], check=False)
     assert not r.findings, [str(f) for f in r.findings]
     np.testing.assert_array_equal(b, a)
+
+
+def test_numbers_stored_as_half_types_are_their_bit_patterns():
+    """st of a number as .f16 / .bf16 (or a pair) was refused ('does not fit .b16'): it is written as the bit
+    pattern (PTX has no 16-bit float literal), assembles, and the interpreter stores those bits; a number beyond
+    the type's range, and a vector mixing registers and numbers (ptxas refuses mixed element types), are
+    refused by name."""
+    from ptxforge import interp
+    from ptxforge.bfloat16 import to_bf16
+    k = pf.KernelBuilder("halves", target="sm_80")
+    p = k.param_ptr("p", pf.f16)
+    k.st(p, 1.0, type=pf.f16)
+    k.st(p, np.float32(3.0), type=pf.bf16, offset=2)
+    k.st(p, [0.5, -2.0], type=pf.f16, offset=4)
+    k.st(p, 1.5, type=pf.f16x2, offset=8)
+    m = k.module()
+    assert "st.global.b16   [%p], 0x3C00;" in m.ptx and pf.assemble(m) is not None
+    a = np.zeros(6, np.float16)
+    assert interp.run(m, block=1, args=[a]).ok
+    bits = a.view(np.uint16)
+    assert bits[1] == int(to_bf16(np.float32(3.0)))
+    assert list(a[[0, 2, 3, 4, 5]]) == [1.0, 0.5, -2.0, 1.5, 1.5]
+    k = pf.KernelBuilder("refused", target="sm_80")
+    p = k.param_ptr("p", pf.f16)
+    with pytest.raises(pf.ValidationError, match="beyond the range of .f16"):
+        k.st(p, 1e6, type=pf.f16)
+    with pytest.raises(pf.ValidationError, match="registers or numbers, not both"):
+        k.st(p, [k.mov(2.5, type=pf.f16), 0.25], type=pf.f16, offset=4)

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_dst, check_value, check_vec, checked_form, make
-from .operands import Addr, Reg, Symbol, Vec
+from .operands import Addr, Reg, Symbol, Vec, half_bits
 from .quick_init import quick_init
 from .targets import BASE, Requirement, V
 
@@ -622,6 +624,17 @@ def stmatrix(addr, v, num=4, trans=False, shape="m8n8", t=T.b16, space="shared")
 
 
 _HALF_TYPES = (T.f16, T.bf16, T.f16x2, T.bf16x2)
+
+
+def _half_pattern(x, t):
+    """A Python or numpy number stored as the 16-bit float type `t` (or its pair): its bit pattern, which the
+    store writes as a .b16 / .b32 immediate (PTX has no 16-bit float literal); anything else as it is."""
+    if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)):
+        bits = half_bits(x, t)
+        if bits is None:
+            raise ValidationError(f"{x} is beyond the range of .{t.name}")
+        return bits
+    return x
 _BIT_OPS = ("and", "or", "xor", "exch", "cas")
 
 
@@ -671,7 +684,18 @@ class MemoryOps:
            sem=None, scope=None, policy=None):
         """Store a register/immediate (or a list of them: a vector store) to `addr` in `space`.
 
-        `sem` ("volatile", "relaxed", "release") with `scope`, and `policy`, as for `ld`."""
+        `sem` ("volatile", "relaxed", "release") with `scope`, and `policy`, as for `ld`.  A number stored as
+        f16 / bf16 (or a pair) is written as its bit pattern."""
+        if type is not None and T.lookup(type) in _HALF_TYPES:
+            ht = T.lookup(type)
+            patterns = ([_half_pattern(x, ht) for x in value] if isinstance(value, (list, tuple))
+                        else _half_pattern(value, ht))
+            if isinstance(value, (list, tuple)) and 0 < sum(p is not x for p, x in zip(patterns, value)) < len(value):
+                raise ValidationError(f"a vector store of .{ht.name} takes registers or numbers, not both (ptxas "
+                                      "refuses a vector of mixed element types): move the numbers into registers "
+                                      f"first, k.mov(x, type={ht.name})")
+            if patterns != value:  # numbers became bit patterns: store them as the raw bits they are
+                value, type = patterns, ht.bits_type()
         if isinstance(value, (list, tuple, Vec)):
             vals = tuple(self._val(v) for v in (value.regs if isinstance(value, Vec) else value))
             vec = vec or len(vals)

@@ -7,7 +7,7 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec, half_bits
+from .operands import SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec, half_pattern
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -192,8 +192,8 @@ def mov(t, d, a):
     if t not in MOV_TYPES and t not in (T.bf16, T.f16x2, T.bf16x2):
         raise ValidationError(f"mov does not take .{t.name}")
     if t in (T.f16, T.bf16, T.bf16x2, T.f16x2):
-        if type(a) is Imm and a.type is not None and a.type.is_float:
-            a = _half_immediate(t, a)
+        if type(a) is Imm and a.type is not None and a.type.is_float:  # PTX has no 16-bit float literal
+            a = Imm(half_pattern(a.value, t, "mov source"), t.bits_type())
         t = t.bits_type()  # ptxas has no mov.f16: half values move as bits
     if type(d) is not Reg or d.type is not t:
         check_dst(d, t, "mov destination")
@@ -216,16 +216,6 @@ def mov(t, d, a):
     else:
         check_value(a, t, "mov source")
     return make("mov", ("mov", t.name), (d, a), n_dst=1, type=t, req=_B128 if t is T.b128 else BASE)
-
-
-def _half_immediate(t, a: Imm) -> Imm:
-    """A number moved into a 16-bit float register (or a pair: the same value in both halves) as the
-    integer bit pattern `mov.b16` / `mov.b32` takes; PTX has no 16-bit float literal."""
-    bits = half_bits(a.value, t)
-    if bits is None:
-        raise ValidationError(f"mov source: {a.value!r} is beyond the range of .{t.name}; for a raw bit pattern "
-                              f"write type=\"b{t.bits}\"")
-    return Imm(bits, t.bits_type())
 
 
 def bra(label: Label, uni=False):

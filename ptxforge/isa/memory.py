@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_addr, check_dst, check_value, check_vec, checked_form, make
-from .operands import Addr, Reg, Symbol, Vec, half_bits
+from .operands import Addr, Reg, Symbol, Vec, half_pattern
 from .quick_init import quick_init
 from .targets import BASE, Requirement, V
 
@@ -630,11 +630,10 @@ def _half_pattern(x, t):
     """A Python or numpy number stored as the 16-bit float type `t` (or its pair): its bit pattern, which the
     store writes as a .b16 / .b32 immediate (PTX has no 16-bit float literal); anything else as it is."""
     if isinstance(x, (int, float, np.integer, np.floating)) and not isinstance(x, (bool, np.bool_)):
-        bits = half_bits(x, t)
-        if bits is None:
-            raise ValidationError(f"{x} is beyond the range of .{t.name}")
-        return bits
+        return half_pattern(x, t, "st source")
     return x
+
+
 _BIT_OPS = ("and", "or", "xor", "exch", "cas")
 
 

@@ -117,6 +117,16 @@ def half_bits(value, t: ScalarType) -> int | None:
     return one | one << 16 if t.lanes == 2 else one
 
 
+def half_pattern(value, t: ScalarType, what: str) -> int:
+    """`half_bits(value, t)`, or a ValidationError naming `what` when the number is beyond `t`'s range: the
+    pattern a number written as .f16 / .bf16 (or a pair) takes, `mov` and `st` alike."""
+    bits = half_bits(value, t)
+    if bits is None:
+        raise ValidationError(f"{what}: {value!r} is beyond the range of .{t.name}; for a raw bit pattern write "
+                              f"type=\"b{t.bits}\"")
+    return bits
+
+
 @quick_init
 @dataclass(frozen=True, slots=True)
 class Imm(Operand):

@@ -40,7 +40,7 @@ def _is_new(s) -> bool:
         return (s.op in ("ldu", "prefetchu", "discard", "applypriority", "isspacep", "createpolicy_range",
                          "createpolicy_cvt", "st_async", "red_async", "multimem", "tex", "tld4", "txq", "istypep",
                          "suld", "sust", "sured", "suq") or s.get("sem") is not None
-                or s.get("scope") is not None or bool(s.get("policy")))
+                or s.get("scope") is not None or bool(s.get("policy")) or s.get("space") == "shared::cluster")
     if s.family == "sync":
         return (s.op in ("mbarrier_complete_tx", "mbarrier_arrive_drop", "mbarrier_pending_count", "bar_red",
                          "griddepcontrol") or s.get("suspend") is not None or "cluster" in str(s.get("kind")))
@@ -50,6 +50,8 @@ def _is_new(s) -> bool:
         return s.op.startswith("wmma") or s.op == "mma_sp"
     if s.family == "convert":
         return s.op in ("cvt_narrow", "cvt_pack")
+    if s.family == "async_copy":
+        return s.op == "createpolicy" and isinstance(s["fraction"], str)  # the fraction in a register
     return False
 
 
@@ -59,8 +61,8 @@ def _chunks(xs, n):
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_89", "sm_90"])
 def test_every_new_legal_form_assembles(target):
-    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp", "tensor", "convert")
-             for s in pst.legal_candidates(target, fam) if _is_new(s)]
+    specs = [s for fam in ("arith", "bits", "control", "integer", "memory", "sync", "warp", "tensor", "convert",
+                           "async_copy") for s in pst.legal_candidates(target, fam) if _is_new(s)]
     assert len(specs) > 100
     for chunk in _chunks(specs, 400):
         module = pst.build_module(target, chunk)
@@ -89,6 +91,24 @@ def test_every_new_operation_has_legal_forms():
     assert not want - ops, sorted(want - ops)
     multimem = {s["kind"] for s in pst.legal_candidates("sm_90", "memory") if s.op == "multimem"}
     assert multimem == {"ld_reduce", "st", "red"}
+
+
+def test_late_opened_forms_are_in_the_drawn_pools():
+    """Forms opened after the pools were written (atomics and orders on another CTA's shared memory, ld.volatile
+    with an L2 prefetch size, a createpolicy fraction in a register) are drawn, so the property and differential
+    tests reach them; the cluster's shared memory only from sm_90."""
+    def drawn(target, family, op, **want):
+        return [s for s in pst.legal_candidates(target, family)
+                if s.op == op and all(s.get(k) == v for k, v in want.items())]
+    assert drawn("sm_90", "memory", op="atom", space="shared::cluster", atom_op="cas")
+    assert drawn("sm_90", "memory", op="red", space="shared::cluster", sem="release", scope="cluster")
+    assert drawn("sm_90", "memory", op="ld", space="shared::cluster", sem="acquire", scope="cluster")
+    assert drawn("sm_90", "memory", op="st", space="shared::cluster", sem="volatile")
+    assert not [s for s in pst.legal_candidates("sm_80", "memory") if s.get("space") == "shared::cluster"]
+    for target in ("sm_80", "sm_90"):
+        assert drawn(target, "memory", op="ld", sem="volatile", hints=("L2::256B",))
+        assert {s["fraction"] for s in drawn(target, "async_copy", op="createpolicy")} >= {"f32", "b32", 0.5}
+        assert "u32" not in {s["fraction"] for s in drawn(target, "async_copy", op="createpolicy")}
 
 
 def test_forms_by_target():

@@ -207,10 +207,20 @@ def _memory_candidates():
                                 policy=True))
             out.append(spec("memory", op, type="u32", vec=1, space=space, cop=None, hints=(), nc=False, policy=True,
                             sem="relaxed", scope="gpu"))
+    for op in ("ld", "st"):  # another CTA's shared memory (sm_90), in every order
+        for sem in MEM_SEMANTICS[op] + (None,):
+            for scope in ((None,) if sem in ("volatile", None) else SCOPES + (None,)):
+                out.append(spec("memory", op, type="u32", vec=1, space="shared::cluster", cop=None, hints=(), nc=False,
+                                sem=sem, scope=scope))
+    for hints in ((p,) for p in PREFETCH):  # ld.volatile takes an L2 prefetch size (no L1 priority)
+        out.append(spec("memory", "ld", type="u32", vec=1, space="global", cop=None, hints=hints, nc=False,
+                        sem="volatile", scope=None))
     for name in ("atom", "red"):
+        for aop, types in ATOM_OPS.items():  # the cluster's shared memory: scalar forms only
+            out += [spec("memory", name, atom_op=aop, type=t.name, space="shared::cluster") for t in types]
         for sem in MEM_SEMANTICS[name] + (None,):
             for scope in SCOPES + (None,):
-                for space in ("global", "shared", "generic"):
+                for space in ("global", "shared", "generic", "shared::cluster"):
                     out.append(spec("memory", name, atom_op="add", type="u32", space=space, sem=sem, scope=scope))
         for space in ("global", "shared", "generic"):
             out.append(spec("memory", name, atom_op="add", type="f32", space=space, policy=True))
@@ -278,7 +288,8 @@ def _async_copy_candidates():
     # the mbarrier named by a generic address: 64-bit, or the 32-bit shared offset ptxas also takes
     out += [spec("async_copy", "mbarrier_arrive", noinc=b, space="generic", wide=w) for b in (False, True)
             for w in (False, True)]
-    out += [spec("async_copy", "createpolicy", level=lv, fraction=fr) for lv in CREATEPOLICY for fr in (1.0, 0.5)]
+    out += [spec("async_copy", "createpolicy", level=lv, fraction=fr) for lv in CREATEPOLICY
+            for fr in (1.0, 0.5, "f32", "b32", "u32")]
     out += [spec("async_copy", "wait", n=0)]
     out += [spec("async_copy", "bulk_copy", size=1024), spec("async_copy", "bulk_copy", size=None)]
     out += [spec("async_copy", "bulk_copy", size=1024, dst_space="shared::cta")]

@@ -193,7 +193,7 @@ def _address(sc: Scratch, space):
         return sc.g
     if space in ("generic", None):
         return sc.g64
-    if space in ("shared", "shared::cta"):
+    if space in ("shared", "shared::cta", "shared::cluster"):  # a cluster address is a 32-bit shared one (mapa's)
         return sc.s
     if space == "local":
         return sc.reg(T.u64)
@@ -354,7 +354,8 @@ def _emit_async_copy(sc: Scratch, s: Spec):
         space = s.get("space", "shared")
         k.cp_async_mbarrier_arrive(sc.g64 if s.get("wide") else sc.mb, noinc=s["noinc"], space=space, pred=g)
     elif op == "createpolicy":
-        k.createpolicy(s["level"], s["fraction"])
+        fraction = s["fraction"]  # a number, or the type of the register that holds it
+        k.createpolicy(s["level"], sc.reg(T.lookup(fraction)) if isinstance(fraction, str) else fraction)
     elif op == "bulk_copy":
         size = s["size"] if s["size"] is not None else sc.reg(T.u32)
         mc = s.get("multicast")

@@ -63,3 +63,12 @@ def test_the_hopper_interpreter_example_refuses_what_its_kernel_cannot_run(capsy
     assert info.value.code == 2 and why in err, err
     if "--config" in argv:
         assert all(repr(name) in err for name in ex.s4_configurations()), err
+
+
+def test_the_read_ptx_example_runs_parsed_ptx_and_catches_its_race_and_typo(capsys):
+    assert load_example("read_ptx").main([]) == 0
+    out = capsys.readouterr().out
+    assert "interpreter: 8 block sums == numpy" in out
+    assert "[race] read-after-write race on shared memory" in out and "emitted at racy.ptx:44" in out
+    assert "typo.ptx:30: mul.f32 does not take .wide" in out
+    assert "block_sum.ptx:38" in out  # the listing names the input's lines

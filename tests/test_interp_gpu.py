@@ -146,3 +146,10 @@ def test_bar_red_gpu_vs_interpreter(seed, threads):
     gpu, cpu = both(k.module(), "bar_red_probe", 3, threads, [x, poison(np.zeros((3, threads, 6), np.uint32))])
     np.testing.assert_array_equal(gpu[1], cpu[1])
     np.testing.assert_array_equal(cpu[1], expected_bar_red(x))
+
+
+def test_the_read_ptx_example_gives_the_same_sums_on_the_gpu(capsys):
+    """PTX text read by ptxforge.parse runs through the driver with the interpreter's result."""
+    from support.examples import load_example
+    assert load_example("read_ptx").main(["--gpu"]) == 0
+    assert "GPU: the same block sums" in capsys.readouterr().out

@@ -34,8 +34,10 @@ def make_carry(P, op):
     udt = view_dtype(t.as_unsigned())
     signed = t.kind == "s"
 
-    def ints(x):
-        return np.asarray(x).astype(np.uint64).astype(object)
+    def ints(S, x):
+        # full thread width: an immediate source reads as one number, and with every source immediate
+        # (`sub.cc.u32 d, 0, 1`, which ptxas accepts) the chain would otherwise compute on scalars
+        return np.broadcast_to(np.asarray(x).astype(np.uint64), (S.N,)).astype(object)
 
     def product(a, b):
         if not signed:
@@ -45,7 +47,7 @@ def make_carry(P, op):
         return (sa * sb) & ((1 << (2 * bits)) - 1)
 
     def run(S, m):
-        xs = [ints(r(S)) for r in reads]
+        xs = [ints(S, r(S)) for r in reads]
         c_in = S.V[cf].astype(object) if info.carry_in else 0
         if info.op == "add":
             full = xs[0] + xs[1] + c_in
@@ -58,9 +60,7 @@ def make_carry(P, op):
             half = p >> bits if info.mode == "hi" else p & mask
             full = half + xs[2] + c_in
             carry = full >> bits
-        res = np.array([int(v) & mask for v in np.atleast_1d(full)], dtype=np.uint64).astype(udt).view(out)
-        if np.ndim(full) == 0:
-            res = res[0]
+        res = np.array([int(v) & mask for v in full], dtype=np.uint64).astype(udt).view(out)
         put(S, res, m)
         if info.carry_out:
             np.copyto(S.V[cf], np.asarray(carry != 0, dtype=bool), where=m)

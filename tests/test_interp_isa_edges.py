@@ -1,0 +1,116 @@
+"""Interpreter results at the edges of the PTX ISA's definitions, each expected value worked out from the ISA's
+text or pseudo-code in Python integers and IEEE bit patterns (not from the interpreter's code): carry chains
+whose sources are all immediates, vmad's saturation by the signedness of the computation, div.approx.f32 for
+divisors above 2^126, neg/abs .ftz on subnormals, the flush of atom/red .add.f32 on global memory, and
+redux.sync / match.sync / elect.sync over each lane's own member mask."""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import interp, u32
+from ptxforge.testing.interp_strategies import poison
+
+from support.ptx_text import assembler_verdict
+
+needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
+
+M32 = 0xFFFFFFFF
+
+
+def module_text(body: str, decls: str = "", target: str = "sm_90") -> str:
+    """A module with one kernel `k(.param .u64 out, .param .u64 aux)`: before `body`, `%out` holds the global
+    address of this thread's row of `out` (16 words a thread), `%aux` the global address of `aux`, `%t` the
+    thread index (u32)."""
+    return f""".version 8.3
+.target {target}
+.address_size 64
+.visible .entry k(.param .u64 out, .param .u64 aux)
+{{
+.reg .pred %p<8>;
+.reg .b16 %h<8>;
+.reg .b32 %r<16>;
+.reg .b64 %rd<8>;
+.reg .f32 %f<8>;
+.reg .u64 %out, %aux, %off;
+.reg .u32 %t;
+{decls}
+ld.param.u64 %out, [out];
+cvta.to.global.u64 %out, %out;
+ld.param.u64 %aux, [aux];
+cvta.to.global.u64 %aux, %aux;
+mov.u32 %t, %tid.x;
+mul.wide.u32 %off, %t, 64;
+add.u64 %out, %out, %off;
+{body}
+ret;
+}}
+"""
+
+
+def run_rows(body: str, block: int = 1, aux=None, decls: str = "", target: str = "sm_90", check: bool = True):
+    """Run `body` (see `module_text`) on one CTA of `block` threads; returns (out as (block, 16) uint32 words,
+    the aux buffer after the run, the interpreter's report)."""
+    module = pf.parse(module_text(body, decls, target))
+    out = poison(np.empty((block, 16), np.uint32))
+    aux = np.zeros(8, np.uint32) if aux is None else aux
+    report = interp.run(module, "k", grid=1, block=block, args=[out, aux], check=check)
+    return out, aux, report
+
+
+def store(*regs: str) -> str:
+    """st.global lines writing b32 registers `regs` to words 0, 1, ... of this thread's row."""
+    return "\n".join(f"st.global.b32 [%out+{4 * i}], {r};" for i, r in enumerate(regs))
+
+
+def f32_bits(x: float) -> int:
+    return struct.unpack("<I", struct.pack("<f", x))[0]
+
+
+# ---------------------------------------------------------------- carry chains with immediate sources
+
+#: (line, d as u32 words, CC.CF after it), worked out from the ISA: add.cc d = a + b with the carry out;
+#: sub.cc d = a - b with the borrow out; subc d = a - (b + CF); addc d = a + b + CF; mad.lo/hi.cc d = the
+#: product's half + c with the carry out, madc adding CF as well.  Each line's sources are all immediates.
+IMMEDIATE_CHAIN = [
+    ("sub.cc.u32 %r1, 0, 1;", (0 - 1) & M32),              # borrow out: 0 < 1
+    ("subc.u32 %r2, 0, 0;", (0 - (0 + 1)) & M32),          # reads the borrow: 0 - (0 + 1)
+    ("add.cc.u32 %r3, 0xffffffff, 1;", (M32 + 1) & M32),   # carry out: 2^32
+    ("addc.cc.u32 %r4, 0, 0;", 0 + 0 + 1),                 # reads the carry, carries nothing out
+    ("mad.lo.cc.u32 %r5, 65536, 65536, 4294967295;", ((65536 * 65536) & M32) + M32),  # lo half 0: no carry
+    ("madc.hi.cc.u32 %r6, 3, 4, 5;", ((3 * 4) >> 32) + 5 + 0),
+    ("subc.cc.s32 %r7, 5, 7;", (5 - (7 + 0)) & M32),       # borrow out
+    ("mad.hi.cc.s32 %r8, -1, 2, 3;", ((((-1 * 2) & 0xFFFFFFFFFFFFFFFF) >> 32) + 3) & M32),  # carry out
+    ("addc.u32 %r9, 0, 0;", 0 + 0 + 1),
+]
+
+
+@needs_ptxas
+def test_ptxas_accepts_carry_chains_with_only_immediate_sources():
+    from support.ptx_text import raw_kernel
+    assert assembler_verdict(raw_kernel("\n".join(line for line, _ in IMMEDIATE_CHAIN), "sm_90")) is None
+
+
+def test_carry_chain_with_only_immediate_sources_read_from_ptx():
+    body = "\n".join(line for line, _ in IMMEDIATE_CHAIN)
+    out, _, _ = run_rows(body + "\n" + store(*(f"%r{i}" for i in range(1, 10))))
+    assert [int(x) for x in out[0, :9]] == [want for _, want in IMMEDIATE_CHAIN]
+
+
+def test_carry_chain_with_only_immediate_sources_from_the_builder():
+    """The builder emits the same forms the PTX reader reads, and they run the same."""
+    k = pf.KernelBuilder("cc_imm", target="sm_90", reqntid=1)
+    out = k.param_ptr("out", u32)
+    d = [k.sub_cc(0, 1, type=u32), k.subc(0, 0, type=u32), k.add_cc(0xFFFFFFFF, 1, type=u32),
+         k.addc(0, 0, cc=True, type=u32), k.mad_cc(65536, 65536, 0xFFFFFFFF, type=u32)]
+    k.st(out, d[:4], type=u32)
+    k.st(k.add(out, 16), d[4], type=u32)
+    ptx = k.module().ptx
+    assert "sub.cc.u32" in ptx and ", 0, 1;" in ptx
+    words = poison(np.empty(5, np.uint32))
+    interp.run(k.module(), block=1, args=[words])
+    assert words.tolist() == [want for _, want in IMMEDIATE_CHAIN[:5]]

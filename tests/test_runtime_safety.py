@@ -36,75 +36,7 @@ KEY = C.cache_key("ptx", "sm_90", (), "cuda-13000/570.1")
 
 # ---------------------------------------------------------------- a stand-in for the driver
 
-class StandIn:
-    """cuda.bindings.driver with scripted answers; records every call by name."""
-
-    CUpointer_attribute = real.CUpointer_attribute
-    CUmemorytype = real.CUmemorytype
-    CUjit_option = real.CUjit_option
-    CUjit_target = real.CUjit_target
-    CUfunction_attribute = real.CUfunction_attribute
-    CUevent_flags = real.CUevent_flags
-    CUlaunchConfig = real.CUlaunchConfig
-    CUlaunchAttribute = real.CUlaunchAttribute
-    CUlaunchAttributeID = real.CUlaunchAttributeID
-    CUdevice_attribute = real.CUdevice_attribute
-
-    def __init__(self):
-        self.calls = []
-        self.current = 0
-        self.answers = {}
-
-    def CUstream(self, h=0):
-        return h
-
-    def CUdeviceptr(self, p=0):
-        return p
-
-    def _answer(self, name, default, *args):
-        self.calls.append((name, args))
-        a = self.answers.get(name, default)
-        return a(*args) if callable(a) else a
-
-    def cuGetErrorName(self, err):
-        raise RuntimeError("no names here")
-
-    cuGetErrorString = cuGetErrorName
-
-    def cuCtxGetCurrent(self):
-        self.calls.append(("cuCtxGetCurrent", ()))
-        return (0, self.current)
-
-    def cuCtxSetCurrent(self, ctx):
-        self.calls.append(("cuCtxSetCurrent", (int(ctx),)))
-        self.current = int(ctx)
-        return (0,)
-
-    def __getattr__(self, name):
-        if name.startswith("cu"):
-            return lambda *a: self._answer(name, (0, 0), *a)
-        if name.startswith("CU"):  # the real enums and types
-            return getattr(real, name)
-        raise AttributeError(name)
-
-
-OURS = 0xC0FFEE
-
-
-@pytest.fixture
-def drv(monkeypatch):
-    """The stand-in driver, with ptxforge's state initialized as if on an H200 (context handle OURS)."""
-    sd = StandIn()
-    info = D.DeviceInfo(ordinal=0, name="stand-in", compute_capability=(9, 0), sm_count=132, total_memory=1 << 30,
-                        driver_version=13000, limits=LaunchLimits(max_shared_optin=232448), driver_build="570.1")
-    monkeypatch.setattr(D, "_api", sd)
-    monkeypatch.setattr(D, "_state", D._Context(0, OURS, info, 0))
-    monkeypatch.setattr(K, "_stream_objs", {})  # the stand-in's stream objects must not outlive it
-    F.reset_for_tests()
-    C.clear_memory_cache()
-    yield sd
-    F.reset_for_tests()
-    C.clear_memory_cache()
+from support.driver_standin import OURS, StandIn, drv  # noqa: E402,F401  (drv: a fixture)
 
 
 NO_KERNELS = ".version 8.0\n.target sm_90\n.address_size 64\n"

@@ -114,3 +114,44 @@ def test_carry_chain_with_only_immediate_sources_from_the_builder():
     words = poison(np.empty(5, np.uint32))
     interp.run(k.module(), block=1, args=[words])
     assert words.tolist() == [want for _, want in IMMEDIATE_CHAIN[:5]]
+
+
+# ---------------------------------------------------------------- vmad .sat
+
+def _ext(v: int, t: str) -> int:
+    """partSelectSignExtend of a whole word: .s32 sign-extended, .u32 zero-extended."""
+    return v - (1 << 32) if t == "s32" and v >> 31 else v
+
+
+def vmad_model(at: str, bt: str, scale: str | None, a: int, b: int, c: int) -> int:
+    """vmad.dtype.atype.btype.sat{.scale} d, a, b, c as the ISA's pseudo-code reads (no operand negated): d as a
+    u32 word.  The destination type takes no part."""
+    signed_final = at == "s32" or bt == "s32"
+    tmp = _ext(a, at) * _ext(b, bt)
+    tmp += _ext(c, "s32") if signed_final else c  # c128 = signedFinal ? sext32(c) : zext(c)
+    if scale is not None:
+        tmp >>= 7 if scale == "shr7" else 15
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if signed_final else (0, M32)
+    return min(max(tmp, lo), hi) & M32
+
+
+VMAD_CASES = [(M32, 5, 0), (0x10000, 0x10000, 0), (0x7FFFFFFF, 2, 1), (0x80000000, 0x80000000, M32),
+              (M32, M32, M32), (3, 4, 0x80000000), (0x12345678, 0x9ABCDEF0, 0x0F0F0F0F), (0, 0, 0xFFFFFFF0)]
+VMAD_FORMS = [(dt, at, bt, scale) for dt in ("u32", "s32") for at in ("u32", "s32") for bt in ("u32", "s32")
+              for scale in (None, "shr7")]
+
+
+def test_vmad_saturates_by_the_signedness_of_the_computation_not_the_destination():
+    lines = ["mul.wide.u32 %rd1, %t, 12;", "add.u64 %rd1, %aux, %rd1;", "ld.global.b32 %r1, [%rd1];",
+             "ld.global.b32 %r2, [%rd1+4];", "ld.global.b32 %r3, [%rd1+8];"]
+    for i, (dt, at, bt, scale) in enumerate(VMAD_FORMS):
+        lines.append(f"vmad.{dt}.{at}.{bt}.sat{'.' + scale if scale else ''} %v{i}, %r1, %r2, %r3;")
+    lines.append(store(*(f"%v{i}" for i in range(len(VMAD_FORMS)))))
+    aux = np.array(VMAD_CASES, np.uint32).ravel()
+    out, _, _ = run_rows("\n".join(lines), block=len(VMAD_CASES), aux=aux, decls=".reg .b32 %v<16>;")
+    for row, (a, b, c) in zip(out, VMAD_CASES):
+        want = [vmad_model(at, bt, scale, a, b, c) for _, at, bt, scale in VMAD_FORMS]
+        assert [int(x) for x in row] == want, (hex(a), hex(b), hex(c))
+    # the two cases that tell the destination type from the computation's signedness
+    assert vmad_model("s32", "s32", None, M32, 5, 0) == (-5) & M32  # vmad.u32.s32.s32.sat: -5 stays -5
+    assert vmad_model("u32", "u32", None, 0x10000, 0x10000, 0) == M32  # vmad.s32.u32.u32.sat: clamps to U32_MAX

@@ -4,7 +4,8 @@ vset) and the two- and four-way SIMD forms (vadd2 ... vset2, vadd4 ... vset4).
 Scalar: each source is extended to a wide integer by its type (.u32 zero-, .s32 sign-extended),
 the operation is exact, .sat clamps to the destination type's range, the secondary operation
 combines with c, and the result keeps 32 bits.  vmad's product is signed unless both sources are
-unsigned, and c has the product's signedness.
+unsigned, c has the product's signedness, and vmad's .sat clamps to the 32-bit range of that
+signedness (the ISA's signedFinal), whatever the destination type.
 
 SIMD (the PTX ISA's semantics with the default selectors, the only ones the builder emits: lane i
 of a against lane i of b, every lane in the mask): lanes are half-words (2) or bytes (4), each
@@ -96,6 +97,9 @@ def make_video(P, op):
     rc = P.reader(ins.operands[3], T.u32, ins) if len(ins.operands) > 3 else None
     at, bt, dt = info.atype, info.btype, info.dtype
     c_t = (T.u32 if at is bt is T.u32 else T.s32) if form.op == "mad" else dt
+    # vmad saturates by the signedness of its computation (signedFinal in the ISA's pseudo-code: signed unless
+    # both sources are unsigned, with no operand negated, which the builder never writes); the others by dt
+    sat_signed = (c_t if form.op == "mad" else dt) is T.s32
 
     def run(S, m):
         a, b = _wide(ra(S), at), _wide(rb(S), bt)
@@ -125,8 +129,8 @@ def make_video(P, op):
             r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[info.cmp]
             r = r.astype(np.int64)
         if info.sat:
-            r = np.array([min(max(int(v), -(1 << 31) if dt is T.s32 else 0),
-                              (1 << 31) - 1 if dt is T.s32 else (1 << 32) - 1)
+            r = np.array([min(max(int(v), -(1 << 31) if sat_signed else 0),
+                              (1 << 31) - 1 if sat_signed else (1 << 32) - 1)
                           for v in np.broadcast_to(r, (S.N,))], dtype=object)
         if info.op2 is not None:
             c = _wide(rc(S), dt).astype(object)

@@ -193,10 +193,20 @@ def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
     return True
 
 
+def big_endian(dtype) -> bool:
+    """Whether `dtype` (or a field or sub-array element of it) stores multi-byte values big-endian."""
+    dt = np.dtype(dtype)
+    if dt.fields:
+        return any(big_endian(f[0]) for f in dt.fields.values())
+    if dt.subdtype is not None:
+        return big_endian(dt.subdtype[0])
+    return dt.byteorder == ">" or (dt.byteorder == "=" and np.little_endian is False and dt.itemsize > 1)
+
+
 def check_byte_order(dtype, what: str) -> None:
     """Refuse elements that are not little-endian: the GPU (and the interpreter) read memory little-endian."""
     dt = np.dtype(dtype)
-    if dt.byteorder == ">" or (dt.byteorder == "=" and np.little_endian is False and dt.itemsize > 1):
+    if big_endian(dt):
         raise LaunchError(f"{what} holds big-endian {dt.str} elements; the GPU reads little-endian memory, so "
                           f"convert it first (e.g. a.astype('{dt.newbyteorder('<').str}'))")
 

@@ -9,7 +9,7 @@ import weakref
 import numpy as np
 
 from ..errors import LaunchError
-from .arrays import Elem
+from .arrays import Elem, big_endian
 from . import driver as _drv
 from . import faults
 from .driver import api, check
@@ -64,12 +64,35 @@ def _shape_arg(shape) -> tuple:
     return tuple(int(n) for n in dims)
 
 
+#: The bytes a size may not reach: the driver takes sizes as 64-bit unsigned integers.
+_SIZE_LIMIT = 1 << 64
+
+
+def _dtype_problem(dt: np.dtype) -> str | None:
+    """Why GPU memory cannot hold elements of `dt`, or None when it can."""
+    if dt.hasobject:
+        return (f"{dt} holds Python objects (pointers into this process), which GPU memory cannot hold; use a "
+                "numeric dtype")
+    if dt.itemsize == 0:
+        return (f"{dt.str} has no size of its own (a flexible dtype); give one with a size, e.g. 'S16' or "
+                "'U4'")
+    if big_endian(dt):
+        return (f"{dt.str} is big-endian; the GPU reads little-endian memory, so use "
+                f"'{dt.newbyteorder('<').str}' (and a.astype('{dt.newbyteorder('<').str}') for the data)")
+    return None
+
+
 def _dtype_arg(dtype) -> np.dtype:
-    """`dtype` as a numpy dtype (uint8 when None); one numpy does not know is a LaunchError."""
+    """`dtype` as a numpy dtype (uint8 when None); one numpy does not know, or whose elements GPU memory cannot
+    hold (Python objects, no size, big-endian), is a LaunchError."""
     try:
-        return np.dtype(dtype if dtype is not None else np.uint8)
+        dt = np.dtype(dtype if dtype is not None else np.uint8)
     except (TypeError, ValueError) as e:
         raise LaunchError(f"DeviceBuffer: dtype {dtype!r} is not a numpy dtype ({e})") from None
+    why = _dtype_problem(dt)
+    if why is not None:
+        raise LaunchError(f"DeviceBuffer: dtype {why}")
+    return dt
 
 
 class DeviceBuffer:
@@ -102,6 +125,9 @@ class DeviceBuffer:
             shape = (int(nbytes) // dt.itemsize,)
         if int(nbytes) < 0:
             raise LaunchError(f"DeviceBuffer: negative size {nbytes}")
+        if int(nbytes) >= _SIZE_LIMIT:
+            raise LaunchError(f"DeviceBuffer: {nbytes} bytes is not a size the driver can allocate (sizes are below "
+                              "2**64 bytes, and a GPU holds far less)")
         self.nbytes = int(nbytes)
         self.shape = shape
         self.dtype = dt
@@ -124,8 +150,10 @@ class DeviceBuffer:
 
     @classmethod
     def from_host(cls, array, stream=None) -> "DeviceBuffer":
-        """A device copy of a numpy array (same shape and dtype)."""
-        a = np.ascontiguousarray(array)
+        """A device copy of a numpy array (same shape, a 0-d array's too, and dtype); an array of Python objects or
+        of big-endian elements is a LaunchError, before any driver call."""
+        a = np.asarray(array)
+        a = np.ascontiguousarray(a).reshape(a.shape)  # (ascontiguousarray makes a 0-d array 1-d)
         buf = cls(shape=a.shape, dtype=a.dtype)
         buf.copy_from_host(a, stream=stream)
         return buf
@@ -162,13 +190,17 @@ class DeviceBuffer:
     def _check_host(self, array: np.ndarray, what: str) -> None:
         if not isinstance(array, np.ndarray):
             raise LaunchError(f"{what} takes a numpy array, got {type(array).__name__}")
+        dt = array.dtype
+        if dt.hasobject or big_endian(dt):
+            raise LaunchError(f"{what}: the host array's dtype {_dtype_problem(dt)}")
         if not array.flags.c_contiguous:
             raise LaunchError(f"{what}: the host array is not C-contiguous; pass np.ascontiguousarray(a)")
         if array.nbytes != self.nbytes:
             raise LaunchError(f"{what}: host array has {array.nbytes} bytes, the buffer {self.nbytes}")
 
     def copy_from_host(self, array, stream=None) -> "DeviceBuffer":
-        """Copy a numpy array (of exactly nbytes) to the device."""
+        """Copy a numpy array (of exactly nbytes, C-contiguous, not of Python objects nor big-endian) to the
+        device; anything else is a LaunchError before any driver call."""
         array = np.asarray(array)
         self._check_host(array, "copy_from_host")
         if self.nbytes:
@@ -187,7 +219,8 @@ class DeviceBuffer:
         return self
 
     def copy_to_host(self, out: np.ndarray, stream=None) -> np.ndarray:
-        """Copy the device memory into `out` (synchronous with respect to `stream`)."""
+        """Copy the device memory into `out`, a writable C-contiguous numpy array of exactly nbytes, neither of
+        Python objects nor big-endian (synchronous with respect to `stream`)."""
         self._check_host(out, "copy_to_host")
         if not out.flags.writeable:
             raise LaunchError("copy_to_host: the output array is read-only")
@@ -213,7 +246,12 @@ class DeviceBuffer:
         return self.copy_to_host(np.empty(self.shape, self.dtype), stream=stream)
 
     def fill_bytes(self, value: int, stream=None) -> "DeviceBuffer":
-        """Set every byte to `value` (cuMemsetD8); 0xFF makes float NaNs, good for poisoning outputs."""
+        """Set every byte to `value`, an int in 0..255 (cuMemsetD8); 0xFF makes float NaNs, good for poisoning
+        outputs.  Anything else is a LaunchError: a wider pattern (1.0f is 0x3F800000) would not repeat per
+        byte, so fill those through a kernel or `copy_from_host`."""
+        if not _is_integer(value) or not 0 <= int(value) <= 0xFF:
+            raise LaunchError(f"fill_bytes(value) sets each byte, so value is an int in 0..255, got {value!r}")
+        value = int(value)
         if self.nbytes:
             from .streams import stream_handle
             s = stream_handle(stream)
@@ -221,10 +259,10 @@ class DeviceBuffer:
             prev = _drv.enter()
             try:
                 if s:
-                    check(d.cuMemsetD8Async(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes, d.CUstream(s)),
+                    check(d.cuMemsetD8Async(d.CUdeviceptr(self.ptr), value, self.nbytes, d.CUstream(s)),
                           "cuMemsetD8Async")
                 else:
-                    check(d.cuMemsetD8(d.CUdeviceptr(self.ptr), int(value) & 0xFF, self.nbytes), "cuMemsetD8")
+                    check(d.cuMemsetD8(d.CUdeviceptr(self.ptr), value, self.nbytes), "cuMemsetD8")
             finally:
                 _drv.leave(prev)
         return self

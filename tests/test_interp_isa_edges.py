@@ -6,6 +6,7 @@ redux.sync / match.sync / elect.sync over each lane's own member mask."""
 
 from __future__ import annotations
 
+import math
 import struct
 
 import numpy as np
@@ -155,3 +156,55 @@ def test_vmad_saturates_by_the_signedness_of_the_computation_not_the_destination
     # the two cases that tell the destination type from the computation's signedness
     assert vmad_model("s32", "s32", None, M32, 5, 0) == (-5) & M32  # vmad.u32.s32.s32.sat: -5 stays -5
     assert vmad_model("u32", "u32", None, 0x10000, 0x10000, 0) == M32  # vmad.s32.u32.u32.sat: clamps to U32_MAX
+
+
+# ---------------------------------------------------------------- neg / abs .ftz
+
+#: words read as one f32 and as two f16 halves: subnormals of either sign (smallest, largest, between), zeros,
+#: the least normals, ordinary numbers and f16 infinities (no NaN: neg and abs of a NaN is an unspecified NaN)
+SIGN_WORDS = [0x00000001, 0x00000100, 0x007FFFFF, 0x80000001, 0x807FFFFF, 0x00800000, 0x80800000, 0x00000000,
+              0x80000000, 0x3F800000, 0xC0000000, 0x80018001, 0x000103FF, 0x83FF0400, 0x84008000, 0x7C00FC00,
+              0x3C000200, 0xBC008200]
+
+
+def _f32(bits: int) -> float:
+    return struct.unpack("<f", struct.pack("<I", bits))[0]
+
+
+def _f16(bits: int) -> float:
+    return float(np.array([bits], np.uint16).view(np.float16)[0])
+
+
+def _f16_bits(x: float) -> int:
+    return int(np.array([x], np.float16).view(np.uint16)[0])
+
+
+def sign_op_model(op: str, x: float, ftz: bool, least_normal: float) -> float:
+    """neg / abs of value `x`; with .ftz a subnormal input is first a zero of its sign (the ISA: ".ftz flushes
+    subnormal inputs and results to sign-preserving zero")."""
+    if ftz and 0 < abs(x) < least_normal:
+        x = math.copysign(0.0, x)
+    return -x if op == "neg" else abs(x)
+
+
+def test_neg_and_abs_ftz_flush_subnormal_inputs_to_signed_zero():
+    ops = [("neg", True), ("abs", True), ("neg", False), ("abs", False)]
+    lines = ["mul.wide.u32 %rd1, %t, 4;", "add.u64 %rd1, %aux, %rd1;", "ld.global.b32 %r1, [%rd1];",
+             "mov.b32 %f1, %r1;", "mov.b32 {%h1, %h2}, %r1;"]
+    regs = []
+    for i, (op, ftz) in enumerate(ops):
+        mod = ".ftz" if ftz else ""
+        lines += [f"{op}{mod}.f32 %f{2 + i}, %f1;", f"mov.b32 %v{i}, %f{2 + i};",
+                  f"{op}{mod}.f16 %h{3 + i}, %h1;", f"cvt.u32.u16 %v{4 + i}, %h{3 + i};",
+                  f"{op}{mod}.f16x2 %v{8 + i}, %r1;"]
+    regs = [f"%v{i}" for i in range(12)]
+    out, _, _ = run_rows("\n".join(lines) + "\n" + store(*regs), block=len(SIGN_WORDS),
+                         aux=np.array(SIGN_WORDS, np.uint32), decls=".reg .b32 %v<12>;")
+    for row, word in zip(out, SIGN_WORDS):
+        halves = (word & 0xFFFF, word >> 16)
+        for i, (op, ftz) in enumerate(ops):
+            assert int(row[i]) == f32_bits(sign_op_model(op, _f32(word), ftz, 2.0 ** -126)), (op, ftz, hex(word))
+            lo = sign_op_model(op, _f16(halves[0]), ftz, 2.0 ** -14)
+            assert int(row[4 + i]) == _f16_bits(lo), (op, ftz, "f16", hex(word))
+            pair = [_f16_bits(sign_op_model(op, _f16(h), ftz, 2.0 ** -14)) for h in halves]
+            assert int(row[8 + i]) == pair[0] | pair[1] << 16, (op, ftz, "f16x2", hex(word))

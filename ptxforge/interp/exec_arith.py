@@ -2,7 +2,8 @@
 fma div rem abs neg min max mul24 mad24 sad rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign.
 
 .relu clamps a negative result to +0 (a NaN stays NaN); min/max .xorsign.abs compare the
-magnitudes and give the result the sign a XOR b; copysign, like abs and neg, works on the bits.
+magnitudes and give the result the sign a XOR b; copysign, like abs and neg, works on the bits
+(abs.ftz / neg.ftz first make a subnormal input zero of its sign).
 
 Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
 .wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
@@ -24,7 +25,7 @@ from ..isa import types as T
 from ..isa.arith import ARITH
 from .findings import InterpUnsupported
 from .minmax import canonical_nan, min_max
-from .rounding import directed, fma_f64
+from .rounding import FORMATS, directed, fma_f64
 from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_bits, half_lane, half_to_f32,
                      mulhi_s64, mulhi_u64, pack_lanes, view_dtype)
 
@@ -319,6 +320,21 @@ def _fmt(t) -> str:
     return t.name[:-2] if t.lanes == 2 else t.name
 
 
+def _flush_subnormal_bits(x, t):
+    """.ftz on the bit patterns `x` of float type `t`, each half of a packed pair on its own: a subnormal (exponent
+    field zero, fraction not) becomes zero of its sign; every other pattern, NaN included, is kept."""
+    width = t.bits // t.lanes
+    frac_bits = FORMATS[_fmt(t)][0] - 1
+    u = UINT[t.bits]
+    x = np.asarray(x).astype(u)
+    for lane in range(t.lanes):
+        magnitude_mask = ((1 << (width - 1)) - 1) << (width * lane)
+        magnitude = x & u(magnitude_mask)
+        subnormal = (magnitude != 0) & (magnitude < u(1 << (frac_bits + width * lane)))
+        x = np.where(subnormal, x & ~u(magnitude_mask), x)
+    return x
+
+
 def _make_directed(P, op, opname, t, mods, srcs, mode):
     """The executor of a float instruction in a directed rounding mode: the exact result rounded once toward zero
     (.rz), -inf (.rm) or +inf (.rp), then .ftz (subnormal inputs and results to signed zero), .sat or .relu."""
@@ -383,7 +399,10 @@ def _make_float(P, op, opname, t, mods, srcs):
         u = UINT[bits]
         sign = (1 << (t.bits // t.lanes - 1))
         sign_mask = sign if t.lanes == 1 else sign | (sign << 16)
-        ra = P.reader(srcs[0], T.lookup(f"b{bits}"), ins)
+        read = P.reader(srcs[0], T.lookup(f"b{bits}"), ins)
+        # .ftz (f32, f16, f16x2): a subnormal input is zero of its sign before the sign bit changes, so
+        # neg.ftz of +subnormal is -0 and abs.ftz of -subnormal is +0 (no result can be subnormal otherwise)
+        ra = (lambda S: _flush_subnormal_bits(read(S), t)) if ftz else read
         sm = u(sign_mask)
         out_dt = view_dtype(t)
         if opname == "neg":

@@ -208,3 +208,49 @@ def test_neg_and_abs_ftz_flush_subnormal_inputs_to_signed_zero():
             assert int(row[4 + i]) == _f16_bits(lo), (op, ftz, "f16", hex(word))
             pair = [_f16_bits(sign_op_model(op, _f16(h), ftz, 2.0 ** -14)) for h in halves]
             assert int(row[8 + i]) == pair[0] | pair[1] << 16, (op, ftz, "f16x2", hex(word))
+
+
+# ---------------------------------------------------------------- div.approx.f32 / div.full.f32 for |b| > 2^126
+
+def _ordered(bits: int) -> int:
+    """An f32 bit pattern as an integer that counts representable values (-0 and +0 both 0)."""
+    return bits if bits < 0x80000000 else -(bits & 0x7FFFFFFF)
+
+
+def _quotient_f32(a: float, b: float, ftz: bool) -> float:
+    """a / b rounded to f32 (through float64: within half an ulp, ample for a 2-ulp check); .ftz makes a subnormal
+    quotient a zero of its sign."""
+    q = float(np.float32(np.float64(a) / np.float64(b)))
+    return math.copysign(0.0, q) if ftz and 0 < abs(q) < 2.0 ** -126 else q
+
+
+DIVIDENDS = [1.0, -3.0, 2.0 ** 100, _f32(0x7F7FFFFF), 0.0, -0.0, math.inf, -math.inf]
+DIVISORS = [2.0 ** 126, 1.5 * 2.0 ** 126, -(2.0 ** 127), _f32(0x7F7FFFFF), -_f32(0x7F7FFFFF), 2.0 ** 126 * 1.0000001]
+
+
+def test_div_approx_f32_is_zero_or_nan_for_divisors_past_2_to_126_and_div_full_is_not():
+    pairs = [(_f32(f32_bits(a)), _f32(f32_bits(b))) for a in DIVIDENDS for b in DIVISORS]  # the f32 values
+    aux = np.array([[f32_bits(a), f32_bits(b)] for a, b in pairs], np.uint32).ravel()
+    forms = ["div.approx.f32", "div.approx.ftz.f32", "div.full.f32", "div.full.ftz.f32"]
+    lines = ["mul.wide.u32 %rd1, %t, 8;", "add.u64 %rd1, %aux, %rd1;", "ld.global.f32 %f1, [%rd1];",
+             "ld.global.f32 %f2, [%rd1+4];"]
+    lines += [f"{form} %f{3 + i}, %f1, %f2;" for i, form in enumerate(forms)]
+    out, _, _ = run_rows("\n".join(lines) + "\n" + store("%f3", "%f4", "%f5", "%f6"), block=len(pairs),
+                         aux=aux)
+    for row, (a, b) in zip(out, pairs):
+        for i, form in enumerate(forms):
+            got = int(row[i])
+            if "approx" in form and 2.0 ** 126 < abs(b) < 2.0 ** 128:
+                # the ISA: "if a is infinity, div.approx.f32 returns NaN, otherwise it returns a sign-preserving
+                # zero" (the zero of a * (1/b): sign a XOR sign b)
+                if math.isinf(a):
+                    assert math.isnan(_f32(got)), (form, a, b)
+                else:
+                    want = math.copysign(0.0, -1.0 if (math.copysign(1, a) < 0) != (b < 0) else 1.0)
+                    assert got == f32_bits(want), (form, a, b, hex(got))
+                continue
+            want = _quotient_f32(a, b, ftz=".ftz" in form)  # the quotient within 2 ulp, as the ISA bounds it
+            if math.isnan(want):
+                assert math.isnan(_f32(got)), (form, a, b)
+            else:
+                assert abs(_ordered(got) - _ordered(f32_bits(want))) <= 2, (form, a, b, hex(got))

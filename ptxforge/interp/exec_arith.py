@@ -11,7 +11,8 @@ fma is exact: for f32 and the half types the product is exact in float64 and the
 odd before the final rounding, which gives the correctly rounded fused result; f64 fma is fused
 exactly too (`rounding.fma_f64`).  Half types compute in float64 and round once.  Approximate
 instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute the exact function and round it: they
-agree with a GPU to within the instruction's ulp bound, not bit for bit.  The directed rounding
+agree with a GPU to within the instruction's ulp bound, not bit for bit; div.approx.f32, which the ISA
+defines as a * (1/b), gives its defined zero (NaN for an infinite a) for 2^126 < |b| < 2^128.  The directed rounding
 modes (.rz/.rm/.rp) of add, sub, mul, fma/mad, div, rcp and sqrt round the exact result once in
 that mode (`rounding.directed`), with IEEE 754's overflow and signed-zero rules.  fma.oob (sm_90) is
 refused (InterpUnsupported): which NaN bit patterns it zeroes is not in the PTX ISA.
@@ -165,6 +166,15 @@ FLOAT_SEMANTICS = {
     "ex2": np.exp2, "lg2": np.log2, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
     "abs": None, "neg": None, "copysign": None,  # sign-bit operations, in _make_float
 }
+
+
+def _div_approx(a, b):
+    """div.approx.f32, computed as a * (1/b): for 2^126 < |b| < 2^128 the reciprocal is below the least normal and
+    is zero, so the ISA gives NaN where a is infinite and otherwise a zero of a's sign XOR b's (NaN stays NaN);
+    elsewhere the correctly rounded quotient, within the instruction's 2 ulp."""
+    a, b = np.asarray(a), np.asarray(b)
+    beyond = np.isfinite(b) & (np.abs(b) > b.dtype.type(2.0 ** 126))
+    return np.where(beyond, a * np.copysign(b.dtype.type(0), b), a / b)
 
 
 def _relu(fn):
@@ -411,6 +421,8 @@ def _make_float(P, op, opname, t, mods, srcs):
     if FLOAT_SEMANTICS.get(opname) is None:
         raise InterpUnsupported(f"{opname} on .{t.name} is not modelled", ins)
     fn = FLOAT_SEMANTICS[opname]
+    if opname == "div" and "approx" in mods:  # (div.full is full-range: the quotient within 2 ulp everywhere)
+        fn = _div_approx
     minmax = opname in ("min", "max")
     if minmax and nan_prop:
         fn = (lambda a, b: min_max(opname, a, b, nan=True))

@@ -148,10 +148,14 @@ class ScopeClose:
 
 @dataclass(frozen=True)
 class LocalDecl:
-    """A declaration inside a body scope (call arguments: `.param .b32 param0;`, scoped `.reg`)."""
+    """A declaration inside a body scope (call arguments: `.param .b32 param0;`, scoped `.reg`).
+
+    `registers` are the registers a scoped `.reg` declares when a module read from PTX made them: they exist
+    only inside the scope (the function's own `.reg` lines do not declare them)."""
 
     text: str
     symbol: Symbol | None = None
+    registers: tuple = ()
 
     def ptx_line(self) -> str:
         """The declaration as PTX text."""

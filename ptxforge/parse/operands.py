@@ -84,30 +84,89 @@ def parse_imm(text: str) -> Imm | None:
 
 
 class Scope:
-    """The names one kernel's instructions may use, and a cache of operand spellings."""
+    """The names one kernel's instructions may use, and a cache of operand spellings.
+
+    Registers follow PTX's block structure: those declared at function scope are visible in the whole body
+    (`declared`), those declared inside a `{ }` scope only until its `}` (`frames`), where they hide an outer
+    register of the same spelling.  Every register of a function gets a name of its own (`declare_register`),
+    so a register that hides another is a different `Reg`.
+    """
 
     def __init__(self, declared: dict, symbols: dict, module_symbols: dict, functions: dict, owner: int = 0,
                  kernel: str = ""):
         self.declared = declared  # register spelling (`%r7`; `P1` when declared without %) -> its type
+        self.declared_at: dict = {}  # function-scope register spelling -> line of its declaration
+        self.renamed: dict = {}  # function-scope spelling -> its Reg's name, where that is not the spelling
         self.registers: dict = {}  # the Regs made so far (on first use: most declared registers are unused)
+        self.frames: list = []  # per open { } scope: {register spelling: (Reg, line of its declaration)}
+        self.taken: dict = {}  # Reg name -> type, of every register of the function so far
+        self.closed: dict = {}  # Reg name -> Reg, of registers whose { } scope has closed (a later scope may reuse)
+        self.gone: dict = {}  # register spelling -> line of its declaration in a { } scope that has closed
         self.owner, self.kernel = owner, kernel
         self.symbols = symbols  # kernel-scope name -> Symbol
         self.module_symbols = module_symbols  # module-scope name -> Symbol
         self.functions = functions  # device function name -> Function/Prototype
         self.locals: list = []  # stack of {name: Symbol} for { } scopes
-        self.labels_used: dict = {}  # label text -> first line that names it
+        self.path: tuple = ()  # the open { } scopes, outermost first, each as the line of its `{`
+        self.labels_used: dict = {}  # label text -> [(line, path)] of each use
         self.cache: dict = {}
 
-    def push(self):
-        """Enter a `{ }` scope (its `.param` declarations are visible until `pop`)."""
+    def push(self, line: int = 0):
+        """Enter a `{ }` scope that opens at `line` (its `.param` and `.reg` declarations are visible until
+        `pop`)."""
         self.locals.append({})
+        self.frames.append({})
+        self.path += (line,)
         self.cache = {}
 
     def pop(self):
-        """Leave the innermost `{ }` scope."""
+        """Leave the innermost `{ }` scope: its registers are no longer visible."""
         if self.locals:
             self.locals.pop()
+        if self.frames:
+            for spelling, (r, line) in self.frames.pop().items():
+                self.closed[r.name] = r
+                self.gone[spelling] = line
+            self.path = self.path[:-1]
         self.cache = {}
+
+    def declare_register(self, spelling: str, t, line: int):
+        """Declare register `spelling` of type `t` at `line` in the innermost open scope; returns the Reg of a
+        scoped one (None at function scope: made on first use).  ValidationError when the scope already
+        declares the spelling.  The Reg's name is the spelling without `%` unless another register of the
+        function has that name (one this declaration hides, or one of another type in a closed scope): then a
+        fresh `name$N`.  A closed scope's register of the same type is reused: the two never live together."""
+        frame = self.frames[-1] if self.frames else None
+        old = frame.get(spelling) if frame is not None else self.declared.get(spelling)
+        if old is not None:
+            ot, at = (old[0].type, old[1]) if frame is not None else (old, self.declared_at[spelling])
+            raise ValidationError(f"{spelling} is already declared .{ot.name} in this scope (line {at}); a "
+                                  "{ } block can declare a register of the same name that hides it")
+        name = spelling.lstrip("%")
+        if frame is not None:
+            reuse = self.closed.get(name)
+            if reuse is not None and reuse.type is t:
+                del self.closed[name]
+                frame[spelling] = (reuse, line)
+                self.cache = {}
+                return reuse
+        if name in self.taken:
+            n = 1
+            while f"{name}${n}" in self.taken:
+                n += 1
+            name = f"{name}${n}"
+        self.taken[name] = t
+        self.gone.pop(spelling, None)
+        if frame is None:
+            self.declared[spelling] = t
+            self.declared_at[spelling] = line
+            if name != spelling.lstrip("%"):
+                self.renamed[spelling] = name
+            return None
+        r = Reg(name, t, self.owner, self.kernel)
+        frame[spelling] = (r, line)
+        self.cache = {}
+        return r
 
     def symbol(self, name: str):
         """The variable `name` names here (innermost scope first), or None."""
@@ -130,15 +189,28 @@ class Scope:
         return op
 
     def register(self, spelling: str):
-        """The Reg a declared register spelling (`%r7`, or `P1` for one declared without %) stands for,
-        or None."""
+        """The Reg a declared register spelling (`%r7`, or `P1` for one declared without %) stands for here
+        (innermost scope first), or None."""
+        for frame in reversed(self.frames):
+            hit = frame.get(spelling)
+            if hit is not None:
+                return hit[0]
         r = self.registers.get(spelling)
         if r is None:
             t = self.declared.get(spelling)
             if t is None:
                 return None
-            r = self.registers[spelling] = Reg(spelling.lstrip("%"), t, self.owner, self.kernel)
+            r = self.registers[spelling] = Reg(self.renamed.get(spelling) or spelling.lstrip("%"), t, self.owner,
+                                               self.kernel)
         return r
+
+    def undeclared(self, spelling: str) -> str:
+        """Why register `spelling` is not visible here: never declared, or declared in a closed { } scope."""
+        line = self.gone.get(spelling)
+        if line is not None:
+            return (f"{spelling} is declared in a {{ }} scope (line {line}) that has closed: a register of a "
+                    "scope is visible only inside it")
+        return f"{spelling} is not declared"
 
     def _reg(self, name: str):
         r = self.register("%" + name)
@@ -146,6 +218,8 @@ class Scope:
             return r
         if name in SPECIAL_REGISTERS:
             return SpecialReg(name, SPECIAL_REGISTERS[name])
+        if "%" + name in self.gone:
+            raise ValidationError(self.undeclared("%" + name))
         raise ValidationError(f"%{name} is not declared (no .reg declares it, and it is not a special register)")
 
     def _operand(self, text: str, line: int):
@@ -188,8 +262,18 @@ class Scope:
             return r
         if name in self.functions:
             return FuncRef(name)
-        self.labels_used.setdefault(name, line)
+        if name in self.gone:
+            raise ValidationError(self.undeclared(name))
+        self.labels_used.setdefault(name, []).append((line, self.path))
         return label_of(name)
+
+    def forget_label_use(self, name: str):
+        """Drop the last use of label `name` recorded by `_named` (the name turned out not to be a label)."""
+        uses = self.labels_used.get(name)
+        if uses:
+            uses.pop()
+            if not uses:
+                del self.labels_used[name]
 
     def _address(self, inner: str, line: int):
         if "," in inner:  # [tmap, {c0, c1}]
@@ -214,7 +298,7 @@ class Scope:
         base = self._operand(base_text.strip(), line)
         if isinstance(base, (Label, RawOperand, Imm)):
             if isinstance(base, Label):
-                self.labels_used.pop(base_text.strip(), None)
+                self.forget_label_use(base_text.strip())
             raise ValidationError(f"address [{inner}]: '{base_text.strip()}' is neither a register nor a "
                                   "declared variable")
         return Addr(base, off)

@@ -557,9 +557,9 @@ class BodyReader:
         self.symbols[sym.name] = sym
 
     def declare_regs(self, text: str, line: int, scoped: bool):
-        """Declare the registers of a ``.reg .type %a, %b<N>, ...`` line (ranges expanded); redeclaring a name
-        with another type is an error.
-        """
+        """Declare the registers of a ``.reg .type %a, %b<N>, ...`` line (ranges expanded) in the innermost scope;
+        a name the scope already declares is an error.  Inside a `{ }` scope, returns the `LocalDecl` that
+        declares them there (spelled with the names they got: see `Scope.declare_register`)."""
         words = text.split(None, 2)
         if len(words) < 3:
             raise self.r.error(line, "a register declaration is `.reg .type %name, %name<N>, ...`")
@@ -572,6 +572,7 @@ class BodyReader:
             raise self.r.error(line, e.message) from None
         if not t.can_declare and t is not T.b128:
             raise self.r.error(line, f".reg .{t.name}: .{t.name} is a packed type; declare .b32 registers")
+        spelled, made = [], []
         for item in words[2].split(","):
             item = item.strip()
             m = _RANGE.match(item)
@@ -579,23 +580,30 @@ class BodyReader:
             names = [f"%{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item]
             if not m and not _REG_NAME.match(item):
                 raise self.r.error(line, f"register name '{item}' is not a PTX identifier")
-            declared = self.declared
+            regs = []
             for nm in names:
-                old = declared.get(nm)
-                if old is None:
-                    declared[nm] = t
-                elif old is not t:
-                    raise self.r.error(line, f"{nm} is declared .{old.name} and again .{t.name}")
+                try:
+                    r = self.scope.declare_register(nm, t, line)
+                except ValidationError as e:
+                    raise self.r.error(line, e.message) from None
+                regs.append(r)
+            if scoped:
+                kept = m is not None and all(r.name == f"{m.group(1)}{k}" for k, r in enumerate(regs))
+                spelled.append("%" + item.lstrip("%") if kept else ", ".join(str(r) for r in regs))
+                made += regs
+        if scoped:
+            return LocalDecl(f".reg {tname} {', '.join(spelled)};", registers=tuple(made))
+        return None
 
     def used_registers(self) -> tuple:
-        """The declared registers the body's instructions name, in declaration order."""
+        """The function-scope registers the body's instructions name, in declaration order (those of a { } scope
+        are declared by its `LocalDecl`)."""
         used = self.used
         regs = self.scope.registers
-        out, names = [], set()
+        out = []
         for key in self.declared:
             r = regs.get(key)
-            if r is not None and r.name in used and r.name not in names:  # `%x` and `x` render alike
-                names.add(r.name)
+            if r is not None and r.name in used:
                 out.append(r)
         return tuple(out)
 
@@ -635,7 +643,7 @@ class BodyReader:
                     raise r.error(st.line, f"label {st.text} is placed twice in {self.name}")
                 if not isinstance(lab, Label):
                     raise r.error(st.line, f"label {st.text} has the name of a variable")
-                self.labels[st.text] = st.line
+                self.labels[st.text] = (st.line, self.scope.path)
                 items.append(LabelDef(lab, r.loc(st.line, self.name)))
             elif kind == COMMENT:
                 text = st.text
@@ -645,7 +653,7 @@ class BodyReader:
                     items.append(Comment(text))
             elif kind == OPEN:
                 depth += 1
-                self.scope.push()
+                self.scope.push(st.line)
                 items.append(ScopeOpen())
             elif kind == CLOSE:
                 if depth == 0:
@@ -698,12 +706,18 @@ class BodyReader:
         self.items.append(CallPrototypeDecl(proto))
 
     def finish_labels(self):
-        """Check that every label a branch names is placed in this body (or is a variable or a device function).
-        """
-        for name, line in self.scope.labels_used.items():
-            if name not in self.labels:
-                raise self.r.error(line, f"'{name}' is not a label of {self.name}, a declared variable or a "
-                                         "device function")
+        """Check that every label a branch names is placed in this body (or is a variable or a device function),
+        in the { } scope of the branch or one around it."""
+        for name, uses in self.scope.labels_used.items():
+            placed = self.labels.get(name)
+            if placed is None:
+                raise self.r.error(uses[0][0], f"'{name}' is not a label of {self.name}, a declared variable or a "
+                                               "device function")
+            at, path = placed
+            for line, where in uses:
+                if where[:len(path)] != path:
+                    raise self.r.error(line, f"label {name} is placed inside the {{ }} scope that opens at line "
+                                             f"{path[-1]} (line {at}): a label of a scope is visible only inside it")
 
     def body_directive(self, text: str, line: int, depth: int):
         """One directive inside the body (``.reg``, ``.shared``, ``.local``, ``.param``, ``.pragma`` ...) at
@@ -712,9 +726,9 @@ class BodyReader:
         head = text.split(None, 1)[0]
         r = self.r
         if head == ".reg":
-            self.declare_regs(text, line, depth > 0)
-            if depth > 0:
-                self.items.append(LocalDecl(" ".join(text.split()) + ";"))
+            decl = self.declare_regs(text, line, depth > 0)
+            if decl is not None:
+                self.items.append(decl)
             return
         if head == ".pragma":
             self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))

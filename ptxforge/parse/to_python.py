@@ -4,7 +4,8 @@ One call per instruction: `k.emit(<ISA constructor>(...), pred=...)`, the same c
 the parser made for that line, with the registers kept under their PTX names (`%r7` is the
 Python variable `r7`).  Running the script prints the module's PTX (the parsed module's own
 rendering).  Device functions become `FunctionBuilder`s (parameters, `result()` return values),
-call scopes `with k.call_scope():` blocks with `k.call_param()` declarations, `.local` arrays
+call scopes `with k.call_scope():` blocks with `k.call_param()` declarations (a scope's own register: `k.scope_reg()`
+and a `Reg` of the kernel that only the scope declares), `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
 What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
@@ -256,6 +257,9 @@ class _Writer:
             elif isinstance(item, LocalDecl) and scoped and item.symbol is None and _SCOPED_REG.match(item.text):
                 m = _SCOPED_REG.match(item.text)
                 out.append(f'{ind}k.scope_reg(T.{m.group(1)}, "{m.group(2)}")')
+                for r in item.registers:  # the scope's own register: reg() would declare it for the whole kernel
+                    self.imports.add(("ptxforge.isa.operands", "Reg"))
+                    out.append(f'{ind}{self._reg_var(r)} = Reg("{r.name}", T.{r.type.name}, k.id, k.name)')
             elif isinstance(item, CallPrototypeDecl) and scoped and all(
                     type(p) is Param and p.nbytes is None for p in item.prototype.returns + item.prototype.params):
                 pr = item.prototype
@@ -281,14 +285,19 @@ class _Writer:
                 raise ValidationError(f"to-python: {type(item).__name__} ({item.ptx_line()}) has no builder call")
 
     def _registers(self):
-        taken = {v.split(".")[0] for v in self.syms.values()}
         for r in self.k.registers:
+            self.lines.append(f'    {self._reg_var(r)} = k.reg(T.{r.type.name}, "{r.name}", exact=True)')
+
+    def _reg_var(self, r: Reg) -> str:
+        """The Python variable of register `r` (one per register name, distinct from the symbols' variables)."""
+        var = self.regs.get(r.name)
+        if var is None:
+            taken = {v.split(".")[0] for v in self.syms.values()} | set(self.regs.values())
             var = _ident(r.name)
             while var in taken:
                 var += "_"
-            taken.add(var)
-            self.lines.append(f'    {var} = k.reg(T.{r.type.name}, "{r.name}", exact=True)')
             self.regs[r.name] = var
+        return var
 
     def instruction(self, ins: Instruction) -> str:
         if ins.opcode == OPAQUE:

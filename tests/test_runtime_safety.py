@@ -27,7 +27,7 @@ from ptxforge.runtime import faults as F
 from ptxforge.runtime import kernel as K
 from ptxforge.runtime import loader as L
 from ptxforge.runtime.culink import LinkResult
-from ptxforge.runtime.launch import LaunchLimits, layout, resolve
+from ptxforge.runtime.launch import layout, resolve
 
 real = pytest.importorskip("cuda.bindings.driver")
 
@@ -36,7 +36,7 @@ KEY = C.cache_key("ptx", "sm_90", (), "cuda-13000/570.1")
 
 # ---------------------------------------------------------------- a stand-in for the driver
 
-from support.driver_standin import OURS, StandIn, drv  # noqa: E402,F401  (drv: a fixture)
+from support.driver_standin import OURS, drv  # noqa: E402,F401  (drv: a fixture; StandIn is there)
 
 
 NO_KERNELS = ".version 8.0\n.target sm_90\n.address_size 64\n"

@@ -21,7 +21,8 @@ through (pass the integer address to take that responsibility).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import numbers
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -174,6 +175,9 @@ class DeviceView:
     device_id: int | None = None
     source: str = ""
     readonly: bool = False
+    #: what must stay alive while the memory is used: the DLPack capsule, whose deleter lets the producer free
+    #: what it exported (None for __cuda_array_interface__, whose memory the array object owns)
+    owner: object = field(default=None, compare=False, repr=False)
 
     @property
     def contiguous(self) -> bool:
@@ -211,54 +215,121 @@ def check_byte_order(dtype, what: str) -> None:
                           f"convert it first (e.g. a.astype('{dt.newbyteorder('<').str}'))")
 
 
-def from_cuda_array_interface(obj, cai: dict) -> DeviceView:
-    """A DeviceView of a `__cuda_array_interface__` dictionary (byte order checked)."""
+def _is_int(v) -> bool:
+    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
+
+
+#: Addresses are below this: device pointers are 64-bit.
+ADDRESS_LIMIT = 1 << 64
+
+
+def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> DeviceView:
+    """A DeviceView of a `__cuda_array_interface__` dictionary, every field checked: `data` an (address, read-only)
+    pair with the address an int in [0, 2**64), `shape` ints >= 0, `typestr` a little-endian numpy type, `strides`
+    None or one int per dimension, `stream` None or a handle (an int >= 0), no `mask`.  A field out of line is a
+    LaunchError naming `what` (the argument, e.g. "argument 0 (x) of kernel 'k'") and the field."""
+    name = f"{type(obj).__name__}.__cuda_array_interface__"
+    where = f"{what}: " if what else ""
+
+    def bad(field_: str, value, legal: str) -> LaunchError:
+        return LaunchError(f"{where}{name} has {field_} {value!r}; {legal}")
+    if not isinstance(cai, dict):
+        raise LaunchError(f"{where}{name} is a {type(cai).__name__}, not a dict")
     try:
-        ptr, readonly = cai["data"]
-        shape = tuple(int(n) for n in cai["shape"])
-        dt = np.dtype(cai["typestr"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise LaunchError(f"{type(obj).__name__}.__cuda_array_interface__ is malformed: {e}") from e
-    check_byte_order(dt, f"{type(obj).__name__} (__cuda_array_interface__ typestr {cai['typestr']!r})")
+        data, shape, typestr = cai["data"], cai["shape"], cai["typestr"]
+    except KeyError as e:
+        raise LaunchError(f"{where}{name} is malformed: it has no {e.args[0]!r}") from e
+    if not isinstance(data, (tuple, list)) or len(data) != 2:
+        raise bad("data", data, "it must be a pair (address, read-only flag)")
+    ptr, readonly = data
+    if ptr is None:
+        ptr = 0
+    if not _is_int(ptr) or not 0 <= int(ptr) < ADDRESS_LIMIT:
+        raise bad("data address", ptr, "it must be an int in [0, 2**64)")
+    if not isinstance(shape, (tuple, list)) or not all(_is_int(n) and n >= 0 for n in shape):
+        raise bad("shape", shape, "it must be a tuple of ints >= 0")
+    shape = tuple(int(n) for n in shape)
+    try:
+        dt = np.dtype(typestr)
+    except (TypeError, ValueError) as e:
+        raise bad("typestr", typestr, f"numpy cannot read it ({e})") from e
+    check_byte_order(dt, f"{where}{type(obj).__name__} (__cuda_array_interface__ typestr {typestr!r})")
     strides = cai.get("strides")
     if strides is not None:
-        strides = tuple(int(s) for s in strides)
+        if (not isinstance(strides, (tuple, list)) or len(strides) != len(shape)
+                or not all(_is_int(x) for x in strides)):
+            raise bad("strides", strides, f"they must be None or {len(shape)} ints (bytes), one per dimension of "
+                                          f"shape {shape}")
+        strides = tuple(int(x) for x in strides)
+    stream = cai.get("stream")
+    if stream is not None and (not _is_int(stream) or stream < 0):
+        raise bad("stream", stream, "it must be None or a stream handle (an int >= 0)")
     if cai.get("mask") is not None:
-        raise LaunchError(f"{type(obj).__name__} has a masked __cuda_array_interface__; masks are not supported")
-    return DeviceView(int(ptr or 0), shape, strides, Elem.of_dtype(dt), cai.get("stream"), None,
+        raise LaunchError(f"{where}{type(obj).__name__} has a masked __cuda_array_interface__; masks are not "
+                          "supported")
+    return DeviceView(int(ptr), shape, strides, Elem.of_dtype(dt), None if stream is None else int(stream), None,
                       "__cuda_array_interface__", bool(readonly))
 
 
-def from_dlpack_info(obj, info: dlpack.DLPackInfo) -> DeviceView:
-    """A DeviceView of a parsed DLPack tensor."""
+def from_dlpack_info(obj, info: dlpack.DLPackInfo, what: str | None = None, owner=None) -> DeviceView:
+    """A DeviceView of a parsed DLPack tensor; `owner` (the capsule) is kept with it.  Vector elements or an
+    address outside [0, 2**64) are a LaunchError naming `what` (the argument)."""
+    where = f"{what}: " if what else ""
     if info.lanes != 1:
-        raise LaunchError(f"{type(obj).__name__} has vector elements ({info.lanes} lanes); pass a scalar-typed view")
+        raise LaunchError(f"{where}{type(obj).__name__} has vector elements ({info.lanes} lanes, DLPack); pass a "
+                          "scalar-typed view")
+    if not 0 <= info.ptr < ADDRESS_LIMIT:
+        raise LaunchError(f"{where}{type(obj).__name__}'s DLPack tensor starts at {info.ptr} (data + byte_offset), "
+                          "not a 64-bit address")
     bits = info.bits
     strides = None if info.strides is None else tuple(s * max(bits // 8, 1) for s in info.strides)
-    return DeviceView(info.ptr, info.shape, strides, Elem(info.kind, bits), None, info.device_id, "DLPack")
+    return DeviceView(info.ptr, info.shape, strides, Elem(info.kind, bits), None, info.device_id, "DLPack",
+                      owner=owner)
 
 
-def device_view(obj, stream_handle: int = 0):
-    """A DeviceView of a GPU array, a numpy array for a host DLPack producer, or None if `obj` is neither."""
-    cai = None
+def device_view(obj, stream_handle: int = 0, what: str | None = None):
+    """A DeviceView of a GPU array, a numpy array for a host DLPack producer, or None if `obj` is neither.
+
+    `what` names the argument in errors.  When reading ``__cuda_array_interface__`` raises (torch does for a
+    tensor that requires grad, and for bfloat16) DLPack is tried; if there is none, or it fails too, the
+    LaunchError is chained to the producer's own exception, which says why.  A DLPack view keeps the capsule
+    (`DeviceView.owner`): its deleter may free what the producer exported, so it must live as long as the
+    launch that uses the memory."""
+    cai = cai_error = None
     try:
         cai = obj.__cuda_array_interface__
-    except AttributeError:
-        pass
-    except Exception:
-        cai = None  # e.g. torch raises for bfloat16: DLPack below still describes it
+    except AttributeError as e:
+        if hasattr(type(obj), "__cuda_array_interface__"):
+            cai_error = e  # a property that failed, not a missing one
+    except Exception as e:
+        cai_error = e  # e.g. torch raises for bfloat16: DLPack below still describes it
     if cai is not None:
-        return from_cuda_array_interface(obj, cai)
+        return from_cuda_array_interface(obj, cai, what)
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
-        dev_type, _dev_id = obj.__dlpack_device__()
-        dev_type = int(dev_type)
-        if dev_type in dlpack.HOST_TYPES:
-            return np.from_dlpack(obj)
-        if dev_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
-            raise LaunchError(f"{type(obj).__name__} lives on a {dlpack.DEVICE_NAMES.get(dev_type, dev_type)} "
-                              "device; ptxforge launches read CUDA memory")
-        # Tell the producer which stream will use the data so it can order its pending work
-        # before it (DLPack: 1 means the legacy default stream).
-        capsule = obj.__dlpack__(stream=stream_handle if stream_handle else 1)
-        return from_dlpack_info(obj, dlpack.read_capsule(capsule))
+        try:
+            return _dlpack_view(obj, stream_handle, what)
+        except Exception as e:
+            if cai_error is not None and e.__cause__ is None:
+                e.__cause__ = cai_error
+            raise
+    if cai_error is not None:
+        where = f"{what}: " if what else ""
+        raise LaunchError(f"{where}{type(obj).__name__}.__cuda_array_interface__ raised {type(cai_error).__name__} "
+                          f"({cai_error}), and it has no DLPack to fall back on; pass an array its producer can "
+                          "describe") from cai_error
     return None
+
+
+def _dlpack_view(obj, stream_handle: int, what: str | None):
+    dev_type, _dev_id = obj.__dlpack_device__()
+    dev_type = int(dev_type)
+    if dev_type in dlpack.HOST_TYPES:
+        return np.from_dlpack(obj)
+    if dev_type not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
+        where = f"{what}: " if what else ""
+        raise LaunchError(f"{where}{type(obj).__name__} lives on a {dlpack.DEVICE_NAMES.get(dev_type, dev_type)} "
+                          "device; ptxforge launches read CUDA memory")
+    # Tell the producer which stream will use the data so it can order its pending work
+    # before it (DLPack: 1 means the legacy default stream).
+    capsule = obj.__dlpack__(stream=stream_handle if stream_handle else 1)
+    return from_dlpack_info(obj, dlpack.read_capsule(capsule), what, owner=capsule)

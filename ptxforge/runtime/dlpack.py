@@ -2,9 +2,11 @@
 
 Only the legacy (unversioned) `DLManagedTensor` is read, which every producer still
 returns from a plain `__dlpack__()` call.  The capsule is *not* consumed: it keeps
-its name, so its own destructor calls the producer's deleter when it is collected,
-and the producer's object (which the caller keeps alive across the launch) owns
-the memory meanwhile.
+its name, so its own destructor calls the producer's deleter when it is collected.
+DLPack lets a consumer rely on the memory only until that deleter runs, and a producer
+may export a temporary (a converted copy) that the deleter frees, so a launch keeps the
+capsule itself (`arrays.DeviceView.owner`, then the launch's `Resolved.keep`, and a
+`BoundLaunch` as long as it can launch) until it is done with the memory.
 """
 
 from __future__ import annotations

@@ -25,6 +25,7 @@ from .driver import api, check, driver_error
 from .launch_ex import block_launcher
 from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, check_grid, check_shared,
                      fast_values, layout, resolve)
+from .arrays import In, InOut, Out
 from .memory import DeviceBuffer
 from .streams import stream_handle
 
@@ -334,23 +335,32 @@ def _stream_obj(handle: int):
     return s
 
 
+#: the policy of a host array used several times in one launch, by (copy in, copy out) of all its uses together
+_MERGED = {(True, True): InOut, (True, False): In, (False, True): Out}
+
+
 def _stage_in(r: Resolved, stream: int) -> list:
-    """Device copies of the host arrays; the same numpy array passed twice shares one copy."""
-    staged, by_array = [], {}
+    """Device copies of the host arrays.  The same numpy array passed several times shares one copy, with its
+    uses' policies merged: copied in if any use copies in, back if any copies back (so ``Out(a), a`` reads
+    `a`'s values, whichever comes first)."""
+    uses = {}
     for t in r.transfers:
-        a = t.array
-        hit = by_array.get(id(a))
-        if hit is None:
-            buf = DeviceBuffer(shape=a.shape, dtype=a.dtype)
-            hit = (buf, t.policy)
-            by_array[id(a)] = hit
-            staged.append(hit)
-            if t.policy.copy_in:
-                buf.copy_from_host(a, stream=stream)
-        elif t.policy.copy_out and not hit[1].copy_out:
-            staged[staged.index(hit)] = hit = (hit[0], t.policy)
-            by_array[id(a)] = hit
-        r.values[t.index] = hit[0].ptr
+        a, pol = t.array, t.policy
+        u = uses.get(id(a))
+        if u is None:
+            uses[id(a)] = [a, pol.copy_in, pol.copy_out, [t.index]]
+        else:
+            u[1] = u[1] or pol.copy_in
+            u[2] = u[2] or pol.copy_out
+            u[3].append(t.index)
+    staged = []
+    for a, copy_in, copy_out, indices in uses.values():
+        buf = DeviceBuffer(shape=a.shape, dtype=a.dtype)
+        staged.append((buf, _MERGED[copy_in, copy_out](a)))
+        if copy_in:
+            buf.copy_from_host(a, stream=stream)
+        for i in indices:
+            r.values[i] = buf.ptr
     return staged
 
 

@@ -21,7 +21,7 @@ from ..errors import LaunchError
 from ..isa import types as T
 from ..isa.types import ScalarType
 from .driver import LaunchLimits
-from .arrays import (DeviceView, Elem, HostArray, accepts, c_contiguous, check_byte_order, device_view,
+from .arrays import (DeviceView, Elem, HostArray, accepts, big_endian, c_contiguous, check_byte_order, device_view,
                      expected_dtype, host_policy, must_wait)
 from .memory import DeviceBuffer
 
@@ -95,7 +95,7 @@ def check_shared(dynamic: int, static: int, limits: LaunchLimits, *, kernel: str
 _CODES = {
     "s8": "b", "u8": "B", "b8": "B", "s16": "h", "u16": "H", "b16": "H", "s32": "i", "u32": "I", "b32": "I",
     "s64": "q", "u64": "Q", "b64": "Q", "f16": "e", "f32": "f", "f64": "d", "bf16": "H", "f16x2": "I",
-    "bf16x2": "I",
+    "bf16x2": "I", "b128": "16s",
 }
 
 
@@ -106,7 +106,7 @@ class ParamSpec:
     index: int
     name: str
     type: ScalarType
-    kind: str  # "pointer", "address", "int", "bits", "float", "bf16", "pair", "bytes"
+    kind: str  # "pointer", "address", "int", "bits", "b128", "float", "bf16", "pair", "bytes"
     size: int
     offset: int
     code: str
@@ -150,6 +150,8 @@ def _kind(p) -> str:
         return "address"  # a raw .u64 parameter: an int, or any array's address
     if t.is_int:
         return "int"
+    if t.name == "b128":
+        return "b128"  # 16 raw bytes: an int below 2**128 or a 16-byte buffer
     if t.kind == "b":
         return "bits"
     if t is T.bf16:
@@ -201,7 +203,7 @@ def fast_values(lay: ParamLayout, args):
             if tv is not DeviceBuffer or not v._ptr:
                 return None
             if v.dtype not in matching:
-                if not accepts(pointee, v.elem):
+                if not accepts(pointee, v.elem) or big_endian(v.dtype):
                     return None
                 matching.add(v.dtype)
             out.append(v._ptr)
@@ -230,8 +232,14 @@ def _scalar(v):
     return v
 
 
+def _where(spec: ParamSpec, kernel: str) -> str:
+    return f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}'"
+
+
 def _int_arg(spec: ParamSpec, v, kernel: str, signed_ok: bool) -> int:
     v = _scalar(v)
+    if isinstance(v, (bool, np.bool_)):  # True == 1, but a flag where a number belongs is a slip
+        raise LaunchError(f"{_where(spec, kernel)} takes an int, got bool {v!r}; pass int({v!r}) for its value")
     if not _is_int(v):
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
             v = int(v)
@@ -259,7 +267,10 @@ def _float_arg(spec: ParamSpec, v, kernel: str) -> float:
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
         raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' "
                           f"takes a number, got {type(v).__name__} {v!r}")
-    f = float(v)
+    try:
+        f = float(v)
+    except OverflowError:  # an int beyond any float
+        raise LaunchError(f"{_where(spec, kernel)} is {v}, beyond the range of .{spec.type.name}") from None
     if spec.kind == "float" and spec.size < 8 and math.isfinite(f):
         try:
             struct.pack("<" + spec.code, f)
@@ -278,21 +289,50 @@ def bf16_bits(x: float) -> int:
     return (u >> 16) & 0xFFFF
 
 
-def _half_bits(t, x) -> int:
-    if t is T.bf16x2:
-        return bf16_bits(x)
-    return int(np.array(x, dtype=np.float16).view(np.uint16))
+def _bf16_checked(spec: ParamSpec, x: float, kernel: str, what: str = "") -> int:
+    """bf16_bits(x), with a finite `x` that rounds to infinity refused as .f16 and .f32 overflow is."""
+    with np.errstate(over="ignore"):
+        bits = bf16_bits(x)
+    if (bits & 0x7FFF) == 0x7F80 and math.isfinite(x):
+        raise LaunchError(f"{_where(spec, kernel)}{what} is {x}, beyond the range of .bf16")
+    return bits
+
+
+def _half_bits(spec: ParamSpec, x: float, kernel: str, what: str) -> int:
+    if spec.type is T.bf16x2:
+        return _bf16_checked(spec, x, kernel, what)
+    try:
+        return struct.unpack("<H", struct.pack("<e", x))[0]
+    except OverflowError:
+        raise LaunchError(f"{_where(spec, kernel)}{what} is {x}, beyond the range of .f16") from None
 
 
 def _pair_arg(spec: ParamSpec, v, kernel: str) -> int:
     v = _scalar(v)
-    if _is_int(v):
+    if _is_int(v) or isinstance(v, (bool, np.bool_)):
         return _int_arg(spec, v, kernel, signed_ok=True)
     if isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2:
         lo, hi = (_float_arg(spec, x, kernel) for x in v)
-        return _half_bits(spec.type, lo) | (_half_bits(spec.type, hi) << 16)
+        return _half_bits(spec, lo, kernel, " (low half)") | (_half_bits(spec, hi, kernel, " (high half)") << 16)
     raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' takes a pair "
                       f"(low, high) of numbers or the raw 32 bits as an int, got {type(v).__name__}")
+
+
+def _b128_arg(spec: ParamSpec, v, kernel: str) -> bytes:
+    """A .b128 parameter's 16 bytes: an int (any 128-bit pattern, written signed or unsigned, stored
+    little-endian) or exactly 16 bytes of a buffer (bytes, bytearray, a numpy array ...)."""
+    v = _scalar(v)
+    if _is_int(v) or isinstance(v, (bool, np.bool_)):
+        return _int_arg(spec, v, kernel, signed_ok=True).to_bytes(16, "little")
+    if not isinstance(v, (str, float, np.floating, complex)):
+        try:
+            raw = bytes(memoryview(v).cast("B"))
+        except TypeError:
+            raw = None
+        if raw is not None and len(raw) == 16:
+            return raw
+    raise LaunchError(f"{_where(spec, kernel)} takes its 128 bits as an int in [-2**127, 2**128) or as exactly 16 "
+                      f"bytes (little-endian: bytes, a buffer, a numpy array), got {type(v).__name__} {v!r:.60}")
 
 
 def _bytes_arg(spec: ParamSpec, v, kernel: str) -> bytes:
@@ -337,6 +377,8 @@ class Resolved:
     transfers: list
     streams: list
     keep: list
+    #: host-side DLPack producers read as numpy, by id: a producer passed twice is one array
+    host_views: dict = field(default_factory=dict, repr=False)
 
 
 @functools.lru_cache(maxsize=256)
@@ -375,13 +417,17 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
                  check_pointer=None):
     if isinstance(v, DeviceBuffer):
         _check_array(spec, v.elem, True, kernel, "DeviceBuffer")
+        check_byte_order(v.dtype, f"argument {spec.index} ({spec.name}) of kernel '{kernel}': the DeviceBuffer")
         ptr = v.ptr
         r.keep.append(v)
         return ptr
     pol = host_policy(v)
     if pol is None and v is not None and not _is_int(v):
-        got = device_view(v, stream)
+        host = r.host_views.get(id(v))  # the same host-side producer twice is one array, staged once
+        got = host if host is not None else device_view(v, stream, f"argument {spec.index} ({spec.name}) of kernel "
+                                                                   f"'{kernel}'")
         if isinstance(got, np.ndarray):  # a host-side DLPack producer (e.g. a CPU torch tensor)
+            r.host_views[id(v)] = got
             pol = host_policy(got)
             r.keep.append(v)
         elif isinstance(got, DeviceView):
@@ -389,6 +435,8 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
             if must_wait(got.stream, stream):
                 r.streams.append(got.stream)
             r.keep.append(v)
+            if got.owner is not None:
+                r.keep.append(got.owner)  # the DLPack capsule: its deleter may free the memory
             return got.ptr
     if pol is not None:
         a = pol.array
@@ -426,9 +474,17 @@ def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0, *, device: int
     vals = r.values
     for i, (spec, v) in enumerate(zip(lay.specs, args)):
         k = spec.kind
-        if k == "pointer" or (k == "address" and not _is_int(v)):
+        if k == "pointer":
             vals.append(_pointer_arg(spec, v, kernel, stream, r, i, device, check_pointer))
-        elif k in ("int", "address"):
+        elif k == "address":  # .u64/.b64: a number (a 0-d array is its value, as for every integer), else an address
+            s = _scalar(v)
+            if isinstance(s, (int, np.integer, np.bool_)):
+                vals.append(_int_arg(spec, s, kernel, signed_ok=False))
+            elif isinstance(s, (float, np.floating)):
+                vals.append(_bits_arg(spec, s, kernel) if spec.type is T.b64 else _int_arg(spec, s, kernel, False))
+            else:
+                vals.append(_pointer_arg(spec, v, kernel, stream, r, i, device, check_pointer))
+        elif k == "int":
             vals.append(_int_arg(spec, v, kernel, signed_ok=False))
         elif k == "float":
             vals.append(_float_arg(spec, v, kernel))
@@ -438,20 +494,75 @@ def resolve(lay: ParamLayout, args, kernel: str, stream: int = 0, *, device: int
             vals.append(_bf16_arg(spec, v, kernel))
         elif k == "pair":
             vals.append(_pair_arg(spec, v, kernel))
+        elif k == "b128":
+            vals.append(_b128_arg(spec, v, kernel))
         else:
             vals.append(_bytes_arg(spec, v, kernel))
+    if len(r.transfers) > 1:
+        check_host_overlaps(lay, r.transfers, kernel)
     return r
 
 
+def check_host_overlaps(lay: ParamLayout, transfers, kernel: str) -> None:
+    """Refuse two different numpy arrays over overlapping host memory in one launch (views of one array), unless
+    both are inputs only: each would get its own device copy, so the kernel could not see one's writes through
+    the other, and copying both back would overwrite one result with the other.  The same array object passed
+    several times is fine: it is staged once (`kernel._stage_in`)."""
+    spans = {}
+    for t in transfers:
+        a = t.array
+        span = spans.get(id(a))
+        if span is None:
+            if a.nbytes:
+                lo = a.__array_interface__["data"][0]  # staged arrays are C-contiguous: [lo, lo + nbytes)
+                spans[id(a)] = [lo, lo + a.nbytes, t.policy.copy_out, t.index]
+        else:
+            span[2] = span[2] or t.policy.copy_out
+    items = sorted(spans.values())
+    for n, (lo, hi, out, i) in enumerate(items):
+        for lo2, _hi2, out2, j in items[n + 1:]:
+            if lo2 >= hi:
+                break
+            if out or out2:
+                i, j = sorted((i, j))
+                a, b = lay.specs[i], lay.specs[j]
+                raise LaunchError(
+                    f"arguments {i} ({a.name}) and {j} ({b.name}) of kernel '{kernel}' are different numpy arrays "
+                    "over overlapping host memory (views of one array), and one is copied back: each would get its "
+                    "own device copy, so the kernel would not see one's writes through the other and the copies "
+                    "back would overwrite each other.  Pass the same array object for both (it is then staged "
+                    "once), or separate copies (a.copy()); views that are only read (In, or read-only arrays) may "
+                    "overlap")
+
+
+#: the float format of each .bN width a float argument is written in: (struct code of the float, of its bits)
+_FLOAT_BITS = {2: ("e", "H"), 4: ("f", "I"), 8: ("d", "Q")}
+
+
 def _bits_arg(spec: ParamSpec, v, kernel: str) -> int:
+    """A .b16/.b32/.b64 (or .b8) parameter: an int is the bit pattern (signed or unsigned); a float is the bit
+    pattern of that width's IEEE float (.b16 half, .b32 single, .b64 double), rounded to nearest, a finite value
+    beyond its range refused; a numpy scalar of the parameter's width gives its own bits."""
     v = _scalar(v)
-    if isinstance(v, np.generic) and not isinstance(v, np.integer) and v.dtype.itemsize == spec.size:
+    if (isinstance(v, np.generic) and not isinstance(v, (np.integer, np.bool_))
+            and v.dtype.itemsize == spec.size):
         return int(np.array(v).view(f"u{spec.size}"))  # the raw bits of a same-width numpy scalar
+    if isinstance(v, (float, np.floating)):
+        codes = _FLOAT_BITS.get(spec.size)
+        if codes is None:
+            raise LaunchError(f"{_where(spec, kernel)} takes an int (its bit pattern); there is no {spec.size * 8}-bit "
+                              f"float to write {type(v).__name__} {v!r} as")
+        f = float(v)
+        try:
+            return struct.unpack("<" + codes[1], struct.pack("<" + codes[0], f))[0]
+        except OverflowError:
+            raise LaunchError(f"{_where(spec, kernel)} is {f}, beyond the range of the {spec.size * 8}-bit float "
+                              f"whose bit pattern a .{spec.type.name} parameter takes for a float") from None
     return _int_arg(spec, v, kernel, signed_ok=True)
 
 
 def _bf16_arg(spec: ParamSpec, v, kernel: str) -> int:
-    return bf16_bits(_float_arg(spec, v, kernel))
+    return _bf16_checked(spec, _float_arg(spec, v, kernel), kernel)
 
 
 def pack(lay: ParamLayout, values) -> bytes:

@@ -90,6 +90,9 @@ class MemoryStandIn(StandIn):
         self.mem = {}
         self.next = 0x10000
         self.kernel_body = None
+        limits = {"CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK": 1024,
+                  "CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES": 49152}
+        self.answers["cuFuncGetAttribute"] = lambda attr, f: (0, limits.get(getattr(attr, "name", ""), 0))
 
     def cuMemAlloc(self, n):
         p = self.next

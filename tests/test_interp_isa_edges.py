@@ -254,3 +254,86 @@ def test_div_approx_f32_is_zero_or_nan_for_divisors_past_2_to_126_and_div_full_i
                 assert math.isnan(_f32(got)), (form, a, b)
             else:
                 assert abs(_ordered(got) - _ordered(f32_bits(want))) <= 2, (form, a, b, hex(got))
+
+
+# ---------------------------------------------------------------- atom / red .add.f32: global flushes, shared not
+
+def _ftz(v: float) -> float:
+    return math.copysign(0.0, v) if 0 < abs(v) < 2.0 ** -126 else v
+
+
+def add_f32_model(x_bits: int, y_bits: int, flush: bool) -> int:
+    """The bits of x + y rounded to nearest even (IEEE), with subnormal inputs and result first made zeros of their
+    sign when `flush` (the ISA: atom/red .add.f32 on global memory flush, on shared memory they do not)."""
+    x, y = _f32(x_bits), _f32(y_bits)
+    if flush:
+        x, y = _ftz(x), _ftz(y)
+    r = float(np.float32(x) + np.float32(y))
+    return f32_bits(_ftz(r) if flush else r)
+
+
+#: (memory word, added word): subnormal sums, subnormals that sum to a normal, a subnormal sum of normals, signed
+#: zeros out of flushed subnormals, and ordinary numbers that must not change
+ADD_CASES = [(0x00000100, 0x00000100), (0x00800001, 0x80800000), (0x80000001, 0x00000000), (0x80000001, 0x80000001),
+             (0x00400000, 0x00400000), (0x3F800000, 0x00000001), (0x3F800000, 0x40000000), (0x007FFFFF, 0x00000001)]
+
+ATOM_ADD_BODY = """
+mul.wide.u32 %rd1, %t, 64;
+add.u64 %rd1, %aux, %rd1;
+ld.param.u64 %rd2, [aux];
+mul.wide.u32 %rd3, %t, 64;
+add.u64 %rd2, %rd2, %rd3;
+ld.global.f32 %f1, [%rd1+32];
+atom.global.add.f32 %f2, [%rd1], %f1;
+red.global.add.f32 [%rd1+4], %f1;
+atom.add.f32 %f3, [%rd2+8], %f1;
+red.global.add.v2.f32 [%rd1+16], {%f1, %f1};
+mov.u32 %r1, sm;
+mul.lo.u32 %r2, %t, 16;
+add.u32 %r1, %r1, %r2;
+ld.global.f32 %f5, [%rd1+36];
+st.shared.f32 [%r1], %f5;
+st.shared.f32 [%r1+4], %f5;
+st.shared.f32 [%r1+8], %f5;
+atom.shared.add.f32 %f6, [%r1], %f1;
+red.shared.add.f32 [%r1+4], %f1;
+mov.u64 %rd4, sm;
+cvta.shared.u64 %rd4, %rd4;
+cvt.u64.u32 %rd5, %r2;
+add.u64 %rd4, %rd4, %rd5;
+atom.add.f32 %f7, [%rd4+8], %f1;
+ld.shared.b32 %r3, [%r1];
+ld.shared.b32 %r4, [%r1+4];
+ld.shared.b32 %r5, [%r1+8];
+mov.b32 %r6, %f2;
+mov.b32 %r7, %f3;
+mov.b32 %r8, %f6;
+mov.b32 %r9, %f7;
+""" + store("%r3", "%r4", "%r5", "%r6", "%r7", "%r8", "%r9")
+
+
+def test_atom_and_red_add_f32_flush_subnormals_on_global_memory_only():
+    n = len(ADD_CASES)
+    aux = np.zeros((n, 16), np.uint32)
+    for i, (x, y) in enumerate(ADD_CASES):
+        aux[i, [0, 1, 2, 4, 5]] = x  # the global words: atom, red, generic atom, a red.v2 pair
+        aux[i, 8] = y  # the addend
+        aux[i, 9] = x  # the shared words' first value
+    out, aux, _ = run_rows(ATOM_ADD_BODY, block=n, aux=aux.ravel(),
+                           decls=".shared .align 16 .b32 sm[64];")
+    aux = aux.reshape(n, 16)
+    for i, (x, y) in enumerate(ADD_CASES):
+        on_global, on_shared = add_f32_model(x, y, True), add_f32_model(x, y, False)
+        assert [int(v) for v in aux[i, [0, 1, 2, 4, 5]]] == [on_global] * 5, (hex(x), hex(y))  # global and generic
+        assert [int(v) for v in out[i, :3]] == [on_shared] * 3, (hex(x), hex(y))  # shared, by .shared and generic
+        assert [int(v) for v in out[i, 3:7]] == [x] * 4, (hex(x), hex(y))  # d: the memory's original bits
+
+
+def test_atom_add_f64_keeps_subnormals_on_global_memory():
+    tiny = np.array([5e-324, 2.5e-308], np.float64)  # the least subnormal and one near the top
+    aux = np.zeros(8, np.uint32)
+    aux[:4] = tiny.view(np.uint32)
+    body = "ld.global.f64 %fd1, [%aux];\nld.global.f64 %fd2, [%aux+8];\natom.global.add.f64 %fd3, [%aux], %fd1;\n" \
+           "red.global.add.f64 [%aux+8], %fd2;"
+    _, aux, _ = run_rows(body, aux=aux, decls=".reg .f64 %fd<4>;")
+    assert aux[:4].view(np.float64).tolist() == [2 * 5e-324, 2 * 2.5e-308]

@@ -19,7 +19,8 @@ from ..isa.fragments import matrix_layout
 from .memory import LOCAL_WINDOW, PARAM_WINDOW, SHARED_WINDOW
 from .minmax import canonical_nan, min_max
 from .ops import address_parts
-from .values import UINT, as_words128, from_words128, half_bits, half_lane, pack_lanes, view_dtype
+from .values import (UINT, as_words128, flush_subnormal, from_words128, half_bits, half_lane, pack_lanes,
+                     view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -203,8 +204,9 @@ def _half_atom(opname, t, old, b):
     return pack_lanes(lanes)
 
 
-def _atom_bits(opname, t, old, b, c):
-    """New memory bits for one atom element: raw unsigned words in, raw words out ((n, 2) uint64 for .b128)."""
+def _atom_bits(opname, t, old, b, c, space):
+    """New memory bits for one atom element in memory `space` (GLOBAL / SHARED, as the address resolved): raw
+    unsigned words in, raw words out ((n, 2) uint64 for .b128)."""
     if t in _HALF_ATOM:
         return _half_atom(opname, t, old, b)
     if t is T.b128:
@@ -212,14 +214,26 @@ def _atom_bits(opname, t, old, b, c):
             return np.broadcast_to(b, old.shape).copy()
         return np.where((old == b).all(axis=1)[:, None], c, old)
     vdt = view_dtype(t)
-    new = _atom_apply(opname, t, old.view(vdt), b.view(vdt), None if c is None else c.view(vdt))
+    x, y = old.view(vdt), b.view(vdt)
+    # The ISA (atom and red): "Current implementation of atom.add.f32 on global memory flushes subnormal inputs
+    # and results to sign-preserving zero; whereas atom.add.f32 on shared memory supports subnormal inputs and
+    # results and doesn't flush them to zero."  So by where the address lands (generic addresses too), not by
+    # the instruction's state space; f64 add and the .noftz half types keep subnormals everywhere.  d still
+    # receives the original memory value.
+    flush = opname == "add" and t is T.f32 and space == GLOBAL
+    if flush:
+        x, y = flush_subnormal(x), flush_subnormal(y)
+    new = _atom_apply(opname, t, x, y, None if c is None else c.view(vdt))
+    if flush:
+        new = flush_subnormal(np.asarray(new, dtype=vdt))
     return np.asarray(new).astype(vdt).view(UINT[t.bits])
 
 
 def make_atom(P, op):
     """The executor of `atom` / `red`: a read-modify-write applied in thread order, so the results are those of
     one legal serialization; a vector atom is one atomic per element.  Half types add (and min/max) lane by
-    lane, rounded once; .b128 exchanges and compares 16 bytes.  On shared memory (another CTA's too, through
+    lane, rounded once; .add.f32 on global memory flushes subnormal inputs and results to zero of their sign,
+    on shared memory it keeps them; .b128 exchanges and compares 16 bytes.  On shared memory (another CTA's too, through
     .shared::cluster) the memory order and scope change nothing: the update is applied as it is issued.
     Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op`
     the Op being built.
@@ -263,7 +277,7 @@ def make_atom(P, op):
         if len(np.unique(part.off)) == len(part.off):
             old = gather(S, part, w, count)
             old = old if t is T.b128 else old[:, 0]
-            new = _atom_bits(opname, t, old, b, c)
+            new = _atom_bits(opname, t, old, b, c, part.space)
             scatter(S, part, w, new if t is T.b128 else new[:, None])
             return old
         olds = []
@@ -271,7 +285,7 @@ def make_atom(P, op):
             one = type(part)(part.space, part.sel[i:i + 1], part.off[i:i + 1], part.thr[i:i + 1])
             o = gather(S, one, w, count)
             o = o if t is T.b128 else o[:, 0]
-            n = _atom_bits(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1])
+            n = _atom_bits(opname, t, o, b[i:i + 1], None if c is None else c[i:i + 1], one.space)
             scatter(S, one, w, n if t is T.b128 else n[:, None])
             olds.append(o)
         return np.concatenate(olds)

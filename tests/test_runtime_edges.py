@@ -367,3 +367,26 @@ def test_the_dlpack_capsule_lives_as_long_as_the_launch(mem_drv):
     del bound
     gc.collect()
     assert p.deleted == 3
+
+
+# ---------------------------------------------------------------- streams and modules after their end
+
+def test_a_closed_stream_refuses_every_use(mem_drv):
+    mem_drv.answers.update({"cuStreamCreate": (0, 0x777), "cuStreamDestroy": (0,), "cuStreamQuery": (0,)})
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    s = pf.Stream()
+    buf = DeviceBuffer(shape=(4,), dtype=np.float32)
+    bound = fn.bind(1, 32, buf, stream=s)
+    fn(1, 32, buf, stream=s)
+    bound.launch()
+    s.close()
+    assert "closed" in repr(s)
+    mem_drv.calls.clear()
+    for use in (lambda: fn(1, 32, buf, stream=s), bound.launch, bound.copy_back, s.synchronize, s.query,
+                lambda: int(s), s.__cuda_stream__, lambda: buf.to_host(stream=s), lambda: buf.fill_bytes(0, stream=s),
+                lambda: pf.runtime.streams.synchronize_stream(s), lambda: pf.runtime.streams.query(s)):
+        with pytest.raises(LaunchError, match="(this Stream \\(0x777\\)|the Stream this launch of 'k' was bound to) "
+                                              "was closed"):
+            use()
+    assert _driver_calls(mem_drv) == []
+    s.close()  # twice is fine

@@ -27,7 +27,7 @@ from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, 
                      fast_values, layout, resolve)
 from .arrays import In, InOut, Out
 from .memory import DeviceBuffer
-from .streams import stream_handle
+from .streams import Stream, stream_handle
 
 _PTXFORGE_INTERNAL = True
 
@@ -239,14 +239,18 @@ class KernelFunction:
             staged = _stage_in(r, s) if r.transfers else []
         finally:
             _drv.leave(prev)
-        return BoundLaunch(self, cfg, s, r, staged)
+        return BoundLaunch(self, cfg, s, r, staged, stream_source=stream if isinstance(stream, Stream) else None)
 
 
 class BoundLaunch:
     """A launch prepared once (checked, staged, packed): ``launch()`` is a single cuLaunchKernel."""
 
-    def __init__(self, fn: KernelFunction, cfg: tuple, stream: int, resolved: Resolved, staged):
+    def __init__(self, fn: KernelFunction, cfg: tuple, stream: int, resolved: Resolved, staged, *,
+                 stream_source: Stream | None = None):
+        """`stream_source`: the ptxforge Stream whose handle `stream` is, kept (a collected Stream would be
+        destroyed under the launch) and asked at each launch whether it was closed."""
         self.function = fn
+        self._stream_src = stream_source
         self.config = cfg
         self.stream = stream
         self._resolved = resolved  # keeps the DeviceBuffers and producer arrays alive while this launch can run
@@ -271,6 +275,9 @@ class BoundLaunch:
         fn = self.function
         if self._closed:
             raise LaunchError(f"this bound launch of '{fn.name}' was closed; its device copies are freed")
+        if self._stream_src is not None and self._stream_src.closed:
+            raise LaunchError(f"the Stream this launch of '{fn.name}' was bound to was closed; bind it again on "
+                              "another stream")
         fn._check_loaded()
         for b in self._buffers:
             if not b._ptr:
@@ -278,7 +285,8 @@ class BoundLaunch:
 
     def launch(self) -> None:
         """Launch again with the arguments bound (one cuLaunchKernel)."""
-        if self._closed or self.function.module._handle is None or not all(b._ptr for b in self._buffers):
+        if (self._closed or self.function.module._handle is None or not all(b._ptr for b in self._buffers)
+                or (self._stream_src is not None and self._stream_src.closed)):
             self._refuse()
         if faults._dead is not None:
             faults.raise_if_dead()
@@ -299,7 +307,7 @@ class BoundLaunch:
 
     def copy_back(self) -> None:
         """Copy Out/InOut host arrays back from their device copies (waits for the stream)."""
-        if self._closed:
+        if self._closed or (self._stream_src is not None and self._stream_src.closed):
             self._refuse()
         _stage_out(self._staged, self.stream)
 

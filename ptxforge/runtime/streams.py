@@ -25,10 +25,12 @@ class Stream:
     """A CUDA stream (non-blocking by default: it does not wait for the legacy default stream).
 
     Pass it as ``stream=`` to launches, copies and ``benchmark``.  Other libraries can use it
-    through ``__cuda_stream__`` (cuda.core's protocol) or its integer ``handle``.
+    through ``__cuda_stream__`` (cuda.core's protocol) or its integer ``handle``.  After ``close()``
+    every use (launches, copies, ``synchronize``, ``query``, its handle) raises LaunchError: the
+    driver's handle is dangling then, and may already name another stream.
     """
 
-    __slots__ = ("_obj", "handle", "_finalizer", "__weakref__")
+    __slots__ = ("_obj", "handle", "_finalizer", "closed", "__weakref__")
 
     def __init__(self, *, non_blocking: bool = True):
         d = api()
@@ -39,27 +41,35 @@ class Stream:
         finally:
             _drv.leave(prev)
         self.handle = int(self._obj)
+        self.closed = False
         self._finalizer = weakref.finalize(self, _destroy, self._obj)
+
+    def _live(self) -> int:
+        """The handle, or LaunchError once the stream was closed."""
+        if self.closed:
+            raise LaunchError(f"this Stream (0x{self.handle:x}) was closed; make a new Stream")
+        return self.handle
 
     def synchronize(self, timeout: float | None = None) -> None:
         """Wait until everything queued on this stream has finished.
 
         timeout: seconds to wait at most; past it SyncTimeout is raised and the work goes on.
         """
-        synchronize_stream(self.handle, timeout)
+        synchronize_stream(self._live(), timeout)
 
     def query(self) -> bool:
         """True when everything queued on this stream has finished; never waits (cuStreamQuery)."""
-        return query(self.handle)
+        return query(self._live())
 
     def __cuda_stream__(self):
-        return (0, self.handle)
+        return (0, self._live())
 
     def __int__(self) -> int:
-        return self.handle
+        return self._live()
 
     def close(self) -> None:
-        """Destroy the stream now (work already queued on it still completes)."""
+        """Destroy the stream now (work already queued on it still completes); later uses raise LaunchError."""
+        self.closed = True
         if self._finalizer.detach() is not None:
             prev = _drv.enter()
             try:
@@ -74,7 +84,7 @@ class Stream:
         self.close()
 
     def __repr__(self) -> str:
-        return f"Stream(0x{self.handle:x})"
+        return f"Stream(0x{self.handle:x}{', closed' if self.closed else ''})"
 
 
 def stream_handle(stream) -> int:
@@ -86,7 +96,7 @@ def stream_handle(stream) -> int:
     if stream is None:
         return 0
     if isinstance(stream, Stream):
-        return stream.handle
+        return stream.handle if not stream.closed else stream._live()
     if isinstance(stream, int) and not isinstance(stream, bool):
         if stream < 0:
             raise LaunchError(f"stream handle must be non-negative, got {stream}")

@@ -337,3 +337,108 @@ def test_atom_add_f64_keeps_subnormals_on_global_memory():
            "red.global.add.f64 [%aux+8], %fd2;"
     _, aux, _ = run_rows(body, aux=aux, decls=".reg .f64 %fd<4>;")
     assert aux[:4].view(np.float64).tolist() == [2 * 5e-324, 2 * 2.5e-308]
+
+
+# ---------------------------------------------------------------- redux.sync / match.sync over each lane's mask
+
+def group_model(vals, masks, executing):
+    """For each executing lane of one warp, the lanes it computes over as the ISA defines redux.sync and
+    match.sync ("across all non-exited threads in the membermask"): the executing lanes its mask names."""
+    return {lane: [j for j in range(32) if masks[lane] >> j & 1 and executing[j]] for lane in range(32)
+            if executing[lane]}
+
+
+def _s32(v: int) -> int:
+    return v - (1 << 32) if v >> 31 else v
+
+
+def warp_ops_model(vals, masks, executing):
+    """Per executing lane: redux add.u32, min.s32, max.u32, and, or, xor; match.any.b32, match.all.b32 d and p;
+    match.any.b64 of (v, v) — Python integers from the ISA's definitions."""
+    out = {}
+    for lane, group in group_model(vals, masks, executing).items():
+        g = [vals[j] for j in group]
+        bits = sum(1 << j for j in group)
+        anym = sum(1 << j for j in group if vals[j] == vals[lane])
+        alls = all(v == vals[lane] for v in g)
+        out[lane] = [sum(g) & M32, min(g, key=_s32), max(g), _fold(g, lambda x, y: x & y, M32),
+                     _fold(g, lambda x, y: x | y, 0), _fold(g, lambda x, y: x ^ y, 0), anym,
+                     bits if alls else 0, int(alls), anym]
+    return out
+
+
+def _fold(values, fn, start):
+    for v in values:
+        start = fn(start, v)
+    return start
+
+
+WARP_OPS_BODY = """
+mul.wide.u32 %rd1, %t, 8;
+add.u64 %rd1, %aux, %rd1;
+ld.global.b32 %r1, [%rd1];
+ld.global.b32 %r2, [%rd1+4];
+redux.sync.add.u32 %v0, %r1, %r2;
+redux.sync.min.s32 %v1, %r1, %r2;
+redux.sync.max.u32 %v2, %r1, %r2;
+redux.sync.and.b32 %v3, %r1, %r2;
+redux.sync.or.b32 %v4, %r1, %r2;
+redux.sync.xor.b32 %v5, %r1, %r2;
+match.any.sync.b32 %v6, %r1, %r2;
+match.all.sync.b32 %v7|%p1, %r1, %r2;
+selp.u32 %v8, 1, 0, %p1;
+mov.b64 %rd2, {%r1, %r1};
+match.any.sync.b64 %v9, %rd2, %r2;
+""" + store(*(f"%v{i}" for i in range(10)))
+
+
+def tile_masks(width: int):
+    """The member mask of each lane of a warp split into tiles of `width` lanes (what a thread_block_tile<width>
+    collective passes)."""
+    return [((1 << width) - 1) << (lane // width * width) for lane in range(32)]
+
+
+def test_redux_and_match_compute_over_each_lanes_member_mask():
+    rng = np.random.default_rng(7)
+    # warp 0 in tiles of 16, warp 1 in tiles of 8; values from a small set, so tiles agree, disagree and match
+    masks = tile_masks(16) + tile_masks(8)
+    vals = [int(v) for v in rng.choice([0, 1, 7, 0x80000000, M32, 12345], 64)]
+    vals[40:48] = [7] * 8  # one tile of warp 1 all equal: match.all sets p there
+    aux = np.array([[v, k] for v, k in zip(vals, masks)], np.uint32).ravel()
+    out, _, report = run_rows(WARP_OPS_BODY, block=64, aux=aux, decls=".reg .b32 %v<12>;")
+    assert report.ok and not report.findings
+    for w in range(2):
+        want = warp_ops_model(vals[32 * w:32 * w + 32], masks[32 * w:32 * w + 32], [True] * 32)
+        for lane in range(32):
+            assert [int(x) for x in out[32 * w + lane, :10]] == want[lane], (w, lane)
+    assert out[40, 8] == 1 and out[0, 0] == sum(vals[:16]) & M32 and out[16, 0] == sum(vals[16:32]) & M32
+
+
+def test_redux_and_match_in_divergent_code_over_a_partial_mask():
+    """Lanes 0..11 execute, the rest branch around; lanes 0..5 pass mask 0x3F and lanes 6..11 mask 0xFC0: each
+    group sees itself only, and nothing is reported."""
+    vals = [3 * lane + 1 if lane % 3 else 5 for lane in range(32)]
+    body = "setp.ge.u32 %p2, %t, 12;\n@%p2 bra SKIP;\n" + WARP_OPS_BODY + "\nSKIP:"
+    masks = [0x3F if lane < 6 else 0xFC0 for lane in range(32)]
+    aux = np.array([[v, k] for v, k in zip(vals, masks)], np.uint32).ravel()
+    out, _, report = run_rows(body, block=32, aux=aux, decls=".reg .b32 %v<12>;")
+    assert report.ok and not report.findings
+    want = warp_ops_model(vals, masks, [lane < 12 for lane in range(32)])
+    for lane in range(12):
+        assert [int(x) for x in out[lane, :10]] == want[lane], lane
+
+
+@pytest.mark.parametrize("line", ["redux.sync.add.u32 %v0, %r1, %r2;", "match.any.sync.b32 %v0, %r1, %r2;",
+                                  "match.all.sync.b32 %v0|%p1, %r1, %r2;"])
+def test_redux_and_match_report_masks_the_isa_leaves_undefined(line):
+    """The warp-collective checks vote.sync and shfl.sync make: a lane outside its own member mask, and a mask
+    naming a lane that does not execute the instruction, are "collective" findings."""
+    swapped = "setp.lt.u32 %p3, %t, 16;\nselp.b32 %r2, 0xFFFF0000, 0x0000FFFF, %p3;\nmov.b32 %r1, 1;\n"
+    _, _, report = run_rows(swapped + line, block=32, check=False, decls=".reg .b32 %v<2>;")
+    assert [f.kind for f in report.findings] == ["collective"]
+    assert "is not in its own member mask" in report.findings[0].message
+    diverged = "mov.b32 %r1, 1;\nmov.b32 %r2, 0xFFFFFFFF;\nsetp.ge.u32 %p3, %t, 12;\n@%p3 bra DONE;\n"
+    diverged += line + "\nDONE:"
+    _, _, report = run_rows(diverged, block=32, check=False, decls=".reg .b32 %v<2>;")
+    assert [f.kind for f in report.findings] == ["collective"]
+    assert "did not execute it" in report.findings[0].message

@@ -1,8 +1,9 @@
-"""Warp-level exchange and votes: shfl.sync, vote.sync, redux.sync, elect.sync, activemask.
+"""Warp-level exchange and votes: shfl.sync, vote.sync, redux.sync, match.sync, elect.sync, activemask.
 
 Every lane named in a member mask must execute the instruction together with the lane (the
 .sync contract); a shuffle that reads a lane which did not execute it is reported, since its
-value is undefined on hardware.
+value is undefined on hardware.  vote, redux and match compute, for each lane, over the
+executing lanes of that lane's own member mask (`_members`).
 """
 
 from __future__ import annotations
@@ -77,6 +78,21 @@ def _per_warp(m):
     return m.reshape(-1, 32)
 
 
+_LANE_BITS = np.arange(32, dtype=np.uint64)
+_WEIGHTS = np.uint64(1) << _LANE_BITS
+
+
+def _members(S, op, m, rmask, what):
+    """The member masks of a warp-collective instruction, read and checked (`check_members`: each lane executing it
+    is in its own mask, and every lane a mask names executes it with it), as booleans (warps, lane, member):
+    whether `member` executes the instruction and is in `lane`'s member mask.  Each lane computes over its own
+    row, so lanes that split a warp by their masks (the tiles of a thread_block_tile) each see their own group."""
+    masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
+    check_members(S, op, m, masks, what)
+    inmask = ((masks.reshape(-1, 32)[:, :, None] >> _LANE_BITS) & np.uint64(1)).astype(bool)
+    return inmask & _per_warp(m)[:, None, :]
+
+
 def make_vote(P, op):
     """The executor of `vote.sync` all/any/uni/ballot over the member mask. Returns ``fn(S, m)``, which executes
     it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
@@ -86,18 +102,13 @@ def make_vote(P, op):
     rp = P.pred_reader(ins.operands[1], ins)
     rmask = _mask_reader(P, ins.operands[2], ins)
     put = P.writer(ins.operands[0], T.b32 if mode == "ballot" else T.pred, ins)
-    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
 
     def vote(S, m):
-        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
-        check_members(S, op, m, masks, f"vote.sync.{mode}")
+        voters = _members(S, op, m, rmask, f"vote.sync.{mode}")  # (warps, lane, voter)
         p = np.broadcast_to(rp(S), (S.N,))
-        # each lane votes over the executing lanes of its member mask
-        inmask = ((masks.reshape(-1, 32)[:, :, None] >> np.arange(32, dtype=np.uint64)) & np.uint64(1)).astype(bool)
-        voters = inmask & _per_warp(m)[:, None, :]  # (warps, lane, voter)
         pv = _per_warp(p)[:, None, :]
         if mode == "ballot":
-            bits = ((voters & pv) * weights).sum(axis=2).astype(np.uint32)
+            bits = ((voters & pv) * _WEIGHTS).sum(axis=2).astype(np.uint32)
             put(S, bits.ravel(), m)
             return
         if mode == "all":
@@ -111,8 +122,9 @@ def make_vote(P, op):
 
 
 def make_redux(P, op):
-    """The executor of `redux.sync` add/min/max/and/or/xor over the member mask. Returns ``fn(S, m)``, which
-    executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """The executor of `redux.sync` add/min/max/and/or/xor: each lane reduces over the executing lanes of its own
+    member mask. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`; `P` is the
+    Program, `op` the Op being built.
     """
     ins = op.ins
     t = ins.type
@@ -123,23 +135,21 @@ def make_redux(P, op):
     dt = view_dtype(t)
 
     def redux(S, m):
-        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
-        check_members(S, op, m, masks, f"redux.sync.{opname}")
-        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)
-        mw = _per_warp(m)
+        members = _members(S, op, m, rmask, f"redux.sync.{opname}")  # (warps, lane, member)
+        a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)[:, None, :]
         if opname == "add":
-            r = np.where(mw, a.astype(np.int64), 0).sum(axis=1).astype(np.int64)
+            r = np.where(members, a.astype(np.int64), 0).sum(axis=2)
             r = (r & 0xFFFFFFFF).astype(np.uint32).view(dt)
         elif opname in ("min", "max"):
             info = np.iinfo(dt)
             fill = info.max if opname == "min" else info.min
             f = np.min if opname == "min" else np.max
-            r = f(np.where(mw, a, dt.type(fill)), axis=1)
+            r = f(np.where(members, a, dt.type(fill)), axis=2)
         else:
             ident = {"and": dt.type(0xFFFFFFFF), "or": dt.type(0), "xor": dt.type(0)}[opname]
             uf = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}[opname]
-            r = uf.reduce(np.where(mw, a, ident), axis=1)
-        put(S, np.repeat(r, 32), m)
+            r = uf.reduce(np.where(members, a, ident), axis=2)
+        put(S, r.ravel(), m)
     return redux
 
 
@@ -166,8 +176,11 @@ def make_elect(P, op):
 
 
 def make_match(P, op):
-    """match.any: per lane, the lanes of the warp (executing, in mask) holding the same value;
-    match.all: the executing mask when every such lane agrees (and p true), else 0."""
+    """The executor of `match.sync`; each lane compares over the executing lanes of its own member mask.
+    match.any: the mask of those lanes holding the lane's value; match.all: the mask of those lanes when they all
+    hold one value (and p true), else 0 (p false). Returns ``fn(S, m)``, which executes it on Machine `S` for the
+    threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """
     ins = op.ins
     t = ins.type
     mode = ins.mods[0]
@@ -176,21 +189,18 @@ def make_match(P, op):
     put_p = P.writer(dst.pred, T.pred, ins) if isinstance(dst, PairDst) else None
     ra = P.reader(ins.operands[1], T.lookup(f"u{t.bits}"), ins)
     rmask = _mask_reader(P, ins.operands[2], ins)
-    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
 
     def match(S, m):
-        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
-        check_members(S, op, m, masks, f"match.{mode}.sync")
+        members = _members(S, op, m, rmask, f"match.{mode}.sync")  # (warps, lane, member)
         a = np.broadcast_to(np.asarray(ra(S)), (S.N,)).reshape(-1, 32)
-        mw = _per_warp(m)
-        same = (a[:, :, None] == a[:, None, :]) & mw[:, None, :]  # [warp, lane, other]
-        anym = (same * weights).sum(axis=2).astype(np.uint32)
+        same = (a[:, :, None] == a[:, None, :]) & members
+        anym = (same * _WEIGHTS).sum(axis=2).astype(np.uint32)
         if mode == "any":
             put(S, anym.ravel(), m)
             return
-        full = (mw * weights).sum(axis=1).astype(np.uint32)
-        agree = (anym == full[:, None])
-        put(S, np.where(agree, full[:, None], np.uint32(0)).astype(np.uint32).ravel(), m)
+        full = (members * _WEIGHTS).sum(axis=2).astype(np.uint32)
+        agree = anym == full
+        put(S, np.where(agree, full, np.uint32(0)).astype(np.uint32).ravel(), m)
         if put_p is not None:
             put_p(S, agree.ravel(), m)
     return match
@@ -224,9 +234,8 @@ def make_activemask(P, op):
     """
     ins = op.ins
     put = P.writer(ins.operands[0], T.b32, ins)
-    weights = (np.uint64(1) << np.arange(32, dtype=np.uint64))
 
     def activemask(S, m):
-        bits = (_per_warp(m) * weights).sum(axis=1).astype(np.uint32)
+        bits = (_per_warp(m) * _WEIGHTS).sum(axis=1).astype(np.uint32)
         put(S, np.repeat(bits, 32), m)
     return activemask

@@ -390,3 +390,72 @@ def test_a_closed_stream_refuses_every_use(mem_drv):
             use()
     assert _driver_calls(mem_drv) == []
     s.close()  # twice is fine
+
+
+def _modules_on_the_stand_in(mem_drv, monkeypatch):
+    """load() on the stand-in: each JIT hands out a new module handle (from 0x100); returns the handles unloaded
+    so far, as a function."""
+    from ptxforge.runtime import cache as C
+    from ptxforge.runtime import loader as L
+    handles = iter(range(0x100, 0x200))
+    monkeypatch.setattr(L, "_jit_and_load", lambda *a: (next(handles), b"cubin", ""))
+    monkeypatch.setattr(C, "disk_cache", lambda: None)
+    return lambda: sorted(a[0] for n, a in mem_drv.calls if n == "cuModuleUnload")
+
+
+def test_a_module_nothing_refers_to_is_unloaded(mem_drv, monkeypatch):
+    from ptxforge.runtime import cache as C
+    from ptxforge.testing.kernels import saxpy
+    unloaded = _modules_on_the_stand_in(mem_drv, monkeypatch)
+    for _ in range(3):
+        pf.load(saxpy())
+        C.clear_cache(disk=False)
+    pf.load(saxpy(), cache=False)
+    gc.collect()
+    assert unloaded() == [0x100, 0x101, 0x102, 0x103]
+    lm = pf.load(saxpy())
+    lm.unload()
+    del lm
+    gc.collect()
+    assert unloaded().count(0x104) == 1  # unload() then collection: once
+
+
+def test_a_module_is_kept_while_a_kernel_bound_launch_or_prepared_launch_of_it_can_run(mem_drv, monkeypatch):
+    from ptxforge.runtime import cache as C
+    from ptxforge.runtime.launch_ex import block_launcher
+    from ptxforge.testing.kernels import saxpy
+    unloaded = _modules_on_the_stand_in(mem_drv, monkeypatch)
+    buf = DeviceBuffer(shape=(300,), dtype=np.float32)
+    fn = pf.load(saxpy())["saxpy"]  # 0x100: held through its kernel
+    C.clear_memory_cache()
+    bound = pf.load(saxpy(), cache=False)["saxpy"].bind(2, 256, buf, buf, 300, 0.5)  # 0x101
+    other = pf.load(saxpy(), cache=False)["saxpy"]  # 0x102: held through a prepared launch only
+    go, blob = block_launcher(other, other._config(2, 256, 0), 0), other._blob
+    del other
+    gc.collect()
+    assert unloaded() == []
+    mem_drv.calls.clear()
+    fn(2, 256, buf, buf, 300, 0.5)
+    bound.launch()
+    go(blob)
+    assert [a[0] for n, a in mem_drv.calls if n == "cuLaunchKernel"] == [0, 0, 0]
+    del fn, bound
+    gc.collect()
+    assert unloaded() == [0x100, 0x101]
+    del go, blob
+    gc.collect()
+    assert unloaded() == [0x100, 0x101, 0x102]
+
+
+def test_clearing_the_memory_cache_drops_the_key_locks_no_load_holds(mem_drv, monkeypatch):
+    from ptxforge.runtime import cache as C
+    _modules_on_the_stand_in(mem_drv, monkeypatch)
+    for i in range(5):
+        pf.load(f".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k{i}() {{ ret; }}\n")
+    assert len(C._key_locks) >= 5
+    held = C.key_lock("a load in progress")
+    with held:
+        C.clear_memory_cache()
+        assert list(C._key_locks) == ["a load in progress"]
+    C.clear_memory_cache()
+    assert C._key_locks == {}

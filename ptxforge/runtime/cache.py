@@ -484,9 +484,13 @@ def key_lock(key) -> threading.Lock:
 
 
 def clear_memory_cache() -> None:
-    """Forget loaded modules (the next load reads the disk cache or JIT-compiles again)."""
+    """Forget loaded modules (the next load reads the disk cache or JIT-compiles again), and the per-key locks
+    no load holds now.  A forgotten module is unloaded once nothing refers to it any more (its kernels, their
+    bound launches and plans keep it), so modules in use keep running."""
     with _memory_lock:
         _memory.clear()
+        for key in [k for k, lock in _key_locks.items() if not lock.locked()]:
+            del _key_locks[key]
 
 
 def clear_cache(disk: bool = True) -> int:

@@ -303,8 +303,18 @@ def _jit_and_load(src: Source, target: str, options: tuple):
     return _load_cubin(cubin), cubin, log
 
 
+def _unload(handle) -> None:
+    """Finalizer of a collected LoadedModule, in ptxforge's context (the caller's given back); errors dropped."""
+    _drv.quietly_in_ours(lambda d: d.cuModuleUnload(handle))
+
+
 class LoadedModule:
-    """A module on the GPU: its kernels by name (``m["saxpy"]``), the JIT log and where it came from."""
+    """A module on the GPU: its kernels by name (``m["saxpy"]``), the JIT log and where it came from.
+
+    The module is unloaded by ``unload()``, or when it is collected: every KernelFunction of it (``module``),
+    every BoundLaunch and prepared launch of those (``function``) and every plan holding one keeps it alive, so
+    a module is only unloaded once nothing can launch its kernels any more.
+    """
 
     def __init__(self, handle, src: Source, *, key: str, jit_target: str, jit_log: str, origin: str, cubin: bytes,
                  memory_key=None):
@@ -328,6 +338,8 @@ class LoadedModule:
                 raise JitError(f"kernel '{e.name}' is not in the loaded module ({getattr(res[0], 'name', res[0])}); "
                                f"entries declared: {', '.join(x.name for x in src.entries)}")
             self.functions[e.name] = KernelFunction(self, e.name, res[1], e.params, e.block_limit)
+        # last: a constructor that raised leaves the handle to its caller (`_build` unloads it)
+        self._finalizer = weakref.finalize(self, _unload, handle)
 
     @property
     def names(self) -> tuple:
@@ -369,6 +381,7 @@ class LoadedModule:
         kernels and bound launches raise LaunchError from then on."""
         if self._handle is None:
             return
+        self._finalizer.detach()
         handle, self._handle = self._handle, None
         if self._memory_key is not None:
             _cache.memory_drop(self._memory_key, self)

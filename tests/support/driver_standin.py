@@ -10,6 +10,8 @@ Import this only after ``pytest.importorskip("cuda.bindings.driver")``.
 """
 
 import ctypes
+import gc
+import weakref
 
 import pytest
 from cuda.bindings import driver as real
@@ -18,6 +20,7 @@ from ptxforge.runtime import cache as C
 from ptxforge.runtime import driver as D
 from ptxforge.runtime import faults as F
 from ptxforge.runtime import kernel as K
+from ptxforge.runtime import loader as L
 from ptxforge.runtime.launch import LaunchLimits
 
 #: ptxforge's context handle on the stand-in.
@@ -145,13 +148,35 @@ def stand_in_state(monkeypatch, sd):
     return sd
 
 
+def _track_modules(monkeypatch) -> list:
+    """Weak references to every LoadedModule made from now on (modules sit in reference cycles with their
+    kernels, so only the cycle collector unloads them)."""
+    made = []
+    init = L.LoadedModule.__init__
+
+    def tracked(self, *a, **kw):
+        init(self, *a, **kw)
+        made.append(weakref.ref(self))
+    monkeypatch.setattr(L.LoadedModule, "__init__", tracked)
+    return made
+
+
+def _done_with(made) -> None:
+    """After a test on a stand-in: forget its modules and, when one it made is still uncollected, collect, so
+    that their finalizers run on this stand-in and not on a later test's."""
+    C.clear_memory_cache()
+    if any(r() is not None for r in made):
+        gc.collect()
+    F.reset_for_tests()
+
+
 @pytest.fixture
 def drv(monkeypatch):
     """The stand-in driver, with ptxforge's state initialized as if on an H200 (context handle OURS)."""
     sd = stand_in_state(monkeypatch, StandIn())
+    made = _track_modules(monkeypatch)
     yield sd
-    F.reset_for_tests()
-    C.clear_memory_cache()
+    _done_with(made)
 
 
 @pytest.fixture
@@ -159,9 +184,9 @@ def mem_drv(monkeypatch):
     """A `MemoryStandIn` installed like `drv`, with ours current."""
     sd = stand_in_state(monkeypatch, MemoryStandIn())
     sd.current = OURS
+    made = _track_modules(monkeypatch)
     yield sd
-    F.reset_for_tests()
-    C.clear_memory_cache()
+    _done_with(made)
 
 
 def kernel_of(ptx_params: str, name: str = "k", monkeypatch=None):

@@ -442,3 +442,39 @@ def test_redux_and_match_report_masks_the_isa_leaves_undefined(line):
     _, _, report = run_rows(diverged, block=32, check=False, decls=".reg .b32 %v<2>;")
     assert [f.kind for f in report.findings] == ["collective"]
     assert "did not execute it" in report.findings[0].message
+
+
+def test_elect_elects_a_leader_inside_each_lanes_member_mask():
+    """The ISA: elect.sync elects one leader from the threads of membermask, d is its laneid and p is true in it
+    alone; the same mask elects the same leader.  Warp 0 runs it as two 16-lane tiles, warp 1 as four 8-lane
+    tiles, and in warp 1 only lanes 3..29 execute (each tile's mask names its executing lanes)."""
+    masks = tile_masks(16) + [m & 0x3FFFFFF8 for m in tile_masks(8)]
+    executing = [True] * 32 + [3 <= lane <= 29 for lane in range(32)]
+    aux = np.array([[0, k] for k in masks], np.uint32).ravel()
+    body = """and.b32 %r1, %t, 31;
+setp.lt.u32 %p2, %r1, 3;
+setp.gt.u32 %p3, %r1, 29;
+or.pred %p2, %p2, %p3;
+setp.ge.u32 %p3, %t, 32;
+and.pred %p2, %p2, %p3;
+@%p2 bra SKIP;
+mul.wide.u32 %rd1, %t, 8;
+add.u64 %rd1, %aux, %rd1;
+ld.global.b32 %r2, [%rd1+4];
+elect.sync %r3|%p1, %r2;
+selp.u32 %r4, 1, 0, %p1;
+""" + store("%r3", "%r4") + "\nSKIP:"
+    out, _, report = run_rows(body, block=64, aux=aux)
+    assert report.ok and not report.findings
+    for w in range(2):
+        groups = {}
+        for lane in range(32):
+            t = 32 * w + lane
+            if not executing[t]:
+                continue
+            leader, is_leader = int(out[t, 0]), int(out[t, 1])
+            assert masks[t] >> leader & 1 and executing[32 * w + leader], (w, lane, leader)  # a member
+            assert is_leader == int(leader == lane), (w, lane)
+            groups.setdefault(masks[t], set()).add(leader)
+        assert all(len(leaders) == 1 for leaders in groups.values()), groups  # one leader a mask
+    assert len({int(out[t, 0]) for t in range(16, 32)}) == 1 and int(out[16, 0]) >= 16

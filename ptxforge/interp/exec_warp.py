@@ -154,8 +154,9 @@ def make_redux(P, op):
 
 
 def make_elect(P, op):
-    """The executor of `elect.sync`: true in the lowest active member lane of each warp. Returns ``fn(S, m)``,
-    which executes it on Machine `S` for the threads of mask `m`; `P` is the Program, `op` the Op being built.
+    """The executor of `elect.sync`: each lane's leader is the lowest executing lane of its member mask (d), and p
+    is true in the leader. Returns ``fn(S, m)``, which executes it on Machine `S` for the threads of mask `m`;
+    `P` is the Program, `op` the Op being built.
     """
     ins = op.ins
     dst = ins.operands[0]
@@ -164,11 +165,8 @@ def make_elect(P, op):
     rmask = _mask_reader(P, ins.operands[1], ins)
 
     def elect(S, m):
-        masks = np.broadcast_to(np.asarray(rmask(S)).astype(np.uint64), (S.N,))
-        check_members(S, op, m, masks, "elect.sync")
-        mw = _per_warp(m)
-        leader = np.argmax(mw, axis=1)  # lowest executing lane
-        lead = np.repeat(leader, 32)
+        members = _members(S, op, m, rmask, "elect.sync")
+        lead = np.argmax(members, axis=2).ravel()  # the lowest executing lane of each lane's mask
         if put_d is not None:
             put_d(S, lead.astype(np.uint32), m)
         put_p(S, S.laneid == lead, m)

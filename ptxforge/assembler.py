@@ -5,7 +5,7 @@ spills).  When the assembler rejects the PTX, the error quotes its message with
 the offending PTX line and the Python line that emitted it.
 
 The tools run bounded: ptxas and nvdisasm/cuobjdump get a timeout (``timeout=``, else
-$PTXFORGE_TOOL_TIMEOUT seconds, default 300), their temporary directory is removed whatever
+$PTXFORGE_TOOL_TIMEOUT seconds, default 300; ``inf`` for none), their temporary directory is removed whatever
 happens, a tool killed by a signal is reported as a crash naming the signal, PTX holding a NUL
 character is refused before any tool sees it (a C string would end there), and a bad option or
 unknown architecture is a ToolchainError, not a raw nvJitLinkError.
@@ -14,6 +14,7 @@ unknown architecture is a ToolchainError, not a raw nvJitLinkError.
 from __future__ import annotations
 
 import functools
+import math
 import os
 import re
 import shutil
@@ -33,10 +34,14 @@ BACKENDS = ("nvjitlink", "ptxas")
 #: Environment variable bounding each ptxas / nvdisasm / cuobjdump run, in seconds.
 TOOL_TIMEOUT_ENV = "PTXFORGE_TOOL_TIMEOUT"
 DEFAULT_TOOL_TIMEOUT = 300.0
+#: The longest finite limit a subprocess wait can take (the OS's poll() counts milliseconds in an int):
+#: 1e6 s, about 11.6 days; `inf` means no limit.
+MAX_TOOL_TIMEOUT = 1e6
 
 
-def tool_timeout(timeout=None) -> float:
-    """Seconds a toolchain subprocess may run: `timeout`, else $PTXFORGE_TOOL_TIMEOUT, else 300."""
+def tool_timeout(timeout=None) -> float | None:
+    """Seconds a toolchain subprocess may run: `timeout`, else $PTXFORGE_TOOL_TIMEOUT, else 300; None (no limit)
+    for infinity.  Zero, negative, NaN or finite values above MAX_TOOL_TIMEOUT are a ToolchainError."""
     if timeout is None:
         raw = os.environ.get(TOOL_TIMEOUT_ENV, "").strip()
         if not raw:
@@ -45,9 +50,17 @@ def tool_timeout(timeout=None) -> float:
             timeout = float(raw)
         except ValueError:
             raise ToolchainError(f"{TOOL_TIMEOUT_ENV} must be a number of seconds, got {raw!r}") from None
-    timeout = float(timeout)
+    try:
+        timeout = float(timeout)
+    except (TypeError, ValueError, OverflowError):
+        raise ToolchainError(f"a toolchain timeout is a number of seconds, got {timeout!r}") from None
     if not timeout > 0:
         raise ToolchainError(f"a toolchain timeout must be a positive number of seconds, got {timeout}")
+    if math.isinf(timeout):
+        return None
+    if timeout > MAX_TOOL_TIMEOUT:
+        raise ToolchainError(f"a toolchain timeout of {timeout:g} s is beyond what a process wait can take (at most "
+                             f"{MAX_TOOL_TIMEOUT:g} s); use inf (or {TOOL_TIMEOUT_ENV}=inf) for no limit")
     return timeout
 
 
@@ -273,6 +286,10 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     `version` writes a Module at that `.version` (default: the least that covers it, within what the
     backend accepts); one below what the module needs is a TargetError naming what needs more.
 
+    The PTX keeps its own ``.target``: an `arch` it cannot be assembled for (an older GPU than the module or
+    text targets, or another than an arch-specific sm_XYa target) is a TargetError saying how to rebuild it,
+    raised before the assembler runs.
+
     Returns an AssemblyResult with per-kernel resource usage.  Raises AssemblyError with the
     assembler's messages mapped to PTX lines and, for Modules, to the Python lines that emitted them;
     ToolchainError when the assembler crashed, ran past `timeout` seconds (ptxas; default
@@ -287,7 +304,8 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
     if module is not None:
         target = Target.parse(arch) if arch is not None else module.target
         if target != module.target:
-            check_for_target(module, target)
+            check_for_target(module, target)  # first: an instruction's own requirement names its line
+            refuse_unreachable_target(module.target, target, "the module")
         rendered = module.render(version=version, cap=None if version is not None else backend_ptx_cap(be))
         ptx, ptx_version = rendered.text, rendered.version
     else:
@@ -302,6 +320,13 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
             target = Target.parse(arch)
         except TargetError as e:
             raise ToolchainError(f"cannot assemble for {arch!r}: {e.message}") from None
+        if named is not None:
+            try:
+                built = Target.parse(named)
+            except TargetError:
+                built = None  # a target ptxforge does not model: the assembler decides
+            if built is not None and built != target:
+                refuse_unreachable_target(built, target, "the PTX")
     refuse_nul(ptx)
     if be == "nvjitlink":
         ok, cubin, log = _run_nvjitlink(ptx, target, options)
@@ -329,6 +354,19 @@ def _refuse_unassemblable(source) -> None:
     elif isinstance(source, Kernel):
         hint = ": put it in a Module first (pf.Module([kernel]))"
     raise AssemblyError(f"assemble() takes a Module or PTX text (a str), got {got}{hint}")
+
+
+def refuse_unreachable_target(built: Target, target: Target, what: str) -> None:
+    """Raise TargetError when PTX whose ``.target`` is `built` cannot be assembled for `target`: an older GPU
+    (the PTX may use what only `built` has), or any other than `built` for arch-specific (sm_XYa) PTX.  The PTX
+    keeps its ``.target`` (assembling never re-targets it), so the error says how to rebuild it."""
+    how = (f"rebuild it for {target.name} (KernelBuilder(..., target='{target.name}'), or the PTX's .target line "
+           "for text)")
+    if built.arch_specific and built != target:
+        raise TargetError(f"{what} targets {built.name}, whose arch-specific PTX assembles only for {built.name}; "
+                          f"assemble it for {built.name}, or {how}")
+    if built.sm > target.sm:
+        raise TargetError(f"{what} targets {built.name}; assemble it for {built.name} or newer, or {how}")
 
 
 def check_for_target(module, target: Target) -> None:
@@ -416,6 +454,11 @@ def _run_ptxas(ptx: str, target: Target, options, timeout=None):
                 raise ToolchainError(f"ptxas refused its command line ({m.group(0).strip()}); "
                                      f"arch {target.name}, options {list(options)}")
             return False, b"", log
+        if not os.path.isfile(out):
+            first = log.strip().splitlines()[:1]
+            raise ToolchainError(f"ptxas wrote no cubin (arch {target.name}, options {list(options)}): an option "
+                                 "such as --version or --help makes it print and stop instead of compiling; pass "
+                                 "only options that compile" + (f"\n  it said: {first[0]}" if first else ""))
         with open(out, "rb") as f:
             return True, f.read(), log
 

@@ -16,7 +16,7 @@ import ptxforge as pf
 from ptxforge import interp, u32
 from ptxforge.testing.interp_strategies import poison
 
-from support.ptx_text import assembler_verdict
+from support.ptx_text import assembler_verdict, raw_kernel
 
 needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
 
@@ -92,7 +92,6 @@ IMMEDIATE_CHAIN = [
 
 @needs_ptxas
 def test_ptxas_accepts_carry_chains_with_only_immediate_sources():
-    from support.ptx_text import raw_kernel
     assert assembler_verdict(raw_kernel("\n".join(line for line, _ in IMMEDIATE_CHAIN), "sm_90")) is None
 
 

@@ -459,3 +459,43 @@ def test_clearing_the_memory_cache_drops_the_key_locks_no_load_holds(mem_drv, mo
         assert list(C._key_locks) == ["a load in progress"]
     C.clear_memory_cache()
     assert C._key_locks == {}
+
+
+# ---------------------------------------------------------------- launch configurations
+
+@pytest.mark.parametrize("good,bad,match", [
+    ((1, 32, 0), (1.0, 32, 0), "grid for kernel 'k' must be an int"),
+    ((1, 32, 0), (True, 32, 0), "grid for kernel 'k' must be an int"),
+    ((1, 32, 0), (1, 32.0, 0), "block for kernel 'k' must be an int"),
+    ((1, 32, 1), (1, 32, True), "shared= for kernel 'k' must be a non-negative int of bytes, got True"),
+    ((1, 32, 0), (1, 32, 0.0), "shared= .* got 0.0"),
+    (((2, 1), (32, 1), 0), ((2.0, 1), (32, 1), 0), "grid for kernel 'k' must be an int or a tuple of 1 to 3 ints"),
+    (((2, 1), (32, 1), 0), ((2, 1), (32, True), 0), "block for kernel 'k'"),
+    (((2, 1), (32, 1), 0), ((2, np.float32(1)), (32, 1), 0), "grid for kernel 'k'")])
+def test_a_remembered_configuration_does_not_let_an_equal_invalid_one_through(mem_drv, good, bad, match):
+    fn = kernel_of(".param .u32 n")
+    for _ in range(2):
+        fn(good[0], good[1], 4, shared=good[2])  # remembered (twice: by key, then as the last one)
+        with pytest.raises(LaunchError, match=match):
+            fn(bad[0], bad[1], 4, shared=bad[2])
+    grid = [2, 1]  # a list is checked at every launch: it can change
+    fn(grid, 32, 4)
+    grid[0] = 0
+    with pytest.raises(LaunchError, match="must be positive"):
+        fn(grid, 32, 4)
+
+
+def test_numpy_integer_configurations_are_still_valid(mem_drv):
+    fn = kernel_of(".param .u32 n")
+    assert fn._config(np.int64(2), (np.int32(32), 1), np.uint16(0)) == (2, 1, 1, 32, 1, 1, 0)
+    assert fn._config(np.int64(2), (np.int32(32), 1), np.uint16(0)) == (2, 1, 1, 32, 1, 1, 0)
+
+
+def test_the_launch_cluster_example_calls_it_as_its_signature_allows():
+    import inspect
+    import re
+    from ptxforge.runtime import cluster
+    example = re.search(r"launch_cluster\(.*\)", cluster.__doc__).group(0)
+    sig = inspect.signature(cluster.launch_cluster)
+    got = eval(example, {"launch_cluster": lambda *a, **k: sig.bind(*a, **k).arguments, "fn": "fn", "args": (1, 2)})
+    assert got["grid"] == (4, 1) and got["block"] == 128 and got["cluster"] == (2, 1) and got["args"] == (1, 2)

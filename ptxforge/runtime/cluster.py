@@ -1,7 +1,7 @@
 """Cluster launches: `cuLaunchKernelEx` with the cluster-dimension attribute, checked first.
 
     fn = pf.load(module)["kernel"]
-    launch_cluster(fn, grid=(4, 1), block=128, cluster=(2, 1), *args)
+    launch_cluster(fn, (4, 1), 128, (2, 1), *args)   # grid, block, cluster: positional, before the arguments
     cl = cluster_launch_config(fn, (4, 1), 128, (2, 1))   # checked once; cl.launch(blob, values) per call
 
 Checks, each with a message that says what is legal, before the driver is called: the device

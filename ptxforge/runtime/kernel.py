@@ -79,6 +79,10 @@ def kept_blob(blobs: dict, key, lay: ParamLayout, values, limit: int) -> _ArgBlo
     return blob
 
 
+#: types of grid/block values that cannot change after they were checked (a list can)
+_IMMUTABLE = frozenset((int, tuple))
+
+
 class KernelFunction:
     """One kernel of a loaded module: its attributes, checks and launches."""
 
@@ -104,6 +108,7 @@ class KernelFunction:
         self._blob = _ArgBlob(self.layout)
         self._lock = threading.Lock()
         self._configs: dict = {}
+        self._last_config = (None, None, None, None)  # (grid, block, shared as given, the checked config)
         self._launchers: dict = {}  # (cfg, stream) -> the plain launch of a packed block (`_launch`)
 
     # ------------------------------------------------------------ attributes
@@ -134,12 +139,27 @@ class KernelFunction:
 
     # ------------------------------------------------------------ configuration
     def _config(self, grid, block, shared) -> tuple:
+        """(gx, gy, gz, bx, by, bz, shared bytes) of a launch, checked against the kernel and the device once per
+        configuration and remembered.  Only ints are valid, yet 1.0 == 1 and True == 1 (and hash alike), so the
+        memory must not hand a float or a bool the answer of an int: the very objects of the last configuration
+        (ints and tuples cannot change) are recognized by identity; plain ints are their own key; anything else
+        is keyed with its types too (a longer key, so the two kinds never meet)."""
+        last = self._last_config
+        if grid is last[0] and block is last[1] and shared is last[2]:
+            return last[3]
+        tg, tb = type(grid), type(block)
         try:
-            key = (grid, block, shared)
+            if tg is int and tb is int and type(shared) is int:
+                key = (grid, block, shared)
+            else:
+                key = (grid, block, shared, tg if tg is not tuple else tuple(map(type, grid)),
+                       tb if tb is not tuple else tuple(map(type, block)), type(shared))
             hit = self._configs.get(key)
         except TypeError:  # lists are not hashable; validate every time
             key, hit = None, None
         if hit is not None:
+            if tg in _IMMUTABLE and tb in _IMMUTABLE:
+                self._last_config = (grid, block, shared, hit)
             return hit
         g = as_dims(grid, "grid", self.name)
         b = as_dims(block, "block", self.name)
@@ -149,13 +169,15 @@ class KernelFunction:
                     max_threads=self.attributes.get("max_threads_per_block"))
         static = self.attributes.get("static_shared", 0)
         check_shared(shared, static, lim, kernel=self.name)
-        shared = int(shared)
-        self._allow_dynamic_shared(shared)
-        cfg = (*g, *b, shared)
+        nbytes = int(shared)
+        self._allow_dynamic_shared(nbytes)
+        cfg = (*g, *b, nbytes)
         if key is not None:
             if len(self._configs) > 256:
                 self._configs.clear()
             self._configs[key] = cfg
+            if tg in _IMMUTABLE and tb in _IMMUTABLE:
+                self._last_config = (grid, block, shared, cfg)
         return cfg
 
     def _allow_dynamic_shared(self, nbytes: int) -> None:

@@ -181,6 +181,21 @@ def test_expect_tx_bytes_that_never_arrive_are_a_deadlock_naming_the_expect_tx()
     assert "<- expect" in str(info.value)
 
 
+def test_copies_bringing_more_bytes_than_expect_tx_announced_are_reported_at_the_expect_tx():
+    """The phase's arrivals are in and its copies overshoot the announced count: on the GPU the phase completes
+    part-way through the box (a race with the rest) and the surplus lands in the next phase's count."""
+    a = np.arange(8 * 16, dtype=np.uint32).reshape(8, 16)
+    k = load_probe(2, 16 * 8 * 4, expect=16 * 8 * 4 - 64)
+    with pytest.raises(interp.InterpError, match=r"completed 64 transaction bytes more than expect_tx announced") \
+            as info:
+        interp.run(k, block=128, args=[interp.host_tensor_map(a, (16, 8)), np.zeros(128, np.uint32), 0, 0])
+    assert "<- expect" in str(info.value)
+    # the exact count is clean
+    out = np.zeros(128, np.uint32)
+    interp.run(load_probe(2, 16 * 8 * 4), block=128, args=[interp.host_tensor_map(a, (16, 8)), out, 0, 0])
+    np.testing.assert_array_equal(out, a.ravel())
+
+
 def test_a_wait_on_the_wrong_phase_is_reported():
     a = np.zeros((8, 16), np.uint32)
     k = load_probe(2, 16 * 8 * 4, parity=1)

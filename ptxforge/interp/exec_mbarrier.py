@@ -29,7 +29,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from .access import Part, shadow_write
+from .access import Part, shadow_write, where_shared
 from .exec_async import land_before, land_rows
 from .exec_memory import address_reader
 from .findings import InterpUnsupported
@@ -127,8 +127,27 @@ def _arrive(S, op, state, thr, n, releasers=None):
 
 
 def _maybe_complete(S, state):
+    """Complete the phase once its arrivals are all in and its transaction count is back to zero.  A count below
+    zero then means the copies brought more bytes than expect_tx announced: on the GPU the phase completes as
+    the count passes zero, before the rest has landed, and those bytes count against the next phase.  That is
+    a finding (at the instruction that announced the bytes); the phase completes here all the same."""
     if state.pending == 0 and state.tx <= 0:
+        if state.tx < 0:
+            who = S.prog.instructions[state.tx_pc] if state.tx_pc >= 0 else None
+            S.report("barrier", f"the copies completed {-state.tx} transaction bytes more than expect_tx announced "
+                     f"for this phase of the mbarrier at {where_shared(S, state.key)}: on the GPU the phase "
+                     "completes when the count reaches zero, before the rest has landed, and the surplus counts "
+                     "against the next phase (announce every byte the phase's copies bring)",
+                     _Announcer(state.tx_pc, who) if who is not None else None)
         _complete(S, state)
+
+
+class _Announcer:
+    """The instruction that last announced transaction bytes, as a finding's `op` (its pc and instruction)."""
+    __slots__ = ("pc", "ins")
+
+    def __init__(self, pc, ins):
+        self.pc, self.ins = pc, ins
 
 
 def flush(S, state):

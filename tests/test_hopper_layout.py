@@ -104,6 +104,23 @@ def test_smem_tile_rejects(kw):
         SmemTile(**args)
 
 
+@pytest.mark.parametrize("rows,cols", [(64.0, 128), (64, 128.5), (True, 128), ("64", 128)])
+def test_smem_tile_takes_int_sizes_only(rows, cols):
+    with pytest.raises(ValidationError, match="must be an int"):
+        SmemTile("s8", rows, cols)
+    assert SmemTile("s8", np.int64(64), 128).nbytes == 8192  # numpy integers are ints
+
+
+@pytest.mark.parametrize("dtype", ["s8", "u8", "e4m3", "tf32", "f32"])
+def test_an_mn_major_tile_wgmma_cannot_transpose_has_no_descriptor(dtype):
+    tile = SmemTile(dtype, 128, 64, major="MN", swizzle=128)
+    assert tile.tma_box  # still a TMA box
+    for get in (lambda: tile.descriptor(0), tile.descriptor_template):
+        with pytest.raises(ValidationError, match=f"no wgmma reads an MN-major tile of .{dtype}"):
+            get()
+    assert SmemTile("bf16", 64, 64, major="MN", swizzle=128).descriptor(0)  # 16-bit operands transpose
+
+
 def test_misaligned_base_rejected():
     with pytest.raises(ValidationError, match="128-byte aligned"):
         SmemTile("s8", 64, 128).descriptor(512 + 64)

@@ -37,7 +37,8 @@ class SmemTile:
     """A rows x cols tile (rows along M/N, cols along K) of `dtype` in a canonical wgmma layout.
 
     dtype: element type (8/16/32-bit; 4-bit data is laid out as 'u8' bytes); major: 'K' (K
-    contiguous: A row-major, B as N x K) or 'MN'; swizzle: 0/32/64/128 bytes.
+    contiguous: A row-major, B as N x K) or 'MN' (a wgmma descriptor only for 16-bit elements, the only
+    ones wgmma transposes; other widths MN-major are TMA boxes alone); swizzle: 0/32/64/128 bytes.
     """
 
     dtype: str
@@ -53,6 +54,11 @@ class SmemTile:
                                   "(lay 4-bit data out as 'u8' bytes)")
         object.__setattr__(self, "dtype", t.name)
         swizzle_mode(self.swizzle)
+        for name in ("rows", "cols"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+                raise ValidationError(f"SmemTile {name} must be an int, got {v!r}")
+            object.__setattr__(self, name, int(v))
         if self.rows <= 0 or self.cols <= 0:
             raise ValidationError(f"SmemTile needs positive rows and cols, got {self.rows} x {self.cols}")
         canonical_strides(self.major, self.swizzle, t.bits, self.rows, self.cols)  # checks the shape
@@ -170,6 +176,7 @@ class SmemTile:
         if not isinstance(base_addr, int) or base_addr < 0 or base_addr % self.min_alignment:
             raise ValidationError(f"tile base {base_addr!r} must be a {self.min_alignment}-byte aligned shared "
                                   f"address ({self.alignment}-byte aligned keeps the base offset 0)")
+        self._check_wgmma_readable()
         lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
         return DescriptorFields(base_addr + self.slice_start(k_slice), lbo, sbo, self.swizzle, 0)
 
@@ -181,8 +188,16 @@ class SmemTile:
 
     def descriptor_template(self) -> int:
         """The descriptor with start address 0: OR (addr >> 4) into bits 0-13 at run time."""
+        self._check_wgmma_readable()
         lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
         return encode_descriptor(0, lbo, sbo, self.swizzle)
+
+    def _check_wgmma_readable(self) -> None:
+        """Refuse a descriptor no wgmma can take: only 16-bit operands (.f16/.bf16) transpose (imm-trans), so
+        a tile of other widths is read K-major only (an MN-major one may still be a TMA box)."""
+        if self.major == "MN" and self.element_bits != 16:
+            raise ValidationError(f"no wgmma reads an MN-major tile of .{self.dtype}: only .f16/.bf16 operands "
+                                  "transpose (imm-trans-a/b); lay the tile out K-major (major='K')")
 
     # ------------------------------------------------------------ numpy model
     def _check_base(self, base):

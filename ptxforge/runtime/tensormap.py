@@ -18,6 +18,8 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import LaunchError, ValidationError
 from ..isa import types as T
 from ..isa.descriptors import swizzle_mode
@@ -54,13 +56,17 @@ _NUMPY_TO_PTX = {("i", 8): "s8", ("u", 8): "u8", ("i", 16): "s16", ("u", 16): "u
 
 
 def _ints(v, what):
-    if isinstance(v, int):
+    """`v` (an int or a sequence of ints, numpy integers too) as a tuple of ints; a float or a bool is
+    refused, not rounded (an extent of 128.9 is a caller's slip, and the map would describe less)."""
+    if isinstance(v, (int, np.integer)):
         v = (v,)
     try:
-        out = tuple(int(x) for x in v)
+        items = tuple(v)
     except TypeError:
         raise ValidationError(f"tensor map {what} must be a sequence of ints, got {v!r}") from None
-    return out
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in items):
+        raise ValidationError(f"tensor map {what} must be a sequence of ints, got {v!r}")
+    return tuple(int(x) for x in items)
 
 
 @dataclass(frozen=True)
@@ -73,7 +79,8 @@ class TensorMap:
     < 2^40; default: dense); box: the tile one copy moves, innermost first (each 1..256);
     element_strides: 1..8 per dimension (default 1), the traversal step: ceil(box[i] / e[i])
     elements are moved along dimension i, at coordinates c, c + e, ...; the first must be 1
-    without interleave (TMA has no stride in dimension 0); interleave: 0/16/32 bytes (rank >= 3;
+    without interleave (TMA has no stride in dimension 0: the driver would ignore another value, so
+    it is refused rather than silently not applied); interleave: 0/16/32 bytes (rank >= 3;
     with 32, base and strides 32-byte aligned and swizzle 32); swizzle: 0/32/64/128 bytes
     (without interleave the inner box must not exceed that span); l2_promotion: 0/64/128/256;
     oob_fill: 'zero' or 'nan' (floating types) for the out-of-bounds part of a box.
@@ -148,8 +155,9 @@ class TensorMap:
         if len(es) != rank or any(not 1 <= e <= 8 for e in es):
             raise ValidationError(f"element_strides needs {rank} values in 1..8, got {es}")
         if self.interleave == 0 and es[0] != 1:
-            raise ValidationError(f"element_strides[0] = {es[0]}: without interleave the traversal stride of "
-                                  "dimension 0 must be 1 (TMA has none there); stride the outer dimensions")
+            raise ValidationError(f"element_strides[0] = {es[0]}: without interleave TMA has no traversal stride "
+                                  "in dimension 0 (the driver ignores this value and moves every element), so "
+                                  "anything but 1 would not do what it says; stride the outer dimensions")
         sw = swizzle_mode(self.swizzle)
         inner = box[0] * eb
         if self.interleave == 0:

@@ -13,10 +13,11 @@ _DTYPES = {8: ("s8", "u8"), 16: ("bf16", "f16"), 32: ("f32",)}
 
 @st.composite
 def smem_tiles(draw, majors=("K", "MN"), swizzles=(0, 32, 64, 128)):
-    """A legal SmemTile: any major-ness and swizzle, 8/16/32-bit elements, whole atoms and k-steps."""
+    """A legal SmemTile a wgmma can read: any major-ness and swizzle, whole atoms and k-steps; 8/16/32-bit
+    elements K-major, 16-bit MN-major (only .f16/.bf16 operands transpose)."""
     major = draw(st.sampled_from(majors))
     swz = draw(st.sampled_from(swizzles))
-    bits = draw(st.sampled_from((8, 16, 32)))
+    bits = draw(st.sampled_from((8, 16, 32) if major == "K" else (16,)))
     dtype = draw(st.sampled_from(_DTYPES[bits]))
     eb = bits // 8
     span = swz or 16

@@ -12,7 +12,7 @@ import math
 import numbers
 import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .errors import ValidationError
 from .kernel import Kernel, Param, check_identifier
@@ -40,6 +40,7 @@ class Variable:
     init: str | None = None
     linkage: str = ""  # "", ".visible", ".extern", ".weak", ".common"
     extra: str = ""  # further attributes kept verbatim (e.g. ".attribute(.managed)")
+    loc: object = field(default=None, compare=False)  # the SourceLoc of its declaration (PTX line), if known
 
     @property
     def nbytes(self) -> int | None:
@@ -298,45 +299,107 @@ def _literal(name, t, v) -> str:
     return str(v)
 
 
-def initial_bytes(var: Variable) -> bytes:
-    """The bytes a variable holds before any kernel runs: its initializer (as written in PTX: decimal
-    or hex integers, `0f`/`0d` hex floats, decimal floats, nested `{ }` lists) in little-endian
-    order, zero-padded to its size; all zero without one."""
+#: An address in an initializer: `name`, `generic(name)`, either `+ offset` (the offset an integer literal).
+_ADDRESS_WORD = re.compile(r"(?:generic\(\s*([A-Za-z_$][\w$]*)\s*\)|([A-Za-z_$][\w$]*))\s*(?:\+\s*(\S+))?\Z")
+
+
+def initializer_items(text: str):
+    """The initializer text of a variable as nested lists of its words: `7` -> '7', `{1, {2, 3}}` ->
+    ['1', ['2', '3']] (spacing inside a word removed: `generic(g) + 8` -> 'generic(g)+8').  ValidationError
+    when the braces do not nest or a value is missing."""
+    tokens = [x.strip() for x in re.findall(r"[{},]|[^{},]+", text) if x.strip()]
+    value, i = _initializer_item(text, tokens, 0)
+    if i != len(tokens):
+        raise ValidationError(f"initializer {text}: unexpected '{tokens[i]}' after the value")
+    return value
+
+
+def _initializer_item(text, tokens, i):
+    """(the value or list starting at tokens[i], the index after it)."""
+    if i >= len(tokens) or tokens[i] in ",}":
+        raise ValidationError(f"initializer {text}: a value is missing")
+    if tokens[i] != "{":
+        return "".join(tokens[i].split()), i + 1
+    items, i = [], i + 1
+    if i < len(tokens) and tokens[i] == "}":
+        return items, i + 1
+    while True:
+        item, i = _initializer_item(text, tokens, i)
+        items.append(item)
+        if i < len(tokens) and tokens[i] == ",":
+            i += 1
+        elif i < len(tokens) and tokens[i] == "}":
+            return items, i + 1
+        else:
+            raise ValidationError(f"initializer {text}: a '{{' is never closed")
+
+
+def initializer_value(word: str):
+    """One initializer word read: ('int', n), ('float', value, bits) or ('address', name, generic, offset);
+    None when it is none of these.  Numbers are read as instruction immediates are."""
+    from .parse.operands import parse_imm  # (the reader's literals; parse imports this module)
+    imm = parse_imm(word)
+    if imm is not None:
+        if imm.type is None:
+            return ("int", imm.value)
+        return ("float", imm.value, 32 if imm.type is T.f32 else 64)
+    m = _ADDRESS_WORD.match(word)
+    if m is None:
+        return None
+    offset = 0
+    if m.group(3) is not None:
+        imm = parse_imm(m.group(3))
+        if imm is None or imm.type is not None:
+            return None
+        offset = imm.value
+    return ("address", m.group(1) or m.group(2), m.group(1) is not None, offset)
+
+
+def initializer_words(items):
+    """The words of nested initializer lists (`initializer_items`), in order."""
+    if isinstance(items, str):
+        yield items
+        return
+    for x in items:
+        yield from initializer_words(x)
+
+
+def initial_bytes(var: Variable, address_of=None) -> bytes:
+    """The bytes a variable holds before any kernel runs: its initializer (as written in PTX: integers as
+    instructions read them, `0f`/`0d` hex floats, decimal floats, nested `{ }` lists) in little-endian
+    order, zero-padded to its size; all zero without one.  An address (`g`, `generic(g)+8`, a function
+    name) holds `address_of(name)` plus its offset; without `address_of`, or where it gives None, that is
+    a ValidationError naming the variable's declaration."""
     n = var.nbytes or 0
     if var.init is None:
         return bytes(n)
     t = var.type
     width = max(t.bits // 8, 1)
     out = bytearray()
-    for word in re.split(r"[{},\s]+", var.init):
-        if word:
-            out += _word_bytes(var, t, width, word)
+    try:
+        items = initializer_items(var.init)
+    except ValidationError as e:
+        raise ValidationError(f"initializer of {var.name}: {e.message}", var.loc) from None
+    for word in initializer_words(items):
+        out += _word_bytes(var, t, width, word, address_of)
     if len(out) > n:
-        raise ValidationError(f"initializer of {var.name} holds {len(out)} bytes; the variable has {n}")
+        raise ValidationError(f"initializer of {var.name} holds {len(out)} bytes; the variable has {n}", var.loc)
     return bytes(out) + bytes(n - len(out))
 
 
-def _word_bytes(var, t, width, word) -> bytes:
-    w = word.lower()
-    neg = w.startswith("-")
-    body = w[1:] if neg else w
-    if body.startswith("0f") and len(body) == 10:
-        bits = int(body[2:], 16)
-        f = struct.unpack(">f", bits.to_bytes(4, "big"))[0]
-        val = -f if neg else f
-    elif body.startswith("0d") and len(body) == 18:
-        bits = int(body[2:], 16)
-        f = struct.unpack(">d", bits.to_bytes(8, "big"))[0]
-        val = -f if neg else f
+def _word_bytes(var, t, width, word, address_of) -> bytes:
+    value = initializer_value(word)
+    if value is None:
+        raise ValidationError(f"initializer of {var.name}: cannot read {word!r}", var.loc)
+    if value[0] == "address":
+        _, name, _, offset = value
+        base = address_of(name) if address_of is not None else None
+        if base is None:
+            raise ValidationError(f"initializer of {var.name}: the address {word} of {name} is not modelled here",
+                                  var.loc)
+        val = base + offset
     else:
-        try:
-            val = int(body.rstrip("u"), 0)
-            val = -val if neg else val
-        except ValueError:
-            try:
-                val = float(w)
-            except ValueError:
-                raise ValidationError(f"initializer of {var.name}: cannot read {word!r}") from None
+        val = value[1]
     if t.is_float and t.bits in (32, 64):
         return struct.pack("<f" if t.bits == 32 else "<d", float(val))
     if isinstance(val, float):

@@ -29,7 +29,7 @@ from ..kernel import Kernel
 from ..errors import LaunchError, caller_loc
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
-from .exec_call import local_variables
+from .exec_call import function_address, local_variables
 from .memory import STACK_BYTES, GlobalHeap, LocalLayout, ParamLayout, SharedLayout
 from ..declarations import initial_bytes
 from .program import Program
@@ -297,9 +297,12 @@ class Launch:
             if var.nbytes is None:
                 raise LaunchError(f"module variable {var.name} is an unsized array; the interpreter needs its size")
             self.variable_index[(var.name, var.space)] = len(arrays)
-            data = np.frombuffer(initial_bytes(var), dtype=np.uint8).copy()
-            arrays.append((f".{var.space} {var.name}", data, True, False))
+            arrays.append((f".{var.space} {var.name}", np.zeros(var.nbytes, np.uint8), True, False))
         self.heap = GlobalHeap(arrays)
+        for var in self.variables:  # after placing them all: an initializer may hold another's address
+            b = self.heap.bufs[self.variable_index[(var.name, var.space)]]
+            data = initial_bytes(var, self.initializer_address)
+            self.heap.heap[b.heap_offset:b.heap_offset + b.nbytes] = np.frombuffer(data, dtype=np.uint8)
         self.heap.mark_readonly(readonly)
         self.tensormaps = [tm.with_base(int(self.heap.address_of(index_of[id(arr)]))) for tm, arr in tmaps]
         raw = []
@@ -319,6 +322,17 @@ class Launch:
             b = self.heap.bufs[i]
             out[name] = self.heap.heap[b.heap_offset:b.heap_offset + b.nbytes].copy()
         return out
+
+    def initializer_address(self, name):
+        """The address a variable initializer's `name` / `generic(name)` stands for: a module .global/.const
+        variable's (generic and global addresses are one here), or a device function's (what `mov.u64 %rd, f`
+        gives); None for any other name."""
+        for space in ("global", "const"):
+            if (name, space) in self.variable_index:
+                return int(self.heap.address_of(self.variable_index[(name, space)]))
+        if name in self.prog.functions:
+            return function_address(self.prog.functions, name)
+        return None
 
     def symbol_address(self, name, space):
         """The address of a shared variable (its shared-window offset) or a parameter (its offset in the

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from ..builder import KernelBuilder
 from ..kernel import Comment, Kernel, LabelDef, Param
 from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, ParamDecl,
-                            Prototype, RawDirective, ScopeClose, ScopeOpen, Variable)
+                            Prototype, RawDirective, ScopeClose, ScopeOpen, Variable, initializer_items,
+                            initializer_value, initializer_words)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
 from ..isa.async_copy import BulkInfo, check_cluster_mask
@@ -107,8 +108,10 @@ class Reader:
         self.kernels: list = []
         self.declarations: list = []
         self.module_symbols: dict = {}
+        self.module_lines: dict = {}  # module variable name -> (line, linkage, Variable) of its declaration
         self.externs: list = []  # extern .shared symbols
         self.functions: dict = {}  # name -> Prototype or Function
+        self.defined: dict = {}  # kernel or function name -> the line of its header
         self.pending_comments: list = []
         self.findings: list = []
         self.opaque: list = []
@@ -225,6 +228,8 @@ class Reader:
             return
         if rest and rest[0] in _SPACES:
             var = self.variable(text, st.line)
+            if not self.declare_module_variable(var, st.line):
+                return
             if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
                 sym = Symbol(var.name, "shared", T.b8, None, var.align or max(var.type.bits // 8, 1))
                 self.externs.append(sym)
@@ -242,6 +247,26 @@ class Reader:
         self.declarations.append(RawDirective(text + ";"))
 
     # ------------------------------------------------------------ declarations
+    def declare_module_variable(self, var: Variable, line: int) -> bool:
+        """Record module variable `var` declared at `line`; whether it is a declaration of its own.  A name
+        declared before is an error unless one of the two declarations is `.extern` (it names a variable
+        defined elsewhere), as ptxas rules: then the module keeps one declaration, the definition."""
+        old = self.module_lines.get(var.name)
+        if old is None:
+            self.module_lines[var.name] = (line, var.linkage, var)
+            return True
+        if var.linkage != ".extern" and old[1] != ".extern":
+            raise self.error(line, f"variable {var.name} is already declared at line {old[0]}: a module declares a "
+                                   "name once (.extern declares one that is defined elsewhere)")
+        if var.linkage == ".extern":
+            return False
+        if old[2] in self.declarations:  # the definition of what an earlier .extern declared: it takes its place
+            self.declarations[self.declarations.index(old[2])] = var
+            self.module_lines[var.name] = (line, var.linkage, var)
+            self.module_symbols[var.name] = var.symbol
+            return False
+        return True
+
     def variable(self, text: str, line: int, default_space: str | None = None) -> Variable:
         """A `Variable` from a declaration `text` at `line` (space, alignment, type, dimensions, initializer);
         `default_space` where the text names none.
@@ -286,7 +311,66 @@ class Reader:
             raise self.error(line, f"variable name '{base}' is not a PTX identifier")
         if align is not None and (align < 1 or align & (align - 1)):
             raise self.error(line, f".align {align} is not a power of two")
-        return Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra))
+        var = Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra), self.loc(line))
+        if init is not None:
+            try:
+                self.check_initializer(var)
+            except ValidationError as e:
+                raise self.error(line, f"initializer of {base}: {e.message}") from None
+        return var
+
+    def check_initializer(self, var: Variable):
+        """ValidationError unless `var`'s initializer is one ptxas takes: none for .f16/.bf16 (and their
+        pairs) and .pred; one value for a scalar, `{ }` lists nested as deep as the array's dimensions with at
+        most as many items as each; float literals for .f32/.f64, integers or addresses for .u/.s types
+        (a constant expression is left to ptxas); an address names a .global/.const variable or a device function declared before it."""
+        t = var.type
+        if t.is_pred or t.name in ("f16", "bf16", "f16x2", "bf16x2"):
+            raise ValidationError(f"a .{t.name} variable takes no initializer (ptxas refuses one)"
+                                  + (f"; declare .b{t.bits} and give the bits" if not t.is_pred else ""))
+        self.check_shape(initializer_items(var.init), var.dims)
+        for word in initializer_words(initializer_items(var.init)):
+            value = initializer_value(word)
+            if value is None:  # a constant expression (`1+2`): kept as written, for ptxas to judge
+                continue
+            if t.is_float and value[0] != "float":
+                raise ValidationError(f"'{word}' is not a float literal: a .{t.name} initializer takes float "
+                                      "literals (1.0, 0f3F800000)")
+            if t.kind in ("u", "s") and value[0] == "float":
+                raise ValidationError(f"'{word}' is a float literal: a .{t.name} initializer takes integers "
+                                      "(or addresses)")
+            if value[0] == "address":
+                self.check_initializer_address(word, value[1], value[2])
+
+    def check_shape(self, items, dims: tuple):
+        """ValidationError unless `items` (see `initializer_items`) nest as `dims` (array sizes) ask."""
+        if not dims:
+            if not isinstance(items, str):
+                raise ValidationError("a scalar takes one value, not a { } list")
+            return
+        if isinstance(items, str):
+            raise ValidationError(f"an array takes a {{ }} list, not the single value {items}")
+        if dims[0] is not None and len(items) > dims[0]:
+            raise ValidationError(f"{len(items)} values for {dims[0]} elements (ptxas: greater number of elements "
+                                  "in array initializer)")
+        for x in items:
+            if len(dims) > 1 or not isinstance(x, str):
+                self.check_shape(x, dims[1:])
+
+    def check_initializer_address(self, word: str, name: str, generic: bool):
+        """ValidationError unless address `word` names a .global/.const variable declared before it (or, not
+        through generic(), a device function)."""
+        sym = self.module_symbols.get(name)
+        if sym is not None and sym.space in ("global", "const"):
+            return
+        if sym is not None:
+            raise ValidationError(f"{word}: {name} is a .{sym.space} variable; an initializer takes the address of "
+                                  "a .global or .const variable")
+        if name in self.functions and not generic:
+            return
+        raise ValidationError(f"{word}: {name} names no .global/.const variable"
+                              + (" (a device function's address is written without generic())" if name in
+                                 self.functions else " or device function declared before it"))
 
     def dims(self, name: str, line: int):
         """(base name, dimensions) of a declared name such as ``buf[4][8]`` (a dimension may be empty: ``[]``).

@@ -546,6 +546,17 @@ def _d_call(parts, ops):
     return Call(call, func, args, rets, uni=parts[1:] == ["uni"])
 
 
+def _without_empty_arguments(ops: list) -> list:
+    """A call's operands without an empty argument list after the function (`call f, ();`, as nvcc -G
+    writes it): the same call as `call f;`, which is how it renders."""
+    for i, op in enumerate(ops):
+        if isinstance(op, (FuncRef, Reg)):
+            if i + 1 < len(ops) and isinstance(ops[i + 1], ArgList) and not ops[i + 1].items:
+                return ops[:i + 1] + ops[i + 2:]
+            break
+    return ops
+
+
 def _d_brx(parts, ops):
     if parts[1:2] != ["idx"] or parts[2:] not in ([], ["uni"]):
         raise ValidationError("brx: the tables know brx.idx{.uni} index, tlist")
@@ -615,6 +626,8 @@ def decode(mnemonic: str, ops: list):
         if len(_PARTS) < 65536:
             _PARTS[mnemonic] = parts
     fn = DECODERS.get(parts[0])
+    if parts[0] == "call":
+        ops = _without_empty_arguments(ops)
     if fn is None or (parts[0] == "cp" and parts[1:2] != ["async"] and parts[1:4] != ["reduce", "async", "bulk"]):
         raise Unknown(f"'{mnemonic}': the tables have no instruction '{parts[0]}'")
     try:

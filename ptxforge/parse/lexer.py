@@ -1,8 +1,8 @@
 """PTX text -> statements with their line numbers.
 
-A statement is what ends with `;`, a scope brace, a function header (up to its body's `{`), a
-label, a full-line comment, or a line-oriented directive (`.loc`, `.file`, `@@DWARF`, a whole
-`.section { ... }` block).  Comments are dropped from statements; full-line comments are kept
+A statement is what ends with `;` (its text "" when nothing comes before the `;`), a scope brace,
+a function header (up to its body's `{`), a label, a full-line comment, or a line-oriented
+directive (`.loc`, `.file`, `@@DWARF`, a whole `.section { ... }` block).  Comments are dropped from statements; full-line comments are kept
 (as ``COMMENT``) so a body's comments survive a round trip.
 """
 
@@ -97,14 +97,12 @@ def statements(text: str) -> list:
                     if section_depth > 0:
                         section, section_line = [code.rstrip()], lineno
                         continue
-                append(Statement(LINE, s.rstrip(";").rstrip(), lineno))
+                append(Statement(LINE, s.rstrip(), lineno))  # (a ';' after it is kept: the reader refuses it)
                 continue
-            # the common case: one whole statement on one line
+            # the common case: one whole statement on one line (a lone ';' is an empty statement)
             c0 = s[0]
             if s[-1] == ";" and c0 != "{" and c0 != "}" and s.count(";") == 1:
-                stmt = s[:-1].strip()
-                if stmt:
-                    append(Statement(STMT, stmt, lineno))
+                append(Statement(STMT, s[:-1].strip(), lineno))
                 continue
         # the general case: scan characters
         i, n = 0, len(s)
@@ -126,8 +124,7 @@ def statements(text: str) -> list:
                         buf_line = lineno
                     buf.append(piece)
                 stmt = " ".join(p.strip() for p in buf if p.strip())
-                if stmt:
-                    append(Statement(STMT, stmt, buf_line))
+                append(Statement(STMT, stmt, buf_line if stmt else lineno))  # "": an empty statement
                 buf, depth, start = [], 0, i + 1
             elif ch == "{":
                 pending = " ".join(p.strip() for p in buf + [s[start:i]] if p.strip())

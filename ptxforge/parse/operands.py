@@ -20,10 +20,12 @@ from ..isa.opaque import PlainLabel, RawOperand
 _PTXFORGE_INTERNAL = True
 
 _INT = re.compile(r"[-+]?(0[xX][0-9a-fA-F]+|0[bB][01]+|0[0-7]*|[1-9][0-9]*)[uU]?\Z")
-_FLOAT_HEX = re.compile(r"[-+]?0([fFdD])([0-9a-fA-F]+)\Z")
-_FLOAT_DEC = re.compile(r"[-+]?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?\Z")
+_FLOAT_HEX = re.compile(r"0([fF][0-9a-fA-F]{8}|[dD][0-9a-fA-F]{16})\Z")
+#: what looks like a hex float literal (to say what is wrong with one that is not: a sign, a digit count)
+_FLOAT_HEX_LIKE = re.compile(r"[-+]?0[fFdD][0-9a-fA-F]+\Z")
+_FLOAT_DEC = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?\Z")
 _IDENT = re.compile(r"[A-Za-z_$%][\w$]*\Z")
-_ADDR_OFFSET = re.compile(r"(.*?)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|\d+))\Z|(.*?)\s*-\s*(0[xX][0-9a-fA-F]+|\d+)\Z")
+_ADDR_OFFSET = re.compile(r"(.*?)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+))\Z|(.*?)\s*-\s*(0[xX][0-9a-fA-F]+|[0-9]+)\Z")
 
 
 def split_top(text: str, sep: str = ",") -> list:
@@ -47,7 +49,7 @@ def split_top(text: str, sep: str = ",") -> list:
 
 def parse_int(text: str) -> int | None:
     """A PTX integer literal (decimal, 0x hex, 0b binary, 0 octal, optional U suffix), else None."""
-    if text.isdigit() and (text[0] != "0" or len(text) == 1):
+    if text.isascii() and text.isdigit() and (text[0] != "0" or len(text) == 1):
         return int(text)
     if _INT.match(text) is None:
         return None
@@ -72,15 +74,28 @@ def parse_imm(text: str) -> Imm | None:
         return Imm(v)
     m = _FLOAT_HEX.match(text)
     if m is not None:
-        neg = text.startswith("-")
-        if m.group(1) in "fF":
-            val = struct.unpack("<f", struct.pack("<I", int(m.group(2), 16) & 0xFFFFFFFF))[0]
-            return Imm(-val if neg else val, T.f32)
-        val = struct.unpack("<d", struct.pack("<Q", int(m.group(2), 16) & 0xFFFFFFFFFFFFFFFF))[0]
-        return Imm(-val if neg else val, T.f64)
+        bits = int(m.group(1)[1:], 16)
+        if m.group(1)[0] in "fF":
+            return Imm(struct.unpack("<f", struct.pack("<I", bits))[0], T.f32)
+        return Imm(struct.unpack("<d", struct.pack("<Q", bits))[0], T.f64)
     if _FLOAT_DEC.match(text) is not None and any(c in text for c in ".eE"):
         return Imm(float(text), T.f64)
     return None
+
+
+def hex_float_problem(text: str) -> str | None:
+    """What is wrong with `text` as a 0f/0d hex float literal (a sign, the digit count), or None when it is
+    not one or is right."""
+    if _FLOAT_HEX_LIKE.match(text) is None or _FLOAT_HEX.match(text) is not None:
+        return None
+    body = text.lstrip("+-")
+    if body != text:
+        flipped = "%X" % (int(body[2:], 16) ^ (1 << (4 * len(body[2:]) - 1))) if len(body) in (10, 18) else None
+        return (f"{text}: a hex float literal takes no sign; write the negated bits"
+                + (f" ({body[:2]}{flipped.zfill(len(body) - 2)})" if flipped else ""))
+    want = 8 if body[1] in "fF" else 16
+    return (f"{text}: a 0{body[1]} literal has exactly {want} hex digits ({len(body) - 2} given), e.g. "
+            + ("0f3F800000 for 1.0" if want == 8 else "0d3FF0000000000000 for 1.0"))
 
 
 class Scope:
@@ -246,6 +261,9 @@ class Scope:
         imm = parse_imm(text)
         if imm is not None:
             return imm
+        problem = hex_float_problem(text)
+        if problem is not None:
+            raise ValidationError(problem)
         if _IDENT.match(text):
             return self._named(text, line)
         if "|" in text:
@@ -287,8 +305,9 @@ class Scope:
         if m is not None:
             if m.group(1) is not None:
                 base_text, off = m.group(1), parse_int(m.group(2).replace(" ", ""))
-            else:
-                base_text, off = m.group(3), -parse_int(m.group(4))
+            else:  # ptxas refuses `[%rd-4]`: "Parsing error near '-'"
+                raise ValidationError(f"address [{inner}]: PTX has no '-' in an address; a negative offset is "
+                                      f"written [{m.group(3).strip()}+-{m.group(4)}]")
             if base_text == "":
                 base_text = inner
                 off = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import struct
 import warnings
 from dataclasses import dataclass, field
 
@@ -26,7 +27,7 @@ from ..isa.calls import BranchTargets, CallParam, CallPrototype, call
 from ..isa.instruction import Instruction
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
-from ..isa.targets import PtxVersion, Target
+from ..isa.targets import RELEASED_VERSIONS, PtxVersion, Target
 from ..isa.tensor import S4_EMULATION_COST, directive_entry_registers, warn_emulated, warn_ignored_setmaxnreg
 from ..module import Module
 from .decode import decode
@@ -41,6 +42,7 @@ _REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
 _MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
 _RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
+_GUARD = re.compile(r"@\s*(!?)\s*(\S*)\s*(.*)\Z", re.S)
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
 _SPACES = (".global", ".const", ".shared", ".local")
@@ -141,6 +143,8 @@ class Reader:
         """Read the whole text: module directives, variables and functions in order; returns the `Reading`
         (Module None when the text has no kernel). A missing ``.target`` is an error.
         """
+        if not self.text.isascii():
+            self.non_ascii()
         stmts = statements(self.text)
         i, n = 0, len(stmts)
         while i < n:
@@ -157,6 +161,8 @@ class Reader:
                 self.pending_comments = []
                 continue
             elif kind == STMT:
+                if not st.text:
+                    self.no_empty_statement(st)
                 self.module_statement(st)
             elif kind == LABEL:
                 raise self.error(st.line, f"label {st.text} outside a function body")
@@ -177,9 +183,30 @@ class Reader:
         return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line,
                            self.version_line)
 
+    def non_ascii(self):
+        """Raise the ParseError for the first non-ASCII character of the text (ptxas refuses any, even in a
+        comment)."""
+        at = next(i for i, ch in enumerate(self.text) if not ch.isascii())
+        ch = self.text[at]
+        raise self.error(self.text.count("\n", 0, at) + 1, f"non-ASCII character U+{ord(ch):04X} ({ch!r}): PTX is "
+                                                            "ASCII, comments included (ptxas refuses it)")
+
+    def no_empty_statement(self, st):
+        """Raise the ParseError for an empty statement (a `;` with nothing before it: ptxas refuses it)."""
+        raise self.error(st.line, "an empty statement (a ';' with nothing before it): ptxas refuses it; remove the "
+                                  "';'")
+
+    def line_directive(self, st) -> str:
+        """The text of line directive `st`; a ParseError when a `;` ends it (it ends at the end of its line)."""
+        if st.text.endswith(";"):
+            head = st.text.split(None, 1)[0]
+            raise self.error(st.line, f"{head} is a line directive: it ends at the end of its line, with no ';' "
+                                      "(ptxas refuses one)")
+        return st.text
+
     def module_line(self, st):
         """One module-level directive line (``.version``, ``.target``, ``.address_size`` ...)."""
-        text = st.text
+        text = self.line_directive(st)
         word = text.split(None, 1)
         head = word[0]
         arg = word[1].strip() if len(word) > 1 else ""
@@ -189,6 +216,12 @@ class Reader:
             except PtxforgeError as e:
                 raise self.error(st.line, e.message) from None
             self.version_line = st.line
+            if self.version not in RELEASED_VERSIONS:  # as the builder: any version renders; the assembler judges
+                newer = self.version > RELEASED_VERSIONS[-1]
+                self.note(st.line, "warning", f".version {self.version} is no released PTX ISA version "
+                                              f"({RELEASED_VERSIONS[0]} to {RELEASED_VERSIONS[-1]}, not every one "
+                                              "in between); an assembler refuses a .version "
+                                              + ("newer than its own" if newer else "it does not know"))
         elif head == ".target":
             names = [a.strip() for a in arg.split(",")]
             try:
@@ -705,6 +738,8 @@ class BodyReader:
             kind = st.kind
             if kind == STMT:
                 text = st.text
+                if not text:
+                    r.no_empty_statement(st)
                 if text[0] == ".":
                     self.body_directive(text, st.line, depth)
                 else:
@@ -751,7 +786,7 @@ class BodyReader:
                     raise r.error(st.line, f"{st.text.split(None, 1)[0]} belongs at module scope, not inside "
                                            f"{self.name}")
                 # spacing normalized (".loc\t1 76 0" -> ".loc 1 76 0"): what KernelBuilder.debug_loc() writes
-                items.append(BodyDirective(" ".join(st.text.split()), r.loc(st.line, self.name)))
+                items.append(BodyDirective(" ".join(r.line_directive(st).split()), r.loc(st.line, self.name)))
             else:
                 raise r.error(st.line, f"unexpected {st.text!r} inside {self.name}")
             i += 1
@@ -857,8 +892,8 @@ class BodyReader:
         statement = text
         gtext = None
         if text[0] == "@":
-            pieces = text.split(None, 1)
-            gtext, text = pieces[0], (pieces[1] if len(pieces) > 1 else "")
+            m = _GUARD.match(text)  # `@%p`, `@!%p`, and with spaces: `@ %p`, `@ !%p` (ptxas takes them)
+            gtext, text = "@" + m.group(1) + m.group(2), m.group(3)
         words = text.split(None, 1)
         mnemonic = words[0] if words else ""
         if not mnemonic:
@@ -895,6 +930,7 @@ class BodyReader:
             if bad is not None:
                 raise ValidationError(bad)
             ins = decode(mnemonic, ops)
+            _check_float_literals(ins)
             if isinstance(ins.info, BulkInfo) and ins.info.multicast and type(ins.operands[-1]) is Imm:
                 check_cluster_mask(ins.operands[-1].value, self.directives)  # (as the builder checks it)
             if ins.opcode == "call":
@@ -931,6 +967,35 @@ class BodyReader:
         head = statement[:len(statement) - len(rest)] if rest else statement
         semi = missing_semicolon(self.r.text, line, head, rest) if rest else None
         return semi if semi is not None else (line, reason)
+
+
+#: The families whose source operands (values, not addresses or predicates) all have the instruction's type.
+_TYPED_SOURCES = frozenset(("mov", "add", "sub", "mul", "div", "fma", "mad", "min", "max", "abs", "neg", "rcp", "sqrt",
+                            "rsqrt", "sin", "cos", "lg2", "ex2", "tanh", "setp", "set", "selp", "slct", "testp",
+                            "copysign", "st", "atom", "red"))
+
+
+def _check_float_literals(ins):
+    """ValidationError when an integer literal of the line is a floating-point operand: ptxas refuses that
+    ('Arguments mismatch'); a float operand is spelled as a float literal.  In the families of
+    `_TYPED_SOURCES` a source has the instruction's type, except the selector of `slct` (the second type)."""
+    t = ins.type
+    if ins.opcode not in _TYPED_SOURCES or not (t is not None and t.is_float or ins.opcode == "slct"):
+        return
+    ops = ins.operands
+    for i in range(ins.n_dst, len(ops)):
+        op = ops[i]
+        if type(op) is not Imm or isinstance(op.value, float):
+            continue
+        ot = ins.info if ins.opcode == "slct" and i == len(ops) - 1 else t
+        if isinstance(ot, T.ScalarType) and ot.is_float:
+            if ot.name in ("f32", "f64"):
+                bits = struct.pack(">f" if ot.bits == 32 else ">d", float(op.value)).hex().upper()
+                legal = f"a float literal ({float(op.value)!r} or 0{'f' if ot.bits == 32 else 'd'}{bits})"
+            else:
+                legal = "no literal: give a register (mov.b16 %h, 0x3C00 holds 1.0 as .f16)"
+            raise ValidationError(f"the integer literal {op.value} is a .{ot.name} operand here: a .{ot.name} operand "
+                                  f"takes {legal}")
 
 
 def _raw_or(scope, text, line):

@@ -80,7 +80,7 @@ class Module:
         names = [k.name for k in ks]
         dup = {n for n in names if names.count(n) > 1}
         if dup:
-            raise ValidationError(f"kernel names must be unique within a module: {sorted(dup)}")
+            raise ValidationError(f"kernel and function names must be unique within a module: {sorted(dup)}")
         self.kernels = tuple(ks)
         self.declarations = tuple(declarations)
         self.target_options = tuple(target_options)
@@ -186,7 +186,8 @@ class Module:
                     decl_map[len(lines)] = extern_locs[name]
         if self.declarations:
             lines.append("")
-            lines.extend(d.render() for d in self.declarations)
+            for d in self.declarations:  # one entry per rendered line: a .section block spans many
+                lines.extend(d.render().split("\n"))
         for k in self.kernels:
             lines.append("")
             _render_kernel(k, lines, line_map, decl_map)

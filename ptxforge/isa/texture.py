@@ -145,10 +145,22 @@ def _reg_type(t):
     return T.b16 if t is T.b8 else t
 
 
+def _scalar(x, what):
+    """The register of the scalar form: `x`, or the one register of a brace list `{%r}` (as nvcc writes it);
+    ValidationError, spelled as PTX, for a list of more."""
+    if isinstance(x, Vec):
+        if len(x.regs) != 1:
+            raise ValidationError(f"{what}: {x} holds {len(x.regs)} registers; the scalar form takes one "
+                                  f"(.v{len(x.regs)} takes {len(x.regs)})")
+        return x.regs[0]
+    return x
+
+
 def suld(d, handle, coords, geom="2d", t=T.b32, vec=1, clamp="trap", cop=None):
-    """suld.b.geom{.cop}{.vN}.type.clamp d, [handle, {coords}] (x in bytes)."""
+    """suld.b.geom{.cop}{.vN}.type.clamp d, [handle, {coords}] (x in bytes; `{d}` is `d`)."""
     c = _surf_common("suld.b", geom, coords, t, vec, clamp, cop)
     if vec == 1:
+        d = _scalar(d, "suld destination")
         check_dst(d, _reg_type(t), "suld destination", wide_ok=True)
     else:
         d = check_vec(d, vec, _reg_type(t), "suld destination", wide_ok=True)
@@ -157,11 +169,12 @@ def suld(d, handle, coords, geom="2d", t=T.b32, vec=1, clamp="trap", cop=None):
 
 
 def sust(handle, coords, v, geom="2d", t=T.b32, vec=1, clamp="trap", cop=None, formatted=False):
-    """sust.{b,p}.geom{.cop}{.vN}.type.clamp [handle, {coords}], v (.p: formatted, .b32 only)."""
+    """sust.{b,p}.geom{.cop}{.vN}.type.clamp [handle, {coords}], v (.p: formatted, .b32 only; `{v}` is `v`)."""
     c = _surf_common("sust.b", geom, coords, t, vec, clamp, cop)
     if formatted and t is not T.b32:
         raise ValidationError("sust.p (formatted) stores .b32 values")
     if vec == 1:
+        v = _scalar(v, "sust value")
         check_value(v, _reg_type(t), "sust value", imm_ok=False, wide_ok=True)
     else:
         v = check_vec(v, vec, _reg_type(t), "sust value", wide_ok=True)

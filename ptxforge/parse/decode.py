@@ -276,6 +276,10 @@ def _d_shfl(parts, ops):
 
 
 def _d_vote(parts, ops):
+    if parts[1:2] != ["sync"]:  # vote without .sync: gone since sm_70 (ptxas: "not supported on .target sm_70+")
+        mode = ".".join(parts[1:]) or "ballot.b32"
+        raise ValidationError(f"'{'.'.join(parts)}': vote without .sync is not supported on sm_70 and later; write "
+                              f"vote.sync.{mode} d, p, membermask (e.g. 0xFFFFFFFF for the whole warp)")
     d, p, m = _n(ops, 3, "vote.sync")
     return Call(vote, parts[2], d, p, _mask(m))
 

@@ -552,6 +552,11 @@ class Reader:
         directives = self.directives(rest, head.line) if rest else ()
         if i + 1 >= len(stmts) or stmts[i + 1].kind != OPEN:
             raise self.error(head.line, f"{name}: expected the body's {{")
+        first = self.defined.get(name)
+        if first is not None:
+            raise self.error(head.line, f"{'kernel' if kind == 'entry' else 'function'} {name} is already defined "
+                                        f"at line {first}: a module defines a name once")
+        self.defined[name] = head.line
         notes = []
         for c in self.pending_comments:
             m = _NOTE.match(c)
@@ -590,6 +595,17 @@ class Reader:
         return j
 
 
+    def directive_line(self, header: int, key: str) -> int:
+        """The line of performance directive `.key` in the function header that starts at line `header` (up to
+        its body's `{`); `header` itself when it is not found on a line of its own."""
+        for n in range(header, header + 64):
+            text = self.line_text(n).split("//", 1)[0]
+            if re.search(rf"\.{key}\b", text):
+                return n
+            if "{" in text or n > len(self.lines):
+                break
+        return header
+
     def builder_rules(self, kind, name, directives, params, shared, line):
         """The builder's rules for what it also makes: the name, the performance directives, a
         kernel's parameters, static shared memory (at most 48 KB).  Its warnings become findings."""
@@ -608,7 +624,9 @@ class Reader:
                 for sym in shared:
                     kb.shared(sym.name, sym.nbytes, sym.align)
             except PtxforgeError as e:
-                raise self.error(line, f"{name}: {e.message}") from None
+                named = [k for k in tuple(_PERF) + _FLAGS if f".{k}" in e.message]
+                at = max((self.directive_line(line, k) for k in named), default=line)
+                raise self.error(at, f"{name}: {e.message}") from None
         for w in caught:
             self.note(line, "warning", f"{name}: {w.message}")
 

@@ -9,7 +9,8 @@ and a `Reg` of the kernel that only the scope declares), `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
 What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
-multi-dimensional or initialized `.local` variables) is refused with the reason.
+array or structure return values, multi-dimensional or initialized `.local` variables) is refused with the reason,
+at the PTX line it is about.
 """
 
 from __future__ import annotations
@@ -125,12 +126,19 @@ class _Writer:
         return out
 
     def kernel(self) -> None:
-        """The builder calls of one kernel or device function: its builder, declarations, labels and body."""
-        self._builder()
-        self._declarations()
-        self._registers()
-        self._labels()
-        self._body()
+        """The builder calls of one kernel or device function: its builder, declarations, labels and body.  A
+        refusal names the PTX line it is about (the function's header, or the body line being written)."""
+        self.at = self.k.loc
+        try:
+            self._builder()
+            self._declarations()
+            self._registers()
+            self._labels()
+            self._body()
+        except ValidationError as e:
+            if self.at is None:  # (a kernel built in Python: the error names the caller's line)
+                raise
+            raise ValidationError(e.message, self.at) from None
         self.lines.append("    kernels.append(k.finish())")
         self.lines.append("")
 
@@ -186,8 +194,11 @@ class _Writer:
             self.syms[p.name] = f"{var}.symbol"
         for p in getattr(k, "returns", ()):
             if p.render() != f".param .{p.type.name} {p.name}":
-                raise ValidationError(f"to-python: return value {p.render()} of {k.name} has attributes result() "
-                                      "does not write")
+                raise ValidationError(f"to-python: {k.name} returns {p.render()}, "
+                                      + ("an array or structure (a .b8 byte array)" if p.nbytes is not None else
+                                         "a value with attributes")
+                                      + f": FunctionBuilder.result() declares a scalar return value only "
+                                        f"(.param .type name)")
             out.append(f'    k.result("{p.name}", T.{p.type.name})')
         for v in getattr(k, "variables", ()):
             if v.space != "local" or v.init is not None or v.linkage or v.extra or len(v.dims) > 1 \
@@ -223,6 +234,7 @@ class _Writer:
         scoped: list = []
         for item in k.body:
             ind = self.indent
+            self.at = getattr(item, "loc", None) or self.at
             if isinstance(item, Instruction):
                 out.append(ind + self.instruction(item))
             elif isinstance(item, LabelDef):
@@ -363,7 +375,8 @@ def _declarations(module, lines: list, syms: dict) -> None:
         elif isinstance(d, RawDirective):
             lines.append(f"    declarations.append(RawDirective({d.text!r}))")
         else:
-            raise ValidationError(f"to-python: the module declaration {d.render()} has no builder call")
+            raise ValidationError(f"to-python: the module declaration {d.render()} has no builder call",
+                                  getattr(d, "loc", None))
 
 
 def to_python(module, *, source: str | None = None) -> str:

@@ -443,6 +443,24 @@ def test_redux_and_match_report_masks_the_isa_leaves_undefined(line):
     assert "did not execute it" in report.findings[0].message
 
 
+@pytest.mark.parametrize("line", ["redux.sync.add.u32 %v0, %r1, %r2;", "match.any.sync.b32 %v0, %r1, %r2;",
+                                  "vote.sync.ballot.b32 %v0, %p1, %r2;", "shfl.sync.idx.b32 %v0, %r1, 0, 31, %r2;",
+                                  "bar.warp.sync %r2;"])
+def test_lanes_of_one_member_mask_that_pass_different_masks_are_reported(line):
+    """The ISA has each warp-level .sync instruction wait for the lanes of its member mask executing it with the
+    same mask value: lanes 16..31 naming the whole warp while lanes 0..15 name their half is a "collective"
+    finding, while two halves each naming only themselves are not."""
+    overlap = "setp.lt.u32 %p3, %t, 16;\nselp.b32 %r2, 0x0000FFFF, 0xFFFFFFFF, %p3;\nmov.b32 %r1, 1;\n"
+    overlap += "setp.lt.u32 %p1, %t, 8;\n"
+    _, _, report = run_rows(overlap + line, block=32, check=False, decls=".reg .b32 %v<2>;")
+    assert [f.kind for f in report.findings] == ["collective"]
+    assert "lane 16 executes it with member mask 0xffffffff, which names lane 0, whose mask is 0x0000ffff" in \
+        report.findings[0].message
+    halves = overlap.replace("0x0000FFFF, 0xFFFFFFFF", "0x0000FFFF, 0xFFFF0000")
+    _, _, report = run_rows(halves + line, block=32, check=False, decls=".reg .b32 %v<2>;")
+    assert report.ok and not report.findings
+
+
 def test_elect_elects_a_leader_inside_each_lanes_member_mask():
     """The ISA: elect.sync elects one leader from the threads of membermask, d is its laneid and p is true in it
     alone; the same mask elects the same leader.  Warp 0 runs it as two 16-lane tiles, warp 1 as four 8-lane

@@ -211,6 +211,27 @@ def check_members(S, op, m, masks, what):
                if missing else f"lane {int(S.laneid[t])} is not in its own member mask {int(masks[t]):#010x}")
         S.report("collective", f"{what} in {S.warp_of(t)}: {why}", op, np.flatnonzero(bad))
         return False
+    return _masks_agree(S, op, m, masks, what)
+
+
+def _masks_agree(S, op, m, masks, what) -> bool:
+    """Every lane a member mask names executes the instruction with that same mask (the ISA's rule for the
+    warp-level .sync instructions: each waits for its mask's lanes with the same mask value); a lane whose
+    mask differs from one it is named in is a "collective" finding."""
+    mine = masks[m]
+    if mine.size == 0 or (mine == mine[0]).all():
+        return True
+    mw, mm = masks.reshape(-1, 32), m.reshape(-1, 32)
+    for j in range(32):
+        names_j = (((mw >> np.uint64(j)) & np.uint64(1)) != 0) & mm & mm[:, j:j + 1]
+        differ = names_j & (mw != mw[:, j:j + 1])
+        if differ.any():
+            w, lane = (int(x) for x in np.argwhere(differ)[0])
+            t = w * 32 + lane
+            S.report("collective", f"{what} in {S.warp_of(t)}: lane {lane} executes it with member mask "
+                     f"{int(mw[w, lane]):#010x}, which names lane {j}, whose mask is {int(mw[w, j]):#010x}: every "
+                     "lane of a member mask must pass the same mask", op, np.flatnonzero(differ.ravel()))
+            return False
     return True
 
 

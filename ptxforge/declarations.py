@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from .errors import ValidationError
 from .kernel import Kernel, Param, check_identifier
 from .isa import types as T
+from .isa.literals import parse_imm
 from .isa.operands import Symbol
 from .isa.types import ScalarType
 
@@ -337,7 +338,6 @@ def _initializer_item(text, tokens, i):
 def initializer_value(word: str):
     """One initializer word read: ('int', n), ('float', value, bits) or ('address', name, generic, offset);
     None when it is none of these.  Numbers are read as instruction immediates are."""
-    from .parse.operands import parse_imm  # (the reader's literals; parse imports this module)
     imm = parse_imm(word)
     if imm is not None:
         if imm.type is None:

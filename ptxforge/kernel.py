@@ -7,6 +7,7 @@ consumer can read a kernel without importing the builder.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -171,7 +172,9 @@ class Kernel:
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:
                 yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})", self.loc
-        wide = next((r for r in self.registers if r.type.bits == 128), None)
+        scoped = (r for item in self.body if not isinstance(item, Instruction)
+                  for r in getattr(item, "registers", ()))  # those a `{ }` scope's .reg declares (read PTX)
+        wide = next((r for r in itertools.chain(self.registers, scoped) if r.type.bits == 128), None)
         if wide is not None:
             loc = next((i.loc for i in self.body if isinstance(i, Instruction) and wide in i.registers()), None)
             yield _B128_REQ, f".reg .b128 %{wide.name} (kernel {self.name})", loc

@@ -131,3 +131,12 @@ def test_to_python_rebuilds_scope_registers(tmp_path):
                            env=dict(os.environ, PYTHONPATH=ROOT))
         assert p.returncode == 0, p.stderr
         assert p.stdout == module.ptx
+
+
+def test_a_b128_register_of_a_scope_raises_the_least_version_as_one_of_the_function_does():
+    """.reg .b128 needs PTX ISA 8.3 wherever it is declared: a file that says 8.0 is refused at its .version
+    line, naming the register, as ptxas refuses it."""
+    text = kernel("\t{\n\t.reg .b128 %q;\n\t}\n")
+    with pytest.raises(ParseError, match=r"needs at least 8.3:\n\s*\.reg \.b128 %q \(kernel k\) needs PTX ISA 8\.3"):
+        parse(text, filename="q.ptx")
+    assert parse(text.replace(".version 8.0", ".version 8.3"), filename="q.ptx").kernels[0].name == "k"

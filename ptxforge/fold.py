@@ -12,6 +12,9 @@ is involved, picks shifts and masks for powers of two, and returns an int or a r
 
 from __future__ import annotations
 
+import numbers
+
+from .errors import ValidationError, caller_loc, with_loc
 from .isa import types as T
 from .isa.operands import Reg
 
@@ -62,8 +65,29 @@ def sub(k, a, b):
     return k.sub(a, b)
 
 
+def _int_factor(n, what: str) -> int:
+    """`n` as an int (Python or numpy integer); a located ValidationError for anything else."""
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise with_loc(ValidationError(f"{what} takes an int (known when the kernel is written), got {n!r} "
+                                       f"({type(n).__name__}); for a float, use k.mul/k.div on a float register"),
+                       caller_loc())
+    return int(n)
+
+
+def _signed(a) -> bool:
+    return a.type.kind == "s"
+
+
+def _trunc_div(a: int, n: int) -> int:
+    """a / n rounded toward zero, as PTX div (and C) compute it."""
+    q = abs(a) // abs(n)
+    return q if (a < 0) == (n < 0) else -q
+
+
 def mul(k, a, n):
-    """a * n with n an int (shift for powers of two)."""
+    """a * n with n an int: an int when a is one, else a register of a's own type (shl for powers of
+    two, written into a register of a's type so that signedness is kept; mul.lo otherwise)."""
+    n = _int_factor(n, "fold.mul")
     if not is_reg(a):
         return a * n
     if n == 1:
@@ -71,29 +95,48 @@ def mul(k, a, n):
     if n == 0:
         return 0
     if is_pow2(n):
-        return k.shl(a, log2(n))
+        return k.shl(a, log2(n), dst=k.reg(a.type) if a.type.kind in ("s", "u") else None)
     return k.mul(a, n)
 
 
+def _divisor(k, a, n, what):
+    n = _int_factor(n, what)
+    if n == 0:
+        raise with_loc(ValidationError(f"{what}: division by zero"), caller_loc())
+    if n < 0 and is_reg(a) and not _signed(a):
+        raise with_loc(ValidationError(
+            f"{what}: the divisor {n} is negative and {a} is .{a.type.name}: an unsigned division would read "
+            f"{n} as {n & ((1 << a.type.bits) - 1)}; give a positive divisor or a signed (.s) register"),
+            caller_loc())
+    return n
+
+
 def div(k, a, n):
-    """a // n with n a positive int: shr.u32 for powers of two, div otherwise (unsigned a)."""
+    """a / n rounded toward zero, as PTX `div` does, with n a non-zero int: an int when a is one (C
+    division: -7 / 2 == -3); for an unsigned register shr for powers of two, div.u otherwise (n must
+    be positive); for a signed register div.s (which truncates; ptxas turns a constant divisor into
+    shifts itself)."""
+    n = _divisor(k, a, n, "fold.div")
     if not is_reg(a):
-        return a // n
+        return _trunc_div(a, n)
     if n == 1:
         return a
-    if is_pow2(n):
-        return k.shr(a, log2(n))
+    if is_pow2(n) and not _signed(a):
+        return k.shr(a, log2(n), dst=k.reg(a.type) if a.type.kind == "u" else None)
     return k.div(a, n)
 
 
 def rem(k, a, n):
-    """a % n with n a positive int: and with n-1 for powers of two, rem otherwise (unsigned a)."""
+    """The remainder of a / n rounded toward zero (sign of a, as PTX `rem` and C `%` give it), n a
+    non-zero int: an int when a is one (-7 % 2 == -1); for an unsigned register `and` with n-1 for
+    powers of two, rem.u otherwise (n must be positive); for a signed register rem.s."""
+    n = _divisor(k, a, n, "fold.rem")
     if not is_reg(a):
-        return a % n
-    if n == 1:
+        return a - n * _trunc_div(a, n)
+    if n in (1, -1):
         return 0
-    if is_pow2(n):
-        return k.and_(a, n - 1)
+    if is_pow2(n) and not _signed(a):
+        return k.and_(a, n - 1, dst=k.reg(a.type) if a.type.kind == "u" else None)
     return k.rem(a, n)
 
 
@@ -104,6 +147,7 @@ def mad(k, a, b, c):
     if is_reg(a) and is_reg(b):
         return k.mad(a, b, c) if is_reg(c) or c != 0 else k.mul(a, b)
     r, n = (a, b) if is_reg(a) else (b, a)
+    n = _int_factor(n, "fold.mad")
     if n == 0:
         return c
     if is_pow2(n) or not is_reg(c) and c == 0:
@@ -112,12 +156,21 @@ def mad(k, a, b, c):
 
 
 def wide(k, a, b):
-    """a * b as a 64-bit value: int, or a u64 register (mul.wide.u32 / mul.lo.u64)."""
+    """a * b as a 64-bit value: int, or a 64-bit register (mul.wide.u32 / mul.wide.s32 / mul.lo.u64).
+
+    An int factor of an unsigned register must not be negative (mul.wide.u32 would read -3 as
+    4294967293); a signed register takes any int that fits .s32."""
     if not is_reg(a) and not is_reg(b):
         return a * b
     if not is_reg(a):
         a, b = b, a
     if not is_reg(b):
+        b = _int_factor(b, "fold.wide")
+        if b < 0 and not _signed(a):
+            raise with_loc(ValidationError(
+                f"fold.wide: the factor {b} is negative and {a} is .{a.type.name}: an unsigned multiply would "
+                f"read {b} as {b & ((1 << a.type.bits) - 1)}; use a signed (.s32) register for a signed product"),
+                caller_loc())
         if b == 0:
             return 0
         if a.type.bits == 64:

@@ -14,7 +14,7 @@ import numpy as np
 from ..kernel import Kernel, LabelDef
 from ..isa import types as T
 from ..isa.instruction import Instruction
-from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec
+from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, SymbolOffset, Vec
 from .dispatch import build_op
 from .exec_call import expand_calls, function_address
 from ..isa.calls import FuncRef
@@ -127,12 +127,14 @@ class Program:
             if op.type.bits != t.bits:
                 return lambda S: get(S).astype(udt).view(dt)
             return lambda S: get(S).view(dt)
-        if isinstance(op, Symbol):
-            name = op.name
-            space = op.space
+        if isinstance(op, (Symbol, SymbolOffset)):  # a variable's address (plus an offset) in its space
+            name, space = op.name, op.space
+            offset = op.offset if isinstance(op, SymbolOffset) else 0
+            mask = (1 << t.bits) - 1
 
             def sym(S):
-                return np.array(S.launch.symbol_address(name, space), dtype=storage_dtype(t)).view(dt)[()]
+                addr = (S.launch.symbol_address(name, space) + offset) & mask
+                return np.array(addr, dtype=storage_dtype(t)).view(dt)[()]
             return sym
         if isinstance(op, FuncRef):  # a device function's address (an indirect call's target)
             try:

@@ -7,7 +7,8 @@ from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, Vec, half_pattern
+from .operands import (SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, SymbolOffset, Vec,
+                       half_pattern)
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -205,7 +206,7 @@ def mov(t, d, a):
     if isinstance(a, FuncRef):  # a device function's address, the target of an indirect call
         if t not in (T.u64, T.b64, T.s64):
             raise ValidationError(f"the address of function {a.name} is 64-bit: use mov.u64, not .{t.name}")
-    elif isinstance(a, Symbol):
+    elif isinstance(a, (Symbol, SymbolOffset)):
         if t not in (T.u32, T.u64, T.b32, T.b64, T.s32, T.s64):
             raise ValidationError(f"the address of {a.name} is an integer: use mov.u32 or mov.u64, not .{t.name}")
     elif isinstance(a, SpecialReg):
@@ -280,7 +281,7 @@ class ControlOps:
         if isinstance(a, (list, tuple)):
             a = Vec(tuple(self._val(r) for r in a))
         a = self._val(a)
-        if isinstance(a, Symbol):
+        if isinstance(a, (Symbol, SymbolOffset)):
             t = T.lookup(type) if type is not None else T.u32 if a.space == "shared" else T.u64
         elif isinstance(a, Vec):
             t = T.lookup(type) if type is not None else T.lookup(f"b{sum(r.type.bits for r in a)}")

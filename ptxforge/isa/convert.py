@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .instruction import check_dst, check_pred, check_value, make
-from .operands import Reg
+from .operands import Reg, Symbol, SymbolOffset
 from .targets import BASE, Requirement, V
 
 _PTXFORGE_INTERNAL = True
@@ -134,7 +134,15 @@ def cvta(d, a, space, to: bool):
                                   ".address_size 64 module, so cvta takes .u64 registers (cvt.u32.u64 the "
                                   "result for a 32-bit window offset)")
     check_dst(d, size, "cvta destination")
-    check_value(a, size, "cvta source", imm_ok=False)
+    if isinstance(a, (Symbol, SymbolOffset)):  # `cvta.space p, var` / `var+imm`: the variable's generic address
+        if to:
+            raise ValidationError(f"cvta.to.{space} converts a generic address in a register, not variable "
+                                  f"{a.name}; cvta.{a.space} gives a variable's generic address")
+        if a.space != space.split("::")[0]:
+            raise ValidationError(f"cvta.{space} of {a.name}, a .{a.space} variable: the space must be the "
+                                  f"variable's (cvta.{a.space})")
+    else:
+        check_value(a, size, "cvta source", imm_ok=False)
     return make("cvta", ("cvta", "to" if to else None, space, size.name), (d, a), n_dst=1, type=size,
                 req=req, mods=(("to",) if to else ()) + (space,))
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
-from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, Vec
+from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, SymbolOffset, Vec
 from .quick_init import quick_init
 from .targets import BASE, Requirement
 from .types import ScalarType
@@ -169,8 +169,8 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
         if not op.fits(t):
             raise ValidationError(f"{what}: immediate {op.value} does not fit .{t.name}")
         return
-    if isinstance(op, Symbol) and imm_ok and t.bits in (32, 64) and not t.is_float:
-        return  # address of a variable used as a value (mov.u32 %r, tile)
+    if isinstance(op, (Symbol, SymbolOffset)) and imm_ok and t.bits in (32, 64) and not t.is_float:
+        return  # address of a variable (plus an offset) used as a value (mov.u32 %r, tile)
     raise ValidationError(f"{what}: expected a .{t.name} register{' or immediate' if imm_ok else ''}, "
                           f"got {op!r}")
 

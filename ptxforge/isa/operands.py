@@ -199,6 +199,30 @@ class Symbol(Operand):
 
 @quick_init
 @dataclass(frozen=True, slots=True)
+class SymbolOffset(Operand):
+    """The address of a variable plus a byte offset, as a value (`mov.u64 %rd, tile+16`, `cvta.shared.u64 %rd,
+    tile+16`): the ISA's `var+imm` operand.  ptxas reads `tile-16` as a syntax error, so a negative offset is
+    written `tile+-16`."""
+
+    symbol: Symbol
+    offset: int
+
+    def __str__(self) -> str:
+        return f"{self.symbol.name}+{self.offset}"
+
+    @property
+    def name(self) -> str:
+        """The variable's name."""
+        return self.symbol.name
+
+    @property
+    def space(self) -> str:
+        """The variable's state space."""
+        return self.symbol.space
+
+
+@quick_init
+@dataclass(frozen=True, slots=True)
 class Addr(Operand):
     """A memory operand `[base+offset]`; base is a register, a symbol or an absolute int."""
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from ..errors import ValidationError
-from ..isa.operands import (DISCARD, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst, Reg, SpecialReg,
-                            TensorAddr, Vec)
+from ..isa.operands import (DISCARD, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol,
+                            SymbolOffset, TensorAddr, Vec)
 from ..isa.calls import ArgList, FuncRef
 from ..isa.literals import hex_float_problem, parse_imm, parse_int  # noqa: F401 (the reader's literals)
 from ..isa.opaque import PlainLabel, RawOperand
@@ -19,6 +19,7 @@ from ..isa.opaque import PlainLabel, RawOperand
 _PTXFORGE_INTERNAL = True
 
 _IDENT = re.compile(r"[A-Za-z_$%][\w$]*\Z")
+_SYMBOL_OFFSET = re.compile(r"([A-Za-z_$][\w$]*)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+))\Z")
 _ADDR_OFFSET = re.compile(r"(.*?)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+))\Z|(.*?)\s*-\s*(0[xX][0-9a-fA-F]+|[0-9]+)\Z")
 
 
@@ -212,6 +213,11 @@ class Scope:
         if "|" in text:
             a, b = text.split("|", 1)
             return PairDst(self._operand(a.strip(), line), self._reg(b.strip()[1:]))
+        m = _SYMBOL_OFFSET.match(text)
+        if m is not None:  # var+imm: a variable's address plus an offset (mov, cvta)
+            sym, offset = self._named(m.group(1), line), parse_int(m.group(2).replace(" ", ""))
+            if isinstance(sym, Symbol) and offset is not None:
+                return SymbolOffset(sym, offset)
         return RawOperand(text)
 
     def _named(self, name: str, line: int = 0):

@@ -608,12 +608,34 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def for_range(self, start, stop, step: int = 1, *, type=T.u32, name: str = "i", uniform: bool = True):
         """A counted loop: `for i in range(start, stop, step)` in PTX.  Yields the counter register.
 
-        `start`/`stop` may be registers or ints; `step` is a non-zero int.
-        The exit branch is `bra.uni` when `uniform` (the trip count is the same for the whole warp).
+        `start`/`stop` may be registers or ints; `step` is a non-zero int of either sign.  The loop
+        runs exactly the values Python's `range` gives: the counter of `type` (an integer type,
+        default .u32) is compared with `stop` as that type is signed or unsigned, so int bounds must
+        fit it (a negative bound needs a signed counter, `type=pf.s32`) and a register bound must
+        have its signedness (an .s32 register with an .s32 counter; .b registers go with either).
+        Where the counter could step past the top (or bottom) of its type, which a step of more than
+        one toward a register bound allows, the loop leaves before the step instead of wrapping.
+        The branches are `bra.uni` when `uniform` (the trip count is the same for the whole warp).
         """
-        t = T.lookup(type)
-        if not isinstance(step, int) or step == 0:
-            raise with_loc(ValidationError(f"for_range step must be a non-zero int, got {step!r}"), caller_loc())
+        loc = caller_loc()
+        try:
+            t = T.lookup(type)
+            if t.kind not in ("u", "s") or t.is_pred:
+                raise ValidationError(f"for_range counter type .{t.name} is not an integer type; use .u32, .s32, "
+                                      ".u64 or .s64")
+            if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step == 0:
+                raise ValidationError(f"for_range step must be a non-zero int, got {step!r}")
+            step = int(step)
+            lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "s" else (0, (1 << t.bits) - 1)
+            start, stop = (self._range_bound(x, what, t, lo, hi) for x, what in ((start, "start"), (stop, "stop")))
+            if abs(step) > hi - lo:
+                raise ValidationError(f"for_range step {step} is larger than the .{t.name} counter can step")
+        except PtxforgeError as e:
+            raise with_loc(e, loc)
+        if isinstance(stop, int):  # the last value is at most stop-1 (at least stop+1): can one more step wrap?
+            wraps = stop - 1 + step > hi if step > 0 else stop + 1 + step < lo
+        else:  # a register bound: only a step of one is sure to stay inside the type
+            wraps = abs(step) != 1
         i = self.reg(t, name)
         self.mov(start, type=t, dst=i)
         top, end = self.label(f"{name}_loop"), self.label(f"{name}_end")
@@ -625,9 +647,36 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             yield i
         finally:
             self._loop_stack.pop()
+        if wraps:  # i is strictly before stop: the distance left, as an unsigned number, is exact
+            ut = T.lookup(f"u{t.bits}")
+            left = self.sub(stop, i, type=t) if step > 0 else self.sub(i, stop, type=t)
+            last = self.setp("le", left, abs(step), type=ut)
+            self.bra(end, pred=last, uni=uniform)
         self.add(i, step, dst=i)
         self.bra(top, uni=uniform)
         self.place(end)
+
+    def _range_bound(self, x, what: str, t, lo: int, hi: int):
+        """A for_range bound checked against the counter type `t` (range lo..hi)."""
+        if isinstance(x, numbers.Integral) and not isinstance(x, bool):
+            x = int(x)
+            if not lo <= x <= hi:
+                hint = ("; a negative bound needs a signed counter (type=pf.s32)" if x < 0 <= lo else
+                        f"; use a wider counter (type=pf.{t.kind}64)" if t.bits < 64 else "")
+                raise ValidationError(f"for_range {what} {x} does not fit the .{t.name} counter ({lo}..{hi}){hint}")
+            return x
+        if not isinstance(x, Reg):
+            raise ValidationError(f"for_range {what} is an int or an integer register, got {x!r}")
+        self._own(x)
+        if x.type.is_float or x.type.is_pred or x.type.bits != t.bits:
+            raise ValidationError(f"for_range {what} {x} is .{x.type.name}; the counter is .{t.name} (give a "
+                                  f"{t.bits}-bit integer register, or type= of the register's type)")
+        if {x.type.kind, t.kind} == {"s", "u"}:
+            raise ValidationError(
+                f"for_range {what} {x} is .{x.type.name} and the counter .{t.name}: the loop would compare them "
+                f"as {'signed' if t.kind == 's' else 'unsigned'}; pass type=pf.{x.type.kind}{t.bits} (or convert "
+                "the bound)")
+        return x
 
     @contextmanager
     def loop(self, name: str = "loop"):

@@ -16,8 +16,9 @@
 Sizes draw weighted towards the edges (0 where `low` allows it, 1, tile - 1, tile, tile + 1,
 2 * tile +- 1, the bounds), so ragged tiles and odd sizes come up by default.  Arrays are
 shaped from the sizes, filled from one drawn seed (shrinking works on the seed, never on
-elements); outputs (`role="out"`) start filled with a poison byte so an element the kernel
-misses stays visible.  Packed int4 arrays (`dtype="s4"` / `"u4"`) take their shape in values,
+elements); outputs (`role="out"`) start filled with poison so an element the kernel misses
+stays visible: the byte 0xA7 in integers, a quiet NaN in floats (`poison_of`), which no
+tolerance mistakes for a written value.  Packed int4 arrays (`dtype="s4"` / `"u4"`) take their shape in values,
 two per byte along the last axis (see ptxforge.int4).  Kernel arguments are bound by parameter
 name (sizes, arrays and scalars named like the kernel's parameters) unless `args` lists them.
 """
@@ -34,13 +35,34 @@ from hypothesis import strategies as st
 from ..int4 import pack_int4
 from .launch_strategies import seeds
 
-__all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES"]
+__all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES", "poison_of"]
 
-#: What an output array holds before the kernel runs (every byte).
+#: What an integer output holds before the kernel runs (every byte); float outputs hold `poison_of`'s NaN,
+#: whose payload repeats it.
 POISON_BYTE = 0xA7
 #: Packed 4-bit element types an Array may declare, with whether they are signed.
 INT4_DTYPES = {"s4": True, "u4": False}
 _BF16 = "bf16"
+
+
+def poison_of(dtype, *, bf16: bool = False) -> np.ndarray:
+    """What an output of `dtype` holds before the kernel runs, as a 0-d array of that dtype.
+
+    Integers (and anything not a float): every byte POISON_BYTE.  Floats (float16, float32,
+    float64, and bfloat16 bits in uint16 with `bf16=True`): a positive quiet NaN whose payload
+    bits below the quiet bit are those of repeated POISON_BYTE bytes (float32 0x7fe7a7a7, float16
+    0x7fa7, bfloat16 0x7fe7, float64 0x7fffa7a7a7a7a7a7).  A NaN, because a small poison value would
+    pass under an absolute tolerance.
+    """
+    dt = np.dtype(dtype)
+    raw = int.from_bytes(bytes([POISON_BYTE]) * dt.itemsize, "little")
+    if bf16 or dt.kind == "f":
+        width = 16 if bf16 else 8 * dt.itemsize
+        mantissa = 7 if bf16 else np.finfo(dt).nmant
+        quiet = 1 << (mantissa - 1)
+        exponent = ((1 << (width - 1)) - 1) & ~((1 << mantissa) - 1)
+        raw = exponent | quiet | (raw & (quiet - 1))
+    return np.frombuffer(raw.to_bytes(dt.itemsize, "little"), dtype=dt.newbyteorder("<")).astype(dt).reshape(())
 
 
 def cdiv(a: int, b: int) -> int:
@@ -160,6 +182,11 @@ class Array:
             return np.dtype(np.uint16)
         return np.dtype(self.dtype)
 
+    @property
+    def poison(self) -> np.ndarray:
+        """What this array holds before the kernel runs, when it is an output (see `poison_of`)."""
+        return poison_of(self.container, bf16=self.bf16)
+
     def logical_shape(self, p) -> tuple:
         """The shape in elements (values, for int4) for problem `p`."""
         if callable(self.shape):
@@ -182,7 +209,8 @@ class Array:
         shape = self.logical_shape(p)
         if self.role == "out":
             out = np.empty(self.host_shape(p), self.container)
-            out.reshape(-1).view(np.uint8)[...] = POISON_BYTE
+            pattern = np.frombuffer(self.poison.tobytes(), np.uint8)
+            out.reshape(-1).view(np.uint8)[...] = np.tile(pattern, out.size)
             return out
         if self.fill is not None:
             a = np.ascontiguousarray(self.fill(rng, shape))

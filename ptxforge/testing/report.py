@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .problem import INT4_DTYPES, POISON_BYTE
+from .problem import INT4_DTYPES
 
 __all__ = ["failure_message", "differences", "snippet", "indent", "SHOWN"]
 
@@ -40,7 +40,7 @@ def differences(a, got, want, ok, got_name="got", want_name="want") -> str:
     index, both values (with their bits), and whether the element still holds the poison."""
     bad = np.argwhere(~ok)
     lines = [f"{len(bad)} of {got.size} element(s) differ; first {min(len(bad), SHOWN)}:"]
-    poison = np.full(got.dtype.itemsize, POISON_BYTE, np.uint8).view(got.dtype)[0]
+    poison = a.poison
     for idx in bad[:SHOWN]:
         i = tuple(int(x) for x in idx)
         g = got[i]

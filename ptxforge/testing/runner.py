@@ -22,7 +22,9 @@ Each problem drawn from `space.problems()` runs on every chosen backend:
 demands exactly those (a missing one is a failure).  What must hold, per problem:
 
 1. every output equals the reference: integers exactly, floats by the output's tolerance
-   (testing.tolerance: exact bits by default, `ulps(n)` or `relative(rtol, atol)`);
+   (testing.tolerance: exact bits by default, `ulps(n)` or `relative(rtol, atol)`), except that
+   an element holding the output's poison (never written), or expected to, matches only bit for
+   bit;
 2. nothing is written outside the outputs: the interpreter counts no write to any byte of an
    input array (and on the GPU the inputs come back unchanged); an output declared
    `write_once` has no byte written twice;
@@ -351,7 +353,7 @@ def _compare_reference(sp, backend, arrays, out):
                                     f"array has shape {got.shape}")
                 continue
         tol = a.tolerance or exact()
-        ok = tol.passes(got, want, bf16=a.bf16)
+        ok = tol.passes(got, want, bf16=a.bf16, poison=a.poison)
         if not ok.all():
             out.failures.append(f"[{backend}] output {a.name} differs from the reference ({tol.describe()}):\n"
                                 + indent(differences(a, got, want, ok)))

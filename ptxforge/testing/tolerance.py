@@ -14,6 +14,9 @@
   not symmetric); NaN matches NaN; infinities must be equal.
 
 A tolerance is applied to each element and returns a boolean mask of the elements that pass.
+Given the output's `poison` (what it held before the kernel ran: a NaN for floats), an element
+that still holds it, or where the reference expects it, passes only when both are the same bits:
+an unwritten element never passes as "a NaN where NaN was expected" or as a value within atol.
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ class Tolerance:
     rtol: float = 0.0
     atol: float = 0.0
 
-    def passes(self, got: np.ndarray, want: np.ndarray, *, bf16: bool = False) -> np.ndarray:
-        """Mask of the elements of `got` that match `want` under this tolerance."""
+    def passes(self, got: np.ndarray, want: np.ndarray, *, bf16: bool = False, poison=None) -> np.ndarray:
+        """Mask of the elements of `got` that match `want` under this tolerance; where either holds
+        `poison` (a scalar of got's dtype), the bits must be equal (see the module docstring)."""
         got = np.asarray(got)
         want = np.asarray(want)
         if got.shape != want.shape:
@@ -47,6 +51,15 @@ class Tolerance:
         is_float = got.dtype.kind == "f" or bf16
         if self.mode == "exact" or not is_float:
             return _same_bits(got, want, bf16)
+        ok = self._within(got, want, bf16)
+        if poison is None:
+            return ok
+        u = _FLOAT_BITS[got.dtype.itemsize][0]
+        g, w = got.view(u), want.astype(got.dtype).view(u)
+        p = np.asarray(poison, got.dtype).reshape(1).view(u)[0]
+        return np.where((g == p) | (w == p), g == w, ok)
+
+    def _within(self, got, want, bf16):
         g, w = _as_float(got, bf16), _as_float(want.astype(got.dtype) if not bf16 else want, bf16)
         if self.mode == "ulps":
             both_nan = np.isnan(g) & np.isnan(w)

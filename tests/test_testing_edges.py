@@ -1,0 +1,109 @@
+"""The property-test API at its edges: a wrong kernel or a wrong reference never passes, drawn values
+stay within what was asked for, and reports, reproducers and settings say what really happened."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from ptxforge import KernelBuilder, f32, u32
+from ptxforge.testing import Array, ProblemSpace, PropertyFailure, Size, cdiv, check, exact, relative, ulps
+from ptxforge.testing.problem import poison_of
+
+SEEDED = settings(derandomize=True, database=None)
+interp_only = dict(backends=("interp",))
+
+
+def elementwise(name, body, *, block=128):
+    """A one-thread-per-element kernel over x -> y (f32, n elements); `body(k, v, py)` stores y from v = x[i]."""
+    k = KernelBuilder(name, target="sm_80", maxntid=block)
+    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        body(k, k.ld(k.add(x, off), type=f32), k.add(y, off))
+    return k.module()
+
+
+def elementwise_space(reference, tolerance, *, high=1000, **array):
+    return ProblemSpace(sizes=[Size("n", 1, high, tile=128)],
+                        arrays=[Array("x", ("n",), np.float32, **array),
+                                Array("y", ("n",), np.float32, role="out", tolerance=tolerance)],
+                        grid=lambda p: cdiv(p.n, 128), block=128, reference=reference)
+
+
+def root(x):
+    """numpy's square root, NaN for negative x (quietly)."""
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
+
+
+def positive_only(k, v, py):  # y is written only where x > 0
+    with k.if_(k.setp("gt", v, k.mov(0.0, type=f32))):
+        k.st(py, v)
+
+
+def square_root(k, v, py):  # NaN for negative x
+    k.st(py, k.sqrt(v, mode="rn"))
+
+
+def square_root_of_non_negatives(k, v, py):  # y never written where the root is NaN
+    with k.if_(k.setp("ge", v, k.mov(0.0, type=f32))):
+        k.st(py, k.sqrt(v, mode="rn"))
+
+
+# ---------------------------------------------------------------- unwritten outputs under a tolerance
+
+@pytest.mark.parametrize("tolerance", [relative(1e-5, atol=1e-7), relative(0.5, atol=1.0), ulps(4)],
+                         ids=["small_atol", "large_atol", "ulps"])
+def test_an_unwritten_float_element_fails_under_any_tolerance(tolerance):
+    space = elementwise_space(lambda x: np.maximum(x, 0), tolerance)
+    with pytest.raises(PropertyFailure, match=r"poison: never written"):
+        check(elementwise("relu", positive_only), space, max_examples=20, settings=SEEDED, **interp_only)
+
+
+def test_an_unwritten_element_fails_where_the_reference_expects_nan():
+    space = elementwise_space(root, ulps(1))
+    with pytest.raises(PropertyFailure, match=r"poison: never written"):
+        check(elementwise("root", square_root_of_non_negatives), space, max_examples=20, settings=SEEDED,
+              **interp_only)
+
+
+def test_a_kernel_that_writes_nan_where_the_reference_has_nan_passes():
+    space = elementwise_space(root, ulps(1))
+    seen_nan = []
+    report = check(elementwise("root", square_root), space, max_examples=20, settings=SEEDED,
+                   property=lambda p, o: seen_nan.append(np.isnan(o.outputs["interp"]["y"]).any()), **interp_only)
+    assert report.problems == 20 and any(seen_nan)
+
+
+def test_elements_the_reference_leaves_unwritten_pass_when_the_kernel_leaves_them_too():
+    space = elementwise_space(lambda x, y: np.where(x > 0, x, y), relative(1e-5, atol=1e-3))
+    assert check(elementwise("relu", positive_only), space, max_examples=20, settings=SEEDED,
+                 **interp_only).problems == 20
+
+
+def test_a_written_nan_where_the_reference_expects_the_poison_fails():
+    space = elementwise_space(lambda x, y: np.where(x >= 0, root(x), y), ulps(1))
+    with pytest.raises(PropertyFailure, match=r"differs from the reference \(within 1 ulp\)"):
+        check(elementwise("root", square_root), space, max_examples=20, settings=SEEDED, **interp_only)
+
+
+@pytest.mark.parametrize("dtype, bits", [(np.float32, "7fe7a7a7"), (np.float16, "7fa7"), (np.float64, "7fffa7a7a7a7a7a7"),
+                                         ("bf16", "7fe7"), (np.int32, "a7a7a7a7"), ("s4", "a7")])
+def test_outputs_start_as_the_poison_of_their_type(dtype, bits):
+    a = Array("y", (3,), dtype, role="out")
+    y = ProblemSpace(arrays=[a]).make().arrays["y"]
+    assert y.tobytes() == a.poison.tobytes() * len(y) and a.poison.tobytes()[::-1].hex() == bits
+    if a.container.kind == "f" or a.bf16:
+        as_float = (a.poison.astype(np.uint32) << 16).view(np.float32) if a.bf16 else a.poison
+        assert np.isnan(as_float)
+
+
+def test_the_poison_compares_bit_for_bit_under_a_tolerance():
+    p = poison_of(np.float32)
+    got = np.array([p, p, np.nan, 1.0], np.float32)
+    want = np.array([0.0, p, p, 1.0 + 1e-7], np.float32)
+    assert list(relative(0.1, atol=1.0).passes(got, want, poison=p)) == [False, True, False, True]
+    assert list(relative(0.1, atol=1.0).passes(got, want)) == [False, True, True, True]  # NaN matches any NaN
+    assert list(exact().passes(got, want, poison=p)) == [False, True, False, False]

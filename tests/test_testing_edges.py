@@ -107,3 +107,50 @@ def test_the_poison_compares_bit_for_bit_under_a_tolerance():
     assert list(relative(0.1, atol=1.0).passes(got, want, poison=p)) == [False, True, False, True]
     assert list(relative(0.1, atol=1.0).passes(got, want)) == [False, True, True, True]  # NaN matches any NaN
     assert list(exact().passes(got, want, poison=p)) == [False, True, False, False]
+
+
+# ---------------------------------------------------------------- what the reference must give
+
+def two_outputs():
+    """a = 2x; b is never written."""
+    k = KernelBuilder("two", target="sm_80", maxntid=128)
+    x, a = k.param_ptr("x", f32), k.param_ptr("a", f32)
+    k.param_ptr("b", f32)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        v = k.ld(k.add(x, off), type=f32)
+        k.st(k.add(a, off), k.add(v, v))
+    return k.module()
+
+
+def test_an_output_the_reference_leaves_out_is_an_error():
+    space = ProblemSpace(sizes=[Size("n", 1, 500, tile=128)],
+                         arrays=[Array("x", ("n",)), Array("a", ("n",), role="out"), Array("b", ("n",), role="out")],
+                         grid=lambda p: cdiv(p.n, 128), block=128, reference=lambda x: {"a": x + x})
+    with pytest.raises(ValueError, match=r"the reference returned no value for output\(s\) \['b'\]"):
+        check(two_outputs(), space, max_examples=5, settings=SEEDED, **interp_only)
+
+
+def copies_in_memory_order():
+    """dst gets src's elements in src's order: a copy, not a transpose."""
+    k = KernelBuilder("transpose", target="sm_80", maxntid=256)
+    src, dst = k.param_ptr("src", f32), k.param_ptr("dst", f32)
+    rows, cols = k.param_value("rows", u32), k.param_value("cols", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, k.mul(rows, cols))):
+        off = k.mul(i, 4, mode="wide")
+        k.st(k.add(dst, off), k.ld(k.add(src, off), type=f32))
+    return k.module()
+
+
+def test_a_reference_of_another_shape_is_an_error_even_with_as_many_elements():
+    space = ProblemSpace(sizes=[Size("rows", 0, 96, tile=32), Size("cols", 1, 96, tile=32)],
+                         arrays=[Array("src", ("rows", "cols")), Array("dst", ("cols", "rows"), role="out")],
+                         grid=lambda p: cdiv(p.rows * p.cols, 256), block=256,
+                         reference=lambda src: src)  # forgot .T: (rows, cols), dst is (cols, rows)
+    with pytest.raises(ValueError, match=r"the reference gave output dst shape \(2, 3\); the array has shape \(3, 2\)"):
+        space.expected(space.make(rows=2, cols=3))
+    with pytest.raises(ValueError, match=r"the reference gave output dst shape"):
+        check(copies_in_memory_order(), space, max_examples=30, settings=SEEDED, **interp_only)

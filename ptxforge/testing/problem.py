@@ -478,7 +478,8 @@ class ProblemSpace:
         return out
 
     def expected(self, p: Problem) -> dict:
-        """{output name: expected array} from the reference."""
+        """{output name: expected array} from the reference; ValueError unless it gives every output, each
+        in the output's shape (the array passed to the kernel: bytes for packed int4)."""
         if self.reference is None:
             raise ValueError("ProblemSpace has no reference")
         values = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in p.values().items()}
@@ -492,7 +493,17 @@ class ProblemSpace:
         unknown = set(want) - {a.name for a in outs}
         if unknown:
             raise ValueError(f"the reference returned {sorted(unknown)}, which are not outputs")
-        return {k: np.asarray(v) for k, v in want.items()}
+        missing = [a.name for a in outs if a.name not in want]
+        if missing:
+            raise ValueError(f"the reference returned no value for output(s) {missing}: it must give every output "
+                             "whole (its poison, or its data as made, where the kernel writes nothing)")
+        want = {k: np.asarray(v) for k, v in want.items()}
+        for a in outs:
+            shape = p.initial[a.name].shape
+            if want[a.name].shape != shape:
+                raise ValueError(f"the reference gave output {a.name} shape {want[a.name].shape}; the array has "
+                                 f"shape {shape}")
+        return want
 
 
 def call_with_names(fn, values: dict):

@@ -341,17 +341,8 @@ def _run_gpu(plan, k, p, names, out):
 
 
 def _compare_reference(sp, backend, arrays, out):
-    for a in sp.outputs:
-        if a.name not in out.expected:
-            continue
+    for a in sp.outputs:  # ProblemSpace.expected gave every output, in its shape
         got, want = arrays[a.name], out.expected[a.name]
-        if want.shape != got.shape:
-            if want.size == got.size:
-                want = want.reshape(got.shape)
-            else:
-                out.failures.append(f"[{backend}] the reference gave output {a.name} shape {want.shape}; the "
-                                    f"array has shape {got.shape}")
-                continue
         tol = a.tolerance or exact()
         ok = tol.passes(got, want, bf16=a.bf16, poison=a.poison)
         if not ok.all():

@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from ptxforge import KernelBuilder, f32, u32
-from ptxforge.testing import Array, ProblemSpace, PropertyFailure, Size, cdiv, check, exact, relative, ulps
+from ptxforge.testing import (Array, ProblemSpace, PropertyFailure, Scalar, Size, cdiv, check, exact, mutation_check,
+                              relative, ulps)
 from ptxforge.testing.problem import poison_of
 
 SEEDED = settings(derandomize=True, database=None)
@@ -154,3 +155,54 @@ def test_a_reference_of_another_shape_is_an_error_even_with_as_many_elements():
         space.expected(space.make(rows=2, cols=3))
     with pytest.raises(ValueError, match=r"the reference gave output dst shape"):
         check(copies_in_memory_order(), space, max_examples=30, settings=SEEDED, **interp_only)
+
+
+# ---------------------------------------------------------------- mutation check
+
+def vadd(*, wrong: bool):
+    """z = x + y (or, wrong, x - y), then three barriers that protect nothing."""
+    k = KernelBuilder("vadd", target="sm_80", maxntid=64)
+    x, y, z = k.param_ptr("x", f32), k.param_ptr("y", f32), k.param_ptr("z", f32)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        a, b = k.ld(k.add(x, off), type=f32), k.ld(k.add(y, off), type=f32)
+        k.st(k.add(z, off), k.sub(a, b) if wrong else k.add(a, b))
+    for _ in range(3):
+        k.bar_sync(0)
+    return k.module()
+
+
+def test_a_mutant_is_not_killed_by_a_bug_of_the_unmutated_kernel():
+    # the kernel is wrong on every problem but the first few it is asked for (the base check's): a bug the
+    # base check misses and the mutants' problems hit
+    right, wrong, first = vadd(wrong=False), vadd(wrong=True), {}
+
+    def kernel(p):
+        key = (p.n, p.seed)
+        first.setdefault(key, len(first) >= 12)
+        return wrong if first[key] else right
+
+    space = ProblemSpace(sizes=[Size("n", 1, 128, tile=64)],
+                         arrays=[Array("x", ("n",)), Array("y", ("n",)), Array("z", ("n",), role="out")],
+                         grid=lambda p: cdiv(p.n, 64), block=64, reference=lambda x, y: x + y, kernel=kernel)
+    with pytest.raises(PropertyFailure, match=r"(?s)the unmutated kernel fails a problem drawn for a mutant.*"
+                                              r"output z differs from the reference") as info:
+        mutation_check(None, space, kinds=["drop_bar_sync"], max_examples=10, settings=settings(database=None))
+    assert "transform" not in str(info.value)  # its reproducer runs the kernel itself
+
+
+def saxpy_with_a_drawn_scalar():
+    from ptxforge.testing.kernels import saxpy
+    return saxpy(block=128), ProblemSpace(
+        sizes=[Size("n", 1, 600, tile=128)],
+        arrays=[Array("x", ("n",)), Array("y", ("n",), role="inout", tolerance=relative(1e-5, atol=1e-6))],
+        scalars=[Scalar("a", st.floats(-2, 2, width=32))],
+        grid=lambda p: cdiv(p.n, 128), block=128, reference=lambda x, y, a: np.float32(a) * x + y)
+
+
+def test_mutation_check_takes_a_space_with_a_drawn_scalar():
+    module, space = saxpy_with_a_drawn_scalar()
+    report = mutation_check(module, space, max_examples=10, settings=SEEDED)
+    assert report.results and not report.survivors, str(report)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from ptxforge import KernelBuilder, f32, u32
+from ptxforge import KernelBuilder, b16, f32, u32
 from ptxforge.schedules import TileCopy
 from ptxforge.testing import (Array, ProblemSpace, PropertyFailure, Size, cdiv, check, check_problem, mutation_check,
                               property_test, relative, ulps)
@@ -406,6 +406,35 @@ def test_the_backends_must_agree_and_the_gpu_may_not_touch_inputs(stand_in_devic
     stand_in_device["damage"] = scribble_on_input
     e = failure_of(copies(), copy_space(), backends=("interp", "gpu"), max_examples=10)
     assert "[gpu] wrote outside the outputs: input x changed in 1 byte(s)" in str(e)
+
+
+def copies16():
+    """out[i] = x[i] for i < n, 16-bit elements."""
+    k = KernelBuilder("copy16", target="sm_80", maxntid=128)
+    x, out = k.param_ptr("x", b16), k.param_ptr("out", b16)
+    n = k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 2, mode="wide")
+        k.st(k.add(out, off), k.ld(k.add(x, off), type=b16), type=b16)
+    return k.module()
+
+
+@pytest.mark.parametrize("dtype", ["bf16", np.float16])
+def test_half_floats_within_a_tolerance_may_round_differently_on_the_two_backends(stand_in_device, dtype):
+    def one_ulp_up(args):  # the "GPU" rounds the last element the other way
+        args[1].reshape(-1)[-1:].view(np.uint16)[...] += 1
+
+    def space(tolerance):
+        return ProblemSpace(sizes=[Size("n", 1, 300, tile=128)], grid=lambda p: cdiv(p.n, 128), block=128,
+                            arrays=[Array("x", ("n",), dtype, low=1, high=2),
+                                    Array("out", ("n",), dtype, role="out", tolerance=tolerance)],
+                            reference=lambda x: x)
+    stand_in_device["damage"] = one_ulp_up
+    report = check(copies16(), space(ulps(1)), backends=("interp", "gpu"), max_examples=10, settings=SEEDED)
+    assert report.runs == {"interp": 10, "gpu": 10}
+    e = failure_of(copies16(), space(None), backends=("interp", "gpu"), max_examples=10)
+    assert "[interp vs gpu] output out differs between the backends (bit-exact)" in str(e)
 
 
 def test_a_problem_with_out_of_bounds_accesses_never_reaches_the_device(stand_in_device):

@@ -44,7 +44,7 @@ from .isa.types import ScalarType, decl_type
 from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, check_identifier, param_buffer_bytes
 from .isa.warp import WarpOps
 from .declarations import Function, Variable
-from .functions import FunctionOps
+from .functions import FunctionOps, check_calls_written, narrow_abi_problem
 
 _PTXFORGE_INTERNAL = True
 
@@ -200,6 +200,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._module_vars: dict = {}
         self._callees: list = []
         self._call_count = 0
+        self._printf_count = 0
+        self._internal: dict = {}  # names the builder made itself -> (what for, the Python line)
         self._scope_names: list = []  # names declared in each open call_scope()
 
     # ------------------------------------------------------------------ registers
@@ -406,12 +408,35 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._notes.append((key, value))
 
     # ------------------------------------------------------------------ parameters
-    def _claim(self, name: str, what: str):
+    def _claim(self, name: str, what: str, *, internal: bool = False):
         check_identifier(name, what)
         if name in self._names:
+            made = self._internal.get(name)
+            if made is not None:
+                raise ValidationError(f"'{name}' is the name the builder gave to {made[0]}"
+                                      + (f" at {made[1]}" if made[1] is not None else "")
+                                      + f" in kernel '{self.name}'; give the {what} another name")
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
+        if name in self._module_vars:
+            raise ValidationError(f"'{self.name}' uses the module variable {name!r}; a {what} of the same name would "
+                                  "hide it in the kernel (ptxas then reads the wrong space): rename one")
+        callee = next((c for c in self._callees if getattr(c, "name", None) == name), None)
+        if callee is not None:
+            raise ValidationError(f"'{self.name}' calls the device function {name!r}; a {what} of the same name would "
+                                  "hide it (ptxas: 'Label expected' at the call): rename one")
         self._names.add(name)
         self._decl_locs[name] = caller_loc()
+        if internal:
+            self._internal[name] = (what, self._decl_locs[name])
+
+    def _fresh_number(self, counter: str, names) -> int:
+        """The next number n of `counter` (an attribute) for which none of `names(n)` is declared yet: the
+        names the builder makes for call scopes and printf buffers never meet a name the user declared."""
+        n = getattr(self, counter)
+        while any(x in self._names for x in names(n)):
+            n += 1
+        setattr(self, counter, n + 1)
+        return n
 
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
         """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param).
@@ -422,6 +447,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         t = T.lookup(type) if nbytes is None else T.b8
         if nbytes is None and (not t.can_declare or t.is_pred):
             raise ValidationError(f"parameter type .{t.name} is not allowed; use a scalar such as .u32")
+        if self.kind == "func":
+            narrow_abi_problem(t, "parameter")
         if nbytes is not None and (not isinstance(nbytes, int) or nbytes < 1):
             raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
@@ -459,9 +486,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                               + ", ".join(q.name for q in self.params))
 
     def param_value(self, name: str, type) -> Reg:
-        """Declare a scalar parameter and load it: `.param .u32 n` + `ld.param.u32`."""
+        """Declare a scalar parameter and load it: `.param .u32 n` + `ld.param.u32`.  The register has
+        the parameter's type (a `.bf16` parameter gives a bf16 register, declared `.b16`, so that
+        `cvt` and arithmetic read it as bf16)."""
         p = self.param(name, type)
-        return self.load_param(p, dst=self.reg(decl_type(p.type), name))
+        return self.load_param(p, dst=self.reg(p.type, name))
 
     def param_ptr(self, name: str, pointee=T.b8, *, space: str = "global") -> Reg:
         """Declare a pointer parameter, load it and convert it to a `space` address (cvta.to)."""
@@ -761,9 +790,18 @@ class FunctionBuilder(KernelBuilder):
 
     def __init__(self, name: str, target="sm_80", *, visible: bool = False, noreturn: bool = False):
         super().__init__(name, target)
+        self._calls_written: list = []  # (signature, Python line) of each call written before finish()
         self.visible = bool(visible)
         if noreturn:  # .noreturn: the function never returns (it traps or exits)
             self.directives.append(("noreturn", None))
+
+    def finish(self) -> Function:
+        """Close the function (as `KernelBuilder.finish`); a call written while its parameters or return
+        value were still being declared, with a signature the finished function no longer has, is a
+        ValidationError at that call's line."""
+        if self._kernel is None:
+            check_calls_written(self)
+        return super().finish()
 
     def _linkage(self) -> str:
         return ".visible" if self.visible else ""

@@ -239,6 +239,9 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
     if t.is_pred or not t.can_declare or t.bits == 128:
         raise ValidationError(f"a variable of .{t.name} cannot be declared; use a scalar type such as .u32, "
                               ".f32 or .b8")
+    if t.name in ("bf16", "bf16x2"):  # ptxas parses no .bf16 / .bf16x2 variable: they are stored as their bits
+        raise ValidationError(f"a variable of .{t.name} cannot be declared (ptxas has no .{t.name} variables); "
+                              f"declare .b{t.bits} and load or store it with type=pf.{t.name}")
     dims = ()
     if count is not None:
         if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
@@ -280,24 +283,34 @@ def _literal(name, t, v) -> str:
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise ValidationError(f"initializer of {name}: {v!r} is not a number")
     if t.is_float:
-        f = float(v)
-        if t.bits == 64:
-            return "0d" + struct.pack(">d", f).hex().upper()
-        if t.bits == 32:
-            if math.isfinite(f) and abs(f) > 3.4028234663852886e38:
-                raise ValidationError(f"initializer of {name}: {v!r} is outside the range of .f32")
-            return "0f" + struct.pack(">f", f).hex().upper()
-        raise ValidationError(f"initializer of {name}: .{t.name} variables are initialized as their bits "
-                              f"(declare .b{t.bits})")
+        if t.bits not in (32, 64) or t.lanes != 1:  # .f16 / .f16x2: ptxas takes no initial value of these
+            raise ValidationError(f"initializer of {name}: .{t.name} variables are initialized as their bits "
+                                  f"(declare .b{t.bits})")
+        try:
+            f = float(v)
+            # packed after rounding to the type: what overflows is a value that rounds beyond the largest finite
+            return ("0d" + struct.pack(">d", f).hex().upper() if t.bits == 64
+                    else "0f" + struct.pack(">f", f).hex().upper())
+        except OverflowError:
+            limit = "1.7976931348623157e308" if t.bits == 64 else "3.4028235e38"
+            raise ValidationError(f"initializer of {name}: {_short(v)} is outside the range of .{t.name} (finite values "
+                                  f"round to at most {limit} in magnitude; inf and nan are allowed)") from None
     if isinstance(v, float) or not isinstance(v, numbers.Integral):
-        if float(v) != int(v):
-            raise ValidationError(f"initializer of {name} (.{t.name}): {v!r} is not an integer")
+        if not math.isfinite(float(v)) or float(v) != int(v):
+            raise ValidationError(f"initializer of {name} (.{t.name}): {v!r} is not an integer (an integer type "
+                                  "takes whole numbers in its range)")
     v = int(v)
     lo = -(1 << (t.bits - 1)) if t.kind in ("s", "b") else 0
     hi = (1 << t.bits) - 1 if t.kind != "s" else (1 << (t.bits - 1)) - 1
     if not lo <= v <= hi:
-        raise ValidationError(f"initializer of {name}: {v} does not fit .{t.name}")
+        raise ValidationError(f"initializer of {name}: {_short(v)} does not fit .{t.name} ({lo}..{hi})")
     return str(v)
+
+
+def _short(v) -> str:
+    """A number for a message: a huge int as its leading digits and length."""
+    text = repr(v)
+    return text if len(text) <= 40 else f"{text[:12]}...({len(text)} digits)"
 
 
 #: An address in an initializer: `name`, `generic(name)`, either `+ offset` (the offset an integer literal).
@@ -407,21 +420,46 @@ def _word_bytes(var, t, width, word, address_of) -> bytes:
     return (val & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
 
 
-def pragma_text(words) -> str:
+#: The pragmas ptxas 13 knows: name -> (where it may stand, the form of its argument or None).  All but nounroll
+#: need a recent `.version` (used_bytes_mask 8.3, enable_smem_spilling 8.7, frequency 9.0): Module(version=...).
+_PRAGMAS = {
+    "nounroll": ("anywhere", None),
+    "used_bytes_mask": ("function", r"0[xX][0-9a-fA-F]+|\d+"),
+    "enable_smem_spilling": ("function", None),
+    "frequency": ("function", r"\d+"),
+}
+
+
+def pragma_text(words, scope: str = "function") -> str:
     """`.pragma "w1", "w2";` for the given pragma strings (e.g. "nounroll"); each is one line of
-    printable text without quotes."""
+    printable text without quotes, naming a pragma ptxas knows (nounroll; inside a function also
+    `used_bytes_mask <mask>`, enable_smem_spilling and `frequency <n>`) with its argument.  `scope` is
+    "function" (a `.pragma` line in a body) or "module"."""
     if not words:
         raise ValidationError('pragma() takes at least one string, e.g. pragma("nounroll")')
+    known = ", ".join(_PRAGMAS)
     for w in words:
         if not isinstance(w, str) or not w or '"' in w or "\\" in w or not w.isprintable():
             raise ValidationError(f"a pragma is a non-empty printable string without quotes, got {w!r}")
+        parts = w.split()
+        info = _PRAGMAS.get(parts[0]) if parts else None
+        if info is None:
+            raise ValidationError(f"pragma {w!r} is not one ptxas knows ({known}); ptxas refuses any other")
+        where, arg = info
+        if where == "function" and scope == "module":
+            raise ValidationError(f"pragma {parts[0]!r} is allowed only inside a function (k.pragma()), not at module "
+                                  "scope")
+        if (arg is None and len(parts) != 1) or (arg is not None and (len(parts) != 2
+                                                                      or not re.fullmatch(arg, parts[1]))):
+            form = parts[0] + ("" if arg is None else " <mask>" if parts[0] == "used_bytes_mask" else " <n>")
+            raise ValidationError(f"pragma {w!r}: write it as {form!r}")
     return ".pragma " + ", ".join(f'"{w}"' for w in words) + ";"
 
 
 def pragma(*words: str) -> RawDirective:
     """A module-scope `.pragma "word";` directive (applies to every function after it), for
-    `Module(..., declarations=[pragma("nounroll")])`."""
-    return RawDirective(pragma_text(words))
+    `Module(..., declarations=[pragma("nounroll")])`; only nounroll may stand at module scope."""
+    return RawDirective(pragma_text(words, "module"))
 
 
 def source_file(index: int, path: str) -> RawDirective:

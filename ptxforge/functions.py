@@ -17,6 +17,8 @@ writes its return values with `set_result()`.
 from __future__ import annotations
 
 import hashlib
+import math
+import numbers
 import re
 from contextlib import contextmanager
 
@@ -28,7 +30,7 @@ from .isa import types as T
 from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
                         call as call_instruction)
 from .isa.control import mov as mov_instruction
-from .isa.operands import Addr, Imm, Reg
+from .isa.operands import Addr, Imm, Reg, half_pattern
 from .isa.types import decl_type
 from .kernel import Param
 
@@ -78,6 +80,9 @@ class FunctionOps:
             prev = self._module_vars.get(var.name)
             if prev is not None and prev != var:
                 raise ValidationError(f"two different module variables are called {var.name}")
+            if prev is None and var.name in self._names:
+                raise ValidationError(f"'{self.name}' declares {var.name!r} itself, which hides the module variable "
+                                      f"{var.name!r} in the kernel (ptxas then reads the wrong space): rename one")
             self._module_vars[var.name] = var
         else:
             raise ValidationError(f"variable {var.name} is .{var.space}; the builder addresses module "
@@ -90,9 +95,12 @@ class FunctionOps:
 
         Use it as the address of `ld`/`st` with `space="local"` (`k.st(arr, v, space="local",
         offset=4)`), or take its address with `address_of()`.  Returns the `Variable`."""
+        return self._local_array(name, type, count, align=align)
+
+    def _local_array(self, name, type, count, *, align=None, internal=None):
         from .declarations import variable
-        self._claim(name, ".local array")
         var = variable(name, type, space="local", count=count, align=align)
+        self._claim(name, internal or ".local array", internal=internal is not None)
         self._locals.append(var)
         return var
 
@@ -118,8 +126,8 @@ class FunctionOps:
         except ValidationError as e:
             raise with_loc(e, caller_loc())
         offsets, size = buffer_layout(specs)
-        n = self._printf_count = getattr(self, "_printf_count", -1) + 1
-        buf = self.local_array(f"printf_args{n}", T.b8, size, align=8)
+        n = self._fresh_number("_printf_count", lambda n: (f"printf_args{n}",))
+        buf = self._local_array(f"printf_args{n}", T.b8, size, align=8, internal="printf's argument buffer")
         for (value, t), off in zip(values, offsets):
             self.st(buf, value, type=t, space="local", offset=off)
         data = fmt.encode("utf-8") + b"\0"
@@ -137,13 +145,24 @@ class FunctionOps:
             data = a.encode("utf-8") + b"\0"
             return self.address_of(variable("printf_str_" + hashlib.sha1(data).hexdigest()[:12], T.b8,
                                             count=len(data), init=list(data)), generic=True), T.b64
-        if isinstance(a, bool) or not isinstance(a, (int, float, Reg)):
+        if _is_bool(a) or not isinstance(a, (numbers.Real, Reg)):
             raise ValidationError(f"{what} is a register or a number, got {a!r}")
+        if isinstance(a, numbers.Integral) and not isinstance(a, Reg):
+            a = int(a)  # numpy integers as Python ints
+        elif isinstance(a, numbers.Real) and not isinstance(a, Reg):
+            a = float(a)
         if spec.kind == "float":
             if isinstance(a, (int, float)):
-                return Imm(float(a), T.f64), T.f64
+                try:
+                    return Imm(float(a), T.f64), T.f64
+                except OverflowError:
+                    raise ValidationError(f"{what} is {a}, beyond the range of a double (the %{spec.conv} argument "
+                                          "is widened to .f64: at most about 1.8e308)") from None
             if not a.type.is_float or a.type.lanes != 1 or a.type is T.tf32:
-                raise ValidationError(f"{what} takes a float; {a} is .{a.type.name} (an integer: use %d, %u or %x)")
+                hint = (" (a pair of halves: convert one half to .f32 first, e.g. with mov.b32 {lo, hi} and cvt)"
+                        if a.type.lanes == 2 else " (tf32: cvt it to .f32 first)" if a.type is T.tf32
+                        else " (an integer: use %d, %u or %x)")
+                raise ValidationError(f"{what} takes a float; {a} is .{a.type.name}{hint}")
             if a.type is T.f64:
                 return a, T.f64
             wide = a if a.type is T.f32 else self.cvt(a, T.f32)
@@ -154,6 +173,11 @@ class FunctionOps:
                                                   or a.type.is_float else ""))
         bits = spec.nbytes * 8
         if isinstance(a, int):
+            if not -(1 << (bits - 1)) <= a < 1 << bits:
+                hint = ": use %ll" + spec.conv if bits == 32 and -(1 << 63) <= a < 1 << 64 else ""
+                raise ValidationError(f"{what} is {a}, which does not fit the {bits}-bit argument (an int in "
+                                      f"{-(1 << (bits - 1))}..{(1 << bits) - 1}; negative values are read as C "
+                                      f"converts them){hint}")
             return Imm(a & ((1 << bits) - 1), T.lookup(f"u{bits}")), T.lookup(f"b{bits}")
         if spec.kind != "int" and a.type.bits != 64:
             raise ValidationError(f"{what} takes a 64-bit generic address; {a} is .{a.type.name}")
@@ -173,6 +197,7 @@ class FunctionOps:
         Of a device function (a `FunctionBuilder` or `Function`): `mov.u64 %rd, func`, the target
         of an indirect `call(reg, ..., prototype=func)` (the module includes the function)."""
         if getattr(var, "kind", None) == "func":
+            self._check_callee_name(var.name)
             r = self._dst(dst, T.u64) if dst is not None else self.reg(T.u64, f"{var.name}_fn")
             self.emit(mov_instruction(T.u64, r, FuncRef(var.name)))
             self._callees.append(var)
@@ -226,7 +251,10 @@ class FunctionOps:
     def branch_targets(self, name: str, labels) -> BranchTargets:
         """Declare a `.branchtargets` list here: `name: .branchtargets $L_a, $L_b, ...;` (the labels
         of this kernel, placed anywhere with `place()`); returns it for `brx_idx`."""
-        self._claim(name, "branch-target list")
+        return self._branch_targets(name, labels)
+
+    def _branch_targets(self, name, labels, internal=None):
+        self._claim(name, internal or "branch-target list", internal=internal is not None)
         labels = tuple(labels)
         if not labels:
             raise ValidationError(f".branchtargets {name} needs at least one label")
@@ -244,9 +272,8 @@ class FunctionOps:
         list is undefined behaviour in PTX (the interpreter stops there with the line).  `uni`
         promises the whole warp takes one target."""
         if not isinstance(targets, BranchTargets):
-            n = self._call_count
-            self._call_count += 1
-            targets = self.branch_targets(f"brx{n}_targets", targets)
+            n = self._fresh_number("_call_count", lambda n: (f"brx{n}_targets",))
+            targets = self._branch_targets(f"brx{n}_targets", targets, internal="brx_idx's target list")
         elif targets.name not in self._names:
             raise ValidationError(f".branchtargets {targets.name} belongs to another kernel")
         self.emit(brx_idx_instruction(self._val(index, T.u32), targets, uni), pred)
@@ -288,12 +315,15 @@ class FunctionOps:
                 raise ValidationError(f"prototype= is for a call through a register; got {func!r} to call")
             _, rets, params = signature_of(prototype)
             name = str(target)
+            _note_call(prototype, rets, params)
         else:
             name, rets, params = signature_of(func)
+            self._check_callee_name(name)
+            _note_call(func, rets, params)
         vals = self._call_arguments(name, args, params)
         outs = self._call_returns(name, returns, rets)
-        n = self._call_count
-        self._call_count += 1
+        n = self._fresh_number("_call_count", lambda n: [f"call{n}_a{i}" for i in range(len(params))]
+                               + [f"call{n}_r{i}" for i in range(len(rets))] + [f"proto{n}"])
         guard = self._guard(pred) if pred is not None else None
         arg_syms = [self._call_param(f"call{n}_a{i}", p) for i, p in enumerate(params)]
         ret_syms = [self._call_param(f"call{n}_r{i}", p) for i, p in enumerate(rets)]
@@ -301,7 +331,7 @@ class FunctionOps:
         if target is not None:
             proto = CallPrototype(f"proto{n}", tuple(Param("_", p.type) for p in rets),
                                   tuple(Param("_", p.type) for p in params))
-            self._claim(proto.name, "call prototype")
+            self._claim(proto.name, "an indirect call's prototype", internal=True)
             ins = call_instruction(target, tuple(arg_syms), tuple(ret_syms), uni, (rets, params), targets=proto)
         else:
             ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
@@ -339,7 +369,7 @@ class FunctionOps:
             if p.nbytes is not None:
                 raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
                                       "passes scalar parameters")
-            v = self._val(a, p.type)
+            v = _param_operand(self, a, p, f"call {name}: argument {i} ({p.name})")
             if isinstance(v, Reg):
                 if not _compatible(v.type, p.type):
                     raise ValidationError(
@@ -354,8 +384,8 @@ class FunctionOps:
     def _call_returns(self, name: str, returns, rets) -> list:
         """The registers that receive a call's return values: `returns` checked against the callee's (count,
         width and kind), or new registers when None."""
-        if returns is None:
-            return [self.reg(decl_type(p.type)) for p in rets]
+        if returns is None:  # of the return value's own type (a bf16 register for .bf16: cvt reads it as bf16)
+            return [self.reg(p.type) for p in rets]
         outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
         if len(outs) != len(rets):
             raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
@@ -368,8 +398,14 @@ class FunctionOps:
                                       "receive it")
         return outs
 
+    def _check_callee_name(self, name: str) -> None:
+        """A kernel-scope name equal to a called function's hides the function (ptxas: 'Label expected')."""
+        if name in self._names:
+            raise ValidationError(f"'{self.name}' declares {name!r} itself, which hides the device function "
+                                  f"{name!r} it calls (ptxas: 'Label expected' at the call): rename one")
+
     def _call_param(self, name: str, p: Param) -> CallParam:
-        self._claim(name, "call parameter")
+        self._claim(name, "a call's .param variable", internal=True)
         return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
 
     # ------------------------------------------------------------------ call scopes by hand
@@ -439,10 +475,14 @@ class FunctionOps:
         if self._results:
             raise ValidationError(f"'{self.name}' already returns {self._results[0].name}: a device function has at "
                                   "most one .param return value (ptxas: several need the .reg space)")
-        self._claim(name, "return value")
+        if ("noreturn", None) in self.directives:
+            raise ValidationError(f"'{self.name}' is .noreturn: PTX allows no return value on such a function "
+                                  "(ptxas: 'Invalid directive .noreturn'); drop noreturn=True or the result")
         t = T.lookup(type)
         if not t.can_declare or t.is_pred:
             raise ValidationError(f"return type .{t.name} is not allowed; use a scalar such as .u32 or .f32")
+        narrow_abi_problem(t, "return value")
+        self._claim(name, "return value")
         p = Param(name, t)
         self._results.append(p)
         return p
@@ -463,11 +503,61 @@ class FunctionOps:
             if p is None:
                 raise ValidationError(f"'{self.name}' has no return value {name!r}; it has: "
                                       + ", ".join(q.name for q in self._results))
-        v = self._val(value, p.type)
+        v = _param_operand(self, value, p, f"return value {p.name}")
         if isinstance(v, Reg) and not _compatible(v.type, p.type):
             raise ValidationError(f"return value {p.name} is .{p.type.name}; {v} is .{v.type.name}")
         sym = CallParam(p.name, "param", p.type, None, max(p.type.bits // 8, 1))
         self.st(Addr(sym), v, type=_access_type(p.type), space="param", pred=pred)
+
+
+def narrow_abi_problem(t: T.ScalarType, what: str) -> None:
+    """A ValidationError for an 8- or 16-bit integer parameter or return value of a device function: ptxas's ABI
+    passes none ('passing ... 8-bit and 16-bit parameters to device functions is not supported')."""
+    if t.name in ("u8", "s8", "u16", "s16"):
+        raise ValidationError(
+            f"a device function's {what} cannot be .{t.name} (ptxas's ABI passes no 8- or 16-bit integers); "
+            f"declare .b{t.bits} (the same bits) or .{t.name[0]}32 (widened, as nvcc passes a "
+            f"{'short' if t.bits == 16 else 'char'})")
+
+
+def _is_bool(x) -> bool:
+    return isinstance(x, bool) or type(x).__name__ == "bool_"
+
+
+def _param_operand(k, a, p: Param, what: str):
+    """The operand that writes number or register `a` to call parameter / return value `p`: a Python or numpy
+    number for a half type is its bit pattern (st.param.b16 stores bits; PTX has no half literal)."""
+    if p.type.name in ("f16", "bf16", "f16x2", "bf16x2") and isinstance(a, numbers.Real) and not _is_bool(a):
+        return Imm(half_pattern(a, p.type, what), p.type.bits_type())
+    return k._val(a, p.type)
+
+
+def _note_call(func, rets, params) -> None:
+    """Remember, on a FunctionBuilder, the signature a call was written with (checked when it finishes)."""
+    if hasattr(func, "finish") and getattr(func, "kind", None) == "func" and func._kernel is None:
+        func._calls_written.append((_shape(rets, params), caller_loc()))
+
+
+def _shape(rets, params):
+    return (tuple((p.type, p.nbytes) for p in rets), tuple((p.type, p.nbytes) for p in params))
+
+
+def _shape_text(shape) -> str:
+    def one(items):
+        return ", ".join(f".{t.name}" + (f"[{n}]" if n is not None else "") for t, n in items) or "nothing"
+    return f"takes ({one(shape[1])}) and returns ({one(shape[0])})"
+
+
+def check_calls_written(func) -> None:
+    """A FunctionBuilder's calls written before its signature was complete: a ValidationError at the first
+    call whose parameters or return values differ from the finished function's."""
+    now = _shape(func._results, func.params)
+    for shape, loc in func._calls_written:
+        if shape != now:
+            raise ValidationError(
+                f"this call to {func.name} was written when {func.name} {_shape_text(shape)}; the finished "
+                f"function {_shape_text(now)} (ptxas: 'Call has wrong number of parameters'): declare its "
+                "parameters and return value before the first call", loc)
 
 
 def _access_type(t: T.ScalarType) -> T.ScalarType:

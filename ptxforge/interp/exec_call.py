@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
+
 from ..declarations import Variable
 from ..isa import types as T
 from ..isa.control import bra, setp, stack as stack_op
@@ -40,6 +42,7 @@ from ..isa.vprintf import VPRINTF
 from ..kernel import LabelDef
 from .exec_printf import PRINTF
 from .findings import InterpUnsupported
+from .values import from_words128
 
 _PTXFORGE_INTERNAL = True
 
@@ -213,7 +216,7 @@ class _Expander:
         end = Label(f"{func.name}@ret{self.sites}", -1)
         frame = self._frame(ins, [func])
         if ins.guard is not None:  # a guarded call: threads whose guard fails skip the body
-            self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
+            self.out.append(_skip(ins, end))
         self.inline(func, ins, params, stack, end)
         self.out.append(LabelDef(end, ins.loc))
         self._release(frame, ins)
@@ -247,7 +250,7 @@ class _Expander:
         end = Label(f"indirect@ret{site}", -1)
         frame = self._frame(ins, [self.functions[n] for n in names])
         if ins.guard is not None:
-            self.out.append(bra(end).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc))
+            self.out.append(_skip(ins, end))
         p = Reg(f"icall@{site}", T.pred, 0, "")
         entries = []
         for n in names:
@@ -274,6 +277,12 @@ class _Expander:
                                      "not modelled", ins))
             return
         info = ins.info
+        if len(func.params) != len(info.args) or len(func.returns) != len(info.returns):
+            self.out.append(_refusal(
+                f"'{ins.render()}' passes {len(info.args)} argument(s) and {len(info.returns)} return slot(s); "
+                f"{func.name} takes {len(func.params)} parameter(s) and returns {len(func.returns)} value(s) "
+                "(ptxas refuses the call)", ins))
+            return
         self.sites += 1
         inner = {}
         for p, a in zip(func.params, info.args):
@@ -285,6 +294,14 @@ class _Expander:
         memo: dict = {}
         items = [_rewrite(x, regs, labels, memo) if isinstance(x, (Instruction, LabelDef)) else x for x in func.body]
         self.body(items, inner, stack + (func.name,), end)
+
+
+def _skip(ins, end: Label):
+    """The branch past a guarded call's body for the threads whose guard fails: `bra.uni` for `call.uni`, which
+    promises that every active thread of the warp has the same guard, so a divergent guard is reported as a
+    divergent uniform branch at the call's line."""
+    uni = "uni" in ins.mods
+    return bra(end, uni=uni).with_guard(Guard(ins.guard.reg, not ins.guard.negate)).with_loc(ins.loc)
 
 
 #: Where the interpreter places device functions' addresses (`mov.u64 %rd, func`): 16 bytes apart.
@@ -336,6 +353,11 @@ def make_param_move(P, op):
     t = ins.type
     dst, src = ins.operands
     ext = "sign" if t.kind == "s" else "zero"
+    if isinstance(src, Imm) and t.bits == 128:  # st.param.b128 [a], 5: the number's 128 bits, low word first
+        v = int(src.value) & ((1 << 128) - 1)
+        c = from_words128(np.array([[v & (2**64 - 1), v >> 64]], np.uint64))[0]
+        put = P.writer(dst, t, ins, extend=ext)
+        return lambda S, m: put(S, c, m)
     get = P.reader(src, t, ins)
     put = P.writer(dst, t, ins, extend=ext)
     return lambda S, m: put(S, get(S), m)

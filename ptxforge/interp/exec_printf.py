@@ -89,10 +89,21 @@ def _floating(flags, width, prec, conv, value):
     if not math.isfinite(value):  # C pads inf and nan with spaces, never zeros
         word = "nan" if math.isnan(value) else "inf"
         return _pad(sign + (word.upper() if conv.isupper() else word), flags, width)
-    if conv in "aA":  # hexadecimal: trailing zeros of the fraction dropped, as C does without a precision
+    if conv in "aA":  # hexadecimal: 0xh.hhhp+d, the leading digit 1 (0 for zero and subnormals), as glibc writes it
         mantissa, exponent = abs(value).hex().split("p")
-        mantissa = mantissa.rstrip("0").rstrip(".") if "." in mantissa else mantissa
-        mantissa += "." if "#" in flags and "." not in mantissa else ""  # '#' keeps the point
+        lead, frac = mantissa[2], mantissa[4:]
+        if prec is None:  # as many digits as the value needs: trailing zeros of the fraction dropped
+            frac = frac.rstrip("0")
+        elif prec < len(frac):  # rounded to `prec` hex digits, to nearest even, carrying into the leading digit
+            drop = 4 * (len(frac) - prec)
+            q, r = divmod(int(lead + frac, 16), 1 << drop)
+            if r > 1 << (drop - 1) or (r == 1 << (drop - 1) and q & 1):
+                q += 1
+            digits = format(q, "x").rjust(prec + 1, "0")
+            lead, frac = digits[:len(digits) - prec], digits[len(digits) - prec:]
+        else:
+            frac = frac.ljust(prec, "0")
+        mantissa = "0x" + lead + ("." + frac if frac or "#" in flags else "")  # '#' keeps the point
         text = mantissa + "p" + exponent
         text = sign + (text.upper() if conv == "A" else text)
         return _pad(text, flags, width, len(sign) + 2 if "0" in flags else None)

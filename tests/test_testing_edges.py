@@ -206,3 +206,56 @@ def test_mutation_check_takes_a_space_with_a_drawn_scalar():
     module, space = saxpy_with_a_drawn_scalar()
     report = mutation_check(module, space, max_examples=10, settings=SEEDED)
     assert report.results and not report.survivors, str(report)
+
+
+# ---------------------------------------------------------------- drawn data and sizes
+
+def as_float64(a, dtype):
+    """An array of `dtype` ("bf16": bits in uint16) as float64 values."""
+    return ((a.astype(np.uint32) << 16).view(np.float32) if dtype == "bf16" else a).astype(np.float64)
+
+
+@pytest.mark.parametrize("dtype, low, high", [(np.float16, 0.0, 1.0), (np.float16, None, None), ("bf16", 0.3, 1.0),
+                                              ("bf16", -4.0, -0.3), (np.float32, 0.3, 1.0)])
+def test_float_data_lies_in_low_high_after_rounding(dtype, low, high):
+    x = Array("x", (200_000,), dtype, low=low, high=high)
+    data = as_float64(ProblemSpace(arrays=[x, Array("y", (1,), role="out")]).make(seed=1).arrays["x"], dtype)
+    lo, hi = (-4.0 if low is None else low), (4.0 if high is None else high)
+    assert lo <= data.min() and data.max() < hi
+    least, most = x.float_range()
+    assert lo <= least <= data.min() and data.max() <= most < hi
+
+
+def has_a_value_in(dtype, low, high) -> bool:
+    """Whether some value of the float type lies in [low, high): every bit pattern of a 16-bit type,
+    and the least value >= low of a wider one."""
+    if dtype in ("bf16", np.float16):
+        with np.errstate(invalid="ignore"):  # the signalling NaNs among the patterns
+            every = as_float64(np.arange(1 << 16, dtype=np.uint16).view(np.uint16 if dtype == "bf16" else dtype),
+                               dtype)
+        return bool(((every >= low) & (every < high)).any())
+    least = dtype(low)
+    if least < low:
+        least = np.nextafter(least, dtype(np.inf))
+    return bool(least < high)
+
+
+@settings(max_examples=60, database=None)
+@given(st.data())
+def test_every_drawn_float_lies_in_low_high(data):
+    dtype = data.draw(st.sampled_from([np.float16, "bf16", np.float32, np.float64]), label="dtype")
+    low = data.draw(st.floats(-70000, 70000), label="low")
+    high = data.draw(st.floats(low, 70000).filter(lambda h: h > low), label="high")
+    try:
+        x = Array("x", ("n",), dtype, low=low, high=high)
+    except ValueError as e:  # only when the type has no value in the range
+        assert "value lies in [low, high)" in str(e) and not has_a_value_in(dtype, low, high)
+        return
+    space = ProblemSpace(sizes=[Size("n", 1, 64)], arrays=[x, Array("y", (1,), role="out")])
+    values = as_float64(data.draw(space.problems(), label="problem").arrays["x"], dtype)
+    assert (values >= low).all() and (values < high).all()
+
+
+def test_a_float_range_the_type_has_no_value_in_is_refused():
+    with pytest.raises(ValueError, match=r"Array x: no float16 value lies in \[low, high\) = \[0.3, 0.30001\)"):
+        Array("x", ("n",), np.float16, low=0.3, high=0.30001)

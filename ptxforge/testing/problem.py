@@ -135,7 +135,9 @@ class Array:
     role: "in" (drawn, read only: a write is a failure), "out" (poisoned, compared with the
     reference) or "inout" (drawn, then compared).  low/high: the value range drawn (floats in
     [low, high), integers in [low, high]; default: floats in [-4, 4), every integer of the
-    type, every 4-bit value).  tolerance: how outputs of floats compare (see testing.tolerance;
+    type, every 4-bit value; float data is drawn in float64, rounded to the type and kept in
+    [low, high): a value rounding carries to `high`, or below a `low` the type cannot hold,
+    becomes the nearest value of the type inside).  tolerance: how outputs of floats compare (see testing.tolerance;
     default exact bits).  fill: a function (rng, shape) -> array replacing the random data.
     write_once: an output none of whose bytes may be written twice (checked on the interpreter's
     access counts): catches two CTAs or threads storing the same element, a global-memory
@@ -157,6 +159,8 @@ class Array:
             raise ValueError(f"Array {self.name}: write_once is for outputs; an input may not be written at all")
         if self.role not in ("in", "out", "inout"):
             raise ValueError(f"Array {self.name}: role must be 'in', 'out' or 'inout', got {self.role!r}")
+        if self.role != "out" and self.fill is None and (self.bf16 or self.container.kind == "f"):
+            self.float_range()  # a range no value of the type lies in is refused here
 
     @property
     def is_output(self) -> bool:
@@ -181,6 +185,23 @@ class Array:
         if self.bf16:
             return np.dtype(np.uint16)
         return np.dtype(self.dtype)
+
+    def _low(self) -> float:
+        return -4.0 if self.low is None else float(self.low)
+
+    def _high(self) -> float:
+        return 4.0 if self.high is None else float(self.high)
+
+    def float_range(self) -> tuple:
+        """(least, greatest) value of this float array's type (bf16 included) in [low, high): the
+        bounds random data is clipped to after rounding would otherwise leave the range."""
+        lo, hi = self._low(), self._high()
+        least = [v for v in _representable_near(lo, self.container, self.bf16) if v >= lo]
+        most = [v for v in _representable_near(hi, self.container, self.bf16) if v < hi]
+        if not least or not most or min(least) > max(most):
+            kind = "bf16" if self.bf16 else self.container.name
+            raise ValueError(f"Array {self.name}: no {kind} value lies in [low, high) = [{lo}, {hi})")
+        return min(least), max(most)
 
     @property
     def poison(self) -> np.ndarray:
@@ -228,14 +249,13 @@ class Array:
             if shape[-1] % 2:  # an odd count: the last byte's high nibble is 0
                 v = np.concatenate([v, np.zeros(shape[:-1] + (1,), v.dtype)], axis=-1)
             return pack_int4(v, signed=signed)
-        if self.bf16:
-            lo, hi = (-4.0 if self.low is None else self.low), (4.0 if self.high is None else self.high)
-            f = rng.uniform(lo, hi, size=shape).astype(np.float32)
-            return (f.view(np.uint32) >> 16).astype(np.uint16)  # truncated: exactly representable
         dt = self.container
-        if dt.kind == "f":
-            lo, hi = (-4.0 if self.low is None else self.low), (4.0 if self.high is None else self.high)
-            return rng.uniform(lo, hi, size=shape).astype(dt)
+        if self.bf16 or dt.kind == "f":
+            lo, hi = self.float_range()
+            v = np.clip(rng.uniform(self._low(), self._high(), size=shape), lo, hi)  # rounding stays inside
+            if self.bf16:  # truncated (a monotone rounding): exactly representable
+                return (v.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+            return v.astype(dt)
         if dt.kind in "iu":
             info = np.iinfo(dt)
             lo = info.min if self.low is None else int(self.low)
@@ -244,6 +264,28 @@ class Array:
         if dt.kind == "b":
             return rng.integers(0, 2, size=shape).astype(bool)
         raise ValueError(f"Array {self.name}: no random data for dtype {dt}")
+
+
+def _representable_near(v: float, dt: np.dtype, bf16: bool) -> list:
+    """Values of float type `dt` (bf16: bfloat16, in uint16) next to `v`: its rounding, the values one step
+    either side of that, zero and the least subnormals of either sign (the steps across zero); as Python
+    floats, NaNs left out."""
+    width = 16 if bf16 else 8 * dt.itemsize
+    u = np.dtype(f"u{width // 8}")
+    with np.errstate(all="ignore"):
+        if bf16:
+            bits = int(np.array(v, np.float32).view(np.uint32)) >> 16
+
+            def value(b):
+                return float(np.array(b << 16, np.uint32).view(np.float32))
+        else:
+            bits = int(np.array(v, dt).view(u))
+
+            def value(b):
+                return float(np.array(b, u).view(dt))
+    sign = 1 << (width - 1)
+    out = [value(b % (1 << width)) for b in (bits - 1, bits, bits + 1, 0, 1, sign | 1)]
+    return [x for x in out if x == x]
 
 
 @dataclass(frozen=True)

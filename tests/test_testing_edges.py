@@ -1,6 +1,8 @@
 """The property-test API at its edges: a wrong kernel or a wrong reference never passes, drawn values
 stay within what was asked for, and reports, reproducers and settings say what really happened."""
 
+import textwrap
+
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
@@ -259,3 +261,54 @@ def test_every_drawn_float_lies_in_low_high(data):
 def test_a_float_range_the_type_has_no_value_in_is_refused():
     with pytest.raises(ValueError, match=r"Array x: no float16 value lies in \[low, high\) = \[0.3, 0.30001\)"):
         Array("x", ("n",), np.float16, low=0.3, high=0.30001)
+
+
+# ---------------------------------------------------------------- reproducers
+
+def clamp_below():
+    """y = max(x, a) over f32 (max.f32 drops a NaN operand, numpy's maximum keeps it)."""
+    k = KernelBuilder("clamp_below", target="sm_80", maxntid=32)
+    x, y = k.param_ptr("x", f32), k.param_ptr("y", f32)
+    n, a = k.param_value("n", u32), k.param_value("a", f32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        k.st(k.add(y, off), k.max(k.ld(k.add(x, off), type=f32), a))
+    return k.module()
+
+
+@pytest.mark.parametrize("a", [float("nan"), -float("nan"), np.float32("nan")], ids=["nan", "-nan", "float32_nan"])
+def test_the_reproducer_of_a_non_finite_scalar_is_python_that_fails_the_same_way(a):
+    space = ProblemSpace(sizes=[Size("n", 1, 100, tile=32)],
+                         arrays=[Array("x", ("n",)), Array("y", ("n",), role="out")],
+                         scalars=[Scalar("a", st.just(a))], grid=lambda p: cdiv(p.n, 32), block=32,
+                         reference=lambda x, a: np.maximum(x, np.float32(a)) if a == a else np.full_like(x, a))
+    kernel = clamp_below()
+    with pytest.raises(PropertyFailure) as info:
+        check(kernel, space, max_examples=10, settings=SEEDED, **interp_only)
+    text = str(info.value)
+    code = textwrap.dedent(text.split("reproduce:\n", 1)[1])
+    ns = {"kernel": kernel, "space": space}
+    with pytest.raises(PropertyFailure) as again:
+        exec(code.replace("check_problem(kernel, space,", "check_problem(kernel, space, backends=('interp',),"), ns)
+    assert again.value.problem.call_args() == info.value.problem.call_args()
+    assert np.array(again.value.problem.scalars["a"]).tobytes() == np.array(a).tobytes()
+
+
+@given(st.one_of(st.floats(), st.floats(width=32).map(np.float32), st.floats(width=16).map(np.float16),
+                 st.integers(), st.tuples(st.integers(), st.floats())))
+def test_a_literal_evaluates_to_the_same_value_and_bits(v):
+    from ptxforge.testing.problem import float_from_bits, literal
+    assert same_value(eval(literal(v), {"float_from_bits": float_from_bits}), v)
+
+
+def same_value(back, v) -> bool:
+    """`back` is `v`: tuples element by element, floats by their bits (a finite numpy float may come
+    back as the Python float of the same value)."""
+    if isinstance(v, tuple):
+        return type(back) is tuple and len(back) == len(v) and all(map(same_value, back, v))
+    if isinstance(v, np.floating) and np.isfinite(v):
+        return type(back) is float and back == v and np.signbit(back) == np.signbit(v)
+    if isinstance(v, (float, np.floating)):
+        return type(back) is type(v) and np.array(back).tobytes() == np.array(v).tobytes()
+    return type(back) is type(v) and back == v

@@ -35,7 +35,8 @@ from hypothesis import strategies as st
 from ..int4 import pack_int4
 from .launch_strategies import seeds
 
-__all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES", "poison_of"]
+__all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES", "poison_of",
+           "literal", "float_from_bits"]
 
 #: What an integer output holds before the kernel runs (every byte); float outputs hold `poison_of`'s NaN,
 #: whose payload repeats it.
@@ -337,10 +338,9 @@ class Problem:
         return out
 
     def call_args(self) -> str:
-        """Keyword arguments for ProblemSpace.make that rebuild this problem, as Python text."""
-        parts = [f"{k}={v!r}" for k, v in self.sizes.items()]
-        parts += [f"{k}={v!r}" for k, v in self.launch.items()]
-        parts += [f"{k}={_plain(v)!r}" for k, v in self.scalars.items()]
+        """Keyword arguments for ProblemSpace.make that rebuild this problem, as Python text (see
+        `literal`: a NaN or infinite float needs `float_from_bits` imported)."""
+        parts = [f"{k}={literal(v)}" for d in (self.sizes, self.launch, self.scalars) for k, v in d.items()]
         parts.append(f"seed={self.seed}")
         return ", ".join(parts)
 
@@ -355,8 +355,27 @@ class Problem:
         printer.text(repr(self))
 
 
-def _plain(v):
-    return v.item() if isinstance(v, np.generic) else v
+def float_from_bits(bits: int, dtype="float64"):
+    """The float of `dtype` with these bits: a Python float for float64, else a numpy scalar (how a
+    reproducer spells a NaN with its sign and payload)."""
+    dt = np.dtype(dtype)
+    v = np.array(bits, f"u{dt.itemsize}").view(dt)[()]
+    return float(v) if dt == np.float64 else v
+
+
+def literal(v) -> str:
+    """Python text that evaluates to `v` exactly: repr, except that a NaN or infinite float (numpy's
+    included) is spelled `float_from_bits(0x..., "float32")` (bits, sign and payload kept), and
+    tuples and lists are spelled element by element."""
+    if isinstance(v, (tuple, list)):
+        inner = ", ".join(literal(x) for x in v)
+        return f"({inner},)" if isinstance(v, tuple) and len(v) == 1 else f"({inner})" if isinstance(v, tuple) \
+            else f"[{inner}]"
+    if isinstance(v, (float, np.floating)) and not np.isfinite(v):
+        dt = np.dtype(type(v)) if isinstance(v, np.floating) else np.dtype(np.float64)
+        bits = int(np.array(v, dt).view(f"u{dt.itemsize}"))
+        return f"float_from_bits({bits:#0{2 + 2 * dt.itemsize}x}, {dt.name!r})"
+    return repr(v.item() if isinstance(v, np.generic) else v)
 
 
 def _dims(v) -> tuple:

@@ -80,6 +80,8 @@ def snippet(plan, p) -> str:
         else:
             lines.append("transform = ...  # the transform given to check")
         extra = ", transform=transform"
+    if "float_from_bits(" in p.call_args():  # a NaN or infinite scalar, spelled by its bits
+        lines.insert(0, "from ptxforge.testing.problem import float_from_bits")
     if sp.repro:
         return "\n".join([sp.repro] + lines + [f"check_problem(target, space, {p.call_args()}{extra})"])
     return "\n".join(["from ptxforge.testing import check_problem"] + lines +

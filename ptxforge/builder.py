@@ -408,7 +408,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._notes.append((key, value))
 
     # ------------------------------------------------------------------ parameters
-    def _claim(self, name: str, what: str, *, internal: bool = False):
+    def _claim(self, name: str, what: str, *, internal: bool = False, local: bool = False):
         check_identifier(name, what)
         if name in self._names:
             made = self._internal.get(name)
@@ -417,7 +417,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                                       + (f" at {made[1]}" if made[1] is not None else "")
                                       + f" in kernel '{self.name}'; give the {what} another name")
             raise ValidationError(f"'{name}' is already declared in kernel '{self.name}'")
-        if name in self._module_vars:
+        if name in self._module_vars and (local or internal):  # (parameters and shared arrays: Module checks them)
             raise ValidationError(f"'{self.name}' uses the module variable {name!r}; a {what} of the same name would "
                                   "hide it in the kernel (ptxas then reads the wrong space): rename one")
         callee = next((c for c in self._callees if getattr(c, "name", None) == name), None)

@@ -80,7 +80,7 @@ class FunctionOps:
             prev = self._module_vars.get(var.name)
             if prev is not None and prev != var:
                 raise ValidationError(f"two different module variables are called {var.name}")
-            if prev is None and var.name in self._names:
+            if prev is None and (var.name in self._internal or any(v.name == var.name for v in self._locals)):
                 raise ValidationError(f"'{self.name}' declares {var.name!r} itself, which hides the module variable "
                                       f"{var.name!r} in the kernel (ptxas then reads the wrong space): rename one")
             self._module_vars[var.name] = var
@@ -100,7 +100,7 @@ class FunctionOps:
     def _local_array(self, name, type, count, *, align=None, internal=None):
         from .declarations import variable
         var = variable(name, type, space="local", count=count, align=align)
-        self._claim(name, internal or ".local array", internal=internal is not None)
+        self._claim(name, internal or ".local array", internal=internal is not None, local=True)
         self._locals.append(var)
         return var
 

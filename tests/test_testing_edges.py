@@ -312,3 +312,17 @@ def same_value(back, v) -> bool:
     if isinstance(v, (float, np.floating)):
         return type(back) is type(v) and np.array(back).tobytes() == np.array(v).tobytes()
     return type(back) is type(v) and back == v
+
+
+def first_40_only(k, v, py):  # y[i] is written only for i < 40: every n > 40 fails, n <= 40 passes
+    with k.if_(k.setp("lt", k.global_index(), 40)):
+        k.st(py, v)
+
+
+@pytest.mark.parametrize("runs", [SEEDED, settings(database=None)], ids=["derandomized", "random"])
+def test_a_failure_shrinks_to_the_least_failing_size_between_the_edges(runs):
+    space = elementwise_space(lambda x: x, None, high=300)  # tile 128: edges 127, 129, 255, 257...
+    assert 41 not in Size("n", 1, 300, tile=128).values_near_edges()
+    with pytest.raises(PropertyFailure) as info:
+        check(elementwise("first_40", first_40_only), space, max_examples=40, settings=runs, **interp_only)
+    assert info.value.problem.sizes == {"n": 41}

@@ -103,7 +103,7 @@ class Size:
         return self.low <= v <= self.high and v % self.multiple_of == 0
 
     def values_near_edges(self) -> list:
-        """The edge values this size draws often, ascending (shrinking goes towards the first)."""
+        """The edge values this size draws often, ascending."""
         cands = set(self.edges)
         if self.default_edges:
             cands |= {0, 1, 2, 3, self.low, self.low + 1, self.high}
@@ -119,10 +119,11 @@ class Size:
         return sorted(snapped)
 
     def strategy(self):
-        """Integers of this size: edge values or any legal value."""
+        """Integers of this size: any legal value or (as often) an edge value.  The plain integers come
+        first, so a failure shrinks numerically towards `low`, through the values between the edges."""
         m = self.multiple_of
         lo, hi = cdiv(self.low, m), self.high // m
-        return st.one_of(st.sampled_from(self.values_near_edges()), st.integers(lo, hi).map(lambda i: i * m))
+        return st.one_of(st.integers(lo, hi).map(lambda i: i * m), st.sampled_from(self.values_near_edges()))
 
 
 @dataclass(frozen=True)

@@ -321,7 +321,7 @@ def test_divergent_guard_of_call_uni_is_reported():
     k.st(k.add(out, k.mul(t, 4, mode="wide")), r)
     m = k.module()
     _assembles(m, "sm_80")
-    with pytest.raises(interp.InterpError, match="divergent") as info:
+    with pytest.raises(interp.InterpError, match="call.uni is divergent") as info:
         interp.run(m, "k", block=8, args=[np.zeros(8, np.uint32)])
     assert "test_functions_checks.py" in str(info.value)
     k2 = pf.KernelBuilder("k2", target="sm_80")

@@ -146,6 +146,8 @@ def _check_uniform_branch(S, op, mask, m):
     split = (tw.any(axis=1)) & ((mw & ~tw).any(axis=1))
     if split.any():
         w = int(np.flatnonzero(split)[0])
-        S.report("branch", f"bra.uni is divergent in {S.warp_of(w * 32)}: lanes "
+        # (the branch past a guarded call.uni's inlined body targets a `name@ret` label no PTX text can spell)
+        what = "call.uni" if any("@ret" in str(x) for x in op.ins.operands) else "bra.uni"
+        S.report("branch", f"{what} is divergent in {S.warp_of(w * 32)}: lanes "
                  f"{np.flatnonzero(tw[w]).tolist()} branch, lanes {np.flatnonzero(mw[w] & ~tw[w]).tolist()} do "
                  "not; use a plain bra (or make the condition warp-uniform)", op, np.flatnonzero(mw[w]) + 32 * w)

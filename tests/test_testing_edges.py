@@ -5,11 +5,13 @@ import textwrap
 
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from ptxforge import KernelBuilder, f32, u32
 from ptxforge.testing import (Array, ProblemSpace, PropertyFailure, Scalar, Size, cdiv, check, exact, mutation_check,
                               relative, ulps)
+from ptxforge.testing.copy_strategies import tile_copy_schedules
+from ptxforge.testing.gemm_strategies import gemm_schedules
 from ptxforge.testing.problem import poison_of
 
 SEEDED = settings(derandomize=True, database=None)
@@ -326,3 +328,41 @@ def test_a_failure_shrinks_to_the_least_failing_size_between_the_edges(runs):
     with pytest.raises(PropertyFailure) as info:
         check(elementwise("first_40", first_40_only), space, max_examples=40, settings=runs, **interp_only)
     assert info.value.problem.sizes == {"n": 41}
+
+
+# ---------------------------------------------------------------- schedule strategies
+
+@settings(max_examples=300, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
+@given(gemm_schedules(max_acc=128, targets=("sm_86",)))
+def test_every_drawn_gemm_schedule_fits_its_targets_shared_memory(g):
+    from ptxforge.isa.targets import Target
+    assert 2 <= g.stages and g.shared_bytes <= Target.parse(g.target).limits.shared_per_cta
+
+
+@pytest.mark.parametrize("options, says", [(dict(max_acc=4), "max_acc=4 leaves no warp tile"),
+                                           (dict(max_threads=16), "max_threads=16 leaves no warp"),
+                                           (dict(targets=()), "need at least one value")])
+def test_gemm_options_that_leave_nothing_to_draw_are_an_invalid_argument(options, says):
+    from hypothesis import find
+    from hypothesis.errors import InvalidArgument
+    with pytest.raises(InvalidArgument, match=says):
+        find(gemm_schedules(**options), lambda _: True)
+
+
+def test_a_small_thread_budget_still_draws():
+    from hypothesis import find
+    assert find(gemm_schedules(max_threads=32), lambda _: True).threads == 32
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(tile_copy_schedules(threads=(32, 96), completions=("mbarrier", "groups")))
+def test_tile_copies_draw_only_the_thread_counts_given(tc):
+    assert tc.threads in (32, 96) and tc.completion == "groups"  # mbarrier needs a multiple of 64 threads
+
+
+def test_mbarrier_completion_without_a_thread_count_it_can_take_is_an_invalid_argument():
+    from hypothesis import find
+    from hypothesis.errors import InvalidArgument
+    with pytest.raises(InvalidArgument, match=r"mbarrier completion .* multiple of 64 threads; threads \(32, 96\)"):
+        find(tile_copy_schedules(threads=(32, 96), completions=("mbarrier",)), lambda _: True,
+             settings=settings(database=None))

@@ -134,7 +134,8 @@ def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=
     any layout and completion.  Shapes are drawn as a tile count plus a partial last tile.
 
     Every draw constructs, whatever the options: each choice is drawn among those the rest can
-    complete.  The tile row holds whole elements of the dtype (`tile_row_bytes` a multiple of the
+    complete, among the values given (mbarrier completion is drawn only with a thread count that is a
+    multiple of 64).  The tile row holds whole elements of the dtype (`tile_row_bytes` a multiple of the
     element size); the layout is one the row's width allows ("padded" needs a multiple of 16 bytes,
     "swizzle" 16, 32, 64 or a multiple of 128); the tile height, completion, threads, target and stage
     count keep the shared memory within the target's and the copies per thread within what the
@@ -156,6 +157,9 @@ def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=
     if bad or isinstance(max_tiles, bool) or not isinstance(max_tiles, int) or max_tiles < 1:
         raise InvalidArgument("tile_copy_schedules: TileCopy cannot take " + (", ".join(bad) or f"max_tiles {max_tiles!r}")
                               + " (threads: multiples of 32 up to 1024; stages: 1 to 16; sizes: positive ints)")
+    if not [c for c in completions if c != "mbarrier" or any(n % 64 == 0 for n in threads)]:
+        raise InvalidArgument(f"tile_copy_schedules: mbarrier completion splits the CTA into two halves of whole "
+                              f"warps, so it needs a multiple of 64 threads; threads {tuple(threads)} has none")
     limits = {name: Target.parse(name).limits.shared_per_cta for name in targets}
     most = max(limits.values())
     cheapest = "groups" if "groups" in completions else completions[0]
@@ -170,7 +174,7 @@ def tile_copy_schedules(draw, *, max_tiles=12, dtypes=TILE_COPY_DTYPES, targets=
         return n * (stage + (16 if completion == "mbarrier" else 0))
 
     def thread_counts(completion):  # mbarrier completion splits the CTA into two halves of whole warps
-        return [n for n in threads if completion != "mbarrier" or n % 64 == 0] or [64]
+        return [n for n in threads if completion != "mbarrier" or n % 64 == 0]
 
     def copies_fit(t_rows, t_bytes, completion, n, itemsize):
         # the narrowest copy a stride can force is one element; each half copies with mbarrier completion

@@ -18,6 +18,7 @@ from .errors import ValidationError
 from .kernel import Kernel, Param, check_identifier
 from .isa import types as T
 from .isa.literals import parse_imm
+from .isa.pragmas import PRAGMAS
 from .isa.operands import Symbol
 from .isa.types import ScalarType
 
@@ -420,16 +421,6 @@ def _word_bytes(var, t, width, word, address_of) -> bytes:
     return (val & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
 
 
-#: The pragmas ptxas 13 knows: name -> (where it may stand, the form of its argument or None).  All but nounroll
-#: need a recent `.version` (used_bytes_mask 8.3, enable_smem_spilling 8.7, frequency 9.0): Module(version=...).
-_PRAGMAS = {
-    "nounroll": ("anywhere", None),
-    "used_bytes_mask": ("function", r"0[xX][0-9a-fA-F]+|\d+"),
-    "enable_smem_spilling": ("function", None),
-    "frequency": ("function", r"\d+"),
-}
-
-
 def pragma_text(words, scope: str = "function") -> str:
     """`.pragma "w1", "w2";` for the given pragma strings (e.g. "nounroll"); each is one line of
     printable text without quotes, naming a pragma ptxas knows (nounroll; inside a function also
@@ -437,15 +428,15 @@ def pragma_text(words, scope: str = "function") -> str:
     "function" (a `.pragma` line in a body) or "module"."""
     if not words:
         raise ValidationError('pragma() takes at least one string, e.g. pragma("nounroll")')
-    known = ", ".join(_PRAGMAS)
+    known = ", ".join(PRAGMAS)
     for w in words:
         if not isinstance(w, str) or not w or '"' in w or "\\" in w or not w.isprintable():
             raise ValidationError(f"a pragma is a non-empty printable string without quotes, got {w!r}")
         parts = w.split()
-        info = _PRAGMAS.get(parts[0]) if parts else None
+        info = PRAGMAS.get(parts[0]) if parts else None
         if info is None:
             raise ValidationError(f"pragma {w!r} is not one ptxas knows ({known}); ptxas refuses any other")
-        where, arg = info
+        where, arg = info.where, info.arg
         if where == "function" and scope == "module":
             raise ValidationError(f"pragma {parts[0]!r} is allowed only inside a function (k.pragma()), not at module "
                                   "scope")

@@ -212,8 +212,9 @@ class FunctionOps:
     # ------------------------------------------------------------------ pragmas
     def pragma(self, *words: str) -> None:
         """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
-        loop's back branch: ptxas does not unroll it)."""
-        self._body.append(BodyDirective(pragma_text(words)))
+        loop's back branch: ptxas does not unroll it).  A pragma newer than the base ISA raises the module's
+        least `.version` (used_bytes_mask 8.3, enable_smem_spilling 8.7, frequency 9.0)."""
+        self._body.append(BodyDirective(pragma_text(words), caller_loc()))
 
     def debug_loc(self, file: int, line: int, column: int = 0, *, function_name: str | None = None,
                   inlined_at: tuple | None = None) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from .errors import SourceLoc, ValidationError
 from .isa.instruction import Instruction
 from .isa.operands import Label, Symbol
+from .isa.pragmas import pragma_requirements
 from .isa.tensor import directive_entry_registers
 from .isa.targets import BASE, Requirement, Target, V
 from .isa.types import ScalarType
@@ -169,6 +170,11 @@ class Kernel:
         for ins in self.body:
             if isinstance(ins, Instruction) and ins.req is not BASE and ins.req.min_ptx > _BASE_PTX:
                 yield ins.req, f"'{ins.mnemonic}' (kernel {self.name})", ins.loc
+        for item in self.body:  # .pragma lines in the body (pragma strings newer than the base ISA)
+            text = getattr(item, "text", None) if not isinstance(item, Instruction) else None
+            if isinstance(text, str) and text.startswith(".pragma"):
+                for req, word in pragma_requirements(text):
+                    yield req, f'.pragma "{word}" (kernel {self.name})', getattr(item, "loc", None) or self.loc
         for key, _ in self.directives:
             if key in _DIRECTIVE_REQ:
                 yield _DIRECTIVE_REQ[key], f".{key} (kernel {self.name})", self.loc

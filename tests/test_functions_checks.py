@@ -311,6 +311,21 @@ def test_pragma_text_checked():
     _assembles(m, "sm_80")
 
 
+@pytest.mark.parametrize("word,version", [("used_bytes_mask 0xff", "8.3"), ("enable_smem_spilling", "8.7"),
+                                          ("frequency 10", "9.0")])
+def test_a_pragma_newer_than_the_base_isa_raises_the_least_version(word, version):
+    """ptxas refuses each of these below its PTX ISA; the module's own .version follows, and an explicit one below
+    it names the pragma and the line that placed it."""
+    k = pf.KernelBuilder("k", target="sm_80")
+    k.pragma(word)  # <- newer-pragma
+    m = k.module()
+    assert str(m.least_version()) == version
+    pf.assemble(m, backend="ptxas")  # (refused at the version below)
+    with pytest.raises(pf.TargetError, match=rf'\.pragma "{word.split()[0]}" \(kernel k\) needs PTX ISA {version}, '
+                                             r"emitted at .*<- newer-pragma"):
+        pf.Module(m.kernels, version="8.2").render()
+
+
 def test_divergent_guard_of_call_uni_is_reported():
     g = _g()
     k = pf.KernelBuilder("k", target="sm_80")

@@ -366,3 +366,22 @@ def test_mbarrier_completion_without_a_thread_count_it_can_take_is_an_invalid_ar
     with pytest.raises(InvalidArgument, match=r"mbarrier completion .* multiple of 64 threads; threads \(32, 96\)"):
         find(tile_copy_schedules(threads=(32, 96), completions=("mbarrier",)), lambda _: True,
              settings=settings(database=None))
+
+
+# ---------------------------------------------------------------- failure reports
+
+def times_three_rounded_toward_zero(k, v, py):
+    k.st(py, k.mul(v, k.mov(3.0, type=f32), mode="rz"))
+
+
+def test_a_float64_reference_is_shown_as_the_float32_value_it_was_compared_as():
+    space = elementwise_space(lambda x: x.astype(np.float64) * 3, None)
+    with pytest.raises(PropertyFailure) as info:
+        check(elementwise("times3", times_three_rounded_toward_zero), space, max_examples=10, settings=SEEDED,
+              **interp_only)
+    e = info.value
+    line = next(ln for ln in str(e).splitlines() if ln.strip().startswith("y["))
+    i = int(line.split("[", 1)[1].split("]", 1)[0])
+    want64 = e.problem.initial["x"].astype(np.float64)[i] * 3
+    want32 = np.float32(want64)
+    assert f"want {want32} (0x{int(np.array(want32).view(np.uint32)):08x}) (the reference gave {float(want64)!r})" in line

@@ -37,17 +37,29 @@ def _fmt(a, v) -> str:
 
 def differences(a, got, want, ok, got_name="got", want_name="want") -> str:
     """The count of elements of output `a` where mask `ok` is False, and the first SHOWN of them:
-    index, both values (with their bits), and whether the element still holds the poison."""
+    index, both values (with their bits) in the output's type, the reference's own value where
+    that type changed it, and whether the element still holds the poison."""
     bad = np.argwhere(~ok)
     lines = [f"{len(bad)} of {got.size} element(s) differ; first {min(len(bad), SHOWN)}:"]
     poison = a.poison
     for idx in bad[:SHOWN]:
         i = tuple(int(x) for x in idx)
-        g = got[i]
-        w = want[i].astype(got.dtype) if want.dtype != got.dtype and got.dtype.kind != "f" else want[i]
-        note = "  (poison: never written)" if g.tobytes() == poison.tobytes() else ""
+        g, w = got[i], want[i]
+        if want.dtype != got.dtype:  # shown as compared: in the output's type, with the reference's own value
+            with np.errstate(all="ignore"):
+                w = want[i].astype(got.dtype)
+            note = "" if _same(w.astype(want.dtype), want[i]) else f" (the reference gave {want[i].item()!r})"
+        else:
+            note = ""
+        if g.tobytes() == poison.tobytes():
+            note += "  (poison: never written)"
         lines.append(f"{a.name}{list(i)}: {got_name} {_fmt(a, g)}, {want_name} {_fmt(a, w)}{note}")
     return "\n".join(lines)
+
+
+def _same(x, y) -> bool:
+    """Whether two scalars of one dtype are the same value (NaN the same as NaN)."""
+    return bool(x == y) or (x != x and y != y)
 
 
 def indent(text: str, by: str = "    ") -> str:

@@ -2,6 +2,7 @@
 stay within what was asked for, and reports, reproducers and settings say what really happened."""
 
 import textwrap
+import unittest
 
 import numpy as np
 import pytest
@@ -385,3 +386,30 @@ def test_a_float64_reference_is_shown_as_the_float32_value_it_was_compared_as():
     want64 = e.problem.initial["x"].astype(np.float64)[i] * 3
     want32 = np.float32(want64)
     assert f"want {want32} (0x{int(np.array(want32).view(np.uint32)):08x}) (the reference gave {float(want64)!r})" in line
+
+
+# ---------------------------------------------------------------- settings and spaces
+
+def test_a_loaded_profiles_phases_are_kept():
+    from hypothesis import Phase
+    from ptxforge.testing.kernels import transpose
+    space = ProblemSpace(sizes=[Size("rows", 0, 40, tile=32), Size("cols", 1, 40, tile=32)],
+                         arrays=[Array("src", ("rows", "cols")), Array("dst", ("cols", "rows"), role="out")],
+                         grid=lambda p: (cdiv(p.cols, 32), cdiv(p.rows, 32)), block=(32, 8),
+                         reference=lambda src: src.T)
+    settings.register_profile("explicit_only", settings(phases=[Phase.explicit], database=None))
+    previous = settings.get_current_profile_name()
+    settings.load_profile("explicit_only")
+    try:  # Hypothesis skips a test that its phases let draw nothing
+        with pytest.raises(unittest.SkipTest, match="run no test cases"):
+            check(transpose(), space, **interp_only)
+    finally:
+        settings.load_profile(previous)
+    assert check(transpose(), space, max_examples=3, settings=SEEDED, **interp_only).problems == 3
+
+
+def test_a_shape_naming_an_unknown_size_is_refused_when_the_space_is_made():
+    with pytest.raises(ValueError, match=r"Array x: shape names 'm', which is not a size of the space \(sizes: \['n'\]\)"):
+        ProblemSpace(sizes=[Size("n")], arrays=[Array("x", ("n", "m")), Array("y", ("n",), role="out")])
+    with pytest.raises(ValueError, match=r"Array y: shape names 'k'"):
+        ProblemSpace(sizes=[Size("n")], arrays=[Array("y", "k", role="out")])

@@ -389,7 +389,9 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     testing.schedule_problems when `space` is None.  backends: "auto" or a tuple of
     "interp" / "gpu" (see the module docstring).  property: an optional function
     (problem, outcome) run after the built-in checks pass, for the caller's own assertions.
-    max_examples / settings: Hypothesis settings (default: the loaded profile).  shrink=False
+    max_examples / settings: Hypothesis settings (default: the loaded profile; its phases are kept,
+    less "explain", but the deadline is off and slow or large problems are no health-check failure:
+    `SUPPRESSED`).  shrink=False
     stops at the first failure without shrinking.  transform: Kernel -> Kernel applied before
     running (how mutants are run).
     """
@@ -465,14 +467,20 @@ def _refuse_nesting():
             "problem yourself (data.draw(space.problems())) and call check_problem(target, space, problem)")
 
 
+#: Health checks the runner suppresses besides the settings' own: interpreter runs are slow, and problems large.
+SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much)
+
+
 def _hypothesis(test, max_examples, settings, shrink):
-    options = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow, HealthCheck.data_too_large,
-                                                           HealthCheck.filter_too_much]}
+    """Run the @given `test` under `settings` (default: the loaded profile), keeping its phases but for
+    "explain" (and "shrink" when `shrink` is False), with no deadline and SUPPRESSED health checks added."""
+    base = settings if settings is not None else hyp_settings.default
+    # no "explain" phase: it reruns the failure many times to word a hint the report already gives
+    phases = [ph for ph in base.phases if ph is not Phase.explain and (shrink or ph is not Phase.shrink)]
+    options = {"deadline": None, "phases": phases,
+               "suppress_health_check": list(dict.fromkeys([*base.suppress_health_check, *SUPPRESSED]))}
     if max_examples is not None:
         options["max_examples"] = int(max_examples)
-    # no "explain" phase: it reruns the failure many times to word a hint the report already gives
-    options["phases"] = [Phase.explicit, Phase.reuse, Phase.generate, Phase.target] + ([Phase.shrink] if shrink else [])
-    base = settings if settings is not None else hyp_settings.default
     hyp_settings(base, **options)(test)()
 
 

@@ -444,6 +444,12 @@ class ProblemSpace:
             raise ValueError(f"ProblemSpace: names used twice: {sorted(dup)}")
         if not any(a.is_output for a in self.arrays):
             raise ValueError("ProblemSpace: no array has role 'out' or 'inout'; there is nothing to check")
+        known = [s.name for s in self.sizes]
+        for a in self.arrays:
+            for d in (() if callable(a.shape) else a.shape if isinstance(a.shape, (tuple, list)) else (a.shape,)):
+                if isinstance(d, str) and d not in known:
+                    raise ValueError(f"Array {a.name}: shape names {d!r}, which is not a size of the space "
+                                     f"(sizes: {known})")
 
     @property
     def outputs(self) -> tuple:

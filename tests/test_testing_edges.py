@@ -413,3 +413,7 @@ def test_a_shape_naming_an_unknown_size_is_refused_when_the_space_is_made():
         ProblemSpace(sizes=[Size("n")], arrays=[Array("x", ("n", "m")), Array("y", ("n",), role="out")])
     with pytest.raises(ValueError, match=r"Array y: shape names 'k'"):
         ProblemSpace(sizes=[Size("n")], arrays=[Array("y", "k", role="out")])
+
+
+def test_a_tiles_quarters_are_edges():
+    assert {8, 9, 16, 17, 24, 25} <= set(Size("cols", 1, 96, tile=32).values_near_edges())

@@ -14,7 +14,7 @@
     space.make(rows=3, cols=33)       # one Problem, built the same way (for a reproducer)
 
 Sizes draw weighted towards the edges (0 where `low` allows it, 1, tile - 1, tile, tile + 1,
-2 * tile +- 1, the bounds), so ragged tiles and odd sizes come up by default.  Arrays are
+2 * tile +- 1, the tile's quarters, the bounds), so ragged tiles and odd sizes come up by default.  Arrays are
 shaped from the sizes, filled from one drawn seed (shrinking works on the seed, never on
 elements); outputs (`role="out"`) start filled with poison so an element the kernel misses
 stays visible: the byte 0xA7 in integers, a quiet NaN in floats (`poison_of`), which no
@@ -78,8 +78,9 @@ class Size:
     """A size parameter: an integer in [low, high], a multiple of `multiple_of`.
 
     tile: the kernel's tile (or block) length along this size; the drawn values are weighted
-    towards 0 (where low allows it), 1, tile - 1, tile, tile + 1, 2*tile - 1, 2*tile + 1 and
-    the bounds.  `edges` adds (or, with `default_edges=False`, replaces) such values.  A size
+    towards 0 (where low allows it), 1, 2, 3, tile - 1, tile, tile + 1, 2*tile - 1, 2*tile + 1,
+    the quarters of the tile and one more (tile/4, tile/2, 3*tile/4, +1 each, for a tile that
+    is a multiple of 4 from 8 up) and the bounds.  `edges` adds (or, with `default_edges=False`, replaces) such values.  A size
     named like a kernel parameter is passed to it.
     """
 
@@ -110,6 +111,8 @@ class Size:
             if self.tile:
                 t = self.tile
                 cands |= {t - 1, t, t + 1, 2 * t - 1, 2 * t + 1}
+                if t % 4 == 0 and t >= 8:  # a tile's quarters: ragged tiles that end inside each row group
+                    cands |= {q + d for q in (t // 4, t // 2, 3 * t // 4) for d in (0, 1)}
         m = self.multiple_of
         snapped = set()
         for v in cands:  # a value that is not a multiple moves to the nearest multiples

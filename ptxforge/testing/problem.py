@@ -26,6 +26,8 @@ name (sizes, arrays and scalars named like the kernel's parameters) unless `args
 from __future__ import annotations
 
 import inspect
+import math
+import struct
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -368,13 +370,18 @@ def float_from_bits(bits: int, dtype="float64"):
 
 
 def literal(v) -> str:
-    """Python text that evaluates to `v` exactly: repr, except that a NaN or infinite float (numpy's
-    included) is spelled `float_from_bits(0x..., "float32")` (bits, sign and payload kept), and
-    tuples and lists are spelled element by element."""
+    """Python text that evaluates to `v` exactly: repr, except that a Python float infinity or
+    Python's own NaN is `float('inf')` / `float('nan')`, any other NaN or non-finite numpy float is
+    `float_from_bits(0x..., 'float32')` (bits, sign and payload kept), and tuples and lists are
+    spelled element by element."""
     if isinstance(v, (tuple, list)):
         inner = ", ".join(literal(x) for x in v)
         return f"({inner},)" if isinstance(v, tuple) and len(v) == 1 else f"({inner})" if isinstance(v, tuple) \
             else f"[{inner}]"
+    if type(v) is float and v in (math.inf, -math.inf):
+        return "float('inf')" if v > 0 else "-float('inf')"
+    if type(v) is float and v != v and struct.pack("<d", v) == struct.pack("<d", math.nan):
+        return "float('nan')"
     if isinstance(v, (float, np.floating)) and not np.isfinite(v):
         dt = np.dtype(type(v)) if isinstance(v, np.floating) else np.dtype(np.float64)
         bits = int(np.array(v, dt).view(f"u{dt.itemsize}"))

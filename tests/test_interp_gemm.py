@@ -86,3 +86,19 @@ def test_check_against_reference_reports_mismatches():
     with pytest.raises(AssertionError, match=r"1 of 600 elements differ.*\(3, 4\)"):
         check_against_reference(cfg.module(), grid=cfg.grid(m, n), block=128, args=[pa, pb, c, m, n, k],
                                 expected={2: wrong})
+
+
+def test_check_against_reference_refuses_a_reference_of_another_shape():
+    """A reference of the output's size in another shape (a transpose forgotten) is an error, not reshaped into
+    a pass."""
+    import ptxforge as pf
+    from ptxforge.testing.interp_strategies import check_against_reference
+    k = pf.KernelBuilder("copy", target="sm_80")
+    src, dst = k.param_ptr("src", pf.u32), k.param_ptr("dst", pf.u32)
+    off = k.mul(k.tid(), 4, mode="wide")
+    k.st(k.add(dst, off), k.ld(k.add(src, off), type=pf.u32))
+    a = np.arange(6, dtype=np.uint32).reshape(2, 3)
+    out = np.zeros((2, 3), np.uint32)
+    with pytest.raises(ValueError, match=r"expected value for argument 1 has shape \(3, 2\); the output has \(2, 3\)"):
+        check_against_reference(k.module(), grid=1, block=6, args=[a, out], expected={1: a.T})
+    check_against_reference(k.module(), grid=1, block=6, args=[a, out], expected={1: a})

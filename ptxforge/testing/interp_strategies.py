@@ -101,9 +101,10 @@ def packed_words(lanes: int, min_size: int = 1, max_size: int = 64):
 @st.composite
 def printf_conversions(draw, max_conversions: int = 3):
     """(format, values) of a C printf call: conversion specifications drawn over flags, widths (`*` too),
-    precisions (of %a too), the length modifiers CUDA's printf takes (h, l, ll) and every conversion but %s and %p, between literal
-    text; `values` one per argument the format takes (`isa.vprintf.conversions`), ints for the integer
-    conversions, %c and `*`, floats (zeros of both signs, infinities, NaN, subnormals) for the others."""
+    precisions (of %a too), the length modifiers CUDA's printf takes (h, l, ll) and every conversion but %s
+    and %p, between literal text; `values` one per argument the format takes (`isa.vprintf.conversions`),
+    ints for the integer conversions, %c and `*`, floats (zeros of both signs, infinities, NaN, subnormals)
+    for the others."""
     from ..isa.vprintf import conversions
     parts = [draw(st.text(alphabet="abc =:<>", max_size=3))]
     for _ in range(draw(st.integers(1, max_conversions))):

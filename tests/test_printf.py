@@ -172,3 +172,13 @@ def test_gpu_the_printf_example_prints_on_the_gpu(capfd):
     lines = [line for line in out.splitlines() if line.startswith("block ")]
     counts = {line: lines.count(line) for line in lines}
     assert len(counts) == 4 and set(counts.values()) == {2}  # each block's line from the interpreter and the GPU
+
+
+def test_length_modifiers_device_printf_lacks_are_refused_with_their_own_reason():
+    import ptxforge as pf
+    with pytest.raises(pf.ValidationError, match="on an H200 every argument after an hh conversion prints wrong"):
+        conversions("%hhd")
+    for mod in ("j", "z", "t"):
+        with pytest.raises(pf.ValidationError, match=f"modifier '{mod}'.*use ll for a 64-bit integer") as info:
+            conversions(f"%{mod}d")
+        assert "hh" not in str(info.value)

@@ -100,6 +100,9 @@ def test_a_wrong_value_is_reported_with_its_index_and_reproduces():
     values = eval("dict(" + snippet.split("check_problem(kernel, space, ")[1].split(")  #")[0] + ")")
     with pytest.raises(PropertyFailure):
         check_problem(transpose(), sp, **interp_only, **values)
+    from ptxforge.testing.runner import run_problem
+    out = run_problem(transpose(), sp, **interp_only, **values)  # the same problem, judged without raising
+    assert out.failures and out.problem.sizes == {k: values[k] for k in out.problem.sizes}
 
 
 @pytest.mark.parametrize("completion,mutate", [("groups", loosen_wait_group), ("groups", drop_bar_sync),

@@ -72,9 +72,10 @@ def conversions(fmt: str) -> list:
         if conv == "%":
             continue
         if mt["len"] not in (None, "h", "l", "ll"):
+            why = (": on an H200 every argument after an hh conversion prints wrong" if mt["len"] == "hh" else
+                   "; use ll for a 64-bit integer")
             raise ValidationError(f"printf format {fmt!r}: the length modifier '{mt['len']}' of {mt.group(0)!r} is "
-                                  "not one CUDA's device printf takes (h, l, ll): on an H200 every argument after "
-                                  "an hh conversion prints wrong")
+                                  f"not one CUDA's device printf takes (h, l, ll){why}")
         out += spec_arguments(mt)
     stray = fmt.find("%", pos)
     if stray >= 0:

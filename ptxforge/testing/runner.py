@@ -228,12 +228,13 @@ class _Plan:
 # ---------------------------------------------------------------- one problem
 
 def run_problem(plan_or_target, space=None, problem=None, *, kernel=None, backends="auto",
-                transform=None) -> Outcome:
-    """Run one Problem on the backends and judge it; the Outcome lists failures (nothing raised)."""
+                transform=None, **values) -> Outcome:
+    """Run one Problem (given, or `space.make(**values)`, as `check_problem` takes it) on the backends and judge
+    it; the Outcome lists failures (nothing raised)."""
     plan = plan_or_target if isinstance(plan_or_target, _Plan) else _Plan(plan_or_target, space, kernel, backends,
                                                                         transform)
     sp = plan.space
-    p = problem if problem is not None else sp.make()
+    p = problem if problem is not None else sp.make(**values)
     k = plan.kernel_for(p)
     out = Outcome(p, k)
     out.expected = sp.expected(p)

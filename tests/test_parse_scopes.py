@@ -140,3 +140,28 @@ def test_a_b128_register_of_a_scope_raises_the_least_version_as_one_of_the_funct
     with pytest.raises(ParseError, match=r"needs at least 8.3:\n\s*\.reg \.b128 %q \(kernel k\) needs PTX ISA 8\.3"):
         parse(text, filename="q.ptx")
     assert parse(text.replace(".version 8.0", ".version 8.3"), filename="q.ptx").kernels[0].name == "k"
+
+
+TWO_COPIES = kernel("\tmov.u32 %r1, 0;\n"
+                    "\t{\n\t.reg .pred P1;\n\tLOOP:\n\tadd.u32 %r1, %r1, 1;\n\tsetp.lt.u32 P1, %r1, 3;\n\t@P1 bra LOOP;\n"
+                    "\tbra DONE;\n\tDONE:\n\t}\n"
+                    "\t{\n\t.reg .pred P1;\n\tLOOP:\n\tadd.u32 %r1, %r1, 10;\n\tsetp.lt.u32 P1, %r1, 50;\n"
+                    "\t@P1 bra LOOP;\n\tbra DONE;\n\tDONE:\n\t}\n"
+                    "\tbra DONE;\n\tDONE:\n\tst.global.u32 [%rd2], %r1;\n")
+
+
+def test_one_label_placed_in_several_scopes_is_a_label_of_each():
+    """Inline asm inlined twice places `LOOP:` and `DONE:` in two { } blocks (and here `DONE:` once more at function
+    scope), which ptxas takes: each branch goes to the label of the innermost scope around it that places one.
+    The labels after the first get names of their own; the interpreter loops 0 -> 3 in the first block and
+    3 -> 53 in the second."""
+    module = parse(TWO_COPIES, filename="two.ptx")
+    out = np.zeros(4, np.uint32)
+    interp.run(module, "k", grid=1, block=1, args=[out])
+    assert out[0] == 53
+    assert [ln.strip() for ln in module.ptx.split("\n") if ln.strip().startswith(("LOOP", "DONE"))] == \
+        ["LOOP:", "DONE:", "LOOP$1:", "DONE$1:", "DONE$2:"]
+    round_trips(module)
+    twice = TWO_COPIES.replace("\tbra DONE;\n\tDONE:\n\tst.global", "\tDONE:\n\tDONE:\n\tst.global")
+    with pytest.raises(ParseError, match="two.ptx:32: label DONE is placed twice in k"):
+        parse(twice, filename="two.ptx")

@@ -67,7 +67,8 @@ class Scope:
         self.functions = functions  # device function name -> Function/Prototype
         self.locals: list = []  # stack of {name: Symbol} for { } scopes
         self.path: tuple = ()  # the open { } scopes, outermost first, each as the line of its `{`
-        self.labels_used: dict = {}  # label text -> [(line, path)] of each use
+        self.labels_used: dict = {}  # label name -> [(line, path)] of each use
+        self.scoped_labels: dict = {}  # label text -> [(scope path, name)], where it is placed in several scopes
         self.cache: dict = {}
 
     def push(self, line: int = 0):
@@ -231,11 +232,25 @@ class Scope:
             return FuncRef(name)
         if name in self.gone:
             raise ValidationError(self.undeclared(name))
+        name = self.label_name(name)
         self.labels_used.setdefault(name, []).append((line, self.path))
         return label_of(name)
 
+    def label_name(self, text: str) -> str:
+        """The name label `text` has here: its own, unless it is placed in several `{ }` scopes; then the name of
+        the placement in the innermost open scope around this point (`scoped_labels`)."""
+        places = self.scoped_labels.get(text)
+        if places is None:
+            return text
+        best = None
+        for path, name in places:
+            if self.path[:len(path)] == path and (best is None or len(path) > len(best[0])):
+                best = (path, name)
+        return best[1] if best is not None else text
+
     def forget_label_use(self, name: str):
         """Drop the last use of label `name` recorded by `_named` (the name turned out not to be a label)."""
+        name = self.label_name(name)
         uses = self.labels_used.get(name)
         if uses:
             uses.pop()

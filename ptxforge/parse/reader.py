@@ -664,6 +664,34 @@ def _matching(text: str, start: int) -> int:
     raise ValidationError(f"unbalanced parentheses in '{text}'")
 
 
+def _scoped_label_names(stmts, i) -> dict:
+    """The names the labels of the body opening at statement `i` get where one label is placed in several
+    `{ }` scopes (inline asm inlined twice: `{ ... LAB_WAIT: ... }` per copy), which ptxas takes: label
+    spelling -> [(scope path, name)], the first placement keeping the spelling and the others `name$N`.
+    A path is the lines of the open `{`s, outermost first, as `Scope.path` spells it."""
+    depth, path, places = 0, (), {}
+    while i < len(stmts):
+        st = stmts[i]
+        if st.kind == OPEN:
+            depth += 1
+            path += (st.line,)
+        elif st.kind == CLOSE:
+            if depth == 0:
+                break
+            depth -= 1
+            path = path[:-1]
+        elif st.kind == LABEL and not (i + 1 < len(stmts) and stmts[i + 1].kind == STMT
+                                       and stmts[i + 1].text.startswith((".branchtargets", ".callprototype"))):
+            places.setdefault(st.text, []).append(path)
+        i += 1
+    out = {}
+    for text, paths in places.items():
+        distinct = list(dict.fromkeys(paths))  # (a second placement in one scope keeps the name: "placed twice")
+        if len(distinct) > 1:
+            out[text] = [(p, text if k == 0 else f"{text}${k}") for k, p in enumerate(distinct)]
+    return out
+
+
 class BodyReader:
     """Reads one function body: declarations, labels, instructions, scopes."""
 
@@ -751,6 +779,7 @@ class BodyReader:
         r = self.r
         strict = r.strict
         n = len(stmts)
+        self.scope.scoped_labels = _scoped_label_names(stmts, i)
         while i < n:
             st = stmts[i]
             kind = st.kind
@@ -776,11 +805,12 @@ class BodyReader:
                 continue
             elif kind == LABEL:
                 lab = self.scope._named(st.text)
-                if st.text in self.labels:
+                name = self.scope.label_name(st.text)
+                if name in self.labels:
                     raise r.error(st.line, f"label {st.text} is placed twice in {self.name}")
                 if not isinstance(lab, Label):
                     raise r.error(st.line, f"label {st.text} has the name of a variable")
-                self.labels[st.text] = (st.line, self.scope.path)
+                self.labels[name] = (st.line, self.scope.path)
                 items.append(LabelDef(lab, r.loc(st.line, self.name)))
             elif kind == COMMENT:
                 text = st.text
@@ -842,7 +872,7 @@ class BodyReader:
         self.scope.cache = {}
         self.items.append(CallPrototypeDecl(proto))
 
-    def finish_labels(self):
+    def finish_labels(self):  # (labels_used and self.labels are keyed by the names labels got: label_name)
         """Check that every label a branch names is placed in this body (or is a variable or a device function),
         in the { } scope of the branch or one around it."""
         for name, uses in self.scope.labels_used.items():

@@ -655,7 +655,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             if isinstance(step, bool) or not isinstance(step, numbers.Integral) or step == 0:
                 raise ValidationError(f"for_range step must be a non-zero int, got {step!r}")
             step = int(step)
-            lo, hi = (-(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1) if t.kind == "s" else (0, (1 << t.bits) - 1)
+            lo, hi = T.int_range(t)
             start, stop = (self._range_bound(x, what, t, lo, hi) for x, what in ((start, "start"), (stop, "stop")))
             if abs(step) > hi - lo:
                 raise ValidationError(f"for_range step {step} is larger than the .{t.name} counter can step")

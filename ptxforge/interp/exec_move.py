@@ -268,12 +268,6 @@ def make_selp(P, op):
 
 # ---------------------------------------------------------------- cvt
 
-def _int_range(t):
-    if t.kind == "s":
-        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
-    return 0, (1 << t.bits) - 1
-
-
 def _float_value(x, st):
     """A source of float type st (already read with its view dtype) as float64."""
     if st is T.bf16:
@@ -283,7 +277,7 @@ def _float_value(x, st):
 
 def _to_int(r, dt):
     """float64 (already rounded to an integer value) -> dt, saturating, NaN -> 0."""
-    lo, hi = _int_range(dt)
+    lo, hi = T.int_range(dt)
     out_dt = view_dtype(dt)
     big = r >= float(hi)
     small = r <= float(lo)
@@ -332,7 +326,7 @@ def make_cvt(P, op):
     dst_t = T.b16 if dt is T.bf16 else dt
     put = P.writer(d, dst_t, ins, extend="sign" if dt.kind == "s" else "zero")
     if dt.is_int and st.is_int:
-        lo, hi = _int_range(dt)
+        lo, hi = T.int_range(dt)
         out_dt = view_dtype(dt)
         src_signed = st.kind == "s"
 

@@ -147,6 +147,13 @@ _NUMPY = {
 }
 
 
+def int_range(t: ScalarType) -> tuple:
+    """(least, greatest) value of integer type `t`: signed for .s, unsigned otherwise (.u, .b)."""
+    if t.kind == "s":
+        return -(1 << (t.bits - 1)), (1 << (t.bits - 1)) - 1
+    return 0, (1 << t.bits) - 1
+
+
 def numpy_dtype(t: ScalarType) -> np.dtype:
     """The numpy dtype that holds one value of `t` (packed types: their container byte)."""
     if t.name in _NUMPY:

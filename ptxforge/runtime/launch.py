@@ -233,6 +233,7 @@ def _scalar(v):
 
 
 def _where(spec: ParamSpec, kernel: str) -> str:
+    """How an error names a scalar argument: its position, name, type and kernel."""
     return f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}'"
 
 
@@ -244,7 +245,7 @@ def _int_arg(spec: ParamSpec, v, kernel: str, signed_ok: bool) -> int:
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
             v = int(v)
         else:
-            raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' "
+            raise LaunchError(f"{_where(spec, kernel)} "
                               f"takes an int, got {type(v).__name__} {v!r}")
     v = int(v)
     bits = spec.size * 8
@@ -255,7 +256,7 @@ def _int_arg(spec: ParamSpec, v, kernel: str, signed_ok: bool) -> int:
     else:
         lo, hi = 0, (1 << bits) - 1
     if not lo <= v <= hi:
-        raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' is "
+        raise LaunchError(f"{_where(spec, kernel)} is "
                           f"{v}, outside [{lo}, {hi}]")
     if not spec.type.is_signed and v < 0:
         v += 1 << bits
@@ -265,7 +266,7 @@ def _int_arg(spec: ParamSpec, v, kernel: str, signed_ok: bool) -> int:
 def _float_arg(spec: ParamSpec, v, kernel: str) -> float:
     v = _scalar(v)
     if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
-        raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' "
+        raise LaunchError(f"{_where(spec, kernel)} "
                           f"takes a number, got {type(v).__name__} {v!r}")
     try:
         f = float(v)
@@ -275,7 +276,7 @@ def _float_arg(spec: ParamSpec, v, kernel: str) -> float:
         try:
             struct.pack("<" + spec.code, f)
         except OverflowError:
-            raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' is "
+            raise LaunchError(f"{_where(spec, kernel)} is "
                               f"{f}, beyond the range of .{spec.type.name}") from None
     return f
 
@@ -314,7 +315,7 @@ def _pair_arg(spec: ParamSpec, v, kernel: str) -> int:
     if isinstance(v, (tuple, list, np.ndarray)) and len(v) == 2:
         lo, hi = (_float_arg(spec, x, kernel) for x in v)
         return _half_bits(spec, lo, kernel, " (low half)") | (_half_bits(spec, hi, kernel, " (high half)") << 16)
-    raise LaunchError(f"argument {spec.index} ({spec.name}: .{spec.type.name}) of kernel '{kernel}' takes a pair "
+    raise LaunchError(f"{_where(spec, kernel)} takes a pair "
                       f"(low, high) of numbers or the raw 32 bits as an int, got {type(v).__name__}")
 
 

@@ -78,6 +78,12 @@ def _signed(a) -> bool:
     return a.type.kind == "s"
 
 
+def _typed_dst(k, a):
+    """A destination of `a`'s own type for a bit operation standing in for arithmetic (shl for mul, shr for
+    div, and for rem), so a .s or .u register keeps its signedness; None (the operation's .b type) otherwise."""
+    return k.reg(a.type) if a.type.kind in ("s", "u") else None
+
+
 def _trunc_div(a: int, n: int) -> int:
     """a / n rounded toward zero, as PTX div (and C) compute it."""
     q = abs(a) // abs(n)
@@ -95,7 +101,7 @@ def mul(k, a, n):
     if n == 0:
         return 0
     if is_pow2(n):
-        return k.shl(a, log2(n), dst=k.reg(a.type) if a.type.kind in ("s", "u") else None)
+        return k.shl(a, log2(n), dst=_typed_dst(k, a))
     return k.mul(a, n)
 
 
@@ -122,7 +128,7 @@ def div(k, a, n):
     if n == 1:
         return a
     if is_pow2(n) and not _signed(a):
-        return k.shr(a, log2(n), dst=k.reg(a.type) if a.type.kind == "u" else None)
+        return k.shr(a, log2(n), dst=_typed_dst(k, a))
     return k.div(a, n)
 
 
@@ -136,7 +142,7 @@ def rem(k, a, n):
     if n in (1, -1):
         return 0
     if is_pow2(n) and not _signed(a):
-        return k.and_(a, n - 1, dst=k.reg(a.type) if a.type.kind == "u" else None)
+        return k.and_(a, n - 1, dst=_typed_dst(k, a))
     return k.rem(a, n)
 
 

@@ -236,6 +236,9 @@ def special_reader(name: str, ins):
         "dynamic_smem_size": lambda S: S.launch.dynamic_shared,
         "total_smem_size": lambda S: S.launch.total_shared,
         "gridid": lambda S: 0,
+        # the .w component of the .v4 id registers: ptxas reads it as 0 (%ntid.w and %nctaid.w too)
+        **{f"{n}.w": (lambda S: 0) for n in ("tid", "ntid", "ctaid", "nctaid", "clusterid", "nclusterid",
+                                              "cluster_ctaid", "cluster_nctaid")},
         # %envreg0..31 hold what a launch asks the driver for (a cooperative launch's grid workspace);
         # an ordinary launch leaves them 0
         **{f"envreg{i}": (lambda S: 0) for i in range(32)},

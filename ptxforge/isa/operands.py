@@ -317,9 +317,10 @@ class Discard(Operand):
 DISCARD = Discard()
 
 SPECIAL_REGISTERS = {
-    **{f"{n}.{d}": T.u32 for n in ("tid", "ntid", "ctaid", "nctaid") for d in "xyz"},
+    # .w: the fourth component of these .v4 registers, which ptxas takes and reads as 0
+    **{f"{n}.{d}": T.u32 for n in ("tid", "ntid", "ctaid", "nctaid") for d in "xyzw"},
     **{f"{n}.{d}": T.u32 for n in ("clusterid", "nclusterid", "cluster_ctaid", "cluster_nctaid")
-       for d in "xyz"},
+       for d in "xyzw"},
     "laneid": T.u32, "warpid": T.u32, "nwarpid": T.u32, "smid": T.u32, "nsmid": T.u32,
     "gridid": T.u64, "clock": T.u32, "clock64": T.u64, "globaltimer": T.u64,
     "lanemask_eq": T.u32, "lanemask_le": T.u32, "lanemask_lt": T.u32,

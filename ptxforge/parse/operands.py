@@ -19,6 +19,7 @@ from ..isa.opaque import PlainLabel, RawOperand
 _PTXFORGE_INTERNAL = True
 
 _IDENT = re.compile(r"[A-Za-z_$%][\w$]*\Z")
+_NUMBERED = re.compile(r"(.*\D)(\d+)\Z")  # a register spelling: its name and the decimal number ending it
 _SYMBOL_OFFSET = re.compile(r"([A-Za-z_$][\w$]*)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+))\Z")
 _ADDR_OFFSET = re.compile(r"(.*?)\s*\+\s*(-?\s*(?:0[xX][0-9a-fA-F]+|[0-9]+))\Z|(.*?)\s*-\s*(0[xX][0-9a-fA-F]+|[0-9]+)\Z")
 
@@ -58,6 +59,8 @@ class Scope:
         self.renamed: dict = {}  # function-scope spelling -> its Reg's name, where that is not the spelling
         self.registers: dict = {}  # the Regs made so far (on first use: most declared registers are unused)
         self.frames: list = []  # per open { } scope: {register spelling: (Reg, line of its declaration)}
+        self.ranged: set = set()  # function-scope spellings a `%r<N>` range declared
+        self.frame_ranged: list = []  # per open { } scope: the spellings its ranges declared
         self.taken: dict = {}  # Reg name -> type, of every register of the function so far
         self.closed: dict = {}  # Reg name -> Reg, of registers whose { } scope has closed (a later scope may reuse)
         self.gone: dict = {}  # register spelling -> line of its declaration in a { } scope that has closed
@@ -76,6 +79,7 @@ class Scope:
         `pop`)."""
         self.locals.append({})
         self.frames.append({})
+        self.frame_ranged.append(set())
         self.path += (line,)
         self.cache = {}
 
@@ -84,20 +88,32 @@ class Scope:
         if self.locals:
             self.locals.pop()
         if self.frames:
+            self.frame_ranged.pop()
             for spelling, (r, line) in self.frames.pop().items():
                 self.closed[r.name] = r
                 self.gone[spelling] = line
             self.path = self.path[:-1]
         self.cache = {}
 
-    def declare_register(self, spelling: str, t, line: int):
+    def declare_register(self, spelling: str, t, line: int, ranged: bool = False):
         """Declare register `spelling` of type `t` at `line` in the innermost open scope; returns the Reg of a
-        scoped one (None at function scope: made on first use).  ValidationError when the scope already
-        declares the spelling.  The Reg's name is the spelling without `%` unless another register of the
-        function has that name (one this declaration hides, or one of another type in a closed scope): then a
-        fresh `name$N`.  A closed scope's register of the same type is reused: the two never live together."""
+        scoped one (None at function scope: made on first use).  `ranged`: a `%r<N>` range declares it, so
+        that its number may also be spelled with leading zeros (`%r07`, as ptxas reads it: `numbered`).
+        ValidationError when the scope already declares the spelling (or, for a spelling with leading zeros,
+        the range register it names).  The Reg's name is the spelling without `%` unless another register of
+        the function has that name (one this declaration hides, or one of another type in a closed scope): then
+        a fresh `name$N`.  A closed scope's register of the same type is reused: the two never live together."""
         frame = self.frames[-1] if self.frames else None
         old = frame.get(spelling) if frame is not None else self.declared.get(spelling)
+        if old is None and not ranged:
+            canonical = _canonical(spelling)
+            if canonical is not None and canonical in (self.frame_ranged[-1] if frame is not None else self.ranged):
+                old = frame.get(canonical) if frame is not None else self.declared.get(canonical)
+                if old is not None:
+                    ot, at = (old[0].type, old[1]) if frame is not None else (old, self.declared_at[canonical])
+                    raise ValidationError(f"{spelling} names {canonical} of a range declared .{ot.name} in "
+                                          f"this scope (line {at}): ptxas reads a range register's number with "
+                                          "leading zeros as the same register")
         if old is not None:
             ot, at = (old[0].type, old[1]) if frame is not None else (old, self.declared_at[spelling])
             raise ValidationError(f"{spelling} is already declared .{ot.name} in this scope (line {at}); a "
@@ -117,6 +133,8 @@ class Scope:
             name = f"{name}${n}"
         self.taken[name] = t
         self.gone.pop(spelling, None)
+        if ranged:
+            (self.frame_ranged[-1] if frame is not None else self.ranged).add(spelling)
         if frame is None:
             self.declared[spelling] = t
             self.declared_at[spelling] = line
@@ -150,11 +168,36 @@ class Scope:
 
     def register(self, spelling: str):
         """The Reg a declared register spelling (`%r7`, or `P1` for one declared without %) stands for here
-        (innermost scope first), or None."""
+        (innermost scope first), or None.  A spelling declared nowhere that writes the number of a range
+        register with leading zeros (`%r07`, `%r00`) names that register (`numbered`)."""
+        r = self._declared(spelling)
+        if r is None and "0" in spelling:  # (the quick test before the full one: a leading zero needs a 0)
+            r = self.numbered(spelling)
+        return r
+
+    def numbered(self, spelling: str):
+        """The register of a `%r<N>` range that `spelling` names with leading zeros in its number (`%r07` is
+        `%r7`), innermost scope first, or None.  ptxas reads these (a name that no declaration spells exactly,
+        whose number a range of the same name covers); a register declared alone (`.reg .b32 %r7;`) is not
+        named so."""
+        canonical = _canonical(spelling)
+        if canonical is None:
+            return None
+        for frame, ranged in zip(reversed(self.frames), reversed(self.frame_ranged)):
+            if canonical in ranged:
+                return frame[canonical][0]
+        return self._function_register(canonical) if canonical in self.ranged else None
+
+    def _declared(self, spelling: str):
+        """The Reg a declared register spelling stands for here (innermost scope first), or None."""
         for frame in reversed(self.frames):
             hit = frame.get(spelling)
             if hit is not None:
                 return hit[0]
+        return self._function_register(spelling)
+
+    def _function_register(self, spelling: str):
+        """The Reg of a register spelling declared at function scope (made on first use), or None."""
         r = self.registers.get(spelling)
         if r is None:
             t = self.declared.get(spelling)
@@ -285,6 +328,15 @@ class Scope:
             raise ValidationError(f"address [{inner}]: '{base_text.strip()}' is neither a register nor a "
                                   "declared variable")
         return Addr(base, off)
+
+
+def _canonical(spelling: str) -> str | None:
+    """`spelling` with the leading zeros of the number ending it dropped (`%r007` -> `%r7`, `%r00` -> `%r0`);
+    None when it has none to drop."""
+    m = _NUMBERED.match(spelling)
+    if m is None or len(m.group(2)) < 2 or m.group(2)[0] != "0":
+        return None
+    return m.group(1) + str(int(m.group(2)))
 
 
 def label_of(name: str) -> Label:

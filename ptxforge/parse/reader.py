@@ -28,7 +28,8 @@ from ..isa.instruction import Instruction
 from ..isa.opaque import opaque
 from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
 from ..isa.targets import RELEASED_VERSIONS, PtxVersion, Target
-from ..isa.tensor import S4_EMULATION_COST, directive_entry_registers, warn_emulated, warn_ignored_setmaxnreg
+from ..isa.tensor import (S4_EMULATION_COST, directive_entry_registers, warn_at, warn_emulated,
+                          warn_ignored_setmaxnreg)
 from ..module import Module
 from .decode import decode
 from .lexer import CLOSE, COMMENT, HEADER, LABEL, LINE, OPEN, STMT, statements
@@ -41,7 +42,7 @@ _ids = itertools.count(1)
 _REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
 _MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
-_RANGE = re.compile(r"%([A-Za-z_$][\w$]*)<(\d+)>\Z")
+_RANGE = re.compile(r"(%?)([A-Za-z_$][\w$]*)<(\d+)>\Z")
 _GUARD = re.compile(r"@\s*(!?)\s*(\S*)\s*(.*)\Z", re.S)
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
@@ -53,6 +54,15 @@ _PERF = {"maxntid": 3, "reqntid": 3, "reqnctapercluster": 3, "minnctapersm": 1, 
 
 class ParseError(ValidationError):
     """A PTX line that ptxforge cannot read or that the tables reject; names the file and line."""
+
+
+class NarrowedImmediateWarning(UserWarning):
+    """An integer literal of a PTX line that does not fit its operand's type (`add.u16 %rs1, %rs2, 70000;`):
+    ptxas keeps its low bits without a word, and so does the reader, warning at the file and line."""
+
+
+#: The ISA's refusal of an integer immediate wider than its operand's type (`check_value`).
+_WIDE_IMMEDIATE = re.compile(r"immediate (-?\d+) does not fit \.(\w+)\Z")
 
 
 def require_text(text, who: str) -> None:
@@ -740,18 +750,18 @@ class BodyReader:
             item = item.strip()
             m = _RANGE.match(item)
             # a register named without % (legal PTX) is written with one when ptxforge renders it
-            names = [f"%{m.group(1)}{k}" for k in range(int(m.group(2)))] if m else [item]
+            names = [f"{m.group(1)}{m.group(2)}{k}" for k in range(int(m.group(3)))] if m else [item]
             if not m and not _REG_NAME.match(item):
                 raise self.r.error(line, f"register name '{item}' is not a PTX identifier")
             regs = []
             for nm in names:
                 try:
-                    r = self.scope.declare_register(nm, t, line)
+                    r = self.scope.declare_register(nm, t, line, ranged=m is not None)
                 except ValidationError as e:
                     raise self.r.error(line, e.message) from None
                 regs.append(r)
             if scoped:
-                kept = m is not None and all(r.name == f"{m.group(1)}{k}" for k, r in enumerate(regs))
+                kept = m is not None and all(r.name == f"{m.group(2)}{k}" for k, r in enumerate(regs))
                 spelled.append("%" + item.lstrip("%") if kept else ", ".join(str(r) for r in regs))
                 made += regs
         if scoped:
@@ -977,7 +987,7 @@ class BodyReader:
         try:
             if bad is not None:
                 raise ValidationError(bad)
-            ins = decode(mnemonic, ops)
+            ins, narrowed = _decode_narrowing(mnemonic, ops)
             _check_float_literals(ins)
             if isinstance(ins.info, BulkInfo) and ins.info.multicast and type(ins.operands[-1]) is Imm:
                 check_cluster_mask(ins.operands[-1].value, self.directives)  # (as the builder checks it)
@@ -994,6 +1004,12 @@ class BodyReader:
                                   f"{self.version}")
             ins = Instruction(ins.opcode, ins.mnemonic, ins.operands, ins.n_dst, guard, req, ins.info, ins.mods,
                               ins.type, loc)
+            for value, kept, t in narrowed:
+                message = (f"the literal {value} does not fit .{t.name}: ptxas keeps its low {t.bits} bits, "
+                           f"{kept}{f' ({kept & ((1 << t.bits) - 1):#x})' if kept < 0 or kept >= 10 else ''}, "
+                           "without a warning; the module holds that value")
+                r.note(line, "warning", message)
+                warn_at(NarrowedImmediateWarning(message), loc)
             if ins.opcode == "mma" and ins.info.a_type in (T.s4, T.u4) and not self.target.mma_s4_native:
                 r.note(line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path on {self.target.name}: "
                                         f"ptxas emulates it ({S4_EMULATION_COST})")
@@ -1044,6 +1060,49 @@ def _check_float_literals(ins):
                 legal = "no literal: give a register (mov.b16 %h, 0x3C00 holds 1.0 as .f16)"
             raise ValidationError(f"the integer literal {op.value} is a .{ot.name} operand here: a .{ot.name} operand "
                                   f"takes {legal}")
+
+
+def _decode_narrowing(mnemonic: str, ops: list):
+    """(the decoded instruction, [(literal, value kept, type)]): `decode`, where an integer literal wider than
+    its operand's type reads as ptxas reads it, its low bits (signed for an .s type).  A literal outside 64
+    bits stays an error: ptxas reduces some of those modulo 2^64 and refuses others ('Constant overflow')."""
+    narrowed = []
+    while True:
+        try:
+            return decode(mnemonic, ops), narrowed
+        except ValidationError as e:
+            m = _WIDE_IMMEDIATE.search(e.message)
+            if m is None or len(narrowed) >= len(ops):
+                raise
+            value, t = int(m.group(1)), T.lookup(m.group(2))
+            if not -(1 << 63) <= value < (1 << 64):
+                raise ValidationError(f"{e.message}, nor 64 bits: ptxas reduces some such literals modulo 2^64 and "
+                                      "refuses others ('Constant overflow'); write the value in 64 bits") from None
+            kept = narrow_integer(value, t)
+            new = [_narrowed(op, value, kept) for op in ops]
+            if new == ops:
+                raise
+            ops = new
+            narrowed.append((value, kept, t))
+
+
+def narrow_integer(value: int, t) -> int:
+    """The value ptxas gives integer literal `value` as an operand of integer type `t`: its low `t.bits` bits,
+    read as signed for an .s type and as unsigned otherwise."""
+    kept = value & ((1 << t.bits) - 1)
+    if t.kind == "s" and kept >= 1 << (t.bits - 1):
+        kept -= 1 << t.bits
+    return kept
+
+
+def _narrowed(op, value: int, kept: int):
+    """`op` with the integer literal `value` (alone or in a `{ }` vector) replaced by `kept`."""
+    if type(op) is Imm and not isinstance(op.value, (float, bool)) and op.value == value:
+        return Imm(kept, op.type)
+    if type(op) is Vec:
+        items = tuple(_narrowed(x, value, kept) for x in op.regs)
+        return op if items == op.regs else Vec(items)
+    return op
 
 
 def _raw_or(scope, text, line):

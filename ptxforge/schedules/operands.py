@@ -25,18 +25,28 @@ _PTXFORGE_INTERNAL = True
 _ALIGN_CAP = 256
 
 
+def check_size(name: str, v, least: int = 1, who: str = "") -> None:
+    """Raise a ValidationError unless size `name` is an int (a numpy integer too, a bool not) of at least `least`;
+    `who` prefixes the message (the call that was given it)."""
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
+        raise ValidationError(f"{who}{name} must be an int >= {least}, got {v!r}")
+
+
 def check_sizes(m, n, k, *, least_k: int = 1, who: str = "") -> None:
     """Raise a ValidationError unless M, N and K are ints (numpy integers too, bools not) of at least 1 (K of at
     least `least_k`); `who` prefixes the message (the call that was given them)."""
     for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, least_k)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
-            raise ValidationError(f"{who}{name} must be an int >= {least}, got {v!r}")
+        check_size(name, v, least, who)
 
 
 def require_numpy(what: str, x, why: str) -> None:
-    """Raise a ValidationError unless operand `what` is a numpy array (`why`: what needs one)."""
+    """Raise a ValidationError unless operand `what` is a numpy array of native byte order (`why`: what needs one;
+    the kernels read little-endian elements, and a big-endian array's bytes would be read as other values)."""
     if not isinstance(x, np.ndarray):
         raise ValidationError(f"{what} must be a numpy array {why}, got {type(x).__name__}")
+    if not x.dtype.isnative:
+        raise ValidationError(f"{what} holds big-endian {x.dtype.str} elements; the GEMMs read little-endian "
+                              f"ones: pass {what}.astype({x.dtype.newbyteorder('=').name!r})")
 
 
 @contextlib.contextmanager
@@ -63,9 +73,10 @@ def host_array(x):
     return np.from_dlpack(x) if host else x
 
 
-def check_host_out(what: str, x, shape: tuple, dtype) -> None:
+def check_host_out(what: str, x, shape: tuple, dtype, inputs=()) -> None:
     """Raise a ValidationError unless output `what` is a writeable, C-contiguous numpy array of `shape` and
-    `dtype`."""
+    `dtype` whose memory no host input of `inputs` ((name, array) pairs) shares: the kernel would overwrite
+    operands it has still to read."""
     dt = np.dtype(dtype)
     if not isinstance(x, np.ndarray) or x.shape != shape or x.dtype != dt or not x.flags.c_contiguous:
         raise ValidationError(f"{what} must be a C-contiguous numpy {dt.name} array of shape {shape}, got "
@@ -73,6 +84,10 @@ def check_host_out(what: str, x, shape: tuple, dtype) -> None:
     if not x.flags.writeable:  # (a launch would take it as input only: the result would never reach it)
         raise ValidationError(f"{what} is a read-only numpy array and the GEMM writes its result there: pass a "
                               "writeable array, or none for a new one")
+    for name, y in inputs:
+        if isinstance(y, np.ndarray) and np.may_share_memory(x, y):
+            raise ValidationError(f"{what} overlaps {name} in memory: the GEMM would overwrite {name} while it still "
+                                  f"reads it; pass a {what} of its own, or none for a new one")
 
 
 def align_class(ptr: int | None) -> int:
@@ -131,10 +146,10 @@ class _FastReader:
         """After the careful path read `x`'s interface and the driver placed `ptr` on ptxforge's device:
         trust its type's data_ptr() from now on if it agrees, for arrays on that device (and a type whose
         shape is a tuple, which a plan's key hashes and compares as it is: torch.Size is one)."""
-        dp = getattr(x, "data_ptr", None)
-        if dp is None or not hasattr(x, "__cuda_array_interface__"):
-            return
-        try:
+        try:  # (an interface that raises, as torch's does for a tensor that requires grad: nothing to learn)
+            dp = getattr(x, "data_ptr", None)
+            if dp is None or not hasattr(x, "__cuda_array_interface__"):
+                return
             if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
                     and callable(getattr(x, "get_device", None)) and isinstance(x.shape, tuple):
                 dev = x.get_device()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, check_host_out, interpreter_hint, producers_ok, require_numpy
+from ..operands import (_reader, align_class, check_host_out, check_size, interpreter_hint, producers_ok,
+                        require_numpy)
 from .plan import fast_run, load_kernel, remember_plan
 
 # errors about the caller's parameters and arrays name the caller's line, not this file's
@@ -56,11 +57,20 @@ def _problem(s, a_shape, a_el, b_shape, b_el, k):
     per_byte = 8 // s.bits
     if k is None:
         k = row_bytes * per_byte
+    check_size("K", k, 0)
     if k * s.bits != 8 * row_bytes:
         raise ValidationError(f"K={k} .{s.operand} values take {k * s.bits / 8:g} bytes per row, but the rows hold "
                               f"{row_bytes}; rows must be exactly K{'/2' if s.bits == 4 else ''} bytes")
     s.for_problem(k).check_problem(m, n, k)  # the variant: a default path may change with K
     return m, n, k
+
+
+def host_problem(s, a, b, k, why: str) -> tuple:
+    """(M, N, K) of numpy operands A and B for schedule `s`, checked as every run checks them (`_problem`);
+    `why` says what needs numpy arrays."""
+    for name, x in (("A", a), ("B", b)):
+        require_numpy(name, x, why)
+    return _problem(s, a.shape, (a.dtype.kind, a.dtype.itemsize * 8), b.shape, (b.dtype.kind, b.dtype.itemsize * 8), k)
 
 
 def run_gemm(s, a, b, c=None, *, k=None, stream=None):
@@ -83,6 +93,8 @@ def _run_careful(s, a, b, c, k, stream):
     b_shape, b_ptr, b_el = _describe(b, "B", sh)
     m, n, k = _problem(s, a_shape, a_el, b_shape, b_el, k)
     host_out = c is None and a_ptr is None and b_ptr is None
+    if isinstance(c, np.ndarray):  # a host C is written back: writeable, whole rows, none of A's or B's memory
+        check_host_out("C", c, (m, n), np.int32, (("A", a), ("B", b)))
     if c is None:
         c = np.empty((m, n), np.int32) if host_out else DeviceBuffer.empty((m, n), np.int32)
     c_shape, c_ptr, c_el = _describe(c, "C", sh)
@@ -104,14 +116,11 @@ def _run_careful(s, a, b, c, k, stream):
 def interpret_gemm(s, a, b, c=None, *, k=None, order: str = "lowest-pc", check: bool = True) -> tuple:
     """See GemmSchedule.interpret: (C, report) of the variant `run` would launch, on the CPU interpreter."""
     from ... import interp
-    for name, x in (("A", a), ("B", b)):
-        require_numpy(name, x, "to run on the interpreter")
-    m, n, k = _problem(s, a.shape, (a.dtype.kind, a.dtype.itemsize * 8), b.shape,
-                       (b.dtype.kind, b.dtype.itemsize * 8), k)
+    m, n, k = host_problem(s, a, b, k, "to run on the interpreter")
     if c is None:
         c = np.full((m, n), -0x5A5A5A5B, np.int32)  # poisoned: an element the kernel leaves shows
     else:
-        check_host_out("C", c, (m, n), np.int32)
+        check_host_out("C", c, (m, n), np.int32, (("A", a), ("B", b)))
     v = s.for_problem(k, n)
     workspace = ()
     if v.splits > 1:  # what SplitKWorkspace allocates on a GPU: the partial tiles, and the tile counters at 0

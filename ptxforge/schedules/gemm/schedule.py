@@ -364,11 +364,15 @@ class GemmSchedule:
 
     # ------------------------------------------------------------ reference and running
     def reference(self, a, b, k: int | None = None) -> np.ndarray:
-        """The exact product (int64) of numpy operands in this schedule's format."""
-        from ...int4 import reference_gemm, reference_gemm_int8
+        """The exact product (int64) of numpy operands in this schedule's format, read as the kernel reads them
+        (8-bit bytes as .s8 or .u8 values whatever the arrays' signedness); the operands are checked as
+        `interpret` checks them."""
+        from ...int4 import exact_matmul_nt, reference_gemm
+        _, _, k = _run.host_problem(self, a, b, k, "for the numpy reference")
         if self.bits == 4:
             return reference_gemm(a, b, k, signed=self.operand == "s4")
-        return reference_gemm_int8(a, b)
+        as_read = np.int8 if self.operand == "s8" else np.uint8
+        return exact_matmul_nt(a.view(as_read), b.view(as_read))
 
     def run(self, a, b, c=None, *, k: int | None = None, stream=None):
         """C = A . B^T on the GPU.  a: [M, K/2] packed bytes (4-bit) or [M, K] (8-bit); b: [N, ...].

@@ -15,7 +15,7 @@ import numpy as np
 
 from ...errors import ValidationError
 from .convert import widen_numpy
-from .splitk import check_reduce, nonempty_splits, workspace_bytes
+from .splitk import check_reduce, check_splits, nonempty_splits, workspace_bytes
 
 _PTXFORGE_INTERNAL = True
 
@@ -94,8 +94,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     from .operands import c_numpy_type, check_host_c, host_problem
     m, n, k = host_problem(cfg, a, b, k)
     a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)  # as run() copies them in
-    if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
-        raise ValidationError(f"splits must be an int >= 1, got {splits!r}")
+    splits = check_splits(splits, auto=False)
     check_reduce(cfg, splits, m * n)
     splits = nonempty_splits(cfg.tile_counts(*((n, m) if cfg.swap_ab else (m, n)), k)[2], splits)
     dt = c_numpy_type(cfg)
@@ -103,7 +102,7 @@ def interpret(cfg, a, b, c=None, *, k: int | None = None, splits: int = 1, clust
     if c is None:
         c = np.full((m, n), poison, dt)
     else:
-        check_host_c(cfg, c, m, n)
+        check_host_c(cfg, c, m, n, a, b)
     launch_reduce = splits > 1 and not cfg.for_launch(n if not cfg.swap_ab else m, splits, m * n).reduces_in_kernel
     out = np.full((splits, m, n), poison, dt) if launch_reduce else c
     args, grid, shared = interpreter_launch(cfg, a, b, out, k, splits=splits, clusters=clusters)

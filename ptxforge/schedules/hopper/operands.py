@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import check_gpu_operand, check_host_out, require_numpy
+from ..operands import check_gpu_operand, check_host_out, check_size, require_numpy
 
 
 _PTXFORGE_INTERNAL = True
@@ -80,16 +80,17 @@ def k_of_rows(cfg, row_bytes: int, k: int | None) -> int:
     whole = row_bytes * 8 // cfg.bits
     if k is None:
         return whole
+    check_size("K", k)
     if k != whole:
         raise ValidationError(f"K={k} does not fill the operands' {row_bytes}-byte rows ({whole} .{cfg.operand} "
                               "values); the tensor maps read whole rows: pass K = the row length or leave it out")
     return k
 
 
-def check_host_c(cfg, c, m: int, n: int) -> None:
-    """Raise a ValidationError unless `c` is a C-contiguous numpy [M, N] array of `cfg`'s C type (what a host
-    run writes its result into)."""
-    check_host_out("C", c, (m, n), c_numpy_type(cfg))
+def check_host_c(cfg, c, m: int, n: int, a=None, b=None) -> None:
+    """Raise a ValidationError unless `c` is a writeable, C-contiguous numpy [M, N] array of `cfg`'s C type (what
+    a host run writes its result into) sharing no memory with the host operands `a` and `b`."""
+    check_host_out("C", c, (m, n), c_numpy_type(cfg), (("A", a), ("B", b)))
 
 
 def host_problem(cfg, a, b, k: int | None = None) -> tuple:
@@ -136,15 +137,15 @@ def random_operands(cfg, m: int, n: int, k: int, rng) -> tuple:
 
 def reference(cfg, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """numpy C for host operands (s4: packed bytes, widened first; bf16: uint16 bit patterns; f16: float16
-    values or their uint16 bit patterns), float64 for the 16-bit float operands."""
+    values or their 16-bit integer bit patterns), float64 for the 16-bit float operands."""
     if cfg.operand == "s8":  # (uint8 bytes are read as the s8 values they hold, as the kernel reads them)
         a, b = (x.view(np.int8) if x.dtype == np.uint8 else x for x in (np.asarray(a), np.asarray(b)))
         return a.astype(np.int64) @ b.astype(np.int64).T
     if cfg.operand == "s4":
         from .convert import widen_numpy
         return widen_numpy(a).astype(np.int64) @ widen_numpy(b).astype(np.int64).T
-    if cfg.operand == "f16":
-        af, bf = (np.asarray(x).view(np.float16) if np.asarray(x).dtype == np.uint16 else np.asarray(x)
+    if cfg.operand == "f16":  # (16-bit integers are the bit patterns, as the kernel reads them)
+        af, bf = (np.asarray(x).view(np.float16) if np.asarray(x).dtype.kind in "iu" else np.asarray(x)
                   for x in (a, b))
         return af.astype(np.float64) @ bf.astype(np.float64).T
     from ...bfloat16 import from_bf16

@@ -97,8 +97,9 @@ class HopperPlan:
                  stream=None):
         from ...runtime import driver as drv
         from ...runtime.streams import stream_handle
-        from .splitk import check_reduce
+        from .splitk import check_reduce, check_splits
         cfg.check_problem(m, n, k)
+        splits = check_splits(splits)
         self.cfg, self.m, self.n, self.k = cfg, m, n, k
         self._swap = cfg.swap_ab
         km, kn = (n, m) if self._swap else (m, n)  # the kernel's M and N (swap_ab: B . A^T, stored transposed)
@@ -383,6 +384,8 @@ class Plan:
 
     def __init__(self, cfg, a, b, c, *, k: int | None = None, sms: int | None = None,
                  splits: int | None = None, stream=None):
+        from .splitk import check_splits
+        check_splits(splits)  # (before the driver is asked about the operands)
         sh = 0 if stream is None else _stream_handle(stream)
         self._waits: list = []  # producer streams (array interface v3) each launch is ordered after
         views = tuple(gpu_view(x, what, sh, self._waits) for x, what in ((a, "A"), (b, "B"), (c, "C")))

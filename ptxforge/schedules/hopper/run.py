@@ -15,6 +15,7 @@ from ...errors import ValidationError
 from ..operands import _reader
 from .operands import c_numpy_type, check_host_c, host_problem
 from .plan import Plan, _stream_handle
+from .splitk import check_splits
 
 
 _PTXFORGE_INTERNAL = True
@@ -86,8 +87,9 @@ def run(cfg, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, k: in
     checked with the operands before anything runs; splits: K splits, None: auto)."""
     from ...runtime import DeviceBuffer
     m, n, k = host_problem(cfg, a, b, k)
+    check_splits(splits)
     if c is not None:
-        check_host_c(cfg, c, m, n)
+        check_host_c(cfg, c, m, n, a, b)
     out_dt = c_numpy_type(cfg)
     da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
     dc = DeviceBuffer.empty((m, n), out_dt)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 from ...errors import ValidationError
 from ...isa import types as T
 from ...isa.operands import Addr
@@ -25,6 +27,17 @@ _PTXFORGE_EMITTER = True  # its instructions name its lines (errors.emitter_loca
 
 #: threads per CTA of the reduction
 REDUCE_THREADS = 256
+
+
+def check_splits(splits, *, auto: bool = True):
+    """`splits` as a launch takes it: an int >= 1 (a numpy integer becomes an int), or None where `auto` (the
+    launch chooses); anything else (0, a bool, a float, a string) is a ValidationError."""
+    if splits is None and auto:
+        return None
+    if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
+        raise ValidationError(f"splits must be an int >= 1 (K split that many ways)"
+                              + (", or None to let the launch choose" if auto else "") + f", got {splits!r}")
+    return int(splits)
 
 
 def nonempty_splits(ktiles: int, splits: int) -> int:

@@ -1,0 +1,144 @@
+"""The GEMM schedules as a user calls them, without a GPU: what `reference`, `interpret`, `run`, `plan` and
+`for_shape` take and refuse (before any driver call), what they say about it, and what `ptxforge gemm-int4`
+prints and returns."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge.bfloat16 import to_bf16
+from ptxforge.int4 import pack_int4, random_int4
+from ptxforge.schedules import Bf16Gemm, HopperGemm, Int4Gemm, Int8Gemm
+
+#: small mma.sync schedules (one tile covers the ragged shapes below)
+G4 = Int4Gemm(block_m=64, block_n=64, warps_m=2, warps_n=2, stages=2, target="sm_80")
+G8 = Int8Gemm(block_m=64, block_n=64, warps_m=2, warps_n=2, stages=2, target="sm_80")
+U8 = Int8Gemm(block_m=64, block_n=64, warps_m=2, warps_n=2, stages=2, target="sm_80", operand="u8")
+
+
+def _s8(shape, seed=0):
+    return np.random.default_rng(seed).integers(-128, 128, shape, dtype=np.int8)
+
+
+def _packed(shape, seed=0):
+    return pack_int4(random_int4(shape, np.random.default_rng(seed)))
+
+
+# ---------------------------------------------------------------- the numpy reference agrees with the kernel
+
+@pytest.mark.parametrize("g, view", [(G8, np.uint8), (U8, np.int8)], ids=["s8-as-uint8", "u8-as-int8"])
+def test_the_mma_sync_reference_reads_bytes_as_the_kernel_does(g, view):
+    a, b = _s8((5, 64), 1).view(view), _s8((7, 64), 2).view(view)
+    c, report = g.interpret(a, b)
+    assert report.ok
+    assert np.array_equal(g.reference(a, b), c.astype(np.int64))
+
+
+def test_the_mma_sync_reference_checks_its_operands_as_run_does():
+    a, b = _packed((5, 64)), _packed((7, 64), 1)
+    for k in (62, True, "64"):
+        with pytest.raises(pf.ValidationError, match="K"):
+            G4.reference(a, b, k=k)
+    with pytest.raises(pf.ValidationError, match="8-bit integers"):
+        G8.reference(_s8((5, 64)).astype(np.float32), _s8((7, 64)))
+    with pytest.raises(pf.ValidationError, match="8-bit integers"):
+        G8.reference(_s8((5, 64)).astype(bool), _s8((7, 64)).astype(bool))
+
+
+def test_the_f16_reference_reads_int16_bit_patterns_as_the_kernel_does():
+    rng = np.random.default_rng(3)
+    h = Bf16Gemm.for_shape(40, 72, 64, operand="f16")
+    a = rng.standard_normal((5, 64)).astype(np.float16)
+    b = rng.standard_normal((7, 64)).astype(np.float16)
+    want = h.reference(a, b)
+    got = h.reference(a.view(np.int16), b.view(np.int16))
+    assert np.allclose(got, want, rtol=0, atol=1e-9), np.abs(got - want).max()
+
+
+# ---------------------------------------------------------------- host operands refused before anything runs
+
+@pytest.mark.parametrize("operand, dtype", [("bf16", ">u2"), ("f16", ">f2"), ("f16", ">i2")])
+def test_big_endian_host_operands_are_refused(operand, dtype):
+    h = Bf16Gemm.for_shape(40, 72, 64, operand=operand)
+    a = np.ones((5, 64), dtype)
+    b = np.ones((7, 64), dtype)
+    for call in (lambda: h.interpret(a, b), lambda: h.reference(a, b), lambda: h.run(a, b)):
+        with pytest.raises(pf.ValidationError, match="big-endian"):
+            call()
+
+
+@pytest.mark.parametrize("k", ["64", 64.0, True, [64]])
+def test_a_k_that_is_not_an_int_is_refused_as_such(k):
+    a, b = _packed((5, 256)), _packed((7, 256), 1)
+    h = Int4Gemm.for_shape(40, 72, 256, target="sm_90a")
+    for call in (lambda: G4.interpret(a, b, k=k), lambda: G4.run(a, b, k=k), lambda: h.interpret(a, b, k=k),
+                 lambda: h.run(a, b, k=k), lambda: h.reference(a, b, k=k)):
+        with pytest.raises(pf.ValidationError, match="K must be an int"):
+            call()
+
+
+def test_a_read_only_or_strided_numpy_c_is_refused_by_the_mma_sync_run_before_launching():
+    a, b = _packed((5, 64)), _packed((7, 64), 1)
+    ro = np.zeros((5, 7), np.int32)
+    ro.flags.writeable = False
+    with pytest.raises(pf.ValidationError, match="read-only"):
+        G4.run(a, b, ro)
+    with pytest.raises(pf.ValidationError, match="C-contiguous"):
+        G4.run(a, b, np.zeros((7, 5), np.int32).T)
+
+
+@pytest.mark.parametrize("splits", [0, -1, True, 2.0, "2", None])
+def test_splits_that_are_not_a_count_are_refused_before_the_driver(splits):
+    h = Int4Gemm.for_shape(40, 72, 256, target="sm_90a")
+    a, b = _packed((5, 256)), _packed((7, 256), 1)
+    calls = [lambda: h.plan(5, 7, 256, splits=splits), lambda: h.interpret(a, b, splits=splits)]
+    if splits is not None:  # (run and plan choose the split themselves for None)
+        calls.append(lambda: h.run(a, b, splits=splits))
+    else:
+        calls = calls[1:]
+    for call in calls:
+        with pytest.raises(pf.ValidationError, match="splits must be an int >= 1"):
+            call()
+
+
+def test_a_c_over_the_memory_of_a_or_b_is_refused_naming_them():
+    h = Int8Gemm.for_shape(40, 72, 128, target="sm_90a")
+    for g, k in ((G8, 64), (h, 128)):
+        a, b = _s8((5, k)), _s8((k // 4, k), 1)
+        with pytest.raises(pf.ValidationError, match="C overlaps A"):
+            g.interpret(a, b, a.view(np.int32))
+        with pytest.raises(pf.ValidationError, match="C overlaps A"):
+            g.run(a, b, a.view(np.int32))
+        bb = _s8((k // 4, k), 1)
+        with pytest.raises(pf.ValidationError, match="C overlaps B"):
+            g.interpret(a, bb, bb[:5].view(np.int32))
+
+
+# ---------------------------------------------------------------- the fast reader
+
+def test_the_fast_reader_learns_nothing_from_an_array_whose_interface_raises():
+    from ptxforge.schedules.operands import _FastReader
+
+    class Raising:
+        """An array whose interface raises something other than AttributeError (torch does for a tensor that
+        requires grad, and for element types it has no type string for)."""
+        shape = (4, 4)
+        dtype = np.dtype(np.int8)
+
+        @property
+        def __cuda_array_interface__(self):
+            raise RuntimeError("cannot describe this tensor")
+
+        def data_ptr(self):
+            return 0x10000
+
+        def is_contiguous(self):
+            return True
+
+        def get_device(self):
+            return 0
+
+    r = _FastReader()
+    r.learn(Raising(), 0x10000)
+    assert r.read(Raising()) is None
+

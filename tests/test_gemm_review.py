@@ -142,3 +142,62 @@ def test_the_fast_reader_learns_nothing_from_an_array_whose_interface_raises():
     r.learn(Raising(), 0x10000)
     assert r.read(Raising()) is None
 
+
+# ---------------------------------------------------------------- for_shape and what it says
+
+def test_for_shape_with_hopper_true_takes_hopper_options_and_refuses_the_others():
+    g = Int8Gemm.for_shape(1024, 1024, 1024, target="sm_90a", hopper=True, stages=3)
+    assert isinstance(g, HopperGemm) and g.stages == 3
+    with pytest.raises(pf.ValidationError, match="block_m"):
+        Int8Gemm.for_shape(1024, 1024, 1024, target="sm_90a", hopper=True, block_m=64)
+
+
+@pytest.mark.parametrize("cls, operand", [(Int4Gemm, "s8"), (Int8Gemm, "s4"), (Int8Gemm, "u4")])
+@pytest.mark.parametrize("target", ["sm_90a", "sm_80"])
+def test_for_shape_refuses_an_operand_its_class_does_not_take(cls, operand, target):
+    with pytest.raises(pf.ValidationError, match=f"{cls.__name__} takes operand"):
+        cls.for_shape(1024, 1024, 1024, target=target, operand=operand)
+
+
+def test_the_path_taken_for_a_large_k_says_why():
+    for g in (Int4Gemm.for_shape(64, 64, 262144, target="sm_90"), Int4Gemm(target="sm_90").for_problem(262144)):
+        assert g.path_name == "s8_signext"
+        assert "chosen by the caller" not in g.path_reason and "262144" in g.path_reason, g.path_reason
+    assert Int4Gemm(target="sm_90", path="s8_signext").path_reason.startswith("chosen by the caller")
+
+
+@pytest.mark.parametrize("operand", ["bf16", "f16"])
+def test_a_16_bit_k_the_tensor_maps_cannot_take_is_not_sent_to_the_mma_sync_schedules(operand):
+    with pytest.raises(pf.ValidationError, match="K % 8 == 0") as e:
+        Bf16Gemm.for_shape(8, 8, 63, operand=operand)
+    assert "mma.sync" not in str(e.value)
+    with pytest.raises(pf.ValidationError, match="mma.sync"):  # (the integer operands have them)
+        HopperGemm("s8").check_problem(8, 8, 40)
+
+
+# ---------------------------------------------------------------- ptxforge gemm-int4 without a GPU
+
+@pytest.fixture
+def no_gpu(monkeypatch):
+    """The command as it runs on a machine without a GPU."""
+    from ptxforge.runtime import device
+    monkeypatch.setattr(device, "gpu_available", lambda: False)
+
+
+@pytest.mark.parametrize("argv", [["--k", str(2 ** 31)], ["--m", str(3 * 10 ** 9)], ["--n", str(2 ** 31)],
+                                  ["--k", str(2 ** 31), "--target", "sm_90"], ["--m", str(2 ** 31), "--mma-sync"]])
+@pytest.mark.parametrize("run", [[], ["--no-run"]], ids=["interp", "no-run"])
+def test_gemm_int4_refuses_a_problem_its_kernel_cannot_compute(no_gpu, capsys, argv, run):
+    from ptxforge.cli import main
+    assert main(["gemm-int4", "--arch", "", *argv, *run]) == 1
+    err = capsys.readouterr().err
+    assert "below 2**31" in err or "< 2^31" in err, err
+
+
+def test_gemm_int4_says_why_a_large_k_takes_the_exact_path(no_gpu, capsys):
+    from ptxforge.cli import main
+    assert main(["gemm-int4", "--target", "sm_90", "--arch", "", "--no-run", "--k", "262144"]) == 0
+    out = capsys.readouterr().out
+    path = [ln for ln in out.splitlines() if ln.startswith("path:")]
+    assert path and "s8_signext" in path[0] and "chosen by the caller" not in path[0], out
+

@@ -150,6 +150,7 @@ def _run(args) -> int:
     if hopper is not None:
         return _run_hopper(hopper, args, archs, on_gpu)
     g = _schedule(args, target)
+    g.check_problem(args.m, args.n, args.k)  # a problem the kernel cannot compute is refused before any report
     t0 = time.perf_counter()
     text = str(g.emit())
     first_ms = (time.perf_counter() - t0) * 1e3

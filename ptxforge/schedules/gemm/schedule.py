@@ -89,12 +89,16 @@ class GemmSchedule:
     SIBLING: ClassVar[str] = ""
 
     def __post_init__(self):
-        if self.OPERANDS and self.operand not in self.OPERANDS:
-            raise ValidationError(
-                f"{type(self).__name__} takes operand {' or '.join(repr(o) for o in self.OPERANDS)}, got "
-                f"{self.operand!r}; use {self.SIBLING}")
+        self._check_operand(self.operand)
         object.__setattr__(self, "target", Target.parse(self.target))
         validate(self)
+
+    @classmethod
+    def _check_operand(cls, operand) -> None:
+        """Raise a ValidationError unless this class takes `operand` (naming the sibling class that does)."""
+        if cls.OPERANDS and operand not in cls.OPERANDS:
+            raise ValidationError(f"{cls.__name__} takes operand {' or '.join(repr(o) for o in cls.OPERANDS)}, got "
+                                  f"{operand!r}; use {cls.SIBLING}")
 
     # ------------------------------------------------------------ derived geometry
     @property
@@ -198,6 +202,9 @@ class GemmSchedule:
         p = self.compute_path
         if self.path is None:
             return default_path(self.operand, t)[1]
+        k = self.__dict__.get("_path_for_k")  # the K for_problem chose this path for
+        if k is not None:
+            return default_path(self.operand, t, k)[1]
         if not p.native_on(t):
             return (f"chosen by the caller; on {t.name} mma.sync .{p.mma_type} is emulated by ptxas "
                     f"(a software routine per mma, {S4_EMULATION_COST})")
@@ -319,10 +326,13 @@ class GemmSchedule:
             vec = 2 if n % 2 == 0 and c_align % 8 == 0 and self.c_vector == 2 else 1
             if vec != self.c_vector:
                 changes["c_vector"] = vec
-        if self.path is None and self.operand == "s4" and k >= SCALED_K_LIMIT and \
-                not self.target.mma_s4_native:
+        k_path = self.path is None and self.operand == "s4" and k >= SCALED_K_LIMIT and not self.target.mma_s4_native
+        if k_path:
             changes["path"] = "s8_signext"
-        return dataclasses.replace(self, **changes) if changes else self
+        v = dataclasses.replace(self, **changes) if changes else self
+        if k_path:  # (path_reason says why; an attribute beside the fields, so equality and hashing ignore it)
+            object.__setattr__(v, "_path_for_k", k)
+        return v
 
     @classmethod
     def for_shape(cls, m: int, n: int, k: int, target=None, *, hopper=None, **overrides) -> "GemmSchedule":
@@ -336,11 +346,13 @@ class GemmSchedule:
         (`schedules.hopper.HopperGemm`, about 1.7x the mma.sync path at 8192^3 for s8; its
         `path_reason` says why); `hopper=False` keeps mma.sync, `hopper=True` asks for the Hopper
         path on any sm_90 target and raises when the problem does not fit it (or the target is not sm_90:
-        wgmma is sm_90a's).
+        wgmma is sm_90a's); its `overrides` are then HopperGemm parameters (an mma.sync one is refused by name).
+        An `operand` this class does not take is refused, whichever path the target gets.
         """
         from .tuning import choose_config
         check_sizes(m, n, k, who="for_shape: ")
         operand = overrides.get("operand", cls.__dataclass_fields__["operand"].default)
+        cls._check_operand(operand)
         if target is None:
             from ...runtime.device import native_target
             target = native_target()
@@ -351,8 +363,10 @@ class GemmSchedule:
                 if t.sm != 90:
                     raise ValidationError(f"hopper=True: the TMA + wgmma path runs on sm_90a (H100/H200) only, not "
                                           f"{t.name}; leave hopper out (or False) for {t.name}'s mma.sync kernels")
+                options = {name: v for name, v in overrides.items() if name != "operand"}
+                _check_hopper_options(options)
                 try:
-                    return choose_hopper(m, n, k, operand)
+                    return choose_hopper(m, n, k, operand, **options)
                 except ValidationError as e:
                     raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e.message}") from None
             if hopper_reason(m, n, k, operand)[0]:
@@ -426,6 +440,18 @@ class GemmSchedule:
                 f"{self.warps_m}x{self.warps_n} warps ({self.warp_m}x{self.warp_n} each, {self.threads} threads), "
                 f"{self.stages} stages, {self.smem_layout}, {self.shared_bytes} B shared, {self.target}, "
                 f"path {p.name} ({p.summary})")
+
+
+def _check_hopper_options(options: dict) -> None:
+    """Raise a ValidationError naming the options `for_shape(..., hopper=True)` was given that are no HopperGemm
+    parameter (the mma.sync schedule's own, such as block_m or path)."""
+    from ..hopper import HopperGemm
+    known = {f.name for f in dataclasses.fields(HopperGemm)}
+    foreign = sorted(set(options) - known)
+    if foreign:
+        raise ValidationError(f"hopper=True builds a HopperGemm, which has no {', '.join(foreign)} (the mma.sync "
+                              "schedule's parameters); pass HopperGemm parameters (block_n, stages, epilogue, ...), "
+                              "or hopper=False for the mma.sync schedule")
 
 
 @dataclass(frozen=True)

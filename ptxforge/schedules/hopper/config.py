@@ -642,7 +642,8 @@ class HopperGemm:
         row_bytes = k * self.bits // 8
         if (k * self.bits) % 8 or row_bytes % 16:
             raise ValidationError(f"K={k} gives {k * self.bits / 8:g}-byte operand rows; the tensor maps need a "
-                                  f"multiple of 16 bytes (K % {128 // self.bits} == 0); use the mma.sync schedules")
+                                  f"multiple of 16 bytes (K % {128 // self.bits} == 0): pad K with zeros"
+                                  + (" or use the mma.sync schedules" if self.operand in ("s8", "s4") else ""))
         if m >= 1 << 31 or n >= 1 << 31 or k >= 1 << 31:
             raise ValidationError("M, N, K must be < 2^31")
         if self.scaled and k >= SCALED_K_LIMIT:

@@ -19,7 +19,7 @@ from .kernel import Kernel, Param, check_identifier
 from .isa import types as T
 from .isa.literals import parse_imm
 from .isa.pragmas import PRAGMAS
-from .isa.operands import Symbol
+from .isa.operands import Reg, Symbol
 from .isa.types import ScalarType
 
 _PTXFORGE_INTERNAL = True
@@ -28,10 +28,12 @@ _PTXFORGE_INTERNAL = True
 @dataclass(frozen=True)
 class Variable:
     """A `.global`/`.const`/`.shared`/`.local` variable declared at module scope (or `.local` in a
-    kernel): `{linkage} .space {.align A} .type name{[n]...} {= init};`.
+    kernel): `{linkage} .space {.align A} {.v2|.v4} .type name{[n]...} {= init};`.
 
     `dims` holds the array sizes as written (None: an unsized `[]`); `init` is the initializer
-    text (`7`, `{1, 2, 3}`), kept as written.
+    text (`7`, `{1, 2, 3}`), kept as written.  `vector` is 2 or 4 for a vector variable (each element
+    `vector` values of `type`, aligned to its size unless `align` says otherwise, as ptxas lays it out;
+    its initializer gives every vector as a `{ }` list of exactly `vector` values).
     """
 
     name: str
@@ -43,11 +45,22 @@ class Variable:
     linkage: str = ""  # "", ".visible", ".extern", ".weak", ".common"
     extra: str = ""  # further attributes kept verbatim (e.g. ".attribute(.managed)")
     loc: object = field(default=None, compare=False)  # the SourceLoc of its declaration (PTX line), if known
+    vector: int = 1  # 2 or 4: a .v2/.v4 variable
+
+    @property
+    def element_bytes(self) -> int:
+        """Bytes of one element (one vector of a vector variable)."""
+        return max(self.type.bits // 8, 1) * self.vector
+
+    @property
+    def natural_align(self) -> int:
+        """The alignment ptxas gives the variable without `.align`: its element's size (a vector's whole size)."""
+        return self.element_bytes
 
     @property
     def nbytes(self) -> int | None:
         """Bytes of the variable; None when an array is unsized."""
-        n = max(self.type.bits // 8, 1)
+        n = self.element_bytes
         for d in self.dims:
             if d is None:
                 return None
@@ -57,8 +70,7 @@ class Variable:
     @property
     def symbol(self) -> Symbol:
         """The operand that names this variable in instructions."""
-        return Symbol(self.name, self.space, self.type, self.nbytes,
-                      self.align or max(self.type.bits // 8, 1))
+        return Symbol(self.name, self.space, self.type, self.nbytes, self.align or self.natural_align)
 
     def render(self) -> str:
         """The declaration as PTX text."""
@@ -69,6 +81,8 @@ class Variable:
         if self.align is not None:
             parts.append(f".align {self.align}")
         dims = "".join("[]" if d is None else f"[{d}]" for d in self.dims)
+        if self.vector != 1:
+            parts.append(f".v{self.vector}")
         parts.append(f".{self.type.name} {self.name}{dims}")
         text = " ".join(parts)
         if self.init is not None:
@@ -89,20 +103,77 @@ class ParamDecl(Param):
 
 
 @dataclass(frozen=True)
+class RegParam(Param):
+    """A `.reg` parameter or return value of a device function, `.func (.reg .b32 %r) f(.reg .b32 %a)`: the
+    body names it as a register (`reg`), and a call passes a register or an immediate for it (or a `.param`
+    variable: ptxas takes either for either).  It renders `.reg .type %name`."""
+
+    state = "reg"  # (a plain class attribute: `signature_key` tells .reg from .param parameters by it)
+
+    def render(self) -> str:
+        """The declaration in the function's header (`.reg .b32 %a`)."""
+        return f".reg .{self.type.name} %{self.name}"
+
+    def register(self, owner: int = 0, kernel: str = "") -> Reg:
+        """The register the body of function `kernel` (its allocation id `owner`) names this parameter by."""
+        return Reg(self.name, self.type, owner, kernel)
+
+
+@dataclass(frozen=True)
 class Prototype:
-    """A device function declared and not defined here: `.extern .func (ret) name (params);`."""
+    """A device function declared and not defined here: `.extern .func (ret) name (params);`.
+
+    `directives` are the header's directives as (name, value) pairs, as a `Kernel` keeps them (`("noreturn",
+    None)` for `.noreturn`): an `.alias` compares them with its function's."""
 
     name: str
     returns: tuple = ()  # Param
     params: tuple = ()  # Param
     linkage: str = ".extern"
+    directives: tuple = ()
 
     def render(self) -> str:
         """The prototype as PTX text."""
         head = f"{self.linkage} .func " if self.linkage else ".func "
         if self.returns:
             head += "(" + ", ".join(p.render() for p in self.returns) + ") "
-        return head + self.name + "(" + ", ".join(p.render() for p in self.params) + ");"
+        tail = "".join(" " + directive_text(k, v) for k, v in self.directives)
+        return head + self.name + "(" + ", ".join(p.render() for p in self.params) + ")" + tail + ";"
+
+
+def directive_text(key: str, value) -> str:
+    """A function header's directive as PTX: `.noreturn` (value None), `.maxntid 128, 1, 1`, `.maxnreg 64`."""
+    if value is None:
+        return f".{key}"
+    if isinstance(value, tuple):
+        return f".{key} {', '.join(str(x) for x in value)}"
+    return f".{key} {value}"
+
+
+def signature_key(returns, params, directives=()) -> tuple:
+    """What two function declarations must share to name one function (an `.alias` and its function, as
+    ptxas compares them): each return value's and parameter's type, size, alignment and state space, in
+    order, and `.noreturn`.  Names do not count."""
+    def one(p):
+        natural = max(p.type.bits // 8, 1) if p.nbytes is None else 1
+        return (getattr(p, "state", "param"), p.type.name, p.nbytes, p.align or natural, p.space)
+    return (tuple(one(p) for p in returns), tuple(one(p) for p in params),
+            any(k == "noreturn" for k, _ in directives))
+
+
+@dataclass(frozen=True)
+class Alias:
+    """`.alias name, target;` at module scope: device function `name`, declared by a `Prototype` with the
+    signature of `target` and never defined, is `target` (a function the module defines, or another alias).
+    PTX ISA 6.3; ptxas refuses an alias of a kernel, of a `.weak` or `.extern` function, or of a variable."""
+
+    name: str
+    target: str
+    loc: object = field(default=None, compare=False)  # the SourceLoc of the directive (PTX line), if known
+
+    def render(self) -> str:
+        """The directive as PTX text."""
+        return f".alias {self.name}, {self.target};"
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,13 @@ def module_parts(module):
     """(device functions by name, module-scope .global/.const Variables) of what `run` was given."""
     kernels = getattr(module, "kernels", ())
     functions = {k.name: k for k in kernels if getattr(k, "kind", "entry") == "func"}
+    aliases = {d.name: d.target for d in getattr(module, "declarations", ()) if type(d).__name__ == "Alias"}
+    for name in aliases:  # `.alias name, target;`: a call to name runs target (an alias of an alias too)
+        target, hops = aliases[name], 0
+        while target in aliases and hops < len(aliases):
+            target, hops = aliases[target], hops + 1
+        if target in functions:
+            functions[name] = functions[target]
     variables = [d for d in getattr(module, "declarations", ())
                  if getattr(d, "space", None) in ("global", "const") and getattr(d, "linkage", "") != ".extern"
                  and hasattr(d, "nbytes")]

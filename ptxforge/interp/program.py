@@ -9,15 +9,21 @@ and reused by every launch and every batch of CTAs.
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
+
 import numpy as np
 
-from ..kernel import Kernel, LabelDef
+from ..declarations import LocalDecl, RegParam, ScopeClose, ScopeOpen
+from ..kernel import Kernel, LabelDef, Param
 from ..isa import types as T
 from ..isa.instruction import Instruction
 from ..isa.operands import Discard, Imm, NegPred, PairDst, Reg, SpecialReg, Symbol, SymbolOffset, Vec
 from .dispatch import build_op
 from .exec_call import expand_calls, function_address
-from ..isa.calls import FuncRef
+from ..isa.calls import CallParam, FuncRef, call
+from ..isa.memory import ld, st
+from ..isa.operands import Addr
 from .findings import InterpUnsupported
 from .values import const, float_literal_bits, storage_dtype, view_dtype
 
@@ -38,7 +44,8 @@ class Program:
         self._slot_of: dict = {}
         self.instructions: list = []
         labels: dict = {}
-        expanded, self.param_arrays = expand_calls(kernel, self.functions)  # .param byte arrays: .local memory
+        # (.reg parameters pass through .param variables, which the expansion binds to registers)
+        expanded, self.param_arrays = expand_calls(*through_params(kernel, self.functions))
         for item in expanded:
             if isinstance(item, LabelDef):
                 labels[item.label.name] = len(self.instructions)
@@ -267,3 +274,102 @@ def special_reader(name: str, ins):
         return lambda S: np.full(S.N, S.launch.explicit_cluster, dtype=bool)
     raise InterpUnsupported(f"special register %{name} is not modelled", ins)
 
+
+
+# ---------------------------------------------------------------- .reg parameters
+
+def through_params(kernel, functions: dict) -> tuple:
+    """(kernel, functions) where `.reg` parameters travel as `.param` variables, the form `expand_calls` runs:
+    a function with `.reg` parameters (`RegParam`) reads each from a `.param` variable of its own into its
+    register when it starts and writes each `.reg` return value to one before each `ret`; a call that passes
+    registers or immediates (or receives registers) stores them to `.param` variables of a `{ }` scope around
+    it and loads its return values from them after it (under the call's guard).  The values are those of the
+    `.reg` form; the module is not changed."""
+    if not any(isinstance(p, RegParam) for f in functions.values() for p in f.params + f.returns) \
+            and not _register_calls(kernel.body):
+        return kernel, functions
+    sites = itertools.count(1)
+    done: dict = {}  # id of a function -> its form (an alias names the same function)
+    out = {}
+    for name, f in functions.items():
+        if id(f) not in done:
+            done[id(f)] = _through_params(f, functions, sites)
+        out[name] = done[id(f)]
+    return dataclasses.replace(kernel, body=_calls_through_params(kernel.body, functions, sites)), out
+
+
+def _register_calls(body) -> bool:
+    """Whether a call of `body` passes or receives anything but `.param` variables."""
+    return any(isinstance(x, Instruction) and x.opcode == "call" and hasattr(x.info, "args")
+               and not all(isinstance(a, Symbol) for a in x.info.args + x.info.returns) for x in body)
+
+
+def _bits_type(t) -> T.ScalarType:
+    """The .bN type of `t`'s width: what a value of `t` travels as through a .param variable."""
+    return T.lookup(f"b{t.bits}")
+
+
+def _through_params(f, functions: dict, sites):
+    """Function `f` with its `.reg` parameters and return values as `.param` ones (see `through_params`)."""
+    body = _calls_through_params(f.body, functions, sites)
+    if not any(isinstance(p, RegParam) for p in f.params + f.returns):
+        return f if body is f.body else dataclasses.replace(f, body=body)
+
+    def memory(p):  # the .param variable of a .reg parameter, and the register the body names it by
+        sym = CallParam(f"{p.name}@reg", "param", _bits_type(p.type), None, max(p.type.bits // 8, 1))
+        return sym, Reg(p.name, p.type, f.owner, f.name)
+    params = tuple(Param(f"{p.name}@reg", _bits_type(p.type)) if isinstance(p, RegParam) else p for p in f.params)
+    returns = tuple(Param(f"{p.name}@reg", _bits_type(p.type)) if isinstance(p, RegParam) else p
+                    for p in f.returns)
+    entry = []
+    for p in f.params:
+        if isinstance(p, RegParam):
+            sym, reg = memory(p)
+            entry.append(ld(sym.type, reg, Addr(sym), space="param").with_loc(f.loc))
+    stores = [memory(p) for p in f.returns if isinstance(p, RegParam)]
+    new = list(entry)
+    for item in body:
+        if isinstance(item, Instruction) and item.opcode == "ret":
+            for sym, reg in stores:
+                new.append(st(sym.type, Addr(sym), reg, space="param").with_guard(item.guard).with_loc(item.loc))
+        new.append(item)
+    return dataclasses.replace(f, params=params, returns=returns, body=tuple(new))
+
+
+def _calls_through_params(body, functions: dict, sites) -> tuple:
+    """`body` with each call that passes registers or immediates (or receives registers) wrapped in a `{ }`
+    scope of `.param` variables that carry them (see `through_params`); `body` itself when it has none."""
+    if not _register_calls(body):
+        return body
+    out = []
+    for item in body:
+        if not (isinstance(item, Instruction) and item.opcode == "call" and hasattr(item.info, "args")) \
+                or all(isinstance(a, Symbol) for a in item.info.args + item.info.returns):
+            out.append(item)
+            continue
+        info = item.info
+        callee = functions.get(info.func) if isinstance(info.func, str) else info.prototype
+        site = next(sites)
+        out.append(ScopeOpen())
+        after = []
+
+        def carried(x, i, what):
+            if isinstance(x, Symbol):
+                return x
+            p = callee.params[i] if what == "arg" else callee.returns[i]
+            t = _bits_type(p.type if callee is not None else x.type)
+            sym = CallParam(f"{what}{i}@{site}", "param", t, None, max(t.bits // 8, 1))
+            out.append(LocalDecl(f".param .{t.name} {sym.name};", sym))
+            if what == "arg":
+                out.append(st(t, Addr(sym), x, space="param").with_guard(item.guard).with_loc(item.loc))
+            else:
+                after.append(ld(t, x, Addr(sym), space="param").with_guard(item.guard).with_loc(item.loc))
+            return sym
+        args = tuple(carried(x, i, "arg") for i, x in enumerate(info.args))
+        returns = tuple(carried(x, i, "ret") for i, x in enumerate(info.returns))
+        func = info.func if not isinstance(info.func, str) else FuncRef(info.func)
+        out.append(call(func, args, returns, info.uni, targets=info.prototype).with_guard(item.guard)
+                   .with_loc(item.loc))
+        out += after
+        out.append(ScopeClose())
+    return tuple(out)

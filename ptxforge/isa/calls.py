@@ -86,7 +86,8 @@ def call(func, args=(), returns=(), uni: bool = False, prototype=None, targets=N
 
     `func` is a `FuncRef`, or a 64-bit register holding a function's address (`mov.u64 %rd, f`)
     together with `targets`, the `CallPrototype` the call promises.  `args` and `returns` are
-    `.param` Symbols (call-scope variables declared by the caller).  When `prototype` is given
+    `.param` Symbols (call-scope variables declared by the caller), or, for a function with `.reg` parameters,
+    registers (and immediate arguments).  When `prototype` is given
     (the callee's (returns, params) as Param lists) the counts must agree.
     """
     indirect = isinstance(func, Reg)
@@ -102,8 +103,11 @@ def call(func, args=(), returns=(), uni: bool = False, prototype=None, targets=N
         raise ValidationError(f"call {func.name}: a .callprototype belongs to a call through a register")
     for what, items in (("argument", args), ("return value", returns)):
         for x in items:
+            if isinstance(x, Reg) and not x.type.is_pred or what == "argument" and type(x) is Imm:
+                continue  # the value of a .reg parameter (ptxas takes a register or an immediate for it)
             if not isinstance(x, Symbol) or x.space != "param":
-                raise ValidationError(f"call {what} {x} must be a .param variable declared for the call")
+                raise ValidationError(f"call {what} {x} must be a .param variable declared for the call, or a "
+                                      f"register{' or an immediate' if what == 'argument' else ''} (.reg parameters)")
     if prototype is not None:
         want_ret, want_args = prototype
         if len(want_args) != len(args) or len(want_ret) != len(returns):

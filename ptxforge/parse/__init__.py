@@ -19,7 +19,7 @@ import gc
 import sys
 import types
 
-from .reader import Finding, NarrowedImmediateWarning, ParseError, Reader, Reading, require_text
+from .reader import Finding, IgnoredBodyWarning, NarrowedImmediateWarning, ParseError, Reader, Reading, require_text
 
 _PTXFORGE_INTERNAL = True
 
@@ -53,7 +53,8 @@ def parse_file(path: str, *, strict: bool = True):
         return parse(f.read(), filename=path, strict=strict)
 
 
-__all__ = ["parse", "parse_file", "read", "ParseError", "Finding", "Reading", "NarrowedImmediateWarning"]
+__all__ = ["parse", "parse_file", "read", "ParseError", "Finding", "Reading", "NarrowedImmediateWarning",
+           "IgnoredBodyWarning"]
 
 
 class _ParsePackage(types.ModuleType):

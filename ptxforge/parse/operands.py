@@ -240,8 +240,9 @@ class Scope:
         if c == "!":
             return NegPred(self._reg(text[1:].strip()[1:]))
         if c == "(":
-            items = split_top(text[1:-1])
-            return ArgList(tuple(self._named(p, line) for p in items if p))
+            items = split_top(text[1:-1])  # (names of .param variables; registers and immediates for .reg ones)
+            return ArgList(tuple(self._named(p, line) if _IDENT.match(p) and p[0] != "%" else self._operand(p, line)
+                                 for p in items if p))
         if text == "_":
             return DISCARD
         if (c.isalpha() or c == "_" or c == "$") and _IDENT.match(text):

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from ..builder import KernelBuilder
 from ..kernel import Comment, Kernel, LabelDef, Param
-from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, ParamDecl,
-                            Prototype, RawDirective, ScopeClose, ScopeOpen, Variable, initializer_items,
-                            initializer_value, initializer_words)
+from ..declarations import (Alias, BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl,
+                            ParamDecl, Prototype, RawDirective, RegParam, ScopeClose, ScopeOpen, Variable, initializer_items,
+                            initializer_value, initializer_words, signature_key)
 from ..errors import PtxforgeError, SourceLoc, TargetError, ValidationError
 from ..isa import types as T
 from ..isa.async_copy import BulkInfo, check_cluster_mask
@@ -59,6 +59,10 @@ class ParseError(ValidationError):
 class NarrowedImmediateWarning(UserWarning):
     """An integer literal of a PTX line that does not fit its operand's type (`add.u16 %rs1, %rs2, 70000;`):
     ptxas keeps its low bits without a word, and so does the reader, warning at the file and line."""
+
+
+class IgnoredBodyWarning(UserWarning):
+    """A function body that ptxas drops: the definition of a name an `.alias` made another function's name."""
 
 
 #: The ISA's refusal of an integer immediate wider than its operand's type (`check_value`).
@@ -124,6 +128,7 @@ class Reader:
         self.externs: list = []  # extern .shared symbols
         self.functions: dict = {}  # name -> Prototype or Function
         self.defined: dict = {}  # kernel or function name -> the line of its header
+        self.aliases: dict = {}  # alias name -> its Alias (`.alias name, target;`)
         self.pending_comments: list = []
         self.findings: list = []
         self.opaque: list = []
@@ -182,6 +187,7 @@ class Reader:
             i += 1
         if self.target is None:
             raise self.error(1, "no .target directive: a PTX module names its target (.target sm_XX)")
+        self.check_alias_targets()
         if not self.kernels:
             return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line,
                            self.version_line)
@@ -262,6 +268,9 @@ class Reader:
         if head == ".pragma":
             self.declarations.append(RawDirective(text + ";"))
             return
+        if head == ".alias":
+            self.alias(text, st.line)
+            return
         link = head if head in _LINKAGE else ""
         rest = words[1:] if link else words
         if rest and rest[0] == ".func":
@@ -274,7 +283,7 @@ class Reader:
             if not self.declare_module_variable(var, st.line):
                 return
             if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
-                sym = Symbol(var.name, "shared", T.b8, None, var.align or max(var.type.bits // 8, 1))
+                sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
                 self.externs.append(sym)
                 self.module_symbols[var.name] = sym
                 return
@@ -321,7 +330,7 @@ class Reader:
             if not _balanced(init) or (("{" in init) != init.startswith("{")):
                 raise self.error(line, f"initializer '{init}' is neither a value nor a {{ ... }} list")
         words = text.split()
-        linkage, extra, space, align, t, name = "", [], None, None, None, None
+        linkage, extra, space, align, t, name, vector = "", [], None, None, None, None, 1
         i = 0
         while i < len(words):
             w = words[i]
@@ -336,13 +345,19 @@ class Reader:
                     raise self.error(line, ".align takes a power of two")
             elif w.startswith(".attribute"):
                 extra.append(w)
-            elif w.startswith(".v") and w[2:].isdigit():
-                raise self.error(line, "vector variables (.v2/.v4) are not supported; declare a .b8 array")
+            elif w.startswith(".v") and w[2:].isdigit() and t is None:
+                vector = int(w[2:])
+                if w not in (".v2", ".v4"):
+                    raise self.error(line, f"{w}: a vector variable is .v2 or .v4")
+                if i + 1 >= len(words) or not _is_type(words[i + 1]):
+                    raise self.error(line, f"{w} is followed by the element type: {{.align N}} {w} .type name")
             elif w.startswith(".") and t is None:
                 try:
                     t = T.lookup(w)
                 except PtxforgeError:
                     raise self.error(line, f"unknown type {w} in a variable declaration") from None
+                if vector != 1:
+                    self.check_vector_type(w, t, vector, line)
             else:
                 name = " ".join(words[i:])
                 break
@@ -354,7 +369,8 @@ class Reader:
             raise self.error(line, f"variable name '{base}' is not a PTX identifier")
         if align is not None and (align < 1 or align & (align - 1)):
             raise self.error(line, f".align {align} is not a power of two")
-        var = Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra), self.loc(line))
+        var = Variable(base, space or default_space, t, align, dims, init, linkage, " ".join(extra), self.loc(line),
+                       vector)
         if init is not None:
             try:
                 self.check_initializer(var)
@@ -371,7 +387,7 @@ class Reader:
         if t.is_pred or t.name in ("f16", "bf16", "f16x2", "bf16x2"):
             raise ValidationError(f"a .{t.name} variable takes no initializer (ptxas refuses one)"
                                   + (f"; declare .b{t.bits} and give the bits" if not t.is_pred else ""))
-        self.check_shape(initializer_items(var.init), var.dims)
+        self.check_shape(initializer_items(var.init), var.dims, var.vector)
         for word in initializer_words(initializer_items(var.init)):
             value = initializer_value(word)
             if value is None:  # a constant expression (`1+2`): kept as written, for ptxas to judge
@@ -385,9 +401,26 @@ class Reader:
             if value[0] == "address":
                 self.check_initializer_address(word, value[1], value[2])
 
-    def check_shape(self, items, dims: tuple):
-        """ValidationError unless `items` (see `initializer_items`) nest as `dims` (array sizes) ask."""
+    def check_vector_type(self, word: str, t, vector: int, line: int):
+        """ParseError unless .v`vector` of type `t` (spelled `word`) is a vector variable ptxas declares: no
+        .pred, at most 128 bits."""
+        if t.is_pred:
+            raise self.error(line, f".v{vector} {word}: a .pred variable is a scalar register (ptxas: predicate type "
+                                   "can only be used to define scalar register variables)")
+        if t.bits * vector > 128:
+            raise self.error(line, f".v{vector} {word} is {t.bits * vector} bits: a vector has at most 128 (ptxas: "
+                                   "vector type too large)")
+
+    def check_shape(self, items, dims: tuple, vector: int = 1):
+        """ValidationError unless `items` (see `initializer_items`) nest as `dims` (array sizes) ask, each
+        element of a .v`vector` variable a `{ }` list of exactly `vector` values."""
         if not dims:
+            if vector != 1:
+                if isinstance(items, str) or len(items) != vector or not all(isinstance(x, str) for x in items):
+                    raise ValidationError(f"a .v{vector} value is a {{ }} list of {vector} values, got "
+                                          f"{_items_text(items)} (ptxas: incorrect number of elements in vector "
+                                          "initializer)")
+                return
             if not isinstance(items, str):
                 raise ValidationError("a scalar takes one value, not a { } list")
             return
@@ -397,8 +430,8 @@ class Reader:
             raise ValidationError(f"{len(items)} values for {dims[0]} elements (ptxas: greater number of elements "
                                   "in array initializer)")
         for x in items:
-            if len(dims) > 1 or not isinstance(x, str):
-                self.check_shape(x, dims[1:])
+            if len(dims) > 1 or not isinstance(x, str) or vector != 1:
+                self.check_shape(x, dims[1:], vector)
 
     def check_initializer_address(self, word: str, name: str, generic: bool):
         """ValidationError unless address `word` names a .global/.const variable declared before it (or, not
@@ -434,11 +467,13 @@ class Reader:
         return base, tuple(dims)
 
     def param(self, text: str, line: int, writable: bool = False):
-        """(Param for rendering, Symbol the body names it by) of one `.param ...` declaration."""
+        """(Param for rendering, Symbol the body names it by) of one `.param ...` declaration; for a `.reg`
+        parameter (`reg_param`), (RegParam, the register's spelling)."""
         words = text.split()
+        if words and words[0] == ".reg":
+            return self.reg_param(words, line)
         if not words or words[0] != ".param":
-            raise self.error(line, f"'{text}': parameters are declared `.param .type name` (.reg parameters "
-                                   "are not supported)")
+            raise self.error(line, f"'{text}': parameters are declared `.param .type name` or `.reg .type name`")
         t, align, ptr_space, ptr, name = None, None, None, False, None
         i = 1
         while i < len(words):
@@ -486,10 +521,98 @@ class Reader:
             sym = CallParam(sym.name, "param", sym.type, sym.nbytes, sym.align)
         return p, sym
 
+    def reg_param(self, words: list, line: int):
+        """(RegParam, the spelling the body names it by) of a `.reg .type name` parameter or return value of a
+        device function: a scalar of a type a register has; not .pred (ptxas: 'passing predicate ... parameters
+        to device functions is not supported')."""
+        text = " ".join(words)
+        if len(words) != 3 or not _REG_NAME.match(words[2]):
+            raise self.error(line, f"'{text}': a .reg parameter is `.reg .type name` (a scalar: no .align, "
+                                   "vector or array)")
+        try:
+            t = T.lookup(words[1])
+        except PtxforgeError as e:
+            raise self.error(line, f"'{text}': {e.message}") from None
+        if t.is_pred:
+            raise self.error(line, f"'{text}': ptxas passes no .pred parameter to a device function (in ABI "
+                                   "compilation, passing predicate ... parameters to device functions is not "
+                                   "supported); pass a .b32 0 or 1")
+        if not t.can_declare:
+            raise self.error(line, f"'{text}': .{t.name} is a packed type; declare a .b{t.bits} parameter")
+        return RegParam(words[2].lstrip("%"), t), words[2]
+
     def prototype(self, text: str, line: int, linkage: str):
-        """A `Prototype` (name, returns, params, linkage) from a function header with no body."""
+        """A `Prototype` (name, returns, params, linkage, directives) from a function header with no body."""
         name, returns, params, rest = self.signature(text, line)
-        return Prototype(name, tuple(p for p, _ in returns), tuple(p for p, _ in params), linkage)
+        directives = self.directives(rest, line) if rest else ()
+        return Prototype(name, tuple(p for p, _ in returns), tuple(p for p, _ in params), linkage, directives)
+
+    # ------------------------------------------------------------ .alias
+    def alias(self, text: str, line: int):
+        """`.alias name, target;`: device function `name` (declared before by a prototype, never defined) is
+        `target` (a device function declared before it, defined in this module), as ptxas rules: PTX ISA 6.3,
+        no kernel, no `.weak` or `.extern` function, the same signature (types, sizes, alignments, `.noreturn`),
+        one alias per name."""
+        names = [x.strip() for x in text[len(".alias"):].split(",")]
+        if len(names) != 2 or not all(_REG_NAME.match(x) and not x.startswith("%") for x in names):
+            raise self.error(line, ".alias takes two function names: .alias alias_name, function_name;")
+        name, target = names
+        need = PtxVersion.parse("6.3")
+        if self.version is not None and self.version < need:
+            raise self.error(line, f"'.alias' needs PTX ISA {need}; the file says .version {self.version}",
+                             TargetError)
+        old = self.aliases.get(name)
+        if old is not None:
+            raise self.error(line, f"{name} is already an alias of {old.target} (line {old.loc.lineno}): a name is "
+                                   "aliased once")
+        alias_decl = self.alias_end(name, line, "alias")
+        target_decl = self.alias_end(target, line, "function")
+        if name == target:
+            raise self.error(line, f".alias {name}, {target}: a function is no alias of itself")
+        if signature_key(alias_decl.returns, alias_decl.params, alias_decl.directives) != signature_key(
+                target_decl.returns, target_decl.params, target_decl.directives):
+            raise self.error(line, f"the prototype of {name} ({alias_decl.render()}) and of {target} differ: an alias "
+                                   "has its function's return values, parameters (types, sizes, alignments) and "
+                                   ".noreturn (ptxas: mismatch in prototype of alias)")
+        alias = Alias(name, target, self.loc(line))
+        self.aliases[name] = alias
+        if not isinstance(target_decl, Prototype):  # rendered before the functions: declare the target first
+            self.declarations.append(Prototype(target, target_decl.returns, target_decl.params,
+                                               target_decl.linkage, _flags(target_decl.directives)))
+        self.declarations.append(alias)
+
+    def alias_end(self, name: str, line: int, role: str):
+        """The declaration of `name` as one end of an `.alias` (`role` "alias": a prototype, never defined;
+        "function": a device function declared before, neither `.weak` nor `.extern`); a ParseError saying what
+        it is otherwise."""
+        decl = self.functions.get(name)
+        if decl is None:
+            if name in self.defined:
+                raise self.error(line, f"{name} is a kernel: an .alias names device functions (.func)")
+            if name in self.module_lines:
+                raise self.error(line, f"{name} is a variable: an .alias names device functions (.func)")
+            raise self.error(line, f"{name} is not declared before the .alias: declare the "
+                                   + ("alias by a prototype (.func ... name(...);)" if role == "alias"
+                                      else "function (or its prototype) before it"))
+        if role == "alias" and not isinstance(decl, Prototype):
+            raise self.error(line, f"{name} is defined at line {self.defined[name]}: an alias is a prototype with "
+                                   "no body of its own (ptxas: illegal redefinition of function as alias)")
+        if role == "function" and decl.linkage in (".weak", ".extern") and name not in self.aliases:
+            raise self.error(line, f"{name} is {decl.linkage}: ptxas aliases no {decl.linkage} function (it must be "
+                                   "defined here, once)")
+        return decl
+
+    def check_alias_targets(self):
+        """ParseError unless the function each `.alias` names is defined in the module (or is an alias of one)."""
+        for alias in self.aliases.values():
+            seen = {alias.name}
+            target = alias.target
+            while target in self.aliases and target not in seen:
+                seen.add(target)
+                target = self.aliases[target].target
+            if target not in self.defined:
+                raise self.error(alias.loc.lineno, f"{alias.target}, which {alias.name} aliases, is never defined in "
+                                                   "this module: an alias names a function defined here")
 
     def signature(self, text: str, line: int):
         """(name, returns, params, directives text) of `{linkage} .entry|.func {(rets)} name (params) dirs`."""
@@ -577,10 +700,14 @@ class Reader:
         if kind == "func":
             self.functions.setdefault(name, None)  # a function may call itself
         body = BodyReader(self, name, kind, head.line, directives)
-        for p, sym in params:
-            body.declare_symbol(sym, head.line)
-        for p, sym in returns:
-            body.declare_symbol(sym, head.line)
+        for p, sym in params + returns:
+            if isinstance(p, RegParam):
+                if kind == "entry":
+                    raise self.error(head.line, f"kernel parameter {p.name} is .reg: a kernel's parameters are "
+                                                ".param (ptxas: entry parameter must have .param state space)")
+                body.declare_param_register(p, sym, head.line)
+            else:
+                body.declare_symbol(sym, head.line)
         j = body.read(stmts, i + 2)
         self.builder_rules(kind, name, directives, [p for p, _ in params], body.shared, head.line)
         if kind == "entry" and directive_entry_registers(directives) is None:
@@ -599,6 +726,13 @@ class Reader:
         else:
             k = Function(*args, kind=kind, returns=tuple(p for p, _ in returns), linkage=linkage,
                          variables=tuple(body.variables))
+        alias = self.aliases.get(name)
+        if alias is not None:  # ptxas assembles calls of an alias to its function and drops this body
+            message = (f"{name} is an alias of {alias.target} (line {alias.loc.lineno}): ptxas ignores this body and "
+                       f"runs {alias.target} for {name}; the module leaves the body out")
+            self.note(head.line, "warning", message)
+            warn_at(IgnoredBodyWarning(message), self.loc(head.line, name))
+            return j
         if kind == "func":
             self.functions[name] = k
         self.kernels.append(k)
@@ -639,6 +773,25 @@ class Reader:
                 raise self.error(at, f"{name}: {e.message}") from None
         for w in caught:
             self.note(line, "warning", f"{name}: {w.message}")
+
+
+def _flags(directives) -> tuple:
+    """The flag directives (`.noreturn`) of a function header's directives: what a prototype of it repeats."""
+    return tuple((k, v) for k, v in directives if v is None)
+
+
+def _is_type(word: str) -> bool:
+    """Whether `word` names a PTX type (`.f32`, `.b8`, ...)."""
+    try:
+        T.lookup(word)
+    except PtxforgeError:
+        return False
+    return word.startswith(".")
+
+
+def _items_text(items) -> str:
+    """Initializer items (`initializer_items`) written back as PTX text."""
+    return items if isinstance(items, str) else "{" + ", ".join(_items_text(x) for x in items) + "}"
 
 
 def _balanced(text: str) -> bool:
@@ -719,9 +872,21 @@ class BodyReader:
         self.variables: list = []
         self.items: list = []
         self.labels: dict = {}
+        self.param_registers: set = set()  # spellings of the .reg parameters (declared by the header)
         self.scope = Scope(self.declared, self.symbols, reader.module_symbols, reader.functions, self.owner, name)
         self.version = reader.version
         self.target = reader.target
+
+    def declare_param_register(self, p, spelling: str, line: int):
+        """Declare the register of `.reg` parameter `p` (spelled `spelling` in the header): the body names it as
+        any register, and the header declares it (the body's `.reg` lines leave it out)."""
+        if spelling in self.declared or p.name in self.symbols:
+            raise self.r.error(line, f"{spelling} is declared twice in the header of {self.name}")
+        try:
+            self.scope.declare_register(spelling, p.type, line)
+        except ValidationError as e:
+            raise self.r.error(line, e.message) from None
+        self.param_registers.add(spelling)
 
     def declare_symbol(self, sym, line):
         """Declare a function-scope variable; a name declared twice is an error."""
@@ -775,6 +940,8 @@ class BodyReader:
         regs = self.scope.registers
         out = []
         for key in self.declared:
+            if key in self.param_registers:
+                continue
             r = regs.get(key)
             if r is not None and r.name in used:
                 out.append(r)
@@ -921,12 +1088,12 @@ class BodyReader:
         if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
             var = r.variable(text, line)
             if var.linkage == ".extern" and var.space == "shared":
-                sym = Symbol(var.name, "shared", T.b8, None, var.align or max(var.type.bits // 8, 1))
+                sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
                 r.externs.append(sym)
                 r.module_symbols[var.name] = sym
                 return
             if var.space == "shared" and var.init is None and not var.linkage and var.nbytes:
-                sym = Symbol(var.name, "shared", T.b8, var.nbytes, var.align or max(var.type.bits // 8, 1),
+                sym = Symbol(var.name, "shared", T.b8, var.nbytes, var.align or var.natural_align,
                              self.owner)
                 self.shared.append(sym)
             else:
@@ -996,6 +1163,10 @@ class BodyReader:
                 if callee is not None:  # the callee's signature: the same counts (ptxas checks the types)
                     call(ins.operands[1 if ins.info.returns else 0], ins.info.args, ins.info.returns,
                          ins.info.uni, (callee.returns, callee.params))
+                else:
+                    callee = ins.info.prototype
+                if callee is not None:
+                    ins = _register_arguments(ins, callee, narrowed)
             req = ins.req
             if req.min_sm > self.target.sm or req.arch_specific:
                 req.check(self.target, f"'{ins.mnemonic}'")
@@ -1023,6 +1194,8 @@ class BodyReader:
             n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
             ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
         self.used.update(r.name for r in ins.registers())
+        if ins.opcode == "call" and not is_opaque_call(ins):  # registers passed to .reg parameters
+            self.used.update(x.name for x in ins.info.args + ins.info.returns if isinstance(x, Reg))
         return ins
 
     def where(self, statement: str, rest: str, line: int, reason: str) -> tuple:
@@ -1060,6 +1233,37 @@ def _check_float_literals(ins):
                 legal = "no literal: give a register (mov.b16 %h, 0x3C00 holds 1.0 as .f16)"
             raise ValidationError(f"the integer literal {op.value} is a .{ot.name} operand here: a .{ot.name} operand "
                                   f"takes {legal}")
+
+
+def is_opaque_call(ins) -> bool:
+    """Whether `ins` is a call kept opaque (it has no call record to read arguments from)."""
+    return not hasattr(ins.info, "args")
+
+
+def _register_arguments(ins, callee, narrowed: list):
+    """Call `ins` checked against the parameters of `callee` (a function, prototype or .callprototype) where it
+    passes (or receives) registers or immediates, as ptxas checks them: a register of the parameter's size
+    (ptxas: 'type of argument does not match formal parameter'), an integer immediate read as the parameter's
+    type, keeping its low bits where it is wider (appended to `narrowed`, as `_decode_narrowing` does)."""
+    info = ins.info
+    args = list(info.args)
+    for what, values, params in (("argument", args, callee.params), ("return value", info.returns,
+                                                                      callee.returns)):
+        for i, (x, p) in enumerate(zip(values, params)):
+            if isinstance(x, Reg) and (p.nbytes is not None or x.type.bits != p.type.bits):
+                raise ValidationError(f"call {what} {x} (.{x.type.name}) does not match parameter {p.name} of "
+                                      f"{getattr(callee, 'name', '')} ({p.render()}): a register of its size "
+                                      "(ptxas: type of argument does not match formal parameter)")
+            if type(x) is Imm and (p.nbytes is not None or not x.fits(p.type)):
+                if p.nbytes is not None or not isinstance(x.value, int) or not -(1 << 63) <= x.value < (1 << 64):
+                    raise ValidationError(f"call {what} {x.value} does not fit parameter {p.name} ({p.render()})")
+                kept = narrow_integer(x.value, p.type)
+                narrowed.append((x.value, kept, p.type))
+                values[i] = Imm(kept, x.type)
+    if args == list(info.args):
+        return ins
+    func = ins.operands[1 if info.returns else 0]
+    return call(func, tuple(args), info.returns, info.uni, targets=info.prototype)
 
 
 def _decode_narrowing(mnemonic: str, ops: list):

@@ -20,7 +20,7 @@ import keyword
 import re
 
 from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, LocalDecl, ParamDecl, Prototype,
-                            RawDirective, ScopeClose, ScopeOpen, Variable)
+                            RawDirective, RegParam, ScopeClose, ScopeOpen, Variable)
 from ..kernel import Comment, Kernel, LabelDef, Param
 from ..errors import ValidationError
 from ..isa.calls import ArgList, BranchTargets, CallParam, CallPrototype, FuncRef
@@ -182,6 +182,7 @@ class _Writer:
     def _declarations(self) -> None:
         """Parameters, return values, local arrays and shared memory, each named in `syms`."""
         k, out = self.k, self.lines
+        _refuse_reg_params(k.name, tuple(k.params) + tuple(getattr(k, "returns", ())))
         for p in k.params:
             if p.render() != (f".param .align {p.align or 1} .b8 {p.name}[{p.nbytes}]" if p.nbytes is not None
                               else f".param .{p.type.name} {p.name}"):
@@ -202,9 +203,9 @@ class _Writer:
             out.append(f'    k.result("{p.name}", T.{p.type.name})')
         for v in getattr(k, "variables", ()):
             if v.space != "local" or v.init is not None or v.linkage or v.extra or len(v.dims) > 1 \
-                    or None in v.dims:
+                    or None in v.dims or v.vector != 1:
                 raise ValidationError(f"to-python: {v.render()} in {k.name} has no builder call "
-                                      "(local_array() declares a one-dimensional .local array)")
+                                      "(local_array() declares a one-dimensional .local array of scalars)")
             var = _ident(v.name, "l_")
             count = v.dims[0] if v.dims else None
             out.append(f'    {var} = k.local_array("{v.name}", T.{v.type.name}, {count!r}'
@@ -333,6 +334,15 @@ _LOC = re.compile(r"^\.loc (\d+) (\d+) (\d+)(?:, function_name ([$%A-Za-z_][\w$]
 _PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
 
 
+def _refuse_reg_params(name: str, params) -> None:
+    """ValidationError naming the first `.reg` parameter or return value of function `name`: the builder
+    declares `.param` ones only."""
+    for p in params:
+        if isinstance(p, RegParam):
+            raise ValidationError(f"to-python: {name} has the .reg parameter {p.render()}, which has no builder call "
+                                  "(FunctionBuilder declares .param parameters and return values)")
+
+
 def _param_expr(p) -> str:
     if isinstance(p, ParamDecl):
         return (f'ParamDecl("{p.name}", T.{p.type.name}, None, {p.space!r}, {p.nbytes!r}, {p.align!r}, '
@@ -348,7 +358,7 @@ def _declarations(module, lines: list, syms: dict) -> None:
         if isinstance(d, Variable):
             var = _ident(d.name, "v_")
             simple = (d.space in ("global", "const") and d.linkage in ("", ".visible") and not d.extra
-                      and len(d.dims) <= 1 and None not in d.dims)
+                      and len(d.dims) <= 1 and None not in d.dims and d.vector == 1)
             if simple:
                 args = [f'"{d.name}"', f"T.{d.type.name}", f'space="{d.space}"']
                 if d.dims:
@@ -362,13 +372,16 @@ def _declarations(module, lines: list, syms: dict) -> None:
                 lines.append(f"    {var} = pf.variable({', '.join(args)})")
             else:
                 lines.append(f'    {var} = Variable("{d.name}", "{d.space}", T.{d.type.name}, {d.align!r}, {d.dims!r}, '
-                             f"{d.init!r}, {d.linkage!r}, {d.extra!r})")
+                             f"{d.init!r}, {d.linkage!r}, {d.extra!r}"
+                             + (f", vector={d.vector}" if d.vector != 1 else "") + ")")
             lines.append(f"    declarations.append({var})")
             syms[d.name] = f"{var}.symbol"
         elif isinstance(d, Prototype):
+            _refuse_reg_params(d.name, d.returns + d.params)
             rets = "(" + "".join(_param_expr(p) + ", " for p in d.returns) + ")"
             params = "(" + "".join(_param_expr(p) + ", " for p in d.params) + ")"
-            lines.append(f'    declarations.append(Prototype("{d.name}", {rets}, {params}, {d.linkage!r}))')
+            lines.append(f'    declarations.append(Prototype("{d.name}", {rets}, {params}, {d.linkage!r}'
+                         + (f", {d.directives!r}" if d.directives else "") + "))")
         elif isinstance(d, RawDirective) and _PRAGMA.match(d.text):
             words = re.findall(r'"([^"]*)"', d.text)
             lines.append(f"    declarations.append(pf.pragma({', '.join(repr(w) for w in words)}))")

@@ -154,6 +154,20 @@ def mma_fragment(form: MmaForm, operand: str) -> Fragment:
     return Fragment(operand, shape, nregs, per_reg, ebits, rows, cols)
 
 
+@lru_cache(maxsize=None)
+def sparse_mma_fragment(form, b_type, acc, operand: str) -> Fragment:
+    """The layout of operand 'a', 'b', 'c' or 'd' of an mma.sp form (`ptxforge.isa.sparse.SparseMmaForm` with
+    its B and accumulator types).  A is the compressed 16 x K/2 matrix the A operand holds (which columns of
+    the real A its elements are the metadata says: `isa.sparse.expanded_columns`); it is laid out as the A
+    of the dense m16n8k(K/2) form of its type (PTX ISA "Matrix fragments for multiply-accumulate operation
+    with sparse matrix A": row g or g + 8, a register's elements in order from threadID_in_group's first
+    chunk).  B (K x N), C and D follow the dense pattern of the module docstring at the full K."""
+    k = form.k
+    dense = MmaForm(f"m16n8k{k // 2 if operand == 'a' else k}", form.a_type, b_type, acc, acc, form.a_regs,
+                    form.b_regs, form.c_regs(acc), form.req)
+    return mma_fragment(dense, operand)
+
+
 # ---------------------------------------------------------------- packing helpers (numpy models)
 
 def _unsigned(values, bits):

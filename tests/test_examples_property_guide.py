@@ -62,12 +62,10 @@ def test_the_mutation_check_example_prints_what_the_guide_shows(tmp_path):
         assert got.startswith(want[:-3]) if want.endswith("...") else got == want, (want, got)
 
 
-def _sparse_mma_kernel():
-    """One mma.sp (its operands as the interpreter's poison fills them: it refuses the instruction first)."""
-    k = pf.KernelBuilder("sparse", target="sm_80")
-    a, b = [k.reg(pf.b32) for _ in range(2)], [k.reg(pf.b32) for _ in range(2)]
-    c = [k.reg(pf.f32) for _ in range(4)]
-    k.mma_sp(a, b, c, k.reg(pf.b32), shape="m16n8k16", a_type="f16", selector=0)
+def _breakpoint_kernel():
+    """One brkpt (a debugger's breakpoint: the interpreter refuses it)."""
+    k = pf.KernelBuilder("breakpoint", target="sm_80")
+    k.brkpt()
     return k.module()
 
 
@@ -75,5 +73,5 @@ def test_the_instruction_the_guide_says_the_interpreter_cannot_model_is_refused_
     named = re.search(r"cannot model \(for instance `([^`]+)`", GUIDE.replace("\n", " "))
     assert named, "the guide names no instruction the interpreter cannot model"
     with pytest.raises(interp.InterpUnsupported) as info:
-        interp.run(_sparse_mma_kernel(), block=32, args=[])
+        interp.run(_breakpoint_kernel(), block=32, args=[])
     assert f"does not model '{named.group(1)}'" in str(info.value), (named.group(1), str(info.value))

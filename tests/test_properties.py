@@ -197,8 +197,6 @@ def test_the_strategies_reach_every_async_sync_and_warp_form():
 # legal form it refuses for any other reason fails the test below, and so does an entry no form needs.
 UNMODELLED = (
     ("control", r"special register %(envreg|pm)\d+(_64)? is not modelled"),  # set by the driver / profiler
-    # mma.sp / wgmma.mma_async.sp: the sparsity metadata's element selection is not modelled
-    ("tensor", r"'mma\.sp'"), ("tensor", r"'wgmma\.sp'"),
     # multimem needs a multicast object (memory mapped on several GPUs)
     ("memory", r"'multimem\.(ld_reduce|st|red)'"),
     # no texture or surface objects exist on the interpreter

@@ -56,7 +56,7 @@ FACTORIES = {
     "bar.warp.sync": exec_sync.make_bar_warp_sync,
     "shfl": exec_warp.make_shfl, "vote": exec_warp.make_vote, "redux": exec_warp.make_redux,
     "elect": exec_warp.make_elect, "activemask": exec_warp.make_activemask,
-    "mma": exec_tensor.make_mma,
+    "mma": exec_tensor.make_mma, "mma.sp": exec_tensor.make_mma_sp,
     "wmma.load": exec_wmma.make_wmma_load, "wmma.store": exec_wmma.make_wmma_store, "wmma.mma": exec_wmma.make_wmma_mma,
     **{f"{k}.carry": exec_integer.make_carry for k in ("add", "sub", "mad")},
     "dp4a": exec_integer.make_dot, "dp2a": exec_integer.make_dot,
@@ -66,7 +66,7 @@ FACTORIES = {
     "alloca": exec_stack.make_alloca, "stacksave": exec_stack.make_stacksave,
     "stackrestore": exec_stack.make_stackrestore,
     "mapa": exec_cluster.make_mapa, "getctarank": exec_cluster.make_getctarank,
-    "wgmma": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
+    "wgmma": exec_wgmma.make_wgmma, "wgmma.sp": exec_wgmma.make_wgmma, "wgmma.fence": exec_wgmma.make_wgmma_fence,
     "wgmma.commit_group": exec_wgmma.make_wgmma_commit, "wgmma.wait_group": exec_wgmma.make_wgmma_wait,
 }
 

@@ -36,8 +36,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows
+from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows, descriptor_swizzle
 from .access import Part, shadow_read
+from .exec_tensor import expand_sparse, sparse_metadata
 from .findings import InterpUnsupported
 from .proxy import proxy_check
 from .values import bf16_to_f32, bytes_to_elements, split_words
@@ -159,10 +160,10 @@ def whole_warpgroups(S, op, m, what):
     return np.flatnonzero(touched & ~partial)
 
 
-def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
-    """(rows, K) element bits of a shared-memory operand described by `desc`, as the hardware reads
-    them; None when an access is out of bounds (reported)."""
-    addr = descriptor_rows(int(desc), rows, elem_bits, mn_major)  # (rows, 32) shared byte addresses
+def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0, kbytes=32):
+    """(rows, K) element bits of a shared-memory operand described by `desc` (K: `kbytes` bytes of each row, 64
+    for the B of a sparse wgmma), as the hardware reads them; None when an access is out of bounds (reported)."""
+    addr = descriptor_rows(int(desc), rows, elem_bits, mn_major, kbytes)  # (rows, kbytes) shared byte addresses
     L = S.launch
     flat_local = addr.ravel().astype(np.int64)
     ok = (flat_local >= 0) & (flat_local < L.smem.size)
@@ -178,9 +179,9 @@ def read_descriptor_operand(S, op, desc, rows, elem_bits, mn_major, thr0):
         shadow_read(S, op, Part("shared", np.arange(len(flat)), flat, np.full(len(flat), thr0)), 1)
         proxy_check(S, op, flat, thr0)
         hold_operand(S, op, flat, thr0)
-    data = S.smem[flat].reshape(rows, 32)
-    if mn_major:  # (rows, 32) addresses were for 2-byte elements (mn, k) laid out as [k][byte]
-        return data.reshape(rows, 16, 2).view(np.uint16)[..., 0].astype(np.uint32)
+    data = S.smem[flat].reshape(rows, kbytes)
+    if mn_major:  # (rows, kbytes) addresses were for 2-byte elements (mn, k) laid out as [k][byte]
+        return data.reshape(rows, kbytes // 2, 2).view(np.uint16)[..., 0].astype(np.uint32)
     return bytes_to_elements(data, elem_bits).astype(np.uint32)
 
 
@@ -238,13 +239,20 @@ def accumulate(info, A, B, words_c, scale_d: bool, acc_rows, acc_cols) -> np.nda
 
 
 def make_wgmma(P, op):
-    """Executor of wgmma.mma_async: whole warpgroups, operands read at issue, D pending until wait_group."""
+    """Executor of wgmma.mma_async and wgmma.mma_async.sp: whole warpgroups, operands read at issue, D pending
+    until wait_group.  The sparse form reads the stored half of A (64 x K/2, from registers or a descriptor, laid
+    out as the dense form's A), the N x K B (64 bytes of each row) and each warp's metadata from the lanes the
+    selector names (`isa.sparse`), spreads A over its K columns and multiplies as the dense form does."""
     ins = op.ins
     info = ins.info
     form = info.form
-    if ins.opcode != "wgmma":
-        raise InterpUnsupported(f"{ins.opcode} is not modelled", ins)
-    d_op, a_op, b_op, sd_op = ins.operands[:4]
+    sparse = ins.opcode == "wgmma.sp"
+    if sparse:
+        d_op, a_op, b_op, meta_op, sel_op, sd_op = ins.operands[:6]
+        read_meta = P.reader(meta_op, T.b32, ins)
+        selector = int(sel_op.value)
+    else:
+        d_op, a_op, b_op, sd_op = ins.operands[:4]
     d_regs = P.regs_of(d_op)
     read_d = [P.reader(r, T.b32, ins) for r in d_regs]
     d_names = [r.name for r in d_regs]
@@ -265,6 +273,7 @@ def make_wgmma(P, op):
     else:
         read_sd = P.pred_reader(sd_op, ins)
     M, N, K = 64, form.n, form.k
+    KB = 2 * K if sparse else K  # B's K (the sparse A holds K of its 2K columns)
     eb = form.elem_bits
     acc_rows, acc_cols = accumulator_layout(form)
     a_rows, a_cols = a_fragment_layout(form) if info.a_from_regs else (None, None)
@@ -289,12 +298,21 @@ def make_wgmma(P, op):
             else:
                 A_bits = read_descriptor_operand(S, op, uniform64(S, read_a_desc, thr, "A descriptor"), M, eb,
                                                  bool(info.trans_a), t0)
-            B_bits = read_descriptor_operand(S, op, uniform64(S, read_b_desc, thr, "B descriptor"), N, eb,
-                                             bool(info.trans_b), t0)
+            b_desc = uniform64(S, read_b_desc, thr, "B descriptor")
+            if sparse and not info.trans_b and 0 < descriptor_swizzle(b_desc) < 64:
+                raise InterpUnsupported(f"{ins.opcode}: a K-major B through a {descriptor_swizzle(b_desc)}-byte "
+                                        "swizzle spans two swizzle atoms per row (64 bytes of K); the interpreter does "
+                                        "not model where the second one is read", ins)
+            B_bits = read_descriptor_operand(S, op, b_desc, N, eb, bool(info.trans_b), t0, KB * eb // 8)
             if A_bits is None or B_bits is None:
                 continue
             A = decode(A_bits, form.a_type)  # (64, K)
-            B = decode(B_bits, form.b_type)  # (N, K): B is read by its N rows
+            B = decode(B_bits, form.b_type)  # (N, KB): B is read by its N rows
+            if sparse:
+                meta = np.broadcast_to(np.asarray(read_meta(S)).astype(np.uint32), (S.N,))[thr].reshape(4, 32)
+                nib = sparse_metadata(S, op, meta, KB, form.a_type, selector, False,
+                                      lambda w, lanes: int(thr[0]) + 32 * w + lanes)
+                A = expand_sparse(A.reshape(4, 16, K), nib, KB, form.a_type).reshape(M, KB)
             words_c = accumulator_input(S, st, read_d, d_names, thr)
             scale_d = sd_const if read_sd is None else bool(np.broadcast_to(read_sd(S), (S.N,))[t0])
             if read_sd is not None:
@@ -360,12 +378,12 @@ def guard_accumulators(P):
     touching it while a wgmma still owns it (before the wait_group that retires it) is reported."""
     acc = set()
     for o in P.ops:
-        if o.ins.opcode == "wgmma":
+        if o.ins.opcode in ("wgmma", "wgmma.sp"):
             acc.update(r.name for r in P.regs_of(o.ins.operands[0]))
     if not acc:
         return
     for o in P.ops:
-        if o.ins.opcode == "wgmma" or o.fn is None:
+        if o.ins.opcode in ("wgmma", "wgmma.sp") or o.fn is None:
             continue
         names = sorted({r.name for r in o.ins.registers()} & acc)
         if names:

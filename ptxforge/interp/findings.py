@@ -37,6 +37,8 @@ KINDS = {
     "order": "global memory one CTA wrote, read by another CTA of the launch with no release/acquire chain between",
     "readonly": "global memory stored to inside an argument whose numpy array is read-only: a launch takes such an "
                 "array as input only, so what the kernel writes there never reaches it",
+    "sparse": "mma.sp / wgmma.mma_async.sp sparsity metadata the PTX ISA leaves undefined: two equal indices, indices "
+              "not ascending under ::ordered_metadata, a .tf32 nibble other than 0b0100 or 0b1110",
 }
 
 #: Findings reported unless the caller chooses otherwise.

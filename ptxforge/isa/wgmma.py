@@ -265,7 +265,7 @@ def wgmma_sp(form: WgmmaForm, d, a, b_desc, meta, selector, scale_d, *, scale_a=
     """`wgmma.mma_async.sp.sync.aligned.m64nN k2K ... d, a|a-desc, b-desc, sp-meta, sp-sel, scale-d{, immediates}`:
     the sparse form of dense `form` (2:4 sparse A holding half of its 2K values per row, K doubled; not .b1).
     meta: the .b32 register of sparsity metadata; selector: the immediate sp-sel (`form.sparse_selectors`: which
-    threads of each group supply the metadata); the rest as for `wgmma`.  The interpreter does not model it.
+    threads of each group supply the metadata); the rest as for `wgmma`.
     """
     if not form.sparse_ok:
         raise ValidationError("wgmma .b1 has no sparse form (.sp takes f16, bf16, tf32, fp8 and 8-bit integer A)")
@@ -459,23 +459,30 @@ class WgmmaOps:
 
 # ---------------------------------------------------------------- shared-memory operands
 
-def descriptor_rows(desc: int, rows: int, elem_bits: int, mn_major: bool) -> np.ndarray:
+def descriptor_rows(desc: int, rows: int, elem_bits: int, mn_major: bool, kbytes: int = 32) -> np.ndarray:
     """The shared-memory byte addresses one wgmma reads for an operand of `rows` M (or N) rows.
 
-    Returns (rows, 32) int64 addresses.  K-major (the default): entry [r, b] is byte b of the
-    32-byte K slice of row r (any element width, .b1 included).  MN-major (16-bit types,
-    imm-trans = 1): entries [r, 2k] and [r, 2k + 1] are the two bytes of element (r, k), k < 16.
-    The addresses are `isa.descriptors.descriptor_address` of the decoded descriptor, vectorized.
+    Returns (rows, kbytes) int64 addresses: `kbytes` bytes of K, 32 but for the B of a sparse wgmma (64).
+    K-major (the default): entry [r, b] is byte b of the K slice of row r (any element width, .b1
+    included).  MN-major (16-bit types, imm-trans = 1): entries [r, 2k] and [r, 2k + 1] are the two
+    bytes of element (r, k), k < kbytes / 2.  The addresses are `isa.descriptors.descriptor_address` of
+    the decoded descriptor, vectorized.
     """
     from .descriptors import decode_descriptor, descriptor_address
     fields = decode_descriptor(int(desc))
     r = np.arange(rows, dtype=np.int64)[:, None]
     if not mn_major:
-        return descriptor_address(fields, "K", 8, r, np.arange(32, dtype=np.int64)[None, :])
+        return descriptor_address(fields, "K", 8, r, np.arange(kbytes, dtype=np.int64)[None, :])
     if elem_bits != 16:
         raise ValidationError("only 16-bit operands may be MN-major (transposed) in shared memory")
-    a = descriptor_address(fields, "MN", 16, r, np.arange(16, dtype=np.int64)[None, :])
-    return (a[:, :, None] + np.arange(2)).reshape(rows, 32)
+    a = descriptor_address(fields, "MN", 16, r, np.arange(kbytes // 2, dtype=np.int64)[None, :])
+    return (a[:, :, None] + np.arange(2)).reshape(rows, kbytes)
+
+
+def descriptor_swizzle(desc: int) -> int:
+    """The swizzle span in bytes (0, 32, 64 or 128) a matrix descriptor names."""
+    from .descriptors import decode_descriptor
+    return decode_descriptor(int(desc)).swizzle
 
 
 def descriptor_base_offset(desc: int) -> int:

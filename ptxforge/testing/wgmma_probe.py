@@ -40,26 +40,8 @@ def wgmma_probe_kernel(form: WgmmaForm, *, k_slices: int, a_bytes: int, b_bytes:
     a_regs, desc_a, desc_b = k.param_ptr("a_regs", T.u32), k.param_ptr("desc_a", T.u64), k.param_ptr("desc_b", T.u64)
     c, out = k.param_ptr("c", T.u32), k.param_ptr("out", T.u32)
     sd = k.param_value("scale_d", T.u32)
-    sA = k.shared("sA", max(a_bytes, 16), align=1024)
-    sB = k.shared("sB", b_bytes, align=1024)
     tid = k.tid()
-    off = k.shl(tid, 4)
-    for img, sym, nbytes in ((a_img, sA, a_bytes), (b_img, sB, b_bytes)):
-        if nbytes == 0:
-            continue
-        for base in range(0, nbytes, 128 * 16):
-            o = k.add(off, base)
-            inside = k.setp("lt", o, nbytes)
-            with k.if_(inside):
-                v = k.ld(k.add(img, k.cvt(o, "u64")), type=T.b32, vec=4)
-                k.st(k.add(k.shared_base(sym), o), list(v), type=T.b32, space="shared")
-    if fence:
-        k.fence("fence.proxy.async.shared::cta")
-    k.bar_sync(0)
-    d = k.regs(T.b32, form.d_regs, "d")
-    row = k.mul(tid, 4 * form.d_regs, mode="wide")
-    for i in range(form.d_regs):
-        k.ld(k.add(c, row), type=T.b32, offset=4 * i, dst=d[i])
+    sA, sB, d, row = stage_operands(k, form, tid, a_img, b_img, a_bytes, b_bytes, c, fence=fence)
     base_a = k.cvt(k.shr(k.shared_base(sA), 4), "u64")
     base_b = k.cvt(k.shr(k.shared_base(sB), 4), "u64")
     p = k.setp("ne", sd, 0)
@@ -87,6 +69,33 @@ def wgmma_probe_kernel(form: WgmmaForm, *, k_slices: int, a_bytes: int, b_bytes:
     if not wait:
         k.wgmma_wait(0)
     return k
+
+
+def stage_operands(k: KernelBuilder, form: WgmmaForm, tid, a_img, b_img, a_bytes: int, b_bytes: int, c, *,
+                   fence: bool = True):
+    """Emit a probe's prologue for one warpgroup (`tid`: its thread index register): copy `a_bytes` of `a_img`
+    and `b_bytes` of `b_img` (global pointers) into the 1024-aligned shared buffers sA and sB with ordinary
+    16-byte stores, fence the async proxy (unless `fence=False`), bar.sync, and load each thread's accumulator
+    words from `c` (thread t's at c[t * d_regs ..]).  Returns (sA, sB, d registers, the thread's byte offset into
+    c / out)."""
+    sA = k.shared("sA", max(a_bytes, 16), align=1024)
+    sB = k.shared("sB", b_bytes, align=1024)
+    off = k.shl(tid, 4)
+    for img, sym, nbytes in ((a_img, sA, a_bytes), (b_img, sB, b_bytes)):
+        for base in range(0, nbytes, 128 * 16):
+            o = k.add(off, base)
+            inside = k.setp("lt", o, nbytes)
+            with k.if_(inside):
+                v = k.ld(k.add(img, k.cvt(o, "u64")), type=T.b32, vec=4)
+                k.st(k.add(k.shared_base(sym), o), list(v), type=T.b32, space="shared")
+    if fence:
+        k.fence("fence.proxy.async.shared::cta")
+    k.bar_sync(0)
+    d = k.regs(T.b32, form.d_regs, "d")
+    row = k.mul(tid, 4 * form.d_regs, mode="wide")
+    for i in range(form.d_regs):
+        k.ld(k.add(c, row), type=T.b32, offset=4 * i, dst=d[i])
+    return sA, sB, d, row
 
 
 _NP = {"s8": np.int8, "u8": np.uint8, "f16": np.float16, "bf16": np.uint16, "tf32": np.float32,

@@ -13,9 +13,12 @@ into a cluster CTA's shared memory, element by element.
   finding.
 
 `.add` on f16 / bf16 rounds the exact sum to nearest even (`.noftz`: subnormals kept); f32 / f64 add in
-IEEE arithmetic; `.min` / `.max` on floats return the number where one side is NaN; `.inc` / `.dec` wrap at
-the source value as `atom.inc` / `atom.dec` do.  A tensor map whose element type the reduction does not take
-is refused (`InterpUnsupported`), as is the `.im2col_no_offs` mode.
+IEEE arithmetic, subnormals kept (the PTX ISA's cp.reduce.async.bulk section says the current implementation
+of `.add.f32` flushes subnormal inputs and results to zero; an H100 keeps them, in the 1-D and the tensor form
+alike, bit for bit as IEEE addition does: tests/test_bulk_reduce_gpu_subnormal.py); `.min` / `.max` on floats
+return the number where one side is NaN; `.inc` / `.dec` wrap at the source value as `atom.inc` / `atom.dec` do.
+A tensor map whose element type the reduction does not take is refused (`InterpUnsupported`), as is the
+`.im2col_no_offs` mode.
 """
 
 from __future__ import annotations

@@ -119,11 +119,12 @@ def test_a_literal_beyond_64_bits_stays_an_error_naming_its_line():
         parse(text, filename="k.ptx")
 
 
-def test_a_literal_that_fits_reads_without_a_warning():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        module = parse(kernel("    add.u16 %rs1, %rs2, 65535;\n    add.s32 %r1, %r2, -5;"))
-    assert "%rs2, 0xFFFF;" in module.ptx and "%r2, -5;" in module.ptx
+def test_only_a_literal_that_does_not_fit_warns():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        module = parse(kernel("    add.u16 %rs1, %rs2, 65535;\n    add.s32 %r1, %r2, -5;\n    add.u16 %rs1, %rs2, 65536;"))
+    assert "%rs2, 0xFFFF;" in module.ptx and "%r2, -5;" in module.ptx and "%rs2, 0;" in module.ptx
+    assert [str(w.message).split(":")[0] for w in caught] == ["the literal 65536 does not fit .u16"]
 
 
 # ------------------------------------------------------------------ %tid.w and the other .w components
@@ -154,7 +155,8 @@ def test_ptxas_reads_the_w_components_as_zero():
     same_sass(text, parse(text))
 
 
-def test_an_unknown_component_stays_an_error():
+def test_the_w_component_reads_where_an_unknown_one_stays_an_error():
+    assert "%tid.w" in parse(kernel("    mov.u32 %r1, %tid.w;")).ptx
     with pytest.raises(ParseError, match=r"%tid.q is not declared"):
         parse(kernel("    mov.u32 %r1, %tid.q;"))
 
@@ -205,15 +207,17 @@ def test_a_range_register_named_with_leading_zeros_assembles_as_ptxas_reads_it()
     (".reg .b32 %y<3>;\n    .reg .b32 %y01;", "", r"%y01 names %y1 of a range"),  # ptxas: duplicate definition
 ])
 def test_what_ptxas_refuses_of_leading_zeros_stays_an_error(decl, use, why):
+    assert "%y1, 1;" in parse(kernel("    mov.u32 %y01, 1;", regs="    .reg .b32 %y<3>;\n")).ptx  # (what it reads)
     with pytest.raises(ParseError, match=why):
         parse(kernel("    " + use, regs="    " + decl + "\n"))
 
 
-def test_a_register_declared_alone_with_leading_zeros_keeps_its_name():
-    module = parse(kernel("    mov.u32 %y01, 1;\n    mov.u32 %y1, 2;\n    st.global.u32 [%rd1], %y01;",
+def test_a_register_declared_alone_with_leading_zeros_keeps_its_name_beside_a_range():
+    module = parse(kernel("    mov.u32 %y01, 1;\n    mov.u32 %y1, 2;\n    mov.u32 %y002, 3;\n"
+                          "    st.global.u32 [%rd1], %y01;\n    st.global.u32 [%rd1+4], %y2;",
                           regs="    .reg .b32 %y01;\n    .reg .b32 %y<3>;\n"))
-    assert "mov.u32         %y01, 1;" in module.ptx
-    assert run_words(module, 1).tolist() == [1]
+    assert "mov.u32         %y01, 1;" in module.ptx and "mov.u32         %y2, 3;" in module.ptx
+    assert run_words(module, 2).tolist() == [1, 3]
 
 
 # ------------------------------------------------------------------ vector variables
@@ -605,3 +609,25 @@ def test_an_indirect_call_through_a_reg_prototype_runs_the_function():
 def test_to_python_refuses_a_reg_parameter_by_name():
     with pytest.raises(ValidationError, match=r"f has the .reg parameter .reg .b32 %a, which has no builder call"):
         to_python(parse(reg_text()))
+
+
+# ------------------------------------------------------------------ SymbolOffset in the property tests' strategies
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_the_strategies_draw_symbol_offsets_and_they_read_back(target):
+    from hypothesis import given, settings
+    from ptxforge.isa.operands import SymbolOffset
+    from ptxforge.testing import strategies as pst
+    rows = [s for s in pst.legal_candidates(target, "control") if s.op == "sym_offset"]
+    module = pst.build_module(target, [s.with_params(offset=o) for s in rows for o in (0, -16, 4095)])
+    found = [op for k in module.kernels for i in k.instructions for op in i.operands if isinstance(op, SymbolOffset)]
+    assert {op.offset for op in found} == {0, -16, 4095} and len(found) == 3 * len(rows)
+    round_trips(module)
+
+    @settings(max_examples=25, deadline=None)
+    @given(pst.instruction_specs(target, ("control",), ops=("sym_offset",)))
+    def drawn(s):
+        m = pst.build_module(target, [s])
+        assert any(isinstance(op, SymbolOffset) for k in m.kernels for i in k.instructions for op in i.operands)
+        round_trips(m)
+    drawn()

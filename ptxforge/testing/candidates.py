@@ -110,6 +110,8 @@ def _control_candidates():
     out += [spec("control", "mov", type=t.name) for t in MOV_TYPES + (T.f16x2, T.bf16, T.bf16x2)]
     out += [spec("control", op, bits=b, parts=p) for op in ("pack", "unpack") for b, p in PACK_FORMS]
     out += [spec("control", "sreg", name=n) for n in sorted(SPECIAL_REGISTERS)]
+    # a variable's address plus an offset as a value (SymbolOffset): mov.u32/u64 %r, smem+N; cvta.shared.u64 %rd, smem+N
+    out += [spec("control", "sym_offset", form=f) for f in ("mov.u32", "mov.u64", "cvta.shared", "cvta.shared::cta")]
     out += [spec("control", "bra", uni=u) for u in (False, True)]
     out += [spec("control", op) for op in ("ret", "exit", "trap")]
     out += [spec("control", "call", result=r, uni=u) for r in (False, True) for u in (False, True)]

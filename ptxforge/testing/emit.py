@@ -8,7 +8,9 @@ from ..builder import KernelBuilder
 from ..isa import types as T
 from ..isa.arith import ARITH
 from ..isa.bits import BITFIELD
-from ..isa.operands import Addr
+from ..isa.control import mov
+from ..isa.convert import cvta
+from ..isa.operands import Addr, SymbolOffset
 from ..isa.tensor import MMA_FORMS, IgnoredInstructionWarning
 from ..isa.tensormap import TENSORMAP_FIELDS
 from ..module import Module
@@ -121,6 +123,14 @@ def _emit_control(sc: Scratch, s: Spec):
         k.unpack(sc.reg(T.lookup(f"b{s['bits']}")), s["parts"], pred=g)
     elif op == "sreg":
         k.sreg(s["name"])
+    elif op == "sym_offset":  # the shared array's address plus an offset, as a value
+        addr = SymbolOffset(sc.smem, s.get("offset", 0))
+        kind = s["form"].split(".", 1)
+        if kind[0] == "mov":
+            t = T.lookup(kind[1])
+            k.emit(mov(t, sc.reg(t), addr), pred=g)
+        else:
+            k.emit(cvta(sc.reg(T.u64), addr, kind[1], False), pred=g)
     elif op == "bra":
         lbl = k.label("fwd")
         k.bra(lbl, pred=g, uni=s.get("uni", False))

@@ -90,6 +90,8 @@ def _details(s: Spec) -> st.SearchStrategy:
             imm = st.none()
         return st.builds(lambda i, g: s.with_params(imm=i, guard=g), imm, guard)
     if fam == "control":
+        if op == "sym_offset":  # inside the 4 KB shared array, or just before it (`smem+-16`)
+            return st.builds(lambda o, g: s.with_params(offset=o, guard=g), st.integers(-16, 4095), guard)
         if op in ("setp", "selp", "mov", "set", "slct"):
             t = T.lookup(s["type"])
             imm = st.none() if (t.is_pred or t in HALF or t is T.f16) else st.none() | _imm_for(t)
@@ -167,10 +169,11 @@ def targets(names=TARGETS) -> st.SearchStrategy:
     return st.sampled_from(tuple(names))
 
 
-def instruction_specs(target, families=FAMILIES) -> st.SearchStrategy:
-    """A legal instruction for `target`, from the given families."""
+def instruction_specs(target, families=FAMILIES, ops=None) -> st.SearchStrategy:
+    """A legal instruction for `target`, from the given families (and, when `ops` names some, of those
+    operations only: `ops=("sym_offset",)`)."""
     target = str(Target.parse(target))
-    pools = [legal_candidates(target, f) for f in families]
+    pools = [[s for s in legal_candidates(target, f) if ops is None or s.op in ops] for f in families]
     pools = [p for p in pools if p]
     if not pools:
         raise ValueError(f"no legal candidates for {target} in families {families}")

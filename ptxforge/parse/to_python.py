@@ -9,8 +9,8 @@ and a `Reg` of the kernel that only the scope declares), `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
 What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
-array or structure return values, multi-dimensional or initialized `.local` variables) is refused with the reason,
-at the PTX line it is about.
+array or structure return values, `.reg` parameters, `.alias`, multi-dimensional, initialized or vector `.local`
+variables) is refused with the reason, at the PTX line it is about.
 """
 
 from __future__ import annotations

@@ -201,3 +201,50 @@ def test_gemm_int4_says_why_a_large_k_takes_the_exact_path(no_gpu, capsys):
     path = [ln for ln in out.splitlines() if ln.startswith("path:")]
     assert path and "s8_signext" in path[0] and "chosen by the caller" not in path[0], out
 
+
+# ---------------------------------------------------------------- the mma.sync schedules' own parameters
+
+def test_schedule_parameters_take_numpy_integers_as_for_shape_and_hopper_do():
+    g = Int8Gemm(block_m=np.int64(64), block_n=64, warps_m=np.int32(2), warps_n=2, stages=np.int64(3),
+                 target="sm_80")
+    assert g == Int8Gemm(block_m=64, block_n=64, warps_m=2, warps_n=2, stages=3, target="sm_80")
+    assert type(g.stages) is int and g.kernel_name == Int8Gemm(block_m=64, block_n=64, stages=3,
+                                                               target="sm_80").kernel_name
+    with pytest.raises(pf.ValidationError, match="stages must be an int"):
+        Int8Gemm(stages=np.float64(3), target="sm_80")
+
+
+@pytest.mark.parametrize("align", [0, -16, 3, True, 16.0, "16", None])
+def test_an_alignment_that_is_not_a_power_of_two_count_of_bytes_is_refused(align):
+    for kw in (dict(align=align), dict(c_align=align)):
+        with pytest.raises(pf.ValidationError, match="power of two"):
+            G8.for_problem(64, 8, **kw)
+        with pytest.raises(pf.ValidationError, match="power of two"):
+            G8.plan(5, 8, 64, **kw)
+
+
+class _RequiresGrad:
+    """A CUDA tensor that requires grad as torch describes it: its array interface raises RuntimeError and its
+    DLPack export BufferError."""
+    shape = (5, 64)
+    dtype = np.dtype(np.int8)
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad")
+
+    def __dlpack__(self, *args, **kwargs):
+        raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+
+    def __dlpack_device__(self):
+        return (2, 0)  # kDLCUDA, device 0
+
+
+def test_an_operand_its_producer_cannot_describe_is_a_ptxforge_error_naming_it():
+    from ptxforge.schedules.hopper.operands import gpu_view
+    b = _s8((7, 64))
+    with pytest.raises(pf.LaunchError, match=r"A \(_RequiresGrad\).*BufferError.*detach") as e:
+        G8.run(_RequiresGrad(), b, np.zeros((5, 7), np.int32))
+    assert isinstance(e.value.__cause__, BufferError)
+    with pytest.raises(pf.LaunchError, match=r"B \(_RequiresGrad\)"):
+        gpu_view(_RequiresGrad(), "B")

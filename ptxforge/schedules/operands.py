@@ -164,6 +164,21 @@ class _FastReader:
 _reader = _FastReader()
 
 
+def device_view_of(x, what: str, stream: int = 0):
+    """`runtime.arrays.device_view` of GEMM operand `what`, with an exception its producer raises while describing
+    it (torch's BufferError from DLPack for a tensor that requires grad, once its array interface has refused
+    too) turned into a LaunchError naming the operand and chained to the producer's own."""
+    from ..errors import LaunchError, PtxforgeError
+    from ..runtime.arrays import device_view
+    try:
+        return device_view(x, stream)
+    except PtxforgeError:
+        raise
+    except Exception as e:
+        raise LaunchError(f"{what} ({type(x).__name__}) cannot be read as a GPU array: its producer raised "
+                          f"{type(e).__name__} ({e})") from e
+
+
 def check_gpu_operand(v, x, slot: str, error) -> None:
     """The checks every GEMM makes of a GPU operand `x` read through its array interface (view `v`): rows back to
     back (C-contiguous), a C its interface does not mark read-only, and its memory in ptxforge's context and

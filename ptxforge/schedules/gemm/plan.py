@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, check_gpu_operand
+from ..operands import _reader, align_class, check_gpu_operand, device_view_of
 
 _PTXFORGE_INTERNAL = True
 
@@ -141,10 +141,9 @@ def _read(x, slot: str, stream: int = 0):
     got = _reader.read(x)
     if got is None:
         from ...runtime.memory import DeviceBuffer
-        from ...runtime.arrays import device_view
         if isinstance(x, DeviceBuffer):  # read fast unless freed: .ptr raises, naming it
             return x.ptr, tuple(x.shape), x.dtype, None
-        v = device_view(x, stream) if not isinstance(x, np.ndarray) else None
+        v = device_view_of(x, slot, stream) if not isinstance(x, np.ndarray) else None
         if v is None or isinstance(v, np.ndarray):
             raise LaunchError(f"{slot} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack) for a "
                               f"plan; got {type(x).__name__} (use GemmSchedule.run for numpy arrays)")

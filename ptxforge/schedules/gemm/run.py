@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import (_reader, align_class, check_host_out, check_size, interpreter_hint, producers_ok,
-                        require_numpy)
+from ..operands import (_reader, align_class, check_host_out, check_size, device_view_of, interpreter_hint,
+                        producers_ok, require_numpy)
 from .plan import fast_run, load_kernel, remember_plan
 
 # errors about the caller's parameters and arrays name the caller's line, not this file's
@@ -16,14 +16,14 @@ _PTXFORGE_INTERNAL = True
 def _describe(x, what: str, stream: int):
     """(shape, device address or None for host arrays, dtype kind/bits) of an operand."""
     from ...runtime import DeviceBuffer
-    from ...runtime.arrays import HostArray, device_view
+    from ...runtime.arrays import HostArray
     if isinstance(x, HostArray):
         x = x.array
     if isinstance(x, np.ndarray):
         return x.shape, None, (x.dtype.kind, x.dtype.itemsize * 8)
     if isinstance(x, DeviceBuffer):
         return x.shape, x.ptr, (x.dtype.kind, x.dtype.itemsize * 8)
-    v = device_view(x, stream)
+    v = device_view_of(x, what, stream)
     if v is None:
         raise LaunchError(f"{what} must be a numpy array, a DeviceBuffer or a GPU array (__cuda_array_interface__ "
                           f"or DLPack); got {type(x).__name__}")

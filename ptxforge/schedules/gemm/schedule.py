@@ -91,6 +91,10 @@ class GemmSchedule:
     def __post_init__(self):
         self._check_operand(self.operand)
         object.__setattr__(self, "target", Target.parse(self.target))
+        for f in dataclasses.fields(self):  # a numpy integer is kept as the int it is (as HopperGemm keeps it)
+            v = getattr(self, f.name)
+            if isinstance(v, np.integer):
+                object.__setattr__(self, f.name, int(v))
         validate(self)
 
     @classmethod
@@ -315,6 +319,10 @@ class GemmSchedule:
         the scaled one.
         """
         self._check_sizes(1, 1 if n is None else n, k)
+        for name, v in (("align", align), ("c_align", c_align)):
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1 or v & (v - 1):
+                raise ValidationError(f"{name} is the alignment in bytes the addresses will have, a power of two "
+                                      f"(1, 2, 4, 8, 16, ...), got {v!r}")
         row_bytes = k * self.bits // 8
         w = self.copy_bytes
         while w > 1 and (row_bytes % w or align % w):

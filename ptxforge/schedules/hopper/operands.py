@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import check_gpu_operand, check_host_out, check_size, require_numpy
+from ..operands import check_gpu_operand, check_host_out, check_size, device_view_of, require_numpy
 
 
 _PTXFORGE_INTERNAL = True
@@ -18,10 +18,10 @@ def gpu_view(x, what, stream: int = 0, waits: list | None = None):
     device (asked of the driver: its tensor maps would otherwise point the TMA at another device's memory).
     `waits`: where to add the operand's producer stream when a launch on `stream` must wait for it."""
     from ...runtime import DeviceBuffer
-    from ...runtime.arrays import device_view, must_wait
+    from ...runtime.arrays import must_wait
     if isinstance(x, DeviceBuffer):
         return x.ptr, tuple(x.shape), x.elem
-    v = device_view(x, stream)
+    v = device_view_of(x, what, stream)
     if v is None or isinstance(v, np.ndarray):
         raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack), or A "
                               f"and B both numpy arrays; got {type(x).__name__}")

@@ -195,6 +195,14 @@ def test_a_range_register_named_with_leading_zeros_is_that_register():
     assert out.tolist() == [13, 11, 15, 0, 3]
 
 
+def test_leading_zeros_name_the_range_register_of_each_of_two_sibling_scopes():
+    body = ("    {\n        .reg .b32 %y<2>;\n        mov.u32 %y01, 1;\n        st.global.u32 [%rd1], %y1;\n    }\n"
+            "    {\n        .reg .b32 %y<2>;\n        mov.u32 %y01, 2;\n        st.global.u32 [%rd1+4], %y1;\n    }")
+    module = parse(kernel(body))
+    round_trips(module)
+    assert run_words(module, 2).tolist() == [1, 2]
+
+
 @needs_sass
 def test_a_range_register_named_with_leading_zeros_assembles_as_ptxas_reads_it():
     text = kernel(NUMBERED)
@@ -415,6 +423,14 @@ def test_an_alias_reads_renders_and_calls_its_function_on_the_interpreter():
     out = np.array([40, 0], np.uint32)
     interp.run(module, "k", grid=1, block=1, args=[out])
     assert out.tolist() == [40, 42]
+
+
+def test_an_alias_and_its_function_have_one_address_on_the_interpreter():
+    body = ("    mov.u64 %rd2, g;\n    mov.u64 %rd3, f;\n    setp.eq.u64 %p1, %rd2, %rd3;\n"
+            "    selp.u32 %r1, 1, 0, %p1;\n    st.global.u32 [%rd1], %r1;\n    ld.global.u64 %rd2, [tbl];\n"
+            "    setp.eq.u64 %p1, %rd2, %rd3;\n    selp.u32 %r1, 1, 0, %p1;\n    st.global.u32 [%rd1+4], %r1;")
+    module = parse(kernel(body, decls=ALIASES + ".global .u64 tbl = h;\n"))
+    assert run_words(module, 2).tolist() == [1, 1]
 
 
 @needs_sass

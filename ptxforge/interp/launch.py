@@ -32,7 +32,7 @@ from .machine import Machine
 from .exec_call import function_address, local_variables
 from .memory import STACK_BYTES, GlobalHeap, LocalLayout, ParamLayout, SharedLayout
 from ..declarations import initial_bytes
-from .program import Program
+from .program import Program, own_name
 from .scheduler import Stats, run_batch
 from .tensormaps import HostTensorMap, handle_bytes
 from .traffic import ByteCounter, access_counts
@@ -338,7 +338,7 @@ class Launch:
             if (name, space) in self.variable_index:
                 return int(self.heap.address_of(self.variable_index[(name, space)]))
         if name in self.prog.functions:
-            return function_address(self.prog.functions, name)
+            return function_address(self.prog.functions, own_name(self.prog.functions, name))
         return None
 
     def symbol_address(self, name, space):

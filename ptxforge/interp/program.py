@@ -145,7 +145,7 @@ class Program:
             return sym
         if isinstance(op, FuncRef):  # a device function's address (an indirect call's target)
             try:
-                c = const(function_address(self.functions, op.name), t)
+                c = const(function_address(self.functions, own_name(self.functions, op.name)), t)
             except KeyError:
                 raise InterpUnsupported(f"{op.name} is not a device function of the module", ins) from None
             return lambda S: c
@@ -274,6 +274,12 @@ def special_reader(name: str, ins):
         return lambda S: np.full(S.N, S.launch.explicit_cluster, dtype=bool)
     raise InterpUnsupported(f"special register %{name} is not modelled", ins)
 
+
+
+def own_name(functions: dict, name: str) -> str:
+    """The name of the function `name` runs: its own, or, for an `.alias`, its function's (so the two give one
+    address, as on a GPU); KeyError for a name that is no device function."""
+    return functions[name].name
 
 
 # ---------------------------------------------------------------- .reg parameters

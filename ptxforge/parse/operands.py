@@ -119,6 +119,8 @@ class Scope:
             raise ValidationError(f"{spelling} is already declared .{ot.name} in this scope (line {at}); a "
                                   "{ } block can declare a register of the same name that hides it")
         name = spelling.lstrip("%")
+        if ranged:
+            (self.frame_ranged[-1] if frame is not None else self.ranged).add(spelling)
         if frame is not None:
             reuse = self.closed.get(name)
             if reuse is not None and reuse.type is t:
@@ -133,8 +135,6 @@ class Scope:
             name = f"{name}${n}"
         self.taken[name] = t
         self.gone.pop(spelling, None)
-        if ranged:
-            (self.frame_ranged[-1] if frame is not None else self.ranged).add(spelling)
         if frame is None:
             self.declared[spelling] = t
             self.declared_at[spelling] = line

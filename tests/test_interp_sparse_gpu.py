@@ -75,7 +75,7 @@ def _compare_wgmma_sp(case, form):
     np.testing.assert_allclose(_wgmma_values(gpu[6], form), _wgmma_values(cpu[6], form), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("swizzle", [0, 64, 128])
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
 @pytest.mark.parametrize("form, sel, rs", _wgmma_sp_specs(),
                          ids=lambda x: str(x) if not hasattr(x, "mnemonic") else x.mnemonic(sparse=True))
 def test_wgmma_sp_gpu_vs_interpreter(form, sel, rs, swizzle):

@@ -42,7 +42,7 @@ Not modelled, and refused with `InterpUnsupported` when executed: ldmatrix .m16n
 interleaved tensor maps whose box row is not the whole slice or
 whose box reaches outside the tensor, swizzled maps whose inner box is not the swizzle span,
 tensor maps outside the kernel parameters and global memory, im2col maps with 16/32-byte interleave,
-a sparse wgmma's K-major B through a 32-byte swizzle, textures and surfaces, multimem, brkpt.
+textures and surfaces, multimem, brkpt.
 mma.sp and wgmma.mma_async.sp spread A's stored half over K as the metadata of the lanes the selector
 names says (exec_tensor, exec_wgmma; the layout in `ptxforge.isa.sparse`, as an H100 showed it), and
 metadata the PTX ISA leaves undefined is a "sparse" finding.

@@ -1,5 +1,5 @@
-"""wgmma: mma_async for every form of `WGMMA_FORMS` (A from registers or shared memory), fence,
-commit_group, wait_group; the accumulator hazards.
+"""wgmma: mma_async for every form of `WGMMA_FORMS` (A from registers or shared memory) and its sparse
+form mma_async.sp, fence, commit_group, wait_group; the accumulator hazards.
 
 A warpgroup is 4 consecutive warps of a CTA whose first warp is a multiple of 4; a wgmma is
 executed by all 128 of its threads at once.  Shared-memory operands are found the way the
@@ -36,7 +36,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..isa import types as T
-from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows, descriptor_swizzle
+from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows
 from .access import Part, shadow_read
 from .exec_tensor import expand_sparse, sparse_metadata
 from .findings import InterpUnsupported
@@ -299,10 +299,6 @@ def make_wgmma(P, op):
                 A_bits = read_descriptor_operand(S, op, uniform64(S, read_a_desc, thr, "A descriptor"), M, eb,
                                                  bool(info.trans_a), t0)
             b_desc = uniform64(S, read_b_desc, thr, "B descriptor")
-            if sparse and not info.trans_b and 0 < descriptor_swizzle(b_desc) < 64:
-                raise InterpUnsupported(f"{ins.opcode}: a K-major B through a {descriptor_swizzle(b_desc)}-byte "
-                                        "swizzle spans two swizzle atoms per row (64 bytes of K); the interpreter does "
-                                        "not model where the second one is read", ins)
             B_bits = read_descriptor_operand(S, op, b_desc, N, eb, bool(info.trans_b), t0, KB * eb // 8)
             if A_bits is None or B_bits is None:
                 continue

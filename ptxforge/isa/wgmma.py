@@ -464,25 +464,27 @@ def descriptor_rows(desc: int, rows: int, elem_bits: int, mn_major: bool, kbytes
 
     Returns (rows, kbytes) int64 addresses: `kbytes` bytes of K, 32 but for the B of a sparse wgmma (64).
     K-major (the default): entry [r, b] is byte b of the K slice of row r (any element width, .b1
-    included).  MN-major (16-bit types, imm-trans = 1): entries [r, 2k] and [r, 2k + 1] are the two
+    included); K past one swizzle atom (a sparse B through a 32-byte swizzle) continues in the atom the
+    leading byte offset names, as an H100 reads it (tests/test_interp_sparse_gpu.py).  MN-major (16-bit types, imm-trans = 1): entries [r, 2k] and [r, 2k + 1] are the two
     bytes of element (r, k), k < kbytes / 2.  The addresses are `isa.descriptors.descriptor_address` of
     the decoded descriptor, vectorized.
     """
+    from dataclasses import replace
+
     from .descriptors import decode_descriptor, descriptor_address
     fields = decode_descriptor(int(desc))
     r = np.arange(rows, dtype=np.int64)[:, None]
     if not mn_major:
-        return descriptor_address(fields, "K", 8, r, np.arange(kbytes, dtype=np.int64)[None, :])
+        span = fields.swizzle if 0 < fields.swizzle < kbytes else kbytes  # past one swizzle atom: the next at +LBO
+        return np.concatenate([descriptor_address(replace(fields, start_addr=fields.start_addr
+                                                          + j * fields.leading_byte_offset), "K", 8, r,
+                                                  np.arange(span, dtype=np.int64)[None, :])
+                               for j in range(kbytes // span)], axis=1)
     if elem_bits != 16:
         raise ValidationError("only 16-bit operands may be MN-major (transposed) in shared memory")
     a = descriptor_address(fields, "MN", 16, r, np.arange(kbytes // 2, dtype=np.int64)[None, :])
     return (a[:, :, None] + np.arange(2)).reshape(rows, kbytes)
 
-
-def descriptor_swizzle(desc: int) -> int:
-    """The swizzle span in bytes (0, 32, 64 or 128) a matrix descriptor names."""
-    from .descriptors import decode_descriptor
-    return decode_descriptor(int(desc)).swizzle
 
 
 def descriptor_base_offset(desc: int) -> int:

@@ -18,6 +18,7 @@ import sys
 
 import numpy as np
 
+from ptxforge import ValidationError
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules.gemm import Int4Gemm
 from ptxforge.runtime import gpu_skip_reason
@@ -43,6 +44,10 @@ def main(argv=None) -> int:
         from ptxforge.runtime import device_info
         target = device_info().arch
     g = Int4Gemm(target=target, path=args.path)
+    try:  # a size below 1, an odd K (two values a byte), a K beyond the path's range: refused before anything runs
+        g.for_problem(k, n).check_problem(m, n, k)
+    except ValidationError as e:
+        ap.error(f"the int4 GEMM cannot run M={m} N={n} K={k}: {e.message}")
     if reason is not None:
         m, n, k = min(m, 150), min(n, 130), min(k, 200)
     v = g.for_problem(k, n)

@@ -248,3 +248,36 @@ def test_an_operand_its_producer_cannot_describe_is_a_ptxforge_error_naming_it()
     assert isinstance(e.value.__cause__, BufferError)
     with pytest.raises(pf.LaunchError, match=r"B \(_RequiresGrad\)"):
         gpu_view(_RequiresGrad(), "B")
+
+
+def test_a_hopper_path_reason_describes_its_own_configuration():
+    skinny = Int4Gemm.for_shape(16, 4096, 4096, target="sm_90a")  # the weights widened in registers
+    assert skinny.swap_ab
+    why = skinny.path_reason
+    assert "swapped" in why and "B (the weights) in registers" in why and "A in shared memory" in why, why
+    large = Int4Gemm.for_shape(1024, 1024, 1024, target="sm_90a")
+    assert "A in registers" in large.path_reason and "16 v" in large.path_reason, large.path_reason
+    biased = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=2, biased=True)
+    assert "v + 8" in biased.path_reason and "16 v" not in biased.path_reason, biased.path_reason
+    shared = HopperGemm("s4", block_n=128, block_k_bytes=256, stages=2, a_registers=False)
+    assert "both operands in shared memory" in shared.path_reason, shared.path_reason
+    assert "swapped" in Int8Gemm.for_shape(16, 4096, 4096, target="sm_90a").path_reason
+    assert "swapped" not in HopperGemm("s8").path_reason
+
+
+@pytest.mark.parametrize("argv", [["--k", "7"], ["--m", "0"], ["--n", "-3"]])
+def test_the_int4_example_refuses_a_problem_as_a_usage_error(argv, capsys):
+    from support.examples import load_example
+    with pytest.raises(SystemExit) as e:
+        load_example("int4_gemm").main(argv)
+    assert e.value.code == 2
+    assert "cannot run" in capsys.readouterr().err
+
+
+def test_a_prepared_hopper_launch_on_numpy_operands_says_where_numpy_is_taken():
+    from ptxforge.schedules.hopper import prepare
+    h = Int8Gemm.for_shape(40, 72, 128, target="sm_90a")
+    a, b, c = _s8((5, 128)), _s8((7, 128), 1), np.zeros((5, 7), np.int32)
+    with pytest.raises(pf.ValidationError, match="A must be a GPU array") as e:
+        prepare(h, a, b, c)
+    assert "HopperGemm.run" in str(e.value) and "or A and B both numpy arrays" not in str(e.value)

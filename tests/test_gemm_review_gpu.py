@@ -181,3 +181,16 @@ def test_gpu_hopper_schedules_are_what_for_shape_gives():
     """The wgmma path of these tests is the TMA + wgmma kernel (an H100/H200)."""
     assert isinstance(_int8("wgmma", 16, 256, 1024), HopperGemm)
     assert isinstance(_int4("wgmma", 16, 4096, 14336), HopperGemm)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_gpu_operands_that_are_not_2_d_are_refused_by_name_without_a_c(path):
+    """run(a, b) with no C allocates C from the operands' rows: a 0-d or 1-d GPU operand is refused as not 2-D
+    (an IndexError before, for a 0-d one on the wgmma path)."""
+    torch = _torch()
+    m, n, k = 16, 64, 256
+    g = _int8(path, m, n, k)
+    b = torch.ones((n, k), dtype=torch.int8, device="cuda")
+    for a in (torch.tensor(1, dtype=torch.int8, device="cuda"), torch.ones(k, dtype=torch.int8, device="cuda")):
+        with pytest.raises(pf.ValidationError, match="2-D"):
+            g.run(a, b)

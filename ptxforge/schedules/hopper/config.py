@@ -667,10 +667,22 @@ class HopperGemm:
 
     @property
     def path_reason(self) -> str:
-        """Why this path (see tuning.hopper_reason)."""
-        return ("sm_90a: TMA loads into an mbarrier ring, warp-specialized producer/consumer warpgroups, wgmma "
-                + ("(s4 widened to s8 in registers for A and in shared memory for B)" if self.operand == "s4"
-                   else f"on .{self.mma_type}"))
+        """Why this path and how this configuration runs it: the operands swapped or not, and for s4 the widening
+        and where each operand is widened (`tuning.hopper_reason` gives the measurements behind a shape's choice)."""
+        why = "sm_90a: TMA loads into an mbarrier ring, warp-specialized producer/consumer warpgroups, wgmma "
+        if self.operand == "s4":
+            widened = {"scaled": "16 v as s8", "biased": "v + 8 as u8", "signext": "s8"}[self.widen]
+            if self.a_registers:
+                held, other = ("B (the weights)", "A") if self.swap_ab else ("A", "B")
+                why += f"(s4 widened to {widened}: {held} in registers, {other} in shared memory)"
+            else:
+                why += f"(s4 widened to {widened}: both operands in shared memory)"
+        else:
+            why += f"on .{self.mma_type}"
+        if self.swap_ab:
+            why += ("; operands swapped for a skinny problem (the weights are the wgmma M side, the few rows of A its "
+                    "N; C stored transposed)")
+        return why
 
     def describe(self) -> str:
         """One line: tile, pipeline, threads, shared memory, path."""
@@ -695,8 +707,9 @@ class HopperGemm:
         """C = A . B^T on the GPU (A [M, K(/2)], B [N, K(/2)], as Int8Gemm/Int4Gemm take them).
 
         numpy operands (or host-side DLPack arrays such as CPU torch tensors, read as numpy): copied in,
-        C returned as numpy (int32, or float32 for bf16/f16 whose operands are uint16 bit patterns), or
-        written into `c` when given.  GPU arrays: used in place, C allocated on the device when None (a
+        C returned as numpy (int32 for s8/s4; float32 for bf16/f16, whose operands are their 16-bit bit patterns
+        or float16 values; with c16 the operands' 16-bit type: `operands.c_numpy_type`), or written into `c`
+        when given.  GPU arrays: used in place, C allocated on the device when None (a
         DeviceBuffer), the launch asynchronous on `stream`.
 
         The first call of a problem kind on GPU operands (shapes, dtypes, K, splits, stream) makes a
@@ -719,6 +732,9 @@ class HopperGemm:
             shapes = [getattr(x, "shape", None) for x in (a, b)]
             if not all(sh is not None and len(sh) == 2 for sh in shapes):  # the reader names what is wrong
                 shapes = [_operands.gpu_view(x, what)[1] for x, what in ((a, "A"), (b, "B"))]
+                if not all(len(sh) == 2 for sh in shapes):
+                    raise ValidationError(f"A [M, K{'/2' if self.bits == 4 else ''}] and B [N, same] must be 2-D, "
+                                          f"got {tuple(shapes[0])} and {tuple(shapes[1])}")
             m, n = shapes[0][0], shapes[1][0]
             c = DeviceBuffer.empty((m, n), _operands.c_numpy_type(self))
             if _run.launch_kept(self, a, b, c, k, splits, stream):

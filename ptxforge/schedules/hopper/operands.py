@@ -23,8 +23,9 @@ def gpu_view(x, what, stream: int = 0, waits: list | None = None):
         return x.ptr, tuple(x.shape), x.elem
     v = device_view_of(x, what, stream)
     if v is None or isinstance(v, np.ndarray):
-        raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack), or A "
-                              f"and B both numpy arrays; got {type(x).__name__}")
+        raise ValidationError(f"{what} must be a GPU array (DeviceBuffer, __cuda_array_interface__ or DLPack) here, "
+                              f"got {type(x).__name__}; HopperGemm.run takes A and B both as numpy arrays (copied in "
+                              "and C copied back), plans and prepared launches GPU arrays only")
     check_gpu_operand(v, x, what, ValidationError)
     if waits is not None and must_wait(v.stream, stream):
         waits.append(v.stream)

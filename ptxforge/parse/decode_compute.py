@@ -214,14 +214,18 @@ def d_elect(ops):
 
 
 def d_mma_sp(parts, ops):
-    """mma.sp{::ordered_metadata}.sync.aligned.shape.row.col.dtype.atype.btype.ctype d, a, b, c, e, selector."""
+    """mma.sp{::ordered_metadata}.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype d, a, b, c, e,
+    selector."""
     d, a, b, c, e, sel = _n(ops, 6, "mma.sp")
+    satfinite = parts[7:8] == ["satfinite"]
+    if satfinite:
+        parts = parts[:7] + parts[8:]
     if parts[5:7] != ["row", "col"] or len(parts) != 11:
-        raise ValidationError("mma.sp is mma.sp.sync.aligned.shape.row.col.dtype.atype.btype.ctype")
+        raise ValidationError("mma.sp is mma.sp.sync.aligned.shape.row.col{.satfinite}.dtype.atype.btype.ctype")
     if parts[7] != parts[10]:
         raise ValidationError(f"mma.sp: d (.{parts[7]}) and c (.{parts[10]}) have one type")
     return Call(mma_sp, d, a, b, c, e, _int(sel, "mma.sp sparsity selector"), parts[4], _t(parts[8]), _t(parts[9]),
-                _t(parts[7]), parts[1] == "sp::ordered_metadata")
+                _t(parts[7]), parts[1] == "sp::ordered_metadata", **({"satfinite": True} if satfinite else {}))
 
 
 _SPACES = ("global", "shared", "shared::cta", "local")

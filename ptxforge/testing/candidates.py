@@ -434,6 +434,9 @@ def _tensor_candidates():
                                     selector=sel, ordered=False))
         out.append(spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=at.name, acc=f.acc[0].name,
                         selector=0, ordered=True))
+        if f.is_integer:  # .satfinite clamps the integer forms' result
+            out += [spec("tensor", "mma_sp", shape=shape, a_type=at.name, b_type=at.name, acc=f.acc[0].name,
+                         selector=0, ordered=o, satfinite=True) for o in (False, True)]
     out += [spec("tensor", "wmma_load", which="a", shape="m16n16k16", type="f16", layout="row", space=sp,
                  stride=None) for sp in ("global", "shared", "shared::cta", "local")]
     return out

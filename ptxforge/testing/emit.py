@@ -533,7 +533,7 @@ def _emit_tensor(sc: Scratch, s: Spec):
         k.mma_sp(sc.regs(T.b32, f.a_regs if f else 2), sc.regs(T.b32, f.b_regs if f else 2), c, sc.reg(T.b32),
                  shape=s["shape"],
                  a_type=s["a_type"], b_type=s["b_type"], acc=acc, selector=s["selector"], ordered=s["ordered"],
-                 pred=sc.guard(s.get("guard")))
+                 satfinite=s.get("satfinite", False), pred=sc.guard(s.get("guard")))
     elif op == "wmma_mma":
         from ..isa.wmma import _acc_reg_type, wmma_form
         f = wmma_form(s["shape"], T.lookup(s["type"]))

@@ -281,3 +281,24 @@ def test_a_prepared_hopper_launch_on_numpy_operands_says_where_numpy_is_taken():
     with pytest.raises(pf.ValidationError, match="A must be a GPU array") as e:
         prepare(h, a, b, c)
     assert "HopperGemm.run" in str(e.value) and "or A and B both numpy arrays" not in str(e.value)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Int8Gemm.for_shape(64, 64, 64, target="sm_80", epilogue="tma"),
+    lambda: Int4Gemm.for_shape(64, 64, 64, target="sm_90a", hopper=False, stage=3),
+    lambda: Int8Gemm.for_shape(1024, 1024, 1024, target="sm_90a", blockm=64),
+    lambda: Bf16Gemm.for_shape(64, 64, 64, block_m=64),
+    lambda: Bf16Gemm.for_shape(16, 4096, 4096, stagess=4),
+], ids=["mma-sync-hopper-option", "mma-sync-typo", "sm90a-typo", "bf16-mma-sync-option", "bf16-skinny-typo"])
+def test_for_shape_names_a_parameter_its_schedule_does_not_have(make):
+    with pytest.raises(pf.ValidationError, match="no parameter"):
+        make()
+
+
+def test_the_skinny_s8_reason_quotes_the_measurements_the_tuning_notes_record():
+    """hopper_reason's figures for the s8 decode configurations are those of tuning.py's notes and docs/hopper.md
+    (M = 32 and 64: 1.26x cuBLAS int8, M = 128: 1.94x)."""
+    from ptxforge.schedules.hopper import tuning
+    why = tuning.hopper_reason(32, 8192, 8192, "s8")[1]
+    for figure in ("1.26x", "1.94x"):
+        assert figure in why and figure in tuning.__doc__, why

@@ -8,7 +8,9 @@ schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.plan.HopperPlan`) an
   which cost far less than building the interface dictionary again.
 
 And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`,
-`host_array` (a CPU torch tensor read as numpy), and `interpreter_hint` for a run() on a machine without a GPU.
+`host_array` (a CPU torch tensor read as numpy), and `interpreter_hint` for a run() on a machine without a GPU;
+the checks of sizes (`check_size`, `check_sizes`) and of the parameter names `for_shape` is given
+(`check_parameters`) that both kinds of schedule make.
 """
 
 from __future__ import annotations
@@ -37,6 +39,17 @@ def check_sizes(m, n, k, *, least_k: int = 1, who: str = "") -> None:
     least `least_k`); `who` prefixes the message (the call that was given them)."""
     for name, v, least in (("M", m, 1), ("N", n, 1), ("K", k, least_k)):
         check_size(name, v, least, who)
+
+
+def check_parameters(cls, options: dict, hint: str = "") -> None:
+    """Raise a ValidationError naming the keys of `options` that are no parameter (dataclass field) of schedule class
+    `cls`, followed by `hint` (where such an option belongs); `for_shape` checks its overrides with it before it
+    builds anything, where an unknown keyword would end in a TypeError."""
+    import dataclasses
+    foreign = sorted(set(options) - {f.name for f in dataclasses.fields(cls)})
+    if foreign:
+        raise ValidationError(f"{cls.__name__} has no parameter {', '.join(map(repr, foreign))}"
+                              + (f"; {hint}" if hint else ""))
 
 
 def require_numpy(what: str, x, why: str) -> None:

@@ -30,7 +30,7 @@ from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
 from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
-from ..operands import check_sizes
+from ..operands import check_parameters, check_sizes
 from . import run as _run
 from .config import (KSTEP_BYTES, SCALED_K_LIMIT, ComputePath, default_path, operand_bits,
                           resolve_path, validate)
@@ -372,13 +372,16 @@ class GemmSchedule:
                     raise ValidationError(f"hopper=True: the TMA + wgmma path runs on sm_90a (H100/H200) only, not "
                                           f"{t.name}; leave hopper out (or False) for {t.name}'s mma.sync kernels")
                 options = {name: v for name, v in overrides.items() if name != "operand"}
-                _check_hopper_options(options)
+                from ..hopper import HopperGemm
+                check_parameters(HopperGemm, options, "hopper=True builds a HopperGemm: pass its parameters (block_n, "
+                                                      "stages, epilogue, ...), or hopper=False for the mma.sync schedule")
                 try:
                     return choose_hopper(m, n, k, operand, **options)
                 except ValidationError as e:
                     raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e.message}") from None
             if hopper_reason(m, n, k, operand)[0]:
                 return choose_hopper(m, n, k, operand)
+        check_parameters(cls, overrides, "the TMA + wgmma schedule's options are HopperGemm's (hopper=True on sm_90a)")
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
         params["target"] = Target.parse(target)
@@ -448,18 +451,6 @@ class GemmSchedule:
                 f"{self.warps_m}x{self.warps_n} warps ({self.warp_m}x{self.warp_n} each, {self.threads} threads), "
                 f"{self.stages} stages, {self.smem_layout}, {self.shared_bytes} B shared, {self.target}, "
                 f"path {p.name} ({p.summary})")
-
-
-def _check_hopper_options(options: dict) -> None:
-    """Raise a ValidationError naming the options `for_shape(..., hopper=True)` was given that are no HopperGemm
-    parameter (the mma.sync schedule's own, such as block_m or path)."""
-    from ..hopper import HopperGemm
-    known = {f.name for f in dataclasses.fields(HopperGemm)}
-    foreign = sorted(set(options) - known)
-    if foreign:
-        raise ValidationError(f"hopper=True builds a HopperGemm, which has no {', '.join(foreign)} (the mma.sync "
-                              "schedule's parameters); pass HopperGemm parameters (block_n, stages, epilogue, ...), "
-                              "or hopper=False for the mma.sync schedule")
 
 
 @dataclass(frozen=True)

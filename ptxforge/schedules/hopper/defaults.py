@@ -6,7 +6,7 @@ entry (the side-by-side figures: `tuning`'s docstring), and `configured`, which 
 from __future__ import annotations
 
 from ...errors import ValidationError
-from ..operands import check_sizes
+from ..operands import check_parameters, check_sizes
 from .convert import SCALED_K_LIMIT
 
 _PTXFORGE_INTERNAL = True
@@ -126,6 +126,8 @@ def configured(cls, operand: str, m: int, n: int, k: int, overrides: dict):
         params.update(overrides)
         return cls(operand, **params)
     check_sizes(m, n, k, who="for_shape: ")
+    check_parameters(cls, overrides, "its parameters are block_n, wg_m, consumers, stages, epilogue, ... (HopperGemm's "
+                                     "fields; block_m, warps_m, path and the like are the mma.sync schedule's)")
     params = shape_params(operand, m, n, k)
     tries = [params]
     if params.get("epilogue") == "tma" and "epilogue" not in overrides:

@@ -129,6 +129,7 @@ class Reader:
         self.functions: dict = {}  # name -> Prototype or Function
         self.defined: dict = {}  # kernel or function name -> the line of its header
         self.aliases: dict = {}  # alias name -> its Alias (`.alias name, target;`)
+        self.prototyped: set = set()  # device function names a module-scope prototype declares
         self.pending_comments: list = []
         self.findings: list = []
         self.opaque: list = []
@@ -276,12 +277,15 @@ class Reader:
         if rest and rest[0] == ".func":
             proto = self.prototype(text, st.line, link)
             self.functions[proto.name] = proto
+            self.prototyped.add(proto.name)
             self.declarations.append(proto)
             return
         if rest and rest[0] in _SPACES:
             var = self.variable(text, st.line)
             if not self.declare_module_variable(var, st.line):
                 return
+            if var.init is not None:
+                self.declare_initializer_functions(var)
             if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
                 sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
                 self.externs.append(sym)
@@ -400,6 +404,26 @@ class Reader:
                                       "(or addresses)")
             if value[0] == "address":
                 self.check_initializer_address(word, value[1], value[2])
+
+    def declare_initializer_functions(self, var: Variable):
+        """Declare by a prototype each device function defined above whose address `var`'s initializer holds
+        (a function-pointer table): the module renders its declarations before its functions, and ptxas takes
+        a function's address in an initializer only after the function is declared."""
+        for word in initializer_words(initializer_items(var.init)):
+            value = initializer_value(word)
+            if value is not None and value[0] == "address":
+                self.declare_defined_function(value[1])
+
+    def declare_defined_function(self, name: str):
+        """Append a prototype of device function `name` to the module-scope declarations when it is defined
+        above and no prototype declares it yet (what the module renders before its functions must not name a
+        function declared only by its definition); the prototype has the function's linkage, return values,
+        parameters and `.noreturn`, as ptxas requires of a declaration and its definition."""
+        decl = self.functions.get(name)
+        if not isinstance(decl, Function) or name in self.prototyped:
+            return
+        self.prototyped.add(name)
+        self.declarations.append(Prototype(name, decl.returns, decl.params, decl.linkage, _flags(decl.directives)))
 
     def check_vector_type(self, word: str, t, vector: int, line: int):
         """ParseError unless .v`vector` of type `t` (spelled `word`) is a vector variable ptxas declares: no
@@ -576,9 +600,7 @@ class Reader:
                                    ".noreturn (ptxas: mismatch in prototype of alias)")
         alias = Alias(name, target, self.loc(line))
         self.aliases[name] = alias
-        if not isinstance(target_decl, Prototype):  # rendered before the functions: declare the target first
-            self.declarations.append(Prototype(target, target_decl.returns, target_decl.params,
-                                               target_decl.linkage, _flags(target_decl.directives)))
+        self.declare_defined_function(target)
         self.declarations.append(alias)
 
     def alias_end(self, name: str, line: int, role: str):

@@ -302,3 +302,14 @@ def test_the_skinny_s8_reason_quotes_the_measurements_the_tuning_notes_record():
     why = tuning.hopper_reason(32, 8192, 8192, "s8")[1]
     for figure in ("1.26x", "1.94x"):
         assert figure in why and figure in tuning.__doc__, why
+
+
+@pytest.mark.skipif(pf.runtime.gpu_available(), reason="what a machine without a GPU says")
+@pytest.mark.parametrize("make", [lambda: G4.plan(5, 7, 64), lambda: G4.kernel(),
+                                  lambda: Int4Gemm.for_shape(40, 72, 256, target="sm_90a").plan(40, 72, 256),
+                                  lambda: Bf16Gemm.for_shape(16, 256, 512).plan(16, 256, 512)],
+                         ids=["mma-sync-plan", "mma-sync-kernel", "hopper-plan", "bf16-plan"])
+def test_without_a_gpu_a_plan_points_at_the_interpreter(make):
+    with pytest.raises(pf.ToolchainMissing, match=r"interpret\(a, b\) runs this kernel on the CPU interpreter"):
+        make()
+

@@ -194,3 +194,4 @@ def test_gpu_operands_that_are_not_2_d_are_refused_by_name_without_a_c(path):
     for a in (torch.tensor(1, dtype=torch.int8, device="cuda"), torch.ones(k, dtype=torch.int8, device="cuda")):
         with pytest.raises(pf.ValidationError, match="2-D"):
             g.run(a, b)
+

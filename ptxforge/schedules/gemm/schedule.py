@@ -434,15 +434,20 @@ class GemmSchedule:
         class cheaply and issues one ``cuLaunchKernel`` on `stream` (no allocation, no sync:
         it can be captured into a CUDA graph; nor does it ask which stream produced the operands:
         produce them in order on `stream`).  align / c_align: the least alignment in bytes the
-        A/B and C base addresses will have (16 lets the widest copies and C pair stores run).
+        A/B and C base addresses will have, a power of two (16 lets the widest copies and C pair stores
+        run).  Without a GPU the error says that `interpret` runs the same kernel on the CPU.
         """
+        from ..operands import interpreter_hint
         from .plan import GemmPlan
-        return GemmPlan(self, m, n, k, align=align, c_align=c_align, stream=stream)
+        with interpreter_hint(self):
+            return GemmPlan(self, m, n, k, align=align, c_align=c_align, stream=stream)
 
     def kernel(self):
         """This schedule's kernel loaded on the GPU (a KernelFunction; see `emit` for its parameters)."""
+        from ..operands import interpreter_hint
         from .run import load_kernel
-        return load_kernel(self)
+        with interpreter_hint(self):
+            return load_kernel(self)
 
     def describe(self) -> str:
         """One line: tiles, warps, stages, layout, shared memory, target and compute path."""

@@ -773,8 +773,10 @@ class HopperGemm:
         It launches on `stream` without asking which stream produced the operands (no event, no
         sync, so it can be captured into a CUDA graph): produce them in order on that stream.
         """
+        from ..operands import interpreter_hint
         from .plan import HopperPlan
-        return HopperPlan(self, m, n, k, splits=splits, stream=stream)
+        with interpreter_hint(self):
+            return HopperPlan(self, m, n, k, splits=splits, stream=stream)
 
     @property
     def sums_module(self):

@@ -1,16 +1,17 @@
 """PTX where the reader or its rendering once disagreed with ptxas 13: a function-pointer table initialized
-with functions defined before it (rendered before them, which ptxas refuses).  Each case is held to what
+with functions defined before it (rendered before them, which ptxas refuses), and register ranges whose
+name ends in a digit (whose registers no operand can name in ptxas).  Each case is held to what
 ptxas does with the same text where ptxas is found."""
 
 import numpy as np
 import pytest
 
 from ptxforge import interp
-from ptxforge.assembler import assemble
+from ptxforge.assembler import assemble, available_backends, disassembler
 from ptxforge.errors import AssemblyError
-from ptxforge.parse import parse
+from ptxforge.parse import ParseError, parse
 
-from test_parse_gaps import HEAD, needs_ptxas, needs_sass, round_trips, sass_body
+from test_parse_gaps import HEAD, line_of, needs_ptxas, needs_sass, round_trips, sass_body
 
 
 def ptxas_takes(text: str) -> bool:
@@ -158,3 +159,108 @@ def test_ptxas_refuses_a_table_before_the_functions_it_names_with_no_prototype()
     text = HEAD + TABLES.format() + FUNCS.format(link="")
     assert not ptxas_takes(text)
     assert ptxas_takes(HEAD + FUNCS.format(link="") + TABLES.format())
+
+
+# ------------------------------------------------------------------ ranges whose name ends in a digit
+
+def reg_kernel(regs: str, body: str) -> str:
+    """A kernel k(out) declaring `regs` and running `body` with %rd1 = out (a global address)."""
+    return (HEAD + "\n.visible .entry k(.param .u64 out)\n{\n    .reg .b64 %rd<3>;\n" + regs
+            + "    ld.param.u64 %rd1, [out];\n    cvta.to.global.u64 %rd1, %rd1;\n" + body + "    ret;\n}\n")
+
+
+# (registers declared, body, whether ptxas 13 takes it)
+RANGE_CASES = [
+    # a range whose name ends in a digit declares registers no operand names: ptxas reads the digits ending
+    # %y10 as the number of a range %y<N> ('Unknown symbol')
+    ("    .reg .b32 %y1<3>;\n", "    mov.u32 %y10, 1;\n", False),
+    ("    .reg .b32 %y1<3>;\n", "    mov.u32 %y12, 1;\n", False),
+    ("    .reg .b32 %y1<3>;\n", "    mov.u32 %y1, 1;\n", False),
+    ("    .reg .b32 %y1<3>;\n", "", True),  # the declaration alone is legal
+    ("    .reg .b32 %y1<3>;\n    .reg .b32 %y10;\n", "    mov.u32 %y10, 1;\n    st.global.u32 [%rd1], %y10;\n",
+     True),
+    ("    .reg .b32 %y1<3>;\n    .reg .b32 %y1<3>;\n", "", False),  # 'Duplicate definition of variable %y1<'
+    ("    .reg .b32 %y1<3>, %y1<5>;\n", "", False),
+    ("    .reg .b32 %y1_<3>;\n", "    mov.u32 %y1_2, 1;\n    st.global.u32 [%rd1], %y1_2;\n", True),
+    # %r<10> and %r1<3>: %r1 is %r<10>'s, %r12 is nobody's
+    ("    .reg .b32 %r<10>;\n    .reg .b32 %r1<3>;\n", "    mov.u32 %r1, 1;\n    st.global.u32 [%rd1], %r1;\n", True),
+    ("    .reg .b32 %r<10>;\n    .reg .b32 %r1<3>;\n", "    mov.u32 %r12, 1;\n", False),
+    ("    .reg .b32 %r1<3>;\n    .reg .b32 %r<20>;\n",
+     "    mov.u32 %r12, 1;\n    st.global.u32 [%rd1], %r12;\n", True),
+    # a plain register beside a range: a number the range covers is a duplicate, another is not
+    ("    .reg .b32 %r<3>;\n    .reg .b32 %r1;\n", "", False),
+    ("    .reg .b32 %r1;\n    .reg .b32 %r<3>;\n", "", False),
+    ("    .reg .b32 %r<3>;\n    .reg .b32 %r3;\n", "    mov.u32 %r3, 1;\n    st.global.u32 [%rd1], %r3;\n", True),
+    ("    .reg .b32 %r<3>;\n    .reg .b32 %r<5>;\n", "", False),
+    ("    .reg .b32 %r<0>;\n    .reg .b32 %r<0>;\n", "", False),
+    # a { } scope may declare the same range again, and it hides the outer one
+    ("    .reg .b32 %y1<3>;\n", "    {\n    .reg .b32 %y1<3>;\n    }\n", True),
+    ("    .reg .b32 %r<3>;\n", "    {\n    .reg .b32 %r<5>;\n    mov.u32 %r4, 1;\n    st.global.u32 [%rd1], %r4;\n"
+                             "    }\n", True),
+    ("    .reg .b32 %r<3>;\n", "    {\n    .reg .b32 %y1<5>;\n    mov.u32 %y14, 1;\n    }\n", False),
+]
+
+
+def _reader_takes(text: str) -> bool:
+    try:
+        parse(text)
+    except ParseError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("regs,body,ok", RANGE_CASES)
+def test_the_reader_takes_the_range_registers_ptxas_takes(regs, body, ok):
+    assert _reader_takes(reg_kernel(regs, body)) is ok
+
+
+@needs_ptxas
+@pytest.mark.parametrize("regs,body,ok", RANGE_CASES)
+def test_ptxas_takes_the_range_registers_the_table_says(regs, body, ok):
+    assert ptxas_takes(reg_kernel(regs, body)) is ok
+
+
+@pytest.mark.parametrize("use", ["%y10", "%y11", "%y12"])
+def test_a_use_of_a_range_named_with_a_final_digit_is_refused_at_its_line_saying_why(use):
+    text = reg_kernel("    .reg .b32 %y1<3>;\n", f"    mov.u32 {use}, 1;\n")
+    with pytest.raises(ParseError) as e:
+        parse(text, filename="y.ptx")
+    message = str(e.value)
+    assert f"y.ptx:{line_of(text, 'mov.u32')}:" in message
+    assert "%y1<3>" in message and f"line {line_of(text, '%y1<3>')}" in message
+    assert "ends in a digit" in message and "%y1_<3>" in message  # what is legal instead
+
+
+def test_a_number_beyond_the_range_it_reads_as_names_that_range():
+    text = reg_kernel("    .reg .b32 %r<10>;\n    .reg .b32 %r1<3>;\n", "    mov.u32 %r12, 1;\n")
+    with pytest.raises(ParseError, match=r"%r12 .*%r<10> .*%r0 to %r9.*%r1<3>"):
+        parse(text)
+
+
+def test_a_range_named_with_a_final_digit_leaves_a_plain_register_of_its_spellings_free():
+    text = reg_kernel("    .reg .b32 %y1<3>;\n    .reg .b32 %y10;\n    .reg .b32 %r1<3>;\n    .reg .b32 %r<20>;\n",
+                      "    mov.u32 %y10, 7;\n    mov.u32 %r12, 9;\n    st.global.u32 [%rd1], %y10;\n"
+                      "    st.global.u32 [%rd1+4], %r12;\n")
+    module = parse(text)
+    round_trips(module)
+    out = np.zeros(2, np.uint32)
+    interp.run(module, "k", grid=1, block=1, args=[out])
+    assert out.tolist() == [7, 9]
+    if "ptxas" in available_backends() and disassembler() is not None:
+        assert sass_body(text) == sass_body(module.ptx)
+
+
+def test_a_scoped_range_named_with_a_final_digit_renders_and_reads_back():
+    text = reg_kernel("    .reg .b32 %r<3>;\n", "    {\n    .reg .b32 %y1<3>;\n    mov.u32 %r1, 1;\n"
+                                                 "    st.global.u32 [%rd1], %r1;\n    }\n")
+    module = parse(text)
+    round_trips(module)
+    if "ptxas" in available_backends():
+        assert ptxas_takes(module.ptx)
+
+
+def test_a_range_declared_twice_is_refused_at_the_second():
+    text = reg_kernel("    .reg .b32 %y1<3>;\n    .reg .b32 %y1<5>;\n", "")
+    with pytest.raises(ParseError, match=rf":{line_of(text, '%y1<5>')}: range %y1<5> .*already declared .*line "
+                                         rf"{line_of(text, '%y1<3>')}"):
+        parse(text)

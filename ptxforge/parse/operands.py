@@ -61,6 +61,8 @@ class Scope:
         self.frames: list = []  # per open { } scope: {register spelling: (Reg, line of its declaration)}
         self.ranged: set = set()  # function-scope spellings a `%r<N>` range declared
         self.frame_ranged: list = []  # per open { } scope: the spellings its ranges declared
+        self.ranges: dict = {}  # function scope: range name as written (`%r`, `%y1`) -> (count, line)
+        self.frame_ranges: list = []  # per open { } scope: the same for its ranges
         self.taken: dict = {}  # Reg name -> type, of every register of the function so far
         self.closed: dict = {}  # Reg name -> Reg, of registers whose { } scope has closed (a later scope may reuse)
         self.gone: dict = {}  # register spelling -> line of its declaration in a { } scope that has closed
@@ -80,6 +82,7 @@ class Scope:
         self.locals.append({})
         self.frames.append({})
         self.frame_ranged.append(set())
+        self.frame_ranges.append({})
         self.path += (line,)
         self.cache = {}
 
@@ -89,11 +92,65 @@ class Scope:
             self.locals.pop()
         if self.frames:
             self.frame_ranged.pop()
+            self.frame_ranges.pop()
             for spelling, (r, line) in self.frames.pop().items():
                 self.closed[r.name] = r
                 self.gone[spelling] = line
             self.path = self.path[:-1]
         self.cache = {}
+
+    def declare_range(self, base: str, count: int, line: int) -> bool:
+        """Record range `base<count>` (`base` as written: `%r`, `y`) declared at `line` in the innermost open
+        scope; returns whether its registers can be named.  ptxas reads the digits that end a register's name as
+        its number in a range named without them (`%y10` is register 10 of `%y<N>`), so the registers of a range
+        whose name ends in a digit (`%y1<3>`) are named by no operand: ptxas takes the declaration and refuses
+        every use, and so does the reader (`range_miss` says why).  ValidationError when the scope already
+        declares a range of that name (ptxas: duplicate definition of `%y1<`)."""
+        ranges = self.frame_ranges[-1] if self.frames else self.ranges
+        old = ranges.get(base)
+        if old is not None:
+            raise ValidationError(f"range {base}<{count}> is already declared in this scope (line {old[1]}: "
+                                  f"{base}<{old[0]}>): a scope declares a range name once (ptxas: duplicate "
+                                  f"definition of {base}<); a {{ }} block can declare one that hides it")
+        ranges[base] = (count, line)
+        return not base[-1].isdigit()
+
+    def range_miss(self, spelling: str):
+        """Why `spelling`, which names no declared register, is not a range register, where a range is involved
+        (None otherwise): the range ptxas reads it as part of (by the digits that end it) and its registers, and
+        a visible range whose name ends in a digit that seems to declare it."""
+        m = _NUMBERED.match(spelling)
+        scopes = [*reversed(self.frame_ranges), self.ranges]
+        reads = None
+        if m is not None:
+            prefix, number = m.group(1), int(m.group(2))
+            hit = next((r[prefix] for r in scopes if prefix in r), None)
+            if hit is not None:
+                reads = (f"ptxas reads it as register {number} of the range {prefix}<{hit[0]}> (line {hit[1]}), "
+                         + (f"which holds {prefix}0 to {prefix}{hit[0] - 1}" if hit[0] else "which holds none"))
+        lost = None
+        for ranges in scopes:
+            for base, (count, at) in ranges.items():
+                rest = spelling[len(base):]
+                if (base[-1].isdigit() and spelling.startswith(base)
+                        and (not rest or (rest.isdigit() and int(rest) < count))):
+                    lost = (base, count, at)
+                    break
+            if lost is not None:
+                break
+        if reads is None and lost is None:
+            return None
+        parts = [reads] if reads is not None else []
+        if lost is not None:
+            base, count, at = lost
+            if reads is None:
+                parts.append(f"ptxas reads it as register {int(m.group(2))} of a range {m.group(1)}<N>, and none is "
+                             "declared here" if m else "no register has this name")
+            parts.append(f"the range {base}<{count}> (line {at}) declares registers that no operand can name: its "
+                         "name ends in a digit, and ptxas reads the digits that end a register's name as its number "
+                         f"in a range named without them; name the range {base}_<{count}> and its registers "
+                         f"{base}_0 to {base}_{max(count - 1, 0)}")
+        return f"{spelling} is not declared: " + "; ".join(parts)
 
     def declare_register(self, spelling: str, t, line: int, ranged: bool = False):
         """Declare register `spelling` of type `t` at `line` in the innermost open scope; returns the Reg of a
@@ -223,6 +280,9 @@ class Scope:
             return SpecialReg(name, SPECIAL_REGISTERS[name])
         if "%" + name in self.gone:
             raise ValidationError(self.undeclared("%" + name))
+        why = self.range_miss("%" + name)
+        if why is not None:
+            raise ValidationError(why)
         raise ValidationError(f"%{name} is not declared (no .reg declares it, and it is not a special register)")
 
     def _operand(self, text: str, line: int):

@@ -936,8 +936,14 @@ class BodyReader:
         for item in words[2].split(","):
             item = item.strip()
             m = _RANGE.match(item)
-            # a register named without % (legal PTX) is written with one when ptxforge renders it
-            names = [f"{m.group(1)}{m.group(2)}{k}" for k in range(int(m.group(3)))] if m else [item]
+            names = [item]
+            if m is not None:
+                try:
+                    nameable = self.scope.declare_range(m.group(1) + m.group(2), int(m.group(3)), line)
+                except ValidationError as e:
+                    raise self.r.error(line, e.message) from None
+                # a register named without % (legal PTX) is written with one when ptxforge renders it
+                names = [f"{m.group(1)}{m.group(2)}{k}" for k in range(int(m.group(3)))] if nameable else []
             if not m and not _REG_NAME.match(item):
                 raise self.r.error(line, f"register name '{item}' is not a PTX identifier")
             regs = []

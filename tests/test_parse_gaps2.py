@@ -1,6 +1,7 @@
 """PTX where the reader or its rendering once disagreed with ptxas 13: a function-pointer table initialized
-with functions defined before it (rendered before them, which ptxas refuses), and register ranges whose
-name ends in a digit (whose registers no operand can name in ptxas).  Each case is held to what
+with functions defined before it (rendered before them, which ptxas refuses), register ranges whose name ends
+in a digit (whose registers no operand can name in ptxas), and vector `.reg` parameters of device functions
+(which ptxas passes only in vector registers, and the reader refuses by name).  Each case is held to what
 ptxas does with the same text where ptxas is found."""
 
 import numpy as np
@@ -264,3 +265,68 @@ def test_a_range_declared_twice_is_refused_at_the_second():
     with pytest.raises(ParseError, match=rf":{line_of(text, '%y1<5>')}: range %y1<5> .*already declared .*line "
                                          rf"{line_of(text, '%y1<3>')}"):
         parse(text)
+
+
+# ------------------------------------------------------------------ vector .reg parameters
+
+VECTOR_FUNC = """.func (.reg .v2 .b32 r) f(.reg .v4 .f32 a)
+{
+    .reg .f32 %t<3>;
+    add.f32 %t1, a.x, a.y;
+    add.f32 %t2, a.z, a.w;
+    cvt.rzi.u32.f32 r.x, %t1;
+    cvt.rzi.u32.f32 r.y, %t2;
+    ret;
+}
+"""
+
+VECTOR_CALLER = """
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<5>;
+    .reg .f32 %f<5>;
+    .reg .b64 %rd<3>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.f32 %f1, 0f3F800000;
+    mov.f32 %f2, 0f40000000;
+    mov.f32 %f3, 0f40400000;
+    mov.f32 %f4, 0f40800000;
+    {
+    .reg .v4 .f32 %va;
+    .reg .v2 .b32 %vr;
+    mov.v4.f32 %va, {%f1, %f2, %f3, %f4};
+    call (%vr), f, (%va);
+    mov.v2.b32 {%r3, %r4}, %vr;
+    }
+    st.global.u32 [%rd1], %r3;
+    st.global.u32 [%rd1+4], %r4;
+    ret;
+}
+"""
+
+
+def test_a_vector_reg_parameter_is_refused_at_the_header_saying_what_and_why():
+    text = HEAD + VECTOR_FUNC + VECTOR_CALLER
+    with pytest.raises(ParseError) as e:
+        parse(text, filename="v.ptx")
+    message = str(e.value)
+    assert message.startswith("v.ptx:4:")
+    assert ".reg .v2 .b32 r" in message  # the first one the header declares
+    assert "vector register" in message and "r.x" in message  # what ptxas makes of it, and what is missing
+    assert ".param .align 8 .b8 r[8]" in message  # what to declare instead
+
+
+def test_a_vector_reg_parameter_of_a_prototype_is_refused_so_too():
+    with pytest.raises(ParseError, match=r"v.ptx:4: .*\.reg \.v4 \.f32 a.*vector register"):
+        parse(HEAD + ".extern .func f(.reg .v4 .f32 a);\n" + VECTOR_CALLER.replace("call (%vr), f, (%va);", ""),
+              filename="v.ptx")
+
+
+@needs_ptxas
+def test_ptxas_passes_a_vector_reg_parameter_only_in_a_vector_register():
+    text = HEAD + VECTOR_FUNC + VECTOR_CALLER
+    assert ptxas_takes(text)
+    # a { } list of scalar registers is no argument for it, nor is a scalar register
+    assert not ptxas_takes(text.replace("call (%vr), f, (%va);", "call ({%r1, %r2}), f, ({%f1, %f2, %f3, %f4});"))
+    assert not ptxas_takes(text.replace("call (%vr), f, (%va);", "call (%r1), f, (%f1);"))

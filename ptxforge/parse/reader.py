@@ -550,6 +550,8 @@ class Reader:
         device function: a scalar of a type a register has; not .pred (ptxas: 'passing predicate ... parameters
         to device functions is not supported')."""
         text = " ".join(words)
+        if len(words) == 4 and re.fullmatch(r"\.v\d+", words[1]):
+            raise self.error(line, _vector_reg_param(text, words))
         if len(words) != 3 or not _REG_NAME.match(words[2]):
             raise self.error(line, f"'{text}': a .reg parameter is `.reg .type name` (a scalar: no .align, "
                                    "vector or array)")
@@ -797,6 +799,22 @@ class Reader:
             self.note(line, "warning", f"{name}: {w.message}")
 
 
+def _vector_reg_param(text: str, words: list) -> str:
+    """Why a vector `.reg` parameter (`.reg .v4 .f32 a`: `words`) is not read, and what to declare instead."""
+    name = words[3].lstrip("%")
+    try:
+        size = int(words[1][2:]) * max(T.lookup(words[2]).bits // 8, 1)
+    except PtxforgeError:
+        size = None
+    instead = (f"; declare it `.param .align {size} .b8 {name}[{size}]` and pass it with st.param{words[1]} / "
+               f"ld.param{words[1]}" if size else "")
+    return (f"'{text}': a .reg parameter is `.reg .type name` (a scalar: no .align, vector or array) here.  ptxas "
+            f"takes a vector one, but passes it only in a vector register (`.reg {words[1]} {words[2]} %v;` at the "
+            "call, `call f, (%v);`: a { } list or scalar registers are refused), and the body names its components "
+            f"({words[3]}.x, {words[3]}.y, ...) or the whole vector; ptxforge has no vector registers or component "
+            "operands, so it is not read" + instead)
+
+
 def _flags(directives) -> tuple:
     """The flag directives (`.noreturn`) of a function header's directives: what a prototype of it repeats."""
     return tuple((k, v) for k, v in directives if v is None)
@@ -925,7 +943,9 @@ class BodyReader:
             raise self.r.error(line, "a register declaration is `.reg .type %name, %name<N>, ...`")
         tname = words[1]
         if tname.startswith(".v") and tname[2:].isdigit():
-            raise self.r.error(line, "vector registers (.reg .v2/.v4) are not supported")
+            raise self.r.error(line, f"vector registers (.reg {tname}) are not read: ptxforge has no vector register "
+                                     "operands (a whole vector, or its components %v.x ...); declare scalar registers "
+                                     "and use { } lists")
         try:
             t = T.lookup(tname)
         except PtxforgeError as e:

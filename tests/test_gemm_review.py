@@ -313,3 +313,13 @@ def test_without_a_gpu_a_plan_points_at_the_interpreter(make):
     with pytest.raises(pf.ToolchainMissing, match=r"interpret\(a, b\) runs this kernel on the CPU interpreter"):
         make()
 
+
+@pytest.mark.parametrize("stream", ["abc", -1, 1.5])
+def test_a_hopper_run_on_numpy_operands_takes_its_stream_as_the_device_path_does(stream):
+    h = Int4Gemm.for_shape(40, 72, 256, target="sm_90a")
+    a, b = _packed((5, 256)), _packed((7, 256), 1)
+    with pytest.raises(pf.LaunchError, match="stream"):
+        h.run(a, b, stream=stream)
+    with pytest.raises(pf.LaunchError, match="stream"):
+        G4.run(a[:, :32], b[:, :32], stream=stream)
+

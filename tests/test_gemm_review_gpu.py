@@ -195,3 +195,21 @@ def test_gpu_operands_that_are_not_2_d_are_refused_by_name_without_a_c(path):
         with pytest.raises(pf.ValidationError, match="2-D"):
             g.run(a, b)
 
+
+@pytest.mark.parametrize("path", PATHS)
+def test_gpu_a_run_on_numpy_operands_launches_on_the_stream_given(path):
+    """numpy operands with stream= a torch side stream: copied in, launched and copied back in order on that
+    stream, so C is whole when run() returns while other work keeps the default stream busy."""
+    torch = _torch()
+    m, n, k = 40, 136, 1024
+    g = _int4(path, m, n, k)
+    rng = np.random.default_rng(10)
+    a = pack_int4(random_int4((m, k), rng))
+    b = pack_int4(random_int4((n, k), rng))
+    s = torch.cuda.Stream()
+    busy = torch.empty((4096, 4096), device="cuda")
+    for _ in range(3):
+        busy = busy @ busy  # the default stream busy meanwhile
+        c = g.run(a, b, stream=s)
+        assert np.array_equal(c.astype(np.int64), g.reference(a, b))
+    torch.cuda.synchronize()

@@ -709,8 +709,8 @@ class HopperGemm:
         numpy operands (or host-side DLPack arrays such as CPU torch tensors, read as numpy): copied in,
         C returned as numpy (int32 for s8/s4; float32 for bf16/f16, whose operands are their 16-bit bit patterns
         or float16 values; with c16 the operands' 16-bit type: `operands.c_numpy_type`), or written into `c`
-        when given.  GPU arrays: used in place, C allocated on the device when None (a
-        DeviceBuffer), the launch asynchronous on `stream`.
+        when given, in order on `stream` (C is whole when run() returns).  GPU arrays: used in place, C
+        allocated on the device when None (a DeviceBuffer), the launch asynchronous on `stream`.
 
         The first call of a problem kind on GPU operands (shapes, dtypes, K, splits, stream) makes a
         plan and keeps it when no operand's array interface named a producer stream other than the
@@ -725,7 +725,7 @@ class HopperGemm:
         a, b = host_array(a), host_array(b)
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
             with interpreter_hint(self):
-                out = _run.run(self, a, b, None if c is None else host_array(c), k=k, splits=splits)
+                out = _run.run(self, a, b, None if c is None else host_array(c), k=k, splits=splits, stream=stream)
             return out if c is None else c
         if c is None:
             from ...runtime import DeviceBuffer

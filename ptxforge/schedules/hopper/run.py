@@ -82,21 +82,24 @@ def run_device(cfg, a, b, c, *, k: int | None, splits: int | None, stream) -> No
 
 
 def run(cfg, a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, k: int | None = None,
-        splits: int | None = None) -> np.ndarray:
-    """C for host operands: copies to the device, launches once, copies C back (into `c` when given, which is
-    checked with the operands before anything runs; splits: K splits, None: auto)."""
+        splits: int | None = None, stream=None) -> np.ndarray:
+    """C for host operands: copies to the device, launches once on `stream`, copies C back after it (into `c`
+    when given, which is checked with the operands and the stream before anything runs; splits: K splits,
+    None: auto)."""
     from ...runtime import DeviceBuffer
     m, n, k = host_problem(cfg, a, b, k)
     check_splits(splits)
+    if stream is not None:
+        _stream_handle(stream)  # (a value that is no stream is refused before anything is copied)
     if c is not None:
         check_host_c(cfg, c, m, n, a, b)
     out_dt = c_numpy_type(cfg)
-    da, db = DeviceBuffer.from_host(np.ascontiguousarray(a)), DeviceBuffer.from_host(np.ascontiguousarray(b))
+    da, db = (DeviceBuffer.from_host(np.ascontiguousarray(x), stream=stream) for x in (a, b))
     dc = DeviceBuffer.empty((m, n), out_dt)
-    dc.fill_bytes(0xFF)
-    p = Plan(cfg, da, db, dc, k=k, splits=splits)
+    dc.fill_bytes(0xFF, stream=stream)
+    p = Plan(cfg, da, db, dc, k=k, splits=splits, stream=stream)
     p.launch()
     if c is None:
-        return dc.to_host()
-    c[...] = dc.to_host()
+        return dc.to_host(stream=stream)
+    c[...] = dc.to_host(stream=stream)
     return c

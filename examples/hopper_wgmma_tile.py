@@ -24,7 +24,6 @@ import sys
 import numpy as np
 
 import ptxforge as pf
-from ptxforge import u32
 from ptxforge.hopper.layout import SmemTile
 from ptxforge.isa import types as T
 from ptxforge.isa.wgmma import accumulator_offset, wgmma_form

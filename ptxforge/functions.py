@@ -17,7 +17,6 @@ writes its return values with `set_result()`.
 from __future__ import annotations
 
 import hashlib
-import math
 import numbers
 import re
 from contextlib import contextmanager

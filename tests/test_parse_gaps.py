@@ -15,7 +15,7 @@ from ptxforge import interp
 from ptxforge.assembler import assemble, available_backends, disassembler
 from ptxforge.errors import ValidationError
 from ptxforge.errors import TargetError
-from ptxforge.parse import IgnoredBodyWarning, NarrowedImmediateWarning, ParseError, parse, read
+from ptxforge.parse import IgnoredBodyWarning, NarrowedImmediateWarning, ParseError, parse
 from ptxforge.parse.equality import same_module
 from ptxforge.parse.lint import lint
 from ptxforge.parse.to_python import to_python

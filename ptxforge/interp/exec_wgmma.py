@@ -39,7 +39,6 @@ from ..isa import types as T
 from ..isa.wgmma import WARPGROUP, a_fragment_layout, accumulator_layout, descriptor_rows
 from .access import Part, shadow_read
 from .exec_tensor import expand_sparse, sparse_metadata
-from .findings import InterpUnsupported
 from .proxy import proxy_check
 from .values import bf16_to_f32, bytes_to_elements, split_words
 

@@ -198,8 +198,8 @@ class _Writer:
                 raise ValidationError(f"to-python: {k.name} returns {p.render()}, "
                                       + ("an array or structure (a .b8 byte array)" if p.nbytes is not None else
                                          "a value with attributes")
-                                      + f": FunctionBuilder.result() declares a scalar return value only "
-                                        f"(.param .type name)")
+                                      + ": FunctionBuilder.result() declares a scalar return value only "
+                                        "(.param .type name)")
             out.append(f'    k.result("{p.name}", T.{p.type.name})')
         for v in getattr(k, "variables", ()):
             if v.space != "local" or v.init is not None or v.linkage or v.extra or len(v.dims) > 1 \

@@ -330,7 +330,6 @@ def wgmma_sp_case(form, selector, rs, rng, *, swizzle=0, satfinite=False, trans_
                            for w in range(4)])
     if bad_lane is not None:
         meta[bad_lane] = (int(meta[bad_lane]) & ~0xF) | 0b0101
-    eb = elem_bits(t)
     kept_bits = encode(sp.kept, t)
     dt = _TILE_DTYPE[t.name]
     tile_eb = T.lookup(dt).bits

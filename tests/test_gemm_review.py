@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ptxforge as pf
-from ptxforge.bfloat16 import to_bf16
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules import Bf16Gemm, HopperGemm, Int4Gemm, Int8Gemm
 
@@ -323,3 +322,12 @@ def test_a_hopper_run_on_numpy_operands_takes_its_stream_as_the_device_path_does
     with pytest.raises(pf.LaunchError, match="stream"):
         G4.run(a[:, :32], b[:, :32], stream=stream)
 
+
+def test_an_sm_90a_problem_the_wgmma_path_cannot_take_says_why_it_got_mma_sync():
+    g = Int4Gemm.for_shape(64, 64, 1000, target="sm_90a")  # 500-byte rows: no tensor map takes them
+    assert not isinstance(g, HopperGemm)
+    assert "TMA + wgmma" in g.path_reason and "multiple of 16 bytes" in g.path_reason, g.path_reason
+    assert "TMA + wgmma" not in Int4Gemm.for_shape(64, 64, 1000, target="sm_90").path_reason
+    assert "TMA + wgmma" not in Int4Gemm.for_shape(64, 64, 1024, target="sm_90a", hopper=False).path_reason
+    u8 = Int8Gemm.for_shape(64, 64, 1024, target="sm_90a", operand="u8")
+    assert "no Hopper path" in u8.path_reason and "u8, f16" not in u8.path_reason, u8.path_reason

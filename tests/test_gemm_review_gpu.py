@@ -25,6 +25,11 @@ def _int8(path, m, n, k, operand="s8"):
     return Int8Gemm.for_shape(m, n, k, target="sm_90", hopper=False, operand=operand)
 
 
+def _packed_operands(m, n, k, rng):
+    """Packed int4 A [M, K/2] and B [N, K/2] of random values."""
+    return pack_int4(random_int4((m, k), rng)), pack_int4(random_int4((n, k), rng))
+
+
 def _int4(path, m, n, k):
     if path == "wgmma":
         return Int4Gemm.for_shape(m, n, k, target="sm_90a", hopper=True)
@@ -89,9 +94,7 @@ def test_gpu_int8_tensors_after_a_kept_uint8_plan_are_refused_as_unpacked(path):
     torch = _torch()
     m, n, k = 40, 136, 512
     g = _int4(path, m, n, k)
-    rng = np.random.default_rng(7)
-    a = pack_int4(random_int4((m, k), rng))
-    b = pack_int4(random_int4((n, k), rng))
+    a, b = _packed_operands(m, n, k, np.random.default_rng(7))
     ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
     c = torch.zeros((m, n), dtype=torch.int32, device="cuda")
     for _ in range(2):  # careful, then kept
@@ -142,8 +145,7 @@ def test_gpu_split_k_problems_on_two_streams_at_once_keep_their_own_workspaces()
     streams = [torch.cuda.Stream(), torch.cuda.Stream()]
     data = []
     for s in streams:
-        a = pack_int4(random_int4((m, k), rng))
-        b = pack_int4(random_int4((n, k), rng))
+        a, b = _packed_operands(m, n, k, rng)
         with torch.cuda.stream(s):
             ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
             c = torch.full((m, n), -7, dtype=torch.int32, device="cuda")
@@ -203,9 +205,7 @@ def test_gpu_a_run_on_numpy_operands_launches_on_the_stream_given(path):
     torch = _torch()
     m, n, k = 40, 136, 1024
     g = _int4(path, m, n, k)
-    rng = np.random.default_rng(10)
-    a = pack_int4(random_int4((m, k), rng))
-    b = pack_int4(random_int4((n, k), rng))
+    a, b = _packed_operands(m, n, k, np.random.default_rng(10))
     s = torch.cuda.Stream()
     busy = torch.empty((4096, 4096), device="cuda")
     for _ in range(3):

@@ -201,7 +201,13 @@ class GemmSchedule:
 
     @property
     def path_reason(self) -> str:
-        """Why this compute path: the default's reason on this target, or the caller's choice."""
+        """Why this compute path: the default's reason on this target (for the K that chose it), or the caller's
+        choice; and where `for_shape` gave an sm_90a problem this schedule rather than the TMA + wgmma one, why."""
+        why = self._path_why()
+        not_hopper = self.__dict__.get("_not_hopper")  # (set by for_shape; equality and hashing ignore it)
+        return why if not_hopper is None else f"{why}; not the TMA + wgmma path: {not_hopper}"
+
+    def _path_why(self) -> str:
         t = self.target
         p = self.compute_path
         if self.path is None:
@@ -379,13 +385,19 @@ class GemmSchedule:
                     return choose_hopper(m, n, k, operand, **options)
                 except ValidationError as e:
                     raise ValidationError(f"the Hopper TMA + wgmma path cannot take this problem: {e.message}") from None
-            if hopper_reason(m, n, k, operand)[0]:
+            wgmma, not_hopper = hopper_reason(m, n, k, operand)
+            if wgmma:
                 return choose_hopper(m, n, k, operand)
+        else:
+            not_hopper = None
         check_parameters(cls, overrides, "the TMA + wgmma schedule's options are HopperGemm's (hopper=True on sm_90a)")
         params = choose_config(m, n, k, Target.parse(target), operand, overrides.get("path"))
         params.update(overrides)
         params["target"] = Target.parse(target)
-        return cls(**params).for_problem(k, n)
+        g = cls(**params).for_problem(k, n)
+        if not_hopper is not None:  # (path_reason says why an sm_90a problem got this schedule)
+            object.__setattr__(g, "_not_hopper", not_hopper)
+        return g
 
     # ------------------------------------------------------------ reference and running
     def reference(self, a, b, k: int | None = None) -> np.ndarray:

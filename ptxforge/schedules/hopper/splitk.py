@@ -35,7 +35,7 @@ def check_splits(splits, *, auto: bool = True):
     if splits is None and auto:
         return None
     if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
-        raise ValidationError(f"splits must be an int >= 1 (K split that many ways)"
+        raise ValidationError("splits must be an int >= 1 (K split that many ways)"
                               + (", or None to let the launch choose" if auto else "") + f", got {splits!r}")
     return int(splits)
 

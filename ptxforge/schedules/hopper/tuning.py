@@ -114,8 +114,8 @@ MMA_SYNC_M: dict = {"s4": (), "s8": ()}
 def hopper_reason(m: int, n: int, k: int, operand: str) -> tuple:
     """(True, why) when the TMA + wgmma path should take the problem, (False, why not) otherwise."""
     if operand not in DEFAULTS:
-        return False, (f".{operand} operands have no Hopper path (wgmma takes s8/u8, f16, bf16; s4 is widened "
-                       "to s8): the mma.sync schedule runs it")
+        return False, (f".{operand} operands have no Hopper path (the TMA + wgmma GEMM takes s8, s4 widened to s8, "
+                       "bf16 and f16): the mma.sync schedule runs them")
     for lo, hi in MMA_SYNC_M.get(operand, ()):
         if lo < m <= hi:
             return False, (f"{lo} < M={m} <= {hi}: for such skinny .{operand} problems the mma.sync schedule "

@@ -331,3 +331,9 @@ def test_an_sm_90a_problem_the_wgmma_path_cannot_take_says_why_it_got_mma_sync()
     assert "TMA + wgmma" not in Int4Gemm.for_shape(64, 64, 1024, target="sm_90a", hopper=False).path_reason
     u8 = Int8Gemm.for_shape(64, 64, 1024, target="sm_90a", operand="u8")
     assert "no Hopper path" in u8.path_reason and "u8, f16" not in u8.path_reason, u8.path_reason
+
+
+def test_bf16_for_shape_takes_a_target_as_the_integer_gemms_do():
+    assert Bf16Gemm.for_shape(64, 64, 64, target="sm_90a") == Bf16Gemm.for_shape(64, 64, 64)
+    with pytest.raises(pf.ValidationError, match="sm_90a"):
+        Bf16Gemm.for_shape(64, 64, 64, target="sm_80")

@@ -379,8 +379,8 @@ class GemmSchedule:
                                           f"{t.name}; leave hopper out (or False) for {t.name}'s mma.sync kernels")
                 options = {name: v for name, v in overrides.items() if name != "operand"}
                 from ..hopper import HopperGemm
-                check_parameters(HopperGemm, options, "hopper=True builds a HopperGemm: pass its parameters (block_n, "
-                                                      "stages, epilogue, ...), or hopper=False for the mma.sync schedule")
+                check_parameters(HopperGemm, options, "hopper=True builds a HopperGemm: pass its parameters "
+                                 "(block_n, stages, epilogue, ...), or hopper=False for the mma.sync schedule")
                 try:
                     return choose_hopper(m, n, k, operand, **options)
                 except ValidationError as e:

@@ -810,8 +810,13 @@ class Bf16Gemm(HopperGemm):
         super().__init__(operand, **kw)
 
     @classmethod
-    def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", **overrides) -> "Bf16Gemm":
+    def for_shape(cls, m: int, n: int, k: int, operand: str = "bf16", target=None, **overrides) -> "Bf16Gemm":
         """A configuration for an M x N x K problem (`configured`: the skinny ones for M <= 256, the large one
-        where the overrides need it); overrides win."""
+        where the overrides need it); overrides win.  target: None or "sm_90a" (the TMA + wgmma kernel's only
+        target; another is refused), as `Int8Gemm.for_shape` takes one."""
         from .defaults import configured
+        if target is not None and Target.parse(target).name != "sm_90a":
+            raise ValidationError(f"Bf16Gemm is the TMA + wgmma kernel of sm_90a (H100/H200); "
+                                  f"{Target.parse(target).name} has no wgmma, and the mma.sync schedules take integer "
+                                  "operands only")
         return configured(cls, operand, m, n, k, overrides)  # (an integer operand: the constructor says what to use)

@@ -21,11 +21,12 @@ import argparse
 
 import numpy as np
 
-from ptxforge import interp, runtime
+from ptxforge import ValidationError, interp, runtime
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason, random_operands, reference
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
 from ptxforge.schedules.hopper.splitk import auto_splits
+from ptxforge.schedules.operands import check_sizes
 
 #: the weight matrices of one layer of a 7B-class model, N x K
 LAYER = {"attention q/k/v/o": (4096, 4096), "mlp up/gate": (14336, 4096), "mlp down": (4096, 14336)}
@@ -99,6 +100,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=4096)
     args = ap.parse_args(argv)
+    try:  # sizes below 1 are refused before anything is chosen or run
+        check_sizes(args.m, args.n, args.k)
+    except ValidationError as e:
+        ap.error(e.message)
     print(f"what {args.m} rows get:")
     describe(args.m)
     if runtime.gpu_available() and runtime.native_target().name == "sm_90a":

@@ -337,3 +337,11 @@ def test_bf16_for_shape_takes_a_target_as_the_integer_gemms_do():
     assert Bf16Gemm.for_shape(64, 64, 64, target="sm_90a") == Bf16Gemm.for_shape(64, 64, 64)
     with pytest.raises(pf.ValidationError, match="sm_90a"):
         Bf16Gemm.for_shape(64, 64, 64, target="sm_80")
+
+
+@pytest.mark.parametrize("argv", [["--m", "0"], ["--n", "-1"], ["--k", "0"]])
+def test_the_decode_example_refuses_sizes_below_one_as_a_usage_error(argv, capsys):
+    from support.examples import load_example
+    with pytest.raises(SystemExit) as e:
+        load_example("decode_gemms").main(argv)
+    assert e.value.code == 2 and "must be an int >= 1" in capsys.readouterr().err

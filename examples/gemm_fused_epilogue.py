@@ -7,7 +7,7 @@ the result to the default masked store.  Checked exactly on the CPU interpreter 
     python examples/gemm_fused_epilogue.py [M N K]
 """
 
-import sys
+import argparse
 
 import numpy as np
 
@@ -49,8 +49,19 @@ def run(schedule, m: int, n: int, k: int, seed: int = 0):
 
 
 def main(argv=None) -> int:
-    m, n, k = (int(x) for x in (argv or sys.argv[1:] or (45, 37, 100)))  # ragged: no tile divides them
-    c, want, module = run(Int8Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1), m, n, k)
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("size", nargs="*", type=int, metavar="M N K",
+                    help="the problem (default 45 37 100: ragged, no tile divides them)")
+    args = ap.parse_args(argv)
+    if args.size and len(args.size) != 3:
+        ap.error(f"give the problem as three sizes M N K, got {len(args.size)}")
+    m, n, k = args.size or (45, 37, 100)
+    schedule = Int8Gemm(block_m=32, block_n=32, warps_m=1, warps_n=1)
+    try:  # a size below 1 (or a problem the kernel cannot compute) is refused before anything is emitted
+        schedule.for_problem(k, n).check_problem(m, n, k)
+    except pf.ValidationError as e:
+        ap.error(f"cannot run M={m} N={n} K={k}: {e.message}")
+    c, want, module = run(schedule, m, n, k)
     print(f"{m}x{n}x{k}: exact = {np.array_equal(c, want)}; {pf.assemble(module).resources()}")
     return 0 if np.array_equal(c, want) else 1
 

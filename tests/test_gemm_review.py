@@ -345,3 +345,17 @@ def test_the_decode_example_refuses_sizes_below_one_as_a_usage_error(argv, capsy
     with pytest.raises(SystemExit) as e:
         load_example("decode_gemms").main(argv)
     assert e.value.code == 2 and "must be an int >= 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["0", "5", "5"], ["45", "37"], ["5", "5", "x"]])
+def test_the_fused_epilogue_example_refuses_a_bad_problem_as_a_usage_error(argv, capsys):
+    from support.examples import load_example
+    with pytest.raises(SystemExit) as e:
+        load_example("gemm_fused_epilogue").main(argv)
+    assert e.value.code == 2 and "error" in capsys.readouterr().err
+
+
+def test_the_fused_epilogue_example_runs_the_problem_it_is_given(capsys):
+    from support.examples import load_example
+    assert load_example("gemm_fused_epilogue").main(["17", "9", "40"]) == 0
+    assert capsys.readouterr().out.startswith("17x9x40: exact = True")

@@ -9,9 +9,9 @@ from ptxforge.schedules.gemm import plan as plan_mod
 class FakeTensor:
     """A GPU-array stand-in with the torch-like accessors the fast path reads."""
 
-    def __init__(self, ptr, shape, dtype="int8", device=0, contiguous=True, cai_ptr=None):
+    def __init__(self, ptr, shape, dtype="int8", device=0, contiguous=True, cai_ptr=None, requires_grad=False):
         self.ptr, self.shape, self.dtype, self.device = ptr, tuple(shape), dtype, device
-        self.contiguous = contiguous
+        self.contiguous, self.requires_grad = contiguous, requires_grad
         self.cai_ptr = ptr if cai_ptr is None else cai_ptr
 
     def data_ptr(self):
@@ -52,6 +52,19 @@ def test_non_contiguous_and_host_tensors_take_the_careful_path():
     assert r.read(FakeTensor(0x7000, (4, 8), contiguous=False)) is None
     assert r.read(FakeTensor(0x7000, (4, 8), device=-1)) is None
     assert r.read(FakeTensor(0x7000, (4, 8), dtype="int32")) is None  # a dtype not seen yet for this type
+
+
+def test_a_tensor_that_requires_grad_is_never_read_fast():
+    """torch refuses to describe a tensor that requires grad (its array interface and DLPack raise), so the
+    careful path refuses it by name; the fast path must not launch on one after its type was learned from a
+    detached tensor, nor learn a type from one."""
+    r = operands._FastReader()
+    r.learn(FakeTensor(0x7000, (4, 8)), 0x7000)
+    assert r.read(FakeTensor(0x7000, (4, 8))) is not None
+    assert r.read(FakeTensor(0x7000, (4, 8), requires_grad=True)) is None
+    fresh = operands._FastReader()
+    fresh.learn(FakeTensor(0x7000, (4, 8), requires_grad=True), 0x7000)
+    assert fresh.read(FakeTensor(0x7000, (4, 8))) is None
 
 
 def test_a_type_whose_shape_is_not_a_tuple_is_never_read_fast():

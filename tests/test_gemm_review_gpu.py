@@ -70,6 +70,9 @@ def test_gpu_weights_that_require_grad_are_refused_by_name_and_the_detached_ones
     want = a.float() @ w.detach().float().T
     torch.cuda.synchronize()
     assert torch.allclose(c, want, rtol=1e-2, atol=1e-2)
+    for call in (lambda: g.run(a, w, c), lambda: g.plan(m, n, k)(a, w, c)):  # a kind the fast path has seen
+        with pytest.raises(pf.PtxforgeError):
+            call()
 
 
 @pytest.mark.parametrize("splits", [0, -1, True, 2.0, "2"])

@@ -291,8 +291,8 @@ def device_view(obj, stream_handle: int = 0, what: str | None = None):
     """A DeviceView of a GPU array, a numpy array for a host DLPack producer, or None if `obj` is neither.
 
     `what` names the argument in errors.  When reading ``__cuda_array_interface__`` raises (torch does for a
-    tensor that requires grad, and for bfloat16) DLPack is tried; if there is none, or it fails too, the
-    LaunchError is chained to the producer's own exception, which says why.  A DLPack view keeps the capsule
+    tensor that requires grad, and for bfloat16) DLPack is tried; if there is none, or it fails too, a
+    LaunchError naming `what` is chained to the producer's own exception, which says why.  A DLPack view keeps the capsule
     (`DeviceView.owner`): its deleter may free what the producer exported, so it must live as long as the
     launch that uses the memory."""
     cai = cai_error = None
@@ -308,10 +308,14 @@ def device_view(obj, stream_handle: int = 0, what: str | None = None):
     if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
         try:
             return _dlpack_view(obj, stream_handle, what)
-        except Exception as e:
+        except LaunchError as e:
             if cai_error is not None and e.__cause__ is None:
                 e.__cause__ = cai_error
             raise
+        except Exception as e:  # the producer's own refusal (torch: BufferError for a tensor that requires grad)
+            where = f"{what}: " if what else ""
+            raise LaunchError(f"{where}{type(obj).__name__} cannot be read as a GPU array: its DLPack export raised "
+                              f"{type(e).__name__} ({e})") from e
     if cai_error is not None:
         where = f"{what}: " if what else ""
         raise LaunchError(f"{where}{type(obj).__name__}.__cuda_array_interface__ raised {type(cai_error).__name__} "

@@ -4,7 +4,7 @@ schedules' prepared launches (`gemm.plan.GemmPlan`, `hopper.plan.HopperPlan`) an
 * a ptxforge `DeviceBuffer`: its address, shape and dtype;
 * an object with ``data_ptr()`` and ``__cuda_array_interface__`` (torch tensors): the first call
   reads the array interface in full and checks that ``data_ptr()`` gives the same address; later
-  calls read ``data_ptr()``, ``shape``, ``dtype``, ``is_contiguous()`` and ``get_device()``,
+  calls read ``data_ptr()``, ``shape``, ``dtype``, ``requires_grad``, ``is_contiguous()`` and ``get_device()``,
   which cost far less than building the interface dictionary again.
 
 And the checks of host (numpy) operands that `run` and `interpret` share: `require_numpy`, `check_host_out`,
@@ -138,16 +138,16 @@ class _FastReader:
     def read(self, x):
         """(ptr, shape, dtype key, device) or None when `x` must take the careful path.
 
-        The per-call path of every fast launch: no imports, no interface dictionary, five cheap
-        reads of a tensor (its dtype, contiguity, device, address and shape)."""
+        The per-call path of every fast launch: no imports, no interface dictionary, six cheap
+        reads of a tensor (its dtype, whether it requires grad, contiguity, device, address and shape)."""
         t = type(x)
         if t is (_DEVICE_BUFFER or _device_buffer_type()):
             p = x._ptr  # 0 once freed: the careful path says so
             return (p, x.shape, x.dtype, None) if p else None
         try:
             dt = x.dtype
-            if (t, dt) not in self.verified or not x.is_contiguous():
-                return None
+            if (t, dt) not in self.verified or x.requires_grad or not x.is_contiguous():
+                return None  # (requires grad: its producer refuses to describe it, the careful path says so)
             dev = x.get_device()
             if dev != self.device:  # a host tensor, or one on another device: the careful path says why
                 return None
@@ -158,13 +158,16 @@ class _FastReader:
     def learn(self, x, ptr: int) -> None:
         """After the careful path read `x`'s interface and the driver placed `ptr` on ptxforge's device:
         trust its type's data_ptr() from now on if it agrees, for arrays on that device (and a type whose
-        shape is a tuple, which a plan's key hashes and compares as it is: torch.Size is one)."""
+        shape is a tuple, which a plan's key hashes and compares as it is: torch.Size is one, and which says
+        whether an array requires grad: such a tensor's producer refuses to describe it, so it is never read
+        fast)."""
         try:  # (an interface that raises, as torch's does for a tensor that requires grad: nothing to learn)
             dp = getattr(x, "data_ptr", None)
             if dp is None or not hasattr(x, "__cuda_array_interface__"):
                 return
             if callable(dp) and dp() == ptr and callable(getattr(x, "is_contiguous", None)) \
-                    and callable(getattr(x, "get_device", None)) and isinstance(x.shape, tuple):
+                    and callable(getattr(x, "get_device", None)) and isinstance(x.shape, tuple) \
+                    and x.requires_grad is False:
                 dev = x.get_device()
                 if self.device is None and isinstance(dev, int) and dev >= 0:
                     self.device = dev
@@ -178,18 +181,10 @@ _reader = _FastReader()
 
 
 def device_view_of(x, what: str, stream: int = 0):
-    """`runtime.arrays.device_view` of GEMM operand `what`, with an exception its producer raises while describing
-    it (torch's BufferError from DLPack for a tensor that requires grad, once its array interface has refused
-    too) turned into a LaunchError naming the operand and chained to the producer's own."""
-    from ..errors import LaunchError, PtxforgeError
+    """`runtime.arrays.device_view` of GEMM operand `what` (a producer's own refusal to describe it, such as
+    torch's for a tensor that requires grad, is a LaunchError naming the operand, chained to the producer's)."""
     from ..runtime.arrays import device_view
-    try:
-        return device_view(x, stream)
-    except PtxforgeError:
-        raise
-    except Exception as e:
-        raise LaunchError(f"{what} ({type(x).__name__}) cannot be read as a GPU array: its producer raised "
-                          f"{type(e).__name__} ({e})") from e
+    return device_view(x, stream, what)
 
 
 def check_gpu_operand(v, x, slot: str, error) -> None:

@@ -155,14 +155,21 @@ def test_a_plan_launches_with_its_workspace_after_k(monkeypatch):
     monkeypatch.setattr(LX, "block_launcher", lambda fn, cfg, stream: lambda blob: launched.append((cfg, blob)))
     monkeypatch.setattr(Int4Gemm, "splitk_workspace", lambda self, m, n, stream=0: (Buf(0x1000), Buf(0x2000)))
     plan = g.plan(32, 8192, 8192)
-    for ptrs in ((0x100, 0x200, 0x300), (0x100, 0x200, 0x300), (0x100, 0x200, 0x400)):
+    a, b, c, c2 = 0x1000_0000, 0x2000_0000, 0x3000_0000, 0x4000_0000  # apart: C meets neither A nor B
+    for ptrs in ((a, b, c), (a, b, c), (a, b, c2)):
         plan.launch_pointers(*ptrs)
     (cfg, blob), (_, again), (_, other) = launched
     lay = plan.function.layout
     assert cfg[:3] == (128, 1, 4)
-    assert bytes(blob.buf)[:lay.size] == struct.pack(lay.fmt, 0x100, 0x200, 0x300, 32, 8192, 8192, 0x1000, 0x2000)
+    assert bytes(blob.buf)[:lay.size] == struct.pack(lay.fmt, a, b, c, 32, 8192, 8192, 0x1000, 0x2000)
     assert again is blob and other is not blob
-    assert bytes(other.buf)[:lay.size] == struct.pack(lay.fmt, 0x100, 0x200, 0x400, 32, 8192, 8192, 0x1000, 0x2000)
+    assert bytes(other.buf)[:lay.size] == struct.pack(lay.fmt, a, b, c2, 32, 8192, 8192, 0x1000, 0x2000)
+    from ptxforge.errors import ValidationError
+    for c_over, name in ((b + 4096, "B"), (a - 32 * 8192 * 4 + 4, "A")):  # C would overwrite what CTAs still read
+        with pytest.raises(ValidationError, match=f"C overlaps {name} in memory"):
+            plan.launch_pointers(a, b, c_over)
+    plan.launch_pointers(a, b, a - 32 * 8192 * 4)  # C ending where A starts: apart
+    assert len(launched) == 4
 
 
 def test_for_shape_takes_the_measured_skinny_configurations():

@@ -527,7 +527,8 @@ def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(d
     _hopper_on_the_stand_in(drv, monkeypatch, cuLaunchKernel=lambda *a: (0,) if drv.current == OURS else (201,),
                             cuLaunchKernelEx=lambda *a: (0,) if drv.current == OURS else (201,))
     _in_context(drv)
-    a, b, c = _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "<i4")
+    a, b = _ForeignArray((64, 64), "|i1", 0x6000_0000), _ForeignArray((64, 64), "|i1", 0x6800_0000)
+    c = _ForeignArray((64, 64), "<i4")
     drv.current = 0xF00
     drv.calls.clear()
     HopperGemm("s8").run(a, b, c)
@@ -556,7 +557,7 @@ def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, mo
     m, n, k = 512, 64, 64
     g = choose_hopper(m, n, k, "s8")
     assert g.epilogue == "tma"
-    a, b = _ForeignArray((m, k), "|i1"), _ForeignArray((n, k), "|i1")
+    a, b = _ForeignArray((m, k), "|i1", 0x6000_0000), _ForeignArray((n, k), "|i1", 0x6800_0000)
     c, sliced, off4 = (_ForeignArray((m, n), "<i4") for _ in range(3))
     sliced.__cuda_array_interface__["data"] = (0x7000_0008, False)
     off4.__cuda_array_interface__["data"] = (0x7000_0004, False)
@@ -648,9 +649,8 @@ def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
 class _ForeignArray:
     """A __cuda_array_interface__ object over an address the stand-in driver places where a test says."""
 
-    def __init__(self, shape, typestr):
-        self.__cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": shape, "typestr": typestr,
-                                         "version": 3}
+    def __init__(self, shape, typestr, ptr=0x7000_0000):
+        self.__cuda_array_interface__ = {"data": (ptr, False), "shape": shape, "typestr": typestr, "version": 3}
 
 
 def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):

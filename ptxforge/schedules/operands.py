@@ -99,8 +99,21 @@ def check_host_out(what: str, x, shape: tuple, dtype, inputs=()) -> None:
                               "writeable array, or none for a new one")
     for name, y in inputs:
         if isinstance(y, np.ndarray) and np.may_share_memory(x, y):
-            raise ValidationError(f"{what} overlaps {name} in memory: the GEMM would overwrite {name} while it still "
-                                  f"reads it; pass a {what} of its own, or none for a new one")
+            raise ValidationError(_overlap(what, name))
+
+
+def _overlap(what: str, name: str) -> str:
+    return (f"{what} overlaps {name} in memory: the GEMM would overwrite {name} while it still reads it; pass a "
+            f"{what} of its own, or none for a new one")
+
+
+def check_device_out(c_ptr: int, c_bytes: int, inputs) -> None:
+    """Raise a ValidationError when output C's device bytes [c_ptr, c_ptr + c_bytes) meet those of an input
+    ((name, address, bytes) triples): the kernel would overwrite operands other CTAs have still to read.  Made
+    once per address triple (a plan's first launch on it), never per call."""
+    for name, ptr, nbytes in inputs:
+        if ptr is not None and ptr < c_ptr + c_bytes and c_ptr < ptr + nbytes:
+            raise ValidationError(_overlap("C", name))
 
 
 def align_class(ptr: int | None) -> int:

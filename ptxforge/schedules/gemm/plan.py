@@ -23,7 +23,7 @@ import threading
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, check_gpu_operand, device_view_of
+from ..operands import _reader, align_class, check_device_out, check_gpu_operand, device_view_of
 
 _PTXFORGE_INTERNAL = True
 
@@ -126,9 +126,12 @@ class GemmPlan:
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
         """Launch on raw device addresses (no checks beyond the plan's own): the innermost loop's call.  The
-        argument block of an address triple is packed once and kept (up to _BLOBS of them), never refilled."""
+        argument block of an address triple is packed once and kept (up to _BLOBS of them), never refilled;
+        packing it refuses a C whose bytes meet A's or B's."""
         blob = self._blobs.get((a_ptr, b_ptr, c_ptr))
-        if blob is None:
+        if blob is None:  # a first launch on these addresses: C's bytes must not be A's or B's
+            check_device_out(c_ptr, self.m * self.n * 4, (("A", a_ptr, self.m * self.row_bytes),
+                                                          ("B", b_ptr, self.n * self.row_bytes)))
             from ...runtime.kernel import kept_blob
             blob = kept_blob(self._blobs, (a_ptr, b_ptr, c_ptr), self.function.layout,
                              (a_ptr, b_ptr, c_ptr, self.m, self.n, self.k) + self._extra, _BLOBS)

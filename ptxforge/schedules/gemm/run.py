@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import (_reader, align_class, check_host_out, check_size, device_view_of, interpreter_hint,
-                        producers_ok, require_numpy)
+from ..operands import (_reader, align_class, check_device_out, check_host_out, check_size, device_view_of,
+                        interpreter_hint, producers_ok, require_numpy)
 from .plan import fast_run, load_kernel, remember_plan
 
 # errors about the caller's parameters and arrays name the caller's line, not this file's
@@ -82,6 +82,11 @@ def run_gemm(s, a, b, c=None, *, k=None, stream=None):
         return _run_careful(s, a, b, c, k, stream)
 
 
+def _nbytes(shape, el) -> int:
+    """The bytes of an operand of `shape` and element (kind, bits)."""
+    return int(np.prod(shape, dtype=np.int64)) * el[1] // 8
+
+
 def _run_careful(s, a, b, c, k, stream):
     """run() on operands the fast path did not take: checks, variant, kernel, launch; keeps a plan for GPU
     operands of one stream."""
@@ -100,6 +105,9 @@ def _run_careful(s, a, b, c, k, stream):
     c_shape, c_ptr, c_el = _describe(c, "C", sh)
     if tuple(c_shape) != (m, n) or c_el != ("i", 32):
         raise ValidationError(f"C must be an int32 array of shape ({m}, {n}), got {c_el[0]}{c_el[1]} {tuple(c_shape)}")
+    if c_ptr is not None:  # a device C: none of a device A's or B's bytes
+        check_device_out(c_ptr, m * n * 4, (("A", a_ptr, _nbytes(a_shape, a_el)),
+                                            ("B", b_ptr, _nbytes(b_shape, b_el))))
     align, c_align = min(align_class(a_ptr), align_class(b_ptr)), align_class(c_ptr)
     v = s.for_problem(k, n, align=align, c_align=c_align)
     fn = load_kernel(v)

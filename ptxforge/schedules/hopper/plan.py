@@ -20,7 +20,7 @@ import threading
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import _reader
+from ..operands import _reader, check_device_out
 from .operands import accepted_elem, check_elems, gpu_view, k_of_rows
 
 
@@ -310,9 +310,9 @@ class HopperPlan:
         return None
 
     def launch_pointers(self, a_ptr: int, b_ptr: int, c_ptr: int) -> None:
-        """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked: see
-        `misaligned` for what the addresses need; epilogue='tma' hands a C that is not 16-byte aligned to
-        `_registers_plan`)."""
+        """Launch on raw device addresses of A [M, K(/2)], B [N, K(/2)] and C [M, N] (unchecked but for a C whose
+        bytes meet A's or B's, refused at the first launch on an address triple: see `misaligned` for what the
+        addresses need; epilogue='tma' hands a C that is not 16-byte aligned to `_registers_plan`)."""
         key = (a_ptr, b_ptr, c_ptr)
         blob = self._blobs.get(key)
         if blob is not None and self._one_launch:  # the per-call path of a plan that launches the GEMM alone
@@ -321,6 +321,9 @@ class HopperPlan:
         if self._c_by_map and c_ptr % 16:
             (self._registers or self._registers_plan()).launch_pointers(a_ptr, b_ptr, c_ptr)
             return
+        if blob is None:  # a first launch on these addresses: C's bytes must not be A's or B's
+            check_device_out(c_ptr, self.m * self.n * self.cfg.c_bytes,
+                             (("A", a_ptr, self.m * self.row_bytes), ("B", b_ptr, self.n * self.row_bytes)))
         s = self.stream
         if self._swap:
             a_ptr, b_ptr = b_ptr, a_ptr

@@ -572,9 +572,13 @@ def test_gpu_a_first_call_inside_a_graph_capture_says_what_to_do():
     s = torch.cuda.Stream()
     c = torch.full((m, n), -7, dtype=torch.int32, device="cuda")
     torch.cuda.synchronize()
+    current = torch.cuda.current_stream()
     with pytest.raises(Exception) as e:
         with torch.cuda.graph(torch.cuda.CUDAGraph(), stream=s, capture_error_mode="global"):
             cfg.run(ta, tb, c, stream=s)
+    # torch's graph context leaves its capture stream current when ending the capture raises: give the caller's
+    # stream back, or every later torch op of the process runs on `s`, unordered with launches on the legacy stream
+    torch.cuda.set_stream(current)
     chain, x = [], e.value
     while x is not None:
         chain.append(x)

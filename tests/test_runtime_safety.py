@@ -541,6 +541,25 @@ def test_a_careful_hopper_call_runs_in_ours_and_gives_the_callers_context_back(d
     assert outside == set(), outside
 
 
+def test_a_hopper_kernel_on_another_gpu_is_refused_by_its_target_before_any_load(drv, monkeypatch):
+    """The Hopper GEMM loads a ptxas cubin (not through load(), whose target check it would bypass): on a GPU
+    other than compute capability 9.0 the run is a TargetError naming sm_90a and the GPU, before any module
+    load or launch (the driver alone would say "no kernel image")."""
+    import dataclasses
+    from ptxforge.errors import TargetError
+    from ptxforge.runtime import driver as D
+    from ptxforge.schedules.hopper import HopperGemm
+    _hopper_on_the_stand_in(drv, monkeypatch)
+    monkeypatch.setattr(D._state, "info", dataclasses.replace(D._state.info, compute_capability=(8, 9)))
+    a, b = _ForeignArray((64, 64), "|i1", 0x6000_0000), _ForeignArray((64, 64), "|i1", 0x6800_0000)
+    drv.calls.clear()
+    with pytest.raises(TargetError, match=r"runs on H100/H200 only: the module targets sm_90a, but the GPU is sm_89 "
+                                          r".*for_shape\(\) of Int8Gemm / Int4Gemm picks the mma.sync schedule"):
+        HopperGemm("s8").run(a, b, _ForeignArray((64, 64), "<i4"))
+    names = [name for name, _ in drv.calls]
+    assert "cuModuleLoadData" not in names and not {"cuLaunchKernel", "cuLaunchKernelEx"} & set(names)
+
+
 def test_a_c_the_tma_store_cannot_take_is_stored_by_the_registers_kernel(drv, monkeypatch):
     """A small-K large problem stores C through TMA (a tensor map: 16-byte aligned C).  A C 8 bytes past that
     (a slice) is launched on with the same problem's registers-epilogue kernel, made at its first launch and

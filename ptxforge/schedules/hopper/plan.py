@@ -19,7 +19,7 @@ import threading
 
 import numpy as np
 
-from ...errors import ValidationError
+from ...errors import TargetError, ValidationError
 from ..operands import _reader, check_device_out
 from .operands import accepted_elem, check_elems, gpu_view, k_of_rows
 
@@ -48,7 +48,14 @@ def load_kernel(cfg):
         return hit
     from ...runtime import load
     from ...runtime import driver as drv
-    from ...runtime.loader import LoadedModule, source_of
+    from ...runtime.loader import LoadedModule, check_target, source_of
+    # (the ptxas cubin below bypasses load()'s check: an sm_90a kernel on another GPU is refused by name, not
+    # left to the driver's "no kernel image" code)
+    try:
+        check_target(cfg.module.target, drv.device_info().compute_capability)
+    except TargetError as e:
+        raise TargetError(f"the TMA + wgmma GEMM runs on H100/H200 only: {e.message}; on this GPU the for_shape() "
+                          "of Int8Gemm / Int4Gemm picks the mma.sync schedule") from None
     r = assembled(cfg)
     if r is None:
         fn = load(cfg.module)[cfg.kernel_name]

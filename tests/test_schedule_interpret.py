@@ -322,6 +322,19 @@ def test_host_dlpack_operands_are_read_as_numpy(no_driver):
             g.run(_HostDLPack(ops), _HostDLPack(ops))
 
 
+def test_interpret_takes_host_dlpack_operands_as_run_does():
+    """A CPU tensor (a host DLPack producer) is a host operand to interpret() of both schedule families, as to
+    run(): the same C as from the numpy arrays behind it, written into a C given that way."""
+    rng = np.random.default_rng(4)
+    a = rng.integers(-128, 128, (16, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, (64, 64)).astype(np.int8)
+    for g in (HopperGemm("s8", block_n=64, stages=3), pf.Int8Gemm(block_m=16, block_n=64, warps_m=1, warps_n=2)):
+        want, _ = g.interpret(a, b)
+        c = np.full((16, 64), -7, np.int32)
+        got, _ = g.interpret(_HostDLPack(a), _HostDLPack(b), _HostDLPack(c))
+        assert np.array_equal(got, want) and np.array_equal(c, want)
+
+
 @pytest.mark.parametrize("target", ["sm_80", "sm_90a"])
 def test_a_read_only_c_is_refused_not_left_unwritten(target):
     """A read-only C would be taken as input only (never written back), leaving the caller's zeros beside a

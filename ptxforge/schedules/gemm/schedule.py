@@ -429,14 +429,17 @@ class GemmSchedule:
     def interpret(self, a, b, c=None, *, k: int | None = None, order: str = "lowest-pc", check: bool = True):
         """(C, report): C = A . B^T run by this schedule's kernel on the CPU interpreter, no GPU needed.
 
-        Numpy operands as `run` takes them (checked the same way); C comes back as a numpy int32 array
+        Numpy operands (or CPU tensors: their memory read as numpy) as `run` takes them (checked the same way);
+        C comes back as a numpy int32 array
         (into `c` when given, else a new one poisoned so that an element the kernel leaves shows).  The
         kernel is the variant `run` would launch (`for_problem`), on the same grid and shared memory; a
         split-K schedule gets its workspace as zeroed host arrays.  check=True raises `interp.InterpError`
         at the first finding (a race, a read of cp.async data before its wait, an out-of-bounds access);
         check=False collects them in the report.  order: the interpreter's thread order (`interp.run`).
         """
-        return _run.interpret_gemm(self, a, b, c, k=k, order=order, check=check)
+        from ..operands import host_array
+        return _run.interpret_gemm(self, host_array(a), host_array(b), None if c is None else host_array(c), k=k,
+                                   order=order, check=check)
 
     def plan(self, m: int, n: int, k: int, *, align: int = 16, c_align: int = 16, stream=None):
         """A `GemmPlan`: this GEMM resolved once for an M x N x K problem on GPU operands.

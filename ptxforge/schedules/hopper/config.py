@@ -755,15 +755,18 @@ class HopperGemm:
                   check: bool = True):
         """(C, report): C = A . B^T run by this kernel on the CPU interpreter, no GPU needed.
 
-        Numpy operands as `run` takes them; C comes back as numpy (into `c` when given).  The launch is the
+        Numpy operands (or CPU tensors: their memory read as numpy) as `run` takes them; C comes back as numpy
+        (into `c` when given).  The launch is the
         one a plan makes (host tensor maps over the operands, the grid, the shared memory; with `splits` the
         K split and its reduction), and the report holds what the interpreter checked: check=True raises
         `interp.InterpError` at the first race, early read or missing fence.  order: the interpreter's
         thread order ("last-warpgroup-first" lets each consumer warpgroup run ahead of the others).  Small
         shapes: the interpreter runs every thread of every CTA (about a second per tile of K = 1024).
         """
+        from ..operands import host_array
         from .interp_launch import interpret
-        return interpret(self, a, b, c, k=k, splits=splits, order=order, check=check)
+        return interpret(self, host_array(a), host_array(b), None if c is None else host_array(c), k=k, splits=splits,
+                         order=order, check=check)
 
     def plan(self, m: int, n: int, k: int, *, splits: int | None = None, stream=None):
         """A `HopperPlan`: this GEMM resolved once for an M x N x K problem on `stream`.

@@ -299,24 +299,51 @@ def wgmma_acc_positions(form):
 
 @dataclass
 class WgmmaSpCase:
-    """One wgmma.mma_async.sp probe launch: kernel, arguments and the expected D words of the 128 threads."""
+    """One wgmma.mma_async.sp probe launch: kernel, arguments and the expected D words of the 128 threads, with the
+    model's values (the decompressed A, B, C) so a test can also compute D with the inputs' signs changed
+    (`reference`)."""
 
     kernel: object
     args: list
     want: np.ndarray
+    form: object = None
+    a_full: np.ndarray = None  # (64, 2k) A values, zeros where the metadata keeps nothing
+    b: np.ndarray = None  # (N, 2k) B values (B read by its N rows)
+    c: np.ndarray = None  # (64, N) accumulator input values
+    scale_d: int = 1
+    satfinite: bool = False
 
     @property
     def out(self):
         """The D words the launch stored (128 threads x registers, flattened)."""
         return self.args[-2]
 
+    def reference(self, sign=1):
+        """The D words of D = sign * (A . B^T) (+ C with scale-d), exact then rounded once (floats) or wrapped /
+        clamped (.s32): with sign = 1 for a case of negated inputs, what a reader ignoring the scales gives."""
+        return wgmma_sp_words(self.form, self.a_full, self.b, self.c, self.scale_d, self.satfinite, sign)
+
+
+def wgmma_sp_words(form, a_full, b, c, scale_d, satfinite, sign=1):
+    """The D words (128 threads x registers, flattened) of D = sign * (a_full . b^T) (+ c with scale_d): a product
+    that sums to zero is +0 whatever the signs (the ISA negates the inputs, not the sum)."""
+    D = sign * (a_full @ b.T) + 0.0 + (c if scale_d else 0)
+    if form.is_integer:
+        v = D.astype(np.int64)
+        D = np.clip(v, -2 ** 31, 2 ** 31 - 1) if satfinite else ((v + 2 ** 31) % 2 ** 32) - 2 ** 31
+    rows, cols = wgmma_acc_positions(form)
+    el = encode(D[rows, cols], form.d_type)
+    return (pack(el, 16) if form.d_type is T.f16 else el.astype(np.uint32)).ravel()
+
 
 def wgmma_sp_case(form, selector, rs, rng, *, swizzle=0, satfinite=False, trans_b=False, scale_d=1,
-                  bad_lane=None) -> WgmmaSpCase:
+                  trans_a=False, scale_a=1, scale_b=1, bad_lane=None) -> WgmmaSpCase:
     """A probe of the sparse form of dense wgmma `form` (K twice form.k): A 64 x K 2:4 (1:2) sparse, kept half in
-    registers (rs) or in a K-major shared tile, B an N x K shared tile (MN-major with trans_b, unswizzled then),
-    the metadata of each warp's rows in the lanes `selector` names, garbage elsewhere.  bad_lane: that thread's
-    first chunk of its low row gets two equal indices (an undefined nibble)."""
+    registers (rs) or in a shared tile, K-major or (trans_a, 16-bit types) MN-major, B an N x K shared tile
+    (MN-major with trans_b, unswizzled then), the metadata of each warp's rows in the lanes `selector` names,
+    garbage elsewhere; scale_a / scale_b (float forms) -1 negate A / B.  A shared A tile spans more of K than the
+    wgmma reads, the rest garbage.  bad_lane: that thread's first chunk of its low row gets two equal indices (an
+    undefined nibble)."""
     t, bt = form.a_type, form.b_type
     K = 2 * form.k
     sp = draw_sparse_a(rng, t, 64, K, ordered=False)
@@ -338,11 +365,13 @@ def wgmma_sp_case(form, selector, rs, rng, *, swizzle=0, satfinite=False, trans_
         a_img, desc_a = np.zeros(16, np.uint8), 0
     else:
         a_regs = np.zeros((128, 4), np.uint32)
-        span = max(swizzle, 32)
-        cols = span * 8 // tile_eb  # the tile spans one swizzle atom of K; the wgmma reads its first 32 bytes
+        if trans_a:  # M contiguous: two k-slices of columns, the wgmma reads the first
+            cols = 2 * form.k
+        else:  # the tile spans one swizzle atom of K; the wgmma reads its first 32 bytes
+            cols = max(swizzle, 32) * 8 // tile_eb
         fill = encode(random_values(rng, t, (64, cols)), t)
         fill[:, :form.k] = kept_bits
-        ta = SmemTile(dt, 64, cols, "K", swizzle)
+        ta = SmemTile(dt, 64, cols, "MN" if trans_a else "K", swizzle)
         a_img = ta.store(fill.astype(np.dtype(f"u{tile_eb // 8}")))
         desc_a = ta.descriptor(0, 0)
     bswz = 0 if trans_b else swizzle
@@ -356,21 +385,19 @@ def wgmma_sp_case(form, selector, rs, rng, *, swizzle=0, satfinite=False, trans_
     rows, cols_ = wgmma_acc_positions(form)
     c_el = encode(C[rows, cols_], form.d_type)
     c = pack(c_el, 16) if form.d_type is T.f16 else c_el.astype(np.uint32)
-    D = sp.full @ B.T + (C if scale_d else 0)
-    if form.is_integer:
-        v = D.astype(np.int64)
-        D = np.clip(v, -2 ** 31, 2 ** 31 - 1) if satfinite else ((v + 2 ** 31) % 2 ** 32) - 2 ** 31
-    want_el = encode(D[rows, cols_], form.d_type)
-    want = (pack(want_el, 16) if form.d_type is T.f16 else want_el.astype(np.uint32)).ravel()
+    want = wgmma_sp_words(form, sp.full, B, C, scale_d, satfinite, scale_a * scale_b)
     out = np.full(128 * form.d_regs, 0xA7A7A7A7, np.uint32)
-    kern = wgmma_sp_probe(form, selector, rs, len(a_img), len(b_img), satfinite, trans_b)
+    kern = wgmma_sp_probe(form, selector, rs, len(a_img), len(b_img), satfinite, trans_b, trans_a=trans_a,
+                          scale_a=scale_a, scale_b=scale_b)
     args = [a_img, b_img, a_regs.ravel(), meta, np.array([desc_a, desc_b], np.uint64), c.ravel(), out, int(scale_d)]
-    return WgmmaSpCase(kern, args, want)
+    return WgmmaSpCase(kern, args, want, form, sp.full, B, C, scale_d, satfinite)
 
 
-def wgmma_sp_probe(form, selector, rs, a_bytes, b_bytes, satfinite, trans_b):
+def wgmma_sp_probe(form, selector, rs, a_bytes, b_bytes, satfinite, trans_b, *, trans_a=False, scale_a=1,
+                   scale_b=1):
     """One warpgroup: copy the A and B images into shared memory, fence the async proxy, load C, issue one
-    wgmma.mma_async.sp (descriptors offset by the tiles' shared addresses) and store D raw per thread."""
+    wgmma.mma_async.sp (descriptors offset by the tiles' shared addresses; imm-trans-a, imm-scale-a and
+    imm-scale-b as given) and store D raw per thread."""
     k = pf.KernelBuilder(f"wgmma_sp_probe_{form.a_type.name}_{form.d_type.name}", target="sm_90a", reqntid=128)
     a_img, b_img = k.param_ptr("a_img", T.u8), k.param_ptr("b_img", T.u8)
     a_regs, meta_p, descs = k.param_ptr("a_regs", T.u32), k.param_ptr("meta", T.u32), k.param_ptr("descs", T.u64)
@@ -390,7 +417,7 @@ def wgmma_sp_probe(form, selector, rs, a_bytes, b_bytes, satfinite, trans_b):
     p = k.setp("ne", sd, 0)
     k.wgmma_fence()
     k.wgmma_sp(a, db, d, m, selector=selector, n=form.n, a_type=form.a_type, b_type=form.b_type, acc=form.d_type,
-               scale_d=p, satfinite=satfinite, trans_b=trans_b)
+               scale_d=p, satfinite=satfinite, trans_b=trans_b, trans_a=trans_a, scale_a=scale_a, scale_b=scale_b)
     k.wgmma_commit()
     k.wgmma_wait(0)
     for i in range(form.d_regs):

@@ -3,9 +3,12 @@
 describes it (tests/support/sparse_probes.py), and the findings for metadata the ISA leaves undefined.
 
 Each model run draws where every chunk's kept elements go, so ignoring the metadata fails; the lanes the
-selector does not name hold garbage metadata, so reading another selector's lanes fails too.  Every kernel
-built here also goes through ptxas.
+selector does not name hold garbage metadata, so reading another selector's lanes fails too.  A transposed A
+(imm-trans-a) and negated inputs (imm-scale-a / imm-scale-b = -1) are checked to fail when the interpreter
+ignores them.  Every kernel built here also goes through ptxas.
 """
+
+import dataclasses
 
 import numpy as np
 import pytest
@@ -13,6 +16,7 @@ from hypothesis import given, settings, strategies as st
 
 from ptxforge import interp
 from ptxforge.assembler import assemble, available_backends
+from ptxforge.interp import exec_wgmma
 from ptxforge.isa import types as T
 from ptxforge.isa.sparse import SPARSE_MMA
 from ptxforge.isa.wgmma import wgmma_form
@@ -193,3 +197,107 @@ def test_wgmma_sp_undefined_metadata_is_a_finding():
     assert info.value.findings[0].instruction.opcode == "wgmma.sp"
     assert [t.tid[0] for t in info.value.findings[0].threads] == [38]
 
+
+
+# ---------------------------------------------------------------- wgmma.mma_async.sp: transposed A, negated inputs
+
+def _k_major_a(monkeypatch):
+    """Make the interpreter read a sparse wgmma's shared A K-major whatever imm-trans-a says (A is the operand of 32
+    bytes of K a row; a sparse B reads 64)."""
+    read = exec_wgmma.read_descriptor_operand
+
+    def k_major(S, op, desc, rows, elem_bits, mn_major, thr0, kbytes=32):
+        return read(S, op, desc, rows, elem_bits, mn_major and kbytes != 32, thr0, kbytes)
+    monkeypatch.setattr(exec_wgmma, "read_descriptor_operand", k_major)
+
+
+def _unscaled(monkeypatch, which):
+    """Make the interpreter multiply as if imm-scale-`which` ('a' or 'b') were 1."""
+    acc = exec_wgmma.accumulate
+
+    def unscaled(info, *a, **kw):
+        return acc(dataclasses.replace(info, **{f"scale_{which}": 1}), *a, **kw)
+    monkeypatch.setattr(exec_wgmma, "accumulate", unscaled)
+
+
+_LENIENT_OOB = set(interp.DEFAULT_CHECKS) - {"oob"}  # a wrong reading of a descriptor may leave the tile
+
+
+def _trans_a_forms():
+    return [pytest.param(wgmma_form(n, a, a, d), id=f"{a}.{d}.n{n}")
+            for a, d, n in (("f16", "f32", 16), ("f16", "f16", 64), ("bf16", "f32", 8), ("bf16", "f32", 256))]
+
+
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
+@pytest.mark.parametrize("form", _trans_a_forms())
+def test_wgmma_sp_transposed_a_matches_the_decompressing_model(form, swizzle, monkeypatch):
+    """imm-trans-a = 1: the stored half of A (64 x K/2) sits MN-major in shared memory as its descriptor says (M
+    contiguous, every swizzle); the interpreter's D is the model's, for both selectors.  Read K-major instead (the
+    transpose ignored), the same launch gives another D."""
+    for sel in form.sparse_selectors:
+        case = wgmma_sp_case(form, sel, False, np.random.default_rng(10 + sel), swizzle=swizzle, trans_a=True)
+        interp.run(case.kernel, block=128, args=case.args)
+        np.testing.assert_array_equal(case.out, case.want)
+        assembles(case.kernel.module(), "sm_90a")
+    with monkeypatch.context() as mp:
+        _k_major_a(mp)
+        ignored = wgmma_sp_case(form, 0, False, np.random.default_rng(10), swizzle=swizzle, trans_a=True)
+        interp.run(ignored.kernel, block=128, args=ignored.args, checks=_LENIENT_OOB)
+        assert not np.array_equal(ignored.out, ignored.want)
+
+
+def test_wgmma_sp_transposed_a_with_transposed_b():
+    """Both operands MN-major in one wgmma.sp."""
+    for a in ("f16", "bf16"):
+        form = wgmma_form(24, a, a, "f32")
+        case = wgmma_sp_case(form, 1, False, np.random.default_rng(3), swizzle=128, trans_a=True, trans_b=True)
+        interp.run(case.kernel, block=128, args=case.args)
+        np.testing.assert_array_equal(case.out, case.want)
+        assembles(case.kernel.module(), "sm_90a")
+
+
+_SCALES = [(-1, 1), (1, -1), (-1, -1)]
+
+
+def _float_sp_specs():
+    return [pytest.param(form, sel, rs, id=f"{form.mnemonic(sparse=True)}-sel{sel}-{'RS' if rs else 'SS'}")
+            for form, sel, rs in _wgmma_sp_specs() if not form.is_integer]
+
+
+@pytest.mark.parametrize("scale_a, scale_b", _SCALES)
+@pytest.mark.parametrize("form, sel, rs", _float_sp_specs())
+def test_wgmma_sp_negated_inputs_match_the_decompressing_model(form, sel, rs, scale_a, scale_b, monkeypatch):
+    """imm-scale-a / imm-scale-b = -1 negate A / B (every float form, A from registers or shared memory): D =
+    scale_a scale_b A.B + C.  The model with the scales ignored is another D, and so is the interpreter's when it
+    ignores either scale that is -1."""
+    case = wgmma_sp_case(form, sel, rs, np.random.default_rng(20 + sel), swizzle=64, scale_a=scale_a,
+                         scale_b=scale_b)
+    interp.run(case.kernel, block=128, args=case.args)
+    np.testing.assert_array_equal(case.out, case.want)
+    assembles(case.kernel.module(), "sm_90a")
+    if scale_a * scale_b == -1:
+        assert not np.array_equal(case.reference(sign=1), case.want)
+    for which, scale in (("a", scale_a), ("b", scale_b)):
+        if scale == 1:
+            continue
+        with monkeypatch.context() as mp:
+            _unscaled(mp, which)
+            again = wgmma_sp_case(form, sel, rs, np.random.default_rng(20 + sel), swizzle=64, scale_a=scale_a,
+                                  scale_b=scale_b)
+            interp.run(again.kernel, block=128, args=again.args)
+            assert not np.array_equal(again.out, again.want)
+            np.testing.assert_array_equal(again.out, again.reference(sign=-scale_a * scale_b))
+
+
+@settings(max_examples=25, deadline=None)
+@given(form=st.sampled_from([wgmma_form(n, a, a, d) for a, d in (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"))
+                             for n in (8, 32, 128)]),
+       sel=st.integers(0, 1), seed=seeds(), swizzle=st.sampled_from([0, 32, 64, 128]),
+       scales=st.sampled_from([(1, 1)] + _SCALES), trans_b=st.booleans())
+def test_wgmma_sp_transposed_a_drawn(form, sel, seed, swizzle, scales, trans_b):
+    """Transposed A with any swizzle, N, selector, scales and B major-ness."""
+    case = wgmma_sp_case(form, sel, False, np.random.default_rng(seed), swizzle=swizzle, trans_a=True,
+                         trans_b=trans_b, scale_a=scales[0], scale_b=scales[1])
+    interp.run(case.kernel, block=128, args=case.args)
+    np.testing.assert_array_equal(case.out, case.want)
+    assembles(case.kernel.module(), "sm_90a")

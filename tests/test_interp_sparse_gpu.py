@@ -1,8 +1,8 @@
 """The sparse tensor-core probes of test_interp_sparse.py on a GPU and on the interpreter: mma.sp (every form of
 `SPARSE_MMA`, every selector, ordered and plain metadata) and wgmma.mma_async.sp (registers and shared-memory A,
-swizzles, a transposed B) give the same D words.  Integer forms are compared bit for bit; float forms too where
-the drawn values keep every sum exact in the accumulator (f32), and within the dense forms' tolerance for f16
-accumulators (a tensor core may round partial f16 sums differently)."""
+swizzles, a transposed B, a transposed A, negated A and B) give the same D words.  Integer forms are compared bit
+for bit; float forms too where the drawn values keep every sum exact in the accumulator (f32), and within the dense
+forms' tolerance for f16 accumulators (a tensor core may round partial f16 sums differently)."""
 
 import numpy as np
 import pytest
@@ -90,3 +90,38 @@ def test_wgmma_sp_transposed_b_gpu_vs_interpreter(a, rs):
     form = wgmma_form(16, a, a, "f32")
     for sel in (0, 1):
         _compare_wgmma_sp(wgmma_sp_case(form, sel, rs, np.random.default_rng(sel + 5), trans_b=True), form)
+
+
+_SIXTEEN_BIT = [pytest.param(a, d, id=f"{a}.{d}") for a, d in (("f16", "f32"), ("f16", "f16"), ("bf16", "f32"))]
+
+
+@pytest.mark.parametrize("swizzle", [0, 32, 64, 128])
+@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("a, d", _SIXTEEN_BIT)
+def test_wgmma_sp_transposed_a_gpu_vs_interpreter(a, d, n, swizzle):
+    """imm-trans-a = 1: the stored half of A MN-major in shared memory, every swizzle, both selectors."""
+    form = wgmma_form(n, a, a, d)
+    for sel in (0, 1):
+        _compare_wgmma_sp(wgmma_sp_case(form, sel, False, np.random.default_rng(sel + 7), swizzle=swizzle,
+                                        trans_a=True), form)
+
+
+@pytest.mark.parametrize("scale_a, scale_b", [(-1, 1), (1, -1), (-1, -1)], ids=["negA", "negB", "negAB"])
+@pytest.mark.parametrize("rs", [False, True], ids=["SS", "RS"])
+@pytest.mark.parametrize("n", [16, 64])
+@pytest.mark.parametrize("a, d", _SIXTEEN_BIT)
+def test_wgmma_sp_negated_inputs_gpu_vs_interpreter(a, d, n, rs, scale_a, scale_b):
+    """imm-scale-a / imm-scale-b = -1, A from registers or from a 64-byte swizzled tile."""
+    form = wgmma_form(n, a, a, d)
+    for sel in (0, 1):
+        _compare_wgmma_sp(wgmma_sp_case(form, sel, rs, np.random.default_rng(sel + 9), swizzle=64, scale_a=scale_a,
+                                        scale_b=scale_b), form)
+
+
+@pytest.mark.parametrize("a", ["f16", "bf16"])
+def test_wgmma_sp_transposed_a_and_b_negated_gpu_vs_interpreter(a):
+    """Both operands MN-major and A negated in one wgmma.sp."""
+    form = wgmma_form(24, a, a, "f32")
+    for sel in (0, 1):
+        _compare_wgmma_sp(wgmma_sp_case(form, sel, False, np.random.default_rng(sel + 11), swizzle=128, trans_a=True,
+                                        trans_b=True, scale_a=-1), form)

@@ -4,34 +4,58 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 
 from ..errors import CliError, PtxforgeError
 
 
+#: The help of every command's FILE argument.
+FILE_HELP = "a PTX file, or - for standard input"
+
+#: The name `-` (standard input) has in messages, listings and lint lines.
+STDIN_NAME = "<stdin>"
+
+
+def input_name(path: str) -> str:
+    """The name a PTX input goes by in messages: `path`, or STDIN_NAME for `-`."""
+    return STDIN_NAME if path == "-" else path
+
+
 def read_ptx_file(path: str) -> str:
-    """The text of a PTX file; CliError (one line) for a missing file, a directory, an empty or non-UTF-8 file."""
-    if not os.path.lexists(path):
-        raise CliError(f"{path}: no such file")
-    if os.path.isdir(path):
-        raise CliError(f"{path}: is a directory, not a PTX file")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        raise CliError(f"{path}: cannot read it ({e.strerror or e})") from None
+    """The text of a PTX file, or of standard input for `-`; CliError (one line) for a missing file, a directory,
+    an empty, binary (NUL bytes) or non-UTF-8 file."""
+    name = input_name(path)
+    if path == "-":
+        data = sys.stdin.buffer.read()
+    else:
+        if not os.path.lexists(path):
+            raise CliError(f"{path}: no such file")
+        if os.path.isdir(path):
+            raise CliError(f"{path}: is a directory, not a PTX file")
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise CliError(f"{path}: cannot read it ({e.strerror or e})") from None
     if not data.strip():
-        raise CliError(f"{path}: the file is empty")
+        raise CliError(f"{name}: the file is empty")
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise CliError(f"{name}: a binary file (NUL byte at offset {nul}), not PTX text")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
-        raise CliError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); PTX is ASCII "
+        raise CliError(f"{name}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start}); PTX is ASCII "
                        "text") from None
 
 
 def _cmd_assemble(args) -> int:
     from ..assembler import assemble
     ptx = read_ptx_file(args.file)
+    if args.arch is None and not re.search(r"^\s*\.target\s", ptx, re.M):
+        raise CliError(f"{input_name(args.file)}: no .target directive; PTX names its target after .version "
+                       "(.target sm_90), and ptxas and nvJitLink refuse a file without one")
     r = assemble(ptx, args.arch, backend=args.backend)
     print(r.report())
     if args.sass:
@@ -57,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="ptxforge", description="Write, check, assemble and run PTX from Python.")
     sub = p.add_subparsers(dest="command", required=True)
     a = sub.add_parser("assemble", help="assemble a PTX file offline and report resources (or mapped errors)")
-    a.add_argument("file")
+    a.add_argument("file", help=FILE_HELP)
     a.add_argument("--arch", default=None, help="sm_80, sm_90, sm_90a ... (default: the file's .target)")
     a.add_argument("--backend", default="auto", choices=("auto", "nvjitlink", "ptxas"))
     a.add_argument("--sass", action="store_true", help="also list SASS opcode counts")
@@ -71,13 +95,46 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The directory of the ptxforge package: an error located in one of its Python files is the command's own
+#: business, not the user's, so the command leaves that location out.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def error_text(e: PtxforgeError) -> str:
+    """What the command prints for `e`: its message, with the location it carries only when that adds something
+    (a PTX line the message does not already name; never a Python line inside ptxforge)."""
+    loc = e.loc
+    if loc is None:
+        return e.message
+    if os.path.abspath(loc.filename).startswith(_PACKAGE_DIR + os.sep):
+        return e.message
+    if f"{os.path.basename(loc.filename)}:{loc.lineno}" in e.message:
+        return e.message
+    return str(e)
+
+
+def _stdout_gone() -> None:
+    """Point standard output at /dev/null once its reader has gone (`| head`), so the interpreter's last flush
+    raises nothing."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
 def main(argv=None) -> int:
     """Run the `ptxforge` command with `argv` (default: sys.argv); returns the exit status."""
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
     except PtxforgeError as e:
-        print(f"ptxforge: error: {e}", file=sys.stderr)
+        print(f"ptxforge: error: {error_text(e)}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # the reader of the output went away (`ptxforge listing k.ptx | head`)
+        _stdout_gone()
         return 1
 
 

@@ -8,19 +8,22 @@ _PTXFORGE_INTERNAL = True
 
 
 def _read(path):
-    from . import read_ptx_file  # a missing, empty or binary file is a one-line error, not a traceback
-    return read_ptx_file(path)
+    """(name, text) of the PTX input `path` (`-`: standard input, named <stdin>); a missing, empty or binary
+    file is a one-line error, not a traceback."""
+    from . import input_name, read_ptx_file
+    return input_name(path), read_ptx_file(path)
 
 
 def cmd_lint(args) -> int:
     """`ptxforge lint FILE [--arch sm_XX]`: print the findings; 1 when there are errors."""
     from ..parse.lint import has_errors, lint
-    findings = lint(_read(args.file), filename=args.file, arch=args.arch)
+    name, text = _read(args.file)
+    findings = lint(text, filename=name, arch=args.arch)
     for f in findings:
         print(f)
     errors = sum(f.severity == "error" for f in findings)
     warnings_ = sum(f.severity == "warning" for f in findings)
-    print(f"{args.file}: {errors} error(s), {warnings_} warning(s)", file=sys.stderr)
+    print(f"{name}: {errors} error(s), {warnings_} warning(s)", file=sys.stderr)
     return 1 if has_errors(findings) else 0
 
 
@@ -28,9 +31,10 @@ def cmd_listing(args) -> int:
     """`ptxforge listing FILE`: the annotated listing, the assembler's resources, SASS counts."""
     import warnings
     from ..parse import parse
+    name, text = _read(args.file)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
+        module = parse(text, filename=name, strict=not args.lenient)
     print(module.listing(), end="")
     if args.no_assemble:
         return 0
@@ -61,11 +65,16 @@ def cmd_to_python(args) -> int:
     """`ptxforge to-python FILE [-o OUT]`: the KernelBuilder script that rebuilds the file."""
     from ..parse import parse
     from ..parse.to_python import to_python
-    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
-    text = to_python(module, source=args.file)
-    if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+    from ..errors import CliError
+    name, ptx = _read(args.file)
+    module = parse(ptx, filename=name, strict=not args.lenient)
+    text = to_python(module, source=name)
+    if args.output and args.output != "-":
+        try:
+            with open(args.output, "w") as f:
+                f.write(text)
+        except OSError as e:
+            raise CliError(f"-o {args.output}: cannot write it ({e.strerror or e})") from None
     else:
         print(text, end="")
     return 0
@@ -132,6 +141,9 @@ def _array_arg(spec: str, parts: list):
         n = None
     if n is None or n < 1:
         raise _arg_error(spec, f"the element count must be an integer of at least 1, got {parts[1]!r}")
+    if n * dt.itemsize > MAX_ARRAY_BYTES:
+        raise _arg_error(spec, f"{n} elements of {parts[0]} ({n * dt.itemsize} bytes) are too large for the "
+                               f"interpreter, which takes arrays of at most {MAX_ARRAY_BYTES} bytes")
     fill = parts[2] if len(parts) > 2 else "zeros"
     if fill == "arange":
         return np.arange(n).astype(dt)
@@ -154,44 +166,107 @@ def _arg(spec: str):
     return _array_arg(spec, parts)
 
 
+#: The largest array one `--arg` makes: the interpreter is for quick checks, and it copies every array it is given.
+MAX_ARRAY_BYTES = 1 << 30
+
+#: The sizes a launch may have: (largest x, largest y and z) of --grid and --block, and the threads of one CTA.
+GRID_LIMITS = (2 ** 31 - 1, 65535)
+BLOCK_LIMITS = (1024, 64)
+CTA_THREADS = 1024
+
+
+def _launch_shape(option: str, sizes: list) -> tuple:
+    """--grid or --block as a tuple, after refusing what no launch can have (CliError naming the option)."""
+    from ..errors import CliError
+    x_max, yz_max = GRID_LIMITS if option == "--grid" else BLOCK_LIMITS
+    shown = " ".join(map(str, sizes))
+    if not 1 <= len(sizes) <= 3:
+        raise CliError(f"{option} {shown}: takes 1 to 3 sizes (x [y [z]]), got {len(sizes)}")
+    for axis, v, top in zip("xyz", sizes, (x_max, yz_max, yz_max)):
+        if not 1 <= v <= top:
+            raise CliError(f"{option} {shown}: {axis} must be in 1..{top}, got {v}")
+    if option == "--block":
+        threads = 1
+        for v in sizes:
+            threads *= v
+        if threads > CTA_THREADS:
+            raise CliError(f"--block {shown}: {threads} threads; a CTA has at most {CTA_THREADS}")
+    return tuple(sizes)
+
+
+def _kernel(module, name: str, asked):
+    """The kernel (.entry) `asked` of `module`, or its only one; CliError naming the kernels and --kernel."""
+    from ..errors import CliError
+    entries = module.entries
+    names = ", ".join(k.name for k in entries)
+    if asked is None:
+        if len(entries) == 1:
+            return entries[0]
+        if not entries:
+            raise CliError(f"{name}: no kernel (.entry) to run")
+        raise CliError(f"{name} has {len(entries)} kernels ({names}); name one with --kernel")
+    for k in entries:
+        if k.name == asked:
+            return k
+    raise CliError(f"--kernel {asked}: no kernel {asked!r} in {name}; its kernels: {names or 'none'}")
+
+
 def cmd_interp(args) -> int:
     """`ptxforge interp FILE --kernel K --grid .. --block .. --arg ..`: one run on the CPU interpreter."""
+    import numpy as np
     from .. import interp
+    from ..errors import CliError
     from ..parse import parse
+    grid = _launch_shape("--grid", args.grid)
+    block = _launch_shape("--block", args.block)
     values = [_arg(a) for a in args.arg]
-    module = parse(_read(args.file), filename=args.file, strict=not args.lenient)
-    report = interp.run(module, args.kernel, grid=tuple(args.grid), block=tuple(args.block), args=values,
-                        shared=args.shared, check=False)
+    name, text = _read(args.file)
+    module = parse(text, filename=name, strict=not args.lenient)
+    kernel = _kernel(module, name, args.kernel)
+    limit = kernel.target.limits.shared_per_cta
+    if not 0 <= args.shared <= limit:
+        raise CliError(f"--shared {args.shared}: dynamic shared memory is 0 to {limit} bytes; a CTA of "
+                       f"{kernel.target.name} has at most {limit} in all")
+    try:
+        report = interp.run(module, kernel, grid=grid, block=block, args=values, shared=args.shared, check=False)
+    except MemoryError:
+        raise CliError(f"out of memory running {kernel.name} on the interpreter at grid {grid}, block "
+                       f"{block}") from None
     print(report)
-    for spec, v in zip(args.arg, values):
+    params = [p.name for p in kernel.params]
+    for i, (spec, v) in enumerate(zip(args.arg, values)):
         if hasattr(v, "shape") and v.shape:
-            print(f"{spec}: {v[:16]}{' ...' if v.size > 16 else ''}")
+            label = params[i] if i < len(params) else f"argument {i + 1}"
+            shown = np.array2string(v[:16], max_line_width=1 << 16)
+            print(f"{label} ({spec}) after the run: {shown}{' ...' if v.size > 16 else ''}")
     return 0 if report.ok else 1
 
 
 def add_parsers(sub) -> None:
     """Register lint, listing, to-python and interp on the `ptxforge` command."""
+    from . import FILE_HELP
     p = sub.add_parser("lint", help="check a PTX file against the ISA tables: findings as FILE:LINE")
-    p.add_argument("file")
+    p.add_argument("file", help=FILE_HELP)
     p.add_argument("--arch", default=None, help="also check against this target (sm_80, sm_90, sm_90a ...)")
     p.set_defaults(func=cmd_lint)
     p = sub.add_parser("listing", help="annotated listing of a PTX file (lines, resources, SASS counts)")
-    p.add_argument("file")
+    p.add_argument("file", help=FILE_HELP)
     p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
     p.add_argument("--no-assemble", action="store_true", help="leave out the assembler's resources and SASS")
     p.set_defaults(func=cmd_listing)
     p = sub.add_parser("to-python", help="write a KernelBuilder script that rebuilds a PTX file")
-    p.add_argument("file")
-    p.add_argument("-o", "--output", default=None)
+    p.add_argument("file", help=FILE_HELP)
+    p.add_argument("-o", "--output", default=None, help="write the script here (default, or '-': standard "
+                                                         "output)")
     p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
     p.set_defaults(func=cmd_to_python)
     p = sub.add_parser("interp", help="run one kernel of a PTX file on the CPU interpreter (quick check)")
-    p.add_argument("file")
-    p.add_argument("--kernel", default=None)
-    p.add_argument("--grid", type=int, nargs="+", default=[1])
-    p.add_argument("--block", type=int, nargs="+", default=[32])
-    p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes")
+    p.add_argument("file", help=FILE_HELP)
+    p.add_argument("--kernel", default=None, help="the kernel (.entry) to run (default: the file's only one)")
+    p.add_argument("--grid", type=int, nargs="+", default=[1], help="CTAs: x [y [z]] (default 1)")
+    p.add_argument("--block", type=int, nargs="+", default=[32], help="threads of a CTA: x [y [z]] (default 32)")
+    p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes (default 0)")
     p.add_argument("--arg", action="append", default=[],
                    help="an argument, in the kernel's parameter order (repeat it): " + ARG_FORMS)
-    p.add_argument("--lenient", action="store_true")
+    p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
     p.set_defaults(func=cmd_interp)

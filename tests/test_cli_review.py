@@ -1,0 +1,145 @@
+"""The `ptxforge` command used the way a careful user gets it wrong: every mistake is one error line that names
+the option or file at fault (no traceback, no Python line inside ptxforge), exit 1; and what it prints is true."""
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from ptxforge.cli import main
+
+GOLDEN = os.path.join(os.path.dirname(__file__), "golden")
+BASICS = os.path.join(GOLDEN, "01_module_basics.ptx")  # kernels saxpy_rev (x, y, n, a) and special_regs (out)
+SAXPY_ARGS = ["--kernel", "saxpy_rev", "--arg", "f32:256", "--arg", "f32:256", "--arg", "u32=256",
+              "--arg", "f32=2"]
+
+BROKEN = """\
+.version 8.0
+.target sm_80
+.address_size 64
+
+.visible .entry k(
+    .param .u64 p_x
+)
+{
+    .reg .b32 %r<4>;
+    .reg .f32 %f<4>;
+
+    add.s32 %r2, %f1, 1;
+    ret;
+}
+"""
+
+
+def cli(capsys, *argv):
+    """(status, stdout, stderr) of the command run in this process."""
+    status = main(list(argv))
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def assert_one_error(status, err, *words):
+    assert status == 1, err
+    assert err.startswith("ptxforge: error: "), err
+    assert "Traceback" not in err and not re.search(r"\.py:\d+", err), err  # no Python line of ptxforge
+    for w in words:
+        assert w in err, (w, err)
+
+
+@pytest.mark.parametrize("target", ["/nonexistent/dir/out.py", "DIR"])
+def test_to_python_into_a_path_it_cannot_write_is_one_error(capsys, tmp_path, target):
+    target = str(tmp_path) if target == "DIR" else target
+    status, out, err = cli(capsys, "to-python", BASICS, "-o", target)
+    assert_one_error(status, err, f"-o {target}: cannot write it")
+
+
+@pytest.mark.parametrize("argv,words", [
+    (["--kernel", "nope"], ["no kernel 'nope'", "saxpy_rev, special_regs", "--kernel"]),
+    ([], ["2 kernels", "saxpy_rev, special_regs", "--kernel"]),
+    (SAXPY_ARGS + ["--grid", "0"], ["--grid"]),
+    (SAXPY_ARGS + ["--block", "2048"], ["--block"]),
+    (SAXPY_ARGS + ["--shared", "-1"], ["--shared"]),
+])
+def test_interp_errors_name_the_option_and_no_python_line(capsys, argv, words):
+    status, out, err = cli(capsys, "interp", BASICS, *argv)
+    assert_one_error(status, err, *words)
+    assert err.count("saxpy_rev, special_regs") <= 1, err
+
+
+def test_interp_refuses_more_shared_memory_than_a_cta_has_before_allocating_it(capsys):
+    status, out, err = cli(capsys, "interp", BASICS, *SAXPY_ARGS, "--shared", str(10 ** 11))
+    assert_one_error(status, err, "--shared 100000000000", "at most")
+
+
+def test_interp_refuses_an_array_too_large_to_hold(capsys):
+    status, out, err = cli(capsys, "interp", BASICS, "--kernel", "special_regs", "--arg", "u32:99999999999999")
+    assert_one_error(status, err, "--arg 'u32:99999999999999'", "too large")
+
+
+def test_interp_labels_the_arrays_it_prints_as_their_values_after_the_run(capsys):
+    status, out, err = cli(capsys, "interp", BASICS, "--kernel", "saxpy_rev", "--block", "64", "--shared", "256",
+                           "--arg", "f32:64:arange", "--arg", "f32:64:arange", "--arg", "u32=64", "--arg", "f32=2")
+    assert status == 0, err
+    line = next(ln for ln in out.splitlines() if ln.startswith("p_y"))
+    assert line.startswith("p_y (f32:64:arange) after the run: ["), line
+    assert "p_n" not in out  # a scalar has nothing to show
+
+
+def test_gemm_int4_tile_errors_name_no_python_line(capsys):
+    status, out, err = cli(capsys, "gemm-int4", "--block-m", "0", "--no-run", "--arch", "")
+    assert_one_error(status, err, "block_m")
+
+
+def test_a_parse_error_names_its_ptx_line_once(capsys, tmp_path):
+    path = tmp_path / "broken.ptx"
+    path.write_text(BROKEN)
+    for command in ("listing", "to-python"):
+        status, out, err = cli(capsys, command, str(path))
+        assert_one_error(status, err, "broken.ptx:12:", "add.s32 %r2, %f1, 1;")
+        assert err.count("broken.ptx:12") == 1, err
+
+
+def test_assemble_without_a_target_line_says_what_the_file_lacks(capsys, tmp_path):
+    path = tmp_path / "untargeted.ptx"
+    path.write_text(BROKEN.replace(".target sm_80\n", "").replace("add.s32 %r2, %f1, 1;", "mov.u32 %r2, 1;"))
+    status, out, err = cli(capsys, "assemble", str(path))
+    assert_one_error(status, err, "no .target directive")
+    assert "arch=" not in err
+
+
+@pytest.mark.parametrize("command", ["assemble", "lint", "listing", "to-python", "interp"])
+def test_a_file_with_nul_bytes_is_refused_as_binary(capsys, tmp_path, command):
+    path = tmp_path / "bin.ptx"
+    path.write_bytes(b"\x00\x01\x02binary\x00")
+    status, out, err = cli(capsys, command, str(path))
+    assert_one_error(status, err, "bin.ptx: a binary file (NUL byte at offset 0)")
+
+
+def run_module(*args, **kw):
+    return subprocess.run([sys.executable, "-m", "ptxforge", *args], capture_output=True, text=True, timeout=120,
+                          **kw)
+
+
+def test_a_dash_reads_the_ptx_from_stdin():
+    text = open(BASICS).read()
+    p = run_module("lint", "-", "--arch", "sm_90", input=text)
+    assert p.returncode == 0, p.stderr
+    assert "<stdin>:18: note:" in p.stdout and "<stdin>: 0 error(s)" in p.stderr
+    p = run_module("listing", "-", "--no-assemble", input=text)
+    assert p.returncode == 0 and "// <stdin>:39" in p.stdout, p.stderr
+    p = run_module("lint", "-", input="")
+    assert p.returncode == 1 and "ptxforge: error: <stdin>: the file is empty" in p.stderr
+
+
+def test_a_reader_that_goes_away_is_no_traceback():
+    proc = subprocess.Popen([sys.executable, "-m", "ptxforge", "listing", os.path.join(GOLDEN, "03_ldmatrix_mma.ptx"),
+                             "--no-assemble"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc.stdout.close()  # like `| head -0`: gone before the first line
+    err = proc.stderr.read().decode()
+    proc.wait(timeout=120)
+    proc.stderr.close()
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+    assert proc.returncode == 1

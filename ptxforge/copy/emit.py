@@ -9,6 +9,11 @@ shared bytes; a copy wholly outside reads nothing (src-size 0) and its source ad
 replaced by the matrix's first element, so no address outside the matrix is ever formed.
 Stores write only the bytes inside the matrix.  Leave both as None for tiles known to be
 inside: the copies then carry no bounds arithmetic at all.
+
+Registers: each copy's addresses are made right before its instructions.  cp.asyncs are
+unrolled; plain loads and stores are unrolled up to 64 copies per thread and beyond that run as
+a loop of small batches, and stores load a few copies' shared bytes ahead of their global stores,
+so every plan the planner accepts assembles without spills.
 """
 
 from __future__ import annotations
@@ -27,6 +32,14 @@ _PTXFORGE_INTERNAL = True
 
 _LDST_TYPE = {1: T.u8, 2: T.u16, 4: T.b32, 8: T.b32, 16: T.b32}
 _MAX_IMM_OFFSET = 1 << 31
+#: A store loads this many registers of shared bytes ahead of its global stores (a few copies in
+#: flight for latency, few enough that hundreds of copies per thread do not spill).
+_STORE_BATCH_REGS = 16
+#: Plain (1 or 2-byte) global loads issued ahead of their shared stores.
+_LDST_BATCH = 16
+#: Copies per thread up to which plain loads and stores are unrolled; beyond it they are a run-time
+#: loop of one batch a trip (ptxas would otherwise hoist hundreds of loads and spill).
+_MAX_UNROLLED = 64
 
 
 @dataclass
@@ -115,8 +128,16 @@ def _global_base(gbase, what):
     return gbase
 
 
-def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row_len, sbase, tid, pred):
-    """Per copy j of this thread: addresses, guard, and (when bounded) overlap with the matrix."""
+def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row_len, sbase, tid, pred,
+           per_trip=None):
+    """Per copy j of this thread: addresses, guard, and (when bounded) overlap with the matrix.
+
+    A generator: each copy's registers are made when the emitter asks for that copy, right before
+    its instructions, so no more of them are live at once than the emitter holds (a plan may have
+    hundreds of copies per thread).  With `per_trip` (an int), the copies are a run-time loop
+    instead: the generator opens the loop, yields the `per_trip` copies of one trip (copy index
+    trip * per_trip + u) inside its body, and closes it when asked for the next copy; the consumer
+    emits each trip's instructions after taking exactly `per_trip` slots."""
     w, cpr, nthreads, total = plan.width_bytes, plan.copies_per_row, plan.threads, plan.total_copies
     tid = F.as_u32(k, tid)
     user = _as_pred(k, pred)
@@ -147,7 +168,27 @@ def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row
             return True
         return _lt(k, F.add(k, row0, row), rows_total)
 
-    slots = []
+    def any_slot(j, q, guard):
+        """Copy q (= tid + j * threads, an int or a register) by the general formula."""
+        row = F.div(k, q, cpr)
+        cb = F.mul(k, F.rem(k, q, cpr), w)
+        g = F.add64(k, F.add64(k, tile_g, F.wide(k, row, gstride)), cb)
+        saddr = Addr(F.add(k, sbase, layout.emit_byte_offset(k, row, cb)))
+        col_in, col_n = col_bounds(cb)
+        valid = _and(k, row_inside(row), col_in)
+        return _Slot(j, row, cb, Addr(g), saddr, guard, valid, col_n)
+
+    if per_trip is not None:
+        trips = -(-plan.copies_per_thread // per_trip)
+        guarded = trips * per_trip * nthreads > total  # some copy indices of the last trip are past the tile
+        with k.for_range(0, trips, name="trip") as trip:
+            first = F.mad(k, trip, per_trip * nthreads, tid)  # copy index of this trip's first copy
+            for u in range(per_trip):
+                q = F.add(k, first, u * nthreads)
+                g = _lt(k, q, total) if guarded else True
+                g = _and(k, user, g) if user is not None else g
+                yield any_slot(None, q, None if g is True else g)
+        return
     if fixed:
         step_rows = nthreads // cpr
         r_t = F.div(k, tid, cpr)
@@ -183,18 +224,11 @@ def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row
                 valid = _and(k, row_inside(row), col_in)
             else:
                 valid = col_in
-            slots.append(_Slot(j, row, cb, gaddr, saddr, guard_for(j), valid, col_n))
+            yield _Slot(j, row, cb, gaddr, saddr, guard_for(j), valid, col_n)
     else:
         for j in range(plan.copies_per_thread):
-            q = F.add(k, tid, j * nthreads)
-            row = F.div(k, q, cpr)
-            cb = F.mul(k, F.rem(k, q, cpr), w)
-            g = F.add64(k, F.add64(k, tile_g, F.wide(k, row, gstride)), cb)
-            saddr = Addr(F.add(k, sbase, layout.emit_byte_offset(k, row, cb)))
-            col_in, col_n = col_bounds(cb)
-            valid = _and(k, row_inside(row), col_in)
-            slots.append(_Slot(j, row, cb, Addr(g), saddr, guard_for(j), valid, col_n))
-    return slots
+            yield any_slot(j, F.add(k, tid, j * nthreads), guard_for(j))
+
 
 
 def _bounds_args(k, plan, rows_total, cols_total):
@@ -211,8 +245,12 @@ _DIRECTIONS = {
 }
 
 
-def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_total, cols_total, shared, tid, pred):
-    """The checks and per-copy slots of both directions: (global base, bounded?, slots)."""
+def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_total, cols_total, shared, tid, pred,
+             per_trip=None):
+    """The checks and per-copy slots of both directions: (global base, bounded?, slots).
+
+    per_trip: None to unroll every copy; else the copies are a run-time loop of `per_trip` copies a
+    trip when the plan has more than `_MAX_UNROLLED` copies per thread (see `_slots`)."""
     layout = _layout_of(plan, layout)
     fn, arrow, planner, gname, side = _DIRECTIONS[direction]
     if plan.direction != direction:
@@ -223,8 +261,10 @@ def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_tot
     rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)
     bounded = rows_total is not None or row_len is not None
     sbase = _shared_base(k, shared)
+    if per_trip is not None and plan.copies_per_thread <= _MAX_UNROLLED:
+        per_trip = None
     slots = _slots(k, plan, layout, gbase=gbase, gstride=gstride, row0=row0, col0_bytes=col0_bytes,
-                   rows_total=rows_total, row_len=row_len, sbase=sbase, tid=tid, pred=pred)
+                   rows_total=rows_total, row_len=row_len, sbase=sbase, tid=tid, pred=pred, per_trip=per_trip)
     return gbase, bounded, slots
 
 
@@ -246,7 +286,7 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     """
     gbase, bounded, slots = _prepare(k, plan, "g2s", layout=layout, gbase=src, gstride=src_row_stride, row0=row0,
                                      col0=col0, rows_total=rows_total, cols_total=cols_total, shared=dst, tid=tid,
-                                     pred=pred)
+                                     pred=pred, per_trip=_LDST_BATCH if plan.method == "ld/st" else None)
     w = plan.width_bytes
     if plan.method == "cp.async":
         cache = plan.cache.lstrip(".")
@@ -262,29 +302,35 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
                     src_size = s.nbytes
             k.cp_async(s.saddr, gaddr, w, cache=cache, src_size=src_size, pred=s.guard)
         return plan
-    # plain loads and stores: 1 or 2 bytes per copy
-    t = _LDST_TYPE[w]
-    for s in slots:
-        if not bounded:
-            v = k.ld(s.gaddr, type=t, space="global", pred=s.guard)
-            k.st(s.saddr, v, type=t, space="shared", pred=s.guard)
-            continue
-        v = k.mov(0, type=T.u32)
-        ok = _and(k, s.valid, s.guard) if s.guard is not None else s.valid
-        if w == 1:
-            full, half = ok, False
-        elif not F.is_reg(s.nbytes):
-            full, half = (ok, False) if s.nbytes >= 2 else (False, ok)
-        else:
-            # a 2-byte copy that holds the row's last byte: read that byte alone
-            full = _and(k, ok, k.setp("ge", s.nbytes, 2, type=T.u32))
-            half = _and(k, ok, k.setp("eq", s.nbytes, 1, type=T.u32))
-        if full is not False:
-            k.ld(s.gaddr, type=t, space="global", dst=v, pred=None if full is True else full)
-        if half is not False:
-            k.ld(s.gaddr, type=T.u8, space="global", dst=v, pred=None if half is True else half)
-        k.st(s.saddr, v, type=t, space="shared", pred=s.guard)
+    # plain loads and stores: 1 or 2 bytes per copy, a batch of loads ahead of its stores
+    for batch in _batches(slots, _LDST_BATCH):
+        values = [_plain_load(k, s, w, bounded) for s in batch]
+        for s, v in zip(batch, values):
+            k.st(s.saddr, v, type=_LDST_TYPE[w], space="shared", pred=s.guard)
     return plan
+
+
+def _plain_load(k, s, w, bounded):
+    """The register holding the `w` (1 or 2) source bytes of copy `s`: zeros where the copy is outside
+    the matrix, the last byte alone where a 2-byte copy holds the row's end."""
+    t = _LDST_TYPE[w]
+    if not bounded:
+        return k.ld(s.gaddr, type=t, space="global", pred=s.guard)
+    v = k.mov(0, type=T.u32)
+    ok = _and(k, s.valid, s.guard) if s.guard is not None else s.valid
+    if w == 1:
+        full, half = ok, False
+    elif not F.is_reg(s.nbytes):
+        full, half = (ok, False) if s.nbytes >= 2 else (False, ok)
+    else:
+        # a 2-byte copy that holds the row's last byte: read that byte alone
+        full = _and(k, ok, k.setp("ge", s.nbytes, 2, type=T.u32))
+        half = _and(k, ok, k.setp("eq", s.nbytes, 1, type=T.u32))
+    if full is not False:
+        k.ld(s.gaddr, type=t, space="global", dst=v, pred=None if full is True else full)
+    if half is not False:
+        k.ld(s.gaddr, type=T.u8, space="global", dst=v, pred=None if half is True else half)
+    return v
 
 
 def _vec_load(k, saddr, w, guard):
@@ -311,11 +357,31 @@ def emit_tile_store(k, plan, *, src, dst, dst_row_stride, row0, col0, rows_total
     bounds, only bytes inside the matrix are written: whole copies with one vector store, the
     copy that holds a row's end byte by byte (behind a branch, so inner tiles do not pay).
     """
+    w = plan.width_bytes
+    batch_size = max(1, _STORE_BATCH_REGS // -(-w // 4))
     _, bounded, slots = _prepare(k, plan, "s2g", layout=layout, gbase=dst, gstride=dst_row_stride, row0=row0,
                                  col0=col0, rows_total=rows_total, cols_total=cols_total, shared=src, tid=tid,
-                                 pred=pred)
-    w = plan.width_bytes
-    loaded = [_vec_load(k, s.saddr, w, s.guard) for s in slots]
+                                 pred=pred, per_trip=batch_size)
+    for batch in _batches(slots, batch_size):
+        loaded = [_vec_load(k, s.saddr, w, s.guard) for s in batch]
+        _store_batch(k, batch, loaded, w, bounded)
+    return plan
+
+
+def _batches(items, n):
+    """Lists of up to n consecutive items."""
+    batch = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _store_batch(k, slots, loaded, w, bounded):
+    """The global stores of copies whose shared bytes are loaded (`loaded[i]`: the registers of slots[i])."""
     for s, regs in zip(slots, loaded):
         if not bounded:
             _vec_store(k, s.gaddr, regs, w, s.guard)
@@ -335,7 +401,6 @@ def emit_tile_store(k, plan, *, src, dst, dst_row_stride, row0, col0, rows_total
             part = _and(k, ok, k.setp("lt", s.nbytes, w, type=T.u32))
             with k.if_(part):
                 _store_bytes(k, s.gaddr, regs, w, s.nbytes, True)
-    return plan
 
 
 def _store_bytes(k, gaddr, regs, w, nbytes, ok):

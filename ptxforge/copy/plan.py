@@ -19,7 +19,7 @@ from .layout import SmemLayout
 _PTXFORGE_INTERNAL = True
 
 METHODS = ("cp.async", "ld/st")
-#: More unrolled copies than this per thread make huge kernels; ask for more threads instead.
+#: More copies than this per thread make huge kernels; ask for more threads instead.
 MAX_COPIES_PER_THREAD = 256
 
 
@@ -33,8 +33,9 @@ class TileCopyPlan:
     """How `threads` threads copy a rows x cols tile of `elem_type`.
 
     width_bytes: bytes per copy instruction; method: "cp.async" or "ld/st"; cache: ".cg"/".ca"
-    for cp.async (None for ld/st); copies_per_thread: unrolled copies each thread issues (the
-    last round may leave threads idle); reason: why this width.  Copy q (= tid + j*threads)
+    for cp.async (None for ld/st); copies_per_thread: copies each thread issues (the last round
+    may leave threads idle; cp.asyncs are unrolled, plain loads and stores too up to 64 a thread,
+    beyond that a run-time loop of batches); reason: why this width.  Copy q (= tid + j*threads)
     moves bytes [(q % copies_per_row) * width, + width) of tile row q // copies_per_row.
     """
 
@@ -148,7 +149,7 @@ def _limit_text(w, row_bytes, src, dst):
 def _per_thread(total, threads):
     cpt = -(-total // threads)
     if cpt > MAX_COPIES_PER_THREAD:
-        raise ValidationError(f"tile copy: {cpt} copies per thread would be unrolled; use more threads or a "
+        raise ValidationError(f"tile copy: {cpt} copies per thread would be emitted; use more threads or a "
                               f"smaller tile (at most {MAX_COPIES_PER_THREAD} per thread)")
     return cpt
 

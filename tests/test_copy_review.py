@@ -1,0 +1,147 @@
+"""Copy planner and TileCopy under the inputs a demanding user passes.
+
+Each test states a promise of `ptxforge.copy` or `TileCopy` that a case at the edge of what they
+accept once broke: kernels the planner accepts assemble without spills, shared tiles declared
+with too little alignment are refused, integer parameters from numpy are taken as integers.
+"""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import ValidationError
+from ptxforge.copy import (SmemLayout, emit_copy_commit, emit_copy_wait, emit_tile_copy, emit_tile_store,
+                           plan_tile_copy, plan_tile_store)
+from ptxforge.isa import types as T
+from ptxforge.schedules import TileCopy
+
+
+def _load_kernel(plan, *, static_stride=None):
+    """One bounded global -> shared tile copy with every bound a kernel parameter."""
+    k = pf.KernelBuilder("load", target="sm_90", maxntid=plan.threads)
+    src = k.param_ptr("src")
+    stride, rows, cols, row0, col0 = (k.param_value(n, T.u32) for n in ("stride", "rows", "cols", "row0", "col0"))
+    tile = k.shared("tile", -(-plan.smem_layout.nbytes // 16) * 16, plan.smem_layout.base_align)
+    emit_tile_copy(k, plan, src=src, src_row_stride=stride if static_stride is None else static_stride, row0=row0,
+                   col0=col0, rows_total=rows, cols_total=cols, dst=tile, tid=k.tid())
+    emit_copy_commit(k, "groups")
+    emit_copy_wait(k, "groups")
+    return k.module()
+
+
+_MIX = 0x9E3779B1  # the store kernels fill shared word i with i * _MIX + 1
+
+
+def _store_kernel(plan):
+    """One bounded shared -> global tile store with every bound a kernel parameter; the shared tile
+    first holds `_shared_words(plan)`."""
+    k = pf.KernelBuilder("store", target="sm_90", maxntid=plan.threads)
+    dst = k.param_ptr("dst")
+    stride, rows, cols, row0, col0 = (k.param_value(n, T.u32) for n in ("stride", "rows", "cols", "row0", "col0"))
+    nwords = _shared_words(plan).size
+    tile = k.shared_base(k.shared("tile", 4 * nwords, 128))
+    tid = k.tid()
+    with k.for_range(tid, nwords, plan.threads, uniform=False) as i:
+        k.st(k.mad(i, 4, tile), k.mad(i, _MIX, 1), type=T.b32, space="shared")
+    k.bar_sync(0)
+    emit_tile_store(k, plan, src=tile, dst=dst, dst_row_stride=stride, row0=row0, col0=col0, rows_total=rows,
+                    cols_total=cols, tid=tid)
+    return k.module()
+
+
+def _shared_words(plan):
+    """The words `_store_kernel` writes to shared memory before the store."""
+    n = -(-plan.smem_layout.nbytes // 16) * 4
+    return (np.arange(n, dtype=np.uint64) * _MIX + 1).astype(np.uint32)
+
+
+# ---------------------------------------------------------------- no spills for what the planner accepts
+
+@pytest.mark.parametrize("case", [
+    # one thread, a packed row of 23 bytes: 115 one-byte loads, each with its own bounds
+    ("load", dict(rows=5, cols=46, elem_type="s4", threads=1, src_align_bytes=1)),
+    # 128 four-byte stores per thread, each row end clipped byte by byte
+    ("store", dict(rows=128, cols=128, elem_type="s8", threads=32, dst_align_bytes=4)),
+    # the planner's limit: 256 copies per thread
+    ("load", dict(rows=64, cols=128, elem_type="s8", threads=32, src_align_bytes=1)),
+    ("store", dict(rows=64, cols=128, elem_type="s8", threads=32, dst_align_bytes=1)),
+])
+def test_every_plan_within_the_planners_limit_assembles_without_spills(case):
+    direction, req = case
+    if direction == "load":
+        plan = plan_tile_copy(**req)
+        m, name = _load_kernel(plan), "load"
+    else:
+        plan = plan_tile_store(**req)
+        m, name = _store_kernel(plan), "store"
+    res = pf.assemble(m).resources(name)
+    assert res.spills == 0, f"{plan.describe()}: {res}"
+
+
+def test_a_tile_copy_at_the_planners_limit_assembles_without_spills():
+    # 4095-byte rows: 1-byte copies, 256 per producer and per consumer thread
+    tc = TileCopy(100, 4095, "s8", tile_rows=32, tile_cols=256, threads=64, completion="mbarrier")
+    assert tc.copy_plan.copies_per_thread == tc.store_plan.copies_per_thread == 256
+    res = pf.assemble(tc.emit()).resources(tc.kernel_name)
+    assert res.spills == 0, str(res)
+
+
+def _run_load(plan, where, seed):
+    """(shared bytes the probe dumps, what they must be, the report) for one bounded tile copy."""
+    import sys
+    from ptxforge import interp
+    from ptxforge.testing.interp_strategies import poison
+    from support.probe import PARAMS, expected_shared, probe_kernel, probe_out_bytes
+    src = np.random.default_rng(seed).integers(1, 256, size=(where["rows"], where["stride"]), dtype=np.uint8)
+    out = poison(np.empty(probe_out_bytes(plan), np.uint8))
+    report = interp.run(probe_kernel(plan), block=plan.threads, args=[src, out] + [where[p] for p in PARAMS[2:]],
+                        count_accesses=True)
+    want = expected_shared(plan, src, **{n: where[n] for n in ("row0", "col0", "rows", "cols")})
+    return src, out, want, report
+
+
+@pytest.mark.parametrize("req, where", [
+    # 115 one-byte copies per thread, the tile hanging over the matrix's right and bottom edges
+    (dict(rows=5, cols=46, elem_type="s4", threads=1, src_align_bytes=1),
+     dict(rows=8, cols=61, stride=34, row0=5, col0=46)),
+    # 2-byte copies, 7 threads, 80 copies each, the last round partial; odd-length rows clip a copy's last byte
+    (dict(rows=20, cols=56, elem_type="s8", threads=7, src_align_bytes=2, layout=SmemLayout(20, 56, "linear")),
+     dict(rows=23, cols=63, stride=66, row0=20, col0=0)),
+])
+def test_many_plain_copies_per_thread_move_exactly_the_tile(req, where):
+    plan = plan_tile_copy(**req)
+    assert plan.method == "ld/st" and plan.copies_per_thread > 64
+    src, out, want, report = _run_load(plan, where, 5)
+    np.testing.assert_array_equal(out, want)
+    bits = plan.elem_type.bits
+    inside = np.zeros(src.shape, bool)
+    inside[where["row0"]:where["row0"] + plan.rows,
+           where["col0"] * bits // 8:min(where["col0"] * bits // 8 + plan.row_bytes, -(-where["cols"] * bits // 8))] = True
+    reads = report.accesses["src"].reads
+    assert (reads[inside] == 1).all() and not reads[~inside].any()
+
+
+@pytest.mark.parametrize("req, where", [
+    (dict(rows=128, cols=128, elem_type="s8", threads=32, dst_align_bytes=4),
+     dict(rows=140, cols=201, stride=204, row0=128, col0=128)),
+    (dict(rows=9, cols=77, elem_type="s8", threads=7, dst_align_bytes=1),
+     dict(rows=15, cols=80, stride=81, row0=9, col0=0)),
+])
+def test_many_stores_per_thread_write_exactly_the_bytes_inside_the_matrix(req, where):
+    from ptxforge import interp
+    plan = plan_tile_store(**req)
+    assert plan.copies_per_thread > 64
+    layout = plan.smem_layout
+    tile = _shared_words(plan).view(np.uint8)
+    got = np.full((where["rows"], where["stride"]), 0xA5, np.uint8)
+    want, inside = got.copy(), np.zeros(got.shape, bool)
+    report = interp.run(_store_kernel(plan), block=plan.threads,
+                        args=[got] + [where[n] for n in ("stride", "rows", "cols", "row0", "col0")], count_accesses=True)
+    for r in range(plan.rows):
+        for cb in range(plan.row_bytes):
+            gr, gb = where["row0"] + r, where["col0"] + cb
+            if gr < where["rows"] and gb < where["cols"]:
+                want[gr, gb] = tile[layout.byte_offset(r, cb)]
+                inside[gr, gb] = True
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(report.accesses["dst"].writes, inside)  # each byte inside once, nothing else

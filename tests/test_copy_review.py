@@ -145,3 +145,26 @@ def test_many_stores_per_thread_write_exactly_the_bytes_inside_the_matrix(req, w
                 inside[gr, gb] = True
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(report.accesses["dst"].writes, inside)  # each byte inside once, nothing else
+
+
+# ---------------------------------------------------------------- what is refused, and how
+
+@pytest.mark.parametrize("direction", ["load", "store"])
+def test_a_shared_tile_declared_less_aligned_than_the_copies_is_refused(direction):
+    # 16-byte copies into (or out of) a variable declared 4-byte aligned would fault on a GPU
+    plan = (plan_tile_copy if direction == "load" else plan_tile_store)(4, 64, "s8", 32)
+    k = pf.KernelBuilder("misaligned", target="sm_90", maxntid=32)
+    g = k.param_ptr("g")
+    tile = k.shared("tile", 256, 4)
+    common = dict(row0=0, col0=0, rows_total=None, cols_total=None, tid=k.tid())
+    with pytest.raises(ValidationError, match=r"4-byte aligned.*align=16"):
+        if direction == "load":
+            emit_tile_copy(k, plan, src=g, src_row_stride=64, dst=tile, **common)
+        else:
+            emit_tile_store(k, plan, src=tile, dst=g, dst_row_stride=64, **common)
+    # declared as the copies need, the same call is accepted
+    ok = k.shared("tile16", 256, 16)
+    if direction == "load":
+        emit_tile_copy(k, plan, src=g, src_row_stride=64, dst=ok, **common)
+    else:
+        emit_tile_store(k, plan, src=ok, dst=g, dst_row_stride=64, **common)

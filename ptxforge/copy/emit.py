@@ -113,8 +113,12 @@ def _check_static(plan, stride, col0_bytes, what):
                               f"{w}-byte copies; tile origins must sit at multiples of the copy width")
 
 
-def _shared_base(k, dst):
+def _shared_base(k, dst, plan):
     if isinstance(dst, Symbol):
+        if dst.align < plan.width_bytes:
+            raise ValidationError(f"shared variable {dst.name} is declared {dst.align}-byte aligned, but the plan "
+                                  f"moves {plan.width_bytes} bytes at a time, which needs {plan.width_bytes}-byte "
+                                  f"aligned shared addresses; declare it with align={max(plan.width_bytes, 16)}")
         return k.shared_base(dst)
     if isinstance(dst, Reg) and not dst.type.is_pred and dst.type.bits == 32:
         return dst
@@ -260,7 +264,7 @@ def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_tot
     _check_static(plan, gstride, col0_bytes, side)
     rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)
     bounded = rows_total is not None or row_len is not None
-    sbase = _shared_base(k, shared)
+    sbase = _shared_base(k, shared, plan)
     if per_trip is not None and plan.copies_per_thread <= _MAX_UNROLLED:
         per_trip = None
     slots = _slots(k, plan, layout, gbase=gbase, gstride=gstride, row0=row0, col0_bytes=col0_bytes,
@@ -278,7 +282,8 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     cols_total: the matrix's size in elements for ragged edges (None: the tile is inside).  A
     packed row of odd length (s4/u4) counts its last, half-used byte as inside; the row stride
     is whole bytes, so that byte belongs to the row.  dst: u32 shared address (or shared
-    variable) of the tile; tid: this thread's index among plan.threads participating threads;
+    variable, declared aligned to at least the plan's width: align=16 fits every plan) of the
+    tile; tid: this thread's index among plan.threads participating threads;
     pred: an extra guard for all copies (e.g. producer warps only).
 
     Completion is the caller's: commit a group, or arrive on an mbarrier (see

@@ -168,3 +168,26 @@ def test_a_shared_tile_declared_less_aligned_than_the_copies_is_refused(directio
         emit_tile_copy(k, plan, src=g, src_row_stride=64, dst=ok, **common)
     else:
         emit_tile_store(k, plan, src=ok, dst=g, dst_row_stride=64, **common)
+
+
+def test_numpy_integers_are_integers_to_the_planner_and_the_layouts():
+    # sizes computed with numpy (a.shape, np.int64 arithmetic) are as good as Python ints, as TileCopy takes them
+    i = np.int64
+    layout = SmemLayout(i(8), i(64), "swizzle")
+    assert layout == SmemLayout(8, 64, "swizzle") and type(layout.rows) is int
+    assert SmemLayout(8, 64, "padded", pad_bytes=np.int32(32)).row_stride == 96
+    plan = plan_tile_copy(i(8), i(64), "s8", np.int32(32), src_row_stride_bytes=i(136), src_align_bytes=i(16),
+                          layout=layout)
+    assert plan == plan_tile_copy(8, 64, "s8", 32, src_row_stride_bytes=136, src_align_bytes=16, layout=layout)
+    assert plan_tile_store(i(8), i(64), "s8", i(32), dst_row_stride_bytes=i(72)).width_bytes == 8
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: SmemLayout(True, 64), "rows"),
+    (lambda: SmemLayout(8, 64.0), "row_bytes"),
+    (lambda: plan_tile_copy(8, 64, "s8", True), "threads"),
+    (lambda: plan_tile_copy(8, 64, "s8", 32, src_align_bytes=16.0), "alignment"),
+])
+def test_bools_and_floats_are_not_sizes(make, match):
+    with pytest.raises(ValidationError, match=match):
+        make()

@@ -9,7 +9,10 @@ the Python model of the bytes one thread moves; the emitters follow it exactly.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
+
+import numpy as np
 
 from ..errors import ValidationError
 from ..isa import types as T
@@ -95,9 +98,22 @@ class TileCopyPlan:
                 f"{what}, {self.copies_per_thread} per thread; {self.reason}")
 
 
+def _as_int(v):
+    """A Python or numpy integer as an int; anything else (bools and floats included) as it is."""
+    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+        return int(v)
+    return v
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
 def _check_common(rows, cols, t, threads, layout):
+    """(rows, cols, threads as ints, row bytes, the layout) after checking them."""
+    rows, cols, threads = _as_int(rows), _as_int(cols), _as_int(threads)
     for name, v in (("rows", rows), ("cols", cols), ("threads", threads)):
-        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        if not _is_int(v) or v < 1:
             raise ValidationError(f"tile copy: {name} must be a positive int, got {v!r}")
     if threads > 1024:
         raise ValidationError(f"tile copy: {threads} threads; a CTA has at most 1024")
@@ -114,16 +130,17 @@ def _check_common(rows, cols, t, threads, layout):
     if (layout.rows, layout.row_bytes) != (rows, row_bytes):
         raise ValidationError(f"layout is {layout.rows} rows x {layout.row_bytes} B, but the tile is {rows} rows x "
                               f"{row_bytes} B ({cols} .{t.name})")
-    return row_bytes, layout
+    return rows, cols, threads, row_bytes, layout
 
 
 def _align_of(what, align, stride):
     """(alignment every row start keeps, text naming the limit)."""
-    if not isinstance(align, int) or align < 1:
+    align, stride = _as_int(align), _as_int(stride)
+    if not _is_int(align) or align < 1:
         raise ValidationError(f"{what} alignment must be a positive number of bytes, got {align!r}")
     a, why = lowbit(align), f"{what} is {lowbit(align)}-byte aligned"
     if stride is not None:
-        if not isinstance(stride, int) or stride < 1:
+        if not _is_int(stride) or stride < 1:
             raise ValidationError(f"{what} row stride must be a positive number of bytes, got {stride!r}")
         if lowbit(stride) < a:
             a, why = lowbit(stride), f"{what} rows are {stride} bytes apart (only {lowbit(stride)}-byte aligned)"
@@ -169,7 +186,7 @@ def plan_tile_copy(rows, cols, elem_type, threads, *, src_row_stride_bytes=None,
     bytes.  `reason` says which limit decided.
     """
     t = as_elem_type(elem_type)
-    row_bytes, layout = _check_common(rows, cols, t, threads, layout)
+    rows, cols, threads, row_bytes, layout = _check_common(rows, cols, t, threads, layout)
     src = _align_of("the source", src_align_bytes, src_row_stride_bytes)
     dst = _align_of("the shared tile", 16, layout.row_stride)
     w = _widest((16, 8, 4), row_bytes, src[0], dst[0])
@@ -193,7 +210,7 @@ def plan_tile_store(rows, cols, elem_type, threads, *, dst_row_stride_bytes=None
                     layout=None) -> TileCopyPlan:
     """Plan a shared -> global store of a tile with vector ld.shared/st.global (16, 8, 4, 2, 1 bytes)."""
     t = as_elem_type(elem_type)
-    row_bytes, layout = _check_common(rows, cols, t, threads, layout)
+    rows, cols, threads, row_bytes, layout = _check_common(rows, cols, t, threads, layout)
     dst = _align_of("the destination", dst_align_bytes, dst_row_stride_bytes)
     src = _align_of("the shared tile", 16, layout.row_stride)
     w = _widest((16, 8, 4, 2, 1), row_bytes, dst[0], src[0])

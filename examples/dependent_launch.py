@@ -20,6 +20,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32
+from ptxforge.cli import positive_int
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 
@@ -62,8 +63,8 @@ def interpret(module: pf.Module, n: int, steps: int, x0: np.ndarray, block: int 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1_000_003)
-    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--n", type=positive_int, default=1_000_003)
+    ap.add_argument("--steps", type=positive_int, default=50)
     ap.add_argument("--listing", action="store_true", help="print the PTX listing")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)

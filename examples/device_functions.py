@@ -19,6 +19,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
+from ptxforge.cli import positive_int
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 KERNEL = "softclip_map"
@@ -72,7 +73,7 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=10_007)
+    ap.add_argument("--n", type=positive_int, default=10_007)
     ap.add_argument("--listing", action="store_true")
     args = ap.parse_args(argv)
     module = build()

@@ -23,6 +23,7 @@ import sys
 import numpy as np
 
 import ptxforge as pf
+from ptxforge.cli import positive_int
 from ptxforge.hopper.layout import SmemTile
 from ptxforge.isa import types as T
 from ptxforge.isa.wgmma import accumulator_offset, wgmma_form
@@ -143,11 +144,17 @@ def main(argv=None) -> int:
     """Run on the GPU (or the interpreter) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--k", type=int, default=1024)
+    ap.add_argument("--n", type=positive_int, default=256, help="a wgmma N (8 to 256)")
+    ap.add_argument("--k", type=positive_int, default=1024, help=f"a multiple of {BK}")
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)
+    if args.k % BK:
+        ap.error(f"K = {args.k} must be a multiple of {BK} (whole k-tiles)")
+    try:
+        build(args.n, args.k)
+    except pf.ValidationError as e:
+        ap.error(f"no kernel for N = {args.n}: {e.message}")
     if args.listing:
         print(build(args.n, args.k).listing())
     reason = gpu_skip_reason()

@@ -25,6 +25,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32
+from ptxforge.cli import int_in, positive_int
 
 BOX = (64, 64)  # innermost first: 64 u16 = 128 bytes (one 128-byte swizzle span) x 64 rows
 BOX_BYTES = BOX[0] * BOX[1] * 2
@@ -194,9 +195,9 @@ def main(argv=None) -> int:
     """Run on the GPU (or the interpreter without one) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rows", type=int, default=16384 + 37)
-    ap.add_argument("--cols", type=int, default=8192 + 24)
-    ap.add_argument("--stages", type=int, default=4)
+    ap.add_argument("--rows", type=positive_int, default=16384 + 37)
+    ap.add_argument("--cols", type=positive_int, default=8192 + 24)
+    ap.add_argument("--stages", type=int_in(2), default=4, help="ring slots, at least 2")
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)

@@ -24,6 +24,7 @@ import sys
 import numpy as np
 
 import ptxforge as pf
+from ptxforge.cli import positive_int
 from ptxforge.hopper.layout import SmemTile
 from ptxforge.isa import types as T
 from ptxforge.isa.wgmma import accumulator_offset, wgmma_form
@@ -176,14 +177,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dtype", choices=("s8", "bf16"), default=None, help="default: both")
     ap.add_argument("--rs", action="store_true", help="A from registers only (default: SS and RS)")
-    ap.add_argument("--n", type=int, default=256)
-    ap.add_argument("--k", type=int, default=1024)
+    ap.add_argument("--n", type=positive_int, default=256)
+    ap.add_argument("--k", type=positive_int, default=1024)
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)
+    dtypes = [args.dtype] if args.dtype else ["s8", "bf16"]
+    for dtype in dtypes:  # an N no wgmma has, a K of partial k-tiles: a usage error before anything runs
+        try:
+            build(dtype, args.n, args.k, args.n)
+        except ValueError as e:  # the example's own checks, and ValidationError
+            ap.error(f"no {dtype} kernel for N = {args.n}, K = {args.k}: {getattr(e, 'message', e)}")
     reason = gpu_skip_reason()
     status = 0
-    for dtype in ([args.dtype] if args.dtype else ["s8", "bf16"]):
+    for dtype in dtypes:
         for rs in ([True] if args.rs else [False, True]):
             if args.listing:
                 print(build(dtype, args.n, args.k, args.n, rs).listing())

@@ -43,8 +43,8 @@ def main(argv=None) -> int:
     if reason is None:
         from ptxforge.runtime import device_info
         target = device_info().arch
-    g = Int4Gemm(target=target, path=args.path)
-    try:  # a size below 1, an odd K (two values a byte), a K beyond the path's range: refused before anything runs
+    try:  # an unknown path, a size below 1, an odd K (two values a byte), a K beyond the path's range: refused
+        g = Int4Gemm(target=target, path=args.path)  # before anything runs
         g.for_problem(k, n).check_problem(m, n, k)
     except ValidationError as e:
         ap.error(f"the int4 GEMM cannot run M={m} N={n} K={k}: {e.message}")

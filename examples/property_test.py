@@ -20,6 +20,7 @@ from hypothesis import settings
 
 import ptxforge as pf
 from ptxforge import f32, u32
+from ptxforge.cli import positive_int
 from ptxforge.testing import Array, ProblemSpace, PropertyFailure, Size, cdiv, check, mutation_check, relative
 from ptxforge.testing.kernels import TRANSPOSE_ROWS, TRANSPOSE_TILE, transpose
 
@@ -77,7 +78,7 @@ TRANSPOSE = ProblemSpace(
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--examples", type=int, default=30, help="problems per check")
+    ap.add_argument("--examples", type=positive_int, default=30, help="problems per check")
     ap.add_argument("--bug", action="store_true", help="plant an off-by-one guard in block_sums and show the report")
     args = ap.parse_args(argv)
 

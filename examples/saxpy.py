@@ -17,6 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
+from ptxforge.cli import int_in, positive_int
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 
@@ -38,8 +39,8 @@ def build(target: str = "sm_80", block: int = 256) -> pf.Module:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=1_000_003, help="elements (default: not a multiple of the block)")
-    ap.add_argument("--block", type=int, default=256)
+    ap.add_argument("--n", type=positive_int, default=1_000_003, help="elements (default: not a multiple of the block)")
+    ap.add_argument("--block", type=int_in(1, 1024), default=256, help="threads per CTA, 1 to 1024")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--listing", action="store_true", help="print the PTX listing")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")

@@ -17,6 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
+from ptxforge.cli import int_in, positive_int
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 MAX_BLOCK = 256
@@ -58,8 +59,9 @@ def reference(src: np.ndarray, block: int) -> np.ndarray:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=100_003)
-    ap.add_argument("--block", type=int, default=MAX_BLOCK)
+    ap.add_argument("--n", type=positive_int, default=100_003)
+    ap.add_argument("--block", type=int_in(1, MAX_BLOCK), default=MAX_BLOCK,
+                    help=f"threads per CTA, 1 to {MAX_BLOCK} (the kernel's shared array)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")

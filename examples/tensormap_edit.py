@@ -23,6 +23,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32, u64
+from ptxforge.cli import positive_int
 
 BOX = (64, 16)  # innermost first: 64 int32 (256 bytes) x 16 rows
 COLS = 256
@@ -118,7 +119,7 @@ def main(argv=None) -> int:
     """Run on the GPU (or the interpreter without one) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--groups", type=int, default=6)
+    ap.add_argument("--groups", type=positive_int, default=6)
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="the same small problem (it already is one)")
     args = ap.parse_args(argv)

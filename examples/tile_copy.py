@@ -25,7 +25,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
-from ptxforge import interp  # noqa: E402
+from ptxforge import ValidationError, interp  # noqa: E402
+from ptxforge.cli import int_in, positive_int  # noqa: E402
 from ptxforge.schedules import TileCopy  # noqa: E402
 from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
@@ -33,21 +34,21 @@ from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 def parse(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--dtype", default="bf16", choices=["s4", "s8", "bf16", "f32"])
-    p.add_argument("--rows", type=int, default=77)
-    p.add_argument("--cols", type=int, default=301)
+    p.add_argument("--rows", type=positive_int, default=77)
+    p.add_argument("--cols", type=positive_int, default=301)
     p.add_argument("--src-stride", type=int, default=None,
                    help="source row stride in bytes (default: the row rounded up to 16 bytes)")
     p.add_argument("--dst-stride", type=int, default=None, help="destination row stride in bytes (same default)")
     p.add_argument("--packed", action="store_true", help="rows back to back (strides = row bytes): the "
                    "planner's narrower fallbacks")
-    p.add_argument("--tile-rows", type=int, default=16)
-    p.add_argument("--tile-cols", type=int, default=None, help="default: 128 bytes of elements")
-    p.add_argument("--threads", type=int, default=128)
-    p.add_argument("--stages", type=int, default=3)
+    p.add_argument("--tile-rows", type=positive_int, default=16)
+    p.add_argument("--tile-cols", type=positive_int, default=None, help="default: 128 bytes of elements")
+    p.add_argument("--threads", type=positive_int, default=128)
+    p.add_argument("--stages", type=positive_int, default=3)
     p.add_argument("--layout", default="swizzle", choices=["linear", "padded", "swizzle"])
     p.add_argument("--completion", default="groups", choices=["groups", "mbarrier"])
-    p.add_argument("--ctas-per-sm", type=int, default=4)
-    p.add_argument("--ctas", type=int, default=2, help="cap on the grid: few CTAs walk many tiles each, so the "
+    p.add_argument("--ctas-per-sm", type=positive_int, default=4)
+    p.add_argument("--ctas", type=int_in(0), default=2, help="cap on the grid: few CTAs walk many tiles each, so the "
                    "ring of stages is reused (0: no cap)")
     p.add_argument("--target", default="sm_90")
     p.add_argument("--seed", type=int, default=0)
@@ -55,7 +56,12 @@ def parse(argv=None):
     p.add_argument("--interpret", action="store_true", help="run on the CPU interpreter (ptxforge.interp)")
     p.add_argument("--sanitizer", action="store_true",
                    help="accepted like the other examples; the defaults are already sized for compute-sanitizer")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    try:  # what TileCopy refuses (threads not whole warps, strides shorter than a row ...) is a usage error
+        a.tile_copy = make(a)
+    except ValidationError as e:
+        p.error(e.message)
+    return a
 
 
 def make(a) -> TileCopy:
@@ -91,7 +97,7 @@ def run_interpreted(tc: TileCopy, src, dst, cap):
 
 def main(argv=None) -> int:
     a = parse(argv)
-    tc = make(a)
+    tc = a.tile_copy
     print(tc.describe())
     if a.listing:
         print(tc.emit().listing())

@@ -23,6 +23,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import s32, u32
+from ptxforge.cli import positive_int
 
 BOX = (32, 8)  # innermost first: 32 int32 (128 bytes) x 8 rows
 PER_THREAD = BOX[0] * BOX[1] // 32
@@ -108,9 +109,9 @@ def main(argv=None) -> int:
     """Run on the GPU (or the interpreter without one) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--slices", type=int, default=4)
-    ap.add_argument("--rows", type=int, default=1000)
-    ap.add_argument("--cols", type=int, default=1000)
+    ap.add_argument("--slices", type=positive_int, default=4)
+    ap.add_argument("--rows", type=positive_int, default=1000)
+    ap.add_argument("--cols", type=positive_int, default=1000)
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)

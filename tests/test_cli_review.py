@@ -143,3 +143,36 @@ def test_a_reader_that_goes_away_is_no_traceback():
     proc.stderr.close()
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
     assert proc.returncode == 1
+
+
+@pytest.mark.parametrize("name,argv,why", [
+    ("saxpy", ["--block", "0"], "argument --block: must be at least 1, got 0"),
+    ("saxpy", ["--block", "2048"], "argument --block: must be at most 1024, got 2048"),
+    ("saxpy", ["--n", "-5"], "argument --n: must be at least 1, got -5"),
+    ("shared_reverse", ["--block", "2048"], "argument --block: must be at most 256, got 2048"),
+    ("shared_reverse", ["--n", "0"], "argument --n: must be at least 1, got 0"),
+    ("dependent_launch", ["--n", "-1"], "argument --n: must be at least 1, got -1"),
+    ("dependent_launch", ["--steps", "0"], "argument --steps: must be at least 1, got 0"),
+    ("device_functions", ["--n", "0"], "argument --n: must be at least 1, got 0"),
+    ("hopper_cluster_multicast", ["--n", "0"], "argument --n: must be at least 1, got 0"),
+    ("hopper_cluster_multicast", ["--n", "40"], "N must be one of"),
+    ("hopper_cluster_multicast", ["--k", "100"], "K = 100 must be a multiple of 128"),
+    ("hopper_tma_copy", ["--stages", "1"], "argument --stages: must be at least 2, got 1"),
+    ("hopper_tma_copy", ["--rows", "0"], "argument --rows: must be at least 1, got 0"),
+    ("hopper_wgmma_tile", ["--n", "0"], "argument --n: must be at least 1, got 0"),
+    ("hopper_wgmma_tile", ["--k", "5"], "K = 5 must be a multiple of 128"),
+    ("int4_gemm", ["--path", "bogus"], "unknown compute path 'bogus'"),
+    ("property_test", ["--examples", "0"], "argument --examples: must be at least 1, got 0"),
+    ("tensormap_edit", ["--groups", "0"], "argument --groups: must be at least 1, got 0"),
+    ("tile_copy", ["--interpret", "--rows", "0"], "argument --rows: must be at least 1, got 0"),
+    ("tile_copy", ["--interpret", "--threads", "100"], "threads"),
+    ("tma_reduce", ["--slices", "0"], "argument --slices: must be at least 1, got 0"),
+    ("tma_reduce", ["--rows", "-1"], "argument --rows: must be at least 1, got -1"),
+])
+def test_an_example_refuses_a_bad_flag_with_a_usage_error(capsys, name, argv, why):
+    from support.examples import load_example
+    with pytest.raises(SystemExit) as info:
+        load_example(name).main(argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and why in err, err
+    assert "Traceback" not in err

@@ -22,6 +22,29 @@ def input_name(path: str) -> str:
     return STDIN_NAME if path == "-" else path
 
 
+def int_in(low: int, high: int | None = None):
+    """An argparse `type=`: an integer from `low` to `high` (no upper bound when None).  A value outside is the
+    usage error argparse prints, naming the option: `argument --n: must be at least 1, got 0`."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text, 0)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"takes an integer, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be at least {low}, got {value}")
+        if high is not None and value > high:
+            raise argparse.ArgumentTypeError(f"must be at most {high}, got {value}")
+        return value
+    parse.__name__ = "integer"  # what argparse calls the type when it cannot convert
+    parse.__doc__ = (f"An argparse `type=`: the integer of a command-line value, from {low}"
+                     + (f" to {high}" if high is not None else " up") + "; ArgumentTypeError for anything else.")
+    return parse
+
+
+#: An argparse `type=` for a size or count: an integer of at least 1.
+positive_int = int_in(1)
+
+
 def read_ptx_file(path: str) -> str:
     """The text of a PTX file, or of standard input for `-`; CliError (one line) for a missing file, a directory,
     an empty, binary (NUL bytes) or non-UTF-8 file."""

@@ -191,3 +191,20 @@ def test_numpy_integers_are_integers_to_the_planner_and_the_layouts():
 def test_bools_and_floats_are_not_sizes(make, match):
     with pytest.raises(ValidationError, match=match):
         make()
+
+
+@pytest.mark.parametrize("completion, threads", [("mbarrier", 64), ("groups", 32)])
+def test_a_tile_copy_of_looped_one_byte_copies_is_exact_on_the_interpreter(completion, threads):
+    # 301-byte rows allow only 1-byte copies: 128 a thread each way, through the pipeline's two stages
+    tc = TileCopy(20, 301, "s8", tile_rows=16, tile_cols=256, threads=threads, completion=completion, stages=2)
+    assert tc.copy_plan.copies_per_thread == tc.store_plan.copies_per_thread == 128
+    src = tc.random_source(3)
+    dst, report = tc.interpret(src, ctas=2)
+    assert report.ok, str(report)
+    np.testing.assert_array_equal(dst, tc.reference(src))
+
+
+def test_tile_copy_names_its_own_layout_parameter_when_the_tile_cannot_be_swizzled():
+    with pytest.raises(ValidationError, match=r"layout='swizzle'.*48.*tile_cols.*layout='padded'") as e:
+        TileCopy(8, 48, "s8", tile_cols=48, layout="swizzle")
+    assert "kind=" not in str(e.value)

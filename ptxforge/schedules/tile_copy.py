@@ -97,6 +97,14 @@ class TileCopy:
                                   f"tile_cols must be a multiple of {8 // t.bits}")
         if self.layout not in LAYOUTS:
             raise ValidationError(f"TileCopy.layout must be one of {LAYOUTS}, got {self.layout!r}")
+        chunks = self.tile_row_bytes // 16
+        if self.layout != "linear" and (self.tile_row_bytes % 16 or (self.layout == "swizzle" and not (
+                chunks in (1, 2, 4) or chunks % 8 == 0))):
+            legal = "16, 32, 64 or a multiple of 128" if self.layout == "swizzle" else "a multiple of 16"
+            other = "layout='padded' or 'linear'" if self.layout == "swizzle" else "layout='linear'"
+            raise ValidationError(
+                f"TileCopy.layout={self.layout!r} needs tile rows of {legal} bytes; tile_cols={self.tile_cols} "
+                f".{t.name} values are {self.tile_row_bytes} bytes: change tile_cols or use {other}")
         if self.completion not in COMPLETIONS:
             raise ValidationError(f"TileCopy.completion must be one of {COMPLETIONS}, got {self.completion!r}")
         target = Target.parse(self.target)

@@ -87,9 +87,21 @@ def test_interp_labels_the_arrays_it_prints_as_their_values_after_the_run(capsys
     assert "p_n" not in out  # a scalar has nothing to show
 
 
-def test_gemm_int4_tile_errors_name_no_python_line(capsys):
-    status, out, err = cli(capsys, "gemm-int4", "--block-m", "0", "--no-run", "--arch", "")
-    assert_one_error(status, err, "block_m")
+@pytest.mark.parametrize("option", ["--block-m", "--block-n", "--block-k", "--warps-m", "--warps-n", "--stages",
+                                    "--raster-group"])
+def test_gemm_int4_tile_errors_name_the_option(capsys, option):
+    status, out, err = cli(capsys, "gemm-int4", option, "0", "--no-run", "--arch", "")
+    assert_one_error(status, err, f"{option} must be at least 1, got 0")
+    assert out == ""
+
+
+def test_gemm_int4_prints_its_warning_as_a_command_line_not_a_python_warning(capsys):
+    status, out, err = cli(capsys, "gemm-int4", "--target", "sm_90", "--path", "native_s4", "--no-run", "--arch", "")
+    assert status == 0, err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ptxforge: warning: ") and "ptxas software routine" in lines[0], err
+    assert not re.search(r"\.py:\d+", err) and "Warning:" not in err, err
 
 
 def test_a_parse_error_names_its_ptx_line_once(capsys, tmp_path):

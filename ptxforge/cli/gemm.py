@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
 import warnings
 
@@ -99,6 +100,10 @@ def _check_args(args) -> list:
         raise CliError(f"--k must be even (two 4-bit values share a byte of a packed row), got {args.k}")
     if args.repeat is not None and args.repeat < 1:
         raise CliError(f"--repeat must be at least 1, got {args.repeat}")
+    for attr in ("block_m", "block_n", "block_k", "warps_m", "warps_n", "stages", "raster_group"):
+        v = getattr(args, attr)
+        if v is not None and v < 1:
+            raise CliError(f"--{attr.replace('_', '-')} must be at least 1, got {v}")
     archs = [a.strip() for a in args.arch.split(",") if a.strip()]
     for a in archs + ([args.target] if args.target else []):
         try:
@@ -113,17 +118,18 @@ def _check_args(args) -> list:
 
 @contextlib.contextmanager
 def _each_warning_once():
-    """Within the block a warning is shown once: emitting the kernel, emitting it again (the steady timing) and
-    counting its instructions each warn from their own line, with the same words."""
+    """Within the block a warning is printed once, as `ptxforge: warning: ...` on stderr: emitting the kernel,
+    emitting it again (the steady timing) and counting its instructions each warn from their own line, with the
+    same words, and the Python line inside ptxforge that warned is no business of the command's user."""
     shown = set()
     with warnings.catch_warnings():
-        show = warnings.showwarning
+        warnings.simplefilter("always")
 
         def once(message, category, filename, lineno, file=None, line=None):
             key = (category, str(message))
             if key not in shown:
                 shown.add(key)
-                show(message, category, filename, lineno, file, line)
+                print(f"ptxforge: warning: {message} ({category.__name__})", file=sys.stderr)
         warnings.showwarning = once
         yield
 
@@ -189,7 +195,6 @@ def _run(args) -> int:
         key = {o: n for o, n in ops.items() if o.startswith(("IMMA", "LDSM", "LDGSTS", "CALL"))}
         print("     SASS: " + ", ".join(f"{o} x{n}" for o, n in sorted(key.items())))
     if failed:
-        import sys
         print(f"ptxforge: error: could not assemble for {', '.join(failed)}", file=sys.stderr)
         return 1
     if not on_gpu:
@@ -318,7 +323,6 @@ def _run_hopper(g, args, archs, on_gpu: bool) -> int:
     print(f"emitted:  {len(text.splitlines())} PTX lines in {emit_ms:.1f} ms (first call in the process: "
           f"{first_ms:.1f} ms)")
     if not _report_hopper(g, archs):
-        import sys
         print(f"ptxforge: error: could not assemble for {HOPPER_TARGET}", file=sys.stderr)
         return 1
     if not on_gpu:

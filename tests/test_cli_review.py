@@ -145,6 +145,13 @@ def test_a_dash_reads_the_ptx_from_stdin():
     assert p.returncode == 1 and "ptxforge: error: <stdin>: the file is empty" in p.stderr
 
 
+def test_to_python_dash_o_dash_writes_the_script_to_stdout(capsys, tmp_path):
+    status, out, err = cli(capsys, "to-python", BASICS, "-o", "-")
+    assert status == 0, err
+    assert out.startswith('"""') and "KernelBuilder" in out
+    assert not (tmp_path / "-").exists() and not os.path.exists("-")
+
+
 def test_a_reader_that_goes_away_is_no_traceback():
     proc = subprocess.Popen([sys.executable, "-m", "ptxforge", "listing", os.path.join(GOLDEN, "03_ldmatrix_mma.ptx"),
                              "--no-assemble"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -208,3 +208,30 @@ def test_tile_copy_names_its_own_layout_parameter_when_the_tile_cannot_be_swizzl
     with pytest.raises(ValidationError, match=r"layout='swizzle'.*48.*tile_cols.*layout='padded'") as e:
         TileCopy(8, 48, "s8", tile_cols=48, layout="swizzle")
     assert "kind=" not in str(e.value)
+
+
+def test_negative_counts_and_boolean_group_counts_are_refused():
+    from ptxforge.copy import bits_to_bytes
+    with pytest.raises(ValidationError, match="count"):
+        bits_to_bytes("s4", -2)
+    with pytest.raises(ValidationError, match="count"):
+        bits_to_bytes("f32", -1)
+    assert bits_to_bytes("s4", 0) == 0 and bits_to_bytes("s4", 6) == 3
+    k = pf.KernelBuilder("wait", target="sm_90", maxntid=32)
+    with pytest.raises(ValidationError, match="pending"):
+        emit_copy_wait(k, "groups", pending=True)
+    emit_copy_wait(k, "groups", pending=1)
+
+
+@pytest.mark.parametrize("bad", [dict(col0=-64), dict(row0=-1), dict(rows_total=-3), dict(cols_total=-1),
+                                 dict(src_row_stride=-128), dict(row0=2.0)])
+def test_negative_or_non_integer_origins_bounds_and_strides_are_refused(bad):
+    # a negative column would address bytes before the matrix; the emitted code would read them
+    plan = plan_tile_copy(4, 64, "s8", 32)
+    k = pf.KernelBuilder("neg", target="sm_90", maxntid=32)
+    args = dict(src=k.param_ptr("src"), src_row_stride=128, row0=0, col0=0, rows_total=None, cols_total=None,
+                dst=k.shared("tile", 256, 16), tid=k.tid())
+    args.update(bad)
+    (name,) = bad
+    with pytest.raises(ValidationError, match=name):
+        emit_tile_copy(k, plan, **args)

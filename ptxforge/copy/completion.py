@@ -82,7 +82,7 @@ def emit_copy_wait(k, completion, *, pending=0, mbar=None, phase=None):
     """
     _check(completion)
     if completion == "groups":
-        if not isinstance(pending, int) or pending < 0:
+        if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
             raise ValidationError(f"pending groups must be a non-negative int, got {pending!r}")
         k.cp_async_wait(pending)
         return

@@ -8,6 +8,8 @@ once, refuses what cannot be expressed, and says which counts would be legal.
 
 from __future__ import annotations
 
+import numbers
+
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Reg
@@ -59,9 +61,11 @@ def _legal_text(t: T.ScalarType) -> str:
 
 
 def bits_to_bytes(t, count: int) -> int:
-    """Bytes of `count` elements of `t`; ValidationError when they do not fill whole bytes."""
+    """Bytes of `count` (an int, 0 or more) elements of `t`; ValidationError when they do not fill whole bytes."""
     t = as_elem_type(t)
-    bits = count * t.bits
+    if not isinstance(count, numbers.Integral) or isinstance(count, bool) or count < 0:
+        raise ValidationError(f"an element count must be an int of 0 or more, got {count!r}")
+    bits = int(count) * t.bits
     if bits % 8:
         raise ValidationError(
             f"{count} .{t.name} values are {bits} bits = {bits / 8:g} bytes: memory is addressed in whole "

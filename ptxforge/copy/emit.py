@@ -18,6 +18,8 @@ so every plan the planner accepts assembles without spills.
 
 from __future__ import annotations
 
+import numbers
+
 from dataclasses import dataclass
 
 from ..errors import ValidationError
@@ -235,6 +237,15 @@ def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row
 
 
 
+def _count(v, name, least):
+    """An integer register as it is; a Python or numpy integer of at least `least` as an int."""
+    if isinstance(v, Reg) and not v.type.is_pred and not v.type.is_float:
+        return v
+    if isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= least:
+        return int(v)
+    raise ValidationError(f"{name} must be an integer register or an int of at least {least}, got {v!r}")
+
+
 def _bounds_args(k, plan, rows_total, cols_total):
     rows_total = F.as_u32(k, rows_total) if rows_total is not None else None
     row_len = (emit_elems_to_bytes(k, F.as_u32(k, cols_total), plan.elem_type, round_up=True)
@@ -260,6 +271,10 @@ def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_tot
     if plan.direction != direction:
         raise ValidationError(f"{fn} needs a {arrow} plan from {planner}")
     gbase = _global_base(gbase, gname)
+    row0, col0, gstride = (_count(v, name, least) for v, name, least in
+                           ((row0, "row0", 0), (col0, "col0", 0), (gstride, f"{gname}_row_stride", 1)))
+    rows_total, cols_total = (None if v is None else _count(v, name, 0)
+                              for v, name in ((rows_total, "rows_total"), (cols_total, "cols_total")))
     col0_bytes = emit_elems_to_bytes(k, F.as_u32(k, col0), plan.elem_type)
     _check_static(plan, gstride, col0_bytes, side)
     rows_total, row_len = _bounds_args(k, plan, rows_total, cols_total)

@@ -68,6 +68,16 @@ def test_interp_errors_name_the_option_and_no_python_line(capsys, argv, words):
     assert err.count("saxpy_rev, special_regs") <= 1, err
 
 
+def test_interp_says_a_device_function_is_no_kernel(capsys, tmp_path):
+    path = tmp_path / "func.ptx"
+    path.write_text(".version 8.0\n.target sm_80\n.address_size 64\n"
+                    ".func (.reg .b32 r) f(.reg .b32 a)\n{\n    add.s32 r, a, 1;\n    ret;\n}\n")
+    status, out, err = cli(capsys, "interp", str(path), "--kernel", "f")
+    assert_one_error(status, err, "--kernel f: f is a device function (.func)", "the file has none")
+    status, out, err = cli(capsys, "interp", str(path))
+    assert_one_error(status, err, "func.ptx: no kernel (.entry) to run")
+
+
 def test_interp_refuses_more_shared_memory_than_a_cta_has_before_allocating_it(capsys):
     status, out, err = cli(capsys, "interp", BASICS, *SAXPY_ARGS, "--shared", str(10 ** 11))
     assert_one_error(status, err, "--shared 100000000000", "at most")
@@ -195,3 +205,13 @@ def test_an_example_refuses_a_bad_flag_with_a_usage_error(capsys, name, argv, wh
     err = capsys.readouterr().err
     assert info.value.code == 2 and why in err, err
     assert "Traceback" not in err
+
+
+def test_an_interrupted_command_is_one_line_and_status_130(capsys, monkeypatch):
+    import ptxforge.cli as cli_module
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(cli_module, "_cmd_targets", interrupted)
+    status, out, err = cli(capsys, "targets")
+    assert status == 130 and err == "ptxforge: interrupted\n", err

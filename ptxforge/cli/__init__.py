@@ -159,6 +159,9 @@ def main(argv=None) -> int:
     except BrokenPipeError:  # the reader of the output went away (`ptxforge listing k.ptx | head`)
         _stdout_gone()
         return 1
+    except KeyboardInterrupt:  # Ctrl-C, say in a long `interp` run: the shell's status for SIGINT, no traceback
+        print("ptxforge: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

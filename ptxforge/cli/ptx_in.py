@@ -208,6 +208,9 @@ def _kernel(module, name: str, asked):
     for k in entries:
         if k.name == asked:
             return k
+    if any(f.name == asked for f in module.functions):
+        raise CliError(f"--kernel {asked}: {asked} is a device function (.func) of {name}; interp runs a kernel "
+                       f"(.entry): {names or 'the file has none'}")
     raise CliError(f"--kernel {asked}: no kernel {asked!r} in {name}; its kernels: {names or 'none'}")
 
 

@@ -235,3 +235,20 @@ def test_negative_or_non_integer_origins_bounds_and_strides_are_refused(bad):
     (name,) = bad
     with pytest.raises(ValidationError, match=name):
         emit_tile_copy(k, plan, **args)
+
+
+def test_the_tiles_of_a_cta_are_counted_without_wrapping_near_two_to_the_32():
+    # TileCopy takes up to 2**32 - 1 tiles; a CTA's share must not wrap when n_tiles + ctas passes 2**32
+    from ptxforge import interp
+    from ptxforge.schedules.tile_copy_emit import cta_tile_count
+    cases = [(2**32 - 1, 0, 264), (2**32 - 1, 263, 264), (2**32 - 2, 5, 7), (10, 3, 4), (10, 10, 4), (3, 7, 8),
+             (1, 0, 1), (2**32 - 1, 0, 1)]
+    k = pf.KernelBuilder("share", target="sm_90", maxntid=1)
+    out = k.param_ptr("out")
+    for i, _ in enumerate(cases):
+        n, cta, ncta = (k.param_value(f"{name}{i}", T.u32) for name in ("n", "cta", "ncta"))
+        k.st(k.add(out, 4 * i), cta_tile_count(k, n, cta, ncta), type=T.u32)
+    got = np.zeros(len(cases), np.uint32)
+    interp.run(k.module(), block=1, args=[got] + [v for case in cases for v in case])
+    want = [max(0, -(-(n - cta) // ncta)) for n, cta, ncta in cases]
+    assert got.tolist() == want

@@ -21,6 +21,15 @@ def _uniform_if(k, cond):
     k.place(end)
 
 
+def cta_tile_count(k, n_tiles, cta, ncta):
+    """How many of the tiles cta, cta + ncta, ... lie below n_tiles (u32 registers): ceil((n_tiles - cta) /
+    ncta), 0 for a CTA past the last tile.  Computed as (n_tiles - cta - 1) / ncta + 1, whose terms stay
+    below n_tiles, so any u32 tile count is exact (n_tiles - cta + ncta - 1 wraps past 2**32)."""
+    has = k.setp("gt", n_tiles, cta)
+    later = k.div(k.sub(k.sub(n_tiles, cta), 1), ncta)  # tiles after the first; garbage where not `has`
+    return k.selp(k.add(later, 1), 0, has, type=T.u32)
+
+
 class TileCopyEmitter:
     """The kernel of one TileCopy (`module()`), emitted here so that its listing names these lines."""
 
@@ -56,10 +65,7 @@ class TileCopyEmitter:
                 self.stage0 = k.shared_base(k.shared("stages", tc.stages * tc.stage_bytes, 128))
                 self.mbar0 = k.shared_base(k.shared("mbar", tc.mbarrier_bytes, 8)) if tc.mbarrier_bytes else None
         with k.section("tiles of this CTA"):
-            # tiles cta, cta + ncta, ...: ceil((n_tiles - cta) / ncta) of them
-            has = k.setp("gt", n_tiles, cta)
-            left = k.add(k.sub(n_tiles, cta), k.sub(ncta, 1))
-            self.my = k.selp(k.div(left, ncta), 0, has, type=T.u32)
+            self.my = cta_tile_count(k, n_tiles, cta, ncta)
         if tc.completion == "groups":
             self._groups()
         else:

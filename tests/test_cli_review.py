@@ -215,3 +215,18 @@ def test_an_interrupted_command_is_one_line_and_status_130(capsys, monkeypatch):
     monkeypatch.setattr(cli_module, "_cmd_targets", interrupted)
     status, out, err = cli(capsys, "targets")
     assert status == 130 and err == "ptxforge: interrupted\n", err
+
+
+@pytest.mark.parametrize("k,checked", [(2050, 770), (1030, 774), (4096, 768), (1024, 1024), (66, 66)])
+def test_gemm_int4_checks_the_asked_k_tail_on_the_interpreter(capsys, monkeypatch, k, checked):
+    import ptxforge.cli.gemm as gemm_cli
+    seen = {}
+
+    def interpret(g, args):  # the shape the check runs at, without running it
+        seen["shape"] = gemm_cli.interpreter_shape(args.m, args.n, args.k)
+        return 0
+    monkeypatch.setattr(gemm_cli, "_run_on_interpreter", interpret)
+    status, out, err = cli(capsys, "gemm-int4", "--mma-sync", "--k", str(k), "--arch", "")
+    assert status == 0, err
+    assert seen["shape"] == (130, 200, checked)
+    assert checked % 256 == k % 256 or k <= 1024

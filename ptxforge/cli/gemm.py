@@ -2,7 +2,8 @@
 
 Without a GPU it emits the kernel, summarizes the listing (instruction mix, chosen compute path
 and why), prints the assembler's resource report for each requested arch, and runs the kernel on
-the CPU interpreter at a small ragged shape (at most 130 x 200 x 1024), checking it against numpy
+the CPU interpreter at a small ragged shape (at most 130 x 200 x 1024; a larger K keeps its remainder
+modulo 256, so its partial k-tile runs too: --k 2050 is checked at K 770), checking it against numpy
 exactly and reporting any race or early read the interpreter finds.  With a GPU it runs the
 kernel at the whole shape on random data instead, checks it against numpy and prints TOPS.
 
@@ -208,14 +209,26 @@ def _run(args) -> int:
 
 #: the largest problem the CLI runs on the interpreter when there is no GPU: ragged against every default tile
 INTERP_SHAPE = (130, 200, 1024)
+#: a K above INTERP_SHAPE's is checked at a K below it with the same remainder modulo this (the largest k-tile of
+#: a default schedule): the asked K's partial k-tile and row alignment run on the interpreter too
+K_TAIL_PERIOD = 256
+
+
+def interpreter_shape(m: int, n: int, k: int) -> tuple:
+    """(m, n, k) of the interpreter's check of an asked problem: each at most INTERP_SHAPE, a larger K brought
+    below it with its remainder modulo K_TAIL_PERIOD kept (2050 -> 770)."""
+    cap_k = INTERP_SHAPE[2]
+    if k > cap_k:
+        k = cap_k - K_TAIL_PERIOD + k % K_TAIL_PERIOD
+    return min(m, INTERP_SHAPE[0]), min(n, INTERP_SHAPE[1]), k
 
 
 def _run_on_interpreter(g, args) -> int:
-    """No GPU: C of a small ragged problem (the asked shape, at most INTERP_SHAPE) from the kernel on the CPU
+    """No GPU: C of a small ragged problem (interpreter_shape of the asked one) from the kernel on the CPU
     interpreter, checked against numpy exactly, with the interpreter's findings; 0 when exact and clean."""
     import numpy as np
     from ..int4 import pack_int4, random_int4
-    m, n, k = (min(v, cap) for v, cap in zip((args.m, args.n, args.k), INTERP_SHAPE))
+    m, n, k = interpreter_shape(args.m, args.n, args.k)
     signed = g.operand == "s4"
     rng = np.random.default_rng(0)
     av, bv = random_int4((m, k), rng, signed=signed), random_int4((n, k), rng, signed=signed)

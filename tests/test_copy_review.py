@@ -252,3 +252,11 @@ def test_the_tiles_of_a_cta_are_counted_without_wrapping_near_two_to_the_32():
     interp.run(k.module(), block=1, args=[got] + [v for case in cases for v in case])
     want = [max(0, -(-(n - cta) // ncta)) for n, cta, ncta in cases]
     assert got.tolist() == want
+
+
+def test_rows_whose_last_tile_passes_two_to_the_32_bytes_are_refused():
+    # the last tile of a (2**32 - 4)-byte row starts 16 bytes before 2**32: its byte columns would wrap to 0
+    # and count as inside the row (a 12-column f32 tile is 48 bytes, 2**32 % 48 == 16)
+    with pytest.raises(ValidationError, match=r"2\*\*32"):
+        TileCopy(1, 2**30 - 1, "f32", tile_rows=1, tile_cols=12, threads=64)
+    assert TileCopy(1, 2**30 - 16, "f32", tile_rows=1, tile_cols=12, threads=64).row_bytes == 2**32 - 64

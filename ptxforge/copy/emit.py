@@ -294,7 +294,8 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     src: u64 global address of element (0, 0) of the matrix; src_row_stride: bytes between rows
     (int, u32 or u64 register); row0, col0: the tile's origin in elements (ints or u32
     registers; col0 times the element size must be a multiple of the copy width); rows_total,
-    cols_total: the matrix's size in elements for ragged edges (None: the tile is inside).  A
+    cols_total: the matrix's size in elements for ragged edges (None: the tile is inside).  Byte
+    columns are u32: a row's bytes plus the tile row's must not pass 2**32.  A
     packed row of odd length (s4/u4) counts its last, half-used byte as inside; the row stride
     is whole bytes, so that byte belongs to the row.  dst: u32 shared address (or shared
     variable, declared aligned to at least the plan's width: align=16 fits every plan) of the

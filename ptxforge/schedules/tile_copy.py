@@ -120,6 +120,10 @@ class TileCopy:
             raise ValidationError(f"TileCopy.stages must be at most 16, got {self.stages}")
         set_("src_row_stride_bytes", self._stride(self.src_row_stride_bytes, "src_row_stride_bytes"))
         set_("dst_row_stride_bytes", self._stride(self.dst_row_stride_bytes, "dst_row_stride_bytes"))
+        if self.row_bytes + self.tile_row_bytes > 2**32:  # byte columns of the last tile are u32
+            raise ValidationError(f"rows of {self.row_bytes} bytes with tiles of {self.tile_row_bytes}: the last tile's "
+                                  f"byte columns would pass 2**32; rows may hold at most 2**32 - {self.tile_row_bytes} "
+                                  "bytes (split the matrix into narrower ones)")
         if self.n_tiles >= 2**32:
             raise ValidationError(f"{self.n_tiles} tiles do not fit a 32-bit tile index; use larger tiles")
         copy = plan_tile_copy(self.tile_rows, self.tile_cols, t, self.producers,

@@ -63,13 +63,18 @@ def agrees(operand: str, got, want, a, b, k: int) -> bool:
     return bool(np.array_equal(got.astype(np.int64), want))
 
 
+def gemms(m: int, n: int, k: int, target=None) -> dict:
+    """The GEMM of each type `for_shape` picks for M x N x K on `target` (default: this GPU's)."""
+    return {"int4": Int4Gemm.for_shape(m, n, k, target), "int8": Int8Gemm.for_shape(m, n, k, target),
+            "bf16": Bf16Gemm.for_shape(m, n, k, target=target)}
+
+
 def run_gpu(m: int, n: int, k: int) -> bool:
     """Every type through `run()` on device buffers, against numpy; True when all agree."""
     from ptxforge.runtime import DeviceBuffer
     ok = True
     rng = np.random.default_rng(0)
-    for name, g in (("int4", Int4Gemm.for_shape(m, n, k)), ("int8", Int8Gemm.for_shape(m, n, k)),
-                    ("bf16", Bf16Gemm.for_shape(m, n, k))):
+    for name, g in gemms(m, n, k).items():
         cfg = g if name == "bf16" else choose_hopper(m, n, k, "s4" if name == "int4" else "s8")
         a, b = random_operands(cfg, m, n, k, rng)
         da, db = DeviceBuffer.from_host(a), DeviceBuffer.from_host(b)
@@ -100,8 +105,10 @@ def main(argv=None) -> int:
     ap.add_argument("--n", type=int, default=4096)
     ap.add_argument("--k", type=int, default=4096)
     args = ap.parse_args(argv)
-    try:  # sizes below 1 are refused before anything is chosen or run
-        check_sizes(args.m, args.n, args.k)
+    try:  # sizes below 1, and a K some type's kernel cannot take (bf16 rows of 16-byte multiples), are refused
+        check_sizes(args.m, args.n, args.k)  # before anything is chosen or run
+        for g in gemms(args.m, args.n, args.k, "sm_90a").values():
+            g.check_problem(args.m, args.n, args.k)
     except ValidationError as e:
         ap.error(e.message)
     print(f"what {args.m} rows get:")

@@ -197,6 +197,8 @@ def test_a_reader_that_goes_away_is_no_traceback():
     ("tile_copy", ["--interpret", "--threads", "100"], "threads"),
     ("tma_reduce", ["--slices", "0"], "argument --slices: must be at least 1, got 0"),
     ("tma_reduce", ["--rows", "-1"], "argument --rows: must be at least 1, got -1"),
+    ("decode_gemms", ["--k", "3"], "K=3 is odd"),
+    ("decode_gemms", ["--k", "4100"], "K=4100 gives 8200-byte operand rows"),
 ])
 def test_an_example_refuses_a_bad_flag_with_a_usage_error(capsys, name, argv, why):
     from support.examples import load_example

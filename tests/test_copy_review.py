@@ -260,3 +260,25 @@ def test_rows_whose_last_tile_passes_two_to_the_32_bytes_are_refused():
     with pytest.raises(ValidationError, match=r"2\*\*32"):
         TileCopy(1, 2**30 - 1, "f32", tile_rows=1, tile_cols=12, threads=64)
     assert TileCopy(1, 2**30 - 16, "f32", tile_rows=1, tile_cols=12, threads=64).row_bytes == 2**32 - 64
+
+
+def test_python_models_refuse_what_lies_outside_the_tile():
+    layout = SmemLayout(2, 20)
+    assert layout.byte_offset(0, 19) == 19 and layout.byte_offset(1, 0) == 20
+    with pytest.raises(ValidationError, match="outside"):
+        layout.byte_offset(0, 25)  # past the row's 20 bytes: it was row 1's byte 5
+    plan = plan_tile_copy(4, 64, "s8", 32)
+    assert plan.copies(15) == [(3, 48)] and plan.copies(31) == []
+    for tid in (32, -1):
+        with pytest.raises(ValidationError, match="0..31"):
+            plan.copies(tid)
+
+
+def test_layouts_that_place_bytes_alike_compare_equal():
+    # pad_bytes means nothing to a linear or swizzled tile: emitting with either spelling is the same layout
+    assert SmemLayout(4, 64, "linear", pad_bytes=0) == SmemLayout(4, 64)
+    plan = plan_tile_copy(4, 64, "s8", 32)
+    k = pf.KernelBuilder("same", target="sm_90", maxntid=32)
+    emit_tile_copy(k, plan, src=k.param_ptr("src"), src_row_stride=64, row0=0, col0=0, rows_total=None,
+                   cols_total=None, dst=k.shared("tile", 256, 16), tid=k.tid(),
+                   layout=SmemLayout(4, 64, "linear", pad_bytes=0))

@@ -43,6 +43,7 @@ class SmemLayout:
     rows, row_bytes: the logical tile (row_bytes of data per row).
     kind: "linear" (rows back to back), "padded" (pad_bytes after each row), "swizzle" (XOR of
     16-byte chunks within each 128-byte line; row_bytes must be 16, 32, 64 or a multiple of 128).
+    pad_bytes counts only for "padded" (other kinds store the default, so equal layouts compare equal).
     """
 
     rows: int
@@ -61,6 +62,8 @@ class SmemLayout:
             raise ValidationError(f"row_bytes must be a positive int, got {self.row_bytes!r}")
         if self.kind not in LAYOUT_KINDS:
             raise ValidationError(f"layout kind must be one of {LAYOUT_KINDS}, got {self.kind!r}")
+        if self.kind != "padded":  # no padding: layouts that place every byte alike compare equal
+            object.__setattr__(self, "pad_bytes", CHUNK)
         if self.kind == "padded":
             if not _is_int(self.pad_bytes) or self.pad_bytes <= 0 or self.pad_bytes % CHUNK:
                 raise ValidationError(f"padded rows need pad_bytes a positive multiple of {CHUNK} (keeps every "
@@ -117,6 +120,8 @@ class SmemLayout:
 
     def byte_offset(self, row: int, col_byte: int) -> int:
         """Byte offset of byte `col_byte` of row `row` (chunks move whole; bytes keep their place in them)."""
+        if not 0 <= col_byte < self.row_bytes:
+            raise ValidationError(f"byte {col_byte} of row {row} is outside rows of {self.row_bytes} bytes")
         return self.offset(row, col_byte // CHUNK) + col_byte % CHUNK
 
     def byte_offsets(self, rows, col_bytes):

@@ -81,7 +81,9 @@ class TileCopyPlan:
         return self.layout if self.layout is not None else SmemLayout(self.rows, self.row_bytes, "linear")
 
     def copies(self, tid: int):
-        """[(row, col_byte)] that thread `tid` moves, each `width_bytes` long, in issue order."""
+        """[(row, col_byte)] that thread `tid` (0..threads-1) moves, each `width_bytes` long, in issue order."""
+        if not _is_int(tid) or not 0 <= tid < self.threads:
+            raise ValidationError(f"thread {tid!r} is not one of the plan's threads 0..{self.threads - 1}")
         out = []
         for j in range(self.copies_per_thread):
             q = tid + j * self.threads

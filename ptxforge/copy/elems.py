@@ -129,10 +129,12 @@ def cp_async_elems(k, dst, src, elem_type, count, *, valid=None, cache=None, pre
                    src_align=None, dst_align=None) -> int:
     """One cp.async of `count` elements from global `src` to shared `dst`; returns the byte width.
 
-    `valid` (an int or a u32 register, in ELEMENTS) reads only the first `valid` elements and
-    zero-fills the rest: it becomes a byte src-size.  An int `valid` whose elements do not fill
-    whole bytes is refused; for a register the caller promises whole bytes (for s4/u4 an even
-    count; an odd one is truncated to the byte below).  `src_align`/`dst_align`, when given, are
+    `valid` (an int or a 32-bit integer register, in ELEMENTS) reads only the first `valid`
+    elements and zero-fills the rest: it becomes a byte src-size.  It must lie in 0..count: a
+    register is passed through as is (clamp "the elements left in a row" with `k.min(left, count)`;
+    a src-size past cp-size is undefined, and the interpreter reports it).  An int `valid` outside
+    0..count, or whose elements do not fill whole bytes, is refused; for a register the caller
+    promises whole bytes (for s4/u4 an even count; an odd one is truncated to the byte below).  `src_align`/`dst_align`, when given, are
     the alignments (bytes) known for the two addresses and are checked against the width.
     `cache` is "ca"/"cg" (".ca"/".cg" too; default: .cg for 16 bytes, else .ca).
     """

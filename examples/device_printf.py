@@ -10,6 +10,8 @@ arguments are checked against the format where the kernel is built: a float to %
 (use %lld) or a length modifier CUDA's printf lacks (%hhu) is a ValidationError at that line.
 """
 
+import argparse
+
 import numpy as np
 
 import ptxforge as pf
@@ -42,6 +44,7 @@ def block_max_kernel(target="sm_80"):
 
 
 def main(argv=None):
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(argv)  # --help; no options
     blocks = 4
     x = np.random.default_rng(0).standard_normal(blocks * BLOCK).astype(np.float32)
     want = x.reshape(blocks, BLOCK).max(axis=1)

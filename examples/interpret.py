@@ -6,6 +6,9 @@ No GPU needed: ptxforge.interp executes the kernel's instructions with numpy, ex
 results are bit-identical to a GPU's), and checks every shared-memory access on the way.
 """
 
+import argparse
+import sys
+
 import numpy as np
 
 import ptxforge as pf
@@ -15,7 +18,10 @@ from ptxforge.schedules import Int4Gemm
 from ptxforge.testing.mutants import drop_bar_sync
 
 
-def main():
+def main(argv=()) -> int:
+    """Run the GEMM on the interpreter, check it, then plant a missing barrier and show the race report; `argv`
+    takes --help alone (the script passes its command line)."""
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args(list(argv))
     rng = np.random.default_rng(0)
     m, n, k = 100, 70, 256
     gemm = Int4Gemm(target="sm_90").for_problem(k, n)  # int4 stored, nibbles unpacked to s8, m16n8k32 mma
@@ -49,7 +55,8 @@ def main():
     print(interp.run(kb.module(), grid=8, block=128, args=[xs, ys, 1000]))
     want = np.array([bin(int(v)).count("1") for v in xs], np.uint32) ^ np.arange(1000, dtype=np.uint32)
     assert np.array_equal(ys, want)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.argv[1:]))

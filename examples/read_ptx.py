@@ -11,6 +11,7 @@ the way nvcc writes a block reduction: one partial sum per CTA.
 from __future__ import annotations
 
 import argparse
+import sys
 
 import numpy as np
 
@@ -136,7 +137,11 @@ def main(argv=None) -> int:
         print(str(e).splitlines()[0])
 
     if args.gpu:
-        fn = pf.load(module)["block_sum"]
+        try:
+            fn = pf.load(module)["block_sum"]
+        except (pf.ToolchainMissing, pf.DriverError, ImportError) as e:
+            print(f"read_ptx: --gpu: no GPU run ({type(e).__name__}: {e})", file=sys.stderr)
+            return 1
         gpu_out = np.zeros_like(out)
         fn(out.size, BLOCK, x, gpu_out, x.size)
         assert np.array_equal(gpu_out, out), "the GPU disagrees with the interpreter"

@@ -232,3 +232,28 @@ def test_gemm_int4_checks_the_asked_k_tail_on_the_interpreter(capsys, monkeypatc
     assert status == 0, err
     assert seen["shape"] == (130, 200, checked)
     assert checked % 256 == k % 256 or k <= 1024
+
+
+@pytest.mark.parametrize("name", ["interpret", "device_printf"])
+def test_an_example_without_options_answers_help_and_refuses_an_unknown_flag(capsys, name):
+    from support.examples import load_example
+    ex = load_example(name)
+    with pytest.raises(SystemExit) as info:
+        ex.main(["--help"])
+    assert info.value.code == 0 and "usage:" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        ex.main(["--bogus"])
+    assert info.value.code == 2 and "unrecognized arguments: --bogus" in capsys.readouterr().err
+
+
+def test_read_ptx_gpu_without_a_gpu_says_why_in_one_line(capsys, monkeypatch):
+    import ptxforge as pf
+    from support.examples import load_example
+
+    def no_driver(*a, **kw):
+        raise pf.ToolchainMissing("no CUDA driver on this machine")
+    monkeypatch.setattr(pf, "load", no_driver)
+    assert load_example("read_ptx").main(["--gpu"]) == 1
+    out, err = capsys.readouterr()
+    assert "interpreter: 8 block sums == numpy" in out
+    assert err == "read_ptx: --gpu: no GPU run (ToolchainMissing: no CUDA driver on this machine)\n", err

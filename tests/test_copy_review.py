@@ -282,3 +282,15 @@ def test_layouts_that_place_bytes_alike_compare_equal():
     emit_tile_copy(k, plan, src=k.param_ptr("src"), src_row_stride=64, row0=0, col0=0, rows_total=None,
                    cols_total=None, dst=k.shared("tile", 256, 16), tid=k.tid(),
                    layout=SmemLayout(4, 64, "linear", pad_bytes=0))
+
+
+
+def test_a_row_stride_past_32_bits_is_refused_as_an_int_and_taken_in_a_u64_register():
+    plan = plan_tile_copy(4, 64, "s8", 32)
+    k = pf.KernelBuilder("wide", target="sm_90", maxntid=32)
+    args = dict(src=k.param_ptr("src"), row0=k.param_value("row0", T.u32), col0=0, rows_total=None, cols_total=None,
+                dst=k.shared("tile", 256, 16), tid=k.tid())
+    with pytest.raises(ValidationError, match="src_row_stride.*u64 register"):
+        emit_tile_copy(k, plan, src_row_stride=2**32 + 16, **args)
+    emit_tile_copy(k, plan, src_row_stride=k.param_value("stride", T.u64), **args)
+    assert pf.assemble(k.module()).resources("wide").spills == 0

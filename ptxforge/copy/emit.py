@@ -273,6 +273,9 @@ def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_tot
     gbase = _global_base(gbase, gname)
     row0, col0, gstride = (_count(v, name, least) for v, name, least in
                            ((row0, "row0", 0), (col0, "col0", 0), (gstride, f"{gname}_row_stride", 1)))
+    if isinstance(gstride, int) and gstride >= 2**32:
+        raise ValidationError(f"{gname}_row_stride {gstride} does not fit 32 bits as an int; pass it in a u64 "
+                              "register")
     rows_total, cols_total = (None if v is None else _count(v, name, 0)
                               for v, name in ((rows_total, "rows_total"), (cols_total, "cols_total")))
     col0_bytes = emit_elems_to_bytes(k, F.as_u32(k, col0), plan.elem_type)
@@ -292,7 +295,7 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     """Copy one tile global -> shared as `plan` says (cp.async, or ld/st where the plan fell back).
 
     src: u64 global address of element (0, 0) of the matrix; src_row_stride: bytes between rows
-    (int, u32 or u64 register); row0, col0: the tile's origin in elements (ints or u32
+    (an int below 2**32, a u32 or u64 register); row0, col0: the tile's origin in elements (ints or u32
     registers; col0 times the element size must be a multiple of the copy width); rows_total,
     cols_total: the matrix's size in elements for ragged edges (None: the tile is inside).  Byte
     columns are u32: a row's bytes plus the tile row's must not pass 2**32.  A

@@ -257,3 +257,29 @@ def test_read_ptx_gpu_without_a_gpu_says_why_in_one_line(capsys, monkeypatch):
     out, err = capsys.readouterr()
     assert "interpreter: 8 block sums == numpy" in out
     assert err == "read_ptx: --gpu: no GPU run (ToolchainMissing: no CUDA driver on this machine)\n", err
+
+
+def test_interp_fills_4_bit_and_bf16_arrays_with_values_of_their_type():
+    import numpy as np
+
+    from ptxforge.bfloat16 import from_bf16, to_bf16
+    from ptxforge.cli.ptx_in import _arg
+    from ptxforge.int4 import unpack_int4
+    for name, signed in (("s4", True), ("u4", False)):
+        low, high = (-8, 7) if signed else (0, 15)
+        packed = _arg(f"{name}:64:rand")
+        assert packed.dtype == np.uint8 and packed.shape == (32,)  # 64 values, two to a byte
+        values = unpack_int4(packed, signed=signed)
+        assert values.min() >= low and values.max() <= high and len(set(values.tolist())) > 8
+        ramp = unpack_int4(_arg(f"{name}:32:arange"), signed=signed)
+        assert ramp.tolist() == [low + (i - low) % 16 for i in range(32)]
+        assert not _arg(f"{name}:6").any() and _arg(f"{name}:6").shape == (3,)
+    assert from_bf16(_arg("bf16:5:arange")).tolist() == [0, 1, 2, 3, 4]
+    rand = from_bf16(_arg("bf16:64:rand"))
+    assert rand.min() >= 0 and rand.max() < 100 and len(set(rand.tolist())) > 8
+    assert _arg("bf16=1.5") == to_bf16(np.float32(1.5))
+
+
+def test_interp_refuses_an_odd_count_of_4_bit_values(capsys):
+    status, out, err = cli(capsys, "interp", BASICS, "--kernel", "special_regs", "--arg", "s4:7")
+    assert_one_error(status, err, "--arg 's4:7'", "two to a byte", "an even count")

@@ -105,10 +105,17 @@ def _arg_dtype(spec: str, name: str):
 
 
 def _scalar_arg(spec: str, name: str, text: str):
-    """The numpy scalar of `--arg TYPE=VALUE`: a float for float types, an integer (decimal, 0x, 0o, 0b) within
-    the type's range for the others."""
+    """The numpy scalar of `--arg TYPE=VALUE`: a float for float types (bf16 as its bit pattern), an integer
+    (decimal, 0x, 0o, 0b) within the type's range for the others."""
     import numpy as np
     dt = _arg_dtype(spec, name)
+    if name == "bf16":  # a number, held as its bf16 bit pattern
+        from ..bfloat16 import to_bf16
+        try:
+            value = np.float32(float(text))
+        except ValueError:
+            raise _arg_error(spec, f"{name} takes a number, got {text!r}") from None
+        return np.uint16(to_bf16(value))
     if dt.kind == "f":
         try:
             value = float(text)
@@ -129,29 +136,49 @@ def _scalar_arg(spec: str, name: str, text: str):
     return dt.type(value)
 
 
+#: The 4-bit types: an array of them is COUNT values packed two to a byte (ptxforge.int4.pack_int4).
+FOUR_BIT = {"s4": True, "u4": False}  # name -> signed
+
+
 def _array_arg(spec: str, parts: list):
-    """The numpy array of `--arg TYPE:COUNT[:FILL]`."""
+    """The numpy array of `--arg TYPE:COUNT[:FILL]`: COUNT values of the type (s4/u4 packed two to a byte,
+    bf16 as bit patterns), filled with zeros, 0, 1, 2 ... (wrapped into a 4-bit type's range) or random
+    values from 0 to 99 (random 4-bit values for s4/u4)."""
     import numpy as np
+    from ..bfloat16 import to_bf16
+    from ..int4 import pack_int4, random_int4
     if len(parts) > 3:
         raise _arg_error(spec, f"an array takes at most three ':'-separated fields, got {len(parts)}")
-    dt = _arg_dtype(spec, parts[0])
+    name = parts[0]
+    dt = _arg_dtype(spec, name)
     try:
         n = int(parts[1])
     except ValueError:
         n = None
     if n is None or n < 1:
         raise _arg_error(spec, f"the element count must be an integer of at least 1, got {parts[1]!r}")
-    if n * dt.itemsize > MAX_ARRAY_BYTES:
-        raise _arg_error(spec, f"{n} elements of {parts[0]} ({n * dt.itemsize} bytes) are too large for the "
-                               f"interpreter, which takes arrays of at most {MAX_ARRAY_BYTES} bytes")
+    nbytes = n // 2 if name in FOUR_BIT else n * dt.itemsize
+    if nbytes > MAX_ARRAY_BYTES:
+        raise _arg_error(spec, f"{n} elements of {name} ({nbytes} bytes) are too large for the interpreter, "
+                               f"which takes arrays of at most {MAX_ARRAY_BYTES} bytes")
     fill = parts[2] if len(parts) > 2 else "zeros"
-    if fill == "arange":
-        return np.arange(n).astype(dt)
-    if fill == "rand":
-        return np.random.default_rng(0).integers(0, 100, n).astype(dt)
-    if fill == "zeros":
-        return np.zeros(n, dtype=dt)
-    raise _arg_error(spec, f"unknown fill {fill!r}; an array is filled with one of {'|'.join(ARRAY_FILLS)}")
+    if fill not in ARRAY_FILLS:
+        raise _arg_error(spec, f"unknown fill {fill!r}; an array is filled with one of {'|'.join(ARRAY_FILLS)}")
+    rng = np.random.default_rng(0)
+    if name in FOUR_BIT:
+        signed = FOUR_BIT[name]
+        if n % 2:
+            raise _arg_error(spec, f"{name} values travel two to a byte, so an array of them takes an even count, "
+                                   f"got {n}")
+        low = -8 if signed else 0
+        values = (random_int4((n,), rng, signed=signed) if fill == "rand"
+                  else low + (np.arange(n) - low) % 16 if fill == "arange" else np.zeros(n, np.int8))
+        return pack_int4(values, signed=signed)
+    values = (rng.integers(0, 100, n) if fill == "rand" else np.arange(n) if fill == "arange"
+              else np.zeros(n, np.int64))
+    if name == "bf16":
+        return to_bf16(values.astype(np.float32))
+    return values.astype(dt)
 
 
 def _arg(spec: str):
@@ -270,6 +297,8 @@ def add_parsers(sub) -> None:
     p.add_argument("--block", type=int, nargs="+", default=[32], help="threads of a CTA: x [y [z]] (default 32)")
     p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes (default 0)")
     p.add_argument("--arg", action="append", default=[],
-                   help="an argument, in the kernel's parameter order (repeat it): " + ARG_FORMS)
+                   help="an argument, in the kernel's parameter order (repeat it): " + ARG_FORMS + "; rand draws 0 to "
+                        "99; an s4/u4 array is COUNT 4-bit values (any for rand) packed two to a byte, a bf16 one bit "
+                        "patterns")
     p.add_argument("--lenient", action="store_true", help="keep lines the tables reject as opaque instructions")
     p.set_defaults(func=cmd_interp)

@@ -100,17 +100,23 @@ def _run_load(plan, where, seed):
     return src, out, want, report
 
 
-@pytest.mark.parametrize("req, where", [
+@pytest.mark.parametrize("method, req, where", [
     # 115 one-byte copies per thread, the tile hanging over the matrix's right and bottom edges
-    (dict(rows=5, cols=46, elem_type="s4", threads=1, src_align_bytes=1),
+    ("ld/st", dict(rows=5, cols=46, elem_type="s4", threads=1, src_align_bytes=1),
      dict(rows=8, cols=61, stride=34, row0=5, col0=46)),
     # 2-byte copies, 7 threads, 80 copies each, the last round partial; odd-length rows clip a copy's last byte
-    (dict(rows=20, cols=56, elem_type="s8", threads=7, src_align_bytes=2, layout=SmemLayout(20, 56, "linear")),
+    ("ld/st", dict(rows=20, cols=56, elem_type="s8", threads=7, src_align_bytes=2, layout=SmemLayout(20, 56, "linear")),
      dict(rows=23, cols=63, stride=66, row0=20, col0=0)),
+    # 192 four-byte cp.asyncs for one thread, hanging over both edges
+    ("cp.async", dict(rows=8, cols=96, elem_type="s8", threads=1, src_align_bytes=4),
+     dict(rows=11, cols=150, stride=152, row0=8, col0=96)),
+    # 128 sixteen-byte cp.asyncs into a swizzled tile, zero-filled below the matrix
+    ("cp.async", dict(rows=8, cols=64, elem_type="f32", threads=1, layout=SmemLayout(8, 256, "swizzle")),
+     dict(rows=5, cols=64, stride=256, row0=0, col0=0)),
 ])
-def test_many_plain_copies_per_thread_move_exactly_the_tile(req, where):
+def test_many_copies_per_thread_move_exactly_the_tile(method, req, where):
     plan = plan_tile_copy(**req)
-    assert plan.method == "ld/st" and plan.copies_per_thread > 64
+    assert plan.method == method and plan.copies_per_thread > 64
     src, out, want, report = _run_load(plan, where, 5)
     np.testing.assert_array_equal(out, want)
     bits = plan.elem_type.bits
@@ -294,3 +300,4 @@ def test_a_row_stride_past_32_bits_is_refused_as_an_int_and_taken_in_a_u64_regis
         emit_tile_copy(k, plan, src_row_stride=2**32 + 16, **args)
     emit_tile_copy(k, plan, src_row_stride=k.param_value("stride", T.u64), **args)
     assert pf.assemble(k.module()).resources("wide").spills == 0
+

@@ -10,10 +10,10 @@ replaced by the matrix's first element, so no address outside the matrix is ever
 Stores write only the bytes inside the matrix.  Leave both as None for tiles known to be
 inside: the copies then carry no bounds arithmetic at all.
 
-Registers: each copy's addresses are made right before its instructions.  cp.asyncs are
-unrolled; plain loads and stores are unrolled up to 64 copies per thread and beyond that run as
-a loop of small batches, and stores load a few copies' shared bytes ahead of their global stores,
-so every plan the planner accepts assembles without spills.
+Registers: each copy's addresses are made right before its instructions.  Copies are unrolled
+up to 64 per thread and beyond that run as a loop of small batches, and stores load a few
+copies' shared bytes ahead of their global stores, so every plan the planner accepts assembles
+without spills.
 """
 
 from __future__ import annotations
@@ -37,10 +37,12 @@ _MAX_IMM_OFFSET = 1 << 31
 #: A store loads this many registers of shared bytes ahead of its global stores (a few copies in
 #: flight for latency, few enough that hundreds of copies per thread do not spill).
 _STORE_BATCH_REGS = 16
-#: Plain (1 or 2-byte) global loads issued ahead of their shared stores.
+#: Plain (1 or 2-byte) global loads issued ahead of their shared stores; also the copies of one
+#: trip of a looped global -> shared copy.
 _LDST_BATCH = 16
-#: Copies per thread up to which plain loads and stores are unrolled; beyond it they are a run-time
-#: loop of one batch a trip (ptxas would otherwise hoist hundreds of loads and spill).
+#: Copies per thread up to which copies are unrolled; beyond it they are a run-time loop of one
+#: batch a trip (ptxas would otherwise hoist hundreds of loads, or keep hundreds of addresses, and
+#: spill).
 _MAX_UNROLLED = 64
 
 
@@ -310,7 +312,7 @@ def emit_tile_copy(k, plan, *, src, src_row_stride, row0, col0, rows_total, cols
     """
     gbase, bounded, slots = _prepare(k, plan, "g2s", layout=layout, gbase=src, gstride=src_row_stride, row0=row0,
                                      col0=col0, rows_total=rows_total, cols_total=cols_total, shared=dst, tid=tid,
-                                     pred=pred, per_trip=_LDST_BATCH if plan.method == "ld/st" else None)
+                                     pred=pred, per_trip=_LDST_BATCH)
     w = plan.width_bytes
     if plan.method == "cp.async":
         cache = plan.cache.lstrip(".")

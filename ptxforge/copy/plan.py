@@ -37,8 +37,8 @@ class TileCopyPlan:
 
     width_bytes: bytes per copy instruction; method: "cp.async" or "ld/st"; cache: ".cg"/".ca"
     for cp.async (None for ld/st); copies_per_thread: copies each thread issues (the last round
-    may leave threads idle; cp.asyncs are unrolled, plain loads and stores too up to 64 a thread,
-    beyond that a run-time loop of batches); reason: why this width.  Copy q (= tid + j*threads)
+    may leave threads idle; unrolled up to 64 a thread, beyond that a run-time loop of
+    batches); reason: why this width.  Copy q (= tid + j*threads)
     moves bytes [(q % copies_per_row) * width, + width) of tile row q // copies_per_row.
     """
 

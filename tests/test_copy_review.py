@@ -301,3 +301,22 @@ def test_a_row_stride_past_32_bits_is_refused_as_an_int_and_taken_in_a_u64_regis
     emit_tile_copy(k, plan, src_row_stride=k.param_value("stride", T.u64), **args)
     assert pf.assemble(k.module()).resources("wide").spills == 0
 
+
+
+@pytest.mark.parametrize("tid, copies", [(0, 1), (11, 1), (12, 0), (31, 0)])
+def test_a_thread_index_known_when_the_kernel_is_written_emits_that_threads_copies(tid, copies):
+    # 12 copies for 32 threads: threads 12..31 have none in the only round
+    plan = plan_tile_copy(4, 24, "s8", 32, src_align_bytes=8)
+    assert [len(plan.copies(t)) for t in (0, 11, 12, 31)] == [1, 1, 0, 0]
+    k = pf.KernelBuilder("known", target="sm_90", maxntid=32)
+    emit_tile_copy(k, plan, src=k.param_ptr("src"), src_row_stride=24, row0=0, col0=0, rows_total=None,
+                   cols_total=None, dst=k.shared("tile", 96, 16), tid=tid)
+    assert len([i for i in k.finish().instructions if i.opcode == "cp.async"]) == copies
+
+
+def test_a_known_thread_index_outside_the_plan_is_refused():
+    plan = plan_tile_copy(4, 24, "s8", 32, src_align_bytes=8)
+    k = pf.KernelBuilder("known", target="sm_90", maxntid=64)
+    with pytest.raises(ValidationError, match=r"tid 32.*0\.\.31"):
+        emit_tile_copy(k, plan, src=k.param_ptr("src"), src_row_stride=24, row0=0, col0=0, rows_total=None,
+                       cols_total=None, dst=k.shared("tile", 96, 16), tid=32)

@@ -232,10 +232,14 @@ def _slots(k, plan, layout, *, gbase, gstride, row0, col0_bytes, rows_total, row
                 valid = _and(k, row_inside(row), col_in)
             else:
                 valid = col_in
-            yield _Slot(j, row, cb, gaddr, saddr, guard_for(j), valid, col_n)
+            guard = guard_for(j)
+            if guard is not False:  # False: a thread index known to have no copy j
+                yield _Slot(j, row, cb, gaddr, saddr, guard, valid, col_n)
     else:
         for j in range(plan.copies_per_thread):
-            yield any_slot(j, F.add(k, tid, j * nthreads), guard_for(j))
+            guard = guard_for(j)
+            if guard is not False:
+                yield any_slot(j, F.add(k, tid, j * nthreads), guard)
 
 
 
@@ -273,6 +277,9 @@ def _prepare(k, plan, direction, *, layout, gbase, gstride, row0, col0, rows_tot
     if plan.direction != direction:
         raise ValidationError(f"{fn} needs a {arrow} plan from {planner}")
     gbase = _global_base(gbase, gname)
+    tid = _count(tid, "tid", 0)
+    if isinstance(tid, int) and tid >= plan.threads:
+        raise ValidationError(f"tid {tid} is not one of the plan's threads 0..{plan.threads - 1}")
     row0, col0, gstride = (_count(v, name, least) for v, name, least in
                            ((row0, "row0", 0), (col0, "col0", 0), (gstride, f"{gname}_row_stride", 1)))
     if isinstance(gstride, int) and gstride >= 2**32:

@@ -80,7 +80,8 @@ def make(a) -> TileCopy:
 
 def run_interpreted(tc: TileCopy, src, dst, cap):
     """dst after the copy on the interpreter, and a list of problems (findings, bytes moved not once)."""
-    ctas = tc.grid(sm_count=2)[0] if not cap else min(cap, tc.grid()[0])
+    # no cap: one CTA per tile, as TileCopy.interpret runs it
+    ctas = tc.grid(sm_count=tc.n_tiles)[0] if not cap else min(cap, tc.grid()[0])
     report = interp.run(tc.emit(), tc.kernel_name, grid=ctas, block=tc.threads, args=list(tc.args(src, dst)),
                         shared=tc.shared_bytes, check=False, count_accesses=True)
     problems = [str(f) for f in report.findings]

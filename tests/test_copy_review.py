@@ -320,3 +320,14 @@ def test_a_known_thread_index_outside_the_plan_is_refused():
     with pytest.raises(ValidationError, match=r"tid 32.*0\.\.31"):
         emit_tile_copy(k, plan, src=k.param_ptr("src"), src_row_stride=24, row0=0, col0=0, rows_total=None,
                        cols_total=None, dst=k.shared("tile", 96, 16), tid=32)
+
+
+def test_the_examples_no_cap_runs_one_cta_per_tile_on_the_interpreter(capsys):
+    # `--ctas 0` is documented as "no cap": the grid TileCopy.interpret would use, one CTA per tile
+    from support.examples import load_example
+    example = load_example("tile_copy")
+    argv = ["--interpret", "--ctas", "0", "--rows", "40", "--cols", "300", "--dtype", "s8", "--tile-rows", "8"]
+    assert example.main(argv) == 0
+    n_tiles = example.make(example.parse(argv)).n_tiles
+    assert n_tiles > 8
+    assert f"interpreter: {n_tiles} CTAs" in capsys.readouterr().out

@@ -331,3 +331,13 @@ def test_the_examples_no_cap_runs_one_cta_per_tile_on_the_interpreter(capsys):
     n_tiles = example.make(example.parse(argv)).n_tiles
     assert n_tiles > 8
     assert f"interpreter: {n_tiles} CTAs" in capsys.readouterr().out
+
+
+def test_a_boolean_is_not_an_alignment_or_a_thread_count():
+    from ptxforge.copy import cp_async_elems, mbarrier_arrival_count
+    k = pf.KernelBuilder("flags", target="sm_90", maxntid=32)
+    src, tile = k.param_ptr("src"), k.shared_base(k.shared("tile", 16, 16))
+    with pytest.raises(ValidationError, match="alignment must be a positive number of bytes"):
+        cp_async_elems(k, tile, src, "s8", 16, src_align=True)
+    with pytest.raises(ValidationError, match="arriving thread"):
+        mbarrier_arrival_count(True)

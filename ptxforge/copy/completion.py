@@ -31,7 +31,7 @@ def _check(completion):
 
 def mbarrier_arrival_count(producer_threads: int) -> int:
     """The init count of a stage mbarrier completed by `producer_threads` .noinc arrivals."""
-    if not isinstance(producer_threads, int) or producer_threads < 1:
+    if not isinstance(producer_threads, int) or isinstance(producer_threads, bool) or producer_threads < 1:
         raise ValidationError(f"an mbarrier needs at least one arriving thread, got {producer_threads!r}")
     return producer_threads
 

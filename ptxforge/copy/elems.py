@@ -117,7 +117,7 @@ def emit_elems_to_bytes(k, n, t, *, round_up: bool = False):
 def _check_known_align(align, nbytes, what):
     if align is None:
         return
-    if not isinstance(align, int) or align <= 0:
+    if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
         raise ValidationError(f"{what} alignment must be a positive number of bytes, got {align!r}")
     if align % nbytes:
         raise ValidationError(f"{what} is only known to be {align}-byte aligned, but a {nbytes}-byte cp.async "

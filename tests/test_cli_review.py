@@ -283,3 +283,10 @@ def test_interp_fills_4_bit_and_bf16_arrays_with_values_of_their_type():
 def test_interp_refuses_an_odd_count_of_4_bit_values(capsys):
     status, out, err = cli(capsys, "interp", BASICS, "--kernel", "special_regs", "--arg", "s4:7")
     assert_one_error(status, err, "--arg 's4:7'", "two to a byte", "an even count")
+
+
+@pytest.mark.parametrize("m", ["1024", "16"])
+def test_gemm_int4_auto_with_mma_sync_chooses_mma_sync_tiles(capsys, m):
+    status, out, err = cli(capsys, "gemm-int4", "--mma-sync", "--auto", "--m", m, "--no-run", "--arch", "")
+    assert status == 0, err
+    assert out.startswith("schedule: Int4Gemm ") and "mma.sync" in out.splitlines()[0], out

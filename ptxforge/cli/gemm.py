@@ -49,7 +49,8 @@ def add_parser(sub) -> None:
     p.add_argument("--target", default=None, help="PTX target: sm_90a takes the TMA + wgmma kernel, any other "
                                                   "(sm_90 too) the mma.sync kernel (default: this GPU's, sm_90a "
                                                   "on an H100/H200; without a GPU sm_90a)")
-    p.add_argument("--auto", action="store_true", help="choose the tiles for the shape (Int4Gemm.for_shape)")
+    p.add_argument("--auto", action="store_true", help="choose the mma.sync kernel's tiles for the shape "
+                                                       "(Int4Gemm.for_shape; the TMA + wgmma kernel's always are)")
     p.add_argument("--arch", default="sm_80,sm_90", help="comma-separated archs for the resource report ('' for "
                                                          "none); the TMA + wgmma kernel assembles for sm_90a only "
                                                          "and names each other arch it skips")
@@ -69,8 +70,8 @@ def _schedule(args, target):
         ("warps_n", "warps_n"), ("stages", "stages"), ("smem_layout", "layout"), ("raster_group", "raster_group"),
         ("path", "path")) if getattr(args, attr) is not None}
     given["operand"] = args.operand
-    if args.auto:
-        return Int4Gemm.for_shape(args.m, args.n, args.k, target, **given)
+    if args.auto:  # the tiles of the mma.sync schedule: the TMA + wgmma one is _hopper_schedule's
+        return Int4Gemm.for_shape(args.m, args.n, args.k, target, hopper=False, **given)
     return Int4Gemm(target=target, **given).for_problem(args.k, args.n)
 
 

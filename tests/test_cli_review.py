@@ -290,3 +290,10 @@ def test_gemm_int4_auto_with_mma_sync_chooses_mma_sync_tiles(capsys, m):
     status, out, err = cli(capsys, "gemm-int4", "--mma-sync", "--auto", "--m", m, "--no-run", "--arch", "")
     assert status == 0, err
     assert out.startswith("schedule: Int4Gemm ") and "mma.sync" in out.splitlines()[0], out
+
+
+def test_gemm_int4_listing_prints_the_tma_wgmma_kernel_too(capsys):
+    status, out, err = cli(capsys, "gemm-int4", "--listing", "--no-run", "--arch", "")
+    assert status == 0, err
+    assert out.startswith("schedule: HopperGemm")
+    assert "wgmma.mma_async" in out and len(out.splitlines()) > 500

@@ -336,6 +336,8 @@ def _run_hopper(g, args, archs, on_gpu: bool) -> int:
     print(f"path:     {g.path_name} -- {g.path_reason}")
     print(f"emitted:  {len(text.splitlines())} PTX lines in {emit_ms:.1f} ms (first call in the process: "
           f"{first_ms:.1f} ms)")
+    if args.listing:
+        print(g.listing())
     if not _report_hopper(g, archs):
         print(f"ptxforge: error: could not assemble for {HOPPER_TARGET}", file=sys.stderr)
         return 1

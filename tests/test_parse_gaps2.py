@@ -330,3 +330,14 @@ def test_ptxas_passes_a_vector_reg_parameter_only_in_a_vector_register():
     # a { } list of scalar registers is no argument for it, nor is a scalar register
     assert not ptxas_takes(text.replace("call (%vr), f, (%va);", "call ({%r1, %r2}), f, ({%f1, %f2, %f3, %f4});"))
     assert not ptxas_takes(text.replace("call (%vr), f, (%va);", "call (%r1), f, (%f1);"))
+
+
+def test_a_register_range_too_large_to_make_is_an_error_at_its_line_not_a_hang():
+    """`.reg .b32 %r<999999999>;` (ptxas takes it: it makes only the registers used) made a billion registers as the
+    line was read, minutes and gigabytes; a range beyond the reader's limit is refused at its line, naming the
+    limit, and one at the limit reads."""
+    from ptxforge.parse.reader import MAX_RANGE
+    body = "{{\n    .reg .b32 %r<{}>;\n    mov.u32 %r5, 1;\n    ret;\n}}\n"
+    with pytest.raises(ParseError, match=rf"^<ptx>:6: %r<999999999>: .* up to {MAX_RANGE} registers"):
+        parse(HEAD + ".visible .entry k()\n" + body.format(999999999))
+    assert "mov.u32" in parse(HEAD + ".visible .entry k()\n" + body.format(MAX_RANGE)).ptx

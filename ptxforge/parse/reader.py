@@ -43,6 +43,9 @@ _REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
 _MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
 _RANGE = re.compile(r"(%?)([A-Za-z_$][\w$]*)<(\d+)>\Z")
+#: the most registers one `.reg` range may declare (each is made as the line is read: a range of a billion
+#: would take minutes and gigabytes, where ptxas makes only the registers used)
+MAX_RANGE = 1 << 18
 _GUARD = re.compile(r"@\s*(!?)\s*(\S*)\s*(.*)\Z", re.S)
 _NOTE = re.compile(r"(\S+): (.+?) = (.*)\Z")
 _LINKAGE = (".visible", ".extern", ".weak", ".common")
@@ -958,6 +961,10 @@ class BodyReader:
             m = _RANGE.match(item)
             names = [item]
             if m is not None:
+                if int(m.group(3)) > MAX_RANGE:
+                    raise self.r.error(line, f"{item}: the reader declares a range's registers as it reads it and "
+                                             f"takes ranges of up to {MAX_RANGE} registers (ptxas makes only those "
+                                             "used); declare as many as the function uses")
                 try:
                     nameable = self.scope.declare_range(m.group(1) + m.group(2), int(m.group(3)), line)
                 except ValidationError as e:

@@ -312,9 +312,11 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
         ptx = str(source)
         ptx_version, named = ptx_header(ptx)
         ptx_version = ptx_version or PtxVersion(0, 0)
+        if named is None:  # (ptxas and nvJitLink refuse such text whatever arch= says)
+            raise AssemblyError("PTX text has no .target line: PTX needs one after .version (e.g. '.target sm_90')"
+                                + ("" if arch is None else f"; arch={arch!r} names the machine code, not the PTX's "
+                                   "target"))
         if arch is None:
-            if named is None:
-                raise AssemblyError("PTX text has no .target line; pass arch=")
             arch = named
         try:
             target = Target.parse(arch)

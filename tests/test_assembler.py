@@ -101,8 +101,10 @@ def test_ptx_text_errors_quote_the_line():
         pf.assemble(ptx)
     assert f"PTX line {line}: fma.f32" in str(info.value)
     assert "Rounding modifier required" in str(info.value)
-    with pytest.raises(pf.AssemblyError, match="no .target line"):
+    with pytest.raises(pf.AssemblyError, match="no .target line: PTX needs one after .version"):
         pf.assemble(ptx.replace(".target sm_80\n", ""))
+    with pytest.raises(pf.AssemblyError, match="no .target line: .*arch='sm_90' names the machine code"):
+        pf.assemble(ptx.replace(".target sm_80\n", ""), "sm_90")  # (ptxas: "Missing .target directive")
 
 
 @pytest.mark.parametrize("make,got", [

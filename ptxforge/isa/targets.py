@@ -239,14 +239,15 @@ class Requirement:
         """Raise a TargetError unless `target` meets this requirement's sm (and, for arch-specific features, is
         exactly ``sm_XXa``); `what` names the instruction in the message.
         """
-        if target.sm < self.min_sm:
-            raise TargetError(
-                f"{what} needs sm_{self.min_sm} or newer; the kernel targets {target.name}")
+        # (an arch-specific feature says so on an older target too: "sm_90 or newer" would send a user to sm_100)
         if self.arch_specific and not (target.arch_specific and target.sm in (self.min_sm, *self.also_arch)):
             archs = " or ".join(f"sm_{sm}a" for sm in (self.min_sm, *self.also_arch))
             raise TargetError(
                 f"{what} is an arch-specific feature: it needs .target {archs}; "
                 f"the kernel targets {target.name}")
+        if target.sm < self.min_sm:
+            raise TargetError(
+                f"{what} needs sm_{self.min_sm} or newer; the kernel targets {target.name}")
 
     def merge(self, other: "Requirement") -> "Requirement":
         """The requirement of needing both: the larger sm and PTX ISA, arch-specific if either is."""

@@ -341,3 +341,17 @@ def test_a_register_range_too_large_to_make_is_an_error_at_its_line_not_a_hang()
     with pytest.raises(ParseError, match=rf"^<ptx>:6: %r<999999999>: .* up to {MAX_RANGE} registers"):
         parse(HEAD + ".visible .entry k()\n" + body.format(999999999))
     assert "mov.u32" in parse(HEAD + ".visible .entry k()\n" + body.format(MAX_RANGE)).ptx
+
+
+def test_lint_counts_an_instruction_too_new_for_the_files_target_in_the_least_target():
+    """A wgmma line in an sm_80 file is an error and kept opaque; the note of the least target the module needs
+    named sm_80 (the opaque line's requirement was not counted): it names sm_90a and the line that needs it."""
+    from ptxforge.parse.lint import lint
+    text = HEAD.replace("sm_90", "sm_80") + ".visible .entry k()\n{\n    wgmma.fence.sync.aligned;\n    ret;\n}\n"
+    found = lint(text)
+    errors = [f for f in found if f.severity == "error"]
+    assert [f.line for f in errors] == [6] and "needs .target sm_90a" in errors[0].message
+    least = [f for f in found if "least target" in f.message]
+    assert len(least) == 1 and least[0].line == 6, least
+    assert "the least target the module needs is sm_90a (for 'wgmma.fence.sync.aligned'); the file targets sm_80" \
+        in least[0].message

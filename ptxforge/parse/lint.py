@@ -54,6 +54,8 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
                     findings.append(Finding(name, line, "warning", f"'{ins.mnemonic}' has no 4-bit tensor path "
                                                                    f"on {other.name}: ptxas emulates it "
                                                                    f"({S4_EMULATION_COST})"))
+    # instructions kept opaque as too new for the file's target or .version: what the module would need
+    need += [(req, where) for req, where in reading.too_new]
     if need:
         target = other or file_target
         arch = max(need, key=lambda x: (x[0].min_sm, x[0].arch_specific))  # wgmma, setmaxnreg: the 'a' target

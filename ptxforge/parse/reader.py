@@ -109,6 +109,9 @@ class Reading:
     target: Target | None = None
     target_line: int = 0
     version_line: int = 0  # the line of the .version directive (0: none)
+    #: (Requirement, (line, mnemonic)) of the instructions kept opaque because the file's target or .version is
+    #: too old for them (strict=False): what the module would need, which `lint` counts in its least target
+    too_new: list = field(default_factory=list)
 
 
 class Reader:
@@ -136,6 +139,7 @@ class Reader:
         self.pending_comments: list = []
         self.findings: list = []
         self.opaque: list = []
+        self.too_new: list = []  # (Requirement, (line, mnemonic)): see Reading.too_new
 
     # ------------------------------------------------------------ reporting
     def loc(self, line: int, function: str = "") -> SourceLoc:
@@ -194,14 +198,14 @@ class Reader:
         self.check_alias_targets()
         if not self.kernels:
             return Reading(None, self.findings, self.opaque, self.version, self.target, self.target_line,
-                           self.version_line)
+                           self.version_line, self.too_new)
         try:
             module = Module(self.kernels, version=self.version, declarations=self.declarations,
                             target_options=self.target_options)
         except PtxforgeError as e:
             raise self.error(self.version_line or 1, e.message) from None
         return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line,
-                           self.version_line)
+                           self.version_line, self.too_new)
 
     def non_ascii(self):
         """Raise the ParseError for the first non-ASCII character of the text (ptxas refuses any, even in a
@@ -1206,6 +1210,7 @@ class BodyReader:
                 raise r.error(*self.where(statement, rest, line, e.message)) from None
             bad = e.message
             ops = [_raw_or(scope, o, line) for o in split_top(rest)] if rest else []
+        newer = None
         try:
             if bad is not None:
                 raise ValidationError(bad)
@@ -1223,6 +1228,7 @@ class BodyReader:
                 if callee is not None:
                     ins = _register_arguments(ins, callee, narrowed)
             req = ins.req
+            newer = (req, (line, mnemonic))  # (what a target or .version refusal below is about)
             if req.min_sm > self.target.sm or req.arch_specific:
                 req.check(self.target, f"'{ins.mnemonic}'")
             if self.version is not None and req.ptx_on(self.target) > self.version:
@@ -1246,6 +1252,8 @@ class BodyReader:
                 raise r.error(at, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
             r.note(at, "error", reason)
             r.opaque.append((line, text, reason))
+            if isinstance(e, TargetError) and newer is not None:
+                r.too_new.append(newer)
             n_dst = 1 if ops and isinstance(ops[0], (Reg, Vec, PairDst)) else 0
             ins = opaque(mnemonic, tuple(ops), reason, n_dst=n_dst, guard=guard, loc=loc)
         self.used.update(r.name for r in ins.registers())

@@ -147,6 +147,12 @@ _NUMPY = {
 }
 
 
+def is_integer(v) -> bool:
+    """Whether `v` is a Python or numpy integer (a bool, Python's or numpy's, is none): what a size, count or
+    alignment argument must be."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+
 def int_range(t: ScalarType) -> tuple:
     """(least, greatest) value of integer type `t`: signed for .s, unsigned otherwise (.u, .b)."""
     if t.kind == "s":

@@ -21,7 +21,6 @@ through (pass the integer address to take that responsibility).
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -215,10 +214,6 @@ def check_byte_order(dtype, what: str) -> None:
                           f"convert it first (e.g. a.astype('{dt.newbyteorder('<').str}'))")
 
 
-def _is_int(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-
-
 #: Addresses are below this: device pointers are 64-bit.
 ADDRESS_LIMIT = 1 << 64
 
@@ -244,9 +239,9 @@ def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> Device
     ptr, readonly = data
     if ptr is None:
         ptr = 0
-    if not _is_int(ptr) or not 0 <= int(ptr) < ADDRESS_LIMIT:
+    if not T.is_integer(ptr) or not 0 <= int(ptr) < ADDRESS_LIMIT:
         raise bad("data address", ptr, "it must be an int in [0, 2**64)")
-    if not isinstance(shape, (tuple, list)) or not all(_is_int(n) and n >= 0 for n in shape):
+    if not isinstance(shape, (tuple, list)) or not all(T.is_integer(n) and n >= 0 for n in shape):
         raise bad("shape", shape, "it must be a tuple of ints >= 0")
     shape = tuple(int(n) for n in shape)
     try:
@@ -257,12 +252,12 @@ def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> Device
     strides = cai.get("strides")
     if strides is not None:
         if (not isinstance(strides, (tuple, list)) or len(strides) != len(shape)
-                or not all(_is_int(x) for x in strides)):
+                or not all(T.is_integer(x) for x in strides)):
             raise bad("strides", strides, f"they must be None or {len(shape)} ints (bytes), one per dimension of "
                                           f"shape {shape}")
         strides = tuple(int(x) for x in strides)
     stream = cai.get("stream")
-    if stream is not None and (not _is_int(stream) or stream < 0):
+    if stream is not None and (not T.is_integer(stream) or stream < 0):
         raise bad("stream", stream, "it must be None or a stream handle (an int >= 0)")
     if cai.get("mask") is not None:
         raise LaunchError(f"{where}{type(obj).__name__} has a masked __cuda_array_interface__; masks are not "

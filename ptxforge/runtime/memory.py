@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-import numbers
 import weakref
 
 import numpy as np
 
 from ..errors import LaunchError
+from ..isa.types import is_integer
 from .arrays import Elem, big_endian
 from . import driver as _drv
 from . import faults
@@ -27,13 +27,9 @@ def _host_ptr(array: np.ndarray) -> int:
     return array.ctypes.data
 
 
-def _is_integer(v) -> bool:
-    return isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))
-
-
 def _size_arg(nbytes):
     """`nbytes` as an int (None stays None); data or a non-integer is a LaunchError saying what to call."""
-    if nbytes is None or _is_integer(nbytes):
+    if nbytes is None or is_integer(nbytes):
         return None if nbytes is None else int(nbytes)
     if hasattr(nbytes, "__cuda_array_interface__"):
         raise LaunchError(f"DeviceBuffer(nbytes) takes a size; {type(nbytes).__name__} is already device memory: pass "
@@ -54,12 +50,12 @@ def _size_arg(nbytes):
 
 def _shape_arg(shape) -> tuple:
     """`shape` (an int or a sequence of ints) as a tuple of ints; anything else is a LaunchError."""
-    dims = (shape,) if _is_integer(shape) else shape
+    dims = (shape,) if is_integer(shape) else shape
     if isinstance(dims, (str, bytes)) or not hasattr(dims, "__iter__") or (
             isinstance(dims, np.ndarray) and dims.dtype.kind not in "iu"):
         raise LaunchError(f"DeviceBuffer: shape is an int or a sequence of ints, got {shape!r}")
     dims = tuple(dims)
-    if not all(_is_integer(n) and n >= 0 for n in dims):
+    if not all(is_integer(n) and n >= 0 for n in dims):
         raise LaunchError(f"DeviceBuffer: shape is an int or a sequence of ints of at least 0, got {shape!r}")
     return tuple(int(n) for n in dims)
 
@@ -249,7 +245,7 @@ class DeviceBuffer:
         """Set every byte to `value`, an int in 0..255 (cuMemsetD8); 0xFF makes float NaNs, good for poisoning
         outputs.  Anything else is a LaunchError: a wider pattern (1.0f is 0x3F800000) would not repeat per
         byte, so fill those through a kernel or `copy_from_host`."""
-        if not _is_integer(value) or not 0 <= int(value) <= 0xFF:
+        if not is_integer(value) or not 0 <= int(value) <= 0xFF:
             raise LaunchError(f"fill_bytes(value) sets each byte, so value is an int in 0..255, got {value!r}")
         value = int(value)
         if self.nbytes:

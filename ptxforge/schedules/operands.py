@@ -20,6 +20,7 @@ import contextlib
 import numpy as np
 
 from ..errors import ToolchainMissing, ValidationError
+from ..isa.types import is_integer
 
 _PTXFORGE_INTERNAL = True
 
@@ -30,7 +31,7 @@ _ALIGN_CAP = 256
 def check_size(name: str, v, least: int = 1, who: str = "") -> None:
     """Raise a ValidationError unless size `name` is an int (a numpy integer too, a bool not) of at least `least`;
     `who` prefixes the message (the call that was given it)."""
-    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < least:
+    if not is_integer(v) or v < least:
         raise ValidationError(f"{who}{name} must be an int >= {least}, got {v!r}")
 
 

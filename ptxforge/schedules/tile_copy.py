@@ -19,7 +19,6 @@ arrive on "empty"); no CTA-wide barrier in the loop.
 
 from __future__ import annotations
 
-import numbers
 import re
 from dataclasses import dataclass, field
 
@@ -385,14 +384,14 @@ class TileCopy:
         """`grid` with at most `ctas` CTAs (None: as it is)."""
         if ctas is None:
             return grid
-        if isinstance(ctas, bool) or not isinstance(ctas, (int, np.integer)) or ctas < 1:
+        if not T.is_integer(ctas) or ctas < 1:
             raise ValidationError(f"ctas must be a positive int, got {ctas!r}")
         return (min(grid[0], int(ctas)), 1, 1)
 
 
 def _integer(v, name, what) -> int:
     """`v` as an int when it is a Python or numpy integer; bools, floats and anything else are refused."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+    if not T.is_integer(v):
         raise ValidationError(f"{name} must be {what} (a Python or numpy integer), got {v!r} ({type(v).__name__})")
     return int(v)
 

@@ -29,6 +29,7 @@ import numpy as np
 from ...copy.layout import SmemLayout
 from ...errors import ValidationError
 from ...isa.targets import Target
+from ...isa.types import is_integer
 from ...isa.tensor import S4_EMULATION_COST, EmulatedInstructionWarning
 from ..operands import check_parameters, check_sizes
 from . import run as _run
@@ -326,7 +327,7 @@ class GemmSchedule:
         """
         self._check_sizes(1, 1 if n is None else n, k)
         for name, v in (("align", align), ("c_align", c_align)):
-            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1 or v & (v - 1):
+            if not is_integer(v) or v < 1 or v & (v - 1):
                 raise ValidationError(f"{name} is the alignment in bytes the addresses will have, a power of two "
                                       f"(1, 2, 4, 8, 16, ...), got {v!r}")
         row_bytes = k * self.bits // 8

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 from ...errors import ValidationError
 from ...isa import types as T
 from ...isa.operands import Addr
@@ -34,7 +32,7 @@ def check_splits(splits, *, auto: bool = True):
     launch chooses); anything else (0, a bool, a float, a string) is a ValidationError."""
     if splits is None and auto:
         return None
-    if not isinstance(splits, (int, np.integer)) or isinstance(splits, bool) or splits < 1:
+    if not T.is_integer(splits) or splits < 1:
         raise ValidationError("splits must be an int >= 1 (K split that many ways)"
                               + (", or None to let the launch choose" if auto else "") + f", got {splits!r}")
     return int(splits)

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..kernel import Kernel
 from ..errors import LaunchError, caller_loc
+from ..isa.types import is_integer
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
 from .exec_call import function_address, local_variables
@@ -131,11 +132,9 @@ MAX_BLOCK = (1024, 1024, 64)
 
 def _dims(v, what):
     """1 to 3 positive ints (no floats, no bools) within the GPU's per-axis limits, as (x, y, z)."""
-    def whole(x):
-        return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-    if whole(v):
+    if is_integer(v):
         v = (int(v),)
-    elif not isinstance(v, (tuple, list)) or not all(whole(x) for x in v):
+    elif not isinstance(v, (tuple, list)) or not all(is_integer(x) for x in v):
         raise LaunchError(f"{what} takes an int or 1 to 3 ints, got {v!r}")
     v = tuple(int(x) for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
@@ -238,16 +237,16 @@ class Launch:
         self.track_shared = races and bool(self.checks & {"race", "async", "uninit"})
         self.findings: list = []
         self._seen: dict = {}
-        if isinstance(dynamic_shared, (bool, np.bool_)) or not isinstance(dynamic_shared, (int, np.integer)) \
-                or dynamic_shared < 0:
+        if not is_integer(dynamic_shared) or dynamic_shared < 0:
             raise LaunchError(f"shared= takes a non-negative int of bytes, got {dynamic_shared!r}")
         self.dynamic_shared = int(dynamic_shared)
-        self.smem = SharedLayout(kernel, self.dynamic_shared)
-        self.total_shared = self.smem.static_bytes + self.dynamic_shared
+        self.total_shared = kernel.static_shared_bytes + self.dynamic_shared
         limit = kernel.target.limits.shared_per_cta
-        if self.total_shared > limit:
-            raise LaunchError(f"kernel {kernel.name} needs {self.total_shared} bytes of shared memory per CTA; "
+        if self.total_shared > limit:  # before SharedLayout allocates it (and its owner map, 4 bytes per byte)
+            raise LaunchError(f"kernel {kernel.name} needs {self.total_shared} bytes of shared memory per CTA "
+                              f"({kernel.static_shared_bytes} static + {self.dynamic_shared} dynamic, shared=); "
                               f"{kernel.target.name} allows {limit}")
+        self.smem = SharedLayout(kernel, self.dynamic_shared)
         self._bind(args)
 
     # ------------------------------------------------------------ arguments

@@ -4,8 +4,8 @@ bare launch (`launch_pointers`), for the int4 GEMM at M = 32, N = K = 8192.
 
     python bench/run_host_breakdown.py
 
-The driver's launch is most of `launch_pointers`; `run()` adds the three operand reads and one dictionary
-lookup (see ptxforge/schedules/operands.py and schedules/hopper/run.py `launch_kept`).  The last rows are
+The driver's launch is most of `launch_pointers`; `run()` adds the three operand reads, the query of torch's
+current stream (given no `stream=`) and one dictionary lookup (see ptxforge/schedules/operands.py and schedules/hopper/run.py `launch_kept`).  The last rows are
 the floor: the driver call alone (and, beside it, the same kernel launched without the programmatic
 dependent-launch attribute, by cuLaunchKernelEx and by cuLaunchKernel: what the attribute costs the host),
 and run()'s reads, lookups and driver call written inline without checks.
@@ -13,6 +13,7 @@ and run()'s reads, lookups and driver call written inline without checks.
 
 import time
 
+from ptxforge.runtime.streams import current_stream_of
 from ptxforge.schedules.gemm import Int4Gemm
 from ptxforge.schedules.operands import _reader
 
@@ -54,6 +55,7 @@ def main():
             ("a.shape", lambda: a.shape, False), ("a.data_ptr()", lambda: a.data_ptr(), False),
             ("one operand read", lambda: _reader.read(a), False),
             ("three operand reads", lambda: (_reader.read(a), _reader.read(b), _reader.read(c)), False),
+            ("torch's current stream (current_stream_of)", lambda: current_stream_of((a, b, c)), False),
             ("g.run(a, b, c)", lambda: g.run(a, b, c), True)]
     plan = g.plan(m, n, k)
     plan(a, b, c)

@@ -134,8 +134,11 @@ def launch_cluster(fn, grid, block, cluster, *args, shared: int = 0, stream=None
     """Launch KernelFunction `fn` on `grid` x `block` in clusters of `cluster` CTAs (cuLaunchKernelEx).
 
     Arguments are those of a plain launch (GPU memory, scalars, TensorMaps; host arrays are not
-    staged here: pass DeviceBuffers).  Synchronous only in the sense of a CUDA launch.
+    staged here: pass DeviceBuffers), and so is the stream (None: torch's current stream for torch tensors).  Synchronous only in the sense of a CUDA launch.
     """
     from .kernel import launch_gpu_args
+    from .streams import current_stream_of
+    if stream is None:  # torch operands: torch's current stream, as for a plain launch
+        stream = current_stream_of(args)
     launch_gpu_args(fn, lambda: cluster_launch_config(fn, grid, block, cluster, shared=shared, stream=stream,
                                                       allow_non_portable=allow_non_portable), args, "launch_cluster")

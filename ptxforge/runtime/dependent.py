@@ -63,7 +63,11 @@ def dependent_launch_config(fn, grid, block, *, shared: int = 0, stream=None) ->
 
 def launch_dependent(fn, grid, block, *args, shared: int = 0, stream=None) -> None:
     """Launch `fn` as a programmatic dependent launch (see the module docstring): GPU memory and scalars
-    only (host arrays are not staged here: pass DeviceBuffers)."""
+    only (host arrays are not staged here: pass DeviceBuffers); the stream as a plain launch's (None: torch's
+    current stream for torch tensors)."""
     from .kernel import launch_gpu_args
+    from .streams import current_stream_of
+    if stream is None:  # torch operands: torch's current stream, as for a plain launch
+        stream = current_stream_of(args)
     launch_gpu_args(fn, lambda: dependent_launch_config(fn, grid, block, shared=shared, stream=stream), args,
                     "launch_dependent")

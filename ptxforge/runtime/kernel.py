@@ -27,7 +27,7 @@ from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, 
                      fast_values, layout, resolve)
 from .arrays import In, InOut, Out
 from .memory import DeviceBuffer
-from .streams import Stream, stream_handle
+from .streams import Stream, current_stream_of, stream_handle
 
 _PTXFORGE_INTERNAL = True
 
@@ -220,11 +220,12 @@ class KernelFunction:
         return r
 
     def __call__(self, grid, block, *args, shared: int = 0, stream=None) -> None:
-        """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream`."""
+        """Launch on `grid` x `block` with `shared` bytes of dynamic shared memory on `stream` (None: torch's
+        current stream when an argument is a torch CUDA tensor, else the legacy default stream)."""
         prev = _drv.enter()
         try:
             cfg = self._config(grid, block, shared)
-            s = stream_handle(stream) if stream is not None else 0
+            s = stream_handle(stream) if stream is not None else (current_stream_of(args) or 0)
             values = fast_values(self.layout, args)
             if values is not None:
                 self._launch(cfg, s, self._blob, values)
@@ -250,13 +251,14 @@ class KernelFunction:
     def bind(self, grid, block, *args, shared: int = 0, stream=None) -> "BoundLaunch":
         """Check and pack everything once; the returned BoundLaunch re-launches with one driver call.
 
-        Host arrays are copied to the device now (In/InOut); ``copy_back()`` fetches Out/InOut results.
+        Host arrays are copied to the device now (In/InOut); ``copy_back()`` fetches Out/InOut results.  The
+        stream is resolved now too (None: torch's current stream when an argument is a torch CUDA tensor).
         """
         self._check_loaded()
         prev = _drv.enter()
         try:
             cfg = self._config(grid, block, shared)
-            s = stream_handle(stream) if stream is not None else 0
+            s = stream_handle(stream) if stream is not None else (current_stream_of(args) or 0)
             r = self._resolve(args, s)
             staged = _stage_in(r, s) if r.transfers else []
         finally:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 import weakref
 
@@ -113,6 +114,48 @@ def stream_handle(stream) -> int:
         return int(stream)
     raise LaunchError(f"cannot use {type(stream).__name__} as a stream: pass a ptxforge Stream, a raw handle, "
                       "a torch/CuPy stream or an object with __cuda_stream__")
+
+
+_UNSEEN = object()
+_CURRENT_QUERY: dict = {}  # array type -> its library's current-stream query (device index -> handle), or None
+
+
+def _current_query(t: type):
+    """The current-stream query of array type `t`'s library, or None: torch tensors (torch's current stream on a
+    device, what its own operations on the tensor use).  Made once per type: a type defined before torch was
+    imported is none of torch's, so None stays true for it."""
+    torch = sys.modules.get("torch")
+    q = None
+    if torch is not None and isinstance(t, type) and issubclass(t, torch.Tensor):
+        q = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
+        if q is None:  # (the public spelling: one Stream object per call)
+            def q(device: int, _cuda=torch.cuda) -> int:
+                return _cuda.current_stream(device).cuda_stream
+    _CURRENT_QUERY[t] = q
+    return q
+
+
+def current_stream_of(arrays) -> int | None:
+    """The stream a launch given no ``stream=`` goes to when its operands belong to a library with a current
+    stream: torch's current stream on the device of the first CUDA tensor among `arrays` (the stream torch's
+    own operations on it use, so a launch inside ``with torch.cuda.stream(s):`` is ordered on `s` as torch's
+    would be); None when no array is one (the launch goes to the legacy default stream).
+
+    torch's ``__cuda_array_interface__`` names no stream, so this is how a launch learns which stream made
+    its operands.  Per call: one dictionary look-up per array, and for a CUDA tensor its device and one query.
+    """
+    for x in arrays:
+        q = _CURRENT_QUERY.get(type(x), _UNSEEN)
+        if q is None:
+            continue
+        if q is _UNSEEN:
+            q = _current_query(type(x))
+            if q is None:
+                continue
+        dev = x.get_device()
+        if dev >= 0:
+            return int(q(dev))
+    return None
 
 
 def query(stream=None) -> bool:

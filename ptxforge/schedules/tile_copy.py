@@ -335,9 +335,12 @@ class TileCopy:
         src/dst: host numpy arrays (copied in and out) or device arrays (DeviceBuffer, torch,
         CuPy: no copies), shaped as src_shape/dst_shape.  Without dst, a poisoned one is made
         (host for a host src, a DeviceBuffer otherwise).  Device bases must be 16-byte aligned,
-        as the plans assume.  `ctas` caps the grid (fewer CTAs walk more tiles each).
+        as the plans assume.  `ctas` caps the grid (fewer CTAs walk more tiles each).  stream: None is torch's
+        current stream for torch tensors, else the legacy default stream.
         """
         from .. import runtime as rt
+        if stream is None:  # torch arrays: torch's current stream (runtime.streams.current_stream_of)
+            stream = rt.streams.current_stream_of((src, dst))
         host = isinstance(src, np.ndarray)
         for a, shape, what in ((src, self.src_shape, "src"), (dst, self.dst_shape, "dst")):
             if isinstance(a, np.ndarray):  # host arrays are checked before anything needs a GPU

@@ -13,7 +13,8 @@ for one launch stream; the fast path is only taken when, on the call that made t
 operand's producer stream was that launch stream (or both were the legacy default stream), so no
 cross-stream wait was needed.  Otherwise every call takes the careful path, which orders the launch
 after the producers' streams with events.  If you switch the stream that produces the operands
-between calls, pass that stream as ``stream=``.
+between calls, pass that stream as ``stream=``.  A call given no stream whose operands are torch tensors
+launches on torch's current stream (`runtime.streams.current_stream_of`), and its plan is kept for that stream.
 """
 
 from __future__ import annotations

@@ -75,6 +75,9 @@ def host_problem(s, a, b, k, why: str) -> tuple:
 
 def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     """See GemmSchedule.run."""
+    if stream is None:  # torch operands: torch's current stream (runtime.streams.current_stream_of)
+        from ...runtime.streams import current_stream_of
+        stream = current_stream_of((a, b, c))
     done = fast_run(s, a, b, c, k, stream)
     if done is not None:
         return done
@@ -142,7 +145,9 @@ def interpret_gemm(s, a, b, c=None, *, k=None, order: str = "lowest-pc", check: 
 
 def bind_gemm(s, a, b, c, *, k=None, stream=None):
     """A BoundLaunch of the variant of `s` for GPU operands (for timing loops: one driver call per launch)."""
-    from ...runtime.streams import stream_handle
+    from ...runtime.streams import current_stream_of, stream_handle
+    if stream is None:
+        stream = current_stream_of((a, b, c))
     sh = stream_handle(stream) if stream is not None else 0
     (m, row_bytes), a_ptr, _ = _describe(a, "A", sh)
     (n, _), b_ptr, _ = _describe(b, "B", sh)

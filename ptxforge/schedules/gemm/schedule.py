@@ -418,7 +418,8 @@ class GemmSchedule:
         Numpy inputs are copied to the device and the result comes back as a numpy int32 array
         (into `c` when given).  GPU arrays (DeviceBuffer, __cuda_array_interface__, DLPack) are
         used in place; `c` is then a GPU int32 [M, N] array (allocated when None) and the launch is
-        asynchronous on `stream`.  `k` is the logical K (default: from the row length).
+        asynchronous on `stream` (None: torch's current stream for torch tensors, else the legacy default
+        stream).  `k` is the logical K (default: from the row length).
 
         With GPU operands and `c` given, the first call of a problem kind (shapes, dtypes,
         alignment class, device, stream) resolves a `GemmPlan` and keeps it; later calls of that

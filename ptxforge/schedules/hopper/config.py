@@ -716,9 +716,13 @@ class HopperGemm:
         plan and keeps it when no operand's array interface named a producer stream other than the
         launch stream; later calls of that kind read three addresses and launch, without asking the
         interfaces again.  A call whose operands' interfaces name another stream waits for it and
-        keeps no plan.  torch's interface (version 2) names no stream: operands made on a torch side
-        stream need that stream passed as `stream` (``stream=torch.cuda.current_stream()``).
+        keeps no plan.  Given no `stream`, torch tensors launch on torch's current stream on their device
+        (inside ``with torch.cuda.stream(s):`` on `s`: `runtime.streams.current_stream_of`), other arrays on
+        the legacy default stream.
         """
+        if stream is None:  # torch operands: torch's current stream (runtime.streams.current_stream_of)
+            from ...runtime.streams import current_stream_of
+            stream = current_stream_of((a, b, c))
         if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
             return c
         from ..operands import host_array, interpreter_hint

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..kernel import Kernel
-from ..errors import LaunchError, caller_loc
+from ..errors import LaunchError, PtxforgeError, caller_loc
 from ..isa.types import is_integer
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
@@ -177,15 +177,28 @@ def resolve_kernel(module, kernel=None) -> Kernel:
         if kernel is not None and kernel != module.name:
             raise LaunchError(f"kernel {kernel!r} asked for, but {module.name!r} was given")
         return module
-    if isinstance(kernel, Kernel):
-        return kernel
     if not callable(getattr(module, "kernel", None)):
         hint = ": read PTX text with ptxforge.parse first" if isinstance(module, (str, bytes)) else ""
         raise LaunchError(f"interp.run takes a Module, Kernel or KernelBuilder, got {type(module).__name__}{hint}")
+    kernels = tuple(getattr(module, "kernels", ()))
+    entries = [k for k in kernels if getattr(k, "kind", "entry") == "entry"]
+    names = ", ".join(k.name for k in entries) or "none"
+    if isinstance(kernel, Kernel):
+        if kernels and not any(k is kernel for k in kernels):  # its device functions and variables are elsewhere
+            raise LaunchError(f"kernel {kernel.name!r} is not a kernel of the module given (its kernels: {names}); "
+                              "pass its own module, or the kernel alone")
+        return kernel
+    if kernel is not None and any(k.name == kernel and getattr(k, "kind", "entry") == "func" for k in kernels):
+        raise LaunchError(f"{kernel} is a device function (.func), no kernel (.entry) to launch; the module's "
+                          f"kernels: {names}")
+    if not entries:
+        functions = ", ".join(k.name for k in kernels)
+        raise LaunchError("the module has no kernel (.entry) to launch"
+                          + (f", only device functions (.func): {functions}" if functions else ""))
     try:
         return module.kernel(kernel)
-    except Exception as e:  # ValidationError from Module.kernel names what exists
-        raise LaunchError(str(e)) from None
+    except PtxforgeError as e:  # a ValidationError from Module.kernel names what exists
+        raise LaunchError(e.message, e.loc) from None  # the message alone: its location, once, is the caller's
 
 
 class Launch:

@@ -110,7 +110,8 @@ def build_op(P, pc, ins) -> Op:
     if factory is None and ins.opcode == OPAQUE:
         op.fn = _refusal(InterpUnsupported(
             f"'{ins.render()}' is {ins.info.reason}: no table vouches for it, so the interpreter has no "
-            "semantics for it (the kernel still assembles)", ins))
+            "semantics for it (whether ptxas accepts it is not known here; the interpreter runs the instruction "
+            "forms the ISA tables hold)", ins))
         return op
     if factory is None:
         op.fn = _refusal(InterpUnsupported(f"the interpreter does not model '{ins.opcode}'", ins))

@@ -196,6 +196,12 @@ def _arg(spec: str):
 #: The largest array one `--arg` makes: the interpreter is for quick checks, and it copies every array it is given.
 MAX_ARRAY_BYTES = 1 << 30
 
+#: About the most threads of a kernel the interpreter runs in a second (a short kernel; longer ones run fewer).
+THREADS_PER_SECOND = 10 ** 6
+
+#: The most threads `interp` runs without --max-threads: some seconds for a short kernel, minutes for a long one.
+DEFAULT_MAX_THREADS = 1 << 24
+
 #: The sizes a launch may have: (largest x, largest y and z) of --grid and --block, and the threads of one CTA.
 GRID_LIMITS = (2 ** 31 - 1, 65535)
 BLOCK_LIMITS = (1024, 64)
@@ -219,6 +225,22 @@ def _launch_shape(option: str, sizes: list) -> tuple:
         if threads > CTA_THREADS:
             raise CliError(f"--block {shown}: {threads} threads; a CTA has at most {CTA_THREADS}")
     return tuple(sizes)
+
+
+def _check_thread_count(grid: tuple, block: tuple, most: int) -> None:
+    """Refuse (CliError) a launch of more than `most` threads: the CPU interpreter would take hours over it."""
+    from ..errors import CliError
+    threads = 1
+    for v in grid + block:
+        threads *= v
+    if threads > most:
+        seconds = threads // THREADS_PER_SECOND
+        took = (f"{seconds} seconds" if seconds < 120 else f"{seconds // 60} minutes" if seconds < 7200
+                else f"{seconds // 3600} hours")
+        raise CliError(f"--grid {' '.join(map(str, grid))} --block {' '.join(map(str, block))}: {threads} threads, "
+                       f"more than the {most} the interpreter runs without --max-threads (at about "
+                       f"{THREADS_PER_SECOND} threads a second at best, {took} or more); shrink --grid to the CTAs "
+                       "a check needs (or --block), or raise --max-threads to run it all the same")
 
 
 def _kernel(module, name: str, asked):
@@ -249,6 +271,7 @@ def cmd_interp(args) -> int:
     from ..parse import parse
     grid = _launch_shape("--grid", args.grid)
     block = _launch_shape("--block", args.block)
+    _check_thread_count(grid, block, args.max_threads)
     values = [_arg(a) for a in args.arg]
     name, text = _read(args.file)
     module = parse(text, filename=name, strict=not args.lenient)
@@ -274,7 +297,7 @@ def cmd_interp(args) -> int:
 
 def add_parsers(sub) -> None:
     """Register lint, listing, to-python and interp on the `ptxforge` command."""
-    from . import FILE_HELP
+    from . import FILE_HELP, positive_int
     p = sub.add_parser("lint", help="check a PTX file against the ISA tables: findings as FILE:LINE")
     p.add_argument("file", help=FILE_HELP)
     p.add_argument("--arch", default=None, help="also check against this target (sm_80, sm_90, sm_90a ...)")
@@ -296,6 +319,9 @@ def add_parsers(sub) -> None:
     p.add_argument("--grid", type=int, nargs="+", default=[1], help="CTAs: x [y [z]] (default 1)")
     p.add_argument("--block", type=int, nargs="+", default=[32], help="threads of a CTA: x [y [z]] (default 32)")
     p.add_argument("--shared", type=int, default=0, help="dynamic shared memory bytes (default 0)")
+    p.add_argument("--max-threads", type=positive_int, default=DEFAULT_MAX_THREADS,
+                   help=f"refuse a launch of more threads (grid times block) than this, which would take the "
+                        f"interpreter hours (default {DEFAULT_MAX_THREADS})")
     p.add_argument("--arg", action="append", default=[],
                    help="an argument, in the kernel's parameter order (repeat it): " + ARG_FORMS + "; rand draws 0 to "
                         "99; an s4/u4 array is COUNT 4-bit values (any for rand) packed two to a byte, a bf16 one bit "

@@ -22,6 +22,7 @@ import argparse
 import numpy as np
 
 from ptxforge import ValidationError, interp, runtime
+from ptxforge.cli import run_main
 from ptxforge.schedules.gemm import Int4Gemm, Int8Gemm
 from ptxforge.schedules.hopper import Bf16Gemm, choose_hopper, hopper_reason, random_operands, reference
 from ptxforge.schedules.hopper.interp_launch import interpreter_launch, interpreter_module
@@ -127,4 +128,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -20,7 +20,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 
@@ -106,4 +106,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

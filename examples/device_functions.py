@@ -19,7 +19,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 KERNEL = "softclip_map"
@@ -102,4 +102,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -16,6 +16,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
+from ptxforge.cli import run_main
 
 BLOCK = 128
 
@@ -67,4 +68,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

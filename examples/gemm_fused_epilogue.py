@@ -13,6 +13,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
+from ptxforge.cli import run_main
 from ptxforge.schedules.gemm import Int8Gemm, store_c
 
 LO, HI = -3000, 3000
@@ -67,4 +68,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

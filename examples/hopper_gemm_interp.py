@@ -25,6 +25,7 @@ import argparse
 import numpy as np
 
 from ptxforge import ValidationError, interp
+from ptxforge.cli import run_main
 from ptxforge.schedules.hopper import HopperGemm, random_operands, reference
 from ptxforge.schedules.hopper import defaults as hopper_defaults
 
@@ -81,4 +82,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -25,7 +25,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32
-from ptxforge.cli import int_in, positive_int
+from ptxforge.cli import int_in, positive_int, run_main
 
 BOX = (64, 64)  # innermost first: 64 u16 = 128 bytes (one 128-byte swizzle span) x 64 rows
 BOX_BYTES = BOX[0] * BOX[1] * 2
@@ -220,4 +220,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

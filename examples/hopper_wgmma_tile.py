@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 import ptxforge as pf
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 from ptxforge.hopper.layout import SmemTile
 from ptxforge.isa import types as T
 from ptxforge.isa.wgmma import accumulator_offset, wgmma_form
@@ -211,4 +211,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

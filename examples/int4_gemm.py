@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from ptxforge import ValidationError
+from ptxforge.cli import run_main
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules.gemm import Int4Gemm
 from ptxforge.runtime import gpu_skip_reason
@@ -76,4 +77,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -13,6 +13,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
+from ptxforge.cli import run_main
 from ptxforge.int4 import pack_int4, random_int4
 from ptxforge.schedules import Int4Gemm
 from ptxforge.testing.mutants import drop_bar_sync
@@ -59,4 +60,4 @@ def main(argv=()) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main(sys.argv[1:]))
+    raise SystemExit(run_main(main, sys.argv[1:]))

@@ -20,7 +20,7 @@ from hypothesis import settings
 
 import ptxforge as pf
 from ptxforge import f32, u32
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 from ptxforge.testing import Array, ProblemSpace, PropertyFailure, Size, cdiv, check, mutation_check, relative
 from ptxforge.testing.kernels import TRANSPOSE_ROWS, TRANSPOSE_TILE, transpose
 
@@ -104,4 +104,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -17,6 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
+from ptxforge.cli import run_main
 
 BLOCK_SUM = r"""
 .version 8.0
@@ -150,4 +151,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

@@ -17,7 +17,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import f32, u32
-from ptxforge.cli import int_in, positive_int
+from ptxforge.cli import int_in, positive_int, run_main
 from ptxforge.runtime import gpu_skip_reason, offline_summary
 
 
@@ -78,4 +78,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

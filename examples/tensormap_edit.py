@@ -23,7 +23,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import u32, u64
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 
 BOX = (64, 16)  # innermost first: 64 int32 (256 bytes) x 16 rows
 COLS = 256
@@ -139,4 +139,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

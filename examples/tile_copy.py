@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import numpy as np  # noqa: E402
 
 from ptxforge import ValidationError, interp  # noqa: E402
-from ptxforge.cli import int_in, positive_int  # noqa: E402
+from ptxforge.cli import int_in, positive_int, run_main  # noqa: E402
 from ptxforge.schedules import TileCopy  # noqa: E402
 from ptxforge.runtime import gpu_skip_reason  # noqa: E402
 
@@ -132,4 +132,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -23,7 +23,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import s32, u32
-from ptxforge.cli import positive_int
+from ptxforge.cli import positive_int, run_main
 
 BOX = (32, 8)  # innermost first: 32 int32 (128 bytes) x 8 rows
 PER_THREAD = BOX[0] * BOX[1] // 32
@@ -131,4 +131,4 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_main(main))

@@ -19,6 +19,7 @@ import numpy as np
 
 import ptxforge as pf
 from ptxforge import interp
+from ptxforge.cli import run_main
 
 TILE = 16
 WARPS = 4  # a CTA: 2 x 2 tiles of C
@@ -82,4 +83,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(run_main(main))

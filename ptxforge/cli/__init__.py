@@ -148,16 +148,31 @@ def _stdout_gone() -> None:
     os.close(devnull)
 
 
+def run_main(entry, *args) -> int:
+    """The exit status of `entry(*args)`, a command's (or an example script's) main function; when the reader of
+    standard output goes away (`... --listing | head -1`) the rest of the output is dropped and the status is 1,
+    with no BrokenPipeError traceback.  Scripts end with `sys.exit(run_main(main))`."""
+    try:
+        status = entry(*args)
+        sys.stdout.flush()  # the last buffered lines meet a closed pipe here, not in the interpreter's exit
+        return status
+    except BrokenPipeError:
+        _stdout_gone()
+        return 1
+
+
 def main(argv=None) -> int:
     """Run the `ptxforge` command with `argv` (default: sys.argv); returns the exit status."""
     args = build_parser().parse_args(argv)
+    return run_main(_run_command, args)  # a reader that goes away: `ptxforge listing k.ptx | head`
+
+
+def _run_command(args) -> int:
+    """Run the parsed command: a PtxforgeError is one `ptxforge: error:` line and status 1, Ctrl-C status 130."""
     try:
         return args.func(args)
     except PtxforgeError as e:
         print(f"ptxforge: error: {error_text(e)}", file=sys.stderr)
-        return 1
-    except BrokenPipeError:  # the reader of the output went away (`ptxforge listing k.ptx | head`)
-        _stdout_gone()
         return 1
     except KeyboardInterrupt:  # Ctrl-C, say in a long `interp` run: the shell's status for SIGINT, no traceback
         print("ptxforge: interrupted", file=sys.stderr)

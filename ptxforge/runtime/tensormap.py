@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import LaunchError, ValidationError
 from ..isa import types as T
-from ..isa.descriptors import swizzle_mode
+from ..isa.descriptors import Swizzle, swizzle_mode
 
 _PTXFORGE_INTERNAL = True
 
@@ -69,14 +69,29 @@ def _ints(v, what):
     return tuple(int(x) for x in items)
 
 
+def _option(name: str, v, legal, what: str):
+    """`v` as the int of an enumerated option (numpy integers too) when it is one of `legal`; a float or a bool
+    is refused, not matched (128.0 or False in place of a byte count is a caller's slip)."""
+    if T.is_integer(v) and int(v) in legal:
+        return int(v)
+    raise ValidationError(f"{name} must be {what}, got {v!r}")
+
+
+def _count(name: str, v, hi: int) -> int:
+    """`v` (a Python or numpy integer, no bool) as an int in 1..hi."""
+    if not T.is_integer(v) or not 1 <= v <= hi:
+        raise ValidationError(f"{name} must be an int in 1..{hi}, got {v!r}")
+    return int(v)
+
+
 @dataclass(frozen=True)
 class TensorMap:
     """A tiled tensor map (the arguments of `cuTensorMapEncodeTiled`), validated at construction.
 
     dtype: element type name ('s8', 'bf16', ...; 4-bit data as 'u8'); base: device address of
-    element 0 (16-byte aligned, 32 with interleave); global_dims: extent per dimension, innermost
-    first (rank 1..5); global_strides: byte strides of dimensions 1..rank-1 (multiples of 16,
-    < 2^40; default: dense); box: the tile one copy moves, innermost first (each 1..256);
+    element 0 (an int, numpy integers too; 16-byte aligned, 32 with 32-byte interleave);
+    global_dims: extent per dimension, innermost first (rank 1..5); global_strides: byte strides
+    of dimensions 1..rank-1 (multiples of 16, < 2^40; default: dense; numpy arrays too); box: the tile one copy moves, innermost first (each 1..256);
     element_strides: 1..8 per dimension (default 1), the traversal step: ceil(box[i] / e[i])
     elements are moved along dimension i, at coordinates c, c + e, ...; the first must be 1
     without interleave (TMA has no stride in dimension 0: the driver would ignore another value, so
@@ -117,10 +132,11 @@ class TensorMap:
             raise ValidationError(f"a tensor map has rank 1..5, got {rank} dimensions {dims}")
         if any(not 1 <= n <= (1 << 32) for n in dims):
             raise ValidationError(f"global_dims {dims} must each be in 1..2^32")
-        if not isinstance(self.base, int) or self.base < 0:
-            raise ValidationError(f"tensor map base must be a device address (int), got {self.base!r}")
-        if self.interleave not in INTERLEAVES:
-            raise ValidationError(f"interleave must be 0 (none), 16 or 32 bytes, got {self.interleave!r}")
+        if not T.is_integer(self.base) or self.base < 0:
+            raise ValidationError(f"tensor map base must be a device address (a non-negative int), got {self.base!r}")
+        object.__setattr__(self, "base", int(self.base))
+        object.__setattr__(self, "interleave", _option("interleave", self.interleave, INTERLEAVES,
+                                                       "0 (none), 16 or 32 bytes"))
         if self.interleave and rank < 3:
             raise ValidationError(f"an interleaved tensor map has rank 3..5 (e.g. NC/8HWC8), got rank {rank}")
         align = 32 if self.interleave == 32 else 16
@@ -133,7 +149,7 @@ class TensorMap:
             for n in dims[1:]:
                 strides.append(acc)
                 acc *= n
-        strides = _ints(strides, "global_strides") if strides else ()
+        strides = _ints(strides, "global_strides")
         if len(strides) != rank - 1:
             raise ValidationError(f"global_strides gives the byte stride of dimensions 1..rank-1: {rank - 1} "
                                   f"value(s) for rank {rank}, got {strides}")
@@ -158,25 +174,33 @@ class TensorMap:
             raise ValidationError(f"element_strides[0] = {es[0]}: without interleave TMA has no traversal stride "
                                   "in dimension 0 (the driver ignores this value and moves every element), so "
                                   "anything but 1 would not do what it says; stride the outer dimensions")
+        if not isinstance(self.swizzle, Swizzle):
+            object.__setattr__(self, "swizzle", _option("swizzle", self.swizzle, (0, 32, 64, 128),
+                                                        "one of 0 (none), 32, 64 or 128 bytes"))
         sw = swizzle_mode(self.swizzle)
         inner = box[0] * eb
         if self.interleave == 0:
+            what, legal = self._inner_box_names()
             if inner % 16:
-                raise ValidationError(f"the inner box is {box[0]} x {eb} = {inner} bytes; it must be a multiple "
-                                      "of 16 bytes")
+                raise ValidationError(f"{what} {box[0]} x {eb} = {inner} bytes; it must be a multiple of 16 bytes")
             if sw.nbytes and inner > sw.nbytes:
-                raise ValidationError(f"the inner box is {inner} bytes, more than the {sw.nbytes}-byte swizzle "
-                                      f"span: use a box of at most {sw.nbytes // eb} elements innermost")
+                raise ValidationError(f"{what} {inner} bytes, more than the {sw.nbytes}-byte swizzle span: use "
+                                      + legal.format(n=sw.nbytes // eb))
         elif self.interleave == 32 and sw.nbytes != 32:
             raise ValidationError(f"32-byte interleave needs swizzle 32, got {sw.nbytes or 'none'}")
-        if self.l2_promotion not in L2_PROMOTIONS:
-            raise ValidationError(f"l2_promotion must be 0, 64, 128 or 256 bytes, got {self.l2_promotion!r}")
+        object.__setattr__(self, "l2_promotion", _option("l2_promotion", self.l2_promotion, L2_PROMOTIONS,
+                                                         "0, 64, 128 or 256 bytes"))
         if self.oob_fill not in OOB_FILLS:
             raise ValidationError(f"oob_fill is 'zero' or 'nan', got {self.oob_fill!r}")
         if self.oob_fill == "nan" and not t.is_float:
             raise ValidationError("oob_fill='nan' needs a floating-point dtype")
         for name, v in (("global_dims", dims), ("global_strides", strides), ("box", box), ("element_strides", es)):
             object.__setattr__(self, name, v)
+
+    def _inner_box_names(self) -> tuple:
+        """(the subject of an error about the inner extent of a copy, what the caller sets it with) for this kind
+        of map: a tiled map's is box[0]."""
+        return "the inner box is", "a box of at most {n} elements innermost"
 
     # ------------------------------------------------------------ construction from arrays
     @classmethod
@@ -288,9 +312,14 @@ def _array_geometry(array, dtype=None):
     dtype = dtype or dt
     if dtype is None:
         raise ValidationError("cannot tell the array's element type: pass dtype=")
-    scale = eb / (T.lookup(dtype).bits // 8)
+    if not 1 <= len(shape) <= 5:
+        raise ValidationError(f"a tensor map has rank 1..5: the array has {len(shape)} dimensions {tuple(shape)}")
+    new_eb = T.lookup(dtype).bits // 8
     dims = [int(n) for n in reversed(shape)]
-    dims[0] = int(dims[0] * scale)
+    if new_eb and (dims[0] * eb) % new_eb:
+        raise ValidationError(f"the array's rows are {dims[0]} x {eb} bytes, not a whole number of {dtype} "
+                              f"elements ({new_eb} bytes): pass a dtype whose size divides {dims[0] * eb}")
+    dims[0] = dims[0] * eb // new_eb if new_eb else dims[0]
     if strides is None:
         acc, st = int(shape[-1]) * eb, []
         for n in reversed(shape[:-1]):
@@ -331,11 +360,10 @@ class Im2colTensorMap(TensorMap):
         rank = len(dims)
         if not 3 <= rank <= 5:
             raise ValidationError(f"an im2col tensor map has rank 3..5 (NWC, NHWC, NDHWC), got {rank} dimensions")
-        cpp, ppc = self.channels_per_pixel, self.pixels_per_column
-        if not isinstance(cpp, int) or not 1 <= cpp <= 256:
-            raise ValidationError(f"channels_per_pixel must be in 1..256, got {cpp!r}")
-        if not isinstance(ppc, int) or not 1 <= ppc <= 1024:
-            raise ValidationError(f"pixels_per_column must be in 1..1024, got {ppc!r}")
+        cpp = _count("channels_per_pixel", self.channels_per_pixel, 256)
+        ppc = _count("pixels_per_column", self.pixels_per_column, 1024)
+        object.__setattr__(self, "channels_per_pixel", cpp)
+        object.__setattr__(self, "pixels_per_column", ppc)
         object.__setattr__(self, "box", (cpp,) + (1,) * (rank - 1))
         super().__post_init__()
         lo_lim, hi_lim = IM2COL_CORNER_RANGE[rank]
@@ -352,6 +380,10 @@ class Im2colTensorMap(TensorMap):
             if hi < self.lower_corner[j]:
                 raise ValidationError(f"the im2col bounding box is empty in dimension {j + 1}: from "
                                       f"{self.lower_corner[j]} to {hi} (= extent - 1 + upper_corner)")
+
+    def _inner_box_names(self) -> tuple:
+        """An im2col copy's inner extent is its channels per pixel (its box is derived from them)."""
+        return "channels_per_pixel x element size is", "channels_per_pixel of at most {n}"
 
     @property
     def box_bytes(self) -> int:
@@ -382,13 +414,13 @@ def _im2col(array_or_ptr, *, lower_corner, upper_corner, channels_per_pixel, pix
     DeviceBuffer, `__cuda_array_interface__` or DLPack) or a raw pointer with global_dims (innermost
     first: C, W, (H, (D,)) N) and optional global_strides; encoded by `cuTensorMapEncodeIm2col`.
     kw: element_strides, interleave, swizzle, l2_promotion, oob_fill as for a tiled map."""
-    extra = dict(lower_corner=tuple(lower_corner), upper_corner=tuple(upper_corner),
+    extra = dict(lower_corner=lower_corner, upper_corner=upper_corner,
                  channels_per_pixel=channels_per_pixel, pixels_per_column=pixels_per_column)
-    if isinstance(array_or_ptr, int):
+    if T.is_integer(array_or_ptr):
         if global_dims is None or dtype is None:
             raise ValidationError("a raw pointer needs dtype and global_dims (innermost first: C, W, (H, (D,)) N)")
-        rank = len(global_dims)
-        return Im2colTensorMap(dtype, array_or_ptr, tuple(global_dims), (1,) * rank, global_strides, **kw, **extra)
+        dims = _ints(global_dims, "global_dims")
+        return Im2colTensorMap(dtype, int(array_or_ptr), dims, (1,) * len(dims), global_strides, **kw, **extra)
     dtype, ptr, dims, st = _array_geometry(array_or_ptr, dtype)
     return Im2colTensorMap(dtype, ptr, dims, (1,) * len(dims), st, **kw, **extra, _owner=array_or_ptr)
 

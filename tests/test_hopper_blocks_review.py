@@ -1,0 +1,109 @@
+"""The Hopper building blocks met as a new user meets them: tensor maps, SmemTile and the mbarrier ring fed
+numpy integers, bools, floats, out-of-range sizes and addresses, and the examples' command lines.  Each test
+names the rule (the CUDA driver's for tensor maps, the PTX ISA's for descriptors and mbarriers) it holds the
+block to.  CPU only."""
+
+import numpy as np
+import pytest
+
+from ptxforge.errors import ValidationError
+from ptxforge.runtime import TensorMap
+
+BASE = 1 << 20
+
+
+class FakeGpuArray:
+    """A GPU array as another library hands it over: only `__cuda_array_interface__` (no driver needed)."""
+
+    def __init__(self, shape, typestr, strides=None, ptr=BASE):
+        self.__cuda_array_interface__ = dict(data=(ptr, False), shape=shape, typestr=typestr, strides=strides,
+                                             version=3)
+
+
+def im2col(ptr=BASE, **kw):
+    args = dict(dtype="u16", global_dims=(16, 8, 8, 2), lower_corner=(-1, -1), upper_corner=(-1, -1),
+                channels_per_pixel=16, pixels_per_column=64)
+    args.update(kw)
+    return TensorMap.im2col(ptr, **args)
+
+
+# ------------------------------------------------------------------ tensor maps
+
+
+def test_global_strides_may_be_a_numpy_array():
+    # strides often come from numpy (a.strides[::-1][1:]); a 2-value array used to raise numpy's "truth value
+    # of an array is ambiguous" ValueError
+    t = TensorMap("f16", BASE, (128, 64, 4), (64, 32, 1), global_strides=np.array([256, 256 * 64]))
+    assert t.global_strides == (256, 256 * 64) and all(type(s) is int for s in t.global_strides)
+
+
+def test_base_takes_a_numpy_integer_and_refuses_a_bool():
+    t = TensorMap("f16", np.uint64(BASE), (128, 64), (64, 32))
+    assert t.base == BASE and type(t.base) is int
+    assert TensorMap("f16", BASE, (128, 64), (64, 32)).with_base(np.int64(2 * BASE)).base == 2 * BASE
+    for bad in (False, True, float(BASE), -16):
+        with pytest.raises(ValidationError, match=r"base .*non-negative int"):
+            TensorMap("f16", bad, (128, 64), (64, 32))
+
+
+@pytest.mark.parametrize("name, bad", [("interleave", 16.0), ("interleave", False), ("swizzle", 128.0),
+                                       ("swizzle", False), ("l2_promotion", 128.0), ("l2_promotion", False)])
+def test_enumerated_options_refuse_floats_and_bools(name, bad):
+    # the driver takes an enumerator: 16.0 or False is a slip (a float from arithmetic, a flag passed by
+    # position), not a byte count; they used to be accepted and stored as given
+    dims, box = ((8, 64, 4), (8, 32, 1)) if name == "interleave" else ((128, 64), (64, 32))
+    with pytest.raises(ValidationError, match=name):
+        TensorMap("f16", BASE, dims, box, **{name: bad})
+
+
+def test_enumerated_options_take_numpy_integers_and_store_ints():
+    t = TensorMap("f16", BASE, (8, 64, 4), (8, 32, 1), interleave=np.int64(16), swizzle=np.int32(32),
+                  l2_promotion=np.uint16(256))
+    assert (t.interleave, t.swizzle, t.l2_promotion) == (16, 32, 256)
+    assert all(type(v) is int for v in (t.interleave, t.swizzle, t.l2_promotion))
+
+
+def test_docstring_states_the_base_alignment_rule_the_check_applies():
+    # 16-byte interleave keeps the 16-byte base alignment; only 32-byte interleave asks for 32
+    TensorMap("f16", BASE + 16, (8, 64, 4), (8, 32, 1), interleave=16)
+    assert "32 with 32-byte interleave" in TensorMap.__doc__
+
+
+def test_from_array_refuses_a_dtype_that_does_not_divide_the_rows():
+    # 33 int8 columns read as u16 are 16.5 elements: the map used to describe 16 and drop the last byte
+    with pytest.raises(ValidationError, match=r"33 .*u16"):
+        TensorMap.from_array(FakeGpuArray((64, 33), "|i1", strides=(48, 1)), (8, 8), dtype="u16")
+    t = TensorMap.from_array(FakeGpuArray((64, 48), "|i1"), (8, 8), dtype="u16")
+    assert t.global_dims == (24, 64) and t.global_strides == (48,)
+
+
+def test_from_array_of_a_0d_array_says_what_rank_a_map_needs():
+    with pytest.raises(ValidationError, match="rank 1..5"):
+        TensorMap.from_array(FakeGpuArray((), "<f4"), (4,))
+
+
+def test_im2col_counts_take_numpy_integers_and_refuse_bools():
+    t = im2col(channels_per_pixel=np.int64(16), pixels_per_column=np.int32(64))
+    assert (t.channels_per_pixel, t.pixels_per_column) == (16, 64) and type(t.channels_per_pixel) is int
+    with pytest.raises(ValidationError, match="pixels_per_column"):
+        im2col(pixels_per_column=True)
+    with pytest.raises(ValidationError, match="channels_per_pixel"):
+        im2col(channels_per_pixel=16.0)
+
+
+def test_an_im2col_raw_pointer_may_be_a_numpy_integer():
+    # a pointer from numpy (an offset table, a cupy .data.ptr cast) used to be "int64 is not a GPU array"
+    assert im2col(ptr=np.int64(BASE)).base == BASE
+
+
+def test_im2col_takes_a_single_corner_for_rank_3():
+    t = TensorMap.im2col(BASE, dtype="u16", global_dims=(16, 8, 2), lower_corner=-1, upper_corner=-1,
+                         channels_per_pixel=16, pixels_per_column=8)
+    assert t.lower_corner == (-1,) and t.upper_corner == (-1,)
+
+
+@pytest.mark.parametrize("kw", [dict(channels_per_pixel=4), dict(channels_per_pixel=32, swizzle=32)])
+def test_im2col_errors_name_channels_per_pixel_not_a_box_the_caller_never_gave(kw):
+    with pytest.raises(ValidationError, match="channels_per_pixel") as e:
+        im2col(**kw)
+    assert "box" not in str(e.value).split("\n")[0]

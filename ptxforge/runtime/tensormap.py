@@ -91,7 +91,8 @@ class TensorMap:
     dtype: element type name ('s8', 'bf16', ...; 4-bit data as 'u8'); base: device address of
     element 0 (an int, numpy integers too; 16-byte aligned, 32 with 32-byte interleave);
     global_dims: extent per dimension, innermost first (rank 1..5); global_strides: byte strides
-    of dimensions 1..rank-1 (multiples of 16, < 2^40; default: dense; numpy arrays too); box: the tile one copy moves, innermost first (each 1..256);
+    of dimensions 1..rank-1 (multiples of 16, < 2^40; default: dense; numpy arrays too); box:
+    the tile one copy moves, innermost first (each 1..256);
     element_strides: 1..8 per dimension (default 1), the traversal step: ceil(box[i] / e[i])
     elements are moved along dimension i, at coordinates c, c + e, ...; the first must be 1
     without interleave (TMA has no stride in dimension 0: the driver would ignore another value, so

@@ -31,9 +31,9 @@ def _check(completion):
 
 def mbarrier_arrival_count(producer_threads: int) -> int:
     """The init count of a stage mbarrier completed by `producer_threads` .noinc arrivals."""
-    if not isinstance(producer_threads, int) or isinstance(producer_threads, bool) or producer_threads < 1:
+    if not T.is_integer(producer_threads) or producer_threads < 1:
         raise ValidationError(f"an mbarrier needs at least one arriving thread, got {producer_threads!r}")
-    return producer_threads
+    return int(producer_threads)
 
 
 def emit_mbarrier_init(k, mbar, count, *, tid=None, first=None):
@@ -82,9 +82,9 @@ def emit_copy_wait(k, completion, *, pending=0, mbar=None, phase=None):
     """
     _check(completion)
     if completion == "groups":
-        if not isinstance(pending, int) or isinstance(pending, bool) or pending < 0:
+        if not T.is_integer(pending) or pending < 0:
             raise ValidationError(f"pending groups must be a non-negative int, got {pending!r}")
-        k.cp_async_wait(pending)
+        k.cp_async_wait(int(pending))
         return
     if mbar is None or phase is None:
         raise ValidationError("mbarrier completion waits on mbar= for the parity phase= (0 or 1)")

@@ -8,8 +8,6 @@ once, refuses what cannot be expressed, and says which counts would be legal.
 
 from __future__ import annotations
 
-import numbers
-
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Reg
@@ -63,7 +61,7 @@ def _legal_text(t: T.ScalarType) -> str:
 def bits_to_bytes(t, count: int) -> int:
     """Bytes of `count` (an int, 0 or more) elements of `t`; ValidationError when they do not fill whole bytes."""
     t = as_elem_type(t)
-    if not isinstance(count, numbers.Integral) or isinstance(count, bool) or count < 0:
+    if not T.is_integer(count) or count < 0:
         raise ValidationError(f"an element count must be an int of 0 or more, got {count!r}")
     bits = int(count) * t.bits
     if bits % 8:
@@ -80,8 +78,9 @@ def cp_async_bytes(elem_type, count) -> int:
     message lists the counts that would be legal for that type.
     """
     t = as_elem_type(elem_type)
-    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+    if not T.is_integer(count) or count <= 0:
         raise ValidationError(f"cp.async element count must be a positive int, got {count!r}; {_legal_text(t)}")
+    count = int(count)
     bits = count * t.bits
     if bits % 8:
         raise ValidationError(f"{count} .{t.name} values are {bits} bits, not a whole number of bytes; "
@@ -117,7 +116,7 @@ def emit_elems_to_bytes(k, n, t, *, round_up: bool = False):
 def _check_known_align(align, nbytes, what):
     if align is None:
         return
-    if not isinstance(align, int) or isinstance(align, bool) or align <= 0:
+    if not T.is_integer(align) or align <= 0:
         raise ValidationError(f"{what} alignment must be a positive number of bytes, got {align!r}")
     if align % nbytes:
         raise ValidationError(f"{what} is only known to be {align}-byte aligned, but a {nbytes}-byte cp.async "
@@ -152,8 +151,9 @@ def cp_async_elems(k, dst, src, elem_type, count, *, valid=None, cache=None, pre
                                       f"{valid!r}")
             src_size = emit_elems_to_bytes(k, valid, t)
         else:
-            if not isinstance(valid, int) or isinstance(valid, bool) or not 0 <= valid <= count:
+            if not T.is_integer(valid) or not 0 <= valid <= count:
                 raise ValidationError(f"valid element count must be an int in 0..{count}, got {valid!r}")
+            valid = int(valid)
             bits = valid * t.bits
             if bits % 8:
                 raise ValidationError(

@@ -18,8 +18,6 @@ without spills.
 
 from __future__ import annotations
 
-import numbers
-
 from dataclasses import dataclass
 
 from ..errors import ValidationError
@@ -247,7 +245,7 @@ def _count(v, name, least):
     """An integer register as it is; a Python or numpy integer of at least `least` as an int."""
     if isinstance(v, Reg) and not v.type.is_pred and not v.type.is_float:
         return v
-    if isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= least:
+    if T.is_integer(v) and v >= least:
         return int(v)
     raise ValidationError(f"{name} must be an integer register or an int of at least {least}, got {v!r}")
 

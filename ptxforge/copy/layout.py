@@ -15,10 +15,7 @@ bytes apart they all land in the same group.  Two cures:
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
-
-import numpy as np
 
 from ..errors import ValidationError
 from ..isa import types as T
@@ -29,11 +26,6 @@ _PTXFORGE_INTERNAL = True
 LAYOUT_KINDS = ("linear", "padded", "swizzle")
 CHUNK = 16  # bytes: the unit ldmatrix rows, 16-byte cp.async and bank groups share
 LINE = 128  # bytes: one pass over all 32 banks
-
-
-def _is_int(v) -> bool:
-    """True for a Python int that is not a bool."""
-    return isinstance(v, int) and not isinstance(v, bool)
 
 
 @dataclass(frozen=True)
@@ -54,18 +46,18 @@ class SmemLayout:
     def __post_init__(self):
         for name in ("rows", "row_bytes", "pad_bytes"):  # numpy integers are stored as int; bools are no sizes
             v = getattr(self, name)
-            if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
+            if T.is_integer(v):
                 object.__setattr__(self, name, int(v))
-        if not _is_int(self.rows) or self.rows < 1:
+        if not T.is_integer(self.rows) or self.rows < 1:
             raise ValidationError(f"a shared tile needs a positive int of rows, got rows={self.rows!r}")
-        if not _is_int(self.row_bytes) or self.row_bytes < 1:
+        if not T.is_integer(self.row_bytes) or self.row_bytes < 1:
             raise ValidationError(f"row_bytes must be a positive int, got {self.row_bytes!r}")
         if self.kind not in LAYOUT_KINDS:
             raise ValidationError(f"layout kind must be one of {LAYOUT_KINDS}, got {self.kind!r}")
         if self.kind != "padded":  # no padding: layouts that place every byte alike compare equal
             object.__setattr__(self, "pad_bytes", CHUNK)
         if self.kind == "padded":
-            if not _is_int(self.pad_bytes) or self.pad_bytes <= 0 or self.pad_bytes % CHUNK:
+            if not T.is_integer(self.pad_bytes) or self.pad_bytes <= 0 or self.pad_bytes % CHUNK:
                 raise ValidationError(f"padded rows need pad_bytes a positive multiple of {CHUNK} (keeps every "
                                       f"16-byte chunk aligned for cp.async and ldmatrix), got {self.pad_bytes!r}")
             if self.row_bytes % CHUNK:

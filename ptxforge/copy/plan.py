@@ -9,10 +9,7 @@ the Python model of the bytes one thread moves; the emitters follow it exactly.
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
-
-import numpy as np
 
 from ..errors import ValidationError
 from ..isa import types as T
@@ -82,8 +79,9 @@ class TileCopyPlan:
 
     def copies(self, tid: int):
         """[(row, col_byte)] that thread `tid` (0..threads-1) moves, each `width_bytes` long, in issue order."""
-        if not _is_int(tid) or not 0 <= tid < self.threads:
+        if not T.is_integer(tid) or not 0 <= tid < self.threads:
             raise ValidationError(f"thread {tid!r} is not one of the plan's threads 0..{self.threads - 1}")
+        tid = int(tid)
         out = []
         for j in range(self.copies_per_thread):
             q = tid + j * self.threads
@@ -102,20 +100,14 @@ class TileCopyPlan:
 
 def _as_int(v):
     """A Python or numpy integer as an int; anything else (bools and floats included) as it is."""
-    if isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)):
-        return int(v)
-    return v
-
-
-def _is_int(v) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool)
+    return int(v) if T.is_integer(v) else v
 
 
 def _check_common(rows, cols, t, threads, layout):
     """(rows, cols, threads as ints, row bytes, the layout) after checking them."""
     rows, cols, threads = _as_int(rows), _as_int(cols), _as_int(threads)
     for name, v in (("rows", rows), ("cols", cols), ("threads", threads)):
-        if not _is_int(v) or v < 1:
+        if not T.is_integer(v) or v < 1:
             raise ValidationError(f"tile copy: {name} must be a positive int, got {v!r}")
     if threads > 1024:
         raise ValidationError(f"tile copy: {threads} threads; a CTA has at most 1024")
@@ -138,11 +130,11 @@ def _check_common(rows, cols, t, threads, layout):
 def _align_of(what, align, stride):
     """(alignment every row start keeps, text naming the limit)."""
     align, stride = _as_int(align), _as_int(stride)
-    if not _is_int(align) or align < 1:
+    if not T.is_integer(align) or align < 1:
         raise ValidationError(f"{what} alignment must be a positive number of bytes, got {align!r}")
     a, why = lowbit(align), f"{what} is {lowbit(align)}-byte aligned"
     if stride is not None:
-        if not _is_int(stride) or stride < 1:
+        if not T.is_integer(stride) or stride < 1:
             raise ValidationError(f"{what} row stride must be a positive number of bytes, got {stride!r}")
         if lowbit(stride) < a:
             a, why = lowbit(stride), f"{what} rows are {stride} bytes apart (only {lowbit(stride)}-byte aligned)"

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from ptxforge.errors import ValidationError
+from ptxforge.hopper import SmemTile
 from ptxforge.runtime import TensorMap
 
 BASE = 1 << 20
@@ -107,3 +108,64 @@ def test_im2col_errors_name_channels_per_pixel_not_a_box_the_caller_never_gave(k
     with pytest.raises(ValidationError, match="channels_per_pixel") as e:
         im2col(**kw)
     assert "box" not in str(e.value).split("\n")[0]
+
+
+# ------------------------------------------------------------------ SmemTile
+
+
+def test_shared_addresses_take_numpy_integers_and_refuse_bools():
+    t = SmemTile("s8", 128, 128)
+    assert t.descriptor(np.int64(1024), 1) == t.descriptor(1024, 1)
+    assert t.offset(1, 16, base=np.int64(128)) == t.offset(1, 16, base=128)
+    assert (t.element_offsets(np.uint32(1024)) == t.element_offsets(1024)).all()
+    for call in (lambda b: t.descriptor(b), lambda b: t.descriptor_fields(b), lambda b: t.offset(0, 0, base=b),
+                 lambda b: t.element_offsets(b)):
+        with pytest.raises(ValidationError, match="int"):
+            call(False)
+        with pytest.raises(ValidationError, match="int"):
+            call(1024.0)
+
+
+def test_a_tile_tensor_map_raw_pointer_may_be_a_numpy_integer():
+    m = SmemTile("bf16", 128, 64).tensor_map(np.uint64(BASE), global_dims=(64, 512))
+    assert m.base == BASE and m.box == (64, 128)
+
+
+def test_an_element_index_must_be_an_int_inside_the_tile():
+    t = SmemTile("s8", 64, 64, swizzle=64)
+    assert t.offset(np.int64(3), np.int32(5)) == t.offset(3, 5)
+    for r, c in ((1.5, 0), (0, 2.0), (64, 0), (0, -1)):
+        with pytest.raises(ValidationError, match=r"0\.\.63"):
+            t.offset(r, c)
+
+
+def test_k_slice_takes_numpy_integers_and_refuses_floats_and_bools():
+    t = SmemTile("s8", 128, 128)
+    assert t.descriptor(0, np.int64(2)) == t.descriptor(0, 2)
+    for bad in (1.0, True):
+        with pytest.raises(ValidationError, match=r"k_slice .*int"):
+            t.descriptor(0, bad)
+
+
+def test_a_tile_taller_than_a_tma_box_says_so():
+    # TMA boxes are at most 256 elements a side: a 512-row tile used to give tma_box (64, 512), which the
+    # tensor map then refused as a box the caller never wrote
+    t = SmemTile("bf16", 512, 64)
+    for get in (lambda: t.tma_box, lambda: t.tma_copies, lambda: t.tma_copy_offset(0),
+                lambda: t.tensor_map(BASE, global_dims=(64, 1024))):
+        with pytest.raises(ValidationError, match=r"512 .*256"):
+            get()
+    t.descriptor(0)  # the wgmma side of such a tile is fine
+
+
+def test_a_descriptor_for_a_tile_past_the_shared_window_is_refused():
+    # the descriptor's 14-bit fields reach 256 KB; a 16 KB tile 1 KB below it would read past the window
+    t = SmemTile("s8", 128, 128)
+    with pytest.raises(ValidationError, match=r"256 KB"):
+        t.descriptor((1 << 18) - 1024, 3)
+    assert t.descriptor((1 << 18) - t.nbytes, 3)
+    # a tile whose column atom does not fit the 14-bit byte-offset fields names the tile, not only the field
+    with pytest.raises(ValidationError, match=r"2048 x 128"):
+        SmemTile("s8", 2048, 128).descriptor(0)
+    with pytest.raises(ValidationError, match=r"2048 x 128"):
+        SmemTile("s8", 2048, 128).descriptor_template()

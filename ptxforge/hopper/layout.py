@@ -31,6 +31,11 @@ from ..isa.descriptors import (WGMMA_K_BYTES, DescriptorFields, apply_swizzle, c
 
 _PTXFORGE_INTERNAL = True
 
+#: Bytes of the shared window a descriptor reaches: its start address is 14 bits of 16-byte units (PTX ISA).
+DESCRIPTOR_WINDOW = 1 << 18
+#: Elements a TMA box spans per dimension at most (cuTensorMapEncodeTiled's boxDim).
+TMA_BOX_MAX = 256
+
 
 @dataclass(frozen=True)
 class SmemTile:
@@ -101,14 +106,23 @@ class SmemTile:
         return self.rows if self.major == "K" else self.cols
 
     # ------------------------------------------------------------ TMA side
+    def _check_tma_box(self) -> None:
+        """Refuse the TMA side of a tile whose strided extent no box spans (boxes are 1..256 a side)."""
+        if self.strided_extent > TMA_BOX_MAX:
+            raise ValidationError(f"{self}: one column atom holds {self.strided_extent} strided rows, more than the "
+                                  f"{TMA_BOX_MAX} a TMA box spans; fill it from tiles of at most {TMA_BOX_MAX} "
+                                  f"{'rows' if self.major == 'K' else 'columns'} (the wgmma side is unaffected)")
+
     @property
     def tma_box(self) -> tuple:
-        """Box of one TMA copy, innermost first: one column atom (span bytes) x all strided rows."""
+        """Box of one TMA copy, innermost first: one column atom (span bytes) x all strided rows (at most 256)."""
+        self._check_tma_box()
         return (self.span * 8 // self.element_bits, self.strided_extent)
 
     @property
     def tma_copies(self) -> int:
         """TMA copies that fill the tile: one per column atom."""
+        self._check_tma_box()
         return self.contiguous_extent * self.element_bits // 8 // self.span
 
     @property
@@ -118,7 +132,7 @@ class SmemTile:
 
     def tma_copy_offset(self, i: int) -> tuple:
         """(shared byte offset, element offset along the contiguous global dimension) of copy i."""
-        if not 0 <= i < self.tma_copies:
+        if not T.is_integer(i) or not 0 <= i < self.tma_copies:
             raise ValidationError(f"copy {i} is outside 0..{self.tma_copies - 1}")
         return i * self.strided_extent * self.span, i * self.tma_box[0]
 
@@ -130,10 +144,10 @@ class SmemTile:
         """
         from ..runtime.tensormap import TensorMap
         dtype = dtype or self.dtype
-        if isinstance(array_or_ptr, int):
+        if T.is_integer(array_or_ptr):
             if global_dims is None:
                 raise ValidationError("a raw pointer needs global_dims (innermost first)")
-            return TensorMap(dtype, array_or_ptr, tuple(global_dims), self.tma_box, global_strides,
+            return TensorMap(dtype, int(array_or_ptr), tuple(global_dims), self.tma_box, global_strides,
                              swizzle=self.swizzle, **kw)
         return TensorMap.from_array(array_or_ptr, self.tma_box, dtype=dtype, swizzle=self.swizzle, **kw)
 
@@ -152,6 +166,9 @@ class SmemTile:
 
     def slice_start(self, k_slice: int) -> int:
         """Byte offset (before swizzle: what the descriptor's start address adds) of k-slice k_slice."""
+        if not T.is_integer(k_slice):
+            raise ValidationError(f"k_slice must be an int (a wgmma k-step index), got {k_slice!r}")
+        k_slice = int(k_slice)
         if not 0 <= k_slice < self.k_slices:
             raise ValidationError(f"k-slice {k_slice} is outside 0..{self.k_slices - 1}")
         return canonical_offset_linear(self.major, self.swizzle, self.element_bits, self.rows, self.cols, 0,
@@ -172,12 +189,14 @@ class SmemTile:
 
         base_addr must be 128-byte aligned.  The base offset stays 0 at any such base: wgmma takes
         the swizzle row from the absolute address (measured on the H200; see
-        `isa.descriptors`)."""
-        if not isinstance(base_addr, int) or base_addr < 0 or base_addr % self.min_alignment:
-            raise ValidationError(f"tile base {base_addr!r} must be a {self.min_alignment}-byte aligned shared "
-                                  f"address ({self.alignment}-byte aligned keeps the base offset 0)")
-        self._check_wgmma_readable()
-        lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
+        `isa.descriptors`).  The whole tile must lie below 256 KB, the window the descriptor reaches."""
+        base_addr = self._check_base(base_addr, f" ({self.alignment}-byte aligned keeps the base offset 0)")
+        if base_addr + self.nbytes > DESCRIPTOR_WINDOW:
+            raise ValidationError(f"{self} at shared address {base_addr:#x} ends at {base_addr + self.nbytes:#x}, "
+                                  f"past the 256 KB ({DESCRIPTOR_WINDOW:#x}) a wgmma descriptor reaches (and the "
+                                  "shared memory of any SM): place it at most "
+                                  f"{max(DESCRIPTOR_WINDOW - self.nbytes, 0):#x}")
+        lbo, sbo = self._descriptor_strides()
         return DescriptorFields(base_addr + self.slice_start(k_slice), lbo, sbo, self.swizzle, 0)
 
     def descriptor(self, base_addr: int, k_slice: int = 0) -> int:
@@ -188,9 +207,18 @@ class SmemTile:
 
     def descriptor_template(self) -> int:
         """The descriptor with start address 0: OR (addr >> 4) into bits 0-13 at run time."""
+        return encode_descriptor(0, *self._descriptor_strides(), self.swizzle)
+
+    def _descriptor_strides(self) -> tuple:
+        """(LBO, SBO) of a tile some wgmma reads, each within the descriptor's 14-bit fields (< 256 KB)."""
         self._check_wgmma_readable()
         lbo, sbo = canonical_strides(self.major, self.swizzle, self.element_bits, self.rows, self.cols)
-        return encode_descriptor(0, lbo, sbo, self.swizzle)
+        if max(lbo, sbo) >= DESCRIPTOR_WINDOW:
+            raise ValidationError(f"{self}: its column atoms lie {max(lbo, sbo)} bytes apart, more than the 14-bit "
+                                  "leading/stride byte offsets of a wgmma descriptor hold (< 256 KB): a "
+                                  f"{self.rows} x {self.cols} tile of .{self.dtype} ({self.nbytes} bytes) is larger "
+                                  "than any shared memory; use a smaller tile")
+        return lbo, sbo
 
     def _check_wgmma_readable(self) -> None:
         """Refuse a descriptor no wgmma can take: only 16-bit operands (.f16/.bf16) transpose (imm-trans), so
@@ -200,23 +228,30 @@ class SmemTile:
                                   "transpose (imm-trans-a/b); lay the tile out K-major (major='K')")
 
     # ------------------------------------------------------------ numpy model
-    def _check_base(self, base):
-        if not isinstance(base, int) or base < 0 or base % self.min_alignment:
-            raise ValidationError(f"tile base {base!r} must be a {self.min_alignment}-byte aligned shared address")
+    def _check_base(self, base, hint: str = "") -> int:
+        """`base` as an int: a shared address (a Python or numpy integer, no bool) on a 128-byte boundary."""
+        if not T.is_integer(base) or base < 0:
+            raise ValidationError(f"tile base must be a shared address (a non-negative int), got {base!r}")
+        if base % self.min_alignment:
+            raise ValidationError(f"tile base {int(base):#x} must be a {self.min_alignment}-byte aligned shared "
+                                  f"address{hint}")
+        return int(base)
 
     def offset(self, r: int, c: int, base: int = 0) -> int:
         """Byte offset of element (r, c) (r along M/N, c along K) from the tile base, for a tile whose
         base is shared address `base` (the swizzle acts on the absolute address; any base on the
         pattern boundary gives the same offsets as 0)."""
-        if not (0 <= r < self.rows and 0 <= c < self.cols):
-            raise ValidationError(f"element ({r}, {c}) is outside the {self.rows} x {self.cols} tile")
-        self._check_base(base)
+        if not (T.is_integer(r) and T.is_integer(c) and 0 <= r < self.rows and 0 <= c < self.cols):
+            raise ValidationError(f"element ({r!r}, {c!r}) is not one of the {self.rows} x {self.cols} tile: r in "
+                                  f"0..{self.rows - 1}, c in 0..{self.cols - 1}, ints")
+        r, c = int(r), int(c)
+        base = self._check_base(base)
         lin = canonical_offset_linear(self.major, self.swizzle, self.element_bits, self.rows, self.cols, r, c)
         return apply_swizzle(base + lin, self.swizzle) - base
 
     def element_offsets(self, base: int = 0) -> np.ndarray:
         """int64 array [rows, cols] of the byte offset of every element (vectorized `offset`)."""
-        self._check_base(base)
+        base = self._check_base(base)
         eb = self.element_bits // 8
         r = np.arange(self.rows, dtype=np.int64)[:, None]
         c = np.arange(self.cols, dtype=np.int64)[None, :]

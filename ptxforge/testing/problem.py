@@ -36,6 +36,7 @@ from hypothesis import strategies as st
 
 from ..int4 import pack_int4
 from .launch_strategies import seeds
+from .tolerance import check_tolerance
 
 __all__ = ["Size", "Array", "Scalar", "ProblemSpace", "Problem", "cdiv", "POISON_BYTE", "INT4_DTYPES", "poison_of",
            "literal", "float_from_bits"]
@@ -166,6 +167,7 @@ class Array:
             raise ValueError(f"Array {self.name}: write_once is for outputs; an input may not be written at all")
         if self.role not in ("in", "out", "inout"):
             raise ValueError(f"Array {self.name}: role must be 'in', 'out' or 'inout', got {self.role!r}")
+        check_tolerance(self.tolerance, f"Array {self.name}")
         if self.role != "out" and self.fill is None and (self.bf16 or self.container.kind == "f"):
             self.float_range()  # a range no value of the type lies in is refused here
 

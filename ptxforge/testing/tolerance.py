@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["Tolerance", "exact", "ulps", "relative", "ulp_distance"]
+__all__ = ["Tolerance", "exact", "ulps", "relative", "ulp_distance", "check_tolerance"]
 
 #: For each float width: (unsigned container, sign bit, magnitude mask).
 _FLOAT_BITS = {2: (np.uint16, 0x8000, 0x7FFF), 4: (np.uint32, 0x8000_0000, 0x7FFF_FFFF),
@@ -87,17 +87,34 @@ def exact() -> Tolerance:
 
 
 def ulps(n: int) -> Tolerance:
-    """Floats at most `n` units in the last place apart (see the module docstring)."""
-    if int(n) < 0:
-        raise ValueError(f"ulps takes n >= 0, got {n}")
+    """Floats at most `n` units in the last place apart (see the module docstring); `n` is a whole
+    number >= 0 (an int or numpy integer; TypeError for anything else, ValueError when negative)."""
+    if isinstance(n, (bool, np.bool_)) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"ulps takes a whole number n >= 0 (an int such as ulps(2)), got {n!r}")
+    if n < 0:
+        raise ValueError(f"ulps takes a whole number n >= 0 (an int such as ulps(2)), got {n}")
     return Tolerance("ulps", ulps=int(n))
 
 
 def relative(rtol: float, atol: float = 0.0) -> Tolerance:
-    """|got - want| <= atol + rtol * |want| (see the module docstring)."""
-    if rtol < 0 or atol < 0:
-        raise ValueError(f"relative takes rtol, atol >= 0, got {rtol}, {atol}")
+    """|got - want| <= atol + rtol * |want| (see the module docstring); `rtol` and `atol` are finite
+    real numbers >= 0 (TypeError for anything else, ValueError when negative, NaN or infinite)."""
+    for name, v in (("rtol", rtol), ("atol", atol)):
+        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+            raise TypeError(f"relative takes finite rtol, atol >= 0 (numbers such as relative(1e-5, atol=1e-7)), "
+                            f"got {name}={v!r}")
+        if not (np.isfinite(v) and v >= 0):
+            raise ValueError(f"relative takes finite rtol, atol >= 0 (numbers such as relative(1e-5, atol=1e-7)), "
+                             f"got {name}={v!r}")
     return Tolerance("relative", rtol=float(rtol), atol=float(atol))
+
+
+def check_tolerance(tolerance, where: str) -> None:
+    """Raise TypeError, naming `where`, unless `tolerance` is None or a Tolerance (what exact(), ulps(n) and
+    relative(rtol, atol) return)."""
+    if tolerance is not None and not isinstance(tolerance, Tolerance):
+        raise TypeError(f"{where}: tolerance must be exact(), ulps(n) or relative(rtol, atol=0) from "
+                        f"ptxforge.testing (or None for exact), got {tolerance!r}")
 
 
 def _same_bits(got, want, bf16):

@@ -1,0 +1,64 @@
+"""A new user's review of ptxforge.testing: wrong arguments are refused by name, with what would be legal.
+
+CPU only: every check here runs on the interpreter (backends=("interp",)) or fails before anything runs.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import strategies as st
+
+from ptxforge import KernelBuilder, s32, u16, u32
+from ptxforge.testing import Array, ProblemSpace, Scalar, Size, cdiv, check, check_problem, exact, relative, ulps
+
+INTERP = dict(backends=("interp",))
+
+
+def axpy_i():
+    """c = a + b * s over int32, guarded by n (a kernel written for this review)."""
+    k = KernelBuilder("axpy_i", target="sm_80", maxntid=128)
+    a, b, c = k.param_ptr("a", s32), k.param_ptr("b", s32), k.param_ptr("c", s32)
+    n, s = k.param_value("n", u32), k.param_value("s", s32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 4, mode="wide")
+        va, vb = k.ld(k.add(a, off), type=s32), k.ld(k.add(b, off), type=s32)
+        k.st(k.add(c, off), k.mad(vb, s, va, mode="lo"))
+    return k.module()
+
+
+def axpy_space(**kw):
+    options = dict(
+        sizes=[Size("n", 0, 300, tile=128)],
+        arrays=[Array("a", ("n",), np.int32), Array("b", ("n",), np.int32), Array("c", ("n",), np.int32, role="out")],
+        scalars=[Scalar("s", st.integers(-5, 5))],
+        grid=lambda p: cdiv(p.n, 128), block=128,
+        reference=lambda a, b, s: (a.astype(np.int64) + b.astype(np.int64) * s).astype(np.int32))
+    options.update(kw)
+    return ProblemSpace(**options)
+
+
+# ---------------------------------------------------------------- tolerances
+
+@pytest.mark.parametrize("bad", [1e-5, "exact", relative, 0])
+def test_array_refuses_a_tolerance_that_is_not_one(bad):
+    # a float (or the function, not called) used to be kept and fail later as AttributeError 'passes'
+    with pytest.raises(TypeError, match=r"Array c: tolerance must be .*exact\(\), ulps\(n\) or relative\(rtol"):
+        Array("c", ("n",), np.float32, role="out", tolerance=bad)
+
+
+@pytest.mark.parametrize("bad", [1.5, "2", True, None])
+def test_ulps_takes_a_whole_number(bad):
+    # 1.5 was truncated to 1 without a word, "2" and True accepted
+    with pytest.raises(TypeError, match=r"ulps takes a whole number n >= 0"):
+        ulps(bad)
+
+
+def test_ulps_accepts_numpy_integers():
+    assert ulps(np.int64(3)).ulps == 3
+
+
+@pytest.mark.parametrize("rtol, atol", [(float("nan"), 0.0), ("1e-5", 0.0), (1e-5, float("inf")), (True, 0.0)])
+def test_relative_takes_finite_numbers(rtol, atol):
+    # a NaN rtol made every comparison fail; a string died on '<' with no name
+    with pytest.raises((TypeError, ValueError), match=r"relative takes finite rtol, atol >= 0"):
+        relative(rtol, atol)

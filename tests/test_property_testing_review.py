@@ -62,3 +62,31 @@ def test_relative_takes_finite_numbers(rtol, atol):
     # a NaN rtol made every comparison fail; a string died on '<' with no name
     with pytest.raises((TypeError, ValueError), match=r"relative takes finite rtol, atol >= 0"):
         relative(rtol, atol)
+
+
+# ---------------------------------------------------------------- sizes
+
+@pytest.mark.parametrize("field, kw", [("low", dict(low=0.5)), ("high", dict(high=10.0)), ("low", dict(low=False)),
+                                       ("high", dict(high="10")), ("multiple_of", dict(multiple_of=2.5)),
+                                       ("tile", dict(tile=32.0)), ("tile", dict(tile=True))])
+def test_size_bounds_are_whole_numbers(field, kw):
+    # Size("n", 0.5, 2) was kept and drew 0, below its low bound; multiple_of=2.5 drew float sizes
+    with pytest.raises(TypeError, match=rf"Size n: {field} must be a whole number \(an int\)"):
+        Size("n", **{"low": 0, "high": 10, **kw})
+
+
+@pytest.mark.parametrize("tile", [0, -3])
+def test_size_tile_is_positive(tile):
+    with pytest.raises(ValueError, match=r"Size n: tile must be >= 1 \(or None\)"):
+        Size("n", 0, 10, tile=tile)
+
+
+def test_size_numpy_integers_are_whole_numbers():
+    s = Size("n", np.int64(0), np.int32(10), tile=np.int64(4))
+    assert s.values_near_edges()[0] == 0
+
+
+def test_size_with_only_out_of_range_edges_says_so():
+    # it claimed "no multiple of 1 lies in [0, 10]", which is false: its edge values lay outside
+    with pytest.raises(ValueError, match=r"Size n: none of its edge values \(50,\) lies in \[0, 10\]"):
+        Size("n", 0, 10, edges=(50,), default_edges=False)

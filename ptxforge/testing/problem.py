@@ -69,6 +69,11 @@ def poison_of(dtype, *, bf16: bool = False) -> np.ndarray:
     return np.frombuffer(raw.to_bytes(dt.itemsize, "little"), dtype=dt.newbyteorder("<")).astype(dt).reshape(())
 
 
+def is_whole(v) -> bool:
+    """Whether `v` is an integer (int or numpy integer), not a bool: what sizes, tiles and seeds must be."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def cdiv(a: int, b: int) -> int:
     """a / b rounded up: the number of b-sized tiles that cover a (0 for a = 0)."""
     return -(-int(a) // int(b))
@@ -83,8 +88,10 @@ class Size:
     tile: the kernel's tile (or block) length along this size; the drawn values are weighted
     towards 0 (where low allows it), 1, 2, 3, tile - 1, tile, tile + 1, 2*tile - 1, 2*tile + 1,
     the quarters of the tile and one more (tile/4, tile/2, 3*tile/4, +1 each, for a tile that
-    is a multiple of 4 from 8 up) and the bounds.  `edges` adds (or, with `default_edges=False`, replaces) such values.  A size
-    named like a kernel parameter is passed to it.
+    is a multiple of 4 from 8 up) and the bounds.  `edges` adds (or, with `default_edges=False`, replaces) such values;
+    an edge that is not a multiple moves to the nearest multiples, and one outside [low, high] is dropped.  low, high,
+    multiple_of, tile and edges are ints (numpy integers too; not bools or floats), tile >= 1.  A size named like a
+    kernel parameter is passed to it.
     """
 
     name: str
@@ -96,12 +103,27 @@ class Size:
     default_edges: bool = True
 
     def __post_init__(self):
+        for field_name in ("low", "high", "multiple_of", "tile"):
+            v = getattr(self, field_name)
+            if not (is_whole(v) or (field_name == "tile" and v is None)):
+                raise TypeError(f"Size {self.name}: {field_name} must be a whole number (an int)"
+                                f"{' or None' if field_name == 'tile' else ''}, got {v!r}")
+        bad = [e for e in self.edges if not is_whole(e)]
+        if bad:
+            raise TypeError(f"Size {self.name}: edges must be whole numbers (ints), got {bad}")
         if self.low < 0 or self.high < self.low:
             raise ValueError(f"Size {self.name}: need 0 <= low <= high, got [{self.low}, {self.high}]")
         if self.multiple_of < 1:
             raise ValueError(f"Size {self.name}: multiple_of must be >= 1, got {self.multiple_of}")
+        if self.tile is not None and self.tile < 1:
+            raise ValueError(f"Size {self.name}: tile must be >= 1 (or None), got {self.tile}")
         if not self.values_near_edges():
-            raise ValueError(f"Size {self.name}: no multiple of {self.multiple_of} lies in [{self.low}, {self.high}]")
+            if not any(self._legal(v) for v in range(self.low, min(self.high, self.low + self.multiple_of) + 1)):
+                raise ValueError(f"Size {self.name}: no multiple of {self.multiple_of} lies in "
+                                 f"[{self.low}, {self.high}]")
+            raise ValueError(f"Size {self.name}: none of its edge values {tuple(self.edges)} lies in "
+                             f"[{self.low}, {self.high}] (as a multiple of {self.multiple_of}), and "
+                             "default_edges=False leaves no others: give edges inside the bounds, or default_edges=True")
 
     def _legal(self, v: int) -> bool:
         return self.low <= v <= self.high and v % self.multiple_of == 0

@@ -6,8 +6,9 @@ block to.  CPU only."""
 import numpy as np
 import pytest
 
+from ptxforge.builder import KernelBuilder
 from ptxforge.errors import ValidationError
-from ptxforge.hopper import SmemTile
+from ptxforge.hopper import MbarrierRing, SmemTile, WarpSpecialized, register_split
 from ptxforge.runtime import TensorMap
 
 BASE = 1 << 20
@@ -169,3 +170,66 @@ def test_a_descriptor_for_a_tile_past_the_shared_window_is_refused():
         SmemTile("s8", 2048, 128).descriptor(0)
     with pytest.raises(ValidationError, match=r"2048 x 128"):
         SmemTile("s8", 2048, 128).descriptor_template()
+
+
+# ------------------------------------------------------------------ the mbarrier ring and warp specialization
+
+
+def kernel(**kw):
+    kw.setdefault("maxntid", 384)
+    kw.setdefault("minnctapersm", 1)
+    return KernelBuilder("k", target="sm_90a", **kw)
+
+
+def test_ring_stages_take_numpy_integers_and_refuse_bools():
+    assert MbarrierRing(kernel(), np.int64(4), 0).stages == 4
+    with pytest.raises(ValidationError, match="stage"):
+        MbarrierRing(kernel(), True, 0)
+    assert MbarrierRing.nbytes(np.int64(3)) == 48
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValidationError, match="stage"):
+            MbarrierRing.nbytes(bad)
+
+
+def test_ring_refuses_a_base_that_is_not_8_byte_aligned():
+    # an mbarrier object is 8 bytes, 8-byte aligned (PTX ISA); [4] assembles and faults on the device
+    for bad in (4, -8):
+        with pytest.raises(ValidationError, match="8-byte aligned"):
+            MbarrierRing(kernel(), 2, bad)
+    MbarrierRing(kernel(), 2, 1024).init()
+
+
+def test_ring_barrier_of_a_stage_outside_the_ring_is_refused():
+    ring = MbarrierRing(kernel(), 2, 0)
+    assert str(ring.full(1)) == "[8]" and str(ring.empty(1)) == "[24]"
+    for bad in (2, 5, -1):
+        with pytest.raises(ValidationError, match=r"stage .* 0\.\.1"):
+            ring.full(bad)
+        with pytest.raises(ValidationError, match=r"stage .* 0\.\.1"):
+            ring.release(bad)
+
+
+@pytest.mark.parametrize("groups", [0, -1, True, 2.0])
+def test_warp_specialized_refuses_a_consumer_count_below_one(groups):
+    # 0 used to raise ZeroDivisionError, -1 made a "split" of 0 threads
+    with pytest.raises(ValidationError, match="consumer_groups"):
+        WarpSpecialized(kernel(maxntid=128), consumer_groups=groups)
+
+
+@pytest.mark.parametrize("maxntid, groups", [(256, 2), (512, 2), ((128, 3, 1), 1)])
+def test_warp_specialized_refuses_a_kernel_of_another_size(maxntid, groups):
+    # the split is computed for 128 x (1 + consumer_groups) threads: with .maxntid 256 the third warpgroup
+    # never runs, with 512 a fourth also takes the consumer branch and setmaxnreg.inc would wait forever
+    with pytest.raises(ValidationError, match=rf"{128 * (1 + groups)}"):
+        WarpSpecialized(kernel(maxntid=maxntid), consumer_groups=groups)
+    WarpSpecialized(kernel(maxntid=(128, 1 + groups, 1)), consumer_groups=groups)
+    WarpSpecialized(kernel(maxntid=None, reqntid=128 * (1 + groups)), consumer_groups=groups)
+
+
+@pytest.mark.parametrize("args", [(128, 1, 0, 40, 232), (128, 1, 0, 256, 24, 100), (384, 1, 2, 40.0, 232),
+                                  (384, 1, 2, 40, True), (384.0, 1, 2, 40, 232)])
+def test_register_split_refuses_what_is_not_a_plan(args):
+    *pos, = args
+    kw = {"entry": pos.pop()} if len(pos) == 6 else {}
+    with pytest.raises(ValidationError):
+        register_split(*pos, **kw)

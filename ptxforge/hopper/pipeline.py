@@ -29,6 +29,14 @@ from ..isa.tensor import directive_entry_registers, entry_register_cap
 
 _PTXFORGE_INTERNAL = True
 
+
+def _at_least_one(name: str, v) -> int:
+    """`v` (a Python or numpy integer, no bool) as an int >= 1."""
+    if not T.is_integer(v) or v < 1:
+        raise ValidationError(f"{name} must be an int >= 1, got {v!r}")
+    return int(v)
+
+
 @dataclass
 class RingState:
     """One role's position in a ring: the stage index and the phase parity to wait on (registers)."""
@@ -60,15 +68,18 @@ class MbarrierRing:
 
     full[s] completes when the producer's `producer_arrivals` arrivals and all expected TMA bytes
     have landed; empty[s] when `consumer_arrivals` consumer arrivals say the slot may be refilled.
-    `suspend_ns` is the try_wait suspend-time hint of the wait loops (None: no hint).
+    `suspend_ns` is the try_wait suspend-time hint of the wait loops (None: no hint).  `base` (an int,
+    a register or a symbol) must be 8-byte aligned, as every mbarrier object is; an int base is checked.
     """
 
     def __init__(self, k, stages: int, base, *, producer_arrivals: int = 1, consumer_arrivals: int = 1,
                  suspend_ns: int | None = None):
-        if not isinstance(stages, int) or stages < 1:
-            raise ValidationError(f"a ring needs at least one stage, got {stages!r}")
+        stages = _at_least_one("a ring's stage count (stages)", stages)
         if k.target.sm < 90:
             raise ValidationError(f"MbarrierRing uses mbarrier.try_wait and expect_tx (sm_90); target is {k.target}")
+        if T.is_integer(base) and (base < 0 or base % 8):
+            raise ValidationError(f"ring base {base!r} must be an 8-byte aligned shared address (each mbarrier is 8 "
+                                  "bytes, 8-byte aligned)")
         self.k, self.stages, self.base = k, stages, base
         self.producer_arrivals, self.consumer_arrivals = producer_arrivals, consumer_arrivals
         self.suspend_ns = suspend_ns
@@ -77,12 +88,14 @@ class MbarrierRing:
     @staticmethod
     def nbytes(stages: int) -> int:
         """Bytes of shared memory `stages` stages of barriers need (8-byte aligned)."""
-        return 16 * stages
+        return 16 * _at_least_one("a ring's stage count (stages)", stages)
 
     def _bar(self, which: int, stage) -> Addr:
         k = self.k
-        if isinstance(stage, int):
-            return Addr(self.base, 8 * (which * self.stages + stage))
+        if T.is_integer(stage) or isinstance(stage, (bool, float)):
+            if isinstance(stage, (bool, float)) or not 0 <= stage < self.stages:
+                raise ValidationError(f"stage {stage!r} is not a stage of this ring: 0..{self.stages - 1}")
+            return Addr(self.base, 8 * (which * self.stages + int(stage)))
         a = k.mad(stage, 8, self.base, mode="lo", type=T.u32)
         return Addr(a, 8 * which * self.stages)
 
@@ -168,8 +181,8 @@ class ClusterRing(MbarrierRing):
         super().release(st_or_stage, pred=pred)
         stage = st_or_stage.stage if isinstance(st_or_stage, RingState) else st_or_stage
         for peer in self.peer_bases:
-            if isinstance(stage, int):
-                a = Addr(peer, 8 * (self.stages + stage))
+            if T.is_integer(stage):
+                a = Addr(peer, 8 * (self.stages + int(stage)))
             else:
                 a = Addr(k.mad(stage, 8, peer, mode="lo", type=T.u32), 8 * self.stages)
             k.mbarrier_arrive(a, space="shared::cluster", pred=pred)
@@ -181,10 +194,15 @@ def register_split(threads: int, producer_groups: int, consumer_groups: int, pro
     registers the CTA starts with (`threads` x `entry`): setmaxnreg.inc only takes registers that other
     warpgroups released, so a plan asking for more than the launch gave waits forever.  `entry`: the
     registers per thread at the kernel's entry (`isa.tensor.directive_entry_registers` of its directives);
-    None: `entry_register_cap(threads)`, the cap of .maxntid `threads` with .minnctapersm 1."""
+    None: `entry_register_cap(threads)`, the cap of .maxntid `threads` with .minnctapersm 1.  Every
+    count is an int (numpy integers too); there is at least one producer and one consumer warpgroup."""
     for n, what in ((producer_regs, "producer"), (consumer_regs, "consumer")):
-        if n % 8 or not 24 <= n <= 256:
-            raise ValidationError(f"{what} register count must be a multiple of 8 in 24..256, got {n}")
+        if not T.is_integer(n) or n % 8 or not 24 <= n <= 256:
+            raise ValidationError(f"{what} register count must be a multiple of 8 in 24..256, got {n!r}")
+    producer_groups = _at_least_one("producer_groups", producer_groups)
+    consumer_groups = _at_least_one("consumer_groups", consumer_groups)
+    if not T.is_integer(threads):
+        raise ValidationError(f"threads must be an int, got {threads!r}")
     if threads != 128 * (producer_groups + consumer_groups):
         raise ValidationError(f"{threads} threads is not {producer_groups} + {consumer_groups} warpgroups of 128")
     total = 128 * (producer_groups * producer_regs + consumer_groups * consumer_regs)
@@ -208,6 +226,7 @@ class WarpSpecialized:
     """
 
     def __init__(self, k, consumer_groups: int = 2, *, producer_regs: int = 40, consumer_regs: int | None = None):
+        consumer_groups = _at_least_one("consumer_groups", consumer_groups)
         self.k, self.consumer_groups = k, consumer_groups
         threads = 128 * (1 + consumer_groups)
         lim = k.directives
@@ -215,6 +234,12 @@ class WarpSpecialized:
                 key in ("minnctapersm", "maxnreg") for key, _ in lim):
             raise ValidationError("warp specialization with setmaxnreg needs an entry register cap: build the "
                                   f"kernel with maxntid={threads} (or reqntid) and minnctapersm=1 (or maxnreg)")
+        for key, shape in lim:
+            if key in ("maxntid", "reqntid") and shape[0] * shape[1] * shape[2] != threads:
+                raise ValidationError(f"the kernel's .{key} {', '.join(map(str, shape))} is "
+                                      f"{shape[0] * shape[1] * shape[2]} threads, but one producer and "
+                                      f"{consumer_groups} consumer warpgroup(s) are {threads}: build it with "
+                                      f"{key}={threads} (the register split is computed for that many)")
         entry = directive_entry_registers(lim)  # what each thread starts with: the pool the split moves within
         if consumer_regs is None:  # the most the launch's registers allow (see register_split)
             slots = threads * entry // 128

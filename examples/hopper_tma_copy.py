@@ -11,7 +11,8 @@ c, c + grid, ...  A second kernel dumps one landed box raw, so the swizzled shar
 can be compared with `SmemTile`'s numpy model.
 
 On the H200 it copies a 16384 x 8192 u16 array and checks it; without a GPU the interpreter runs
-it on a 200 x 152 array (both edges ragged; rows are a multiple of 16 bytes, as tensor maps need) and checks it against numpy.
+it (with --stages slots) on a 200 x 152 array (both edges ragged; rows are a multiple of 16 bytes,
+as tensor maps need: --cols must be a multiple of 8) and checks it against numpy.
 
     python examples/hopper_tma_copy.py [--rows R] [--cols C] [--stages S] [--listing] [--sanitizer]
 """
@@ -201,13 +202,15 @@ def main(argv=None) -> int:
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)
+    if args.cols % 8:  # the tensor maps' row stride: whole 16-byte units (cuTensorMapEncodeTiled)
+        ap.error(f"--cols {args.cols}: a row of u16 must be a whole number of 16-byte units (a multiple of 8 columns)")
     module = build(args.stages)
     if args.listing:
         print(module.listing())
     reason = gpu_skip_reason()
     if reason is not None:
         print(offline_summary(module, reason))
-        dst, dump, src, corner = run_cpu()
+        dst, dump, src, corner = run_cpu(stages=args.stages)
     else:
         rows, cols = (300, 208) if args.sanitizer else (args.rows, args.cols)
         dst, dump, src, corner = run_gpu(rows, cols, args.stages)

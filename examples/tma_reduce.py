@@ -115,6 +115,9 @@ def main(argv=None) -> int:
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")
     args = ap.parse_args(argv)
+    if args.cols % 4:  # the tensor maps' row stride: whole 16-byte units (cuTensorMapEncodeTiled)
+        ap.error(f"--cols {args.cols}: a row of int32 must be a whole number of 16-byte units (a multiple of 4 "
+                 "columns)")
     if args.listing:
         print(build().listing())
     reason = gpu_skip_reason()

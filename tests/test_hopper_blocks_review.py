@@ -11,6 +11,8 @@ from ptxforge.errors import ValidationError
 from ptxforge.hopper import MbarrierRing, SmemTile, WarpSpecialized, register_split
 from ptxforge.runtime import TensorMap
 
+from support.examples import load_example
+
 BASE = 1 << 20
 
 
@@ -233,3 +235,30 @@ def test_register_split_refuses_what_is_not_a_plan(args):
     kw = {"entry": pos.pop()} if len(pos) == 6 else {}
     with pytest.raises(ValidationError):
         register_split(*pos, **kw)
+
+
+# ------------------------------------------------------------------ examples
+
+
+def test_tma_copy_runs_the_stages_it_is_given_on_the_interpreter(monkeypatch):
+    ex = load_example("hopper_tma_copy")
+    seen = {}
+    real = ex.run_cpu
+
+    def spy(*a, **kw):
+        seen.update(kw)
+        return real(*a, **kw)
+    monkeypatch.setattr(ex, "run_cpu", spy)
+    assert ex.main(["--stages", "2"]) == 0
+    assert seen.get("stages") == 2
+
+
+@pytest.mark.parametrize("name, argv", [("hopper_tma_copy", ["--cols", "8193"]),
+                                        ("tma_reduce", ["--cols", "1001"])])
+def test_examples_refuse_rows_a_tensor_map_cannot_take_before_running(name, argv, capsys):
+    # rows of whole 16-byte units (the driver's stride rule): a usage error, not a traceback from the GPU run
+    ex = load_example(name)
+    with pytest.raises(SystemExit) as e:
+        ex.main(argv)
+    assert e.value.code == 2
+    assert "16" in capsys.readouterr().err

@@ -90,3 +90,47 @@ def test_size_with_only_out_of_range_edges_says_so():
     # it claimed "no multiple of 1 lies in [0, 10]", which is false: its edge values lay outside
     with pytest.raises(ValueError, match=r"Size n: none of its edge values \(50,\) lies in \[0, 10\]"):
         Size("n", 0, 10, edges=(50,), default_edges=False)
+
+
+# ---------------------------------------------------------------- arrays
+
+@pytest.mark.parametrize("dtype, low, high", [(np.int32, 5, 1), (np.int32, 0, 2 ** 40), (np.uint8, -1, 3),
+                                              ("s4", -9, 7), ("u4", 0, 16), (np.int16, 0.5, 3)])
+def test_integer_array_range_is_checked_when_declared(dtype, low, high):
+    # numpy said only "low > high" or "high is out of bounds for int32", at the first draw and with no array named
+    with pytest.raises(ValueError, match=r"Array a: low and high must be whole numbers with .* <= low <= high <= "):
+        Array("a", ("n",), dtype, low=low, high=high)
+
+
+def test_integer_array_range_inside_its_type_is_kept():
+    a = Array("a", ("n",), np.int8, low=-128, high=127)
+    assert (a.low, a.high) == (-128, 127)
+
+
+@pytest.mark.parametrize("shape, what", [((lambda p: p.n - 500,), r"-\d+"), ((lambda p: p.n / 2,), r"\d+\.\d+")])
+def test_array_shape_must_be_whole_sizes(shape, what):
+    # "negative dimensions are not allowed" came from numpy with no array named; a float was truncated
+    space = axpy_space(arrays=[Array("a", shape, np.int32), Array("b", ("n",), np.int32),
+                               Array("c", ("n",), np.int32, role="out")])
+    with pytest.raises(ValueError, match=rf"Array a: shape .*{what}.* for problem n=7.*whole numbers >= 0"):
+        space.make(n=7, s=1)
+
+
+def copy16():
+    k = KernelBuilder("copy16", target="sm_80", maxntid=64)
+    x, y, n = k.param_ptr("x", u16), k.param_ptr("y", u16), k.param_value("n", u32)
+    i = k.global_index()
+    with k.if_(k.setp("lt", i, n)):
+        off = k.mul(i, 2, mode="wide")
+        k.st(k.add(y, off), k.ld(k.add(x, off), type=u16), type=u16)
+    return k.module()
+
+
+def test_a_bf16_output_takes_a_float_reference_rounded_to_bf16():
+    # the float reference was cast to uint16 as integers (0.546875 -> 0): "got 0.546875, want 0.0 (the reference
+    # gave 0.546875)" for a kernel that was right
+    from ptxforge.bfloat16 import from_bf16
+    space = ProblemSpace(sizes=[Size("n", 1, 100, tile=64)], grid=lambda p: cdiv(p.n, 64), block=64,
+                         arrays=[Array("x", ("n",), "bf16"), Array("y", ("n",), "bf16", role="out")],
+                         reference=lambda x: from_bf16(x).astype(np.float64))
+    check(copy16(), space, max_examples=10, **INTERP)

@@ -164,7 +164,7 @@ class Array:
     odd count leaves a zero high nibble).  `"bf16"` arrays live in uint16.
     role: "in" (drawn, read only: a write is a failure), "out" (poisoned, compared with the
     reference) or "inout" (drawn, then compared).  low/high: the value range drawn (floats in
-    [low, high), integers in [low, high]; default: floats in [-4, 4), every integer of the
+    [low, high), integers in [low, high], inside the type; default: floats in [-4, 4), every integer of the
     type, every 4-bit value; float data is drawn in float64, rounded to the type and kept in
     [low, high): a value rounding carries to `high`, or below a `low` the type cannot hold,
     becomes the nearest value of the type inside).  tolerance: how outputs of floats compare (see testing.tolerance;
@@ -192,6 +192,8 @@ class Array:
         check_tolerance(self.tolerance, f"Array {self.name}")
         if self.role != "out" and self.fill is None and (self.bf16 or self.container.kind == "f"):
             self.float_range()  # a range no value of the type lies in is refused here
+        elif self.role != "out" and self.fill is None and (self.int4 or self.container.kind in "iu"):
+            self.int_range()  # as numpy would at the first draw, but naming the array and the type's range
 
     @property
     def is_output(self) -> bool:
@@ -234,6 +236,24 @@ class Array:
             raise ValueError(f"Array {self.name}: no {kind} value lies in [low, high) = [{lo}, {hi})")
         return min(least), max(most)
 
+    def int_range(self) -> tuple:
+        """(least, greatest) integer drawn for this integer (or packed int4) array: low and high, each
+        defaulting to its type's bound; ValueError unless both are whole numbers inside the type with
+        low <= high."""
+        if self.int4:
+            least, most = (-8, 7) if INT4_DTYPES[self.dtype] else (0, 15)
+        else:
+            info = np.iinfo(self.container)
+            least, most = int(info.min), int(info.max)
+        lo = least if self.low is None else self.low
+        hi = most if self.high is None else self.high
+        if not all(is_whole(v) or (isinstance(v, (float, np.floating)) and float(v).is_integer()) for v in (lo, hi)) \
+                or not least <= lo <= hi <= most:
+            kind = self.dtype if self.int4 else self.container.name
+            raise ValueError(f"Array {self.name}: low and high must be whole numbers with {least} <= low <= high <= "
+                             f"{most} (the range of {kind}), got low={self.low!r}, high={self.high!r}")
+        return int(lo), int(hi)
+
     @property
     def poison(self) -> np.ndarray:
         """What this array holds before the kernel runs, when it is an output (see `poison_of`)."""
@@ -247,6 +267,10 @@ class Array:
             shape = [p.sizes[d] if isinstance(d, str) else d(p) if callable(d) else d for d in self.shape]
         if isinstance(shape, (int, np.integer)):
             shape = (shape,)
+        shape = tuple(shape)
+        if not all(is_whole(d) and d >= 0 for d in shape):
+            raise ValueError(f"Array {self.name}: shape {shape} for problem {p.call_args()}: dimensions must be whole "
+                             f"numbers >= 0 (ints; a size of 0 is an empty array)")
         return tuple(int(d) for d in shape)
 
     def host_shape(self, p) -> tuple:
@@ -272,8 +296,7 @@ class Array:
             return a
         if self.int4:
             signed = INT4_DTYPES[self.dtype]
-            lo = int(self.low) if self.low is not None else (-8 if signed else 0)
-            hi = int(self.high) if self.high is not None else (7 if signed else 15)
+            lo, hi = self.int_range()
             v = rng.integers(lo, hi, size=shape, endpoint=True)
             if v.size == 0:
                 return np.zeros(self.host_shape(p), np.uint8)
@@ -288,9 +311,7 @@ class Array:
                 return (v.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
             return v.astype(dt)
         if dt.kind in "iu":
-            info = np.iinfo(dt)
-            lo = info.min if self.low is None else int(self.low)
-            hi = info.max if self.high is None else int(self.high)
+            lo, hi = self.int_range()
             return rng.integers(lo, hi, size=shape, endpoint=True, dtype=dt)
         if dt.kind == "b":
             return rng.integers(0, 2, size=shape).astype(bool)
@@ -435,7 +456,8 @@ class ProblemSpace:
     it receives only the names its signature asks for, or all with **kw) returning
     {output name: expected array}, or one array when there is one output.  Expected arrays
     must have the output's shape (for an "out" array: what the kernel leaves in it, its
-    poison included where it writes nothing).
+    poison included where it writes nothing); a "bf16" output's may be float values, rounded once
+    to the nearest bfloat16 (`ptxforge.bfloat16.to_bf16`), instead of uint16 bit patterns.
     args: the kernel's arguments in order, as names (or callables of the Problem); default:
     the kernel's parameter names.  where: a predicate on the Problem's sizes; drawn sizes that
     fail it are discarded (keep it loose).  kernel: for a kernel that depends on the problem
@@ -601,6 +623,9 @@ class ProblemSpace:
                              "whole (its poison, or its data as made, where the kernel writes nothing)")
         want = {k: np.asarray(v) for k, v in want.items()}
         for a in outs:
+            if a.bf16 and want[a.name].dtype.kind == "f":  # values, not bit patterns: round them to bf16 once
+                from ..bfloat16 import to_bf16
+                want[a.name] = to_bf16(want[a.name])
             shape = p.initial[a.name].shape
             if want[a.name].shape != shape:
                 raise ValueError(f"the reference gave output {a.name} shape {want[a.name].shape}; the array has "

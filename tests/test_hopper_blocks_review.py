@@ -116,6 +116,14 @@ def test_im2col_errors_name_channels_per_pixel_not_a_box_the_caller_never_gave(k
 # ------------------------------------------------------------------ SmemTile
 
 
+@pytest.mark.parametrize("dtype", ["f16x2", "bf16x2", "u16x2"])
+def test_a_tile_of_packed_pairs_is_refused(dtype):
+    # wgmma and TMA take scalar elements: an f16x2 tile was laid out as 32-bit elements, so its k-steps were
+    # 8 pairs (k_elems 8) where an f16 tile's are 16 values
+    with pytest.raises(ValidationError, match=dtype[:-2]):
+        SmemTile(dtype, 64, 64)
+
+
 def test_shared_addresses_take_numpy_integers_and_refuse_bools():
     t = SmemTile("s8", 128, 128)
     assert t.descriptor(np.int64(1024), 1) == t.descriptor(1024, 1)

@@ -54,6 +54,10 @@ class SmemTile:
 
     def __post_init__(self):
         t = T.lookup(self.dtype)
+        if t.lanes > 1:
+            scalar = t.name[:-2]
+            raise ValidationError(f"SmemTile holds scalar elements (what wgmma and TMA read), got .{t.name}: make "
+                                  f"the tile of .{scalar} (each pair is two elements)")
         if t.bits not in (8, 16, 32) or t.is_pred:
             raise ValidationError(f"SmemTile holds 8-, 16- or 32-bit elements, got .{t.name} "
                                   "(lay 4-bit data out as 'u8' bytes)")

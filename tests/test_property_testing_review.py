@@ -134,3 +134,54 @@ def test_a_bf16_output_takes_a_float_reference_rounded_to_bf16():
                          arrays=[Array("x", ("n",), "bf16"), Array("y", ("n",), "bf16", role="out")],
                          reference=lambda x: from_bf16(x).astype(np.float64))
     check(copy16(), space, max_examples=10, **INTERP)
+
+
+# ---------------------------------------------------------------- the space: launch, make, arguments
+
+@pytest.mark.parametrize("grid, what", [(lambda p: -1, r"-1"), (lambda p: p.n / 128, r"0\.0546875"),
+                                        ((2, 0.5), r"0\.5")])
+def test_a_grid_that_is_not_whole_sizes_is_refused(grid, what):
+    # a negative grid was launched as 1 and the problem judged as if it had run; a float grid died on iteration
+    with pytest.raises(ValueError, match=rf"grid gave .*{what}.* for problem n=7.*whole numbers >= 0"):
+        axpy_space(grid=grid).make(n=7, s=1)
+
+
+def test_a_grid_dimension_of_zero_still_launches_as_one():
+    assert axpy_space().make(n=0, s=1).grid == (1, 1, 1)
+
+
+@pytest.mark.parametrize("kw, name", [(dict(choices={"ctas": []}), "choices\\['ctas'\\]"), (dict(block=[]), "block")])
+def test_an_empty_list_of_launch_choices_is_refused(kw, name):
+    # IndexError from make, "Cannot sample from a length-zero sequence" from problems()
+    with pytest.raises(ValueError, match=rf"ProblemSpace: {name} is an empty list"):
+        axpy_space(**kw)
+
+
+@pytest.mark.parametrize("n", [7.9, np.bool_(True), True, "7", -3])
+def test_make_takes_whole_sizes(n):
+    # n=7.9 ran n=7, n=True ran n=1 and a reproducer edited by hand silently meant another problem
+    with pytest.raises((TypeError, ValueError), match=r"make: size n must be a whole number >= 0"):
+        axpy_space().make(n=n, s=1)
+
+
+def test_make_takes_numpy_integer_sizes():
+    p = axpy_space().make(n=np.int64(7), s=np.int32(2))
+    assert p.sizes == {"n": 7} and type(p.sizes["n"]) is int
+
+
+@pytest.mark.parametrize("seed", [-1, 2 ** 32, 1.5, True])
+def test_make_takes_a_seed_of_the_drawn_range(seed):
+    with pytest.raises((TypeError, ValueError), match=r"make: seed must be a whole number in \[0, 2\*\*32 - 1\]"):
+        axpy_space().make(n=3, s=1, seed=seed)
+
+
+@pytest.mark.parametrize("args", [("a", "b", "c", "n", "s", "n"), ("a", "b", "c", "n")])
+def test_args_of_the_wrong_length_name_args(args):
+    # the launcher's "takes 5 arguments, got 6" pointed at a line of the runner
+    with pytest.raises(ValueError, match=r"the space's args= lists \d arguments; kernel axpy_i takes 5 \(a, b, c, n, s\)"):
+        check_problem(axpy_i(), axpy_space(args=args), n=3, s=1, **INTERP)
+
+
+def test_a_kernel_parameter_the_space_lacks_is_named():
+    with pytest.raises(KeyError, match=r"kernel argument 's' is not a size, array, scalar or launch choice"):
+        check_problem(axpy_i(), axpy_space(scalars=[], reference=lambda a, b: a + b), n=3, **INTERP)

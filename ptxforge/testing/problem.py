@@ -447,8 +447,8 @@ class ProblemSpace:
     """Everything needed to draw, launch and judge problems of one kernel.
 
     sizes: Size list.  arrays: Array list.  scalars: Scalar list.
-    grid: a callable of the Problem (or constant dims); a dimension that computes to 0 (a size
-    of 0) is launched as 1, so a zero size tests the kernel's guards.  block: dims, a list of
+    grid: a callable of the Problem (or constant dims): 1 to 3 whole numbers >= 0; a dimension that
+    computes to 0 (a size of 0) is launched as 1, so a zero size tests the kernel's guards.  block: dims, a list of
     dims, or a Hypothesis strategy of dims (a launch choice).  choices: {name: list or strategy}
     of further launch choices the grid / shared callables read (e.g. how many CTAs).
     shared: dynamic shared memory bytes (int or callable of the Problem).
@@ -500,6 +500,10 @@ class ProblemSpace:
             raise ValueError(f"ProblemSpace: names used twice: {sorted(dup)}")
         if not any(a.is_output for a in self.arrays):
             raise ValueError("ProblemSpace: no array has role 'out' or 'inout'; there is nothing to check")
+        for what, v in [("block", block), *((f"choices[{k!r}]", v) for k, v in self.choices.items())]:
+            if isinstance(v, (list, tuple)) and not isinstance(v, st.SearchStrategy) and len(v) == 0:
+                raise ValueError(f"ProblemSpace: {what} is an empty list: give at least one value (or a "
+                                 "Hypothesis strategy)")
         known = [s.name for s in self.sizes]
         for a in self.arrays:
             for d in (() if callable(a.shape) else a.shape if isinstance(a.shape, (tuple, list)) else (a.shape,)):
@@ -555,8 +559,18 @@ class ProblemSpace:
 
     def make(self, *, seed: int = 0, **values) -> Problem:
         """The problem with these sizes, launch choices and scalars (defaults: sizes at their low
-        bound, the first block and choice, scalars' constants) and data from `seed`."""
-        sizes = {s.name: int(values.pop(s.name, s.values_near_edges()[0])) for s in self.sizes}
+        bound, the first block and choice, scalars' constants) and data from `seed`.  Sizes are whole
+        numbers >= 0 (ints or numpy integers, not bools or floats; they may lie outside the Size's
+        bounds), `seed` one of the drawn range [0, 2**32 - 1]."""
+        sizes = {}
+        for s in self.sizes:
+            v = values.pop(s.name, s.values_near_edges()[0])
+            if not is_whole(v) or v < 0:
+                raise TypeError(f"make: size {s.name} must be a whole number >= 0 (an int; the space draws "
+                                f"[{s.low}, {s.high}]), got {v!r}")
+            sizes[s.name] = int(v)
+        if not is_whole(seed) or not 0 <= seed <= 2 ** 32 - 1:
+            raise ValueError(f"make: seed must be a whole number in [0, 2**32 - 1] (what the space draws), got {seed!r}")
         launch = {"block": _dims(values.pop("block")) if "block" in values else _first(self.block, _dims)}
         for k, v in self.choices.items():
             launch[k] = values.pop(k) if k in values else _first(v if isinstance(v, st.SearchStrategy) else list(v))
@@ -577,7 +591,11 @@ class ProblemSpace:
         p = Problem(dict(sizes), dict(launch), int(seed), dict(scalars))
         p.block = _dims(launch["block"])
         g = self.grid(p) if callable(self.grid) else self.grid
-        p.grid = tuple(max(1, d) for d in _dims(g))
+        dims = (g,) if is_whole(g) or not isinstance(g, (tuple, list)) else tuple(g)
+        if not (1 <= len(dims) <= 3 and all(is_whole(d) and d >= 0 for d in dims)):
+            raise ValueError(f"ProblemSpace: grid gave {g!r} for problem {p.call_args()}: it must be 1 to 3 whole "
+                             "numbers >= 0 (a 0 is launched as 1), e.g. cdiv(p.n, 128) rather than p.n / 128")
+        p.grid = tuple(max(1, d) for d in _dims(dims))
         p.shared = int(self.shared(p) if callable(self.shared) else self.shared)
         rng = np.random.default_rng(p.seed)
         for a in self.arrays:
@@ -586,9 +604,14 @@ class ProblemSpace:
         return p
 
     # ------------------------------------------------------------ using a problem
-    def kernel_args(self, p: Problem, arrays: dict, param_names) -> list:
-        """The launch's argument list: `arrays` (this run's copies) and p's values, in kernel order."""
+    def kernel_args(self, p: Problem, arrays: dict, param_names, kernel: str = "the kernel") -> list:
+        """The launch's argument list: `arrays` (this run's copies) and p's values, in kernel order.
+        ValueError when `args=` lists another number of arguments than `param_names` (the parameters of
+        `kernel`, which the message names); KeyError for a name that is no value of the problem."""
         order = self.args if self.args is not None else tuple(param_names)
+        if len(order) != len(param_names):
+            raise ValueError(f"the space's args= lists {len(order)} arguments; {kernel} takes {len(param_names)} "
+                             f"({', '.join(param_names)}): give one per parameter, in order")
         table = {**p.sizes, **p.scalars, **p.launch, **arrays}
         out = []
         for item in order:

@@ -279,7 +279,10 @@ def _run_interp(plan, k, p, names, out):
     from ..interp import InterpUnsupported, run
     sp = plan.space
     arrays = p.fresh_arrays()
-    args = sp.interp_args(p, arrays) if sp.interp_args is not None else sp.kernel_args(p, arrays, names)
+    if sp.interp_args is not None:
+        args = sp.interp_args(p, arrays)
+    else:
+        args = sp.kernel_args(p, arrays, names, f"kernel {k.name}")
     try:
         report = run(k, grid=p.grid, block=p.block, args=args, shared=p.shared, check=False, count_accesses=True)
     except InterpUnsupported as e:
@@ -324,7 +327,7 @@ def _run_gpu(plan, k, p, names, out):
         if sp.device is not None:
             sp.device(p, arrays)
         else:
-            args = sp.kernel_args(p, arrays, names)
+            args = sp.kernel_args(p, arrays, names, f"kernel {k.name}")
             wrapped = [InOut(a) if any(a is v for v in arrays.values()) else a for a in args]
             plan.gpu_function(k)(p.grid, p.block, *wrapped, shared=p.shared)
     except Exception as e:  # a launch or JIT error is this problem's failure, not the runner's

@@ -270,3 +270,13 @@ def test_examples_refuse_rows_a_tensor_map_cannot_take_before_running(name, argv
         ex.main(argv)
     assert e.value.code == 2
     assert "16" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["hopper_tma_copy", "hopper_wgmma_tile", "hopper_cluster_multicast", "tensormap_edit",
+                                  "tma_reduce", "hopper_gemm_interp"])
+def test_every_public_function_of_the_hopper_examples_has_a_docstring(name):
+    import inspect
+    ex = load_example(name)
+    bare = [n for n, f in vars(ex).items() if not n.startswith("_") and inspect.isfunction(f)
+            and f.__module__ == ex.__name__ and not (f.__doc__ or "").strip()]
+    assert not bare, f"{name}: {bare}"

@@ -185,3 +185,27 @@ def test_args_of_the_wrong_length_name_args(args):
 def test_a_kernel_parameter_the_space_lacks_is_named():
     with pytest.raises(KeyError, match=r"kernel argument 's' is not a size, array, scalar or launch choice"):
         check_problem(axpy_i(), axpy_space(scalars=[], reference=lambda a, b: a + b), n=3, **INTERP)
+
+
+# ---------------------------------------------------------------- the reference
+
+def _positional_only(a, /):
+    return a
+
+
+@pytest.mark.parametrize("ref", [lambda *arrays: arrays[0], _positional_only])
+def test_a_reference_taking_positional_arguments_is_refused(ref):
+    # *arrays got nothing (IndexError inside the user's lambda); a positional-only parameter a TypeError of Python's
+    with pytest.raises(TypeError, match=r"the reference is called with names .*: take them as parameters"):
+        axpy_space(reference=ref)
+
+
+def test_a_reference_that_is_not_a_function_is_refused():
+    with pytest.raises(TypeError, match=r"ProblemSpace: reference must be a function"):
+        axpy_space(reference=np.zeros(3))
+
+
+def test_a_reference_returning_none_says_so():
+    # "the reference gave output c shape ()" hid that it returned nothing (a forgotten return)
+    with pytest.raises(ValueError, match=r"the reference returned None for output c"):
+        check_problem(axpy_i(), axpy_space(reference=lambda a: None), n=3, s=1, **INTERP)

@@ -504,6 +504,8 @@ class ProblemSpace:
             if isinstance(v, (list, tuple)) and not isinstance(v, st.SearchStrategy) and len(v) == 0:
                 raise ValueError(f"ProblemSpace: {what} is an empty list: give at least one value (or a "
                                  "Hypothesis strategy)")
+        if reference is not None:
+            _check_reference(reference, names + list(self.choices) + ["block"])
         known = [s.name for s in self.sizes]
         for a in self.arrays:
             for d in (() if callable(a.shape) else a.shape if isinstance(a.shape, (tuple, list)) else (a.shape,)):
@@ -637,6 +639,10 @@ class ProblemSpace:
                 raise ValueError(f"the reference returned one array, but there are {len(outs)} outputs "
                                  f"({', '.join(a.name for a in outs)}): return a dict")
             want = {outs[0].name: want}
+        nothing = [k for k, v in want.items() if v is None]
+        if nothing:
+            raise ValueError(f"the reference returned None for output {', '.join(nothing)} (a missing return?): it "
+                             "must return the expected array, or {name: array} for several outputs")
         unknown = set(want) - {a.name for a in outs}
         if unknown:
             raise ValueError(f"the reference returned {sorted(unknown)}, which are not outputs")
@@ -654,6 +660,29 @@ class ProblemSpace:
                 raise ValueError(f"the reference gave output {a.name} shape {want[a.name].shape}; the array has "
                                  f"shape {shape}")
         return want
+
+
+def _check_reference(fn, names: list) -> None:
+    """TypeError unless `fn` can be called as call_with_names calls it: a function whose parameters
+    without defaults are keyword-capable and among `names` (the space's values)."""
+    if not callable(fn):
+        raise TypeError(f"ProblemSpace: reference must be a function of the problem's named values (e.g. "
+                        f"lambda src: src.T), got {type(fn).__name__}")
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):  # a builtin without a signature: judged when it is called
+        return
+    positional = [q.name for q in params if q.kind is q.VAR_POSITIONAL or
+                  (q.kind is q.POSITIONAL_ONLY and q.default is q.empty)]
+    if positional:
+        raise TypeError(f"the reference is called with names (those of {sorted(names)}), but takes {positional} "
+                        f"positionally: take them as parameters named like the values, or **values")
+    if not any(q.kind is q.VAR_KEYWORD for q in params):
+        unknown = [q.name for q in params if q.name not in names and q.default is q.empty
+                   and q.kind in (q.POSITIONAL_OR_KEYWORD, q.KEYWORD_ONLY)]
+        if unknown:
+            raise TypeError(f"the reference asks for {unknown}, which the problem does not have (it has "
+                            f"{sorted(names)})")
 
 
 def call_with_names(fn, values: dict):

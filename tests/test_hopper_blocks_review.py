@@ -280,3 +280,19 @@ def test_every_public_function_of_the_hopper_examples_has_a_docstring(name):
     bare = [n for n, f in vars(ex).items() if not n.startswith("_") and inspect.isfunction(f)
             and f.__module__ == ex.__name__ and not (f.__doc__ or "").strip()]
     assert not bare, f"{name}: {bare}"
+
+
+def test_ring_counts_take_numpy_integers_and_refuse_bools_and_floats():
+    # numpy integers reached the instruction layer, which calls them immediates it does not allow
+    k = kernel()
+    ring = MbarrierRing(k, 2, 0, producer_arrivals=np.int64(1), consumer_arrivals=np.int32(8))
+    ring.init()
+    st = ring.producer_state()
+    ring.expect_tx(st, np.int64(4096))
+    with pytest.raises(ValidationError, match="nbytes"):
+        ring.expect_tx(st, 4096.0)
+    text = k.module().render().text
+    assert "mbarrier.init.shared.b64 [16], 8;" in text and "[%r0], 0x1000;" in text
+    for kw in (dict(consumer_arrivals=True), dict(producer_arrivals=2.0)):
+        with pytest.raises(ValidationError, match=next(iter(kw))):
+            MbarrierRing(kernel(), 2, 0, **kw)

@@ -22,12 +22,22 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..errors import ValidationError
 from ..isa import types as T
 from ..isa.operands import Addr, Reg
 from ..isa.tensor import directive_entry_registers, entry_register_cap
 
 _PTXFORGE_INTERNAL = True
+
+
+def _count_operand(name: str, v):
+    """A count the instructions take as an immediate or a register: a numpy integer becomes an int (the
+    instruction layer takes Python ints as immediates), a bool or a float is refused."""
+    if isinstance(v, (bool, float, np.bool_, np.floating)):
+        raise ValidationError(f"{name} must be an int or a register, got {v!r}")
+    return int(v) if T.is_integer(v) else v
 
 
 def _at_least_one(name: str, v) -> int:
@@ -81,7 +91,8 @@ class MbarrierRing:
             raise ValidationError(f"ring base {base!r} must be an 8-byte aligned shared address (each mbarrier is 8 "
                                   "bytes, 8-byte aligned)")
         self.k, self.stages, self.base = k, stages, base
-        self.producer_arrivals, self.consumer_arrivals = producer_arrivals, consumer_arrivals
+        self.producer_arrivals = _count_operand("producer_arrivals", producer_arrivals)
+        self.consumer_arrivals = _count_operand("consumer_arrivals", consumer_arrivals)
         self.suspend_ns = suspend_ns
 
     #: shared-memory bytes the ring's barriers take
@@ -145,7 +156,7 @@ class MbarrierRing:
 
     def expect_tx(self, st: RingState, nbytes, *, pred=None) -> None:
         """Producer: mbarrier.arrive.expect_tx on full[stage] for the bytes the TMA copies will bring."""
-        self.k.mbarrier_arrive(self.full(st), expect_tx=nbytes, pred=pred)
+        self.k.mbarrier_arrive(self.full(st), expect_tx=_count_operand("expect_tx nbytes", nbytes), pred=pred)
 
     def wait_full(self, st: RingState) -> None:
         """Consumer: wait until the slot of `st` is filled (try_wait.parity loop on full[stage])."""

@@ -296,3 +296,16 @@ def test_ring_counts_take_numpy_integers_and_refuse_bools_and_floats():
     for kw in (dict(consumer_arrivals=True), dict(producer_arrivals=2.0)):
         with pytest.raises(ValidationError, match=next(iter(kw))):
             MbarrierRing(kernel(), 2, 0, **kw)
+
+
+def test_warp_specialized_register_counts_take_numpy_integers():
+    # register_split took np.int64(40), then setmaxnreg refused it as "not a multiple of 8 in 24..256"
+    k = kernel()
+    ws = WarpSpecialized(k, np.int64(2), producer_regs=np.int64(40), consumer_regs=np.int32(232))
+    with ws.producer():
+        pass
+    with ws.consumer():
+        pass
+    text = k.module().render().text
+    assert "setmaxnreg.dec.sync.aligned.u32 40;" in text and "setmaxnreg.inc.sync.aligned.u32 232;" in text
+    assert type(ws.threads) is int and type(ws.consumer_regs) is int

@@ -256,7 +256,7 @@ class WarpSpecialized:
             slots = threads * entry // 128
             consumer_regs = min(256, ((slots - producer_regs) // consumer_groups) // 8 * 8)
         register_split(threads, 1, consumer_groups, producer_regs, consumer_regs, entry=entry)
-        self.producer_regs, self.consumer_regs, self.threads = producer_regs, consumer_regs, threads
+        self.producer_regs, self.consumer_regs, self.threads = int(producer_regs), int(consumer_regs), threads
         tid = k.tid()
         self.warpgroup = k.shr(tid, 7, type=T.u32, dst=k.reg(T.u32, "warpgroup"))
         self.warp_in_group = k.and_(k.shr(tid, 5, type=T.u32), 3, type=T.b32, dst=k.reg(T.u32, "warp_in_wg"))

@@ -209,3 +209,17 @@ def test_a_reference_returning_none_says_so():
     # "the reference gave output c shape ()" hid that it returned nothing (a forgotten return)
     with pytest.raises(ValueError, match=r"the reference returned None for output c"):
         check_problem(axpy_i(), axpy_space(reference=lambda a: None), n=3, s=1, **INTERP)
+
+
+# ---------------------------------------------------------------- without a GPU
+
+def test_a_check_without_a_gpu_says_the_gpu_was_not_used(monkeypatch):
+    # "axpy_i: 5 problems passed (5 on interp)" read like a full pass; nothing said the GPU was missing, or why
+    from ptxforge.runtime.device import gpu_skip_reason
+    if gpu_skip_reason() is None:
+        pytest.skip("a GPU is present: the report counts its runs instead")
+    monkeypatch.delenv("PTXFORGE_REQUIRE_GPU", raising=False)
+    report = check(axpy_i(), axpy_space(), max_examples=5)
+    assert report.runs == {"interp": 5} and report.skipped["gpu"].startswith("no usable GPU (")
+    assert gpu_skip_reason() in report.skipped["gpu"] and "PTXFORGE_REQUIRE_GPU=1" in report.skipped["gpu"]
+    assert str(report).startswith("axpy_i: 5 problems passed (5 on interp; gpu not used: no usable GPU); largest {")

@@ -127,9 +127,18 @@ class CheckReport:
             self.largest[k] = max(self.largest.get(k, v), v)
 
     def __str__(self) -> str:
+        """One line: the problems passed, runs per backend, each backend not used with the first words of
+        why (the whole reason is in `skipped`), and the largest sizes."""
         runs = ", ".join(f"{n} on {b}" for b, n in self.runs.items()) or "nothing run"
-        skip = "".join(f"; {b} not used: {why}" for b, why in self.skipped.items())
-        return f"{self.kernel}: {self.problems} problems passed ({runs}); largest {self.largest}{skip}"
+        skip = "".join(f"; {b} not used: {why.split(' (')[0]}" for b, why in self.skipped.items())
+        return f"{self.kernel}: {self.problems} problems passed ({runs}{skip}); largest {self.largest}"
+
+
+def _note_missing_gpu(plan_backends, backends, report):
+    """In "auto" with no usable GPU, record in the report that the GPU was not used, and why."""
+    if backends == "auto" and "gpu" not in plan_backends:
+        report.skipped["gpu"] = (f"no usable GPU ({gpu_skip_reason()}); set {REQUIRE_GPU_ENV}=1 to make that a "
+                                 "failure")
 
 
 # ---------------------------------------------------------------- choosing backends
@@ -403,6 +412,7 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     plan = _Plan(target, space, kernel, backends, transform)
     _require_a_backend(plan)
     report = CheckReport(plan.name)
+    _note_missing_gpu(plan.backends, backends, report)
 
     def one_problem(problem):
         _judge(plan, problem, property, report)
@@ -419,7 +429,7 @@ def check_schedules(schedules, *, space_options=None, backends="auto", property=
     from hypothesis import strategies as st
     from .schedule_problems import problem_space
     _refuse_nesting()
-    choose_backends(backends)  # a demanded, missing GPU fails before anything is drawn
+    chosen, _ = choose_backends(backends)  # a demanded, missing GPU fails before anything is drawn
     plans: dict = {}
 
     def plan_for(s):
@@ -428,6 +438,7 @@ def check_schedules(schedules, *, space_options=None, backends="auto", property=
         return plans[s]
 
     report = CheckReport("schedules")
+    _note_missing_gpu(chosen, backends, report)
 
     def one_problem(schedule_and_problem):
         s, problem = schedule_and_problem

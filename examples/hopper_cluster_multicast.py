@@ -46,6 +46,9 @@ def build(n=64, k_total=256, n_total=None) -> pf.Module:
     """Kernel `cluster_gemm(a_map, b_map, d, flags)`, clusters of (2, 1, 1) CTAs."""
     n_total = n_total or n
     form = wgmma_form(n, "s8")
+    if n % 16:  # each CTA's half of B is a TMA box into the swizzled tile: it must start on a 1024-byte pattern
+        raise pf.ValidationError(f"N = {n}: each CTA multicasts N/2 rows of B, whose 128-byte-swizzled box must land "
+                                 "on a 1024-byte boundary (8 rows of 128 bytes), so N must be a multiple of 16")
     ta, tb = tiles(n)
     half = n // 2
     k = pf.KernelBuilder("cluster_gemm", target="sm_90a", reqntid=128, reqnctapercluster=(2, 1, 1))
@@ -144,7 +147,7 @@ def main(argv=None) -> int:
     """Run on the GPU (or the interpreter) and check; 0 when correct."""
     from ptxforge.runtime import gpu_skip_reason, offline_summary
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=positive_int, default=256, help="a wgmma N (8 to 256)")
+    ap.add_argument("--n", type=positive_int, default=256, help="a wgmma N that is a multiple of 16 (16 to 256)")
     ap.add_argument("--k", type=positive_int, default=1024, help=f"a multiple of {BK}")
     ap.add_argument("--listing", action="store_true")
     ap.add_argument("--sanitizer", action="store_true", help="small sizes, for compute-sanitizer runs")

@@ -309,3 +309,16 @@ def test_warp_specialized_register_counts_take_numpy_integers():
     text = k.module().render().text
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in text and "setmaxnreg.inc.sync.aligned.u32 232;" in text
     assert type(ws.threads) is int and type(ws.consumer_regs) is int
+
+
+@pytest.mark.parametrize("n", [8, 24])
+def test_cluster_multicast_refuses_an_n_whose_half_tile_tma_cannot_land(n, capsys):
+    # each CTA multicasts N/2 rows of B at N/2 x 128 bytes into the tile: a swizzled TMA box needs a 1024-byte
+    # boundary, so N/2 must be a multiple of 8 rows; --n 8 and 24 (legal wgmma N) passed the example's checks
+    # and the interpreter reports the copy misaligned, as the H200 misplaces it
+    ex = load_example("hopper_cluster_multicast")
+    with pytest.raises(ValidationError, match="16"):
+        ex.build(n, 256)
+    with pytest.raises(SystemExit) as e:
+        ex.main(["--n", str(n)])
+    assert e.value.code == 2 and "16" in capsys.readouterr().err

@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
 from .operands import Addr, Guard, Imm, Label, Operand, Reg, SpecialReg, Symbol, SymbolOffset, Vec
@@ -166,6 +168,9 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
     if isinstance(op, Imm):
         if not imm_ok:
             raise ValidationError(f"{what}: an immediate ({op}) is not allowed here; use a register")
+        if isinstance(op.value, bool) and not t.is_pred:
+            raise ValidationError(f"{what}: {op.value} is a bool, and a .{t.name} operand takes a number: write "
+                                  f"1 or 0 (True and False are immediates of .pred operands only)")
         if not op.fits(t):
             raise ValidationError(f"{what}: immediate {op.value} does not fit .{t.name}")
         return
@@ -244,8 +249,8 @@ def as_operand(x, t: ScalarType | None = None):
         return Imm(x.value, t)
     if isinstance(x, (Operand, Guard)):
         return x
-    if isinstance(x, bool):
-        return Imm(int(x), t)
+    if isinstance(x, (bool, np.bool_)):  # Python's or numpy's: kept a bool, for check_value to refuse where not .pred
+        return Imm(bool(x), t)
     if not isinstance(x, (int, float)):
         if isinstance(x, numbers.Integral):  # numpy integer scalars are integers
             x = int(x)

@@ -7,6 +7,7 @@ registers, arch, ISA), `LD_TYPES`, `CACHE_OPS`, `ATOM_OPS`, `PREFETCH_LEVELS`, `
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -643,6 +644,11 @@ class MemoryOps:
     Addresses are a register (plus `offset` bytes), an `Addr` or a shared symbol; `space` defaults to global.
     """
     def _addr(self, addr, offset=0):
+        if type(offset) is not int:  # (the common case: a Python int) numpy integers are integers too
+            if isinstance(offset, (bool, np.bool_)) or not isinstance(offset, numbers.Integral):
+                raise ValidationError(f"offset= is a constant byte offset, an integer; got {offset!r} "
+                                      f"({type(offset).__name__})")
+            offset = int(offset)
         a = self._val(addr)
         if isinstance(a, (Reg, Symbol)):
             a = Addr(a, offset)
@@ -743,8 +749,9 @@ class MemoryOps:
         self.emit(prefetch_tensormap(self._addr(tmap), space), pred)
 
     def atom(self, op, addr, value, *, type=None, space="global", compare=None, dst=None, pred=None, sem=None,
-             scope=None, policy=None):
-        """Atomic read-modify-write; returns the old value (a Vec of them for a vector atom).
+             scope=None, policy=None, offset=0):
+        """Atomic read-modify-write at `addr` (plus `offset` bytes, as for `ld`); returns the old value (a Vec of
+        them for a vector atom).
 
         `sem` ("relaxed", "acquire", "release", "acq_rel") and/or `scope` ("cta", "cluster", "gpu",
         "sys") qualify it (`atom.acq_rel.gpu.global.add.u32`); `policy` adds `.L2::cache_hint`.  Half types
@@ -754,16 +761,17 @@ class MemoryOps:
         t, v, vec, cas_new = self._atom_operands(op, value, type, compare)
         d = self._atom_dst(dst, t, vec)
         policy = self._val(policy) if policy is not None else None
-        self.emit(atom(op, t, d, self._addr(addr), v, cas_new, space, sem=sem, scope=scope, policy=policy, vec=vec),
-                  pred)
+        self.emit(atom(op, t, d, self._addr(addr, offset), v, cas_new, space, sem=sem, scope=scope, policy=policy,
+                       vec=vec), pred)
         return d
 
-    def red(self, op, addr, value, *, type=None, space="global", pred=None, sem=None, scope=None, policy=None):
+    def red(self, op, addr, value, *, type=None, space="global", pred=None, sem=None, scope=None, policy=None,
+            offset=0):
         """Reduction into memory with no result (red.global.add.s32 ...); `sem` ("relaxed",
-        "release"), `scope`, `policy`, half types and vectors as for `atom`."""
+        "release"), `scope`, `policy`, `offset`, half types and vectors as for `atom`."""
         t, v, vec, _ = self._atom_operands(op, value, type, None)
         policy = self._val(policy) if policy is not None else None
-        self.emit(atom(op, t, None, self._addr(addr), v, None, space, reduce_only=True, sem=sem, scope=scope,
+        self.emit(atom(op, t, None, self._addr(addr, offset), v, None, space, reduce_only=True, sem=sem, scope=scope,
                        policy=policy, vec=vec), pred)
 
     def _atom_operands(self, op, value, type, compare):

@@ -12,6 +12,7 @@ import itertools
 import numbers
 import re
 import warnings
+import weakref
 from contextlib import contextmanager
 
 from .errors import PtxforgeError, SourceLoc, TargetError, ValidationError, caller_loc, with_loc
@@ -35,8 +36,8 @@ from .isa.async_copy import AsyncCopyOps
 from .isa.bulk_reduce import BulkReduceOps
 from .isa.tensormap import TensormapOps
 from .isa.cluster import ClusterOps, cluster_dims
-from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, Vec,
-                           special)
+from .isa.operands import (SPECIAL_REGISTERS, SPECIAL_REQUIREMENTS, Addr, Guard, Label, Reg, Symbol, SymbolOffset,
+                           Vec, special)
 from .isa.sync import SyncOps
 from .isa.targets import Target
 from .isa.tensor import TensorOps
@@ -50,6 +51,7 @@ _PTXFORGE_INTERNAL = True
 
 _IDENT = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*\Z")  # PTX identifiers may start with $
 _ids = itertools.count(1)
+_BUILDERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> the live builder (error messages)
 
 #: Auto-name prefixes by register type (readable, and unique per width class): a few types by name, the
 #: rest by width; `_PREFIX_OF` holds the prefix of every declarable type, looked up once per new register
@@ -131,6 +133,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             self.name = name
             self.target = Target.parse(target)
             self.id = next(_ids)
+            _BUILDERS[self.id] = self
             directives = []
             if maxntid is not None and reqntid is not None:
                 raise ValidationError(
@@ -259,7 +262,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return r
 
     def regs(self, type, n: int, name: str | None = None) -> Vec:
-        """n new registers as a Vec (a brace list); named `name0..name{n-1}` if `name` is given."""
+        """n new registers as a Vec (a brace list); named `name0..name{n-1}` if `name` is given, each made unique
+        as `reg()` makes names (`regs(t, 2, "r")` gives `%r0_1, %r1_1`: never an automatic name)."""
+        n = _int_arg(n, "regs() count")
+        if n < 0:
+            raise ValidationError(f"regs() makes n >= 0 registers, got {n}")
         if name is None:
             return Vec(tuple(self.reg(type) for _ in range(n)))
         return Vec(tuple(self.reg(type, f"{name}{i}") for i in range(n)))
@@ -270,6 +277,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 f"register {r} belongs to kernel '{r.kernel}', not to '{self.name}': "
                 "registers cannot cross kernels; allocate one with this kernel's reg()")
         return r
+
+    def _own_symbol(self, s: Symbol) -> Symbol:
+        """`s` when this kernel may name it: a shared array is declared inside the kernel that made it (a
+        dynamic one only in the modules of the kernels that declared it), so another kernel's is unknown here."""
+        if s.owner and s.owner != self.id and s.space == "shared":
+            made = _BUILDERS.get(s.owner)
+            raise ValidationError(
+                f"shared array {s.name} belongs to {f'kernel {made.name!r}' if made is not None else 'another kernel'}"
+                f", not to '{self.name}': ptxas knows "
+                f"no '{s.name}' here; declare this kernel's own with shared() (or dynamic_shared() for the "
+                "launch-sized array, which every kernel declares by the same name)")
+        return s
 
     def _val(self, x, t: ScalarType | None = None):
         """Coerce a Python value or operand for use in this kernel."""
@@ -290,9 +309,16 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if isinstance(x, Addr):
             if isinstance(x.base, Reg):
                 self._own(x.base)
+            elif isinstance(x.base, Symbol):
+                self._own_symbol(x.base)
+            return x
+        if isinstance(x, Symbol):
+            return self._own_symbol(x)
+        if isinstance(x, SymbolOffset):
+            self._own_symbol(x.symbol)
             return x
         if isinstance(x, Param):
-            return x.symbol
+            return self._own_param(x).symbol
         if isinstance(x, Variable):
             return self._use_variable(x)
         if isinstance(x, str):
@@ -312,7 +338,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if isinstance(pred, Reg):
             pred = Guard(pred)
         if not isinstance(pred, Guard) or not pred.reg.type.is_pred:
-            raise ValidationError(f"a guard must be a .pred register or ~register, got {pred!r}")
+            got = (f"{'~' if pred.negate else ''}{pred.reg} (.{pred.reg.type.name})" if isinstance(pred, Guard)
+                   else f"{pred!r} ({type(pred).__name__})")
+            raise ValidationError(f"a guard must be a .pred register (from setp) or ~ of one, got {got}; for an "
+                                  "integer register r, k.setp(\"ne\", r, 0) is its truth")
         self._own(pred.reg)
         return pred
 
@@ -327,7 +356,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """
         try:
             if self._kernel is not None:
-                raise ValidationError(f"kernel '{self.name}' is finished; no more instructions can be added")
+                self._check_open("instructions")
             guard = self._guard(pred) if pred is not None else None
             if guard is not None or ins.guard is not None:
                 _check_guarded_param(ins, self._results)
@@ -357,6 +386,13 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             _track_spaces(ins, self._spaces)
         return ins
 
+    def _check_open(self, what: str = "declarations") -> None:
+        """A ValidationError once `finish()` has frozen the kernel: whatever is added after it would be lost."""
+        if self._kernel is not None:
+            raise ValidationError(f"{'function' if self.kind == 'func' else 'kernel'} '{self.name}' is finished; no "
+                                  f"more {what} can be added (finish() and module() freeze it: add everything "
+                                  "before either)")
+
     def raw(self, text: str, pred=None) -> Instruction:
         """Append one PTX statement verbatim: the documented escape hatch for forms the tables lack.
 
@@ -384,13 +420,15 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return ins
 
     def comment(self, text: str) -> None:
-        """A `// comment` line in the body."""
+        """A `// comment` line in the body (a text of several lines gives one `//` line each)."""
+        self._check_open("comments")
         for line in str(text).splitlines() or [""]:
             self._body.append(Comment(line))
 
     def section(self, name: str):
         """Group the instructions emitted inside under a named section in the listing (a context
         manager; the name must be one line)."""
+        self._check_open("sections")
         name = str(name)
         _one_line(name, "section name")
         return self._section(name)
@@ -402,6 +440,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def note(self, key: str, value) -> None:
         """A fact shown in the kernel's listing header (e.g. the compute path a schedule chose)."""
+        self._check_open("notes")
         key, value = str(key), str(value)
         _one_line(key, "note key")
         _one_line(value, "note value")
@@ -409,6 +448,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     # ------------------------------------------------------------------ parameters
     def _claim(self, name: str, what: str, *, internal: bool = False, local: bool = False):
+        self._check_open()
         check_identifier(name, what)
         if name in self._names:
             made = self._internal.get(name)
@@ -449,8 +489,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"parameter type .{t.name} is not allowed; use a scalar such as .u32")
         if self.kind == "func":
             narrow_abi_problem(t, "parameter")
-        if nbytes is not None and (not isinstance(nbytes, int) or nbytes < 1):
-            raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
+        if nbytes is not None:
+            nbytes = _int_arg(nbytes, f"parameter block {name}'s size in bytes")
+            if nbytes < 1:
+                raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
+        if align is not None:
+            align = _check_align(align)
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
         total = param_buffer_bytes([*self.params, p])
         if total > PARAM_BYTES_MAX:
@@ -475,6 +519,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """`ld.param` a scalar parameter into a register."""
         if isinstance(p, str):
             p = next((q for q in self.params if q.name == p), None) or self._missing_param(p)
+        self._own_param(p)
         if p.nbytes is not None:
             raise ValidationError(f"parameter {p.name} is a {p.nbytes}-byte block; take its address "
                                   "with param_address()")
@@ -482,8 +527,18 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return self.ld(Addr(p.symbol), type=p.type, space="param", dst=d)
 
     def _missing_param(self, name):
-        raise ValidationError(f"kernel '{self.name}' has no parameter '{name}'; it has: "
-                              + ", ".join(q.name for q in self.params))
+        raise ValidationError(f"kernel '{self.name}' has no parameter '{name}'; it has "
+                              + (", ".join(q.name for q in self.params) or "none"))
+
+    def _own_param(self, p) -> Param:
+        """`p` when it is one of this kernel's parameters (or this function's return value)."""
+        if not isinstance(p, Param):
+            raise ValidationError(f"expected a parameter (from param()) or its name, got {p!r}")
+        if not any(q is p for q in self.params) and not any(q is p for q in self._results) \
+                and p not in self.params and p not in self._results:
+            raise ValidationError(f"{p.name} is not a parameter of '{self.name}' (another kernel's parameter is unknown "
+                                  "here: ptxas refuses the name); declare it with this kernel's param()")
+        return p
 
     def param_value(self, name: str, type) -> Reg:
         """Declare a scalar parameter and load it: `.param .u32 n` + `ld.param.u32`.  The register has
@@ -502,7 +557,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def param_address(self, p: Param) -> Reg:
         """Generic address of a by-value parameter block (mov + cvta.param; PTX 7.7)."""
-        r = self.mov(p.symbol, type=T.u64)
+        r = self.mov(self._own_param(p).symbol, type=T.u64)
         return self.cvta(r, frm="param", dst=r)
 
     # ------------------------------------------------------------------ special registers
@@ -547,10 +602,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def shared(self, name: str, nbytes: int, align: int = 16) -> Symbol:
         """Static shared memory: `.shared .align A .b8 name[nbytes];` (at most 48 KB per kernel)."""
         self._claim(name, "shared variable")
-        _check_align(align)
-        if int(nbytes) <= 0:
+        align = _check_align(align)
+        nbytes = _int_arg(nbytes, f"shared array {name}'s size in bytes")
+        if nbytes <= 0:
             raise ValidationError(f"shared array {name} needs a positive size, got {nbytes}")
-        s = Symbol(name, "shared", T.b8, int(nbytes), int(align), self.id)
+        s = Symbol(name, "shared", T.b8, nbytes, align, self.id)
         total = self._static_after(s)
         limit = self.target.limits.static_shared
         if total > limit:
@@ -568,9 +624,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def dynamic_shared(self, name: str = "dyn_smem", align: int = 16) -> Symbol:
         """Dynamic shared memory (`.extern .shared`, module scope); its size is given at launch."""
-        _check_align(align)
+        align = _check_align(align)
         self._claim(name, "shared variable")
-        s = Symbol(name, "shared", T.b8, None, int(align), self.id)
+        s = Symbol(name, "shared", T.b8, None, align, self.id)
         self._extern.append(s)
         return s
 
@@ -578,20 +634,24 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """32-bit shared-window address of a shared variable (`mov.u32 %r, sym`), plus an offset."""
         if not isinstance(sym, Symbol) or sym.space != "shared":
             raise ValidationError(f"{sym!r} is not a shared-memory variable")
+        offset = _int_arg(offset, "shared_base offset")
         r = self.mov(sym, type=T.u32, dst=dst if dst is not None else self.reg(T.u32, f"{sym.name}_base"))
         if offset:
-            self.add(r, int(offset), dst=r)
+            self.add(r, offset, dst=r)
         return r
 
     # ------------------------------------------------------------------ labels & structured control flow
     def label(self, name: str = "L") -> Label:
         """A new label (place it with place()); the name is made unique."""
-        if not _IDENT.match(name):
+        if not isinstance(name, str) or not _IDENT.match(name):
             raise with_loc(ValidationError(f"label name {name!r} is not a PTX identifier"), caller_loc())
         return Label(f"{name}_{next(self._label_counter)}", self.id)
 
     def place(self, label: Label) -> Label:
         """Put a label at the current position."""
+        self._check_open("labels")
+        if not isinstance(label, Label):
+            raise ValidationError(f"place() takes a Label from label(), got {label!r}")
         if label.owner != self.id:
             raise ValidationError(f"label {label} belongs to another kernel")
         if label.name in self._labels_placed:
@@ -922,6 +982,8 @@ def _one_line(text: str, what: str) -> None:
                               "(use comment() for several lines)")
 
 
-def _check_align(align):
-    if not isinstance(align, int) or align < 1 or align & (align - 1):
+def _check_align(align) -> int:
+    """`align` as an int when it is a power of two (a Python or numpy integer); a ValidationError otherwise."""
+    if isinstance(align, bool) or not isinstance(align, numbers.Integral) or align < 1 or align & (align - 1):
         raise ValidationError(f"alignment must be a power of two, got {align!r}")
+    return int(align)

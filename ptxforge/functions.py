@@ -21,14 +21,17 @@ import numbers
 import re
 from contextlib import contextmanager
 
+import numpy as np
+
 from .declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, Function, LocalDecl, Prototype,
                            ScopeClose, ScopeOpen, Variable)
 from .declarations import pragma_text
-from .errors import ValidationError, caller_loc, with_loc
+from .errors import TargetError, ValidationError, caller_loc, with_loc
 from .isa import types as T
 from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
                         call as call_instruction)
 from .isa.control import mov as mov_instruction
+from .isa.instruction import describe
 from .isa.operands import Addr, Imm, Reg, half_pattern
 from .isa.types import decl_type
 from .kernel import Param
@@ -213,7 +216,9 @@ class FunctionOps:
         """A `.pragma "word", ...;` line at this point of the body (e.g. `pragma("nounroll")` before a
         loop's back branch: ptxas does not unroll it).  A pragma newer than the base ISA raises the module's
         least `.version` (used_bytes_mask 8.3, enable_smem_spilling 8.7, frequency 9.0)."""
-        self._body.append(BodyDirective(pragma_text(words), caller_loc()))
+        text = pragma_text(words)
+        self._check_open("pragmas")
+        self._body.append(BodyDirective(text, caller_loc()))
 
     def debug_loc(self, file: int, line: int, column: int = 0, *, function_name: str | None = None,
                   inlined_at: tuple | None = None) -> None:
@@ -226,6 +231,7 @@ class FunctionOps:
         the label of the inlined function's name string in the debug sections and `inlined_at` is
         the (file, line, column) of the call: `.loc 1 5 3, function_name $L__info_string0,
         inlined_at 1 20 7`.  Both or neither."""
+        self._check_open("debug lines")
         def position(vals, what):
             for name, v in zip(("file", "line", "column"), vals):
                 if not isinstance(v, int) or isinstance(v, bool) or v < 0 or (name == "file" and v == 0):
@@ -319,6 +325,10 @@ class FunctionOps:
         else:
             name, rets, params = signature_of(func)
             self._check_callee_name(name)
+            there = getattr(func, "target", None)  # (a Prototype is declared in the caller's module: it has none)
+            if there is not None and there != self.target:
+                raise TargetError(f"call {name}: the function is built for {there.name} and '{self.name}' for "
+                                  f"{self.target.name}; a module has one target, so build both for the same one")
             _note_call(func, rets, params)
         vals = self._call_arguments(name, args, params)
         outs = self._call_returns(name, returns, rets)
@@ -394,8 +404,9 @@ class FunctionOps:
         for o, p in zip(outs, rets):
             o = self._val(o)
             if not isinstance(o, Reg) or not _compatible(o.type, p.type):
-                raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {o!r} cannot "
-                                      "receive it")
+                raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {describe(o)} cannot "
+                                      f"receive it (give a {p.type.bits}-bit "
+                                      f"{'float' if p.type.is_float else 'integer'} register, or leave returns= out)")
         return outs
 
     def _check_callee_name(self, name: str) -> None:
@@ -415,6 +426,7 @@ class FunctionOps:
         writes in one step): declare its `.param` variables with `call_param()`, write them with
         `st` (space="param"), `emit` the `call` (`ptxforge.isa.calls.call`), read the return slots
         with `ld`.  The variables' names are free again after the scope."""
+        self._check_open("call scopes")
         self._body.append(ScopeOpen())
         self._scope_names.append(set())
         try:
@@ -427,6 +439,7 @@ class FunctionOps:
         """Declare `.reg .type name;` inside the innermost `call_scope()` (what nvcc writes in every
         call sequence, `.reg .b32 temp_param_reg;`).  A declaration line only: registers the
         instructions use come from `reg()`."""
+        self._check_open()
         if not self._scope_names:
             raise ValidationError("scope_reg() declares a register inside `with k.call_scope():`")
         t = T.lookup(type)
@@ -521,7 +534,8 @@ def narrow_abi_problem(t: T.ScalarType, what: str) -> None:
 
 
 def _is_bool(x) -> bool:
-    return isinstance(x, bool) or type(x).__name__ == "bool_"
+    """A Python or numpy bool (numpy 2 names its type `bool`, not `bool_`)."""
+    return isinstance(x, (bool, np.bool_))
 
 
 def _param_operand(k, a, p: Param, what: str):

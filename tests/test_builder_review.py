@@ -1,0 +1,272 @@
+"""The instruction-by-instruction builder as a new user meets it: what it refused too late (at ptxas or
+not at all), where its errors pointed, and what they said was legal (CPU only; ptxas where present)."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import Addr, f32, pred, u32, u64
+from ptxforge.assembler import available_backends
+from support.located import assert_located
+
+HERE = __file__
+
+needs_ptxas = pytest.mark.skipif("ptxas" not in available_backends(), reason="needs ptxas")
+
+
+def _assembles(module, arch="sm_80"):
+    pf.assemble(module, arch, backend="ptxas")
+
+
+# ---------------------------------------------------------------- guards and conditions
+
+def test_a_guard_that_is_not_a_predicate_is_named_as_the_user_wrote_it():
+    k = pf.KernelBuilder("g")
+    r = k.reg(u32)
+    with pytest.raises(pf.ValidationError) as info:
+        with k.if_(r):  # <- if-u32
+            pass
+    assert_located(info.value, "<- if-u32", HERE)
+    msg = str(info.value)
+    assert "Guard(" not in msg and "Reg(" not in msg, msg
+    assert "%r0 (.u32)" in msg and "setp" in msg, msg
+    with pytest.raises(pf.ValidationError) as info:
+        k.add(r, 1, pred=~r)  # <- negated-u32
+    assert_located(info.value, "<- negated-u32", HERE)
+    assert "Guard(" not in str(info.value) and "%r0 is .u32, not .pred" in str(info.value)
+
+
+def test_a_label_name_that_is_not_a_string_is_a_validation_error():
+    k = pf.KernelBuilder("lab")
+    with pytest.raises(pf.ValidationError) as info:
+        k.label(5)  # <- int-label
+    assert_located(info.value, "<- int-label", HERE)
+    assert "label name 5" in str(info.value)
+
+
+# ---------------------------------------------------------------- one kernel's parts in another
+
+@needs_ptxas
+def test_a_shared_array_of_another_kernel_is_refused_at_the_users_line():
+    other = pf.KernelBuilder("other")
+    buf = other.shared("buf", 64)
+    k = pf.KernelBuilder("mine")
+    with pytest.raises(pf.ValidationError) as info:
+        k.ld(buf, type=u32, space="shared")  # <- foreign-ld
+    assert_located(info.value, "<- foreign-ld", HERE)
+    assert "'other'" in str(info.value) and "shared()" in str(info.value)
+    for use in (lambda: k.shared_base(buf), lambda: k.st(Addr(buf, 4), 1, type=u32, space="shared"),
+                lambda: k.atom("add", buf, 1, type=u32, space="shared")):
+        with pytest.raises(pf.ValidationError, match="belongs to kernel 'other'"):
+            use()
+    # the kernel's own array is fine, and so is the other kernel's use of it
+    own = k.shared("buf", 64)
+    k.ld(own, type=u32, space="shared")
+    _assembles(k.module())
+    other.ld(buf, type=u32, space="shared")
+    _assembles(other.module())
+
+
+# ---------------------------------------------------------------- after finish()
+
+@pytest.mark.parametrize("late", [
+    lambda k: k.shared("late", 16),
+    lambda k: k.dynamic_shared("late"),
+    lambda k: k.param("late", u32),
+    lambda k: k.comment("late"),
+    lambda k: k.place(k.label("late")),
+    lambda k: k.note("late", 1),
+    lambda k: k.section("late"),
+    lambda k: k.local_array("late", u32, 4),
+], ids=["shared", "dynamic_shared", "param", "comment", "place", "note", "section", "local_array"])
+def test_declarations_after_finish_are_refused_not_lost(late):
+    k = pf.KernelBuilder("done")
+    k.finish()
+    with pytest.raises(pf.ValidationError, match="'done' is finished"):
+        late(k)
+    assert k.finish().params == () and k.finish().shared == ()
+
+
+def test_a_finished_function_is_called_a_function():
+    f = pf.FunctionBuilder("helper")
+    f.finish()
+    with pytest.raises(pf.ValidationError, match="function 'helper' is finished"):
+        f.add(f.reg(u32), 1)
+
+
+# ---------------------------------------------------------------- sizes and offsets are integers
+
+@pytest.mark.parametrize("size", [64.5, True, "64", 64.0])
+def test_a_shared_size_that_is_not_an_integer_is_refused(size):
+    k = pf.KernelBuilder("sz")
+    with pytest.raises(pf.ValidationError) as info:
+        k.shared("buf", size)  # <- shared-size
+    assert_located(info.value, "<- shared-size", HERE)
+    assert "integer" in str(info.value)
+
+
+def test_numpy_integer_sizes_and_offsets_are_integers():
+    k = pf.KernelBuilder("npsz")
+    s = k.shared("buf", np.int64(64), align=np.int32(16))
+    k.shared_base(s, np.uint32(8))
+    assert k.finish().shared[0].nbytes == 64
+
+
+@pytest.mark.parametrize("offset", [1.5, True])
+def test_a_shared_base_offset_that_is_not_an_integer_is_refused(offset):
+    k = pf.KernelBuilder("off")
+    s = k.shared("buf", 64)
+    with pytest.raises(pf.ValidationError) as info:
+        k.shared_base(s, offset)  # <- base-offset
+    assert_located(info.value, "<- base-offset", HERE)
+
+
+# ---------------------------------------------------------------- bools as immediates
+
+@pytest.mark.parametrize("flag", [True, np.bool_(True), False, np.bool_(False)])
+def test_a_bool_is_an_immediate_of_a_predicate_only(flag):
+    k = pf.KernelBuilder("flags")
+    r = k.reg(u32)
+    with pytest.raises(pf.ValidationError) as info:
+        k.add(r, flag)  # <- bool-add
+    assert_located(info.value, "<- bool-add", HERE)
+    assert "bool" in str(info.value) and "1 or 0" in str(info.value), str(info.value)
+    with pytest.raises(pf.ValidationError, match="bool"):
+        k.mul(k.reg(f32), flag)
+    with pytest.raises(pf.ValidationError, match="bool"):
+        k.st(k.param_ptr("p", u32), flag, type=u32)
+    p = k.mov(flag, type=pred)  # mov.pred %p0, 1: the one place True means something
+    assert p.type is pred
+    k.add(r, np.int64(3))  # numpy integers stay integers
+    text = k.module().ptx
+    assert f"mov.pred        %p0, {int(bool(flag))};" in text, text
+
+
+def test_a_bool_argument_for_a_number_parameter_is_refused():
+    f = pf.FunctionBuilder("half_it")
+    x = f.param_value("x", f32)
+    f.result("y", f32)
+    f.set_result(f.mul(x, 0.5))
+    k = pf.KernelBuilder("caller")
+    with pytest.raises(pf.ValidationError) as info:
+        k.call(f, args=[True])  # <- bool-arg
+    assert_located(info.value, "<- bool-arg", HERE)
+
+
+# ---------------------------------------------------------------- calls
+
+def test_a_call_of_a_function_for_another_target_is_refused_at_the_call():
+    f = pf.FunctionBuilder("newer", target="sm_90")
+    f.result("y", u32)
+    f.set_result(1)
+    k = pf.KernelBuilder("older", target="sm_80")
+    with pytest.raises(pf.TargetError) as info:
+        k.call(f)  # <- cross-target
+    assert_located(info.value, "<- cross-target", HERE)
+    assert "sm_90" in str(info.value) and "sm_80" in str(info.value)
+
+
+def test_a_wrong_return_register_is_named_as_ptx_names_it():
+    f = pf.FunctionBuilder("one")
+    f.result("y", f32)
+    f.set_result(1.0)
+    k = pf.KernelBuilder("caller")
+    with pytest.raises(pf.ValidationError) as info:
+        k.call(f, returns=k.reg(u32))
+    assert "Reg(" not in str(info.value) and "%r0 (.u32)" in str(info.value), str(info.value)
+
+
+# ---------------------------------------------------------------- atomics take offset= as ld/st do
+
+@needs_ptxas
+def test_atom_and_red_take_a_constant_offset():
+    k = pf.KernelBuilder("atoms")
+    s = k.shared("counts", 64)
+    g = k.param_ptr("g", u32)
+    old = k.atom("add", s, 1, type=u32, space="shared", offset=8)
+    k.red("add", g, old, offset=4)
+    k.atom("cas", g, 1, compare=0, type=u32, offset=12)
+    text = k.module().ptx
+    assert "atom.shared.add.u32" in text and "[counts+8]" in text
+    assert "red.global.add.u32     [%g+4]" in text or "[%g+4]" in text
+    assert "[%g+12]" in text
+    _assembles(k.module())
+
+
+# ---------------------------------------------------------------- parameters
+
+@needs_ptxas
+def test_a_parameter_of_another_kernel_is_refused():
+    other = pf.KernelBuilder("other")
+    n = other.param("n", u32)
+    k = pf.KernelBuilder("mine")
+    with pytest.raises(pf.ValidationError) as info:
+        k.load_param(n)  # <- foreign-param
+    assert_located(info.value, "<- foreign-param", HERE)
+    assert "'mine'" in str(info.value) and "param" in str(info.value)
+    with pytest.raises(pf.ValidationError, match="not a parameter of 'mine'"):
+        k.ld(n, type=u32, space="param")
+    own = k.param("n", u32)
+    k.load_param(own)
+    k.load_param("n")
+    _assembles(k.module())
+
+
+def test_a_missing_parameter_of_a_kernel_without_parameters_says_so():
+    k = pf.KernelBuilder("bare")
+    with pytest.raises(pf.ValidationError, match="has no parameter 'n'; it has none"):
+        k.load_param("n")
+
+
+@needs_ptxas
+@pytest.mark.parametrize("kw, word", [
+    (dict(nbytes=True), "integer"), (dict(nbytes=16.0), "integer"), (dict(nbytes=16, align=3), "power of two"),
+    (dict(nbytes=16, align=2.0), "power of two"), (dict(nbytes=0), "positive")])
+def test_a_parameter_block_needs_an_integer_size_and_a_power_of_two_alignment(kw, word):
+    k = pf.KernelBuilder("blocks")
+    with pytest.raises(pf.ValidationError, match=word) as info:
+        k.param("blk", pf.b8, **kw)  # <- param-block
+    assert_located(info.value, "<- param-block", HERE)
+    k.param("ok", pf.b8, nbytes=np.int64(16), align=np.int32(8))
+    assert k.finish().params[0].nbytes == 16
+    _assembles(k.module())
+
+
+# ---------------------------------------------------------------- constant offsets are integers
+
+@pytest.mark.parametrize("offset", [1.5, True, 4.0, "4"])
+def test_a_memory_offset_that_is_not_an_integer_is_refused(offset):
+    k = pf.KernelBuilder("offs")
+    g = k.param_ptr("g", f32)
+    with pytest.raises(pf.ValidationError) as info:
+        k.ld(g, type=f32, offset=offset)  # <- ld-offset
+    assert_located(info.value, "<- ld-offset", HERE)
+    assert "offset" in str(info.value) and "integer" in str(info.value)
+    with pytest.raises(pf.ValidationError, match="offset"):
+        k.st(g, 1.0, type=f32, offset=offset)
+
+
+@needs_ptxas
+def test_numpy_integer_offsets_are_offsets():
+    k = pf.KernelBuilder("npoffs")
+    g = k.param_ptr("g", f32)
+    k.st(g, k.ld(g, type=f32, offset=np.int64(8)), offset=np.uint32(4))
+    assert "[%g+8]" in k.module().ptx and "[%g+4]" in k.module().ptx
+    _assembles(k.module())
+
+
+# ---------------------------------------------------------------- regs()
+
+@pytest.mark.parametrize("n", [2.5, -1, True])
+def test_regs_takes_a_count(n):
+    k = pf.KernelBuilder("counts")
+    with pytest.raises(pf.ValidationError) as info:
+        k.regs(u32, n)  # <- regs-count
+    assert_located(info.value, "<- regs-count", HERE)
+
+
+def test_regs_names_are_made_unique_as_reg_makes_them():
+    k = pf.KernelBuilder("names")
+    assert str(k.regs(u32, 2, "acc")) == "{%acc0, %acc1}"
+    assert str(k.regs(u32, 2, "r")) == "{%r0_1, %r1_1}"  # never an automatic name
+    assert "made unique" in pf.KernelBuilder.regs.__doc__

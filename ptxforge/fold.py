@@ -74,6 +74,15 @@ def _int_factor(n, what: str) -> int:
     return int(n)
 
 
+def _int_reg(a, what: str):
+    """`a` unchanged unless it is a register that is not an integer one: a located ValidationError then (the shifts
+    and masks fold picks exist for integers only, and their own refusal would name shl/shr, not the fold call)."""
+    if is_reg(a) and (a.type.is_float or a.type.is_pred):
+        raise with_loc(ValidationError(f"{what} folds integer arithmetic; {a} (.{a.type.name}) is not an integer "
+                                       f"register: for a float, call k.{what.split('.')[1]} on it"), caller_loc())
+    return a
+
+
 def _signed(a) -> bool:
     return a.type.kind == "s"
 
@@ -94,6 +103,7 @@ def mul(k, a, n):
     """a * n with n an int: an int when a is one, else a register of a's own type (shl for powers of
     two, written into a register of a's type so that signedness is kept; mul.lo otherwise)."""
     n = _int_factor(n, "fold.mul")
+    _int_reg(a, "fold.mul")
     if not is_reg(a):
         return a * n
     if n == 1:
@@ -107,6 +117,7 @@ def mul(k, a, n):
 
 def _divisor(k, a, n, what):
     n = _int_factor(n, what)
+    _int_reg(a, what)
     if n == 0:
         raise with_loc(ValidationError(f"{what}: division by zero"), caller_loc())
     if n < 0 and is_reg(a) and not _signed(a):
@@ -147,7 +158,9 @@ def rem(k, a, n):
 
 
 def mad(k, a, b, c):
-    """a*b + c (32-bit) for any mix of ints and registers."""
+    """a*b + c for any mix of ints and integer registers (in the registers' type: mad.lo, or shl/mul and add)."""
+    for x in (a, b, c):
+        _int_reg(x, "fold.mad")
     if not is_reg(a) and not is_reg(b):
         return add(k, c, a * b)
     if is_reg(a) and is_reg(b):

@@ -270,3 +270,18 @@ def test_regs_names_are_made_unique_as_reg_makes_them():
     assert str(k.regs(u32, 2, "acc")) == "{%acc0, %acc1}"
     assert str(k.regs(u32, 2, "r")) == "{%r0_1, %r1_1}"  # never an automatic name
     assert "made unique" in pf.KernelBuilder.regs.__doc__
+
+
+# ---------------------------------------------------------------- fold: integer arithmetic
+
+@pytest.mark.parametrize("op", ["mul", "div", "rem", "mad"])
+def test_fold_names_a_float_register_as_the_mistake(op):
+    from ptxforge import fold as F
+    k = pf.KernelBuilder("folds")
+    x = k.reg(f32)
+    args = (4, 1) if op == "mad" else (4,)
+    with pytest.raises(pf.ValidationError) as info:
+        getattr(F, op)(k, x, *args)  # <- fold-float
+    assert_located(info.value, "<- fold-float", HERE)
+    assert f"fold.{op}" in str(info.value) and "%f0 (.f32)" in str(info.value), str(info.value)
+    assert "shl" not in str(info.value) and "shr" not in str(info.value)

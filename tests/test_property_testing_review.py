@@ -223,3 +223,85 @@ def test_a_check_without_a_gpu_says_the_gpu_was_not_used(monkeypatch):
     assert report.runs == {"interp": 5} and report.skipped["gpu"].startswith("no usable GPU (")
     assert gpu_skip_reason() in report.skipped["gpu"] and "PTXFORGE_REQUIRE_GPU=1" in report.skipped["gpu"]
     assert str(report).startswith("axpy_i: 5 problems passed (5 on interp; gpu not used: no usable GPU); largest {")
+
+
+# ---------------------------------------------------------------- the public strategies
+
+def test_strategies_work_under_given_as_the_docstring_shows():
+    from hypothesis import given, settings
+
+    import ptxforge
+    from ptxforge.testing import strategies as pst
+
+    @settings(max_examples=3, database=None, deadline=None)
+    @given(pst.kernels(families=("arith",)))
+    def test_assembles(drawn):
+        target, specs = drawn
+        assert ".entry prop" in pst.build_module(target, specs).ptx
+
+    test_assembles()
+
+
+def _bad_strategies():
+    from ptxforge.testing import interp_strategies as ist
+    from ptxforge.testing import launch_strategies as lst
+    from ptxforge.testing import strategies as pst
+    return [
+        (lambda: ist.float_arrays("f8"), r"float_arrays: fmt must be one of 'f16', 'bf16', 'f32', 'f64', got 'f8'"),
+        (lambda: ist.packed_words(3), r"packed_words: lanes must be 2 \(half-words\) or 4 \(bytes\), got 3"),
+        (lambda: ist.mma_forms(max_sm=10), r"mma_forms: no mma.sync form .*max_sm=10"),
+        (lambda: ist.launch_shapes(0), r"launch_shapes: max_threads and max_ctas must be >= 1, got 0 and 4"),
+        (lambda: pst.instruction_specs("sm_80", families=("nope",)),
+         r"instruction_specs: unknown families \['nope'\]; the families are arith, bits"),
+        (lambda: pst.targets(()), r"targets: names is empty; give some of sm_80"),
+        (lambda: pst.targets(("sm_99",)), r"target sm_99 is not supported"),  # drawn, then refused by each use
+        (lambda: lst.element_counts(0), r"element_counts: max_n must be >= 1, got 0"),
+        (lambda: lst.block_sizes(16), r"block_sizes: max_threads=16 holds no whole warp"),
+    ]
+
+
+@pytest.mark.parametrize("case", range(len(_bad_strategies())))
+def test_strategies_with_impossible_bounds_say_which(case):
+    # each used to fail at the first draw with KeyError 'f8', "Cannot sample from a length-zero sequence" and the like
+    make, message = _bad_strategies()[case]
+    with pytest.raises(Exception, match=message):
+        make()
+
+
+def test_instruction_specs_takes_one_family_as_a_string():
+    # families="tensor" was read letter by letter: KeyError 't'
+    from ptxforge.testing import strategies as pst
+    from hypothesis import find, settings
+    drawn = find(pst.instruction_specs("sm_80", families="arith"), lambda _: True, settings=settings(database=None))
+    assert drawn.family == "arith"
+
+
+def test_a_failing_drawn_instruction_is_shown_as_its_spec():
+    # Hypothesis printed the call that built it, "s.with_params(imm=None, guard='p')", which names no instruction
+    from hypothesis import given, settings
+    from ptxforge.testing import strategies as pst
+
+    @settings(max_examples=1, database=None)
+    @given(pst.instruction_specs("sm_80", families="arith"))
+    def fails(spec):
+        raise AssertionError("planted")
+
+    with pytest.raises(AssertionError, match="planted") as info:
+        fails()
+    shown = "\n".join(getattr(info.value, "__notes__", []))
+    assert "Spec(family='arith'" in shown and "with_params" not in shown, shown
+
+
+# ---------------------------------------------------------------- the decorator
+
+def test_property_test_passes_problem_and_outcome_to_a_star_args_function():
+    # a function taking *args counted as one parameter and got the problem alone
+    from ptxforge.testing import property_test
+    seen = []
+
+    @property_test(axpy_i(), axpy_space(), max_examples=2, **INTERP)
+    def test_it(*args):
+        seen.append(len(args))
+
+    test_it()
+    assert seen and set(seen) == {2}

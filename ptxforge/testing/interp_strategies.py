@@ -39,6 +39,10 @@ def mma_forms(*, integer=None, max_sm=None):
     forms = [f for f in MMA_FORMS
              if (integer is None or (f.a_type.is_int or f.bitop is not None) == integer)
              and (max_sm is None or f.req.min_sm <= max_sm)]
+    if not forms:
+        least = min(f.req.min_sm for f in MMA_FORMS)
+        raise ValueError(f"mma_forms: no mma.sync form with integer={integer!r}, max_sm={max_sm!r}; the forms start "
+                         f"at sm_{least} (max_sm >= {least}, or None)")
     return st.sampled_from(forms)
 
 
@@ -72,6 +76,8 @@ def rounding_modes():
 def float_arrays(fmt: str, min_size: int = 1, max_size: int = 64):
     """numpy arrays of format `fmt` (f16, bf16 as bit patterns, f32, f64) drawn over every bit pattern: each
     binade as likely as any other, subnormals, both zeros, infinities and NaNs included."""
+    if fmt not in FLOAT_FORMATS:
+        raise ValueError(f"float_arrays: fmt must be one of {', '.join(map(repr, FLOAT_FORMATS))}, got {fmt!r}")
     values, bits = FLOAT_FORMATS[fmt]
     width = np.dtype(bits).itemsize * 8
     return st.lists(st.integers(0, 2 ** width - 1), min_size=min_size, max_size=max_size).map(
@@ -91,6 +97,8 @@ def packed_words(lanes: int, min_size: int = 1, max_size: int = 64):
     """uint32 arrays whose `lanes` half-words (2) or bytes (4) are each drawn from the lane's edges (0, 1, the
     signed and unsigned extremes) or anywhere: inputs for SIMD instructions, whose saturation and sign
     extension live at those edges."""
+    if lanes not in (2, 4):
+        raise ValueError(f"packed_words: lanes must be 2 (half-words) or 4 (bytes), got {lanes!r}")
     w = 32 // lanes
     lane = st.one_of(st.sampled_from([0, 1, (1 << w) - 1, 1 << (w - 1), (1 << (w - 1)) - 1, (1 << (w - 1)) + 1]),
                      st.integers(0, (1 << w) - 1))
@@ -131,7 +139,9 @@ def printf_conversions(draw, max_conversions: int = 3):
 
 
 def launch_shapes(max_threads=256, max_ctas=4):
-    """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs."""
+    """(grid, block) pairs: 1-3-D blocks up to max_threads threads, up to max_ctas CTAs (both >= 1)."""
+    if max_threads < 1 or max_ctas < 1:
+        raise ValueError(f"launch_shapes: max_threads and max_ctas must be >= 1, got {max_threads} and {max_ctas}")
     def blocks(total):
         return st.tuples(st.integers(1, total), st.integers(1, 4), st.integers(1, 2)).filter(
             lambda b: b[0] * b[1] * b[2] <= total)

@@ -23,14 +23,20 @@ def seeds():
 
 
 def element_counts(max_n: int = 1 << 16, block: int = 256):
-    """Array lengths, weighted towards the edges of a block (1, block-1, block, block+1, ...)."""
+    """Array lengths in [1, max_n] (max_n >= 1), weighted towards the edges of a block (1, block-1, block,
+    block+1, ...)."""
+    if max_n < 1:
+        raise ValueError(f"element_counts: max_n must be >= 1, got {max_n}")
     edges = sorted({1, 2, 31, 32, 33, block - 1, block, block + 1, 2 * block - 1, 2 * block + 1})
     edges = [e for e in edges if 1 <= e <= max_n]
     return st.one_of(st.sampled_from(edges), st.integers(1, max_n))
 
 
 def block_sizes(max_threads: int = 1024, warp_multiple: bool = True):
-    """1-D block sizes: multiples of 32 up to `max_threads` (or any size when not warp_multiple)."""
+    """1-D block sizes: multiples of 32 up to `max_threads` (or any size from 1 when not warp_multiple)."""
+    if max_threads < (32 if warp_multiple else 1):
+        raise ValueError(f"block_sizes: max_threads={max_threads} holds no whole warp" if warp_multiple else
+                         f"block_sizes: max_threads must be >= 1, got {max_threads}")
     if warp_multiple:
         return st.sampled_from(list(range(32, max_threads + 1, 32)))
     return st.integers(1, max_threads)

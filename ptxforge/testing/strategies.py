@@ -165,19 +165,38 @@ def _details(s: Spec) -> st.SearchStrategy:
 # ---------------------------------------------------------------- public strategies
 
 def targets(names=TARGETS) -> st.SearchStrategy:
-    """A target name (sm_80 ... sm_90a)."""
-    return st.sampled_from(tuple(names))
+    """A target name (sm_80 ... sm_90a), from `names` (each a target ptxforge supports; TargetError otherwise,
+    ValueError when `names` is empty)."""
+    names = tuple(str(Target.parse(n)) for n in ((names,) if isinstance(names, str) else names))
+    if not names:
+        raise ValueError(f"targets: names is empty; give some of {', '.join(TARGETS)}")
+    return st.sampled_from(names)
+
+
+@st.composite
+def _drawn_spec(draw, pools):
+    """A candidate from one of `pools` with its details drawn.  A failing example shows the Spec itself:
+    Hypothesis prints a value that st.builds made as that call (`s.with_params(imm=None, guard=None)`, which
+    names no instruction), so the value returned is a copy it did not see made."""
+    s = draw(_details(draw(st.one_of([st.sampled_from(p) for p in pools]))))
+    return Spec(s.family, s.op, s.params)
 
 
 def instruction_specs(target, families=FAMILIES, ops=None) -> st.SearchStrategy:
-    """A legal instruction for `target`, from the given families (and, when `ops` names some, of those
-    operations only: `ops=("sym_offset",)`)."""
+    """A legal instruction for `target`, from the given families (one name or several, of FAMILIES; and,
+    when `ops` names some, of those operations only: `ops=("sym_offset",)`)."""
     target = str(Target.parse(target))
+    families = (families,) if isinstance(families, str) else tuple(families)
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown or not families:
+        raise ValueError(f"instruction_specs: unknown families {unknown}; the families are {', '.join(FAMILIES)}"
+                         if unknown else f"instruction_specs: no families given; the families are "
+                         f"{', '.join(FAMILIES)}")
     pools = [[s for s in legal_candidates(target, f) if ops is None or s.op in ops] for f in families]
     pools = [p for p in pools if p]
     if not pools:
         raise ValueError(f"no legal candidates for {target} in families {families}")
-    return st.one_of([st.sampled_from(p) for p in pools]).flatmap(_details)
+    return _drawn_spec(pools)
 
 
 def kernels(target_names=TARGETS, families=FAMILIES, min_size=1, max_size=6) -> st.SearchStrategy:

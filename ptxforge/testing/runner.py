@@ -503,13 +503,15 @@ def property_test(target=None, space=None, **options):
     """Decorator: turn a function (problem, outcome) -> None into a pytest test that runs `check`.
 
     The decorated function is the caller's extra property (it may be empty: `pass`), called on
-    every problem after the built-in checks; the test takes no arguments.  `options` are those
+    every problem after the built-in checks with (problem, outcome), (problem) or nothing, as many
+    as it takes (*args: both); the test takes no arguments.  `options` are those
     of `check` (kernel=, backends=, max_examples=, settings=, ...).
     """
     def wrap(fn):
         @functools.wraps(fn)
         def test():
-            takes = len(inspect.signature(fn).parameters)
+            params = inspect.signature(fn).parameters.values()
+            takes = 2 if any(q.kind is q.VAR_POSITIONAL for q in params) else len(params)
             prop = (lambda p, o: fn(p, o)) if takes >= 2 else (lambda p, o: fn(p)) if takes == 1 else \
                 (lambda p, o: fn())
             check(target, space, property=prop, **options)

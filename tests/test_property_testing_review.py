@@ -305,3 +305,33 @@ def test_property_test_passes_problem_and_outcome_to_a_star_args_function():
 
     test_it()
     assert seen and set(seen) == {2}
+
+
+# ---------------------------------------------------------------- mutants and the mutation check
+
+def test_mutants_of_takes_one_kind_as_a_string():
+    # kinds="off_by_one_guard" was read letter by letter: "unknown mutant kind 'o'"
+    from ptxforge.testing.mutants import mutants_of
+    assert [m.kind for m in mutants_of(axpy_i().kernel("axpy_i"), "off_by_one_guard")] == ["off_by_one_guard"]
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5])
+def test_mutants_of_refuses_a_max_per_kind_below_one(bad):
+    # 0 or -1 tried no mutant, and mutation_check reported "0 of 0 mutants killed, 0 survived": a vacuous pass
+    from ptxforge.testing.mutants import mutants_of
+    with pytest.raises(ValueError, match=r"max_per_kind must be a whole number >= 1, or None for every site"):
+        mutants_of(axpy_i().kernel("axpy_i"), max_per_kind=bad)
+
+
+def test_a_mutant_of_a_module_asks_for_its_kernel():
+    # AttributeError: 'Module' object has no attribute 'body'
+    from ptxforge.testing.mutants import off_by_one_guard
+    with pytest.raises(TypeError, match=r"off_by_one_guard takes a finished Kernel \(module.kernel\('axpy_i'\)\)"):
+        off_by_one_guard(axpy_i())
+
+
+def test_a_mutation_check_that_tried_no_mutant_says_it_proves_nothing():
+    from ptxforge.testing import mutation_check
+    report = mutation_check(axpy_i(), axpy_space(), kinds=("drop_bar_sync",), max_examples=3)
+    assert not report.results
+    assert "no mutant of these kinds applies" in str(report) and "says nothing" in str(report)

@@ -23,6 +23,7 @@ single-site mutant of every kind that applies to a kernel, as `Mutant`s (what te
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from ..kernel import Kernel
@@ -35,15 +36,30 @@ from ..isa.sync import ORDERING_FENCES, PROXY_FENCES
 __all__ = ["drop_bar_sync", "loosen_wait_group", "drop_mbarrier_wait", "off_by_one_guard", "weaken_memory_order",
            "drop_proxy_fence", "early_mbarrier_arrive", "Mutant", "mutants_of", "MUTANT_KINDS", "OFF_BY_ONE"]
 
+def _takes_kernel(fn):
+    """Make `fn(kernel, ...)` refuse anything but a finished Kernel, naming itself and how to get one."""
+    @functools.wraps(fn)
+    def checked(kernel, *args, **kw):
+        if not isinstance(kernel, Kernel):
+            from ..module import Module
+            names = [k.name for k in kernel.kernels] if isinstance(kernel, Module) else []
+            how = f"module.kernel({names[0]!r})" if len(names) == 1 else "module.kernel(name)"
+            raise TypeError(f"{fn.__name__} takes a finished Kernel ({how}), got {type(kernel).__name__}")
+        return fn(kernel, *args, **kw)
+    return checked
+
+
 #: setp comparisons and the comparison one step looser or tighter at the boundary.
 OFF_BY_ONE = {"lt": "le", "le": "lt", "gt": "ge", "ge": "gt", "lo": "ls", "ls": "lo", "hi": "hs", "hs": "hi"}
 
 
+@_takes_kernel
 def drop_bar_sync(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel without its CTA barrier(s) (bar.sync / barrier.sync)."""
     return _mutate(kernel, lambda i: i.opcode == "bar" and i.info.kind == "sync", lambda i: [], nth, "bar.sync")
 
 
+@_takes_kernel
 def loosen_wait_group(kernel: Kernel, by: int = 1, nth: int | None = None) -> Kernel:
     """The kernel with `cp.async.wait_group N` turned into `wait_group N+by`: one group too few waited for."""
     def looser(ins):
@@ -51,6 +67,7 @@ def loosen_wait_group(kernel: Kernel, by: int = 1, nth: int | None = None) -> Ke
     return _mutate(kernel, lambda i: i.opcode == "cp.async.wait_group", looser, nth, "cp.async.wait_group")
 
 
+@_takes_kernel
 def drop_mbarrier_wait(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel without its mbarrier wait loop(s): the test_wait / try_wait and the branch that
     spins on its result."""
@@ -70,6 +87,7 @@ def _is_guard(i) -> bool:
     return i.opcode == "setp" and i.mods and i.mods[0] in OFF_BY_ONE and i.type is not None and not i.type.is_float
 
 
+@_takes_kernel
 def off_by_one_guard(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel with integer comparison(s) moved by one at the boundary: setp.lt becomes setp.le
     (and le -> lt, gt <-> ge, lo <-> ls, hi <-> hs), so a guard admits (or drops) one more index."""
@@ -91,6 +109,7 @@ def _is_ordered(i) -> bool:
     return i.opcode in ("fence", "membar") and ORDERING_FENCES.get(i.info, ("", "cta"))[1] != "cta"
 
 
+@_takes_kernel
 def weaken_memory_order(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel with memory ordering taken away: an atom/red/ld/st with .acquire, .release or .acq_rel made
     .relaxed (same scope), a fence.acq_rel / fence.sc / membar at gpu, cluster or sys scope removed.  What
@@ -110,6 +129,7 @@ def _is_proxy_fence(i) -> bool:
     return i.opcode == "fence" and i.info in PROXY_FENCES
 
 
+@_takes_kernel
 def drop_proxy_fence(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel without its proxy fence(s) (isa.sync.PROXY_FENCES: fence.proxy.async and its state-space forms):
     shared or global memory written by ordinary stores is then read by wgmma or a TMA / bulk copy without being
@@ -153,6 +173,7 @@ def _early_arrivals(kernel: Kernel) -> list:
     return out
 
 
+@_takes_kernel
 def early_mbarrier_arrive(kernel: Kernel, nth: int | None = None) -> Kernel:
     """The kernel with plain mbarrier arrival(s) moved above the shared-memory access just before them in
     their straight-line code: the access now comes after the arrival, which orders only what came before it
@@ -216,11 +237,16 @@ MUTANT_KINDS = {
 }
 
 
+@_takes_kernel
 def mutants_of(kernel: Kernel, kinds=None, *, max_per_kind: int | None = None) -> list:
-    """Every single-site Mutant of `kinds` (default: all of MUTANT_KINDS) that applies to `kernel`,
-    at most `max_per_kind` of each kind (spread evenly over the kernel's matches)."""
+    """Every single-site Mutant of `kinds` (one kind's name, several, or None: all of MUTANT_KINDS) that
+    applies to `kernel`, at most `max_per_kind` (a whole number >= 1, or None: every site) of each kind,
+    spread evenly over the kernel's matches."""
+    if max_per_kind is not None and (isinstance(max_per_kind, bool) or not isinstance(max_per_kind, int)
+                                     or max_per_kind < 1):
+        raise ValueError(f"max_per_kind must be a whole number >= 1, or None for every site, got {max_per_kind!r}")
     out = []
-    for kind in (kinds or MUTANT_KINDS):
+    for kind in ((kinds,) if isinstance(kinds, str) else kinds or MUTANT_KINDS):
         if kind not in MUTANT_KINDS:
             raise ValidationError(f"unknown mutant kind {kind!r}; kinds: {sorted(MUTANT_KINDS)}")
         sites = MUTANT_KINDS[kind][1](kernel)

@@ -63,6 +63,9 @@ class MutationReport:
         return [r.mutant for r in self.results if r.killed]
 
     def __str__(self) -> str:
+        if not self.results:
+            return (f"mutation check of {self.kernel}: no mutant of these kinds applies to the kernel (it has no "
+                    "such site), so it says nothing about the property test's strength")
         head = (f"mutation check of {self.kernel}: {len(self.killed)} of {len(self.results)} mutants killed, "
                 f"{len(self.survivors)} survived")
         return "\n".join([head] + [str(r) for r in self.results])
@@ -96,10 +99,11 @@ def mutation_check(target=None, space=None, *, kernel=None, kinds=None, max_per_
     """
     plan = _Plan(target, space, kernel, backends)
     base = plan.fixed if plan.fixed is not None else plan.kernel_for(_simplest_problem(plan.space))
+    mutants = mutants_of(base, kinds, max_per_kind=max_per_kind)  # bad kinds or max_per_kind: before any run
     check(target, space, kernel=kernel, backends=backends, property=property, max_examples=max_examples,
           settings=settings)  # the kernel itself must pass, or no verdict below means anything
     report = MutationReport(base.name)
-    for m in mutants_of(base, kinds, max_per_kind=max_per_kind):
+    for m in mutants:
         try:
             _check_mutant(_Plan(target, space, kernel, backends, m.apply), plan, property, max_examples, settings)
         except _UnmutatedFails as e:

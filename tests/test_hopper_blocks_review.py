@@ -322,3 +322,11 @@ def test_cluster_multicast_refuses_an_n_whose_half_tile_tma_cannot_land(n, capsy
     with pytest.raises(SystemExit) as e:
         ex.main(["--n", str(n)])
     assert e.value.code == 2 and "16" in capsys.readouterr().err
+
+
+def test_smem_tile_swizzle_takes_numpy_integers_and_refuses_bools_and_floats():
+    t = SmemTile("s8", 64, 128, swizzle=np.int64(128))
+    assert t.swizzle == 128 and type(t.swizzle) is int
+    for bad in (128.0, False, True):
+        with pytest.raises(ValidationError, match="swizzle"):
+            SmemTile("s8", 64, 128, swizzle=bad)

@@ -62,7 +62,9 @@ class SmemTile:
             raise ValidationError(f"SmemTile holds 8-, 16- or 32-bit elements, got .{t.name} "
                                   "(lay 4-bit data out as 'u8' bytes)")
         object.__setattr__(self, "dtype", t.name)
-        swizzle_mode(self.swizzle)
+        if not T.is_integer(self.swizzle):
+            raise ValidationError(f"swizzle must be one of 0 (none), 32, 64 or 128 bytes, got {self.swizzle!r}")
+        object.__setattr__(self, "swizzle", swizzle_mode(int(self.swizzle)).nbytes)
         for name in ("rows", "cols"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, (int, np.integer)):

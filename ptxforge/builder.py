@@ -794,9 +794,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         for name, loc in self._labels_used.items():
             if name not in self._labels_placed:
                 raise ValidationError(f"branch to label $L_{name}, which is never placed (use place())", loc)
-        last = next((x for x in reversed(self._body) if isinstance(x, (Instruction, LabelDef))), None)
-        if not (isinstance(last, Instruction) and last.opcode in ("ret", "exit") and last.guard is None):
-            self._body.append(make("ret", ("ret",)).with_loc(caller_loc()))
+        if ("noreturn", None) in self.directives:
+            _check_never_returns(self)
+        else:
+            last = next((x for x in reversed(self._body) if isinstance(x, (Instruction, LabelDef))), None)
+            if not (isinstance(last, Instruction) and last.opcode in ("ret", "exit") and last.guard is None):
+                self._body.append(make("ret", ("ret",)).with_loc(caller_loc()))
         used = self._used  # every register an emitted instruction names (collected by emit)
         regs = tuple(r for n, r in self._regs.items() if n in used)
         args = (self.name, self.target, tuple(self.params), tuple(self.directives), regs,
@@ -865,6 +868,32 @@ class FunctionBuilder(KernelBuilder):
 
     def _linkage(self) -> str:
         return ".visible" if self.visible else ""
+
+    def ret(self, *, pred=None):
+        """`ret`: return to the caller (where `pred` holds, if given); `finish` adds a final one.  A `.noreturn`
+        function has none: it ends in `trap()` or `exit()`."""
+        if ("noreturn", None) in self.directives:
+            raise ValidationError(f"function '{self.name}' is .noreturn: it never returns to its caller (ptxas takes "
+                                  "a ret, which is undefined at run time); end the path with trap() or exit()")
+        super().ret(pred=pred)
+
+
+#: instructions after which a path does not go on to the next line (when unguarded)
+_PATH_ENDS = frozenset(("ret", "exit", "trap", "bra", "brx.idx"))
+
+
+def _check_never_returns(f) -> None:
+    """A `.noreturn` function must not reach its end (finish() adds no `ret` to it): its last instruction,
+    past labels no branch names, is an unguarded trap, exit or branch."""
+    for x in reversed(f._body):
+        if isinstance(x, LabelDef) and x.label.name not in f._labels_used:
+            continue  # unreachable: no branch names it, and the line above it does not fall through to it
+        if isinstance(x, (Instruction, LabelDef)):
+            if isinstance(x, Instruction) and x.opcode in _PATH_ENDS and x.guard is None:
+                return
+            break
+    raise ValidationError(f"function '{f.name}' is .noreturn but can reach its end (its last instruction is not an "
+                          "unguarded trap, exit or branch); end it with trap() or exit()")
 
 
 _DERIVES = frozenset({"add", "sub", "mov"})  # an address plus/minus offsets stays in its space

@@ -285,3 +285,41 @@ def test_fold_names_a_float_register_as_the_mistake(op):
     assert_located(info.value, "<- fold-float", HERE)
     assert f"fold.{op}" in str(info.value) and "%f0 (.f32)" in str(info.value), str(info.value)
     assert "shl" not in str(info.value) and "shr" not in str(info.value)
+
+
+# ---------------------------------------------------------------- .noreturn functions
+
+def test_a_noreturn_function_gets_no_ret_from_the_builder():
+    f = pf.FunctionBuilder("die", noreturn=True)
+    f.trap()
+    body = [i.opcode for i in f.finish().instructions]
+    assert body == ["trap"], body  # finish() added `ret` to a function declared never to return
+    k = pf.KernelBuilder("caller")
+    k.call(f)
+    if "ptxas" in available_backends():
+        _assembles(k.module())
+
+
+def test_a_noreturn_function_that_can_return_is_refused():
+    f = pf.FunctionBuilder("die", noreturn=True)
+    with pytest.raises(pf.ValidationError) as info:
+        f.ret()  # <- noreturn-ret
+    assert_located(info.value, "<- noreturn-ret", HERE)
+    assert "trap" in str(info.value) and "exit" in str(info.value)
+    f.add(f.reg(u32), 1)
+    with pytest.raises(pf.ValidationError, match="can reach its end") as info:
+        f.finish()  # <- noreturn-falls-off
+    assert_located(info.value, "<- noreturn-falls-off", HERE)
+    g = pf.FunctionBuilder("spin", noreturn=True)  # an endless loop never returns either (no branch reaches the
+    with g.loop():                                 # end label after its back branch)
+        g.nanosleep(100)
+    assert [i.opcode for i in g.finish().instructions] == ["nanosleep", "bra"]
+    g = pf.FunctionBuilder("spin_until", noreturn=True)
+    with g.loop():
+        g.break_(g.setp("eq", g.reg(u32), 0))
+    with pytest.raises(pf.ValidationError, match="can reach its end"):
+        g.finish()
+    h = pf.FunctionBuilder("leave", noreturn=True)
+    h.exit(pred=h.setp("eq", h.reg(u32), 0))
+    h.trap()
+    assert [i.opcode for i in h.finish().instructions] == ["setp", "exit", "trap"]

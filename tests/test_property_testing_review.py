@@ -335,3 +335,19 @@ def test_a_mutation_check_that_tried_no_mutant_says_it_proves_nothing():
     report = mutation_check(axpy_i(), axpy_space(), kinds=("drop_bar_sync",), max_examples=3)
     assert not report.results
     assert "no mutant of these kinds applies" in str(report) and "says nothing" in str(report)
+
+
+# ---------------------------------------------------------------- more wrong arguments
+
+@pytest.mark.parametrize("dtype", ["f33", "int4", object])
+def test_an_array_of_an_unknown_dtype_is_refused_by_name(dtype):
+    # numpy's "data type 'f33' not understood" named no array; object arrays failed at the first draw
+    with pytest.raises(TypeError, match=r"Array a: dtype must be a numpy number or bool type, 's4', 'u4' or 'bf16'"):
+        Array("a", ("n",), dtype)
+
+
+@pytest.mark.parametrize("bad", [True, 2.5, "5", 0])
+def test_max_examples_is_a_whole_number(bad):
+    # True ran one example, 2.5 two, "5" five, without a word
+    with pytest.raises((TypeError, ValueError), match=r"max_examples must be a whole number >= 1"):
+        check(axpy_i(), axpy_space(), max_examples=bad, **INTERP)

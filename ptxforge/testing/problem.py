@@ -185,6 +185,14 @@ class Array:
     write_once: bool = False
 
     def __post_init__(self):
+        if not (self.int4 or self.bf16):
+            try:
+                kind = np.dtype(self.dtype).kind
+            except TypeError:
+                kind = None
+            if kind not in ("b", "i", "u", "f"):
+                raise TypeError(f"Array {self.name}: dtype must be a numpy number or bool type, 's4', 'u4' or 'bf16' "
+                                f"(e.g. np.float32, np.int8), got {self.dtype!r}")
         if self.write_once and self.role == "in":
             raise ValueError(f"Array {self.name}: write_once is for outputs; an input may not be written at all")
         if self.role not in ("in", "out", "inout"):

@@ -495,6 +495,11 @@ def _hypothesis(test, max_examples, settings, shrink):
     options = {"deadline": None, "phases": phases,
                "suppress_health_check": list(dict.fromkeys([*base.suppress_health_check, *SUPPRESSED]))}
     if max_examples is not None:
+        whole = isinstance(max_examples, (int, np.integer)) and not isinstance(max_examples, (bool, np.bool_))
+        if not whole or max_examples < 1:
+            raise (ValueError if whole else TypeError)(
+                f"max_examples must be a whole number >= 1 (problems to draw), or None for the loaded profile's, "
+                f"got {max_examples!r}")
         options["max_examples"] = int(max_examples)
     hyp_settings(base, **options)(test)()
 

@@ -21,7 +21,7 @@ from .isa.arith import ArithOps
 from .isa.bits import BitOps
 from .isa.control import ControlOps
 from .isa.convert import ConvertOps
-from .isa.instruction import Instruction, as_operand, int_imm, make
+from .isa.instruction import Instruction, as_operand, describe, int_imm, make
 from .isa.async_store import AsyncStoreOps
 from .isa.cache import CacheOps
 from .isa.convert_narrow import NarrowConvertOps
@@ -633,7 +633,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def shared_base(self, sym: Symbol, offset: int = 0, dst=None) -> Reg:
         """32-bit shared-window address of a shared variable (`mov.u32 %r, sym`), plus an offset."""
         if not isinstance(sym, Symbol) or sym.space != "shared":
-            raise ValidationError(f"{sym!r} is not a shared-memory variable")
+            raise ValidationError(f"shared_base() takes a shared array (from shared() or dynamic_shared()), got "
+                                  f"{describe(sym) if isinstance(sym, Reg) else repr(sym)}")
         offset = _int_arg(offset, "shared_base offset")
         r = self.mov(sym, type=T.u32, dst=dst if dst is not None else self.reg(T.u32, f"{sym.name}_base"))
         if offset:

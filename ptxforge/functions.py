@@ -171,7 +171,8 @@ class FunctionOps:
             return self.cvt(wide, T.f64), T.f64
         if isinstance(a, float) or (isinstance(a, Reg) and (a.type.is_float or a.type.is_pred)):
             raise ValidationError(f"{what} takes {'an integer' if spec.kind == 'int' else 'a 64-bit address'}; "
-                                  f"got {a!r}" + (" (a float: use %f, %e or %g)" if not isinstance(a, Reg)
+                                  f"got {describe(a) if isinstance(a, Reg) else repr(a)}"
+                                  + (" (a float: use %f, %e or %g)" if not isinstance(a, Reg)
                                                   or a.type.is_float else ""))
         bits = spec.nbytes * 8
         if isinstance(a, int):

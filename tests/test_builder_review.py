@@ -323,3 +323,14 @@ def test_a_noreturn_function_that_can_return_is_refused():
     h.exit(pred=h.setp("eq", h.reg(u32), 0))
     h.trap()
     assert [i.opcode for i in h.finish().instructions] == ["setp", "exit", "trap"]
+
+
+def test_registers_in_messages_are_spelled_as_in_ptx():
+    k = pf.KernelBuilder("spelling")
+    p = k.reg(pred)
+    with pytest.raises(pf.ValidationError) as info:
+        k.printf("%d\n", p)
+    assert "%p0 (.pred)" in str(info.value) and "Reg(" not in str(info.value), str(info.value)
+    with pytest.raises(pf.ValidationError) as info:
+        k.shared_base(k.reg(u32))
+    assert "%r0 (.u32)" in str(info.value) and "Reg(" not in str(info.value), str(info.value)

@@ -351,3 +351,30 @@ def test_max_examples_is_a_whole_number(bad):
     # True ran one example, 2.5 two, "5" five, without a word
     with pytest.raises((TypeError, ValueError), match=r"max_examples must be a whole number >= 1"):
         check(axpy_i(), axpy_space(), max_examples=bad, **INTERP)
+
+
+# ---------------------------------------------------------------- check_against_reference
+
+def test_check_against_reference_does_not_take_float_poison_for_a_value():
+    # poison() fills floats with 0xA7 bytes, about -4.7e-15 in float32: within atol of a zero reference, so an
+    # output the kernel never wrote passed
+    from ptxforge import f32
+    from ptxforge.testing.interp_strategies import check_against_reference, poison
+    k = KernelBuilder("writes_nothing", target="sm_80")
+    k.param_ptr("y", f32)
+    y = poison(np.empty(4, np.float32))
+    with pytest.raises(AssertionError, match=r"argument 0: 4 of 4 elements differ"):
+        check_against_reference(k.module(), grid=1, block=32, args=[y], expected={0: np.zeros(4)}, atol=1e-6)
+
+
+def test_check_against_reference_refuses_an_integer_reference_out_of_the_type():
+    # 256 cast to uint8 is 0 and matched a kernel that wrote 0
+    from ptxforge import u8
+    from ptxforge.testing.interp_strategies import check_against_reference
+    k = KernelBuilder("zero_byte", target="sm_80")
+    y = k.param_ptr("y", u8)
+    with k.if_(k.setp("eq", k.tid(), 0)):
+        k.st(y, k.mov(0, type=u32), type=u8)
+    with pytest.raises(AssertionError, match=r"argument 0: 1 of 1 elements differ"):
+        check_against_reference(k.module(), grid=1, block=32, args=[np.ones(1, np.uint8)],
+                                expected={0: np.array([256])})

@@ -184,9 +184,12 @@ def check_against_reference(module, kernel=None, *, grid, block, args, expected,
     """Run under the interpreter (raising on any finding) and compare outputs with a reference.
 
     expected: {argument index: array} or a function of the arguments (copies taken before the
-    run) returning such a dict.  Integer outputs must match exactly; float outputs within
-    rtol/atol.  Returns the interpreter's Report.
+    run) returning such a dict.  Integer outputs must match exactly (a reference value the type
+    cannot hold never matches); float outputs within rtol/atol, except that an element holding
+    `poison`'s bytes (never written), or expected to, matches only bit for bit.  Returns the
+    interpreter's Report.
     """
+    from .tolerance import exact, relative
     if callable(expected):
         expected = expected([a.copy() if isinstance(a, np.ndarray) else a for a in args])
     report = run(module, kernel, grid=grid, block=block, args=args, shared=shared, check=True, checks=checks,
@@ -197,12 +200,11 @@ def check_against_reference(module, kernel=None, *, grid, block, args, expected,
         if got.shape != want.shape:  # (a reference of the output's size in another shape is a wrong reference)
             raise ValueError(f"the expected value for argument {idx} has shape {want.shape}; the output has "
                              f"{got.shape}")
-        if got.dtype.kind in "fc" and (rtol or atol):
+        if got.dtype.kind == "c":
             ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-        elif got.dtype.kind in "fc":
-            ok = (got.view(f"u{got.dtype.itemsize}") == want.astype(got.dtype).view(f"u{got.dtype.itemsize}"))
-        else:
-            ok = got == want.astype(got.dtype)
+        else:  # as check() compares: poison (0xA7 bytes, a tiny float) is no value within atol of anything
+            marked = np.frombuffer(bytes([POISON_BYTE]) * got.dtype.itemsize, got.dtype)[0]
+            ok = (relative(rtol, atol) if (rtol or atol) else exact()).passes(got, want, poison=marked)
         if not np.all(ok):
             bad = np.argwhere(~np.asarray(ok))
             first = [tuple(int(i) for i in b) for b in bad[:5]]

@@ -236,3 +236,14 @@ def test_the_wait_for_copy_groups_takes_a_numpy_integer_and_refuses_a_bool():
     assert "cp.async.wait_group 2;" in k.module().render().text
     with pytest.raises(ValidationError, match="pending groups must be a non-negative int"):
         emit_copy_wait(k, "groups", pending=False)
+
+
+def test_host_im2col_map_takes_a_single_corner_for_rank_3_as_the_gpu_map_does():
+    """A rank-3 (NWC) map has one W corner: TensorMap.im2col takes it as a number, and the interpreter's host map
+    raised TypeError ('int' object is not iterable) on the same call."""
+    from ptxforge.interp.tensormaps import host_im2col_map
+    x = np.zeros((2, 16, 8), np.float32)
+    m = host_im2col_map(x, lower_corner=-1, upper_corner=0, channels_per_pixel=8, pixels_per_column=4)
+    assert m.tmap.lower_corner == (-1,) and m.tmap.upper_corner == (0,)
+    with pytest.raises(ValidationError, match="lower_corner"):
+        host_im2col_map(x, lower_corner=(-1, 0), upper_corner=0, channels_per_pixel=8, pixels_per_column=4)

@@ -61,8 +61,8 @@ def host_im2col_map(array: np.ndarray, *, lower_corner, upper_corner, channels_p
     """An im2col tensor map (`TensorMap.im2col`) over a C-contiguous numpy array of shape
     (N, (D, (H,)) W, C), checked as for a GPU array; the argument of an im2col load's parameter."""
     dt, dims, strides = _host_geometry(array, dtype, "host_im2col_map")
-    return HostTensorMap(array, Im2colTensorMap(dt, 0, dims, (1,) * len(dims), strides, lower_corner=tuple(lower_corner),
-                                                upper_corner=tuple(upper_corner),
+    return HostTensorMap(array, Im2colTensorMap(dt, 0, dims, (1,) * len(dims), strides, lower_corner=lower_corner,
+                                                upper_corner=upper_corner,
                                                 channels_per_pixel=channels_per_pixel,
                                                 pixels_per_column=pixels_per_column, **kw))
 

@@ -329,6 +329,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         if dst is None:
             return self.reg(decl_type(t))
         if not isinstance(dst, Reg):
+            if isinstance(dst, (list, tuple, Vec)):
+                raise ValidationError(f"destination must be a register, got a list of {len(dst)}: to split a "
+                                      "register into parts, use unpack(a, dst=[...])")
             raise ValidationError(f"destination must be a register, got {dst!r}")
         return self._own(dst)
 

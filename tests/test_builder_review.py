@@ -334,3 +334,36 @@ def test_registers_in_messages_are_spelled_as_in_ptx():
     with pytest.raises(pf.ValidationError) as info:
         k.shared_base(k.reg(u32))
     assert "%r0 (.u32)" in str(info.value) and "Reg(" not in str(info.value), str(info.value)
+
+
+# ---------------------------------------------------------------- vectors where scalars belong
+
+def test_a_vector_where_a_scalar_belongs_is_named_as_a_vector():
+    k = pf.KernelBuilder("vectors")
+    g = k.param_ptr("g", u32)
+    v = k.ld(g, type=u32, vec=4)
+    for call in (lambda: k.add(v, 1), lambda: k.add(v, 1, type=u32), lambda: k.mul(k.reg(u32), v)):
+        with pytest.raises(pf.ValidationError) as info:
+            call()
+        msg = str(info.value)
+        assert "{%r0, %r1, %r2, %r3}" in msg and "v[0]" in msg and "Vec(" not in msg, msg
+        assert "immediates alone" not in msg, msg
+    k.add(v[0], 1)  # an element is a register
+
+
+def test_a_one_element_list_stored_as_a_scalar_says_what_it_got():
+    k = pf.KernelBuilder("lists")
+    g = k.param_ptr("g", u32)
+    with pytest.raises(pf.ValidationError) as info:
+        k.st(g, [k.reg(u32)], type=u32)
+    assert "got 1;" not in str(info.value) and "list of 1" in str(info.value), str(info.value)
+
+
+def test_a_list_as_a_destination_points_to_unpack():
+    k = pf.KernelBuilder("split")
+    wide = k.reg(u64)
+    with pytest.raises(pf.ValidationError) as info:
+        k.mov(wide, dst=[k.reg(u32), k.reg(u32)])
+    assert "unpack" in str(info.value) and "Reg(" not in str(info.value), str(info.value)
+    lo, hi = k.unpack(wide)
+    assert lo.type.bits == hi.type.bits == 32

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_dst, check_value, checked_form, make
-from .operands import Reg, SpecialReg
+from .instruction import check_dst, check_value, checked_form, make, not_a_scalar
+from .operands import Reg, SpecialReg, Vec
 from .targets import BASE, Requirement, V
 from .types import wide_type
 
@@ -186,6 +186,9 @@ def infer_type(t, *ops):
     for op in ops:
         if isinstance(op, (Reg, SpecialReg)):
             return op.type
+    vec = next((op for op in ops if isinstance(op, Vec)), None)
+    if vec is not None:
+        raise ValidationError(not_a_scalar(vec))
     raise ValidationError("cannot tell the operation's type from immediates alone; pass type=")
 
 

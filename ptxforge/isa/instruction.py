@@ -176,8 +176,16 @@ def check_value(op, t: ScalarType, what: str, *, imm_ok: bool = True, wide_ok: b
         return
     if isinstance(op, (Symbol, SymbolOffset)) and imm_ok and t.bits in (32, 64) and not t.is_float:
         return  # address of a variable (plus an offset) used as a value (mov.u32 %r, tile)
+    if isinstance(op, Vec):
+        raise ValidationError(f"{what}: {not_a_scalar(op)}")
     raise ValidationError(f"{what}: expected a .{t.name} register{' or immediate' if imm_ok else ''}, "
                           f"got {op!r}")
+
+
+def not_a_scalar(v: Vec) -> str:
+    """Why a brace list (a vector load's result) cannot stand where one value belongs, and what can."""
+    return (f"{v} is a vector of {len(v)} registers (what a vector ld returns), not one value: use one of "
+            f"its elements, v[0] .. v[{len(v) - 1}]")
 
 
 def check_sources(opcode: str, srcs, t: ScalarType, *, imm_ok: bool = True) -> None:

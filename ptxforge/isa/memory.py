@@ -308,7 +308,8 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
     _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
     if vec == 1:
         if isinstance(v, Vec):
-            raise ValidationError(f"{what}: a scalar store takes one source, got {len(v)}; pass vec=")
+            raise ValidationError(f"{what}: a scalar store takes one register or number, got a list of {len(v)}; "
+                                  "pass the value itself (or vec= and a list of 2, 4 or 8 for a vector store)")
         if type(v) is not Reg or v.type is not t:
             check_value(v, t, what_v, wide_ok=t.is_int or t.kind == "b")
     else:

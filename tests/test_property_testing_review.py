@@ -378,3 +378,27 @@ def test_check_against_reference_refuses_an_integer_reference_out_of_the_type():
     with pytest.raises(AssertionError, match=r"argument 0: 1 of 1 elements differ"):
         check_against_reference(k.module(), grid=1, block=32, args=[np.ones(1, np.uint8)],
                                 expected={0: np.array([256])})
+
+
+@pytest.mark.parametrize("values, message", [
+    (lambda sizes: sizes.n % 3, r"Scalar s: values called on the sizes must return a Hypothesis strategy, got int"),
+    ([1, 2], r"Scalar s: values is a list; a scalar takes one number: for one of several, pass "
+             r"st.sampled_from\(\[1, 2\]\)")])
+def test_a_scalar_of_the_wrong_kind_is_refused_by_name(values, message):
+    # AttributeError 'int' object has no attribute 'validate'; a list reached the reference as an array
+    from hypothesis import find
+    with pytest.raises(TypeError, match=message):
+        find(axpy_space(scalars=[Scalar("s", values)]).problems(), lambda _: True)
+
+
+def test_settings_must_be_hypothesis_settings():
+    # a dict died as AttributeError 'phases'
+    with pytest.raises(TypeError, match=r"settings must be a hypothesis.settings \(e.g. settings\(max_examples=20"):
+        check(axpy_i(), axpy_space(), settings={"max_examples": 3}, **INTERP)
+
+
+@pytest.mark.parametrize("shared", [1.5, -4, lambda p: p.n / 2])
+def test_shared_memory_must_be_whole_bytes(shared):
+    # 1.5 was launched as 1 byte without a word
+    with pytest.raises(ValueError, match=r"ProblemSpace: shared gave .* for problem n=7.*whole number of bytes >= 0"):
+        axpy_space(shared=shared).make(n=7, s=1)

@@ -356,6 +356,11 @@ class Scalar:
     name: str
     values: Any
 
+    def __post_init__(self):
+        if isinstance(self.values, list):
+            raise TypeError(f"Scalar {self.name}: values is a list; a scalar takes one number: for one of several, "
+                            f"pass st.sampled_from({self.values!r})")
+
 
 # ---------------------------------------------------------------- one problem
 
@@ -561,7 +566,11 @@ class ProblemSpace:
                 if isinstance(v, st.SearchStrategy):
                     v = draw(v)
                 elif callable(v):
-                    v = draw(v(_SizesView(sizes)))
+                    made = v(_SizesView(sizes))
+                    if not isinstance(made, st.SearchStrategy):
+                        raise TypeError(f"Scalar {sc.name}: values called on the sizes must return a Hypothesis "
+                                        f"strategy, got {type(made).__name__} (wrap a constant in st.just(...))")
+                    v = draw(made)
                 scalars[sc.name] = v
             return self.build(sizes, launch, scalars, draw(seeds()))
 
@@ -606,7 +615,11 @@ class ProblemSpace:
             raise ValueError(f"ProblemSpace: grid gave {g!r} for problem {p.call_args()}: it must be 1 to 3 whole "
                              "numbers >= 0 (a 0 is launched as 1), e.g. cdiv(p.n, 128) rather than p.n / 128")
         p.grid = tuple(max(1, d) for d in _dims(dims))
-        p.shared = int(self.shared(p) if callable(self.shared) else self.shared)
+        shared = self.shared(p) if callable(self.shared) else self.shared
+        if not is_whole(shared) or shared < 0:
+            raise ValueError(f"ProblemSpace: shared gave {shared!r} for problem {p.call_args()}: dynamic shared memory "
+                             "is a whole number of bytes >= 0")
+        p.shared = int(shared)
         rng = np.random.default_rng(p.seed)
         for a in self.arrays:
             p.initial[a.name] = a.make(p, rng)

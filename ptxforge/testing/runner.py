@@ -489,6 +489,9 @@ SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filt
 def _hypothesis(test, max_examples, settings, shrink):
     """Run the @given `test` under `settings` (default: the loaded profile), keeping its phases but for
     "explain" (and "shrink" when `shrink` is False), with no deadline and SUPPRESSED health checks added."""
+    if settings is not None and not isinstance(settings, hyp_settings):
+        raise TypeError(f"settings must be a hypothesis.settings (e.g. settings(max_examples=20, derandomize=True)), "
+                        f"or None for the loaded profile, got {type(settings).__name__}")
     base = settings if settings is not None else hyp_settings.default
     # no "explain" phase: it reruns the failure many times to word a hint the report already gives
     phases = [ph for ph in base.phases if ph is not Phase.explain and (shrink or ph is not Phase.shrink)]

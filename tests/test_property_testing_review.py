@@ -402,3 +402,11 @@ def test_shared_memory_must_be_whole_bytes(shared):
     # 1.5 was launched as 1 byte without a word
     with pytest.raises(ValueError, match=r"ProblemSpace: shared gave .* for problem n=7.*whole number of bytes >= 0"):
         axpy_space(shared=shared).make(n=7, s=1)
+
+
+def test_where_reading_a_value_that_is_not_a_size_names_the_sizes():
+    # AttributeError: '_SizesView' object has no attribute 'a'
+    from hypothesis import find
+    space = axpy_space(where=lambda p: p.a is not None)
+    with pytest.raises(AttributeError, match=r"where= and scalar functions see the sizes only \(n\), not 'a'"):
+        find(space.problems(), lambda _: True)

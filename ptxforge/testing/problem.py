@@ -726,6 +726,10 @@ class _SizesView:
     def __init__(self, d):
         self.__dict__.update(d)
 
+    def __getattr__(self, name):
+        raise AttributeError(f"where= and scalar functions see the sizes only ({', '.join(self.__dict__)}), not "
+                             f"{name!r}: arrays, scalars and launch choices are drawn after them")
+
 
 def _first(spec, convert=lambda v: v):
     """The value `make` takes when none is given: a list's first, a constant itself, and for a

@@ -410,3 +410,12 @@ def test_where_reading_a_value_that_is_not_a_size_names_the_sizes():
     space = axpy_space(where=lambda p: p.a is not None)
     with pytest.raises(AttributeError, match=r"where= and scalar functions see the sizes only \(n\), not 'a'"):
         find(space.problems(), lambda _: True)
+
+
+def test_check_problem_without_a_gpu_says_the_gpu_was_not_used(monkeypatch):
+    from ptxforge.runtime.device import gpu_skip_reason
+    if gpu_skip_reason() is None:
+        pytest.skip("a GPU is present: the problem runs there too")
+    monkeypatch.delenv("PTXFORGE_REQUIRE_GPU", raising=False)
+    out = check_problem(axpy_i(), axpy_space(), n=5, s=2)
+    assert set(out.outputs) == {"interp"} and out.skipped["gpu"].startswith("no usable GPU (")

@@ -134,11 +134,11 @@ class CheckReport:
         return f"{self.kernel}: {self.problems} problems passed ({runs}{skip}); largest {self.largest}"
 
 
-def _note_missing_gpu(plan_backends, backends, report):
-    """In "auto" with no usable GPU, record in the report that the GPU was not used, and why."""
-    if backends == "auto" and "gpu" not in plan_backends:
-        report.skipped["gpu"] = (f"no usable GPU ({gpu_skip_reason()}); set {REQUIRE_GPU_ENV}=1 to make that a "
-                                 "failure")
+def _missing_gpu(chosen, backends) -> dict:
+    """{"gpu": why} when "auto" chose no GPU (there is no usable one), else {}: what reports say was not used."""
+    if backends == "auto" and "gpu" not in chosen:
+        return {"gpu": f"no usable GPU ({gpu_skip_reason()}); set {REQUIRE_GPU_ENV}=1 to make that a failure"}
+    return {}
 
 
 # ---------------------------------------------------------------- choosing backends
@@ -200,6 +200,7 @@ class _Plan:
             self.fixed = _as_kernel(target, kernel_name)
         self.kernel_name = kernel_name
         self.backends, self.demanded = choose_backends(backends)
+        self.not_chosen = _missing_gpu(self.backends, backends)
         self.transform = transform
         self.interp_unsupported = None
         self._loaded = {}
@@ -245,7 +246,7 @@ def run_problem(plan_or_target, space=None, problem=None, *, kernel=None, backen
     sp = plan.space
     p = problem if problem is not None else sp.make(**values)
     k = plan.kernel_for(p)
-    out = Outcome(p, k)
+    out = Outcome(p, k, skipped=dict(plan.not_chosen))
     out.expected = sp.expected(p)
     names = [q.name for q in k.params]
     for backend in sorted(plan.backends, key=BACKENDS.index):  # the interpreter first
@@ -412,7 +413,7 @@ def check(target=None, space=None, *, kernel=None, backends="auto", property=Non
     plan = _Plan(target, space, kernel, backends, transform)
     _require_a_backend(plan)
     report = CheckReport(plan.name)
-    _note_missing_gpu(plan.backends, backends, report)
+    report.skipped.update(plan.not_chosen)
 
     def one_problem(problem):
         _judge(plan, problem, property, report)
@@ -438,7 +439,7 @@ def check_schedules(schedules, *, space_options=None, backends="auto", property=
         return plans[s]
 
     report = CheckReport("schedules")
-    _note_missing_gpu(chosen, backends, report)
+    report.skipped.update(_missing_gpu(chosen, backends))
 
     def one_problem(schedule_and_problem):
         s, problem = schedule_and_problem

@@ -192,6 +192,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._label_counter = itertools.count()
         self._last_if = None
         self._loop_stack: list = []
+        self._open: list = []  # (what, SourceLoc) of each with-block (if_, for_range, call_scope ...) not yet closed
         self._notes: list = []
         self._kernel: Kernel | None = None
         # register name -> the state space of the address it holds, where the builder knows it
@@ -673,12 +674,22 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._labels_used.setdefault(label.name, caller_loc())
 
     @contextmanager
+    def _block(self, what: str):
+        """Mark a with-block of the body as open while its body runs: finish() inside it is refused."""
+        self._open.append((what, caller_loc()))
+        try:
+            yield
+        finally:
+            self._open.pop()
+
+    @contextmanager
     def if_(self, cond):
         """Run the body only where `cond` (a .pred register or ~register) holds."""
         g = self._guard(cond)
         end = self.label("endif")
         self.bra(end, pred=~g)
-        yield
+        with self._block("if_()"):
+            yield
         self.place(end)
         self._last_if = (len(self._body) - 1, end)
 
@@ -694,7 +705,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         skip = bra(done, uni=True).with_loc(caller_loc())  # the constructor: .uni in mods too, as bra() has it
         self._use_label(done)
         self._body.insert(pos, skip)
-        yield
+        with self._block("else_()"):
+            yield
         self.place(done)
 
     @contextmanager
@@ -737,7 +749,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.bra(end, pred=done, uni=uniform)
         self._loop_stack.append(end)
         try:
-            yield i
+            with self._block("for_range()"):
+                yield i
         finally:
             self._loop_stack.pop()
         if wraps:  # i is strictly before stop: the distance left, as an unsigned number, is exact
@@ -778,7 +791,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.place(top)
         self._loop_stack.append(end)
         try:
-            yield end
+            with self._block("loop()"):
+                yield end
         finally:
             self._loop_stack.pop()
         self.bra(top)
@@ -795,6 +809,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """Close the kernel: check labels, add the final `ret`, freeze."""
         if self._kernel is not None:
             return self._kernel
+        if self._open:
+            what, loc = self._open[-1]
+            raise ValidationError(f"'{self.name}' cannot be finished inside the {what} block opened"
+                                  + (f" at {loc}" if loc is not None else "") + ": its closing instructions "
+                                  "would be missing; call finish() / module() after the with block")
         for name, loc in self._labels_used.items():
             if name not in self._labels_placed:
                 raise ValidationError(f"branch to label $L_{name}, which is never placed (use place())", loc)

@@ -431,7 +431,8 @@ class FunctionOps:
         self._body.append(ScopeOpen())
         self._scope_names.append(set())
         try:
-            yield
+            with self._block("call_scope()"):
+                yield
         finally:
             self._names -= self._scope_names.pop()
             self._body.append(ScopeClose())

@@ -367,3 +367,26 @@ def test_a_list_as_a_destination_points_to_unpack():
     assert "unpack" in str(info.value) and "Reg(" not in str(info.value), str(info.value)
     lo, hi = k.unpack(wide)
     assert lo.type.bits == hi.type.bits == 32
+
+
+# ---------------------------------------------------------------- finish() inside an open block
+
+@pytest.mark.parametrize("block", ["if_", "else_", "for_range", "loop", "call_scope"])
+def test_finish_inside_an_open_block_names_the_block(block):
+    k = pf.KernelBuilder("early")
+    c = k.setp("lt", k.tid(), 3)
+    if block == "else_":
+        with k.if_(c):
+            pass
+    opened = {"if_": lambda: k.if_(c), "else_": lambda: k.else_(), "for_range": lambda: k.for_range(0, 4),
+              "loop": lambda: k.loop(), "call_scope": lambda: k.call_scope()}[block]()
+    with opened:
+        with pytest.raises(pf.ValidationError) as info:
+            k.module()  # <- early-finish
+        assert_located(info.value, "<- early-finish", HERE)
+        assert f"{block}()" in str(info.value) and "never placed" not in str(info.value), str(info.value)
+        if block == "loop":
+            k.break_()
+    m = k.module()  # after the block, the kernel finishes
+    if "ptxas" in available_backends():
+        _assembles(m)

@@ -13,7 +13,7 @@ import numbers
 import re
 import warnings
 import weakref
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 from .errors import PtxforgeError, SourceLoc, TargetError, ValidationError, caller_loc, with_loc
 from .isa import types as T
@@ -426,21 +426,21 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def comment(self, text: str) -> None:
         """A `// comment` line in the body (a text of several lines gives one `//` line each)."""
         self._check_open("comments")
-        for line in str(text).splitlines() or [""]:
+        lines = str(text).splitlines() or [""]
+        for line in lines:
+            _printable(line, "comment")
+        for line in lines:
             self._body.append(Comment(line))
 
     def section(self, name: str):
-        """Group the instructions emitted inside under a named section in the listing (a context
-        manager; the name must be one line)."""
+        """Start a named section of the listing here (a `// ---- name` heading; the name must be one line):
+        the instructions after it, up to the next section, are grouped under it.  The heading is placed when
+        called, so `k.section("load")` works as a statement and `with k.section("load"):` as a block."""
         self._check_open("sections")
         name = str(name)
         _one_line(name, "section name")
-        return self._section(name)
-
-    @contextmanager
-    def _section(self, name: str):
         self._body.append(Comment(name, section=True))
-        yield
+        return nullcontext()
 
     def note(self, key: str, value) -> None:
         """A fact shown in the kernel's listing header (e.g. the compute path a schedule chose)."""
@@ -1028,10 +1028,23 @@ def _check_spaces(ins: Instruction, spaces: dict) -> None:
 
 
 def _one_line(text: str, what: str) -> None:
-    # a line break would start a PTX line that is not a comment and shift every mapped line
-    if "\n" in text or "\r" in text:
+    # a line break would start a PTX line that is not a comment and shift every mapped line (Python's
+    # splitlines() breaks at \x0b, \x0c, \x1c-\x1e, \x85, \u2028 and \u2029 too: so would a reader of the text)
+    if len(text.splitlines()) > 1 or text.endswith(("\n", "\r")):
         raise ValidationError(f"{what} {text!r} holds a line break; it is rendered as one // comment line "
                               "(use comment() for several lines)")
+    _printable(text, what)
+
+
+def _printable(text: str, what: str) -> None:
+    """Refuse text ptxas cannot read in a comment: any non-ASCII character ('Unexpected non-ASCII character',
+    fatal), and NUL, which ends what the assembler reads."""
+    if text.isascii() and "\0" not in text:
+        return
+    bad = next(ch for ch in text if not ch.isascii() or ch == "\0")
+    raise ValidationError(f"{what} {text!r} holds {'a NUL character' if bad == chr(0) else repr(bad)}: ptxas "
+                          + ("stops reading at a NUL" if bad == "\0" else "reads only ASCII, even in comments")
+                          + "; write it in ASCII")
 
 
 def _check_align(align) -> int:

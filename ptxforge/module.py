@@ -239,7 +239,7 @@ class Module:
     def listing(self, *, sources: bool = True, numbers: bool = True, version=None) -> str:
         """PTX for people: line numbers and, for each instruction, the Python file:line that emitted it."""
         r = self.render(version)
-        text_lines = r.text.splitlines()
+        text_lines = ptx_lines(r.text)
         width = max((len(s) for s in text_lines), default=0)
         width = min(width, 88)
         out = []
@@ -257,7 +257,7 @@ class Module:
         """'PTX line N: <text>  (emitted at file.py:L: code)' for error messages: the Python line that emitted the
         instruction, or that declared the kernel, parameter or array the line declares."""
         r = self.render(version)
-        text_lines = r.text.splitlines()
+        text_lines = ptx_lines(r.text)
         text = text_lines[line - 1].strip() if 0 < line <= len(text_lines) else "?"
         loc = r.loc_at(line)
         where = ""
@@ -265,6 +265,15 @@ class Module:
             code = loc.code
             where = f"\n    emitted at {loc}" + (f": {code}" if code else "")
         return f"PTX line {line}: {text}{where}"
+
+
+def ptx_lines(text: str) -> list:
+    """The lines of PTX text as ptxas numbers them: split at newlines only (Python's `splitlines` also splits at
+    form feeds, vertical tabs and other separators, which ptxas reads as spaces, and would shift the numbers)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def _decl_loc(k: Kernel, name: str):

@@ -390,3 +390,56 @@ def test_finish_inside_an_open_block_names_the_block(block):
     m = k.module()  # after the block, the kernel finishes
     if "ptxas" in available_backends():
         _assembles(m)
+
+
+# ---------------------------------------------------------------- comments, sections and notes
+
+@pytest.mark.parametrize("how", ["comment", "section", "note"])
+def test_text_ptxas_cannot_read_is_refused_at_the_users_line(how):
+    k = pf.KernelBuilder("texts")
+    call = {"comment": k.comment, "section": k.section, "note": lambda t: k.note("key", t)}[how]
+    with pytest.raises(pf.ValidationError) as info:
+        k.note("key", "héllo") if how == "note" else call("héllo")  # <- non-ascii
+    assert_located(info.value, "<- non-ascii", HERE)
+    assert "ASCII" in str(info.value) and "'é'" in str(info.value), str(info.value)
+    with pytest.raises(pf.ValidationError, match="NUL"):
+        call("a\0b")
+    call("plain text, tabs\tand all")
+    if "ptxas" in available_backends():
+        _assembles(k.module())
+
+
+@pytest.mark.parametrize("brk", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_sections_and_notes_refuse_every_line_break_python_splits_on(brk):
+    k = pf.KernelBuilder("breaks")
+    with pytest.raises(pf.ValidationError, match="line break"):
+        k.note("key", f"a{brk}b")
+    with pytest.raises(pf.ValidationError, match="line break"):
+        k.section(f"a{brk}b")
+
+
+def test_the_listing_counts_lines_as_ptxas_does():
+    # a form feed is a line break to Python's splitlines but not to ptxas: a listing split that way numbered
+    # every later line one too high and gave the locations to the wrong lines
+    k = pf.KernelBuilder("feeds")
+    r = k.tid()
+    k.raw(f"add.u32 {r}, {r},\x0c1")  # raw text is verbatim (ptxas reads the form feed as a space)
+    k.add(r, 1)
+    m = k.module()
+    listing = m.listing().split("\n")[:-1]  # (a listing line may hold the form feed too)
+    assert len(listing) == m.ptx.count("\n"), listing
+    add_line = next(i for i, line in enumerate(m.ptx.split("\n"), 1) if line.strip().startswith("add.u32") and
+                    "raw" not in line and "\x0c" not in line)
+    assert listing[add_line - 1].startswith(f"{add_line} | ") and "add.u32" in listing[add_line - 1], listing
+    assert HERE.rsplit("/", 1)[-1] in listing[add_line - 1]
+    assert "add.u32" in m.describe_line(add_line) and "\x0c" not in m.describe_line(add_line)
+
+
+def test_a_section_is_placed_with_or_without_with():
+    k = pf.KernelBuilder("sections")
+    k.section("setup")  # a statement: the listing still gets its heading
+    k.tid()
+    with k.section("body"):
+        k.add(k.tid(), 1)
+    text = k.module().ptx
+    assert "// ---- setup" in text and "// ---- body" in text

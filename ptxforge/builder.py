@@ -8,6 +8,7 @@ come from the per-family mixins in :mod:`ptxforge.isa`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import numbers
 import re
@@ -77,6 +78,19 @@ def _dims(v, what):
     if v[0] * v[1] * v[2] > 1024:
         raise ValidationError(f"{what} {v} asks for {v[0] * v[1] * v[2]} threads; a CTA has at most 1024")
     return v
+
+
+def _block_method(what: str):
+    """A builder method written as a generator (as for `contextlib.contextmanager`) that returns a
+    `_PendingBlock`: `with k.if_(c):` runs it; a bare `k.if_(c)` is refused instead of writing nothing."""
+    def wrap(gen):
+        make = contextmanager(gen)
+
+        @functools.wraps(gen)
+        def method(self, *args, **kwargs):
+            return self._pending_block(make(self, *args, **kwargs), what)
+        return method
+    return wrap
 
 
 class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCopyOps, BulkReduceOps,
@@ -193,6 +207,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self._last_if = None
         self._loop_stack: list = []
         self._open: list = []  # (what, SourceLoc) of each with-block (if_, for_range, call_scope ...) not yet closed
+        self._pending: list = []  # each _PendingBlock made and not yet entered with `with`
         self._notes: list = []
         self._kernel: Kernel | None = None
         # register name -> the state space of the address it holds, where the builder knows it
@@ -361,6 +376,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         try:
             if self._kernel is not None:
                 self._check_open("instructions")
+            if self._pending:
+                self._pending[0].refuse()
             guard = self._guard(pred) if pred is not None else None
             if guard is not None or ins.guard is not None:
                 _check_guarded_param(ins, self._results)
@@ -673,6 +690,11 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             raise ValidationError(f"label {label} belongs to another kernel")
         self._labels_used.setdefault(label.name, caller_loc())
 
+    def _pending_block(self, cm, what: str):
+        """`cm` (a with-block of the body) as the user gets it: refused at the next instruction and at finish()
+        until it is entered, so that a block called as a plain statement is not silently dropped."""
+        return _PendingBlock(self, cm, what, caller_loc())
+
     @contextmanager
     def _block(self, what: str):
         """Mark a with-block of the body as open while its body runs: finish() inside it is refused."""
@@ -682,7 +704,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         finally:
             self._open.pop()
 
-    @contextmanager
+    @_block_method("if_()")
     def if_(self, cond):
         """Run the body only where `cond` (a .pred register or ~register) holds."""
         g = self._guard(cond)
@@ -693,7 +715,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         self.place(end)
         self._last_if = (len(self._body) - 1, end)
 
-    @contextmanager
+    @_block_method("else_()")
     def else_(self):
         """The else branch of the if_ block that just ended."""
         if self._last_if is None or self._last_if[0] != len(self._body) - 1:
@@ -709,7 +731,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             yield
         self.place(done)
 
-    @contextmanager
+    @_block_method("for_range()")
     def for_range(self, start, stop, step: int = 1, *, type=T.u32, name: str = "i", uniform: bool = True):
         """A counted loop: `for i in range(start, stop, step)` in PTX.  Yields the counter register.
 
@@ -784,7 +806,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 "the bound)")
         return x
 
-    @contextmanager
+    @_block_method("loop()")
     def loop(self, name: str = "loop"):
         """An endless loop; leave it with break_(pred)."""
         top, end = self.label(name), self.label(f"{name}_end")
@@ -809,6 +831,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """Close the kernel: check labels, add the final `ret`, freeze."""
         if self._kernel is not None:
             return self._kernel
+        if self._pending:
+            self._pending[0].refuse()
         if self._open:
             what, loc = self._open[-1]
             raise ValidationError(f"'{self.name}' cannot be finished inside the {what} block opened"
@@ -843,6 +867,35 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         """A Module holding just this kernel."""
         from .module import Module
         return Module([self.finish()], **kwargs)
+
+
+class _PendingBlock:
+    """A with-block of a kernel's body (if_, else_, for_range, loop, call_scope) from the call that made it to
+    the `with` that enters it; the builder refuses to go on while one was made and never entered."""
+
+    __slots__ = ("builder", "cm", "what", "loc")
+
+    def __init__(self, builder, cm, what: str, loc):
+        self.builder, self.cm, self.what, self.loc = builder, cm, what, loc
+        builder._pending.append(self)
+
+    def __enter__(self):
+        pending = self.builder._pending
+        for i, x in enumerate(pending):
+            if x is self:
+                del pending[i]
+                break
+        return self.cm.__enter__()
+
+    def __exit__(self, *exc):
+        return self.cm.__exit__(*exc)
+
+    def refuse(self):
+        """Raise the ValidationError for a block never entered (at every later instruction and at finish())."""
+        raise ValidationError(
+            f"{self.what}" + (f" at {self.loc}" if self.loc is not None else "") + " was called without `with`: "
+            f"as a plain call it writes nothing, and what follows would land outside the block; write "
+            f"`with k.{self.what[:-2]}(...):` and indent the block's body under it")
 
 
 class FunctionBuilder(KernelBuilder):

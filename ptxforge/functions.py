@@ -421,12 +421,15 @@ class FunctionOps:
         return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
 
     # ------------------------------------------------------------------ call scopes by hand
-    @contextmanager
     def call_scope(self):
         """A `{ ... }` scope in the body for a call written instruction by instruction (what `call()`
         writes in one step): declare its `.param` variables with `call_param()`, write them with
         `st` (space="param"), `emit` the `call` (`ptxforge.isa.calls.call`), read the return slots
-        with `ld`.  The variables' names are free again after the scope."""
+        with `ld`.  The variables' names are free again after the scope.  Use it as `with k.call_scope():`."""
+        return self._pending_block(self._call_scope(), "call_scope()")
+
+    @contextmanager
+    def _call_scope(self):
         self._check_open("call scopes")
         self._body.append(ScopeOpen())
         self._scope_names.append(set())

@@ -7,7 +7,7 @@ import pytest
 import ptxforge as pf
 from ptxforge import Addr, f32, pred, u32, u64
 from ptxforge.assembler import available_backends
-from support.located import assert_located
+from support.located import assert_located, marked_line
 
 HERE = __file__
 
@@ -443,3 +443,35 @@ def test_a_section_is_placed_with_or_without_with():
         k.add(k.tid(), 1)
     text = k.module().ptx
     assert "// ---- setup" in text and "// ---- body" in text
+
+
+# ---------------------------------------------------------------- a block written without `with`
+
+@pytest.mark.parametrize("block", ["if_", "else_", "for_range", "loop", "call_scope"])
+def test_a_block_called_without_with_is_refused_not_dropped(block):
+    k = pf.KernelBuilder("bare_blocks")
+    c = k.setp("lt", k.tid(), 3)
+    if block == "else_":
+        with k.if_(c):
+            pass
+    args = {"if_": (c,), "for_range": (0, 4)}.get(block, ())
+    getattr(k, block)(*args)  # <- bare-block
+    with pytest.raises(pf.ValidationError) as info:
+        k.add(k.tid(), 1)  # the next instruction would land outside the block the user meant
+    assert f"{block}()" in str(info.value) and "with" in str(info.value), str(info.value)
+    assert str(marked_line(HERE, "<- bare-block")) in str(info.value), str(info.value)
+    with pytest.raises(pf.ValidationError, match="without `with`"):
+        k.finish()
+
+
+def test_blocks_entered_with_with_leave_nothing_pending():
+    k = pf.KernelBuilder("with_blocks")
+    c = k.setp("lt", k.tid(), 3)
+    cm = k.if_(c)  # made first, entered later: fine once entered
+    with cm:
+        k.add(k.tid(), 1)
+    with k.else_():
+        pass
+    with k.for_range(0, 2):
+        pass
+    k.module()

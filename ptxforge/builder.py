@@ -516,6 +516,15 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                 raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
         if align is not None:
             align = _check_align(align)
+            if nbytes is None and pointee is None and space is None:  # a scalar: `.param .align A .type x`
+                # (launches pack it at that alignment; a pointer's align is its pointee's, `.ptr .align A`)
+                if align < t.bits // 8:
+                    raise ValidationError(f"parameter {name} is .{t.name}, aligned to at least {t.bits // 8} bytes; "
+                                          f"align={align} would not be honoured (give {t.bits // 8} or more)")
+                if self.kind == "func":
+                    raise ValidationError(f"a device function's scalar parameter {name} takes no align=: each call "
+                                          "would have to declare its argument with the same .align (ptxas: "
+                                          "'Alignment of argument does not match formal parameter')")
         p = Param(name, t, T.lookup(pointee) if pointee is not None else None, space, nbytes, align)
         total = param_buffer_bytes([*self.params, p])
         if total > PARAM_BYTES_MAX:

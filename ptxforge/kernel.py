@@ -103,7 +103,9 @@ class Param:
         """The parameter's line in the `.entry` signature."""
         if self.nbytes is not None:
             return f".param .align {self.align or 1} .b8 {self.name}[{self.nbytes}]"
-        return f".param .{_PARAM_SPELLING.get(self.type.name, self.type.name)} {self.name}"
+        align = (f".align {self.align} " if self.align is not None and self.align > self.type.bits // 8
+                 and not self.is_pointer else "")  # (a pointer's align is its pointee's: `.ptr .align A`)
+        return f".param {align}.{_PARAM_SPELLING.get(self.type.name, self.type.name)} {self.name}"
 
     @property
     def size(self) -> int:
@@ -238,11 +240,15 @@ class Kernel:
 _BASE_PTX = V("7.0")
 
 def param_buffer_bytes(params) -> int:
-    """Bytes a kernel's parameter buffer takes: each parameter at its alignment (a scalar at its size,
-    a byte block at its `.align`), in declaration order."""
+    """Bytes a kernel's parameter buffer takes: each parameter at its alignment (a scalar at its size or its
+    `.align` if larger, a pointer at its size: its `.ptr .align` is the pointee's; a byte block at its `.align`),
+    in declaration order."""
     total = 0
     for p in params:
-        align = p.align or (p.size if p.nbytes is None else 1)
+        if p.nbytes is not None:
+            align = p.align or 1
+        else:
+            align = p.size if p.is_pointer else max(p.size, p.align or 1)
         total = -(-total // align) * align + p.size
     return total
 

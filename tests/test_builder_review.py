@@ -475,3 +475,36 @@ def test_blocks_entered_with_with_leave_nothing_pending():
     with k.for_range(0, 2):
         pass
     k.module()
+
+
+# ---------------------------------------------------------------- .align on scalar parameters
+
+@needs_ptxas
+def test_an_aligned_scalar_parameter_is_declared_where_launches_put_it():
+    k = pf.KernelBuilder("aligned")
+    k.param("a", u32)
+    x = k.param("x", u32, align=8)
+    k.load_param(x)
+    kern = k.finish()
+    assert kern.param_bytes == 12  # x at offset 8: where launches pack it ...
+    assert ".param .align 8 .u32 x" in k.module().ptx  # ... and where the kernel now reads it
+    _assembles(k.module())
+    with pytest.raises(pf.ValidationError, match="at least 4"):
+        pf.KernelBuilder("under").param("x", u32, align=2)  # below the natural alignment: never honoured
+
+
+def test_a_device_function_refuses_align_on_a_scalar_parameter():
+    f = pf.FunctionBuilder("aligned_f")
+    with pytest.raises(pf.ValidationError) as info:
+        f.param("x", u32, align=8)  # <- func-align
+    assert_located(info.value, "<- func-align", HERE)
+    assert "call" in str(info.value)
+
+
+def test_a_pointers_align_is_its_pointees_and_does_not_move_it():
+    # `.param .u64 .ptr .global .align 1 p` (what LLVM writes) sits at offset 8 after a .u32, not at 4
+    k = pf.KernelBuilder("pointers")
+    k.param("n", u32)
+    k.param("p", u64, space="global", align=1)
+    assert k.finish().param_bytes == 16
+    assert ".param .u64 p" in k.module().ptx

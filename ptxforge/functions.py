@@ -31,10 +31,10 @@ from .isa import types as T
 from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
                         call as call_instruction)
 from .isa.control import mov as mov_instruction
-from .isa.instruction import describe
+from .isa.instruction import check_value, describe
 from .isa.operands import Addr, Imm, Reg, half_pattern
 from .isa.types import decl_type
-from .kernel import Param
+from .kernel import Kernel, Param
 
 _PTXFORGE_INTERNAL = True
 
@@ -48,11 +48,11 @@ def signature_of(func):
         return func.name, tuple(func.returns), tuple(func.params)
     if isinstance(func, Prototype):
         return func.name, tuple(func.returns), tuple(func.params)
-    if isinstance(func, Function) or hasattr(func, "finish"):
+    if isinstance(func, (Function, Kernel)) or hasattr(func, "finish"):
         raise ValidationError(f"'{func.name}' is a kernel (.entry); only device functions (.func, from "
                               "FunctionBuilder) can be called")
     raise ValidationError(f"call needs a device function (a FunctionBuilder, its finished Function or a "
-                          f"Prototype), got {func!r}")
+                          f"Prototype), got {describe(func) if isinstance(func, Reg) else repr(func)[:80]}")
 
 
 def _compatible(reg_t: T.ScalarType, param_t: T.ScalarType) -> bool:
@@ -386,7 +386,9 @@ class FunctionOps:
                     raise ValidationError(
                         f"call {name}: argument {i} ({p.name}) is .{p.type.name}; {v} is .{v.type.name} "
                         f"(pass a {p.type.bits}-bit {'float' if p.type.is_float else 'integer'} register)")
-            elif not isinstance(v, Imm):
+            elif isinstance(v, Imm):  # checked here, named as the argument (not as the st.param that writes it)
+                check_value(v, _access_type(p.type), f"call {name}: argument {i} ({p.name})")
+            else:
                 raise ValidationError(f"call {name}: argument {i} ({p.name}) must be a register or a number, "
                                       f"got {a!r}")
             vals.append(v)

@@ -508,3 +508,19 @@ def test_a_pointers_align_is_its_pointees_and_does_not_move_it():
     k.param("p", u64, space="global", align=1)
     assert k.finish().param_bytes == 16
     assert ".param .u64 p" in k.module().ptx
+
+
+def test_a_call_of_a_finished_kernel_or_a_wrong_number_names_it_briefly():
+    k = pf.KernelBuilder("caller")
+    with pytest.raises(pf.ValidationError) as info:
+        k.call(pf.KernelBuilder("other").finish())
+    assert "'other' is a kernel" in str(info.value) and len(str(info.value)) < 300, str(info.value)
+    f = pf.FunctionBuilder("ident")
+    a = f.param_value("a", u32)
+    f.result("y", u32)
+    f.set_result(a)
+    for bad, why in ((2 ** 32, "does not fit .u32"), (1.5, "does not fit .u32"), (True, "bool")):
+        with pytest.raises(pf.ValidationError) as info:
+            k.call(f, args=[bad])
+        assert "call ident: argument 0 (a)" in str(info.value) and why in str(info.value), str(info.value)
+        assert "st.param" not in str(info.value)

@@ -526,6 +526,8 @@ class FunctionOps:
         v = _param_operand(self, value, p, f"return value {p.name}")
         if isinstance(v, Reg) and not _compatible(v.type, p.type):
             raise ValidationError(f"return value {p.name} is .{p.type.name}; {v} is .{v.type.name}")
+        if isinstance(v, Imm):
+            check_value(v, _access_type(p.type), f"'{self.name}' return value {p.name}")
         sym = CallParam(p.name, "param", p.type, None, max(p.type.bits // 8, 1))
         self.st(Addr(sym), v, type=_access_type(p.type), space="param", pred=pred)
 

@@ -524,3 +524,12 @@ def test_a_call_of_a_finished_kernel_or_a_wrong_number_names_it_briefly():
             k.call(f, args=[bad])
         assert "call ident: argument 0 (a)" in str(info.value) and why in str(info.value), str(info.value)
         assert "st.param" not in str(info.value)
+
+
+def test_set_result_names_a_bad_number_as_the_return_value():
+    f = pf.FunctionBuilder("answer")
+    f.result("y", u32)
+    with pytest.raises(pf.ValidationError) as info:
+        f.set_result(1.5)  # <- bad-result
+    assert_located(info.value, "<- bad-result", HERE)
+    assert "return value y" in str(info.value) and "st.param" not in str(info.value), str(info.value)

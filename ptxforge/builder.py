@@ -102,9 +102,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     and the target, appends one PTX instruction (a few for the structured helpers such as
     `if_` and `for_range`), records the Python line that asked for it and returns the
     destination register. Errors are raised as `ValidationError` or `TargetError` at that line.
-    The instruction methods come from the per-family mixins (`ArithOps`, `BitOps`,
-    `ControlOps`, `ConvertOps`, `MemoryOps`, `AsyncCopyOps`, `BulkReduceOps`, `SyncOps`, `TensorOps`,
-    `WarpOps`, `ClusterOps`); most take the keywords ``type=`` (the PTX type suffix, inferred from the
+    The instruction methods come from the per-family mixins of :mod:`ptxforge.isa` (`ArithOps`,
+    `BitOps`, `ControlOps`, `ConvertOps`, `MemoryOps`, `SyncOps`, `TensorOps`, `WarpOps`, `ClusterOps`
+    and the rest this class lists as bases); most take the keywords ``type=`` (the PTX type suffix, inferred from the
     operands when omitted), ``dst=`` (a register to write instead of a new one) and ``pred=``
     (a ``.pred`` register, or ``~reg`` for its negation, that guards the instruction as
     ``@p`` / ``@!p``).
@@ -715,7 +715,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     @_block_method("if_()")
     def if_(self, cond):
-        """Run the body only where `cond` (a .pred register or ~register) holds."""
+        """`with k.if_(cond):` runs the block only where `cond` (a .pred register or ~register) holds: a
+        branch around it (`@!p bra`) and a label after it."""
         g = self._guard(cond)
         end = self.label("endif")
         self.bra(end, pred=~g)
@@ -726,7 +727,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     @_block_method("else_()")
     def else_(self):
-        """The else branch of the if_ block that just ended."""
+        """`with k.else_():` directly after a `with k.if_(...):` block runs where that block did not."""
         if self._last_if is None or self._last_if[0] != len(self._body) - 1:
             raise with_loc(ValidationError("else_() must directly follow an if_() block"), caller_loc())
         pos, _ = self._last_if
@@ -817,7 +818,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     @_block_method("loop()")
     def loop(self, name: str = "loop"):
-        """An endless loop; leave it with break_(pred)."""
+        """`with k.loop() as end:` an endless loop; leave it with `break_(pred)` (`end` is its end label)."""
         top, end = self.label(name), self.label(f"{name}_end")
         self.place(top)
         self._loop_stack.append(end)
@@ -837,7 +838,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     # ------------------------------------------------------------------ finishing
     def finish(self) -> Kernel:
-        """Close the kernel: check labels, add the final `ret`, freeze."""
+        """Close the kernel and return the frozen `Kernel` (a `Function` when it has calls or variables): check
+        that every branch target is placed and that no with-block is open or was called without `with`, add
+        the final `ret` (none to a `.noreturn` function).  Later calls return the same value; nothing can be
+        added after it."""
         if self._kernel is not None:
             return self._kernel
         if self._pending:
@@ -873,7 +877,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         return ".visible"
 
     def module(self, **kwargs):
-        """A Module holding just this kernel."""
+        """A Module of this kernel (and the device functions it calls); `kwargs` go to `Module`."""
         from .module import Module
         return Module([self.finish()], **kwargs)
 

@@ -374,6 +374,9 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         line no table knows, use `raw()`, which marks it as unchecked.
         """
         try:
+            if type(ins) is not Instruction and not isinstance(ins, Instruction):
+                raise ValidationError(f"emit() takes an Instruction from a family constructor "
+                                      f"(ptxforge.isa.arith.arith, ...), got {ins!r}; for PTX text use raw()")
             if self._kernel is not None:
                 self._check_open("instructions")
             if self._pending:
@@ -430,6 +433,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
                                   f"comments, got {text!r}")
         if text.startswith("@"):
             raise ValidationError("raw(): give the guard as pred=, not in the text")
+        _printable(text, "raw() text")
         if text.split()[0].startswith("."):
             raise ValidationError(f"raw() appends an instruction; a directive ({text.split()[0]}) is not "
                                   "an instruction")

@@ -533,3 +533,20 @@ def test_set_result_names_a_bad_number_as_the_return_value():
         f.set_result(1.5)  # <- bad-result
     assert_located(info.value, "<- bad-result", HERE)
     assert "return value y" in str(info.value) and "st.param" not in str(info.value), str(info.value)
+
+
+@pytest.mark.parametrize("thing", ["add.u32 %r0, %r0, 1", None, 5])
+def test_emit_of_something_that_is_no_instruction_says_so(thing):
+    k = pf.KernelBuilder("emits")
+    with pytest.raises(pf.ValidationError) as info:
+        k.emit(thing)  # <- emit-thing
+    assert_located(info.value, "<- emit-thing", HERE)
+    assert "raw()" in str(info.value)
+
+
+@pytest.mark.parametrize("text", ["mov.u32 %r0, é", "mov.u32 %r0, 1\0"])
+def test_raw_text_no_ptx_can_hold_is_refused(text):
+    k = pf.KernelBuilder("raws")
+    with pytest.raises(pf.ValidationError) as info:
+        k.raw(text)  # <- raw-text
+    assert_located(info.value, "<- raw-text", HERE)

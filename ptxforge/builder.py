@@ -43,7 +43,8 @@ from .isa.sync import SyncOps
 from .isa.targets import Target
 from .isa.tensor import TensorOps
 from .isa.types import ScalarType, decl_type
-from .kernel import PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, check_identifier, param_buffer_bytes
+from .kernel import (PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, check_align, check_identifier,
+                     param_buffer_bytes)
 from .isa.warp import WarpOps
 from .declarations import Function, Variable
 from .functions import FunctionOps, check_calls_written, narrow_abi_problem
@@ -519,7 +520,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             if nbytes < 1:
                 raise ValidationError(f"parameter block {name} needs a positive int size, got {nbytes!r}")
         if align is not None:
-            align = _check_align(align)
+            align = check_align(align)
             if nbytes is None and pointee is None and space is None:  # a scalar: `.param .align A .type x`
                 # (launches pack it at that alignment; a pointer's align is its pointee's, `.ptr .align A`)
                 if align < t.bits // 8:
@@ -636,7 +637,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def shared(self, name: str, nbytes: int, align: int = 16) -> Symbol:
         """Static shared memory: `.shared .align A .b8 name[nbytes];` (at most 48 KB per kernel)."""
         self._claim(name, "shared variable")
-        align = _check_align(align)
+        align = check_align(align)
         nbytes = _int_arg(nbytes, f"shared array {name}'s size in bytes")
         if nbytes <= 0:
             raise ValidationError(f"shared array {name} needs a positive size, got {nbytes}")
@@ -658,7 +659,7 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
 
     def dynamic_shared(self, name: str = "dyn_smem", align: int = 16) -> Symbol:
         """Dynamic shared memory (`.extern .shared`, module scope); its size is given at launch."""
-        align = _check_align(align)
+        align = check_align(align)
         self._claim(name, "shared variable")
         s = Symbol(name, "shared", T.b8, None, align, self.id)
         self._extern.append(s)
@@ -1115,10 +1116,3 @@ def _printable(text: str, what: str) -> None:
     raise ValidationError(f"{what} {text!r} holds {'a NUL character' if bad == chr(0) else repr(bad)}: ptxas "
                           + ("stops reading at a NUL" if bad == "\0" else "reads only ASCII, even in comments")
                           + "; write it in ASCII")
-
-
-def _check_align(align) -> int:
-    """`align` as an int when it is a power of two (a Python or numpy integer); a ValidationError otherwise."""
-    if isinstance(align, bool) or not isinstance(align, numbers.Integral) or align < 1 or align & (align - 1):
-        raise ValidationError(f"alignment must be a power of two, got {align!r}")
-    return int(align)

@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass, field
 
 from .errors import ValidationError
-from .kernel import Kernel, Param, check_identifier
+from .kernel import Kernel, Param, check_align, check_identifier
 from .isa import types as T
 from .isa.literals import parse_imm
 from .isa.pragmas import PRAGMAS
@@ -319,9 +319,8 @@ def variable(name: str, type, *, space: str = "global", count: int | None = None
         if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 1:
             raise ValidationError(f"array size of {name} must be a positive int, got {count!r}")
         dims = (int(count),)
-    if align is not None and (isinstance(align, bool) or not isinstance(align, int) or align < 1
-                              or align & (align - 1)):
-        raise ValidationError(f"alignment must be a power of two, got {align!r}")
+    if align is not None:
+        align = check_align(align)
     if align is not None and align < max(t.bits // 8, 1):
         raise ValidationError(f".align {align} is less than the {t.bits // 8}-byte size of .{t.name}")
     text = None

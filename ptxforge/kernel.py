@@ -8,6 +8,7 @@ consumer can read a kernel without importing the builder.
 from __future__ import annotations
 
 import itertools
+import numbers
 import re
 from dataclasses import dataclass, field
 
@@ -76,6 +77,14 @@ def check_identifier(name, what: str) -> str:
         return name
     raise ValidationError(f"{what} name {name!r} is not a PTX identifier: {problem}; "
                           f"a legal spelling is {legal_spelling(name)!r}")
+
+
+def check_align(align) -> int:
+    """`align` as an int when it is a power of two (a Python or numpy integer, not a bool); a ValidationError
+    otherwise.  What `.align A` takes: shared arrays, parameters and variables."""
+    if isinstance(align, bool) or not isinstance(align, numbers.Integral) or align < 1 or align & (align - 1):
+        raise ValidationError(f"alignment must be a power of two, got {align!r}")
+    return int(align)
 
 
 @dataclass(frozen=True)

@@ -550,3 +550,10 @@ def test_raw_text_no_ptx_can_hold_is_refused(text):
     with pytest.raises(pf.ValidationError) as info:
         k.raw(text)  # <- raw-text
     assert_located(info.value, "<- raw-text", HERE)
+
+
+def test_a_numpy_integer_alignment_is_an_alignment_for_variables_too():
+    v = pf.variable("table", u32, count=4, align=np.int64(16))
+    assert v.align == 16 and ".align 16" in v.render()
+    with pytest.raises(pf.ValidationError, match="power of two"):
+        pf.variable("table", u32, align=np.int64(12))

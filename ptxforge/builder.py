@@ -507,6 +507,10 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
     def param(self, name: str, type, *, pointee=None, space=None, nbytes=None, align=None) -> Param:
         """Declare a `.param`; returns the Param (its `.symbol` is the address for ld.param).
 
+        `nbytes` declares a byte block (`.param .align A .b8 name[nbytes]`, A = `align` or 1); `align` on a
+        kernel's scalar declares `.param .align A .type name` (A at least the type's size); a pointer's
+        (`pointee`/`space` given) is its pointee's alignment and does not move it.
+
         Half types PTX cannot declare as parameters (`.bf16`, `.f16x2`, `.bf16x2`) are declared as
         their bit container (`.b16`/`.b32`); the Param keeps its type, so launches pack the value."""
         self._claim(name, "parameter")

@@ -371,16 +371,22 @@ def test_a_list_as_a_destination_points_to_unpack():
 
 # ---------------------------------------------------------------- finish() inside an open block
 
-@pytest.mark.parametrize("block", ["if_", "else_", "for_range", "loop", "call_scope"])
-def test_finish_inside_an_open_block_names_the_block(block):
-    k = pf.KernelBuilder("early")
+BLOCKS = ["if_", "else_", "for_range", "loop", "call_scope"]
+
+
+def _block_args(k, block) -> tuple:
+    """A kernel ready for `block` (else_ after an if_ block) and the arguments of the call that opens it."""
     c = k.setp("lt", k.tid(), 3)
     if block == "else_":
         with k.if_(c):
             pass
-    opened = {"if_": lambda: k.if_(c), "else_": lambda: k.else_(), "for_range": lambda: k.for_range(0, 4),
-              "loop": lambda: k.loop(), "call_scope": lambda: k.call_scope()}[block]()
-    with opened:
+    return {"if_": (c,), "for_range": (0, 4)}.get(block, ())
+
+
+@pytest.mark.parametrize("block", BLOCKS)
+def test_finish_inside_an_open_block_names_the_block(block):
+    k = pf.KernelBuilder("early")
+    with getattr(k, block)(*_block_args(k, block)):
         with pytest.raises(pf.ValidationError) as info:
             k.module()  # <- early-finish
         assert_located(info.value, "<- early-finish", HERE)
@@ -447,14 +453,10 @@ def test_a_section_is_placed_with_or_without_with():
 
 # ---------------------------------------------------------------- a block written without `with`
 
-@pytest.mark.parametrize("block", ["if_", "else_", "for_range", "loop", "call_scope"])
+@pytest.mark.parametrize("block", BLOCKS)
 def test_a_block_called_without_with_is_refused_not_dropped(block):
     k = pf.KernelBuilder("bare_blocks")
-    c = k.setp("lt", k.tid(), 3)
-    if block == "else_":
-        with k.if_(c):
-            pass
-    args = {"if_": (c,), "for_range": (0, 4)}.get(block, ())
+    args = _block_args(k, block)
     getattr(k, block)(*args)  # <- bare-block
     with pytest.raises(pf.ValidationError) as info:
         k.add(k.tid(), 1)  # the next instruction would land outside the block the user meant

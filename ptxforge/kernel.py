@@ -248,16 +248,21 @@ class Kernel:
 #: The least PTX ISA any kernel gets; instructions needing no more do not count as requirements.
 _BASE_PTX = V("7.0")
 
+def param_align(p) -> int:
+    """Where parameter `p` sits in the parameter buffer, as ptxas places it: a byte block at its `.align`, a
+    scalar at its size or its `.align` if larger, a pointer at its size (its `.ptr .align` is the pointee's, and
+    ptxas places `.u64 .ptr .global .align 16 p` after a `.u32` at offset 8)."""
+    if p.nbytes is not None:
+        return p.align or 1
+    return p.size if p.is_pointer else max(p.size, p.align or 1)
+
+
 def param_buffer_bytes(params) -> int:
-    """Bytes a kernel's parameter buffer takes: each parameter at its alignment (a scalar at its size or its
-    `.align` if larger, a pointer at its size: its `.ptr .align` is the pointee's; a byte block at its `.align`),
-    in declaration order."""
+    """Bytes a kernel's parameter buffer takes: each parameter at its alignment (`param_align`), in declaration
+    order."""
     total = 0
     for p in params:
-        if p.nbytes is not None:
-            align = p.align or 1
-        else:
-            align = p.size if p.is_pointer else max(p.size, p.align or 1)
+        align = param_align(p)
         total = -(-total // align) * align + p.size
     return total
 

@@ -351,9 +351,7 @@ class Reader:
                 space = w[1:]
             elif w == ".align":
                 i += 1
-                align = parse_int(words[i]) if i < len(words) else None
-                if align is None:
-                    raise self.error(line, ".align takes a power of two")
+                align = self.alignment(words, i, line)
             elif w.startswith(".attribute"):
                 extra.append(w)
             elif w.startswith(".v") and w[2:].isdigit() and t is None:
@@ -497,6 +495,13 @@ class Reader:
                 dims.append(v)
         return base, tuple(dims)
 
+    def alignment(self, words: list, i: int, line: int) -> int:
+        """The value of `.align N` whose N is words[i]: a power of two (ptxas refuses any other)."""
+        align = parse_int(words[i]) if i < len(words) else None
+        if align is None or align <= 0 or align & (align - 1):
+            raise self.error(line, f".align takes a power of two, got {words[i] if i < len(words) else 'none'}")
+        return align
+
     def param(self, text: str, line: int, writable: bool = False):
         """(Param for rendering, Symbol the body names it by) of one `.param ...` declaration; for a `.reg`
         parameter (`reg_param`), (RegParam, the register's spelling)."""
@@ -511,9 +516,7 @@ class Reader:
             w = words[i]
             if w == ".align":
                 i += 1
-                align = parse_int(words[i]) if i < len(words) else None
-                if align is None:
-                    raise self.error(line, ".align takes a power of two")
+                align = self.alignment(words, i, line)
             elif w == ".ptr":
                 ptr = True
             elif ptr and w in (".global", ".shared", ".const", ".local"):
@@ -545,8 +548,8 @@ class Reader:
                 p = Param(base, T.b8, None, None, n, align)
         elif ptr or t.is_pred:
             p = ParamDecl(base, t, None, ptr_space, None, align, spelling=normalized)
-        else:
-            p = Param(base, t)
+        else:  # a scalar's .align above its size places it in the parameter buffer (ptxas takes and ignores less)
+            p = Param(base, t, align=align if align is not None and align > elem else None)
         sym = p.symbol
         if writable:
             sym = CallParam(sym.name, "param", sym.type, sym.nbytes, sym.align)

@@ -20,6 +20,7 @@ import numpy as np
 from ..errors import LaunchError
 from ..isa import types as T
 from ..isa.types import ScalarType
+from ..kernel import param_align
 from .driver import LaunchLimits
 from .arrays import (DeviceView, Elem, HostArray, accepts, big_endian, c_contiguous, check_byte_order, device_view,
                      expected_dtype, host_policy, must_wait)
@@ -164,15 +165,16 @@ def _kind(p) -> str:
 
 
 def layout(params) -> ParamLayout:
-    """Offsets and a struct format for a kernel's parameters (each aligned to its size or .align)."""
+    """Offsets and a struct format for a kernel's parameters, each where ptxas places it (`kernel.param_align`:
+    a pointer's `.ptr .align` is its pointee's, not its own)."""
     specs, fmt, off = [], "<", 0
     for i, p in enumerate(params):
         kind = _kind(p)
+        align = int(param_align(p))
         if kind == "bytes":
-            size, align, code = int(p.nbytes), int(p.align or 1), f"{int(p.nbytes)}s"
+            size, code = int(p.nbytes), f"{int(p.nbytes)}s"
         else:
-            size = p.type.bits // 8
-            align, code = max(size, int(p.align or 1)), _CODES[p.type.name]
+            size, code = p.type.bits // 8, _CODES[p.type.name]
         pad = -off % align
         if pad:
             fmt += f"{pad}x"

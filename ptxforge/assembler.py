@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from .errors import AssemblyError, TargetError, ToolchainError, ToolchainMissing
 from .isa.targets import PtxVersion, Target, ptx_for_cuda, ptx_header
+from .module import ptx_lines
 
 _PTXFORGE_INTERNAL = True
 
@@ -481,7 +482,7 @@ def diagnostics(log: str):
 
 def _assembly_error(log, module, ptx, target, backend, version) -> AssemblyError:
     diags = diagnostics(log)
-    lines = ptx.splitlines()
+    lines = ptx_lines(ptx)  # (numbered as ptxas numbers them: a form feed is no line break)
     parts = [f"{backend} rejected the PTX for {target.name}:"]
     for line, sev, msg in diags:
         if module is not None:

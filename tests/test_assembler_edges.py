@@ -6,7 +6,7 @@ import pytest
 import ptxforge as pf
 from ptxforge import assembler as A
 from ptxforge import f32, u32
-from ptxforge.errors import TargetError, ToolchainError
+from ptxforge.errors import AssemblyError, TargetError, ToolchainError
 
 
 def _copy_kernel(target):
@@ -93,3 +93,15 @@ def test_timeouts_a_process_wait_cannot_take_are_toolchain_errors(tmp_path, monk
     monkeypatch.setenv(A.TOOL_TIMEOUT_ENV, str(timeout))
     with pytest.raises(ToolchainError, match="timeout|PTXFORGE_TOOL_TIMEOUT"):
         pf.assemble(_copy_kernel("sm_80"), backend="ptxas")
+
+
+def test_an_assembly_error_of_text_names_the_line_ptxas_names():
+    """PTX text with a form feed in a comment: ptxas counts it as no line break, and the error quoted the line
+    after the one ptxas named (Python's splitlines splits at form feeds)."""
+    text = (".version 8.3\n.target sm_90\n.address_size 64\n// a\x0cb\n.visible .entry k()\n{\n"
+            "    bogus.u32 %r1;\n    ret;\n}\n")
+    if not A.available_backends():
+        pytest.skip("needs ptxas or nvJitLink")
+    with pytest.raises(AssemblyError) as e:
+        pf.assemble(text, "sm_90")
+    assert "PTX line 7: bogus.u32 %r1;" in str(e.value), str(e.value)

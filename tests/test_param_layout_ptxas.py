@@ -92,3 +92,4 @@ def test_a_variable_s_alignment_that_is_no_power_of_two_is_refused_at_its_line()
     """ptxas: 'Alignment must be a power of two' for `.global .align 3 .u32 g` too; the reader took it."""
     with pytest.raises(ParseError, match="<ptx>:4: .align takes a power of two, got 3"):
         pf.parse(".version 8.3\n.target sm_90\n.address_size 64\n.global .align 3 .u32 g;\n")
+

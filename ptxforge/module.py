@@ -213,13 +213,19 @@ class Module:
         if name is None:
             entries = self.entries
             if len(entries) != 1:
-                raise ValidationError(f"module has {len(entries)} kernels; name one: "
-                                      + ", ".join(k.name for k in entries))
+                raise ValidationError(f"module has {len(entries)} kernels; name one. {self._names()}" if entries
+                                      else f"module has no kernel (.entry). {self._names()}")
             return entries[0]
         for k in self.kernels:
             if k.name == name:
                 return k
-        raise ValidationError(f"no kernel '{name}' in module; kernels: " + ", ".join(k.name for k in self.kernels))
+        raise ValidationError(f"no kernel '{name}' in module. {self._names()}")
+
+    def _names(self) -> str:
+        """What a lookup by name can find, for a message: the kernels, and the device functions apart."""
+        funcs = ", ".join(f.name for f in self.functions)
+        return (f"Kernels (.entry): {', '.join(k.name for k in self.entries) or 'none'}"
+                + (f"; device functions (.func): {funcs}" if funcs else ""))
 
     @property
     def entries(self) -> tuple:

@@ -247,3 +247,27 @@ def test_host_im2col_map_takes_a_single_corner_for_rank_3_as_the_gpu_map_does():
     assert m.tmap.lower_corner == (-1,) and m.tmap.upper_corner == (0,)
     with pytest.raises(ValidationError, match="lower_corner"):
         host_im2col_map(x, lower_corner=(-1, 0), upper_corner=0, channels_per_pixel=8, pixels_per_column=4)
+
+
+def test_module_kernel_lookups_say_which_names_are_kernels_and_which_device_functions():
+    """Module.kernel listed a device function among the kernels when a name was not found, and for a module without
+    kernels said 'module has 0 kernels; name one: ' with nothing to name."""
+    from ptxforge import f32
+    f = pf.FunctionBuilder("poly")
+    x = f.param_value("x", f32)
+    f.result("y", f32)
+    f.set_result(f.mul(x, x))
+    k = pf.KernelBuilder("apply", target="sm_80")
+    k.st(k.param_ptr("dst", f32), k.call(f, args=[2.0]))
+    m = k.module()
+    with pytest.raises(ValidationError, match=r"no kernel 'nope' in module\. Kernels \(\.entry\): apply; "
+                                              r"device functions \(\.func\): poly"):
+        m.kernel("nope")
+    g = pf.FunctionBuilder("visible_poly", visible=True)
+    gx = g.param_value("x", f32)
+    g.result("y", f32)
+    g.set_result(g.mul(gx, 2.0))
+    functions_only = pf.Module([g], target="sm_80")
+    with pytest.raises(ValidationError, match=r"module has no kernel \(\.entry\)\. Kernels \(\.entry\): none; "
+                                              r"device functions \(\.func\): visible_poly"):
+        functions_only.kernel()

@@ -250,6 +250,35 @@ def imm(value, t: ScalarType | None = None) -> Imm:
     return value if isinstance(value, Imm) else Imm(value, t)
 
 
+def int_arg(x, what: str, reg: str | None = None):
+    """An integer argument of a constructor or builder method (a count, size, mask, id, rank, field ...): `x` as
+    a Python int when it is a Python or numpy integer (`T.is_integer`).  `reg` names the register `x` may be
+    instead (".u32"), or is None where only an int is legal; where it is given, anything not a number (a
+    register, an operand) comes back as None for the caller to check as a register.  A bool (Python's or
+    numpy's), a float or another number is refused naming `what` and what is legal: True is no count, and
+    2.0 no size."""
+    if type(x) is int:  # the common case, kept cheap: emitting a GEMM kernel asks this thousands of times
+        return x
+    if isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)):
+        return int(x)
+    if reg is not None and not isinstance(x, (numbers.Number, np.bool_)):
+        return None
+    legal = "an int" if reg is None else f"an int or a {reg} register"
+    raise ValidationError(f"{what} takes {legal}, not {x!r} ({type(x).__name__})")
+
+
+def int_or_val(val, x, what: str, reg: str = ".u32", t: ScalarType | None = None):
+    """A builder method's integer-or-register argument as its constructor takes it: an integer as an int
+    (`int_arg`), None as None, anything else through the builder's `val` (its `_val`, with type `t` where
+    given)."""
+    if type(x) is int or x is None:
+        return x
+    n = int_arg(x, what, reg)
+    if n is not None:
+        return n
+    return val(x) if t is None else val(x, t)
+
+
 def as_operand(x, t: ScalarType | None = None):
     """Python ints/floats become immediates; operands pass through."""
     if isinstance(x, Imm) and x.type is None and t is not None and t.is_float:

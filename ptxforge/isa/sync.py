@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_dst, check_pred, check_value, make
+from .instruction import check_addr, check_dst, check_pred, check_value, int_arg, int_or_val, make
 from .operands import Discard, Imm, Reg, Symbol
 from .targets import Requirement, V
 
@@ -84,20 +84,20 @@ def bar(kind, bid=0, count=None, aligned=True):
         raise ValidationError(f"bar kind must be sync or arrive, got {kind!r}"
                               + ("; bar.red also needs a reduction (.popc/.and/.or), a destination and a "
                                  "predicate, which this constructor does not take" if kind == "red" else ""))
-    if isinstance(bid, int):
-        if not 0 <= bid <= 15:
-            raise ValidationError(f"barrier id {bid} is out of range: a CTA has barriers 0..15")
-        bid = Imm(bid)
+    if (n := int_arg(bid, "barrier id", ".u32")) is not None:
+        if not 0 <= n <= 15:
+            raise ValidationError(f"barrier id {n} is out of range: a CTA has barriers 0..15")
+        bid = Imm(n)
     else:
         check_value(bid, T.u32, "barrier id", imm_ok=False)
     ops = [bid]
     if count is not None:
-        if isinstance(count, int):
-            if count <= 0 or count % 32:
-                raise ValidationError(f"barrier thread count {count} must be a positive multiple of 32 (warp size)")
-            if count > 1024:
-                raise ValidationError(f"barrier thread count {count} exceeds 1024 threads per CTA")
-            count = Imm(count)
+        if (n := int_arg(count, "barrier thread count", ".u32")) is not None:
+            if n <= 0 or n % 32:
+                raise ValidationError(f"barrier thread count {n} must be a positive multiple of 32 (warp size)")
+            if n > 1024:
+                raise ValidationError(f"barrier thread count {n} exceeds 1024 threads per CTA")
+            count = Imm(n)
         else:
             check_value(count, T.u32, "barrier thread count", imm_ok=False)
         ops.append(count)
@@ -153,10 +153,10 @@ def bar_warp_sync(mask=0xFFFFFFFF):
     """Build `bar.warp.sync mask` (pure: no builder): the lanes of `mask` (an int or .b32 register) wait for each
     other.
     """
-    if isinstance(mask, int):
-        if not 0 < mask <= 0xFFFFFFFF:
-            raise ValidationError(f"bar.warp.sync mask must be a non-zero 32-bit lane mask, got {mask:#x}")
-        mask = Imm(mask)
+    if (n := int_arg(mask, "bar.warp.sync mask", ".b32")) is not None:
+        if not 0 < n <= 0xFFFFFFFF:
+            raise ValidationError(f"bar.warp.sync mask must be a non-zero 32-bit lane mask, got {n:#x}")
+        mask = Imm(n)
     else:
         check_value(mask, T.b32, "bar.warp.sync mask", imm_ok=False)
     return make("bar.warp.sync", ("bar", "warp", "sync"), (mask,), info=BarInfo("warp", None, mask))
@@ -239,10 +239,10 @@ def mbarrier_init(addr, count, space="shared"):
     req = _space(space, REQ_MBAR)
     a = check_addr(addr, "shared", "mbarrier.init")
     _mbar_align_check(a, "mbarrier.init")
-    if isinstance(count, int):
-        if not 1 <= count < (1 << 20):
-            raise ValidationError(f"mbarrier.init count {count} is outside 1..{(1 << 20) - 1}")
-        count = Imm(count)
+    if (n := int_arg(count, "mbarrier.init count", ".u32")) is not None:
+        if not 1 <= n < (1 << 20):
+            raise ValidationError(f"mbarrier.init count {n} is outside 1..{(1 << 20) - 1}")
+        count = Imm(n)
     else:
         check_value(count, T.u32, "mbarrier.init count", imm_ok=False)
     return make("mbarrier.init", ("mbarrier", "init", space, "b64"), (a, count), req=req, info=MbarInfo("init"))
@@ -251,10 +251,10 @@ def mbarrier_init(addr, count, space="shared"):
 def _arrival_count(what, count, no_complete, req, ops):
     """Check an arrive / arrive_drop count (1 .. 2^20-1, an int or a .u32 register), append it to `ops` and return
     `req` with what a count needs: sm_90, unless the arrival is .noComplete (sm_80)."""
-    if isinstance(count, int):
-        if not 1 <= count < (1 << 20):
-            raise ValidationError(f"{what} count {count} is outside 1..{(1 << 20) - 1}")
-        count = Imm(count)
+    if (n := int_arg(count, f"{what} count", ".u32")) is not None:
+        if not 1 <= n < (1 << 20):
+            raise ValidationError(f"{what} count {n} is outside 1..{(1 << 20) - 1}")
+        count = Imm(n)
     else:
         check_value(count, T.u32, f"{what} count", imm_ok=False)
     ops.append(count)
@@ -306,10 +306,10 @@ def mbarrier_arrive(state, addr, count=None, space="shared", expect_tx=None, rel
     if expect_tx is not None:
         req = req.merge(REQ_TX)
         op = "arrive_expect_tx"
-        if isinstance(expect_tx, int):
-            if not 0 <= expect_tx < (1 << 20):
-                raise ValidationError(f"expect_tx byte count {expect_tx} is outside 0..{(1 << 20) - 1}")
-            expect_tx = Imm(expect_tx)
+        if (n := int_arg(expect_tx, "mbarrier.arrive.expect_tx bytes", ".u32")) is not None:
+            if not 0 <= n < (1 << 20):
+                raise ValidationError(f"expect_tx byte count {n} is outside 0..{(1 << 20) - 1}")
+            expect_tx = Imm(n)
         else:
             check_value(expect_tx, T.u32, "mbarrier.arrive.expect_tx bytes", imm_ok=False)
         ops.append(expect_tx)
@@ -344,11 +344,11 @@ def mbarrier_expect_tx(addr, nbytes, space="shared::cta", scope="cta"):
     sem_scope, req = _sem_scope("mbarrier.expect_tx", "relaxed", scope, {"relaxed": REQ_TX}, _space(space, REQ_TX))
     a = check_addr(addr, "shared", "mbarrier.expect_tx")
     _mbar_align_check(a, "mbarrier.expect_tx")
-    if isinstance(nbytes, int):
-        if not 0 <= nbytes <= TX_MAX:
-            raise ValidationError(f"mbarrier.expect_tx byte count {nbytes} is outside 0..{TX_MAX} "
+    if (n := int_arg(nbytes, "mbarrier.expect_tx bytes", ".u32")) is not None:
+        if not 0 <= n <= TX_MAX:
+            raise ValidationError(f"mbarrier.expect_tx byte count {n} is outside 0..{TX_MAX} "
                                   "(the transaction count is a 20-bit field)")
-        nbytes = Imm(nbytes)
+        nbytes = Imm(n)
     else:
         check_value(nbytes, T.u32, "mbarrier.expect_tx bytes", imm_ok=False)
     return make("mbarrier.expect_tx", ("mbarrier", "expect_tx", *sem_scope, space, "b64"), (a, nbytes),
@@ -373,10 +373,10 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
     a = check_addr(addr, "shared", f"mbarrier.{kind}")
     _mbar_align_check(a, f"mbarrier.{kind}")
     if parity:
-        if isinstance(phase, int):
-            if phase not in (0, 1):
-                raise ValidationError(f"mbarrier.{kind}.parity takes a phase parity of 0 or 1, got {phase}")
-            phase = Imm(phase)
+        if (n := int_arg(phase, "phase parity", ".u32")) is not None:
+            if n not in (0, 1):
+                raise ValidationError(f"mbarrier.{kind}.parity takes a phase parity of 0 or 1, got {n}")
+            phase = Imm(n)
         else:
             check_value(phase, T.u32, "phase parity")
     else:
@@ -385,10 +385,10 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
     if suspend_ns is not None:
         if kind != "try_wait":
             raise ValidationError("only mbarrier.try_wait takes a suspend-time hint")
-        if isinstance(suspend_ns, int):
-            if not 0 < suspend_ns < (1 << 32):
-                raise ValidationError(f"suspend-time hint must be in 1..2^32-1 ns, got {suspend_ns}")
-            suspend_ns = Imm(suspend_ns)
+        if (n := int_arg(suspend_ns, "suspend-time hint", ".u32")) is not None:
+            if not 0 < n < (1 << 32):
+                raise ValidationError(f"suspend-time hint must be in 1..2^32-1 ns, got {n}")
+            suspend_ns = Imm(n)
         else:
             check_value(suspend_ns, T.u32, "suspend-time hint", imm_ok=False)
         ops.append(suspend_ns)
@@ -400,10 +400,10 @@ def mbarrier_wait(kind, p, addr, phase, parity=True, space=None, suspend_ns=None
 def mbarrier_complete_tx(addr, nbytes, space="shared::cta"):
     """mbarrier.complete_tx.relaxed.cta.space.b64 [a], n (sm_90): count n transaction bytes as done."""
     a = check_addr(addr, "shared", "mbarrier.complete_tx")
-    if isinstance(nbytes, int):
-        if not 0 <= nbytes < (1 << 20):
-            raise ValidationError(f"mbarrier.complete_tx byte count {nbytes} is outside 0..{(1 << 20) - 1}")
-        nbytes = Imm(nbytes)
+    if (n := int_arg(nbytes, "mbarrier.complete_tx bytes", ".u32")) is not None:
+        if not 0 <= n < (1 << 20):
+            raise ValidationError(f"mbarrier.complete_tx byte count {n} is outside 0..{(1 << 20) - 1}")
+        nbytes = Imm(n)
     else:
         check_value(nbytes, T.u32, "mbarrier.complete_tx bytes", imm_ok=False)
     return make("mbarrier.complete_tx", ("mbarrier", "complete_tx", "relaxed", "cta", space, "b64"), (a, nbytes),
@@ -453,10 +453,10 @@ NANOSLEEP_MAX = 0xFFFFFFFF
 
 def nanosleep(ns):
     """nanosleep.u32 t: suspend the thread for about t nanoseconds (a .u32 register or an immediate)."""
-    if isinstance(ns, int) and not isinstance(ns, bool):
-        if not 0 <= ns <= NANOSLEEP_MAX:
-            raise ValidationError(f"nanosleep takes 0..{NANOSLEEP_MAX} nanoseconds (.u32), got {ns}")
-        ns = Imm(ns)
+    if (n := int_arg(ns, "nanosleep", ".u32")) is not None:
+        if not 0 <= n <= NANOSLEEP_MAX:
+            raise ValidationError(f"nanosleep takes 0..{NANOSLEEP_MAX} nanoseconds (.u32), got {n}")
+        ns = Imm(n)
     else:
         check_value(ns, T.u32, "nanosleep")
     return make("nanosleep", ("nanosleep", "u32"), (ns,), req=Requirement(80, V("7.0")))
@@ -474,8 +474,8 @@ class SyncOps:
 
         `aligned=False` emits `barrier.sync`, which the threads of a warp may reach at different points.
         """
-        self.emit(bar("sync", bid if isinstance(bid, int) else self._val(bid),
-                      count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
+        self.emit(bar("sync", int_or_val(self._val, bid, "barrier id"),
+                      int_or_val(self._val, count, "barrier thread count"), aligned), pred)
 
     def bar_arrive(self, bid, count, *, aligned=True, pred=None):
         """`bar.arrive id, count` (or `barrier.arrive` when not `aligned`): signal barrier `bid` without waiting.
@@ -486,8 +486,8 @@ class SyncOps:
             aligned: emit ``bar`` (all threads of a warp execute it together) rather than ``barrier``.
             pred: a .pred register guarding it.
         """
-        self.emit(bar("arrive", bid if isinstance(bid, int) else self._val(bid),
-                      count if count is None or isinstance(count, int) else self._val(count), aligned), pred)
+        self.emit(bar("arrive", int_or_val(self._val, bid, "barrier id"),
+                      int_or_val(self._val, count, "barrier thread count"), aligned), pred)
 
     def barrier_sync(self, bid=0, count=None, *, pred=None):
         """`barrier.sync id{, count}`: the non-aligned barrier (bar_sync(aligned=False))."""
@@ -497,7 +497,7 @@ class SyncOps:
         """`bar.warp.sync mask`: the lanes named in `mask` (default all 32) wait for each other and their memory
         accesses are ordered.
         """
-        self.emit(bar_warp_sync(mask if isinstance(mask, int) else self._val(mask)), pred)
+        self.emit(bar_warp_sync(int_or_val(self._val, mask, "bar.warp.sync mask", ".b32")), pred)
 
     def fence(self, kind="fence.acq_rel.gpu", *, addr=None, offset=0, pred=None):
         """membar/fence by full name: 'membar.gl', 'fence.sc.cta', 'fence.proxy.async.shared::cta' ...;
@@ -519,8 +519,7 @@ class SyncOps:
             space: "shared" or "shared::cta" (PTX 7.8).
             pred: a .pred register guarding it (usually one thread initializes).
         """
-        self.emit(mbarrier_init(self._addr(addr), count if isinstance(count, int) else self._val(count), space),
-                  pred)
+        self.emit(mbarrier_init(self._addr(addr), int_or_val(self._val, count, "mbarrier.init count"), space), pred)
 
     def mbarrier_arrive(self, addr, *, count=None, expect_tx=None, space="shared", state=None, release=False,
                         no_complete=False, sem=None, scope=None, pred=None):
@@ -534,10 +533,8 @@ class SyncOps:
             st = DISCARD
         else:
             st = self._dst(state, T.b64)
-        if count is not None and not isinstance(count, int):
-            count = self._val(count)
-        if expect_tx is not None and not isinstance(expect_tx, int):
-            expect_tx = self._val(expect_tx)
+        count = int_or_val(self._val, count, "mbarrier.arrive count")
+        expect_tx = int_or_val(self._val, expect_tx, "mbarrier.arrive.expect_tx bytes")
         self.emit(mbarrier_arrive(st, self._addr(addr), count, space, expect_tx, release, no_complete, sem, scope),
                   pred)
         return None if st is DISCARD else st
@@ -546,7 +543,7 @@ class SyncOps:
         """`mbarrier.expect_tx.relaxed.scope.shared::cta.b64 [addr], nbytes` (sm_90): make the current phase also
         wait for `nbytes` bytes of bulk/TMA transactions (scope 'cta' or 'cluster').
         """
-        self.emit(mbarrier_expect_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes),
+        self.emit(mbarrier_expect_tx(self._addr(addr), int_or_val(self._val, nbytes, "mbarrier.expect_tx bytes"),
                                      scope=scope), pred)
 
     def mbarrier_test_wait(self, addr, phase, *, parity=True, sem=None, scope=None, dst=None, pred=None):
@@ -564,7 +561,7 @@ class SyncOps:
             pred: a .pred register guarding it.
         """
         p = self._dst(dst, T.pred)
-        self.emit(mbarrier_wait("test_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
+        self.emit(mbarrier_wait("test_wait", p, self._addr(addr), int_or_val(self._val, phase, "phase parity"),
                                 parity, sem=sem, scope=scope), pred)
         return p
 
@@ -576,16 +573,15 @@ class SyncOps:
         `mbarrier_test_wait`.
         """
         p = self._dst(dst, T.pred)
-        if suspend_ns is not None and not isinstance(suspend_ns, int):
-            suspend_ns = self._val(suspend_ns)
-        self.emit(mbarrier_wait("try_wait", p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase),
-                                parity, suspend_ns=suspend_ns, sem=sem, scope=scope), pred)
+        self.emit(mbarrier_wait("try_wait", p, self._addr(addr), int_or_val(self._val, phase, "phase parity"), parity,
+                                suspend_ns=int_or_val(self._val, suspend_ns, "suspend-time hint"), sem=sem,
+                                scope=scope), pred)
         return p
 
     def mbarrier_complete_tx(self, addr, nbytes, *, pred=None):
         """`mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [addr], nbytes` (sm_90): mark `nbytes`
         transaction bytes of the current phase complete, as an async copy would."""
-        self.emit(mbarrier_complete_tx(self._addr(addr), nbytes if isinstance(nbytes, int) else self._val(nbytes)),
+        self.emit(mbarrier_complete_tx(self._addr(addr), int_or_val(self._val, nbytes, "mbarrier.complete_tx bytes")),
                   pred)
 
     def mbarrier_arrive_drop(self, addr, *, count=None, space="shared", state=None, no_complete=False, pred=None):
@@ -594,8 +590,7 @@ class SyncOps:
         state='_')."""
         from .operands import DISCARD
         st = DISCARD if state == "_" else self._dst(state, T.b64)
-        if count is not None and not isinstance(count, int):
-            count = self._val(count)
+        count = int_or_val(self._val, count, "mbarrier.arrive_drop count")
         self.emit(mbarrier_arrive_drop(st, self._addr(addr), count, space, no_complete), pred)
         return None if st is DISCARD else st
 
@@ -613,8 +608,8 @@ class SyncOps:
         d = self._dst(dst, BAR_RED_OPS[op] if op in BAR_RED_OPS else T.u32)
         g = self._guard(p)
         q = NegPred(g.reg) if g.negate else g.reg
-        self.emit(bar_red(op, d, bid if isinstance(bid, int) else self._val(bid), q,
-                          count if count is None or isinstance(count, int) else self._val(count)), pred)
+        self.emit(bar_red(op, d, int_or_val(self._val, bid, "barrier id"), q,
+                          int_or_val(self._val, count, "barrier thread count")), pred)
         return d
 
     def griddepcontrol(self, action, *, pred=None):
@@ -631,7 +626,7 @@ class SyncOps:
         lbl = self.label("mbar_wait")
         self.place(lbl)
         p = self.reg(T.pred)
-        self.emit(mbarrier_wait(kind, p, self._addr(addr), phase if isinstance(phase, int) else self._val(phase), True))
+        self.emit(mbarrier_wait(kind, p, self._addr(addr), int_or_val(self._val, phase, "phase parity"), True))
         self.bra(lbl, pred=~p)
 
     def mbarrier_inval(self, addr, *, pred=None):
@@ -640,4 +635,4 @@ class SyncOps:
 
     def nanosleep(self, ns, *, pred=None):
         """`nanosleep.u32 t`: suspend the thread for about `t` nanoseconds (a .u32 register or an int)."""
-        self.emit(nanosleep(ns if isinstance(ns, int) else self._val(ns)), pred)
+        self.emit(nanosleep(int_or_val(self._val, ns, "nanosleep")), pred)

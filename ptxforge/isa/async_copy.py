@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_pred, check_value, describe, make
+from .instruction import check_addr, check_pred, check_value, describe, int_arg, int_or_val, make
 from .operands import Addr, Imm, NegPred, Symbol, TensorAddr, Vec
 from .targets import Requirement, V
 
@@ -65,9 +65,7 @@ def cp_async(dst, src, cp_size, cache=None, src_size=None, ignore_src=None, pref
         prefetch: an L2 prefetch size ("L2::64B", "L2::128B", "L2::256B").
         cache_policy: a .b64 policy register from `createpolicy` (``.L2::cache_hint``).
     """
-    size = cp_size.value if isinstance(cp_size, Imm) else cp_size
-    if not isinstance(size, int) or isinstance(size, bool):
-        raise ValidationError(f"cp.async cp-size must be an immediate byte count (4, 8 or 16), got {cp_size!r}")
+    size = int_arg(cp_size.value if isinstance(cp_size, Imm) else cp_size, "cp.async cp-size")
     if cache is None:
         cache = "cg" if size == 16 else "ca"
     if cache not in CP_ASYNC_SIZES:
@@ -89,8 +87,8 @@ def cp_async(dst, src, cp_size, cache=None, src_size=None, ignore_src=None, pref
     _static_align_check(s, size, "cp.async source")
     ops = [d, s, Imm(size)]
     if src_size is not None:
-        if isinstance(src_size, Imm) or isinstance(src_size, int):
-            v = src_size.value if isinstance(src_size, Imm) else src_size
+        v = int_arg(src_size.value if isinstance(src_size, Imm) else src_size, "cp.async src-size", ".u32")
+        if v is not None:
             if not 0 <= v <= size:
                 raise ValidationError(f"cp.async src-size {v} is outside 0..{size}: it counts the bytes read "
                                       f"from global memory and may not exceed cp-size ({size})")
@@ -126,7 +124,8 @@ def wait_group(n: int):
     """Build `cp.async.wait_group n` (pure: no builder): wait until at most `n` of this thread's newest groups
     are pending.
     """
-    if not isinstance(n, int) or n < 0:
+    n = int_arg(n, "cp.async.wait_group")
+    if n < 0:
         raise ValidationError(f"cp.async.wait_group takes a non-negative immediate, got {n!r}")
     return make("cp.async.wait_group", ("cp.async", "wait_group"), (Imm(n),), req=REQ_CP_ASYNC, info=n)
 
@@ -212,8 +211,8 @@ BULK_SIZE_MAX = (1 << 20) - 16
 
 def _bulk_size(size):
     """A 1-D bulk copy's byte count: an immediate multiple of 16 in 16..`BULK_SIZE_MAX`, or a .u32 register."""
-    if isinstance(size, Imm) or isinstance(size, int):
-        v = size.value if isinstance(size, Imm) else size
+    v = int_arg(size.value if isinstance(size, Imm) else size, "cp.async.bulk size", ".u32")
+    if v is not None:
         if not 0 < v <= BULK_SIZE_MAX or v % 16:
             raise ValidationError(f"cp.async.bulk size must be a positive multiple of 16 bytes in "
                                   f"16..{BULK_SIZE_MAX}, got {v}")
@@ -255,10 +254,10 @@ def bulk_g2s(dst, src, size, mbar, dst_space="shared::cluster", cta_mask=None):
 
 def _cta_mask(cta_mask):
     """A multicast ctaMask operand: a non-zero 16-bit mask of cluster ranks (an int) or a .b16 register."""
-    if isinstance(cta_mask, int):
-        if not 0 < cta_mask < (1 << 16):
-            raise ValidationError(f"multicast ctaMask {cta_mask:#x} must be a non-zero 16-bit mask of CTA ranks")
-        return Imm(cta_mask)
+    if (n := int_arg(cta_mask, "multicast ctaMask", ".b16")) is not None:
+        if not 0 < n < (1 << 16):
+            raise ValidationError(f"multicast ctaMask {n:#x} must be a non-zero 16-bit mask of CTA ranks")
+        return Imm(n)
     check_value(cta_mask, T.b16, "multicast ctaMask", imm_ok=False)
     return cta_mask
 
@@ -406,7 +405,8 @@ def bulk_wait_group(n: int, read: bool = False):
     """Build `cp.async.bulk.wait_group{.read} n` (pure: no builder): wait until at most `n` bulk groups are
     pending (with `read`: until their sources have been read).
     """
-    if not isinstance(n, int) or n < 0:
+    n = int_arg(n, "cp.async.bulk.wait_group")
+    if n < 0:
         raise ValidationError(f"cp.async.bulk.wait_group takes a non-negative immediate, got {n!r}")
     return make("cp.async.bulk.wait_group", ("cp.async", "bulk", "wait_group", "read" if read else None),
                 (Imm(n),), req=REQ_BULK, info=n)
@@ -427,8 +427,7 @@ class AsyncCopyOps:
         if ignore_src is not None:
             g = self._guard(ignore_src)
             ignore_src = NegPred(g.reg) if g.negate else g.reg
-        if src_size is not None and not isinstance(src_size, int):
-            src_size = self._val(src_size)
+        src_size = int_or_val(self._val, src_size, "cp.async src-size")
         if cache_policy is not None:
             cache_policy = self._val(cache_policy)
         self.emit(cp_async(self._addr(dst), self._addr(src), size, cache, src_size, ignore_src, prefetch,
@@ -470,35 +469,35 @@ class AsyncCopyOps:
         """A multicast ctaMask argument as its operand: a .b16 register as it is; an int checked against the
         cluster the kernel declares (.reqnctapercluster's CTAs, or .maxclusterrank), whose ranks are all
         there are; None as it is."""
-        if mask is None or not isinstance(mask, int):
-            return mask if mask is None else self._val(mask, T.b16)
-        check_cluster_mask(mask, self.directives)
+        mask = int_or_val(self._val, mask, "multicast ctaMask", ".b16", T.b16)
+        if type(mask) is int:
+            check_cluster_mask(mask, self.directives)
         return mask
 
     def bulk_copy(self, dst, src, size, mbar, *, dst_space="shared::cluster", multicast=None, pred=None):
         """sm_90 bulk copy global -> shared completing on an mbarrier's transaction count (`dst_space`: one of
         `LOAD_DESTINATIONS`; `multicast`: a 16-bit mask of cluster ranks, int or .b16 register, whose CTAs
         each receive the bytes at the same offset, as for `tensor_load`)."""
-        size = size if isinstance(size, int) else self._val(size)
+        size = int_or_val(self._val, size, "cp.async.bulk size")
         multicast = self._multicast(multicast)
         self.emit(bulk_g2s(self._addr(dst), self._addr(src), size, self._addr(mbar), dst_space, multicast), pred)
 
     def bulk_copy_to_cluster(self, dst, src, size, mbar, *, pred=None):
         """sm_90 bulk copy of this CTA's shared memory at `src` into a cluster CTA's at `dst`, completing on that
         CTA's mbarrier at `mbar` (`dst` and `mbar` .shared::cluster addresses, from `mapa`; `bulk_s2s`)."""
-        size = size if isinstance(size, int) else self._val(size)
+        size = int_or_val(self._val, size, "cp.async.bulk size")
         self.emit(bulk_s2s(self._addr(dst), self._addr(src), size, self._addr(mbar)), pred)
 
     def bulk_prefetch(self, src, size, *, policy=None, pred=None):
         """sm_90 bulk L2 prefetch: `cp.async.bulk.prefetch.L2.global [src], size{, policy}` (size a
         positive multiple of 16 bytes or a .u32 register; `policy` a createpolicy register)."""
-        size = size if isinstance(size, int) else self._val(size)
+        size = int_or_val(self._val, size, "cp.async.bulk size")
         self.emit(bulk_prefetch(self._addr(src), size, None if policy is None else self._val(policy)), pred)
 
     def bulk_store(self, dst, src, size, *, pred=None):
         """sm_90 1-D bulk store shared -> global (`cp.async.bulk.global.shared::cta.bulk_group`); close it
         with bulk_commit() and bulk_wait(n, read=True) before the shared source is rewritten."""
-        size = size if isinstance(size, int) else self._val(size)
+        size = int_or_val(self._val, size, "cp.async.bulk size")
         self.emit(bulk_s2g(self._addr(dst), self._addr(src), size), pred)
 
     def tensor_load(self, dst, tmap, coords, mbar, *, multicast=None, dst_space="shared::cluster", pred=None):
@@ -527,7 +526,8 @@ class AsyncCopyOps:
         multicast = self._multicast(multicast)
         offs = []
         for o in offsets:
-            if isinstance(o, int):
+            o = int_or_val(self._val, o, "im2col offset", ".b16", T.b16)
+            if type(o) is int:
                 if not 0 <= o < (1 << 16):
                     raise ValidationError(f"an im2col offset is an unsigned 16-bit value, got {o}")
                 o = self.mov(o, type=T.b16)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from . import types as T
 from .async_copy import REQ_BULK, _bulk_size
-from .instruction import check_addr, check_value, make
+from .instruction import check_addr, check_value, int_or_val, make
 from .operands import TensorAddr
 
 _PTXFORGE_INTERNAL = True
@@ -139,7 +139,7 @@ class BulkReduceOps:
         rewritten); with `mbar`, into the shared memory of a cluster CTA (`dst`, `mbar` from mapa), completing
         `size` transaction bytes on that mbarrier.  The writing threads need
         fence('fence.proxy.async.shared::cta') and a barrier before it."""
-        size = size if isinstance(size, int) else self._val(size)
+        size = int_or_val(self._val, size, "cp.async.bulk size")
         self.emit(bulk_reduce(self._addr(dst), self._addr(src), size, op, type,
                               None if mbar is None else self._addr(mbar),
                               None if policy is None else self._val(policy)), pred)

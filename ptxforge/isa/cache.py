@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_value, make
+from .instruction import check_addr, check_value, int_arg, int_or_val, make
 from .operands import Imm
 from .targets import BASE, Requirement, V
 
@@ -72,10 +72,10 @@ def createpolicy_range(d, addr, primary_size, total_size, primary="L2::evict_las
     a = check_addr(addr, space or "generic", "createpolicy.range")
     sizes = []
     for what, n in (("primary size", primary_size), ("total size", total_size)):
-        if isinstance(n, int):
-            if not 0 <= n <= 0xFFFFFFFF:
-                raise ValidationError(f"createpolicy.range {what} {n} does not fit .u32")
-            n = Imm(n)
+        if (v := int_arg(n, f"createpolicy.range {what}", ".u32")) is not None:
+            if not 0 <= v <= 0xFFFFFFFF:
+                raise ValidationError(f"createpolicy.range {what} {v} does not fit .u32")
+            n = Imm(v)
         else:
             check_value(n, T.u32, f"createpolicy.range {what}", imm_ok=False)
         sizes.append(n)
@@ -118,7 +118,8 @@ class CacheOps:
         `primary_size` bytes at addr the primary priority and the rest up to `total_size` the
         secondary one."""
         d = self._dst(dst, T.b64)
-        sizes = [n if isinstance(n, int) else self._val(n, T.u32) for n in (primary_size, total_size)]
+        sizes = [int_or_val(self._val, n, f"createpolicy.range {what}", t=T.u32)
+                 for what, n in (("primary size", primary_size), ("total size", total_size))]
         self.emit(createpolicy_range(d, self._addr(addr), *sizes, primary, secondary, space))
         return d
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
-from .instruction import check_dst, check_pred, check_sources, check_value, make
+from .instruction import check_dst, check_pred, check_sources, check_value, int_arg, make
 from .operands import Imm, NegPred, PairDst, Reg
 from .targets import BASE, Requirement, V
 
@@ -89,7 +89,8 @@ def shift(opcode, t, d, a, n):
 def lop3(d, a, b, c, lut: int, p=None, boolop=None, q=None):
     """lop3.b32 d, a, b, c, lut; with `p`, `lop3.boolop.b32 d|p, a, b, c, lut, q`: p = (d != 0)
     boolop q (`and`/`or`; q a predicate, possibly negated, or 0/1)."""
-    if not isinstance(lut, int) or not 0 <= lut <= 255:
+    lut = int_arg(lut, "lop3 lookup table")
+    if not 0 <= lut <= 255:
         raise ValidationError(f"lop3 lookup table must be an int in 0..255, got {lut!r}")
     for i, x in enumerate((a, b, c)):
         check_value(x, T.b32, f"lop3 source {i + 1}")

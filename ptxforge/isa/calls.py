@@ -15,6 +15,7 @@ from ..errors import ValidationError
 from .instruction import make
 from .operands import Imm, Label, Operand, Reg, Symbol
 from .targets import BASE, Requirement, V
+from .types import is_integer
 
 _PTXFORGE_INTERNAL = True
 
@@ -160,7 +161,7 @@ def brx_idx(index, targets: BranchTargets, uni: bool = False):
     if isinstance(index, Reg):
         if index.type.is_pred or index.type.is_float or index.type.bits != 32:
             raise ValidationError(f"brx.idx index {index} is .{index.type.name}; it takes a .u32 register")
-    elif not isinstance(index, Imm) or not isinstance(index.value, int) or index.value < 0:
+    elif not isinstance(index, Imm) or not is_integer(index.value) or index.value < 0:
         raise ValidationError(f"brx.idx index must be a .u32 register or a non-negative integer, got {index!r}")
     return make("brx.idx", ("brx", "idx", "uni" if uni else None), (index, targets), n_dst=0, req=REQ_BRX,
                 info=targets.labels, mods=("uni",) if uni else ())

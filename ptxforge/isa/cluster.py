@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_dst, check_value, make
+from .instruction import check_dst, check_value, int_arg, int_or_val, make
 from .operands import Imm, Reg
 from .targets import Requirement, V
 
@@ -36,9 +36,9 @@ MAX_CLUSTER_CTAS = 16
 
 def cluster_dims(v, what=".reqnctapercluster") -> tuple:
     """A cluster shape as (x, y, z), checked: 1 to 3 positive sizes, at most 16 CTAs in all."""
-    if isinstance(v, int):
+    if not hasattr(v, "__iter__"):  # one size (a Python or numpy number)
         v = (v,)
-    v = tuple(int(x) for x in v)
+    v = tuple(int_arg(x, f"{what} size") for x in v)
     if not 1 <= len(v) <= 3 or any(x < 1 for x in v):
         raise ValidationError(f"{what} takes 1 to 3 positive sizes, got {v}")
     v = v + (1,) * (3 - len(v))
@@ -81,10 +81,10 @@ def mapa(d, a, rank, space="shared::cluster"):
         raise ValidationError(f"mapa maps .shared::cluster (u32) or generic (u64) addresses, not {space!r}")
     check_dst(d, t, "mapa destination")
     check_value(a, t, "mapa source address", imm_ok=False)
-    if isinstance(rank, int):
-        if not 0 <= rank < MAX_CLUSTER_CTAS:
-            raise ValidationError(f"mapa target CTA rank {rank} is outside 0..{MAX_CLUSTER_CTAS - 1}")
-        rank = Imm(rank)
+    if (n := int_arg(rank, "mapa target CTA rank", ".u32")) is not None:
+        if not 0 <= n < MAX_CLUSTER_CTAS:
+            raise ValidationError(f"mapa target CTA rank {n} is outside 0..{MAX_CLUSTER_CTAS - 1}")
+        rank = Imm(n)
     else:
         check_value(rank, T.u32, "mapa target CTA rank")
     return make("mapa", ("mapa", space if space != "generic" else None, t.name), (d, a, rank), n_dst=1,
@@ -139,7 +139,7 @@ class ClusterOps:
         space='shared::cluster' loads, stores and mbarrier arrives."""
         t = T.u32 if space == "shared::cluster" else T.u64
         d = self._dst(dst, t)
-        self.emit(mapa(d, self._val(addr, t), rank if isinstance(rank, int) else self._val(rank, T.u32), space),
+        self.emit(mapa(d, self._val(addr, t), int_or_val(self._val, rank, "mapa target CTA rank", t=T.u32), space),
                   pred)
         return d
 

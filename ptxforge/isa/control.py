@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..errors import ValidationError
 from . import types as T
 from .arith import infer_type
-from .instruction import check_dst, check_pred, check_value, make
+from .instruction import check_dst, check_pred, check_value, int_arg, int_or_val, make
 from .operands import (SPECIAL_REQUIREMENTS, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol, SymbolOffset, Vec,
                        half_pattern)
 from .targets import BASE, Requirement, V
@@ -239,15 +239,16 @@ REQ_STACK = Requirement(80, V("7.3"))
 def alloca(d, size, align=None):
     """alloca.u64 d, size{, align}: d = a fresh .local allocation of `size` bytes on the stack."""
     check_dst(d, T.u64, "alloca destination")
-    if isinstance(size, int):
-        if size <= 0:
-            raise ValidationError(f"alloca size {size} must be positive")
-        size = Imm(size)
+    if (n := int_arg(size, "alloca size", ".u64")) is not None:
+        if n <= 0:
+            raise ValidationError(f"alloca size {n} must be positive")
+        size = Imm(n)
     else:
         check_value(size, T.u64, "alloca size", imm_ok=False)
     ops = (d, size)
     if align is not None:
-        if not isinstance(align, int) or align <= 0 or align & (align - 1):
+        align = int_arg(align, "alloca alignment")
+        if align <= 0 or align & (align - 1):
             raise ValidationError(f"alloca alignment must be a power of two, got {align!r}")
         ops += (Imm(align),)
     return make("alloca", ("alloca", "u64"), ops, n_dst=1, type=T.u64, req=REQ_STACK)
@@ -264,7 +265,8 @@ def stack(opcode, d):
 def pmevent(event, mask=False):
     """pmevent a (a performance-monitor event 0..15) / pmevent.mask m (a 16-bit mask of them)."""
     limit = 0xFFFF if mask else 15
-    if not isinstance(event, int) or isinstance(event, bool) or not 0 <= event <= limit:
+    event = int_arg(event, f"pmevent{'.mask' if mask else ''}")
+    if not 0 <= event <= limit:
         raise ValidationError(f"pmevent{'.mask' if mask else ''} takes an integer in 0..{limit}, got {event!r}")
     return make("pmevent", ("pmevent", "mask" if mask else None), (Imm(event),), mods=("mask",) if mask else ())
 
@@ -392,7 +394,7 @@ class ControlOps:
         """`alloca.u64 d, size{, align}`: allocate `size` bytes (an int or a .u64 register) on the
         thread's stack; d is their .local address (use it with space="local")."""
         d = self._dst(dst, T.u64)
-        self.emit(alloca(d, size if isinstance(size, int) else self._val(size), align), pred)
+        self.emit(alloca(d, int_or_val(self._val, size, "alloca size", ".u64"), align), pred)
         return d
 
     def stackrestore(self, sp, *, pred=None):

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_value, check_vec, make
+from .instruction import check_value, check_vec, int_arg, make
 from .operands import Imm, Reg, Vec
 from .targets import Requirement, V
 
@@ -132,7 +132,8 @@ def mma_sp(d, a, b, c, e, selector, shape, a_type, b_type=None, acc=None, ordere
     if acc not in form.acc:
         raise ValidationError(f"mma.sp {shape}.{a_type.name} accumulates in "
                               + " or ".join("." + t.name for t in form.acc) + f", not .{acc.name}")
-    if not isinstance(selector, int) or isinstance(selector, bool) or not 0 <= selector <= form.max_selector:
+    selector = int_arg(selector, f"mma.sp {shape}.{a_type.name} sparsity selector")
+    if not 0 <= selector <= form.max_selector:
         raise ValidationError(f"mma.sp {shape}.{a_type.name} sparsity selector is 0..{form.max_selector}, "
                               f"got {selector!r}")
     frag = T.b32

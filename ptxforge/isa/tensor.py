@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from ..errors import SourceLoc, ValidationError, caller_loc
 from . import types as T
-from .instruction import check_vec, make
+from .instruction import check_vec, int_arg, make
 from .operands import Imm, Vec
 from .targets import DeviceLimits, Requirement, V
 
@@ -341,7 +341,8 @@ def setmaxnreg(action: str, n: int):
     """setmaxnreg.{inc,dec}.sync.aligned.u32 n (sm_90a, sm_100a, sm_120a): move registers between warpgroups."""
     if action not in ("inc", "dec"):
         raise ValidationError(f"setmaxnreg action is 'inc' or 'dec', got {action!r}")
-    if not isinstance(n, int) or not 24 <= n <= 256 or n % 8:
+    n = int_arg(n, "setmaxnreg register count")
+    if not 24 <= n <= 256 or n % 8:
         raise ValidationError(f"setmaxnreg register count must be a multiple of 8 in 24..256, got {n!r}")
     return make("setmaxnreg", ("setmaxnreg", action, "sync", "aligned", "u32"), (Imm(n),), req=REQ_SETMAXNREG,
                 info=(action, n), mods=(action,))

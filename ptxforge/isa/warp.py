@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_dst, check_pred, check_value, make
+from .instruction import check_dst, check_pred, check_value, int_arg, make
 from .operands import Imm, NegPred, PairDst, Reg
 from .targets import Requirement, V
 
@@ -27,10 +27,10 @@ class ShflInfo:
 
 
 def _mask(m):
-    if isinstance(m, int):
-        if not 0 < m <= FULL:
-            raise ValidationError(f"member mask must be a non-zero 32-bit lane mask, got {m:#x}")
-        return Imm(m)
+    if (n := int_arg(m, "member mask", ".b32")) is not None:
+        if not 0 < n <= FULL:
+            raise ValidationError(f"member mask must be a non-zero 32-bit lane mask, got {n:#x}")
+        return Imm(n)
     check_value(m, T.b32, "member mask", imm_ok=False)
     return m
 

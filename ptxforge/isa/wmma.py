@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_value, check_vec, make
+from .instruction import check_addr, check_value, check_vec, int_arg, int_or_val, make
 from .operands import Imm, Reg, Vec
 from .targets import BASE, Requirement, V
 
@@ -146,10 +146,10 @@ def _check_frag(frag, n, t, what):
 def _stride(stride):
     if stride is None:
         return ()
-    if isinstance(stride, int):
-        if stride <= 0:
-            raise ValidationError(f"wmma stride {stride} must be a positive element count")
-        return (Imm(stride),)
+    if (n := int_arg(stride, "wmma stride", ".u32")) is not None:
+        if n <= 0:
+            raise ValidationError(f"wmma stride {n} must be a positive element count")
+        return (Imm(n),)
     check_value(stride, T.u32, "wmma stride", imm_ok=False)
     return (stride,)
 
@@ -251,14 +251,14 @@ class WmmaOps:
             form = wmma_form(shape, t)
             n, rt = (form.a_regs if which == "a" else form.b_regs), form.frag_type
         frag = self._frag(n, rt, dst)
-        s = stride if stride is None or isinstance(stride, int) else self._val(stride)
+        s = int_or_val(self._val, stride, "wmma stride")
         self.emit(wmma_load(which, frag, self._addr(addr), shape, t, layout, s, space), pred)
         return frag
 
     def wmma_store(self, addr, frag, *, shape, type, layout="row", stride=None, space="generic", pred=None):
         """`wmma.store.d.sync.aligned.layout.shape{.space}.type [addr], {frag}{, stride}`: the warp stores
         accumulator fragment `frag` (of element type `type`: f16, f32, s32 or f64)."""
-        s = stride if stride is None or isinstance(stride, int) else self._val(stride)
+        s = int_or_val(self._val, stride, "wmma stride")
         self.emit(wmma_store(self._addr(addr), self._frag(0, None, frag), shape, T.lookup(type), layout, s, space),
                   pred)
 

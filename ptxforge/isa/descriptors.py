@@ -33,6 +33,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import ValidationError
+from .instruction import int_arg
+from .types import is_integer
 
 _PTXFORGE_INTERNAL = True
 
@@ -73,7 +75,7 @@ def swizzle_mode(swizzle) -> Swizzle:
     """The Swizzle for a span in bytes (0, 32, 64, 128) or a Swizzle; a clear error otherwise."""
     if isinstance(swizzle, Swizzle):
         return swizzle
-    s = SWIZZLES.get(swizzle)
+    s = SWIZZLES.get(swizzle) if is_integer(swizzle) else None  # (a dict matches 128.0 and False by hash)
     if s is None:
         raise ValidationError(f"swizzle must be one of 0 (none), 32, 64 or 128 bytes, got {swizzle!r}")
     return s
@@ -81,7 +83,7 @@ def swizzle_mode(swizzle) -> Swizzle:
 
 def swizzle_bytes_of_code(code: int) -> int:
     """Span in bytes of descriptor swizzle code `code` (bits 62-63)."""
-    if code not in _BY_CODE:
+    if not is_integer(code) or code not in _BY_CODE:
         raise ValidationError(f"descriptor swizzle code must be 0..3, got {code!r}")
     return _BY_CODE[code].nbytes
 
@@ -123,7 +125,8 @@ class DescriptorFields:
 
 
 def _field(name: str, v: int, bits: int) -> int:
-    if not isinstance(v, int) or v < 0:
+    v = int_arg(v, f"descriptor {name}")
+    if v < 0:
         raise ValidationError(f"descriptor {name} must be a non-negative int, got {v!r}")
     if v % 16:
         raise ValidationError(f"descriptor {name} {v:#x} must be a multiple of 16 bytes (it is stored >> 4)")
@@ -141,7 +144,8 @@ def encode_descriptor(start_addr: int, leading_byte_offset: int, stride_byte_off
     offsets: LBO/SBO in bytes (multiples of 16); swizzle: 0/32/64/128 bytes; base_offset: 0..7.
     """
     s = swizzle_mode(swizzle)
-    if not isinstance(base_offset, int) or not 0 <= base_offset <= 7:
+    base_offset = int_arg(base_offset, "descriptor base offset")
+    if not 0 <= base_offset <= 7:
         raise ValidationError(f"descriptor base offset is 3 bits (0..7), got {base_offset!r}")
     return (_field("start address", start_addr, 14)
             | _field("leading byte offset", leading_byte_offset, 14) << 16
@@ -152,7 +156,8 @@ def encode_descriptor(start_addr: int, leading_byte_offset: int, stride_byte_off
 
 def decode_descriptor(desc: int) -> DescriptorFields:
     """The fields of a 64-bit wgmma matrix descriptor, in bytes (inverse of encode_descriptor)."""
-    if not isinstance(desc, int) or not 0 <= desc < (1 << 64):
+    desc = int_arg(desc, "a descriptor")
+    if not 0 <= desc < (1 << 64):
         raise ValidationError(f"a descriptor is a 64-bit unsigned int, got {desc!r}")
     m14 = (1 << 14) - 1
     return DescriptorFields((desc & m14) << 4, ((desc >> 16) & m14) << 4, ((desc >> 32) & m14) << 4,

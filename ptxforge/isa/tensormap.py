@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_value, make
+from .instruction import check_addr, check_value, int_arg, int_or_val, make
 from .operands import Imm
 from .targets import Requirement, V
 
@@ -95,22 +95,24 @@ def tensormap_replace(addr, field, value, ordinal=None, space="global"):
     a = check_addr(addr, space or "generic", "tensormap.replace address")
     ops = [a]
     if f.ordinal:
-        if not isinstance(ordinal, int) or isinstance(ordinal, bool) or not 0 <= ordinal <= 4:
+        o = None if ordinal is None else int_arg(ordinal, f"tensormap.replace .{field} ordinal")
+        if o is None or not 0 <= o <= 4:
             raise ValidationError(f"tensormap.replace .{field} names a dimension: an immediate ordinal 0..4, "
                                   f"got {ordinal!r}")
-        ops.append(Imm(ordinal))
+        ordinal = o
+        ops.append(Imm(o))
     elif ordinal is not None:
         raise ValidationError(f"tensormap.replace .{field} takes no dimension ordinal")
     if f.values is not None:
         v = value.value if isinstance(value, Imm) else value
-        if not isinstance(v, int) or isinstance(v, bool) or v not in f.values:
+        if not T.is_integer(v) or v not in f.values:
             raise ValidationError(f"tensormap.replace .{field} takes an immediate {f.values[0]}..{f.values[-1]} "
                                   f"(ptxas refuses a register), got {value!r}")
-        value = Imm(v)
-    elif isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < (1 << f.type.bits):
-            raise ValidationError(f"tensormap.replace .{field} value {value} does not fit .{f.type.name}")
-        value = Imm(value)
+        value = Imm(int(v))
+    elif (n := int_arg(value, f"tensormap.replace .{field} value", f".{f.type.name}")) is not None:
+        if not 0 <= n < (1 << f.type.bits):
+            raise ValidationError(f"tensormap.replace .{field} value {n} does not fit .{f.type.name}")
+        value = Imm(n)
     else:
         check_value(value, f.type, f"tensormap.replace .{field} value", imm_ok=False)
     ops.append(value)
@@ -140,8 +142,8 @@ class TensormapOps:
         register of the field's type); `ordinal` names the dimension of box_dim / global_dim / global_stride /
         element_stride."""
         f = TENSORMAP_FIELDS.get(field)
-        if f is not None and f.values is None and not isinstance(value, int):
-            value = self._val(value, f.type)
+        if f is not None and f.values is None:
+            value = int_or_val(self._val, value, f"tensormap.replace .{field} value", f".{f.type.name}", f.type)
         self.emit(tensormap_replace(self._addr(addr), field, value, ordinal, space), pred)
 
     def tensormap_cp_fenceproxy(self, dst, src, *, scope="gpu", pred=None):

@@ -39,7 +39,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_value, check_vec, make
+from .instruction import check_value, check_vec, int_arg, make
 from .operands import Imm, Reg, Vec
 from .targets import Requirement, V
 
@@ -223,9 +223,8 @@ class WgmmaInfo:
 
 
 def _scale(v, what):
-    if isinstance(v, Imm):
-        v = v.value
-    if v not in (1, -1) or isinstance(v, bool):
+    v = v.value if isinstance(v, Imm) else v
+    if not T.is_integer(v) or v not in (1, -1):
         raise ValidationError(f"wgmma {what} is an immediate 1 or -1 (negate), got {v!r}")
     return int(v)
 
@@ -233,8 +232,8 @@ def _scale(v, what):
 def _trans(v, what, form):
     if isinstance(v, Imm):
         v = v.value
-    v = int(bool(v)) if isinstance(v, bool) else v
-    if v not in (0, 1):
+    v = int(v) if isinstance(v, (bool, np.bool_)) or T.is_integer(v) else v  # a flag: True/False are 1/0 here
+    if v not in (0, 1) or type(v) is not int:
         raise ValidationError(f"wgmma {what} is 0 or 1, got {v!r}")
     if v and not form.transposable:
         raise ValidationError(f"wgmma {what}=1 needs .f16/.bf16 operands; .{form.a_type.name} must be K-major "
@@ -273,11 +272,11 @@ def wgmma_sp(form: WgmmaForm, d, a, b_desc, meta, selector, scale_d, *, scale_a=
         raise ValidationError("wgmma.sp sparsity metadata is a .b32 register (ptxas refuses an immediate)")
     check_value(meta, T.b32, "wgmma.sp sparsity metadata", imm_ok=False)
     sel = selector.value if isinstance(selector, Imm) else selector
-    if not isinstance(sel, int) or isinstance(sel, bool) or sel not in form.sparse_selectors:
+    if not T.is_integer(sel) or sel not in form.sparse_selectors:
         got = "a register (ptxas takes only an immediate)" if isinstance(sel, Reg) else repr(selector)
         raise ValidationError(f"wgmma.sp with .{form.a_type.name} A takes the immediate sparsity selector "
                               f"{' or '.join(map(str, form.sparse_selectors))}, got {got}")
-    return _wgmma(form, d, a, b_desc, (meta, Imm(sel)), scale_d, scale_a, scale_b, trans_a, trans_b, satfinite)
+    return _wgmma(form, d, a, b_desc, (meta, Imm(int(sel))), scale_d, scale_a, scale_b, trans_a, trans_b, satfinite)
 
 
 def _wgmma(form, d, a, b_desc, sparse: tuple, scale_d, scale_a, scale_b, trans_a, trans_b, satfinite):
@@ -294,7 +293,7 @@ def _wgmma(form, d, a, b_desc, sparse: tuple, scale_d, scale_a, scale_b, trans_a
     else:
         check_value(a, T.b64, "wgmma A descriptor", imm_ok=False)
     check_value(b_desc, T.b64, "wgmma B descriptor", imm_ok=False)
-    if isinstance(scale_d, bool) or isinstance(scale_d, int):
+    if isinstance(scale_d, (bool, np.bool_)) or T.is_integer(scale_d):  # a flag: True/False are 1/0 here
         if int(scale_d) not in (0, 1):
             raise ValidationError(f"wgmma scale-d is a .pred register or the immediate 0 or 1, got {scale_d!r}")
         scale_d = Imm(int(scale_d))
@@ -338,7 +337,8 @@ def wgmma_commit_group():
 
 def wgmma_wait_group(n: int):
     """`wgmma.wait_group.sync.aligned n`: wait until at most n groups are pending."""
-    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+    n = int_arg(n, "wgmma.wait_group")
+    if n < 0:
         raise ValidationError(f"wgmma.wait_group takes a non-negative immediate, got {n!r}")
     return make("wgmma.wait_group", ("wgmma", "wait_group", "sync", "aligned"), (Imm(n),), req=REQ_WGMMA, info=n)
 
@@ -424,7 +424,7 @@ class WgmmaOps:
 
     def wgmma_wait(self, n=0):
         """`wgmma.wait_group.sync.aligned n`: the accumulators of all but the n newest groups are ready."""
-        self.emit(wgmma_wait_group(int(n)))
+        self.emit(wgmma_wait_group(n))
 
     def wgmma_accumulator_origin(self):
         """Emit (row0, col0) u32 registers: this thread's first accumulator element, row 16*warp + lane/4

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..errors import ValidationError
 from . import types as T
-from .instruction import check_addr, check_dst, check_value, check_vec, checked_form, make
+from .instruction import check_addr, check_dst, check_value, check_vec, checked_form, int_arg, make
 from .operands import Addr, Reg, Symbol, Vec, half_pattern
 from .quick_init import quick_init
 from .targets import BASE, Requirement, V
@@ -235,7 +235,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
         scope: "cta", "cluster", "gpu" or "sys".
         policy: a 64-bit cache-policy register (`createpolicy`) for ``.L2::cache_hint``.
     """
-    hints = tuple(hints)
+    hints, vec = tuple(hints), int_arg(vec, "ld vector width")  # (a form is kept under its key: 4.0 and True too)
     form = checked_form(_FORMS, ("ld", t, space, vec, nc, cop, hints, sem, scope, policy is not None), _ld_form)
     what, what_d, parts, req, info = form
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
@@ -297,7 +297,7 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
     Arguments as for `ld`, with `v` the value stored (a register, immediate, or a Vec of `vec` of them) and
     `sem` "volatile", "relaxed" or "release"; the .param and .const spaces are read-only.
     """
-    hints = tuple(hints)
+    hints, vec = tuple(hints), int_arg(vec, "st vector width")
     form = checked_form(_FORMS, ("st", t, space, vec, None, cop, hints, sem, scope, policy is not None), _st_form)
     what, what_v, parts, req, info = form
     if space == "param" and not _writable_param(addr):
@@ -351,6 +351,7 @@ def ldu(t, d, addr, space="global", vec=1):
         raise ValidationError(f"ldu reads .global or generic addresses, not .{space}")
     if t not in LD_TYPES or t is T.b128:
         raise ValidationError(f"ldu does not take .{t.name}")
+    vec = int_arg(vec, "ldu vector width")
     _vec_check(t, vec, "ldu")
     if t.bits * vec > 128:
         raise ValidationError(f"ldu: .v{vec}.{t.name} is {t.bits * vec} bits; ldu moves at most 128")
@@ -485,6 +486,7 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         raise ValidationError(f"{name} works on " + ", ".join("." + s for s in _ATOM_SPACE_REQ)
                               + f" addresses, not .{space}")
     a = check_addr(addr, space.split("::")[0], name)
+    vec = int_arg(vec, f"{name} vector width")
     if vec != 1:
         lengths = ATOM_VECTORS.get((op, t))
         if lengths is None:
@@ -580,7 +582,7 @@ def matrix_form(opcode, shape, num, trans, t) -> MatrixForm:
     """The legal `MatrixForm` for an ldmatrix/stmatrix shape, count, transpose and type; the error lists the
     legal ones.
     """
-    f = _MATRIX_BY_KEY.get((opcode, shape, num, bool(trans), t))
+    f = _MATRIX_BY_KEY.get((opcode, shape, int_arg(num, f"{opcode} num"), bool(trans), t))
     if f is not None:
         return f
     table = LDMATRIX_FORMS if opcode == "ldmatrix" else STMATRIX_FORMS
@@ -605,9 +607,10 @@ def ldmatrix(d, addr, num=4, trans=False, shape="m8n8", t=T.b16, space="shared")
     if space not in ("shared", "shared::cta", "generic"):
         raise ValidationError(f"ldmatrix reads shared memory; space must be shared or generic, got {space!r}")
     a = check_addr(addr, "shared" if space != "generic" else "generic", "ldmatrix")
-    d = check_vec(d, form.regs, T.b32, f"ldmatrix.x{num} destination")
+    d = check_vec(d, form.regs, T.b32, f"ldmatrix.x{form.num} destination")
     req = form.req.merge(Requirement(80, V("7.8"))) if space == "shared::cta" else form.req
-    parts = ("ldmatrix", "sync", "aligned", shape, f"x{num}", "trans" if trans else None, _space_part(space), t.name)
+    parts = ("ldmatrix", "sync", "aligned", shape, f"x{form.num}", "trans" if trans else None, _space_part(space),
+             t.name)
     return make("ldmatrix", parts, (d, a), n_dst=1, req=req, info=form, type=t, mods=(space,))
 
 
@@ -620,8 +623,9 @@ def stmatrix(addr, v, num=4, trans=False, shape="m8n8", t=T.b16, space="shared")
     if space not in ("shared", "shared::cta", "generic"):
         raise ValidationError(f"stmatrix writes shared memory; space must be shared or generic, got {space!r}")
     a = check_addr(addr, "shared" if space != "generic" else "generic", "stmatrix")
-    v = check_vec(v, form.regs, T.b32, f"stmatrix.x{num} source")
-    parts = ("stmatrix", "sync", "aligned", shape, f"x{num}", "trans" if trans else None, _space_part(space), t.name)
+    v = check_vec(v, form.regs, T.b32, f"stmatrix.x{form.num} source")
+    parts = ("stmatrix", "sync", "aligned", shape, f"x{form.num}", "trans" if trans else None, _space_part(space),
+             t.name)
     return make("stmatrix", parts, (a, v), n_dst=0, req=form.req, info=form, type=t, mods=(space,))
 
 
@@ -670,6 +674,7 @@ class MemoryOps:
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()  # ld.f16 does not exist; the register keeps its half type
+        vec = int_arg(vec, "ld vector width")
         _vec_check(t, vec, f"ld.{space}", space)  # before allocating `vec` registers
         if dst is None:
             # sub-word integer loads widen into 32-bit registers (ld.global.u8 %r, [...])
@@ -704,7 +709,7 @@ class MemoryOps:
                 value, type = patterns, ht.bits_type()
         if isinstance(value, (list, tuple, Vec)):
             vals = tuple(self._val(v) for v in (value.regs if isinstance(value, Vec) else value))
-            vec = vec or len(vals)
+            vec = len(vals) if vec is None else vec  # (vec=False is no vector width: refused, not defaulted)
             if type is None:
                 type = next((v.type for v in vals if isinstance(v, Reg)), None)
             t = T.lookup(type) if type is not None else None
@@ -719,7 +724,7 @@ class MemoryOps:
                     raise ValidationError("st of an immediate needs type=")
             t = T.lookup(type)
             v = self._val(value, t)
-            vec = vec or 1
+            vec = 1 if vec is None else vec
         if t in _HALF_TYPES:
             t = t.bits_type()
         policy = self._val(policy) if policy is not None else None
@@ -732,6 +737,7 @@ class MemoryOps:
         reg_t = t
         if t in _HALF_TYPES:
             t = t.bits_type()
+        vec = int_arg(vec, "ldu vector width")  # before allocating `vec` registers
         if dst is None:
             rt = T.decl_type(reg_t) if reg_t is not t else (
                 T.lookup(f"{t.kind}32") if t.bits < 32 and (t.is_int or t.kind == "b") else T.decl_type(t))
@@ -808,5 +814,5 @@ class MemoryOps:
                  pred=None):
         """Warp-collective store of 8x8 b16 matrices (sm_90)."""
         v = self._val(values)
-        num = num or len(v)
+        num = len(v) if num is None else num
         self.emit(stmatrix(self._addr(addr), v, num, trans, shape, T.lookup(type), space), pred)

@@ -188,3 +188,28 @@ def test_the_helpers():
     assert int_or_val(seen.append, None, "n") is None and int_or_val(seen.append, np.int16(5), "n") == 5
     int_or_val(lambda x, t: seen.append((x, t)), "reg", "n", t=u32)
     assert seen == [("reg", u32)]
+
+
+def _f32_pair(k):
+    x = k.mov(1.0, type=f32)
+    return [x, x]
+
+
+#: vector widths and matrix counts (a checked form is kept under its key, where 4.0 and True are 4 and 1)
+MEMORY_CASES = [
+    ("ld vec", "ld vector width", 4, lambda k, g, tm, buf, mb, v: k.ld(g, type=f32, vec=v)),
+    ("st vec", "st vector width", 2, lambda k, g, tm, buf, mb, v: k.st(g, _f32_pair(k), type=f32, vec=v)),
+    ("ldu vec", "ldu vector width", 2, lambda k, g, tm, buf, mb, v: k.ldu(g, type=f32, vec=v)),
+    ("ldmatrix num", "ldmatrix num", 2, lambda k, g, tm, buf, mb, v: k.ldmatrix(buf, num=v)),
+    ("stmatrix num", "stmatrix num", 4,
+     lambda k, g, tm, buf, mb, v: k.stmatrix(buf, [k.mov(0, type=u32) for _ in range(4)], num=v)),
+]
+
+
+@pytest.mark.parametrize("case", MEMORY_CASES, ids=[c[0] for c in MEMORY_CASES])
+def test_vector_widths_and_matrix_counts(case):
+    _, what, v, call = case
+    assert _ptx(call, np.int64(v)) == _ptx(call, v)
+    for bad in (True, False, float(v), np.float32(v)):
+        with pytest.raises(ValidationError, match=rf"{re.escape(what)} takes an int, not "):
+            _ptx(call, bad)

@@ -668,7 +668,9 @@ class MemoryOps:
         `sem`/`scope` give the memory order (`sem="volatile"`, or "relaxed"/"acquire" with scope
         "cta", "cluster", "gpu" or "sys": `ld.acquire.gpu.global.u32`); `policy` is a 64-bit
         cache policy from `createpolicy` (`.L2::cache_hint`).
-        Returns the destination register, or a Vec of registers for vector loads.
+        Returns the destination register, or a Vec of registers for vector loads.  A sub-word integer load
+        (8 or 16 bits) widens into a 32-bit register (`ld.global.u16 %r0` with `%r0` a `.u32`): pass the same
+        `type=` to `st` to write it back at its width.
         """
         t = T.lookup(type)
         reg_t = t
@@ -696,7 +698,9 @@ class MemoryOps:
         """Store a register/immediate (or a list of them: a vector store) to `addr` in `space`.
 
         `sem` ("volatile", "relaxed", "release") with `scope`, and `policy`, as for `ld`.  A number stored as
-        f16 / bf16 (or a pair) is written as its bit pattern."""
+        f16 / bf16 (or a pair) is written as its bit pattern.  Without `type`, the value's register type is the
+        store's: a sub-word `ld` (`type=u16`) returns a 32-bit register, so storing it back 16 bits wide needs
+        `type=u16` (else `st.u32` writes 4 bytes)."""
         if type is not None and T.lookup(type) in _HALF_TYPES:
             ht = T.lookup(type)
             patterns = ([_half_pattern(x, ht) for x in value] if isinstance(value, (list, tuple))

@@ -4,6 +4,7 @@ device (`runtime.streams.current_stream_of`), as torch's own operations on them 
 made its operands.  Checked here with a stand-in for torch (its Tensor type and current-stream query) and for the
 driver; ``tests/test_torch_current_stream_gpu.py`` holds it to torch and a GPU."""
 
+import importlib
 import sys
 import types
 
@@ -35,7 +36,7 @@ def torch_standin(monkeypatch):
         def get_device(self):
             return self.device_index
     current = {0: SIDE, 1: 0}
-    torch.Tensor = Tensor
+    torch.Tensor, torch.current = Tensor, current
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: current[d])
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setattr(S, "_CURRENT_QUERY", {})
@@ -91,25 +92,85 @@ def test_a_plain_launch_on_torch_tensors_goes_to_torch_s_current_stream(mem_drv,
 
 
 @pytest.mark.parametrize("family", ["mma_sync", "wgmma"])
-def test_gemm_run_hands_torch_s_current_stream_to_its_launch(monkeypatch, torch_standin, family):
-    """run() given no stream passes torch's current stream on to the launch (the careful path, and the kept
-    plans' key): before, such a call went to the legacy default stream, unordered with `s`."""
+def test_gemm_run_s_careful_path_hands_torch_s_current_stream_to_its_launch(monkeypatch, torch_standin, family):
+    """A call no kept plan takes resolves the stream before it launches (and keeps its plan under that stream):
+    before, such a call went to the legacy default stream, unordered with `s`."""
     from ptxforge.schedules import Int8Gemm
     from ptxforge.schedules.gemm import run as grun
     from ptxforge.schedules.hopper import config as hconfig
     seen = []
     if family == "wgmma":
         g = Int8Gemm.for_shape(64, 64, 64, target="sm_90a", hopper=True)
-        monkeypatch.setattr(hconfig._run, "launch_kept", lambda cfg, a, b, c, k, splits, stream: seen.append(stream))
-        monkeypatch.setattr(hconfig._run, "run_device", lambda cfg, a, b, c, k, splits, stream: None)
+        monkeypatch.setattr(hconfig._run, "launch_kept", lambda *args: False)
+        monkeypatch.setattr(hconfig._run, "run_device", lambda cfg, a, b, c, k, splits, stream: seen.append(stream))
     else:
         g = Int8Gemm.for_shape(64, 64, 64, target="sm_90", hopper=False)
-        monkeypatch.setattr(grun, "fast_run", lambda s, a, b, c, k, stream: seen.append(stream) or c)
-    t = torch_standin.Tensor
-    a, b, c = t((64, 64), "|i1"), t((64, 64), "|i1", 0x7100_0000), t((64, 64), "<i4", 0x7200_0000)
-    g.run(a, b, c)
-    g.run(a, b, c, stream=0x99)
+        monkeypatch.setattr(grun, "fast_run", lambda *args: None)
+        def stop(x, what, stream):
+            seen.append(stream)
+            raise _Stop
+        monkeypatch.setattr(grun, "_describe", stop)
+    a, b, c = _gemm_operands(torch_standin)
+    for stream in (None, 0x99):
+        try:
+            g.run(a, b, c, stream=stream)
+        except _Stop:  # (the mma.sync careful path stopped at its first operand read: the stream is known)
+            pass
     assert seen == [SIDE, 0x99]
+
+
+class _Stop(Exception):
+    """Ends a careful path once it has shown the stream it launches on."""
+
+
+def _gemm_operands(torch_standin):
+    """A [64, 64] int8, B [64, 64] int8 and C [64, 64] int32 stand-in tensors on device 0."""
+    t = torch_standin.Tensor
+    return t((64, 64), "|i1"), t((64, 64), "|i1", 0x7100_0000), t((64, 64), "<i4", 0x7200_0000)
+
+
+@pytest.mark.parametrize("family", ["mma_sync", "wgmma"])
+def test_gemm_run_s_kept_plans_are_looked_up_under_torch_s_current_stream(monkeypatch, torch_standin, family):
+    """The per-call path keys its plans by the launch stream: given no stream, torch's current one (a plan kept
+    for the legacy stream is not taken inside another stream's context, nor the other way round)."""
+    from ptxforge.schedules import Int8Gemm
+    from ptxforge.schedules import operands as ops
+    from ptxforge.schedules.gemm import plan as gplan
+    hrun = importlib.import_module("ptxforge.schedules.hopper.run")  # (the package exports a function run)
+    a, b, c = _gemm_operands(torch_standin)
+    for x, dt in ((a, "int8"), (c, "int32")):
+        x.dtype, x.requires_grad = dt, False
+    b.dtype, b.requires_grad = "int8", False
+    for x in (a, b, c):
+        x.is_contiguous = lambda: True
+        x.data_ptr = (lambda p: lambda: p)(x.__cuda_array_interface__["data"][0])
+    monkeypatch.setattr(ops._reader, "verified", {(type(a), "int8"), (type(a), "int32")})
+    monkeypatch.setattr(ops._reader, "device", 0)
+    launched = []
+
+    class Kept:
+        _c_align = 4
+
+        def __init__(self, stream):
+            self.stream = stream
+
+        def launch_pointers(self, *ptrs):
+            launched.append(self.stream)
+    kinds = (a.shape, "int8", b.shape, "int8", c.shape, "int32")
+    if family == "wgmma":
+        g = Int8Gemm.for_shape(64, 64, 64, target="sm_90a", hopper=True)
+        plans = {kinds + (None, None, st): Kept(st) for st in (0, SIDE)}
+        monkeypatch.setattr(hrun, "_plans", {id(g): (g, plans)})
+        go = lambda **kw: hrun.launch_kept(g, a, b, c, None, None, kw.get("stream"))  # noqa: E731
+    else:
+        g = Int8Gemm.for_shape(64, 64, 64, target="sm_90", hopper=False)
+        plans = {kinds + (None, 256, 256, 0, st): Kept(st) for st in (0, SIDE)}
+        monkeypatch.setattr(gplan, "_plans", {id(g): (g, plans)})
+        go = lambda **kw: gplan.fast_run(g, a, b, c, None, kw.get("stream"))  # noqa: E731
+    assert go() and go(stream=0)
+    torch_standin.current[0] = 0  # outside the side stream's context
+    assert go()
+    assert launched == [SIDE, 0, 0]
 
 
 @pytest.mark.parametrize("kind", ["cluster", "dependent"])

@@ -214,6 +214,26 @@ def check_gpu_operand(v, x, slot: str, error) -> None:
     drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})")  # in ptxforge's context and device
 
 
+_current_stream_of = None  # runtime.streams.current_stream_of, bound at the first call (schedules import no runtime)
+
+
+def stream_key(stream, arrays) -> int:
+    """The handle of the stream a GEMM launch on `arrays` goes to, as kept plans are keyed: `stream`'s, or for
+    None the current stream of the arrays' library (torch: `runtime.streams.current_stream_of`), else 0 (the
+    legacy default stream).  The per-call path of both GEMMs' run(): a plain handle costs one type test."""
+    global _current_stream_of
+    if stream is None:
+        if _current_stream_of is None:
+            from ..runtime.streams import current_stream_of
+            _current_stream_of = current_stream_of
+        s = _current_stream_of(arrays)
+        return 0 if s is None else s
+    if type(stream) is int and stream >= 0:
+        return stream
+    from ..runtime.streams import stream_handle
+    return stream_handle(stream)
+
+
 def producers_ok(stream_handle: int, *arrays) -> bool:
     """Whether no operand's array interface names a producer stream that a launch on `stream_handle`
     must wait for (`runtime.arrays.must_wait`)."""

@@ -24,7 +24,7 @@ import threading
 import numpy as np
 
 from ...errors import LaunchError, ValidationError
-from ..operands import _reader, align_class, check_device_out, check_gpu_operand, device_view_of
+from ..operands import _reader, align_class, check_device_out, check_gpu_operand, device_view_of, stream_key
 
 _PTXFORGE_INTERNAL = True
 
@@ -208,15 +208,11 @@ def fast_run(s, a, b, c, k, stream):
     gb, gc = _reader.read(b), _reader.read(c)
     if gb is None or gc is None:
         return None
-    sh = 0
-    if stream is not None:
-        from ...runtime.streams import stream_handle
-        sh = stream_handle(stream)
     entry = _plans.get(id(s))
     if entry is None or entry[0] is not s:
         return None
     plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, min(align_class(ga[0]), align_class(gb[0])),
-                         align_class(gc[0]), ga[3], sh))
+                         align_class(gc[0]), ga[3], stream_key(stream, (a, b, c))))
     if plan is None:
         return None
     plan.launch_pointers(ga[0], gb[0], gc[0])

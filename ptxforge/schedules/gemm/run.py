@@ -75,9 +75,6 @@ def host_problem(s, a, b, k, why: str) -> tuple:
 
 def run_gemm(s, a, b, c=None, *, k=None, stream=None):
     """See GemmSchedule.run."""
-    if stream is None:  # torch operands: torch's current stream (runtime.streams.current_stream_of)
-        from ...runtime.streams import current_stream_of
-        stream = current_stream_of((a, b, c))
     done = fast_run(s, a, b, c, k, stream)
     if done is not None:
         return done
@@ -94,8 +91,10 @@ def _run_careful(s, a, b, c, k, stream):
     """run() on operands the fast path did not take: checks, variant, kernel, launch; keeps a plan for GPU
     operands of one stream."""
     from ...runtime import DeviceBuffer, In, Out
-    from ...runtime.streams import stream_handle
+    from ...runtime.streams import current_stream_of, stream_handle
     k_arg = k
+    if stream is None:  # torch operands: torch's current stream, as the fast path keys its plans (stream_key)
+        stream = current_stream_of((a, b, c))
     sh = stream_handle(stream) if stream is not None else 0
     a_shape, a_ptr, a_el = _describe(a, "A", sh)
     b_shape, b_ptr, b_el = _describe(b, "B", sh)

@@ -720,11 +720,11 @@ class HopperGemm:
         (inside ``with torch.cuda.stream(s):`` on `s`: `runtime.streams.current_stream_of`), other arrays on
         the legacy default stream.
         """
+        if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
+            return c
         if stream is None:  # torch operands: torch's current stream (runtime.streams.current_stream_of)
             from ...runtime.streams import current_stream_of
             stream = current_stream_of((a, b, c))
-        if c is not None and _run.launch_kept(self, a, b, c, k, splits, stream):  # a plan of this kind exists
-            return c
         from ..operands import host_array, interpreter_hint
         a, b = host_array(a), host_array(b)
         if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):

@@ -12,7 +12,7 @@ import threading
 import numpy as np
 
 from ...errors import ValidationError
-from ..operands import _reader
+from ..operands import _reader, stream_key
 from .operands import c_numpy_type, check_host_c, host_problem
 from .plan import Plan, _stream_handle
 from .splitk import check_splits
@@ -37,8 +37,7 @@ def launch_kept(cfg, a, b, c, k, splits, stream) -> bool:
     ga, gb, gc = _read(a), _read(b), _read(c)
     if ga is None or gb is None or gc is None:
         return False
-    plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits,
-                         0 if stream is None else _stream_handle(stream)))
+    plan = entry[1].get((ga[1], ga[2], gb[1], gb[2], gc[1], gc[2], k, splits, stream_key(stream, (a, b, c))))
     if plan is None:
         return False
     if ga[0] % 16 or gb[0] % 16 or gc[0] % plan._c_align:

@@ -41,16 +41,9 @@ def run_cpu(cfg: HopperGemm, m: int, n: int, k: int, order: str, seed: int = 0):
 
 
 def s4_configurations() -> dict:
-    """The configurations of schedules.hopper.defaults that make an int4 HopperGemm, by name."""
-    out = {}
-    for name in dir(hopper_defaults):
-        options = getattr(hopper_defaults, name)
-        if name.isupper() and isinstance(options, dict):
-            try:
-                out[name] = HopperGemm("s4", **options)
-            except (TypeError, ValidationError):  # a table of configurations, or one for another operand
-                continue
-    return out
+    """The skinny int4 configurations `for_shape` takes on sm_90a (`defaults.SKINNY["s4"]`), by name."""
+    by_identity = {id(options): name for name, options in vars(hopper_defaults).items() if name.isupper()}
+    return {by_identity[id(options)]: HopperGemm("s4", **options) for _, options in hopper_defaults.SKINNY["s4"]}
 
 
 def main(argv=None) -> int:

@@ -81,3 +81,14 @@ def test_the_decode_example_on_the_interpreter():
     g = choose_hopper(16, 4096, 4096, "s4")
     assert g.swap_ab and ex.k_splits(g, 16, 4096, 4096) == 1  # a short K stays whole: one launch
     assert ex.k_splits(g, 16, 4096, 131072) > 1  # a long one is split
+
+
+def test_the_int4_hopper_gemm_example_offers_only_the_int4_configurations():
+    """--config lists the skinny int4 configurations for_shape takes; an s8 one (SKINNY_S8_32) also builds as an
+    s4 HopperGemm, so building was no test of what a configuration is for."""
+    ex = load_example("hopper_gemm_interp")
+    offered = ex.s4_configurations()
+    assert sorted(offered) == ["SKINNY_S4", "SKINNY_S4_256", "SKINNY_S4_32", "SKINNY_S4_64"]
+    assert "SKINNY_S8_32" not in offered and "SKINNY_S4_32" in offered
+    with pytest.raises(SystemExit):
+        ex.main(["--config", "SKINNY_S8_32"])

@@ -31,7 +31,7 @@ from .isa import types as T
 from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_idx as brx_idx_instruction,
                         call as call_instruction)
 from .isa.control import mov as mov_instruction
-from .isa.instruction import check_value, describe
+from .isa.instruction import check_value, describe, int_or_val
 from .isa.operands import Addr, Imm, Reg, half_pattern
 from .isa.types import decl_type
 from .kernel import Kernel, Param
@@ -278,12 +278,19 @@ class FunctionOps:
         from `branch_targets()`; `index` a 32-bit integer register or a number.  An index past the
         list is undefined behaviour in PTX (the interpreter stops there with the line).  `uni`
         promises the whole warp takes one target."""
+        index = int_or_val(self._val, index, "brx_idx's index", t=T.u32)
+        index = Imm(index, T.u32) if type(index) is int else index
         if not isinstance(targets, BranchTargets):
             n = self._fresh_number("_call_count", lambda n: (f"brx{n}_targets",))
-            targets = self._branch_targets(f"brx{n}_targets", targets, internal="brx_idx's target list")
+            labels = tuple(targets)
+            if labels:  # the branch checked before its list is declared: a refused call declares nothing
+                for x in labels:
+                    self._use_label(x)
+                brx_idx_instruction(index, BranchTargets(f"brx{n}_targets", labels), uni)
+            targets = self._branch_targets(f"brx{n}_targets", labels, internal="brx_idx's target list")
         elif targets.name not in self._names:
             raise ValidationError(f".branchtargets {targets.name} belongs to another kernel")
-        self.emit(brx_idx_instruction(self._val(index, T.u32), targets, uni), pred)
+        self.emit(brx_idx_instruction(index, targets, uni), pred)
 
     # ------------------------------------------------------------------ calls
     def call(self, func, args=(), returns=None, *, uni: bool = False, pred=None, prototype=None):

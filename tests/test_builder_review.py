@@ -559,3 +559,23 @@ def test_a_numpy_integer_alignment_is_an_alignment_for_variables_too():
     assert v.align == 16 and ".align 16" in v.render()
     with pytest.raises(pf.ValidationError, match="power of two"):
         pf.variable("table", u32, align=np.int64(12))
+
+
+def test_brx_idx_index_is_an_integer_in_the_list_and_a_refusal_declares_nothing():
+    """brx_idx's index: True and 1.5 were refused as "Imm(value=True, type=u32)"; 2**40 and 2 (of two labels)
+    were written (a jump past the list is undefined behaviour); each refused call had already declared its
+    `.branchtargets` list."""
+    k = pf.KernelBuilder("brx_index", target="sm_90")
+    a, b = k.label("a"), k.label("b")
+    for bad, says in ((True, r"brx_idx's index takes an int or a \.u32 register, not True"),
+                      (1.5, r"not 1\.5 \(float\)"), (2, r"index 2 is past .*2 labels \(0 to 1"),
+                      (2 ** 40, r"is past"), (-1, r"non-negative")):
+        with pytest.raises(pf.ValidationError, match=says):
+            k.brx_idx(bad, [a, b])
+    k.brx_idx(np.int64(1), [a, b])
+    k.place(a)
+    k.place(b)
+    k.ret()
+    text = k.module().ptx
+    assert text.count(".branchtargets") == 1 and "brx.idx" in text
+    assert pf.assemble(k.module(), backend="ptxas") is not None

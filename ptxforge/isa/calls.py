@@ -163,5 +163,8 @@ def brx_idx(index, targets: BranchTargets, uni: bool = False):
             raise ValidationError(f"brx.idx index {index} is .{index.type.name}; it takes a .u32 register")
     elif not isinstance(index, Imm) or not is_integer(index.value) or index.value < 0:
         raise ValidationError(f"brx.idx index must be a .u32 register or a non-negative integer, got {index!r}")
+    elif index.value >= len(targets.labels):
+        raise ValidationError(f"brx.idx index {index.value} is past {targets.name}'s {len(targets.labels)} labels "
+                              f"(0 to {len(targets.labels) - 1}; a jump past the list is undefined behaviour)")
     return make("brx.idx", ("brx", "idx", "uni" if uni else None), (index, targets), n_dst=0, req=REQ_BRX,
                 info=targets.labels, mods=("uni",) if uni else ())

@@ -218,6 +218,46 @@ def check_byte_order(dtype, what: str) -> None:
 ADDRESS_LIMIT = 1 << 64
 
 
+def byte_span(shape, strides_bytes, itemsize: int) -> tuple:
+    """(lowest, highest + 1) byte offset from an array's address that its elements cover; (0, 0) when it has no
+    elements.  `strides_bytes` None means C-contiguous."""
+    shape = tuple(shape)
+    if 0 in shape:
+        return 0, 0
+    if strides_bytes is None:
+        n = 1
+        for d in shape:
+            n *= d
+        return 0, n * itemsize
+    lo = hi = 0
+    for d, s in zip(shape, strides_bytes):
+        if s < 0:
+            lo += (d - 1) * s
+        else:
+            hi += (d - 1) * s
+    return lo, hi + itemsize
+
+
+def check_extent(view: "DeviceView", where: str, name: str) -> None:
+    """Refuse a view whose elements would lie outside the 64-bit address space, at address 0 included: the
+    interfaces allow a null address only for an array without elements.  `where` prefixes the message (the
+    argument), `name` says who described the memory."""
+    size = 1
+    for d in view.shape:
+        size *= d
+    if not size:
+        return
+    if not view.ptr:
+        raise LaunchError(f"{where}{name} gives address 0 (a null pointer), but it has {size} element"
+                          f"{'s' if size != 1 else ''} of shape {view.shape}; only an array without elements may "
+                          "have no address")
+    lo, hi = byte_span(view.shape, view.strides, view.elem.bits // 8 or 1)
+    if view.ptr + lo < 0 or view.ptr + hi > ADDRESS_LIMIT:
+        raise LaunchError(f"{where}{name} says its {size} elements of shape {view.shape} lie at 0x{view.ptr:x} "
+                          f"(bytes {lo} to {hi} from there), past the end of the 64-bit address space: it does not "
+                          "describe real memory")
+
+
 def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> DeviceView:
     """A DeviceView of a `__cuda_array_interface__` dictionary, every field checked: `data` an (address, read-only)
     pair with the address an int in [0, 2**64), `shape` ints >= 0, `typestr` a little-endian numpy type, `strides`
@@ -248,6 +288,9 @@ def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> Device
         dt = np.dtype(typestr)
     except (TypeError, ValueError) as e:
         raise bad("typestr", typestr, f"numpy cannot read it ({e})") from e
+    if dt.hasobject or dt.itemsize == 0:
+        raise bad("typestr", typestr, "GPU memory holds numbers of a fixed size, not Python objects nor elements of "
+                                      "no size")
     check_byte_order(dt, f"{where}{type(obj).__name__} (__cuda_array_interface__ typestr {typestr!r})")
     strides = cai.get("strides")
     if strides is not None:
@@ -259,11 +302,16 @@ def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> Device
     stream = cai.get("stream")
     if stream is not None and (not T.is_integer(stream) or stream < 0):
         raise bad("stream", stream, "it must be None or a stream handle (an int >= 0)")
+    if stream is not None and stream == 0:
+        raise bad("stream", 0, "version 3 of the interface disallows 0, which could mean either default stream: "
+                               "1 names the legacy default stream, 2 the per-thread default stream, None no stream")
     if cai.get("mask") is not None:
         raise LaunchError(f"{where}{type(obj).__name__} has a masked __cuda_array_interface__; masks are not "
                           "supported")
-    return DeviceView(int(ptr), shape, strides, Elem.of_dtype(dt), None if stream is None else int(stream), None,
+    view = DeviceView(int(ptr), shape, strides, Elem.of_dtype(dt), None if stream is None else int(stream), None,
                       "__cuda_array_interface__", bool(readonly))
+    check_extent(view, where, name)
+    return view
 
 
 def from_dlpack_info(obj, info: dlpack.DLPackInfo, what: str | None = None, owner=None) -> DeviceView:
@@ -276,10 +324,18 @@ def from_dlpack_info(obj, info: dlpack.DLPackInfo, what: str | None = None, owne
     if not 0 <= info.ptr < ADDRESS_LIMIT:
         raise LaunchError(f"{where}{type(obj).__name__}'s DLPack tensor starts at {info.ptr} (data + byte_offset), "
                           "not a 64-bit address")
+    if any(n < 0 for n in info.shape):
+        raise LaunchError(f"{where}{type(obj).__name__}'s DLPack tensor has shape {info.shape}; a dimension cannot be "
+                          "negative")
     bits = info.bits
+    if bits <= 0:
+        raise LaunchError(f"{where}{type(obj).__name__}'s DLPack tensor has elements of {bits} bits; GPU memory holds "
+                          "numbers of a size")
     strides = None if info.strides is None else tuple(s * max(bits // 8, 1) for s in info.strides)
-    return DeviceView(info.ptr, info.shape, strides, Elem(info.kind, bits), None, info.device_id, "DLPack",
+    view = DeviceView(info.ptr, info.shape, strides, Elem(info.kind, bits), None, info.device_id, "DLPack",
                       owner=owner)
+    check_extent(view, where, f"{type(obj).__name__}'s DLPack tensor")
+    return view
 
 
 def device_view(obj, stream_handle: int = 0, what: str | None = None):

@@ -180,6 +180,17 @@ def select_device(ordinal: int) -> None:
     _requested_ordinal = int(ordinal)
 
 
+def _env_ordinal() -> int:
+    """The device ordinal $PTXFORGE_DEVICE names (0 when unset or blank); anything but a decimal int is a
+    DriverError naming the variable."""
+    raw = os.environ.get(DEVICE_ENV, "").strip()
+    try:
+        return int(raw, 10) if raw else 0
+    except ValueError:
+        raise DriverError(f"{DEVICE_ENV}={raw!r} is not a device ordinal; set it to a decimal int such as 0 or 1 "
+                          "(the driver's numbering of the GPUs), or unset it for device 0") from None
+
+
 def _attr(d, dev, name: str) -> int:
     return check(d.cuDeviceGetAttribute(getattr(d.CUdevice_attribute, name), dev), f"cuDeviceGetAttribute({name})")
 
@@ -197,7 +208,7 @@ def _init() -> _Context:
         check(res, "cuInit")
         ordinal = _requested_ordinal
         if ordinal is None:
-            ordinal = int(os.environ.get(DEVICE_ENV, "0") or 0)
+            ordinal = _env_ordinal()
         count = check(d.cuDeviceGetCount(), "cuDeviceGetCount")
         if not 0 <= ordinal < count:
             raise DriverError(f"device {ordinal} requested, but the driver sees {count} device(s)")

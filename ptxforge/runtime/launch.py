@@ -419,6 +419,9 @@ def _check_view(spec: ParamSpec, got: DeviceView, kernel: str, what: str, device
 def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: int, device=None,
                  check_pointer=None):
     if isinstance(v, DeviceBuffer):
+        if not v._ptr and v.nbytes:
+            raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}': this DeviceBuffer was freed "
+                              "(free() or the end of its with block); pass one that is still allocated")
         _check_array(spec, v.elem, True, kernel, "DeviceBuffer")
         check_byte_order(v.dtype, f"argument {spec.index} ({spec.name}) of kernel '{kernel}': the DeviceBuffer")
         ptr = v.ptr

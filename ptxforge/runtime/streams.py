@@ -6,6 +6,8 @@ import sys
 import time
 import weakref
 
+import numpy as np
+
 from ..errors import LaunchError, SyncTimeout
 from . import driver as _drv
 from . import faults
@@ -91,17 +93,18 @@ class Stream:
 def stream_handle(stream) -> int:
     """The raw CUstream handle of anything that names a stream; None and 0 are the legacy default stream.
 
-    Accepted: ptxforge Stream, ints, cuda.bindings CUstream, objects with ``__cuda_stream__``
+    Accepted: ptxforge Stream, ints (Python or numpy) below 2**64, cuda.bindings CUstream, objects with ``__cuda_stream__``
     (cuda.core), torch streams (``.cuda_stream``) and CuPy streams (``.ptr``).
     """
     if stream is None:
         return 0
     if isinstance(stream, Stream):
         return stream.handle if not stream.closed else stream._live()
-    if isinstance(stream, int) and not isinstance(stream, bool):
-        if stream < 0:
-            raise LaunchError(f"stream handle must be non-negative, got {stream}")
-        return stream
+    if isinstance(stream, (int, np.integer)) and not isinstance(stream, bool):
+        h = int(stream)
+        if not 0 <= h < 1 << 64:
+            raise LaunchError(f"a stream handle is a 64-bit address, in [0, 2**64), got {h}")
+        return h
     proto = getattr(stream, "__cuda_stream__", None)
     if proto is not None:
         got = proto() if callable(proto) else proto

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import LaunchError
 from . import driver as _drv
 from . import faults
 from .driver import api, check
@@ -106,18 +107,32 @@ class _Events:
 
 
 def _runner(target, args, kwargs, stream):
-    """(callable enqueuing one launch, object to close afterwards)."""
+    """(callable enqueuing one launch, object to close afterwards, the stream handle the launches go to).
+
+    The events are recorded on that stream: a launch bound to a non-blocking stream (a ptxforge `Stream`, torch's
+    current stream) runs beside the legacy default stream, whose events would not wait for it."""
     from .kernel import BoundLaunch, KernelFunction
     if isinstance(target, KernelFunction):
         bound = target.bind(*args, stream=stream, **kwargs)
-        return bound.launch, bound
+        return bound.launch, bound, bound.stream
     if isinstance(target, BoundLaunch):
         if args or kwargs:
             raise TypeError("a BoundLaunch already has its arguments; call benchmark(bound) alone")
-        return target.launch, None
+        if stream is not None and stream_handle(stream) != target.stream:
+            raise LaunchError(f"this launch of '{target.function.name}' is bound to stream 0x{target.stream:x}, and "
+                              f"benchmark() times it there; stream= names 0x{stream_handle(stream):x} (leave it "
+                              "out, or bind the launch to that stream)")
+        return target.launch, None, target.stream
     if not callable(target):
         raise TypeError(f"benchmark() times a KernelFunction, a BoundLaunch or a callable, got {type(target).__name__}")
-    return (lambda: target(*args, **kwargs)), None
+    return (lambda: target(*args, **kwargs)), None, stream_handle(stream)
+
+
+def _count(value, name: str, least: int) -> int:
+    """`value` as an int of at least `least`, else a ValueError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+        raise ValueError(f"benchmark() needs {name} to be an int >= {least}, got {value!r}")
+    return int(value)
 
 
 def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1, stream=None, **kwargs) -> Timing:
@@ -128,9 +143,11 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
     or any callable that enqueues its GPU work on `stream`.  After `warmup` untimed calls,
     `repeat` samples are taken, each an event pair around `batch` back-to-back calls; the sample
     is the event time divided by `batch` (use batch > 1 for kernels of a few microseconds).
+    The events go on the stream the launches run on: a KernelFunction's is `stream` (None: as a plain launch
+    picks it, torch's current stream for torch tensors); a BoundLaunch's is the one it was bound to (`stream`
+    may only repeat it).  The counts are ints (a ValueError names one that is not).
     """
-    if repeat < 1 or batch < 1 or warmup < 0:
-        raise ValueError("benchmark needs repeat >= 1, batch >= 1 and warmup >= 0")
+    warmup, repeat, batch = _count(warmup, "warmup", 0), _count(repeat, "repeat", 1), _count(batch, "batch", 1)
     prev = _drv.enter()
     try:
         return _benchmark(target, args, kwargs, stream, warmup, repeat, batch)
@@ -140,9 +157,8 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
 
 def _benchmark(target, args, kwargs, stream, warmup: int, repeat: int, batch: int) -> Timing:
     d = api()
-    s = stream_handle(stream)
+    run, owned, s = _runner(target, args, kwargs, stream)
     sobj = d.CUstream(s)
-    run, owned = _runner(target, args, kwargs, stream)
     ev = _Events(2 * repeat)
     try:
         for _ in range(warmup):

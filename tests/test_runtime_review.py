@@ -1,0 +1,156 @@
+"""The runtime at its edges, on the CPU: foreign arrays that lie about their memory, stream handles, freed
+buffers named by argument, timing on the stream the work runs on, and the device chosen by environment.
+
+Where the driver must answer, the stand-in of `support.driver_standin` replaces it."""
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge.errors import DriverError, LaunchError
+from ptxforge.runtime import driver as D
+from ptxforge.runtime.launch import layout, resolve
+from ptxforge.runtime.loader import parse_entries
+from ptxforge.runtime.streams import stream_handle
+
+real = pytest.importorskip("cuda.bindings.driver")
+
+from support.driver_standin import StandIn, kernel_of, mem_drv  # noqa: E402,F401  (mem_drv: a fixture)
+from support.dlpack_producer import Producer  # noqa: E402
+
+
+def _lay(params: str = ".param .u64 .ptr .global .align 4 x"):
+    ptx = f".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k({params}) {{ ret; }}"
+    return layout(parse_entries(ptx)[0].params)
+
+
+class _Cai:
+    """An object whose __cuda_array_interface__ says whatever a test gives it."""
+
+    def __init__(self, **fields):
+        self.__cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": (4,), "typestr": "<f4",
+                                         "version": 3, **fields}
+
+
+# ---------------------------------------------------------------- arrays that lie about their memory
+
+@pytest.mark.parametrize("make", [
+    lambda: _Cai(data=(0, False)),
+    lambda: _Cai(data=(None, False), shape=(2, 3)),
+    lambda: Producer(data=0),
+], ids=["cai", "cai-None", "dlpack"])
+def test_a_null_address_with_elements_is_refused_naming_the_argument(make):
+    """The interface allows address 0 only for an array without elements: a launch must not hand a kernel a null
+    pointer to memory it was told holds data."""
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': .*address 0.* but it has \d+ "
+                                          r"element"):
+        resolve(_lay(), (make(),), "k")
+
+
+@pytest.mark.parametrize("make", [lambda: _Cai(data=(0, False), shape=(0,)), lambda: Producer(data=0, shape=(0, 4))],
+                         ids=["cai", "dlpack"])
+def test_a_null_address_without_elements_is_still_accepted(make):
+    assert resolve(_lay(), (make(),), "k").values == [0]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: _Cai(data=((1 << 64) - 16, False), shape=(8,)),
+    lambda: _Cai(data=((1 << 64) - 64, False), shape=(1 << 62,)),
+    lambda: Producer(data=(1 << 64) - 8, shape=(4,)),
+], ids=["cai", "cai-huge", "dlpack"])
+def test_an_array_running_past_the_end_of_the_address_space_is_refused(make):
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': .*past the end of the 64-bit address "
+                                          r"space"):
+        resolve(_lay(), (make(),), "k")
+
+
+def test_a_dlpack_tensor_with_a_negative_extent_is_refused():
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': Producer's DLPack tensor has shape "
+                                          r"\(-4,\)"):
+        resolve(_lay(), (Producer(shape=(-4,)),), "k")
+
+
+def test_a_stream_of_0_in_the_cuda_array_interface_is_refused():
+    """Version 3 of the interface disallows stream 0 (it could mean the legacy or the per-thread default stream);
+    the producer must say 1 or 2."""
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': _Cai.__cuda_array_interface__ has "
+                                          r"stream 0; .*1 .*legacy.* 2 .*per-thread"):
+        resolve(_lay(), (_Cai(stream=0),), "k", 0x55)
+    assert resolve(_lay(), (_Cai(stream=1),), "k", 0x55).streams == [1]  # the legal spellings still pass
+    assert resolve(_lay(), (_Cai(stream=None),), "k", 0x55).streams == []
+
+
+@pytest.mark.parametrize("typestr", ["|O", "|V0"])
+def test_elements_device_memory_cannot_hold_are_refused_even_for_untyped_pointers(typestr):
+    """A `.b8` pointer takes any element type, but not Python objects (host addresses) nor elements of no size."""
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': _Cai.__cuda_array_interface__ has "
+                                          r"typestr"):
+        resolve(_lay(".param .u64 .ptr .global x"), (_Cai(typestr=typestr),), "k")
+
+
+# ---------------------------------------------------------------- buffers and streams
+
+def test_a_freed_device_buffer_is_named_by_argument_and_kernel(mem_drv):
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x, .param .u32 n")
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    buf.free()
+    mem_drv.calls.clear()
+    for use in (lambda: fn(1, 32, buf, 4), lambda: fn.bind(1, 32, buf, 4)):
+        with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': this DeviceBuffer was freed"):
+            use()
+    assert "cuLaunchKernel" not in mem_drv.names()
+    empty = pf.DeviceBuffer.empty((0,), np.float32)
+    empty.free()
+    fn(1, 32, empty, 0)  # an empty buffer has no memory to lose: address 0 is what it always was
+
+
+def test_stream_handles_are_64_bit_and_may_be_numpy_integers():
+    assert stream_handle(np.int64(0x55)) == 0x55 and stream_handle(np.uint64(0)) == 0
+    for bad in ((1 << 64), np.int64(-1)):
+        with pytest.raises(LaunchError, match="stream handle"):
+            stream_handle(bad)
+
+
+def test_benchmark_records_its_events_on_the_stream_the_launch_runs_on(mem_drv):
+    """A launch bound to a ptxforge Stream (non-blocking) runs beside the legacy default stream, so events
+    recorded there would time nothing: benchmark() records on the launch's own stream, and refuses another."""
+    mem_drv.answers.update({"cuStreamCreate": (0, 0x777), "cuStreamDestroy": (0,), "cuEventCreate": (0, 0xE),
+                            "cuEventRecord": (0,), "cuEventSynchronize": (0,), "cuEventElapsedTime": (0, 1.0),
+                            "cuEventDestroy": (0,), "cuStreamSynchronize": (0,)})
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    s = pf.Stream()
+
+    def recorded_on():
+        return {args[1] for name, args in mem_drv.calls if name == "cuEventRecord"}
+
+    bound = fn.bind(1, 32, buf, stream=s)
+    mem_drv.calls.clear()
+    t = pf.runtime.benchmark(bound, warmup=0, repeat=2)
+    assert t.repeat == 2 and recorded_on() == {0x777}
+    with pytest.raises(LaunchError, match="bound to stream 0x777"):
+        pf.runtime.benchmark(bound, warmup=0, repeat=2, stream=0)
+    mem_drv.calls.clear()
+    pf.runtime.benchmark(fn, 1, 32, buf, warmup=0, repeat=2, stream=s)
+    assert recorded_on() == {0x777}
+
+
+@pytest.mark.parametrize("kw", [{"repeat": 2.5}, {"batch": 1.0}, {"warmup": True}, {"repeat": 0}])
+def test_benchmark_counts_must_be_ints(mem_drv, kw):
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    mem_drv.calls.clear()
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        pf.runtime.benchmark(fn, 1, 32, 0, **kw)
+    assert mem_drv.names() == []
+
+
+# ---------------------------------------------------------------- the device
+
+@pytest.mark.parametrize("value", ["gpu1", "1.5", "0x1"])
+def test_an_unreadable_device_variable_says_which_variable(monkeypatch, value):
+    monkeypatch.setattr(D, "_api", StandIn())
+    monkeypatch.setattr(D, "_state", None)
+    monkeypatch.setattr(D, "_requested_ordinal", None)
+    monkeypatch.setenv(D.DEVICE_ENV, value)
+    with pytest.raises(DriverError, match=f"{D.DEVICE_ENV}=.*a device ordinal"):
+        D.device_info()

@@ -154,3 +154,37 @@ def test_an_unreadable_device_variable_says_which_variable(monkeypatch, value):
     monkeypatch.setenv(D.DEVICE_ENV, value)
     with pytest.raises(DriverError, match=f"{D.DEVICE_ENV}=.*a device ordinal"):
         D.device_info()
+
+
+# ---------------------------------------------------------------- host copies
+
+@pytest.mark.parametrize("make", [lambda: pf.DeviceBuffer.empty((4,), np.float32), lambda: _Cai(),
+                                  lambda: Producer()], ids=["DeviceBuffer", "cai", "dlpack"])
+def test_gpu_memory_given_as_host_data_is_named_as_such(mem_drv, make):
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    dev = make()
+    mem_drv.calls.clear()
+    for what, use in (("copy_from_host", lambda: buf.copy_from_host(dev)),
+                      ("copy_to_host", lambda: buf.copy_to_host(dev)),
+                      ("DeviceBuffer.from_host", lambda: pf.DeviceBuffer.from_host(dev))):
+        with pytest.raises(LaunchError, match=f"^{what} takes a host \\(numpy\\) array; {type(dev).__name__} is GPU "
+                                              "memory already"):
+            use()
+    assert mem_drv.names() == []
+
+
+def test_a_copy_never_reinterprets_values_of_another_dtype(mem_drv):
+    """A float32 buffer given int32 values of the same byte count would hold their bit patterns as floats."""
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    mem_drv.calls.clear()
+    with pytest.raises(LaunchError, match="copy_from_host: the host array holds int32 and the buffer float32.*astype"):
+        buf.copy_from_host(np.arange(4, dtype=np.int32))
+    with pytest.raises(LaunchError, match="copy_to_host: the host array holds uint32 and the buffer float32"):
+        buf.copy_to_host(np.zeros(4, np.uint32))
+    assert mem_drv.names() == []
+    buf.copy_from_host(np.arange(4, dtype=np.float32).reshape(2, 2))  # the same elements in another shape
+    np.testing.assert_array_equal(buf.to_host(), [0, 1, 2, 3])
+    buf.copy_from_host(np.arange(4, dtype=np.int32).view(np.float32))  # the bits, on purpose
+    raw = pf.DeviceBuffer(16)  # bytes take anything
+    raw.copy_from_host(np.arange(4, dtype=np.int32))
+    np.testing.assert_array_equal(raw.copy_to_host(np.zeros(4, np.int32)), [0, 1, 2, 3])

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..errors import LaunchError
 from ..isa.types import is_integer
+from . import dlpack
 from .arrays import Elem, big_endian
 from . import driver as _drv
 from . import faults
@@ -25,6 +26,26 @@ def _free(ptr: int) -> None:
 
 def _host_ptr(array: np.ndarray) -> int:
     return array.ctypes.data
+
+
+def _on_device(obj) -> bool:
+    """Whether `obj` is GPU memory (a DeviceBuffer, a `__cuda_array_interface__` array, a DLPack producer on a CUDA
+    device), which the host copies cannot read or write through numpy."""
+    if isinstance(obj, DeviceBuffer) or hasattr(obj, "__cuda_array_interface__"):
+        return True
+    where = getattr(obj, "__dlpack_device__", None)
+    if where is None or isinstance(obj, np.ndarray):
+        return False
+    try:
+        return int(where()[0]) in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED)
+    except Exception:
+        return False
+
+
+def _refuse_device(obj, what: str, advice: str) -> None:
+    """A LaunchError when `obj`, given to `what` as host data, is GPU memory."""
+    if _on_device(obj):
+        raise LaunchError(f"{what} takes a host (numpy) array; {type(obj).__name__} is GPU memory already: {advice}")
 
 
 def _size_arg(nbytes):
@@ -148,6 +169,8 @@ class DeviceBuffer:
     def from_host(cls, array, stream=None) -> "DeviceBuffer":
         """A device copy of a numpy array (same shape, a 0-d array's too, and dtype); an array of Python objects or
         of big-endian elements is a LaunchError, before any driver call."""
+        _refuse_device(array, "DeviceBuffer.from_host", "pass it to kernels as it is (its to_host() or its "
+                       "library's own copy gives a host array)")
         a = np.asarray(array)
         a = np.ascontiguousarray(a).reshape(a.shape)  # (ascontiguousarray makes a 0-d array 1-d)
         buf = cls(shape=a.shape, dtype=a.dtype)
@@ -193,10 +216,17 @@ class DeviceBuffer:
             raise LaunchError(f"{what}: the host array is not C-contiguous; pass np.ascontiguousarray(a)")
         if array.nbytes != self.nbytes:
             raise LaunchError(f"{what}: host array has {array.nbytes} bytes, the buffer {self.nbytes}")
+        if dt != self.dtype and self.dtype.itemsize != 1:
+            raise LaunchError(f"{what}: the host array holds {dt} and the buffer {self.dtype}: a copy moves bytes as "
+                              f"they are, so the values would change meaning; convert them (a.astype('{self.dtype.str}')"
+                              f"), or pass a.view('{self.dtype.str}') to copy the bits on purpose (a buffer of bytes, "
+                              "DeviceBuffer(nbytes), takes any array)")
 
     def copy_from_host(self, array, stream=None) -> "DeviceBuffer":
         """Copy a numpy array (of exactly nbytes, C-contiguous, not of Python objects nor big-endian) to the
-        device; anything else is a LaunchError before any driver call."""
+        device; anything else is a LaunchError before any driver call.  Its elements are the buffer's dtype, unless
+        the buffer holds bytes (a dtype of one byte, as `DeviceBuffer(nbytes)` makes): a copy never converts."""
+        _refuse_device(array, "copy_from_host", "copy GPU memory to GPU memory with a kernel or its library's copy")
         array = np.asarray(array)
         self._check_host(array, "copy_from_host")
         if self.nbytes:
@@ -216,7 +246,9 @@ class DeviceBuffer:
 
     def copy_to_host(self, out: np.ndarray, stream=None) -> np.ndarray:
         """Copy the device memory into `out`, a writable C-contiguous numpy array of exactly nbytes, neither of
-        Python objects nor big-endian (synchronous with respect to `stream`)."""
+        Python objects nor big-endian, of the buffer's dtype unless the buffer holds bytes (synchronous with respect
+        to `stream`)."""
+        _refuse_device(out, "copy_to_host", "copy GPU memory to GPU memory with a kernel or its library's copy")
         self._check_host(out, "copy_to_host")
         if not out.flags.writeable:
             raise LaunchError("copy_to_host: the output array is read-only")

@@ -1,0 +1,552 @@
+"""GPU differential, in breadth: one instruction form per kernel, the same rows of operands on the GPU and in the
+interpreter, results compared bit for bit.
+
+Each case is a few lines of PTX between a fixed prologue and epilogue (`module_text`): thread i reads the 64-bit
+words a[i], b[i], c[i] and writes the 64-bit word d[i].  The prologue splits each word into its halves (%ra/%rah,
+%ha ...), so a case reads operands of 16, 32 or 64 bits; the epilogue stores %d.  The rows (`rows`) are every
+pair of the width's corner values (0, 1, -1, the least and greatest signed values, shift counts at and past the
+width, NaN, infinities, signed zeros, subnormals, rounding ties) and then random words.
+
+Integer results must be identical.  Float results must be identical except that any NaN equals any NaN (the
+interpreter does not model NaN payloads outside min/max), and `.approx` forms agree within their ulp bound.
+Integer division by zero is left out (its result is unspecified in the PTX ISA).  tests/test_interp_review.py
+assembles every kernel with ptxas for sm_90a and runs it on the interpreter here, so CI checks the same kernels
+without a GPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge import interp
+from ptxforge.testing.interp_strategies import poison
+
+N = 1024  # rows (threads): 8 CTAs of 128
+BLOCK = 128
+
+
+def module_text(body: str) -> str:
+    """A module with one kernel `k(a, b, c, d)`: before `body`, %a %b %c hold this thread's 64-bit words,
+    %ra/%rah their low/high 32 bits (%rb/%rbh, %rc/%rch), %ha %hb %hc their low 16 bits; %d starts at zero and
+    is stored to d after `body`."""
+    return f""".version 8.3
+.target sm_90a
+.address_size 64
+.visible .entry k(.param .u64 pa, .param .u64 pb, .param .u64 pc, .param .u64 pd)
+{{
+.reg .pred %p<8>;
+.reg .b16 %ha, %hb, %hc, %hd, %hx, %hy;
+.reg .b32 %ra, %rb, %rc, %rah, %rbh, %rch, %rd, %re, %rx, %ry, %rz, %i, %n;
+.reg .b64 %a, %b, %c, %d, %e, %x, %off;
+mov.u32 %i, %ctaid.x;
+mov.u32 %n, %ntid.x;
+mov.u32 %rx, %tid.x;
+mad.lo.u32 %i, %i, %n, %rx;
+mul.wide.u32 %off, %i, 8;
+ld.param.u64 %x, [pa];
+cvta.to.global.u64 %x, %x;
+add.u64 %x, %x, %off;
+ld.global.b64 %a, [%x];
+ld.param.u64 %x, [pb];
+cvta.to.global.u64 %x, %x;
+add.u64 %x, %x, %off;
+ld.global.b64 %b, [%x];
+ld.param.u64 %x, [pc];
+cvta.to.global.u64 %x, %x;
+add.u64 %x, %x, %off;
+ld.global.b64 %c, [%x];
+mov.b64 {{%ra, %rah}}, %a;
+mov.b64 {{%rb, %rbh}}, %b;
+mov.b64 {{%rc, %rch}}, %c;
+mov.b32 {{%ha, %hx}}, %ra;
+mov.b32 {{%hb, %hx}}, %rb;
+mov.b32 {{%hc, %hx}}, %rc;
+mov.b64 %d, 0;
+{body}
+ld.param.u64 %x, [pd];
+cvta.to.global.u64 %x, %x;
+add.u64 %x, %x, %off;
+st.global.b64 [%x], %d;
+ret;
+}}
+"""
+
+
+# ---------------------------------------------------------------- operand rows
+
+F32 = np.float32
+_F32_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, -1.5, 2.5, -2.5, 3.5, 0.49999997, 1e-45, -1e-45, 1.1754942e-38,
+                1.1754944e-38, -1.1754944e-38, 3e-39, 2.0 ** 31, -2.0 ** 31, 2.0 ** 31 - 128, 2.0 ** 32, 2.0 ** 63,
+                -2.0 ** 63, 2.0 ** 64, 2.0 ** 15, 32767.5, -32768.5, 255.5, 65535.5, 1e10, -1e10, 3.4028235e38,
+                -3.4028235e38, np.inf, -np.inf, np.nan, 100.0, 0.1, -7.25, 65504.0, 65520.0, 6e-8, 3e-8, 1e-5]
+_F64_SPECIAL = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 1.5, 2.5, -2.5, 5e-324, -5e-324, 2.2250738585072014e-308,
+                1e-310, 2.0 ** 31 - 0.5, -2.0 ** 31 - 0.5, 2.0 ** 31, 2.0 ** 63, -2.0 ** 63, 2.0 ** 64, 1e300,
+                -1e300, 3.4028235677973366e38, 3.4028235677973366e38 * (1 + 2.0 ** -25), 1e-40, 1.401298464324817e-45,
+                7.006492321624085e-46, np.inf, -np.inf, np.nan, 0.1, -7.25, 1.0 + 2.0 ** -24, 1.0 + 3 * 2.0 ** -25]
+_NEG_NAN32 = 0xFFC00001  # a NaN with a payload and the sign set
+_SNAN32 = 0x7F800001
+
+
+def int_corners(bits: int) -> list[int]:
+    """Corner words of a `bits`-wide integer (as unsigned): small values, all ones, the signed extremes, the
+    shift counts around the width, alternating bit patterns."""
+    m = (1 << bits) - 1
+    vals = [0, 1, 2, 3, 7, 8, 15, 16, 31, 32, 33, 63, 64, 65, 127, 128, 255, 256, 257,
+            m, m - 1, 1 << (bits - 1), (1 << (bits - 1)) - 1, (1 << (bits - 1)) + 1,
+            0x5555555555555555 & m, 0xAAAAAAAAAAAAAAAA & m, 0x80 * 0x0101010101010101 & m, 0x12345678ABCDEF01 & m]
+    return sorted({v & m for v in vals})
+
+
+def f32_corners() -> list[int]:
+    """f32 corner values as bits: signed zeros, subnormals, the normal boundary, ties, the integer ranges' edges,
+    the largest finite, infinities and NaNs (a quiet one, a signalling one, a negative one with a payload)."""
+    bits = [int(np.array(v, F32).view(np.uint32)) for v in _F32_SPECIAL]
+    return sorted(set(bits + [_NEG_NAN32, _SNAN32]))
+
+
+def f64_corners() -> list[int]:
+    bits = [int(np.array(v, np.float64).view(np.uint64)) for v in _F64_SPECIAL]
+    return sorted(set(bits + [0xFFF8000000000001]))
+
+
+def f16_corners() -> list[int]:
+    """f16 corners as bits: zeros, the least subnormal and normal, ties of the conversions, 65504, infinities,
+    NaNs."""
+    return sorted({0x0000, 0x8000, 0x0001, 0x8001, 0x03FF, 0x0400, 0x8400, 0x3C00, 0xBC00, 0x3800, 0x3E00, 0x4100,
+                   0x7BFF, 0xFBFF, 0x7C00, 0xFC00, 0x7E00, 0xFE01, 0x7C01, 0x5640, 0x1234})
+
+
+def bf16_corners() -> list[int]:
+    return sorted({0x0000, 0x8000, 0x0001, 0x8001, 0x007F, 0x0080, 0x8080, 0x3F80, 0xBF80, 0x3F00, 0x3FC0, 0x4020,
+                   0x7F7F, 0xFF7F, 0x7F80, 0xFF80, 0x7FC0, 0xFFC1, 0x7F81, 0x4F00, 0x1234})
+
+
+CORNERS = {"i8": lambda: int_corners(8), "i16": lambda: int_corners(16), "i32": lambda: int_corners(32),
+           "i64": lambda: int_corners(64), "f32": f32_corners, "f64": f64_corners, "f16": f16_corners,
+           "bf16": bf16_corners}
+
+
+def rows(kinds: tuple, seed: int = 0) -> list[np.ndarray]:
+    """The operand words a, b, c (uint64 arrays of N): for the first two operands every pair of their kinds'
+    corners (the third drawn from its corners), then random words; `kinds` names each operand's corner set
+    ("i32", "f32", "f16" ...)."""
+    rng = np.random.default_rng(seed)
+    kinds = tuple(kinds) + ("i64",) * (3 - len(kinds))
+    corner = [np.array(CORNERS[k](), dtype=np.uint64) for k in kinds]
+    first = np.repeat(corner[0], len(corner[1]))[:N]
+    second = np.tile(corner[1], len(corner[0]))[:N]
+    out = []
+    for i, pairs in enumerate((first, second, None)):
+        rand = rng.integers(0, 2 ** 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)
+        col = rng.choice(corner[i], N) if pairs is None else np.concatenate([pairs, rand[len(pairs):]])
+        # a quarter of the random rows take a corner value, so corners meet random operands as well
+        mix = rng.random(N) < 0.25
+        mix[:len(first)] = False
+        col = np.where(mix, rng.choice(corner[i], N), col)
+        out.append(col.astype(np.uint64))
+    return out
+
+
+# ---------------------------------------------------------------- the cases
+
+@dataclass(frozen=True)
+class Case:
+    """One kernel: its body, the corner sets of a b c, how results compare ("int": bits; "f32"/"f64"/"f16"/
+    "bf16"/"f16x2": bits with NaN equal to NaN; "approx32"/"approx64"/"approx16": equal, both NaN, or within
+    `rtol` relative plus `atol` absolute), and the rows left out (`skip(a, b, c)` -> bool array)."""
+    body: str
+    kinds: tuple = ("i32", "i32", "i32")
+    compare: str = "int"
+    rtol: float = 0.0
+    atol: float = 0.0
+    skip: object = None
+
+
+def _b_zero(bits):
+    return lambda a, b, c: (b & np.uint64((1 << bits) - 1)) == 0
+
+
+def _zx32(r="%rd"):
+    return f"cvt.u64.u32 %d, {r};"
+
+
+def _zx16(r="%hd"):
+    return f"cvt.u64.u16 %d, {r};"
+
+
+def _pred(p="%p1"):
+    return f"selp.u32 %rd, 1, 0, {p};\n" + _zx32()
+
+
+CASES: dict[str, Case] = {}
+
+
+def _add(name, body, **kw):
+    CASES[name] = Case(body, **kw)
+
+
+# shifts: counts 0..width and beyond (the count is a .u32 register)
+for t, w, r, z in (("b32", 32, "r", _zx32), ("s32", 32, "r", _zx32), ("u32", 32, "r", _zx32),
+                   ("b16", 16, "h", _zx16), ("s16", 16, "h", _zx16), ("u16", 16, "h", _zx16)):
+    for op in ("shl", "shr"):
+        if op == "shl" and t[0] != "b":
+            continue
+        _add(f"{op}.{t}", f"{op}.{t} %{r}d, %{r}a, %rb;\n{z()}", kinds=(f"i{w}", "i32"))
+for t in ("b64", "s64", "u64"):
+    for op in ("shl", "shr"):
+        if op == "shl" and t != "b64":
+            continue
+        _add(f"{op}.{t}", f"{op}.{t} %d, %a, %rb;", kinds=("i64", "i32"))
+
+# bit fields: bfe (pos b, len c), bfi (insert a into b at pos c, len c's high word), with values past the width
+for t in ("u32", "s32"):
+    _add(f"bfe.{t}", f"bfe.{t} %rd, %ra, %rb, %rc;\n{_zx32()}", kinds=("i32", "i32", "i32"))
+for t in ("u64", "s64"):
+    _add(f"bfe.{t}", f"bfe.{t} %d, %a, %rb, %rc;", kinds=("i64", "i32", "i32"))
+_add("bfi.b32", f"bfi.b32 %rd, %ra, %rah, %rb, %rc;\n{_zx32()}", kinds=("i64", "i32", "i32"))
+_add("bfi.b64", "bfi.b64 %d, %a, %c, %rb, %rbh;", kinds=("i64", "i64", "i64"))
+
+# prmt: the generic selector and every mode
+_add("prmt.b32", f"prmt.b32 %rd, %ra, %rah, %rb;\n{_zx32()}", kinds=("i64", "i32"))
+for mode in ("f4e", "b4e", "rc8", "ecl", "ecr", "rc16"):
+    _add(f"prmt.b32.{mode}", f"prmt.b32.{mode} %rd, %ra, %rah, %rb;\n{_zx32()}", kinds=("i64", "i32"))
+
+# funnel shifts
+for d in ("l", "r"):
+    for mode in ("wrap", "clamp"):
+        _add(f"shf.{d}.{mode}.b32", f"shf.{d}.{mode}.b32 %rd, %ra, %rah, %rb;\n{_zx32()}", kinds=("i64", "i32"))
+
+# bit counts
+for op in ("popc", "clz"):
+    _add(f"{op}.b32", f"{op}.b32 %rd, %ra;\n{_zx32()}", kinds=("i32", "i32"))
+    _add(f"{op}.b64", f"{op}.b64 %rd, %a;\n{_zx32()}", kinds=("i64", "i32"))
+_add("brev.b32", f"brev.b32 %rd, %ra;\n{_zx32()}", kinds=("i32", "i32"))
+_add("brev.b64", "brev.b64 %d, %a;", kinds=("i64", "i32"))
+for t in ("u32", "s32"):
+    for sa in ("", ".shiftamt"):
+        _add(f"bfind{sa}.{t}", f"bfind{sa}.{t} %rd, %ra;\n{_zx32()}", kinds=("i32", "i32"))
+for t in ("u64", "s64"):
+    for sa in ("", ".shiftamt"):
+        _add(f"bfind{sa}.{t}", f"bfind{sa}.{t} %rd, %a;\n{_zx32()}", kinds=("i64", "i32"))
+# fns: base 0..31, offset a small signed number (c's low byte as s8)
+_add("fns.b32", f"and.b32 %rx, %rb, 31;\ncvt.s32.s8 %ry, %rc;\nfns.b32 %rd, %ra, %rx, %ry;\n{_zx32()}",
+     kinds=("i32", "i32", "i8"))
+for mode in ("clamp", "wrap"):
+    _add(f"bmsk.{mode}.b32", f"bmsk.{mode}.b32 %rd, %ra, %rb;\n{_zx32()}", kinds=("i32", "i32"))
+    for t in ("s32", "u32"):
+        _add(f"szext.{mode}.{t}", f"szext.{mode}.{t} %rd, %ra, %rb;\n{_zx32()}", kinds=("i32", "i32"))
+for lut in (0x00, 0xFF, 0x96, 0xE8, 0xCA, 0x1E, 0x80, 0x7F, 0x6A):
+    _add(f"lop3.b32.{lut:#04x}", f"lop3.b32 %rd, %ra, %rb, %rc, {lut:#04x};\n{_zx32()}", kinds=("i32", "i32", "i32"))
+_add("cnot.b32", f"cnot.b32 %rd, %ra;\n{_zx32()}")
+_add("cnot.b16", f"cnot.b16 %hd, %ha;\n{_zx16()}", kinds=("i16", "i16"))
+
+# integer arithmetic
+for t, w in (("u32", 32), ("s32", 32), ("u16", 16), ("s16", 16), ("u64", 64), ("s64", 64)):
+    r = {32: ("%rd", "%ra", "%rb"), 16: ("%hd", "%ha", "%hb"), 64: ("%d", "%a", "%b")}[w]
+    z = {32: _zx32(), 16: _zx16(), 64: ""}[w]
+    for op in ("div", "rem"):
+        _add(f"{op}.{t}", f"{op}.{t} {r[0]}, {r[1]}, {r[2]};\n{z}", kinds=(f"i{w}", f"i{w}"), skip=_b_zero(w))
+    for mode in ("hi", "lo"):
+        _add(f"mul.{mode}.{t}", f"mul.{mode}.{t} {r[0]}, {r[1]}, {r[2]};\n{z}", kinds=(f"i{w}", f"i{w}"))
+    for op in ("min", "max"):
+        _add(f"{op}.{t}", f"{op}.{t} {r[0]}, {r[1]}, {r[2]};\n{z}", kinds=(f"i{w}", f"i{w}"))
+    if t[0] == "s":
+        for op in ("abs", "neg"):
+            _add(f"{op}.{t}", f"{op}.{t} {r[0]}, {r[1]};\n{z}", kinds=(f"i{w}", f"i{w}"))
+for t in ("u32", "s32"):
+    _add(f"mul.wide.{t}", f"mul.wide.{t} %d, %ra, %rb;", kinds=("i32", "i32"))
+    _add(f"mad.wide.{t}", f"mad.wide.{t} %d, %ra, %rb, %c;", kinds=("i32", "i32", "i64"))
+    for mode in ("hi", "lo"):
+        _add(f"mad.{mode}.{t}", f"mad.{mode}.{t} %rd, %ra, %rb, %rc;\n{_zx32()}")
+        _add(f"mad24.{mode}.{t}", f"mad24.{mode}.{t} %rd, %ra, %rb, %rc;\n{_zx32()}")
+for t in ("u16", "s16"):
+    _add(f"mul.wide.{t}", f"mul.wide.{t} %rd, %ha, %hb;\n{_zx32()}", kinds=("i16", "i16"))
+for t in ("u64", "s64"):
+    _add(f"mad.hi.{t}", f"mad.hi.{t} %d, %a, %b, %c;", kinds=("i64", "i64", "i64"))
+_add("mad.hi.sat.s32", f"mad.hi.sat.s32 %rd, %ra, %rb, %rc;\n{_zx32()}")
+_add("mad24.hi.sat.s32", f"mad24.hi.sat.s32 %rd, %ra, %rb, %rc;\n{_zx32()}")
+for op in ("add", "sub"):
+    _add(f"{op}.sat.s32", f"{op}.sat.s32 %rd, %ra, %rb;\n{_zx32()}")
+for op in ("min", "max"):
+    _add(f"{op}.relu.s32", f"{op}.relu.s32 %rd, %ra, %rb;\n{_zx32()}")
+
+# carry chains: 64- and 96-bit sums and differences built from 32-bit words
+_add("add.cc.addc", "add.cc.u32 %rx, %ra, %rb;\naddc.cc.u32 %ry, %rah, %rbh;\naddc.u32 %rz, %rc, %rch;\n"
+     "mov.b64 %d, {%rx, %ry};\nmov.b64 %e, {%rz, %rz};\nxor.b64 %d, %d, %e;", kinds=("i64", "i64", "i64"))
+_add("sub.cc.subc", "sub.cc.u32 %rx, %ra, %rb;\nsubc.cc.u32 %ry, %rah, %rbh;\nsubc.u32 %rz, %rc, %rch;\n"
+     "mov.b64 %d, {%rx, %ry};\nmov.b64 %e, {%rz, %rz};\nxor.b64 %d, %d, %e;", kinds=("i64", "i64", "i64"))
+_add("mad.cc.madc", "mad.lo.cc.u32 %rx, %ra, %rb, %rc;\nmadc.hi.cc.u32 %ry, %ra, %rb, %rch;\naddc.u32 %rz, 0, 0;\n"
+     "mov.b64 %d, {%rx, %ry};\nmov.b64 %e, {%rz, %rz};\nxor.b64 %d, %d, %e;", kinds=("i64", "i64", "i64"))
+_add("mad.cc.s32", "mad.hi.cc.s32 %rx, %ra, %rb, %rc;\nmadc.lo.cc.s32 %ry, %rah, %rbh, %rch;\naddc.s32 %rz, 0, 0;\n"
+     "mov.b64 %d, {%rx, %ry};\nmov.b64 %e, {%rz, %rz};\nxor.b64 %d, %d, %e;", kinds=("i32", "i32", "i32"))
+_add("add.cc.u64", "add.cc.u64 %d, %a, %b;\naddc.u32 %rz, 0, 0;\ncvt.u64.u32 %e, %rz;\nxor.b64 %d, %d, %e;",
+     kinds=("i64", "i64"))
+_add("sub.cc.u64", "sub.cc.u64 %d, %a, %b;\nsubc.u32 %rz, 0, 0;\ncvt.u64.u32 %e, %rz;\nxor.b64 %d, %d, %e;",
+     kinds=("i64", "i64"))
+
+# dp4a / dp2a
+for ta in ("u32", "s32"):
+    for tb in ("u32", "s32"):
+        _add(f"dp4a.{ta}.{tb}", f"dp4a.{ta}.{tb} %rd, %ra, %rb, %rc;\n{_zx32()}")
+        for mode in ("lo", "hi"):
+            _add(f"dp2a.{mode}.{ta}.{tb}", f"dp2a.{mode}.{ta}.{tb} %rd, %ra, %rb, %rc;\n{_zx32()}")
+
+def _fits(src: str, dst: str) -> bool:
+    """Whether every value of integer type `src` fits `dst` (ptxas then refuses .sat)."""
+    lo = (lambda t: -(1 << (int(t[1:]) - 1)) if t[0] == "s" else 0)
+    hi = (lambda t: (1 << (int(t[1:]) - (t[0] == "s"))) - 1)
+    return lo(dst) <= lo(src) and hi(src) <= hi(dst)
+
+
+# cvt: integer to integer (truncation, sign extension, saturation)
+for dst, src, w in (("s8", "s32", 32), ("u8", "s32", 32), ("s16", "u32", 32), ("u16", "s32", 32), ("s32", "s8", 32),
+                    ("u32", "s8", 32), ("s32", "s16", 32), ("u32", "u16", 32), ("s8", "u32", 32)):
+    for sat in ("", ".sat") if not _fits(src, dst) else ("",):
+        _add(f"cvt{sat}.{dst}.{src}", f"cvt{sat}.{dst}.{src} %rd, %ra;\n{_zx32()}", kinds=("i32", "i32"))
+for dst, src in (("s32", "s64"), ("u32", "s64"), ("u32", "u64"), ("s32", "u64")):
+    for sat in ("", ".sat"):
+        _add(f"cvt{sat}.{dst}.{src}", f"cvt{sat}.{dst}.{src} %rd, %a;\n{_zx32()}", kinds=("i64", "i32"))
+for dst, src in (("s64", "s32"), ("u64", "s32"), ("s64", "u32"), ("u64", "s64"), ("s64", "u64")):
+    for sat in ("", ".sat") if not _fits(src, dst) else ("",):
+        reg = "%a" if src.endswith("64") else "%ra"
+        _add(f"cvt{sat}.{dst}.{src}", f"cvt{sat}.{dst}.{src} %d, {reg};", kinds=("i64", "i32"))
+
+# cvt: float to integer in every integer rounding mode (NaN, infinities and out-of-range values saturate)
+for src, kind, reg in (("f32", "f32", "%ra"), ("f64", "f64", "%a"), ("f16", "f16", "%ha")):
+    for dst in ("s32", "u32", "s64", "u64", "s16", "u16", "s8", "u8"):
+        for rnd in ("rni", "rzi", "rmi", "rpi"):
+            if dst.endswith("64"):
+                out, z = "%d", ""
+            elif dst.endswith("16"):
+                out, z = "%hd", _zx16()
+            else:
+                out, z = "%rd", _zx32()
+            if dst.endswith("8"):
+                out, z = "%rd", _zx32()
+            _add(f"cvt.{rnd}.{dst}.{src}", f"cvt.{rnd}.{dst}.{src} {out}, {reg};\n{z}", kinds=(kind, "i32"))
+for dst in ("s32", "u32"):
+    _add(f"cvt.rni.ftz.{dst}.f32", f"cvt.rni.ftz.{dst}.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"))
+    _add(f"cvt.rzi.sat.{dst}.f32", f"cvt.rzi.sat.{dst}.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"))
+
+# cvt: integer to float
+for dst, dreg, z, cmp in (("f32", "%rd", _zx32(), "f32"), ("f16", "%hd", _zx16(), "f16"), ("f64", "%d", "", "f64")):
+    for src, sreg, kind in (("s32", "%ra", "i32"), ("u32", "%ra", "i32"), ("s64", "%a", "i64"), ("u64", "%a", "i64"),
+                            ("s16", "%ha", "i16"), ("u16", "%ha", "i16")):
+        for rnd in ("rn", "rz"):
+            _add(f"cvt.{rnd}.{dst}.{src}", f"cvt.{rnd}.{dst}.{src} {dreg}, {sreg};\n{z}", kinds=(kind, "i32"),
+                 compare=cmp)
+_add("cvt.rn.sat.f32.s32", f"cvt.rn.sat.f32.s32 %rd, %ra;\n{_zx32()}", compare="f32")
+
+# cvt: float to float, narrowing (every rounding mode), widening, rounding to an integer value, .sat, .ftz
+for dst, dreg, z in (("f16", "%hd", _zx16()), ("bf16", "%hd", _zx16())):
+    for rnd in ("rn", "rz", "rm", "rp"):
+        if dst == "bf16" and rnd in ("rm", "rp"):
+            continue
+        _add(f"cvt.{rnd}.{dst}.f32", f"cvt.{rnd}.{dst}.f32 {dreg}, %ra;\n{z}", kinds=("f32", "i32"), compare=dst)
+    _add(f"cvt.rn.{dst}.f64", f"cvt.rn.{dst}.f64 {dreg}, %a;\n{z}", kinds=("f64", "i32"), compare=dst)
+    _add(f"cvt.rn.relu.{dst}.f32", f"cvt.rn.relu.{dst}.f32 {dreg}, %ra;\n{z}", kinds=("f32", "i32"), compare=dst)
+_add("cvt.rn.f16x2.f32", f"cvt.rn.f16x2.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f16x2")
+_add("cvt.rn.bf16x2.f32", f"cvt.rn.bf16x2.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="bf16x2")
+_add("cvt.rn.satfinite.f16x2.f32", f"cvt.rn.satfinite.f16x2.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"),
+     compare="f16x2")
+for rnd in ("rn", "rz", "rm", "rp"):
+    _add(f"cvt.{rnd}.f32.f64", f"cvt.{rnd}.f32.f64 %rd, %a;\n{_zx32()}", kinds=("f64", "i32"), compare="f32")
+    _add(f"cvt.{rnd}.ftz.f32.f64", f"cvt.{rnd}.ftz.f32.f64 %rd, %a;\n{_zx32()}", kinds=("f64", "i32"), compare="f32")
+_add("cvt.rn.relu.f16x2.f32", f"cvt.rn.relu.f16x2.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f16x2")
+_add("cvt.rz.relu.satfinite.bf16x2.f32", f"cvt.rz.relu.satfinite.bf16x2.f32 %rd, %ra, %rb;\n{_zx32()}",
+     kinds=("f32", "f32"), compare="bf16x2")
+_add("cvt.rz.f16x2.f32", f"cvt.rz.f16x2.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f16x2")
+
+# narrow formats: fp8 pairs from f32 and f16x2 and back, tf32, cvt.pack (fp8 and NaN bits compare exactly)
+for fmt in ("e4m3x2", "e5m2x2"):
+    for relu in ("", ".relu"):
+        _add(f"cvt.rn.satfinite{relu}.{fmt}.f32", f"cvt.rn.satfinite{relu}.{fmt}.f32 %hd, %ra, %rb;\n{_zx16()}",
+             kinds=("f32", "f32"))
+        _add(f"cvt.rn.satfinite{relu}.{fmt}.f16x2", f"cvt.rn.satfinite{relu}.{fmt}.f16x2 %hd, %ra;\n{_zx16()}",
+             kinds=("i32", "i32"))
+        _add(f"cvt.rn{relu}.f16x2.{fmt}", f"cvt.rn{relu}.f16x2.{fmt} %rd, %ha;\n{_zx32()}", kinds=("i16", "i32"),
+             compare="f16x2")
+for form in ("rna", "rna.satfinite", "rn", "rz", "rn.relu", "rz.relu"):
+    _add(f"cvt.{form}.tf32.f32", f"cvt.{form}.tf32.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"))
+for t in ("u8", "s8"):
+    _add(f"cvt.pack.sat.{t}.s32.b32", f"cvt.pack.sat.{t}.s32.b32 %rd, %ra, %rb, %rc;\n{_zx32()}")
+for t in ("u16", "s16"):
+    _add(f"cvt.pack.sat.{t}.s32", f"cvt.pack.sat.{t}.s32 %rd, %ra, %rb;\n{_zx32()}")
+_add("cvt.f32.f16", f"cvt.f32.f16 %rd, %ha;\n{_zx32()}", kinds=("f16", "i32"), compare="f32")
+_add("cvt.ftz.f32.f16", f"cvt.ftz.f32.f16 %rd, %ha;\n{_zx32()}", kinds=("f16", "i32"), compare="f32")
+_add("cvt.f32.bf16", f"cvt.f32.bf16 %rd, %ha;\n{_zx32()}", kinds=("bf16", "i32"), compare="f32")
+_add("cvt.f64.f32", "cvt.f64.f32 %d, %ra;", kinds=("f32", "i32"), compare="f64")
+_add("cvt.ftz.f64.f32", "cvt.ftz.f64.f32 %d, %ra;", kinds=("f32", "i32"), compare="f64")
+_add("cvt.f64.f16", "cvt.f64.f16 %d, %ha;", kinds=("f16", "i32"), compare="f64")
+for rnd in ("rni", "rzi", "rmi", "rpi"):
+    _add(f"cvt.{rnd}.f32.f32", f"cvt.{rnd}.f32.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"), compare="f32")
+    _add(f"cvt.{rnd}.ftz.f32.f32", f"cvt.{rnd}.ftz.f32.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"),
+         compare="f32")
+    _add(f"cvt.{rnd}.f64.f64", f"cvt.{rnd}.f64.f64 %d, %a;", kinds=("f64", "i32"), compare="f64")
+    _add(f"cvt.{rnd}.f16.f16", f"cvt.{rnd}.f16.f16 %hd, %ha;\n{_zx16()}", kinds=("f16", "i32"), compare="f16")
+_add("cvt.sat.f32.f32", f"cvt.sat.f32.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"), compare="f32")
+_add("cvt.ftz.sat.f32.f32", f"cvt.ftz.sat.f32.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "i32"), compare="f32")
+_add("cvt.rn.sat.f16.f32", f"cvt.rn.sat.f16.f32 %hd, %ra;\n{_zx16()}", kinds=("f32", "i32"), compare="f16")
+_add("cvt.rn.sat.f32.f64", f"cvt.rn.sat.f32.f64 %rd, %a;\n{_zx32()}", kinds=("f64", "i32"), compare="f32")
+
+# float comparisons: every comparison, with .ftz, on f32 / f64 / f16 / bf16, and set / slct / selp on them
+_FCMP = ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan")
+for cmp in _FCMP:
+    _add(f"setp.{cmp}.f32", f"setp.{cmp}.f32 %p1, %ra, %rb;\n{_pred()}", kinds=("f32", "f32"))
+    _add(f"setp.{cmp}.ftz.f32", f"setp.{cmp}.ftz.f32 %p1, %ra, %rb;\n{_pred()}", kinds=("f32", "f32"))
+    _add(f"setp.{cmp}.f64", f"setp.{cmp}.f64 %p1, %a, %b;\n{_pred()}", kinds=("f64", "f64"))
+    _add(f"setp.{cmp}.f16", f"setp.{cmp}.f16 %p1, %ha, %hb;\n{_pred()}", kinds=("f16", "f16"))
+    _add(f"setp.{cmp}.bf16", f"setp.{cmp}.bf16 %p1, %ha, %hb;\n{_pred()}", kinds=("bf16", "bf16"))
+for cmp in ("lt", "geu", "nan"):
+    _add(f"set.{cmp}.u32.f32", f"set.{cmp}.u32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
+    _add(f"set.{cmp}.f32.f32", f"set.{cmp}.f32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
+    _add(f"set.{cmp}.ftz.s32.f32", f"set.{cmp}.ftz.s32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
+_add("setp.lt.and.f32", "setp.gt.s32 %p2, %rc, 0;\nsetp.lt.and.f32 %p1|%p3, %ra, %rb, %p2;\n"
+     "selp.u32 %rd, 2, 0, %p3;\nselp.u32 %rx, 1, 0, %p1;\nor.b32 %rd, %rd, %rx;\n" + _zx32(), kinds=("f32", "f32", "i32"))
+_add("setp.equ.xor.f32", "setp.gt.s32 %p2, %rc, 0;\nsetp.equ.xor.f32 %p1|%p3, %ra, %rb, %p2;\n"
+     "selp.u32 %rd, 2, 0, %p3;\nselp.u32 %rx, 1, 0, %p1;\nor.b32 %rd, %rd, %rx;\n" + _zx32(), kinds=("f32", "f32", "i32"))
+for cmp in ("lo", "ls", "hi", "hs", "lt", "ge"):
+    t = "u32" if cmp in ("lo", "ls", "hi", "hs") else "s32"
+    _add(f"setp.{cmp}.{t}", f"setp.{cmp}.{t} %p1, %ra, %rb;\n{_pred()}")
+_add("slct.s32.f32", f"slct.s32.f32 %rd, %ra, %rb, %rc;\n{_zx32()}", kinds=("i32", "i32", "f32"))
+_add("slct.ftz.s32.f32", f"slct.ftz.s32.f32 %rd, %ra, %rb, %rc;\n{_zx32()}", kinds=("i32", "i32", "f32"))
+_add("slct.f32.s32", f"slct.f32.s32 %rd, %ra, %rb, %rc;\n{_zx32()}", kinds=("f32", "f32", "i32"), compare="f32")
+for test in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"):
+    _add(f"testp.{test}.f32", f"testp.{test}.f32 %p1, %ra;\n{_pred()}", kinds=("f32", "i32"))
+    _add(f"testp.{test}.f64", f"testp.{test}.f64 %p1, %a;\n{_pred()}", kinds=("f64", "i32"))
+
+# float bit operations and exactly rounded arithmetic on the corners
+_add("copysign.f32", f"copysign.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
+_add("copysign.f64", "copysign.f64 %d, %a, %b;", kinds=("f64", "f64"))
+for t, r, z, kind in (("f32", ("%rd", "%ra", "%rb", "%rc"), _zx32(), "f32"), ("f64", ("%d", "%a", "%b", "%c"), "", "f64")):
+    for op in ("abs", "neg"):
+        _add(f"{op}.{t}", f"{op}.{t} {r[0]}, {r[1]};\n{z}", kinds=(kind, kind), compare=t)
+    for op in ("add", "sub", "mul"):
+        _add(f"{op}.{t}", f"{op}.{t} {r[0]}, {r[1]}, {r[2]};\n{z}", kinds=(kind, kind), compare=t)
+    _add(f"fma.rn.{t}", f"fma.rn.{t} {r[0]}, {r[1]}, {r[2]}, {r[3]};\n{z}", kinds=(kind, kind, kind), compare=t)
+    _add(f"div.rn.{t}", f"div.rn.{t} {r[0]}, {r[1]}, {r[2]};\n{z}", kinds=(kind, kind), compare=t)
+    _add(f"sqrt.rn.{t}", f"sqrt.rn.{t} {r[0]}, {r[1]};\n{z}", kinds=(kind, kind), compare=t)
+    _add(f"rcp.rn.{t}", f"rcp.rn.{t} {r[0]}, {r[1]};\n{z}", kinds=(kind, kind), compare=t)
+for op in ("abs", "neg"):
+    _add(f"{op}.ftz.f32", f"{op}.ftz.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+for op in ("add", "sub", "mul"):
+    _add(f"{op}.ftz.f32", f"{op}.ftz.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+    _add(f"{op}.sat.f32", f"{op}.sat.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+_add("fma.rn.ftz.sat.f32", f"fma.rn.ftz.sat.f32 %rd, %ra, %rb, %rc;\n{_zx32()}", kinds=("f32", "f32", "f32"),
+     compare="f32")
+_add("div.rn.ftz.f32", f"div.rn.ftz.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+_add("sqrt.rn.ftz.f32", f"sqrt.rn.ftz.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+_add("rcp.rn.ftz.f32", f"rcp.rn.ftz.f32 %rd, %ra;\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+
+# half precision arithmetic on the corners (scalar and packed)
+for t, kind in (("f16", "f16"), ("bf16", "bf16")):
+    for op in ("add", "sub", "mul"):
+        _add(f"{op}.rn.{t}", f"{op}.rn.{t} %hd, %ha, %hb;\n{_zx16()}", kinds=(kind, kind), compare=t)
+    _add(f"fma.rn.{t}", f"fma.rn.{t} %hd, %ha, %hb, %hc;\n{_zx16()}", kinds=(kind, kind, kind), compare=t)
+    _add(f"fma.rn.relu.{t}", f"fma.rn.relu.{t} %hd, %ha, %hb, %hc;\n{_zx16()}", kinds=(kind, kind, kind), compare=t)
+    _add(f"neg.{t}", f"neg.{t} %hd, %ha;\n{_zx16()}", kinds=(kind, kind), compare=t)
+    _add(f"abs.{t}", f"abs.{t} %hd, %ha;\n{_zx16()}", kinds=(kind, kind), compare=t)
+for op in ("add", "mul"):
+    _add(f"{op}.ftz.f16", f"{op}.ftz.f16 %hd, %ha, %hb;\n{_zx16()}", kinds=("f16", "f16"), compare="f16")
+    _add(f"{op}.sat.f16", f"{op}.sat.f16 %hd, %ha, %hb;\n{_zx16()}", kinds=("f16", "f16"), compare="f16")
+_add("fma.rn.f16x2", "mov.b32 %rx, {%ha, %hb};\nmov.b32 %ry, {%hb, %hc};\n"
+     f"fma.rn.f16x2 %rd, %rx, %ry, %rx;\n{_zx32()}", kinds=("f16", "f16", "f16"), compare="f16x2")
+
+# approximate functions: within their error bound, with the special values exact
+#: relative bound, absolute bound of each approximate function (the PTX ISA's, rounded up); sin and cos are
+#: compared for |a| <= 128 only, where the hardware's range reduction keeps their absolute error near 2^-20
+_APPROX = {"rcp": (2.0 ** -20, 0.0), "sqrt": (2.0 ** -20, 0.0), "rsqrt": (2.0 ** -20, 0.0), "ex2": (2.0 ** -20, 0.0),
+           "lg2": (2.0 ** -20, 2.0 ** -20), "sin": (0.0, 2.0 ** -18), "cos": (0.0, 2.0 ** -18),
+           "tanh": (2.0 ** -10, 2.0 ** -20)}
+
+
+def _beyond_128(a, b, c):
+    return ~(np.abs((a & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.float32)) <= 128)
+
+
+for op, (rtol, atol) in _APPROX.items():
+    forms = [f"{op}.approx.f32", f"{op}.approx.ftz.f32"] if op != "tanh" else ["tanh.approx.f32"]
+    for form in forms:
+        _add(form, f"{form} %rd, %ra;\n{_zx32()}", kinds=("f32", "f32"), compare="approx32", rtol=rtol, atol=atol,
+             skip=_beyond_128 if op in ("sin", "cos") else None)
+_add("rcp.approx.ftz.f64", "rcp.approx.ftz.f64 %d, %a;", kinds=("f64", "f64"), compare="approx64", rtol=2.0 ** -16)
+_add("rsqrt.approx.f64", "rsqrt.approx.f64 %d, %a;", kinds=("f64", "f64"), compare="approx64", rtol=2.0 ** -16)
+_add("div.approx.f32", f"div.approx.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="approx32",
+     rtol=2.0 ** -20)
+_add("div.full.f32", f"div.full.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"), compare="approx32",
+     rtol=2.0 ** -20)
+_add("ex2.approx.f16", f"ex2.approx.f16 %hd, %ha;\n{_zx16()}", kinds=("f16", "f16"), compare="approx16", rtol=2.0 ** -9)
+
+
+# ---------------------------------------------------------------- running and comparing
+
+def module(name: str):
+    """The parsed module of case `name`."""
+    return pf.parse(module_text(CASES[name].body))
+
+
+def interpret(name: str, args) -> np.ndarray:
+    """The interpreter's d over operand rows `args` = [a, b, c] (copies are taken)."""
+    d = poison(np.empty(N, np.uint64))
+    interp.run(module(name), "k", grid=N // BLOCK, block=BLOCK, args=[*(x.copy() for x in args), d], check=False)
+    return d
+
+
+def on_gpu(name: str, args) -> np.ndarray:
+    d = poison(np.empty(N, np.uint64))
+    pf.load(module(name))["k"](N // BLOCK, BLOCK, *(x.copy() for x in args), d)
+    return d
+
+
+_FLOAT_VIEW = {"f32": (np.uint32, np.float32, 1), "f64": (np.uint64, np.float64, 1), "f16": (np.uint16, np.float16, 1),
+               "f16x2": (np.uint16, np.float16, 2), "bf16": (np.uint16, None, 1), "bf16x2": (np.uint16, None, 2)}
+
+
+def _float_lanes(words, compare):
+    """The result words as (rows, lanes) float64 values of the compared format."""
+    ut, ft, lanes = _FLOAT_VIEW[compare]
+    bits = np.asarray(words, np.uint64)
+    width = np.dtype(ut).itemsize * 8
+    cols = [((bits >> np.uint64(width * i)) & np.uint64((1 << width) - 1)).astype(ut) for i in range(lanes)]
+    if ft is None:  # bf16: the high half of an f32
+        vals = [(c.astype(np.uint32) << np.uint32(16)).view(np.float32) for c in cols]
+    else:
+        vals = [c.view(ft) for c in cols]
+    return np.stack([v.astype(np.float64) for v in vals], axis=1)
+
+
+def differences(name: str, args, want, got) -> list[str]:
+    """The rows where `got` (the interpreter's words) differs from `want` (the GPU's), as readable lines."""
+    case = CASES[name]
+    keep = np.ones(N, bool) if case.skip is None else ~case.skip(*args)
+    want, got = np.asarray(want, np.uint64), np.asarray(got, np.uint64)
+    if case.compare == "int":
+        bad = (want != got) & keep
+    elif case.compare.startswith("approx"):
+        fmt = {"approx32": "f32", "approx64": "f64", "approx16": "f16"}[case.compare]
+        w, g = _float_lanes(want, fmt)[:, 0], _float_lanes(got, fmt)[:, 0]
+        both_nan = np.isnan(w) & np.isnan(g)
+        same_special = (w == g) | both_nan
+        tiny = {"f32": 2.0 ** -126, "f64": 2.0 ** -1022, "f16": 2.0 ** -14}[fmt]
+        close = np.isfinite(w) & np.isfinite(g) & (np.abs(w - g) <= case.rtol * np.abs(w) + case.atol + tiny)
+        bad = ~(same_special | close) & keep
+    else:
+        w, g = _float_lanes(want, case.compare), _float_lanes(got, case.compare)
+        same_bits = want == got
+        nan_ok = np.all((np.isnan(w) & np.isnan(g)) | (w == g) & (np.signbit(w) == np.signbit(g)), axis=1)
+        bad = ~(same_bits | nan_ok) & keep
+    return [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: GPU {int(want[i]):#x}, "
+            f"interpreter {int(got[i]):#x}" for i in np.flatnonzero(bad)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_gpu_instruction_matches_the_interpreter(name):
+    """Each form over its corner rows and random rows: the GPU's result words equal the interpreter's."""
+    args = rows(CASES[name].kinds, seed=len(name))
+    want, got = on_gpu(name, args), interpret(name, args)
+    bad = differences(name, args, want, got)
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:20])

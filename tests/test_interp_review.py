@@ -1,0 +1,324 @@
+"""The breadth kernels of tests/test_interp_gpu_breadth.py without a GPU: every one assembles with ptxas for
+sm_90a and runs on the interpreter over its corner rows, and for the integer, conversion and comparison forms the
+interpreter's words equal a reference written here from the PTX ISA's definitions in Python integers and floats
+(not from the interpreter's code)."""
+
+from __future__ import annotations
+
+import math
+import struct
+
+import numpy as np
+import pytest
+
+import ptxforge as pf
+from ptxforge.testing.interp_strategies import POISON_BYTE
+
+from support.ptx_text import assembler_verdict
+from test_interp_gpu_breadth import CASES, N, interpret, module_text, rows
+
+needs_ptxas = pytest.mark.skipif(not pf.assembler.find_tool("ptxas"), reason="ptxas not installed")
+
+POISON_WORD = int.from_bytes(bytes([POISON_BYTE]) * 8, "little")
+
+
+@needs_ptxas
+def test_every_breadth_kernel_assembles_for_sm_90a():
+    """ptxas accepts each case's module for sm_90a (the GPU test would otherwise fail on the assembler)."""
+    refused = {}
+    for name in sorted(CASES):
+        verdict = assembler_verdict(module_text(CASES[name].body), "sm_90a")
+        if verdict is not None:
+            refused[name] = verdict
+    assert not refused, refused
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_breadth_kernel_runs_on_the_interpreter(name):
+    """Each case runs over its rows on the interpreter and writes every row's result word."""
+    d = interpret(name, rows(CASES[name].kinds, seed=len(name)))
+    assert not (d == np.uint64(POISON_WORD)).any(), f"{name}: rows left unwritten"
+
+
+# ---------------------------------------------------------------- references from the ISA's text
+
+def mask(bits):
+    return (1 << bits) - 1
+
+
+def signed(v, bits):
+    v &= mask(bits)
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+def bit(v, i):
+    return (v >> i) & 1
+
+
+def f32(word) -> float:
+    return struct.unpack("<f", struct.pack("<I", int(word) & 0xFFFFFFFF))[0]
+
+
+def f64(word) -> float:
+    return struct.unpack("<d", struct.pack("<Q", int(word)))[0]
+
+
+def shift(op, t):
+    """shl / shr: amounts greater than the width are clamped to the width (shr.s fills with the sign)."""
+    w = int(t[1:])
+
+    def ref(a, b, c):
+        n = min(b & 0xFFFFFFFF, w)
+        if op == "shl":
+            return (a << n) & mask(w)
+        if t[0] == "s":
+            return (signed(a, w) >> n) & mask(w)
+        return ((a & mask(w)) >> n) & mask(w)
+    return ref
+
+
+def bfe(t):
+    """bfe, from the ISA's pseudo-code: pos = b[7:0], len = c[7:0]; d[i] = a[pos+i] for i < len and pos+i <= msb,
+    else the sign bit a[min(pos+len-1, msb)] (0 for unsigned types); a zero length gives zero."""
+    w = int(t[1:])
+    msb = w - 1
+
+    def ref(a, b, c):
+        pos, ln = b & 0xFF, c & 0xFF
+        if ln == 0:
+            return 0
+        sbit = bit(a, min(pos + ln - 1, msb)) if t[0] == "s" else 0
+        return sum((bit(a, pos + i) if i < ln and pos + i <= msb else sbit) << i for i in range(w))
+    return ref
+
+
+def bfi(w):
+    """bfi d, f, b, pos, len: b with bits pos .. pos+len-1 (those at or below the msb) taken from f's low bits;
+    pos and len are their operands' low bytes."""
+    def ref(f, b, pos, ln):
+        pos, ln = pos & 0xFF, ln & 0xFF
+        out = b & mask(w)
+        for i in range(ln):
+            if pos + i <= w - 1:
+                out = (out & ~(1 << (pos + i))) | (bit(f, i) << (pos + i))
+        return out
+    return ref
+
+
+#: the ISA's prmt mode tables: selector c[1:0] -> the source bytes of d.b3 d.b2 d.b1 d.b0, as printed there
+PRMT_TABLES = {
+    "f4e": ("3210", "4321", "5432", "6543"), "b4e": ("5670", "6701", "7012", "0123"),
+    "rc8": ("0000", "1111", "2222", "3333"), "ecl": ("3210", "3211", "3222", "3333"),
+    "ecr": ("0000", "1110", "2210", "3210"), "rc16": ("1010", "3232", "1010", "3232"),
+}
+
+
+def prmt(mode):
+    def ref(a, b, c):
+        src = ((b & 0xFFFFFFFF) << 32) | (a & 0xFFFFFFFF)
+        out = 0
+        for i in range(4):
+            if mode is None:
+                sel = (c >> (4 * i)) & 0xF
+                byte = (src >> (8 * (sel & 7))) & 0xFF
+                if sel & 8:  # replicate the byte's sign
+                    byte = 0xFF if byte & 0x80 else 0
+            else:
+                byte = (src >> (8 * int(PRMT_TABLES[mode][c & 3][3 - i]))) & 0xFF
+            out |= byte << (8 * i)
+        return out
+    return ref
+
+
+def shf(direction, mode):
+    """shf: the 64-bit pair b:a shifted by n (.clamp: min(n, 32); .wrap: n mod 32), d its high (.l) or low (.r)
+    word."""
+    def ref(lo, hi, n):
+        n = min(n, 32) if mode == "clamp" else n & 31
+        v = (hi << 32) | lo
+        return ((v << n) >> 32) & M32 if direction == "l" else (v >> n) & M32
+    return ref
+
+
+def divrem(op, t):
+    """Truncating division; INT_MIN / -1 wraps to INT_MIN (remainder 0); the remainder takes the dividend's
+    sign."""
+    w = int(t[1:])
+
+    def ref(a, b, c):
+        x, y = (signed(a, w), signed(b, w)) if t[0] == "s" else (a & mask(w), b & mask(w))
+        q = abs(x) // abs(y) * (1 if (x < 0) == (y < 0) else -1)
+        return (q if op == "div" else x - q * y) & mask(w)
+    return ref
+
+
+def mulhi(t):
+    w = int(t[1:])
+
+    def ref(a, b, c):
+        x, y = (signed(a, w), signed(b, w)) if t[0] == "s" else (a & mask(w), b & mask(w))
+        return ((x * y) >> w) & mask(w)
+    return ref
+
+
+def f2i(rnd, dst, src):
+    """cvt to an integer from a float: NaN gives 0, other values are rounded in the mode and clamped to the
+    destination's range (saturation is the default for float-to-integer conversions)."""
+    w = int(dst[1:])
+    lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if dst[0] == "s" else (0, (1 << w) - 1)
+
+    def ref(a, b, c):
+        x = f32(a) if src == "f32" else f64(a)
+        if math.isnan(x):
+            return 0
+        if math.isinf(x):
+            v = hi if x > 0 else lo
+        else:
+            v = {"rni": round, "rzi": math.trunc, "rmi": math.floor, "rpi": math.ceil}[rnd](x)
+        v = min(max(v, lo), hi)
+        reg = 64 if w == 64 else 16 if w == 16 else 32  # the destination register's width
+        return (v if dst[0] == "s" else v) & mask(reg)
+    return ref
+
+
+def i2i(dst, src, sat):
+    """cvt between integers: the source's low bits read as its type, then saturated (.sat) or truncated to the
+    destination's width, then extended by the destination's signedness to the 32-bit register."""
+    ws, wd = int(src[1:]), int(dst[1:])
+
+    def ref(a, b, c):
+        x = signed(a, ws) if src[0] == "s" else a & mask(ws)
+        if sat:
+            lo, hi = (-(1 << (wd - 1)), (1 << (wd - 1)) - 1) if dst[0] == "s" else (0, (1 << wd) - 1)
+            x = min(max(x, lo), hi)
+        x = signed(x, wd) if dst[0] == "s" else x & mask(wd)
+        return x & mask(max(wd, 32))
+    return ref
+
+
+def fcmp(cmp, ftz):
+    """setp on f32: ordered comparisons are false with a NaN operand, the unordered (…u) ones true; num / nan
+    test for NaN; .ftz compares subnormal operands as zero of their sign."""
+    def ref(a, b, c):
+        x, y = f32(a), f32(b)
+        if ftz:
+            x, y = (math.copysign(0.0, v) if 0 < abs(v) < 2.0 ** -126 else v for v in (x, y))
+        nan = math.isnan(x) or math.isnan(y)
+        if cmp == "num":
+            return int(not nan)
+        if cmp == "nan":
+            return int(nan)
+        base = cmp[:2]
+        r = {"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[base]
+        if nan:
+            return int(len(cmp) == 3)
+        return int(r)
+    return ref
+
+
+def testp_reference(test, bits):
+    def ref(a, b, c):
+        x = f32(a) if bits == 32 else f64(a)
+        tiny = 2.0 ** -126 if bits == 32 else 2.0 ** -1022
+        return int({"finite": math.isfinite(x), "infinite": math.isinf(x), "number": not math.isnan(x),
+                    "notanumber": math.isnan(x), "normal": math.isfinite(x) and abs(x) >= tiny,
+                    "subnormal": 0 < abs(x) < tiny}[test])
+    return ref
+
+
+def bitcount(op, w):
+    def ref(a, b, c):
+        a &= mask(w)
+        if op == "popc":
+            return bin(a).count("1")
+        if op == "clz":
+            return w - a.bit_length()
+        return int(f"{a:0{w}b}"[::-1], 2)  # brev
+    return ref
+
+
+def bfind(t, shiftamt):
+    """bfind: the position of the most significant bit that is not a sign bit (.s) or set (.u); 0xffffffff when
+    there is none; .shiftamt gives the left shift that would bring it to the msb."""
+    w = int(t[1:])
+
+    def ref(a, b, c):
+        v = a & mask(w)
+        if t[0] == "s" and bit(v, w - 1):
+            v = ~v & mask(w)
+        if v == 0:
+            return M32
+        pos = v.bit_length() - 1
+        return (w - 1 - pos) if shiftamt else pos
+    return ref
+
+
+M32 = 0xFFFFFFFF
+
+
+def _low32(ref):
+    """A reference over the rows' low 32-bit words."""
+    return lambda a, b, c: ref(a & M32, b & M32, c & M32)
+
+
+REFERENCES = {}
+for _t in ("b32", "s32", "u32", "b16", "s16", "u16", "b64", "s64", "u64"):
+    for _op in ("shl", "shr"):
+        if f"{_op}.{_t}" in CASES:
+            REFERENCES[f"{_op}.{_t}"] = (lambda r: (lambda a, b, c: r(a, b & M32, c)))(shift(_op, _t))
+for _t in ("u32", "s32"):
+    REFERENCES[f"bfe.{_t}"] = _low32(bfe(_t))
+for _t in ("u64", "s64"):
+    REFERENCES[f"bfe.{_t}"] = (lambda r: (lambda a, b, c: r(a, b & M32, c & M32)))(bfe(_t))
+REFERENCES["bfi.b32"] = lambda a, b, c: bfi(32)(a & M32, a >> 32, b & M32, c & M32)
+REFERENCES["bfi.b64"] = lambda a, b, c: bfi(64)(a, c, b & M32, b >> 32)
+REFERENCES["prmt.b32"] = lambda a, b, c: prmt(None)(a & M32, a >> 32, b & M32)
+for _m in PRMT_TABLES:
+    REFERENCES[f"prmt.b32.{_m}"] = (lambda r: (lambda a, b, c: r(a & M32, a >> 32, b & M32)))(prmt(_m))
+for _d in ("l", "r"):
+    for _m in ("wrap", "clamp"):
+        REFERENCES[f"shf.{_d}.{_m}.b32"] = (lambda r: (lambda a, b, c: r(a & M32, a >> 32, b & M32)))(shf(_d, _m))
+for _t in ("u32", "s32", "u16", "s16", "u64", "s64"):
+    for _op in ("div", "rem"):
+        REFERENCES[f"{_op}.{_t}"] = divrem(_op, _t)
+    REFERENCES[f"mul.hi.{_t}"] = mulhi(_t)
+for _dst in ("s32", "u32", "s64", "u64", "s16", "u16", "s8", "u8"):
+    for _rnd in ("rni", "rzi", "rmi", "rpi"):
+        REFERENCES[f"cvt.{_rnd}.{_dst}.f32"] = f2i(_rnd, _dst, "f32")
+        REFERENCES[f"cvt.{_rnd}.{_dst}.f64"] = f2i(_rnd, _dst, "f64")
+for _name in CASES:
+    _parts = _name.split(".")
+    if _parts[0] == "cvt" and len(_parts) in (3, 4) and all(p[0] in "su" and p[1:].isdigit() for p in _parts[-2:]) \
+            and _parts[-1].endswith("32"):
+        REFERENCES[_name] = _low32(i2i(_parts[-2], _parts[-1], "sat" in _parts))
+for _cmp in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gtu", "geu", "num", "nan"):
+    REFERENCES[f"setp.{_cmp}.f32"] = fcmp(_cmp, False)
+    REFERENCES[f"setp.{_cmp}.ftz.f32"] = fcmp(_cmp, True)
+for _test in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"):
+    REFERENCES[f"testp.{_test}.f32"] = testp_reference(_test, 32)
+    REFERENCES[f"testp.{_test}.f64"] = testp_reference(_test, 64)
+for _op in ("popc", "clz", "brev"):
+    REFERENCES[f"{_op}.b32"] = bitcount(_op, 32)
+    REFERENCES[f"{_op}.b64"] = bitcount(_op, 64)
+for _t in ("u32", "s32", "u64", "s64"):
+    for _sa in (False, True):
+        REFERENCES[f"bfind{'.shiftamt' if _sa else ''}.{_t}"] = bfind(_t, _sa)
+
+
+def test_every_reference_names_a_case():
+    assert set(REFERENCES) <= set(CASES), sorted(set(REFERENCES) - set(CASES))
+    assert len(REFERENCES) > 150
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_breadth_kernel_matches_the_isa_reference(name):
+    """The interpreter's word of every row equals the ISA reference (division by zero left out)."""
+    case = CASES[name]
+    args = rows(case.kinds, seed=len(name))
+    got = interpret(name, args)
+    keep = np.ones(N, bool) if case.skip is None else ~case.skip(*args)
+    ref = REFERENCES[name]
+    bad = [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: "
+           f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
+           for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])

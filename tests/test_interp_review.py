@@ -216,7 +216,7 @@ def fcmp(cmp, ftz):
     return ref
 
 
-def testp_reference(test, bits):
+def isa_testp(test, bits):
     def ref(a, b, c):
         x = f32(a) if bits == 32 else f64(a)
         tiny = 2.0 ** -126 if bits == 32 else 2.0 ** -1022
@@ -295,8 +295,8 @@ for _cmp in ("eq", "ne", "lt", "le", "gt", "ge", "equ", "neu", "ltu", "leu", "gt
     REFERENCES[f"setp.{_cmp}.f32"] = fcmp(_cmp, False)
     REFERENCES[f"setp.{_cmp}.ftz.f32"] = fcmp(_cmp, True)
 for _test in ("finite", "infinite", "number", "notanumber", "normal", "subnormal"):
-    REFERENCES[f"testp.{_test}.f32"] = testp_reference(_test, 32)
-    REFERENCES[f"testp.{_test}.f64"] = testp_reference(_test, 64)
+    REFERENCES[f"testp.{_test}.f32"] = isa_testp(_test, 32)
+    REFERENCES[f"testp.{_test}.f64"] = isa_testp(_test, 64)
 for _op in ("popc", "clz", "brev"):
     REFERENCES[f"{_op}.b32"] = bitcount(_op, 32)
     REFERENCES[f"{_op}.b64"] = bitcount(_op, 64)

@@ -3,11 +3,15 @@ buffers named by argument, timing on the stream the work runs on, and the device
 
 Where the driver must answer, the stand-in of `support.driver_standin` replaces it."""
 
+import os
+import warnings
+
 import numpy as np
 import pytest
 
 import ptxforge as pf
 from ptxforge.errors import DriverError, LaunchError
+from ptxforge.runtime import cache as C
 from ptxforge.runtime import driver as D
 from ptxforge.runtime.launch import layout, resolve
 from ptxforge.runtime.loader import parse_entries
@@ -188,3 +192,45 @@ def test_a_copy_never_reinterprets_values_of_another_dtype(mem_drv):
     raw = pf.DeviceBuffer(16)  # bytes take anything
     raw.copy_from_host(np.arange(4, dtype=np.int32))
     np.testing.assert_array_equal(raw.copy_to_host(np.zeros(4, np.int32)), [0, 1, 2, 3])
+
+
+# ---------------------------------------------------------------- the disk cache: what another user could change
+
+KEY = C.cache_key("ptx", "sm_90", (), "cuda-13000/570.1")
+
+
+@pytest.fixture
+def disk(tmp_path):
+    dc = C.DiskCache(str(tmp_path / "cache"))
+    assert dc.prepare() is None
+    return dc
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink") or os.name == "nt", reason="POSIX links and modes")
+def test_a_linked_subdirectory_is_neither_read_nor_written_through(disk, tmp_path):
+    """The cache's own subdirectory replaced by a link (to a directory someone else may write) must not lead the
+    cache there: nothing is read from it, and the rebuilt cubin is not written into it."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (elsewhere / (KEY + ".cubin")).write_bytes(C.encode_entry(KEY, b"planted cubin"))
+    os.chmod(elsewhere / (KEY + ".cubin"), 0o600)
+    os.symlink(elsewhere, os.path.dirname(disk.path(KEY)))
+    assert disk.get(KEY) is None and "symbolic link" in disk.last_rejection
+    C.stats.reset()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert disk.put(KEY, b"fresh cubin") is False
+    assert C.stats.write_errors == 1 and os.listdir(elsewhere) == [KEY + ".cubin"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX modes")
+def test_a_subdirectory_or_entry_others_may_write_is_refused(disk):
+    disk.put(KEY, b"cubin")
+    assert disk.get(KEY)[0] == b"cubin"
+    os.chmod(disk.path(KEY), 0o666)
+    assert disk.get(KEY) is None and "group or others may write it (mode 0666)" in disk.last_rejection
+    os.chmod(disk.path(KEY), 0o600)
+    os.chmod(os.path.dirname(disk.path(KEY)), 0o777)
+    assert disk.get(KEY) is None and "group or others may write it (mode 0777)" in disk.last_rejection
+    os.chmod(os.path.dirname(disk.path(KEY)), 0o700)
+    assert disk.get(KEY)[0] == b"cubin"

@@ -5,9 +5,10 @@ What the disk cache promises (docs/runtime.md has the whole list and the tests o
 * **Only the user's own files are run.**  The default directory is the platform's per-user
   cache directory; it is created with mode 0700.  A cache directory that is not owned by the
   user, or that group or others may write, is not used at all: one warning, then every load
-  JIT-compiles.  Entries are opened without following symbolic links, must be regular files
-  owned by the user, and are refused above a size cap before a byte is read, so a planted link,
-  FIFO or device file can neither hang nor flood a load.
+  JIT-compiles.  Its subdirectories must be real directories held the same way (never links),
+  and entries are opened without following symbolic links, must be regular files owned by the
+  user that group and others cannot write, and are refused above a size cap before a byte is
+  read, so a planted link, FIFO or device file can neither hang nor flood a load.
 * **An entry is only used for exactly its inputs.**  Its name and its header carry the full
   key: a sha256 of the PTX text, the JIT target, the JIT options, the ptxforge version and the
   driver's version (the CUDA version and the driver build).  The header also holds the magic,
@@ -222,17 +223,25 @@ def _make_private_dirs(path: str) -> None:
             pass
 
 
-def directory_problem(path: str) -> str | None:
+def directory_problem(path: str, *, follow: bool = True) -> str | None:
     """Why `path` may not hold cubins that this process will run, or None when it may.
 
-    It must be a directory owned by this user that neither group nor others can write.
+    It must be a directory owned by this user that neither group nor others can write.  `follow=False`
+    also refuses a symbolic link (the cache's own subdirectories are never links).
     """
     try:
-        st = os.stat(path)
+        st = os.stat(path) if follow else os.lstat(path)
     except OSError as e:
         return f"cannot stat it ({e.strerror or e})"
+    if stat.S_ISLNK(st.st_mode):
+        return "it is a symbolic link"
     if not stat.S_ISDIR(st.st_mode):
         return "it is not a directory"
+    return _owner_problem(st)
+
+
+def _owner_problem(st) -> str | None:
+    """Why a file or directory with stat `st` is not this user's alone to write, or None."""
     if _HAS_UID:
         if st.st_uid != os.geteuid():
             return f"it is owned by uid {st.st_uid}, not by this user (uid {os.geteuid()})"
@@ -288,8 +297,9 @@ class DiskCache:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode):
                 return None, "it is not a regular file"
-            if _HAS_UID and st.st_uid != os.geteuid():
-                return None, f"it is owned by uid {st.st_uid}"
+            owner = _owner_problem(st)
+            if owner is not None:
+                return None, owner
             if st.st_size > limit:
                 return None, f"it has {st.st_size} bytes, over the {limit}-byte limit"
             chunks, left = [], st.st_size + 1  # one more byte tells a file that grew since fstat
@@ -315,7 +325,13 @@ class DiskCache:
         """(payload, meta) or None.  A refused entry is counted in stats.corrupt and left in place:
         the next put() replaces it atomically."""
         self.last_rejection = None
-        data, why = self._read(self.path(key), min(MAX_ENTRY_BYTES, self.max_bytes))
+        p = self.path(key)
+        sub = directory_problem(os.path.dirname(p), follow=False) if os.path.lexists(os.path.dirname(p)) else None
+        if sub is not None:  # a link or someone else's directory in place of the cache's own subdirectory
+            self.last_rejection = f"its directory {os.path.dirname(p)}: {sub}"
+            stats.corrupt += 1
+            return None
+        data, why = self._read(p, min(MAX_ENTRY_BYTES, self.max_bytes))
         if data is None:
             if why is not None:
                 self.last_rejection = why
@@ -340,6 +356,9 @@ class DiskCache:
                 os.mkdir(d, 0o700)
             except FileExistsError:
                 pass
+            sub = directory_problem(d, follow=False)
+            if sub is not None:  # never write through a link, nor into a directory others may change
+                raise OSError(errno.EPERM, f"{d}: {sub}")
             fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=d)  # mode 0600
             try:
                 with os.fdopen(fd, "wb") as f:

@@ -19,6 +19,17 @@ _LABEL = re.compile(r"([A-Za-z_$][\w$]*)\s*:(?!:)\s*")
 _LINE_DIRECTIVES = frozenset((".version", ".target", ".address_size", ".loc", ".file", "@@DWARF", ".section"))
 _HEADER_WORDS = frozenset((".entry", ".func"))
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+#: directive words written with no space between them (`.reg.b32`, `.visible.entry`, `.param.u64`): each `.word`
+#: is a token of its own in PTX, and ptxas (and the header inline asm of cuda_fp16.h) writes them so
+_GLUED = re.compile(r"(?<![\w$%.])\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+
+
+def _unglue(text: str) -> str:
+    """`text` (a directive or a function header) with glued directive words spaced: `.reg.b32 f` -> `.reg .b32 f`.
+    Only words that start with a `.` split, so register components (`%r1.x`) and numbers (`1.5`) stay whole."""
+    if text.count(".") < 2:
+        return text
+    return _GLUED.sub(lambda m: m.group(0).replace(".", " .")[1:], text)
 
 
 class Statement(NamedTuple):
@@ -51,7 +62,7 @@ def _blank_block_comments(text: str) -> str:
 
 
 def _is_header(text: str) -> bool:
-    head = text.split("(", 1)[0].split()
+    head = _unglue(text.split("(", 1)[0]).split()
     return any(w in _HEADER_WORDS for w in head)
 
 
@@ -102,7 +113,7 @@ def statements(text: str) -> list:
             # the common case: one whole statement on one line (a lone ';' is an empty statement)
             c0 = s[0]
             if s[-1] == ";" and c0 != "{" and c0 != "}" and s.count(";") == 1:
-                append(Statement(STMT, s[:-1].strip(), lineno))
+                append(Statement(STMT, _unglue(s[:-1].strip()) if c0 == "." else s[:-1].strip(), lineno))
                 continue
         # the general case: scan characters
         i, n = 0, len(s)
@@ -124,6 +135,8 @@ def statements(text: str) -> list:
                         buf_line = lineno
                     buf.append(piece)
                 stmt = " ".join(p.strip() for p in buf if p.strip())
+                if stmt[:1] == ".":
+                    stmt = _unglue(stmt)
                 append(Statement(STMT, stmt, buf_line if stmt else lineno))  # "": an empty statement
                 buf, depth, start = [], 0, i + 1
             elif ch == "{":
@@ -132,7 +145,7 @@ def statements(text: str) -> list:
                     append(Statement(OPEN, "{", lineno))
                     buf, start = [], i + 1
                 elif depth <= 0 and _is_header(pending):
-                    append(Statement(HEADER, pending, buf_line if buf else lineno))
+                    append(Statement(HEADER, _unglue(pending), buf_line if buf else lineno))
                     append(Statement(OPEN, "{", lineno))
                     buf, depth, start = [], 0, i + 1
                 else:

@@ -285,12 +285,22 @@ class Scope:
             raise ValidationError(why)
         raise ValidationError(f"%{name} is not declared (no .reg declares it, and it is not a special register)")
 
+    def _spelled_reg(self, text: str):
+        """The register `text` names after a `|` or a `!` (`%q`, or `q` for one declared without %)."""
+        text = text.strip()
+        if text[:1] == "%":
+            return self._reg(text[1:])
+        r = self.register(text)
+        if r is None:
+            raise ValidationError(self.range_miss(text) or self.undeclared(text) + " (no .reg declares it)")
+        return r
+
     def _operand(self, text: str, line: int):
         c = text[:1]
         if c == "%":
             if "|" in text:
                 a, b = text.split("|", 1)
-                return PairDst(self._operand(a.strip(), line), self._reg(b.strip()[1:]))
+                return PairDst(self._operand(a.strip(), line), self._spelled_reg(b))
             return self._reg(text[1:])
         if c == "[":
             return self._address(text[1:-1].strip(), line)
@@ -298,7 +308,7 @@ class Scope:
             inner = text[1:-1]
             return Vec(tuple(self._operand(p, line) for p in split_top(inner)))
         if c == "!":
-            return NegPred(self._reg(text[1:].strip()[1:]))
+            return NegPred(self._spelled_reg(text[1:]))
         if c == "(":
             items = split_top(text[1:-1])  # (names of .param variables; registers and immediates for .reg ones)
             return ArgList(tuple(self._named(p, line) if _IDENT.match(p) and p[0] != "%" else self._operand(p, line)
@@ -317,7 +327,7 @@ class Scope:
             return self._named(text, line)
         if "|" in text:
             a, b = text.split("|", 1)
-            return PairDst(self._operand(a.strip(), line), self._reg(b.strip()[1:]))
+            return PairDst(self._operand(a.strip(), line), self._spelled_reg(b))
         m = _SYMBOL_OFFSET.match(text)
         if m is not None:  # var+imm: a variable's address plus an offset (mov, cvta)
             sym, offset = self._named(m.group(1), line), parse_int(m.group(2).replace(" ", ""))

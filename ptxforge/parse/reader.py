@@ -287,6 +287,8 @@ class Reader:
             self.prototyped.add(proto.name)
             self.declarations.append(proto)
             return
+        if rest and rest[0].startswith(".attribute"):  # `.visible .attribute(.managed) .global ...`: ptxas takes
+            rest = rest[1:]                               # the attribute before the space as after it
         if rest and rest[0] in _SPACES:
             var = self.variable(text, st.line)
             if not self.declare_module_variable(var, st.line):
@@ -825,6 +827,14 @@ def _vector_reg_param(text: str, words: list) -> str:
             "operands, so it is not read" + instead)
 
 
+def _located(item, loc):
+    """`item`, a body declaration (`LocalDecl`, `CallPrototypeDecl`, `BranchTargetsDecl`: frozen, with no field
+    for it), given `loc`, the PTX line that declares it, as an attribute (left out of equality): a refusal
+    about it (to-python's) names that line, as it names an instruction's."""
+    object.__setattr__(item, "loc", loc)
+    return item
+
+
 def _flags(directives) -> tuple:
     """The flag directives (`.noreturn`) of a function header's directives: what a prototype of it repeats."""
     return tuple((k, v) for k, v in directives if v is None)
@@ -946,8 +956,10 @@ class BodyReader:
 
     def declare_regs(self, text: str, line: int, scoped: bool):
         """Declare the registers of a ``.reg .type %a, %b<N>, ...`` line (ranges expanded) in the innermost scope;
-        a name the scope already declares is an error.  Inside a `{ }` scope, returns the `LocalDecl` that
-        declares them there (spelled with the names they got: see `Scope.declare_register`)."""
+        a name the scope already declares is an error.  Inside a `{ }` scope, returns the `LocalDecl`s that
+        declare them there, one a register (`.reg .f16 low, high;` is `.reg .f16 %low;` and `.reg .f16 %high;`,
+        each what `KernelBuilder.scope_reg` writes), spelled with the names they got: see `Scope.declare_register`;
+        at function scope, none."""
         words = text.split(None, 2)
         if len(words) < 3:
             raise self.r.error(line, "a register declaration is `.reg .type %name, %name<N>, ...`")
@@ -962,7 +974,7 @@ class BodyReader:
             raise self.r.error(line, e.message) from None
         if not t.can_declare and t is not T.b128:
             raise self.r.error(line, f".reg .{t.name}: .{t.name} is a packed type; declare .b32 registers")
-        spelled, made = [], []
+        made = []
         for item in words[2].split(","):
             item = item.strip()
             m = _RANGE.match(item)
@@ -987,13 +999,11 @@ class BodyReader:
                 except ValidationError as e:
                     raise self.r.error(line, e.message) from None
                 regs.append(r)
-            if scoped:
-                kept = m is not None and all(r.name == f"{m.group(2)}{k}" for k, r in enumerate(regs))
-                spelled.append("%" + item.lstrip("%") if kept else ", ".join(str(r) for r in regs))
-                made += regs
+            made += regs
         if scoped:
-            return LocalDecl(f".reg {tname} {', '.join(spelled)};", registers=tuple(made))
-        return None
+            return [_located(LocalDecl(f".reg {tname} {r};", registers=(r,)), self.r.loc(line, self.name))
+                    for r in made]
+        return ()
 
     def used_registers(self) -> tuple:
         """The function-scope registers the body's instructions name, in declaration order (those of a { } scope
@@ -1094,7 +1104,7 @@ class BodyReader:
         bt = BranchTargets(name, tuple(labels))
         self.declare_symbol(bt, line)
         self.scope.cache = {}
-        self.items.append(BranchTargetsDecl(bt))
+        self.items.append(_located(BranchTargetsDecl(bt), self.r.loc(line, self.name)))
 
     def call_prototype(self, name: str, text: str, line: int, depth: int):
         """`name: .callprototype (.param .t _) _ (.param .t _, ...);`: the signature an indirect call
@@ -1109,7 +1119,7 @@ class BodyReader:
         else:
             self.declare_symbol(proto, line)
         self.scope.cache = {}
-        self.items.append(CallPrototypeDecl(proto))
+        self.items.append(_located(CallPrototypeDecl(proto), self.r.loc(line, self.name)))
 
     def finish_labels(self):  # (labels_used and self.labels are keyed by the names labels got: label_name)
         """Check that every label a branch names is placed in this body (or is a variable or a device function),
@@ -1132,9 +1142,7 @@ class BodyReader:
         head = text.split(None, 1)[0]
         r = self.r
         if head == ".reg":
-            decl = self.declare_regs(text, line, depth > 0)
-            if decl is not None:
-                self.items.append(decl)
+            self.items.extend(self.declare_regs(text, line, depth > 0))
             return
         if head == ".pragma":
             self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
@@ -1145,7 +1153,7 @@ class BodyReader:
             p, sym = r.param(text, line, writable=True)
             self.scope.locals[-1][sym.name] = sym
             self.scope.cache = {}
-            self.items.append(LocalDecl(p.render() + ";", sym))
+            self.items.append(_located(LocalDecl(p.render() + ";", sym), r.loc(line, self.name)))
             return
         if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
             var = r.variable(text, line)

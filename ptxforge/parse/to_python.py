@@ -8,9 +8,10 @@ call scopes `with k.call_scope():` blocks with `k.call_param()` declarations (a 
 and a `Reg` of the kernel that only the scope declares), `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
-What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, scoped `.reg` lists or ranges, `.weak`/`.extern` functions,
-array or structure return values, `.reg` parameters, `.alias`, multi-dimensional, initialized or vector `.local`
-variables) is refused with the reason, at the PTX line it is about.
+A scoped `.reg` list or range reads as one declaration a register, so each is a `k.scope_reg()`.
+What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, `.weak`/`.extern` functions,
+array or structure return values and call arguments, `.reg` parameters, `.alias`, multi-dimensional, initialized
+or vector `.local` variables) is refused with the reason, at the PTX line it is about.
 """
 
 from __future__ import annotations
@@ -295,7 +296,7 @@ class _Writer:
                 words = re.findall(r'"([^"]*)"', item.text)
                 out.append(f"{ind}k.pragma({', '.join(repr(w) for w in words)})")
             else:
-                raise ValidationError(f"to-python: {type(item).__name__} ({item.ptx_line()}) has no builder call")
+                raise ValidationError(f"to-python: {item.ptx_line()} has no builder call{_why_not(item, scoped)}")
 
     def _registers(self):
         for r in self.k.registers:
@@ -332,6 +333,21 @@ _SCOPED_REG = re.compile(r"\.reg \.(\w+) (%?[A-Za-z_$][\w$]*);\Z")
 #: what KernelBuilder.debug_loc() writes: `.loc f l c` and `.loc f l c, function_name L, inlined_at f l c`
 _LOC = re.compile(r"^\.loc (\d+) (\d+) (\d+)(?:, function_name ([$%A-Za-z_][\w$]*), inlined_at (\d+) (\d+) (\d+))?$")
 _PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
+
+
+def _why_not(item, scoped) -> str:
+    """Why body item `item` has no builder call (`scoped`: inside a `{ }` scope): what the builder's calls
+    declare instead."""
+    if not scoped and isinstance(item, (LocalDecl, CallPrototypeDecl)):
+        return " outside a { } call scope (k.call_scope() holds the builder's call declarations)"
+    if isinstance(item, LocalDecl) and isinstance(item.symbol, CallParam):
+        return (" (k.call_param() declares a scalar .param .type name; a .param array or one with .align, as "
+                "nvcc writes for a structure passed or returned by value, has none)")
+    if isinstance(item, CallPrototypeDecl):
+        return " (k.call_prototype() declares scalar .param return values and parameters only)"
+    if isinstance(item, BodyDirective):
+        return " (k.debug_loc() writes .loc FILE LINE COLUMN, with function_name and inlined_at; k.pragma() .pragma)"
+    return ""
 
 
 def _refuse_reg_params(name: str, params) -> None:

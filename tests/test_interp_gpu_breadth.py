@@ -30,8 +30,9 @@ BLOCK = 128
 
 def module_text(body: str) -> str:
     """A module with one kernel `k(a, b, c, d)`: before `body`, %a %b %c hold this thread's 64-bit words,
-    %ra/%rah their low/high 32 bits (%rb/%rbh, %rc/%rch), %ha %hb %hc their low 16 bits; %d starts at zero and
-    is stored to d after `body`."""
+    %ra/%rah their low/high 32 bits (%rb/%rbh, %rc/%rch), %ha %hb %hc their low 16 bits, %dp the global address
+    of its word of d and %sp the shared address of its 8-byte slot of `sbuf`; %d starts at zero and is stored to
+    d after `body`."""
     return f""".version 8.3
 .target sm_90a
 .address_size 64
@@ -40,7 +41,9 @@ def module_text(body: str) -> str:
 .reg .pred %p<8>;
 .reg .b16 %ha, %hb, %hc, %hd, %hx, %hy;
 .reg .b32 %ra, %rb, %rc, %rah, %rbh, %rch, %rd, %re, %rx, %ry, %rz, %i, %n;
-.reg .b64 %a, %b, %c, %d, %e, %x, %off;
+.reg .b64 %a, %b, %c, %d, %e, %x, %off, %dp;
+.reg .u32 %sp;
+.shared .align 8 .b64 sbuf[{BLOCK}];
 mov.u32 %i, %ctaid.x;
 mov.u32 %n, %ntid.x;
 mov.u32 %rx, %tid.x;
@@ -64,12 +67,15 @@ mov.b64 {{%rc, %rch}}, %c;
 mov.b32 {{%ha, %hx}}, %ra;
 mov.b32 {{%hb, %hx}}, %rb;
 mov.b32 {{%hc, %hx}}, %rc;
+ld.param.u64 %dp, [pd];
+cvta.to.global.u64 %dp, %dp;
+add.u64 %dp, %dp, %off;
+mov.u32 %sp, sbuf;
+mov.u32 %rx, %tid.x;
+mad.lo.u32 %sp, %rx, 8, %sp;
 mov.b64 %d, 0;
 {body}
-ld.param.u64 %x, [pd];
-cvta.to.global.u64 %x, %x;
-add.u64 %x, %x, %off;
-st.global.b64 [%x], %d;
+st.global.b64 [%dp], %d;
 ret;
 }}
 """
@@ -481,6 +487,49 @@ _add("div.full.f32", f"div.full.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f
 _add("ex2.approx.f16", f"ex2.approx.f16 %hd, %ha;\n{_zx16()}", kinds=("f16", "f16"), compare="approx16", rtol=2.0 ** -9)
 
 
+# warp-wide: every lane of every warp takes part (full member mask); the values come from the rows
+_BIT0 = "and.b32 %rx, %ra, 1;\nsetp.ne.u32 %p1, %rx, 0;\n"
+_add("vote.sync.ballot.b32", _BIT0 + f"vote.sync.ballot.b32 %rd, %p1, 0xffffffff;\n{_zx32()}")
+for mode in ("all", "any", "uni"):
+    # even CTAs vote on a bit that is the same in every lane, odd CTAs on a random one
+    _add(f"vote.sync.{mode}.pred", "mov.u32 %ry, %ctaid.x;\nand.b32 %ry, %ry, 1;\nand.b32 %rx, %ra, %ry;\n"
+         f"setp.ne.u32 %p1, %rx, 0;\nvote.sync.{mode}.pred %p2, %p1, 0xffffffff;\n{_pred('%p2')}")
+for op, t in (("add", "u32"), ("add", "s32"), ("min", "u32"), ("min", "s32"), ("max", "u32"), ("max", "s32"),
+              ("and", "b32"), ("or", "b32"), ("xor", "b32")):
+    _add(f"redux.sync.{op}.{t}", f"redux.sync.{op}.{t} %rd, %ra, 0xffffffff;\n{_zx32()}")
+_add("match.any.sync.b32", f"and.b32 %rx, %ra, 3;\nmatch.any.sync.b32 %rd, %rx, 0xffffffff;\n{_zx32()}")
+_add("match.any.sync.b64", "and.b64 %x, %a, 3;\nmatch.any.sync.b64 %rd, %x, 0xffffffff;\n" + _zx32(),
+     kinds=("i64", "i32"))
+_add("match.all.sync.b32", "mov.u32 %ry, %ctaid.x;\nand.b32 %ry, %ry, 1;\nand.b32 %rx, %ra, %ry;\n"
+     "match.all.sync.b32 %rd|%p1, %rx, 0xffffffff;\nselp.u32 %ry, 1, 0, %p1;\nmov.b64 %d, {%rd, %ry};")
+
+# atomics on this thread's own word (no two threads share one, so the result is determined): memory starts at a;
+# d holds the old value and the new memory value (the new one only for floats)
+for op, t in (("inc", "u32"), ("dec", "u32"), ("add", "u32"), ("exch", "b32"), ("min", "s32"), ("max", "s32"),
+              ("min", "u32"), ("max", "u32"), ("and", "b32"), ("or", "b32"), ("xor", "b32")):
+    for space, addr in (("global", "%dp"), ("shared", "%sp")):
+        _add(f"atom.{space}.{op}.{t}", f"st.{space}.b32 [{addr}], %ra;\natom.{space}.{op}.{t} %rx, [{addr}], %rb;\n"
+             f"ld.{space}.b32 %ry, [{addr}];\nmov.b64 %d, {{%rx, %ry}};")
+_add("atom.global.cas.b32", "st.global.b32 [%dp], %ra;\natom.global.cas.b32 %rx, [%dp], %rb, %rc;\n"
+     "ld.global.b32 %ry, [%dp];\nmov.b64 %d, {%rx, %ry};", kinds=("i32", "i32", "i32"))
+_add("atom.global.cas.b64", "st.global.b64 [%dp], %a;\natom.global.cas.b64 %x, [%dp], %b, %c;\n"
+     "ld.global.b64 %d, [%dp];\nxor.b64 %d, %d, %x;", kinds=("i64", "i64", "i64"))
+for op, t in (("add", "u64"), ("min", "s64"), ("max", "u64"), ("and", "b64"), ("exch", "b64")):
+    _add(f"atom.global.{op}.{t}", f"st.global.b64 [%dp], %a;\natom.global.{op}.{t} %x, [%dp], %b;\n"
+         "ld.global.b64 %d, [%dp];\nxor.b64 %d, %d, %x;", kinds=("i64", "i64"))
+for space, addr in (("global", "%dp"), ("shared", "%sp")):
+    _add(f"atom.{space}.add.f32", f"st.{space}.b32 [{addr}], %ra;\natom.{space}.add.f32 %rx, [{addr}], %rb;\n"
+         f"ld.{space}.b32 %rd, [{addr}];\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+    _add(f"red.{space}.add.f32", f"st.{space}.b32 [{addr}], %ra;\nred.{space}.add.f32 [{addr}], %rb;\n"
+         f"ld.{space}.b32 %rd, [{addr}];\n{_zx32()}", kinds=("f32", "f32"), compare="f32")
+    _add(f"atom.{space}.add.f64", f"st.{space}.b64 [{addr}], %a;\natom.{space}.add.f64 %x, [{addr}], %b;\n"
+         f"ld.{space}.b64 %d, [{addr}];", kinds=("f64", "f64"), compare="f64")
+    for t, kind in (("f16", "f16"), ("bf16", "bf16")):
+        _add(f"atom.{space}.add.noftz.{t}", f"st.{space}.b16 [{addr}], %ha;\n"
+             f"atom.{space}.add.noftz.{t} %hx, [{addr}], %hb;\nld.{space}.b16 %hd, [{addr}];\n{_zx16()}",
+             kinds=(kind, kind), compare=t)
+
+
 # ---------------------------------------------------------------- running and comparing
 
 def module(name: str):
@@ -488,10 +537,11 @@ def module(name: str):
     return pf.parse(module_text(CASES[name].body))
 
 
-def interpret(name: str, args) -> np.ndarray:
-    """The interpreter's d over operand rows `args` = [a, b, c] (copies are taken)."""
+def interpret(name: str, args, check: bool = False) -> np.ndarray:
+    """The interpreter's d over operand rows `args` = [a, b, c] (copies are taken); `check` raises on a finding
+    (the rows of division by zero are one)."""
     d = poison(np.empty(N, np.uint64))
-    interp.run(module(name), "k", grid=N // BLOCK, block=BLOCK, args=[*(x.copy() for x in args), d], check=False)
+    interp.run(module(name), "k", grid=N // BLOCK, block=BLOCK, args=[*(x.copy() for x in args), d], check=check)
     return d
 
 

@@ -35,8 +35,9 @@ def test_every_breadth_kernel_assembles_for_sm_90a():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_breadth_kernel_runs_on_the_interpreter(name):
-    """Each case runs over its rows on the interpreter and writes every row's result word."""
-    d = interpret(name, rows(CASES[name].kinds, seed=len(name)))
+    """Each case runs over its rows on the interpreter without a finding (but division by zero) and writes every
+    row's result word."""
+    d = interpret(name, rows(CASES[name].kinds, seed=len(name)), check=CASES[name].skip is None)
     assert not (d == np.uint64(POISON_WORD)).any(), f"{name}: rows left unwritten"
 
 

@@ -19,7 +19,7 @@ from ptxforge.runtime.streams import stream_handle
 
 real = pytest.importorskip("cuda.bindings.driver")
 
-from support.driver_standin import StandIn, kernel_of, mem_drv  # noqa: E402,F401  (mem_drv: a fixture)
+from support.driver_standin import OURS, StandIn, drv, kernel_of, mem_drv  # noqa: E402,F401  (fixtures)
 from support.dlpack_producer import Producer  # noqa: E402
 
 
@@ -234,3 +234,26 @@ def test_a_subdirectory_or_entry_others_may_write_is_refused(disk):
     assert disk.get(KEY) is None and "group or others may write it (mode 0777)" in disk.last_rejection
     os.chmod(os.path.dirname(disk.path(KEY)), 0o700)
     assert disk.get(KEY)[0] == b"cubin"
+
+
+# ---------------------------------------------------------------- what a refused launch says
+
+def test_a_launch_refused_for_its_stream_names_the_stream_and_what_to_pass(drv):
+    """A stream of another context (or one destroyed behind ptxforge's back) makes the driver answer
+    CUDA_ERROR_INVALID_HANDLE: the error names the stream with the launch, and says which streams are legal."""
+    drv.current = OURS
+    drv.answers["cuMemAlloc"] = (0, 0x7000_0000)
+    drv.answers["cuFuncGetAttribute"] = lambda attr, f: (0, 1024 if "MAX_THREADS" in attr.name else 0)
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    bound = fn.bind(1, 32, buf, stream=0x999)
+    drv.answers["cuLaunchKernel"] = (400,)
+    for use in (lambda: fn(1, 32, buf, stream=0x999), bound.launch):
+        with pytest.raises(DriverError) as e:
+            use()
+        msg = str(e.value)
+        assert "grid (1, 1, 1), block (32, 1, 1), 0 B dynamic shared memory on stream 0x999 failed:" in msg, msg
+        assert "(400)" in msg and "another CUDA context" in msg and "a ptxforge Stream" in msg, msg
+    with pytest.raises(DriverError) as e:
+        fn(1, 32, buf)
+    assert "on the legacy default stream failed:" in str(e.value) and "another CUDA context" not in str(e.value)

@@ -58,13 +58,13 @@ def check(result, what: str):
     return tuple(result[1:])
 
 
-def driver_error(err, what: str) -> DriverError:
+def driver_error(err, what: str, advice=None) -> DriverError:
     """A DriverError quoting the driver's own name and description of `err`.
 
     A sticky code (a kernel fault) gives ContextLost naming the launches since the last
     successful synchronization and marks the context dead; once it is dead, any failure
     gives ContextLost with that one sentence.  A call refused during a CUDA graph capture says what to do
-    (`faults.CAPTURE_ADVICE`).
+    (`faults.CAPTURE_ADVICE`); `advice` (code -> sentence) adds what to do for other codes of this call.
     """
     code = int(err)
     dead = faults.dead_reason()
@@ -84,9 +84,9 @@ def driver_error(err, what: str) -> DriverError:
         pass
     if faults.is_sticky(code):
         return faults.context_lost(code, name, what, desc)
-    advice = f"; {faults.CAPTURE_ADVICE}" if code in faults.CAPTURE_REFUSED else ""
-    return DriverError(f"{what} failed: {name} ({code})" + (f": {desc}" if desc else "") + advice, code=code,
-                       name=name)
+    said = faults.CAPTURE_ADVICE if code in faults.CAPTURE_REFUSED else (advice or {}).get(code)
+    tail = (f": {desc}" if desc else "") + (f"; {said}" if said else "")
+    return DriverError(f"{what} failed: {name} ({code}){tail}", code=code, name=name)
 
 
 @dataclass(frozen=True)

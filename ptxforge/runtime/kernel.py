@@ -22,7 +22,7 @@ from ..errors import LaunchError
 from . import driver as _drv
 from . import faults
 from .driver import api, check, driver_error
-from .launch_ex import block_launcher
+from .launch_ex import block_launcher, launch_advice, stream_words
 from .launch import (LaunchLimits, ParamLayout, Resolved, as_dims, check_block, check_grid, check_shared,
                      fast_values, layout, resolve)
 from .arrays import In, InOut, Out
@@ -324,7 +324,8 @@ class BoundLaunch:
                 _drv.leave(prev)
         if err:
             raise driver_error(err, f"cuLaunchKernel of '{self.function.name}' (bound launch) with grid {c[0:3]}, "
-                                    f"block {c[3:6]}")
+                                    f"block {c[3:6]}, {c[6]} B dynamic shared memory on {stream_words(self.stream)}",
+                               launch_advice(self.stream))
         faults.record_launch(self.stream, self.function.name, c)
 
     __call__ = launch

@@ -55,6 +55,22 @@ class PreparedLaunch:
             self.go(blob)
 
 
+def stream_words(stream: int) -> str:
+    """A raw stream handle as an error names it."""
+    return "the legacy default stream" if not stream else f"stream 0x{stream:x}"
+
+
+def launch_advice(stream: int) -> dict:
+    """What to do when the driver refuses a launch on `stream` with a code that blames a handle or the context
+    (CUDA_ERROR_INVALID_HANDLE, CUDA_ERROR_INVALID_CONTEXT): code -> sentence, for `driver.driver_error`."""
+    if not stream:
+        return {}
+    said = (f"{stream_words(stream)} may have been destroyed, or belong to another CUDA context: ptxforge launches in "
+            "the device's primary context, so pass a stream made there and still alive (a ptxforge Stream, torch's "
+            "or CuPy's on this device), or None for the legacy default stream")
+    return {400: said, 201: said}
+
+
 def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch"):
     """A function `go(blob)` that launches KernelFunction `fn` with the argument block `blob` as it is (filled
     once, never refilled): with `config` (a CUlaunchConfig from `launch_config`) through cuLaunchKernelEx,
@@ -69,7 +85,8 @@ def block_launcher(fn, cfg: tuple, stream: int, config=None, what: str = "launch
     def failed(err, *args) -> None:
         err = launched_in_ours(err, launch, *args)  # perhaps not in ptxforge's context: once more in ours
         if err:
-            raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory")
+            raise driver_error(err, f"{said} with grid {cfg[0:3]}, block {cfg[3:6]}, {cfg[6]} B dynamic shared memory "
+                                    f"on {stream_words(stream)}", launch_advice(stream))
 
     # (each `go` spells the driver's arguments out: a call through *args costs about as much again)
     if config is None:  # cuLaunchKernel(f, grid x, y, z, block x, y, z, shared bytes, stream, params, extra)

@@ -217,9 +217,10 @@ class DeviceBuffer:
         if array.nbytes != self.nbytes:
             raise LaunchError(f"{what}: host array has {array.nbytes} bytes, the buffer {self.nbytes}")
         if dt != self.dtype and self.dtype.itemsize != 1:
+            want = self.dtype.str
             raise LaunchError(f"{what}: the host array holds {dt} and the buffer {self.dtype}: a copy moves bytes as "
-                              f"they are, so the values would change meaning; convert them (a.astype('{self.dtype.str}')"
-                              f"), or pass a.view('{self.dtype.str}') to copy the bits on purpose (a buffer of bytes, "
+                              f"they are, so the values would change meaning; convert them (a.astype('{want}')), or "
+                              f"pass a.view('{want}') to copy the bits on purpose (a buffer of bytes, "
                               "DeviceBuffer(nbytes), takes any array)")
 
     def copy_from_host(self, array, stream=None) -> "DeviceBuffer":

@@ -93,8 +93,8 @@ class Stream:
 def stream_handle(stream) -> int:
     """The raw CUstream handle of anything that names a stream; None and 0 are the legacy default stream.
 
-    Accepted: ptxforge Stream, ints (Python or numpy) below 2**64, cuda.bindings CUstream, objects with ``__cuda_stream__``
-    (cuda.core), torch streams (``.cuda_stream``) and CuPy streams (``.ptr``).
+    Accepted: ptxforge Stream, ints (Python or numpy) below 2**64, cuda.bindings CUstream, objects with
+    ``__cuda_stream__`` (cuda.core), torch streams (``.cuda_stream``) and CuPy streams (``.ptr``).
     """
     if stream is None:
         return 0

@@ -323,3 +323,120 @@ def test_breadth_kernel_matches_the_isa_reference(name):
            f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
            for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
+# ---------------------------------------------------------------- conversions that round, from exact rationals
+
+#: precision (significand bits), least and greatest exponent of the formats a conversion rounds to
+FORMATS = {"f16": (11, -14, 15), "bf16": (8, -126, 127), "f32": (24, -126, 127), "f64": (53, -1022, 1023)}
+
+
+def round_exact(q, fmt: str, mode: str) -> float:
+    """The exact rational `q` rounded to `fmt` in `mode` (rn: nearest, ties to even; rz; rm; rp), with IEEE 754's
+    overflow rule (rn and the modes rounding away from zero go to infinity, the others stop at the largest finite
+    value); zero keeps no sign here."""
+    from fractions import Fraction
+    p, emin, emax = FORMATS[fmt]
+    if q == 0:
+        return 0.0
+    sign = -1 if q < 0 else 1
+    a = abs(Fraction(q))
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    ulp = Fraction(2) ** (max(e, emin) - p + 1)
+    n = a / ulp
+    whole = n.numerator // n.denominator
+    rest = n - whole
+    up = {"rn": rest > Fraction(1, 2) or (rest == Fraction(1, 2) and whole % 2 == 1), "rz": False,
+          "rp": rest > 0 and sign > 0, "rm": rest > 0 and sign < 0}[mode]
+    v = (whole + up) * ulp
+    top = (2 - Fraction(2) ** (1 - p)) * Fraction(2) ** emax
+    if v > top:
+        to_inf = mode == "rn" or (mode == "rp" and sign > 0) or (mode == "rm" and sign < 0)
+        return sign * math.inf if to_inf else sign * float(top)
+    return sign * float(v)
+
+
+def float_bits(x: float, fmt: str) -> int:
+    """The bits of value `x`, exact in `fmt`."""
+    if fmt == "f16":
+        return int(np.array(x, np.float16).view(np.uint16))
+    if fmt == "bf16":
+        return int(np.array(x, np.float32).view(np.uint32)) >> 16
+    if fmt == "f32":
+        return int(np.array(x, np.float32).view(np.uint32))
+    return int(np.array(x, np.float64).view(np.uint64))
+
+
+def source_value(word: int, src: str):
+    """The exact value (int, or float which Fraction takes exactly) of a row's word read as `src`."""
+    if src[0] in "su":
+        w = int(src[1:])
+        return signed(word, w) if src[0] == "s" else word & mask(w)
+    return {"f32": f32, "f64": f64}[src](word) if src in ("f32", "f64") else \
+        float(np.array(word & 0xFFFF, np.uint16).view(np.float16))
+
+
+def convert(dst: str, src: str, mode: str, ftz: bool = False):
+    """cvt.mode.dst.src rounding once from the exact source value; NaN stays NaN and infinities stay infinite;
+    a zero result keeps the source's sign; .ftz flushes an f32 source or result below 2^-126 to zero of its sign."""
+    from fractions import Fraction
+
+    def ref(a, b, c):
+        x = source_value(a, src)
+        if isinstance(x, float):
+            if ftz and src == "f32" and 0 < abs(x) < 2.0 ** -126:
+                x = math.copysign(0.0, x)
+            if math.isnan(x):
+                return float_bits(math.nan, dst)
+            if math.isinf(x):
+                return float_bits(x, dst)
+        r = round_exact(Fraction(x), dst, mode)
+        if r == 0:
+            r = math.copysign(0.0, x) if isinstance(x, float) else 0.0
+        if ftz and dst == "f32" and 0 < abs(r) < 2.0 ** -126:
+            r = math.copysign(0.0, r)
+        return float_bits(r, dst)
+    return ref
+
+
+def _is_nan_bits(v: int, fmt: str) -> bool:
+    p = FORMATS[fmt][0]
+    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[fmt]
+    exp = ((v & mask(width - 1)) >> (p - 1))
+    return exp == mask(width - p) and v & mask(p - 1) != 0
+
+
+FLOAT_REFERENCES = {}
+for _rnd in ("rn", "rz", "rm", "rp"):
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f16.f32"] = ("f16", convert("f16", "f32", _rnd))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f32.f64"] = ("f32", convert("f32", "f64", _rnd))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.ftz.f32.f64"] = ("f32", convert("f32", "f64", _rnd, ftz=True))
+for _rnd in ("rn", "rz"):
+    FLOAT_REFERENCES[f"cvt.{_rnd}.bf16.f32"] = ("bf16", convert("bf16", "f32", _rnd))
+    for _dst in ("f32", "f16", "f64"):
+        for _src in ("s32", "u32", "s64", "u64", "s16", "u16"):
+            FLOAT_REFERENCES[f"cvt.{_rnd}.{_dst}.{_src}"] = (_dst, convert(_dst, _src, _rnd))
+FLOAT_REFERENCES["cvt.rn.f16.f64"] = ("f16", convert("f16", "f64", "rn"))
+FLOAT_REFERENCES["cvt.rn.bf16.f64"] = ("bf16", convert("bf16", "f64", "rn"))
+FLOAT_REFERENCES["cvt.f32.f16"] = ("f32", convert("f32", "f16", "rn"))
+FLOAT_REFERENCES["cvt.f64.f32"] = ("f64", convert("f64", "f32", "rn"))
+FLOAT_REFERENCES["cvt.ftz.f64.f32"] = ("f64", convert("f64", "f32", "rn", ftz=True))
+FLOAT_REFERENCES["cvt.f64.f16"] = ("f64", convert("f64", "f16", "rn"))
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_REFERENCES))
+def test_breadth_conversion_rounds_once_from_the_exact_value(name):
+    """The conversions that round: the interpreter's bits equal the exact source value rounded once in the
+    instruction's mode (any NaN for a NaN)."""
+    fmt, ref = FLOAT_REFERENCES[name]
+    args = rows(CASES[name].kinds, seed=len(name))
+    got = interpret(name, args)
+    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[fmt]
+    bad = []
+    for i in range(N):
+        want, have = ref(*(int(x[i]) for x in args)), int(got[i]) & mask(width)
+        if want != have and not (_is_nan_bits(want, fmt) and _is_nan_bits(have, fmt)):
+            bad.append(f"row {i}: a={int(args[0][i]):#x}: interpreter {have:#x}, exact rounding {want:#x}")
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])

@@ -50,6 +50,8 @@ REPRODUCE = {
     "mbarriers aligned to less than 8 bytes": _mbar_small,
     "vector accesses whose constant offset breaks their alignment": lambda k, g: k.ld(g, type=T.u32, vec=4,
                                                                                        offset=8),
+    "single-value accesses at a constant offset that breaks a variable's alignment":
+        lambda k, g: k.ld(k.shared("buf", 64, align=16), type=T.u32, space="shared", offset=2),
     "integer mma fragments in float registers": _mma_f32_int,
     "an address of one state space used in another": lambda k, g: k.ld(g, type=T.u32, space="shared"),
     "a modifier written twice": lambda k, g: k.mul(k.reg(T.f32), k.reg(T.f32), flags=("sat", "sat")),

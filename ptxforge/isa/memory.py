@@ -169,11 +169,21 @@ def _vec_regs_check(regs, t, what):
                               + ", ".join(f"{r} (.{r.type.name})" for r in regs if isinstance(r, Reg)))
 
 
-def _addr_form_check(a, space, what, nbytes=0):
-    """Immediate addresses exist only for .local; a vector access must be aligned to its size."""
+def _addr_form_check(a, space, what, nbytes=0, vector=False):
+    """Immediate addresses exist only for .local; an access of `nbytes` must be aligned to its size: a vector
+    access always (its register base is taken to be aligned), a single value where the address is known, a
+    variable aligned to a multiple of the size and a constant offset (ptxas takes `ld.shared.u32 [smem+2]`,
+    which faults at run time)."""
     if isinstance(a.base, int) and space != "local":
         raise ValidationError(f"{what}: an immediate address [{a.base + a.offset}] is legal only for .local; "
                               "address other spaces through a register or a variable")
+    if not vector:
+        base = a.base
+        if (nbytes > 1 and isinstance(base, Symbol) and base.align % nbytes == 0 and a.offset % nbytes
+                and space != "param"):
+            raise ValidationError(f"{what}: a {nbytes}-byte access must be {nbytes}-byte aligned; {base.name} is "
+                                  f"aligned to {base.align} and the offset {a.offset} is not a multiple of {nbytes}")
+        return
     if nbytes > 1:
         base = a.base
         known = base.align if isinstance(base, Symbol) else nbytes  # a register base: its offset must keep it
@@ -239,7 +249,7 @@ def ld(t, d, addr, space="generic", vec=1, nc=False, cop=None, hints=(), sem=Non
     form = checked_form(_FORMS, ("ld", t, space, vec, nc, cop, hints, sem, scope, policy is not None), _ld_form)
     what, what_d, parts, req, info = form
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
-    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
+    _addr_form_check(a, space, what, t.bits // 8 * vec, vec > 1)
     wide = t.is_int or t.kind == "b"
     if vec == 1:
         if isinstance(d, Vec):
@@ -305,7 +315,7 @@ def st(t, addr, v, space="generic", vec=1, cop=None, hints=(), sem=None, scope=N
                               "arguments and return values, .param variables a call or a device function "
                               "declares, may be stored to)")
     a = check_addr(addr, "generic" if space == "generic" else space.split("::")[0], what)
-    _addr_form_check(a, space, what, t.bits // 8 * vec if vec > 1 else 0)
+    _addr_form_check(a, space, what, t.bits // 8 * vec, vec > 1)
     if vec == 1:
         if isinstance(v, Vec):
             raise ValidationError(f"{what}: a scalar store takes one register or number, got a list of {len(v)}; "

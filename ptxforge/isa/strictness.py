@@ -67,6 +67,11 @@ STRICTER_THAN_PTXAS = (
                "ld.global.v4.u32 {%r2, %r3, %r4, %r5}, [%rd0+8];",
                "a v2/v4 access must be aligned to its size; the misaligned address faults at run time",
                r"vector access must be \d+-byte aligned"),
+    Strictness("single-value accesses at a constant offset that breaks a variable's alignment",
+               "ld.shared.u32 %r2, [smem+2];",
+               "the variable's alignment is a multiple of the access size, so the address is not: a misaligned "
+               "access faults at run time",
+               r"\d+-byte access must be \d+-byte aligned; \w+ is aligned to"),
     Strictness("integer mma fragments in float registers",
                "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%r2, %r3, %r4, %r5}, {%f0, %f1, %f2, %f3}, "
                "{%r6, %r7}, {%r2, %r3, %r4, %r5};",

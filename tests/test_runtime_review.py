@@ -257,3 +257,48 @@ def test_a_launch_refused_for_its_stream_names_the_stream_and_what_to_pass(drv):
     with pytest.raises(DriverError) as e:
         fn(1, 32, buf)
     assert "on the legacy default stream failed:" in str(e.value) and "another CUDA context" not in str(e.value)
+
+
+# ---------------------------------------------------------------- a child made by fork()
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="fork() is POSIX")
+def test_a_forked_child_is_told_to_spawn_instead(mem_drv):
+    """multiprocessing's default start method on Linux forks: a child inherits ptxforge's initialized state but not
+    a usable CUDA context.  Every call in it says so (never a bare CUDA_ERROR_NOT_INITIALIZED), and the buffers it
+    inherited free nothing.  Checked in a real child, which reports through a pipe."""
+    from ptxforge.errors import ContextLost
+    from ptxforge.runtime import faults as F
+    buf = pf.DeviceBuffer.empty((4,), np.float32)
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: report, then leave at once (no pytest teardown here)
+        said = []
+        try:
+            for use in (lambda: fn(1, 32, buf), buf.to_host, lambda: pf.DeviceBuffer.empty(4), D.device_info):
+                try:
+                    use()
+                    said.append("ran")
+                except ContextLost as e:
+                    said.append("forked" if str(e) == D.FORKED else f"other: {e}")
+                except BaseException as e:
+                    said.append(f"{type(e).__name__}: {e}")
+            frees = [n for n in mem_drv.names() if n == "cuMemFree"]
+            buf.free()
+            said.append(f"frees {len([n for n in mem_drv.names() if n == 'cuMemFree']) - len(frees)}")
+        finally:
+            os.write(w, "|".join(said).encode())
+            os._exit(0)
+    os.close(w)
+    got = b""
+    while True:
+        chunk = os.read(r, 4096)
+        if not chunk:
+            break
+        got += chunk
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert got.decode() == "forked|forked|forked|forked|frees 0"
+    assert F.dead_reason() is None  # the parent goes on
+    fn(1, 32, buf)
+

@@ -170,6 +170,25 @@ _lock = threading.Lock()
 _state: _Context | None = None
 _requested_ordinal: int | None = None
 
+#: What every call says in a child made by fork() after the parent had initialized the driver.
+FORKED = ("the CUDA context is unusable in this process: it was made by the parent process, and a child made by "
+          "fork() cannot use its parent's CUDA state; start children with multiprocessing's 'spawn' or 'forkserver' "
+          "method (multiprocessing.get_context('spawn')), or use the GPU only in the children")
+
+
+def _after_fork_in_child() -> None:
+    """In a child made by fork(): when the parent had initialized the driver, every later call raises ContextLost
+    with `FORKED` (the driver would answer with a bare CUDA_ERROR_NOT_INITIALIZED, or worse), and the finalizers
+    of inherited DeviceBuffers and Streams free nothing."""
+    global _lock
+    _lock = threading.Lock()  # another thread of the parent may have held it at the fork
+    if _state is not None:
+        faults.mark_unusable_after_fork(FORKED)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
 
 def select_device(ordinal: int) -> None:
     """Choose the GPU before first use (default: $PTXFORGE_DEVICE or 0)."""

@@ -177,6 +177,15 @@ def context_lost(code: int, name: str, what: str, detail: str) -> ContextLost:
     return ContextLost(body, code=code, name=name)
 
 
+def mark_unusable_after_fork(sentence: str) -> None:
+    """In a child made by fork() (one thread; the parent's other threads are gone, perhaps holding the lock): the
+    context is unusable and every call raises ContextLost with `sentence`; the parent's launches are not ours."""
+    global _dead, _lock, _pending
+    _lock = threading.Lock()
+    _pending = {}
+    _dead = sentence
+
+
 def reset_for_tests() -> None:
     """Forget every launch and the dead mark (only for tests with a stand-in driver)."""
     global _dead

@@ -302,3 +302,14 @@ def test_a_forked_child_is_told_to_spawn_instead(mem_drv):
     assert F.dead_reason() is None  # the parent goes on
     fn(1, 32, buf)
 
+
+
+def test_an_event_timer_on_a_closed_stream_makes_no_events(mem_drv):
+    mem_drv.answers.update({"cuStreamCreate": (0, 0x777), "cuStreamDestroy": (0,), "cuEventCreate": (0, 0xE)})
+    s = pf.Stream()
+    s.close()
+    mem_drv.calls.clear()
+    with pytest.raises(LaunchError, match="was closed"):
+        with pf.runtime.EventTimer(s):
+            pass
+    assert "cuEventCreate" not in mem_drv.names()

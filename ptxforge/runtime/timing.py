@@ -189,10 +189,11 @@ class EventTimer:
         self._ev = None
 
     def __enter__(self) -> "EventTimer":
+        h = stream_handle(self.stream)  # first: a stream that cannot be used must not leave events behind
         prev = _drv.enter()  # the events are ptxforge's context's; the caller's is current again in the region
         try:
             self._ev = _Events(2)
-            self._sobj = api().CUstream(stream_handle(self.stream))
+            self._sobj = api().CUstream(h)
             check(api().cuEventRecord(self._ev.events[0], self._sobj), "cuEventRecord")
         finally:
             _drv.leave(prev)

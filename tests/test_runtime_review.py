@@ -313,3 +313,15 @@ def test_an_event_timer_on_a_closed_stream_makes_no_events(mem_drv):
         with pf.runtime.EventTimer(s):
             pass
     assert "cuEventCreate" not in mem_drv.names()
+
+
+@pytest.mark.parametrize("kw", [{"max_registers": 32.7}, {"max_registers": True}, {"opt_level": 2.0},
+                                {"opt_level": False}, {"max_registers": 8}, {"opt_level": 5}])
+def test_jit_options_are_ints_in_range(kw):
+    """The JIT options are part of the cache key: a float would be truncated into another option, a bool taken
+    for 0 or 1."""
+    from ptxforge.runtime.loader import jit_options
+    with pytest.raises(ValueError, match=f"{next(iter(kw))} must be an int in"):
+        jit_options(**kw)
+    assert jit_options(max_registers=np.int32(64), opt_level=3) == (("CU_JIT_MAX_REGISTERS", 64),
+                                                                   ("CU_JIT_OPTIMIZATION_LEVEL", 3))

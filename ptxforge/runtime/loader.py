@@ -259,14 +259,13 @@ def _warn_jit(src: Source, log: str) -> None:
 def jit_options(max_registers: int | None = None, opt_level: int | None = None) -> tuple:
     """The JIT options that change the cubin, as (name, value) pairs (part of the cache key)."""
     opts = []
-    if max_registers is not None:
-        if not 16 <= int(max_registers) <= 255:
-            raise ValueError(f"max_registers must be in 16..255, got {max_registers}")
-        opts.append(("CU_JIT_MAX_REGISTERS", int(max_registers)))
-    if opt_level is not None:
-        if not 0 <= int(opt_level) <= 4:
-            raise ValueError(f"opt_level must be in 0..4, got {opt_level}")
-        opts.append(("CU_JIT_OPTIMIZATION_LEVEL", int(opt_level)))
+    for name, value, lo, hi, option in (("max_registers", max_registers, 16, 255, "CU_JIT_MAX_REGISTERS"),
+                                         ("opt_level", opt_level, 0, 4, "CU_JIT_OPTIMIZATION_LEVEL")):
+        if value is None:
+            continue
+        if not T.is_integer(value) or not lo <= value <= hi:  # (a float would be truncated, a bool taken as 0/1)
+            raise ValueError(f"{name} must be an int in {lo}..{hi}, got {value!r}")
+        opts.append((option, int(value)))
     return tuple(opts)
 
 

@@ -503,6 +503,19 @@ _add("match.any.sync.b64", "and.b64 %x, %a, 3;\nmatch.any.sync.b64 %rd, %x, 0xff
 _add("match.all.sync.b32", "mov.u32 %ry, %ctaid.x;\nand.b32 %ry, %ry, 1;\nand.b32 %rx, %ra, %ry;\n"
      "match.all.sync.b32 %rd|%p1, %rx, 0xffffffff;\nselp.u32 %ry, 1, 0, %p1;\nmov.b64 %d, {%rd, %ry};")
 
+# loads narrower than their register: .s types sign-extend, .u / .b zero-extend; stores keep the low bits
+for t in ("s8", "u8", "b8", "s16", "u16", "b16", "s32", "u32"):
+    _add(f"ld.global.{t}.to.b32" if t[1:] != "32" else f"ld.global.{t}.to.b64",
+         f"st.global.b64 [%dp], %a;\nld.global.{t} %rd, [%dp];\n{_zx32()}" if t[1:] != "32" else
+         f"st.global.b64 [%dp], %a;\nld.global.{t} %d, [%dp];", kinds=("i64", "i32"))
+for t in ("s8", "u8", "s16"):
+    _add(f"ld.shared.{t}.to.b64", f"st.shared.b64 [%sp], %a;\nld.shared.{t} %d, [%sp];", kinds=("i64", "i32"))
+_add("st.global.b8.from.b32", "st.global.b64 [%dp], %b;\nst.global.b8 [%dp+1], %ra;\nld.global.b64 %d, [%dp];",
+     kinds=("i64", "i64"))
+_add("st.global.b16.from.b32", "st.global.b64 [%dp], %b;\nst.global.b16 [%dp+2], %ra;\nld.global.b64 %d, [%dp];",
+     kinds=("i64", "i64"))
+
+
 # atomics on this thread's own word (no two threads share one, so the result is determined): memory starts at a;
 # d holds the old value and the new memory value (the new one only for floats)
 for op, t in (("inc", "u32"), ("dec", "u32"), ("add", "u32"), ("exch", "b32"), ("min", "s32"), ("max", "s32"),

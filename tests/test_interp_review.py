@@ -306,25 +306,6 @@ for _t in ("u32", "s32", "u64", "s64"):
         REFERENCES[f"bfind{'.shiftamt' if _sa else ''}.{_t}"] = bfind(_t, _sa)
 
 
-def test_every_reference_names_a_case():
-    assert set(REFERENCES) <= set(CASES), sorted(set(REFERENCES) - set(CASES))
-    assert len(REFERENCES) > 150
-
-
-@pytest.mark.parametrize("name", sorted(REFERENCES))
-def test_breadth_kernel_matches_the_isa_reference(name):
-    """The interpreter's word of every row equals the ISA reference (division by zero left out)."""
-    case = CASES[name]
-    args = rows(case.kinds, seed=len(name))
-    got = interpret(name, args)
-    keep = np.ones(N, bool) if case.skip is None else ~case.skip(*args)
-    ref = REFERENCES[name]
-    bad = [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: "
-           f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
-           for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
-    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
-
-
 # ---------------------------------------------------------------- conversions that round, from exact rationals
 
 #: precision (significand bits), least and greatest exponent of the formats a conversion rounds to
@@ -439,4 +420,130 @@ def test_breadth_conversion_rounds_once_from_the_exact_value(name):
         want, have = ref(*(int(x[i]) for x in args)), int(got[i]) & mask(width)
         if want != have and not (_is_nan_bits(want, fmt) and _is_nan_bits(have, fmt)):
             bad.append(f"row {i}: a={int(args[0][i]):#x}: interpreter {have:#x}, exact rounding {want:#x}")
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
+# ---------------------------------------------------------------- memory: widths, extension, atomics
+
+def load_extend(t: str, reg: int):
+    """ld of type t into a wider register: the low bits of the stored word, sign-extended for .s types and
+    zero-extended otherwise."""
+    w = int(t[1:])
+    return lambda a, b, c: (signed(a, w) if t[0] == "s" else a & mask(w)) & mask(reg)
+
+
+def atom32(op: str, t: str):
+    """atom on a 32-bit word that starts at a: d = old | new << 32 (inc wraps to 0 past b; dec wraps to b at 0 or
+    above b)."""
+    def ref(a, b, c):
+        old, v = a & M32, b & M32
+        x, y = (signed(old, 32), signed(v, 32)) if t[0] == "s" else (old, v)
+        new = {"inc": 0 if old >= v else old + 1, "dec": v if old == 0 or old > v else old - 1, "add": old + v,
+               "exch": v, "min": min(x, y), "max": max(x, y), "and": old & v, "or": old | v, "xor": old ^ v,
+               "cas": (c & M32) if old == v else old}[op]
+        return old | ((new & M32) << 32)
+    return ref
+
+
+def atom64(op: str, t: str):
+    """atom on a 64-bit word that starts at a: d = new ^ old."""
+    def ref(a, b, c):
+        x, y = (signed(a, 64), signed(b, 64)) if t[0] == "s" else (a, b)
+        new = {"add": a + b, "min": min(x, y), "max": max(x, y), "and": a & b, "exch": b,
+               "cas": c if a == b else a}[op]
+        return (new & mask(64)) ^ a
+    return ref
+
+
+for _t in ("s8", "u8", "b8", "s16", "u16", "b16"):
+    REFERENCES[f"ld.global.{_t}.to.b32"] = load_extend(_t, 32)
+for _t in ("s32", "u32"):
+    REFERENCES[f"ld.global.{_t}.to.b64"] = load_extend(_t, 64)
+for _t in ("s8", "u8", "s16"):
+    REFERENCES[f"ld.shared.{_t}.to.b64"] = load_extend(_t, 64)
+REFERENCES["st.global.b8.from.b32"] = lambda a, b, c: (b & ~(0xFF << 8)) | ((a & 0xFF) << 8)
+REFERENCES["st.global.b16.from.b32"] = lambda a, b, c: (b & ~(0xFFFF << 16)) | ((a & 0xFFFF) << 16)
+for _name in CASES:
+    _p = _name.split(".")
+    if _p[0] == "atom" and _p[-1] in ("u32", "s32", "b32"):
+        REFERENCES[_name] = atom32(_p[2], _p[3])
+    elif _p[0] == "atom" and _p[-1] in ("u64", "s64", "b64"):
+        REFERENCES[_name] = atom64(_p[2], _p[3])
+
+
+# ---------------------------------------------------------------- warp-wide forms, a warp of rows at a time
+
+def _warps(x):
+    return np.asarray([int(v) for v in x], dtype=object).reshape(-1, 32)
+
+
+def _bits_of(flags) -> int:
+    return sum(int(bool(f)) << i for i, f in enumerate(flags))
+
+
+def warp_reference(name: str, a, b, c) -> list[int]:
+    """The words the warp-wide forms give each row, from their ISA definitions over the 32 lanes of its warp
+    (every lane takes part): ballot of bit 0; all/any/uni of a lane bit that is a's bit 0 in odd CTAs and 0 in
+    even ones; redux over the lanes' low words; match.any the lanes holding the same value; match.all the whole
+    mask and true when every lane holds one value (0 and false otherwise)."""
+    out = []
+    cta_odd = [(w * 32 // 128) & 1 for w in range(N // 32)]
+    for w, lanes in enumerate(_warps(a)):
+        low = [v & M32 for v in lanes]
+        kind = name.split(".")
+        if name == "vote.sync.ballot.b32":
+            out += [_bits_of(v & 1 for v in low)] * 32
+        elif kind[0] == "vote":
+            bits = [v & cta_odd[w] for v in low]
+            r = {"all": all(bits), "any": any(bits), "uni": len(set(bits)) == 1}[kind[2]]
+            out += [int(r)] * 32
+        elif kind[0] == "redux":
+            vals = [signed(v, 32) for v in low] if kind[3] == "s32" else low
+            r = {"add": sum(vals), "min": min(vals), "max": max(vals)}.get(kind[2])
+            if r is None:
+                r = low[0]
+                for v in low[1:]:
+                    r = {"and": r & v, "or": r | v, "xor": r ^ v}[kind[2]]
+            out += [r & M32] * 32
+        elif name.startswith("match.any"):
+            vals = [v & 3 for v in (lanes if kind[-1] == "b64" else low)]
+            out += [_bits_of(u == v for u in vals) for v in vals]
+        else:  # match.all
+            vals = [v & cta_odd[w] for v in low]
+            same = len(set(vals)) == 1
+            out += [(M32 if same else 0) | (int(same) << 32)] * 32
+    return out
+
+
+WARP_CASES = sorted(n for n in CASES if n.split(".")[0] in ("vote", "redux", "match"))
+
+
+@pytest.mark.parametrize("name", WARP_CASES)
+def test_breadth_warp_form_matches_the_isa_reference(name):
+    """vote / redux / match over full warps: every row's word equals the ISA's result for its warp."""
+    args = rows(CASES[name].kinds, seed=len(name))
+    got = [int(v) for v in interpret(name, args)]
+    want = warp_reference(name, *args)
+    bad = [f"row {i}: interpreter {g:#x}, ISA {w:#x}" for i, (g, w) in enumerate(zip(got, want)) if g != w]
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
+# ---------------------------------------------------------------- the comparison with the references
+
+def test_every_reference_names_a_case():
+    assert set(REFERENCES) <= set(CASES), sorted(set(REFERENCES) - set(CASES))
+    assert len(REFERENCES) > 150
+
+
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_breadth_kernel_matches_the_isa_reference(name):
+    """The interpreter's word of every row equals the ISA reference (division by zero left out)."""
+    case = CASES[name]
+    args = rows(case.kinds, seed=len(name))
+    got = interpret(name, args)
+    keep = np.ones(N, bool) if case.skip is None else ~case.skip(*args)
+    ref = REFERENCES[name]
+    bad = [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: "
+           f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
+           for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])

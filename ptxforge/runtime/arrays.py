@@ -21,6 +21,7 @@ through (pass the integer address to take that responsibility).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -242,11 +243,10 @@ def check_extent(view: "DeviceView", where: str, name: str) -> None:
     """Refuse a view whose elements would lie outside the 64-bit address space, at address 0 included: the
     interfaces allow a null address only for an array without elements.  `where` prefixes the message (the
     argument), `name` says who described the memory."""
-    size = 1
-    for d in view.shape:
-        size *= d
-    if not size:
-        return
+    size = math.prod(view.shape)
+    if not size or (view.strides is None and 0 < view.ptr and view.ptr + size * (view.elem.bits // 8 or 1)
+                    <= ADDRESS_LIMIT):
+        return  # (the common case, in one expression: launches read foreign arrays per call)
     if not view.ptr:
         raise LaunchError(f"{where}{name} gives address 0 (a null pointer), but it has {size} element"
                           f"{'s' if size != 1 else ''} of shape {view.shape}; only an array without elements may "

@@ -547,3 +547,31 @@ def test_breadth_kernel_matches_the_isa_reference(name):
            f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
            for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
+# ---------------------------------------------------------------- defects: each test states the ISA rule it checks
+
+def _run_rows(name: str, *cols) -> np.ndarray:
+    """The interpreter's words for case `name` on the given leading rows of a, b, c (the other rows zero)."""
+    args = [np.zeros(N, np.uint64) for _ in range(3)]
+    for arg, col in zip(args, cols):
+        arg[:len(col)] = np.array(col, dtype=np.uint64)
+    return interpret(name, args)[:len(cols[0])]
+
+
+def _f32_words(*xs) -> list[int]:
+    return [int(np.array(x, np.float32).view(np.uint32)) for x in xs]
+
+
+def test_div_approx_f32_is_a_times_the_overflowing_reciprocal_of_a_tiny_divisor():
+    """PTX ISA, div: div.approx.f32 computes d = a * (1/b).  For 0 < |b| <= 2^-128 the f32 reciprocal 1/b
+    overflows to an infinity, so d is an infinity of sign(a) XOR sign(b) for a finite non-zero a and NaN for a
+    zero a, even where the exact quotient a / b is finite (2^-149 / 2^-149 is 1)."""
+    tiny, edge = 2.0 ** -149, 2.0 ** -128
+    a = _f32_words(tiny, -tiny, 1.0, 0.0, 2.0 ** -140, 0.25)
+    b = _f32_words(tiny, tiny, -edge, tiny, -edge, edge * 2)  # the last: |b| = 2^-127, 1/b is finite
+    got = [f32(w) for w in _run_rows("div.approx.f32", a, b)]
+    assert got[:3] == [math.inf, -math.inf, -math.inf]
+    assert math.isnan(got[3])
+    assert got[4] == -math.inf
+    assert got[5] == 2.0 ** 125

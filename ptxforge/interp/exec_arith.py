@@ -12,7 +12,8 @@ odd before the final rounding, which gives the correctly rounded fused result; f
 exactly too (`rounding.fma_f64`).  Half types compute in float64 and round once.  Approximate
 instructions (ex2, lg2, sin, cos, rsqrt, .approx) compute the exact function and round it: they
 agree with a GPU to within the instruction's ulp bound, not bit for bit; div.approx.f32, which the ISA
-defines as a * (1/b), gives its defined zero (NaN for an infinite a) for 2^126 < |b| < 2^128.  The directed rounding
+defines as a * (1/b), gives its defined zero (NaN for an infinite a) for 2^126 < |b| < 2^128 and, where 1/b
+overflows (0 < |b| <= 2^-128), an infinity (NaN for a zero a).  The directed rounding
 modes (.rz/.rm/.rp) of add, sub, mul, fma/mad, div, rcp and sqrt round the exact result once in
 that mode (`rounding.directed`), with IEEE 754's overflow and signed-zero rules.  fma.oob (sm_90) is
 refused (InterpUnsupported): which NaN bit patterns it zeroes is not in the PTX ISA.
@@ -170,11 +171,17 @@ FLOAT_SEMANTICS = {
 
 def _div_approx(a, b):
     """div.approx.f32, computed as a * (1/b): for 2^126 < |b| < 2^128 the reciprocal is below the least normal and
-    is zero, so the ISA gives NaN where a is infinite and otherwise a zero of a's sign XOR b's (NaN stays NaN);
-    elsewhere the correctly rounded quotient, within the instruction's 2 ulp."""
+    is zero, so the ISA gives NaN where a is infinite and otherwise a zero of a's sign XOR b's (NaN stays NaN); for
+    0 < |b| <= 2^-128 the reciprocal overflows to an infinity, so the quotient is an infinity of a's sign XOR b's
+    (NaN for a zero a) even where a / b is finite; elsewhere the correctly rounded quotient, within the
+    instruction's 2 ulp."""
     a, b = np.asarray(a), np.asarray(b)
+    one = b.dtype.type(1)
     beyond = np.isfinite(b) & (np.abs(b) > b.dtype.type(2.0 ** 126))
-    return np.where(beyond, a * np.copysign(b.dtype.type(0), b), a / b)
+    tiny = (b != 0) & (np.abs(b) <= b.dtype.type(2.0 ** -128))
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        quotient = np.where(tiny, a * np.copysign(b.dtype.type(np.inf), b), a / np.where(tiny, one, b))
+    return np.where(beyond, a * np.copysign(b.dtype.type(0), b), quotient)
 
 
 def _relu(fn):

@@ -325,3 +325,14 @@ def test_jit_options_are_ints_in_range(kw):
         jit_options(**kw)
     assert jit_options(max_registers=np.int32(64), opt_level=3) == (("CU_JIT_MAX_REGISTERS", 64),
                                                                    ("CU_JIT_OPTIMIZATION_LEVEL", 3))
+
+
+def test_a_relative_cache_dir_is_fixed_when_it_is_set(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    C.set_cache_dir("rel/cubins")
+    try:
+        os.mkdir(tmp_path / "elsewhere")
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert C.cache_dir() == str(tmp_path / "rel" / "cubins")
+    finally:
+        C.set_cache_dir(None)

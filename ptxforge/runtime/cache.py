@@ -128,9 +128,10 @@ def cache_dir() -> str:
 
 
 def set_cache_dir(path) -> None:
-    """Store cubins under `path` (None: back to the environment / default)."""
+    """Store cubins under `path` (None: back to the environment / default).  A relative path is taken from the
+    current directory now: a later ``os.chdir`` does not move the cache."""
     global _dir_override
-    _dir_override = os.fspath(path) if path is not None else None
+    _dir_override = os.path.abspath(os.fspath(path)) if path is not None else None
 
 
 def disk_cache_enabled() -> bool:

@@ -336,3 +336,30 @@ def test_a_relative_cache_dir_is_fixed_when_it_is_set(tmp_path, monkeypatch):
         assert C.cache_dir() == str(tmp_path / "rel" / "cubins")
     finally:
         C.set_cache_dir(None)
+
+
+def test_copying_a_device_buffer_copies_its_memory_and_pickling_is_refused(mem_drv):
+    """copy.copy of the object alone would share its memory (and its finalizer): freeing either would leave the
+    other using freed memory.  A copy is a new allocation with the same bytes; a pickle would carry a dangling
+    address to another process, so it is refused."""
+    import copy
+    import pickle
+
+    def dtod(dst, src, n):
+        mem_drv.mem[int(dst)][:n] = mem_drv.mem[int(src)][:n]
+        mem_drv.calls.append(("cuMemcpyDtoD", (dst, src, n)))
+        return (0,)
+    mem_drv.cuMemcpyDtoD = dtod
+    a = pf.DeviceBuffer.from_host(np.arange(4, dtype=np.float32))
+    for make in (copy.copy, copy.deepcopy, lambda b: b.copy()):
+        b = make(a)
+        assert b.ptr != a.ptr and b.shape == a.shape and b.dtype == a.dtype
+        b.free()
+        np.testing.assert_array_equal(a.to_host(), [0, 1, 2, 3])  # still allocated, still its values
+    c = copy.deepcopy({"w": a})["w"]
+    a.free()
+    np.testing.assert_array_equal(c.to_host(), [0, 1, 2, 3])
+    with pytest.raises(TypeError, match="cannot be pickled"):
+        pickle.dumps(c)
+    with pytest.raises(LaunchError, match="freed"):
+        a.copy()

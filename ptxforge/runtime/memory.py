@@ -115,7 +115,7 @@ def _dtype_arg(dtype) -> np.dtype:
 class DeviceBuffer:
     """GPU memory (cuMemAlloc) that kernels take as a pointer argument without copies.
 
-    ``DeviceBuffer.empty((n,), np.float32)``, ``DeviceBuffer.from_host(a)``, ``buf.to_host()``.
+    ``DeviceBuffer.empty((n,), np.float32)``, ``DeviceBuffer.from_host(a)``, ``buf.to_host()``, ``buf.copy()``.
     It exposes ``__cuda_array_interface__``, so CuPy/torch/Numba can view it too.  The memory
     is freed with ``free()``, at the end of a ``with`` block, or when the object is collected.
     """
@@ -295,6 +295,37 @@ class DeviceBuffer:
             finally:
                 _drv.leave(prev)
         return self
+
+    def copy(self, stream=None) -> "DeviceBuffer":
+        """A new buffer of the same shape and dtype holding a copy of this one's bytes (cuMemcpyDtoD, ordered on
+        `stream` like a launch).  ``copy.copy`` and ``copy.deepcopy`` make one too: a copy of the object alone
+        would share the memory, and freeing either would leave the other pointing at freed memory."""
+        src = self.ptr  # a freed buffer raises here, before anything is allocated
+        new = DeviceBuffer(shape=self.shape, dtype=self.dtype)
+        if self.nbytes:
+            from .streams import stream_handle
+            s = stream_handle(stream)
+            d = api()
+            prev = _drv.enter()
+            try:
+                if s:
+                    check(d.cuMemcpyDtoDAsync(d.CUdeviceptr(new.ptr), d.CUdeviceptr(src), self.nbytes, d.CUstream(s)),
+                          "cuMemcpyDtoDAsync")
+                else:
+                    check(d.cuMemcpyDtoD(d.CUdeviceptr(new.ptr), d.CUdeviceptr(src), self.nbytes), "cuMemcpyDtoD")
+            finally:
+                _drv.leave(prev)
+        return new
+
+    def __copy__(self) -> "DeviceBuffer":
+        return self.copy()
+
+    def __deepcopy__(self, memo) -> "DeviceBuffer":
+        return self.copy()
+
+    def __reduce__(self):
+        raise TypeError("a DeviceBuffer is GPU memory of this process and cannot be pickled (another process would "
+                        "get a dangling address); pickle buf.to_host() and DeviceBuffer.from_host it there")
 
     # ------------------------------------------------------------ lifetime
     def free(self) -> None:

@@ -363,3 +363,24 @@ def test_copying_a_device_buffer_copies_its_memory_and_pickling_is_refused(mem_d
         pickle.dumps(c)
     with pytest.raises(LaunchError, match="freed"):
         a.copy()
+
+
+def test_a_copied_stream_or_bound_launch_is_the_same_object(mem_drv):
+    """A copy of the object alone would share the driver stream (or the bound launch's device copies) without
+    knowing when the other closed it: the copy would then launch on a destroyed stream or on freed memory."""
+    import copy
+    import pickle
+    mem_drv.answers.update({"cuStreamCreate": (0, 0x777), "cuStreamDestroy": (0,)})
+    s = pf.Stream()
+    fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    bound = fn.bind(1, 32, np.zeros(4, np.float32), stream=s)
+    for obj in (s, bound):
+        assert copy.copy(obj) is obj and copy.deepcopy([obj])[0] is obj
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(obj)
+    copy.copy(bound).close()
+    with pytest.raises(LaunchError, match="was closed"):
+        bound.launch()
+    copy.copy(s).close()
+    with pytest.raises(LaunchError, match="was closed"):
+        fn(1, 32, 0, stream=s)

@@ -346,6 +346,16 @@ class BoundLaunch:
         self._buffers = ()
         self._resolved = None
 
+    def __copy__(self) -> "BoundLaunch":
+        return self  # its device copies are freed once, by close(): a second object would launch on freed memory
+
+    def __deepcopy__(self, memo) -> "BoundLaunch":
+        return self
+
+    def __reduce__(self):
+        raise TypeError("a BoundLaunch holds GPU memory and a loaded kernel of this process and cannot be pickled; "
+                        "bind the launch again there")
+
     def __enter__(self) -> "BoundLaunch":
         return self
 

@@ -80,6 +80,16 @@ class Stream:
             finally:
                 _drv.leave(prev)
 
+    def __copy__(self) -> "Stream":
+        return self  # one driver stream, one object: a second would not know when the first closed it
+
+    def __deepcopy__(self, memo) -> "Stream":
+        return self
+
+    def __reduce__(self):
+        raise TypeError("a Stream is a CUDA stream of this process and cannot be pickled (another process would get "
+                        "a dangling handle); make a Stream there")
+
     def __enter__(self) -> "Stream":
         return self
 

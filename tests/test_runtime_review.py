@@ -13,6 +13,7 @@ import ptxforge as pf
 from ptxforge.errors import DriverError, LaunchError
 from ptxforge.runtime import cache as C
 from ptxforge.runtime import driver as D
+from ptxforge.runtime import loader as L
 from ptxforge.runtime.launch import layout, resolve
 from ptxforge.runtime.loader import parse_entries
 from ptxforge.runtime.streams import stream_handle
@@ -365,7 +366,7 @@ def test_copying_a_device_buffer_copies_its_memory_and_pickling_is_refused(mem_d
         a.copy()
 
 
-def test_a_copied_stream_or_bound_launch_is_the_same_object(mem_drv):
+def test_a_copied_stream_bound_launch_kernel_or_module_is_the_same_object(mem_drv):
     """A copy of the object alone would share the driver stream (or the bound launch's device copies) without
     knowing when the other closed it: the copy would then launch on a destroyed stream or on freed memory."""
     import copy
@@ -373,6 +374,12 @@ def test_a_copied_stream_or_bound_launch_is_the_same_object(mem_drv):
     mem_drv.answers.update({"cuStreamCreate": (0, 0x777), "cuStreamDestroy": (0,)})
     s = pf.Stream()
     fn = kernel_of(".param .u64 .ptr .global .align 4 x")
+    module = L.LoadedModule.__new__(L.LoadedModule)
+    module._handle = 1
+    for obj in (module, fn):
+        assert copy.copy(obj) is obj and copy.deepcopy([obj])[0] is obj
+        with pytest.raises(TypeError, match="cannot be pickled"):
+            pickle.dumps(obj)
     bound = fn.bind(1, 32, np.zeros(4, np.float32), stream=s)
     for obj in (s, bound):
         assert copy.copy(obj) is obj and copy.deepcopy([obj])[0] is obj

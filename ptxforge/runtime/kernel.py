@@ -137,6 +137,16 @@ class KernelFunction:
                 f"{a.get('static_shared')} B static smem, {a.get('local_bytes')} B local, "
                 f"max {a.get('max_threads_per_block')} threads>")
 
+    def __copy__(self) -> "KernelFunction":
+        return self  # its argument block and lock are shared by every launch of the kernel
+
+    def __deepcopy__(self, memo) -> "KernelFunction":
+        return self
+
+    def __reduce__(self):
+        raise TypeError(f"kernel '{self.name}' is loaded in this process's CUDA context and cannot be pickled; pickle "
+                        "its module's ptx (or the ptxforge Module) and load() it there")
+
     # ------------------------------------------------------------ configuration
     def _config(self, grid, block, shared) -> tuple:
         """(gx, gy, gz, bx, by, bz, shared bytes) of a launch, checked against the kernel and the device once per

@@ -370,6 +370,16 @@ class LoadedModule:
         return (f"<LoadedModule {', '.join(self.functions)} for {self.jit_target}, PTX ISA {self.version}, "
                 f"from {self.origin}>")
 
+    def __copy__(self) -> "LoadedModule":
+        return self  # one loaded module, one object: a copy's unload() would pull it from under this one's kernels
+
+    def __deepcopy__(self, memo) -> "LoadedModule":
+        return self
+
+    def __reduce__(self):
+        raise TypeError("a LoadedModule is loaded in this process's CUDA context and cannot be pickled; pickle its "
+                        "ptx (or the ptxforge Module) and load() it there")
+
     @property
     def loaded(self) -> bool:
         """False once unload() ran."""

@@ -575,3 +575,17 @@ def test_div_approx_f32_is_a_times_the_overflowing_reciprocal_of_a_tiny_divisor(
     assert math.isnan(got[3])
     assert got[4] == -math.inf
     assert got[5] == 2.0 ** 125
+
+
+@pytest.mark.parametrize("name, nans, one", [("fma.rn.relu.f16", (0x7E00, 0xFE01, 0x7C01), 0x3C00),
+                                             ("fma.rn.relu.bf16", (0x7FC0, 0xFFC1, 0x7F81), 0x3F80)])
+def test_fma_relu_makes_a_nan_result_the_canonical_nan(name, nans, one):
+    """PTX ISA, half precision fma (and CUDA's __hfma_relu, which it implements): .relu clamps a negative result
+    to 0, and a NaN result is converted to the canonical NaN (0x7FFF), whatever NaN the inputs held; inf * 0 is
+    such a NaN result too."""
+    inf = 0x7F80 if "bf16" in name else 0x7C00
+    a = [*nans, inf, one]
+    b = [one, one, one, 0, one]
+    c = [0, 0, 0, 0, nans[1]]
+    got = [int(w) for w in _run_rows(name, a, b, c)]
+    assert got == [0x7FFF] * 5, [hex(w) for w in got]

@@ -1,9 +1,9 @@
 """Integer and floating-point arithmetic, every row of `ptxforge.isa.arith.ARITH`: add sub mul mad
 fma div rem abs neg min max mul24 mad24 sad rcp sqrt rsqrt ex2 lg2 sin cos tanh copysign.
 
-.relu clamps a negative result to +0 (a NaN stays NaN); min/max .xorsign.abs compare the
-magnitudes and give the result the sign a XOR b; copysign, like abs and neg, works on the bits
-(abs.ftz / neg.ftz first make a subnormal input zero of its sign).
+.relu clamps a negative result to +0 and makes a NaN result the canonical NaN (0x7FFF, as min/max do);
+min/max .xorsign.abs compare the magnitudes and give the result the sign a XOR b; copysign, like abs and neg,
+works on the bits (abs.ftz / neg.ftz first make a subnormal input zero of its sign).
 
 Integers compute in the type's own numpy dtype, so results wrap exactly as PTX's do; .hi and
 .wide products widen first (64-bit high halves are built from 32-bit pieces); .sat clamps.
@@ -373,8 +373,9 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
                 xs = [half_lane(v, lane, is_bf16) for v in vals]
                 bits = directed(opname, xs, mode, fmt, FLOAT_SEMANTICS[opname])
                 bits = bits if is_bf16 else bits.view(np.uint16)
-                if relu:  # a negative result (sign set, not NaN) becomes +0
-                    bits = np.where(half_to_f32(bits, is_bf16) < 0, np.uint16(0), bits)
+                if relu:  # a negative result (sign set, not NaN) becomes +0, a NaN the canonical NaN
+                    value = half_to_f32(bits, is_bf16)
+                    bits = canonical_nan(np.where(value < 0, np.uint16(0), bits), value)
                 lane_bits.append(bits)
             put(S, pack_lanes(lane_bits).view(view_dtype(t)), m)
         return halves
@@ -460,7 +461,7 @@ def _make_float(P, op, opname, t, mods, srcs):
                 bits = half_bits(r, is_bf16)
                 if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
                     bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
-                if minmax:  # a NaN result is the canonical one
+                if minmax or relu:  # a NaN result is the canonical one
                     bits = canonical_nan(bits, r)
                 lane_bits.append(bits)
             put(S, pack_lanes(lane_bits).view(view_dtype(t)), m)

@@ -231,18 +231,10 @@ class DeviceBuffer:
         array = np.asarray(array)
         self._check_host(array, "copy_from_host")
         if self.nbytes:
-            from .streams import stream_handle
-            s = stream_handle(stream)
-            d = api()
-            prev = _drv.enter()
-            try:
-                if s:
-                    check(d.cuMemcpyHtoDAsync(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes, d.CUstream(s)),
-                          "cuMemcpyHtoDAsync")
-                else:
-                    check(d.cuMemcpyHtoD(d.CUdeviceptr(self.ptr), _host_ptr(array), self.nbytes), "cuMemcpyHtoD")
-            finally:
-                _drv.leave(prev)
+            dst, src, n = self.ptr, _host_ptr(array), self.nbytes
+            self._on_stream(stream, lambda d: check(d.cuMemcpyHtoD(d.CUdeviceptr(dst), src, n), "cuMemcpyHtoD"),
+                            lambda d, cs: check(d.cuMemcpyHtoDAsync(d.CUdeviceptr(dst), src, n, cs),
+                                                "cuMemcpyHtoDAsync"))
         return self
 
     def copy_to_host(self, out: np.ndarray, stream=None) -> np.ndarray:
@@ -254,19 +246,13 @@ class DeviceBuffer:
         if not out.flags.writeable:
             raise LaunchError("copy_to_host: the output array is read-only")
         if self.nbytes:
-            from .streams import stream_handle
-            s = stream_handle(stream)
-            d = api()
-            prev = _drv.enter()
-            try:
-                if s:
-                    check(d.cuMemcpyDtoHAsync(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes, d.CUstream(s)),
-                          "cuMemcpyDtoHAsync")
-                    check(d.cuStreamSynchronize(d.CUstream(s)), "cuStreamSynchronize")
-                else:
-                    check(d.cuMemcpyDtoH(_host_ptr(out), d.CUdeviceptr(self.ptr), self.nbytes), "cuMemcpyDtoH")
-            finally:
-                _drv.leave(prev)
+            dst, src, n = _host_ptr(out), self.ptr, self.nbytes
+
+            def on_stream(d, cs):
+                check(d.cuMemcpyDtoHAsync(dst, d.CUdeviceptr(src), n, cs), "cuMemcpyDtoHAsync")
+                check(d.cuStreamSynchronize(cs), "cuStreamSynchronize")
+            s = self._on_stream(stream, lambda d: check(d.cuMemcpyDtoH(dst, d.CUdeviceptr(src), n), "cuMemcpyDtoH"),
+                                on_stream)
             faults.synchronized(s)  # the copy waited for everything queued before it on that stream
         return out
 
@@ -282,18 +268,10 @@ class DeviceBuffer:
             raise LaunchError(f"fill_bytes(value) sets each byte, so value is an int in 0..255, got {value!r}")
         value = int(value)
         if self.nbytes:
-            from .streams import stream_handle
-            s = stream_handle(stream)
-            d = api()
-            prev = _drv.enter()
-            try:
-                if s:
-                    check(d.cuMemsetD8Async(d.CUdeviceptr(self.ptr), value, self.nbytes, d.CUstream(s)),
-                          "cuMemsetD8Async")
-                else:
-                    check(d.cuMemsetD8(d.CUdeviceptr(self.ptr), value, self.nbytes), "cuMemsetD8")
-            finally:
-                _drv.leave(prev)
+            dst, n = self.ptr, self.nbytes
+            self._on_stream(stream, lambda d: check(d.cuMemsetD8(d.CUdeviceptr(dst), value, n), "cuMemsetD8"),
+                            lambda d, cs: check(d.cuMemsetD8Async(d.CUdeviceptr(dst), value, n, cs),
+                                                "cuMemsetD8Async"))
         return self
 
     def copy(self, stream=None) -> "DeviceBuffer":
@@ -303,19 +281,29 @@ class DeviceBuffer:
         src = self.ptr  # a freed buffer raises here, before anything is allocated
         new = DeviceBuffer(shape=self.shape, dtype=self.dtype)
         if self.nbytes:
-            from .streams import stream_handle
-            s = stream_handle(stream)
-            d = api()
-            prev = _drv.enter()
-            try:
-                if s:
-                    check(d.cuMemcpyDtoDAsync(d.CUdeviceptr(new.ptr), d.CUdeviceptr(src), self.nbytes, d.CUstream(s)),
-                          "cuMemcpyDtoDAsync")
-                else:
-                    check(d.cuMemcpyDtoD(d.CUdeviceptr(new.ptr), d.CUdeviceptr(src), self.nbytes), "cuMemcpyDtoD")
-            finally:
-                _drv.leave(prev)
+            dst, n = new.ptr, self.nbytes
+            self._on_stream(stream, lambda d: check(d.cuMemcpyDtoD(d.CUdeviceptr(dst), d.CUdeviceptr(src), n),
+                                                    "cuMemcpyDtoD"),
+                            lambda d, cs: check(d.cuMemcpyDtoDAsync(d.CUdeviceptr(dst), d.CUdeviceptr(src), n, cs),
+                                                "cuMemcpyDtoDAsync"))
         return new
+
+    @staticmethod
+    def _on_stream(stream, plain, on_stream) -> int:
+        """In ptxforge's context, `plain(d)` (the call of the legacy default stream) when `stream` names none, else
+        `on_stream(d, cu_stream)` (its ...Async form); returns the stream's handle."""
+        from .streams import stream_handle
+        s = stream_handle(stream)
+        d = api()
+        prev = _drv.enter()
+        try:
+            if s:
+                on_stream(d, d.CUstream(s))
+            else:
+                plain(d)
+        finally:
+            _drv.leave(prev)
+        return s
 
     def __copy__(self) -> "DeviceBuffer":
         return self.copy()

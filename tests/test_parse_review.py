@@ -228,3 +228,123 @@ def test_to_python_refuses_a_structure_call_argument_at_its_line():
     at = line_of(text, ".param .align 8 .b8 retval0[16]")
     assert e.value.loc is not None and e.value.loc.lineno == at
     assert "call_param() declares a scalar" in e.value.message
+
+
+KERNEL = ".visible .entry k()\n{\n\tret;\n}\n"
+
+
+@pytest.mark.parametrize("text,at,missing", [
+    (".target sm_80\n.address_size 64\n" + KERNEL, 1, ".version"),
+    ("// a comment\n.target sm_80\n.version 8.0\n.address_size 64\n" + KERNEL, 2, ".version"),
+    (".version 8.0\n.address_size 64\n.target sm_80\n" + KERNEL, 2, ".target"),
+    (".version 8.0\n" + KERNEL, 2, ".target"),
+])
+def test_a_module_opens_with_version_then_target(text, at, missing):
+    """ptxas refuses a file that does not open with .version, then .target ("Missing .version directive at start
+    of file"); the reader took one with no .version at all and wrote `.version 7.0` into it."""
+    with pytest.raises(ParseError, match=rf"v.ptx:{at}: a PTX module opens with .version, then .target: {missing} "
+                                         "must come before"):
+        parse(text, filename="v.ptx")
+
+
+def test_a_second_version_is_refused_at_its_line():
+    text = HEAD + KERNEL + ".version 8.0\n"
+    with pytest.raises(ParseError, match=rf"v.ptx:{text.count(chr(10), 0, text.rindex('.version')) + 1}: a second .version \(the first "
+                                         r"is at line 1\)"):
+        parse(text, filename="v.ptx")
+
+
+def test_a_kernel_declaration_is_read_and_kept():
+    """ptxas takes a kernel's declaration, `.visible .entry k(...);`, before or without its definition; the reader
+    called it "'.visible' is not a module-scope directive"."""
+    text = HEAD + ".visible .entry k(.param .u64 p);\n" + KERNEL.replace("k()", "k(.param .u64 p)")
+    module = parse(text, filename="e.ptx")
+    assert [k.name for k in module.entries] == ["k"]
+    assert ".visible .entry k(.param .u64 p);" in module.ptx
+    round_trips(module)
+    same_sass(text, module.ptx)
+    broken = HEAD + ".visible .entry k(.param .u64 p\n{\n\tret;\n}\n"
+    with pytest.raises(ParseError, match=r"e.ptx:5: the parameter list's \( is never closed"):
+        parse(broken, filename="e.ptx")
+
+
+@pytest.mark.parametrize("operand,reason", [
+    ("0xZZ", "cannot read the operand '0xZZ': not a register, a literal"),
+    ("1+1", "'1\\+1' is a constant expression: ptxas evaluates it, ptxforge reads literal operands only"),
+    ("(1<<3)", "'1<<3' is a constant expression"),
+])
+def test_an_operand_the_reader_cannot_read_is_named(operand, reason):
+    """The refusal showed the reader's internals ("got RawOperand(text='0xZZ')") and did not say that ptxas
+    evaluates constant expressions, which the reader does not."""
+    text = HEAD + ".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\tadd.u32 %r1, %r2, " + operand + ";\n\tret;\n}\n"
+    with pytest.raises(ParseError, match=rf"o.ptx:{line_of(text, 'add.u32')}: {reason}") as e:
+        parse(text, filename="o.ptx")
+    assert "RawOperand" not in str(e.value)
+
+
+@pytest.mark.parametrize("pragma", ['"nounroll', "nounroll", '"a" "b"', "7"])
+def test_a_pragma_is_a_list_of_strings(pragma):
+    """ptxas refuses `.pragma nounroll;` or an unclosed string (a syntax error); the reader kept them, and wrote
+    them into PTX that no assembler takes."""
+    for text in (HEAD + f".pragma {pragma};\n" + KERNEL, HEAD + KERNEL.replace("\tret;", f"\t.pragma {pragma};\n\tret;")):
+        with pytest.raises(ParseError, match=r"\.pragma takes one or more double-quoted strings"):
+            parse(text, filename="p.ptx")
+    assert ".pragma \"nounroll\", \"x\";" in parse(HEAD + '.pragma "nounroll", "x";\n' + KERNEL).ptx
+
+
+def param_offsets(kernel) -> dict:
+    """Where each parameter of `kernel` sits in its parameter buffer, as launches and the interpreter place it."""
+    from ptxforge.kernel import param_align
+    out, off = {}, 0
+    for p in kernel.params:
+        a = param_align(p)
+        off = -(-off // a) * a
+        out[p.name] = off
+        off += p.size
+    return out
+
+
+def sass_param_offsets(text: str) -> list:
+    """The constant-bank offsets (past sm_90's parameter base 0x210) that the SASS of `text` reads."""
+    import re
+    sass = assemble(text, backend="ptxas").sass()
+    return sorted({int(x, 16) - 0x210 for x in re.findall(r"c\[0x0\]\[(0x2[1-9a-f][0-9a-f])\]", sass)})
+
+
+def align_kernel(spelled: str) -> str:
+    return (".version 8.0\n.target sm_90\n.address_size 64\n\n"
+            f".visible .entry k(.param .u32 n, .param {spelled}, .param .u32 m)\n{{\n"
+            "\t.reg .b32 %r<3>;\n\t.reg .b64 %rd<3>;\n\tld.param.u64 %rd1, [p];\n\tld.param.u32 %r1, [m];\n"
+            "\tcvta.to.global.u64 %rd2, %rd1;\n\tst.global.u32 [%rd2], %r1;\n\tret;\n}\n")
+
+
+@pytest.mark.parametrize("spelled,p_at,m_at", [
+    (".u64 .ptr .align 1 p", 8, 16),      # nvcc 13 for sm_100 and newer: refused ("align=1 would not be honoured")
+    (".u64 .ptr .align 16 p", 8, 16),     # a pointer's .align is its pointee's: the interpreter put p at 16
+    (".u64 .align 16 p", 8, 16),          # ptxas ignores an .align after the type; the reader moved it before
+    (".align 16 .u64 p", 16, 24),
+    (".b8 .align 16 p[16]", 4, 20),
+    (".b32 .align 16 p[4]", 4, 20),
+    (".align 16 .b8 p[16]", 16, 32),
+])
+def test_parameters_sit_where_ptxas_puts_them(spelled, p_at, m_at):
+    """The parameter layout of a read kernel (what launches pack and the interpreter reads) and of its rendering
+    are ptxas's: an `.align` after the type is ignored, and a `.ptr`'s is its pointee's."""
+    text = align_kernel(spelled)
+    module = parse(text, filename="a.ptx")
+    assert param_offsets(module.kernels[0]) == {"n": 0, "p": p_at, "m": m_at}
+    round_trips(module)
+    if "ptxas" in available_backends():
+        assert sass_param_offsets(text) == sass_param_offsets(module.ptx)
+        assert {p_at, m_at} <= set(sass_param_offsets(module.ptx))
+    if spelled.startswith(".u64"):
+        out = np.zeros(1, np.uint32)
+        interp.run(module, "k", grid=1, block=1, args=[np.uint32(5), out, np.uint32(77)])
+        assert out[0] == 77
+
+
+def test_an_align_after_the_type_is_a_lint_warning():
+    from ptxforge.parse.lint import lint
+    findings = lint(align_kernel(".u64 .align 16 p"), filename="a.ptx")
+    assert any(f.severity == "warning" and "ignores an .align written after the type" in f.message and f.line == 5
+               for f in findings), [str(f) for f in findings]

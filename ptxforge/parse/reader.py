@@ -169,6 +169,7 @@ class Reader:
         if not self.text.isascii():
             self.non_ascii()
         stmts = statements(self.text)
+        self.check_opening(stmts)
         i, n = 0, len(stmts)
         while i < n:
             st = stmts[i]
@@ -207,6 +208,31 @@ class Reader:
         return Reading(module, self.findings, self.opaque, self.version, self.target, self.target_line,
                            self.version_line, self.too_new)
 
+    def check_pragma(self, text: str, line: int):
+        """ParseError unless `text` is `.pragma "word"` or a comma-separated list of such strings, the form ptxas
+        parses (a bare word or a number is its syntax error)."""
+        if _PRAGMA.match(text) is None:
+            raise self.error(line, '.pragma takes one or more double-quoted strings separated by commas: .pragma '
+                                   '"nounroll";')
+
+    def check_opening(self, stmts):
+        """ParseError unless the module opens as ptxas requires: `.version` first, `.target` next (comments
+        aside); ptxas refuses anything else ("Missing .version directive at start of file", "Missing .target
+        directive ...").  A text with no statement after `.version` is left to the missing-target error."""
+        opening = []
+        for st in stmts:
+            if st.kind != COMMENT:
+                opening.append(st)
+                if len(opening) == 2:
+                    break
+        for st, want, example in zip(opening, (".version", ".target"), (".version 8.0", ".target sm_90")):
+            if st.kind == LINE and st.text.split(None, 1)[0] == want:
+                continue
+            first = st.text.split("\n", 1)[0][:60]
+            raise self.error(st.line, f"a PTX module opens with .version, then .target: {want} must come "
+                                      f"before '{first}' (ptxas: 'Missing {want} directive at start of file'); "
+                                      f"write it first, e.g. '{example}'")
+
     def non_ascii(self):
         """Raise the ParseError for the first non-ASCII character of the text (ptxas refuses any, even in a
         comment)."""
@@ -235,6 +261,9 @@ class Reader:
         head = word[0]
         arg = word[1].strip() if len(word) > 1 else ""
         if head == ".version":
+            if self.version_line:
+                raise self.error(st.line, f"a second .version (the first is at line {self.version_line}): a module "
+                                          "has one, at its start (ptxas refuses another)")
             try:
                 self.version = PtxVersion.parse(arg)
             except PtxforgeError as e:
@@ -274,6 +303,7 @@ class Reader:
         words = text.split()
         head = words[0]
         if head == ".pragma":
+            self.check_pragma(text, st.line)
             self.declarations.append(RawDirective(text + ";"))
             return
         if head == ".alias":
@@ -281,6 +311,14 @@ class Reader:
             return
         link = head if head in _LINKAGE else ""
         rest = words[1:] if link else words
+        if rest and rest[0] == ".entry":  # a kernel's declaration (`.visible .entry k(.param .u64 p);`): nothing
+            if text.count("(") != text.count(")"):
+                raise self.error(st.line, "the parameter list's ( is never closed by a )")
+            if not _ENTRY_DECL.match(text):  # calls a kernel, so it is kept as written
+                raise self.error(st.line, "a kernel declaration is `{.visible|.extern|.weak} .entry name(.param ... "
+                                          "p, ...);` (a definition opens its body with { on the header)")
+            self.declarations.append(RawDirective(" ".join(text.split()) + ";"))
+            return
         if rest and rest[0] == ".func":
             proto = self.prototype(text, st.line, link)
             self.functions[proto.name] = proto
@@ -513,12 +551,14 @@ class Reader:
         if not words or words[0] != ".param":
             raise self.error(line, f"'{text}': parameters are declared `.param .type name` or `.reg .type name`")
         t, align, ptr_space, ptr, name = None, None, None, False, None
+        late = False  # an .align after the type, which ptxas takes and ignores (unless after .ptr: the pointee's)
         i = 1
         while i < len(words):
             w = words[i]
             if w == ".align":
                 i += 1
                 align = self.alignment(words, i, line)
+                late = t is not None
             elif w == ".ptr":
                 ptr = True
             elif ptr and w in (".global", ".shared", ".const", ".local"):
@@ -537,6 +577,11 @@ class Reader:
         base, dims = self.dims(name, line)
         if not _NAME.match(base):
             raise self.error(line, f"parameter name '{base}' is not a PTX identifier")
+        if late and not ptr:  # ptxas places `.param .u64 .align 16 p` (or `.b8 .align 16 a[16]`) as without it
+            self.note(line, "warning", f"parameter {base}: ptxas ignores an .align written after the type (the "
+                                       f"parameter sits at its type's alignment); write `.param .align {align} "
+                                       f".{t.name} {name}` to align it")
+            align = None
         elem = max(t.bits // 8, 1)
         normalized = " ".join(text.split()).replace(" [", "[")
         if dims:
@@ -549,7 +594,11 @@ class Reader:
             if t is T.b8 and align is not None and len(dims) == 1:
                 p = Param(base, T.b8, None, None, n, align)
         elif ptr or t.is_pred:
-            p = ParamDecl(base, t, None, ptr_space, None, align, spelling=normalized)
+            # a pointer's `.ptr .align A` is its pointee's alignment (nvcc 13 writes `.ptr .align 1` for sm_100 and
+            # newer): the parameter sits at its own size in the buffer, so with no state space to say it is a
+            # pointer, that alignment is left out of the layout (the spelling keeps it)
+            p = ParamDecl(base, t, None, ptr_space, None, None if ptr and ptr_space is None else align,
+                          spelling=normalized)
         else:  # a scalar's .align above its size places it in the parameter buffer (ptxas takes and ignores less)
             p = Param(base, t, align=align if align is not None and align > elem else None)
         sym = p.symbol
@@ -1145,6 +1194,7 @@ class BodyReader:
             self.items.extend(self.declare_regs(text, line, depth > 0))
             return
         if head == ".pragma":
+            r.check_pragma(text, line)
             self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
             return
         if head == ".param":
@@ -1258,7 +1308,7 @@ class BodyReader:
                                         f"ptxas emulates it ({S4_EMULATION_COST})")
                 warn_emulated(ins.info, self.target, loc)
         except PtxforgeError as e:
-            at, reason = self.where(statement, rest, line, e.message)
+            at, reason = self.where(statement, rest, line, _unreadable_operand(e.message))
             if strict:
                 raise r.error(at, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
             r.note(at, "error", reason)
@@ -1381,6 +1431,31 @@ def _narrowed(op, value: int, kept: int):
         items = tuple(_narrowed(x, value, kept) for x in op.regs)
         return op if items == op.regs else Vec(items)
     return op
+
+
+#: what may stand in an operand beside registers, names and literals: an operator of a constant expression
+_EXPRESSION = re.compile(r"[-+*/%<>&|^~!()]")
+_RAW_IN_REASON = re.compile(r"RawOperand\(text='([^']*)'\)")
+
+
+_PRAGMA = re.compile(r'\.pragma\s+"[^"]*"(\s*,\s*"[^"]*")*\Z')
+_ENTRY_DECL = re.compile(r"(\.\w+\s+)?\.entry\s+[A-Za-z_$][\w$]*\s*\([^()]*\)\s*\Z")
+
+
+def _unreadable_operand(reason: str) -> str:
+    """`reason`, a constructor's refusal of an instruction's operands, told of the operand it is about when that
+    one is text the reader could not read (the constructor names it `RawOperand(text='...')`): what the text is
+    not, and what to write (a constant expression's value: ptxas evaluates `1+1` or `(1<<3)`, the reader takes
+    literals)."""
+    m = _RAW_IN_REASON.search(reason)
+    if m is None:
+        return reason
+    text = m.group(1) if len(m.group(1)) <= 60 else m.group(1)[:57] + "..."
+    if _EXPRESSION.search(text.lstrip("-")) and not text.startswith(("[", "{")):
+        return (f"'{text}' is a constant expression: ptxas evaluates it, ptxforge reads literal operands only; "
+                "write its value")
+    return (f"cannot read the operand '{text}': not a register, a literal (decimal, 0x hex, 0b binary, 0 octal, "
+            "0f/0d hex float, decimal float), an address, a { } list, a label or a declared name")
 
 
 def _raw_or(scope, text, line):

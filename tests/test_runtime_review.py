@@ -391,3 +391,23 @@ def test_a_copied_stream_bound_launch_kernel_or_module_is_the_same_object(mem_dr
     copy.copy(s).close()
     with pytest.raises(LaunchError, match="was closed"):
         fn(1, 32, 0, stream=s)
+
+
+def test_without_the_driver_s_version_file_the_cache_key_follows_the_loaded_libcuda(tmp_path):
+    """On WSL there is no /proc/driver/nvidia/version: the driver build (part of every cache key) is then the
+    loaded libcuda's path, size and time, so a driver update of the same CUDA version stops reusing the old
+    driver's cubins instead of reusing them under 'unknown-build'."""
+    lib = tmp_path / "libcuda.so.1"
+    lib.write_bytes(b"x" * 100)
+    maps = tmp_path / "maps"
+    maps.write_text("7f00-7f01 r--p 00000000 08:01 42   /usr/lib/x86_64-linux-gnu/libc.so.6\n"
+                    f"7f02-7f03 r-xp 00000000 08:01 43   {lib}\n")
+    missing = str(tmp_path / "no-version-file")
+    before = D.driver_build(missing, str(maps))
+    assert before.startswith(f"libcuda {lib} 100 ")
+    lib.write_bytes(b"x" * 200)  # another driver's library
+    assert D.driver_build(missing, str(maps)) != before
+    version = tmp_path / "version"
+    version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.133.20  Release Build\n")
+    assert D.driver_build(str(version), str(maps)) == "570.133.20"  # the driver's own word comes first
+    assert D.driver_build(missing, missing) == ""

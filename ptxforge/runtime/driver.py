@@ -156,14 +156,34 @@ class _Context:
 _BUILD = re.compile(r"Kernel Module(?: for [\w-]+)?\s+(\d+(?:\.\d+)+)")
 
 
-def driver_build() -> str:
-    """The installed kernel driver's version (Linux: /proc/driver/nvidia/version), or ""."""
+def driver_build(version_file: str = "/proc/driver/nvidia/version", maps_file: str = "/proc/self/maps") -> str:
+    """The installed kernel driver's version (Linux: /proc/driver/nvidia/version).  Where that file is missing (WSL,
+    where the driver is Windows'), a fingerprint of the libcuda this process loaded (its path, size and modification
+    time), which a driver update changes too; "" where neither is known.  Part of the cubin cache's keys: the JIT
+    is the driver's, so a cubin is only reused by the driver that made it."""
     try:
-        with open("/proc/driver/nvidia/version") as f:
+        with open(version_file) as f:
             m = _BUILD.search(f.read(4096))
-        return m.group(1) if m else ""
+        if m:
+            return m.group(1)
     except OSError:
-        return ""
+        pass
+    return _libcuda_fingerprint(maps_file)
+
+
+def _libcuda_fingerprint(maps_file: str) -> str:
+    """"libcuda <path> <size> <mtime>" of the first libcuda mapped into this process (from `maps_file`), or ""."""
+    try:
+        with open(maps_file) as f:
+            for line in f:
+                fields = line.split(None, 5)
+                path = fields[5].strip() if len(fields) == 6 else ""
+                if os.path.basename(path).startswith("libcuda.so"):
+                    st = os.stat(path)
+                    return f"libcuda {path} {st.st_size} {st.st_mtime_ns}"
+    except OSError:
+        pass
+    return ""
 
 
 _lock = threading.Lock()

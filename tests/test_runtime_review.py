@@ -411,3 +411,10 @@ def test_without_the_driver_s_version_file_the_cache_key_follows_the_loaded_libc
     version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.133.20  Release Build\n")
     assert D.driver_build(str(version), str(maps)) == "570.133.20"  # the driver's own word comes first
     assert D.driver_build(missing, missing) == ""
+
+
+def test_a_bare_dlpack_capsule_is_named_with_what_to_pass():
+    capsule = Producer().__dlpack__()
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k' is a DLPack capsule; pass the array "
+                                          "itself"):
+        resolve(_lay(), (capsule,), "k")

@@ -461,6 +461,10 @@ def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: i
             raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}': address {v} is not a "
                               "64-bit pointer")
         return v
+    if type(v).__name__ == "PyCapsule":  # e.g. torch.utils.dlpack.to_dlpack(t): a capsule is consumed once
+        raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' is a DLPack capsule; pass the "
+                          "array itself (anything with __dlpack__ and __dlpack_device__), whose export a launch asks "
+                          "for on its own stream and keeps as long as it needs the memory")
     raise LaunchError(f"argument {spec.index} ({spec.name}) of kernel '{kernel}' is a pointer: pass a numpy array "
                       "(In/Out/InOut to choose the copies), a DeviceBuffer, a GPU array (__cuda_array_interface__ "
                       f"or DLPack) or an int address; got {type(v).__name__}")

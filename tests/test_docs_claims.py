@@ -364,3 +364,26 @@ def test_each_check_fails_on_a_broken_page():
         3
         """
     assert failing_docstring_examples({"wrong": wrong})
+
+
+# --- the README's layout ----------------------------------------------------------------------------
+
+def layout_differences(text: str, units: set, pages: set) -> list[str]:
+    """Top-level units of ptxforge/ and pages of docs/ that the README's Layout section leaves out."""
+    m = re.search(r"^## Layout\n(.*?)(?:^## |\Z)", text, re.S | re.M)
+    if m is None:
+        return ["README.md has no Layout section"]
+    named = set(re.findall(r"`(?:docs/)?([\w.-]+(?:\.py|\.md|/))`", m.group(1)))
+    return [f"unit not named: {u}" for u in sorted(units - named)] + \
+           [f"page not named: docs/{p}" for p in sorted(pages - named)]
+
+
+def test_the_readme_layout_names_every_unit_and_page():
+    package = ROOT / "ptxforge"
+    units = {p.name + ("/" if p.is_dir() else "") for p in package.iterdir()
+             if (p.suffix == ".py" or (p / "__init__.py").exists()) and p.name not in ("__init__.py", "__main__.py")}
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
+    assert "runtime/" in units and "builder.py" in units and "parse.md" in pages
+    bad = layout_differences(read("README.md"), units, pages)
+    assert not bad, f"README.md's Layout section is out of date: {bad}"
+    assert layout_differences(read("README.md"), units | {"new_unit.py"}, pages) == ["unit not named: new_unit.py"]

@@ -381,6 +381,17 @@ for t in ("u8", "s8"):
     _add(f"cvt.pack.sat.{t}.s32.b32", f"cvt.pack.sat.{t}.s32.b32 %rd, %ra, %rb, %rc;\n{_zx32()}")
 for t in ("u16", "s16"):
     _add(f"cvt.pack.sat.{t}.s32", f"cvt.pack.sat.{t}.s32 %rd, %ra, %rb;\n{_zx32()}")
+# bf16 to and from the other types (sm_90)
+for rnd in ("rn", "rz", "rm", "rp"):
+    _add(f"cvt.{rnd}.bf16.f16", f"cvt.{rnd}.bf16.f16 %hd, %ha;\n{_zx16()}", kinds=("f16", "i32"), compare="bf16")
+    _add(f"cvt.{rnd}.f16.bf16", f"cvt.{rnd}.f16.bf16 %hd, %ha;\n{_zx16()}", kinds=("bf16", "i32"), compare="f16")
+    _add(f"cvt.{rnd}.bf16.s32", f"cvt.{rnd}.bf16.s32 %hd, %ra;\n{_zx16()}", kinds=("i32", "i32"), compare="bf16")
+    _add(f"cvt.{rnd}.bf16.u64", f"cvt.{rnd}.bf16.u64 %hd, %a;\n{_zx16()}", kinds=("i64", "i32"), compare="bf16")
+for rnd in ("rni", "rzi", "rmi", "rpi"):
+    _add(f"cvt.{rnd}.s16.bf16", f"cvt.{rnd}.s16.bf16 %hd, %ha;\n{_zx16()}", kinds=("bf16", "i32"))
+    _add(f"cvt.{rnd}.u32.bf16", f"cvt.{rnd}.u32.bf16 %rd, %ha;\n{_zx32()}", kinds=("bf16", "i32"))
+    _add(f"cvt.{rnd}.bf16.bf16", f"cvt.{rnd}.bf16.bf16 %hd, %ha;\n{_zx16()}", kinds=("bf16", "i32"), compare="bf16")
+_add("cvt.f64.bf16", "cvt.f64.bf16 %d, %ha;", kinds=("bf16", "i32"), compare="f64")
 _add("cvt.f32.f16", f"cvt.f32.f16 %rd, %ha;\n{_zx32()}", kinds=("f16", "i32"), compare="f32")
 _add("cvt.ftz.f32.f16", f"cvt.ftz.f32.f16 %rd, %ha;\n{_zx32()}", kinds=("f16", "i32"), compare="f32")
 _add("cvt.f32.bf16", f"cvt.f32.bf16 %rd, %ha;\n{_zx32()}", kinds=("bf16", "i32"), compare="f32")

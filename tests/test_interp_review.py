@@ -169,7 +169,7 @@ def f2i(rnd, dst, src):
     lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if dst[0] == "s" else (0, (1 << w) - 1)
 
     def ref(a, b, c):
-        x = f32(a) if src == "f32" else f64(a)
+        x = source_value(a, src)
         if math.isnan(x):
             return 0
         if math.isinf(x):
@@ -285,8 +285,11 @@ for _t in ("u32", "s32", "u16", "s16", "u64", "s64"):
     REFERENCES[f"mul.hi.{_t}"] = mulhi(_t)
 for _dst in ("s32", "u32", "s64", "u64", "s16", "u16", "s8", "u8"):
     for _rnd in ("rni", "rzi", "rmi", "rpi"):
-        REFERENCES[f"cvt.{_rnd}.{_dst}.f32"] = f2i(_rnd, _dst, "f32")
-        REFERENCES[f"cvt.{_rnd}.{_dst}.f64"] = f2i(_rnd, _dst, "f64")
+        for _src in ("f32", "f64", "f16"):
+            REFERENCES[f"cvt.{_rnd}.{_dst}.{_src}"] = f2i(_rnd, _dst, _src)
+for _rnd in ("rni", "rzi", "rmi", "rpi"):
+    REFERENCES[f"cvt.{_rnd}.s16.bf16"] = f2i(_rnd, "s16", "bf16")
+    REFERENCES[f"cvt.{_rnd}.u32.bf16"] = f2i(_rnd, "u32", "bf16")
 for _name in CASES:
     _parts = _name.split(".")
     if _parts[0] == "cvt" and len(_parts) in (3, 4) and all(p[0] in "su" and p[1:].isdigit() for p in _parts[-2:]) \
@@ -355,6 +358,8 @@ def source_value(word: int, src: str):
     if src[0] in "su":
         w = int(src[1:])
         return signed(word, w) if src[0] == "s" else word & mask(w)
+    if src == "bf16":
+        return f32((word & 0xFFFF) << 16)
     return {"f32": f32, "f64": f64}[src](word) if src in ("f32", "f64") else \
         float(np.array(word & 0xFFFF, np.uint16).view(np.float16))
 
@@ -405,6 +410,31 @@ FLOAT_REFERENCES["cvt.f32.f16"] = ("f32", convert("f32", "f16", "rn"))
 FLOAT_REFERENCES["cvt.f64.f32"] = ("f64", convert("f64", "f32", "rn"))
 FLOAT_REFERENCES["cvt.ftz.f64.f32"] = ("f64", convert("f64", "f32", "rn", ftz=True))
 FLOAT_REFERENCES["cvt.f64.f16"] = ("f64", convert("f64", "f16", "rn"))
+FLOAT_REFERENCES["cvt.f64.bf16"] = ("f64", convert("f64", "bf16", "rn"))
+for _rnd in ("rn", "rz", "rm", "rp"):
+    FLOAT_REFERENCES[f"cvt.{_rnd}.bf16.f16"] = ("bf16", convert("bf16", "f16", _rnd))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f16.bf16"] = ("f16", convert("f16", "bf16", _rnd))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.bf16.s32"] = ("bf16", convert("bf16", "s32", _rnd))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.bf16.u64"] = ("bf16", convert("bf16", "u64", _rnd))
+
+
+def round_to_integer(rnd: str, fmt: str):
+    """cvt.rni/rzi/rmi/rpi between equal float types: the value rounded to an integer in the mode, the sign of a
+    zero result kept; NaN and infinities pass."""
+    def ref(a, b, c):
+        x = source_value(a, fmt)
+        if math.isnan(x) or math.isinf(x):
+            return float_bits(x, fmt)
+        v = {"rni": round, "rzi": math.trunc, "rmi": math.floor, "rpi": math.ceil}[rnd](x)
+        return float_bits(math.copysign(float(v), x), fmt)
+    return ref
+
+
+for _rnd in ("rni", "rzi", "rmi", "rpi"):
+    FLOAT_REFERENCES[f"cvt.{_rnd}.bf16.bf16"] = ("bf16", round_to_integer(_rnd, "bf16"))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f16.f16"] = ("f16", round_to_integer(_rnd, "f16"))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f32.f32"] = ("f32", round_to_integer(_rnd, "f32"))
+    FLOAT_REFERENCES[f"cvt.{_rnd}.f64.f64"] = ("f64", round_to_integer(_rnd, "f64"))
 
 
 @pytest.mark.parametrize("name", sorted(FLOAT_REFERENCES))

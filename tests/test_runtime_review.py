@@ -418,3 +418,13 @@ def test_a_bare_dlpack_capsule_is_named_with_what_to_pass():
     with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k' is a DLPack capsule; pass the array "
                                           "itself"):
         resolve(_lay(), (capsule,), "k")
+
+
+@pytest.mark.parametrize("ordinal", [1.5, True, "1", -1, None])
+def test_select_device_takes_an_ordinal_and_nothing_else(monkeypatch, ordinal):
+    monkeypatch.setattr(D, "_requested_ordinal", None)
+    with pytest.raises(DriverError, match="select_device\\(\\) takes a device ordinal"):
+        D.select_device(ordinal)
+    assert D._requested_ordinal is None
+    D.select_device(np.int64(0))
+    assert D._requested_ordinal == 0 and type(D._requested_ordinal) is int

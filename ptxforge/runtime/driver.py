@@ -13,6 +13,7 @@ and every later call says that the context is unusable.
 from __future__ import annotations
 
 import functools
+import operator
 import os
 import re
 import threading
@@ -211,9 +212,18 @@ if hasattr(os, "register_at_fork"):
 
 
 def select_device(ordinal: int) -> None:
-    """Choose the GPU before first use (default: $PTXFORGE_DEVICE or 0)."""
+    """Choose the GPU before first use (default: $PTXFORGE_DEVICE or 0): `ordinal` is an int >= 0 (Python or numpy;
+    a float, bool or string is a DriverError, not rounded or parsed)."""
     global _requested_ordinal
-    if _state is not None and _state.info.ordinal != int(ordinal):
+    try:
+        ok = not isinstance(ordinal, bool) and operator.index(ordinal) >= 0
+    except TypeError:
+        ok = False
+    if not ok:
+        raise DriverError(f"select_device() takes a device ordinal, an int >= 0 (the driver's numbering of the GPUs), "
+                          f"got {ordinal!r}")
+    ordinal = operator.index(ordinal)
+    if _state is not None and _state.info.ordinal != ordinal:
         raise DriverError(f"ptxforge already uses device {_state.info.ordinal}; select_device() must come "
                           "before the first load or allocation")
     _requested_ordinal = int(ordinal)

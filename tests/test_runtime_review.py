@@ -428,3 +428,15 @@ def test_select_device_takes_an_ordinal_and_nothing_else(monkeypatch, ordinal):
     assert D._requested_ordinal is None
     D.select_device(np.int64(0))
     assert D._requested_ordinal == 0 and type(D._requested_ordinal) is int
+
+
+def test_an_allocation_the_device_cannot_hold_says_how_much_is_free(drv):
+    drv.current = OURS
+    drv.answers["cuMemAlloc"] = (2, 0)  # CUDA_ERROR_OUT_OF_MEMORY
+    drv.answers["cuMemGetInfo"] = (0, 3 << 30, 80 << 30)
+    with pytest.raises(DriverError, match=rf"^cuMemAlloc\({16 << 30} bytes\) failed: .*\(2\).*; the device has "
+                                          rf"{3 << 30} bytes free of {80 << 30}"):
+        pf.DeviceBuffer(16 << 30)
+    drv.answers["cuMemGetInfo"] = (1, 0, 0)  # no answer: the advice alone
+    with pytest.raises(DriverError, match=r"\(2\).*; free buffers no longer needed"):
+        pf.DeviceBuffer(16 << 30)

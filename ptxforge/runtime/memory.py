@@ -13,7 +13,7 @@ from . import dlpack
 from .arrays import Elem, big_endian
 from . import driver as _drv
 from . import faults
-from .driver import api, check
+from .driver import api, check, driver_error
 
 _PTXFORGE_INTERNAL = True
 
@@ -22,6 +22,18 @@ def _free(ptr: int) -> None:
     """Finalizer of a collected DeviceBuffer, in ptxforge's context (the caller's given back): nothing to
     report to, so errors are dropped."""
     _drv.quietly_in_ours(lambda d: d.cuMemFree(d.CUdeviceptr(ptr)))
+
+
+def _free_memory(d) -> str:
+    """What an allocation the device could not satisfy may still ask for: the bytes free now, of how many."""
+    try:
+        err, free, total = d.cuMemGetInfo()
+    except Exception:
+        err = 1
+    if err:
+        return "free buffers no longer needed (buf.free()) or ask for less"
+    return (f"the device has {int(free)} bytes free of {int(total)}; free buffers no longer needed (buf.free()) or "
+            "ask for less")
 
 
 def _host_ptr(array: np.ndarray) -> int:
@@ -154,7 +166,11 @@ class DeviceBuffer:
         if self.nbytes:
             prev = _drv.enter()
             try:
-                self._ptr = int(check(api().cuMemAlloc(self.nbytes), f"cuMemAlloc({self.nbytes} bytes)"))
+                d = api()
+                res = d.cuMemAlloc(self.nbytes)
+                if res[0] and faults.is_out_of_resources(res[0]):
+                    raise driver_error(res[0], f"cuMemAlloc({self.nbytes} bytes)", {int(res[0]): _free_memory(d)})
+                self._ptr = int(check(res, f"cuMemAlloc({self.nbytes} bytes)"))
             finally:
                 _drv.leave(prev)
             self._finalizer = weakref.finalize(self, _free, self._ptr)

@@ -437,20 +437,114 @@ for _rnd in ("rni", "rzi", "rmi", "rpi"):
     FLOAT_REFERENCES[f"cvt.{_rnd}.f64.f64"] = ("f64", round_to_integer(_rnd, "f64"))
 
 
-@pytest.mark.parametrize("name", sorted(FLOAT_REFERENCES))
-def test_breadth_conversion_rounds_once_from_the_exact_value(name):
-    """The conversions that round: the interpreter's bits equal the exact source value rounded once in the
-    instruction's mode (any NaN for a NaN)."""
-    fmt, ref = FLOAT_REFERENCES[name]
-    args = rows(CASES[name].kinds, seed=len(name))
-    got = interpret(name, args)
-    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[fmt]
-    bad = []
-    for i in range(N):
-        want, have = ref(*(int(x[i]) for x in args)), int(got[i]) & mask(width)
-        if want != have and not (_is_nan_bits(want, fmt) and _is_nan_bits(have, fmt)):
-            bad.append(f"row {i}: a={int(args[0][i]):#x}: interpreter {have:#x}, exact rounding {want:#x}")
-    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+# ---------------------------------------------------------------- IEEE arithmetic, from exact rationals
+
+def _flushed(x: float, fmt: str) -> float:
+    """.ftz: a subnormal of `fmt` as zero of its sign."""
+    tiny = 2.0 ** FORMATS[fmt][1]
+    return math.copysign(0.0, x) if 0 < abs(x) < tiny else x
+
+
+def _special(op: str, xs):
+    """The IEEE result where an operand is NaN or infinite or a division by zero, as a Python float (None when
+    the operands are finite and the operation is exact-rational)."""
+    if any(math.isnan(x) for x in xs):
+        return math.nan
+    if op in ("div", "rcp"):
+        a, b = xs if op == "div" else (1.0, xs[0])
+        if b == 0:
+            return math.nan if a == 0 else math.copysign(math.inf, a) * math.copysign(1.0, b)
+        if math.isinf(a) and math.isinf(b):
+            return math.nan
+        if math.isinf(a) or math.isinf(b):
+            return a / b if math.isinf(b) else math.copysign(math.inf, a) * math.copysign(1.0, b)
+        return None
+    if op == "sqrt":
+        x = xs[0]
+        if x < 0:
+            return math.nan
+        return x if math.isinf(x) or x == 0 else None
+    if not any(math.isinf(x) for x in xs):
+        return None
+    if op == "fma":
+        a, b, c = xs
+        if (math.isinf(a) or math.isinf(b)) and (a == 0 or b == 0):
+            return math.nan
+        return a * b + c  # infinities only: Python's float arithmetic follows IEEE here
+    a, b = xs
+    return {"add": a + b, "sub": a - b, "mul": a * b}[op]
+
+
+def _exact_zero_sign(op: str, xs) -> float:
+    """The sign IEEE 754 gives an exact zero result in round-to-nearest."""
+    if op == "mul":
+        return math.copysign(1.0, xs[0]) * math.copysign(1.0, xs[1])
+    if op in ("div",):
+        return math.copysign(1.0, xs[0]) * math.copysign(1.0, xs[1])
+    if op == "sqrt":
+        return math.copysign(1.0, xs[0])
+    terms = {"add": (xs[0], xs[1]), "sub": (xs[0], -xs[1])}.get(op)
+    if op == "fma":
+        terms = (math.copysign(1.0, xs[0]) * math.copysign(1.0, xs[1]) * 0.0 if xs[0] * xs[1] == 0 else xs[0] * xs[1],
+                 xs[2])
+    if all(t == 0 for t in terms) and all(math.copysign(1.0, t) < 0 for t in terms):
+        return -1.0
+    return 1.0
+
+
+def _sqrt_exact(q, fmt: str) -> float:
+    """sqrt of a positive rational rounded to nearest even in `fmt`: an integer square root of the value scaled
+    far past the format's precision, with a sticky bit."""
+    from fractions import Fraction
+    shift = 2 * (FORMATS[fmt][0] + 1100)
+    scaled = q * Fraction(2) ** shift
+    n = scaled.numerator // scaled.denominator
+    root = math.isqrt(n)
+    exact = root * root == n and scaled.denominator == 1
+    value = Fraction(root) + (0 if exact else Fraction(1, 2 ** 40))  # below the root's next integer: a sticky bit
+    return round_exact(value / Fraction(2) ** (shift // 2), fmt, "rn")
+
+
+def ieee(op: str, fmt: str, ftz: bool = False):
+    """add/sub/mul/fma/div/sqrt/rcp .rn on `fmt` words: the exact result rounded once to nearest even (.ftz:
+    subnormal operands and results as zeros of their sign)."""
+    from fractions import Fraction
+    n = {"add": 2, "sub": 2, "mul": 2, "div": 2, "fma": 3, "sqrt": 1, "rcp": 1}[op]
+    dec = f32 if fmt == "f32" else f64
+
+    def ref(*words):
+        xs = [dec(w) for w in words[:n]]
+        if ftz:
+            xs = [_flushed(x, fmt) for x in xs]
+        r = _special(op, xs)
+        if r is None:
+            q = [Fraction(x) for x in xs]
+            if op == "sqrt":
+                r = _sqrt_exact(q[0], fmt)
+            else:
+                exact = {"add": lambda: q[0] + q[1], "sub": lambda: q[0] - q[1], "mul": lambda: q[0] * q[1],
+                         "div": lambda: q[0] / q[1], "rcp": lambda: 1 / q[0],
+                         "fma": lambda: q[0] * q[1] + q[2]}[op]()
+                r = round_exact(exact, fmt, "rn")
+                if exact == 0:
+                    r = math.copysign(0.0, _exact_zero_sign(op, xs))
+                elif r == 0:
+                    r = math.copysign(0.0, exact)
+        if ftz:
+            r = _flushed(r, fmt)
+        return float_bits(r, fmt)
+    return ref
+
+
+for _fmt in ("f32", "f64"):
+    for _op in ("add", "sub", "mul"):
+        FLOAT_REFERENCES[f"{_op}.{_fmt}"] = (_fmt, ieee(_op, _fmt))
+    for _op in ("fma", "div", "sqrt", "rcp"):
+        FLOAT_REFERENCES[f"{_op}.rn.{_fmt}"] = (_fmt, ieee(_op, _fmt))
+for _op in ("add", "sub", "mul"):
+    FLOAT_REFERENCES[f"{_op}.ftz.f32"] = ("f32", ieee(_op, "f32", ftz=True))
+for _op in ("div", "sqrt", "rcp"):
+    FLOAT_REFERENCES[f"{_op}.rn.ftz.f32"] = ("f32", ieee(_op, "f32", ftz=True))
 
 
 # ---------------------------------------------------------------- memory: widths, extension, atomics
@@ -576,6 +670,22 @@ def test_breadth_kernel_matches_the_isa_reference(name):
     bad = [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: "
            f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
            for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT_REFERENCES))
+def test_breadth_conversion_rounds_once_from_the_exact_value(name):
+    """The conversions that round: the interpreter's bits equal the exact source value rounded once in the
+    instruction's mode (any NaN for a NaN)."""
+    fmt, ref = FLOAT_REFERENCES[name]
+    args = rows(CASES[name].kinds, seed=len(name))
+    got = interpret(name, args)
+    width = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64}[fmt]
+    bad = []
+    for i in range(N):
+        want, have = ref(*(int(x[i]) for x in args)), int(got[i]) & mask(width)
+        if want != have and not (_is_nan_bits(want, fmt) and _is_nan_bits(have, fmt)):
+            bad.append(f"row {i}: a={int(args[0][i]):#x}: interpreter {have:#x}, exact rounding {want:#x}")
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
 
 

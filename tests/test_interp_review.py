@@ -689,6 +689,48 @@ def test_breadth_conversion_rounds_once_from_the_exact_value(name):
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
 
 
+def half_pair(fmt: str, mode: str, relu: bool = False, satfinite: bool = False):
+    """cvt.mode{.relu}{.satfinite}.{fmt}x2.f32 d, a, b: a converted into the high half, b into the low half, each
+    rounded once; .satfinite turns an infinite or overflowing result into the largest finite value of its sign
+    (NaN stays NaN); .relu turns a negative result into zero and a NaN into the canonical NaN 0x7FFF."""
+    one = convert(fmt, "f32", mode)
+    top = 0x7BFF if fmt == "f16" else 0x7F7F
+    inf = 0x7C00 if fmt == "f16" else 0x7F80
+
+    def lane(word):
+        bits = one(word, 0, 0)
+        nan = _is_nan_bits(bits, fmt)
+        if satfinite and not nan and bits & 0x7FFF == inf:
+            bits = (bits & 0x8000) | top
+        if relu:
+            bits = 0x7FFF if nan else (0 if bits & 0x8000 else bits)
+        return bits
+
+    return lambda a, b, c: (lane(a & M32) << 16) | lane(b & M32)
+
+
+PAIRS = {"cvt.rn.f16x2.f32": half_pair("f16", "rn"), "cvt.rz.f16x2.f32": half_pair("f16", "rz"),
+         "cvt.rn.bf16x2.f32": half_pair("bf16", "rn"), "cvt.rn.relu.f16x2.f32": half_pair("f16", "rn", relu=True),
+         "cvt.rn.satfinite.f16x2.f32": half_pair("f16", "rn", satfinite=True),
+         "cvt.rz.relu.satfinite.bf16x2.f32": half_pair("bf16", "rz", relu=True, satfinite=True)}
+
+
+@pytest.mark.parametrize("name", sorted(PAIRS))
+def test_breadth_pair_conversion_rounds_each_half_once(name):
+    """The f32-pair conversions: each half is its f32 operand rounded once (a high, b low), with .relu and
+    .satfinite applied as the ISA states; a NaN equals any NaN unless .relu fixes it to the canonical one."""
+    fmt = "bf16" if "bf16" in name else "f16"
+    args = rows(CASES[name].kinds, seed=len(name))
+    got = interpret(name, args)
+    bad = []
+    for i in range(N):
+        want, have = PAIRS[name](*(int(x[i]) for x in args)), int(got[i]) & M32
+        halves = [(want >> s & 0xFFFF, have >> s & 0xFFFF) for s in (0, 16)]
+        if not all(w == h or (_is_nan_bits(w, fmt) and _is_nan_bits(h, fmt)) for w, h in halves):
+            bad.append(f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x}: interpreter {have:#x}, ISA {want:#x}")
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
 # ---------------------------------------------------------------- defects: each test states the ISA rule it checks
 
 def _run_rows(name: str, *cols) -> np.ndarray:

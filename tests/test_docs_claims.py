@@ -360,6 +360,9 @@ def test_each_check_fails_on_a_broken_page():
         ["a kind the guide leaves out: swap_operands"]
     assert failure_report_difference(guide, "kernel transpose fails on problem rows=2, cols=2") is not None
 
+    stack = STATED[0]
+    assert _stated(funcs.replace("stack (8 KiB", "stack (16 KiB"), stack[1]) == "16" != stack[2]()
+
     def wrong():
         """>>> 1 + 1
         3
@@ -388,3 +391,46 @@ def test_the_readme_layout_names_every_unit_and_page():
     bad = layout_differences(read("README.md"), units, pages)
     assert not bad, f"README.md's Layout section is out of date: {bad}"
     assert layout_differences(read("README.md"), units | {"new_unit.py"}, pages) == ["unit not named: new_unit.py"]
+
+
+# --- numbers the pages state ------------------------------------------------------------------------
+
+def _signature_default(func, name):
+    import inspect
+    return inspect.signature(func).parameters[name].default
+
+
+def _stated(text: str, pattern: str):
+    """The number a page states where `pattern` (one group) matches; None where the sentence is gone."""
+    m = re.search(pattern, " ".join(text.split()))
+    return None if m is None else m.group(1)
+
+
+# (page, the sentence with the number as its group, what the code has, as the page writes it)
+STATED = [
+    ("docs/functions.md", r"`alloca` takes from a per-thread stack \((\d+) KiB",
+     lambda: str(importlib.import_module("ptxforge.interp.memory").STACK_BYTES // 1024)),
+    ("docs/property-testing.md", r"`max_per_kind=(\d+)` \(the default\)",
+     lambda: str(_signature_default(importlib.import_module("ptxforge.testing").mutation_check, "max_per_kind"))),
+    ("docs/property-testing.md", r"the default (\d+) fresh random problems",
+     lambda: str(_signature_default(importlib.import_module("ptxforge.testing").mutation_check, "max_examples"))),
+    ("docs/property-testing.md", r"`backends=\"(\w+)\"` \(the default\)",
+     lambda: _signature_default(importlib.import_module("ptxforge.testing").check, "backends")),
+    ("docs/isa.md", r"more than (\d+) bytes of parameters are refused",
+     lambda: str(importlib.import_module("ptxforge.kernel").PARAM_BYTES_MAX)),
+    ("docs/isa.md", r"parameters over (\d+) bytes to 8\.1",
+     lambda: str(importlib.import_module("ptxforge.kernel").PARAM_BYTES_BASE)),
+    ("docs/isa.md", r"above (2\^20 - 16) bytes \(`BULK_SIZE_MAX`",
+     lambda: "2^20 - 16" if importlib.import_module("ptxforge.isa.async_copy").BULK_SIZE_MAX == 2**20 - 16 else "other"),
+    ("README.md", r"The split is taken when a tile streams at least (\d+) KB over K",
+     lambda: str(importlib.import_module("ptxforge.schedules.hopper.splitk").MIN_SPLIT_TILE_BYTES["kernel"] >> 10)),
+    ("README.md", r"A plan keeps the encoded tensor maps of up to (\d+) buffers per operand",
+     lambda: str(importlib.import_module("ptxforge.schedules.hopper.plan")._TMAP_CACHE)),
+]
+
+
+@pytest.mark.parametrize("page,pattern,actual", STATED, ids=[f"{p}:{s[:40]}" for p, s, _ in STATED])
+def test_the_numbers_the_pages_state_are_the_codes(page, pattern, actual):
+    stated = _stated(read(page), pattern)
+    assert stated is not None, f"{page} no longer says {pattern!r}: update this test's STATED with what it says now"
+    assert stated == actual(), f"{page} states {stated} where the code has {actual()} ({pattern!r})"

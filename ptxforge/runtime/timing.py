@@ -145,7 +145,9 @@ def benchmark(target, *args, warmup: int = 10, repeat: int = 100, batch: int = 1
     is the event time divided by `batch` (use batch > 1 for kernels of a few microseconds).
     The events go on the stream the launches run on: a KernelFunction's is `stream` (None: as a plain launch
     picks it, torch's current stream for torch tensors); a BoundLaunch's is the one it was bound to (`stream`
-    may only repeat it).  The counts are ints (a ValueError names one that is not).
+    may only repeat it).  The counts are ints (a ValueError names one that is not).  With ``warmup=0`` the
+    first sample holds the kernel's first launch, which (lazy module loading, the driver's default since CUDA
+    12.2) also loads the kernel onto the device: read `median_us`, not `max_us`, or keep a warm-up.
     """
     warmup, repeat, batch = _count(warmup, "warmup", 0), _count(repeat, "repeat", 1), _count(batch, "batch", 1)
     prev = _drv.enter()

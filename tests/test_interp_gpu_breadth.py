@@ -24,7 +24,7 @@ import ptxforge as pf
 from ptxforge import interp
 from ptxforge.testing.interp_strategies import poison
 
-N = 1024  # rows (threads): 8 CTAs of 128
+N = 2048  # rows (threads): 16 CTAs of 128
 BLOCK = 128
 
 
@@ -137,13 +137,16 @@ CORNERS = {"i8": lambda: int_corners(8), "i16": lambda: int_corners(16), "i32": 
 
 def rows(kinds: tuple, seed: int = 0) -> list[np.ndarray]:
     """The operand words a, b, c (uint64 arrays of N): for the first two operands every pair of their kinds'
-    corners (the third drawn from its corners), then random words; `kinds` names each operand's corner set
-    ("i32", "f32", "f16" ...)."""
+    corners (a drawn three quarters of N of them where there are more; the third operand drawn from its
+    corners), then random words; `kinds` names each operand's corner set ("i32", "f32", "f16" ...)."""
     rng = np.random.default_rng(seed)
     kinds = tuple(kinds) + ("i64",) * (3 - len(kinds))
     corner = [np.array(CORNERS[k](), dtype=np.uint64) for k in kinds]
-    first = np.repeat(corner[0], len(corner[1]))[:N]
-    second = np.tile(corner[1], len(corner[0]))[:N]
+    first = np.repeat(corner[0], len(corner[1]))
+    second = np.tile(corner[1], len(corner[0]))
+    if len(first) > 3 * N // 4:
+        pick = np.sort(rng.choice(len(first), 3 * N // 4, replace=False))
+        first, second = first[pick], second[pick]
     out = []
     for i, pairs in enumerate((first, second, None)):
         rand = rng.integers(0, 2 ** 63, N, dtype=np.uint64) * np.uint64(2) + rng.integers(0, 2, N, dtype=np.uint64)

@@ -434,3 +434,29 @@ def test_the_numbers_the_pages_state_are_the_codes(page, pattern, actual):
     stated = _stated(read(page), pattern)
     assert stated is not None, f"{page} no longer says {pattern!r}: update this test's STATED with what it says now"
     assert stated == actual(), f"{page} states {stated} where the code has {actual()} ({pattern!r})"
+
+
+# --- the README's error messages --------------------------------------------------------------------
+
+def test_the_readme_error_is_what_the_builder_raises(tmp_path, monkeypatch):
+    import runpy
+    text = read("README.md")
+    m = re.search(r"^```\nptxforge\.errors\.ValidationError: (.*?)\n  at err\.py:5: (.*?)\n```", text, re.S | re.M)
+    assert m, "README.md no longer shows the mma fragment error of err.py"
+    message, line5 = m.groups()
+    (tmp_path / "err.py").write_text(
+        "import ptxforge as pf\n"
+        "k = pf.KernelBuilder('m', target='sm_80')\n"
+        "a = [k.reg(pf.b32) for _ in range(3)]\n"
+        "b = [k.reg(pf.b32) for _ in range(2)]\n"
+        f"{line5}\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ptxforge.ValidationError) as info:
+        runpy.run_path("err.py")
+    assert str(info.value) == f"{message}\n  at err.py:5: {line5}"
+
+    quoted = re.search(r"an illegal `cp\.async` width \(`([^`]+)`\)", text)
+    assert quoted, "README.md no longer quotes the cp.async width error"
+    k = ptxforge.KernelBuilder("w", target="sm_80")
+    with pytest.raises(ptxforge.ValidationError, match=re.escape(quoted.group(1))):
+        k.cp_async(k.shared("s", 64), k.param_ptr("p", ptxforge.u8), 8, cache="cg")

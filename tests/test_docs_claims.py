@@ -460,3 +460,11 @@ def test_the_readme_error_is_what_the_builder_raises(tmp_path, monkeypatch):
     k = ptxforge.KernelBuilder("w", target="sm_80")
     with pytest.raises(ptxforge.ValidationError, match=re.escape(quoted.group(1))):
         k.cp_async(k.shared("s", 64), k.param_ptr("p", ptxforge.u8), 8, cache="cg")
+
+
+def test_the_least_versions_the_architecture_page_states_are_the_modules():
+    m = re.search(r"sm_80 work gets (\d\.\d), sm_90 (\d\.\d), sm_90a (\d\.\d)", " ".join(read("docs/architecture.md").split()))
+    assert m, "docs/architecture.md no longer states the least .version of sm_80, sm_90 and sm_90a work"
+    least = [str(ptxforge.Module([ptxforge.KernelBuilder("k", target=t)]).least_version())
+             for t in ("sm_80", "sm_90", "sm_90a")]
+    assert list(m.groups()) == least, f"docs/architecture.md states {m.groups()}; an empty kernel gets {least}"

@@ -517,6 +517,17 @@ _add("match.any.sync.b64", "and.b64 %x, %a, 3;\nmatch.any.sync.b64 %rd, %x, 0xff
 _add("match.all.sync.b32", "mov.u32 %ry, %ctaid.x;\nand.b32 %ry, %ry, 1;\nand.b32 %rx, %ra, %ry;\n"
      "match.all.sync.b32 %rd|%p1, %rx, 0xffffffff;\nselp.u32 %ry, 1, 0, %p1;\nmov.b64 %d, {%rd, %ry};")
 
+# the same over the even lanes only (member mask 0x55555555), the odd lanes branching around the instruction
+_EVEN = "mov.u32 %rd, 0;\nmov.u32 %rx, %laneid;\nand.b32 %rx, %rx, 1;\nsetp.ne.u32 %p3, %rx, 0;\n@%p3 bra SKIP;\n"
+_add("even.redux.sync.add.u32", _EVEN + "redux.sync.add.u32 %rd, %ra, 0x55555555;\nSKIP:\n" + _zx32())
+_add("even.redux.sync.max.s32", _EVEN + "redux.sync.max.s32 %rd, %ra, 0x55555555;\nSKIP:\n" + _zx32())
+_add("even.vote.sync.ballot.b32", _EVEN + _BIT0 + "vote.sync.ballot.b32 %rd, %p1, 0x55555555;\nSKIP:\n" + _zx32())
+_add("even.match.any.sync.b32", _EVEN + "and.b32 %ry, %ra, 3;\nmatch.any.sync.b32 %rd, %ry, 0x55555555;\nSKIP:\n"
+     + _zx32())
+_add("even.elect.sync", _EVEN + "elect.sync %rz|%p1, 0x55555555;\nselp.u32 %ry, 256, 0, %p1;\nor.b32 %rd, %rz, %ry;\n"
+     "SKIP:\n" + _zx32())
+
+
 # loads narrower than their register: .s types sign-extend, .u / .b zero-extend; stores keep the low bits
 for t in ("s8", "u8", "b8", "s16", "u16", "b16", "s32", "u32"):
     _add(f"ld.global.{t}.to.b32" if t[1:] != "32" else f"ld.global.{t}.to.b64",

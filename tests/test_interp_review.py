@@ -598,7 +598,7 @@ for _name in CASES:
 # ---------------------------------------------------------------- warp-wide forms, a warp of rows at a time
 
 def _warps(x):
-    return np.asarray([int(v) for v in x], dtype=object).reshape(-1, 32)
+    return np.asarray([None if v is None else int(v) for v in x], dtype=object).reshape(-1, 32)
 
 
 def _bits_of(flags) -> int:
@@ -612,11 +612,17 @@ def warp_reference(name: str, a, b, c) -> list[int]:
     mask and true when every lane holds one value (0 and false otherwise)."""
     out = []
     cta_odd = [(w * 32 // 128) & 1 for w in range(N // 32)]
+    if name.startswith("even."):  # the even lanes' result over the even lanes, 0 in the odd ones
+        even = warp_reference(name[5:], *([v if i % 2 == 0 else None for i, v in enumerate(x)] for x in (a, b, c)))
+        return [v if i % 2 == 0 else 0 for i, v in enumerate(even)]
     for w, lanes in enumerate(_warps(a)):
-        low = [v & M32 for v in lanes]
+        members = [i for i, v in enumerate(lanes) if v is not None]
+        low = [v & M32 for v in lanes if v is not None]
         kind = name.split(".")
-        if name == "vote.sync.ballot.b32":
-            out += [_bits_of(v & 1 for v in low)] * 32
+        if name == "elect.sync":  # the lowest member leads: d its lane number, p (bit 8 here) true there
+            out += [members[0] | (256 if i == members[0] else 0) for i in range(32)]
+        elif name == "vote.sync.ballot.b32":
+            out += [sum((lanes[i] & 1) << i for i in members)] * 32
         elif kind[0] == "vote":
             bits = [v & cta_odd[w] for v in low]
             r = {"all": all(bits), "any": any(bits), "uni": len(set(bits)) == 1}[kind[2]]
@@ -630,8 +636,9 @@ def warp_reference(name: str, a, b, c) -> list[int]:
                     r = {"and": r & v, "or": r | v, "xor": r ^ v}[kind[2]]
             out += [r & M32] * 32
         elif name.startswith("match.any"):
-            vals = [v & 3 for v in (lanes if kind[-1] == "b64" else low)]
-            out += [_bits_of(u == v for u in vals) for v in vals]
+            vals = [None if v is None else v & 3 for v in lanes] if kind[-1] == "b64" else \
+                [None if v is None else v & M32 & 3 for v in lanes]
+            out += [_bits_of(u is not None and u == v for u in vals) for v in vals]
         else:  # match.all
             vals = [v & cta_odd[w] for v in low]
             same = len(set(vals)) == 1
@@ -639,7 +646,7 @@ def warp_reference(name: str, a, b, c) -> list[int]:
     return out
 
 
-WARP_CASES = sorted(n for n in CASES if n.split(".")[0] in ("vote", "redux", "match"))
+WARP_CASES = sorted(n for n in CASES if n.split(".")[0] in ("vote", "redux", "match", "even"))
 
 
 @pytest.mark.parametrize("name", WARP_CASES)

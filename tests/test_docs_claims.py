@@ -217,14 +217,23 @@ def test_the_readme_listing_is_what_the_saxpy_example_prints():
 
 # --- the architecture page's list of isa/ -------------------------------------------------------------
 
+def section_differences(text: str, heading: str, pattern: str, expected: set, *, extra_is_error: bool) -> list[str]:
+    """What the Markdown section under `## heading` (a regex) leaves out of `expected`, its names being
+    `pattern`'s groups; with `extra_is_error`, also the names it has that `expected` does not."""
+    m = re.search(rf"^## {heading}\n(.*?)(?=^## |\Z)", text, re.S | re.M)
+    if m is None:
+        return [f"no section {heading!r}"]
+    named = set(re.findall(pattern, m.group(1)))
+    return [f"not named: {x}" for x in sorted(expected - named)] + \
+           [f"named but not there: {x}" for x in sorted(named - expected) if extra_is_error]
+
+
+ISA_SECTION = r"The instruction set as data \(`ptxforge/isa/`\)"
+
+
 def isa_table_differences(text: str, files: set) -> list[str]:
     """Files of ptxforge/isa/ the architecture page's `isa/` section leaves out, and files it lists that are not there."""
-    m = re.search(r"^## The instruction set as data \(`ptxforge/isa/`\)\n(.*?)^## ", text, re.S | re.M)
-    if m is None:
-        return ["docs/architecture.md has no section 'The instruction set as data (`ptxforge/isa/`)'"]
-    listed = set(re.findall(r"`(\w+\.py)`", m.group(1)))
-    return [f"not listed: {f}" for f in sorted(files - listed)] + \
-           [f"listed but not in ptxforge/isa/: {f}" for f in sorted(listed - files)]
+    return section_differences(text, ISA_SECTION, r"`(\w+\.py)`", files, extra_is_error=True)
 
 
 def test_the_architecture_page_lists_every_file_of_isa():
@@ -352,7 +361,7 @@ def test_each_check_fails_on_a_broken_page():
     listing = load_example("saxpy").build().listing()
     assert listing_differences(readme.replace("// examples/saxpy.py:3", "// examples/saxpy.py:9"), listing)
     files = {p.name for p in (ROOT / "ptxforge" / "isa").glob("*.py") if p.name != "__init__.py"}
-    assert isa_table_differences(arch, files | {"new_family.py"}) == ["not listed: new_family.py"]
+    assert isa_table_differences(arch, files | {"new_family.py"}) == ["not named: new_family.py"]
     broken = funcs.replace("ld.param.f32    %f1, [call0_r0];", "ld.param.f32    %f7, [call0_r0];", 1)
     assert call_scope_difference(broken) is not None
     from ptxforge.testing.mutants import MUTANT_KINDS
@@ -374,12 +383,8 @@ def test_each_check_fails_on_a_broken_page():
 
 def layout_differences(text: str, units: set, pages: set) -> list[str]:
     """Top-level units of ptxforge/ and pages of docs/ that the README's Layout section leaves out."""
-    m = re.search(r"^## Layout\n(.*?)(?:^## |\Z)", text, re.S | re.M)
-    if m is None:
-        return ["README.md has no Layout section"]
-    named = set(re.findall(r"`(?:docs/)?([\w.-]+(?:\.py|\.md|/))`", m.group(1)))
-    return [f"unit not named: {u}" for u in sorted(units - named)] + \
-           [f"page not named: docs/{p}" for p in sorted(pages - named)]
+    return section_differences(text, "Layout", r"`(?:docs/)?([\w.-]+(?:\.py|\.md|/))`", units | pages,
+                               extra_is_error=False)
 
 
 def test_the_readme_layout_names_every_unit_and_page():
@@ -390,7 +395,7 @@ def test_the_readme_layout_names_every_unit_and_page():
     assert "runtime/" in units and "builder.py" in units and "parse.md" in pages
     bad = layout_differences(read("README.md"), units, pages)
     assert not bad, f"README.md's Layout section is out of date: {bad}"
-    assert layout_differences(read("README.md"), units | {"new_unit.py"}, pages) == ["unit not named: new_unit.py"]
+    assert layout_differences(read("README.md"), units | {"new_unit.py"}, pages) == ["not named: new_unit.py"]
 
 
 # --- numbers the pages state ------------------------------------------------------------------------

@@ -528,6 +528,15 @@ _add("even.elect.sync", _EVEN + "elect.sync %rz|%p1, 0x55555555;\nselp.u32 %ry, 
      "SKIP:\n" + _zx32())
 
 
+# special registers that a launch of 16 CTAs of 128 threads (no cluster: each CTA a cluster of one) determines
+for sreg in ("%laneid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanemask_gt", "%lanemask_ge", "%ntid.x",
+             "%ntid.y", "%nctaid.x", "%nctaid.z", "%tid.y", "%ctaid.y", "%dynamic_smem_size", "%clusterid.x",
+             "%nclusterid.x", "%cluster_ctaid.x", "%cluster_nctaid.x", "%cluster_ctarank", "%cluster_nctarank",
+             "%is_explicit_cluster"):
+    _add(f"mov.{sreg[1:]}", f"mov.u32 %rd, {sreg};\n{_zx32()}" if sreg != "%is_explicit_cluster" else
+         f"mov.pred %p1, {sreg};\n{_pred()}")
+
+
 # loads narrower than their register: .s types sign-extend, .u / .b zero-extend; stores keep the low bits
 for t in ("s8", "u8", "b8", "s16", "u16", "b16", "s32", "u32"):
     _add(f"ld.global.{t}.to.b32" if t[1:] != "32" else f"ld.global.{t}.to.b64",

@@ -739,6 +739,28 @@ def test_breadth_pair_conversion_rounds_each_half_once(name):
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
 
 
+def special_register(name: str, row: int) -> int:
+    """What the special register of case `name` holds in thread `row` of the breadth launch (16 CTAs of 128 along
+    x, no cluster: the ISA makes each CTA a cluster of one, so the cluster ids are the CTA's)."""
+    lane, cta, block = row % 32, row // 128, 128
+    return {"laneid": lane, "lanemask_eq": 1 << lane, "lanemask_lt": (1 << lane) - 1,
+            "lanemask_le": (1 << (lane + 1)) - 1, "lanemask_gt": M32 & ~((1 << (lane + 1)) - 1),
+            "lanemask_ge": M32 & ~((1 << lane) - 1), "ntid.x": block, "ntid.y": 1, "nctaid.x": N // block,
+            "nctaid.z": 1, "tid.y": 0, "ctaid.y": 0, "dynamic_smem_size": 0, "clusterid.x": cta,
+            "nclusterid.x": N // block, "cluster_ctaid.x": 0, "cluster_nctaid.x": 1, "cluster_ctarank": 0,
+            "cluster_nctarank": 1, "is_explicit_cluster": 0}[name[4:]]
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES if n.startswith("mov.")))
+def test_breadth_special_register_holds_what_the_launch_gives(name):
+    """Lane masks, sizes and cluster registers of a launch without clusters, in every thread."""
+    args = rows(CASES[name].kinds)
+    got = [int(v) for v in interpret(name, args)]
+    bad = [f"row {i}: interpreter {g:#x}, launch {special_register(name, i):#x}" for i, g in enumerate(got)
+           if g != special_register(name, i)]
+    assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
+
+
 # ---------------------------------------------------------------- defects: each test states the ISA rule it checks
 
 def _run_rows(name: str, *cols) -> np.ndarray:

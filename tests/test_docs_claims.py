@@ -473,3 +473,53 @@ def test_the_least_versions_the_architecture_page_states_are_the_modules():
     least = [str(ptxforge.Module([ptxforge.KernelBuilder("k", target=t)]).least_version())
              for t in ("sm_80", "sm_90", "sm_90a")]
     assert list(m.groups()) == least, f"docs/architecture.md states {m.groups()}; an empty kernel gets {least}"
+
+
+# --- what to-python refuses ---------------------------------------------------------------------------
+
+_HEADER = ".version 8.0\n.target sm_80\n.address_size 64\n\n"
+_ENTRY = ".visible .entry k()\n{\n%s\n    ret;\n}\n"
+#: One PTX module per kind of line docs/functions.md says `ptxforge to-python` refuses (or writes back).
+TO_PYTHON_PROBES = {
+    ".weak": ".weak .func f()\n{\n    ret;\n}\n" + _ENTRY % "    call f;",
+    "other `.loc` forms": '.file 1 "k.cu"\n' + _ENTRY % "    .loc 1 5 3, inlined_at 1 2 3",
+    "multi-dimensional": _ENTRY % "    .local .align 4 .b32 a[2][3];",
+    "initialized": _ENTRY % "    .local .b32 a[2] = {1, 2};",
+    "vector `.local`": _ENTRY % "    .local .v2 .b32 a[2];",
+    "`.reg` parameters": ".func (.reg .b32 %r) f(.reg .b32 %a)\n{\n    mov.b32 %r, %a;\n    ret;\n}\n"
+                         + _ENTRY % "    .reg .b32 %x;\n    call (%x), f, (1);",
+    "`.alias`": ".func f()\n{\n    ret;\n}\n.func g();\n.alias g, f;\n" + _ENTRY % "    call g;",
+    "`debug_loc` writes": '.file 1 "k.cu"\n' + _ENTRY % "    .loc 1 5 3",
+    "scoped `.reg` list": _ENTRY % "    {\n    .reg .b32 %t<2>;\n    mov.b32 %t0, 1;\n    }",
+}
+
+
+def to_python_claim_differences(text: str) -> list[str]:
+    """The probes of the kinds the page lists after "It refuses what has no builder call" that to-python
+    writes anyway, the probes of what it says comes back that to-python refuses, and listed kinds with no probe."""
+    from ptxforge.parse import parse
+    from ptxforge.parse.to_python import to_python
+    flat = " ".join(text.split())
+    m = re.search(r"It refuses what has no builder call[^:]*: (.*?)\(module-scope", flat)
+    if m is None:
+        return ["docs/functions.md no longer lists what to-python refuses"]
+    refused_list, bad = m.group(1), []
+    for item in re.split(r", | and ", refused_list.rstrip(" ")):
+        if not any(key in item for key in TO_PYTHON_PROBES):
+            bad.append(f"no probe for the listed {item!r}: add one to TO_PYTHON_PROBES")
+    for key, body in TO_PYTHON_PROBES.items():
+        try:
+            to_python(parse(_HEADER + body, filename="probe.ptx"))
+            refused = False
+        except ptxforge.PtxforgeError:
+            refused = True
+        if key in refused_list and not refused:
+            bad.append(f"the page says to-python refuses {key}, and it writes it")
+        elif key not in refused_list and key in flat and refused:
+            bad.append(f"the page says {key} comes back, and to-python refuses it")
+    return bad
+
+
+def test_what_the_functions_page_says_to_python_refuses_is_refused():
+    bad = to_python_claim_differences(read("docs/functions.md"))
+    assert not bad, bad

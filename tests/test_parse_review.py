@@ -348,3 +348,85 @@ def test_an_align_after_the_type_is_a_lint_warning():
     findings = lint(align_kernel(".u64 .align 16 p"), filename="a.ptx")
     assert any(f.severity == "warning" and "ignores an .align written after the type" in f.message and f.line == 5
                for f in findings), [str(f) for f in findings]
+
+
+def test_several_variables_in_one_declaration():
+    """ptxas takes a list of names in one declaration (`.global .u32 ga, gb;`, `.shared .b8 s1[16], s2[32];`,
+    initializers too); the reader refused it as "variable name 'ga,gb' is not a PTX identifier"."""
+    text = HEAD + """.global .u32 ga = 3, gb[2] = {4, 5};
+.visible .entry k(.param .u64 out)
+{
+	.reg .b32 %r<4>;
+	.reg .b64 %rd<3>;
+	.shared .align 4 .b8 s1[16], s2[32];
+	.local .u32 lx, ly;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	ld.global.u32 %r1, [ga];
+	ld.global.u32 %r2, [gb+4];
+	st.shared.u32 [s2+28], %r2;
+	ld.shared.u32 %r3, [s2+28];
+	st.local.u32 [ly], %r3;
+	ld.local.u32 %r3, [ly];
+	add.u32 %r1, %r1, %r3;
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+"""
+    module = parse(text, filename="v.ptx")
+    assert [v.name for v in module.declarations] == ["ga", "gb"]
+    out = np.zeros(1, np.uint32)
+    interp.run(module, "k", grid=1, block=1, args=[out])
+    assert out[0] == 8
+    round_trips(module)
+    same_sass(text, module.ptx)
+
+
+def test_to_python_writes_infinities_and_nans_exactly():
+    """`mov.f32 %f1, 0fFF800000;` made the script `Imm(-inf, T.f32)`, a NameError when run; a NaN lost its
+    payload (`0f7FC00001` became `nan`)."""
+    text = HEAD + """.visible .entry k(.param .u64 out)
+{
+	.reg .f32 %f<4>;
+	.reg .f64 %fd<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	mov.f32 %f1, 0fFF800000;
+	mov.f32 %f2, 0f7FC00001;
+	mov.f32 %f3, 0f7F800000;
+	mov.f64 %fd1, 0dFFF8000000000123;
+	st.global.f32 [%rd2], %f1;
+	st.global.f32 [%rd2+4], %f2;
+	st.global.f32 [%rd2+8], %f3;
+	st.global.f64 [%rd2+16], %fd1;
+	ret;
+}
+"""
+    module = parse(text, filename="f.ptx")
+    printed = script_output(module)
+    assert printed == module.ptx
+    for literal in ("0fFF800000", "0f7FC00001", "0f7F800000", "0dFFF8000000000123"):
+        assert literal in printed
+
+
+def test_a_special_register_that_needs_a_newer_target_is_named():
+    """`mov.b32 %r1, %cluster_ctarank;` on sm_80 was refused as "'mov.b32' needs sm_90", which mov does not:
+    the special register does."""
+    from ptxforge.errors import TargetError
+    from ptxforge.parse.lint import lint
+    text = HEAD + ".visible .entry k()\n{\n\t.reg .b32 %r<2>;\n\tmov.b32 %r1, %cluster_ctarank;\n\tret;\n}\n"
+    at = line_of(text, "cluster_ctarank")
+    with pytest.raises(TargetError, match=rf"c.ptx:{at}: %cluster_ctarank \(read by 'mov.b32'\) needs sm_90"):
+        parse(text, filename="c.ptx")
+    on90 = text.replace("sm_80", "sm_90")
+    assert any(f.line == at and "%cluster_ctarank (read by 'mov.b32') needs sm_90" in f.message
+               for f in lint(on90, filename="c.ptx", arch="sm_80"))
+
+
+@pytest.mark.parametrize("kind", [".texref", ".surfref", ".samplerref"])
+def test_texture_references_are_refused_as_such(kind):
+    """ptxas still takes `.global .texref t;`; the reader called `.texref` an unknown type."""
+    with pytest.raises(ParseError, match=rf"t.ptx:5: \{kind} variables \(texture, surface and sampler references, "
+                                         "which CUDA 12 removed\\) are not read"):
+        parse(HEAD + f".global {kind} t;\n" + KERNEL, filename="t.ptx")

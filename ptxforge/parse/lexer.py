@@ -21,7 +21,7 @@ _HEADER_WORDS = frozenset((".entry", ".func"))
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 #: directive words written with no space between them (`.reg.b32`, `.visible.entry`, `.param.u64`): each `.word`
 #: is a token of its own in PTX, and ptxas (and the header inline asm of cuda_fp16.h) writes them so
-_GLUED = re.compile(r"(?<![\w$%.])\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_GLUED = re.compile(r'(?<![\w$%."])\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
 
 
 def _unglue(text: str) -> str:

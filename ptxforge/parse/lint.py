@@ -15,7 +15,7 @@ from ..isa.instruction import Instruction
 from ..isa.opaque import is_opaque
 from ..isa.targets import Target, least_version
 from ..isa.tensor import S4_EMULATION_COST
-from .reader import Finding, Reader, require_text
+from .reader import Finding, Reader, needing, require_text
 
 _PTXFORGE_INTERNAL = True
 
@@ -46,7 +46,7 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
             need.append((ins.req, (line, ins.mnemonic)))
             if other is not None and other != file_target:
                 try:
-                    ins.req.check(other, f"'{ins.mnemonic}'")
+                    ins.req.check(other, needing(ins))
                 except PtxforgeError as e:
                     findings.append(Finding(name, line, "error", f"{e.message} (--arch {other.name})"))
                 if ins.opcode == "mma" and ins.info.a_type.name in ("s4", "u4") and not other.mma_s4_native \

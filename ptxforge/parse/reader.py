@@ -26,7 +26,8 @@ from ..isa.async_copy import BulkInfo, check_cluster_mask
 from ..isa.calls import BranchTargets, CallParam, CallPrototype, call
 from ..isa.instruction import Instruction
 from ..isa.opaque import opaque
-from ..isa.operands import Guard, Imm, Label, PairDst, Reg, Symbol, Vec
+from ..isa.operands import (SPECIAL_REQUIREMENTS, Guard, Imm, Label, PairDst, Reg, SpecialReg, Symbol,
+                            Vec)
 from ..isa.targets import RELEASED_VERSIONS, PtxVersion, Target
 from ..isa.tensor import (S4_EMULATION_COST, directive_entry_registers, warn_at, warn_emulated,
                           warn_ignored_setmaxnreg)
@@ -328,18 +329,8 @@ class Reader:
         if rest and rest[0].startswith(".attribute"):  # `.visible .attribute(.managed) .global ...`: ptxas takes
             rest = rest[1:]                               # the attribute before the space as after it
         if rest and rest[0] in _SPACES:
-            var = self.variable(text, st.line)
-            if not self.declare_module_variable(var, st.line):
-                return
-            if var.init is not None:
-                self.declare_initializer_functions(var)
-            if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
-                sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
-                self.externs.append(sym)
-                self.module_symbols[var.name] = sym
-                return
-            self.module_symbols[var.name] = var.symbol
-            self.declarations.append(var)
+            for one in _each_declared(text):
+                self.module_variable(one, st.line)
             return
         message = (f"'{head}' is not a module-scope directive ptxforge reads (it reads .version, .target, "
                    ".address_size, variables, .func/.entry, .extern, .pragma, .file, .section)")
@@ -350,6 +341,21 @@ class Reader:
         self.declarations.append(RawDirective(text + ";"))
 
     # ------------------------------------------------------------ declarations
+    def module_variable(self, text: str, line: int):
+        """One module-scope variable declared by `text` at `line`."""
+        var = self.variable(text, line)
+        if not self.declare_module_variable(var, line):
+            return
+        if var.init is not None:
+            self.declare_initializer_functions(var)
+        if var.space == "shared" and var.linkage == ".extern" and var.dims and var.dims[-1] is None:
+            sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
+            self.externs.append(sym)
+            self.module_symbols[var.name] = sym
+            return
+        self.module_symbols[var.name] = var.symbol
+        self.declarations.append(var)
+
     def declare_module_variable(self, var: Variable, line: int) -> bool:
         """Record module variable `var` declared at `line`; whether it is a declaration of its own.  A name
         declared before is an error unless one of the two declarations is `.extern` (it names a variable
@@ -404,6 +410,10 @@ class Reader:
                 try:
                     t = T.lookup(w)
                 except PtxforgeError:
+                    if w in (".texref", ".surfref", ".samplerref"):
+                        raise self.error(line, f"{w} variables (texture, surface and sampler references, which CUDA "
+                                               "12 removed) are not read: ptxforge reads texture and surface objects, "
+                                               ".u64 handles passed as parameters") from None
                     raise self.error(line, f"unknown type {w} in a variable declaration") from None
                 if vector != 1:
                     self.check_vector_type(w, t, vector, line)
@@ -876,12 +886,42 @@ def _vector_reg_param(text: str, words: list) -> str:
             "operands, so it is not read" + instead)
 
 
+def needing(ins) -> str:
+    """What instruction `ins` needs a newer target or PTX ISA for, as a refusal names it: the mnemonic, or the
+    special register that raises its requirement (`%cluster_ctarank (read by 'mov.b32')`)."""
+    for op in ins.operands:
+        if isinstance(op, SpecialReg):
+            need = SPECIAL_REQUIREMENTS.get(op.name)
+            if need is not None and need.min_sm >= ins.req.min_sm and need.min_ptx >= ins.req.min_ptx:
+                return f"%{op.name} (read by '{ins.mnemonic}')"
+    return f"'{ins.mnemonic}'"
+
+
 def _located(item, loc):
     """`item`, a body declaration (`LocalDecl`, `CallPrototypeDecl`, `BranchTargetsDecl`: frozen, with no field
     for it), given `loc`, the PTX line that declares it, as an attribute (left out of equality): a refusal
     about it (to-python's) names that line, as it names an instruction's."""
     object.__setattr__(item, "loc", loc)
     return item
+
+
+#: the words of a variable declaration before its name: linkage, state space, `.align N`, `.vN`, the type
+_DECL_HEAD = re.compile(r"\s*((?:\.[\w$().:]+(?:\s+\d+)?\s+)+)(.*)\Z", re.S)
+
+
+def _each_declared(text: str) -> list:
+    """The declarations of a variable declaration `text` that declares several names, as ptxas takes them
+    (`.global .u32 a, b[4];`, `.shared .b8 s1[16], s2[32];`, `.global .u32 a = 1, b = 2;`): one text a name, each
+    with the words before the first name; `[text]` for one name."""
+    if "," not in text:
+        return [text]
+    m = _DECL_HEAD.match(text)
+    if m is None:
+        return [text]
+    names = split_top(m.group(2))
+    if len(names) < 2 or not all(names):
+        return [text]
+    return [m.group(1) + name for name in names]
 
 
 def _flags(directives) -> tuple:
@@ -1206,20 +1246,8 @@ class BodyReader:
             self.items.append(_located(LocalDecl(p.render() + ";", sym), r.loc(line, self.name)))
             return
         if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
-            var = r.variable(text, line)
-            if var.linkage == ".extern" and var.space == "shared":
-                sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
-                r.externs.append(sym)
-                r.module_symbols[var.name] = sym
-                return
-            if var.space == "shared" and var.init is None and not var.linkage and var.nbytes:
-                sym = Symbol(var.name, "shared", T.b8, var.nbytes, var.align or var.natural_align,
-                             self.owner)
-                self.shared.append(sym)
-            else:
-                sym = var.symbol
-                self.variables.append(var)
-            self.declare_symbol(sym, line)
+            for one in _each_declared(text):
+                self.variable(one, line)
             return
         message = (f"'{head}' is not a directive ptxforge reads inside a function body (it reads .reg, .shared, "
                    ".local, .param in call scopes, .pragma, .loc)")
@@ -1228,6 +1256,23 @@ class BodyReader:
         r.note(line, "error", message + "; kept as written")
         r.opaque.append((line, text, message))
         self.items.append(BodyDirective(text + ";", r.loc(line, self.name)))
+
+    def variable(self, text: str, line: int):
+        """One variable of the body declared by `text` at `line`."""
+        r = self.r
+        var = r.variable(text, line)
+        if var.linkage == ".extern" and var.space == "shared":
+            sym = Symbol(var.name, "shared", T.b8, None, var.align or var.natural_align)
+            r.externs.append(sym)
+            r.module_symbols[var.name] = sym
+            return
+        if var.space == "shared" and var.init is None and not var.linkage and var.nbytes:
+            sym = Symbol(var.name, "shared", T.b8, var.nbytes, var.align or var.natural_align, self.owner)
+            self.shared.append(sym)
+        else:
+            sym = var.symbol
+            self.variables.append(var)
+        self.declare_symbol(sym, line)
 
     def instruction(self, text: str, line: int, strict: bool):
         """One instruction line: its guard, mnemonic and operands, decoded through the ISA constructors and
@@ -1291,9 +1336,9 @@ class BodyReader:
             req = ins.req
             newer = (req, (line, mnemonic))  # (what a target or .version refusal below is about)
             if req.min_sm > self.target.sm or req.arch_specific:
-                req.check(self.target, f"'{ins.mnemonic}'")
+                req.check(self.target, needing(ins))
             if self.version is not None and req.ptx_on(self.target) > self.version:
-                raise TargetError(f"'{ins.mnemonic}' needs PTX ISA {req.ptx_on(self.target)}; the file says .version "
+                raise TargetError(f"{needing(ins)} needs PTX ISA {req.ptx_on(self.target)}; the file says .version "
                                   f"{self.version}")
             ins = Instruction(ins.opcode, ins.mnemonic, ins.operands, ins.n_dst, guard, req, ins.info, ins.mods,
                               ins.type, loc)

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import inspect
 import keyword
+import math
 import re
+import struct
 
 from ..declarations import (BodyDirective, BranchTargetsDecl, CallPrototypeDecl, LocalDecl, ParamDecl, Prototype,
                             RawDirective, RegParam, ScopeClose, ScopeOpen, Variable)
@@ -66,7 +68,8 @@ class _Writer:
         if isinstance(x, SpecialReg):
             return f'special("{x.name}")'
         if isinstance(x, Imm):
-            return f"Imm({x.value!r})" if x.type is None else f"Imm({x.value!r}, T.{x.type.name})"
+            value = self.number(x.value)
+            return f"Imm({value})" if x.type is None else f"Imm({value}, T.{x.type.name})"
         if isinstance(x, Addr):
             base = repr(x.base) if isinstance(x.base, int) else self.expr(x.base)
             return f"Addr({base}, {x.offset})" if x.offset else f"Addr({base})"
@@ -104,7 +107,9 @@ class _Writer:
             return f"T.{x.name}"
         if isinstance(x, (list, tuple)):
             return "(" + ", ".join(self.expr(v) for v in x) + ("," if len(x) == 1 else "") + ")"
-        if x is None or isinstance(x, (bool, int, float, str)):
+        if isinstance(x, float):
+            return self.number(x)
+        if x is None or isinstance(x, (bool, int, str)):
             return repr(x)
         raise ValidationError(f"to-python: cannot write {x!r} as Python")
 
@@ -312,6 +317,14 @@ class _Writer:
                 var += "_"
             self.regs[r.name] = var
         return var
+
+    def number(self, value) -> str:
+        """Python source for an immediate's value: its repr, or for an infinity or a NaN (`0f7FC00001`), which
+        repr writes as names no script defines, its exact bits (a NaN's payload included)."""
+        if not isinstance(value, float) or math.isfinite(value):
+            return repr(value)
+        self.imports.add(("struct", "unpack"))
+        return f"unpack('<d', bytes.fromhex({struct.pack('<d', value).hex()!r}))[0]"
 
     def instruction(self, ins: Instruction) -> str:
         if ins.opcode == OPAQUE:

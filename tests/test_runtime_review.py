@@ -26,7 +26,8 @@ from support.dlpack_producer import Producer  # noqa: E402
 
 def _lay(params: str = ".param .u64 .ptr .global .align 4 x"):
     ptx = f".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k({params}) {{ ret; }}"
-    return layout(parse_entries(ptx)[0].params)
+    e = parse_entries(ptx)[0]
+    return layout(e.params, e.pointer_aligns)
 
 
 class _Cai:
@@ -440,3 +441,20 @@ def test_an_allocation_the_device_cannot_hold_says_how_much_is_free(drv):
     drv.answers["cuMemGetInfo"] = (1, 0, 0)  # no answer: the advice alone
     with pytest.raises(DriverError, match=r"\(2\).*; free buffers no longer needed"):
         pf.DeviceBuffer(16 << 30)
+
+
+def test_a_foreign_array_must_meet_the_pointer_alignment_the_ptx_declares(drv):
+    """`.ptr .global .align 16` (nvcc, clang and Triton write it) promises the kernel 16-byte aligned memory, which
+    it may read with vector loads: a view 8 bytes off would fault the kernel, and the context with it."""
+    lay = _lay(".param .u64 .ptr .global .align 16 x")
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': .* starts at 0x70000008, not aligned "
+                                          r"to the 16 bytes its PTX declares \(.ptr .align 16\)"):
+        resolve(lay, (_Cai(data=(0x7000_0008, False)),), "k")
+    assert resolve(lay, (_Cai(data=(0x7000_0010, False)),), "k").values == [0x7000_0010]
+    assert resolve(_lay(".param .u64 .ptr .global .align 1 x"), (_Cai(data=(0x7000_0001, False), typestr="|u1"),),
+                   "k").values == [0x7000_0001]
+    drv.current = OURS  # a module loaded from such text: its kernels check what its entries declare
+    ptx = ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k(.param .u64 .ptr .align 16 x) { ret; }"
+    lm = L.LoadedModule(0x1, L.source_of_text(ptx, None), key=KEY, jit_target="sm_90", jit_log="", origin="jit",
+                        cubin=b"")
+    assert [s.align for s in lm["k"].layout.specs] == [16]

@@ -86,13 +86,14 @@ _IMMUTABLE = frozenset((int, tuple))
 class KernelFunction:
     """One kernel of a loaded module: its attributes, checks and launches."""
 
-    def __init__(self, module, name: str, handle, params, block_limit=None):
+    def __init__(self, module, name: str, handle, params, block_limit=None, *, pointer_aligns=()):
+        """`pointer_aligns`: per parameter, the alignment a pointer's memory must have (`.ptr .align` of PTX text)."""
         self.module = module
         self.name = name
         self._func = handle
         self.params = tuple(params)
         self.block_limit = block_limit
-        self.layout = layout(self.params)
+        self.layout = layout(self.params, pointer_aligns)
         d = api()
         self.attributes = {}
         for key, attr in FUNCTION_ATTRIBUTES.items():

@@ -113,6 +113,8 @@ class ParamSpec:
     code: str
     pointee: ScalarType | None = None
     hi: int = -1  # the largest int an "int"/"address" parameter takes (for the fast range check)
+    #: the alignment a pointer's memory must have: its pointee's size, or the `.ptr .align` of PTX read from text
+    align: int = 1
 
     def describe(self) -> str:
         """The parameter as signatures show it: ``name: .f32*`` for a pointer, ``name: .b8[N]`` for a by-value
@@ -164,9 +166,10 @@ def _kind(p) -> str:
     raise LaunchError(f"parameter {p.name} has type .{t.name}, which a launch cannot pass")
 
 
-def layout(params) -> ParamLayout:
+def layout(params, pointer_aligns=()) -> ParamLayout:
     """Offsets and a struct format for a kernel's parameters, each where ptxas places it (`kernel.param_align`:
-    a pointer's `.ptr .align` is its pointee's, not its own)."""
+    a pointer's `.ptr .align` is its pointee's, not its own).  `pointer_aligns` (one per parameter, as
+    `loader.EntryDesc` reads them from PTX text) raise the alignment launches check a pointer's memory against."""
     specs, fmt, off = [], "<", 0
     for i, p in enumerate(params):
         kind = _kind(p)
@@ -180,7 +183,10 @@ def layout(params) -> ParamLayout:
             fmt += f"{pad}x"
             off += pad
         hi = (1 << (size * 8 - (1 if p.type.is_signed else 0))) - 1 if kind in ("int", "address") else -1
-        specs.append(ParamSpec(i, p.name, p.type, kind, size, off, code, p.pointee if p.is_pointer else None, hi))
+        pointee = p.pointee if p.is_pointer else None
+        specs.append(ParamSpec(i, p.name, p.type, kind, size, off, code, pointee, hi,
+                               max((pointee.bits // 8 if pointee is not None and not pointee.packed else 1) or 1,
+                                   pointer_aligns[i] if kind == "pointer" and i < len(pointer_aligns) else 1)))
         fmt += code
         off += size
     fast = tuple((_FAST.get(s.kind, _SLOW) if not (s.kind == "float" and s.type is T.f16) else _SLOW, s.hi, s.pointee,
@@ -408,10 +414,12 @@ def _check_view(spec: ParamSpec, got: DeviceView, kernel: str, what: str, device
                           "through this parameter; pass a writable array, or its integer address to vouch for it")
     if device is not None and got.device_id is not None and got.device_id != device:
         raise LaunchError(f"{arg}: the {what} is on CUDA device {got.device_id}; the kernel runs on device {device}")
-    size = (spec.pointee.bits // 8 if spec.pointee is not None and not spec.pointee.packed else 1) or 1
-    if got.ptr % size:
-        raise LaunchError(f"{arg}: the {what} starts at 0x{got.ptr:x}, not aligned to the {size} bytes of "
-                          f".{spec.pointee.name}; pass an aligned view")
+    if got.ptr % spec.align:
+        size = (spec.pointee.bits // 8 if spec.pointee is not None and not spec.pointee.packed else 1) or 1
+        why = (f"the {size} bytes of .{spec.pointee.name}" if spec.align == size else
+               f"the {spec.align} bytes its PTX declares (.ptr .align {spec.align})")
+        raise LaunchError(f"{arg}: the {what} starts at 0x{got.ptr:x}, not aligned to {why}; pass an aligned view "
+                          "(a misaligned access would fault the kernel and the CUDA context with it)")
     if check_pointer is not None and got.ptr:
         check_pointer(got.ptr, f"{arg} ({what})")
 

@@ -39,11 +39,14 @@ class JitWarning(UserWarning):
 
 @dataclass(frozen=True)
 class EntryDesc:
-    """What a launch needs to know about one kernel, from a Module or parsed from PTX text."""
+    """What a launch needs to know about one kernel, from a Module or parsed from PTX text: its name, parameters,
+    `.maxntid`/`.reqntid`, and per parameter the alignment a pointer's memory must have by its `.ptr .align`
+    (PTX text only; empty when none is declared)."""
 
     name: str
     params: tuple
     block_limit: tuple | None = None
+    pointer_aligns: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -129,15 +132,21 @@ def parse_param(decl: str, kernel: str = ""):
     """One `.param` declaration of an entry, in any spelling nvcc, clang/LLVM or Triton emit, as a Param.
 
     ``.param .u64 p``; ``.param .u64 .ptr .global .align 8 p`` (a pointer: `.ptr`, an optional state
-    space and the pointee's alignment); ``.param .align 8 .b8 s[24]`` (a by-value struct);
-    ``.param .u32 a[4]`` (an array: 16 bytes, aligned as its element unless `.align` says more).
+    space and the pointee's alignment, which `parse_entries` keeps in `EntryDesc.pointer_aligns`);
+    ``.param .align 8 .b8 s[24]`` (a by-value struct); ``.param .u32 a[4]`` (an array: 16 bytes, aligned as its
+    element unless `.align` says more).
     """
+    return _parse_param(decl, kernel)[0]
+
+
+def _parse_param(decl: str, kernel: str = ""):
+    """(`parse_param`'s Param, the alignment a pointer's memory must have: 1 unless `.ptr .align A` says A)."""
     from ..kernel import Param
     where = f" of kernel '{kernel}'" if kernel else ""
     toks = _TOKEN.findall(decl)
     if not toks or toks[0] != ".param":
         raise LaunchError(f"cannot read parameter declaration {decl.strip()!r}{where}: it does not start with .param")
-    align = None
+    align = pointee_align = None
     tname = name = None
     pointer = False
     space = None
@@ -148,7 +157,9 @@ def parse_param(decl: str, kernel: str = ""):
         if t == ".align":
             if i + 1 >= len(toks) or not toks[i + 1].isdigit():
                 raise LaunchError(f"parameter declaration {decl.strip()!r}{where}: .align needs a number")
-            if not pointer:
+            if pointer:
+                pointee_align = int(toks[i + 1])  # `.ptr .align A`: what the pointer points at is A-aligned
+            else:
                 align = int(toks[i + 1])
             i += 2
             continue
@@ -181,14 +192,14 @@ def parse_param(decl: str, kernel: str = ""):
         for d in dims:
             n *= d
         elem = max(ty.bits // 8, 1)
-        return Param(name, T.b8, None, None, n * elem, max(align or 1, elem))
+        return Param(name, T.b8, None, None, n * elem, max(align or 1, elem)), 1
     if pointer:
         if ty.bits != 64:
             raise LaunchError(f"parameter {name}{where} is a .ptr of .{tname}; a pointer parameter is 64 bits")
-        return Param(name, ty, None, space or "global")
+        return Param(name, ty, None, space or "global"), pointee_align or 1
     if align is not None and align > ty.bits // 8:
-        return Param(name, ty, align=align)  # an over-aligned scalar
-    return Param(name, ty)
+        return Param(name, ty, align=align), 1  # an over-aligned scalar
+    return Param(name, ty), 1
 
 
 def _split_params(body: str) -> list:
@@ -199,12 +210,14 @@ def parse_entries(text: str) -> tuple:
     """The kernels of PTX text: names, parameters (as ptxforge Params) and .maxntid/.reqntid."""
     out = []
     for m in _ENTRY.finditer(_COMMENTS.sub("", text)):
-        params = tuple(parse_param(d, m.group(1)) for d in _split_params(m.group(3) or ""))
+        parsed = [_parse_param(d, m.group(1)) for d in _split_params(m.group(3) or "")]
         limit = None
         b = _BLOCK.search(m.group(4) or "")
         if b:
             limit = (b.group(1), tuple(int(x) for x in b.group(2).split(",")))
-        out.append(EntryDesc(m.group(1), params, limit))
+        aligns = tuple(a for _, a in parsed)
+        out.append(EntryDesc(m.group(1), tuple(p for p, _ in parsed), limit,
+                             aligns if any(a > 1 for a in aligns) else ()))
     return tuple(out)
 
 
@@ -336,7 +349,8 @@ class LoadedModule:
             if res[0]:
                 raise JitError(f"kernel '{e.name}' is not in the loaded module ({getattr(res[0], 'name', res[0])}); "
                                f"entries declared: {', '.join(x.name for x in src.entries)}")
-            self.functions[e.name] = KernelFunction(self, e.name, res[1], e.params, e.block_limit)
+            self.functions[e.name] = KernelFunction(self, e.name, res[1], e.params, e.block_limit,
+                                                    pointer_aligns=e.pointer_aligns)
         # last: a constructor that raised leaves the handle to its caller (`_build` unloads it)
         self._finalizer = weakref.finalize(self, _unload, handle)
 

@@ -458,3 +458,21 @@ def test_a_foreign_array_must_meet_the_pointer_alignment_the_ptx_declares(drv):
     lm = L.LoadedModule(0x1, L.source_of_text(ptx, None), key=KEY, jit_target="sm_90", jit_log="", origin="jit",
                         cubin=b"")
     assert [s.align for s in lm["k"].layout.specs] == [16]
+
+
+def test_a_tensor_map_over_a_freed_device_buffer_is_refused(mem_drv):
+    """The map keeps its DeviceBuffer from being collected, but free() is explicit: a map encoded before (or after)
+    would send the TMA into freed memory, perhaps another allocation's by then."""
+    from ptxforge.runtime import TensorMap
+    buf = pf.DeviceBuffer.empty((64, 64), np.int8)
+    tm = TensorMap.from_array(buf, (64, 64))
+    tm._blob.append(b"\0" * 128)  # as if encoded at an earlier launch
+    assert tm.encode() == b"\0" * 128
+    buf.free()
+    mem_drv.calls.clear()
+    with pytest.raises(LaunchError, match="the DeviceBuffer of this tensor map .* was freed"):
+        tm.encode()
+    fn = kernel_of(".param .align 64 .b8 tmap[128]")
+    with pytest.raises(LaunchError, match="was freed"):
+        fn(1, 32, tm)
+    assert "cuLaunchKernel" not in mem_drv.names()

@@ -251,6 +251,12 @@ class TensorMap:
     def encode(self) -> bytes:
         """The 128-byte CUtensorMap from the driver's encoder (`cuTensorMapEncodeTiled` here; computed
         once, then cached), after the driver placed a foreign array's memory in ptxforge's context."""
+        owner = self._owner
+        if owner is not None and getattr(owner, "nbytes", 0) and getattr(owner, "_ptr", None) == 0:
+            from .memory import DeviceBuffer
+            if isinstance(owner, DeviceBuffer):  # freed: the map would send the TMA into freed memory
+                raise LaunchError(f"the DeviceBuffer of this tensor map ({owner!r}) was freed; make the map again "
+                                  "over live memory (TensorMap.from_array)")
         if self._blob:
             return self._blob[0]
         from .driver import api, enter, leave

@@ -70,10 +70,13 @@ def test_an_array_running_past_the_end_of_the_address_space_is_refused(make):
         resolve(_lay(), (make(),), "k")
 
 
-def test_a_dlpack_tensor_with_a_negative_extent_is_refused():
+def test_a_dlpack_tensor_with_a_negative_extent_or_elements_of_no_size_is_refused():
     with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': Producer's DLPack tensor has shape "
                                           r"\(-4,\)"):
         resolve(_lay(), (Producer(shape=(-4,)),), "k")
+    with pytest.raises(LaunchError, match=r"^argument 0 \(x\) of kernel 'k': Producer's DLPack tensor has elements "
+                                          r"of 0 bits"):
+        resolve(_lay(".param .u64 .ptr .global x"), (Producer(bits=0),), "k")
 
 
 def test_a_stream_of_0_in_the_cuda_array_interface_is_refused():

@@ -226,10 +226,7 @@ def byte_span(shape, strides_bytes, itemsize: int) -> tuple:
     if 0 in shape:
         return 0, 0
     if strides_bytes is None:
-        n = 1
-        for d in shape:
-            n *= d
-        return 0, n * itemsize
+        return 0, math.prod(shape) * itemsize
     lo = hi = 0
     for d, s in zip(shape, strides_bytes):
         if s < 0:
@@ -261,7 +258,7 @@ def check_extent(view: "DeviceView", where: str, name: str) -> None:
 def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> DeviceView:
     """A DeviceView of a `__cuda_array_interface__` dictionary, every field checked: `data` an (address, read-only)
     pair with the address an int in [0, 2**64), `shape` ints >= 0, `typestr` a little-endian numpy type, `strides`
-    None or one int per dimension, `stream` None or a handle (an int >= 0), no `mask`.  A field out of line is a
+    None or one int per dimension, `stream` None or a handle (an int > 0), no `mask`.  A field out of line is a
     LaunchError naming `what` (the argument, e.g. "argument 0 (x) of kernel 'k'") and the field."""
     name = f"{type(obj).__name__}.__cuda_array_interface__"
     where = f"{what}: " if what else ""
@@ -301,7 +298,7 @@ def from_cuda_array_interface(obj, cai: dict, what: str | None = None) -> Device
         strides = tuple(int(x) for x in strides)
     stream = cai.get("stream")
     if stream is not None and (not T.is_integer(stream) or stream < 0):
-        raise bad("stream", stream, "it must be None or a stream handle (an int >= 0)")
+        raise bad("stream", stream, "it must be None or a stream handle (an int > 0)")
     if stream is not None and stream == 0:
         raise bad("stream", 0, "version 3 of the interface disallows 0, which could mean either default stream: "
                                "1 names the legacy default stream, 2 the per-thread default stream, None no stream")

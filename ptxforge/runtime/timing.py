@@ -119,9 +119,10 @@ def _runner(target, args, kwargs, stream):
         if args or kwargs:
             raise TypeError("a BoundLaunch already has its arguments; call benchmark(bound) alone")
         if stream is not None and stream_handle(stream) != target.stream:
-            raise LaunchError(f"this launch of '{target.function.name}' is bound to stream 0x{target.stream:x}, and "
-                              f"benchmark() times it there; stream= names 0x{stream_handle(stream):x} (leave it "
-                              "out, or bind the launch to that stream)")
+            from .launch_ex import stream_words
+            raise LaunchError(f"this launch of '{target.function.name}' is bound to {stream_words(target.stream)}, "
+                              f"and benchmark() times it there; stream= names {stream_words(stream_handle(stream))} "
+                              "(leave it out, or bind the launch to that stream)")
         return target.launch, None, target.stream
     if not callable(target):
         raise TypeError(f"benchmark() times a KernelFunction, a BoundLaunch or a callable, got {type(target).__name__}")

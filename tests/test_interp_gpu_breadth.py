@@ -537,6 +537,27 @@ for sreg in ("%laneid", "%lanemask_eq", "%lanemask_lt", "%lanemask_le", "%lanema
          f"mov.pred %p1, {sreg};\n{_pred()}")
 
 
+# scalar video instructions on whole words (the SIMD ones have their own GPU test)
+for op in ("vadd", "vsub", "vabsdiff", "vmin", "vmax"):
+    for dt, at, bt in (("u32", "u32", "u32"), ("s32", "s32", "s32"), ("s32", "u32", "s32"), ("u32", "s32", "u32")):
+        for sat in ("", ".sat"):
+            _add(f"{op}.{dt}.{at}.{bt}{sat}", f"{op}.{dt}.{at}.{bt}{sat} %rd, %ra, %rb;\n{_zx32()}")
+        for op2 in ("add", "min", "max"):
+            _add(f"{op}.{dt}.{at}.{bt}.{op2}", f"{op}.{dt}.{at}.{bt}.{op2} %rd, %ra, %rb, %rc;\n{_zx32()}")
+for op in ("vshl", "vshr"):
+    for dt, at in (("u32", "u32"), ("s32", "s32"), ("u32", "s32"), ("s32", "u32")):
+        for mode in ("clamp", "wrap"):
+            for sat in ("", ".sat"):
+                _add(f"{op}.{dt}.{at}.u32{sat}.{mode}", f"{op}.{dt}.{at}.u32{sat}.{mode} %rd, %ra, %rb;\n{_zx32()}")
+for dt, at, bt in (("u32", "u32", "u32"), ("s32", "s32", "s32"), ("s32", "u32", "s32"), ("u32", "s32", "s32")):
+    for mods in ("", ".sat", ".shr7", ".shr15", ".sat.shr15"):
+        _add(f"vmad.{dt}.{at}.{bt}{mods}", f"vmad.{dt}.{at}.{bt}{mods} %rd, %ra, %rb, %rc;\n{_zx32()}")
+for at, bt in (("u32", "u32"), ("s32", "s32"), ("s32", "u32")):
+    for cmp in ("eq", "ne", "lt", "le", "gt", "ge"):
+        _add(f"vset.{at}.{bt}.{cmp}", f"vset.{at}.{bt}.{cmp} %rd, %ra, %rb;\n{_zx32()}")
+    _add(f"vset.{at}.{bt}.lt.add", f"vset.{at}.{bt}.lt.add %rd, %ra, %rb, %rc;\n{_zx32()}")
+
+
 # loads narrower than their register: .s types sign-extend, .u / .b zero-extend; stores keep the low bits
 for t in ("s8", "u8", "b8", "s16", "u16", "b16", "s32", "u32"):
     _add(f"ld.global.{t}.to.b32" if t[1:] != "32" else f"ld.global.{t}.to.b64",

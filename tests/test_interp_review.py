@@ -596,6 +596,74 @@ for _name in CASES:
         REFERENCES[_name] = atom64(_p[2], _p[3])
 
 
+# ---------------------------------------------------------------- scalar video instructions
+
+def _ext(word: int, t: str) -> int:
+    return signed(word, 32) if t == "s32" else word & M32
+
+
+def _sat(v: int, t: str) -> int:
+    lo, hi = (-(1 << 31), (1 << 31) - 1) if t == "s32" else (0, M32)
+    return min(max(v, lo), hi)
+
+
+def video_ref(name: str):
+    """Scalar video instructions from the ISA's stages: the sources extended by their types, the operation exact
+    (a 34-bit result for add/sub/absdiff/min/max), .sat clamping to the destination type, the secondary
+    operation with c (extended by the destination type) on that result, 32 bits kept.  vmad: the product signed
+    unless both sources are unsigned, c and the saturation of that signedness, .shr7/.shr15 shifting the sum.
+    vshl/vshr: the count clamped to 32 (.clamp) or taken mod 32 (.wrap)."""
+    p = name.split(".")
+    op = p[0]
+
+    def ref(a, b, c):
+        if op == "vset":
+            at, bt, cmp = p[1], p[2], p[3]
+            x, y = _ext(a, at), _ext(b, bt)
+            r = int({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[cmp])
+            return (r + (c & M32)) & M32 if name.endswith(".add") else r
+        dt, at, bt = p[1], p[2], p[3]
+        mods = p[4:]
+        x, y = _ext(a, at), _ext(b, bt)
+        if op == "vmad":
+            signed_final = not (at == bt == "u32")
+            r = x * y + _ext(c, "s32" if signed_final else "u32")
+            if "shr7" in mods or "shr15" in mods:
+                r >>= 7 if "shr7" in mods else 15
+            return (_sat(r, "s32" if signed_final else "u32") if "sat" in mods else r) & M32
+        if op in ("vshl", "vshr"):
+            n = min(b & M32, 32) if "clamp" in mods else b & 31
+            r = x << n if op == "vshl" else x >> n
+        else:
+            r = {"vadd": x + y, "vsub": x - y, "vabsdiff": abs(x - y), "vmin": min(x, y), "vmax": max(x, y)}[op]
+        if "sat" in mods:
+            r = _sat(r, dt)
+        op2 = next((m for m in mods if m in ("add", "min", "max")), None)
+        if op2 is not None:
+            z = _ext(c, dt)
+            r = {"add": r + z, "min": min(r, z), "max": max(r, z)}[op2]
+        return r & M32
+    return ref
+
+
+def _video_wide_shift(name: str):
+    """Rows left out of the video reference: a saturated vshl whose exact result does not fit 33 bits (the ISA's
+    34-bit intermediate and an unlimited one saturate differently there; the GPU test compares them)."""
+    if not (name.startswith("vshl") and ".sat" in name):
+        return None
+    p = name.split(".")
+
+    def skip(a, b, c):
+        n = min(b & M32, 32) if "clamp" in p else b & 31
+        return abs(_ext(a, p[2]) << n) >= 1 << 33
+    return skip
+
+
+for _name in CASES:
+    if _name.split(".")[0] in ("vadd", "vsub", "vabsdiff", "vmin", "vmax", "vshl", "vshr", "vmad", "vset"):
+        REFERENCES[_name] = video_ref(_name)
+
+
 # ---------------------------------------------------------------- warp-wide forms, a warp of rows at a time
 
 def _warps(x):
@@ -674,10 +742,11 @@ def test_breadth_kernel_matches_the_isa_reference(name):
     args = rows(case.kinds, seed=len(name))
     got = interpret(name, args)
     keep = np.ones(N, bool) if case.skip is None else ~case.skip(*args)
-    ref = REFERENCES[name]
+    ref, wide = REFERENCES[name], _video_wide_shift(name)
     bad = [f"row {i}: a={int(args[0][i]):#x} b={int(args[1][i]):#x} c={int(args[2][i]):#x}: "
            f"interpreter {int(got[i]):#x}, ISA {ref(*(int(x[i]) for x in args)):#x}"
-           for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))]
+           for i in np.flatnonzero(keep) if int(got[i]) != ref(*(int(x[i]) for x in args))
+           and not (wide is not None and wide(*(int(x[i]) for x in args)))]
     assert not bad, f"{name}: {len(bad)} rows differ\n" + "\n".join(bad[:10])
 
 

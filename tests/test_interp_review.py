@@ -870,3 +870,20 @@ def test_fma_relu_makes_a_nan_result_the_canonical_nan(name, nans, one):
     c = [0, 0, 0, 0, nans[1]]
     got = [int(w) for w in _run_rows(name, a, b, c)]
     assert got == [0x7FFF] * 5, [hex(w) for w in got]
+
+
+def test_the_gpu_comparison_passes_equal_words_and_catches_a_changed_bit():
+    """The GPU test's comparison, run here with the interpreter's words on both sides: no case reports a row,
+    and a flipped high bit in one row of an exactly compared case is reported."""
+    from test_interp_gpu_breadth import differences
+    reported, missed = {}, []
+    for name in sorted(CASES):
+        args = rows(CASES[name].kinds, seed=len(name))
+        d = interpret(name, args)
+        if differences(name, args, d, d.copy()):
+            reported[name] = differences(name, args, d, d.copy())[:2]
+        changed = d.copy()
+        changed[7] ^= np.uint64(1 << 30)
+        if CASES[name].compare == "int" and not differences(name, args, d, changed):
+            missed.append(name)
+    assert not reported and not missed, (reported, missed)

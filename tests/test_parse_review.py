@@ -430,3 +430,15 @@ def test_texture_references_are_refused_as_such(kind):
     with pytest.raises(ParseError, match=rf"t.ptx:5: \{kind} variables \(texture, surface and sampler references, "
                                          "which CUDA 12 removed\\) are not read"):
         parse(HEAD + f".global {kind} t;\n" + KERNEL, filename="t.ptx")
+
+
+def test_parse_file_names_the_line_of_a_byte_that_is_not_utf8(tmp_path):
+    """parse_file read with the locale's encoding and let UnicodeDecodeError out, naming neither the file nor the
+    line; a Latin-1 comment is a ParseError at its line, as a non-ASCII character of a str is."""
+    from ptxforge.parse import parse_file
+    path = tmp_path / "l.ptx"
+    path.write_bytes((HEAD + "// caf\xe9\n" + KERNEL).encode("latin-1"))
+    with pytest.raises(ParseError, match=rf"{path}:5: byte 0xE9 is not UTF-8 text: PTX is ASCII"):
+        parse_file(str(path))
+    path.write_text(HEAD + KERNEL)
+    assert parse_file(path).entries[0].name == "k"

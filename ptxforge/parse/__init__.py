@@ -48,9 +48,18 @@ def parse(text: str, *, filename: str | None = None, strict: bool = True):
 
 
 def parse_file(path: str, *, strict: bool = True):
-    """`parse(open(path).read(), filename=path)`."""
-    with open(path) as f:
-        return parse(f.read(), filename=path, strict=strict)
+    """`parse(text, filename=path)` of the file at `path`, read as UTF-8 whatever the locale says (PTX is ASCII:
+    a byte that is not UTF-8 is a ParseError naming its line, as a non-ASCII character is).  A file that cannot be
+    opened raises the OSError of `open`."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise ParseError(f"{path}:{line}: byte 0x{data[e.start]:02X} is not UTF-8 text: PTX is ASCII, comments "
+                         "included (ptxas refuses any other byte)") from None
+    return parse(text, filename=str(path), strict=strict)
 
 
 __all__ = ["parse", "parse_file", "read", "ParseError", "Finding", "Reading", "NarrowedImmediateWarning",

@@ -231,7 +231,7 @@ class Reader:
                 continue
             first = st.text.split("\n", 1)[0][:60]
             raise self.error(st.line, f"a PTX module opens with .version, then .target: {want} must come "
-                                      f"before '{first}' (ptxas: 'Missing {want} directive at start of file'); "
+                                      f"before {first!r} (ptxas: 'Missing {want} directive at start of file'); "
                                       f"write it first, e.g. '{example}'")
 
     def non_ascii(self):

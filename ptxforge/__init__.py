@@ -51,6 +51,6 @@ __all__ = [
     "KernelResources", "parse",
     "b1", "b8", "b16", "b32", "b64", "b128", "bf16", "bf16x2", "f16", "f16x2", "f32", "f64", "pred",
     "s4", "s8", "s16", "s32", "s64", "u4", "u8", "u16", "u32", "u64", "u16x2", "s16x2",
-    *sorted(_RUNTIME_NAMES),
+    *sorted(_RUNTIME_NAMES), *sorted(_SCHEDULE_NAMES),
 ]
 

@@ -271,3 +271,16 @@ def test_module_kernel_lookups_say_which_names_are_kernels_and_which_device_func
     with pytest.raises(ValidationError, match=r"module has no kernel \(\.entry\)\. Kernels \(\.entry\): none; "
                                               r"device functions \(\.func\): visible_poly"):
         functions_only.kernel()
+
+
+def test_a_star_import_gives_every_public_name_dir_lists():
+    """`dir(ptxforge)` lists the schedules (loaded on first use) but `__all__` left them out, so
+    `from ptxforge import *` gave no Int4Gemm; every public name but the submodules is in `__all__`."""
+    import types as pytypes
+    import ptxforge
+    public = {n for n in dir(ptxforge) if not n.startswith("_")
+              and not isinstance(getattr(ptxforge, n), pytypes.ModuleType)}
+    assert public - set(ptxforge.__all__) == set()
+    namespace = {}
+    exec("from ptxforge import *", namespace)
+    assert {"Int4Gemm", "HopperGemm", "TileCopy", "load"} <= set(namespace)

@@ -286,6 +286,9 @@ def assemble(source, arch=None, *, backend: str = "auto", options=(), version=No
 
     `version` writes a Module at that `.version` (default: the least that covers it, within what the
     backend accepts); one below what the module needs is a TargetError naming what needs more.
+    `options` are further command-line options of the backend, as strings (e.g. ``("-O3",)`` or
+    ``("-maxrregcount=64",)``, which both backends take); `backend` is "auto" (nvJitLink
+    where installed, else ptxas), "nvjitlink" or "ptxas".
 
     The PTX keeps its own ``.target``: an `arch` it cannot be assembled for (an older GPU than the module or
     text targets, or another than an arch-specific sm_XYa target) is a TargetError saying how to rebuild it,

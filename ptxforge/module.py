@@ -56,7 +56,10 @@ class Module:
     """One PTX module: one or more kernels for one target.
 
     `kernels` holds finished `Kernel` values or anything with a `finish()` method that returns one
-    (a `KernelBuilder`).  Load it on a GPU with `ptxforge.load(module)`.
+    (a `KernelBuilder`).  `target` (a `Target` or a name such as "sm_90a"; default: the kernels' own, which
+    must be one) is checked against each kernel's; `version` (a `PtxVersion` or "8.0") fixes the
+    ``.version`` line, refused with what needs more when an instruction or the target is newer (default:
+    the least that covers the module).  Load it on a GPU with `ptxforge.load(module)`.
     """
 
     def __init__(self, kernels, *, target=None, version=None, declarations=(), target_options=()):

@@ -443,7 +443,9 @@ def load(source, *, max_registers: int | None = None, opt_level: int | None = No
          cache: bool = True) -> LoadedModule:
     """Load a Module (or KernelBuilder, Kernel, PTX text) on the GPU; returns its kernels by name.
 
-    `cache=False` skips both caches (always JIT-compiles, stores nothing).  Threads loading one
+    `max_registers` (16..255) caps the registers per thread and `opt_level` (0..4) sets the JIT's
+    optimization level (the driver's CU_JIT_MAX_REGISTERS and CU_JIT_OPTIMIZATION_LEVEL; both are part of
+    the cache key).  `cache=False` skips both caches (always JIT-compiles, stores nothing).  Threads loading one
     module at once share one JIT compilation (a lock per module key).  A cached cubin is
     replaced only when the driver refuses it as an image; an error of the context (a kernel
     fault) or of memory is raised as it is and leaves the cache alone.

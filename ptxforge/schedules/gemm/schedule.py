@@ -477,7 +477,12 @@ class GemmSchedule:
 
 @dataclass(frozen=True)
 class Int4Gemm(GemmSchedule):
-    """Packed 4-bit GEMM (s4 by default; operand='u4' for unsigned)."""
+    """Packed 4-bit GEMM on mma.sync (s4 by default; operand='u4' for unsigned): A is M x K, B is N x K, both
+    two values per byte (`ptxforge.int4.pack_int4`), C = A . B^T in int32.
+
+    The parameters are `GemmSchedule`'s (tile, warps, stages, path, layout, target, split K, pdl ...).  Start
+    from `Int4Gemm.for_shape(m, n, k, target=...)`, which picks them for a problem (on sm_90a a `HopperGemm`,
+    the fast path there, and says why); then `run(a, b, c)`, or `plan(m, n, k)` once for loops and graphs."""
 
     OPERANDS: ClassVar[tuple] = ("s4", "u4")
     SIBLING: ClassVar[str] = "Int8Gemm for 8-bit operands"
@@ -486,7 +491,12 @@ class Int4Gemm(GemmSchedule):
 
 @dataclass(frozen=True)
 class Int8Gemm(GemmSchedule):
-    """8-bit GEMM on the same machinery (s8 by default; operand='u8' for unsigned)."""
+    """8-bit GEMM on mma.sync (s8 by default; operand='u8' for unsigned): A is M x K, B is N x K, C = A . B^T
+    in int32.
+
+    The parameters are `GemmSchedule`'s (tile, warps, stages, path, layout, target, split K, pdl ...).  Start
+    from `Int8Gemm.for_shape(m, n, k, target=...)`, which picks them for a problem (on sm_90a a `HopperGemm`,
+    the fast path there, and says why); then `run(a, b, c)`, or `plan(m, n, k)` once for loops and graphs."""
 
     OPERANDS: ClassVar[tuple] = ("s8", "u8")
     SIBLING: ClassVar[str] = "Int4Gemm for packed 4-bit operands"

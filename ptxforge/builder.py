@@ -164,12 +164,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             if reqntid is not None:
                 directives.append(("reqntid", _dims(reqntid, ".reqntid")))
             if minnctapersm is not None:
-                if maxntid is None and reqntid is None:
-                    warnings.warn(".minnctapersm is ignored by ptxas unless .maxntid or .reqntid is "
-                                  "given too", stacklevel=2)
                 n = _int_arg(minnctapersm, ".minnctapersm")
                 if n < 1:
                     raise ValidationError(f".minnctapersm must be a positive number of CTAs per SM, got {n}")
+                if maxntid is None and reqntid is None:  # warned only of a value that is kept
+                    warnings.warn(".minnctapersm is ignored by ptxas unless .maxntid or .reqntid is "
+                                  "given too", stacklevel=2)
                 directives.append(("minnctapersm", n))
             if maxnreg is not None:
                 n = _int_arg(maxnreg, ".maxnreg")

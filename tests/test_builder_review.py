@@ -579,3 +579,15 @@ def test_brx_idx_index_is_an_integer_in_the_list_and_a_refusal_declares_nothing(
     text = k.module().ptx
     assert text.count(".branchtargets") == 1 and "brx.idx" in text
     assert pf.assemble(k.module(), backend="ptxas") is not None
+
+
+def test_a_refused_minnctapersm_is_not_also_warned_about():
+    """minnctapersm=0 without .maxntid warned that ptxas ignores it, then refused it: one message, the refusal."""
+    import warnings
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        with pytest.raises(pf.ValidationError, match="positive number of CTAs per SM"):
+            pf.KernelBuilder("k", minnctapersm=0)
+    assert not seen, [str(w.message) for w in seen]
+    with pytest.warns(UserWarning, match="ignored by ptxas unless"):
+        pf.KernelBuilder("k", minnctapersm=2)

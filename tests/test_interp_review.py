@@ -164,21 +164,24 @@ def mulhi(t):
 
 
 def f2i(rnd, dst, src):
-    """cvt to an integer from a float: NaN gives 0, other values are rounded in the mode and clamped to the
-    destination's range (saturation is the default for float-to-integer conversions)."""
+    """cvt to an integer from a float: other values are rounded in the mode and clamped to the destination's
+    range (saturation is the default for float-to-integer conversions). NaN gives 0 from f16/bf16/f32 to at most
+    32 bits, and the pattern 1 << (w - 1) (signed: the minimum) from f64 or to 64 bits: the ISA says 0, this is
+    what an H100 (sm_90) computes."""
     w = int(dst[1:])
     lo, hi = (-(1 << (w - 1)), (1 << (w - 1)) - 1) if dst[0] == "s" else (0, (1 << w) - 1)
+    reg = 64 if w == 64 else 16 if w == 16 else 32  # the destination register's width
+    nan = 0 if src != "f64" and w <= 32 else (lo if dst[0] == "s" else 1 << (w - 1)) & mask(reg)
 
     def ref(a, b, c):
         x = source_value(a, src)
         if math.isnan(x):
-            return 0
+            return nan
         if math.isinf(x):
             v = hi if x > 0 else lo
         else:
             v = {"rni": round, "rzi": math.trunc, "rmi": math.floor, "rpi": math.ceil}[rnd](x)
         v = min(max(v, lo), hi)
-        reg = 64 if w == 64 else 16 if w == 16 else 32  # the destination register's width
         return (v if dst[0] == "s" else v) & mask(reg)
     return ref
 

@@ -3,7 +3,9 @@ special registers), setp, selp, cvt, cvta.
 
 cvt follows PTX: integer to integer truncates or extends by the source's signedness (.sat
 clamps to the destination range); float to integer rounds as asked (.rni/.rzi/.rmi/.rpi) and
-always saturates, NaN giving 0; narrowing float conversions and conversions from integers round
+always saturates; NaN gives 0 from an f16/bf16/f32 source to an integer of at most 32 bits, and the
+bit pattern 1 << (bits - 1) (the signed minimum: 0x80, 0x8000, ...) from an f64 source or to a 64-bit
+integer (measured on an H100 (sm_90); the PTX ISA says only that NaN converts to 0); narrowing float conversions and conversions from integers round
 once, to nearest even or in the directed mode asked (.rz/.rm/.rp, `rounding.convert`: a 64-bit
 integer is rounded from the integer itself, not through float64); a destination register wider
 than the type is sign- or zero-extended by the destination type.
@@ -275,18 +277,30 @@ def _float_value(x, st):
     return np.asarray(x).astype(np.float64)
 
 
-def _to_int(r, dt):
-    """float64 (already rounded to an integer value) -> dt, saturating, NaN -> 0."""
+def _nan_int(st, dt):
+    """The integer a NaN of float type `st` converts to in integer type `dt`: 0 from f16/bf16/f32 to at most 32
+    bits, else the pattern 1 << (bits - 1) (as a value of dt: the minimum of a signed type). The PTX ISA says
+    NaN converts to 0; measured on an H100 (sm_90), an f64 source or a 64-bit destination gives the pattern."""
+    if st.bits < 64 and dt.bits <= 32:
+        return 0
+    return -(1 << (dt.bits - 1)) if dt.kind == "s" else 1 << (dt.bits - 1)
+
+
+def _to_int(r, dt, nan_value=0):
+    """float64 (already rounded to an integer value) -> dt, saturating; NaN gives `nan_value` (`_nan_int`)."""
     lo, hi = T.int_range(dt)
     out_dt = view_dtype(dt)
     big = r >= float(hi)
     small = r <= float(lo)
-    safe = np.where(np.isnan(r) | big | small, 0.0, r)
+    nan = np.isnan(r)
+    safe = np.where(nan | big | small, 0.0, r)
     if dt.kind == "u" and dt.bits == 64:
         v = safe.astype(np.uint64)
     else:
         v = safe.astype(np.int64)
     v = np.where(big, np.array(hi).astype(out_dt), np.where(small, np.array(lo).astype(out_dt), v.astype(out_dt)))
+    if nan_value:
+        v = np.where(nan, np.array(nan_value).astype(out_dt), v)
     return v.astype(out_dt)
 
 
@@ -344,12 +358,13 @@ def make_cvt(P, op):
         return i2i
     if dt.is_int and st.is_float:
         rounder = _INT_ROUND[rnd or "rzi"]
+        nan_value = _nan_int(st, dt)
 
         def f2i(S, m):
             x = _float_value(ra(S), st)
             if ftz and st is T.f32:
                 x = flush_subnormal(x.astype(np.float32)).astype(np.float64)
-            put(S, _to_int(rounder(x), dt), m)
+            put(S, _to_int(rounder(x), dt, nan_value), m)
         return f2i
     if dt.is_float and st.is_int:
         mode = rnd or "rn"

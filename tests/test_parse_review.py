@@ -442,3 +442,14 @@ def test_parse_file_names_the_line_of_a_byte_that_is_not_utf8(tmp_path):
         parse_file(str(path))
     path.write_text(HEAD + KERNEL)
     assert parse_file(path).entries[0].name == "k"
+
+
+def test_lint_keeps_the_findings_before_an_error_it_cannot_read_past():
+    """An undeclared label stops the reader; lint reported that one error and dropped the errors it had found
+    before it (an `add.u33` above), so a file looked one fix away from clean."""
+    from ptxforge.parse.lint import lint
+    text = HEAD + KERNEL.replace("\tret;", "\t.reg .b32 %r<3>;\n\tadd.u33 %r1, %r1, 1;\n\tbra NOWHERE;\n\tret;")
+    findings = lint(text, filename="l.ptx")
+    errors = [(f.line, f.message) for f in findings if f.severity == "error"]
+    assert [line for line, _ in errors] == [line_of(text, "add.u33"), line_of(text, "NOWHERE")], errors
+    assert any(f.severity == "note" and "stops at this error" in f.message for f in findings)

@@ -26,11 +26,17 @@ def lint(text: str, *, filename: str | None = None, arch: str | None = None) -> 
     name = filename or "<ptx>"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
+        reader = Reader(text, filename, strict=False)
         try:
-            reading = Reader(text, filename, strict=False).read()
-        except PtxforgeError as e:
+            reading = reader.read()
+        except PtxforgeError as e:  # an error the reader cannot read past: what it found before it, and it
             line = e.loc.lineno if e.loc is not None else 0
-            return [Finding(name, line, "error", e.message.split("\n")[0].split(": ", 1)[-1])]
+            findings = list(reader.findings)
+            findings.append(Finding(name, line, "error", e.message.split("\n")[0].split(": ", 1)[-1]))
+            findings.append(Finding(name, line, "note", "the reader stops at this error: lines it had not read "
+                                                        "yet are not checked"))
+            findings.sort(key=lambda f: (f.line, f.severity))
+            return findings
     findings = list(reading.findings)
     module = reading.module
     if module is None:

@@ -453,3 +453,40 @@ def test_lint_keeps_the_findings_before_an_error_it_cannot_read_past():
     errors = [(f.line, f.message) for f in findings if f.severity == "error"]
     assert [line for line, _ in errors] == [line_of(text, "add.u33"), line_of(text, "NOWHERE")], errors
     assert any(f.severity == "note" and "stops at this error" in f.message for f in findings)
+
+
+def test_a_call_scope_declares_several_params_in_one_line():
+    """`.param .b32 a0, a1;` in a call scope, which ptxas takes, was refused as a parameter named 'a0,a1'."""
+    text = HEAD + """.func (.param .b32 r) add2(.param .b32 a, .param .b32 b)
+{
+	.reg .b32 %t<3>;
+	ld.param.b32 %t1, [a];
+	ld.param.b32 %t2, [b];
+	add.u32 %t1, %t1, %t2;
+	st.param.b32 [r], %t1;
+	ret;
+}
+.visible .entry k(.param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<2>;
+	ld.param.u64 %rd1, [out];
+	{
+	.param .b32 a0, a1;
+	.param .b32 r0;
+	st.param.b32 [a0], 3;
+	st.param.b32 [a1], 4;
+	call.uni (r0), add2, (a0, a1);
+	ld.param.b32 %r1, [r0];
+	}
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+"""
+    module = parse(text, filename="c.ptx")
+    out = np.zeros(1, np.uint32)
+    interp.run(module, "k", grid=1, block=1, args=[out])
+    assert out[0] == 7
+    round_trips(module)
+    same_sass(text, module.ptx)
+    assert script_output(module) == module.ptx

@@ -1240,10 +1240,11 @@ class BodyReader:
         if head == ".param":
             if depth == 0:
                 raise r.error(line, ".param inside a body belongs in a { } call scope")
-            p, sym = r.param(text, line, writable=True)
-            self.scope.locals[-1][sym.name] = sym
-            self.scope.cache = {}
-            self.items.append(_located(LocalDecl(p.render() + ";", sym), r.loc(line, self.name)))
+            for one in _each_declared(text):  # (`.param .b32 a0, a1;`: one declaration each)
+                p, sym = r.param(one, line, writable=True)
+                self.scope.locals[-1][sym.name] = sym
+                self.scope.cache = {}
+                self.items.append(_located(LocalDecl(p.render() + ";", sym), r.loc(line, self.name)))
             return
         if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
             for one in _each_declared(text):

@@ -79,14 +79,21 @@ def shift(op, t):
     return ref
 
 
+def field_operand(w):
+    """The bits of bfe's and bfi's position and length that count: the ISA's low byte for 32-bit forms, the
+    whole 32-bit operand for 64-bit ones (what an H100 (sm_90) computes: 256 is beyond the msb, not 0)."""
+    return 0xFF if w == 32 else M32
+
+
 def bfe(t):
-    """bfe, from the ISA's pseudo-code: pos = b[7:0], len = c[7:0]; d[i] = a[pos+i] for i < len and pos+i <= msb,
-    else the sign bit a[min(pos+len-1, msb)] (0 for unsigned types); a zero length gives zero."""
+    """bfe, from the ISA's pseudo-code: pos = b[7:0], len = c[7:0] (whole words for 64-bit forms:
+    `field_operand`); d[i] = a[pos+i] for i < len and pos+i <= msb, else the sign bit a[min(pos+len-1, msb)]
+    (0 for unsigned types); a zero length gives zero."""
     w = int(t[1:])
     msb = w - 1
 
     def ref(a, b, c):
-        pos, ln = b & 0xFF, c & 0xFF
+        pos, ln = b & field_operand(w), c & field_operand(w)
         if ln == 0:
             return 0
         sbit = bit(a, min(pos + ln - 1, msb)) if t[0] == "s" else 0
@@ -96,11 +103,11 @@ def bfe(t):
 
 def bfi(w):
     """bfi d, f, b, pos, len: b with bits pos .. pos+len-1 (those at or below the msb) taken from f's low bits;
-    pos and len are their operands' low bytes."""
+    pos and len are their operands' low bytes (whole words for bfi.b64: `field_operand`)."""
     def ref(f, b, pos, ln):
-        pos, ln = pos & 0xFF, ln & 0xFF
+        pos, ln = pos & field_operand(w), ln & field_operand(w)
         out = b & mask(w)
-        for i in range(ln):
+        for i in range(min(ln, w)):
             if pos + i <= w - 1:
                 out = (out & ~(1 << (pos + i))) | (bit(f, i) << (pos + i))
         return out
@@ -222,11 +229,13 @@ def fcmp(cmp, ftz):
 
 
 def isa_testp(test, bits):
+    """testp: .normal is true for ±0 as well as for normal numbers (what an H100 (sm_90) computes; zero is not a
+    normal number in IEEE 754's sense)."""
     def ref(a, b, c):
         x = f32(a) if bits == 32 else f64(a)
         tiny = 2.0 ** -126 if bits == 32 else 2.0 ** -1022
         return int({"finite": math.isfinite(x), "infinite": math.isinf(x), "number": not math.isnan(x),
-                    "notanumber": math.isnan(x), "normal": math.isfinite(x) and abs(x) >= tiny,
+                    "notanumber": math.isnan(x), "normal": math.isfinite(x) and (abs(x) >= tiny or x == 0),
                     "subnormal": 0 < abs(x) < tiny}[test])
     return ref
 
@@ -474,7 +483,9 @@ def _special(op: str, xs):
         a, b, c = xs
         if (math.isinf(a) or math.isinf(b)) and (a == 0 or b == 0):
             return math.nan
-        return a * b + c  # infinities only: Python's float arithmetic follows IEEE here
+        if math.isfinite(a) and math.isfinite(b):
+            return c  # c infinite: the exact product is finite, though a * b in floats may overflow
+        return a * b + c  # an infinite product: Python's float arithmetic follows IEEE here
     a, b = xs
     return {"add": a + b, "sub": a - b, "mul": a * b}[op]
 
@@ -890,3 +901,33 @@ def test_the_gpu_comparison_passes_equal_words_and_catches_a_changed_bit():
         if CASES[name].compare == "int" and not differences(name, args, d, changed):
             missed.append(name)
     assert not reported and not missed, (reported, missed)
+
+
+#: rows whose exact result is -0, from the GPU breadth run on an H100 (sm_90): (case, a, b, c)
+NEGATIVE_ZERO_ROWS = [
+    ("cvt.sat.f32.f32", 0x80000000, 0, 0), ("cvt.ftz.sat.f32.f32", 0x80000000, 0, 0),
+    ("cvt.rn.sat.f16.f32", 0x80000000, 0, 0), ("cvt.rn.sat.f32.f64", 0x8000000000000000, 0, 0),
+    ("mul.sat.f32", 0, 0x80000001, 0), ("sub.sat.f32", 0x80000000, 0, 0), ("add.sat.f16", 0x8000, 0x8000, 1),
+    ("mul.sat.f16", 0, 0x8000, 0), ("fma.rn.ftz.sat.f32", 0, 0xDF000000, 0x80000001),
+    ("fma.rn.relu.f16", 1, 0x8000, 0x8000), ("fma.rn.relu.bf16", 0, 0x8080, 0x8000),
+]
+
+
+@pytest.mark.parametrize("name, a, b, c", NEGATIVE_ZERO_ROWS)
+def test_sat_and_relu_make_negative_zero_positive(name, a, b, c):
+    """.sat clamps to [0, 1] and .relu clamps negative results to 0; the ISA does not say what -0 gives, and an
+    H100 (sm_90) gives +0 (the word 0) in every one of these forms, whose exact result is -0."""
+    assert int(_run_rows(name, [a], [b], [c])[0]) == 0
+
+
+@pytest.mark.parametrize("name, want", [
+    ("cvt.rn.tf32.f32", [0x7FFFE000] * 4), ("cvt.rz.tf32.f32", [0x7FFFE000] * 4),
+    ("cvt.rn.relu.tf32.f32", [0x7FFFE000] * 4), ("cvt.rz.relu.tf32.f32", [0x7FFFE000] * 4),
+    ("cvt.rna.tf32.f32", [0x7F800000, 0x7FC00000, 0xFFC00000, 0xFFB6A000]),
+    ("cvt.rna.satfinite.tf32.f32", [0x7F7FE000, 0x7FC00000, 0xFFC00000, 0xFFB6A000])])
+def test_tf32_conversion_of_a_nan(name, want):
+    """cvt.tf32.f32 of NaN (the ISA names no result): an H100 (sm_90) gives 0x7FFFE000 for .rn and .rz, with or
+    without .relu, and rounds the bits as for a number with .rna, so 0x7F800001 becomes the infinity 0x7F800000
+    (0x7F7FE000, the largest finite value, with .satfinite)."""
+    got = [int(w) & M32 for w in _run_rows(name, [0x7F800001, 0x7FC00000, 0xFFC00001, 0xFFB6A0D0])]
+    assert got == want, [hex(w) for w in got]

@@ -29,7 +29,7 @@ from .findings import InterpUnsupported
 from .minmax import canonical_nan, min_max
 from .rounding import FORMATS, directed, fma_f64
 from .values import (HALF_LEAST_NORMAL, SINT, UINT, flush_below, flush_subnormal, half_bits, half_lane, half_to_f32,
-                     mulhi_s64, mulhi_u64, pack_lanes, view_dtype)
+                     mulhi_s64, mulhi_u64, pack_lanes, saturate, view_dtype)
 
 _PTXFORGE_INTERNAL = True
 
@@ -389,7 +389,7 @@ def _make_directed(P, op, opname, t, mods, srcs, mode):
         if ftz:
             r = flush_subnormal(r)
         if sat:
-            r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
+            r = saturate(r)
         put(S, r, m)
     return flt
 
@@ -453,11 +453,12 @@ def _make_float(P, op, opname, t, mods, srcs):
                 xs = [(flush_below(x, tiny) if ftz else x).astype(np.float64) for x in xs]
                 if opname in ("fma", "mad"):  # fused: rounded to odd in float64, then once to 16 bits
                     r = _fma_odd64(*xs)
-                    r = np.where(r < 0, 0.0, r) if relu else r
+                    # .relu: -0 too becomes +0 (measured on an H100 (sm_90); the ISA says "negative")
+                    r = np.where(r <= 0, 0.0, r) if relu else r
                 else:
                     r = fn(*xs)
                 if sat:
-                    r = np.where(np.isnan(r), 0.0, np.clip(r, 0.0, 1.0))
+                    r = saturate(r)
                 bits = half_bits(r, is_bf16)
                 if ftz:  # a result in the 16-bit format's subnormal range becomes zero of its sign
                     bits = np.where(np.abs(half_to_f32(bits, is_bf16)) < tiny, bits & np.uint16(0x8000), bits)
@@ -491,7 +492,7 @@ def _make_float(P, op, opname, t, mods, srcs):
         if ftz:
             r = flush_subnormal(np.asarray(r, dtype=fdt))
         if sat:
-            r = np.where(np.isnan(r), r.dtype.type(0), np.clip(r, 0, 1)).astype(r.dtype)
+            r = saturate(r)
         if minmax and not f64:  # a NaN result is the canonical one
             r = np.asarray(r, dtype=np.float32)
             r = canonical_nan(r.view(np.uint32), r).view(np.float32)

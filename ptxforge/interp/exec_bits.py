@@ -254,6 +254,13 @@ def make_shf(P, op):
     return shf
 
 
+def _field_operand_mask(bits: int) -> int:
+    """The bits of bfe's and bfi's position and length operands that count. The ISA takes their low bytes
+    (b[7:0], c[7:0]); so do the 32-bit forms, but the 64-bit forms take the whole 32-bit operands (measured on an
+    H100 (sm_90): a position or length of 256 or more is beyond the msb, not taken modulo 256)."""
+    return 0xFF if bits == 32 else 0xFFFFFFFF
+
+
 def make_bitfield(P, op):
     """The executor of `bfe bfi popc clz brev bfind`. Returns ``fn(S, m)``, which executes it on Machine `S` for
     the threads of mask `m`; `P` is the Program, `op` the Op being built.
@@ -268,31 +275,33 @@ def make_bitfield(P, op):
         ra = P.reader(srcs[0], T.lookup(f"u{bits}"), ins)
         rp, rl = P.reader(srcs[1], T.u32, ins), P.reader(srcs[2], T.u32, ins)
         signed = t.kind == "s"
+        field = _field_operand_mask(bits)
 
         def bfe(S, m):
             a = np.asarray(ra(S)).astype(np.uint64)
-            pos = np.asarray(rp(S)).astype(np.int64) & 0xFF
-            ln = np.asarray(rl(S)).astype(np.int64) & 0xFF
+            pos = np.asarray(rp(S)).astype(np.int64) & field
+            ln = np.asarray(rl(S)).astype(np.int64) & field
             take = np.clip(np.minimum(ln, bits - pos), 0, bits)  # bits that come from a
-            field = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
+            got = np.where(pos >= bits, np.uint64(0), a >> np.minimum(pos, bits - 1).astype(np.uint64))
             keep = _low_mask(take)
-            field &= keep
+            got &= keep
             if signed:
                 top = np.clip(pos + ln - 1, 0, bits - 1).astype(np.uint64)
                 sbit = np.where(ln == 0, np.uint64(0), (a >> top) & np.uint64(1))
-                field |= np.where(sbit == 1, ~keep & _low_mask(np.full_like(take, bits)), np.uint64(0))
-            put(S, field.astype(UINT[bits]).view(view_dtype(t)), m)
+                got |= np.where(sbit == 1, ~keep & _low_mask(np.full_like(take, bits)), np.uint64(0))
+            put(S, got.astype(UINT[bits]).view(view_dtype(t)), m)
         return bfe
     if name == "bfi":
         put = P.writer(ins.operands[0], t, ins)
         rf, rb = P.reader(srcs[0], t, ins), P.reader(srcs[1], t, ins)
         rp, rl = P.reader(srcs[2], T.u32, ins), P.reader(srcs[3], T.u32, ins)
+        field = _field_operand_mask(bits)
 
         def bfi(S, m):
             f = np.asarray(rf(S)).astype(np.uint64)
             b = np.asarray(rb(S)).astype(np.uint64)
-            pos = np.asarray(rp(S)).astype(np.int64) & 0xFF
-            ln = np.asarray(rl(S)).astype(np.int64) & 0xFF
+            pos = np.asarray(rp(S)).astype(np.int64) & field
+            ln = np.asarray(rl(S)).astype(np.int64) & field
             take = np.clip(np.minimum(ln, bits - pos), 0, bits)
             sh = np.minimum(pos, bits - 1).astype(np.uint64)
             field_mask = np.where(pos >= bits, np.uint64(0), _low_mask(take) << sh)

@@ -137,6 +137,8 @@ def fma_f64(a, b, c) -> np.ndarray:
 def _fma_exact(a: float, b: float, c: float, mode: str, fmt: str) -> float:
     """a * b + c rounded once to `fmt` in `mode`, for Python floats, with IEEE 754's special cases."""
     if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
+        if math.isfinite(a) and math.isfinite(b) and math.isinf(c):
+            return c  # the exact product is finite, even where a * b in floats would overflow to an infinity
         return a * b + c  # NaN and infinities: exact operations, so no rounding to choose
     q = Fraction(a) * Fraction(b) + Fraction(c)
     if q == 0:

@@ -202,6 +202,13 @@ def flush_subnormal(x):
     return np.where(np.abs(x) < tiny, np.copysign(x.dtype.type(0), x), x)
 
 
+def saturate(x):
+    """.sat on float results: clamped to [0, 1], NaN and -0 both +0 (the ISA's text is silent on -0; measured on
+    an H100 (sm_90), -0 saturates to +0 in add, sub, mul, fma and cvt alike). Keeps `x`'s dtype."""
+    x = np.asarray(x)
+    return (np.where(np.isnan(x), x.dtype.type(0), np.clip(x, 0, 1)) + x.dtype.type(0)).astype(x.dtype)
+
+
 # ---------------------------------------------------------------- bit counting
 
 def popcount(x):

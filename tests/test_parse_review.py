@@ -4,6 +4,7 @@ negations of registers named without `%`; scoped `.reg` lists through to-python,
 the line they are about."""
 
 import os
+import re
 import subprocess
 import sys
 
@@ -306,7 +307,6 @@ def param_offsets(kernel) -> dict:
 
 def sass_param_offsets(text: str) -> list:
     """The constant-bank offsets (past sm_90's parameter base 0x210) that the SASS of `text` reads."""
-    import re
     sass = assemble(text, backend="ptxas").sass()
     return sorted({int(x, 16) - 0x210 for x in re.findall(r"c\[0x0\]\[(0x2[1-9a-f][0-9a-f])\]", sass)})
 
@@ -490,3 +490,26 @@ def test_a_call_scope_declares_several_params_in_one_line():
     round_trips(module)
     same_sass(text, module.ptx)
     assert script_output(module) == module.ptx
+
+
+def test_interp_prints_arrays_after_the_run_but_not_a_structure_passed_by_value(tmp_path):
+    """`ptxforge interp` printed the bytes of a by-value structure "after the run" as if the kernel could have
+    written them; it prints the pointer arguments' arrays."""
+    text = HEAD + """.visible .entry k(.param .align 8 .b8 s[8], .param .u64 out)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+	ld.param.u32 %r1, [s+4];
+	ld.param.u64 %rd1, [out];
+	cvta.to.global.u64 %rd2, %rd1;
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+"""
+    path = tmp_path / "s.ptx"
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-m", "ptxforge", "interp", str(path), "--block", "1", "--arg", "u8:8:arange",
+                        "--arg", "u32:2"], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=ROOT))
+    assert p.returncode == 0, p.stderr
+    assert re.search(r"out \(u32:2\) after the run: \[117835012 +0\]", p.stdout), p.stdout  # bytes 4..7: 4 5 6 7
+    assert "s (u8:8:arange)" not in p.stdout

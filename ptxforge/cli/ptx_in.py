@@ -286,10 +286,12 @@ def cmd_interp(args) -> int:
         raise CliError(f"out of memory running {kernel.name} on the interpreter at grid {grid}, block "
                        f"{block}") from None
     print(report)
-    params = [p.name for p in kernel.params]
+    params = kernel.params
     for i, (spec, v) in enumerate(zip(args.arg, values)):
+        if i < len(params) and params[i].nbytes is not None:
+            continue  # the bytes of a structure passed by value (.param .b8 p[N]): the kernel cannot change them
         if hasattr(v, "shape") and v.shape:
-            label = params[i] if i < len(params) else f"argument {i + 1}"
+            label = params[i].name if i < len(params) else f"argument {i + 1}"
             shown = np.array2string(v[:16], max_line_width=1 << 16)
             print(f"{label} ({spec}) after the run: {shown}{' ...' if v.size > 16 else ''}")
     return 0 if report.ok else 1

@@ -4,6 +4,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import b8, bf16, bf16x2, f16, f16x2, f32, f64, s8, s32, u8, u16, u32, u64
+from ptxforge.assembler import available_backends
 from support.ptx_text import assembler_verdict, raw_kernel
 
 
@@ -157,3 +158,25 @@ def test_fp8_conversions_need_ptx_81_on_sm89_and_78_on_sm90():
         k = pf.KernelBuilder("fp8", target=target)
         k.cvt_narrow(k.reg(T.f32), k.reg(T.f32), to="e4m3x2", frm="f32", rnd="rn")
         assert k.module().version == max(want, pf.isa.Target.parse(target).min_ptx), target
+
+
+#: cvt forms with registers of another width than their type, each with a bf16 side or (for contrast) an f16 one.
+_BF16_WIDTHS = ["cvt.rni.s8.bf16 %h2, %h1;", "cvt.rni.s8.bf16 %r2, %h1;", "cvt.rni.s16.bf16 %r2, %h1;",
+                "cvt.rni.s32.bf16 %rd1, %h1;", "cvt.rn.bf16.s8 %h2, %r1;", "cvt.rn.bf16.s16 %h2, %r1;",
+                "cvt.rni.s8.bf16 %b2, %h1;", "cvt.rn.bf16.s8 %h2, %b1;", "cvt.rni.s8.f16 %r2, %h1;",
+                "cvt.rn.f16.s16 %h2, %r1;", "cvt.rni.s16.f16 %r2, %h1;"]
+
+
+@pytest.mark.skipif(not available_backends(), reason="needs ptxas or nvJitLink")
+@pytest.mark.parametrize("line", _BF16_WIDTHS)
+def test_cvt_register_widths_agree_with_ptxas_on_a_bf16_side(line):
+    """ptxas 13.0 takes a wider integer register for cvt's integer side, except when the other side is .bf16
+    (cvt.rni.s8.bf16 into a .b16 or .b32 register: "Arguments mismatch"); ptxforge took them all."""
+    text = raw_kernel(line, target="sm_90", decls="    .reg .b8 %b<4>;")
+    refused_by_ptxas = assembler_verdict(text) is not None
+    try:
+        pf.parse(text)
+        refused = False
+    except pf.ValidationError:
+        refused = True
+    assert refused == refused_by_ptxas, (line, assembler_verdict(text))

@@ -86,8 +86,9 @@ def cvt(dt, st, d, a, rnd=None, sat=False, ftz=False, b=None):
         req = _BF16_SM90 if ftz else _F32_BF16
     else:
         req = _BF16_SM90
-    check_dst(d, dt if dt is not T.bf16 else T.b16, "cvt destination", wide_ok=dt.is_int)
-    check_value(a, st if st is not T.bf16 else T.b16, "cvt source", wide_ok=st.is_int)
+    exact = T.bf16 in (dt, st)  # ptxas 13.0: a cvt to or from .bf16 takes no register wider than its type
+    check_dst(d, dt if dt is not T.bf16 else T.b16, "cvt destination", wide_ok=dt.is_int and not exact)
+    check_value(a, st if st is not T.bf16 else T.b16, "cvt source", wide_ok=st.is_int and not exact)
     for r, t, role in ((d, dt, "destination"), (a, st, "source")):
         if t is T.bf16 and isinstance(r, Reg) and r.type.kind in ("u", "s"):
             raise ValidationError(f"cvt {role} {r} is .{r.type.name}: a .bf16 value lives in a .b16 register "

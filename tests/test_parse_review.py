@@ -513,3 +513,31 @@ def test_interp_prints_arrays_after_the_run_but_not_a_structure_passed_by_value(
     assert p.returncode == 0, p.stderr
     assert re.search(r"out \(u32:2\) after the run: \[117835012 +0\]", p.stdout), p.stdout  # bytes 4..7: 4 5 6 7
     assert "s (u8:8:arange)" not in p.stdout
+
+
+NVCC_HEADER = HEAD + """.visible .entry k(
+	.param .u64 k_param_0,
+	{bad}
+)
+.maxntid 128
+{directive}
+{{
+	ret;
+}}
+"""
+
+
+@pytest.mark.parametrize("bad,directive,fragment,message", [
+    (".param .u33 k_param_1", "", ".u33", "unknown parameter type .u33"),
+    (".param .u32 9b", "", "9b", "parameter name '9b' is not a PTX identifier"),
+    (".param .u32 k_param_0", "", ".u32 k_param_0", "'k_param_0' is declared twice in k"),
+    (".reg .b32 k_param_1", "", ".reg", "kernel parameter k_param_1 is .reg"),
+    (".param .u32 k_param_1", ".maxfoo 3", ".maxfoo", ".maxfoo is not a performance directive"),
+    (".param .u32 k_param_1", ".minnctapersm x", ".minnctapersm", ".minnctapersm takes integers"),
+])
+def test_a_header_refusal_names_the_line_of_the_parameter_or_directive(bad, directive, fragment, message):
+    """nvcc writes one parameter a line and each directive on its own; a refusal of one named the header's first
+    line (`.visible .entry k(`), not the parameter's or the directive's."""
+    text = NVCC_HEADER.format(bad=bad, directive=directive)
+    with pytest.raises(ParseError, match=rf"h.ptx:{line_of(text, fragment)}: {re.escape(message)}"):
+        parse(text, filename="h.ptx")

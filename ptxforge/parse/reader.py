@@ -726,7 +726,7 @@ class Reader:
         returns = []
         if rest.startswith("("):
             close = _matching(rest, 0)
-            returns = [self.param(p, line, writable=True) for p in split_top(rest[1:close]) if p]
+            returns = [self.param(p, self.header_line(line, p), writable=True) for p in split_top(rest[1:close]) if p]
             rest = rest[close + 1:].strip()
         mm = re.match(r"([A-Za-z_$][\w$]*)\s*", rest)
         if mm is None:
@@ -736,7 +736,7 @@ class Reader:
         params = []
         if rest.startswith("("):
             close = _matching(rest, 0)
-            params = [self.param(p, line) for p in split_top(rest[1:close]) if p]
+            params = [self.param(p, self.header_line(line, p)) for p in split_top(rest[1:close]) if p]
             rest = rest[close + 1:].strip()
         return name, returns, params, rest
 
@@ -745,8 +745,10 @@ class Reader:
         ``.maxnreg``, cluster ones, flags) as (name, value) pairs; an unknown one or a bad value is an error.
         """
         out = []
+        header = line
         for piece in re.findall(r"\.(\w+)([^.]*)", text):
             key, val = piece[0], piece[1].strip()
+            line = self.directive_line(header, key)
             if key in _FLAGS:
                 if val:
                     raise self.error(line, f".{key} takes no value, got '{val}'")
@@ -795,14 +797,16 @@ class Reader:
         if kind == "func":
             self.functions.setdefault(name, None)  # a function may call itself
         body = BodyReader(self, name, kind, head.line, directives)
+        seen: dict = {}  # parameter name -> the header line it was found on (a second one is looked for past it)
         for p, sym in params + returns:
+            at = seen[p.name] = self.header_line(head.line, p.render(), seen.get(p.name, 0))
             if isinstance(p, RegParam):
                 if kind == "entry":
-                    raise self.error(head.line, f"kernel parameter {p.name} is .reg: a kernel's parameters are "
-                                                ".param (ptxas: entry parameter must have .param state space)")
-                body.declare_param_register(p, sym, head.line)
+                    raise self.error(at, f"kernel parameter {p.name} is .reg: a kernel's parameters are "
+                                         ".param (ptxas: entry parameter must have .param state space)")
+                body.declare_param_register(p, sym, at)
             else:
-                body.declare_symbol(sym, head.line)
+                body.declare_symbol(sym, at)
         j = body.read(stmts, i + 2)
         self.builder_rules(kind, name, directives, [p for p, _ in params], body.shared, head.line)
         if kind == "entry" and directive_entry_registers(directives) is None:
@@ -833,6 +837,24 @@ class Reader:
         self.kernels.append(k)
         return j
 
+
+    def header_line(self, header: int, declaration: str, after: int = 0) -> int:
+        """The line of parameter `declaration` (its name, the last word) in the header that starts at line `header`
+        (nvcc writes one parameter a line), past line `after`; `header` when the header is one line or the name
+        is not found."""
+        words = declaration.split()
+        if not words:
+            return header
+        name = re.escape(words[-1].split("[", 1)[0].lstrip("%"))
+        for n in range(header, header + 4096):
+            if n > header and n > len(self.lines or ()):
+                break
+            text = self.line_text(n).split("//", 1)[0]
+            if n > max(header, after) and re.search(rf"(?<![\w$.%]){name}(?![\w$])", text):
+                return n
+            if "{" in text or ";" in text:
+                break
+        return header
 
     def directive_line(self, header: int, key: str) -> int:
         """The line of performance directive `.key` in the function header that starts at line `header` (up to

@@ -1,11 +1,16 @@
 """Video instructions on whole words: the scalar forms (vadd vsub vabsdiff vmin vmax vshl vshr vmad
 vset) and the two- and four-way SIMD forms (vadd2 ... vset2, vadd4 ... vset4).
 
-Scalar: each source is extended to a wide integer by its type (.u32 zero-, .s32 sign-extended),
-the operation is exact, .sat clamps to the destination type's range, the secondary operation
-combines with c, and the result keeps 32 bits.  vmad's product is signed unless both sources are
-unsigned, c has the product's signedness, and vmad's .sat clamps to the 32-bit range of that
-signedness (the ISA's signedFinal), whatever the destination type.
+Scalar, as an H100 (sm_90) computes them (measured; where the ISA's text differs, the hardware is
+followed): each source is extended to a wide integer by its type (.u32 zero-, .s32 sign-extended)
+and the operation is exact; .sat clamps to the destination type's range (vshl/vshr first keep the
+ISA's 34-bit signed result; an unsigned .sat of vadd, vsub, vabsdiff, vmin and vmax gives 0 below
+zero but only the low 32 bits from 2^32 up); the secondary .add adds c, and .min/.max compare a
+key of the result with c (`_secondary_min_max`); the result keeps 32 bits.  vmad sign-extends a,
+b and c whatever their types; its computation is signed unless both sources are unsigned (the ISA's
+signedFinal): .shr7/.shr15 shift arithmetically, or logically on the 64-bit two's complement word
+for an unsigned computation, and .sat clamps to the 32-bit range of that signedness, whatever the
+destination type.
 
 SIMD (the PTX ISA's semantics with the default selectors, the only ones the builder emits: lane i
 of a against lane i of b, every lane in the mask): lanes are half-words (2) or bytes (4), each
@@ -83,6 +88,43 @@ def _make_simd(P, op):
     return run
 
 
+def _saturate(v: int, op: str, signed: bool) -> int:
+    """.sat of a scalar video result `v` (exact) to the signed or unsigned 32-bit range, as measured on an H100
+    (sm_90): vshl/vshr first keep the ISA's 34-bit signed intermediate (so 2 << 32 is negative); the unsigned
+    .sat of vadd, vsub, vabsdiff, vmin and vmax makes a negative result 0 but keeps the low 32 bits of one of
+    2^32 or more (vadd.u32.u32.u32.sat of 1 and 0xFFFFFFFF is 0)."""
+    if op in ("shl", "shr"):
+        v = (v + (1 << 33)) % (1 << 34) - (1 << 33)
+    if signed:
+        return min(max(v, -(1 << 31)), (1 << 31) - 1)
+    if op in ("mad", "shl", "shr"):
+        return min(max(v, 0), 0xFFFFFFFF)
+    return 0 if v < 0 else v & 0xFFFFFFFF
+
+
+def _secondary_min_max(op2: str, op: str, r, c, dt, n: int):
+    """The .min/.max secondary operation of a scalar video instruction (primary operation `op`), as measured on
+    an H100 (sm_90): a key of the result `r` against c extended by the destination type, compared signed for an
+    .s32 destination and unsigned for a .u32 one. vmin, vmax and vabsdiff key the ISA's 34-bit result (so a
+    negative vmin.u32.s32.u32 result is above every c); vadd and vsub key its low 32 bits with bit 31 copied
+    into bit 32, so vadd.u32 of 1 and 0xFFFFFFFF (0 in 32 bits) is below every c, one of 0x80000000 above every
+    c, and an .s32 sum is compared as 32 bits. The ISA's text compares the exact result. Returns the chosen
+    words."""
+    rr = np.broadcast_to(r, (n,))
+    if op in ("add", "sub"):
+        key = np.array([(int(v) & 0xFFFFFFFF) | ((int(v) >> 31 & 1) << 32) for v in rr], dtype=np.int64)
+    else:
+        key = np.array([int(v) % (1 << 34) for v in rr], dtype=np.int64)
+    c32 = np.broadcast_to(np.asarray(c).astype(np.int64) & 0xFFFFFFFF, (n,))
+    if dt is T.s32:
+        top = 1 << (32 if op in ("add", "sub") else 33)
+        key, kc = np.where(key >= top, key - 2 * top, key), _wide(c32, T.s32)
+    else:
+        kc = c32
+    pick_r = key >= kc if op2 == "max" else key <= kc
+    return np.where(pick_r, key & 0xFFFFFFFF, c32)
+
+
 def make_video(P, op):
     """The executor of a video instruction: the scalar forms (vadd, vsub, vabsdiff, vmin, vmax, vshl, vshr, vmad,
     vset) and the SIMD forms (vadd2 ... vset4), on whole words. Returns ``fn(S, m)``."""
@@ -96,10 +138,11 @@ def make_video(P, op):
     rb = P.reader(ins.operands[2], T.u32, ins)
     rc = P.reader(ins.operands[3], T.u32, ins) if len(ins.operands) > 3 else None
     at, bt, dt = info.atype, info.btype, info.dtype
-    c_t = (T.u32 if at is bt is T.u32 else T.s32) if form.op == "mad" else dt
+    if form.op == "mad":  # measured: every source sign-extended, whatever its type (see the module docstring)
+        at = bt = T.s32
     # vmad saturates by the signedness of its computation (signedFinal in the ISA's pseudo-code: signed unless
     # both sources are unsigned, with no operand negated, which the builder never writes); the others by dt
-    sat_signed = (c_t if form.op == "mad" else dt) is T.s32
+    sat_signed = not (info.atype is info.btype is T.u32) if form.op == "mad" else dt is T.s32
 
     def run(S, m):
         a, b = _wide(ra(S), at), _wide(rb(S), bt)
@@ -122,19 +165,20 @@ def make_video(P, op):
                 r = a >> np.minimum(n, 63)
         elif form.op == "mad":
             r = np.array([int(x) * int(y) for x, y in zip(np.broadcast_to(a, (S.N,)), np.broadcast_to(b, (S.N,)))],
-                         dtype=object) + _wide(rc(S), c_t).astype(object)
+                         dtype=object) + _wide(rc(S), T.s32).astype(object)
             if info.scale is not None:
-                r = r >> (7 if info.scale == "shr7" else 15)
+                k = 7 if info.scale == "shr7" else 15
+                # an unsigned computation shifts its 64-bit two's complement word logically
+                r = r >> k if sat_signed else np.array([(int(v) % (1 << 64)) >> k for v in r], dtype=object)
         else:  # set
             r = {"eq": a == b, "ne": a != b, "lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b}[info.cmp]
             r = r.astype(np.int64)
         if info.sat:
-            r = np.array([min(max(int(v), -(1 << 31) if sat_signed else 0),
-                              (1 << 31) - 1 if sat_signed else (1 << 32) - 1)
-                          for v in np.broadcast_to(r, (S.N,))], dtype=object)
-        if info.op2 is not None:
-            c = _wide(rc(S), dt).astype(object)
-            r = r + c if info.op2 == "add" else (np.minimum(r, c) if info.op2 == "min" else np.maximum(r, c))
+            r = np.array([_saturate(int(v), form.op, sat_signed) for v in np.broadcast_to(r, (S.N,))], dtype=object)
+        if info.op2 == "add":
+            r = r + _wide(rc(S), dt).astype(object)
+        elif info.op2 is not None:
+            r = _secondary_min_max(info.op2, form.op, r, rc(S), dt, S.N)
         out = np.array([int(v) & 0xFFFFFFFF for v in np.broadcast_to(r, (S.N,))], dtype=np.uint32)
         put(S, out.view(np.int32) if dt is T.s32 else out, m)
     return run

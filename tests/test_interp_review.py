@@ -930,3 +930,18 @@ def test_tf32_conversion_of_a_nan(name, want):
     (0x7F7FE000, the largest finite value, with .satfinite)."""
     got = [int(w) & M32 for w in _run_rows(name, [0x7F800001, 0x7FC00000, 0xFFC00001, 0xFFB6A0D0])]
     assert got == want, [hex(w) for w in got]
+
+
+@pytest.mark.parametrize("name, gpu_word", [("sin.approx.f32", 0xBF01A1A1), ("cos.approx.f32", 0x3F5CC0AA),
+                                            ("sin.approx.ftz.f32", 0xBF01A1A1), ("cos.approx.ftz.f32", 0x3F5CC0AA)])
+def test_the_gpu_comparison_allows_sin_cos_their_range_reduction_error(name, gpu_word):
+    """The words an H100 (sm_90) gave for sin/cos.approx.f32 of 100.0 (6.9e-6 and 4.1e-6 from the exact values,
+    from reducing 100 to turns in f32) pass the GPU test's comparison; a word 2^-15 further off does not."""
+    from test_interp_gpu_breadth import differences
+    args = [np.zeros(N, np.uint64) for _ in range(3)]
+    args[0][:] = 0x42C80000  # 100.0
+    d = interpret(name, args)
+    want = np.full(N, gpu_word, np.uint64)
+    assert not differences(name, args, want, d)
+    off = np.full(N, _f32_words(f32(gpu_word) - 2.0 ** -15)[0], np.uint64)
+    assert len(differences(name, args, off, d)) == N

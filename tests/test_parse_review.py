@@ -541,3 +541,17 @@ def test_a_header_refusal_names_the_line_of_the_parameter_or_directive(bad, dire
     text = NVCC_HEADER.format(bad=bad, directive=directive)
     with pytest.raises(ParseError, match=rf"h.ptx:{line_of(text, fragment)}: {re.escape(message)}"):
         parse(text, filename="h.ptx")
+
+
+@pytest.mark.parametrize("line,shown", [
+    ("add.u32 %r1, %r2, b4;", "got 'b4' \\('b4' is no declared register or variable, so it reads as a label\\)"),
+    ("add.u32 !%p1, %r1, %r2;", "got '!%p1'"),
+    ("mul.lo.u32 3, %r1, %r2;", "got '3'"),
+])
+def test_a_refused_operand_is_named_as_the_line_spells_it(line, shown):
+    """The constructors name an operand by its Python form (`got PlainLabel(name='b4', owner=0)`, `got
+    Imm(value=3, type=None)`); the reader's refusal names it as written, and says why a bare name became a label."""
+    text = HEAD + (".visible .entry k()\n{\n\t.reg .b32 %r<3>;\n\t.reg .pred %p1;\n\t" + line + "\n\tret;\n}\n")
+    with pytest.raises(ParseError, match=rf"o.ptx:{line_of(text, line)}: .*{shown}") as e:
+        parse(text, filename="o.ptx")
+    assert "(name=" not in str(e.value) and "value=" not in str(e.value)

@@ -1376,7 +1376,7 @@ class BodyReader:
                                         f"ptxas emulates it ({S4_EMULATION_COST})")
                 warn_emulated(ins.info, self.target, loc)
         except PtxforgeError as e:
-            at, reason = self.where(statement, rest, line, _unreadable_operand(e.message))
+            at, reason = self.where(statement, rest, line, _unreadable_operand(e.message, ops))
             if strict:
                 raise r.error(at, reason, TargetError if isinstance(e, TargetError) else ParseError) from None
             r.note(at, "error", reason)
@@ -1502,7 +1502,9 @@ def _narrowed(op, value: int, kept: int):
 
 
 #: what may stand in an operand beside registers, names and literals: an operator of a constant expression
-_EXPRESSION = re.compile(r"[-+*/%<>&|^~!()]")
+#: an integer constant expression, which ptxas evaluates (`1+1`, `(1 << 3)`, `-(4*2)`): numbers, operators, ( )
+_CONSTANT_EXPRESSION = re.compile(r"[\s(]*[-~!]?[\s(]*(0[xX][0-9a-fA-F]+|\d+)U?"
+                                  r"([\s)]*(<<|>>|[-+*/%&|^])[\s(]*[-~!]?[\s(]*(0[xX][0-9a-fA-F]+|\d+)U?)+[\s)]*\Z")
 _RAW_IN_REASON = re.compile(r"RawOperand\(text='([^']*)'\)")
 
 
@@ -1510,20 +1512,28 @@ _PRAGMA = re.compile(r'\.pragma\s+"[^"]*"(\s*,\s*"[^"]*")*\Z')
 _ENTRY_DECL = re.compile(r"(\.\w+\s+)?\.entry\s+[A-Za-z_$][\w$]*\s*\([^()]*\)\s*\Z")
 
 
-def _unreadable_operand(reason: str) -> str:
-    """`reason`, a constructor's refusal of an instruction's operands, told of the operand it is about when that
-    one is text the reader could not read (the constructor names it `RawOperand(text='...')`): what the text is
-    not, and what to write (a constant expression's value: ptxas evaluates `1+1` or `(1<<3)`, the reader takes
-    literals)."""
+def _unreadable_operand(reason: str, ops=()) -> str:
+    """`reason`, a constructor's refusal of an instruction's operands `ops`, with each operand it names by its
+    Python form (`PlainLabel(name='b4', owner=0)`, `Imm(value=3, type=None)`) named as the line spells it; a name
+    read as a label, where a register or a value belongs, is said to be declared as nothing else.  When the
+    operand is text the reader could not read (`RawOperand(text='...')`): what the text is not, and what to write
+    (a constant expression's value: ptxas evaluates `1+1` or `(1<<3)`, the reader takes literals)."""
     m = _RAW_IN_REASON.search(reason)
-    if m is None:
-        return reason
-    text = m.group(1) if len(m.group(1)) <= 60 else m.group(1)[:57] + "..."
-    if _EXPRESSION.search(text.lstrip("-")) and not text.startswith(("[", "{")):
-        return (f"'{text}' is a constant expression: ptxas evaluates it, ptxforge reads literal operands only; "
-                "write its value")
-    return (f"cannot read the operand '{text}': not a register, a literal (decimal, 0x hex, 0b binary, 0 octal, "
-            "0f/0d hex float, decimal float), an address, a { } list, a label or a declared name")
+    if m is not None:
+        text = m.group(1) if len(m.group(1)) <= 60 else m.group(1)[:57] + "..."
+        if _CONSTANT_EXPRESSION.match(m.group(1)):
+            return (f"'{text}' is a constant expression: ptxas evaluates it, ptxforge reads literal operands only; "
+                    "write its value")
+        return (f"cannot read the operand '{text}': not a register, a literal (decimal, 0x hex, 0b binary, 0 "
+                "octal, 0f/0d hex float, decimal float), an address, a { } list, a label or a declared name")
+    for op in ops:
+        shown = repr(op)
+        if shown not in reason:
+            continue
+        reason = reason.replace(shown, f"'{op}'")
+        if isinstance(op, Label):
+            reason += f" ('{op}' is no declared register or variable, so it reads as a label)"
+    return reason
 
 
 def _raw_or(scope, text, line):

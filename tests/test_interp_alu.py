@@ -166,8 +166,11 @@ def _reg_cases():
         case(f"brev.{t}", (t,), t, lambda a, bits=bits: int(f"{a:0{bits}b}"[::-1], 2))(lambda k, a: k.brev(a))
 
         def bfi_ref(f, b, pos, ln, bits=bits):
-            pos, ln = pos & 0xFF, ln & 0xFF
-            for i in range(ln):
+            # 32-bit forms take position and length modulo 256 (the ISA); 64-bit forms the whole 32-bit
+            # operands (measured on an H100, sm_90: a position of 256 inserts nothing there)
+            if bits == 32:
+                pos, ln = pos & 0xFF, ln & 0xFF
+            for i in range(min(ln, bits)):
                 if pos + i >= bits:
                     break
                 b = (b & ~(1 << (pos + i))) | (((f >> i) & 1) << (pos + i))
@@ -177,7 +180,8 @@ def _reg_cases():
         bits = T.lookup(t).bits
 
         def bfe_ref(a, pos, ln, t=t, bits=bits):
-            pos, ln = pos & 0xFF, ln & 0xFF
+            if bits == 32:  # as bfi_ref: the 64-bit forms take the whole operands (H100, sm_90)
+                pos, ln = pos & 0xFF, ln & 0xFF
             ua = unsigned(a, t)
             sbit = 0 if t[0] == "u" or ln == 0 else (ua >> min(pos + ln - 1, bits - 1)) & 1
             d = 0

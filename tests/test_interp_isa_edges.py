@@ -124,13 +124,16 @@ def _ext(v: int, t: str) -> int:
 
 
 def vmad_model(at: str, bt: str, scale: str | None, a: int, b: int, c: int) -> int:
-    """vmad.dtype.atype.btype.sat{.scale} d, a, b, c as the ISA's pseudo-code reads (no operand negated): d as a
-    u32 word.  The destination type takes no part."""
+    """vmad.dtype.atype.btype.sat{.scale} d, a, b, c as an H100 (sm_90) computes it (no operand negated): d as a
+    u32 word.  The destination type takes no part.  Where the ISA's pseudo-code extends .u32 sources and c by
+    zero for an unsigned computation, the hardware extends a, b and c by sign whatever their types; the
+    computation's signedness (signedFinal: unless both sources are .u32) still picks the shift (arithmetic, or
+    logical on the 64-bit word) and the saturation range."""
     signed_final = at == "s32" or bt == "s32"
-    tmp = _ext(a, at) * _ext(b, bt)
-    tmp += _ext(c, "s32") if signed_final else c  # c128 = signedFinal ? sext32(c) : zext(c)
+    tmp = _ext(a, "s32") * _ext(b, "s32") + _ext(c, "s32")
     if scale is not None:
-        tmp >>= 7 if scale == "shr7" else 15
+        k = 7 if scale == "shr7" else 15
+        tmp = tmp >> k if signed_final else (tmp % (1 << 64)) >> k
     lo, hi = (-(1 << 31), (1 << 31) - 1) if signed_final else (0, M32)
     return min(max(tmp, lo), hi) & M32
 

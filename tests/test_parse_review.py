@@ -526,3 +526,9 @@ def test_a_refused_operand_is_named_as_the_line_spells_it(line, shown):
     with pytest.raises(ParseError, match=rf"o.ptx:{line_of(text, line)}: .*{shown}") as e:
         parse(text, filename="o.ptx")
     assert "RawOperand" not in str(e.value) and "(name=" not in str(e.value) and "value=" not in str(e.value)
+
+
+def test_glued_words_leave_strings_alone():
+    """A `.pragma` string is kept as written, dots and all."""
+    text = HEAD + KERNEL.replace("\tret;", '\t.pragma ".x .y.z";\n\tret;')
+    assert '.pragma ".x .y.z";' in parse(text).ptx

@@ -21,7 +21,7 @@ _HEADER_WORDS = frozenset((".entry", ".func"))
 _BLOCK_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 #: directive words written with no space between them (`.reg.b32`, `.visible.entry`, `.param.u64`): each `.word`
 #: is a token of its own in PTX, and ptxas (and the header inline asm of cuda_fp16.h) writes them so
-_GLUED = re.compile(r'(?<![\w$%."])\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+')
+_GLUED = re.compile(r"(?<![\w$%.])\.[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def _unglue(text: str) -> str:
@@ -29,6 +29,9 @@ def _unglue(text: str) -> str:
     Only words that start with a `.` split, so register components (`%r1.x`) and numbers (`1.5`) stay whole."""
     if text.count(".") < 2:
         return text
+    if '"' in text:  # (a string, `.pragma "..."`, is left as written)
+        parts = text.split('"')
+        return '"'.join(_unglue(p) if i % 2 == 0 else p for i, p in enumerate(parts))
     return _GLUED.sub(lambda m: m.group(0).replace(".", " .")[1:], text)
 
 

@@ -51,12 +51,11 @@ def out_kernel(declarations: str, body: str) -> str:
             "\tld.param.u64 %rd1, [out];\n\tcvta.to.global.u64 %rd2, %rd1;\n" + body + "\tret;\n}\n")
 
 
-def runs_the_same(text: str, filename: str, expected: list):
-    """The module `text` reads into: kernel k, run on one thread with an array of len(expected) u32 as its
-    argument, leaves `expected` in it; its rendering reads back to the same module and assembles to the same
-    SASS."""
+def runs_the_same(text: str, filename: str, expected: list, given: list | None = None):
+    """The module `text` reads into: kernel k, run on one thread with an array of u32 as its argument (`given`, or
+    zeros), leaves `expected` in it; its rendering reads back to the same module and assembles to the same SASS."""
     module = parse(text, filename=filename)
-    out = np.zeros(len(expected), np.uint32)
+    out = np.array(given, np.uint32) if given is not None else np.zeros(len(expected), np.uint32)
     interp.run(module, "k", grid=1, block=1, args=[out])
     assert list(out) == expected
     round_trips(module)
@@ -532,3 +531,11 @@ def test_glued_words_leave_strings_alone():
     """A `.pragma` string is kept as written, dots and all."""
     text = HEAD + KERNEL.replace("\tret;", '\t.pragma ".x .y.z";\n\tret;')
     assert '.pragma ".x .y.z";' in parse(text).ptx
+
+
+def test_an_operand_right_after_the_mnemonic():
+    """ptxas reads `ld.global.u32%r1,[%rd1];` (an operand that starts with % [ { or ( needs no space before it);
+    the reader refused the line as no instruction."""
+    text = out_kernel("\t.reg .b32 %r<3>;\n", "\tld.global.u32%r1,[%rd2];\n\tadd.u32%r2,%r1,5;\n"
+                                             "\tst.global.v2.u32[%rd2],{%r2,%r1};\n")
+    runs_the_same(text, "w.ptx", [8, 3], given=[3, 0])

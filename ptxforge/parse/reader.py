@@ -43,6 +43,7 @@ _ids = itertools.count(1)
 _REG_NAME = re.compile(r"%?[A-Za-z_$][\w$]*\Z")
 _NAME = re.compile(r"[A-Za-z_$%][\w$]*\Z")
 _MNEMONIC = re.compile(r"[A-Za-z_][\w.:]*\Z")
+_OPERAND_START = re.compile(r"[%\[{(]")
 _RANGE = re.compile(r"(%?)([A-Za-z_$][\w$]*)<(\d+)>\Z")
 #: the most registers one `.reg` range may declare (each is made as the line is read: a range of a billion
 #: would take minutes and gigabytes, where ptxas makes only the registers used)
@@ -1312,6 +1313,10 @@ class BodyReader:
         if not mnemonic:
             raise r.error(line, "a guard with no instruction")
         rest = words[1] if len(words) > 1 else ""
+        glued = _OPERAND_START.search(mnemonic)
+        if glued is not None and glued.start() > 0:  # `add.u32%r1,%r2,1;`: ptxas reads an operand that starts
+            mnemonic = mnemonic[:glued.start()]       # with % [ { ( right after the mnemonic
+            rest = text[len(mnemonic):].strip()
         if _MNEMONIC.match(mnemonic) is None:
             raise r.error(line, f"cannot read '{text}' as an instruction")
         scope = self.scope

@@ -539,3 +539,9 @@ def test_an_operand_right_after_the_mnemonic():
     text = out_kernel("\t.reg .b32 %r<3>;\n", "\tld.global.u32%r1,[%rd2];\n\tadd.u32%r2,%r1,5;\n"
                                              "\tst.global.v2.u32[%rd2],{%r2,%r1};\n")
     runs_the_same(text, "w.ptx", [8, 3], given=[3, 0])
+
+
+def test_spaces_inside_a_register_range():
+    """ptxas takes `.reg .b32 %r < 3 >;`; the reader called `%r < 3 >` no PTX identifier."""
+    text = out_kernel("\t.reg .b32 %r < 3 >;\n", "\tmov.u32 %r2, 9;\n\tst.global.u32 [%rd2], %r2;\n")
+    runs_the_same(text, "r.ptx", [9])

@@ -1089,6 +1089,8 @@ class BodyReader:
         made = []
         for item in words[2].split(","):
             item = item.strip()
+            if "<" in item:  # `%rd < 3 >`: ptxas takes spaces inside a range
+                item = "".join(item.split())
             m = _RANGE.match(item)
             names = [item]
             if m is not None:

@@ -923,12 +923,16 @@ def test_sat_and_relu_make_negative_zero_positive(name, a, b, c):
     ("cvt.rn.tf32.f32", [0x7FFFE000] * 4), ("cvt.rz.tf32.f32", [0x7FFFE000] * 4),
     ("cvt.rn.relu.tf32.f32", [0x7FFFE000] * 4), ("cvt.rz.relu.tf32.f32", [0x7FFFE000] * 4),
     ("cvt.rna.tf32.f32", [0x7F800000, 0x7FC00000, 0xFFC00000, 0xFFB6A000]),
-    ("cvt.rna.satfinite.tf32.f32", [0x7F7FE000, 0x7FC00000, 0xFFC00000, 0xFFB6A000])])
+    ("cvt.rna.satfinite.tf32.f32", [0x7F7FE000, 0x7FBFE000, 0xFFBFE000, 0xFFB68000, 0x7F9F6000, 0xFF806000,
+                                    0x7F7FE000])])
 def test_tf32_conversion_of_a_nan(name, want):
     """cvt.tf32.f32 of NaN (the ISA names no result): an H100 (sm_90) gives 0x7FFFE000 for .rn and .rz, with or
-    without .relu, and rounds the bits as for a number with .rna, so 0x7F800001 becomes the infinity 0x7F800000
-    (0x7F7FE000, the largest finite value, with .satfinite)."""
-    got = [int(w) & M32 for w in _run_rows(name, [0x7F800001, 0x7FC00000, 0xFFC00001, 0xFFB6A0D0])]
+    without .relu, and rounds the bits as for a number with .rna, so 0x7F800001 becomes the infinity 0x7F800000;
+    with .rna.satfinite an infinite or NaN source gives its bits truncated less one tf32 unit (0x7F800001 ->
+    0x7F7FE000, the largest finite value; 0x7F9F906A -> 0x7F9F6000, not its rounding less one unit), and a
+    finite one rounded to infinity the largest finite value."""
+    words = [0x7F800001, 0x7FC00000, 0xFFC00001, 0xFFB6A0D0, 0x7F9F906A, 0xFF809FB6, 0x7F7FF000]
+    got = [int(w) & M32 for w in _run_rows(name, words)][:len(want)]
     assert got == want, [hex(w) for w in got]
 
 

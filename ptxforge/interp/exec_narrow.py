@@ -88,9 +88,14 @@ def _tf32(x: np.ndarray, rnd: str, relu: bool, satfinite: bool) -> np.ndarray:
     nan = np.isnan(xf) if rnd != "rna" else np.zeros(xf.shape, bool)
     r = np.where(nan, np.uint64(TF32_NAN), np.where(np.isinf(xf), u, r))
     out = r.astype(np.uint32)
-    if satfinite:  # an infinite result, also one rounded from a NaN by .rna (measured: 0x7F800001 -> 0x7F7FE000)
-        inf = (out & np.uint32(0x7FFFFFFF)) == np.uint32(0x7F800000)
-        out = np.where(inf, (out & np.uint32(0x80000000)) | np.uint32(0x7F7FE000), out)
+    if satfinite:  # measured on an H100 (sm_90), .rna: an infinite or NaN source gives its bits truncated, less one
+        # tf32 unit (0x7F800001 -> 0x7F7FE000, the largest finite value; the NaN 0x7F9F906A -> 0x7F9F6000), and a
+        # finite source rounded to infinity the largest finite value of its sign
+        src = u.astype(np.uint32)
+        special = (src & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+        rounded_inf = (out & np.uint32(0x7FFFFFFF)) == np.uint32(0x7F800000)
+        out = np.where(special, (src & np.uint32(0xFFFFE000)) - np.uint32(0x2000),
+                       np.where(rounded_inf, out - np.uint32(0x2000), out))
     if relu:
         neg = (out >> np.uint32(31)) == 1
         out = np.where(nan, np.uint32(TF32_NAN), np.where(neg, np.uint32(0), out))

@@ -284,3 +284,21 @@ def test_a_star_import_gives_every_public_name_dir_lists():
     namespace = {}
     exec("from ptxforge import *", namespace)
     assert {"Int4Gemm", "HopperGemm", "TileCopy", "load"} <= set(namespace)
+
+
+def test_an_interpreter_refusal_of_a_call_or_brx_shows_that_instruction():
+    """A brx.idx whose register index runs past its list stops the interpreter; the report named the stand-in
+    it runs as ("instruction: call;") instead of the brx.idx line."""
+    import numpy as np
+    from ptxforge import interp
+    from ptxforge.interp.findings import InterpUnsupported
+    k = pf.KernelBuilder("brx_past", target="sm_80")
+    g = k.param_ptr("g", pf.u32)
+    a, b = k.label("a"), k.label("b")
+    k.brx_idx(k.ld(g, type=pf.u32), [a, b])
+    k.place(a)
+    k.place(b)
+    k.ret()
+    with pytest.raises(InterpUnsupported) as info:
+        interp.run(k, grid=1, block=1, args=[np.array([5], np.uint32)])
+    assert "instruction: brx.idx" in str(info.value) and "instruction: call;" not in str(info.value)

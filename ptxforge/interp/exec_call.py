@@ -321,14 +321,17 @@ UNSUPPORTED_CALL = "call.unsupported"
 
 
 def _refusal(message, ins=None):
-    """An instruction that refuses, with `message`, when a thread reaches it."""
-    return Instruction(UNSUPPORTED_CALL, "call", (), 0, None, ins.req if ins is not None else BASE, message,
+    """An instruction that refuses, with `message`, when a thread reaches it (`ins`: the instruction it stands for,
+    which the refusal shows)."""
+    return Instruction(UNSUPPORTED_CALL, "call", (), 0, None, ins.req if ins is not None else BASE, (message, ins),
                        (), None, getattr(ins, "loc", None))
 
 
 def make_unsupported_call(P, op):
-    """The executor of a call the interpreter cannot expand: InterpUnsupported naming its line."""
-    raise InterpUnsupported(op.ins.info, op.ins)
+    """The executor of a call the interpreter cannot expand: InterpUnsupported naming the instruction it stands for
+    and its line."""
+    message, ins = op.ins.info
+    raise InterpUnsupported(message, ins if ins is not None else op.ins)
 
 
 def expand_calls(kernel, functions: dict) -> tuple:

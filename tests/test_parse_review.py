@@ -545,3 +545,24 @@ def test_spaces_inside_a_register_range():
     """ptxas takes `.reg .b32 %r < 3 >;`; the reader called `%r < 3 >` no PTX identifier."""
     text = out_kernel("\t.reg .b32 %r < 3 >;\n", "\tmov.u32 %r2, 9;\n\tst.global.u32 [%rd2], %r2;\n")
     runs_the_same(text, "r.ptx", [9])
+
+
+@pytest.mark.parametrize("address,message", [
+    ("[%rd2+(4)]", "address \\[%rd2\\+\\(4\\)\\]: the offset '\\(4\\)' after %rd2 is no integer literal"),
+    ("[%rd2+4+4]", "address \\[%rd2\\+4\\+4\\]: the offset '4\\+4' after %rd2 is no integer literal"),
+    ("[%rd2+]", "address \\[%rd2\\+\\]: no offset follows the '\\+'"),
+])
+def test_an_address_offset_that_is_no_literal_is_named(address, message):
+    """`[%rd1+(4)]`, which ptxas evaluates, was refused as "%rd1+(4) is not declared"."""
+    text = out_kernel("\t.reg .b32 %r<2>;\n", f"\tld.global.u32 %r1, {address};\n")
+    with pytest.raises(ParseError, match=rf"a.ptx:{line_of(text, address)}: {message}"):
+        parse(text, filename="a.ptx")
+
+
+def test_a_variable_address_with_two_offsets_is_folded():
+    """`[g+4+4]` read as an address of `g+4` plus 4, which the interpreter refused ("not modelled"); it is
+    `[g+8]`."""
+    text = out_kernel("\t.reg .b32 %r<2>;\n", "\tld.global.u32 %r1, [g+4+4];\n\tst.global.u32 [%rd2], %r1;\n")
+    text = text.replace(".visible .entry", ".global .align 4 .u32 g[4] = {1, 2, 3, 4};\n.visible .entry", 1)
+    module = runs_the_same(text, "g.ptx", [3])
+    assert "[g+8]" in module.ptx

@@ -392,7 +392,18 @@ class Scope:
         v = parse_int(base_text) if base_text[:1].isdigit() else None
         if v is not None:
             return Addr(v, off)
+        if "+" in base_text:
+            head, _, tail = base_text.partition("+")
+            if not tail.strip():
+                raise ValidationError(f"address [{inner}]: no offset follows the '+'")
+            if head.strip()[:1] == "%" or "(" in tail:  # (a variable's `g+4` is its address plus 4)
+                raise ValidationError(f"address [{inner}]: the offset '{inner.partition('+')[2].strip()}' after "
+                                      f"{head.strip()} is no "
+                                      "integer literal (ptxas evaluates a constant expression there, ptxforge reads "
+                                      "literals); write its value")
         base = self._operand(base_text.strip(), line)
+        if isinstance(base, SymbolOffset):  # [g+4+4]: the variable's address plus both offsets, [g+8]
+            return Addr(base.symbol, base.offset + off)
         if isinstance(base, (Label, RawOperand, Imm)):
             if isinstance(base, Label):
                 self.forget_label_use(base_text.strip())

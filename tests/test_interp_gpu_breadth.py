@@ -426,6 +426,19 @@ for cmp in ("lt", "geu", "nan"):
     _add(f"set.{cmp}.u32.f32", f"set.{cmp}.u32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
     _add(f"set.{cmp}.f32.f32", f"set.{cmp}.f32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
     _add(f"set.{cmp}.ftz.s32.f32", f"set.{cmp}.ftz.s32.f32 %rd, %ra, %rb;\n{_zx32()}", kinds=("f32", "f32"))
+# set into half-precision and 16-bit destinations, and from scalar halves (1.0 of the destination's format, or all
+# ones, per half for pairs)
+for cmp in ("lt", "nan"):
+    for dt, st, kinds in (("f16", "f16", ("f16", "f16")), ("u16", "f16", ("f16", "f16")), ("s16", "bf16", ("bf16", "bf16")),
+                          ("bf16", "f16", ("f16", "f16")), ("bf16", "bf16", ("bf16", "bf16"))):
+        _add(f"set.{cmp}.{dt}.{st}", f"set.{cmp}.{dt}.{st} %hd, %ha, %hb;\n{_zx16()}", kinds=kinds)
+    _add(f"set.{cmp}.u32.f16", f"set.{cmp}.u32.f16 %rd, %ha, %hb;\n{_zx32()}", kinds=("f16", "f16"))
+    _add(f"set.{cmp}.ftz.f16.f32", f"set.{cmp}.ftz.f16.f32 %hd, %ra, %rb;\n{_zx16()}", kinds=("f32", "f32"))
+    _add(f"set.{cmp}.bf16.f64", f"set.{cmp}.bf16.f64 %hd, %a, %b;\n{_zx16()}", kinds=("f64", "f64"))
+    _add(f"set.{cmp}.f16.s32", f"set.{cmp if cmp != 'nan' else 'ge'}.f16.s32 %hd, %ra, %rb;\n{_zx16()}",
+         kinds=("i32", "i32"))
+    _add(f"set.{cmp}.f16x2.f16x2", f"set.{cmp}.f16x2.f16x2 %rd, %ra, %rb;\n{_zx32()}", kinds=("f16", "f16"))
+    _add(f"set.{cmp}.bf16x2.bf16x2", f"set.{cmp}.bf16x2.bf16x2 %rd, %ra, %rb;\n{_zx32()}", kinds=("bf16", "bf16"))
 _add("setp.lt.and.f32", "setp.gt.s32 %p2, %rc, 0;\nsetp.lt.and.f32 %p1|%p3, %ra, %rb, %p2;\n"
      "selp.u32 %rd, 2, 0, %p3;\nselp.u32 %rx, 1, 0, %p1;\nor.b32 %rd, %rd, %rx;\n" + _zx32(), kinds=("f32", "f32", "i32"))
 _add("setp.equ.xor.f32", "setp.gt.s32 %p2, %rc, 0;\nsetp.equ.xor.f32 %p1|%p3, %ra, %rb, %p2;\n"

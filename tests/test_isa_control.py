@@ -3,6 +3,8 @@
 import pytest
 
 import ptxforge as pf
+from ptxforge.assembler import available_backends
+from ptxforge.isa import types as T
 from ptxforge import b32, b64, f16, f32, f64, pred, s32, u16, u32, u64
 from ptxforge.isa.control import FLOAT_CMP, INT_CMP, SIGNED_CMP, cmp_ops
 from support.located import assert_located
@@ -220,3 +222,63 @@ def test_structured_flow_misuse():
     with pytest.raises(pf.ValidationError, match="guard must be a .pred"):
         with k.if_(k.reg(u32)):
             pass
+
+
+_SET_REGS = {16: "%h", 32: "%r", 64: "%rd"}
+
+
+@pytest.mark.skipif("ptxas" not in available_backends(), reason="compares with ptxas")
+def test_set_destination_and_compared_types_agree_with_ptxas():
+    """Every set.eq{.ftz}.dtype.stype over the destination types and the compared types, in one module: ptxas's
+    verdict per line (it names each line it refuses) equals ptxforge's.  ptxforge wrote set only into .u32, .s32
+    and .f32 and refused scalar halves, where ptxas also takes .f16/.bf16 destinations of any type, .u16/.s16
+    destinations of halves and a pair's own type (cuda_fp16.h's hexp and __hisnan write such forms)."""
+    from ptxforge.isa.control import SET_DTYPES, SETP_TYPES, set_
+    from ptxforge.isa.operands import Reg
+    lines, verdicts = [], []
+    for dt in SET_DTYPES:
+        for t in SETP_TYPES:
+            for ftz in (False, True):
+                d, a, b = (Reg(f"{_SET_REGS[x.bits][1:]}{i}", T.lookup(f"b{x.bits}"))
+                           for i, x in ((1, dt), (2, t), (3, t)))
+                try:
+                    set_("eq", dt, t, d, a, b, ftz=ftz)
+                    ours = True
+                except pf.ValidationError:
+                    ours = False
+                lines.append(f"set.eq{'.ftz' if ftz else ''}.{dt.name}.{t.name} {d}, {a}, {b};")
+                verdicts.append(ours)
+    text = raw_kernel("\n".join(lines), target="sm_90")
+    first = text.splitlines().index("    " + lines[0]) + 1
+    try:
+        pf.assemble(text, backend="ptxas")
+        refused = set()
+    except pf.AssemblyError as e:
+        refused = {line - first for line, severity, _ in e.diagnostics if severity == "error"}
+    disagree = [(line, ours) for i, (line, ours) in enumerate(zip(lines, verdicts)) if ours == (i in refused)]
+    assert sum(verdicts) > 60 and not disagree, disagree[:10]
+
+
+def test_set_into_half_and_16_bit_destinations_on_the_interpreter():
+    """set writes 1.0 in the destination's format (0x3C00 .f16, 0x3F80 .bf16, per half for a pair) or all ones of
+    its width (.u16 0xFFFF, .u32 0xFFFFFFFF), and 0 where the comparison fails (NaN compares unordered)."""
+    import numpy as np
+    from ptxforge import interp
+    k = pf.KernelBuilder("set_halves", target="sm_90")
+    g = k.param_ptr("g", u32)
+    x, y = k.ld(g, type=f16), k.ld(g, type=f16, offset=2)
+    xf = k.ld(g, type=f32, offset=4)
+    pair = k.ld(g, type=T.f16x2, offset=8)
+    outs = [k.set("lt", x, y, to=t) for t in ("f16", "u16", "s16", "u32", "bf16")]
+    outs += [k.set("lt", y, x, to="f16"), k.set("gt", xf, 1.5, to="f16", ftz=True), k.set("gt", xf, 1.5, to="bf16"),
+             k.set("ge", pair, pair, to="f16x2"), k.set("ge", pair, pair, to="u32")]
+    for i, o in enumerate(outs):
+        k.st(g, o, type=o.type, offset=16 + 4 * i)
+    k.ret()
+    words = np.zeros(16 + len(outs), np.uint32)
+    words[0] = np.array([1.0, 2.0], np.float16).view(np.uint32)[0]
+    words[1] = np.float32(3.0).view(np.uint32)
+    words[2] = np.array([1.0, np.nan], np.float16).view(np.uint32)[0]
+    interp.run(k, grid=1, block=1, args=[words])
+    assert [hex(int(w)) for w in words[4:4 + len(outs)]] == [
+        "0x3c00", "0xffff", "0xffff", "0xffffffff", "0x3f80", "0x0", "0x3c00", "0x3f80", "0x3c00", "0xffff"]

@@ -203,20 +203,27 @@ def make_setp(P, op):
     return setp2
 
 
+#: the word `set` writes for true into a float destination: 1.0 in its format (per half for a packed pair)
+_SET_ONE = {T.f32: 0x3F800000, T.f16: 0x3C00, T.bf16: 0x3F80, T.f16x2: 0x3C00, T.bf16x2: 0x3F80}
+
+
 def make_set(P, op):
-    """set: all ones (integer destination) or 1.0 (.f32) where the combined comparison holds; on packed halves
-    0xffff in each half of d whose comparison holds."""
+    """set: all ones (integer destination) or 1.0 (a float destination) where the combined comparison holds; on
+    packed halves, in each half of d whose comparison holds, 0xffff (.u32/.s32) or 1.0 of the pair's format."""
     ins = op.ins
     dt = ins.info
     cmp, combine = _combined(P, ins)
     put = P.writer(ins.operands[0], dt, ins)
     out = view_dtype(dt)
     if ins.type.lanes == 2:
+        half_true = np.uint16(_SET_ONE.get(dt, 0xFFFF))
+
         def set_halves(S, m):
             x = cmp(S)
-            put(S, pack_lanes([np.where(combine(S, h), np.uint16(0xFFFF), np.uint16(0)) for h in x]).view(out), m)
+            put(S, pack_lanes([np.where(combine(S, h), half_true, np.uint16(0)) for h in x]).view(out), m)
         return set_halves
-    true = np.float32(1.0) if dt is T.f32 else np.array(0xFFFFFFFF, dtype=np.uint32).view(out)[()]
+    word = UINT[dt.bits]
+    true = np.array(_SET_ONE.get(dt, (1 << dt.bits) - 1), dtype=word).view(out)[()]
     zero = out.type(0)
     return lambda S, m: put(S, np.where(combine(S, cmp(S)), true, zero).astype(out), m)
 

@@ -41,8 +41,22 @@ def cmp_ops(t: T.ScalarType):
     return ("eq", "ne")  # bit types compare only for equality
 
 
-#: set: the destination types (true is all ones for integers, 1.0 for .f32).
-SET_DTYPES = (T.u32, T.s32, T.f32)
+#: set: every destination type (true is all ones for integers, 1.0 for floats, per half for packed pairs); which
+#: of them a compared type takes is `set_dtypes`.
+SET_DTYPES = (T.u32, T.s32, T.f32, T.u16, T.s16, T.f16, T.bf16, T.f16x2, T.bf16x2)
+
+
+def set_dtypes(t: T.ScalarType) -> tuple:
+    """The destination types `set` takes for compared type `t` (ptxas 13.0, as the PTX ISA lists them): a packed
+    pair writes its own type or a .u32/.s32 mask per half; a scalar half .u16, .s16, .u32, .s32 or .bf16, and
+    .f16 also .f16 (a .bf16 comparison writes no .f16); every other type .u32, .s32, .f32, .f16 or .bf16."""
+    if t.lanes == 2:
+        return (t, T.u32, T.s32)
+    if t is T.f16:
+        return (T.u16, T.s16, T.u32, T.s32, T.f16, T.bf16)
+    if t is T.bf16:
+        return (T.u16, T.s16, T.u32, T.s32, T.bf16)
+    return (T.u32, T.s32, T.f32, T.f16, T.bf16)
 #: slct: the types of the selector c (d = c >= 0 ? a : b).
 SLCT_CTYPES = (T.s32, T.f32)
 #: testp: the properties a float can be tested for.
@@ -112,19 +126,19 @@ def setp(cmp, t, p, a, b, boolop=None, c=None, q=None, ftz=False):
 
 
 def set_(cmp, dt, t, d, a, b, boolop=None, c=None, ftz=False):
-    """set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}: d = all ones (integer dtype) or 1.0 (.f32)
-    when (a cmp b) boolop c holds, else 0."""
-    if dt not in SET_DTYPES:
-        raise ValidationError(f"set writes {', '.join('.' + x.name for x in SET_DTYPES)}, not .{dt.name}")
-    if t.is_float and t.bits == 16 and t.lanes == 1:
-        raise ValidationError(f"set does not compare scalar .{t.name} (compare halves with setp)")
-    if t.lanes == 2 and dt is T.f32:
-        raise ValidationError(f"set on .{t.name} pairs writes .u32 or .s32 (a mask per half), not .f32")
+    """set.cmp{.boolop}{.ftz}.dtype.stype d, a, b{, c}: d = all ones (integer dtype) or 1.0 (a float dtype;
+    per half for packed pairs) when (a cmp b) boolop c holds, else 0 (`set_dtypes(t)`: the dtypes of each t)."""
+    if t in SETP_TYPES and dt not in set_dtypes(t):
+        raise ValidationError(f"set on .{t.name} writes {', '.join('.' + x.name for x in set_dtypes(t))}, "
+                              f"not .{dt.name}")
+    if ftz and T.bf16 in (dt, t) or ftz and T.bf16x2 in (dt, t):
+        raise ValidationError("set.ftz does not apply to a .bf16 destination or comparison (ptxas refuses it)")
     tail = _compare_check("set", cmp, t, a, b, boolop, c, ftz)
     check_dst(d, dt, "set destination")
     mods = (cmp,) + ((boolop,) if boolop else ()) + (("ftz",) if ftz else ())
+    req = SETP_REQ.get(t) or SETP_REQ.get(dt) or BASE  # a .bf16 side is sm_90 (PTX ISA 7.8)
     return make("set", ("set", cmp, boolop, "ftz" if ftz else None, dt.name, t.name), [d, a, b, *tail], n_dst=1,
-                type=t, mods=mods, info=dt, req=SETP_REQ.get(t, BASE))
+                type=t, mods=mods, info=dt, req=req)
 
 
 def slct(t, ct, d, a, b, c, ftz=False):

@@ -173,7 +173,7 @@ ISA_ROWS = (
     IsaRow(_CMPSEL, "selp", r"selp\.\w+"),
     IsaRow(_CMPSEL, "slct", r"slct(\.ftz)?\.\w+\.(s32|f32)"),
     # 9.7.7 half precision comparison
-    IsaRow(_HCMP, "set", rf"set\.{_CMP}\.\w+\.{_H}"),
+    IsaRow(_HCMP, "set", rf"set\.{_CMP}\.(\w+\.{_H}|b?f16\.{_NOT_HALF})"),  # a half on either side
     IsaRow(_HCMP, "setp", rf"setp\.{_CMP}\.{_H}"),
     # 9.7.8 logic and shift
     IsaRow(_LOGIC, "and", r"and\.(pred|b(16|32|64))"),

@@ -100,7 +100,7 @@ def _control_candidates():
                 out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, both=True,
                                 ftz=ftz))
             out.append(spec("control", "setp", type=t.name, cmp=cmp, combine=combine, negate=False, ftz=True))
-            for dt in SET_DTYPES:
+            for dt in SET_DTYPES:  # every destination type, legal for t (set_dtypes) or a near miss
                 for ftz in (False, True):
                     out.append(spec("control", "set", type=t.name, to=dt.name, cmp=cmp, combine=combine, ftz=ftz))
     out += [spec("control", "slct", type=t.name, ctype=ct.name, ftz=f) for t in SELP_TYPES for ct in SLCT_CTYPES

@@ -4,6 +4,7 @@ import pytest
 
 import ptxforge as pf
 from ptxforge import b8, b16, b32, bf16, f16, f32, s32, u8, u32, u64
+from ptxforge.assembler import available_backends
 from ptxforge.isa.memory import LDMATRIX_FORMS, STMATRIX_FORMS
 from support.located import assert_located
 from support.ptx_text import assembler_verdict, raw_kernel
@@ -268,3 +269,22 @@ def test_matrix_tables_describe_16_byte_rows_and_one_register_per_matrix():
         if f.shape == "m8n8":
             assert f.regs == f.num and f.row_bytes == 16 and f.address_lanes == 8 * f.num
             assert f.type is b16
+
+
+@pytest.mark.skipif(not available_backends(), reason="needs ptxas or nvJitLink")
+def test_an_atomic_with_a_memory_order_and_no_scope_is_gpu_scoped():
+    """atom/red take a memory order without a scope, which is then .gpu (the PTX ISA; ptxas takes
+    atom.relaxed.global.cas.b32, and nvcc 13 writes it for atomicCAS on sm_100); ld/st still need one."""
+    k = pf.KernelBuilder("atom_noscope", target="sm_90")
+    g = k.param_ptr("g", u32)
+    k.atom("cas", g, 1, compare=2, sem="relaxed", type=u32)
+    k.atom("add", g, 1, sem="acq_rel", type=u32)
+    k.red("add", g, 1, sem="release", type=u32)
+    k.ret()
+    text = k.module().ptx
+    assert "atom.relaxed.global.cas.b32" in text and "red.release.global.add.u32" in text
+    assert assembler_verdict(text) is None
+    assert [i.info.scope for i in k.finish().body if getattr(i, "opcode", "") in ("atom", "red")] == ["gpu"] * 3
+    with pytest.raises(pf.ValidationError, match="needs a scope"):
+        k2 = pf.KernelBuilder("ld_noscope", target="sm_90")
+        k2.ld(k2.param_ptr("g", u32), type=u32, sem="relaxed")

@@ -93,6 +93,8 @@ def _order_check(name, sem, scope, space, *, cop=None, nc=False, hints=(), t=Non
                                   + ", ".join("." + h for h in evict)
                                   + ("; ld.volatile takes an L2 prefetch size (" + ", ".join("." + h for h in PREFETCH)
                                      + ")" if name == "ld" else ""))
+    elif scope is None and name in ("atom", "red"):
+        pass  # an atomic's scope defaults to .gpu (the PTX ISA; ptxas takes atom.relaxed.global.cas.b32)
     elif scope not in SCOPES:
         raise ValidationError(f"{name}.{sem} needs a scope, one of {', '.join('.' + x for x in SCOPES)}; got {scope!r}")
     if cop is not None or nc:
@@ -542,8 +544,9 @@ def atom(op, t, d, addr, b, c=None, space="global", reduce_only=False, sem=None,
         req = req.merge(REQ_CACHE_HINT)
     parts = (name, *order, _space_part(space), op, "noftz" if t in ATOM_HALF_TYPES else None,
              "L2::cache_hint" if policy is not None else None, f"v{vec}" if vec != 1 else None, t.name)
-    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t, sem, scope, vec), mods=(op,),
-                req=req)
+    semantic_scope = "gpu" if sem is not None and scope is None else scope  # written without, it acts as .gpu
+    return make(name, parts, ops, n_dst=n_dst, type=t, info=AtomInfo(op, space, t, sem, semantic_scope, vec),
+                mods=(op,), req=req)
 
 
 # ------------------------------------------------------------------ ldmatrix / stmatrix

@@ -302,3 +302,54 @@ def test_an_interpreter_refusal_of_a_call_or_brx_shows_that_instruction():
     with pytest.raises(InterpUnsupported) as info:
         interp.run(k, grid=1, block=1, args=[np.array([5], np.uint32)])
     assert "instruction: brx.idx" in str(info.value) and "instruction: call;" not in str(info.value)
+
+
+def test_a_shared_array_of_a_device_function_runs_on_the_interpreter():
+    """nvcc puts a __shared__ array of a __noinline__ function into the .func's body; the interpreter laid out only
+    the kernel's own arrays, so the run stopped with a Python KeyError (launch.symbol_address)."""
+    ptx = """
+.version 8.0
+.target sm_80
+.address_size 64
+.func (.param .b32 r) f(.param .b32 x)
+{
+    .reg .b32 %r<6>;
+    .shared .align 4 .b8 fbuf[128];
+    ld.param.b32 %r1, [x];
+    mov.u32 %r2, %tid.x;
+    shl.b32 %r3, %r2, 2;
+    mov.u32 %r4, fbuf;
+    add.s32 %r4, %r4, %r3;
+    st.shared.u32 [%r4], %r1;
+    bar.sync 0;
+    xor.b32 %r3, %r3, 4;
+    mov.u32 %r4, fbuf;
+    add.s32 %r4, %r4, %r3;
+    ld.shared.u32 %r5, [%r4];
+    st.param.b32 [r], %r5;
+    ret;
+}
+.visible .entry k(.param .u64 out)
+{
+    .reg .b32 %r<4>;
+    .reg .b64 %rd<4>;
+    ld.param.u64 %rd1, [out];
+    cvta.to.global.u64 %rd1, %rd1;
+    mov.u32 %r1, %tid.x;
+    mul.lo.s32 %r2, %r1, 3;
+    {
+    .param .b32 a0;
+    .param .b32 r0;
+    st.param.b32 [a0], %r2;
+    call (r0), f, (a0);
+    ld.param.b32 %r3, [r0];
+    }
+    mul.wide.u32 %rd2, %r1, 4;
+    add.s64 %rd2, %rd1, %rd2;
+    st.global.u32 [%rd2], %r3;
+    ret;
+}
+"""
+    out = np.zeros(32, np.int32)
+    interp.run(pf.parse(ptx), grid=1, block=32, args=[out], kernel="k")
+    assert out.tolist() == [3 * (t ^ 1) for t in range(32)]

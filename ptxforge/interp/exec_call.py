@@ -366,12 +366,9 @@ def make_param_move(P, op):
     return lambda S, m: put(S, get(S), m)
 
 
-def local_variables(kernel, functions: dict) -> list:
-    """The `.local` variables a run of `kernel` uses: its own, then those of the functions it
-    reaches (renamed `function.name`, as their instructions are)."""
-    out = [v for v in getattr(kernel, "variables", ()) if v.space == "local"]
-    seen = {kernel.name}
-    todo = [kernel]
+def reachable_functions(kernel, functions: dict) -> list:
+    """The device functions of `functions` a run of `kernel` may call, directly or through others, each once."""
+    out, seen, todo = [], {kernel.name}, [kernel]
     while todo:
         k = todo.pop()
         for ins in k.body:
@@ -380,6 +377,21 @@ def local_variables(kernel, functions: dict) -> list:
                 if f is not None and f.name not in seen:
                     seen.add(f.name)
                     todo.append(f)
-                    out += [dataclasses.replace(v, name=f"{f.name}.{v.name}") for v in getattr(f, "variables", ())
-                            if v.space == "local"]
+                    out.append(f)
     return out
+
+
+def local_variables(kernel, functions: dict) -> list:
+    """The `.local` variables a run of `kernel` uses: its own, then those of the functions it
+    reaches (renamed `function.name`, as their instructions are)."""
+    out = [v for v in getattr(kernel, "variables", ()) if v.space == "local"]
+    for f in reachable_functions(kernel, functions):
+        out += [dataclasses.replace(v, name=f"{f.name}.{v.name}") for v in getattr(f, "variables", ())
+                if v.space == "local"]
+    return out
+
+
+def function_shared(kernel, functions: dict) -> list:
+    """The `.shared` arrays the device functions `kernel` reaches declare in their bodies: one per CTA each (a
+    function's shared array is static, shared by every call), under its own name."""
+    return [s for f in reachable_functions(kernel, functions) for s in getattr(f, "shared", ())]

@@ -30,7 +30,7 @@ from ..errors import LaunchError, PtxforgeError, caller_loc
 from ..isa.types import is_integer
 from .findings import DEFAULT_CHECKS, KINDS, Finding, InterpError
 from .machine import Machine
-from .exec_call import function_address, local_variables
+from .exec_call import function_address, function_shared, local_variables
 from .memory import STACK_BYTES, GlobalHeap, LocalLayout, ParamLayout, SharedLayout
 from ..declarations import initial_bytes
 from .program import Program, own_name
@@ -253,13 +253,15 @@ class Launch:
         if not is_integer(dynamic_shared) or dynamic_shared < 0:
             raise LaunchError(f"shared= takes a non-negative int of bytes, got {dynamic_shared!r}")
         self.dynamic_shared = int(dynamic_shared)
-        self.total_shared = kernel.static_shared_bytes + self.dynamic_shared
+        fshared = function_shared(kernel, prog.functions)
+        static = kernel.static_shared_bytes + sum(s.nbytes or 0 for s in fshared)
+        self.total_shared = static + self.dynamic_shared
         limit = kernel.target.limits.shared_per_cta
         if self.total_shared > limit:  # before SharedLayout allocates it (and its owner map, 4 bytes per byte)
             raise LaunchError(f"kernel {kernel.name} needs {self.total_shared} bytes of shared memory per CTA "
-                              f"({kernel.static_shared_bytes} static + {self.dynamic_shared} dynamic, shared=); "
+                              f"({static} static + {self.dynamic_shared} dynamic, shared=); "
                               f"{kernel.target.name} allows {limit}")
-        self.smem = SharedLayout(kernel, self.dynamic_shared)
+        self.smem = SharedLayout(kernel, self.dynamic_shared, fshared)
         self._bind(args)
 
     # ------------------------------------------------------------ arguments

@@ -182,11 +182,13 @@ class SharedVar:
 class SharedLayout:
     """Per-CTA shared memory: reserved bytes, static variables, red zones, the dynamic area."""
 
-    def __init__(self, kernel, dynamic_bytes: int):
+    def __init__(self, kernel, dynamic_bytes: int, function_shared=()):
+        """`function_shared`: the static arrays the kernel's device functions declare (`exec_call.function_shared`),
+        placed after its own."""
         self.vars: list = []
         self.offsets: dict = {}
         off = SHARED_RESERVED
-        for s in kernel.shared:
+        for s in (*kernel.shared, *function_shared):
             off = _round_up(off, max(s.align, 16))
             self.vars.append(SharedVar(s.name, off, s.nbytes))
             self.offsets[s.name] = off

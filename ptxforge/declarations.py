@@ -230,6 +230,7 @@ class LocalDecl:
     text: str
     symbol: Symbol | None = None
     registers: tuple = ()
+    loc: object = field(default=None, compare=False)  # the SourceLoc of its PTX line, for text read from PTX
 
     def ptx_line(self) -> str:
         """The declaration as PTX text."""
@@ -241,6 +242,7 @@ class BranchTargetsDecl:
     """`name: .branchtargets L0, L1;` in a body: the label list a `brx.idx` names."""
 
     targets: object  # ptxforge.isa.calls.BranchTargets
+    loc: object = field(default=None, compare=False)  # the SourceLoc of its PTX line, for text read from PTX
 
     def ptx_line(self) -> str:
         """The declaration line."""
@@ -253,6 +255,7 @@ class CallPrototypeDecl:
     an indirect call."""
 
     prototype: object  # ptxforge.isa.calls.CallPrototype
+    loc: object = field(default=None, compare=False)  # the SourceLoc of its PTX line, for text read from PTX
 
     def ptx_line(self) -> str:
         """The declaration line."""

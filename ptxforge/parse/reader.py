@@ -920,12 +920,6 @@ def needing(ins) -> str:
     return f"'{ins.mnemonic}'"
 
 
-def _located(item, loc):
-    """`item`, a body declaration (`LocalDecl`, `CallPrototypeDecl`, `BranchTargetsDecl`: frozen, with no field
-    for it), given `loc`, the PTX line that declares it, as an attribute (left out of equality): a refusal
-    about it (to-python's) names that line, as it names an instruction's."""
-    object.__setattr__(item, "loc", loc)
-    return item
 
 
 #: the words of a variable declaration before its name: linkage, state space, `.align N`, `.vN`, the type
@@ -1115,7 +1109,7 @@ class BodyReader:
                 regs.append(r)
             made += regs
         if scoped:
-            return [_located(LocalDecl(f".reg {tname} {r};", registers=(r,)), self.r.loc(line, self.name))
+            return [LocalDecl(f".reg {tname} {r};", registers=(r,), loc=self.r.loc(line, self.name))
                     for r in made]
         return ()
 
@@ -1218,7 +1212,7 @@ class BodyReader:
         bt = BranchTargets(name, tuple(labels))
         self.declare_symbol(bt, line)
         self.scope.cache = {}
-        self.items.append(_located(BranchTargetsDecl(bt), self.r.loc(line, self.name)))
+        self.items.append(BranchTargetsDecl(bt, loc=self.r.loc(line, self.name)))
 
     def call_prototype(self, name: str, text: str, line: int, depth: int):
         """`name: .callprototype (.param .t _) _ (.param .t _, ...);`: the signature an indirect call
@@ -1233,7 +1227,7 @@ class BodyReader:
         else:
             self.declare_symbol(proto, line)
         self.scope.cache = {}
-        self.items.append(_located(CallPrototypeDecl(proto), self.r.loc(line, self.name)))
+        self.items.append(CallPrototypeDecl(proto, loc=self.r.loc(line, self.name)))
 
     def finish_labels(self):  # (labels_used and self.labels are keyed by the names labels got: label_name)
         """Check that every label a branch names is placed in this body (or is a variable or a device function),
@@ -1269,7 +1263,7 @@ class BodyReader:
                 p, sym = r.param(one, line, writable=True)
                 self.scope.locals[-1][sym.name] = sym
                 self.scope.cache = {}
-                self.items.append(_located(LocalDecl(p.render() + ";", sym), r.loc(line, self.name)))
+                self.items.append(LocalDecl(p.render() + ";", sym, loc=r.loc(line, self.name)))
             return
         if head in (".shared", ".local", ".global", ".const") or head in _LINKAGE:
             for one in _each_declared(text):

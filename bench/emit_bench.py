@@ -16,8 +16,12 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
+import os
 import statistics
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
 import ptxforge as pf
 from ptxforge import s32, u32

@@ -11,7 +11,11 @@ dependent-launch attribute, by cuLaunchKernelEx and by cuLaunchKernel: what the 
 and run()'s reads, lookups and driver call written inline without checks.
 """
 
+import os
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # run from a checkout
 
 from ptxforge.runtime.streams import current_stream_of
 from ptxforge.schedules.gemm import Int4Gemm

@@ -643,8 +643,10 @@ def test_when_ours_is_current_an_entry_costs_one_query(drv):
     assert drv.calls == [("cuCtxGetCurrent", ())]
 
 
-def _attrs(ctx, dev, mtype):
-    return lambda n, attrs, ptr: (0, [ctx, dev, mtype])
+def _attrs(ctx, dev, mtype, start=0, size=0):
+    """The driver's answer to cuPointerGetAttributes (context, device, memory type, allocation range: 0, 0 says
+    none known), as many values as asked for."""
+    return lambda n, attrs, ptr: (0, [ctx, dev, mtype, start, size][:n])
 
 
 def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
@@ -942,8 +944,27 @@ def test_dlpack_device_ids_are_checked():
 
 def test_foreign_arrays_are_asked_of_the_driver():
     seen = []
-    resolve(_lay(), (fake_cai(),), "k", check_pointer=lambda p, what: seen.append((p, what)))
-    assert seen == [(0x7000_0000, "argument 0 (x) of kernel 'k' (GpuArray (__cuda_array_interface__))")]
+    resolve(_lay(), (fake_cai(),), "k", check_pointer=lambda p, what, span: seen.append((p, what, span)))
+    assert seen == [(0x7000_0000, "argument 0 (x) of kernel 'k' (GpuArray (__cuda_array_interface__))", (0, 64))]
+
+
+def test_a_foreign_array_larger_than_its_allocation_is_refused(drv):
+    """An array interface may describe more memory than its allocation holds (a view made with a wrong shape, an
+    offset slice of a buffer): the launch or the GEMM would read and write past it.  The driver says which
+    allocation holds the address (its range); the elements must lie inside it."""
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 256)
+    D.check_pointer(0x7000_0000, "x", (0, 256))
+    D.check_pointer(0x7000_0080, "x", (-128, 128))  # a negative stride reaching back to the allocation's start
+    for ptr, span in ((0x7000_0000, (0, 260)), (0x7000_0080, (0, 129)), (0x7000_0000, (-4, 16))):
+        with pytest.raises(LaunchError, match=r"x: its elements cover bytes .* past the allocation that holds"):
+            D.check_pointer(ptr, "x", span)
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)  # no range known: nothing to hold it to
+    D.check_pointer(0x7000_0000, "x", (0, 1 << 40))
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 64)
+    with pytest.raises(LaunchError, match=r"argument 0 \(x\) of kernel 'k' .* past the allocation"):
+        resolve(_lay(), (fake_cai(shape=(17,)),), "k", check_pointer=D.check_pointer)
+    resolve(_lay(), (fake_cai(shape=(16,)),), "k", check_pointer=D.check_pointer)
 
 
 @pytest.mark.parametrize("shape,strides", [((0,), (0,)), ((0, 4), (0, 0)), ((3, 0), (0, 4))])

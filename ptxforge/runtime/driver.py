@@ -430,11 +430,14 @@ def _synchronize_within(timeout: float) -> None:
     check(got, "cuCtxSynchronize")
 
 
-def check_pointer(ptr: int, what: str) -> None:
-    """Refuse a foreign array's address unless it lives in ptxforge's context and device.
+def check_pointer(ptr: int, what: str, span: tuple | None = None) -> None:
+    """Refuse a foreign array's address unless it lives in ptxforge's context and device, and (given `span`, the
+    (lowest, highest + 1) byte offsets from `ptr` its elements cover, `arrays.byte_span`) unless its elements lie
+    inside the allocation that holds `ptr`.
 
-    Asks the driver (cuPointerGetAttributes: context, device ordinal, memory type); `what` names
-    the argument in the error.
+    Asks the driver (cuPointerGetAttributes: context, device ordinal, memory type, the address range of the
+    allocation); `what` names the argument in the error.  An allocation of torch's expandable segments is one range
+    over the whole reservation, so a tensor in it passes.
     """
     if not ptr:
         return
@@ -444,14 +447,15 @@ def check_pointer(ptr: int, what: str) -> None:
     d = api()
     A = d.CUpointer_attribute
     attrs = [A.CU_POINTER_ATTRIBUTE_CONTEXT, A.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-             A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE]
+             A.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, A.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+             A.CU_POINTER_ATTRIBUTE_RANGE_SIZE]
     err, vals = d.cuPointerGetAttributes(len(attrs), attrs, ptr)
     if err and int(err) == 1:  # CUDA_ERROR_INVALID_VALUE: an address no context with UVA knows
         raise LaunchError(f"{what}: address 0x{ptr:x} is not memory the CUDA driver knows (not allocated, mapped "
                           "or registered by any context)")
     if err:
         raise driver_error(err, f"cuPointerGetAttributes of {what}")
-    ctx, dev, mtype = (int(v) for v in vals)
+    ctx, dev, mtype, start, size = (int(v) for v in vals)
     ours = st.info.ordinal
     if ctx == 0 and mtype == 0:
         raise LaunchError(f"{what}: address 0x{ptr:x} is not memory the CUDA driver knows (not allocated, mapped "
@@ -461,3 +465,7 @@ def check_pointer(ptr: int, what: str) -> None:
                           f"launches in the primary context of device {ours}, which cannot use it")
     if mtype == int(d.CUmemorytype.CU_MEMORYTYPE_DEVICE) and dev >= 0 and dev != ours:
         raise LaunchError(f"{what}: address 0x{ptr:x} is memory of device {dev}; ptxforge launches on device {ours}")
+    if span is not None and size and (ptr + span[0] < start or ptr + span[1] > start + size):
+        raise LaunchError(f"{what}: its elements cover bytes 0x{ptr + span[0]:x} to 0x{ptr + span[1]:x}, past the "
+                          f"allocation that holds 0x{ptr:x} (0x{start:x}, {size} bytes): the array describes more "
+                          "memory than was allocated, and a kernel would read or write someone else's")

@@ -718,6 +718,18 @@ def test_a_tensor_map_over_another_context_s_memory_is_refused(drv):
             TensorMap.from_array(_ForeignArray((64, 64), "|i1"), (64, 64)).encode()
 
 
+def test_a_tensor_map_reaching_past_its_allocation_is_refused(drv):
+    """A tensor map over a foreign array is held to the allocation that holds its base, as a launch is: 64 x 64
+    bytes fit a 4 KB allocation and are encoded; a 65th row would send the TMA past it."""
+    from ptxforge.runtime import TensorMap
+    dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
+    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 4096)
+    drv.answers["cuTensorMapEncodeTiled"] = lambda *a: (0, object())
+    assert TensorMap.from_array(_ForeignArray((64, 64), "|i1"), (64, 64))._byte_span() == (0, 4096)
+    with pytest.raises(LaunchError, match=r"the array of a tensor map \(_ForeignArray\): .* past the allocation"):
+        TensorMap.from_array(_ForeignArray((65, 64), "|i1"), (64, 64)).encode()
+
+
 def test_a_freed_device_buffer_is_never_read_fast(drv):
     """The schedules' fast reader reads a DeviceBuffer's address without a check; once freed (address 0) it
     hands the buffer to the careful paths, which refuse it by name instead of launching on address 0."""

@@ -267,12 +267,21 @@ class TensorMap:
         finally:
             leave(prev)
 
+    def _byte_span(self):
+        """(0, one past the last byte) the map's global dimensions and strides reach from its base, or None for an
+        interleaved layout (whose innermost dimension is the interleave, not elements)."""
+        if self.interleave:
+            return None
+        eb = T.lookup(self.dtype).bits // 8
+        return 0, self.global_dims[0] * eb + sum((n - 1) * st for n, st in zip(self.global_dims[1:],
+                                                                                self.global_strides))
+
     def _encoded(self, d) -> bytes:
         from .driver import check, check_pointer
         from .memory import DeviceBuffer
         if self._owner is not None and not isinstance(self._owner, DeviceBuffer):
             # a foreign array's memory must be ptxforge's context's and device's, or the TMA goes elsewhere
-            check_pointer(self.base, f"the array of a tensor map ({type(self._owner).__name__})")
+            check_pointer(self.base, f"the array of a tensor map ({type(self._owner).__name__})", self._byte_span())
         name, layout = self._encoder(d)
         args = (getattr(d.CUtensorMapDataType, TENSORMAP_DTYPES[self.dtype]), self.rank, self.base,
                 [d.cuuint64_t(n) for n in self.global_dims], [d.cuuint64_t(s) for s in self.global_strides],

@@ -241,10 +241,9 @@ class _Expander:
         function stops there."""
         info = ins.info
         proto = info.prototype
-        want = (tuple(p.type.bits for p in proto.returns), tuple(p.type.bits for p in proto.params))
+        want = _signature(proto.returns, proto.params)
         names = [n for n in sorted(self.functions)
-                 if (tuple(p.type.bits for p in self.functions[n].returns),
-                     tuple(p.type.bits for p in self.functions[n].params)) == want]
+                 if _signature(self.functions[n].returns, self.functions[n].params) == want]
         self.sites += 1
         site = self.sites
         end = Label(f"indirect@ret{site}", -1)
@@ -294,6 +293,12 @@ class _Expander:
         memo: dict = {}
         items = [_rewrite(x, regs, labels, memo) if isinstance(x, (Instruction, LabelDef)) else x for x in func.body]
         self.body(items, inner, stack + (func.name,), end)
+
+
+def _signature(returns, params) -> tuple:
+    """What an indirect call compares between its prototype and a function: each return value's and parameter's
+    width in bits and, for a `.b8` array (a structure by value), its size in bytes."""
+    return (tuple((p.type.bits, p.nbytes) for p in returns), tuple((p.type.bits, p.nbytes) for p in params))
 
 
 def _skip(ins, end: Label):

@@ -47,7 +47,7 @@ from .kernel import (PARAM_BYTES_MAX, Comment, Kernel, LabelDef, Param, check_al
                      param_buffer_bytes)
 from .isa.warp import WarpOps
 from .declarations import Function, Variable
-from .functions import FunctionOps, check_calls_written, narrow_abi_problem
+from .functions import FunctionOps, check_calls_written, check_param_access, narrow_abi_problem
 
 _PTXFORGE_INTERNAL = True
 
@@ -385,6 +385,8 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             guard = self._guard(pred) if pred is not None else None
             if guard is not None or ins.guard is not None:
                 _check_guarded_param(ins, self._results)
+            if ins.opcode in _PARAM_ACCESSES and getattr(ins.info, "space", None) == "param":
+                check_param_access(ins)
             if guard is not None:
                 if ins.guard is not None:
                     raise ValidationError(f"'{ins.mnemonic}' already has guard {ins.guard}; PTX allows one")
@@ -554,14 +556,24 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
         r = self.mov(p.symbol, type=T.u64, dst=self.reg(T.u64, name))
         return self.cvta(r, frm="param", dst=r)
 
-    def load_param(self, p: Param | str, dst=None) -> Reg:
-        """`ld.param` a scalar parameter into a register."""
+    def load_param(self, p: Param | str, dst=None, *, type=None, offset=None) -> Reg:
+        """`ld.param` a scalar parameter into a register.
+
+        Of a byte-block parameter (`nbytes=`, a structure passed by value), one field: `type` and the
+        byte `offset` inside the block (`ld.param.f32 %f, [x+4]`), checked to lie inside it and be
+        aligned to the type's size."""
         if isinstance(p, str):
             p = next((q for q in self.params if q.name == p), None) or self._missing_param(p)
         self._own_param(p)
         if p.nbytes is not None:
-            raise ValidationError(f"parameter {p.name} is a {p.nbytes}-byte block; take its address "
-                                  "with param_address()")
+            if type is None or offset is None:
+                raise ValidationError(f"parameter {p.name} is a {p.nbytes}-byte block: load one field of it with "
+                                      "type= and offset= (load_param(p, type=pf.f32, offset=4)), or take its "
+                                      "address with param_address()")
+            return self._param_field(p, offset, type, dst)
+        if type is not None or offset is not None:
+            raise ValidationError(f"parameter {p.name} is a scalar .{p.type.name}; type= and offset= read a field "
+                                  "of a byte-block parameter")
         d = self._dst(dst, p.type)
         return self.ld(Addr(p.symbol), type=p.type, space="param", dst=d)
 
@@ -867,6 +879,12 @@ class KernelBuilder(ArithOps, BitOps, ControlOps, ConvertOps, MemoryOps, AsyncCo
             _check_never_returns(self)
         else:
             last = next((x for x in reversed(self._body) if isinstance(x, (Instruction, LabelDef))), None)
+            if isinstance(last, LabelDef):
+                # a label no branch names (nvcc -G ends each function with `ret; $L__func_end0:`) is reached only
+                # by falling through, so what precedes it decides whether the end can be reached
+                named = _branch_labels(self._body) | set(self._labels_used)
+                last = next((x for x in reversed(self._body) if isinstance(x, Instruction) or (
+                    isinstance(x, LabelDef) and x.label.name in named)), None)
             if not (isinstance(last, Instruction) and last.opcode in ("ret", "exit") and last.guard is None):
                 self._body.append(make("ret", ("ret",)).with_loc(caller_loc()))
         used = self._used  # every register an emitted instruction names (collected by emit)
@@ -933,6 +951,8 @@ class FunctionBuilder(KernelBuilder):
         name: the function's PTX name, a PTX identifier.
         target: the ``.target``, as for a kernel (caller and callee must share it).
         visible: `.visible .func` (external linkage) instead of a file-local `.func`.
+        weak: `.weak .func`: external linkage that another module's definition of the same name may
+            replace when they are linked (what nvcc writes for inline and template functions under -G).
         noreturn: the `.noreturn` directive (the function ends in `trap`/`exit`, never returns).
 
     >>> import ptxforge as pf
@@ -949,10 +969,16 @@ class FunctionBuilder(KernelBuilder):
 
     kind = "func"
 
-    def __init__(self, name: str, target="sm_80", *, visible: bool = False, noreturn: bool = False):
+    def __init__(self, name: str, target="sm_80", *, visible: bool = False, weak: bool = False,
+                 noreturn: bool = False):
+        if visible and weak:
+            raise with_loc(ValidationError(f"function '{name}': visible=True and weak=True are two linkages; a "
+                                           "function has one (.visible: this definition is the one; .weak: another "
+                                           "module's may replace it)"), caller_loc())
         super().__init__(name, target)
         self._calls_written: list = []  # (signature, Python line) of each call written before finish()
         self.visible = bool(visible)
+        self.weak = bool(weak)
         if noreturn:  # .noreturn: the function never returns (it traps or exits)
             self.directives.append(("noreturn", None))
 
@@ -965,7 +991,7 @@ class FunctionBuilder(KernelBuilder):
         return super().finish()
 
     def _linkage(self) -> str:
-        return ".visible" if self.visible else ""
+        return ".visible" if self.visible else ".weak" if self.weak else ""
 
     def ret(self, *, pred=None):
         """`ret`: return to the caller (where `pred` holds, if given); `finish` adds a final one.  A `.noreturn`
@@ -974,6 +1000,22 @@ class FunctionBuilder(KernelBuilder):
             raise ValidationError(f"function '{self.name}' is .noreturn: it never returns to its caller (ptxas takes "
                                   "a ret, which is undefined at run time); end the path with trap() or exit()")
         super().ret(pred=pred)
+
+
+def _branch_labels(body) -> set:
+    """The names of the labels that an instruction of `body` (a branch, a `brx.idx` list) or a `.branchtargets`
+    declaration names."""
+    out = set()
+    for x in body:
+        items = x.operands if isinstance(x, Instruction) else (x.targets,) if type(x).__name__ == "BranchTargetsDecl" \
+            else ()
+        for op in items:
+            if isinstance(op, Label):
+                out.add(op.name)
+            for lab in getattr(op, "labels", ()) or ():
+                if isinstance(lab, Label):
+                    out.add(lab.name)
+    return out
 
 
 #: instructions after which a path does not go on to the next line (when unguarded)
@@ -1054,6 +1096,10 @@ _SPACE_CLASH = {("shared", "global"), ("shared", "generic"), ("global", "shared"
                 # a .const or .local window address is no generic address (cvta.const / cvta.local first)
                 ("generic", "const"), ("generic", "local"), ("global", "const"), ("const", "global"),
                 ("shared", "const"), ("const", "shared"), ("local", "const"), ("const", "local")}
+
+
+#: the opcodes that read and write `.param` variables (a byte array's bounds are checked at emit)
+_PARAM_ACCESSES = ("ld", "st")
 
 
 def _check_guarded_param(ins: Instruction, results) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import numbers
 import re
+from collections.abc import Mapping
 from contextlib import contextmanager
 
 import numpy as np
@@ -32,9 +33,9 @@ from .isa.calls import (BranchTargets, CallParam, CallPrototype, FuncRef, brx_id
                         call as call_instruction)
 from .isa.control import mov as mov_instruction
 from .isa.instruction import check_value, describe, int_or_val
-from .isa.operands import Addr, Imm, Reg, half_pattern
+from .isa.operands import Addr, Imm, Reg, Symbol, half_pattern
 from .isa.types import decl_type
-from .kernel import Kernel, Param
+from .kernel import Kernel, Param, check_align
 
 _PTXFORGE_INTERNAL = True
 
@@ -339,7 +340,7 @@ class FunctionOps:
                                   f"{self.target.name}; a module has one target, so build both for the same one")
             _note_call(func, rets, params)
         vals = self._call_arguments(name, args, params)
-        outs = self._call_returns(name, returns, rets)
+        outs = self._call_returns(name, returns, rets)  # a Reg per scalar, a list of Field per array
         n = self._fresh_number("_call_count", lambda n: [f"call{n}_a{i}" for i in range(len(params))]
                                + [f"call{n}_r{i}" for i in range(len(rets))] + [f"proto{n}"])
         guard = self._guard(pred) if pred is not None else None
@@ -347,29 +348,31 @@ class FunctionOps:
         ret_syms = [self._call_param(f"call{n}_r{i}", p) for i, p in enumerate(rets)]
         proto = None
         if target is not None:
-            proto = CallPrototype(f"proto{n}", tuple(Param("_", p.type) for p in rets),
-                                  tuple(Param("_", p.type) for p in params))
+            proto = CallPrototype(f"proto{n}", tuple(_unnamed(p) for p in rets), tuple(_unnamed(p) for p in params))
             self._claim(proto.name, "an indirect call's prototype", internal=True)
             ins = call_instruction(target, tuple(arg_syms), tuple(ret_syms), uni, (rets, params), targets=proto)
         else:
             ins = call_instruction(FuncRef(name), tuple(arg_syms), tuple(ret_syms), uni, (rets, params))
         self._body.append(ScopeOpen())
         for s, p in zip(arg_syms + ret_syms, list(params) + list(rets)):
-            self._body.append(LocalDecl(Param(s.name, p.type).render() + ";", s))
+            self._body.append(LocalDecl(Param(s.name, p.type, nbytes=p.nbytes, align=p.align).render() + ";", s))
         if proto is not None:
             self._body.append(CallPrototypeDecl(proto))
         for s, v, p in zip(arg_syms, vals, params):  # ptxas refuses a guard on these: only the call has one
-            self.st(Addr(s), v, type=_access_type(p.type), space="param")
+            for off, x, t, _ in (v if p.nbytes is not None else [(0, v, p.type, True)]):
+                self.st(Addr(s, off), x, type=_access_type(t), space="param")
         self.emit(ins, guard)
         for s, o, p in zip(ret_syms, outs, rets):
-            if guard is not None and returns is not None:  # the given register keeps its value where not called
-                tmp = self.ld(Addr(s), type=_access_type(p.type), space="param", dst=self.reg(o.type))
-                self.mov(tmp, dst=o, pred=guard)
-            else:
-                self.ld(Addr(s), type=_access_type(p.type), space="param", dst=o)
+            for off, r, t, given in (o if p.nbytes is not None else [(0, o, p.type, returns is not None)]):
+                if guard is not None and given:  # the given register keeps its value where not called
+                    tmp = self.ld(Addr(s, off), type=_access_type(t), space="param", dst=self.reg(r.type))
+                    self.mov(tmp, dst=r, pred=guard)
+                else:
+                    self.ld(Addr(s, off), type=_access_type(t), space="param", dst=r)
         self._body.append(ScopeClose())
         if target is None:
             self._callees.append(func)
+        outs = [tuple(f[1] for f in o) if p.nbytes is not None else o for o, p in zip(outs, rets)]
         if not outs:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
@@ -385,8 +388,11 @@ class FunctionOps:
         vals = []
         for i, (a, p) in enumerate(zip(args, params)):
             if p.nbytes is not None:
-                raise ValidationError(f"call {name}: parameter {p.name} is a {p.nbytes}-byte block; the builder "
-                                      "passes scalar parameters")
+                vals.append(self._fields(a, p, f"call {name}: argument {i} ({p.name})", store=True))
+                continue
+            if isinstance(a, Mapping):
+                raise ValidationError(f"call {name}: argument {i} ({p.name}) is a scalar .{p.type.name}; {{offset: "
+                                      "value}} fields are for a .b8 array parameter (a structure by value)")
             v = _param_operand(self, a, p, f"call {name}: argument {i} ({p.name})")
             if isinstance(v, Reg):
                 if not _compatible(v.type, p.type):
@@ -404,6 +410,12 @@ class FunctionOps:
     def _call_returns(self, name: str, returns, rets) -> list:
         """The registers that receive a call's return values: `returns` checked against the callee's (count,
         width and kind), or new registers when None."""
+        arrays = [p for p in rets if p.nbytes is not None]
+        if arrays and (returns is None or len(rets) == 1 and not isinstance(returns, Mapping)):
+            p = arrays[0]
+            raise ValidationError(f"call {name}: it returns the {p.nbytes}-byte array {p.name} (a structure by value); "
+                                  "name the fields to read, {offset: type or register}, e.g. returns={0: pf.s32, "
+                                  "4: pf.f32}")
         if returns is None:  # of the return value's own type (a bf16 register for .bf16: cvt reads it as bf16)
             return [self.reg(p.type) for p in rets]
         outs = list(returns) if isinstance(returns, (list, tuple)) else [returns]
@@ -411,7 +423,10 @@ class FunctionOps:
             raise ValidationError(f"call {name}: it returns {len(rets)} value(s) "
                                   f"({', '.join(_sig(p) for p in rets) or 'none'}), got {len(outs)} "
                                   "register(s) to receive them")
-        for o, p in zip(outs, rets):
+        for i, (o, p) in enumerate(zip(outs, rets)):
+            if p.nbytes is not None:
+                outs[i] = self._fields(o, p, f"call {name}: return value {p.name}", store=False)
+                continue
             o = self._val(o)
             if not isinstance(o, Reg) or not _compatible(o.type, p.type):
                 raise ValidationError(f"call {name}: return value {p.name} is .{p.type.name}; {describe(o)} cannot "
@@ -427,7 +442,52 @@ class FunctionOps:
 
     def _call_param(self, name: str, p: Param) -> CallParam:
         self._claim(name, "a call's .param variable", internal=True)
-        return CallParam(name, "param", p.type, None, max(p.type.bits // 8, 1))
+        return _param_symbol(name, p.type, p.nbytes, p.align)
+
+    def _fields(self, fields, p: Param, what: str, *, store: bool) -> list:
+        """The fields of .b8 array `p` a call passes (`store`) or reads, `{offset: value}`, checked: [(offset,
+        register or Imm, type, given)] in offset order.  A stored value is a register or a numpy scalar (its
+        dtype gives the width); a read one a register to receive it or a type (a new register)."""
+        if not isinstance(fields, Mapping) or not fields:
+            kind = "register or numpy scalar" if store else "type or register"
+            raise ValidationError(f"{what} is a {p.nbytes}-byte array (a structure by value): give its fields as a "
+                                  f"dict {{byte offset: {kind}}}, e.g. {{0: a, 4: b}}; got {fields!r:.80}")
+        out = []
+        for off, v in fields.items():
+            if store or isinstance(v, Reg):
+                x = self._field_value(v, off, what) if store else self._val(v)
+                if isinstance(x, Reg) and x.type.is_pred:
+                    raise ValidationError(f"{what}: the field at {off!r} is the predicate {x}; a field holds a "
+                                          "value (selp it into an integer register first)")
+                t, given = x.type, True
+            else:
+                try:
+                    t = T.lookup(v)
+                except (ValidationError, KeyError, TypeError, AttributeError):
+                    raise ValidationError(f"{what}: the field at {off!r} must be a type (a new register) or a register "
+                                          f"to receive it, got {v!r}") from None
+                if not t.can_declare or t.is_pred:
+                    raise ValidationError(f"{what}: a field of .{t.name} cannot be read; use a scalar type")
+                x, given = self.reg(t), False
+            out.append((off, x, t, given))
+        out.sort(key=lambda f: f[0] if isinstance(f[0], int) else -1)
+        check_fields(p.name, p.nbytes, p.align or 1, [(off, t) for off, _, t, _ in out], what)
+        return out
+
+    def _field_value(self, v, off, what):
+        """The operand of a stored field: a register as given, a numpy scalar as an immediate of its dtype's type."""
+        if isinstance(v, Reg):
+            return self._val(v)
+        if isinstance(v, Imm) and v.type is not None:
+            return v
+        if isinstance(v, np.generic) and not _is_bool(v) and v.dtype.kind in "iuf":
+            t = T.lookup(f"{'f' if v.dtype.kind == 'f' else v.dtype.kind}{v.dtype.itemsize * 8}")
+            imm = Imm(float(v) if t.is_float else int(v), t)
+            check_value(imm, t, f"{what}: the field at {off}")
+            return imm
+        hint = " (a Python number has no width: write np.float32(1.5) or np.int32(3), or a register)" \
+            if isinstance(v, (numbers.Number, Imm)) and not _is_bool(v) else ""
+        raise ValidationError(f"{what}: the field at {off!r} must be a register or a numpy scalar, got {v!r}{hint}")
 
     # ------------------------------------------------------------------ call scopes by hand
     def call_scope(self):
@@ -465,37 +525,48 @@ class FunctionOps:
 
     def call_prototype(self, name: str, returns=(), params=()) -> CallPrototype:
         """Declare `name: .callprototype (.param .t _) _ (.param .t _, ...);` in the innermost
-        `call_scope()` (types of the return value and the parameters); returns it, the `targets=`
-        of an indirect `ptxforge.isa.calls.call` through a register."""
+        `call_scope()` (types of the return value and the parameters; a `.b8` array, a structure by
+        value, as `Param("_", pf.b8, nbytes=16, align=8)`); returns it, the `targets=` of an indirect
+        `ptxforge.isa.calls.call` through a register."""
         if not self._scope_names:
             raise ValidationError("call_prototype() declares an indirect call's prototype inside "
                                   "`with k.call_scope():`")
         self._claim(name, "call prototype")
         self._scope_names[-1].add(name)
-        proto = CallPrototype(name, tuple(Param("_", T.lookup(t)) for t in returns),
-                              tuple(Param("_", T.lookup(t)) for t in params))
+        proto = CallPrototype(name, tuple(_prototype_entry(t) for t in returns),
+                              tuple(_prototype_entry(t) for t in params))
         self._body.append(CallPrototypeDecl(proto))
         return proto
 
-    def call_param(self, name: str, type) -> CallParam:
+    def call_param(self, name: str, type, *, nbytes: int | None = None, align: int | None = None) -> CallParam:
         """Declare a call's `.param .type name;` in the innermost `call_scope()`; returns the
         writable `.param` symbol (the address of `st.param`/`ld.param`, an item of a call's
-        argument or return list)."""
+        argument or return list).
+
+        With `nbytes`: a byte array, `.param .align A .b8 name[nbytes];` (`type` is `pf.b8`; A is `align`,
+        default 1), what nvcc declares for a structure passed or returned by value; `st.param`/`ld.param`
+        address its fields as `Addr(sym, offset)`, each inside the array and aligned to its size.  A callee's
+        array parameter wants the same size and alignment."""
         if not self._scope_names:
             raise ValidationError("call_param() declares a call's .param variable inside `with k.call_scope():`")
-        self._claim(name, "call parameter")
-        self._scope_names[-1].add(name)
         t = T.lookup(type)
         if not t.can_declare or t.is_pred:
             raise ValidationError(f"a .param variable of .{t.name} is not allowed; use a scalar such as .b32")
-        sym = CallParam(name, "param", t, None, max(t.bits // 8, 1))
-        self._body.append(LocalDecl(Param(name, t).render() + ";", sym))
+        nbytes, align = param_array_shape(f"call parameter {name}", t, nbytes, align)
+        self._claim(name, "call parameter")
+        self._scope_names[-1].add(name)
+        sym = _param_symbol(name, t, nbytes, align)
+        self._body.append(LocalDecl(Param(name, t, nbytes=nbytes, align=align).render() + ";", sym))
         return sym
 
     # ------------------------------------------------------------------ the device-function side
-    def result(self, name: str, type) -> Param:
+    def result(self, name: str, type, *, nbytes: int | None = None, align: int | None = None) -> Param:
         """Declare a return value of this device function: `.func (.param .type name) f(...)`.
-        Only a `FunctionBuilder` has return values; write it with `set_result()`."""
+        Only a `FunctionBuilder` has return values; write it with `set_result()`.
+
+        With `nbytes`: a structure returned by value, `.func (.param .align A .b8 name[nbytes]) f(...)`
+        (`type` is `pf.b8`, A is `align`, default 1); `set_result({offset: value, ...})` writes its fields,
+        and a caller names the fields it reads (`call(f, ..., returns={0: pf.s32, 4: pf.f32})`)."""
         if getattr(self, "kind", "entry") != "func":
             raise ValidationError(f"'{self.name}' is a kernel; kernels have no return values (a device function "
                                   "from FunctionBuilder has)")
@@ -508,9 +579,11 @@ class FunctionOps:
         t = T.lookup(type)
         if not t.can_declare or t.is_pred:
             raise ValidationError(f"return type .{t.name} is not allowed; use a scalar such as .u32 or .f32")
-        narrow_abi_problem(t, "return value")
+        nbytes, align = param_array_shape(f"return value {name}", t, nbytes, align)
+        if nbytes is None:
+            narrow_abi_problem(t, "return value")
         self._claim(name, "return value")
-        p = Param(name, t)
+        p = Param(name, t, nbytes=nbytes, align=align)
         self._results.append(p)
         return p
 
@@ -518,7 +591,9 @@ class FunctionOps:
         """Write a return value of this device function: `st.param.type [name], value`.
 
         `name` picks the return value (default: the only one); `value` is a register of its width
-        and kind, or a number."""
+        and kind, or a number.  Of a `.b8` array (a structure, `result(..., nbytes=)`): its fields,
+        `{byte offset: register or numpy scalar}`, one `st.param` each, checked to lie inside the array,
+        aligned to their sizes and apart."""
         if not self._results:
             raise ValidationError(f"'{self.name}' declares no return value; declare one with result()")
         if name is None:
@@ -530,13 +605,29 @@ class FunctionOps:
             if p is None:
                 raise ValidationError(f"'{self.name}' has no return value {name!r}; it has: "
                                       + ", ".join(q.name for q in self._results))
+        sym = _param_symbol(p.name, p.type, p.nbytes, p.align)
+        if p.nbytes is not None:
+            for off, x, t, _ in self._fields(value, p, f"'{self.name}' return value {p.name}", store=True):
+                self.st(Addr(sym, off), x, type=_access_type(t), space="param", pred=pred)
+            return
+        if isinstance(value, Mapping):
+            raise ValidationError(f"return value {p.name} is a scalar .{p.type.name}; {{offset: value}} fields are for "
+                                  "a .b8 array result (result(..., nbytes=))")
         v = _param_operand(self, value, p, f"return value {p.name}")
         if isinstance(v, Reg) and not _compatible(v.type, p.type):
             raise ValidationError(f"return value {p.name} is .{p.type.name}; {v} is .{v.type.name}")
         if isinstance(v, Imm):
             check_value(v, _access_type(p.type), f"'{self.name}' return value {p.name}")
-        sym = CallParam(p.name, "param", p.type, None, max(p.type.bits // 8, 1))
         self.st(Addr(sym), v, type=_access_type(p.type), space="param", pred=pred)
+
+    def _param_field(self, p: Param, offset, type, dst=None) -> Reg:
+        """`ld.param.type %r, [p+offset]`: one field of this function's byte-block parameter `p`, checked."""
+        t = T.lookup(type)
+        if t.is_pred or not t.can_declare:
+            raise ValidationError(f"a field of parameter {p.name} cannot be read as .{t.name}; use a scalar type")
+        check_fields(p.name, p.nbytes, p.align or 1, [(offset, t)], f"load_param({p.name})")
+        return self.ld(Addr(p.symbol, offset), type=_access_type(t), space="param",
+                       dst=self._dst(dst, t) if dst is not None else self.reg(t))
 
 
 def narrow_abi_problem(t: T.ScalarType, what: str) -> None:
@@ -569,12 +660,15 @@ def _note_call(func, rets, params) -> None:
 
 
 def _shape(rets, params):
-    return (tuple((p.type, p.nbytes) for p in rets), tuple((p.type, p.nbytes) for p in params))
+    def one(p):
+        return (p.type, p.nbytes, p.align if p.nbytes is not None else None)
+    return (tuple(one(p) for p in rets), tuple(one(p) for p in params))
 
 
 def _shape_text(shape) -> str:
     def one(items):
-        return ", ".join(f".{t.name}" + (f"[{n}]" if n is not None else "") for t, n in items) or "nothing"
+        return ", ".join((f".align {a} " if n is not None else "") + f".{t.name}" + (f"[{n}]" if n is not None else "")
+                         for t, n, a in items) or "nothing"
     return f"takes ({one(shape[1])}) and returns ({one(shape[0])})"
 
 
@@ -597,3 +691,85 @@ def _access_type(t: T.ScalarType) -> T.ScalarType:
 
 def _sig(p: Param) -> str:
     return f".{p.type.name} {p.name}"
+
+
+def _param_symbol(name: str, t: T.ScalarType, nbytes, align) -> CallParam:
+    """The writable `.param` symbol of a call parameter or return value: a scalar, or a `.b8` array."""
+    if nbytes is not None:
+        return CallParam(name, "param", t, nbytes, align or 1)
+    return CallParam(name, "param", t, None, max(t.bits // 8, 1))
+
+
+def _unnamed(p: Param) -> Param:
+    """`p` as a `.callprototype` entry (`_`): its type, and an array's size and alignment."""
+    return Param("_", p.type, nbytes=p.nbytes, align=p.align if p.nbytes is not None else None)
+
+
+def _prototype_entry(x) -> Param:
+    """A `call_prototype()` entry: a type, or a Param (a `.b8` array with nbytes and align)."""
+    if isinstance(x, Param):
+        nbytes, align = param_array_shape("a .callprototype entry", x.type, x.nbytes, x.align)
+        return Param("_", x.type, nbytes=nbytes, align=align if nbytes is not None else None)
+    return Param("_", T.lookup(x))
+
+
+def param_array_shape(what: str, t: T.ScalarType, nbytes, align):
+    """(nbytes, align) of a `.param` that may be a byte array, checked: an array is `.b8` of a positive size and a
+    power-of-two alignment; a scalar takes neither."""
+    if nbytes is None:
+        if align is not None:
+            raise ValidationError(f"{what}: align= goes with nbytes= (a .b8 array); a scalar .param is aligned to its "
+                                  "size")
+        return None, None
+    if t is not T.b8:
+        raise ValidationError(f"{what}: an array .param is declared .b8 (.param .align A .b8 name[nbytes]), got "
+                              f".{t.name}; its fields' types are those of the ld.param/st.param that read and write "
+                              "them")
+    if isinstance(nbytes, bool) or not isinstance(nbytes, numbers.Integral) or nbytes < 1:
+        raise ValidationError(f"{what}: nbytes must be a positive int (the array's size in bytes), got {nbytes!r}")
+    return int(nbytes), check_align(1 if align is None else align)
+
+
+def check_fields(name: str, nbytes: int, align: int, fields, what: str) -> None:
+    """ValidationError unless each (offset, type) of `fields` (sorted by offset) lies inside the `nbytes`-byte
+    `.param` array `name` aligned to `align`, at an offset that is a multiple of its size, apart from the others."""
+    end, prev = 0, None
+    for off, t in fields:
+        size = max(t.bits // 8, 1)
+        if isinstance(off, bool) or not isinstance(off, numbers.Integral) or off < 0:
+            raise ValidationError(f"{what}: a field's offset is a byte offset, an int from 0 to {nbytes - 1}; got "
+                                  f"{off!r}")
+        if off + size > nbytes:
+            raise ValidationError(f"{what}: the {size}-byte .{t.name} field at offset {off} reaches past the end of the "
+                                  f"{nbytes}-byte array {name} (its last {size}-byte field starts at "
+                                  f"{(nbytes - size) // size * size})")
+        if off % size:
+            raise ValidationError(f"{what}: the {size}-byte .{t.name} field at offset {off} is misaligned: its offset "
+                                  f"is not a multiple of {size}")
+        if align % size:
+            raise ValidationError(f"{what}: {name} is aligned to {align} bytes, so a {size}-byte .{t.name} field in it "
+                                  f"is misaligned; declare the array with align={size} or more")
+        if off < end:
+            raise ValidationError(f"{what}: the field at offset {off} overlaps the field at offset {prev} (it ends "
+                                  f"at {end})")
+        end, prev = off + size, off
+
+
+def check_param_access(ins) -> None:
+    """ValidationError for an `ld.param`/`st.param` that leaves the `.param` byte array it names, or whose
+    offset is not a multiple of its element's size (ptxas takes both, and the access reads or writes other
+    bytes than the array's)."""
+    i = 1 if ins.opcode == "ld" else 0
+    addr = ins.operands[i]
+    base = getattr(addr, "base", None)
+    if not isinstance(base, Symbol) or base.nbytes is None or base.space != "param":
+        return
+    size = max(ins.info.type.bits // 8, 1)
+    total = size * ins.info.vec
+    if addr.offset < 0 or addr.offset + total > base.nbytes:
+        raise ValidationError(f"'{ins.render()}': the {total}-byte access at offset {addr.offset} leaves the "
+                              f"{base.nbytes}-byte .param array {base.name} (offsets 0 to {base.nbytes - total} "
+                              "hold it)")
+    if addr.offset % size:
+        raise ValidationError(f"'{ins.render()}': offset {addr.offset} in {base.name} is not a multiple of {size}, the "
+                              f"size of .{ins.info.type.name}")

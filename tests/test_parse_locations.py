@@ -40,13 +40,13 @@ def test_a_function_defined_twice_is_named_at_the_second_definition(first, secon
         parse(text, filename="d.ptx")
 
 
-def test_to_python_refuses_an_array_return_value_at_the_function_line():
-    text = (HEAD + ".func (.param .align 4 .b8 rv[8]) f(.param .b32 a)\n{\n\t.reg .b32 %r<2>;\n"
+def test_to_python_refuses_a_typed_array_return_value_at_the_function_line():
+    text = (HEAD + ".func (.param .b32 rv[2]) f(.param .b32 a)\n{\n\t.reg .b32 %r<2>;\n"
             "\tld.param.b32 %r1, [a];\n\tst.param.b32 [rv], %r1;\n\tst.param.b32 [rv+4], %r1;\n\tret;\n}\n" + KERNEL)
     module = parse(text, filename="r.ptx")
-    with pytest.raises(ValidationError, match=r"to-python: f returns \.param \.align 4 \.b8 rv\[8\], an array or "
-                                              r"structure .*: FunctionBuilder.result\(\) declares a scalar return "
-                                              r"value only") as e:
+    with pytest.raises(ValidationError, match=r"to-python: f returns \.param \.b32 rv\[2\], a typed array .*: "
+                                              r"FunctionBuilder.result\(\) declares \.param \.type name, or a byte "
+                                              r"array") as e:
         to_python(module)
     assert (e.value.loc.filename, e.value.loc.lineno) == ("r.ptx", 4)
 

@@ -200,10 +200,11 @@ def test_to_python_rebuilds_a_scope_that_declares_a_list_of_registers():
     same_sass(text, module.ptx)
 
 
-def test_to_python_refuses_a_structure_call_argument_at_its_line():
-    """A call passing or returning a structure declares `.param .align 8 .b8 retval0[16];` in its scope, which no
-    builder call writes: the refusal named the instruction before it and gave no reason."""
-    text = HEAD + """.extern .func (.param .align 8 .b8 r[16]) pair(.param .b64 a);
+def test_to_python_refuses_a_typed_array_call_argument_at_its_line():
+    """A call scope's typed `.param` array (`.param .b32 retval0[4];`), which no builder call writes: the refusal
+    named the instruction before it and gave no reason.  (The `.b8` arrays nvcc writes for structures come back
+    as call_param(nbytes=, align=).)"""
+    text = HEAD + """.extern .func (.param .b32 r[4]) pair(.param .b64 a);
 .visible .entry k(.param .u64 out)
 {
 	.reg .b64 %rd<4>;
@@ -211,7 +212,7 @@ def test_to_python_refuses_a_structure_call_argument_at_its_line():
 	{
 	.param .b64 param0;
 	st.param.b64 [param0], %rd1;
-	.param .align 8 .b8 retval0[16];
+	.param .b32 retval0[4];
 	call.uni (retval0), pair, (param0);
 	ld.param.b64 %rd2, [retval0];
 	}
@@ -222,9 +223,9 @@ def test_to_python_refuses_a_structure_call_argument_at_its_line():
     module = parse(text, filename="s.ptx")
     with pytest.raises(ValidationError) as e:
         to_python(module)
-    at = line_of(text, ".param .align 8 .b8 retval0[16]")
+    at = line_of(text, ".param .b32 retval0[4]")
     assert e.value.loc is not None and e.value.loc.lineno == at
-    assert "call_param() declares a scalar" in e.value.message
+    assert "call_param() declares .param .type name and the byte array" in e.value.message
 
 
 KERNEL = ".visible .entry k()\n{\n\tret;\n}\n"

@@ -9,9 +9,12 @@ and a `Reg` of the kernel that only the scope declares), `.local` arrays
 `k.local_array()`, `.pragma` lines `k.pragma()`, and module-scope variables, prototypes and
 directives the `declarations=` of the Module (`pf.variable()`, `Prototype`, `pf.pragma()`).
 A scoped `.reg` list or range reads as one declaration a register, so each is a `k.scope_reg()`.
-What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, `.weak`/`.extern` functions,
-array or structure return values and call arguments, `.reg` parameters, `.alias`, multi-dimensional, initialized
-or vector `.local` variables) is refused with the reason, at the PTX line it is about.
+`.weak` device functions become `FunctionBuilder(..., weak=True)`, and the `.b8` arrays of structures passed or
+returned by value `k.result(..., nbytes=, align=)`, `k.call_param(..., nbytes=, align=)` and `Param` entries of
+`k.call_prototype()`.
+What has no builder call (`.loc` lines other than the two forms `debug_loc` writes, `.extern` or `.common` function
+definitions, `.reg` parameters, `.alias`, multi-dimensional, initialized or vector `.local` variables) is refused
+with the reason, at the PTX line it is about.
 """
 
 from __future__ import annotations
@@ -154,9 +157,9 @@ class _Writer:
         k = self.k
         kind = getattr(k, "kind", "entry")
         linkage = getattr(k, "linkage", ".visible")
-        if (kind == "entry" and linkage != ".visible") or (kind == "func" and linkage not in ("", ".visible")):
+        if (kind == "entry" and linkage != ".visible") or (kind == "func" and linkage not in ("", ".visible", ".weak")):
             raise ValidationError(f"to-python: {k.name} is {linkage or 'file-local'} .{kind}; the builder writes "
-                                  ".visible kernels and file-local or .visible device functions")
+                                  ".visible kernels and file-local, .visible or .weak device functions")
         out = self.lines
         kw = []
         extra = []
@@ -175,7 +178,7 @@ class _Writer:
                                       "FunctionBuilder does not take")
             out.append(f"    # device function {k.name}")
             out.append(f'    k = FunctionBuilder("{k.name}", "{k.target.name}"'
-                       + (", visible=True" if linkage == ".visible" else "")
+                       + (", visible=True" if linkage == ".visible" else ", weak=True" if linkage == ".weak" else "")
                        + (", noreturn=True" if noreturn else "") + ")")
         else:
             out.append(f"    # kernel {k.name}")
@@ -200,13 +203,11 @@ class _Writer:
             out.append(f"    {var} = k.param({args})")
             self.syms[p.name] = f"{var}.symbol"
         for p in getattr(k, "returns", ()):
-            if p.render() != f".param .{p.type.name} {p.name}":
-                raise ValidationError(f"to-python: {k.name} returns {p.render()}, "
-                                      + ("an array or structure (a .b8 byte array)" if p.nbytes is not None else
-                                         "a value with attributes")
-                                      + ": FunctionBuilder.result() declares a scalar return value only "
-                                        "(.param .type name)")
-            out.append(f'    k.result("{p.name}", T.{p.type.name})')
+            if p.render() != _plain_param(p.name, p.type, p.nbytes, p.align):
+                raise ValidationError(f"to-python: {k.name} returns {p.render()}, a typed array or a value with "
+                                      "attributes: FunctionBuilder.result() declares .param .type name, or a byte "
+                                      "array .param .align A .b8 name[N]")
+            out.append(f'    k.result("{p.name}", T.{p.type.name}{_array_args(p.nbytes, p.align)})')
         for v in getattr(k, "variables", ()):
             if v.space != "local" or v.init is not None or v.linkage or v.extra or len(v.dims) > 1 \
                     or None in v.dims or v.vector != 1:
@@ -266,12 +267,13 @@ class _Writer:
                     else:
                         self.syms[name] = prev
             elif isinstance(item, LocalDecl) and isinstance(item.symbol, CallParam) and scoped and \
-                    item.symbol.nbytes is None and \
-                    item.text == Param(item.symbol.name, item.symbol.type).render() + ";":
+                    item.text == _plain_param(item.symbol.name, item.symbol.type, item.symbol.nbytes,
+                                              item.symbol.align) + ";":
                 sym = item.symbol
                 var = _ident(sym.name, "c_")
                 scoped[-1].append((sym.name, self.syms.get(sym.name)))
-                out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name})')
+                out.append(f'{ind}{var} = k.call_param("{sym.name}", T.{sym.type.name}'
+                           f'{_array_args(sym.nbytes, sym.align)})')
                 self.syms[sym.name] = var
             elif isinstance(item, LocalDecl) and scoped and item.symbol is None and _SCOPED_REG.match(item.text):
                 m = _SCOPED_REG.match(item.text)
@@ -280,12 +282,13 @@ class _Writer:
                     self.imports.add(("ptxforge.isa.operands", "Reg"))
                     out.append(f'{ind}{self._reg_var(r)} = Reg("{r.name}", T.{r.type.name}, k.id, k.name)')
             elif isinstance(item, CallPrototypeDecl) and scoped and all(
-                    type(p) is Param and p.nbytes is None for p in item.prototype.returns + item.prototype.params):
+                    type(p) is Param and (p.nbytes is None or p.type.name == "b8")
+                    for p in item.prototype.returns + item.prototype.params):
                 pr = item.prototype
                 var = _ident(pr.name, "proto_")
                 scoped[-1].append((pr.name, self.syms.get(pr.name)))
-                rets = "".join(f"T.{p.type.name}, " for p in pr.returns)
-                params = "".join(f"T.{p.type.name}, " for p in pr.params)
+                rets = "".join(_prototype_entry(p) + ", " for p in pr.returns)
+                params = "".join(_prototype_entry(p) + ", " for p in pr.params)
                 out.append(f'{ind}{var} = k.call_prototype("{pr.name}", ({rets}), ({params}))')
                 self.syms[pr.name] = var
             elif isinstance(item, BranchTargetsDecl):
@@ -348,16 +351,34 @@ _LOC = re.compile(r"^\.loc (\d+) (\d+) (\d+)(?:, function_name ([$%A-Za-z_][\w$]
 _PRAGMA = re.compile(r'\.pragma\s+"[^"]+"(\s*,\s*"[^"]+")*;\Z')
 
 
+def _plain_param(name, t, nbytes, align) -> str:
+    """The declaration the builder writes for a `.param` (a scalar, or a `.b8` array of `nbytes` aligned to
+    `align`), without the `;`."""
+    return Param(name, t, nbytes=nbytes, align=align if nbytes is not None else None).render()
+
+
+def _array_args(nbytes, align) -> str:
+    """`, nbytes=N, align=A` for a `.b8` array `.param` (the keywords of result() and call_param()); "" else."""
+    return "" if nbytes is None else f", nbytes={nbytes}, align={align or 1}"
+
+
+def _prototype_entry(p) -> str:
+    """A call_prototype() entry: `T.f32`, or `Param("_", T.b8, nbytes=16, align=8)` for an array."""
+    if p.nbytes is None:
+        return f"T.{p.type.name}"
+    return f'Param("_", T.{p.type.name}{_array_args(p.nbytes, p.align)})'
+
+
 def _why_not(item, scoped) -> str:
     """Why body item `item` has no builder call (`scoped`: inside a `{ }` scope): what the builder's calls
     declare instead."""
     if not scoped and isinstance(item, (LocalDecl, CallPrototypeDecl)):
         return " outside a { } call scope (k.call_scope() holds the builder's call declarations)"
     if isinstance(item, LocalDecl) and isinstance(item.symbol, CallParam):
-        return (" (k.call_param() declares a scalar .param .type name; a .param array or one with .align, as "
-                "nvcc writes for a structure passed or returned by value, has none)")
+        return (" (k.call_param() declares .param .type name and the byte array .param .align A .b8 name[N]; a "
+                "typed array or a scalar with .align has none)")
     if isinstance(item, CallPrototypeDecl):
-        return " (k.call_prototype() declares scalar .param return values and parameters only)"
+        return (" (k.call_prototype() declares .param return values and parameters: scalars and .b8 arrays)")
     if isinstance(item, BodyDirective):
         return " (k.debug_loc() writes .loc FILE LINE COLUMN, with function_name and inlined_at; k.pragma() .pragma)"
     return ""

@@ -332,11 +332,7 @@ extern "C" __global__ void kern(const S* in, S* out, int* oi, float* of) {
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
 @pytest.mark.parametrize("flags", [(), ("-G",), ("-rdc=true",)], ids=["O3", "G", "rdc"])
 def test_nvcc_weak_templates_and_structures_come_back_through_to_python(tmp_path, flags):
-    src = tmp_path / "s.cu"
-    src.write_text(_CUDA)
-    subprocess.run(["nvcc", "-ptx", "-arch=sm_80", *flags, str(src), "-o", str(tmp_path / "s.ptx")], check=True,
-                   capture_output=True)
-    text = (tmp_path / "s.ptx").read_text()
+    text = _nvcc(tmp_path, _CUDA, flags)
     # (whole-program -O3 makes the templates file-local; -G and -rdc keep them .weak)
     assert (".weak .func" in text) == bool(flags)
     assert ".b8 func_retval0[16]" in text and ".b8 param0[16];" in text
@@ -379,3 +375,56 @@ def test_a_label_a_branch_names_at_the_end_still_gets_its_ret():
     k.place(end)
     lines = [x.strip() for x in k.module().ptx.splitlines()]
     assert lines.count("ret;") == 2 and lines[-2] == "ret;"
+
+
+def _nvcc(tmp_path, source: str, flags) -> str:
+    """The PTX `nvcc -ptx -arch=sm_80 *flags` writes for CUDA `source`."""
+    (tmp_path / "s.cu").write_text(source)
+    subprocess.run(["nvcc", "-ptx", "-arch=sm_80", *flags, str(tmp_path / "s.cu"), "-o", str(tmp_path / "s.ptx")],
+                   check=True, capture_output=True)
+    return (tmp_path / "s.ptx").read_text()
+
+
+#: an aligned structure with a float4, a char and a short (nvcc: `.param .align 4 .b8 x[32]`, st.param.b8/.b16 and
+#: .v4.b8 for the padding), a second structure with a char and a double, and a template instantiated twice
+_CUDA_NARROW = r"""
+struct __align__(16) V { float4 p; char tag; short s; };
+struct P { char c; double d; };
+
+__device__ __noinline__ V bump(V v, P q) {
+    V r;
+    r.p = make_float4(v.p.x + 1.0f, v.p.y * 2.0f, v.p.z - (float)q.d, v.p.w);
+    r.tag = v.tag + q.c;
+    r.s = v.s * 3;
+    return r;
+}
+
+template <int N> __device__ __noinline__ int addn(int x) { return x + N; }
+
+extern "C" __global__ void kv(const V* in, V* out, int* o2) {
+    int i = threadIdx.x;
+    P q; q.c = (char)i; q.d = 0.5 * i;
+    out[i] = bump(in[i], q);
+    o2[i] = addn<3>(i) + addn<5>(i);
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+@pytest.mark.parametrize("flags", [(), ("-G",), ("-rdc=true",)], ids=["O3", "G", "rdc"])
+def test_nvcc_structures_with_narrow_fields_come_back_through_to_python(tmp_path, flags):
+    text = _nvcc(tmp_path, _CUDA_NARROW, flags)
+    module = pf.parse(text)
+    ptx = _rebuild(module, tmp_path)
+    assert ptx == module.ptx
+    pf.assemble(ptx, "sm_80", backend="ptxas")
+    v = np.dtype({"names": ["p", "tag", "s"], "formats": [("<f4", 4), "i1", "<i2"], "offsets": [0, 16, 18],
+                  "itemsize": 32})
+    x, y, o2 = np.zeros(4, v), np.zeros(4, v), np.zeros(4, np.int32)
+    i = np.arange(4)
+    x["p"] = np.stack([i, 10 + i, 20 + i, 30 + i], axis=1)
+    x["tag"], x["s"] = i + 1, i - 2
+    interp.run(pf.parse(ptx), "kv", block=4, args=[x.view(np.uint8).copy(), y.view(np.uint8), o2])
+    # by hand: p = (x + 1, y * 2, z - 0.5 i, w), tag = (i + 1) + i, s = (i - 2) * 3; addn<3> + addn<5> = 2 i + 8
+    np.testing.assert_array_equal(y["p"], np.stack([i + 1, (10 + i) * 2, 20 + i - 0.5 * i, 30 + i], axis=1))
+    assert y["tag"].tolist() == [1, 3, 5, 7] and y["s"].tolist() == [-6, -3, 0, 3] and o2.tolist() == [8, 10, 12, 14]

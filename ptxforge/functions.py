@@ -411,7 +411,7 @@ class FunctionOps:
         """The registers that receive a call's return values: `returns` checked against the callee's (count,
         width and kind), or new registers when None."""
         arrays = [p for p in rets if p.nbytes is not None]
-        if arrays and (returns is None or len(rets) == 1 and not isinstance(returns, Mapping)):
+        if arrays and returns is None:
             p = arrays[0]
             raise ValidationError(f"call {name}: it returns the {p.nbytes}-byte array {p.name} (a structure by value); "
                                   "name the fields to read, {offset: type or register}, e.g. returns={0: pf.s32, "
@@ -449,9 +449,10 @@ class FunctionOps:
         register or Imm, type, given)] in offset order.  A stored value is a register or a numpy scalar (its
         dtype gives the width); a read one a register to receive it or a type (a new register)."""
         if not isinstance(fields, Mapping) or not fields:
-            kind = "register or numpy scalar" if store else "type or register"
+            kind, example = (("register or numpy scalar", "{0: a, 4: b}") if store else
+                             ("type or register", "{0: pf.s32, 4: pf.f32}"))
             raise ValidationError(f"{what} is a {p.nbytes}-byte array (a structure by value): give its fields as a "
-                                  f"dict {{byte offset: {kind}}}, e.g. {{0: a, 4: b}}; got {fields!r:.80}")
+                                  f"dict {{byte offset: {kind}}}, e.g. {example}; got {fields!r:.80}")
         out = []
         for off, v in fields.items():
             if store or isinstance(v, Reg):

@@ -230,6 +230,11 @@ def test_structure_returns_need_their_fields_named():
     with pytest.raises(pf.ValidationError, match="past the end") as e:
         k.call(f, args=[fields, 2], returns={12: f64})  # <- past
     assert_located(e.value, "<- past", HERE)
+    with pytest.raises(pf.ValidationError, match=r"e\.g\. \{0: pf\.s32") as e:
+        k.call(f, args=[fields, 2], returns=k.reg(s32))  # <- a register for an array
+    assert_located(e.value, "<- a register for an array", HERE)
+    (a,) = k.call(f, args=[fields, 2], returns=[{0: s32}])  # a list of one return value's fields, as for scalars
+    assert a.type is s32
 
 
 def test_a_structure_argument_for_a_scalar_parameter_and_the_reverse_are_refused():
@@ -428,3 +433,37 @@ def test_nvcc_structures_with_narrow_fields_come_back_through_to_python(tmp_path
     # by hand: p = (x + 1, y * 2, z - 0.5 i, w), tag = (i + 1) + i, s = (i - 2) * 3; addn<3> + addn<5> = 2 i + 8
     np.testing.assert_array_equal(y["p"], np.stack([i + 1, (10 + i) * 2, 20 + i - 0.5 * i, 30 + i], axis=1))
     assert y["tag"].tolist() == [1, 3, 5, 7] and y["s"].tolist() == [-6, -3, 0, 3] and o2.tolist() == [8, 10, 12, 14]
+
+
+@pytest.mark.parametrize("decl, problem", [
+    (".param .align 8 .b8 param0[8];", "Type"),
+    (".param .align 4 .b8 param0[16];", "Alignment"),
+    (".param .b64 param0;", "Type"),
+])
+def test_a_call_whose_array_differs_from_the_parameter_is_refused_at_the_call(decl, problem):
+    """ptxas refuses an argument array of another size or alignment, or a scalar for an array; the interpreter ran
+    the callee on the caller's smaller array (an out-of-bounds finding inside the callee) or refused the field read
+    as 'not modelled'."""
+    text = f"""
+.version 7.0
+.target sm_80
+.address_size 64
+.func f(.param .align 8 .b8 a[16])
+{{
+    .reg .f32 %f1;
+    ld.param.f32 %f1, [a+8];
+    ret;
+}}
+.visible .entry k()
+{{
+    {{
+    {decl}
+    call f, (param0);
+    }}
+    ret;
+}}
+"""
+    m = pf.parse(text, filename="m.ptx")
+    with pytest.raises(interp.InterpUnsupported, match=f"'{problem} of argument does not match formal parameter'") as e:
+        interp.run(m, "k", block=1)
+    assert "m.ptx:15" in str(e.value)  # the call's line

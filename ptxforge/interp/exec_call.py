@@ -23,7 +23,8 @@ comparison with the address of each function of the module that has the `.callpr
 signature and a branch to that function's expanded body.
 
 Not modelled (refused when reached, naming the line): recursion, vector or offset accesses to
-scalar call parameters.
+scalar call parameters, a call scope's `.param` array of another size or alignment than the function's
+parameter (or a scalar for an array; ptxas refuses both).
 """
 
 from __future__ import annotations
@@ -282,6 +283,13 @@ class _Expander:
                 f"{func.name} takes {len(func.params)} parameter(s) and returns {len(func.returns)} value(s) "
                 "(ptxas refuses the call)", ins))
             return
+        for p, a in zip(tuple(func.params) + tuple(func.returns), tuple(info.args) + tuple(info.returns)):
+            problem = _array_mismatch(p, a)
+            if problem:
+                self.out.append(_refusal(f"'{ins.render()}': {a.name} is {_shape_text(a)}; parameter {p.name} of "
+                                         f"{func.name} is {_shape_text(p)} (ptxas: '{problem} of argument does not match formal "
+                                         f"parameter')", ins))
+                return
         self.sites += 1
         inner = {}
         for p, a in zip(func.params, info.args):
@@ -293,6 +301,21 @@ class _Expander:
         memo: dict = {}
         items = [_rewrite(x, regs, labels, memo) if isinstance(x, (Instruction, LabelDef)) else x for x in func.body]
         self.body(items, inner, stack + (func.name,), end)
+
+
+def _array_mismatch(p, a) -> str:
+    """"Type" or "Alignment" when call scope variable `a` and the function's parameter `p` (either a `.b8` array,
+    a structure by value) differ in kind, size or alignment, as ptxas refuses them; "" otherwise (and for `.reg`
+    parameters and register arguments, which are not arrays)."""
+    if not isinstance(a, Symbol) or getattr(p, "state", "param") != "param" or (p.nbytes is None and a.nbytes is None):
+        return ""
+    if p.nbytes != a.nbytes:
+        return "Type"
+    return "Alignment" if (p.align or 1) != (a.align or 1) else ""
+
+
+def _shape_text(x) -> str:
+    return "a scalar" if x.nbytes is None else f"a {x.nbytes}-byte array aligned to {x.align or 1}"
 
 
 def _signature(returns, params) -> tuple:

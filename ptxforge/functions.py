@@ -315,6 +315,12 @@ class FunctionOps:
         its value where the guard fails (`@p mov` from the return slot).  Returns the return
         register, or None for a function without a return value.
 
+        A structure passed or returned by value (a `.b8` array parameter or result, `nbytes=`): its argument
+        is a dict of its fields, `{byte offset: register or numpy scalar}` (one `st.param` each, at the
+        register's type), and `returns=` names the fields to read, `{byte offset: type or register}`; the call
+        then returns their registers in that order.  Each field must lie inside the array, at an offset that
+        is a multiple of its size, no wider than the array's alignment, apart from the others.
+
         An indirect call: `func` is a 64-bit register holding a function's address
         (`address_of(f)`) and `prototype` the signature it promises (a `FunctionBuilder`, `Function`
         or `Prototype`); the scope then declares `protoN: .callprototype ...` and the call is

@@ -454,7 +454,7 @@ class FunctionOps:
         """The fields of .b8 array `p` a call passes (`store`) or reads, `{offset: value}`, checked: [(offset,
         register or Imm, type, given)] in offset order.  A stored value is a register or a numpy scalar (its
         dtype gives the width); a read one a register to receive it or a type (a new register)."""
-        if not isinstance(fields, Mapping) or not fields:
+        if not isinstance(fields, Mapping) or (store and not fields):  # (a result may be left unread: {})
             kind, example = (("register or numpy scalar", "{0: a, 4: b}") if store else
                              ("type or register", "{0: pf.s32, 4: pf.f32}"))
             raise ValidationError(f"{what} is a {p.nbytes}-byte array (a structure by value): give its fields as a "
@@ -485,12 +485,16 @@ class FunctionOps:
         """The operand of a stored field: a register as given, a numpy scalar as an immediate of its dtype's type."""
         if isinstance(v, Reg):
             return self._val(v)
+        imm = None
         if isinstance(v, Imm) and v.type is not None:
-            return v
-        if isinstance(v, np.generic) and not _is_bool(v) and v.dtype.kind in "iuf":
-            t = T.lookup(f"{'f' if v.dtype.kind == 'f' else v.dtype.kind}{v.dtype.itemsize * 8}")
+            imm = v
+        elif isinstance(v, np.generic) and not _is_bool(v) and v.dtype.kind in "iuf":
+            t = T.lookup(f"{'s' if v.dtype.kind == 'i' else v.dtype.kind}{v.dtype.itemsize * 8}")
             imm = Imm(float(v) if t.is_float else int(v), t)
-            check_value(imm, t, f"{what}: the field at {off}")
+        if imm is not None:  # checked as the st.param that writes it will be (a half as its bits)
+            if imm.type.name in ("f16", "bf16", "f16x2", "bf16x2") and isinstance(imm.value, numbers.Real):
+                imm = Imm(half_pattern(imm.value, imm.type, f"{what}: the field at {off}"), imm.type.bits_type())
+            check_value(imm, _access_type(imm.type), f"{what}: the field at {off}")
             return imm
         hint = " (a Python number has no width: write np.float32(1.5) or np.int32(3), or a register)" \
             if isinstance(v, (numbers.Number, Imm)) and not _is_bool(v) else ""

@@ -467,3 +467,33 @@ def test_a_call_whose_array_differs_from_the_parameter_is_refused_at_the_call(de
     with pytest.raises(interp.InterpUnsupported, match=f"'{problem} of argument does not match formal parameter'") as e:
         interp.run(m, "k", block=1)
     assert "m.ptx:15" in str(e.value)  # the call's line
+
+
+def test_numpy_scalars_are_stored_at_their_width_and_a_result_may_be_left_unread():
+    f = _combine()
+    k = pf.KernelBuilder("kern", target="sm_80")
+    out = k.param_ptr("out", pf.b8)
+    assert k.call(f, args=[{0: np.int32(-2), 4: np.float32(0.25), 8: np.float64(10.0)}, 2], returns={}) == ()
+    a, b, c = k.call(f, args=[{0: np.int32(-2), 4: np.float32(0.25), 8: np.float64(10.0)}, 2],
+                     returns={0: s32, 4: f32, 8: f64})
+    k.st(out, a)
+    k.st(out, b, offset=4)
+    k.st(out, c, offset=8)
+    m = k.module()
+    assert "st.param.f64    [call0_a0+8], 0d4024000000000000;" in m.ptx
+    pf.assemble(m, "sm_80", backend="ptxas")
+    y = np.zeros(1, S_DTYPE)
+    interp.run(m, "kern", block=1, args=[y.view(np.uint8)])
+    assert y.tolist() == [EXPECTED[0]]
+
+
+def test_a_half_numpy_scalar_is_stored_as_its_bits():
+    """np.float16(1.5) as a field was refused by its st.param (`1.5 does not fit .b16`) after the call scope was
+    opened, leaving a `{` with no `}` in the kernel."""
+    f = pf.FunctionBuilder("g")
+    f.param("x", pf.b8, nbytes=4, align=4)
+    k = pf.KernelBuilder("kern", target="sm_80")
+    k.call(f, args=[{0: np.float16(1.5), 2: np.float16(-2.0)}])
+    m = k.module()
+    assert "st.param.b16    [call0_a0], 0x3E00;" in m.ptx and "st.param.b16    [call0_a0+2], 0xC000;" in m.ptx
+    pf.assemble(m, "sm_80", backend="ptxas")

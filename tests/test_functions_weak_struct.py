@@ -147,12 +147,16 @@ def test_a_guarded_structure_call_keeps_the_given_registers_where_not_called():
     assert out.tolist() == EXPECTED[:2] + [(-1, -1.0, -1.0)] * 2
 
 
-def test_an_indirect_call_with_a_structure_declares_the_array_in_its_prototype():
+def test_an_indirect_call_with_a_structure_declares_the_array_in_its_prototype(tmp_path):
     m = _caller(_combine(), through_register=True).module()
     assert "proto0: .callprototype (.param .align 8 .b8 _[16]) _ (.param .align 8 .b8 _[16], .param .s32 _);" in m.ptx
     pf.assemble(m, "sm_80", backend="ptxas")
     out, _ = _run_struct_kernel(m)
     assert out.tolist() == EXPECTED
+    script = to_python(pf.parse(m.ptx))
+    assert 'k.call_prototype("proto0", (Param("_", T.b8, nbytes=16, align=8), ), (Param("_", T.b8, nbytes=16, ' \
+           'align=8), T.s32, ))' in script
+    assert _rebuild(pf.parse(m.ptx), tmp_path) == m.ptx
 
 
 #: two functions of one .b8 array parameter, 16 and 8 bytes; the kernel calls CALLED through a prototype of the

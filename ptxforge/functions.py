@@ -537,7 +537,7 @@ class FunctionOps:
     def call_prototype(self, name: str, returns=(), params=()) -> CallPrototype:
         """Declare `name: .callprototype (.param .t _) _ (.param .t _, ...);` in the innermost
         `call_scope()` (types of the return value and the parameters; a `.b8` array, a structure by
-        value, as `Param("_", pf.b8, nbytes=16, align=8)`); returns it, the `targets=` of an indirect
+        value, as `pf.Param("_", pf.b8, nbytes=16, align=8)`); returns it, the `targets=` of an indirect
         `ptxforge.isa.calls.call` through a register."""
         if not self._scope_names:
             raise ValidationError("call_prototype() declares an indirect call's prototype inside "

@@ -309,6 +309,11 @@ def test_call_param_declares_an_array_and_checks_it():
         with pytest.raises(pf.ValidationError, match="positive") as e:
             k.call_param("param1", pf.b8, nbytes=0)  # <- zero
         assert_located(e.value, "<- zero", HERE)
+        proto = k.call_prototype("proto0", (), (pf.Param("_", pf.b8, nbytes=16, align=8), pf.s32))
+        assert proto.params[0].nbytes == 16 and proto.params[1].type is s32
+        with pytest.raises(pf.ValidationError, match=r"declared \.b8") as e:
+            k.call_prototype("proto1", (), (pf.Param("_", pf.f32, nbytes=16),))  # <- typed entry
+        assert_located(e.value, "<- typed entry", HERE)
     assert ".param .align 8 .b8 param0[16];" in k.module().ptx
 
 

@@ -27,6 +27,9 @@ TLD4_COMPONENTS = ("r", "g", "b", "a")
 #: tex result type -> registers written
 TEX_TYPES = {T.u32: 4, T.s32: 4, T.f32: 4, T.f16x2: 2}
 TEX_COORD_TYPES = (T.s32, T.f32)
+#: tex.grad: geometry -> .f32 lanes of each gradient vector, dPdx and dPdy (ptxas 13 takes exactly these; the
+#: array index and the unused fourth coordinate have none: 1d and a1d take a one-lane vector, not a scalar)
+TEX_GRAD_LANES = {"1d": 1, "a1d": 1, "2d": 2, "a2d": 2, "3d": 4, "cube": 4, "acube": 4}
 TXQ_QUERIES = ("width", "height", "depth", "channel_data_type", "channel_order", "normalized_coords",
                "array_size", "num_mipmap_levels", "num_samples", "filter_mode", "addr_mode_0", "addr_mode_1",
                "addr_mode_2", "force_unnormalized_coords")
@@ -70,8 +73,22 @@ def _coords(geoms, geom, coords, ctype, what):
     return coords
 
 
-def tex(d, handle, coords, geom="2d", dtype=T.f32, ctype=T.f32, lod=None):
-    """tex{.level}.geom.vN.dtype.ctype d, [handle, {coords}]{, lod}."""
+def _gradient(v, geom, what):
+    lanes = TEX_GRAD_LANES[geom]
+    items = tuple(v.regs) if isinstance(v, Vec) else tuple(v)
+    if len(items) != lanes:
+        raise ValidationError(f"tex.grad.{geom}: {what} is a vector of {lanes} .f32 lane(s), got {len(items)}")
+    for x in items:
+        check_value(x, T.f32, f"tex.grad {what}")
+    return Vec(items)
+
+
+def tex(d, handle, coords, geom="2d", dtype=T.f32, ctype=T.f32, lod=None, grad=None):
+    """tex{.level|.grad}.geom.vN.dtype.ctype d, [handle, {coords}]{, lod | , dPdx, dPdy}.
+
+    `lod` (.level) is the mipmap level of detail; `grad` (.grad) is the pair (dPdx, dPdy) of .f32 gradient
+    vectors the level is derived from (`TEX_GRAD_LANES` lanes each): the two exclude each other.
+    """
     if dtype not in TEX_TYPES:
         raise ValidationError(f"tex returns {', '.join('.' + t.name for t in TEX_TYPES)}, not .{dtype.name}")
     if ctype not in TEX_COORD_TYPES:
@@ -82,10 +99,17 @@ def tex(d, handle, coords, geom="2d", dtype=T.f32, ctype=T.f32, lod=None):
     n = TEX_TYPES[dtype]
     dv = check_vec(d, n, T.b32 if dtype is T.f16x2 else dtype, "tex destination")
     ops = (dv, TensorAddr(_handle(handle, "tex"), c))
+    if lod is not None and grad is not None:
+        raise ValidationError("tex takes a level of detail (.level) or gradients (.grad), not both")
     if lod is not None:
         check_value(lod, ctype, "tex level of detail")
         ops += (lod,)
-    return make("tex", ("tex", "level" if lod is not None else None, geom, f"v{n}", dtype.name, ctype.name), ops,
+    if grad is not None:
+        if len(grad) != 2:
+            raise ValidationError("tex.grad takes two gradient vectors, dPdx and dPdy")
+        ops += (_gradient(grad[0], geom, "dPdx"), _gradient(grad[1], geom, "dPdy"))
+    mode = "level" if lod is not None else "grad" if grad is not None else None
+    return make("tex", ("tex", mode, geom, f"v{n}", dtype.name, ctype.name), ops,
                 n_dst=1, req=BASE, type=dtype, info=TextureInfo("tex", geom))
 
 
@@ -211,11 +235,14 @@ class TextureOps:
     def _coord_regs(self, coords, t, array):
         return tuple(self._val(c, T.s32 if array and i == 0 else t) for i, c in enumerate(coords))
 
-    def tex(self, handle, coords, *, geom="2d", dtype="f32", ctype=None, lod=None, dst=None, pred=None):
-        """`tex{.level}.geom.v4.dtype.ctype d, [handle, {coords}]{, lod}`: sample a texture object
-        (`handle`, a .u64) at `coords` (.f32 or .s32 by their registers, default .f32; array
-        geometries take an .s32 index first; 3-D and cube take four components).  Returns a Vec
-        (four registers; two .b32 for dtype f16x2)."""
+    def tex(self, handle, coords, *, geom="2d", dtype="f32", ctype=None, lod=None, grad=None, dst=None,
+            pred=None):
+        """`tex{.level|.grad}.geom.v4.dtype.ctype d, [handle, {coords}]{, lod | , dPdx, dPdy}`: sample a
+        texture object (`handle`, a .u64) at `coords` (.f32 or .s32 by their registers, default .f32; array
+        geometries take an .s32 index first; 3-D and cube take four components), at level of detail `lod`
+        or with the level derived from `grad` = (dPdx, dPdy), two lists of .f32 values (one lane for 1d
+        and a1d, two for 2d and a2d, four for 3d and the cubes).  Returns a Vec (four registers; two .b32
+        for dtype f16x2)."""
         dt = T.lookup(dtype)
         last = coords[-1] if coords else None
         ct = T.lookup(ctype) if ctype is not None else (
@@ -224,8 +251,9 @@ class TextureOps:
         rt = T.b32 if dt is T.f16x2 else dt
         d = Vec(tuple(self._val(r) for r in dst)) if dst is not None else Vec(tuple(self.reg(rt) for _ in range(n)))
         array = TEX_GEOMS.get(geom, (False, 0))[0]
+        g = None if grad is None else tuple(tuple(self._val(x, T.f32) for x in v) for v in grad)
         self.emit(tex(d, self._val(handle), self._coord_regs(coords, ct, array), geom, dt, ct,
-                      self._val(lod, ct) if lod is not None else None), pred)
+                      self._val(lod, ct) if lod is not None else None, g), pred)
         return d
 
     def tld4(self, comp, handle, coords, *, geom="2d", dtype="f32", dst=None, pred=None):

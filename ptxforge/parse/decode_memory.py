@@ -181,14 +181,18 @@ def _handle(op, what):
 
 
 def _d_tex(parts, ops):
-    lod = None
+    lod = grad = None
     if parts[1] == "level":
         d, hc, lod = _n(ops, 3, "tex.level")
+        parts = parts[:1] + parts[2:]
+    elif parts[1] == "grad":
+        d, hc, dx, dy = _n(ops, 4, "tex.grad")
+        grad = (dx, dy)
         parts = parts[:1] + parts[2:]
     else:
         d, hc = _n(ops, 2, "tex")
     h, c = _handle_coords(hc, "tex")
-    return Call(tx.tex, d, h, c, parts[1], _t(parts[-2]), _t(parts[-1]), lod)
+    return Call(tx.tex, d, h, c, parts[1], _t(parts[-2]), _t(parts[-1]), lod, grad)
 
 
 def _d_tld4(parts, ops):

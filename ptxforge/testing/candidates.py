@@ -243,6 +243,8 @@ def _memory_candidates():
             for ct in tx.TEX_COORD_TYPES:
                 out.append(spec("memory", "tex", geom=geom, dtype=dt.name, ctype=ct.name, lod=False))
         out.append(spec("memory", "tex", geom=geom, dtype="f32", ctype="f32", lod=True))
+        out += [spec("memory", "tex", geom=geom, dtype=dt, ctype=ct, lod=False, grad=True)
+                for dt, ct in (("f32", "f32"), ("u32", "s32"))]
     out += [spec("memory", "tld4", comp=c, geom=g_, dtype=d) for c in tx.TLD4_COMPONENTS for g_ in tx.TLD4_GEOMS + ("1d",)
             for d in ("f32", "s32")]
     out += [spec("memory", "txq", query=q, lod=False) for q in tx.TXQ_QUERIES]

@@ -310,8 +310,10 @@ def _emit_texture(sc: Scratch, s: Spec, g):
         return [sc.reg(T.s32 if array and i == 0 else t) for i in range(n)]
     if op == "tex":
         ct = T.lookup(s["ctype"])
+        lanes = tx.TEX_GRAD_LANES.get(s["geom"], 2)
+        grad = [[sc.reg(T.f32) for _ in range(lanes)] for _ in "xy"] if s.get("grad") else None
         k.tex(h, coords(tx.TEX_GEOMS, s["geom"], ct), geom=s["geom"], dtype=s["dtype"], ctype=ct,
-              lod=sc.reg(ct) if s["lod"] else None, pred=g)
+              lod=sc.reg(ct) if s["lod"] else None, grad=grad, pred=g)
     elif op == "tld4":
         k.tld4(s["comp"], h, coords(tx.TEX_GEOMS, s["geom"], T.f32), geom=s["geom"], dtype=s["dtype"], pred=g)
     elif op == "txq":

@@ -23,7 +23,9 @@ from .targets import Requirement, V
 
 _PTXFORGE_INTERNAL = True
 
-REQ_REPLACE = Requirement(90, V("8.3"), arch_specific=True)
+#: tensormap.replace is arch-specific: sm_90a, and the Blackwell 'a' targets too (ptxas 13 takes it on sm_100a and
+#: sm_120a at their least PTX ISA, 8.6 and 8.7, and refuses it on sm_100 and sm_120)
+REQ_REPLACE = Requirement(90, V("8.3"), arch_specific=True, also_arch=(100, 120))
 REQ_CP_FENCEPROXY = Requirement(90, V("8.3"))
 
 

@@ -316,6 +316,12 @@ class Discard(Operand):
 
 DISCARD = Discard()
 
+#: The PTX ISA's predefined constants: `WARP_SZ`, the threads of a warp, which PTX lets stand where an
+#: immediate may (nvcc writes `mov.u32 %r, WARP_SZ;` for the width of `__shfl_*_sync`).  The PTX ISA calls it
+#: a run-time constant without giving it a type; ptxas takes it as an integer immediate, and on every target
+#: ptxforge knows it is 32, so the reader reads it as that immediate.
+PREDEFINED_CONSTANTS = {"WARP_SZ": 32}
+
 SPECIAL_REGISTERS = {
     # .w: the fourth component of these .v4 registers, which ptxas takes and reads as 0
     **{f"{n}.{d}": T.u32 for n in ("tid", "ntid", "ctaid", "nctaid") for d in "xyzw"},

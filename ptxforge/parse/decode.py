@@ -44,6 +44,10 @@ from .decode_memory import MEMORY_DECODERS
 # ------------------------------------------------------------------ families
 
 def _d_arith(parts, ops):
+    if parts[-1] == "relu" and len(parts) > 2 and parts[-2] in T.BY_NAME:
+        # `max.s16x2.relu`, `min.s32.relu`: the mode after the type, as the SIMD intrinsics' inline asm in
+        # the CUDA headers writes it (ptxas takes both orders); the same instruction as `max.relu.s16x2`
+        parts = [parts[0], "relu", *parts[1:-1]]
     op, t = parts[0], _t(parts[-1])
     mods = parts[1:-1]
     if t.is_float:

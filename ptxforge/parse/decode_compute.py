@@ -260,6 +260,10 @@ def _d_wmma(parts, ops):
     rnd = None
     if rest and rest[0] in ("rn", "rz", "rm", "rp"):
         rnd, rest = rest[0], rest[1:]
+    elif len(rest) == 5 and rest[-1] in ("rn", "rz", "rm", "rp"):
+        # `...m8n8k4.f64.f64.f64.f64.rn`: the rounding after the types, as mma.h writes the f64 wmma::mma_sync
+        # (ptxas takes both places); wmma_mma still refuses a rounding on any type but .f64
+        rnd, rest = rest[-1], rest[:-1]
     if len(rest) == 2:
         d_t, ab, c_t = _t(rest[0]), T.f16, _t(rest[1])
     elif len(rest) == 4:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 
 from ..errors import ValidationError
-from ..isa.operands import (DISCARD, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst, Reg, SpecialReg, Symbol,
-                            SymbolOffset, TensorAddr, Vec)
+from ..isa.operands import (DISCARD, PREDEFINED_CONSTANTS, SPECIAL_REGISTERS, Addr, Imm, Label, NegPred, PairDst,
+                            Reg, SpecialReg, Symbol, SymbolOffset, TensorAddr, Vec)
 from ..isa.calls import ArgList, FuncRef
 from ..isa.literals import hex_float_problem, parse_imm, parse_int  # noqa: F401 (the reader's literals)
 from ..isa.opaque import PlainLabel, RawOperand
@@ -53,7 +53,7 @@ class Scope:
     """
 
     def __init__(self, declared: dict, symbols: dict, module_symbols: dict, functions: dict, owner: int = 0,
-                 kernel: str = ""):
+                 kernel: str = "", entries: set = frozenset()):
         self.declared = declared  # register spelling (`%r7`; `P1` when declared without %) -> its type
         self.declared_at: dict = {}  # function-scope register spelling -> line of its declaration
         self.renamed: dict = {}  # function-scope spelling -> its Reg's name, where that is not the spelling
@@ -70,6 +70,7 @@ class Scope:
         self.symbols = symbols  # kernel-scope name -> Symbol
         self.module_symbols = module_symbols  # module-scope name -> Symbol
         self.functions = functions  # device function name -> Function/Prototype
+        self.entries = entries  # names of the kernels defined so far (their addresses: `mov.u64 %rd, k`)
         self.locals: list = []  # stack of {name: Symbol} for { } scopes
         self.path: tuple = ()  # the open { } scopes, outermost first, each as the line of its `{`
         self.labels_used: dict = {}  # label name -> [(line, path)] of each use
@@ -342,8 +343,10 @@ class Scope:
         r = self.register(name)
         if r is not None:
             return r
-        if name in self.functions:
-            return FuncRef(name)
+        if name in self.functions or name in self.entries:  # (a kernel's address: what nvcc hands to the
+            return FuncRef(name)                                 # device runtime's launch for `child<<<g, b>>>()`)
+        if name in PREDEFINED_CONSTANTS:  # WARP_SZ: an immediate (no declaration may take the name)
+            return Imm(PREDEFINED_CONSTANTS[name])
         if name in self.gone:
             raise ValidationError(self.undeclared(name))
         name = self.label_name(name)

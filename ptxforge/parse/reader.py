@@ -135,6 +135,7 @@ class Reader:
         self.module_lines: dict = {}  # module variable name -> (line, linkage, Variable) of its declaration
         self.externs: list = []  # extern .shared symbols
         self.functions: dict = {}  # name -> Prototype or Function
+        self.entries: set = set()  # the kernels (.entry) defined so far: `mov.u64 %rd, k` takes one's address
         self.defined: dict = {}  # kernel or function name -> the line of its header
         self.aliases: dict = {}  # alias name -> its Alias (`.alias name, target;`)
         self.prototyped: set = set()  # device function names a module-scope prototype declares
@@ -797,6 +798,8 @@ class Reader:
             raise self.error(head.line, f"{name} comes before any .target directive")
         if kind == "func":
             self.functions.setdefault(name, None)  # a function may call itself
+        else:  # a kernel's address is an operand from its header on (dynamic parallelism launches it, itself too)
+            self.entries.add(name)
         body = BodyReader(self, name, kind, head.line, directives)
         seen: dict = {}  # parameter name -> the header line it was found on (a second one is looked for past it)
         for p, sym in params + returns:
@@ -1039,7 +1042,8 @@ class BodyReader:
         self.items: list = []
         self.labels: dict = {}
         self.param_registers: set = set()  # spellings of the .reg parameters (declared by the header)
-        self.scope = Scope(self.declared, self.symbols, reader.module_symbols, reader.functions, self.owner, name)
+        self.scope = Scope(self.declared, self.symbols, reader.module_symbols, reader.functions, self.owner, name,
+                           reader.entries)
         self.version = reader.version
         self.target = reader.target
 

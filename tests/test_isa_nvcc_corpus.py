@@ -167,3 +167,31 @@ def test_tex_builder_takes_gradients_and_not_with_a_level():
         k.tex(h, [x, y], lod=x, grad=([x, y], [y, x]))
     with pytest.raises(pf.ValidationError, match="2 .f32 lane"):
         k.tex(h, [x, y], grad=([x], [y]))
+
+
+@needs_ptxas
+@pytest.mark.parametrize("line,target", [
+    ("mov.u64 %rd1, WARP_SZ;", "sm_80"),
+    ("setp.lt.u32 %p1, %r1, WARP_SZ;", "sm_80"),
+    ("rem.u32 %r1, %r2, WARP_SZ;", "sm_80"),
+    ("fma.rn.f16.relu %h1, %h2, %h3, %h4;", "sm_90"),  # the mode after the type on a float, too
+    ("fma.rn.bf16x2.relu %r1, %r2, %r3, %r4;", "sm_90"),
+])
+def test_more_spellings_both_take(line, target):
+    text = raw_kernel(line, target)
+    assert assembler_verdict(text, target) is None
+    assert assembler_verdict(pf.parse(text).ptx, target) is None
+
+
+@needs_ptxas
+@pytest.mark.parametrize("line,target", [
+    ("mov.f32 %f1, WARP_SZ;", "sm_80"),  # an integer constant, not a float
+    ("ld.global.u32 %r1, [WARP_SZ];", "sm_80"),  # no address
+    ("max.u32.relu %r1, %r2, %r3;", "sm_90"),  # .relu only on .s32 and .s16x2, after the type as before it
+    ("max.bf16.relu %h1, %h2, %h3;", "sm_90"),
+])
+def test_spellings_both_refuse(line, target):
+    text = raw_kernel(line, target)
+    assert assembler_verdict(text, target) is not None
+    with pytest.raises(pf.ValidationError):
+        pf.parse(text)

@@ -258,19 +258,8 @@ class CallPrototypeDecl:
     loc: object = field(default=None, compare=False)  # the SourceLoc of its PTX line, for text read from PTX
 
     def ptx_line(self) -> str:
-        """The declaration line: each entry as its declaration with the name `_`, a `.b8` array (a structure by
-        value) keeping its size, `.param .align 8 .b8 _[16]` (without it ptxas finds the argument's type
-        different from the formal parameter's)."""
-        pr = self.prototype
-
-        def one(p):
-            if p.nbytes is not None:
-                return f".param .align {p.align or 1} .b8 _[{p.nbytes}]"
-            return p.render().rsplit(" ", 1)[0] + " _"
-        head = f"{pr.name}: .callprototype "
-        if pr.returns:
-            head += "(" + ", ".join(one(p) for p in pr.returns) + ") "
-        return head + "_ (" + ", ".join(one(p) for p in pr.params) + ");"
+        """The declaration line (`CallPrototype.declaration`)."""
+        return self.prototype.declaration()
 
 
 # ------------------------------------------------------------------ functions

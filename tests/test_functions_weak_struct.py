@@ -506,3 +506,15 @@ def test_a_half_numpy_scalar_is_stored_as_its_bits():
     m = k.module()
     assert "st.param.b16    [call0_a0], 0x3E00;" in m.ptx and "st.param.b16    [call0_a0+2], 0xC000;" in m.ptx
     pf.assemble(m, "sm_80", backend="ptxas")
+
+
+def test_the_prototype_line_is_written_in_one_place():
+    """CallPrototype.declaration() (the ISA layer's) and the body's CallPrototypeDecl write the same line, array
+    sizes included: the ISA layer's dropped `[8]`, which ptxas refuses."""
+    from ptxforge.declarations import CallPrototypeDecl
+    from ptxforge.isa.calls import CallPrototype
+    proto = CallPrototype("proto", (pf.Param("r", pf.b8, nbytes=8, align=8),),
+                          (pf.Param("a", pf.b8, nbytes=16, align=8), pf.Param("n", pf.u32)))
+    line = proto.declaration()
+    assert line == "proto: .callprototype (.param .align 8 .b8 _[8]) _ (.param .align 8 .b8 _[16], .param .u32 _);"
+    assert CallPrototypeDecl(proto).ptx_line() == line

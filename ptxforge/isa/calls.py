@@ -60,8 +60,12 @@ class CallPrototype(Operand):
         return self.name
 
     def declaration(self) -> str:
-        """The prototype's declaration line in the call scope."""
+        """The prototype's declaration line in the call scope: each entry as its declaration with the name `_`, a
+        `.b8` array (a structure by value) keeping its size, `.param .align 8 .b8 _[16]` (without it ptxas finds
+        the argument's type different from the formal parameter's)."""
         def one(p):
+            if p.nbytes is not None:
+                return f".param .align {p.align or 1} .b8 _[{p.nbytes}]"
             return p.render().rsplit(" ", 1)[0] + " _"
         head = f"{self.name}: .callprototype "
         if self.returns:

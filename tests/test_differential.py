@@ -59,3 +59,15 @@ def test_a_near_miss_without_a_spelling_is_not_mirrored_into_a_setup_instruction
     counts = Counts()
     _check_refusals("sm_90", [(m, err)], counts)
     assert counts.failures == [] and counts.unmapped == 1
+
+
+def test_a_lower_version_refused_by_a_stricter_than_ptxas_row_is_documented_not_a_failure():
+    """fence.acquire.cta at .version 8.5 on sm_90: ptxforge refuses it (the one-sided fences row: PTX 8.6), the
+    stand-alone ptxas takes it; the lane checked the table only for lower targets and reported this draw as a
+    disagreement now and then."""
+    from ptxforge.testing.differential import Mutation, _check_module_mutation
+    from ptxforge.testing.spec import spec
+    counts = Counts()
+    _check_module_mutation("sm_90", Mutation(spec("sync", "fence", kind="fence.acquire.cta"), "sm_90", "version",
+                                             None, "lower"), counts)
+    assert not counts.failures and counts.documented == 1, counts

@@ -272,9 +272,9 @@ class TensorMap:
         interleaved layout (whose innermost dimension is the interleave, not elements)."""
         if self.interleave:
             return None
+        from .arrays import byte_span
         eb = T.lookup(self.dtype).bits // 8
-        return 0, self.global_dims[0] * eb + sum((n - 1) * st for n, st in zip(self.global_dims[1:],
-                                                                                self.global_strides))
+        return byte_span(self.global_dims, (eb, *self.global_strides), eb)
 
     def _encoded(self, d) -> bytes:
         from .driver import check, check_pointer

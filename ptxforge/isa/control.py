@@ -131,7 +131,7 @@ def set_(cmp, dt, t, d, a, b, boolop=None, c=None, ftz=False):
     if t in SETP_TYPES and dt not in set_dtypes(t):
         raise ValidationError(f"set on .{t.name} writes {', '.join('.' + x.name for x in set_dtypes(t))}, "
                               f"not .{dt.name}")
-    if ftz and T.bf16 in (dt, t) or ftz and T.bf16x2 in (dt, t):
+    if ftz and {dt, t} & {T.bf16, T.bf16x2}:
         raise ValidationError("set.ftz does not apply to a .bf16 destination or comparison (ptxas refuses it)")
     tail = _compare_check("set", cmp, t, a, b, boolop, c, ftz)
     check_dst(d, dt, "set destination")

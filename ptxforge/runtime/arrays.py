@@ -184,6 +184,11 @@ class DeviceView:
         """Whether the view is row-major and dense (the layout a kernel's flat pointer assumes)."""
         return c_contiguous(self.shape, self.strides, self.elem.bits // 8 or 1)
 
+    @property
+    def span(self) -> tuple:
+        """(lowest, highest + 1) byte offset from `ptr` that the view's elements cover (`byte_span`)."""
+        return byte_span(self.shape, self.strides, self.elem.bits // 8 or 1)
+
 
 def c_contiguous(shape, strides_bytes, itemsize: int) -> bool:
     """Row-major and dense (dimensions of size 1 may carry any stride; an empty array is always dense)."""
@@ -248,7 +253,7 @@ def check_extent(view: "DeviceView", where: str, name: str) -> None:
         raise LaunchError(f"{where}{name} gives address 0 (a null pointer), but it has {size} element"
                           f"{'s' if size != 1 else ''} of shape {view.shape}; only an array without elements may "
                           "have no address")
-    lo, hi = byte_span(view.shape, view.strides, view.elem.bits // 8 or 1)
+    lo, hi = view.span
     if view.ptr + lo < 0 or view.ptr + hi > ADDRESS_LIMIT:
         raise LaunchError(f"{where}{name} says its {size} elements of shape {view.shape} lie at 0x{view.ptr:x} "
                           f"(bytes {lo} to {hi} from there), past the end of the 64-bit address space: it does not "

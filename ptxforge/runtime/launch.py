@@ -22,8 +22,8 @@ from ..isa import types as T
 from ..isa.types import ScalarType
 from ..kernel import param_align
 from .driver import LaunchLimits
-from .arrays import (DeviceView, Elem, HostArray, accepts, big_endian, byte_span, c_contiguous, check_byte_order,
-                     device_view, expected_dtype, host_policy, must_wait)
+from .arrays import (DeviceView, Elem, HostArray, accepts, big_endian, c_contiguous, check_byte_order, device_view,
+                     expected_dtype, host_policy, must_wait)
 from .memory import DeviceBuffer
 
 _PTXFORGE_INTERNAL = True
@@ -421,7 +421,7 @@ def _check_view(spec: ParamSpec, got: DeviceView, kernel: str, what: str, device
         raise LaunchError(f"{arg}: the {what} starts at 0x{got.ptr:x}, not aligned to {why}; pass an aligned view "
                           "(a misaligned access would fault the kernel and the CUDA context with it)")
     if check_pointer is not None and got.ptr:
-        check_pointer(got.ptr, f"{arg} ({what})", byte_span(got.shape, got.strides, got.elem.bits // 8 or 1))
+        check_pointer(got.ptr, f"{arg} ({what})", got.span)
 
 
 def _pointer_arg(spec: ParamSpec, v, kernel: str, stream: int, r: Resolved, i: int, device=None,

@@ -211,9 +211,7 @@ def check_gpu_operand(v, x, slot: str, error) -> None:
     if slot == "C" and v.readonly:
         raise error(f"C ({type(x).__name__}) is marked read-only by its array interface; the GEMM writes it")
     from ..runtime import driver as drv
-    from ..runtime.arrays import byte_span
-    drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})",  # in ptxforge's context and device, inside its allocation
-                      byte_span(v.shape, v.strides, v.elem.bits // 8 or 1))
+    drv.check_pointer(v.ptr, f"{slot} ({type(x).__name__})", v.span)  # ptxforge's context and device, its allocation
 
 
 _current_stream_of = None  # runtime.streams.current_stream_of, bound at the first call (schedules import no runtime)

@@ -14,7 +14,7 @@ from ptxforge.runtime import DeviceBuffer
 
 pytest.importorskip("cuda.bindings.driver")
 
-from support.driver_standin import OURS, drv, kernel_of, mem_drv  # noqa: E402,F401  (fixtures)
+from support.driver_standin import OURS, drv, kernel_of, mem_drv, pointer_attributes  # noqa: E402,F401  (fixtures)
 
 
 def _driver_calls(sd):
@@ -347,7 +347,7 @@ def test_dlpack_vector_elements_name_the_argument_and_kernel():
 def test_the_dlpack_capsule_lives_as_long_as_the_launch(mem_drv):
     from ptxforge.runtime.launch import resolve
     from support.dlpack_producer import Producer
-    mem_drv.answers["cuPointerGetAttributes"] = lambda n, attrs, ptr: (0, [OURS, 0, 2, 0, 0][:n])
+    mem_drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, 2)
     p = Producer()
     r = resolve(_lay(".param .u64 .ptr .global .align 4 x"), (p,), "k")
     gc.collect()

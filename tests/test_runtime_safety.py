@@ -36,7 +36,7 @@ KEY = C.cache_key("ptx", "sm_90", (), "cuda-13000/570.1")
 
 # ---------------------------------------------------------------- a stand-in for the driver
 
-from support.driver_standin import OURS, drv  # noqa: E402,F401  (drv: a fixture; StandIn is there)
+from support.driver_standin import OURS, drv, pointer_attributes  # noqa: E402,F401  (drv: a fixture; StandIn is there)
 
 
 NO_KERNELS = ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -406,7 +406,7 @@ def test_the_first_entry_under_another_context_gives_it_back(drv, monkeypatch):
     assert D.device_info().name == "stand-in" and drv.current == 0xF00
     # a foreign array checked first of all: the caller's context given back; on a thread with none, the
     # query made with ours current (as every later one on such a thread is)
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
     _in_context(drv)
     for before, during in ((0xF00, 0xF00), (0, OURS)):
         monkeypatch.setattr(D, "_state", None)
@@ -511,7 +511,7 @@ def _hopper_on_the_stand_in(drv, monkeypatch, **answers):
     _saxpy_on_the_stand_in(drv, monkeypatch)
     max_threads = real.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK
     drv.answers.update({
-        "cuPointerGetAttributes": _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
+        "cuPointerGetAttributes": pointer_attributes(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)),
         "cuModuleLoadData": (0, 0x4444), "cuFuncGetParamInfo": (500, 0, 0),
         "cuFuncGetAttribute": lambda attr, h: (0, 1024 if attr == max_threads else 0),
         "cuTensorMapEncodeTiled": lambda *a: (0, _Encoded()), "cuDeviceGetAttribute": (0, 1),
@@ -643,23 +643,17 @@ def test_when_ours_is_current_an_entry_costs_one_query(drv):
     assert drv.calls == [("cuCtxGetCurrent", ())]
 
 
-def _attrs(ctx, dev, mtype, start=0, size=0):
-    """The driver's answer to cuPointerGetAttributes (context, device, memory type, allocation range: 0, 0 says
-    none known), as many values as asked for."""
-    return lambda n, attrs, ptr: (0, [ctx, dev, mtype, start, size][:n])
-
-
 def test_foreign_pointers_from_another_context_or_device_are_refused(drv):
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem)
     D.check_pointer(0x7000_0000, "x")
-    drv.answers["cuPointerGetAttributes"] = _attrs(0xBAD, 0, dev_mem)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(0xBAD, 0, dev_mem)
     with pytest.raises(LaunchError, match="belongs to another CUDA context"):
         D.check_pointer(0x7000_0000, "argument 0 (x)")
-    drv.answers["cuPointerGetAttributes"] = _attrs(0, 1, dev_mem)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(0, 1, dev_mem)
     with pytest.raises(LaunchError, match="memory of device 1; ptxforge launches on device 0"):
         D.check_pointer(0x7000_0000, "x")
-    drv.answers["cuPointerGetAttributes"] = _attrs(0, -2, 0)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(0, -2, 0)
     with pytest.raises(LaunchError, match="not memory the CUDA driver knows"):
         D.check_pointer(0x7000_0000, "x")
     drv.answers["cuPointerGetAttributes"] = lambda n, attrs, ptr: (1, None)
@@ -682,8 +676,8 @@ def test_gemm_schedules_refuse_operands_of_another_context_or_device(drv):
 
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
     a, b, c = _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "|i1"), _ForeignArray((64, 64), "<i4")
-    for answer, says in ((_attrs(0xBAD, 0, dev_mem), "A \\(_ForeignArray\\): .* belongs to another CUDA context"),
-                         (_attrs(0, 1, dev_mem), "A \\(_ForeignArray\\): .* memory of device 1; ptxforge "
+    for answer, says in ((pointer_attributes(0xBAD, 0, dev_mem), "A \\(_ForeignArray\\): .* belongs to another CUDA context"),
+                         (pointer_attributes(0, 1, dev_mem), "A \\(_ForeignArray\\): .* memory of device 1; ptxforge "
                                                  "launches on device 0")):
         drv.answers["cuPointerGetAttributes"] = answer
         with pytest.raises(LaunchError, match=says):
@@ -698,7 +692,7 @@ def test_a_read_only_c_is_refused_and_read_only_operands_are_read(drv):
     from ptxforge.errors import ValidationError
     from ptxforge.schedules.gemm import plan as gemm_plan
     from ptxforge.schedules.hopper import operands as hops
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
     ro = _ForeignArray((64, 64), "<i4")
     ro.__cuda_array_interface__["data"] = (0x7000_0000, True)
     assert hops.gpu_view(ro, "A")[0] == 0x7000_0000 and gemm_plan._read(ro, "B")[0] == 0x7000_0000
@@ -712,7 +706,7 @@ def test_a_tensor_map_over_another_context_s_memory_is_refused(drv):
     launch does: a map over another context's (or device's) memory would send the TMA there."""
     from ptxforge.runtime import TensorMap
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
-    for answer, says in ((_attrs(0xBAD, 0, dev_mem), "another CUDA context"), (_attrs(0, 1, dev_mem), "device 1")):
+    for answer, says in ((pointer_attributes(0xBAD, 0, dev_mem), "another CUDA context"), (pointer_attributes(0, 1, dev_mem), "device 1")):
         drv.answers["cuPointerGetAttributes"] = answer
         with pytest.raises(LaunchError, match=r"the array of a tensor map \(_ForeignArray\): .*" + says):
             TensorMap.from_array(_ForeignArray((64, 64), "|i1"), (64, 64)).encode()
@@ -723,7 +717,7 @@ def test_a_tensor_map_reaching_past_its_allocation_is_refused(drv):
     bytes fit a 4 KB allocation and are encoded; a 65th row would send the TMA past it."""
     from ptxforge.runtime import TensorMap
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 4096)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem, 0x7000_0000, 4096)
     drv.answers["cuTensorMapEncodeTiled"] = lambda *a: (0, object())
     assert TensorMap.from_array(_ForeignArray((64, 64), "|i1"), (64, 64))._byte_span() == (0, 4096)
     with pytest.raises(LaunchError, match=r"the array of a tensor map \(_ForeignArray\): .* past the allocation"):
@@ -760,7 +754,7 @@ def test_hopper_run_orders_its_launch_after_an_operands_producer_stream(drv):
     waits (an event recorded on each, waited on by the launch stream) before the first launch call."""
     from ptxforge.schedules.hopper import operands as hops
     from ptxforge.schedules.hopper import plan as hplan
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
 
     class OnStream(_ForeignArray):
         def __init__(self, shape, typestr, stream):
@@ -965,15 +959,15 @@ def test_a_foreign_array_larger_than_its_allocation_is_refused(drv):
     offset slice of a buffer): the launch or the GEMM would read and write past it.  The driver says which
     allocation holds the address (its range); the elements must lie inside it."""
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 256)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem, 0x7000_0000, 256)
     D.check_pointer(0x7000_0000, "x", (0, 256))
     D.check_pointer(0x7000_0080, "x", (-128, 128))  # a negative stride reaching back to the allocation's start
     for ptr, span in ((0x7000_0000, (0, 260)), (0x7000_0080, (0, 129)), (0x7000_0000, (-4, 16))):
         with pytest.raises(LaunchError, match=r"x: its elements cover bytes .* past the allocation that holds"):
             D.check_pointer(ptr, "x", span)
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)  # no range known: nothing to hold it to
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem)  # no range known: nothing to hold it to
     D.check_pointer(0x7000_0000, "x", (0, 1 << 40))
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem, 0x7000_0000, 64)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem, 0x7000_0000, 64)
     with pytest.raises(LaunchError, match=r"argument 0 \(x\) of kernel 'k' .* past the allocation"):
         resolve(_lay(), (fake_cai(shape=(17,)),), "k", check_pointer=D.check_pointer)
     resolve(_lay(), (fake_cai(shape=(16,)),), "k", check_pointer=D.check_pointer)
@@ -1284,11 +1278,11 @@ def test_a_dependent_launch_checks_foreign_arrays_and_waits_as_a_plain_launch(dr
             self.__cuda_array_interface__ = {"data": (0x7000_0000, False), "shape": (300,), "typestr": "<f4",
                                              "version": 3, "stream": stream}
     dev_mem = int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE)
-    drv.answers["cuPointerGetAttributes"] = _attrs(0xBAD, 0, dev_mem)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(0xBAD, 0, dev_mem)
     with pytest.raises(LaunchError, match="another CUDA context"):
         launch_dependent(fn, 2, 256, Foreign(), Foreign(), 300, 0.5)
     assert "cuLaunchKernelEx" not in [name for name, _ in drv.calls] and drv.current == 0xF00
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, dev_mem)
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, dev_mem)
     drv.calls.clear()
     launch_dependent(fn, 2, 256, Foreign(0xABC), Foreign(), 300, 0.5)
     names = [name for name, _ in drv.calls]

@@ -14,7 +14,7 @@ import pytest
 from ptxforge.runtime import streams as S
 
 real = pytest.importorskip("cuda.bindings.driver")
-from support.driver_standin import OURS, kernel_of, mem_drv  # noqa: E402,F401  (mem_drv: a fixture)
+from support.driver_standin import OURS, kernel_of, mem_drv, pointer_attributes  # noqa: E402,F401  (mem_drv: a fixture)
 
 SIDE = 0x5_1DE  # the stand-in torch's current stream on device 0
 
@@ -69,8 +69,6 @@ def test_the_public_query_serves_when_torch_has_no_raw_one(torch_standin):
     assert S.current_stream_of((torch_standin.Tensor((4,), "<i4"),)) == 0xAB0
 
 
-def _attrs(ctx, dev, mtype):
-    return lambda n, attrs, ptr: (0, [ctx, dev, mtype, 0, 0][:n])  # (no allocation range known)
 
 
 def _launch_streams(drv):
@@ -81,7 +79,7 @@ def test_a_plain_launch_on_torch_tensors_goes_to_torch_s_current_stream(mem_drv,
     """KernelFunction launches and binds given no stream use torch's current stream; a stream passed wins, and
     arguments of no library with a current stream keep the legacy default stream."""
     drv = mem_drv
-    drv.answers["cuPointerGetAttributes"] = _attrs(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
+    drv.answers["cuPointerGetAttributes"] = pointer_attributes(OURS, 0, int(real.CUmemorytype.CU_MEMORYTYPE_DEVICE))
     fn = kernel_of(".param .u64 x, .param .u32 n")
     x = torch_standin.Tensor((4,), "<i4")
     fn(1, 32, x, 4)

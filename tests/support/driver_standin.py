@@ -136,6 +136,12 @@ class MemoryStandIn(StandIn):
         return np.frombuffer(bytes(self.mem[int(ptr)]), dtype=dtype, count=count).copy()
 
 
+def pointer_attributes(ctx, dev, mtype, start=0, size=0):
+    """The stand-in's answer to cuPointerGetAttributes: context, device, memory type and the allocation's range
+    (0, 0: none known), as many values as asked for."""
+    return lambda n, attrs, ptr: (0, [ctx, dev, mtype, start, size][:n])
+
+
 def stand_in_state(monkeypatch, sd):
     """Install `sd` as the driver, with ptxforge's state as if on an H200 whose context is OURS."""
     info = D.DeviceInfo(ordinal=0, name="stand-in", compute_capability=(9, 0), sm_count=132, total_memory=1 << 30,
